@@ -1,0 +1,1 @@
+"""Subcommands of the ``powerlab`` console script, one module each (``register(sub)``)."""

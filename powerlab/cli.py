@@ -1,0 +1,52 @@
+"""The ``powerlab`` command line.
+
+Each subcommand lives in its own module under :mod:`powerlab._cli` and exposes
+``register(subparsers)``; the module is imported only to build the parser, so heavy
+dependencies are imported inside the command's handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from . import __version__
+from .exceptions import PowerlabError
+
+#: Subcommand modules under powerlab._cli, in the order shown by --help.
+COMMAND_MODULES = [
+    "summary",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="powerlab",
+        description="Power and thermal analytics of GPU clusters.",
+    )
+    parser.add_argument("--version", action="version", version=f"powerlab {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        mod = importlib.import_module(f"powerlab._cli.{name}")
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        rc = args.func(args)
+    except PowerlabError as exc:
+        print(f"powerlab {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"powerlab {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return 0 if rc is None else int(rc)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

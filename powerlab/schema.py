@@ -1,0 +1,327 @@
+"""The canonical telemetry schema: one tidy, long frame of GPU (or node) samples.
+
+One row is one sample of one GPU (``scope == "gpu"``) or of one whole node
+(``scope == "node"``, for sources that only record node power, such as MLPerf power logs;
+then ``gpu_index`` and ``gpu_uuid`` are missing).
+
+:data:`GLOSSARY` names every column with its unit, dtype, meaning and valid range.  It
+drives :func:`validate`, :func:`conform` and the documentation (:func:`glossary_frame`).
+
+Timestamps are always tz-aware UTC.  Local time appears only inside time-of-day analysis,
+from an explicit ``site_tz``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import SchemaError, Violation
+
+__all__ = [
+    "Column",
+    "GLOSSARY",
+    "CORE_COLUMNS",
+    "IDENTITY_COLUMNS",
+    "MEASUREMENT_COLUMNS",
+    "SCOPES",
+    "conform",
+    "empty_frame",
+    "validate",
+    "glossary_frame",
+]
+
+SCOPES = ("gpu", "node")
+
+
+@dataclass(frozen=True)
+class Column:
+    """Definition of one canonical column.
+
+    Attributes
+    ----------
+    name : str
+        Column name; measurements carry their SI unit in the name.
+    unit : str
+        Unit, ``""`` for identifiers.
+    dtype : str
+        pandas dtype name of the column in a conformed frame.
+    description : str
+        Meaning of the column.
+    valid_range : tuple of float or None
+        Inclusive physical range for GPU-scope rows; ``None`` when not numeric.
+    node_range : tuple of float or None
+        Inclusive range for node-scope rows where it differs (node power).
+    core : bool
+        Present in every conformed frame (missing values as NA).
+    """
+
+    name: str
+    unit: str
+    dtype: str
+    description: str
+    valid_range: tuple[float, float] | None = None
+    node_range: tuple[float, float] | None = None
+    core: bool = True
+
+
+_COLS = [
+    Column("timestamp", "", "datetime64[ns, UTC]",
+           "Wall-clock time of the sample, tz-aware UTC."),
+    Column("host", "", "string", "Host (node) name."),
+    Column("scope", "", "string",
+           "What the row measures: 'gpu' (one GPU) or 'node' (a whole node)."),
+    Column("gpu_index", "", "Int16", "NVML ordinal of the GPU on its host; NA for node rows.",
+           (0, 1023)),
+    Column("gpu_uuid", "", "string", "Stable GPU UUID (GPU-...); NA when the source lacks it."),
+    Column("power_w", "W", "float64",
+           "Power draw: instantaneous GPU power (NVML) or node AC power for node rows.",
+           (0.0, 2000.0), (0.0, 50000.0)),
+    Column("energy_j", "J", "float64",
+           "Cumulative energy counter since driver load (NVML total energy consumption).",
+           (0.0, 1e15)),
+    Column("clock_sm_mhz", "MHz", "float64", "Streaming-multiprocessor (graphics) clock.",
+           (0.0, 5000.0)),
+    Column("clock_mem_mhz", "MHz", "float64", "Memory clock.", (0.0, 20000.0)),
+    Column("temp_gpu_c", "degC", "float64", "GPU die temperature.", (-40.0, 150.0)),
+    Column("temp_mem_c", "degC", "float64", "Memory (HBM) temperature.", (-40.0, 150.0)),
+    Column("util_gpu_pct", "%", "float64",
+           "GPU utilisation: share of the last sample period a kernel was running.",
+           (0.0, 100.0)),
+    Column("power_limit_w", "W", "float64", "Enforced power limit.", (0.0, 2000.0),
+           (0.0, 50000.0)),
+    Column("throttle_reasons", "bitmask", "UInt64",
+           "Raw NVML clock-event (throttle) reasons bitmask; unknown bits preserved."),
+    # optional columns: validated when present, not added by conform()
+    Column("power_avg_w", "W", "float64", "NVML average power over its ~1 s window.",
+           (0.0, 2000.0), (0.0, 50000.0), core=False),
+    Column("util_mem_pct", "%", "float64", "Memory-controller utilisation.", (0.0, 100.0),
+           core=False),
+    Column("memory_used_bytes", "B", "float64", "Frame-buffer memory in use.",
+           (0.0, 1e13), core=False),
+    Column("fan_speed_pct", "%", "float64", "Fan speed.", (0.0, 100.0), core=False),
+    Column("monotonic_s", "s", "float64",
+           "Monotonic clock of the collecting host at the sample (for rates and jitter).",
+           core=False),
+    Column("job_id", "", "string", "Job the GPU belonged to at the sample.", core=False),
+]
+
+GLOSSARY: dict[str, Column] = {c.name: c for c in _COLS}
+CORE_COLUMNS: tuple[str, ...] = tuple(c.name for c in _COLS if c.core)
+IDENTITY_COLUMNS: tuple[str, ...] = ("timestamp", "host", "scope", "gpu_index", "gpu_uuid")
+MEASUREMENT_COLUMNS: tuple[str, ...] = tuple(
+    c.name for c in _COLS if c.name not in IDENTITY_COLUMNS
+)
+_KEY = ["host", "scope", "gpu_index"]
+
+
+def glossary_frame() -> pd.DataFrame:
+    """The glossary as a table (name, unit, dtype, range, meaning) for documentation."""
+    rows = []
+    for c in _COLS:
+        rows.append({
+            "name": c.name,
+            "unit": c.unit,
+            "dtype": c.dtype,
+            "valid_range": "" if c.valid_range is None else f"{c.valid_range[0]:g} .. {c.valid_range[1]:g}",
+            "node_range": "" if c.node_range is None else f"{c.node_range[0]:g} .. {c.node_range[1]:g}",
+            "core": c.core,
+            "description": c.description,
+        })
+    return pd.DataFrame(rows)
+
+
+def empty_frame() -> pd.DataFrame:
+    """An empty frame with every core column in its canonical dtype."""
+    return pd.DataFrame({name: pd.Series([], dtype=GLOSSARY[name].dtype)
+                         for name in CORE_COLUMNS})
+
+
+def conform(df: pd.DataFrame, *, sort: bool = True) -> pd.DataFrame:
+    """Return ``df`` with every core column present, in canonical order and dtype.
+
+    Missing measurement columns are added as NA; ``scope`` defaults to ``"gpu"``.
+    Extra columns are kept after the core ones (glossary optionals first).  The frame is
+    sorted by host, scope, GPU and time when ``sort`` is true, and gets a fresh
+    RangeIndex.  No value is changed, only types: a conversion that would lose
+    information raises :class:`~powerlab.exceptions.SchemaError`.
+    """
+    out = df.copy()
+    n = len(out)
+    if "scope" not in out.columns:
+        out["scope"] = "gpu"
+    violations = []
+    for name in CORE_COLUMNS:
+        col = GLOSSARY[name]
+        if name not in out.columns:
+            fill = np.nan if col.dtype == "float64" else pd.NaT if name == "timestamp" else pd.NA
+            out[name] = pd.Series([fill] * n, index=out.index, dtype=col.dtype)
+            continue
+        try:
+            out[name] = _cast(out[name], col.dtype)
+        except (TypeError, ValueError) as exc:
+            violations.append(Violation(name, f"cannot convert to {col.dtype}: {exc}"))
+    for name in out.columns:
+        if name in GLOSSARY and not GLOSSARY[name].core:
+            try:
+                out[name] = _cast(out[name], GLOSSARY[name].dtype)
+            except (TypeError, ValueError) as exc:
+                violations.append(Violation(name, f"cannot convert to "
+                                                  f"{GLOSSARY[name].dtype}: {exc}"))
+    if violations:
+        raise SchemaError(violations)
+    extras_known = [c.name for c in _COLS if not c.core and c.name in out.columns]
+    extras_other = [c for c in out.columns if c not in GLOSSARY]
+    out = out[list(CORE_COLUMNS) + extras_known + extras_other]
+    if sort:
+        out = out.sort_values(["host", "scope", "gpu_index", "timestamp"], kind="stable",
+                              na_position="first")
+    return out.reset_index(drop=True)
+
+
+def _cast(s: pd.Series, dtype: str) -> pd.Series:
+    if dtype == "datetime64[ns, UTC]":
+        if isinstance(s.dtype, pd.DatetimeTZDtype):
+            return s.dt.tz_convert("UTC").astype("datetime64[ns, UTC]")
+        raise TypeError(f"timestamps must be tz-aware (got dtype {s.dtype}); "
+                        "localize them with an explicit time zone first")
+    if str(s.dtype) == dtype:
+        return s
+    if dtype in ("Int16", "UInt64"):
+        vals = pd.to_numeric(s, errors="raise")
+        if dtype == "UInt64" and vals.dtype == np.uint64:
+            return vals.astype("UInt64")
+        f = vals.astype("float64")
+        if ((f.dropna() % 1) != 0).any():
+            raise ValueError("non-integer values")
+        if dtype == "UInt64" and (f.dropna() < 0).any():
+            raise ValueError("negative values in a bitmask")
+        return vals.astype(dtype)
+    if dtype == "float64":
+        return pd.to_numeric(s, errors="raise").astype("float64")
+    return s.astype(dtype)
+
+
+def validate(df: pd.DataFrame, *, source: str | None = None, strict_optional: bool = True
+             ) -> pd.DataFrame:
+    """Check a telemetry frame against the schema and report every violation at once.
+
+    Checks: missing core columns, wrong dtypes, naive (or non-UTC) timestamps, unknown
+    ``scope`` values, values outside each column's valid range (a GPU power in
+    milliwatts, a temperature in kelvin), duplicate samples (same host, scope, GPU and
+    timestamp) and time going backwards within one GPU's (or node's) rows.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Telemetry in the canonical schema (see :func:`conform`).
+    source : str, optional
+        Where the frame came from, named in the error message.
+    strict_optional : bool, default True
+        Also check dtypes and ranges of optional glossary columns that are present.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``df`` itself, unchanged, when it is valid (so calls can be chained).
+
+    Raises
+    ------
+    powerlab.exceptions.SchemaError
+        Listing each violation with its column and the offending rows.
+    """
+    v: list[Violation] = []
+    missing = [c for c in CORE_COLUMNS if c not in df.columns]
+    for c in missing:
+        v.append(Violation(c, f"missing column (expected {GLOSSARY[c].dtype}, "
+                              f"unit '{GLOSSARY[c].unit}')"))
+    names = [c for c in df.columns if c in GLOSSARY
+             and (GLOSSARY[c].core or strict_optional)]
+    typed_ok = set()
+    for c in names:
+        col = GLOSSARY[c]
+        actual = df[c].dtype
+        if c == "timestamp":
+            if not isinstance(actual, pd.DatetimeTZDtype):
+                v.append(Violation(c, f"timestamps must be tz-aware UTC, got {actual} "
+                                      "(naive timestamps need an explicit time zone)"))
+            elif str(actual.tz) != "UTC":
+                v.append(Violation(c, f"timestamps must be in UTC, got time zone {actual.tz}"))
+            else:
+                typed_ok.add(c)
+            continue
+        if str(actual) != col.dtype:
+            v.append(Violation(c, f"dtype {actual}, expected {col.dtype}"))
+            continue
+        typed_ok.add(c)
+
+    idx = df.index
+    if "timestamp" in typed_ok:
+        bad = idx[df["timestamp"].isna().to_numpy()]
+        if len(bad):
+            v.append(Violation("timestamp", "missing timestamps", tuple(bad)))
+    if "scope" in typed_ok:
+        sc = df["scope"]
+        bad = idx[(~sc.isin(SCOPES) | sc.isna()).to_numpy()]
+        if len(bad):
+            v.append(Violation("scope", f"unknown scope, expected one of {SCOPES}", tuple(bad)))
+        is_node = (sc == "node").fillna(False).to_numpy(dtype=bool)
+        if "gpu_index" in typed_ok:
+            bad = idx[(~is_node) & df["gpu_index"].isna().to_numpy()]
+            if len(bad):
+                v.append(Violation("gpu_index", "GPU rows need a gpu_index", tuple(bad)))
+    else:
+        is_node = np.zeros(len(df), dtype=bool)
+
+    for c in typed_ok:
+        col = GLOSSARY[c]
+        if col.valid_range is None or c == "timestamp":
+            continue
+        vals = df[c].astype("float64").to_numpy()
+        lo, hi = col.valid_range
+        nlo, nhi = col.node_range or col.valid_range
+        lo_arr = np.where(is_node, nlo, lo)
+        hi_arr = np.where(is_node, nhi, hi)
+        with np.errstate(invalid="ignore"):
+            out = (vals < lo_arr) | (vals > hi_arr)
+        if out.any():
+            bad = idx[out]
+            worst = np.nanmax(np.abs(vals[out]))
+            hint = ""
+            if col.unit == "W" and worst > 1000 * (nhi if is_node[out].all() else hi) / 100:
+                hint = " (values look like milliwatts; convert to watts)"
+            elif col.unit == "degC" and worst > 200:
+                hint = " (values look like kelvin or millidegrees)"
+            rng = f"[{lo:g}, {hi:g}] {col.unit}"
+            if col.node_range:
+                rng += f" for GPU rows, [{nlo:g}, {nhi:g}] {col.unit} for node rows"
+            v.append(Violation(c, f"{out.sum()} value(s) outside {rng}, largest |value| "
+                                  f"{worst:g}{hint}", tuple(bad)))
+
+    if {"timestamp", "host", "scope", "gpu_index"} <= typed_ok:
+        key = df[["host", "scope", "gpu_index", "timestamp"]]
+        dup = key.duplicated(keep="first").to_numpy()
+        if dup.any():
+            v.append(Violation("timestamp", "duplicate samples (same host, scope, gpu_index "
+                                            "and timestamp)", tuple(idx[dup])))
+        ts = df["timestamp"].astype("int64").to_numpy()
+        codes = pd.MultiIndex.from_frame(
+            key[["host", "scope", "gpu_index"]].astype("string").fillna("<NA>")
+        ).factorize()[0] if len(df) else np.array([], dtype=np.int64)
+        order = np.argsort(codes, kind="stable")
+        c_sorted = codes[order]
+        t_sorted = ts[order]
+        back = np.zeros(len(df), dtype=bool)
+        if len(df) > 1:
+            same = c_sorted[1:] == c_sorted[:-1]
+            dec = t_sorted[1:] < t_sorted[:-1]
+            back[order[1:][same & dec]] = True
+        if back.any():
+            v.append(Violation("timestamp", "time goes backwards within one GPU's rows "
+                                            "(expected non-decreasing per host/scope/gpu)",
+                               tuple(idx[back])))
+    if v:
+        raise SchemaError(v, source=source)
+    return df
