@@ -252,7 +252,9 @@ def validate(df: pd.DataFrame, *, source: str | None = None, strict_optional: bo
             else:
                 typed_ok.add(c)
             continue
-        if str(actual) != col.dtype:
+        if col.dtype == "string" and isinstance(actual, pd.StringDtype):
+            pass  # pandas' "str" and "string" flavours both hold text
+        elif str(actual) != col.dtype:
             v.append(Violation(c, f"dtype {actual}, expected {col.dtype}"))
             continue
         typed_ok.add(c)

@@ -1,0 +1,63 @@
+"""``powerlab summary``: read telemetry (a store or any supported file) and summarise it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "summary",
+        help="read telemetry (a store folder or supported files) and print a summary",
+        description="Read telemetry from a powerlab store or from files in any supported "
+                    "format (nvidia-smi CSV, DCGM, MLPerf power logs) and print, per host "
+                    "and scope, the devices, samples, time span and power statistics. "
+                    "Without a path, summarises the bundled MLPerf GPT-3 power excerpt.",
+    )
+    p.add_argument("paths", nargs="*", type=Path, help="store folder or source files")
+    p.add_argument("--tz", help="time zone of zone-less timestamps in the sources")
+    p.set_defaults(func=run)
+
+
+def summarize(df):
+    """Per host and scope: devices, samples, first/last time, mean and max power [W]."""
+    import pandas as pd
+
+    g = df.groupby(["host", "scope"], observed=True)
+    out = pd.DataFrame({
+        "devices": g["gpu_index"].nunique().where(g["gpu_index"].count() > 0, 1),
+        "samples": g.size(),
+        "first_utc": g["timestamp"].min(),
+        "last_utc": g["timestamp"].max(),
+        "power_w_mean": g["power_w"].mean().round(1),
+        "power_w_max": g["power_w"].max().round(1),
+    })
+    return out.reset_index()
+
+
+def run(args) -> int:
+    import pandas as pd
+
+    from ..data import bundled_path
+    from ..exceptions import PowerlabError
+    from ..iotools import read_any
+    from ..store import read_store
+
+    paths = args.paths or [bundled_path("mlperf-gpt3-64node", "power")]
+    frames = []
+    for path in paths:
+        if path.is_dir() and any(path.glob("date=*")):
+            frames.append(read_store(path))
+        elif path.exists():
+            frames.append(read_any(path, tz=args.tz))
+        else:
+            raise PowerlabError(f"{path}: no such file or store")
+    df = pd.concat(frames, ignore_index=True)
+    s = summarize(df)
+    with pd.option_context("display.width", 160, "display.max_rows", 200):
+        print(s.to_string(index=False))
+    span = (df["timestamp"].max() - df["timestamp"].min()).total_seconds()
+    print(f"\n{len(df):,} samples from {s['host'].nunique()} host(s) over {span:,.0f} s; "
+          f"total mean power {s['power_w_mean'].sum() / 1e3:,.1f} kW")
+    return 0

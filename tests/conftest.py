@@ -1,0 +1,58 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+TEST_DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The read-only real data beside the checkout; skip where it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared real data not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+def make_telemetry(n_hosts: int = 2, n_gpus: int = 4, n_samples: int = 50,
+                   start: str = "2024-05-17T23:59:50Z", period_s: float = 0.5,
+                   seed: int = 0) -> pd.DataFrame:
+    """A small valid telemetry frame with every core column filled (crossing midnight)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    t = pd.Timestamp(start) + pd.to_timedelta(np.arange(n_samples) * period_s, unit="s")
+    for h in range(n_hosts):
+        for g in range(n_gpus):
+            p = 300 + 50 * rng.standard_normal(n_samples)
+            rows.append(pd.DataFrame({
+                "timestamp": t,
+                "host": f"node-{h:02d}",
+                "scope": "gpu",
+                "gpu_index": g,
+                "gpu_uuid": f"GPU-{h:04d}{g:04d}-aaaa-bbbb-cccc-000000000000",
+                "power_w": p,
+                "energy_j": 1e6 + np.cumsum(p * period_s),
+                "clock_sm_mhz": rng.choice([1755.0, 1980.0], n_samples),
+                "clock_mem_mhz": 2619.0,
+                "temp_gpu_c": 40 + 5 * rng.random(n_samples),
+                "temp_mem_c": 45 + 5 * rng.random(n_samples),
+                "util_gpu_pct": rng.integers(0, 101, n_samples).astype(float),
+                "power_limit_w": 700.0,
+                "throttle_reasons": rng.choice(np.array([0, 4, 2**40 + 1], dtype=np.uint64),
+                                               n_samples),
+            }))
+    from powerlab.schema import conform
+
+    return conform(pd.concat(rows, ignore_index=True))
+
+
+@pytest.fixture
+def telemetry() -> pd.DataFrame:
+    return make_telemetry()

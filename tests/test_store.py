@@ -1,0 +1,121 @@
+import os
+import threading
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from powerlab.exceptions import SchemaError, StoreError
+from powerlab.store import atomic_write_bytes, list_files, read_store, store_summary, write_store
+from tests.conftest import make_telemetry
+
+
+def test_round_trip_exact_with_partitions(tmp_path, telemetry):
+    files = write_store(telemetry, tmp_path)
+    # crosses midnight: 2 dates x 2 hosts
+    dirs = sorted({(p.parent.parent.name, p.parent.name) for p in files})
+    assert dirs == [("date=2024-05-17", "host=node-00"), ("date=2024-05-17", "host=node-01"),
+                    ("date=2024-05-18", "host=node-00"), ("date=2024-05-18", "host=node-01")]
+    back = read_store(tmp_path)
+    pd.testing.assert_frame_equal(back, telemetry)
+
+
+def test_appends_are_new_files_and_never_overwrite(tmp_path):
+    a = make_telemetry(1, 1, 10, start="2024-05-17T10:00:00Z")
+    b = make_telemetry(1, 1, 10, start="2024-05-17T11:00:00Z")
+    fa = write_store(a, tmp_path)
+    fb = write_store(b, tmp_path)
+    assert set(fa).isdisjoint(fb)
+    back = read_store(tmp_path)
+    assert len(back) == 20
+    assert back["timestamp"].is_monotonic_increasing
+
+
+def test_time_and_host_filters_prune_files(tmp_path, telemetry):
+    write_store(telemetry, tmp_path)
+    start = pd.Timestamp("2024-05-18T00:00:00Z")
+    assert len(list_files(tmp_path, start=start)) == 2
+    got = read_store(tmp_path, start=start, end=start + pd.Timedelta(seconds=5),
+                     hosts=["node-01"])
+    exp = telemetry[(telemetry["timestamp"] >= start)
+                    & (telemetry["timestamp"] < start + pd.Timedelta(seconds=5))
+                    & (telemetry["host"] == "node-01")].reset_index(drop=True)
+    assert len(got) == 4 * 10
+    pd.testing.assert_frame_equal(got, exp)
+    cols = read_store(tmp_path, columns=["power_w"])
+    assert list(cols.columns) == ["timestamp", "host", "scope", "gpu_index", "gpu_uuid",
+                                  "power_w"]
+
+
+def test_naive_bounds_and_unknown_columns_refused(tmp_path, telemetry):
+    write_store(telemetry, tmp_path)
+    with pytest.raises(StoreError, match="time zone"):
+        read_store(tmp_path, start="2024-05-18 00:00")
+    with pytest.raises(StoreError, match="unknown column"):
+        read_store(tmp_path, columns=["power_mw"])
+    with pytest.raises(StoreError, match="no store"):
+        read_store(tmp_path / "nope")
+
+
+def test_invalid_frame_writes_nothing(tmp_path, telemetry):
+    bad = telemetry.copy()
+    bad.loc[0, "power_w"] = 1e6
+    with pytest.raises(SchemaError):
+        write_store(bad, tmp_path)
+    assert not any(tmp_path.rglob("*.parquet"))
+
+
+def test_hostile_host_names_are_escaped(tmp_path):
+    df = make_telemetry(1, 1, 5)
+    df["host"] = "../evil host/ä"
+    files = write_store(df, tmp_path)
+    assert all(tmp_path in p.parents for p in files)
+    back = read_store(tmp_path, hosts=["../evil host/ä"])
+    assert (back["host"] == "../evil host/ä").all() and len(back) == 5
+
+
+def test_leftover_temporary_files_are_ignored(tmp_path, telemetry):
+    files = write_store(telemetry, tmp_path)
+    junk = files[0].parent / ".tmp-deadbeef-part-x.parquet"
+    junk.write_bytes(b"PAR1 truncated")
+    pd.testing.assert_frame_equal(read_store(tmp_path), telemetry)
+
+
+def test_failed_write_leaves_old_file_and_no_temp(tmp_path):
+    target = tmp_path / "f.bin"
+    target.write_bytes(b"old")
+
+    def boom(tmp):
+        with open(tmp, "wb") as fh:
+            fh.write(b"partial")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(StoreError, match="No space left"):
+        atomic_write_bytes(target, boom)
+    assert target.read_bytes() == b"old"
+    assert os.listdir(tmp_path) == ["f.bin"]
+
+
+def test_corrupt_visible_file_is_a_clear_error(tmp_path, telemetry):
+    files = write_store(telemetry, tmp_path)
+    files[0].write_bytes(b"not parquet")
+    with pytest.raises(StoreError, match=files[0].name):
+        read_store(tmp_path)
+
+
+def test_concurrent_writers_do_not_clash(tmp_path):
+    frames = [make_telemetry(1, 2, 20, start=f"2024-05-17T0{i}:00:00Z", seed=i)
+              for i in range(4)]
+    threads = [threading.Thread(target=write_store, args=(f, tmp_path)) for f in frames]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert len(read_store(tmp_path)) == 4 * 40
+    for p in tmp_path.rglob("*.parquet"):
+        pq.read_metadata(p)
+
+
+def test_store_summary(tmp_path, telemetry):
+    write_store(telemetry, tmp_path)
+    s = store_summary(tmp_path)
+    assert list(s["host"]) == ["node-00", "node-01"]
+    assert (s["n_gpus"] == 4).all() and (s["samples"] == 200).all()
