@@ -17,6 +17,7 @@ from .exceptions import PowerlabError
 #: Subcommand modules under powerlab._cli, in the order shown by --help.
 COMMAND_MODULES = [
     "summary",
+    "import_",
 ]
 
 

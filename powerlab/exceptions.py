@@ -17,6 +17,7 @@ __all__ = [
     "ParseError",
     "ScenarioError",
     "StoreError",
+    "AnalysisError",
     "NVMLError",
     "NVMLUnavailableError",
     "GPULostError",
@@ -127,6 +128,11 @@ class ScenarioError(PowerlabError, ValueError):
 
 class StoreError(PowerlabError, OSError):
     """The Parquet telemetry store cannot be written or read."""
+
+
+class AnalysisError(PowerlabError, ValueError):
+    """An analysis cannot be done on the data given (too short, too few points, no
+    variation); the message says what was found and what is needed."""
 
 
 class NVMLError(PowerlabError, RuntimeError):

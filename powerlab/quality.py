@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .exceptions import SchemaError, Violation
+from .schema import device_codes
 
 __all__ = ["gaps", "stale", "counter_resets", "quality_report"]
 
@@ -23,8 +24,7 @@ def _device_order(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     if missing:
         raise SchemaError([Violation(c, "missing column needed for quality checks")
                            for c in missing])
-    key = df[_KEY].astype("string").fillna("<NA>")
-    codes = pd.MultiIndex.from_frame(key).factorize()[0] if len(df) else np.array([], int)
+    codes = device_codes(df)
     ts = df["timestamp"].astype("int64").to_numpy()
     order = np.lexsort((ts, codes))
     return order, codes[order]

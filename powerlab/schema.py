@@ -31,6 +31,7 @@ __all__ = [
     "empty_frame",
     "validate",
     "glossary_frame",
+    "device_codes",
 ]
 
 SCOPES = ("gpu", "node")
@@ -106,6 +107,15 @@ _COLS = [
            "Monotonic clock of the collecting host at the sample (for rates and jitter).",
            core=False),
     Column("job_id", "", "string", "Job the GPU belonged to at the sample.", core=False),
+    # NVML's own per-field timestamps, kept by powerlab.collector (NaT: individual call)
+    Column("nvml_time_power", "", "datetime64[ns, UTC]",
+           "NVML timestamp of the instantaneous power field value.", core=False),
+    Column("nvml_time_power_avg", "", "datetime64[ns, UTC]",
+           "NVML timestamp of the average power field value.", core=False),
+    Column("nvml_time_energy", "", "datetime64[ns, UTC]",
+           "NVML timestamp of the total energy counter field value.", core=False),
+    Column("nvml_time_temp_mem", "", "datetime64[ns, UTC]",
+           "NVML timestamp of the memory temperature field value.", core=False),
 ]
 
 GLOSSARY: dict[str, Column] = {c.name: c for c in _COLS}
@@ -114,7 +124,6 @@ IDENTITY_COLUMNS: tuple[str, ...] = ("timestamp", "host", "scope", "gpu_index", 
 MEASUREMENT_COLUMNS: tuple[str, ...] = tuple(
     c.name for c in _COLS if c.name not in IDENTITY_COLUMNS
 )
-_KEY = ["host", "scope", "gpu_index"]
 
 
 def glossary_frame() -> pd.DataFrame:
@@ -202,6 +211,18 @@ def _cast(s: pd.Series, dtype: str) -> pd.Series:
     if dtype == "float64":
         return pd.to_numeric(s, errors="raise").astype("float64")
     return s.astype(dtype)
+
+
+def device_codes(df: pd.DataFrame) -> np.ndarray:
+    """An integer code per row identifying its device: (host, scope, gpu_index).
+
+    Missing values form their own category.  Used to group rows by device quickly.
+    """
+    code = np.zeros(len(df), dtype=np.int64)
+    for c in ("host", "scope", "gpu_index"):
+        k, uniq = pd.factorize(df[c], use_na_sentinel=True)
+        code = code * (len(uniq) + 1) + (k.astype(np.int64) + 1)
+    return code
 
 
 def validate(df: pd.DataFrame, *, source: str | None = None, strict_optional: bool = True
@@ -302,24 +323,22 @@ def validate(df: pd.DataFrame, *, source: str | None = None, strict_optional: bo
             v.append(Violation(c, f"{out.sum()} value(s) outside {rng}, largest |value| "
                                   f"{worst:g}{hint}", tuple(bad)))
 
-    if {"timestamp", "host", "scope", "gpu_index"} <= typed_ok:
-        key = df[["host", "scope", "gpu_index", "timestamp"]]
-        dup = key.duplicated(keep="first").to_numpy()
+    if {"timestamp", "host", "scope", "gpu_index"} <= typed_ok and len(df):
+        codes = device_codes(df)
+        ts = df["timestamp"].astype("int64").to_numpy()
+        # duplicates: identical (device, timestamp) pairs; flag all but the first
+        order = np.lexsort((ts, codes))
+        c_s, t_s = codes[order], ts[order]
+        dup = np.zeros(len(df), dtype=bool)
+        dup[order[1:][(c_s[1:] == c_s[:-1]) & (t_s[1:] == t_s[:-1])]] = True
         if dup.any():
             v.append(Violation("timestamp", "duplicate samples (same host, scope, gpu_index "
                                             "and timestamp)", tuple(idx[dup])))
-        ts = df["timestamp"].astype("int64").to_numpy()
-        codes = pd.MultiIndex.from_frame(
-            key[["host", "scope", "gpu_index"]].astype("string").fillna("<NA>")
-        ).factorize()[0] if len(df) else np.array([], dtype=np.int64)
+        # time going backwards in row order within one device
         order = np.argsort(codes, kind="stable")
-        c_sorted = codes[order]
-        t_sorted = ts[order]
+        c_s, t_s = codes[order], ts[order]
         back = np.zeros(len(df), dtype=bool)
-        if len(df) > 1:
-            same = c_sorted[1:] == c_sorted[:-1]
-            dec = t_sorted[1:] < t_sorted[:-1]
-            back[order[1:][same & dec]] = True
+        back[order[1:][(c_s[1:] == c_s[:-1]) & (t_s[1:] < t_s[:-1])]] = True
         if back.any():
             v.append(Violation("timestamp", "time goes backwards within one GPU's rows "
                                             "(expected non-decreasing per host/scope/gpu)",

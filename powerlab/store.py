@@ -141,9 +141,10 @@ def write_store(df: pd.DataFrame, root: str | os.PathLike, *, fsync: bool = True
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot create store folder {root}: {exc.strerror}") from exc
-    dates = frame["timestamp"].dt.strftime("%Y-%m-%d")
+    day = frame["timestamp"].astype("int64").to_numpy() // (86_400 * 10**9)
     written: list[Path] = []
-    for (date, host), part in frame.groupby([dates, frame["host"]], sort=True, observed=True):
+    for (dnum, host), part in frame.groupby([day, frame["host"]], sort=True, observed=True):
+        date = (pd.Timestamp(0, tz="UTC") + pd.Timedelta(days=int(dnum))).strftime("%Y-%m-%d")
         part = part.reset_index(drop=True)
         t0 = part["timestamp"].min().strftime("%Y%m%dT%H%M%S%fZ")
         target = (root / f"date={date}" / f"host={_safe_host(str(host))}"

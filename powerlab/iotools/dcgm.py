@@ -1,0 +1,374 @@
+"""Read NVIDIA DCGM output: ``dcgmi dmon`` text and dcgm-exporter Prometheus exposition.
+
+``dcgmi dmon -e <field ids>`` prints a header (``#Entity`` and the fields' short names),
+a units line (``ID`` ...), then one row per entity and sample (``GPU 0  72.449 ...``),
+repeating the header every few samples; missing values print as ``N/A``.  The rows carry
+no time: give ``start=`` and ``delay_ms=`` (the ``-d`` option), or prefix each line with
+a timestamp (e.g. ``dcgmi dmon ... | ts '%Y-%m-%d %H:%M:%.S'``).
+
+dcgm-exporter serves the Prometheus text format: one line per metric and GPU,
+``DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-...",Hostname="node1",...} 72.4 [ts_ms]``.
+
+References
+----------
+.. [1] NVIDIA, "dcgmi dmon", DCGM documentation.
+.. [2] NVIDIA, "Field Identifiers", DCGM documentation (units of DCGM_FI_* fields).
+.. [3] NVIDIA dcgm-exporter, ``etc/dcp-metrics-included.csv`` (metric names and units).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..exceptions import ParseError
+from ._common import localize, read_text, warn_quality
+
+__all__ = [
+    "DMON_VARIABLE_MAP",
+    "PROMETHEUS_VARIABLE_MAP",
+    "parse_dcgm_dmon",
+    "parse_dcgm_prometheus",
+    "read_dcgm_dmon",
+    "read_dcgm_prometheus",
+]
+
+#: ``dcgmi dmon`` short column name -> (canonical column, DCGM unit, factor to canonical).
+DMON_VARIABLE_MAP: dict[str, tuple[str, str, float]] = {
+    "POWER": ("power_w", "W", 1.0),                 # 155 power_usage
+    "TOTEC": ("energy_j", "mJ", 1e-3),              # 156 total_energy_consumption
+    "SMCLK": ("clock_sm_mhz", "MHz", 1.0),          # 100 sm_clock
+    "MMCLK": ("clock_mem_mhz", "MHz", 1.0),         # 101 memory_clock
+    "TMPTR": ("temp_gpu_c", "C", 1.0),              # 150 gpu_temp
+    "MMTMP": ("temp_mem_c", "C", 1.0),              # 140 memory_temp
+    "GPUTL": ("util_gpu_pct", "%", 1.0),            # 203 gpu_utilization
+    "MCUTL": ("util_mem_pct", "%", 1.0),            # 204 mem_copy_utilization
+    "EPLMT": ("power_limit_w", "W", 1.0),           # 164 enforced_power_limit
+    "PMLMT": ("power_limit_w", "W", 1.0),           # 160 power_management_limit
+    "DVCCTR": ("throttle_reasons", "bitmask", 1.0),  # 112 current_clock_throttle_reasons
+    "FBUSD": ("memory_used_bytes", "MiB", 1024.0 * 1024.0),  # 252 fb_used
+    "FANSP": ("fan_speed_pct", "%", 1.0),           # 191 fan_speed
+}
+
+#: dcgm-exporter metric -> (canonical column, unit, factor to canonical).
+PROMETHEUS_VARIABLE_MAP: dict[str, tuple[str, str, float]] = {
+    "DCGM_FI_DEV_POWER_USAGE": ("power_w", "W", 1.0),
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("energy_j", "mJ", 1e-3),
+    "DCGM_FI_DEV_SM_CLOCK": ("clock_sm_mhz", "MHz", 1.0),
+    "DCGM_FI_DEV_MEM_CLOCK": ("clock_mem_mhz", "MHz", 1.0),
+    "DCGM_FI_DEV_GPU_TEMP": ("temp_gpu_c", "C", 1.0),
+    "DCGM_FI_DEV_MEMORY_TEMP": ("temp_mem_c", "C", 1.0),
+    "DCGM_FI_DEV_GPU_UTIL": ("util_gpu_pct", "%", 1.0),
+    "DCGM_FI_DEV_MEM_COPY_UTIL": ("util_mem_pct", "%", 1.0),
+    "DCGM_FI_DEV_ENFORCED_POWER_LIMIT": ("power_limit_w", "W", 1.0),
+    "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("power_limit_w", "W", 1.0),
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": ("throttle_reasons", "bitmask", 1.0),
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": ("throttle_reasons", "bitmask", 1.0),
+    "DCGM_FI_DEV_FB_USED": ("memory_used_bytes", "MiB", 1024.0 * 1024.0),
+    "DCGM_FI_DEV_FAN_SPEED": ("fan_speed_pct", "%", 1.0),
+}
+
+_PRIO = {m: i for i, m in enumerate(PROMETHEUS_VARIABLE_MAP)}
+
+# DCGM "blank" values (not found / not supported / no permission ...): int64 values from
+# 0x7ffffffffffffff0 up and FP64 values from 2**47 up (dcgm_structs.h).
+_INT64_BLANK = 0x7FFFFFFFFFFFFFF0
+_FP64_BLANK = 140737488355328.0
+
+_TS_PREFIX = re.compile(r"^(\d{4}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?"
+                        r"(?:Z|[+-]\d\d:?\d\d)?)\s+(.*)$")
+
+
+def _blank_to_nan(v: float) -> float:
+    if v >= _FP64_BLANK and (v < _FP64_BLANK + 16 or v >= float(_INT64_BLANK)):
+        return np.nan
+    return v
+
+
+def read_dcgm_dmon(path, *, tz=None, host: str | None = None, start=None,
+                   delay_ms: float | None = None) -> pd.DataFrame:
+    """Read ``dcgmi dmon`` text output.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The captured output.
+    tz : str or tzinfo, optional
+        Time zone of line timestamps without an offset (and of a naive ``start``).
+    host : str, optional
+        Host name for every row.  Default ``"localhost"``.
+    start : datetime-like, optional
+        Time of the first sample, for output without line timestamps.
+    delay_ms : float, optional
+        Sampling interval (``dcgmi dmon -d``) [ms], with ``start``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Canonical telemetry; energy converted from mJ to [J], ``FBUSD`` from MiB to
+        ``memory_used_bytes`` [B].  Rows of other entities (``GPU-I``, ``Switch``) are
+        skipped and counted in a :class:`~powerlab.exceptions.DataQualityWarning`.
+    """
+    text, _ = read_text(Path(path))
+    return parse_dcgm_dmon(text, tz=tz, host=host, start=start, delay_ms=delay_ms,
+                           path=path)
+
+
+def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=None,
+                    delay_ms: float | None = None, path=None) -> pd.DataFrame:
+    """Parse ``dcgmi dmon`` output given as text or a buffer (see :func:`read_dcgm_dmon`)."""
+    text, name = read_text(text_or_buffer)
+    path = path if path is not None else name
+    host = "localhost" if host is None else str(host)
+    columns: list[str] | None = None
+    recs: list[tuple] = []  # (line, ts string or None, entity id, values)
+    skipped_entities = 0
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        body = line.strip()
+        if not body or body.startswith("dmon was stopped"):
+            continue
+        stamp = None
+        m = _TS_PREFIX.match(body)
+        if m:
+            stamp, body = m.group(1), m.group(2).strip()
+        if body.startswith("#Entity"):
+            columns = body.split()[1:]
+            continue
+        if body.startswith("ID"):
+            continue
+        if columns is None:
+            raise ParseError("data before the '#Entity' header line", path=path, line=lineno)
+        tok = body.split()
+        if tok[0] != "GPU":
+            if tok[0] in ("GPU-I", "GPU-CI", "vGPU", "Switch", "Link", "CPU", "Core"):
+                skipped_entities += 1
+                continue
+            raise ParseError(f"expected a row starting with an entity such as 'GPU 0', got "
+                             f"{body[:40]!r}", path=path, line=lineno)
+        if len(tok) != len(columns) + 2:
+            raise ParseError(f"{len(tok) - 2} value(s) where the header names "
+                             f"{len(columns)}", path=path, line=lineno)
+        try:
+            gpu = int(tok[1])
+        except ValueError:
+            raise ParseError(f"expected a GPU id, got {tok[1]!r}", path=path, line=lineno,
+                             column="#Entity") from None
+        recs.append((lineno, stamp, gpu, tok[2:], tuple(columns)))
+    if columns is None:
+        raise ParseError("no '#Entity' header line: not dcgmi dmon output", path=path)
+    if skipped_entities:
+        warn_quality(f"{path or 'dcgmi dmon output'}: skipped {skipped_entities} row(s) of "
+                     "non-GPU entities (GPU instances, switches ...)")
+    n = len(recs)
+    data: dict[str, np.ndarray] = {}
+    for i, (lineno, _, _, vals, cols) in enumerate(recs):
+        for short, v in zip(cols, vals):
+            spec = DMON_VARIABLE_MAP.get(short)
+            if spec is None:
+                continue
+            canon, unit, factor = spec
+            arr = data.setdefault(canon, np.full(n, np.nan))
+            if v == "N/A" or v.startswith("["):
+                continue
+            try:
+                x = float(v)
+            except ValueError:
+                raise ParseError(f"cannot read {v!r} as a number in {unit}", path=path,
+                                 line=lineno, column=short) from None
+            arr[i] = _blank_to_nan(x) * factor if canon != "throttle_reasons" else \
+                _blank_to_nan(x)
+    gpus = np.array([r[2] for r in recs], dtype=np.int64)
+    stamps = [r[1] for r in recs]
+    if n and all(s is not None for s in stamps):
+        ts = _stamps_to_utc(stamps, tz, path, [r[0] for r in recs])
+    elif n and any(s is not None for s in stamps):
+        bad = next(r[0] for r in recs if r[1] is None)
+        raise ParseError("some rows have a timestamp prefix and some do not", path=path,
+                         line=bad)
+    else:
+        if start is None or delay_ms is None:
+            raise ParseError("dcgmi dmon rows carry no time: pass start= (time of the first "
+                             "sample) and delay_ms= (the -d interval), or prefix each line "
+                             "with a timestamp", path=path)
+        # a new sample starts whenever a GPU id repeats
+        sample = np.zeros(n, dtype=np.int64)
+        seen: set[int] = set()
+        k = 0
+        for i, g in enumerate(gpus):
+            if g in seen:
+                k += 1
+                seen = set()
+            seen.add(int(g))
+            sample[i] = k
+        t0 = pd.Timestamp(start)
+        if t0.tzinfo is None:
+            if tz is None:
+                raise ParseError("start= has no time zone; pass tz= as well", path=path)
+            t0 = t0.tz_localize(tz)
+        ts = pd.DatetimeIndex(t0.tz_convert("UTC") + pd.to_timedelta(sample * float(delay_ms),
+                                                                        unit="ms"))
+    return _frame(ts, host, gpus, None, data, path or "dcgmi dmon output")
+
+
+def _stamps_to_utc(stamps, tz, path, lines) -> pd.DatetimeIndex:
+    s = pd.Series(stamps, dtype=object).str.replace("/", "-", regex=False)
+    zoned = s.str.contains(r"(?:Z|[+-]\d\d:?\d\d)$", regex=True)
+    if zoned.all():
+        return pd.DatetimeIndex(pd.to_datetime(s, utc=True, format="ISO8601"))
+    if zoned.any():
+        raise ParseError("some timestamps carry a time zone and some do not", path=path,
+                         line=lines[int(np.flatnonzero(~zoned.to_numpy())[0])])
+    if tz is None:
+        raise ParseError("line timestamps have no time zone; pass tz=", path=path)
+    naive = pd.DatetimeIndex(pd.to_datetime(s, format="ISO8601"))
+    utc, n_amb, n_nonex = localize(naive, tz)
+    if n_amb or n_nonex:
+        warn_quality(f"{path}: {n_amb} ambiguous and {n_nonex} nonexistent local time(s) "
+                     "(DST) resolved by file order / shifted forward")
+    return utc
+
+
+def _frame(ts, host, gpus, uuids, data, source) -> pd.DataFrame:
+    n = len(gpus)
+    df = pd.DataFrame({
+        "timestamp": pd.Series(ts, dtype="datetime64[ns, UTC]").reset_index(drop=True),
+        "host": pd.Series([host] * n if isinstance(host, str) else host, dtype="string"),
+        "scope": pd.Series(["gpu"] * n, dtype="string"),
+        "gpu_index": pd.Series(gpus, dtype="Int16"),
+        "gpu_uuid": pd.Series(uuids if uuids is not None else [pd.NA] * n, dtype="string"),
+    })
+    for canon, arr in data.items():
+        if canon == "throttle_reasons":
+            mask = np.isnan(arr)
+            vals = np.where(mask, 0, arr).astype(np.uint64)
+            df[canon] = pd.arrays.IntegerArray(vals, mask)
+        else:
+            df[canon] = arr
+    df = schema.conform(df)
+    return schema.validate(df, source=str(source))
+
+
+def read_dcgm_prometheus(path, *, timestamp=None, host: str | None = None) -> pd.DataFrame:
+    """Read a dcgm-exporter scrape (Prometheus text exposition format).
+
+    Parameters
+    ----------
+    path : str or path-like
+        One scrape, or several concatenated scrapes whose samples carry timestamps.
+    timestamp : datetime-like, optional
+        Scrape time, for samples without a timestamp (a naive value is taken as UTC).
+    host : str, optional
+        Host for samples without a ``Hostname`` label.  Default ``"localhost"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Canonical telemetry, one row per GPU and sample time; energy converted from mJ to
+        [J], framebuffer use from MiB to [B].  DCGM blank values become NaN.  MIG
+        instance series (``GPU_I_ID`` label) are skipped and counted in a
+        :class:`~powerlab.exceptions.DataQualityWarning`.
+    """
+    text, _ = read_text(Path(path))
+    return parse_dcgm_prometheus(text, timestamp=timestamp, host=host, path=path)
+
+
+_METRIC = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
+
+
+def _labels(s: str, path, lineno) -> dict[str, str]:
+    out: dict[str, str] = {}
+    pos = 0
+    s = s.strip()
+    while pos < len(s):
+        m = _LABEL.match(s, pos)
+        if not m:
+            raise ParseError(f"malformed label set {{{s}}}", path=path, line=lineno)
+        out[m.group(1)] = m.group(2).replace('\\"', '"').replace("\\\\", "\\")
+        pos = m.end()
+    return out
+
+
+def parse_dcgm_prometheus(text_or_buffer, *, timestamp=None, host: str | None = None,
+                          path=None) -> pd.DataFrame:
+    """Parse dcgm-exporter text given as a string or buffer (see :func:`read_dcgm_prometheus`)."""
+    text, name = read_text(text_or_buffer)
+    path = path if path is not None else name
+    default_host = "localhost" if host is None else str(host)
+    rows = []
+    mig = 0
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        m = _METRIC.match(s)
+        if not m:
+            raise ParseError("not a Prometheus sample line (expected 'NAME{labels} value "
+                             "[timestamp_ms]')", path=path, line=lineno)
+        metric, labels_s, value_s, ts_s = m.groups()
+        spec = PROMETHEUS_VARIABLE_MAP.get(metric)
+        if spec is None:
+            continue
+        labels = _labels(labels_s or "", path, lineno)
+        if labels.get("GPU_I_ID", "") != "":
+            mig += 1
+            continue
+        if "gpu" not in labels:
+            raise ParseError(f"sample of {metric} has no 'gpu' label", path=path, line=lineno)
+        try:
+            gpu = int(labels["gpu"])
+        except ValueError:
+            raise ParseError(f"label gpu={labels['gpu']!r} is not a GPU index", path=path,
+                             line=lineno, column="gpu") from None
+        try:
+            value = float(value_s)
+        except ValueError:
+            raise ParseError(f"cannot read {value_s!r} as a number in {spec[1]}", path=path,
+                             line=lineno, column=metric) from None
+        rows.append((int(ts_s) if ts_s is not None else None, labels.get("Hostname") or
+                     default_host, gpu, labels.get("UUID"), spec[0],
+                     _blank_to_nan(value) * (spec[2] if spec[0] != "throttle_reasons"
+                                             else 1.0), lineno, metric, _PRIO[metric]))
+    if mig:
+        warn_quality(f"{path or 'dcgm-exporter output'}: skipped {mig} MIG instance "
+                     "sample(s) (not part of the per-GPU canonical schema)")
+    if not rows:
+        raise ParseError("no DCGM_FI_* samples that map to canonical columns", path=path)
+    raw = pd.DataFrame(rows, columns=["ts", "host", "gpu", "uuid", "col", "value", "line",
+                                      "metric", "prio"])
+    if raw["ts"].isna().any():
+        if raw["ts"].notna().any():
+            bad = int(raw.loc[raw["ts"].isna(), "line"].iloc[0])
+            raise ParseError("some samples carry a timestamp and some do not", path=path,
+                             line=bad)
+        if timestamp is None:
+            raise ParseError("samples carry no timestamp: pass timestamp= (the scrape time)",
+                             path=path)
+        t0 = pd.Timestamp(timestamp)
+        t0 = t0.tz_localize("UTC") if t0.tzinfo is None else t0.tz_convert("UTC")
+        raw["ts"] = t0.value // 1_000_000
+    raw["ts"] = raw["ts"].astype("int64")
+    # where two metrics map to one column, the one listed first in the map wins
+    # (enforced over requested power limit); a metric repeated for one GPU and time is
+    # an error, not something to choose from silently
+    rep = raw.duplicated(["ts", "host", "gpu", "metric"], keep="first")
+    if rep.any():
+        bad = raw[rep].iloc[0]
+        raise ParseError(f"{bad['metric']} appears twice for host {bad['host']}, GPU "
+                         f"{bad['gpu']} at one time", path=path, line=int(bad["line"]))
+    raw = raw.sort_values("prio", kind="stable")
+    raw = raw[~raw.duplicated(["ts", "host", "gpu", "col"], keep="first")]
+    wide = raw.pivot_table(index=["ts", "host", "gpu"], columns="col", values="value",
+                           aggfunc="first", dropna=False)
+    uu = raw.dropna(subset=["uuid"]).groupby(["host", "gpu"])["uuid"].first()
+    wide = wide.reset_index()
+    ts = pd.DatetimeIndex(pd.to_datetime(wide["ts"].to_numpy(), unit="ms", utc=True))
+    uuids = [uu.get((h, g)) for h, g in zip(wide["host"], wide["gpu"])]
+    data = {c: wide[c].to_numpy(dtype="float64") for c in wide.columns
+            if c not in ("ts", "host", "gpu")}
+    return _frame(ts, wide["host"].tolist(), wide["gpu"].to_numpy(), uuids, data,
+                  path or "dcgm-exporter output")

@@ -1,0 +1,433 @@
+"""Read ``nvidia-smi --query-gpu=... --format=csv`` logs into canonical telemetry.
+
+nvidia-smi prints one CSV row per GPU per query.  With ``-l``/``-lms`` it repeats the
+query, so a log is a sequence of blocks of ``n`` rows (one per GPU, in index order).  When
+the query has no ``index``/``uuid`` field, the GPU of a row can only come from its
+position in the block; :func:`parse_nvidia_smi` infers ``n`` from the timestamp pattern
+(rows of one query are milliseconds apart, queries are a sampling period apart) or takes
+it from ``n_gpus=``.
+
+Variants handled: any field subset, unit-suffixed headers (``power.draw [W]``), values
+with units (``72.36 W``, ``17 MiB``, ``0 %``), ``nounits``, ``noheader`` (give
+``fields=``), sentinels (``[N/A]``, ``[Not Supported]`` ...) -> NaN, repeated header
+lines (logs appended with ``>>``), a truncated last line, a trailing partial query.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from .. import schema
+from ..exceptions import ParseError
+from ._common import (
+    hex_to_uint64,
+    line_of_row,
+    localize,
+    read_bytes,
+    strings_to_float,
+    warn_quality,
+)
+
+__all__ = ["VARIABLE_MAP", "parse_nvidia_smi", "read_nvidia_smi"]
+
+#: nvidia-smi ``--query-gpu`` field -> (canonical column, unit nvidia-smi prints, factor to
+#: the canonical unit).  Where several fields map to one column, the first one present
+#: in this order wins (``power.draw`` over ``power.draw.instant``, the enforced power
+#: limit over the requested one, the SM clock over the graphics clock).  Fields not in
+#: the table (``name``, ``pci.bus_id``, ``pstate`` ...) are read and ignored.
+VARIABLE_MAP: dict[str, tuple[str, str | None, float | None]] = {
+    "timestamp": ("timestamp", None, None),
+    "index": ("gpu_index", None, None),
+    "uuid": ("gpu_uuid", None, None),
+    "gpu_uuid": ("gpu_uuid", None, None),
+    "power.draw": ("power_w", "W", 1.0),
+    "power.draw.instant": ("power_w", "W", 1.0),
+    "power.draw.average": ("power_avg_w", "W", 1.0),
+    "enforced.power.limit": ("power_limit_w", "W", 1.0),
+    "power.limit": ("power_limit_w", "W", 1.0),
+    "clocks.current.sm": ("clock_sm_mhz", "MHz", 1.0),
+    "clocks.sm": ("clock_sm_mhz", "MHz", 1.0),
+    "clocks.current.graphics": ("clock_sm_mhz", "MHz", 1.0),
+    "clocks.gr": ("clock_sm_mhz", "MHz", 1.0),
+    "clocks.current.memory": ("clock_mem_mhz", "MHz", 1.0),
+    "clocks.mem": ("clock_mem_mhz", "MHz", 1.0),
+    "temperature.gpu": ("temp_gpu_c", "C", 1.0),
+    "temperature.memory": ("temp_mem_c", "C", 1.0),
+    "utilization.gpu": ("util_gpu_pct", "%", 1.0),
+    "utilization.memory": ("util_mem_pct", "%", 1.0),
+    "memory.used": ("memory_used_bytes", "MiB", 1024.0 * 1024.0),
+    "fan.speed": ("fan_speed_pct", "%", 1.0),
+    "clocks_event_reasons.active": ("throttle_reasons", "hex", None),
+    "clocks_throttle_reasons.active": ("throttle_reasons", "hex", None),
+}
+
+_HEADER_CELL = re.compile(r"^([a-z_][a-z0-9_.]*)(?:\s*\[([^\]]*)\])?$")
+_ZONE = r"(Z|[+-]\d\d:?\d\d)$"
+_MAX_GPUS = 64
+
+
+def read_nvidia_smi(path, *, tz=None, n_gpus: int | None = None, host: str | None = None,
+                    fields: Sequence[str] | str | None = None) -> pd.DataFrame:
+    """Read an ``nvidia-smi --query-gpu ... --format=csv`` log file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The log file (``.gz`` is decompressed).
+    tz : str or tzinfo, optional
+        Time zone of the wall-clock timestamps.  nvidia-smi prints local time without a
+        zone, so this is required unless the timestamps carry an offset.
+    n_gpus : int, optional
+        GPUs per query, for logs without an ``index``/``uuid`` field.  Inferred from the
+        timestamp pattern when omitted.
+    host : str, optional
+        Host name for every row.  Default ``"localhost"``.
+    fields : sequence of str or str, optional
+        The ``--query-gpu`` field list, required for ``noheader`` logs.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Canonical telemetry (:mod:`powerlab.schema`), validated, one row per GPU sample,
+        sorted by GPU and time.  ``memory_used_bytes`` is in bytes [B] (nvidia-smi prints
+        MiB), powers in [W], clocks in [MHz], temperatures in [degC], utilisation in [%].
+
+    Raises
+    ------
+    powerlab.exceptions.ParseError
+        With file, line and column for anything that cannot be read as expected.
+
+    Warns
+    -----
+    powerlab.exceptions.DataQualityWarning
+        For a dropped truncated last line, a trailing partial query, or repaired DST
+        times, with counts.
+    """
+    p = Path(path)
+    data, _ = read_bytes(p)
+    return parse_nvidia_smi(data, tz=tz, n_gpus=n_gpus, host=host, fields=fields, path=p)
+
+
+def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
+                     host: str | None = None, fields: Sequence[str] | str | None = None,
+                     path=None) -> pd.DataFrame:
+    """Parse nvidia-smi CSV output given as text or a buffer.
+
+    Same parameters and result as :func:`read_nvidia_smi`; ``path`` only names the
+    source in messages.
+    """
+    data, name = read_bytes(text_or_buffer)
+    path = path if path is not None else name
+    host = "localhost" if host is None else str(host)
+
+    first_end = data.find(b"\n")
+    first = (data if first_end < 0 else data[:first_end]).decode("utf-8", errors="replace")
+    head_cells = [c.strip() for c in first.rstrip("\r").split(",")]
+    header_present = bool(first.strip()) and all(_HEADER_CELL.match(c) for c in head_cells)
+    if isinstance(fields, str):
+        fields = [f.strip() for f in fields.split(",") if f.strip()]
+    if header_present:
+        names, units = zip(*(_HEADER_CELL.match(c).groups() for c in head_cells))
+        names, units = list(names), list(units)
+        if fields is not None and [_HEADER_CELL.match(f).group(1) for f in fields] != names:
+            raise ParseError(f"the header lists fields {names} but fields={list(fields)} was "
+                             "given", path=path, line=1)
+    elif fields is None:
+        raise ParseError("no header line (a 'noheader' log?): pass fields=[...] with the "
+                         "--query-gpu field list", path=path, line=1)
+    else:
+        parsed = [_HEADER_CELL.match(f.strip()) for f in fields]
+        if not all(parsed):
+            raise ParseError(f"fields={list(fields)} are not nvidia-smi field names",
+                             path=path)
+        names = [m.group(1) for m in parsed]
+        units = [m.group(2) for m in parsed]
+    for nm, un in zip(names, units):
+        spec = VARIABLE_MAP.get(nm)
+        if spec and un is not None and spec[1] not in (None, "hex") and un != spec[1]:
+            raise ParseError(f"header unit [{un}] for '{nm}', expected [{spec[1]}]",
+                             path=path, line=1, column=nm)
+    if "timestamp" not in names:
+        raise ParseError("no 'timestamp' field: the query must include timestamp to give "
+                         "samples a time", path=path, line=1)
+
+    if header_present:
+        body = b"" if first_end < 0 else data[first_end + 1:]
+    else:
+        body = data
+    dropped_last = 0
+    if body and not body.endswith(b"\n"):
+        cut = body.rfind(b"\n")
+        if body[cut + 1:].strip():
+            dropped_last = 1
+        body = body[:cut + 1] if cut >= 0 else b""
+    first_data_line = 2 if header_present else 1
+    ncol = len(names)
+
+    def text() -> str:  # only needed for the line numbers of error messages
+        return data.decode("utf-8", errors="replace")
+
+    table = _read_cells(body, ncol, path, text, first_data_line)
+
+    # repeated header lines start a new segment (the logger was restarted with >>)
+    if header_present and table.num_rows:
+        is_head = pc.equal(pc.utf8_trim_whitespace(table.column(0)), head_cells[0])
+        is_head = is_head.to_numpy(zero_copy_only=False)
+    else:
+        is_head = np.zeros(table.num_rows, dtype=bool)
+    orig_rows = np.flatnonzero(~is_head)
+    head_pos = np.flatnonzero(is_head)
+
+    def row_line(r: int) -> int:
+        return line_of_row(text(), int(orig_rows[r]), first_line=first_data_line)
+
+    if is_head.any():
+        table = table.filter(pa.array(~is_head))
+    seg_id = np.searchsorted(head_pos, orig_rows)  # segment number of each data row
+    n = table.num_rows
+
+    raw = [table.column(i).combine_chunks() for i in range(ncol)]
+
+    cols: dict[str, object] = {}
+    used: dict[str, str] = {}
+    for i, nm in enumerate(names):
+        spec = VARIABLE_MAP.get(nm)
+        if spec is None or spec[0] in used:
+            continue
+        canon, unit, factor = spec
+        used[canon] = nm
+        arr = raw[i]
+        if canon == "timestamp":
+            cols[canon] = _parse_timestamps(arr, tz, path, nm, row_line)
+        elif canon == "gpu_index":
+            v = strings_to_float(arr, unit=None, path=path, column=nm, row_line=row_line,
+                                 expected="a GPU index (integer)", allow_empty=False)
+            bad = np.isnan(v) | (v % 1 != 0) | (v < 0)
+            if bad.any():
+                r = int(np.flatnonzero(bad)[0])
+                raise ParseError(f"expected a GPU index (integer), got {arr[r].as_py()!r}",
+                                 path=path, line=row_line(r), column=nm)
+            cols[canon] = v.astype(np.int64)
+        elif canon == "gpu_uuid":
+            cols[canon] = pc.utf8_trim_whitespace(arr).to_numpy(zero_copy_only=False)
+        elif canon == "throttle_reasons":
+            cols[canon] = hex_to_uint64(arr, path=path, column=nm, row_line=row_line)
+        else:
+            exp = f"a number in {unit}" if unit else "a number"
+            v = strings_to_float(arr, unit=unit, path=path, column=nm, row_line=row_line,
+                                 expected=exp, allow_empty=False)
+            cols[canon] = v * factor if factor != 1.0 else v
+
+    utc, n_amb, n_nonex = cols.pop("timestamp")
+
+    if "gpu_index" in cols:
+        gpu = cols.pop("gpu_index")
+    elif "gpu_uuid" in cols:
+        gpu = _index_from_uuid(cols["gpu_uuid"], seg_id, path, row_line)
+    else:
+        gpu = _index_from_order(utc.asi8, seg_id, n_gpus, path, row_line)
+
+    notes = []
+    if dropped_last:
+        notes.append("dropped 1 truncated last line (no newline at end of file)")
+    if n_amb or n_nonex:
+        notes.append(f"{n_amb} ambiguous local time(s) resolved by file order and "
+                     f"{n_nonex} nonexistent local time(s) shifted forward (DST)")
+    if notes:
+        warn_quality(f"{path or 'nvidia-smi output'}: " + "; ".join(notes))
+
+    order = np.argsort(gpu, kind="stable")
+    frame = {
+        "timestamp": pd.Series(utc[order], dtype="datetime64[ns, UTC]"),
+        "host": _repeat_string(host, n),
+        "scope": _repeat_string("gpu", n),
+        "gpu_index": pd.Series(pd.array(gpu[order].astype(np.int16), dtype="Int16")),
+        "gpu_uuid": pd.Series(cols["gpu_uuid"][order], dtype="string")
+        if "gpu_uuid" in cols else pd.Series(pd.arrays.ArrowStringArray(
+            pa.nulls(n, pa.large_string()))),
+    }
+    for name in schema.MEASUREMENT_COLUMNS:
+        col = schema.GLOSSARY[name]
+        if name in cols:
+            v = cols[name]
+            frame[name] = (v.iloc[order].reset_index(drop=True) if isinstance(v, pd.Series)
+                           else pd.Series(v[order]))
+        elif col.core:
+            frame[name] = (pd.Series(np.full(n, np.nan)) if col.dtype == "float64"
+                           else pd.Series(pd.arrays.IntegerArray(
+                               np.zeros(n, dtype=np.uint64), np.ones(n, dtype=bool))))
+    df = pd.DataFrame(frame)
+    df = schema.conform(df, sort=False)
+    return schema.validate(df, source=str(path) if path is not None else "nvidia-smi output")
+
+
+def _read_cells(body: bytes, ncol: int, path, text, first_data_line: int) -> pa.Table:
+    """Split the CSV body into string columns (pyarrow CSV reader)."""
+    cols = [f"c{i}" for i in range(ncol)]
+    bad: list = []
+
+    def on_invalid(row):
+        bad.append(row)
+        return "skip"
+
+    if not body.strip():
+        return pa.table({c: pa.array([], pa.string()) for c in cols})
+    table = pacsv.read_csv(
+        io.BytesIO(body),
+        read_options=pacsv.ReadOptions(column_names=cols, use_threads=False),
+        parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
+        convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in cols},
+                                             strings_can_be_null=False,
+                                             quoted_strings_can_be_null=False))
+    if bad:
+        row = bad[0]
+        line = (line_of_row(text(), row.number - 1, first_line=first_data_line)
+                if row.number is not None else None)
+        raise ParseError(f"{row.actual_columns} field(s) where the header has "
+                         f"{row.expected_columns} ({len(bad)} such line(s) in all)",
+                         path=path, line=line)
+    return table
+
+
+def _parse_timestamps(arr: pa.Array, tz, path, column, row_line):
+    s = arr
+    if len(s) and (s[0].as_py()[:1].isspace() or s[0].as_py()[-1:].isspace()):
+        s = pc.utf8_trim_whitespace(s)
+    n_zoned = 0
+    if len(s) and re.search(_ZONE, s[0].as_py()):
+        # zoned timestamps: make sure all of them are (a naive one would be taken as UTC)
+        zoned = pc.match_substring_regex(s, _ZONE)
+        n_zoned = pc.sum(pc.cast(zoned, pa.int64())).as_py() or 0
+    if 0 < n_zoned < len(s):
+        r = int(np.flatnonzero(~zoned.to_numpy(zero_copy_only=False))[0])
+        raise ParseError("some timestamps carry a time zone and some do not", path=path,
+                         line=row_line(r), column=column)
+    iso = pc.replace_substring(s, "/", "-")
+    target = pa.timestamp("ns", tz="UTC") if n_zoned else pa.timestamp("ns")
+    try:
+        ts = pc.cast(iso, target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        bad = pd.to_datetime(pd.Series(iso.to_pylist(), dtype=object), errors="coerce",
+                             format="ISO8601", utc=bool(n_zoned)).isna().to_numpy()
+        r = int(np.flatnonzero(bad)[0]) if bad.any() else 0
+        raise ParseError(f"cannot read {arr[r].as_py()!r} as a timestamp (expected "
+                         "'YYYY/MM/DD HH:MM:SS.fff' as nvidia-smi prints it)", path=path,
+                         line=row_line(r), column=column) from None
+    ns = ts.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    if n_zoned:
+        return pd.DatetimeIndex(ns.view("datetime64[ns]")).tz_localize("UTC"), 0, 0
+    if tz is None:
+        raise ParseError("timestamps have no time zone (nvidia-smi prints local wall-clock "
+                         "time); pass tz=, e.g. tz='America/New_York' or tz='UTC', naming "
+                         "the zone of the machine that wrote the log", path=path,
+                         column=column)
+    return localize(pd.DatetimeIndex(ns.view("datetime64[ns]")), tz)
+
+
+def _repeat_string(value: str, n: int) -> pd.Series:
+    """A ``string`` Series holding ``value`` n times, built without a Python loop."""
+    arr = pc.take(pa.array([value], pa.large_string()), pa.array(np.zeros(n, np.int32)))
+    return pd.Series(pd.arrays.ArrowStringArray(arr))
+
+
+def _index_from_uuid(uuids, seg_id, path, row_line) -> np.ndarray:
+    codes, uniques = pd.factorize(uuids)
+    n = len(uniques)
+    pos = _position_in_segment(seg_id) % n
+    # each UUID must always appear at the same position of its query
+    first = np.full(n, -1)
+    first[codes[::-1]] = pos[::-1]
+    bad = first[codes] != pos
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise ParseError("GPU UUIDs do not repeat in a fixed order per query; add 'index' "
+                         "to the query", path=path, line=row_line(r), column="uuid")
+    return pos
+
+
+def _position_in_segment(seg_id: np.ndarray) -> np.ndarray:
+    n = len(seg_id)
+    starts = np.flatnonzero(np.r_[True, seg_id[1:] != seg_id[:-1]]) if n else np.array([], int)
+    pos = np.arange(n)
+    if len(starts):
+        pos = pos - np.repeat(starts, np.diff(np.r_[starts, n]))
+    return pos
+
+
+def _pattern_ok(d: np.ndarray, boundary: np.ndarray) -> bool:
+    between, within = d[boundary], d[~boundary]
+    if len(between) < 2 or len(within) < 1:
+        return False
+    return np.quantile(between, 0.05) > np.quantile(within, 0.95)
+
+
+def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_line):
+    pos = _position_in_segment(seg_id)
+    n_rows = len(pos)
+    same_seg = seg_id[1:] == seg_id[:-1]
+    d = np.diff(t_ns)
+    if n_gpus is None:
+        n_gpus = _infer_n(d, pos, same_seg, path)
+        inferred = True
+    else:
+        n_gpus = int(n_gpus)
+        if n_gpus < 1:
+            raise ParseError(f"n_gpus must be a positive integer, got {n_gpus}", path=path)
+        inferred = False
+    gpu = pos % n_gpus
+    if inferred and n_gpus > 1:
+        # verify on the whole log: at most 5 % of query boundaries may look like
+        # within-query steps and vice versa, judged by the threshold of the first queries
+        boundary = ((pos[1:] % n_gpus) == 0)[same_seg]
+        dd = d[same_seg]
+        k = min(len(dd), _MAX_GPUS * 64)
+        thr = 0.5 * (np.quantile(dd[:k][boundary[:k]], 0.05)
+                     + np.quantile(dd[:k][~boundary[:k]], 0.95))
+        big = dd > thr
+        if (np.count_nonzero(boundary & ~big) > 0.05 * max(1, np.count_nonzero(boundary))
+                or np.count_nonzero(~boundary & big) > 0.05 * max(1, np.count_nonzero(~boundary))):
+            raise ParseError(f"the GPU count inferred from the first queries ({n_gpus}) does "
+                             "not fit the timestamp pattern of the whole log; pass n_gpus=",
+                             path=path)
+    # a trailing partial query per segment: rows are still in GPU order, so kept
+    partial = []
+    for s in np.unique(seg_id):
+        seg_len = int((seg_id == s).sum())
+        rem = seg_len % n_gpus
+        if rem:
+            last_row = int(np.flatnonzero(seg_id == s)[-1])
+            partial.append(f"line {row_line(last_row)}: last query has {rem} of {n_gpus} "
+                           f"GPU rows (kept as GPUs 0..{rem - 1})")
+    if partial and n_rows:
+        warn_quality(f"{path or 'nvidia-smi output'}: incomplete final query "
+                     f"({'; '.join(partial)})", stacklevel=4)
+    return gpu
+
+
+def _infer_n(d: np.ndarray, pos: np.ndarray, same_seg: np.ndarray, path) -> int:
+    # work on the first part of the log; the result is verified on all of it afterwards
+    k = min(len(d), _MAX_GPUS * 64)
+    dk, posk, segk = d[:k], pos[1:k + 1], same_seg[:k]
+    dk_ok = dk[segk]
+    for n in range(2, _MAX_GPUS + 1):
+        if k < 3 * n:
+            break
+        boundary = (posk % n == 0)[segk]
+        if _pattern_ok(dk_ok, boundary):
+            return n
+    if len(dk_ok) >= 2:
+        med = np.median(dk_ok)
+        if med > 0 and np.quantile(dk_ok, 0.05) > 0.5 * med:
+            return 1
+    raise ParseError("cannot tell how many GPUs each query covers: the log has no 'index' "
+                     "or 'uuid' field and the timestamp pattern is not clear; pass n_gpus=",
+                     path=path)
