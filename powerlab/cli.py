@@ -18,6 +18,7 @@ from .exceptions import PowerlabError
 COMMAND_MODULES = [
     "summary",
     "import_",
+    "collect",
 ]
 
 

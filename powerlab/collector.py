@@ -1,0 +1,849 @@
+"""A running NVML collector: samples GPUs at a fixed rate and records them crash-safely.
+
+:class:`Collector` samples every selected GPU once per tick through :mod:`powerlab.nvml`
+(one ``nvmlDeviceGetFieldValues`` call for power, energy and memory temperature, plus
+individual calls for clocks, temperatures, utilisation, power limit and throttle
+reasons), keeps a live window of recent samples for notebooks, and flushes buffered
+samples to a Parquet store (:func:`powerlab.store.write_store`: new files, temporary
+name, fsync, rename) every ``flush_interval_s``.
+
+Faults
+------
+* A GPU that is lost, times out or answers ``Unknown`` gets a status event, is taken out
+  of the tick loop and retried in the background with exponential backoff; the other
+  GPUs keep being sampled on schedule.  A successful retry records ``recovered``.
+* SIGKILL at any moment: files in the store are complete (the store writes atomically)
+  and at most one flush interval (plus the time of one write) of samples is lost.
+* A store write that fails (full disk, quota, file-size limit, permissions) stops the
+  collector with a :class:`~powerlab.exceptions.StoreError`; files written before are
+  untouched.
+
+Status events are written beside the data under ``STORE/events/`` (read them with
+:func:`read_events`).
+"""
+
+from __future__ import annotations
+
+import collections
+import errno
+import math
+import queue
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Self
+
+import numpy as np
+import pandas as pd
+
+from . import nvml
+from .exceptions import NVMLError, PowerlabError, StoreError
+
+__all__ = ["EVENT_COLUMNS", "Collector", "CollectorReport", "read_events"]
+
+_ROW_COLS = ("_wall_ns", "gpu_index", "gpu_uuid", "monotonic_s", *nvml.SAMPLE_COLUMNS,
+             *nvml.TIMESTAMP_COLUMNS)
+_NS = len(nvml.SAMPLE_COLUMNS)
+_I_POWER = 4 + nvml.SAMPLE_COLUMNS.index("power_w")
+_I_ENERGY = 4 + nvml.SAMPLE_COLUMNS.index("energy_j")
+_I_TS_POWER = 4 + _NS + nvml.TIMESTAMP_COLUMNS.index("nvml_time_power")
+_I_TS_ENERGY = 4 + _NS + nvml.TIMESTAMP_COLUMNS.index("nvml_time_energy")
+_NAT = np.iinfo(np.int64).min
+_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+#: Columns of the status-event frame (see :func:`read_events`).
+EVENT_COLUMNS = ("timestamp", "host", "gpu_index", "gpu_uuid", "kind", "attempt",
+                 "backoff_s", "message")
+
+# DCGM field names used by dcgm-exporter, the column they come from and a scale.
+_DCGM = (
+    ("DCGM_FI_DEV_POWER_USAGE", "power_avg_w", 1.0, "Power draw (in W)."),
+    ("DCGM_FI_DEV_POWER_USAGE_INSTANT", "power_w", 1.0, "Current power draw (in W)."),
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "energy_j", 1000.0,
+     "Total energy consumption since boot (in mJ)."),
+    ("DCGM_FI_DEV_SM_CLOCK", "clock_sm_mhz", 1.0, "SM clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEM_CLOCK", "clock_mem_mhz", 1.0, "Memory clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_GPU_TEMP", "temp_gpu_c", 1.0, "GPU temperature (in C)."),
+    ("DCGM_FI_DEV_MEMORY_TEMP", "temp_mem_c", 1.0, "Memory temperature (in C)."),
+    ("DCGM_FI_DEV_GPU_UTIL", "util_gpu_pct", 1.0, "GPU utilization (in %)."),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "util_mem_pct", 1.0, "Memory utilization (in %)."),
+    ("DCGM_FI_DEV_POWER_MGMT_LIMIT", "power_limit_w", 1.0, "Power management limit (in W)."),
+    ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "throttle_reasons", 1.0,
+     "Current clock event (throttle) reasons bitmask."),
+)
+
+
+# ---------------------------------------------------------------------------- frames
+
+
+def _ts_column(values: Sequence, scale: int) -> pd.Series:
+    try:
+        a = np.array(values, dtype=np.int64)
+    except TypeError:  # None (not read) present
+        a = np.array([_NAT if v is None else v for v in values], dtype=np.int64)
+    if scale != 1:
+        nat = a == _NAT
+        a = a * scale
+        a[nat] = _NAT
+    return pd.Series(a.view("datetime64[ns]")).dt.tz_localize("UTC")
+
+
+def _rows_to_frame(rows: Sequence[tuple], host: str, conformed: bool = True) -> pd.DataFrame:
+    """Samples (row tuples) as a telemetry frame (conformed and sorted when asked)."""
+    from .schema import conform, empty_frame
+
+    if not rows:
+        out = empty_frame()
+        for c in ("monotonic_s", "power_avg_w", "util_mem_pct"):
+            out[c] = pd.Series([], dtype="float64")
+        for c in nvml.TIMESTAMP_COLUMNS:
+            out[c] = pd.Series([], dtype="datetime64[ns, UTC]")
+        return conform(out)
+    cols = list(zip(*rows))
+    wall = np.fromiter(cols[0], dtype=np.int64, count=len(rows))
+    data: dict[str, object] = {
+        "timestamp": pd.Series(wall.view("datetime64[ns]")).dt.tz_localize("UTC"),
+        "host": pd.array([host] * len(rows), dtype="string"),
+        "scope": pd.array(["gpu"] * len(rows), dtype="string"),
+        "gpu_index": pd.array(cols[1], dtype="Int16"),
+        "gpu_uuid": pd.array(cols[2], dtype="string"),
+        "monotonic_s": np.asarray(cols[3], dtype="float64"),
+    }
+    for name, col in zip(nvml.SAMPLE_COLUMNS, cols[4:4 + _NS]):
+        if name == "throttle_reasons":
+            data[name] = pd.array(col, dtype="UInt64")
+        else:
+            data[name] = np.asarray(col, dtype="float64")
+    for name, col in zip(nvml.TIMESTAMP_COLUMNS, cols[4 + _NS:]):
+        data[name] = _ts_column(col, 1000)
+    frame = pd.DataFrame(data)
+    return conform(frame) if conformed else frame
+
+
+def _events_frame(events: Sequence[dict]) -> pd.DataFrame:
+    df = pd.DataFrame(list(events), columns=list(EVENT_COLUMNS))
+    return pd.DataFrame({
+        "timestamp": _ts_column(list(df["timestamp"]), 1),
+        "host": pd.array(df["host"], dtype="string"),
+        "gpu_index": pd.array(df["gpu_index"], dtype="Int16"),
+        "gpu_uuid": pd.array(df["gpu_uuid"], dtype="string"),
+        "kind": pd.array(df["kind"], dtype="string"),
+        "attempt": pd.array(df["attempt"], dtype="Int64"),
+        "backoff_s": df["backoff_s"].astype("float64"),
+        "message": pd.array(df["message"], dtype="string"),
+    })
+
+
+def read_events(root: str | Path) -> pd.DataFrame:
+    """Status events recorded by collectors in a store, sorted by time.
+
+    Columns: ``timestamp`` (UTC), ``host``, ``gpu_index``, ``gpu_uuid``, ``kind``
+    (``lost``, ``timeout``, ``unknown``, ``error``, ``retry_failed``, ``recovered``,
+    ``store_error``, ``start``, ``stop``), ``attempt``, ``backoff_s`` [s], ``message``.
+    """
+    import pyarrow.parquet as pq
+
+    files = sorted(Path(root, "events").glob("events-*.parquet"))
+    if not files:
+        return _events_frame([])
+    try:
+        frames = [pq.read_table(f).to_pandas() for f in files]
+    except OSError as exc:
+        raise StoreError(f"cannot read events in {root}: {exc}") from exc
+    out = pd.concat(frames, ignore_index=True)
+    return out.sort_values("timestamp", kind="stable").reset_index(drop=True)
+
+
+def _is_full(exc: BaseException) -> bool:
+    e: BaseException | None = exc
+    while e is not None:
+        if isinstance(e, OSError) and e.errno in _FULL_ERRNOS:
+            return True
+        text = str(e)
+        if any(s in text for s in ("No space left", "File too large", "quota exceeded",
+                                   "Disk quota")):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+# ---------------------------------------------------------------------------- report
+
+
+@dataclass(frozen=True)
+class CollectorReport:
+    """What a collector achieved: rates, jitter, energy both ways, events, files.
+
+    Attributes
+    ----------
+    gpus : pandas.DataFrame
+        One row per GPU: ``samples``, ``achieved_rate_hz`` [Hz], ``jitter_ms`` (standard
+        deviation of the intervals between its samples) [ms], ``max_gap_s`` [s], one
+        ``rate_<group>_hz`` per signal group [Hz], ``energy_counter_j`` (difference of the
+        NVML energy counter) [J], ``energy_integrated_j`` (trapezoidal integral of the
+        instantaneous power over NVML's timestamps, same span) [J] and
+        ``energy_disagreement_pct`` (integrated minus counter, relative to counter) [%].
+    interval_s : float
+        Target sampling interval [s].
+    duration_s : float
+        Time from start to stop [s].
+    ticks, missed_ticks : int
+        Ticks run, and ticks skipped because the loop fell more than one interval behind.
+    lateness_mean_ms, lateness_max_ms : float
+        How late ticks started relative to their schedule [ms].
+    rows_written, files_written : int
+        Samples and Parquet files written to the store.
+    events : pandas.DataFrame
+        Status events of this run.
+    error : str or None
+        The error that stopped the collector, if any.
+    """
+
+    gpus: pd.DataFrame
+    interval_s: float
+    duration_s: float
+    ticks: int
+    missed_ticks: int
+    lateness_mean_ms: float
+    lateness_max_ms: float
+    rows_written: int
+    files_written: int
+    events: pd.DataFrame = field(repr=False)
+    error: str | None = None
+
+    def summary_frame(self) -> pd.DataFrame:
+        """The per-GPU table."""
+        return self.gpus.copy()
+
+    def summary(self) -> str:
+        """A plain-text summary."""
+        head = (f"collected {self.duration_s:.1f} s at a target of {1 / self.interval_s:g} Hz: "
+                f"{self.ticks} ticks ({self.missed_ticks} missed), tick lateness mean "
+                f"{self.lateness_mean_ms:.2f} ms, max {self.lateness_max_ms:.2f} ms; "
+                f"{self.rows_written} samples in {self.files_written} file(s); "
+                f"{len(self.events)} status event(s)")
+        cols = ["gpu_index", "samples", "achieved_rate_hz", "jitter_ms", "max_gap_s",
+                "energy_counter_j", "energy_integrated_j", "energy_disagreement_pct"]
+        table = self.gpus[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}")
+        tail = f"\nerror: {self.error}" if self.error else ""
+        return f"{head}\n{table}{tail}"
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def _repr_html_(self) -> str:
+        err = f"<p><b>error:</b> {self.error}</p>" if self.error else ""
+        return (f"<p>{self.summary().splitlines()[0]}</p>"
+                f"{self.gpus.to_html(index=False)}{err}")
+
+
+# ---------------------------------------------------------------------------- collector
+
+
+class _Slot:
+    """Per-GPU state inside the collector."""
+
+    __slots__ = (
+        "attempt",
+        "backoff",
+        "device",
+        "down",
+        "e_first",
+        "e_int",
+        "e_last",
+        "first",
+        "index",
+        "kind",
+        "last",
+        "mask_n",
+        "max_dt",
+        "n",
+        "next_retry",
+        "p_prev",
+        "p_t",
+        "p_t0",
+        "sum_dt",
+        "sum_dt2",
+        "uuid",
+    )
+
+    def __init__(self, index: int):
+        self.index = index
+        self.device: nvml.Device | None = None
+        self.uuid: str | None = None
+        self.down = False
+        self.kind = ""
+        self.next_retry = 0.0
+        self.backoff = 0.0
+        self.attempt = 0
+        self.n = 0
+        self.first = math.nan
+        self.last = math.nan
+        self.sum_dt = 0.0
+        self.sum_dt2 = 0.0
+        self.max_dt = 0.0
+        self.mask_n: dict[int, int] = {}
+        self.e_first: tuple | None = None
+        self.e_last: tuple | None = None
+        self.p_prev = math.nan
+        self.p_t: float | None = None
+        self.p_t0: float | None = None
+        self.e_int = 0.0
+
+
+class Collector:
+    """Sample GPUs through NVML into a live window and a Parquet store.
+
+    Parameters
+    ----------
+    out : path-like, optional
+        Store folder; None keeps samples in memory only (the live window).
+    interval_s : float, default 0.1
+        Tick interval [s].
+    gpus : sequence of int, optional
+        NVML indices to sample; all GPUs when None.
+    flush_interval_s : float, default 10.0
+        How often buffered samples are written to the store [s]; also the most that a
+        SIGKILL can lose (plus the time of one write).
+    signal_intervals_s : mapping of str to float, optional
+        Slower intervals for signal groups (``power``, ``temperature``, ``clocks``,
+        ``utilization``, ``power_limit``) [s], rounded to a whole number of ticks; e.g.
+        ``{"temperature": 1.0}``.  Columns of a group not read in a tick are NaN.
+    host : str, optional
+        Host name recorded with the samples (default: this machine's).
+    window_s : float, default 60.0
+        Length of the live window returned by :meth:`recent` [s].
+    retry_backoff_s : (float, float), default (0.5, 30.0)
+        First and largest wait before retrying a failed GPU [s]; doubles per failure.
+    prometheus_port : int, optional
+        Serve ``/metrics`` with DCGM-compatible names on this port (0: any free port).
+    prometheus_addr : str, default "0.0.0.0"
+        Address the metrics endpoint binds to.
+    writer : callable, optional
+        ``writer(frame, root) -> list[Path]`` used for flushes; default
+        :func:`powerlab.store.write_store`.
+
+    Examples
+    --------
+    >>> with Collector("store", interval_s=0.05, flush_interval_s=5) as c:  # doctest: +SKIP
+    ...     time.sleep(10)
+    ...     live = c.recent(2.0)
+    """
+
+    def __init__(self, out: str | Path | None = None, *, interval_s: float = 0.1,
+                 gpus: Sequence[int] | None = None, flush_interval_s: float = 10.0,
+                 signal_intervals_s: Mapping[str, float] | None = None,
+                 host: str | None = None, window_s: float = 60.0,
+                 retry_backoff_s: tuple[float, float] = (0.5, 30.0),
+                 prometheus_port: int | None = None, prometheus_addr: str = "0.0.0.0",
+                 writer: Callable | None = None):
+        if not interval_s > 0:
+            raise PowerlabError(f"interval_s must be > 0 s, got {interval_s}")
+        if not flush_interval_s > 0:
+            raise PowerlabError(f"flush_interval_s must be > 0 s, got {flush_interval_s}")
+        lo, hi = retry_backoff_s
+        if not 0 < lo <= hi:
+            raise PowerlabError(f"retry_backoff_s must be (first, largest) with "
+                                f"0 < first <= largest, got {retry_backoff_s}")
+        self.out = None if out is None else Path(out)
+        self.interval_s = float(interval_s)
+        self.flush_interval_s = float(flush_interval_s)
+        self.gpus = None if gpus is None else [int(g) for g in gpus]
+        self.host = host or socket.gethostname()
+        self.window_s = float(window_s)
+        self.retry_backoff_s = (float(lo), float(hi))
+        self.prometheus_port = prometheus_port
+        self.prometheus_addr = prometheus_addr
+        self._writer = writer
+        self._every = {g: 1 for g in nvml.GROUPS}
+        for g, s in (signal_intervals_s or {}).items():
+            if g not in nvml.GROUPS:
+                raise PowerlabError(f"signal_intervals_s: unknown signal group {g!r}; "
+                                    f"expected one of {list(nvml.GROUPS)}")
+            if not s >= interval_s:
+                raise PowerlabError(f"signal_intervals_s[{g!r}] = {s} s is shorter than "
+                                    f"interval_s = {interval_s} s")
+            self._every[g] = max(1, round(s / interval_s))
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop_flag = False
+        self._started = False
+        self._stopped = False
+        self._slots: list[_Slot] = []
+        self._buffer: list[tuple] = []
+        self._recent: collections.deque = collections.deque(maxlen=1)
+        self._events: list[dict] = []
+        self._all_events: list[dict] = []
+        self._recovered: queue.SimpleQueue = queue.SimpleQueue()
+        self._writeq: queue.Queue = queue.Queue()
+        self._error: StoreError | None = None
+        self._rows_written = 0
+        self._files: list[Path] = []
+        self._threads: list[threading.Thread] = []
+        self._httpd = None
+        self._latest: dict[int, tuple] = {}
+        self.devices: dict[int, nvml.Device] = {}
+        self._ticks = 0
+        self._missed = 0
+        self._late_sum = 0.0
+        self._late_max = 0.0
+        self._t_start = math.nan
+        self._t_stop = math.nan
+
+    # -- public API ----------------------------------------------------------------
+    def start(self) -> Collector:
+        """Open the GPUs and start sampling in background threads.
+
+        Raises
+        ------
+        powerlab.exceptions.NVMLUnavailableError
+            NVML is missing or sees no GPU.
+        powerlab.exceptions.NVMLError
+            A requested GPU index does not exist, or no GPU could be opened.
+        powerlab.exceptions.StoreError
+            The store folder cannot be created.
+        """
+        if self._started:
+            raise PowerlabError("this collector was already started; make a new one")
+        nvml.init()
+        n = nvml.device_count()
+        if n == 0:
+            from .exceptions import NVMLUnavailableError
+
+            raise NVMLUnavailableError("NVML sees no GPU on this host")
+        idx = list(range(n)) if self.gpus is None else self.gpus
+        bad = [i for i in idx if not 0 <= i < n]
+        if bad:
+            raise NVMLError(f"GPU index {bad} not found; this host has {n} GPU(s) "
+                            f"(indices 0..{n - 1})")
+        self._t_start = time.monotonic()
+        for i in idx:
+            slot = _Slot(i)
+            try:
+                slot.device = nvml.Device(i)
+                slot.uuid = slot.device.uuid
+                self.devices[i] = slot.device
+            except NVMLError as exc:
+                if getattr(exc, "kind", "") == "unavailable":
+                    raise
+                self._fail(slot, exc, time.time_ns(), time.monotonic())
+            self._slots.append(slot)
+        if all(s.device is None for s in self._slots):
+            raise NVMLError("no GPU could be opened: " + "; ".join(
+                e["message"] for e in self._events))
+        if self.out is not None:  # fail now rather than at the first flush
+            try:
+                self.out.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create store folder {self.out}: "
+                                 f"{exc.strerror or exc}") from exc
+        self._recent = collections.deque(
+            maxlen=max(16, int(self.window_s / self.interval_s + 1) * len(self._slots)))
+        self._event(None, "start", f"collecting GPUs {idx} every {self.interval_s:g} s")
+        if self.prometheus_port is not None:
+            self._start_prometheus()
+        self._started = True
+        for target, name in ((self._sample_loop, "sampler"), (self._write_loop, "writer"),
+                             (self._retry_loop, "retry")):
+            t = threading.Thread(target=target, name=f"powerlab-collector-{name}",
+                                 daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def request_stop(self) -> None:
+        """Ask the collector to stop soon (safe to call from a signal handler)."""
+        self._stop_flag = True
+
+    @property
+    def running(self) -> bool:
+        """Whether the sampling thread is alive."""
+        return bool(self._threads) and self._threads[0].is_alive()
+
+    @property
+    def error(self) -> StoreError | None:
+        """The store error that stopped the collector, if any."""
+        return self._error
+
+    def run(self, duration_s: float | None = None) -> CollectorReport:
+        """Start (when needed), sample for ``duration_s`` seconds (or until
+        :meth:`request_stop` or an error), then :meth:`stop`."""
+        if not self._started:
+            self.start()
+        end = math.inf if duration_s is None else time.monotonic() + float(duration_s)
+        while not self._stop_flag and self.running and time.monotonic() < end:
+            time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+        return self.stop()
+
+    def stop(self) -> CollectorReport:
+        """Stop sampling, flush what is buffered and return the report.
+
+        Raises
+        ------
+        powerlab.exceptions.StoreError
+            When writing to the store failed; files written before are intact.
+        """
+        if not self._started:
+            raise PowerlabError("the collector was not started")
+        if not self._stopped:
+            self._stopped = True
+            self._stop_flag = True
+            self._wake.set()
+            self._threads[0].join()
+            self._threads[2].join()
+            self._t_stop = time.monotonic()
+            self._event(None, "stop", f"stopped after {self._t_stop - self._t_start:.3f} s")
+            self._flush()
+            self._writeq.put(None)
+            self._threads[1].join()
+            if self._httpd is not None:
+                self._httpd.shutdown()
+                self._httpd.server_close()
+            self.devices = {s.index: s.device for s in self._slots if s.device is not None}
+        if self._error is not None:
+            raise self._error
+        return self.report()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.stop()
+        except StoreError:
+            if exc_type is None:
+                raise
+
+    def recent(self, seconds: float | None = None) -> pd.DataFrame:
+        """The live window: the latest samples as a conformed telemetry frame.
+
+        Parameters
+        ----------
+        seconds : float, optional
+            Keep only the last ``seconds`` [s] (by the monotonic clock).
+        """
+        with self._lock:
+            rows = list(self._recent)
+        if seconds is not None and rows:
+            cut = time.monotonic() - float(seconds)
+            rows = [r for r in rows if r[3] >= cut]
+        return _rows_to_frame(rows, self.host)
+
+    def events(self) -> pd.DataFrame:
+        """Status events of this run so far."""
+        with self._lock:
+            ev = list(self._all_events)
+        return _events_frame(ev)
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The port of the ``/metrics`` endpoint, when one is served."""
+        return None if self._httpd is None else self._httpd.server_port
+
+    def rates(self) -> pd.DataFrame:
+        """Achieved per-GPU, per-signal rates so far (see :class:`CollectorReport`)."""
+        return self._gpu_table()
+
+    def report(self) -> CollectorReport:
+        """Rates, jitter, energy two ways, events and files so far."""
+        end = self._t_stop if self._stopped else time.monotonic()
+        n_ticks = max(self._ticks, 1)
+        return CollectorReport(
+            gpus=self._gpu_table(), interval_s=self.interval_s,
+            duration_s=end - self._t_start, ticks=self._ticks, missed_ticks=self._missed,
+            lateness_mean_ms=1e3 * self._late_sum / n_ticks,
+            lateness_max_ms=1e3 * self._late_max, rows_written=self._rows_written,
+            files_written=len(self._files), events=self.events(),
+            error=None if self._error is None else str(self._error))
+
+    # -- internals -----------------------------------------------------------------
+    def _event(self, slot: _Slot | None, kind: str, message: str, attempt: int | None = None,
+               backoff: float = math.nan, wall_ns: int | None = None) -> None:
+        ev = {"timestamp": wall_ns or time.time_ns(), "host": self.host,
+              "gpu_index": None if slot is None else slot.index,
+              "gpu_uuid": None if slot is None else slot.uuid, "kind": kind,
+              "attempt": attempt, "backoff_s": backoff, "message": message}
+        with self._lock:
+            self._events.append(ev)
+            self._all_events.append(ev)
+
+    def _fail(self, slot: _Slot, exc: BaseException, wall_ns: int, mono: float) -> None:
+        kind = getattr(exc, "kind", "error")
+        if kind not in ("lost", "timeout", "unknown"):
+            kind = "error"
+        slot.down = True
+        slot.kind = kind
+        slot.device = None
+        slot.attempt = 0
+        slot.backoff = self.retry_backoff_s[0]
+        slot.next_retry = mono + slot.backoff
+        self._event(slot, kind, str(exc), 0, slot.backoff, wall_ns)
+
+    def _groups_for(self, k: int) -> int:
+        mask = 0
+        for bit, g in enumerate(nvml.GROUPS):
+            if k % self._every[g] == 0:
+                mask |= 1 << bit
+        return mask
+
+    def _sample_loop(self) -> None:
+        interval = self.interval_s
+        period = 1
+        for n in self._every.values():
+            period = period * n // math.gcd(period, n)
+        masks = [self._groups_for(k) for k in range(period)]
+        t0 = time.monotonic()
+        next_flush = t0 + self.flush_interval_s
+        k = 0
+        mono = time.monotonic
+        wall = time.time_ns
+        sleep = time.sleep
+        isnan = math.isnan
+        slots = self._slots
+        while not self._stop_flag and self._error is None:
+            target = t0 + k * interval
+            now = mono()
+            if target > now:
+                # time.sleep costs less CPU per wake-up than Event.wait; sleep at most
+                # 0.1 s at a time so that a stop request is seen promptly
+                sleep(min(target - now, 0.1))
+                if self._stop_flag or self._error is not None:
+                    break
+                now = mono()
+                if target > now:
+                    continue
+            late = now - target
+            if late >= interval:
+                skip = int(late // interval)
+                k += skip
+                self._missed += skip
+                late -= skip * interval
+            self._ticks += 1
+            self._late_sum += late
+            self._late_max = max(self._late_max, late)
+            groups = masks[k % period]
+            while not self._recovered.empty():
+                slot, dev = self._recovered.get()
+                slot.device = dev
+                slot.down = False
+                self.devices[slot.index] = dev
+            rows = []
+            for slot in slots:
+                dev = slot.device
+                if dev is None:
+                    continue
+                w = wall()
+                m = mono()
+                try:
+                    vals, ts = dev.read(groups)
+                except NVMLError as exc:
+                    self._fail(slot, exc, w, m)
+                    continue
+                row = (w, slot.index, slot.uuid, m, *vals, *ts)
+                rows.append(row)
+                # rates and jitter
+                if slot.n:
+                    dt = m - slot.last
+                    slot.sum_dt += dt
+                    slot.sum_dt2 += dt * dt
+                    slot.max_dt = max(slot.max_dt, dt)
+                else:
+                    slot.first = m
+                slot.last = m
+                slot.n += 1
+                mn = slot.mask_n
+                mn[groups] = mn.get(groups, 0) + 1
+                # energy two ways
+                e = row[_I_ENERGY]
+                if not isnan(e):
+                    te = row[_I_TS_ENERGY]
+                    rec = (e, te * 1e-6 if te is not None else w * 1e-9)
+                    if slot.e_first is None:
+                        slot.e_first = rec
+                    slot.e_last = rec
+                p = row[_I_POWER]
+                tp = row[_I_TS_POWER]
+                if tp is not None and not isnan(p):
+                    t = tp * 1e-6
+                    if slot.p_t is not None:
+                        slot.e_int += 0.5 * (p + slot.p_prev) * (t - slot.p_t)
+                    else:
+                        slot.p_t0 = t
+                    slot.p_prev = p
+                    slot.p_t = t
+                self._latest[slot.index] = row
+            with self._lock:
+                if self.out is not None:
+                    self._buffer.extend(rows)
+                self._recent.extend(rows)
+            if now >= next_flush:
+                self._flush()
+                next_flush += self.flush_interval_s * (
+                    1 + int((now - next_flush) // self.flush_interval_s))
+            k += 1
+
+    def _flush(self) -> None:
+        """Hand the buffered samples and events to the writer thread."""
+        with self._lock:
+            rows, self._buffer = self._buffer, []
+            events, self._events = self._events, []
+        if self.out is not None and (rows or events):
+            self._writeq.put((rows, events))
+
+    def _write_loop(self) -> None:
+        from . import store
+
+        writer = self._writer or store.write_store
+        while True:
+            item = self._writeq.get()
+            if item is None:
+                return
+            rows, events = item
+            if self._error is not None:
+                continue
+            try:
+                if rows:
+                    frame = _rows_to_frame(rows, self.host, conformed=False)
+                    files = writer(frame, self.out)
+                    self._files.extend(files)
+                    self._rows_written += len(rows)
+                if events:
+                    self._write_events(events)
+            except Exception as exc:  # noqa: BLE001 - any failure to record stops it
+                first = pd.Timestamp(rows[0][0], unit="ns", tz="UTC") if rows else None
+                lost = len(rows)
+                full = " (the disk is full or a size limit was hit)" if _is_full(exc) else ""
+                msg = (f"collector stopped: cannot write to store {self.out}{full}: {exc}. "
+                       f"Files written before are intact ({self._rows_written} samples in "
+                       f"{len(self._files)} file(s)); {lost} buffered sample(s)"
+                       + (f" from {first.isoformat()} on" if first is not None else "")
+                       + " (and any later ones) were not saved.")
+                err = StoreError(msg.replace("\n", " "))
+                err.__cause__ = exc
+                self._error = err
+                self._stop_flag = True
+                self._wake.set()
+
+    def _write_events(self, events: list[dict]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from .store import atomic_write_bytes
+
+        frame = _events_frame(events)
+        t0 = frame["timestamp"].min().strftime("%Y%m%dT%H%M%S%fZ")
+        path = self.out / "events" / f"events-{t0}-{uuid.uuid4().hex[:12]}.parquet"
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
+        self._files.append(path)
+
+    def _retry_loop(self) -> None:
+        hi = self.retry_backoff_s[1]
+        while True:
+            if self._stop_flag and self._stopped:
+                return
+            now = time.monotonic()
+            due = [s for s in self._slots if s.down and s.device is None and s.next_retry <= now]
+            for slot in due:
+                slot.attempt += 1
+                try:
+                    dev = nvml.Device(slot.index)
+                    dev.read()
+                except NVMLError as exc:
+                    slot.backoff = min(slot.backoff * 2, hi)
+                    slot.next_retry = time.monotonic() + slot.backoff
+                    self._event(slot, "retry_failed", f"{getattr(exc, 'kind', 'error')}: {exc}",
+                                slot.attempt, slot.backoff)
+                    continue
+                if dev.uuid != slot.uuid:
+                    msg = f"recovered as a different GPU: {slot.uuid} -> {dev.uuid}"
+                    slot.uuid = dev.uuid
+                else:
+                    msg = f"recovered after {slot.attempt} retr{'y' if slot.attempt == 1 else 'ies'}"
+                self._event(slot, "recovered", msg, slot.attempt, math.nan)
+                slot.down = False
+                self._recovered.put((slot, dev))
+            waits = [s.next_retry for s in self._slots if s.down and s.device is None]
+            if waits:
+                time.sleep(min(max(min(waits) - time.monotonic(), 0.001), 0.05))
+            else:  # nothing to retry: look again soon, cheaply
+                time.sleep(0.1)
+
+    # -- reporting -----------------------------------------------------------------
+    def _gpu_table(self) -> pd.DataFrame:
+        end = self._t_stop if self._stopped else time.monotonic()
+        span = max(end - self._t_start, 1e-9)
+        rows = []
+        for s in self._slots:
+            n = s.n
+            if n > 1:
+                mean = s.sum_dt / (n - 1)
+                var = max(s.sum_dt2 / (n - 1) - mean * mean, 0.0)
+                rate = (n - 1) / (s.last - s.first)
+                jitter = 1e3 * math.sqrt(var)
+            else:
+                mean = rate = jitter = math.nan
+            counter = integrated = math.nan
+            if s.e_first is not None and s.e_last is not None and s.e_last[1] > s.e_first[1]:
+                counter = s.e_last[0] - s.e_first[0]
+            if s.p_t is not None and s.p_t0 is not None and s.p_t > s.p_t0:
+                integrated = s.e_int
+            row = {
+                "gpu_index": s.index, "gpu_uuid": s.uuid, "samples": n,
+                "achieved_rate_hz": rate, "interval_mean_s": mean, "jitter_ms": jitter,
+                "max_gap_s": s.max_dt if n > 1 else math.nan, "down": s.down,
+            }
+            for gi, g in enumerate(nvml.GROUPS):
+                n_g = sum(c for mask, c in s.mask_n.items() if mask & (1 << gi))
+                row[f"rate_{g}_hz"] = n_g / span
+            row["energy_counter_j"] = counter
+            row["energy_integrated_j"] = integrated
+            row["energy_disagreement_pct"] = (100.0 * (integrated - counter) / counter
+                                              if counter and math.isfinite(counter)
+                                              else math.nan)
+            rows.append(row)
+        df = pd.DataFrame(rows)
+        if not df.empty:
+            df["gpu_index"] = df["gpu_index"].astype("Int16")
+            df["gpu_uuid"] = df["gpu_uuid"].astype("string")
+        return df
+
+    # -- prometheus ----------------------------------------------------------------
+    def _start_prometheus(self) -> None:
+        try:
+            from prometheus_client import CollectorRegistry, start_http_server
+            from prometheus_client.core import GaugeMetricFamily
+        except ImportError as exc:  # pragma: no cover
+            raise PowerlabError("--prometheus-port needs prometheus-client "
+                                "(pip install 'powerlab[nvml]')") from exc
+        collector = self
+        pos = {c: i for i, c in enumerate(_ROW_COLS)}
+
+        class _Metrics:
+            def collect(self):
+                latest = dict(collector._latest)
+                labels = ["gpu", "UUID", "modelName", "Hostname"]
+                for name, col, scale, doc in _DCGM:
+                    fam = GaugeMetricFamily(name, doc, labels=labels)
+                    for idx, row in sorted(latest.items()):
+                        v = row[pos[col]]
+                        if v is None or (isinstance(v, float) and math.isnan(v)):
+                            continue
+                        dev = collector.devices.get(idx)
+                        fam.add_metric([str(idx), str(row[2]),
+                                        dev.info.name if dev else "", collector.host],
+                                       float(v) * scale)
+                    yield fam
+
+        registry = CollectorRegistry()
+        registry.register(_Metrics())
+        try:
+            self._httpd, _ = start_http_server(int(self.prometheus_port),
+                                               addr=self.prometheus_addr, registry=registry)
+        except OSError as exc:
+            raise PowerlabError(f"cannot serve /metrics on port {self.prometheus_port}: "
+                                f"{exc.strerror or exc}") from exc

@@ -1,0 +1,440 @@
+"""powerlab.collector and ``powerlab collect``, through the fake libnvidia-ml.so.1.
+
+In-process tests load the fake by soname; CLI tests run ``python -m powerlab.cli collect``
+in a subprocess with ``LD_LIBRARY_PATH`` pointing at it.
+
+The full-disk test uses RLIMIT_FSIZE in a subprocess rather than a small tmpfs: mounting
+needs privileges CI may not have, while a file-size limit makes the kernel itself fail
+the store's write (EFBIG, which the collector treats like ENOSPC) at a chosen flush,
+portably and without root.
+"""
+
+# ruff: noqa: F811  (pytest fixtures imported from tests/fake_nvml_util.py)
+from __future__ import annotations
+
+import ctypes.util
+import json
+import math
+import random
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from powerlab.collector import Collector, read_events
+from powerlab.exceptions import PowerlabError, StoreError
+from powerlab.schema import validate
+from powerlab.store import read_store
+
+from .fake_nvml_util import (  # noqa: F401  (fixtures)
+    FakeScenario,
+    fake_env,
+    fake_libdir,
+    fake_nvml,
+    init_time_us,
+    write_scenario,
+)
+
+SCENARIO = {
+    "gpus": 3,
+    "gpu*.power_mw": "0:150000 0.2:420000 0.5:260000 @0.7",
+    "gpu1.power_mw": "0:300000 0.3:500000 @0.6",
+    "gpu*.power_avg_mw": "0:250000 0.35:310000 @0.7",
+    "gpu*.temp_mem_c": "0:50 0.4:55 @0.8",
+    "gpu*.temp_gpu_c": "0:40 0.5:44 @1.0",
+    "gpu*.clock_sm_mhz": "0:1980 0.25:1410 @0.5",
+    "gpu*.throttle": "0:0 0.25:0x8000000000000004 @0.5",
+    "gpu*.util_gpu_pct": "0:100 0.3:0 @0.6",
+    "gpu*.util_mem_pct": "0:40 0.3:5 @0.6",
+    "gpu*.power_limit_mw": "0:700000 0.6:650000 @1.2",
+    "gpu1.uuid": "GPU-11111111-2222-3333-4444-555555555555",
+    "gpu2.energy_scale_pct": 60,
+    "gpu2.unsupported": "temp_mem_c",
+}
+
+
+def _us(series: pd.Series) -> np.ndarray:
+    return series.astype("int64").to_numpy() // 1000
+
+
+def _window_values(wave, t0: int, t1: int) -> list:
+    vals = {wave.at(t0)}
+    vals.update(wave.at(b) for b in wave.breakpoints(t1) if t0 < b <= t1)
+    return sorted(vals)
+
+
+def check_exact(df: pd.DataFrame, sc: FakeScenario) -> int:
+    """Assert every collected value equals the scenario; returns how many were checked.
+
+    Field values are checked at NVML's own timestamps.  Individually read values are
+    checked over the window in which their calls ran: from the sample's wall-clock time to
+    the next sample's (the collector reads GPUs one after the other); where the scenario
+    changes inside that window the value must be one of those it took there.
+    """
+    checked = 0
+    ts_all = np.sort(_us(df["timestamp"]))
+    for g, part in df.groupby("gpu_index"):
+        g = int(g)
+        assert (part["gpu_uuid"] == sc.uuid(g)).all()
+        tp = _us(part["nvml_time_power"]) - sc.init_us
+        expected_p = np.array([sc.wave(g, "power_mw").at(t) * 1e-3 for t in tp])
+        assert np.array_equal(part["power_w"].to_numpy(), expected_p)
+        ta = _us(part["nvml_time_power_avg"]) - sc.init_us
+        assert np.array_equal(part["power_avg_w"].to_numpy(),
+                              [sc.wave(g, "power_avg_mw").at(t) * 1e-3 for t in ta])
+        te = _us(part["nvml_time_energy"]) - sc.init_us
+        assert np.array_equal(part["energy_j"].to_numpy(),
+                              [sc.energy_mj(g, t) * 1e-3 for t in te])
+        if "temp_mem_c" in str(sc.spec.get(f"gpu{g}.unsupported", "")):
+            assert part["temp_mem_c"].isna().all() and part["nvml_time_temp_mem"].isna().all()
+        else:
+            read = part["nvml_time_temp_mem"].notna()
+            assert (part["temp_mem_c"].notna() == read).all()
+            tm = _us(part.loc[read, "nvml_time_temp_mem"]) - sc.init_us
+            assert np.array_equal(part.loc[read, "temp_mem_c"].to_numpy(),
+                                  [sc.wave(g, "temp_mem_c").at(t) for t in tm])
+        checked += 4 * len(part)
+        t0s = _us(part["timestamp"]) - sc.init_us
+        nxt = np.searchsorted(ts_all, t0s + sc.init_us, side="right")
+        t1s = np.where(nxt < len(ts_all), ts_all[np.minimum(nxt, len(ts_all) - 1)],
+                       t0s + sc.init_us + 1_000_000) - sc.init_us
+        for col, key, scale in (("temp_gpu_c", "temp_gpu_c", 1),
+                                ("clock_sm_mhz", "clock_sm_mhz", 1),
+                                ("clock_mem_mhz", "clock_mem_mhz", 1),
+                                ("util_gpu_pct", "util_gpu_pct", 1),
+                                ("util_mem_pct", "util_mem_pct", 1),
+                                ("power_limit_w", "power_limit_mw", 1e-3),
+                                ("throttle_reasons", "throttle", None)):
+            wave = sc.wave(g, key)
+            got = part[col].to_numpy()
+            for t0, t1, v in zip(t0s, t1s, got):
+                if v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+                    continue
+                options = [o if scale is None else o * scale
+                           for o in _window_values(wave, int(t0), int(t1))]
+                assert v in options, (g, col, t0, v, options)
+                checked += len(options) == 1
+    return checked
+
+
+def test_collector_values_match_the_scenario_exactly(fake_nvml, tmp_path):
+    sc = fake_nvml(SCENARIO)
+    store = tmp_path / "store"
+    c = Collector(store, interval_s=0.02, flush_interval_s=0.3, host="node-a",
+                  signal_intervals_s={"temperature": 0.1})
+    with c:
+        time.sleep(0.5)
+        live = c.recent()
+        assert len(live) >= 3 * 10 and set(live["gpu_index"]) == {0, 1, 2}
+        assert len(c.recent(0.1)) < len(live)
+        validate(live)
+        time.sleep(1.0)
+    report = c.report()
+    df = read_store(store)
+    validate(df)
+    assert len(df) == report.rows_written == int(report.gpus["samples"].sum())
+    assert report.files_written >= 4  # several flushes, not one at the end
+    checked = check_exact(df, sc)
+    assert checked > 8 * len(df)
+    # wall clock and monotonic clock per sample, in step
+    for _, part in df.groupby("gpu_index"):
+        wall = part["timestamp"].astype("int64").to_numpy() * 1e-9
+        mono = part["monotonic_s"].to_numpy()
+        assert np.all(np.diff(mono) > 0)
+        assert np.ptp((wall - wall[0]) - (mono - mono[0])) < 0.05
+    # achieved rate and jitter, per-signal rates
+    g = report.gpus.set_index("gpu_index")
+    assert ((g["achieved_rate_hz"] > 35) & (g["achieved_rate_hz"] < 51)).all()
+    assert (g["jitter_ms"] >= 0).all() and np.isfinite(g["jitter_ms"]).all()
+    ratio = g["rate_temperature_hz"] / g["rate_power_hz"]
+    assert ((ratio > 0.15) & (ratio < 0.25)).all()  # every 5th tick
+    temp_rows = df["temp_gpu_c"].notna()
+    assert 0.15 < temp_rows.mean() < 0.25 and df["power_w"].notna().all()
+    # energy two ways: the counter difference is exactly the scenario's; the integral of
+    # instantaneous power is close to the true integral; GPU 2's counter runs at 60 %
+    for gi in (0, 1, 2):
+        part = df[df["gpu_index"] == gi]
+        te = _us(part["nvml_time_energy"]) - sc.init_us
+        assert g.loc[gi, "energy_counter_j"] == pytest.approx(
+            (sc.energy_mj(gi, te[-1]) - sc.energy_mj(gi, te[0])) * 1e-3, abs=1e-9)
+        wave = sc.wave(gi, "power_mw")
+        grid = np.arange(te[0], te[-1])
+        true_j = sum(wave.at(int(t)) for t in grid[::100]) * 1e-3 * 1e-4
+        assert g.loc[gi, "energy_integrated_j"] == pytest.approx(true_j, rel=0.03)
+    assert abs(g.loc[0, "energy_disagreement_pct"]) < 15
+    assert abs(g.loc[1, "energy_disagreement_pct"]) < 15
+    assert 45 < g.loc[2, "energy_disagreement_pct"] < 90  # 1/0.6 - 1 = 67 %
+    assert "energy_disagreement_pct" in report.summary() and report._repr_html_()
+    ev = read_events(store)
+    assert list(ev["kind"]) == ["start", "stop"]
+
+
+def test_gpu_lost_mid_run_is_retried_with_backoff_while_others_keep_sampling(fake_nvml):
+    sc = fake_nvml({"gpus": 3, "gpu1.fault": "lost@0.4-1.1", "gpu2.fault": "lost@0.5"})
+    c = Collector(None, interval_s=0.02, retry_backoff_s=(0.1, 0.4))
+    with c:
+        time.sleep(1.9)
+    df = c.recent()
+    ev = c.events()
+    t_ev = (_us(ev["timestamp"]) - sc.init_us) * 1e-6
+    # GPU 0 sampled throughout without a gap
+    p0 = df[df["gpu_index"] == 0]
+    gaps0 = np.diff(p0["monotonic_s"].to_numpy())
+    assert gaps0.max() < 0.15 and len(p0) > 0.8 * 1.9 / 0.02
+    # GPU 1: a status event at the loss, failed retries with doubling backoff, recovery
+    e1 = ev[ev["gpu_index"] == 1]
+    kinds = list(e1["kind"])
+    assert kinds[0] == "lost" and kinds[-1] == "recovered" and "retry_failed" in kinds
+    assert 0.4 <= t_ev[e1.index[0]] < 0.6
+    assert 1.1 <= t_ev[e1.index[-1]] < 1.1 + 0.4 + 0.1
+    assert e1["gpu_uuid"].iloc[0] == sc.uuid(1)
+    p1 = df[df["gpu_index"] == 1]
+    t1 = (_us(p1["nvml_time_power"]) - sc.init_us) * 1e-6
+    assert not ((t1 >= 0.4) & (t1 < 1.1)).any()
+    assert (t1 < 0.4).sum() > 10 and (t1 >= 1.1).sum() > 5  # sampled again after recovery
+    # GPU 2 never comes back: retried with backoff 0.2, 0.4, 0.4, ... (capped)
+    e2 = ev[(ev["gpu_index"] == 2) & (ev["kind"] == "retry_failed")]
+    backoffs = e2["backoff_s"].to_list()
+    assert len(backoffs) >= 3 and backoffs[:3] == [0.2, 0.4, 0.4]
+    waits = np.diff(t_ev[e2.index])
+    assert np.all(waits >= np.array(backoffs[:-1]) - 0.01)
+    rep = c.report().gpus.set_index("gpu_index")
+    assert bool(rep.loc[2, "down"]) and not bool(rep.loc[1, "down"])
+    assert (df[df["gpu_index"] == 2]["nvml_time_power"].astype("int64") // 1000
+            - sc.init_us < 500_000).all()
+
+
+def test_timeouts_and_unknown_errors_are_recorded_and_recovered(fake_nvml):
+    sc = fake_nvml({"gpus": 3, "gpu0.fault": "timeout@0.3-0.5",
+                    "gpu1.fault": "unknown@0.3-0.45"})
+    c = Collector(None, interval_s=0.02, retry_backoff_s=(0.05, 0.2))
+    with c:
+        time.sleep(1.0)
+    ev = c.events()
+    by_gpu = {g: list(ev[ev["gpu_index"] == g]["kind"]) for g in (0, 1, 2)}
+    assert by_gpu[0][0] == "timeout" and by_gpu[0][-1] == "recovered"
+    assert by_gpu[1][0] == "unknown" and by_gpu[1][-1] == "recovered"
+    assert by_gpu[2] == []
+    df = c.recent()
+    gaps2 = np.diff(df[df["gpu_index"] == 2]["monotonic_s"].to_numpy())
+    assert gaps2.max() < 0.15
+    for g, end in ((0, 0.5), (1, 0.45)):
+        t = (_us(df[df["gpu_index"] == g]["nvml_time_power"]) - sc.init_us) * 1e-6
+        assert not ((t >= 0.3) & (t < end)).any() and (t >= end).sum() > 5
+
+
+def test_prometheus_metrics_use_dcgm_names(fake_nvml):
+    fake_nvml({"gpus": 2, "gpu1.power_mw": 123450, "gpu1.throttle": 4})
+    with Collector(None, interval_s=0.05, prometheus_port=0, prometheus_addr="127.0.0.1",
+                   host="node-p") as c:
+        time.sleep(0.2)
+        text = urllib.request.urlopen(
+            f"http://127.0.0.1:{c.metrics_port}/metrics", timeout=5).read().decode()
+    values = {}
+    for ln in text.splitlines():
+        m = re.fullmatch(r"(DCGM_FI_DEV_\w+)\{(.*)\} (\S+)", ln)
+        if m:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+            values[(m.group(1), labels["gpu"])] = float(m.group(3))
+            assert labels["UUID"] == f"GPU-fa6e0000-0000-4000-8000-{int(labels['gpu']):012d}"
+            assert labels["Hostname"] == "node-p"
+            assert labels["modelName"] == "Fake NVIDIA H100 80GB HBM3"
+    assert values[("DCGM_FI_DEV_POWER_USAGE_INSTANT", "1")] == 123.45
+    assert values[("DCGM_FI_DEV_POWER_USAGE_INSTANT", "0")] == 300.0
+    assert values[("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "1")] == 4
+    assert values[("DCGM_FI_DEV_POWER_USAGE", "1")] == 300.0
+    assert values[("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "1")] >= 1_000_000  # mJ, as DCGM
+    for name in ("SM_CLOCK", "MEM_CLOCK", "GPU_TEMP", "MEMORY_TEMP", "GPU_UTIL",
+                 "POWER_MGMT_LIMIT"):
+        assert (f"DCGM_FI_DEV_{name}", "0") in values, name
+
+
+def test_bad_parameters_are_clear_errors():
+    with pytest.raises(PowerlabError, match="interval_s must be > 0"):
+        Collector(None, interval_s=0)
+    with pytest.raises(PowerlabError, match="unknown signal group 'fan'"):
+        Collector(None, signal_intervals_s={"fan": 1.0})
+    with pytest.raises(PowerlabError, match="shorter than interval_s"):
+        Collector(None, interval_s=1.0, signal_intervals_s={"temperature": 0.5})
+
+
+# ------------------------------------------------------------------ the CLI, subprocesses
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "powerlab.cli", "collect", *args]
+
+
+def _start(args, env) -> tuple[subprocess.Popen, float]:
+    p = subprocess.Popen(_cli(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    line = p.stderr.readline()
+    assert "sampling" in line, line + p.stderr.read()
+    return p, time.time()
+
+
+def _assert_every_file_reads(store: Path) -> None:
+    for f in store.rglob("*"):
+        if f.is_file() and not f.name.startswith("."):
+            pq.read_table(f)  # raises on a torn file
+
+
+def test_cli_normal_run(fake_libdir, tmp_path):
+    sc_path = write_scenario(tmp_path / "s.txt", {"gpus": 2, "gpu1.power_mw": 250000})
+    store = tmp_path / "store"
+    res = subprocess.run(_cli("--out", str(store), "--interval-s", "0.05", "--duration-s",
+                              "0.6", "--gpus", "1", "--flush-interval-s", "0.2", "--host",
+                              "n1"), env=fake_env(fake_libdir, sc_path), capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "energy_disagreement_pct" in res.stdout
+    df = read_store(store)
+    assert set(df["gpu_index"]) == {1} and (df["power_w"] == 250.0).all()
+    assert (df["host"] == "n1").all() and 8 <= len(df) <= 14
+    validate(df)
+
+
+def test_cli_nvml_missing_or_no_gpu_is_one_line_error(fake_libdir, tmp_path):
+    if ctypes.util.find_library("nvidia-ml"):
+        pytest.skip("a real libnvidia-ml is installed on this machine")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    sc_none = write_scenario(tmp_path / "none.txt", {"gpus": 0})
+    cases = [
+        (fake_env(empty, None), "NVML library libnvidia-ml.so.1 not found"),
+        (fake_env(fake_libdir, sc_none), "NVML sees no GPU"),
+    ]
+    for env, message in cases:
+        res = subprocess.run(_cli("--out", str(tmp_path / "store"), "--duration-s", "1"),
+                             env=env, capture_output=True, text=True, timeout=60,
+                             check=False)
+        assert res.returncode != 0
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and message in lines[0], res.stderr
+        assert "Traceback" not in res.stderr
+        assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_cli_flushes_and_exits_cleanly_on_signal(fake_libdir, tmp_path, sig):
+    sc_path = write_scenario(tmp_path / "s.txt", {"gpus": 2})
+    store = tmp_path / "store"
+    p, _ = _start(["--out", str(store), "--interval-s", "0.02", "--flush-interval-s", "60"],
+                  fake_env(fake_libdir, sc_path))
+    time.sleep(0.5)
+    t_sig = time.time()
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert f"stopped by {sig.name}" in err and "Traceback" not in err
+    df = read_store(store)  # everything came from the final flush
+    last = df["timestamp"].max().value * 1e-9
+    assert t_sig - 0.1 < last < t_sig + 0.5
+    assert len(df) >= 2 * 0.8 * 0.5 / 0.02
+    assert list(read_events(store)["kind"]) == ["start", "stop"]
+
+
+def test_sigkill_at_random_moments_loses_at_most_one_flush_interval(fake_libdir, tmp_path):
+    sc_path = write_scenario(tmp_path / "s.txt", {"gpus": 2})
+    env = fake_env(fake_libdir, sc_path)
+    store = tmp_path / "store"
+    flush, interval, slack = 0.25, 0.02, 0.3  # slack: one write plus scheduling delays
+    rng = random.Random(20240517)
+    losses = []
+    for run in range(6):
+        p, t_ready = _start(["--out", str(store), "--interval-s", str(interval),
+                             "--flush-interval-s", str(flush), "--host", f"run{run}"], env)
+        time.sleep(rng.uniform(0.05, 1.0))
+        t_kill = time.time()
+        p.kill()
+        p.communicate(timeout=30)
+        _assert_every_file_reads(store)
+        df = read_store(store, hosts=[f"run{run}"]) if store.exists() else pd.DataFrame()
+        if df.empty:
+            lost = t_kill - t_ready
+        else:
+            lost = t_kill - df["timestamp"].max().value * 1e-9
+            validate(df)
+            for _, part in df.groupby("gpu_index"):
+                mono = part["monotonic_s"].to_numpy()
+                assert np.diff(mono).max() < 5 * interval  # no hole in what was kept
+        losses.append(lost)
+        assert lost <= flush + slack, (run, lost)
+    assert len(read_store(store)) > 0
+    print(json.dumps({"sigkill_lost_s": [round(x, 3) for x in losses]}))
+
+
+FULL_DISK_SCRIPT = textwrap.dedent("""
+    import resource, sys
+    from powerlab.collector import Collector
+    from powerlab.exceptions import StoreError
+    from powerlab.store import write_store
+
+    calls = [0]
+
+    def writer(frame, root):
+        calls[0] += 1
+        if calls[0] == 3:  # from the third flush on, files may hold at most 1 KiB
+            resource.setrlimit(resource.RLIMIT_FSIZE,
+                               (1024, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+        return write_store(frame, root)
+
+    c = Collector(sys.argv[1], interval_s=0.02, flush_interval_s=0.2, writer=writer)
+    try:
+        c.run(10.0)
+    except StoreError as exc:
+        print("ROWS", c.report().rows_written)
+        print("ERROR", exc)
+        sys.exit(3)
+    sys.exit(0)
+""")
+
+
+def test_full_disk_stops_with_a_clear_error_and_keeps_earlier_files(fake_libdir, tmp_path):
+    sc_path = write_scenario(tmp_path / "s.txt", {"gpus": 2})
+    store = tmp_path / "store"
+    t0 = time.time()
+    res = subprocess.run([sys.executable, "-c", FULL_DISK_SCRIPT, str(store)],
+                         env=fake_env(fake_libdir, sc_path), capture_output=True, text=True,
+                         check=False,
+                         timeout=60)
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert time.time() - t0 < 8  # stopped at the failure, not after 10 s
+    out = dict(ln.split(" ", 1) for ln in res.stdout.strip().splitlines())
+    assert "disk is full or a size limit was hit" in out["ERROR"]
+    assert "Files written before are intact" in out["ERROR"]
+    _assert_every_file_reads(store)
+    df = read_store(store)
+    assert len(df) == int(out["ROWS"]) > 0
+    validate(df)
+    assert not list(store.rglob(".tmp-*"))  # the failed temporary file was removed
+
+
+def test_unwritable_store_is_a_clear_error(fake_nvml, tmp_path):
+    fake_nvml({"gpus": 1})
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    # found at start (the CLI prints such errors as one line, exit status 2)
+    with pytest.raises(StoreError, match="cannot create store folder .*file/store"):
+        Collector(blocker / "store").start()
+    # a store that becomes unwritable later stops the collector at the next flush
+    store = tmp_path / "store"
+    c = Collector(store, interval_s=0.02, flush_interval_s=0.2)
+    c.start()
+    store.rmdir()
+    store.write_text("now a file")
+    time.sleep(0.5)
+    assert not c.running
+    with pytest.raises(StoreError, match=r"collector stopped: cannot write to store .*"
+                                         r"Files written before are intact"):
+        c.stop()
+    assert "were not saved" in str(c.error)
