@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "summary",
     "import_",
     "collect",
+    "forecast",
 ]
 
 

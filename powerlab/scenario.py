@@ -1,0 +1,722 @@
+"""Forecast scenarios: the site, the hardware, the jobs and the mitigations, from YAML.
+
+A scenario is a small YAML file (see ``data/scenarios/*.yaml`` for annotated examples)
+read by :func:`read_scenario` (path) or :func:`parse_scenario` (text or mapping) into
+frozen dataclasses whose field names carry their units.  Every problem is reported as a
+:class:`~powerlab.exceptions.ScenarioError` that names the key path, e.g.
+``jobs[2].checkpoint.interval_s``, and says what was expected.
+
+Layout of the YAML document::
+
+    name: str
+    horizon: {start_utc, end_utc}           # optional; default: span of the jobs
+    simulation: {tick_s}                    # engine time step [s], default 0.1
+    site: {tz, pue | cooling{...}, base_load_w}
+    hardware: {gpu_model, gpu_idle_w, gpu_compute_w, gpu_comm_w, gpu_tdp_w,
+               gpus_per_node, node_overhead_w, cluster_gpus}
+    jobs: [{name, gpus, start_utc, duration_s, step_time_s, compute_fraction,
+            startup_s, shutdown_s, jitter_s,
+            checkpoint: {interval_s, duration_s}, eval: {interval_s, duration_s},
+            failures: {rate_per_gpu_h, restart_s},
+            power: {compute_w, comm_w, startup_w, checkpoint_w, eval_w, shutdown_w}}]
+    mitigations: {gpu_power_floor_pct_tdp, gpu_ramp_limit_w_per_s, stagger_starts_s,
+                  battery: {power_megawatts, energy_megawatt_hours,
+                            round_trip_efficiency, window_s, initial_soc_fraction}}
+    limits: {scope, ramp_up_megawatts_per_s, ramp_down_megawatts_per_s,
+             swing_1s_megawatts, swing_10s_megawatts, swing_60s_megawatts,
+             band_0p1_2hz_megawatts, band_2_20hz_megawatts}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from .exceptions import ScenarioError
+
+__all__ = [
+    "Battery",
+    "CoolingModel",
+    "Hardware",
+    "Job",
+    "Limits",
+    "Mitigations",
+    "Scenario",
+    "Site",
+    "parse_scenario",
+    "read_scenario",
+]
+
+
+# --------------------------------------------------------------------------- dataclasses
+
+
+@dataclass(frozen=True)
+class CoolingModel:
+    """PUE that rises with the outdoor (ambient) temperature.
+
+    ``pue(T) = pue_at_reference + pue_per_c * max(0, T - reference_temp_c)`` with a daily
+    cosine ambient temperature peaking at ``ambient_peak_hour_local`` (site local time).
+
+    Attributes
+    ----------
+    pue_at_reference : float
+        PUE at or below the reference temperature [-].
+    reference_temp_c : float
+        Ambient temperature above which free cooling stops being enough [degC].
+    pue_per_c : float
+        PUE increase per degree above the reference [1/degC].
+    ambient_mean_c : float
+        Daily mean ambient temperature [degC].
+    ambient_amplitude_c : float
+        Half the daily peak-to-trough swing of the ambient temperature [degC].
+    ambient_peak_hour_local : float
+        Local hour of the daily maximum [h].
+    """
+
+    pue_at_reference: float = 1.15
+    reference_temp_c: float = 18.0
+    pue_per_c: float = 0.01
+    ambient_mean_c: float = 20.0
+    ambient_amplitude_c: float = 5.0
+    ambient_peak_hour_local: float = 15.0
+
+    def ambient_temp_c(self, timestamps: pd.DatetimeIndex, tz: str) -> np.ndarray:
+        """Ambient temperature at ``timestamps`` (tz-aware) [degC]."""
+        local = timestamps.tz_convert(tz)
+        hour = np.asarray(local.hour + local.minute / 60.0 + local.second / 3600.0, float)
+        return self.ambient_mean_c + self.ambient_amplitude_c * np.cos(
+            2 * np.pi * (hour - self.ambient_peak_hour_local) / 24.0)
+
+    def pue(self, timestamps: pd.DatetimeIndex, tz: str) -> np.ndarray:
+        """PUE at ``timestamps`` [-]."""
+        temp = self.ambient_temp_c(timestamps, tz)
+        return self.pue_at_reference + self.pue_per_c * np.maximum(
+            0.0, temp - self.reference_temp_c)
+
+
+@dataclass(frozen=True)
+class Site:
+    """The datacenter: time zone, cooling overhead and non-IT base load.
+
+    Attributes
+    ----------
+    tz : str
+        IANA time zone of the site (for the cooling model's daily cycle).
+    pue : float or None
+        Constant power usage effectiveness [-]; ``None`` when ``cooling`` is given.
+    cooling : CoolingModel or None
+        Temperature-dependent PUE.
+    base_load_w : float
+        Non-IT load that does not scale with IT power (offices, lighting, UPS idle) [W].
+    """
+
+    tz: str = "UTC"
+    pue: float | None = 1.2
+    cooling: CoolingModel | None = None
+    base_load_w: float = 0.0
+
+    def pue_at(self, timestamps: pd.DatetimeIndex) -> np.ndarray:
+        """PUE at each timestamp [-]."""
+        if self.cooling is not None:
+            return self.cooling.pue(timestamps, self.tz)
+        return np.full(len(timestamps), float(self.pue))
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """GPU power levels and node composition.
+
+    Attributes
+    ----------
+    gpu_model : str
+        Name, for reports.
+    gpu_idle_w, gpu_compute_w, gpu_comm_w, gpu_tdp_w : float
+        Per-GPU power when idle, in the compute part of a step, waiting on
+        communication, and the thermal design power [W].
+    gpus_per_node : int
+        GPUs in one node.
+    node_overhead_w : float
+        Node power besides its GPUs (CPUs, NICs, fans, PSU losses) [W].
+    cluster_gpus : int
+        GPUs in the cluster; those in no job draw idle power (default: jobs' sum).
+    """
+
+    gpu_model: str = "H100-SXM"
+    gpu_idle_w: float = 75.0
+    gpu_compute_w: float = 650.0
+    gpu_comm_w: float = 250.0
+    gpu_tdp_w: float = 700.0
+    gpus_per_node: int = 8
+    node_overhead_w: float = 2500.0
+    cluster_gpus: int = 0
+
+    @property
+    def nodes(self) -> int:
+        """Number of nodes powered [-]."""
+        return math.ceil(self.cluster_gpus / self.gpus_per_node)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One training job and its power behaviour.
+
+    Intervals of checkpoints and evaluations count *training* time and are rounded to
+    whole steps.  Per-GPU power levels default to the hardware levels.
+
+    Attributes
+    ----------
+    name : str
+    gpus : int
+        GPUs the job occupies [-].
+    start_utc : pandas.Timestamp
+        Allocation start (tz-aware UTC).
+    duration_s : float
+        Allocation length, start-up and shutdown included [s].
+    step_time_s : float
+        Training step period [s].
+    compute_fraction : float
+        Share of a step spent computing; the rest waits on communication [-].
+    startup_s, shutdown_s : float
+        Initialisation before the first step and teardown at the end [s].
+    jitter_s : float
+        Standard deviation of the per-GPU timing offset (desynchronisation) [s].
+    checkpoint_interval_s, checkpoint_duration_s : float
+        Training time between checkpoints (0: none) and their length [s].
+    eval_interval_s, eval_duration_s : float
+        Training time between evaluations (0: none) and their length [s].
+    failure_rate_per_gpu_h : float
+        Interruptions per GPU-hour; the job fails at ``gpus`` times this rate [1/h].
+    restart_s : float
+        Time from a failure to the start of re-initialisation [s].
+    compute_w, comm_w, startup_w, checkpoint_w, eval_w, shutdown_w : float
+        Per-GPU power in each phase [W].
+    """
+
+    name: str
+    gpus: int
+    start_utc: pd.Timestamp
+    duration_s: float
+    step_time_s: float
+    compute_fraction: float
+    compute_w: float
+    comm_w: float
+    startup_w: float
+    checkpoint_w: float
+    eval_w: float
+    shutdown_w: float
+    startup_s: float = 0.0
+    shutdown_s: float = 0.0
+    jitter_s: float = 0.0
+    checkpoint_interval_s: float = 0.0
+    checkpoint_duration_s: float = 0.0
+    eval_interval_s: float = 0.0
+    eval_duration_s: float = 0.0
+    failure_rate_per_gpu_h: float = 0.0
+    restart_s: float = 0.0
+
+    @property
+    def end_utc(self) -> pd.Timestamp:
+        """End of the allocation (UTC)."""
+        return self.start_utc + pd.Timedelta(seconds=self.duration_s)
+
+
+@dataclass(frozen=True)
+class Battery:
+    """A battery that shaves swings around a moving-average target.
+
+    Attributes
+    ----------
+    power_megawatts : float
+        Maximum charge/discharge power [MW].
+    energy_megawatt_hours : float
+        Usable capacity [MWh].
+    round_trip_efficiency : float
+        Energy out / energy in [-].
+    window_s : float
+        Length of the trailing moving average the battery holds the grid to [s].
+    initial_soc_fraction : float
+        State of charge at the start of the horizon [-].
+    """
+
+    power_megawatts: float
+    energy_megawatt_hours: float
+    round_trip_efficiency: float = 0.9
+    window_s: float = 60.0
+    initial_soc_fraction: float = 0.5
+
+
+@dataclass(frozen=True)
+class Mitigations:
+    """Swing mitigations.
+
+    Attributes
+    ----------
+    gpu_power_floor_pct_tdp : float
+        While a job holds a GPU, its power never falls below this share of TDP [%]
+        (0: off).
+    gpu_ramp_limit_w_per_s : float
+        Largest per-GPU power change per second, up and down, as GPU power smoothing
+        enforces [W/s] (0: off).
+    stagger_starts_s : float
+        Jobs that would start together start this far apart, in file order [s] (0: off).
+    battery : Battery or None
+    """
+
+    gpu_power_floor_pct_tdp: float = 0.0
+    gpu_ramp_limit_w_per_s: float = 0.0
+    stagger_starts_s: float = 0.0
+    battery: Battery | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether any mitigation is switched on."""
+        return bool(self.gpu_power_floor_pct_tdp or self.gpu_ramp_limit_w_per_s
+                    or self.stagger_starts_s or self.battery is not None)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits the utility or the site sets; 0 means no limit.
+
+    Attributes
+    ----------
+    scope : str
+        ``"facility"`` or ``"it"``: which power the limits apply to.
+    ramp_up_megawatts_per_s, ramp_down_megawatts_per_s : float
+        Largest allowed rise and fall rates [MW/s].
+    swing_1s_megawatts, swing_10s_megawatts, swing_60s_megawatts : float
+        Largest allowed max-minus-min within any 1 s, 10 s, 60 s window [MW].
+    band_0p1_2hz_megawatts, band_2_20hz_megawatts : float
+        Largest allowed RMS amplitude of the oscillation in the 0.1-2 Hz and 2-20 Hz
+        bands [MW].
+    """
+
+    scope: str = "facility"
+    ramp_up_megawatts_per_s: float = 0.0
+    ramp_down_megawatts_per_s: float = 0.0
+    swing_1s_megawatts: float = 0.0
+    swing_10s_megawatts: float = 0.0
+    swing_60s_megawatts: float = 0.0
+    band_0p1_2hz_megawatts: float = 0.0
+    band_2_20hz_megawatts: float = 0.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A complete forecast scenario."""
+
+    name: str
+    site: Site
+    hardware: Hardware
+    jobs: tuple[Job, ...]
+    mitigations: Mitigations = field(default_factory=Mitigations)
+    limits: Limits = field(default_factory=Limits)
+    horizon_start_utc: pd.Timestamp | None = None
+    horizon_end_utc: pd.Timestamp | None = None
+    tick_s: float = 0.1
+    description: str = ""
+    source: str | None = None
+
+    def to_dict(self) -> dict:
+        """Plain, JSON-ready dictionary of the scenario (timestamps as ISO strings)."""
+        def conv(o):
+            if isinstance(o, pd.Timestamp):
+                return o.isoformat()
+            if isinstance(o, dict):
+                return {k: conv(v) for k, v in o.items()}
+            if isinstance(o, (list, tuple)):
+                return [conv(v) for v in o]
+            return o
+        d = dataclasses.asdict(self)
+        d.pop("source", None)
+        return conv(d)
+
+    def hash(self) -> str:
+        """SHA-256 of the canonical JSON of the scenario (its identity in exports)."""
+        text = json.dumps(self.to_dict(), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def replace(self, **changes) -> Scenario:
+        """A copy with some fields replaced (e.g. ``mitigations=...``)."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def start_utc(self) -> pd.Timestamp:
+        """Start of the forecast horizon (UTC)."""
+        if self.horizon_start_utc is not None:
+            return self.horizon_start_utc
+        return min(j.start_utc for j in self.jobs)
+
+    @property
+    def end_utc(self) -> pd.Timestamp:
+        """End of the forecast horizon (UTC)."""
+        if self.horizon_end_utc is not None:
+            return self.horizon_end_utc
+        stagger = self.mitigations.stagger_starts_s * max(len(self.jobs) - 1, 0)
+        return max(j.end_utc for j in self.jobs) + pd.Timedelta(seconds=stagger)
+
+    @property
+    def gpus(self) -> int:
+        """GPUs in the cluster [-]."""
+        return self.hardware.cluster_gpus
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+class _NoTimestampLoader(yaml.SafeLoader):
+    """Safe loader that leaves timestamps as strings (we parse and check them)."""
+
+
+_NoTimestampLoader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+class _Section:
+    """Typed access to one mapping of the YAML document, with key paths in errors."""
+
+    def __init__(self, data: Any, path: str, source: str | None):
+        self.path = path
+        self.source = source
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            raise ScenarioError(f"expected a mapping, got {type(data).__name__}",
+                                key=path or "<document>", path=source)
+        self.data = dict(data)
+        self.used: set[str] = set()
+
+    def key(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def error(self, name: str, msg: str) -> ScenarioError:
+        return ScenarioError(msg, key=self.key(name), path=self.source)
+
+    def has(self, name: str) -> bool:
+        return self.data.get(name) is not None
+
+    def raw(self, name: str, default=None):
+        self.used.add(name)
+        return self.data.get(name, default)
+
+    def number(self, name: str, default: float | None = None, *, lo: float | None = 0.0,
+               hi: float | None = None, lo_open: bool = False, required: bool = False
+               ) -> float:
+        self.used.add(name)
+        val = self.data.get(name)
+        if val is None:
+            if required or default is None:
+                raise self.error(name, "is required (a number)")
+            return float(default)
+        if isinstance(val, bool) or not isinstance(val, (int, float)):
+            raise self.error(name, f"expected a number, got {val!r}")
+        val = float(val)
+        if not math.isfinite(val):
+            raise self.error(name, f"expected a finite number, got {val!r}")
+        if lo is not None and (val < lo or (lo_open and val == lo)):
+            raise self.error(name, f"must be {'>' if lo_open else '>='} {lo:g}, got {val:g}")
+        if hi is not None and val > hi:
+            raise self.error(name, f"must be <= {hi:g}, got {val:g}")
+        return val
+
+    def integer(self, name: str, default: int | None = None, *, lo: int = 1) -> int:
+        self.used.add(name)
+        val = self.data.get(name)
+        if val is None:
+            if default is None:
+                raise self.error(name, "is required (an integer)")
+            return int(default)
+        if isinstance(val, bool) or not isinstance(val, int):
+            raise self.error(name, f"expected an integer, got {val!r}")
+        if val < lo:
+            raise self.error(name, f"must be >= {lo}, got {val}")
+        return int(val)
+
+    def string(self, name: str, default: str | None = None) -> str:
+        self.used.add(name)
+        val = self.data.get(name)
+        if val is None:
+            if default is None:
+                raise self.error(name, "is required (a string)")
+            return default
+        if not isinstance(val, str):
+            raise self.error(name, f"expected a string, got {val!r}")
+        return val
+
+    def timestamp(self, name: str, required: bool = True) -> pd.Timestamp | None:
+        self.used.add(name)
+        val = self.data.get(name)
+        if val is None:
+            if required:
+                raise self.error(name, "is required (ISO 8601 UTC time, e.g. "
+                                 "'2024-05-17T15:00:00Z')")
+            return None
+        try:
+            ts = pd.Timestamp(str(val))
+        except (ValueError, TypeError) as exc:
+            raise self.error(name, f"expected an ISO 8601 time such as "
+                             f"'2024-05-17T15:00:00Z', got {val!r} ({exc})") from None
+        if ts.tzinfo is None:
+            raise self.error(name, f"time {val!r} has no time zone; write it in UTC with "
+                             "a trailing 'Z', e.g. '2024-05-17T15:00:00Z'")
+        return ts.tz_convert("UTC").as_unit("ns")
+
+    def section(self, name: str) -> _Section:
+        self.used.add(name)
+        return _Section(self.data.get(name), self.key(name), self.source)
+
+    def finish(self) -> None:
+        extra = [k for k in self.data if k not in self.used]
+        if extra:
+            k = extra[0]
+            close = difflib.get_close_matches(str(k), sorted(self.used), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else (
+                f"; known keys: {', '.join(sorted(self.used))}")
+            raise self.error(str(k), f"unknown key{hint}")
+
+
+def _site(s: _Section) -> Site:
+    tz = s.string("tz", "UTC")
+    try:
+        pd.Timestamp("2024-01-01", tz=tz)
+    except Exception:  # noqa: BLE001 - pandas raises several types for bad zones
+        raise s.error("tz", f"unknown time zone {tz!r}; use an IANA name such as "
+                      "'America/New_York'") from None
+    cooling = None
+    pue = None
+    if s.has("cooling"):
+        if s.has("pue"):
+            raise s.error("pue", "give either a constant 'pue' or a 'cooling' model, "
+                          "not both")
+        c = s.section("cooling")
+        cooling = CoolingModel(
+            pue_at_reference=c.number("pue_at_reference", 1.15, lo=1.0),
+            reference_temp_c=c.number("reference_temp_c", 18.0, lo=-50.0, hi=60.0),
+            pue_per_c=c.number("pue_per_c", 0.01, lo=0.0, hi=1.0),
+            ambient_mean_c=c.number("ambient_mean_c", 20.0, lo=-60.0, hi=60.0),
+            ambient_amplitude_c=c.number("ambient_amplitude_c", 5.0, lo=0.0, hi=40.0),
+            ambient_peak_hour_local=c.number("ambient_peak_hour_local", 15.0, lo=0.0,
+                                             hi=24.0),
+        )
+        c.finish()
+    else:
+        pue = s.number("pue", 1.2, lo=1.0, hi=5.0)
+    site = Site(tz=tz, pue=pue, cooling=cooling, base_load_w=s.number("base_load_w", 0.0))
+    s.finish()
+    return site
+
+
+def _hardware(s: _Section) -> dict:
+    hw = {
+        "gpu_model": s.string("gpu_model", "H100-SXM"),
+        "gpu_idle_w": s.number("gpu_idle_w", 75.0),
+        "gpu_compute_w": s.number("gpu_compute_w", 650.0),
+        "gpu_comm_w": s.number("gpu_comm_w", 250.0),
+        "gpu_tdp_w": s.number("gpu_tdp_w", 700.0, lo=0.0, lo_open=True),
+        "gpus_per_node": s.integer("gpus_per_node", 8),
+        "node_overhead_w": s.number("node_overhead_w", 2500.0),
+        "cluster_gpus": s.integer("cluster_gpus", 0, lo=0),
+    }
+    for k in ("gpu_idle_w", "gpu_compute_w", "gpu_comm_w"):
+        if hw[k] > 1.5 * hw["gpu_tdp_w"]:
+            raise s.error(k, f"{hw[k]:g} W is above 1.5 x gpu_tdp_w ({hw['gpu_tdp_w']:g} W)")
+    s.finish()
+    return hw
+
+
+def _job(s: _Section, hw: dict, index: int) -> Job:
+    name = s.string("name", f"job{index}")
+    gpus = s.integer("gpus")
+    start = s.timestamp("start_utc")
+    duration = s.number("duration_s", required=True, lo=0.0, lo_open=True)
+    step = s.number("step_time_s", required=True, lo=0.0, lo_open=True)
+    frac = s.number("compute_fraction", 0.8, lo=0.0, hi=1.0)
+    startup = s.number("startup_s", 0.0)
+    shutdown = s.number("shutdown_s", 0.0)
+    if startup + shutdown >= duration:
+        raise s.error("duration_s", f"{duration:g} s leaves no training time after "
+                      f"startup_s ({startup:g}) and shutdown_s ({shutdown:g})")
+    jitter = s.number("jitter_s", 0.0)
+    ck = s.section("checkpoint")
+    ck_int = ck.number("interval_s", 0.0)
+    ck_dur = ck.number("duration_s", 0.0)
+    if ck_int and ck_int < step:
+        raise ck.error("interval_s", f"{ck_int:g} s is shorter than one step "
+                       f"(step_time_s = {step:g} s)")
+    ck.finish()
+    ev = s.section("eval")
+    ev_int = ev.number("interval_s", 0.0)
+    ev_dur = ev.number("duration_s", 0.0)
+    if ev_int and ev_int < step:
+        raise ev.error("interval_s", f"{ev_int:g} s is shorter than one step "
+                       f"(step_time_s = {step:g} s)")
+    ev.finish()
+    fl = s.section("failures")
+    rate = fl.number("rate_per_gpu_h", 0.0, hi=1.0)
+    restart = fl.number("restart_s", 600.0 if rate else 0.0)
+    fl.finish()
+    pw = s.section("power")
+    tdp = hw["gpu_tdp_w"]
+    levels = {}
+    for key, default in (("compute_w", hw["gpu_compute_w"]), ("comm_w", hw["gpu_comm_w"]),
+                         ("startup_w", hw["gpu_idle_w"]),
+                         ("checkpoint_w", hw["gpu_idle_w"]),
+                         ("eval_w", 0.5 * (hw["gpu_compute_w"] + hw["gpu_comm_w"])),
+                         ("shutdown_w", hw["gpu_idle_w"])):
+        levels[key] = pw.number(key, default, hi=1.5 * tdp)
+    pw.finish()
+    job = Job(name=name, gpus=gpus, start_utc=start, duration_s=duration, step_time_s=step,
+              compute_fraction=frac, startup_s=startup, shutdown_s=shutdown,
+              jitter_s=jitter, checkpoint_interval_s=ck_int, checkpoint_duration_s=ck_dur,
+              eval_interval_s=ev_int, eval_duration_s=ev_dur,
+              failure_rate_per_gpu_h=rate, restart_s=restart, **levels)
+    s.finish()
+    return job
+
+
+def _mitigations(s: _Section) -> Mitigations:
+    battery = None
+    if s.has("battery"):
+        b = s.section("battery")
+        battery = Battery(
+            power_megawatts=b.number("power_megawatts", required=True, lo=0.0, lo_open=True),
+            energy_megawatt_hours=b.number("energy_megawatt_hours", required=True, lo=0.0,
+                                           lo_open=True),
+            round_trip_efficiency=b.number("round_trip_efficiency", 0.9, lo=0.0,
+                                           lo_open=True, hi=1.0),
+            window_s=b.number("window_s", 60.0, lo=0.0, lo_open=True),
+            initial_soc_fraction=b.number("initial_soc_fraction", 0.5, hi=1.0),
+        )
+        b.finish()
+    else:
+        s.raw("battery")
+    m = Mitigations(
+        gpu_power_floor_pct_tdp=s.number("gpu_power_floor_pct_tdp", 0.0, hi=100.0),
+        gpu_ramp_limit_w_per_s=s.number("gpu_ramp_limit_w_per_s", 0.0),
+        stagger_starts_s=s.number("stagger_starts_s", 0.0),
+        battery=battery,
+    )
+    s.finish()
+    return m
+
+
+def _limits(s: _Section) -> Limits:
+    scope = s.string("scope", "facility")
+    if scope not in ("facility", "it"):
+        raise s.error("scope", f"expected 'facility' or 'it', got {scope!r}")
+    kw = {f.name: s.number(f.name, 0.0) for f in dataclasses.fields(Limits)
+          if f.name != "scope"}
+    s.finish()
+    return Limits(scope=scope, **kw)
+
+
+def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> Scenario:
+    """Build a :class:`Scenario` from YAML text or an already-parsed mapping.
+
+    Parameters
+    ----------
+    source : str or mapping
+        YAML document text, or the mapping it parses to.
+    path : str or Path, optional
+        File the text came from, for error messages.
+
+    Returns
+    -------
+    Scenario
+
+    Raises
+    ------
+    ScenarioError
+        Naming the key path (``jobs[2].checkpoint.interval_s``) and what was expected.
+    """
+    src = None if path is None else str(path)
+    if isinstance(source, str):
+        try:
+            data = yaml.load(source, Loader=_NoTimestampLoader)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            raise ScenarioError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}",
+                                path=src) from None
+    else:
+        data = source
+    top = _Section(data, "", src)
+    name = top.string("name", "scenario")
+    description = top.string("description", "")
+    site = _site(top.section("site"))
+    hw = _hardware(top.section("hardware"))
+    jobs_raw = top.raw("jobs")
+    if not isinstance(jobs_raw, list) or not jobs_raw:
+        raise ScenarioError("expected a non-empty list of jobs", key="jobs", path=src)
+    jobs = []
+    for i, j in enumerate(jobs_raw):
+        jobs.append(_job(_Section(j, f"jobs[{i}]", src), hw, i))
+    names = [j.name for j in jobs]
+    for i, n in enumerate(names):
+        if names.index(n) != i:
+            raise ScenarioError(f"duplicate job name {n!r}", key=f"jobs[{i}].name", path=src)
+    total = sum(j.gpus for j in jobs)
+    if hw["cluster_gpus"] == 0:
+        hw["cluster_gpus"] = total
+    elif hw["cluster_gpus"] < total:
+        raise ScenarioError(f"{hw['cluster_gpus']} GPUs cannot hold the jobs' {total} GPUs "
+                            "(jobs occupy disjoint GPUs)", key="hardware.cluster_gpus",
+                            path=src)
+    hardware = Hardware(**hw)
+    mit = _mitigations(top.section("mitigations"))
+    lim = _limits(top.section("limits"))
+    hz = top.section("horizon")
+    h0 = hz.timestamp("start_utc", required=False)
+    h1 = hz.timestamp("end_utc", required=False)
+    if h0 is not None and h1 is not None and h1 <= h0:
+        raise hz.error("end_utc", f"{h1} is not after horizon.start_utc {h0}")
+    hz.finish()
+    sim = top.section("simulation")
+    tick = sim.number("tick_s", 0.1, lo=0.001, hi=60.0)
+    sim.finish()
+    for i, j in enumerate(jobs):
+        if j.step_time_s < 2 * tick:
+            raise ScenarioError(f"step_time_s = {j.step_time_s:g} s needs at least two "
+                                f"engine ticks (simulation.tick_s = {tick:g} s)",
+                                key=f"jobs[{i}].step_time_s", path=src)
+    top.finish()
+    scen = Scenario(name=name, description=description, site=site, hardware=hardware,
+                    jobs=tuple(jobs), mitigations=mit, limits=lim, horizon_start_utc=h0,
+                    horizon_end_utc=h1, tick_s=tick, source=src)
+    if scen.end_utc <= scen.start_utc:
+        raise ScenarioError("the horizon is empty", key="horizon", path=src)
+    return scen
+
+
+def read_scenario(path: str | Path) -> Scenario:
+    """Read a scenario YAML file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The YAML file.
+
+    Returns
+    -------
+    Scenario
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"cannot read scenario file: {exc.strerror}", path=p) from None
+    return parse_scenario(text, path=p)

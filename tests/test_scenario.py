@@ -1,0 +1,112 @@
+"""Tests of powerlab.scenario: YAML scenarios, validation errors naming the key."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from powerlab.exceptions import ScenarioError
+from powerlab.scenario import Scenario, parse_scenario, read_scenario
+
+ROOT = Path(__file__).parents[1]
+SCEN = ROOT / "data" / "scenarios"
+
+
+def _doc():
+    return yaml.safe_load((SCEN / "small.yaml").read_text())
+
+
+@pytest.mark.parametrize("name", ["small.yaml", "llama3_16k_h100.yaml"])
+def test_example_scenarios_load(name):
+    sc = read_scenario(SCEN / name)
+    assert isinstance(sc, Scenario)
+    assert sc.jobs and all(j.start_utc.tzinfo is not None for j in sc.jobs)
+    assert sc.end_utc > sc.start_utc
+    assert sc.hardware.cluster_gpus >= sum(j.gpus for j in sc.jobs)
+
+
+def test_small_scenario_values_and_defaults():
+    sc = read_scenario(SCEN / "small.yaml")
+    pre, fin = sc.jobs
+    assert pre.checkpoint_interval_s == 1200 and pre.checkpoint_duration_s == 60
+    assert fin.compute_w == 600 and fin.eval_w == 400
+    assert pre.compute_w == sc.hardware.gpu_compute_w  # hardware default
+    assert pre.startup_w == sc.hardware.gpu_idle_w
+    assert sc.start_utc == pd.Timestamp("2025-06-02T12:00:00Z")
+    assert sc.hardware.nodes == 128
+
+
+@pytest.mark.parametrize("mutate, key, words", [
+    (lambda d: d["jobs"][1].__setitem__("checkpoint", {"interval_s": -5}),
+     "jobs[1].checkpoint.interval_s", ">= 0"),
+    (lambda d: d["jobs"][0]["checkpoint"].__setitem__("interval_s", 1.0),
+     "jobs[0].checkpoint.interval_s", "shorter than one step"),
+    (lambda d: d["jobs"][0].__setitem__("start_utc", "2025-06-02 12:05:00"),
+     "jobs[0].start_utc", "no time zone"),
+    (lambda d: d["jobs"][0].__setitem__("start_utc", "yesterday"),
+     "jobs[0].start_utc", "ISO 8601"),
+    (lambda d: d["jobs"][0].__setitem__("step_tme_s", 3), "jobs[0].step_tme_s",
+     "did you mean 'step_time_s'"),
+    (lambda d: d["jobs"][0].pop("gpus"), "jobs[0].gpus", "required"),
+    (lambda d: d["jobs"][0].__setitem__("gpus", 2.5), "jobs[0].gpus", "integer"),
+    (lambda d: d["jobs"][1].__setitem__("compute_fraction", 1.5),
+     "jobs[1].compute_fraction", "<= 1"),
+    (lambda d: d["hardware"].__setitem__("cluster_gpus", 10), "hardware.cluster_gpus",
+     "cannot hold"),
+    (lambda d: d["site"].__setitem__("pue", 1.3), "site.pue", "not both"),
+    (lambda d: d["site"].__setitem__("tz", "Mars/Olympus"), "site.tz", "time zone"),
+    (lambda d: d["mitigations"].__setitem__("battery", {"power_megawatts": 5}),
+     "mitigations.battery.energy_megawatt_hours", "required"),
+    (lambda d: d["limits"].__setitem__("scope", "rack"), "limits.scope", "'facility'"),
+    (lambda d: d.__setitem__("jobs", []), "jobs", "non-empty"),
+    (lambda d: d["jobs"][1].__setitem__("name", "pretrain"), "jobs[1].name", "duplicate"),
+    (lambda d: d["jobs"][0].__setitem__("duration_s", 100), "jobs[0].duration_s",
+     "no training time"),
+    (lambda d: d["horizon"].__setitem__("end_utc", "2025-06-02T11:00:00Z"),
+     "horizon.end_utc", "not after"),
+])
+def test_errors_name_the_key(mutate, key, words):
+    d = _doc()
+    mutate(d)
+    with pytest.raises(ScenarioError) as ei:
+        parse_scenario(d)
+    assert ei.value.key == key
+    assert key in str(ei.value) and words in str(ei.value)
+
+
+def test_bad_yaml_names_line(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("name: x\njobs: [\n  {gpus: 8\n")
+    with pytest.raises(ScenarioError, match=r"line \d+") as ei:
+        read_scenario(p)
+    assert str(p) in str(ei.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ScenarioError, match="cannot read"):
+        read_scenario(tmp_path / "nope.yaml")
+
+
+def test_cooling_pue_rises_with_ambient_temperature():
+    sc = read_scenario(SCEN / "small.yaml")
+    tz = sc.site.tz
+    # 15:00 local is the daily peak, 03:00 the trough
+    t = pd.DatetimeIndex([pd.Timestamp("2025-06-02 03:00", tz=tz),
+                          pd.Timestamp("2025-06-02 15:00", tz=tz)]).tz_convert("UTC")
+    temp = sc.site.cooling.ambient_temp_c(t, tz)
+    pue = sc.site.pue_at(t)
+    assert temp[1] - temp[0] == pytest.approx(2 * sc.site.cooling.ambient_amplitude_c)
+    assert pue[1] > pue[0] >= sc.site.cooling.pue_at_reference
+    expected = 1.15 + 0.01 * (24 + 6 - 18)
+    assert pue[1] == pytest.approx(expected)
+
+
+def test_hash_identifies_content():
+    a = parse_scenario(_doc())
+    b = parse_scenario(_doc())
+    d = _doc()
+    d["jobs"][0]["gpus"] = 512
+    c = parse_scenario(d)
+    assert a.hash() == b.hash() and len(a.hash()) == 64
+    assert a.hash() != c.hash()

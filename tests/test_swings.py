@@ -1,0 +1,133 @@
+"""Tests of powerlab.swings: metrics on series with known answers, limits, what-ifs."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from powerlab.exceptions import PowerlabError
+from powerlab.forecast import forecast
+from powerlab.scenario import Battery, Limits, Mitigations, parse_scenario
+from powerlab.swings import (
+    band_rms,
+    check_limits,
+    compare_mitigations,
+    events_table,
+    largest_swing,
+    ramp_rates,
+    spectrum,
+    swing_metrics,
+)
+
+SCEN = Path(__file__).parents[1] / "data" / "scenarios"
+TICK = 0.1
+
+
+def _square(period_s=20.0, hi=3e6, lo=1e6, n=6000):
+    t = np.arange(n) * TICK
+    return np.where((t % period_s) < period_s / 2, hi, lo)
+
+
+def test_largest_swing_and_ramps_known_square_wave():
+    x = _square()
+    assert largest_swing(x, TICK, 1.0) == pytest.approx(2e6)
+    up, down = ramp_rates(x, TICK)
+    assert up == pytest.approx(2e6 / TICK) and down == pytest.approx(2e6 / TICK)
+    # null: a constant series has no swing and no ramp
+    c = np.full(1000, 5e6)
+    assert largest_swing(c, TICK, 60.0) == 0.0
+    assert ramp_rates(c, TICK) == (0.0, 0.0)
+    # a slow ramp: 1 MW over 100 s -> 10 kW/s, 1-s swing 10 kW, 10-s swing 100 kW
+    r = np.linspace(0, 1e6, 1001)
+    assert ramp_rates(r, TICK)[0] == pytest.approx(1e4)
+    assert largest_swing(r, TICK, 1.0) == pytest.approx(1e4)
+    assert largest_swing(r, TICK, 10.0) == pytest.approx(1e5)
+
+
+def test_spectrum_dominant_frequency_and_bands():
+    t = np.arange(20000) * 0.01  # 100 Hz sampling
+    amp = 2e6
+    x = 50e6 + amp * np.sin(2 * np.pi * 0.5 * t)
+    m = swing_metrics(x, 0.01)
+    assert m["dominant_frequency_hz"] == pytest.approx(0.5, abs=0.02)
+    assert m["band_0p1_2hz_rms_w"] == pytest.approx(amp / np.sqrt(2), rel=0.05)
+    assert m["band_2_20hz_rms_w"] < 0.01 * amp  # null band
+    y = 50e6 + amp * np.sin(2 * np.pi * 7.0 * t)
+    spec = spectrum(y, 0.01)
+    assert band_rms(spec, 2, 20) == pytest.approx(amp / np.sqrt(2), rel=0.05)
+    assert band_rms(spec, 0.1, 2) < 0.01 * amp
+    with pytest.raises(PowerlabError):
+        swing_metrics([1.0, np.nan, 2.0], 0.1)
+
+
+def _tiny():
+    d = yaml.safe_load((SCEN / "small.yaml").read_text())
+    d["horizon"]["end_utc"] = "2025-06-02T12:30:00Z"
+    for j in d["jobs"]:
+        j["jitter_s"] = 0
+        j["failures"] = {}
+    return parse_scenario(d)
+
+
+def test_check_limits_lists_every_violation():
+    res = forecast(_tiny(), draws=2, seed=0)
+    x = res.facility_w[0]
+    dx = np.diff(x) / res.tick_s
+    lim_up = 0.5 * dx.max() / 1e6
+    v = check_limits(res, Limits(ramp_up_megawatts_per_s=lim_up, swing_10s_megawatts=0.2))
+    v0 = v[(v["draw"] == 0) & (v["limit"] == "ramp_up")]
+    # every tick above the limit is inside exactly one listed episode
+    above = np.flatnonzero(dx / 1e6 > lim_up)
+    runs = np.split(above, np.flatnonzero(np.diff(above) > 1) + 1)
+    assert len(v0) == len(runs) > 5
+    assert (v0["worst"] > lim_up).all()
+    assert v0["worst"].max() == pytest.approx(dx.max() / 1e6)
+    assert (v["start_utc"] < v["end_utc"]).all()
+    assert (v["limit"] == "swing_10s").any()
+    # null: generous limits, no violation
+    ok = check_limits(res, Limits(ramp_up_megawatts_per_s=1e3, ramp_down_megawatts_per_s=1e3,
+                                  swing_60s_megawatts=1e3, band_0p1_2hz_megawatts=1e3))
+    assert ok.empty
+    # band limit below the actual amplitude: one row per draw
+    m = swing_metrics(x, res.tick_s)
+    b = check_limits(res, Limits(band_0p1_2hz_megawatts=0.5 * m["band_0p1_2hz_rms_w"] / 1e6))
+    assert len(b) == 2
+
+
+def test_events_table():
+    res = forecast(_tiny(), draws=2, seed=0)
+    ev = events_table(res, draw=1)
+    assert set(ev["draw"]) == {1}
+    assert {"start", "checkpoint", "eval"} <= set(ev["event"])
+    assert ev["timestamp"].is_monotonic_increasing
+
+
+def test_mitigation_whatifs_report_reduction_and_cost():
+    sc = _tiny()
+    variants = {
+        "floor": Mitigations(gpu_power_floor_pct_tdp=60),
+        "ramp": Mitigations(gpu_ramp_limit_w_per_s=500),
+        "stagger": Mitigations(stagger_starts_s=120),
+        "battery": Mitigations(battery=Battery(power_megawatts=0.5,
+                                               energy_megawatt_hours=0.2)),
+    }
+    t = compare_mitigations(sc, variants, draws=1, seed=0, tick_s=0.1)
+    assert list(t.index) == ["baseline", "floor", "ramp", "stagger", "battery"]
+    base = t.loc["baseline"]
+    assert base["throughput_loss_pct"] == 0 and base["extra_energy_megawatt_hours"] == 0
+    # floor: smaller swings, costs energy, no throughput
+    assert t.loc["floor", "swing_1s_reduction_pct"] > 10
+    assert t.loc["floor", "extra_energy_megawatt_hours"] > 0
+    assert t.loc["floor", "throughput_loss_pct"] == pytest.approx(0.0, abs=1e-9)
+    # ramp limit: slower ramps, costs throughput
+    assert t.loc["ramp", "ramp_up_reduction_pct"] > 50
+    assert t.loc["ramp", "throughput_loss_pct"] > 0
+    # stagger: the second job trains less
+    assert t.loc["stagger", "throughput_loss_pct"] > 0
+    # battery: shaves the swing, costs its losses, no throughput
+    assert t.loc["battery", "swing_1s_reduction_pct"] > 10
+    assert t.loc["battery", "extra_energy_megawatt_hours"] > 0  # round-trip losses
+    assert t.loc["battery", "throughput_loss_pct"] == pytest.approx(0.0, abs=1e-9)
+    with pytest.raises(PowerlabError, match="no mitigations"):
+        compare_mitigations(sc)
