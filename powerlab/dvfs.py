@@ -1,0 +1,904 @@
+"""Time-of-day (diurnal) effects on training throughput, and how they run through DVFS.
+
+Llama 3's training throughput varied 1-2 % with the time of day because mid-day heat
+changed GPU dynamic voltage and frequency scaling [1]_.  :func:`fit_time_of_day` asks
+the same question of any training log:
+
+1. clean: drop each run segment's warm-up and the checkpoint / evaluation outliers
+   (robust z-scores against a rolling median), and count what was dropped;
+2. aggregate the steps to regular intervals (default 5 min) within each segment;
+3. regress throughput on one level per run segment plus Fourier terms of the local
+   (daylight-saving aware) hour of day, built with
+   :class:`statsmodels.tsa.deterministic.CalendarFourier`; the number of harmonics is
+   chosen by an information criterion (BIC by default);
+4. use standard errors that stay valid under autocorrelated noise: feasible GLS with
+   AR(p) errors (:class:`statsmodels.regression.linear_model.GLSAR`) plus Newey-West
+   HAC on the whitened residuals (default), or OLS with HAC [2]_ [3]_;
+5. report the peak-to-trough amplitude of the fitted local-time profile as a percentage
+   of mean throughput, with a 95 % interval from a parametric bootstrap of the Fourier
+   coefficients (bias-corrected percentile [4]_, since the amplitude is a non-linear,
+   non-negative functional of the coefficients), peak and trough hours, and the
+   p-value of a Wald test of "no time-of-day effect".
+
+With telemetry it also attributes the effect (mediation by the slowest GPUs' clock and by
+die temperature), tabulates the share of GPU-time under each NVML throttle reason by
+local hour, converts the effect into GPU-hours lost per day, and (for series of two weeks
+or more) decomposes throughput with MSTL into daily and weekly components [5]_.
+
+References
+----------
+.. [1] A. Grattafiori et al., "The Llama 3 Herd of Models", arXiv:2407.21783, 2024,
+   section 3.3.4.
+.. [2] W. K. Newey and K. D. West, "A simple, positive semi-definite, heteroskedasticity
+   and autocorrelation consistent covariance matrix", Econometrica 55(3), 1987.
+.. [3] D. W. K. Andrews and J. C. Monahan, "An improved heteroskedasticity and
+   autocorrelation consistent covariance matrix estimator", Econometrica 60(4), 1992
+   (prewhitening before HAC).
+.. [4] B. Efron and R. J. Tibshirani, "An Introduction to the Bootstrap", Chapman & Hall,
+   1993, ch. 14 (bias-corrected percentile intervals).
+.. [5] K. Bandara, R. J. Hyndman and C. Bergmeir, "MSTL: A seasonal-trend decomposition
+   algorithm for time series with multiple seasonal patterns", arXiv:2107.13462, 2021.
+.. [6] R. E. Kass and A. E. Raftery, "Bayes factors", Journal of the American
+   Statistical Association 90(430), 1995 (BIC differences below 2: weak evidence).
+"""
+
+from __future__ import annotations
+
+import html
+import time
+import warnings
+import zoneinfo
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .exceptions import AnalysisError, SchemaError, Violation
+from .synth import THROTTLE_REASONS
+
+__all__ = [
+    "TimeOfDayResult",
+    "decompose_seasonal",
+    "fit_time_of_day",
+    "slowest_clock",
+    "throttle_share_by_hour",
+]
+
+_ERRORS = ("ar", "hac", "ols")
+_MINUTES = np.arange(1440) / 60.0   # evaluation grid of local hours
+
+
+# ----------------------------------------------------------------------------- input
+def _series_from(throughput, value_col, segment):
+    """(t_ns int64 sorted, y float64, segment codes or None, name)."""
+    seg = None
+    if isinstance(throughput, pd.DataFrame):
+        df = throughput
+        if "timestamp" in df.columns and not isinstance(df.index, pd.DatetimeIndex):
+            df = df.set_index("timestamp")
+        if value_col is None:
+            cands = [c for c in df.columns if "throughput" in str(c)]
+            if not cands:
+                cands = [c for c in df.columns if pd.api.types.is_float_dtype(df[c])]
+            if not cands:
+                raise SchemaError([Violation("<frame>", "no throughput column found; pass "
+                                                        "value_col=")])
+            value_col = cands[0]
+        if value_col not in df.columns:
+            raise SchemaError([Violation(str(value_col), "column not found")])
+        seg_col = segment if isinstance(segment, str) else (
+            "segment" if segment is None and "segment" in df.columns else None)
+        if seg_col is not None:
+            if seg_col not in df.columns:
+                raise SchemaError([Violation(seg_col, "segment column not found")])
+            seg = df[seg_col]
+        s = df[value_col]
+    elif isinstance(throughput, pd.Series):
+        s = throughput
+        if segment is not None and not isinstance(segment, str):
+            seg = pd.Series(np.asarray(segment), index=s.index)
+    else:
+        raise SchemaError([Violation("<input>", "throughput must be a pandas Series or "
+                                                f"DataFrame, got {type(throughput).__name__}")])
+    idx = s.index
+    if not isinstance(idx, pd.DatetimeIndex):
+        raise SchemaError([Violation("timestamp", "throughput must be indexed by a "
+                                                  f"DatetimeIndex, got {type(idx).__name__}")])
+    if idx.tz is None:
+        raise SchemaError([Violation("timestamp", "timestamps must be tz-aware UTC (naive "
+                                                  "timestamps need an explicit time zone)")])
+    try:
+        y = pd.to_numeric(s, errors="raise").to_numpy(dtype="float64", na_value=np.nan)
+    except (TypeError, ValueError) as exc:
+        raise SchemaError([Violation(str(s.name), f"throughput must be numeric: {exc}")]) \
+            from exc
+    t = idx.tz_convert("UTC").as_unit("ns").asi8
+    codes = None
+    if seg is not None:
+        codes = pd.factorize(seg.to_numpy())[0].astype(np.int64)
+    ok = np.isfinite(y)
+    if (y[ok] <= 0).any():
+        bad = np.flatnonzero(ok & (y <= 0))[:8]
+        raise SchemaError([Violation(str(s.name), "throughput must be positive",
+                                     tuple(idx[bad]))])
+    order = np.argsort(t, kind="stable")
+    t, y = t[order], y[order]
+    if codes is not None:
+        codes = codes[order]
+    return t, y, codes, (str(s.name) if s.name is not None else "throughput"), int((~ok).sum())
+
+
+def _detect_segments(t: np.ndarray, gap_s: float | None) -> np.ndarray:
+    dt = np.diff(t) / 1e9
+    if gap_s is None:
+        med = float(np.median(dt)) if len(dt) else 0.0
+        gap_s = max(10.0 * med, 300.0)
+    return np.concatenate([[0], np.cumsum(dt > gap_s)]).astype(np.int64)
+
+
+def _local_naive(t_ns: np.ndarray, site_tz: str) -> pd.DatetimeIndex:
+    return pd.DatetimeIndex(t_ns, tz="UTC").tz_convert(site_tz).tz_localize(None)
+
+
+def _fourier(index: pd.DatetimeIndex, order: int) -> np.ndarray:
+    from statsmodels.tsa.deterministic import CalendarFourier
+    return CalendarFourier("D", order).in_sample(index).to_numpy()
+
+
+_GRID_INDEX = pd.date_range("2001-01-01", periods=1440, freq="min")
+
+
+def _grid_basis(order: int) -> np.ndarray:
+    """Fourier basis on a one-minute grid of local hours (1440 x 2K)."""
+    return _fourier(_GRID_INDEX, order)
+
+
+# ----------------------------------------------------------------------------- models
+def _fit(y, X, errors, ar_order, hac_lags):
+    """Fit one regression; returns statsmodels results (with .bic, .params, .cov_params)."""
+    from statsmodels.regression.linear_model import GLSAR, OLS
+    n = len(y)
+    lags = hac_lags if hac_lags is not None else int(np.floor(4 * (n / 100.0) ** (2 / 9)))
+    if errors == "ols":
+        return OLS(y, X).fit()
+    if errors == "hac":
+        return OLS(y, X).fit(cov_type="HAC", cov_kwds={"maxlags": lags})
+    model = GLSAR(y, X, rho=ar_order)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.iterative_fit(maxiter=8)
+    return model.fit(cov_type="HAC", cov_kwds={"maxlags": lags})
+
+
+def _ic(res, ic):
+    return float(res.bic if ic == "bic" else res.aic)
+
+
+@dataclass(frozen=True)
+class _Design:
+    y: np.ndarray          # interval means
+    seg: np.ndarray        # segment code per interval
+    t_ns: np.ndarray       # interval mean time
+    n_steps: np.ndarray    # steps per interval
+    local: pd.DatetimeIndex
+    levels: np.ndarray     # (n, n_seg) dummies
+
+
+def _seg_dummies(seg: np.ndarray) -> np.ndarray:
+    u, inv = np.unique(seg, return_inverse=True)
+    d = np.zeros((len(seg), len(u)))
+    d[np.arange(len(seg)), inv] = 1.0
+    return d
+
+
+def _fit_profile(design: _Design, order: int, errors, ar_order, hac_lags, extra=None):
+    X = [design.levels]
+    if extra is not None:
+        X.append(extra[:, None] if extra.ndim == 1 else extra)
+    F = _fourier(design.local, order)
+    X.append(F)
+    X = np.column_stack(X)
+    res = _fit(design.y, X, errors, ar_order, hac_lags)
+    k = F.shape[1]
+    params = np.asarray(res.params)
+    cov = np.asarray(res.cov_params())
+    return res, params[-k:], cov[-k:, -k:], params, cov
+
+
+def _bc_interval(draws: np.ndarray, estimate: float, alpha: float) -> tuple[float, float]:
+    """Bias-corrected percentile interval of bootstrap ``draws`` around ``estimate``."""
+    d = draws[np.isfinite(draws)]
+    if len(d) == 0:
+        return (float("nan"), float("nan"))
+    p0 = np.clip(np.mean(d < estimate), 1.0 / len(d), 1 - 1.0 / len(d))
+    z0 = stats.norm.ppf(p0)
+    lo = stats.norm.cdf(2 * z0 + stats.norm.ppf(alpha / 2))
+    hi = stats.norm.cdf(2 * z0 + stats.norm.ppf(1 - alpha / 2))
+    return float(np.quantile(d, lo)), float(np.quantile(d, hi))
+
+
+# ----------------------------------------------------------------------------- telemetry
+def _busy_gpu_rows(telemetry: pd.DataFrame) -> pd.DataFrame:
+    need = {"timestamp", "clock_sm_mhz"}
+    missing = need - set(telemetry.columns)
+    if missing:
+        raise SchemaError([Violation(c, "missing column (telemetry in the canonical "
+                                        "schema expected)") for c in sorted(missing)])
+    ts = telemetry["timestamp"]
+    if not isinstance(ts.dtype, pd.DatetimeTZDtype):
+        raise SchemaError([Violation("timestamp", "timestamps must be tz-aware UTC")])
+    tel = telemetry
+    if "scope" in tel.columns:
+        tel = tel[(tel["scope"] == "gpu").fillna(False).to_numpy(dtype=bool)]
+    keep = np.ones(len(tel), dtype=bool)
+    if "throttle_reasons" in tel.columns:
+        bits = tel["throttle_reasons"].to_numpy(dtype=np.uint64, na_value=0)
+        keep &= (bits & np.uint64(THROTTLE_REASONS["gpu_idle"])) == 0
+    if "util_gpu_pct" in tel.columns:
+        u = tel["util_gpu_pct"].to_numpy(dtype=float, na_value=np.nan)
+        keep &= ~(u <= 0)
+    return tel[keep]
+
+
+def slowest_clock(telemetry: pd.DataFrame, *, quantile: float = 0.05) -> pd.DataFrame:
+    """Per-moment clock of the slowest GPUs and fleet temperature from telemetry.
+
+    A synchronous step waits for the slowest GPU, so the relevant clock is the minimum
+    (``quantile=0``) or a low quantile across busy GPUs at each timestamp.
+
+    Parameters
+    ----------
+    telemetry : pandas.DataFrame
+        Telemetry in the canonical schema; only busy GPU rows (no GpuIdle bit, utilisation
+        above zero) are used.
+    quantile : float
+        Quantile across GPUs (0 = minimum) [-].
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by UTC timestamp: ``clock_slow_mhz`` [MHz], ``temp_gpu_c`` (mean across
+        busy GPUs) [degC], ``n_gpus``.
+    """
+    if not 0 <= quantile <= 0.5:
+        raise AnalysisError(f"quantile must be in [0, 0.5], got {quantile}")
+    tel = _busy_gpu_rows(telemetry)
+    if tel.empty:
+        raise AnalysisError("telemetry has no busy GPU rows")
+    t = pd.DatetimeIndex(tel["timestamp"]).tz_convert("UTC").as_unit("ns").asi8
+    codes, uniq = pd.factorize(t, sort=True)
+    gcodes, gu = _gpu_codes(tel)
+    clock = np.full((len(uniq), len(gu)), np.nan)
+    clock[codes, gcodes] = tel["clock_sm_mhz"].to_numpy(dtype=float, na_value=np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if quantile == 0:
+            slow = np.nanmin(clock, axis=1)
+        else:   # row-wise linear-interpolated quantile over the GPUs present (vectorised)
+            srt = np.sort(clock, axis=1)                 # NaN last
+            nv = np.isfinite(srt).sum(axis=1)
+            pos = quantile * np.maximum(nv - 1, 0)
+            lo = np.floor(pos).astype(np.int64)
+            hi = np.minimum(lo + 1, np.maximum(nv - 1, 0))
+            r = np.arange(len(srt))
+            slow = srt[r, lo] + (pos - lo) * (srt[r, hi] - srt[r, lo])
+            slow[nv == 0] = np.nan
+        temp = np.full(len(uniq), np.nan)
+        if "temp_gpu_c" in tel.columns:
+            tv = tel["temp_gpu_c"].to_numpy(dtype=float, na_value=np.nan)
+            s = np.bincount(codes, weights=np.nan_to_num(tv), minlength=len(uniq))
+            c = np.bincount(codes, weights=np.isfinite(tv), minlength=len(uniq))
+            temp = np.where(c > 0, s / np.maximum(c, 1), np.nan)
+    n = np.isfinite(clock).sum(axis=1)
+    return pd.DataFrame({"clock_slow_mhz": slow, "temp_gpu_c": temp, "n_gpus": n},
+                        index=pd.DatetimeIndex(uniq, tz="UTC", name="timestamp"))
+
+
+def _gpu_codes(tel: pd.DataFrame):
+    """Integer code per (host, gpu_index) pair, and the number of pairs."""
+    if "host" not in tel.columns:
+        return np.zeros(len(tel), dtype=np.int64), np.zeros(1)
+    hc = pd.factorize(tel["host"].to_numpy())[0].astype(np.int64)
+    gi = (tel["gpu_index"].to_numpy(dtype="float64", na_value=-1).astype(np.int64) + 1
+          if "gpu_index" in tel.columns else np.zeros(len(tel), dtype=np.int64))
+    return pd.factorize(hc * 4096 + gi)
+
+
+def throttle_share_by_hour(telemetry: pd.DataFrame, *, site_tz: str) -> pd.DataFrame:
+    """Share of GPU-time under each NVML throttle (clock-event) reason by local hour.
+
+    Parameters
+    ----------
+    telemetry : pandas.DataFrame
+        Telemetry in the canonical schema with ``throttle_reasons`` (regularly sampled,
+        so a share of samples is a share of GPU-time).
+    site_tz : str
+        IANA time zone of the site.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``local_hour`` 0..23; one column per reason of
+        :data:`powerlab.synth.THROTTLE_REASONS` (share of GPU samples with that bit set)
+        [-], plus ``any_slowdown`` (any bit other than GpuIdle) and ``n_samples``.
+    """
+    _check_tz(site_tz)
+    if "throttle_reasons" not in telemetry.columns or "timestamp" not in telemetry.columns:
+        raise SchemaError([Violation("throttle_reasons", "missing column")])
+    tel = telemetry
+    if "scope" in tel.columns:
+        tel = tel[(tel["scope"] == "gpu").fillna(False).to_numpy(dtype=bool)]
+    bits = tel["throttle_reasons"].to_numpy(dtype=np.uint64, na_value=0)
+    ok = tel["throttle_reasons"].notna().to_numpy()
+    bits = bits[ok]
+    t = pd.DatetimeIndex(tel["timestamp"][ok]).as_unit("ns").asi8
+    codes, uniq = pd.factorize(t)
+    hour = pd.DatetimeIndex(uniq, tz="UTC").tz_convert(site_tz).hour.to_numpy()[codes]
+    n = np.bincount(hour, minlength=24).astype(float)
+    out = {}
+    for name, bit in THROTTLE_REASONS.items():
+        hit = (bits & np.uint64(bit)) != 0
+        out[name] = np.bincount(hour, weights=hit, minlength=24) / np.maximum(n, 1)
+    slow = (bits & ~np.uint64(THROTTLE_REASONS["gpu_idle"])) != 0
+    out["any_slowdown"] = np.bincount(hour, weights=slow, minlength=24) / np.maximum(n, 1)
+    out["n_samples"] = n.astype(np.int64)
+    df = pd.DataFrame(out, index=pd.Index(np.arange(24), name="local_hour"))
+    df.loc[n == 0, list(THROTTLE_REASONS) + ["any_slowdown"]] = np.nan
+    return df
+
+
+def _check_tz(site_tz: str) -> None:
+    try:
+        zoneinfo.ZoneInfo(site_tz)
+    except Exception as exc:
+        raise AnalysisError(f"unknown time zone site_tz={site_tz!r} (IANA name such as "
+                            "'America/New_York' expected)") from exc
+
+
+# ----------------------------------------------------------------------------- MSTL
+def decompose_seasonal(throughput: pd.Series, *, periods=(24, 168),
+                       interval: str = "1h") -> pd.DataFrame:
+    """MSTL decomposition of throughput into trend, daily and weekly parts.
+
+    The series is averaged to regular UTC intervals (default hourly); missing intervals
+    (downtime) are filled by time interpolation and flagged in ``filled``.  Periods are
+    counted in intervals (24 = daily, 168 = weekly for hourly data); periods needing more
+    than half the series are dropped.
+
+    Parameters
+    ----------
+    throughput : pandas.Series
+        Throughput indexed by tz-aware timestamps [any unit].
+    periods : tuple of int
+        Seasonal periods in intervals.
+    interval : str
+        Resampling interval (pandas offset).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``observed``, ``trend``, ``seasonal_<p>`` for each period used, ``resid`` and
+        ``filled`` (bool), indexed by UTC interval start.
+
+    References
+    ----------
+    K. Bandara, R. J. Hyndman and C. Bergmeir, "MSTL: A seasonal-trend decomposition
+    algorithm for time series with multiple seasonal patterns", arXiv:2107.13462, 2021.
+    """
+    from statsmodels.tsa.seasonal import MSTL
+    if not isinstance(throughput.index, pd.DatetimeIndex) or throughput.index.tz is None:
+        raise SchemaError([Violation("timestamp", "tz-aware DatetimeIndex expected")])
+    s = throughput.tz_convert("UTC").resample(interval).mean()
+    filled = s.isna()
+    s = s.interpolate(method="time").ffill().bfill()
+    use = tuple(int(p) for p in periods if 2 * int(p) <= len(s))
+    if not use:
+        raise AnalysisError(f"series of {len(s)} intervals is too short for MSTL with "
+                            f"periods {tuple(periods)} (needs two full periods)")
+    res = MSTL(s, periods=use if len(use) > 1 else use[0]).fit()
+    seas = res.seasonal
+    out = pd.DataFrame({"observed": s, "trend": res.trend})
+    if isinstance(seas, pd.Series):
+        out[f"seasonal_{use[0]}"] = seas.to_numpy()
+    else:
+        for c in seas.columns:
+            out[c] = seas[c].to_numpy()
+    out["resid"] = res.resid.to_numpy()
+    out["filled"] = filled.to_numpy()
+    return out
+
+
+# ----------------------------------------------------------------------------- result
+class TimeOfDayResult:
+    """Result of :func:`fit_time_of_day`; read-only properties, statsmodels-like.
+
+    Attributes
+    ----------
+    amplitude_pct : float
+        Peak-to-trough of the fitted local-time profile, % of mean throughput [%].
+    amplitude_ci_pct : tuple of float
+        Confidence interval of the amplitude (bias-corrected parametric bootstrap) [%].
+    peak_hour, trough_hour : float
+        Local hours of the profile's maximum and minimum [h].
+    pvalue : float
+        Wald test of "no time-of-day effect" (all Fourier coefficients zero).
+    profile : pandas.DataFrame
+        By local hour (15-min grid): ``effect`` [throughput unit], ``effect_pct``,
+        ``lower_pct``, ``upper_pct`` (pointwise interval) [%].
+    order : int
+        Number of Fourier harmonics (chosen by the information criterion).
+    counts : dict
+        Steps in, dropped as warm-up, as outliers (checkpoint / evaluation), as missing,
+        used; intervals used; segments.
+    attribution : pandas.DataFrame or None
+        Mediation of the effect per mediator (see :func:`fit_time_of_day`).
+    throttle_by_hour : pandas.DataFrame or None
+        Share of GPU-time under each throttle reason by local hour.
+    gpu_hours_lost_per_day, gpu_hours_lost_ci : float, tuple
+        GPU-hours per day lost relative to running all day at the peak hour's throughput.
+    decomposition : pandas.DataFrame or None
+        MSTL decomposition (series of two weeks or more).
+    timings : dict
+        Seconds spent per stage.
+    """
+
+    def __init__(self, **kw):
+        self._d = kw
+
+    def __getattr__(self, name):
+        d = self.__dict__.get("_d", {})
+        if name in d:
+            return d[name]
+        raise AttributeError(name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._d))
+
+    def summary_frame(self) -> pd.DataFrame:
+        """Key estimates with their intervals as a tidy frame (estimate, lower, upper)."""
+        a = self._d
+        rows = [
+            ("amplitude_pct", a["amplitude_pct"], *a["amplitude_ci_pct"], "%"),
+            ("peak_hour", a["peak_hour"], np.nan, np.nan, "h (local)"),
+            ("trough_hour", a["trough_hour"], np.nan, np.nan, "h (local)"),
+            ("pvalue", a["pvalue"], np.nan, np.nan, ""),
+            ("gpu_hours_lost_per_day", a["gpu_hours_lost_per_day"],
+             *a["gpu_hours_lost_ci"], "GPU h/day"),
+        ]
+        df = pd.DataFrame(rows, columns=["quantity", "estimate", "lower", "upper", "unit"])
+        return df.set_index("quantity")
+
+    def summary(self) -> str:
+        """A text summary (estimates, data cleaning counts, model, attribution)."""
+        a = self._d
+        c = a["counts"]
+        lo, hi = a["amplitude_ci_pct"]
+        lines = [
+            "Time-of-day throughput effect",
+            "=" * 64,
+            f"Site time zone:        {a['site_tz']}",
+            f"Span:                  {a['span'][0]} .. {a['span'][1]}",
+            (f"Steps in / used:       {c['n_in']} / {c['n_used']}  (warm-up {c['n_warmup']},"
+            f" outliers {c['n_outliers']}, missing {c['n_missing']})"),
+            (f"Intervals / segments:  {c['n_intervals']} x {a['interval']} / "
+            f"{c['n_segments']}"),
+            f"Model:                 levels per segment + {a['order']} daily harmonic(s) "
+            f"({a['ic'].upper()}), errors={a['errors']!r}"
+            + (f", AR rho={np.round(a['rho'], 3).tolist()}" if a["rho"] is not None else ""),
+            "-" * 64,
+            (f"Amplitude (peak-trough): {a['amplitude_pct']:.3f} %  "
+            f"[{lo:.3f}, {hi:.3f}] ({100 * (1 - a['alpha']):.0f} % CI)"),
+            f"Peak / trough (local):   {_hhmm(a['peak_hour'])} / {_hhmm(a['trough_hour'])}",
+            f"p-value (no effect):     {a['pvalue']:.3g}",
+        ]
+        if np.isfinite(a["gpu_hours_lost_per_day"]):
+            gl, gh = a["gpu_hours_lost_ci"]
+            lines.append(f"GPU-hours lost per day:  {a['gpu_hours_lost_per_day']:.2f} "
+                         f"[{gl:.2f}, {gh:.2f}] ({a['n_gpus']} GPUs)")
+        att = a.get("attribution")
+        if att is not None and len(att):
+            lines += ["-" * 64, "Attribution (share of the profile mediated):"]
+            for name, r in att.iterrows():
+                weak = "" if r["identified"] else "  (not identified)"
+                lines.append(f"  {name:<16} share {r['share_mediated']:6.2f}   coef "
+                             f"{r['coef']:.4g} (se {r['se']:.2g}) per {r['unit']}{weak}")
+            if not att["identified"].all():
+                lines.append("  not identified: |coef/se| < 2 -- the mediator hardly varies "
+                             "apart from the time of day (e.g. a purely periodic ambient), "
+                             "so its effect cannot be told from the daily profile")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        lo, hi = self.amplitude_ci_pct
+        return (f"<TimeOfDayResult amplitude={self.amplitude_pct:.3f}% [{lo:.3f}, {hi:.3f}]"
+                f" trough={_hhmm(self.trough_hour)} p={self.pvalue:.3g}>")
+
+    def _repr_html_(self) -> str:
+        sf = self.summary_frame()
+        body = "".join(
+            f"<tr><th>{html.escape(q)}</th><td>{r['estimate']:.4g}</td>"
+            f"<td>{'' if np.isnan(r['lower']) else f'{r.lower:.4g}'}</td>"
+            f"<td>{'' if np.isnan(r['upper']) else f'{r.upper:.4g}'}</td>"
+            f"<td>{html.escape(r['unit'])}</td></tr>"
+            for q, r in sf.iterrows())
+        head = ("<tr><th>quantity</th><th>estimate</th><th>lower</th><th>upper</th>"
+                "<th>unit</th></tr>")
+        extra = ""
+        att = self._d.get("attribution")
+        if att is not None and len(att):
+            extra = "<h5>Attribution</h5>" + att.to_html(float_format=lambda v: f"{v:.4g}")
+        c = self.counts
+        return (f"<div><h4>Time-of-day throughput effect ({html.escape(self.site_tz)})</h4>"
+                f"<table>{head}{body}</table>"
+                f"<p>{c['n_used']} of {c['n_in']} steps used (warm-up {c['n_warmup']}, "
+                f"outliers {c['n_outliers']}); {self.order} harmonic(s), errors "
+                f"{html.escape(self.errors)}.</p>{extra}</div>")
+
+
+def _hhmm(h: float) -> str:
+    if not np.isfinite(h):
+        return "--:--"
+    m = round(h * 60) % 1440
+    return f"{m // 60:02d}:{m % 60:02d}"
+
+
+# ----------------------------------------------------------------------------- fit
+def fit_time_of_day(throughput: pd.Series | pd.DataFrame, *, site_tz: str,
+                    value_col: str | None = None, segment=None,
+                    interval: str = "5min", max_order: int = 4, ic: str = "bic",
+                    errors: str = "ar", ar_order: int = 1, hac_lags: int | None = None,
+                    warmup_s: float = 900.0, outlier_z: float = 6.0,
+                    gap_s: float | None = None,
+                    telemetry: pd.DataFrame | None = None,
+                    ambient: pd.Series | pd.DataFrame | None = None,
+                    clock_quantile: float = 0.05, n_gpus: int | None = None,
+                    alpha: float = 0.05, n_boot: int = 2000, seed: int | None = 0,
+                    decompose: bool | str = "auto") -> TimeOfDayResult:
+    """Estimate the time-of-day effect on training throughput, with honest uncertainty.
+
+    Parameters
+    ----------
+    throughput : pandas.Series or pandas.DataFrame
+        Per-step (or per-interval) throughput indexed by tz-aware timestamps [any rate
+        unit, e.g. tokens/s].  A DataFrame may carry the timestamp in a ``timestamp``
+        column, the throughput in ``value_col`` (default: the first column whose name
+        contains "throughput") and the run segment in ``segment`` (default column
+        ``segment`` when present).
+    site_tz : str
+        IANA time zone of the site; the profile is in local civil time (daylight saving
+        handled).
+    value_col : str, optional
+        Throughput column of a DataFrame.
+    segment : str or array-like, optional
+        Segment column name (DataFrame) or per-row segment labels (Series).  Default:
+        segments are split at gaps longer than ``gap_s``.
+    interval : str
+        Aggregation interval (pandas offset) [-].
+    max_order : int
+        Largest number of daily harmonics considered.
+    ic : {"bic", "aic"}
+        Information criterion choosing the number of harmonics.
+    errors : {"ar", "hac", "ols"}
+        ``"ar"``: feasible GLS with AR(``ar_order``) errors + HAC on whitened residuals
+        (default); ``"hac"``: OLS with Newey-West HAC; ``"ols"``: naive OLS (assumes
+        independent errors, for comparison only: it overstates significance under
+        autocorrelation).
+    ar_order : int
+        Order of the AR error model for ``errors="ar"``.
+    hac_lags : int, optional
+        HAC bandwidth [intervals]; default ``floor(4 (n/100)^(2/9))``.
+    warmup_s : float
+        Time dropped at the start of every segment [s].
+    outlier_z : float
+        Robust z-score (against a centred 1-hour rolling median) beyond which a step is an
+        outlier (checkpoint, evaluation) [-].
+    gap_s : float, optional
+        Gap that starts a new segment when segments are not given [s]; default
+        ``max(10 x median step interval, 300 s)``.
+    telemetry : pandas.DataFrame, optional
+        GPU telemetry (canonical schema) for attribution and throttle reasons.
+    ambient : pandas.Series or pandas.DataFrame, optional
+        Outdoor temperature [degC] (Series, or frame with ``temp_air_c``) as a further
+        mediator.
+    clock_quantile : float
+        Quantile across GPUs for the slowest clock (0 = minimum) [-].
+    n_gpus : int, optional
+        GPUs in the job, for GPU-hours lost; default: distinct GPUs in ``telemetry``.
+    alpha : float
+        1 - confidence level.
+    n_boot : int
+        Parametric bootstrap draws for the amplitude interval.
+    seed : int, optional
+        Seed of the bootstrap.
+    decompose : bool or "auto"
+        Run the MSTL decomposition ("auto": when the series spans 14 days or more).
+
+    Returns
+    -------
+    TimeOfDayResult
+
+    Raises
+    ------
+    powerlab.exceptions.SchemaError
+        Input without tz-aware timestamps, non-numeric or non-positive throughput.
+    powerlab.exceptions.AnalysisError
+        Too little data (fewer than two days of intervals or too few intervals for the
+        model), unknown ``site_tz`` or bad options.
+
+    Notes
+    -----
+    Model for the interval mean ``y_t`` of segment ``s(t)`` at local hour ``h_t``:
+
+    .. math:: y_t = \\mu_{s(t)} + \\sum_{k=1}^{K} a_k \\sin(2\\pi k h_t/24)
+              + b_k \\cos(2\\pi k h_t/24) + u_t
+
+    ``K`` is the fewest harmonics in ``1..max_order`` whose information criterion is
+    within 2 of the minimum (weaker evidence than that does not buy a harmonic [6]_);
+    ``u_t`` is AR(p)
+    (``errors="ar"``).  The amplitude is ``max_h f(h) - min_h f(h)`` of the fitted
+    profile ``f`` divided by the mean of ``y``.  Mediation (attribution) refits the model
+    with the mediator ``m_t`` (slowest-GPU clock, mean die temperature, ambient) as a
+    regressor; the profile that remains is the direct effect, and the mediated share is
+    the projection of (total - direct) on the total profile.  The mediator's coefficient
+    is identified only by its variation apart from the time of day (day-to-day weather,
+    faults); ``attribution["identified"]`` is false where ``|coef / se| < 2``.  Mediation
+    fits use OLS in levels with HAC errors (GLS quasi-differencing would leave mostly
+    the mediator's measurement noise and attenuate its coefficient).
+
+    The amplitude is that of the smooth profile the selected harmonics can resolve: a
+    narrow feature (say, one GPU crossing its thermal slowdown threshold for an hour each
+    afternoon) that the data cannot distinguish from noise is smoothed, and the interval
+    does not include that smoothing bias.
+    """
+    from threadpoolctl import threadpool_limits
+
+    # the regressions are small (thousands x tens): multi-threaded BLAS only adds
+    # contention, most visibly on shared CI machines
+    with threadpool_limits(1, user_api="blas"):
+        return _fit_time_of_day(
+            throughput, site_tz=site_tz, value_col=value_col, segment=segment,
+            interval=interval, max_order=max_order, ic=ic, errors=errors,
+            ar_order=ar_order, hac_lags=hac_lags, warmup_s=warmup_s, outlier_z=outlier_z,
+            gap_s=gap_s, telemetry=telemetry, ambient=ambient,
+            clock_quantile=clock_quantile, n_gpus=n_gpus, alpha=alpha, n_boot=n_boot,
+            seed=seed, decompose=decompose)
+
+
+def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_order, ic,
+                     errors, ar_order, hac_lags, warmup_s, outlier_z, gap_s, telemetry,
+                     ambient, clock_quantile, n_gpus, alpha, n_boot, seed, decompose):
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    _check_tz(site_tz)
+    if errors not in _ERRORS:
+        raise AnalysisError(f"errors must be one of {_ERRORS}, got {errors!r}")
+    if ic not in ("bic", "aic"):
+        raise AnalysisError(f"ic must be 'bic' or 'aic', got {ic!r}")
+    if not (isinstance(max_order, (int, np.integer)) and 1 <= max_order <= 12):
+        raise AnalysisError(f"max_order must be an integer in 1..12, got {max_order!r}")
+    if not 0 < alpha < 1:
+        raise AnalysisError(f"alpha must be in (0, 1), got {alpha}")
+    try:
+        interval_ns = int(pd.Timedelta(interval).value)
+    except (TypeError, ValueError) as exc:
+        raise AnalysisError(f"interval {interval!r} is not a pandas offset") from exc
+    if interval_ns <= 0:
+        raise AnalysisError("interval must be positive")
+
+    t, y, seg, name, n_missing = _series_from(throughput, value_col, segment)
+    n_in = len(t)
+    fin = np.isfinite(y)
+    t, y = t[fin], y[fin]
+    seg = _detect_segments(t, gap_s) if seg is None else seg[fin]
+    if len(t) < 10:
+        raise AnalysisError(f"only {len(t)} valid throughput values; need at least two "
+                            "days of data")
+
+    # --- cleaning: warm-up and outliers
+    seg_start = pd.Series(t).groupby(seg).transform("min").to_numpy()
+    warm = (t - seg_start) < warmup_s * 1e9
+    logy = pd.Series(np.log(y), index=pd.DatetimeIndex(t, tz="UTC"))
+    base = logy.copy()
+    base[warm] = np.nan
+    med = base.rolling("1h", center=True, min_periods=1).median().to_numpy()
+    dev = np.log(y) - med
+    ok_dev = ~warm & np.isfinite(dev)
+    mad = np.median(np.abs(dev[ok_dev] - np.median(dev[ok_dev]))) if ok_dev.any() else 0.0
+    scale = 1.4826 * mad if mad > 0 else np.inf
+    outlier = ~warm & (np.abs(dev) > outlier_z * scale)
+    use = ~warm & ~outlier
+    counts = {"n_in": n_in, "n_missing": n_missing, "n_warmup": int(warm.sum()),
+              "n_outliers": int(outlier.sum()), "n_used": int(use.sum())}
+    tu, yu, su = t[use], y[use], seg[use]
+    timings["clean"] = time.perf_counter() - t0
+
+    # --- aggregate to intervals within segments
+    t1 = time.perf_counter()
+    bins = tu // interval_ns
+    key = su * (int(bins.max()) + 1 if len(bins) else 1) + bins
+    _uk, inv = np.unique(key, return_inverse=True)
+    cnt = np.bincount(inv)
+    ym = np.bincount(inv, weights=yu) / cnt
+    tm = (np.bincount(inv, weights=(tu - tu[0]).astype(float)) / cnt).astype(np.int64) \
+        + (tu[0] if len(tu) else 0)
+    sm_ = np.bincount(inv, weights=su) / cnt
+    good = cnt >= 0.5 * np.median(cnt) if len(cnt) else cnt > 0
+    ym, tm, sm_, cnt = ym[good], tm[good], sm_[good].astype(np.int64), cnt[good]
+    # segments with too few intervals carry no information about the profile
+    sc = pd.Series(sm_).map(pd.Series(sm_).value_counts()).to_numpy()
+    keep = sc >= 3
+    ym, tm, sm_, cnt = ym[keep], tm[keep], sm_[keep], cnt[keep]
+    span_days = (tm[-1] - tm[0]) / 86400e9 if len(tm) else 0.0
+    n_seg = len(np.unique(sm_))
+    if len(ym) < n_seg + 2 * max_order + 10 or span_days < 1.0:
+        raise AnalysisError(f"after cleaning, {len(ym)} intervals over {span_days:.2f} days "
+                            f"remain; need at least one day and more than "
+                            f"{n_seg + 2 * max_order + 10} intervals")
+    design = _Design(y=ym, seg=sm_, t_ns=tm, n_steps=cnt,
+                     local=_local_naive(tm, site_tz), levels=_seg_dummies(sm_))
+    counts.update(n_intervals=len(ym), n_segments=n_seg)
+    timings["aggregate"] = time.perf_counter() - t1
+
+    # --- order selection and final fit
+    t2 = time.perf_counter()
+    ics = {}
+    fits = {}
+    for k in range(1, max_order + 1):
+        fits[k] = _fit_profile(design, k, errors, ar_order, hac_lags)
+        ics[k] = _ic(fits[k][0], ic)
+    # parsimony: the fewest harmonics whose criterion is within 2 of the best (a BIC
+    # difference below 2 is "not worth more than a bare mention", Kass & Raftery 1995)
+    best = min(ics.values())
+    order = min(k for k, v in ics.items() if v <= best + 2.0)
+    res, b, V, _, _ = fits[order]
+    rho = np.atleast_1d(res.model.rho).copy() if errors == "ar" else None
+    timings["fit"] = time.perf_counter() - t2
+
+    # --- profile, amplitude, test, bootstrap
+    t3 = time.perf_counter()
+    mean_y = float(np.mean(ym))
+    G = _grid_basis(order)
+    eff = G @ b
+    pct = 100.0 * eff / mean_y
+    amp = float(pct.max() - pct.min())
+    peak_h = float(_MINUTES[np.argmax(eff)])
+    trough_h = float(_MINUTES[np.argmin(eff)])
+    try:
+        chi2 = float(b @ np.linalg.solve(V, b))
+    except np.linalg.LinAlgError:
+        chi2 = float(b @ np.linalg.pinv(V) @ b)
+    q = len(b)
+    pvalue = float(stats.chi2.sf(chi2, df=q))
+    zq = float(stats.norm.ppf(1 - alpha / 2))
+    se = np.sqrt(np.einsum("ij,jk,ik->i", G, V, G))
+    # parametric bootstrap of the Fourier coefficients from their robust covariance
+    rng = np.random.default_rng(seed)
+    w, U = np.linalg.eigh(V)
+    draws = b + rng.standard_normal((n_boot, q)) @ (U * np.sqrt(np.clip(w, 0, None))).T
+    Gb = G[::5]                            # 5-minute grid is ample for max / min
+    prof_d = draws @ Gb.T
+    amp_d = 100.0 * (prof_d.max(axis=1) - prof_d.min(axis=1)) / mean_y
+    amp_ci = _bc_interval(amp_d, amp, alpha)
+
+    n_g = n_gpus
+    if n_g is None and telemetry is not None and "gpu_uuid" in telemetry.columns:
+        n_g = int(telemetry["gpu_uuid"].nunique())
+    if n_g is not None:
+        lost = float(n_g * 24.0 * np.mean(1.0 - (mean_y + eff) / (mean_y + eff.max())))
+        lost_d = n_g * 24.0 * np.mean(1.0 - (mean_y + prof_d)
+                                      / (mean_y + prof_d.max(axis=1, keepdims=True)), axis=1)
+        lost_ci = _bc_interval(lost_d, lost, alpha)
+    else:
+        lost, lost_ci = float("nan"), (float("nan"), float("nan"))
+    sel = np.arange(0, 1440, 15)
+    profile = pd.DataFrame({
+        "effect": eff[sel],
+        "effect_pct": pct[sel],
+        "lower_pct": 100.0 * (eff[sel] - zq * se[sel]) / mean_y,
+        "upper_pct": 100.0 * (eff[sel] + zq * se[sel]) / mean_y,
+    }, index=pd.Index(_MINUTES[sel], name="local_hour"))
+    timings["profile"] = time.perf_counter() - t3
+
+    # --- attribution
+    t4 = time.perf_counter()
+    attribution = throttle = mediators = None
+    if telemetry is not None or ambient is not None:
+        attribution, mediators = _attribution(design, order, hac_lags, telemetry, ambient,
+                                              clock_quantile, interval_ns)
+    if telemetry is not None and "throttle_reasons" in telemetry.columns:
+        throttle = throttle_share_by_hour(telemetry, site_tz=site_tz)
+    timings["attribution"] = time.perf_counter() - t4
+
+    t5 = time.perf_counter()
+    decomposition = None
+    if decompose is True or (decompose == "auto" and span_days >= 14):
+        s_clean = pd.Series(yu, index=pd.DatetimeIndex(tu, tz="UTC"))
+        decomposition = decompose_seasonal(s_clean)
+    timings["decompose"] = time.perf_counter() - t5
+    timings["total"] = time.perf_counter() - t0
+
+    return TimeOfDayResult(
+        amplitude_pct=amp, amplitude_ci_pct=amp_ci, peak_hour=peak_h, trough_hour=trough_h,
+        pvalue=pvalue, wald_chi2=chi2, profile=profile, order=order, ic=ic,
+        ic_values=ics, errors=errors, rho=rho, alpha=alpha, counts=counts,
+        mean_throughput=mean_y, name=name, site_tz=site_tz, interval=interval,
+        span=(pd.Timestamp(tm[0], tz="UTC"), pd.Timestamp(tm[-1], tz="UTC")),
+        coef=b, cov=V, results=res, amplitude_draws=amp_d,
+        gpu_hours_lost_per_day=lost, gpu_hours_lost_ci=lost_ci, n_gpus=n_g,
+        attribution=attribution, mediators=mediators, throttle_by_hour=throttle,
+        decomposition=decomposition,
+        intervals=pd.DataFrame({"throughput": ym, "segment": sm_, "n_steps": cnt},
+                               index=pd.DatetimeIndex(tm, tz="UTC", name="timestamp")),
+        timings=timings,
+    )
+
+
+def _attribution(design: _Design, order, hac_lags, telemetry, ambient, clock_quantile,
+                 interval_ns):
+    """Mediation of the diurnal profile by clock, temperature and ambient.
+
+    The fits are OLS in levels with HAC standard errors: GLS quasi-differencing would
+    leave mostly the mediator's measurement noise (15 MHz clock bins, 1 degC steps) and
+    attenuate its coefficient towards zero.
+    """
+    errors, ar_order = "hac", 1
+    med = {}
+    units = {}
+    tbin = design.t_ns // interval_ns
+    if telemetry is not None:
+        sc = slowest_clock(telemetry, quantile=clock_quantile)
+        b = sc.index.asi8 // interval_ns
+        g = sc.groupby(b).mean()
+        for col, label, unit in (("clock_slow_mhz", "clock_slow_mhz", "MHz"),
+                                 ("temp_gpu_c", "temp_gpu_c", "degC")):
+            v = g[col].reindex(tbin).to_numpy()
+            if np.isfinite(v).sum() > 0:
+                med[label] = v
+                units[label] = unit
+    if ambient is not None:
+        a = ambient["temp_air_c"] if isinstance(ambient, pd.DataFrame) else ambient
+        if not isinstance(a.index, pd.DatetimeIndex) or a.index.tz is None:
+            raise SchemaError([Violation("temp_air_c", "ambient must be indexed by "
+                                                       "tz-aware timestamps")])
+        a = pd.to_numeric(a, errors="coerce").dropna().sort_index()
+        at = a.index.tz_convert("UTC").as_unit("ns").asi8
+        v = np.interp(design.t_ns, at, a.to_numpy(), left=np.nan, right=np.nan)
+        med["temp_air_c"] = v
+        units["temp_air_c"] = "degC"
+    rows = []
+    frame = pd.DataFrame(med, index=pd.DatetimeIndex(design.t_ns, tz="UTC",
+                                                     name="timestamp"))
+    G = _grid_basis(order)
+    for name, m in med.items():
+        ok = np.isfinite(m)
+        if ok.sum() < design.levels.shape[1] + 2 * order + 10 or np.nanstd(m) == 0:
+            continue
+        sub = _Design(y=design.y[ok], seg=design.seg[ok], t_ns=design.t_ns[ok],
+                      n_steps=design.n_steps[ok], local=design.local[ok],
+                      levels=_seg_dummies(design.seg[ok]))
+        _, b_tot, _, _, _ = _fit_profile(sub, order, errors, ar_order, hac_lags)
+        _, b_dir, _, p_all, c_all = _fit_profile(sub, order, errors, ar_order, hac_lags,
+                                                 extra=m[ok])
+        ncoef = sub.levels.shape[1]
+        coef, se = float(p_all[ncoef]), float(np.sqrt(c_all[ncoef, ncoef]))
+        tot = G @ b_tot
+        dire = G @ b_dir
+        share = float(np.dot(tot - dire, tot) / np.dot(tot, tot)) if np.any(tot) else np.nan
+        # the mediator's own daily swing (a-path), point estimate
+        am = _fit(m[ok], np.column_stack([sub.levels, _fourier(sub.local, order)]), "ols",
+                  ar_order, hac_lags)
+        mprof = G @ np.asarray(am.params)[-G.shape[1]:]
+        mean_y = float(np.mean(sub.y))
+        rows.append({"mediator": name, "unit": units[name], "coef": coef, "se": se,
+                     "pvalue": float(2 * stats.norm.sf(abs(coef / se))) if se > 0 else np.nan,
+                     "mediator_swing": float(mprof.max() - mprof.min()),
+                     "total_amplitude_pct": float(100 * (tot.max() - tot.min()) / mean_y),
+                     "direct_amplitude_pct": float(100 * (dire.max() - dire.min()) / mean_y),
+                     "share_mediated": share,
+                     "identified": bool(se > 0 and abs(coef / se) >= 2.0),
+                     "n_intervals": int(ok.sum())})
+    att = pd.DataFrame(rows)
+    if len(att):
+        att = att.set_index("mediator")
+    return att, frame

@@ -1,0 +1,891 @@
+"""A synthetic twin of a synchronous training run on a GPU fleet, with known truth.
+
+The twin follows the physical chain that makes training throughput depend on the time
+of day [1]_:
+
+ambient air temperature (a real weather series or a sinusoid)
+  -> facility inlet / coolant temperature (economiser coupling, first-order lag)
+  -> GPU die and HBM temperature (thermal resistance times power, first-order lag)
+  -> DVFS: SM clock falls with temperature, is capped by the power limit, and the NVML
+     clock-event (throttle) reason bits are set
+  -> per-GPU step time (the compute-bound share scales with 1 / clock)
+  -> job step time, set by the slowest GPU at every step (synchronous data parallelism)
+  -> throughput (tokens per second).
+
+On top of the physics it adds what a real log shows: restarts after failures (each
+followed by a warm-up), checkpoint and evaluation steps, a few straggler GPUs,
+autocorrelated (AR(1)) noise, and daylight-saving changes in the site's local time.
+
+:func:`simulate_training` returns a :class:`TwinResult` with the telemetry in the
+canonical schema (:mod:`powerlab.schema`), the per-step training log, and a
+:class:`TwinTruth` holding the true parameters and the true time-of-day profile, so
+analyses (:mod:`powerlab.dvfs`, :mod:`powerlab.stragglers`) can be checked against it.
+
+Model
+-----
+Inlet temperature ``T_in`` follows ambient ``T_a`` through an economiser coupling and the
+facility's thermal mass (time constant ``inlet_tau_s``):
+
+.. math:: T_{in}^* = T_{in,0} + c\\,(T_a - T_{a,ref}),\\qquad
+          \\tau_{in}\\,\\dot T_{in} = T_{in}^* - T_{in}
+
+The GPU die sits at ``T = T_in + R_th P`` (quasi-steady, then lagged by ``gpu_tau_s``),
+where power is static (leakage, growing with temperature) plus dynamic (``~ f^3``, since
+voltage scales with frequency):
+
+.. math:: P = P_s\\,(1 + \\lambda (T - 60)) + P_d\\,(f/f_{max})^3
+
+The clock falls ``k`` MHz per degree above a knee (GPU Boost), faster above the software
+thermal slowdown threshold, halves above the hardware thermal slowdown threshold, and is
+capped where the power demand would exceed the power limit.  The power <-> temperature
+feedback is solved by fixed-point iteration at each sample.  The step time of GPU ``i`` is
+
+.. math:: t_i = t_0\\,\\big(\\phi\\,f_{max}/f_i + 1 - \\phi\\big)\\,(1 + \\sigma_j z_i)
+
+with ``phi`` the compute-bound share and ``z_i`` per-step jitter; the job waits for the
+slowest GPU: ``t = max_i t_i``, times AR(1) noise and a per-segment level.
+
+Throttle-reason bits are the NVML ``nvmlClocksEventReason*`` constants (see
+:data:`THROTTLE_REASONS`), hard-coded here from ``nvml.h`` / ``pynvml`` so that this
+module does not import ``pynvml``.
+
+References
+----------
+.. [1] A. Grattafiori et al., "The Llama 3 Herd of Models", arXiv:2407.21783, 2024,
+   section 3.3.4: "diurnal 1-2% throughput variation based on time-of-day ... the
+   result of higher mid-day temperatures impacting GPU dynamic voltage and frequency
+   scaling".
+.. [2] NVIDIA, "NVML API Reference Guide", ``nvmlDeviceGetCurrentClocksEventReasons``,
+   clock event reason constants (``nvml.h``; ``pynvml.nvmlClocksEventReason*``).
+.. [3] J. Patterson, "The effect of data center temperature on energy efficiency",
+   ITHERM 2008 (leakage power rising with die temperature).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from scipy import optimize, signal, special
+
+from .exceptions import ScenarioError
+from .schema import conform
+
+__all__ = [
+    "THROTTLE_REASONS",
+    "TwinParameters",
+    "TwinResult",
+    "TwinTruth",
+    "simulate_training",
+    "sinusoidal_ambient",
+]
+
+#: NVML clock-event ("throttle") reason bits, name -> bit value.  Values from ``nvml.h``
+#: (``nvmlClocksEventReason*`` / ``nvmlClocksThrottleReason*``), identical in
+#: ``pynvml`` (nvidia-ml-py 12.x): GpuIdle 0x1, ApplicationsClocksSetting 0x2,
+#: SwPowerCap 0x4, HwSlowdown 0x8, SyncBoost 0x10, SwThermalSlowdown 0x20,
+#: HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80, DisplayClockSetting 0x100.
+THROTTLE_REASONS: dict[str, int] = {
+    "gpu_idle": 0x1,
+    "applications_clocks_setting": 0x2,
+    "sw_power_cap": 0x4,
+    "hw_slowdown": 0x8,
+    "sync_boost": 0x10,
+    "sw_thermal_slowdown": 0x20,
+    "hw_thermal_slowdown": 0x40,
+    "hw_power_brake_slowdown": 0x80,
+    "display_clock_setting": 0x100,
+}
+
+_STRAGGLER_KINDS = ("thermal", "power", "clock")
+
+
+@dataclass(frozen=True)
+class TwinParameters:
+    """Physical and operational parameters of the twin (H100-SXM-like defaults).
+
+    Attributes
+    ----------
+    ambient_mean_c, ambient_swing_c, ambient_peak_hour : float
+        Sinusoidal ambient used when no series is given: daily mean [degC], peak-to-trough
+        swing [K] and the local civil hour of the maximum [h].
+    ambient_ref_c : float
+        Ambient at which the inlet sits at ``inlet_base_c`` [degC].
+    inlet_base_c : float
+        Inlet (cold-aisle / coolant supply) temperature at the reference ambient [degC].
+    inlet_ambient_coef : float
+        Economiser coupling: inlet change per degree of ambient change [K/K].
+    inlet_tau_s : float
+        Facility thermal time constant from ambient to inlet [s].
+    gpu_tau_s : float
+        Die thermal time constant [s].
+    r_th_c_per_w, r_hbm_c_per_w : float
+        Thermal resistance die-to-inlet and HBM-to-inlet [K/W].
+    r_th_spread : float
+        Relative standard deviation of thermal resistance across GPUs [-].
+    clock_max_mhz, clock_min_mhz, clock_idle_mhz, clock_step_mhz : float
+        Maximum boost, lowest load clock, idle clock and reporting bin of the SM clock
+        [MHz].
+    clock_mem_mhz : float
+        HBM clock [MHz].
+    clock_temp_slope_mhz_per_c, clock_temp_knee_c : float
+        GPU Boost clock reduction per degree above the knee [MHz/K] and the knee [degC].
+    sw_thermal_c, sw_thermal_slope_mhz_per_c, hw_thermal_c, hbm_slowdown_c : float
+        Software thermal slowdown threshold [degC] and its extra slope [MHz/K]; hardware
+        thermal slowdown threshold (clock halved) [degC]; HBM temperature above which the
+        hardware slowdown bit is set [degC].
+    power_static_w, leakage_per_c, power_dynamic_w, power_idle_w, power_limit_w : float
+        Static power at 60 degC [W], its relative growth per degree [1/K], dynamic power
+        at maximum clock [W], idle power [W], enforced power limit [W].
+    step_time_s : float
+        Step time of a GPU at maximum clock [s].
+    compute_fraction : float
+        Share of the step that scales with 1 / clock (compute bound) [-].
+    jitter_pct : float
+        Per-GPU, per-step jitter of the step time (standard deviation) [%].
+    noise_pct, noise_corr_s : float
+        AR(1) noise of the job step time: marginal standard deviation [%] and correlation
+        time [s] (AR coefficient ``exp(-step / noise_corr_s)``).
+    segment_level_pct : float
+        Standard deviation of the per-segment level (a restart may land on other nodes) [%].
+    tokens_per_step : float
+        Tokens processed per step [-].
+    mtbf_s, downtime_s : float
+        Mean time between job failures [s] and mean restart downtime [s].
+    startup_s, warmup_steps, warmup_extra : float
+        First-step start-up time after a restart [s], e-folding length of the warm-up
+        [steps], and the warm-up's initial relative slowdown [-].
+    checkpoint_every, checkpoint_s, eval_every, eval_s : float
+        Steps between checkpoints, extra time of a checkpoint step [s], steps between
+        evaluations, extra time of an evaluation step [s].
+    straggler_severity : float
+        Scales the injected straggler faults (1 = defaults below) [-]: thermal straggler
+        ``r_th`` x (1 + 0.3 s), power straggler limit x (1 - 0.2 s), clock straggler clock
+        x (1 - 0.15 s).
+    telemetry_noise : float
+        Standard deviation of telemetry read noise: temperatures in [K], power in [%].
+    """
+
+    ambient_mean_c: float = 24.0
+    ambient_swing_c: float = 12.0
+    ambient_peak_hour: float = 15.0
+    ambient_ref_c: float = 24.0
+    inlet_base_c: float = 25.0
+    inlet_ambient_coef: float = 0.5
+    inlet_tau_s: float = 1800.0
+    gpu_tau_s: float = 60.0
+    r_th_c_per_w: float = 0.07
+    r_hbm_c_per_w: float = 0.06
+    r_th_spread: float = 0.03
+    clock_max_mhz: float = 1980.0
+    clock_min_mhz: float = 1095.0
+    clock_idle_mhz: float = 345.0
+    clock_step_mhz: float = 15.0
+    clock_mem_mhz: float = 2619.0
+    clock_temp_slope_mhz_per_c: float = 8.0
+    clock_temp_knee_c: float = 45.0
+    sw_thermal_c: float = 80.0
+    sw_thermal_slope_mhz_per_c: float = 30.0
+    hw_thermal_c: float = 92.0
+    hbm_slowdown_c: float = 95.0
+    power_static_w: float = 90.0
+    leakage_per_c: float = 0.03
+    power_dynamic_w: float = 700.0
+    power_idle_w: float = 70.0
+    power_limit_w: float = 700.0
+    step_time_s: float = 10.0
+    compute_fraction: float = 0.8
+    jitter_pct: float = 0.3
+    noise_pct: float = 0.5
+    noise_corr_s: float = 600.0
+    segment_level_pct: float = 0.5
+    tokens_per_step: float = 3_145_728.0
+    mtbf_s: float = 3.0 * 86400.0
+    downtime_s: float = 1200.0
+    startup_s: float = 120.0
+    warmup_steps: float = 10.0
+    warmup_extra: float = 0.5
+    checkpoint_every: int = 500
+    checkpoint_s: float = 60.0
+    eval_every: int = 2000
+    eval_s: float = 180.0
+    straggler_severity: float = 1.0
+    telemetry_noise: float = 0.5
+
+
+@dataclass(frozen=True)
+class TwinTruth:
+    """What the twin really did: parameters and the true effects.
+
+    Attributes
+    ----------
+    params : TwinParameters
+        Parameters used (after amplitude calibration).
+    site_tz : str
+        Site time zone used for local time.
+    amplitude_pct : float
+        True peak-to-trough of the noise-free job throughput by local time of day, as a
+        percentage of its mean, over productive (non-warm-up, non-checkpoint, non-eval)
+        steps [%].
+    peak_hour, trough_hour : float
+        Local hours of the true throughput maximum and minimum [h].
+    profile : pandas.Series
+        True effect by local hour (15-minute bins, bin centres) as a percentage of mean
+        throughput [%].
+    stragglers : pandas.DataFrame
+        Injected stragglers: host, gpu_index, gpu_uuid, kind, slowdown_pct (the GPU's own
+        step-time excess over the fleet median, time averaged) [%].
+    segments : pandas.DataFrame
+        Run segments: segment, start, end (UTC), n_steps.
+    counts : dict
+        Number of steps by phase ('train', 'warmup', 'checkpoint', 'eval').
+    ambient : pandas.Series
+        Ambient temperature on the telemetry grid [degC].
+    n_gpus : int
+        Fleet size.
+    gpu_hours_lost_per_day : float
+        GPU-hours per day lost to the time-of-day effect, relative to running all day at
+        the best hour's throughput [GPU h/day].
+    """
+
+    params: TwinParameters
+    site_tz: str
+    amplitude_pct: float
+    peak_hour: float
+    trough_hour: float
+    profile: pd.Series
+    stragglers: pd.DataFrame
+    segments: pd.DataFrame
+    counts: dict
+    ambient: pd.Series
+    n_gpus: int
+    gpu_hours_lost_per_day: float
+
+
+@dataclass(frozen=True)
+class TwinResult:
+    """Output of :func:`simulate_training`.
+
+    Attributes
+    ----------
+    telemetry : pandas.DataFrame or None
+        GPU telemetry in the canonical schema (conformed), or ``None`` when not requested.
+    steps : pandas.DataFrame
+        Training log, one row per step: timestamp (UTC, end of step), step, segment,
+        phase, duration_s, throughput_tokens_per_s.
+    truth : TwinTruth
+        The true parameters and effects.
+    """
+
+    telemetry: pd.DataFrame | None
+    steps: pd.DataFrame
+    truth: TwinTruth = field(repr=False)
+
+    @property
+    def throughput(self) -> pd.Series:
+        """Per-step throughput [tokens/s] indexed by UTC timestamp."""
+        s = self.steps.set_index("timestamp")["throughput_tokens_per_s"]
+        return s.rename("throughput_tokens_per_s")
+
+
+# ----------------------------------------------------------------------------- ambient
+def sinusoidal_ambient(index: pd.DatetimeIndex, *, mean_c: float = 24.0,
+                       swing_c: float = 12.0, peak_hour: float = 15.0,
+                       site_tz: str = "America/New_York") -> pd.Series:
+    """A sinusoidal daily ambient temperature following the site's civil clock.
+
+    Parameters
+    ----------
+    index : pandas.DatetimeIndex
+        tz-aware timestamps.
+    mean_c : float
+        Daily mean [degC].
+    swing_c : float
+        Peak-to-trough swing [K].
+    peak_hour : float
+        Local (civil, daylight-saving aware) hour of the maximum [h].
+    site_tz : str
+        IANA time zone of the site.
+
+    Returns
+    -------
+    pandas.Series
+        Ambient temperature [degC] on ``index`` (converted to UTC).
+    """
+    if not isinstance(index, pd.DatetimeIndex) or index.tz is None:
+        raise ScenarioError("index must be a tz-aware DatetimeIndex", key="index")
+    h = _local_hours(index, site_tz)
+    vals = mean_c + 0.5 * swing_c * np.cos(2 * np.pi * (h - peak_hour) / 24.0)
+    return pd.Series(vals, index=index.tz_convert("UTC"), name="temp_air_c")
+
+
+def _local_hours(index: pd.DatetimeIndex, site_tz: str) -> np.ndarray:
+    loc = index.tz_convert(site_tz)
+    return (loc.hour + loc.minute / 60.0 + loc.second / 3600.0).to_numpy(dtype=float)
+
+
+def _ambient_on_grid(ambient, grid: pd.DatetimeIndex, p: TwinParameters,
+                     site_tz: str) -> np.ndarray:
+    if ambient is None:
+        return sinusoidal_ambient(grid, mean_c=p.ambient_mean_c, swing_c=p.ambient_swing_c,
+                                  peak_hour=p.ambient_peak_hour,
+                                  site_tz=site_tz).to_numpy()
+    if isinstance(ambient, pd.DataFrame):
+        if "temp_air_c" not in ambient.columns:
+            raise ScenarioError("an ambient DataFrame needs a 'temp_air_c' column [degC]",
+                                key="ambient")
+        ambient = ambient["temp_air_c"]
+    if not isinstance(ambient, pd.Series):
+        raise ScenarioError("ambient must be a pandas Series (or DataFrame with "
+                            "'temp_air_c') indexed by tz-aware timestamps", key="ambient")
+    if not isinstance(ambient.index, pd.DatetimeIndex) or ambient.index.tz is None:
+        raise ScenarioError("ambient must be indexed by tz-aware timestamps (UTC)",
+                            key="ambient")
+    a = pd.to_numeric(ambient, errors="coerce").astype("float64").dropna().sort_index()
+    if len(a) < 2:
+        raise ScenarioError("ambient has fewer than two valid values", key="ambient")
+    at = a.index.tz_convert("UTC").as_unit("ns").asi8
+    gt = grid.as_unit("ns").asi8
+    if gt[0] < at[0] - 3600e9 or gt[-1] > at[-1] + 3600e9:
+        raise ScenarioError(
+            f"ambient covers {a.index[0]} .. {a.index[-1]} but the run spans "
+            f"{grid[0]} .. {grid[-1]}; give a longer series or a shorter run",
+            key="ambient")
+    if (a < -60).any() or (a > 60).any():
+        raise ScenarioError("ambient values outside [-60, 60] degC (kelvin or "
+                            "Fahrenheit?)", key="ambient")
+    return np.interp(gt, at, a.to_numpy())
+
+
+# ----------------------------------------------------------------------------- physics
+def _lag(x: np.ndarray, dt: float, tau: float) -> np.ndarray:
+    """First-order lag along axis 0, starting in equilibrium with the first sample."""
+    if tau <= 0:
+        return x
+    a = np.exp(-dt / tau)
+    zi_shape = (1,) + x.shape[1:]
+    zi = (a * x[:1]).reshape(zi_shape)
+    y, _ = signal.lfilter([1 - a], [1, -a], x, axis=0, zi=zi)
+    return y
+
+
+def _softplus(x: np.ndarray, width: float) -> np.ndarray:
+    return width * np.logaddexp(0.0, x / width)
+
+
+def _dvfs(temp, p: TwinParameters, limit, clock_factor):
+    """Clock, power and throttle bits for die temperature ``temp`` (broadcast arrays)."""
+    f_th = (p.clock_max_mhz
+            - p.clock_temp_slope_mhz_per_c * _softplus(temp - p.clock_temp_knee_c, 2.0)
+            - p.sw_thermal_slope_mhz_per_c * _softplus(temp - p.sw_thermal_c, 1.0))
+    hw = temp > p.hw_thermal_c
+    f_th = np.where(hw, np.minimum(f_th, 0.5 * p.clock_max_mhz), f_th)
+    p_static = p.power_static_w * (1.0 + p.leakage_per_c * (temp - 60.0))
+    room = np.clip((limit - p_static) / p.power_dynamic_w, 1e-3, None)
+    f_cap = p.clock_max_mhz * np.cbrt(room)
+    f_th = f_th * clock_factor            # hardware slowdown (clock straggler)
+    capped = f_cap < f_th
+    f = np.minimum(f_th, f_cap)
+    f = np.clip(f, p.clock_min_mhz * 0.5, p.clock_max_mhz)
+    power = p_static + p.power_dynamic_w * (f / p.clock_max_mhz) ** 3
+    return f, power, capped, hw
+
+
+@dataclass
+class _Fleet:
+    hosts: np.ndarray          # (G,) str
+    gpu_index: np.ndarray      # (G,) int
+    uuids: np.ndarray          # (G,) str
+    r_th: np.ndarray           # (G,)
+    limit: np.ndarray          # (G,)
+    clock_factor: np.ndarray   # (G,)
+    kind: np.ndarray           # (G,) '' or kind
+
+
+def _make_fleet(n_hosts, gpus_per_host, stragglers, p: TwinParameters, rng) -> _Fleet:
+    g = n_hosts * gpus_per_host
+    hosts = np.repeat([f"node{h:03d}" for h in range(n_hosts)], gpus_per_host)
+    gidx = np.tile(np.arange(gpus_per_host), n_hosts)
+    raw = rng.integers(0, 2**32, size=(g, 4), dtype=np.uint64)
+    uuids = np.array([f"GPU-{a:08x}-{b & 0xffff:04x}-{c & 0xffff:04x}-{(c >> 16) & 0xffff:04x}"
+                      f"-{d:08x}{b >> 16 & 0xffff:04x}" for a, b, c, d in raw.tolist()])
+    r_th = p.r_th_c_per_w * (1.0 + p.r_th_spread * rng.standard_normal(g))
+    limit = np.full(g, p.power_limit_w)
+    factor = np.ones(g)
+    kind = np.array([""] * g, dtype=object)
+    if isinstance(stragglers, (int, np.integer)):
+        if not 0 <= stragglers <= g:
+            raise ScenarioError(f"stragglers must be between 0 and the fleet size {g}",
+                                key="stragglers")
+        where = rng.choice(g, size=int(stragglers), replace=False)
+        kinds = [_STRAGGLER_KINDS[i % 3] for i in range(int(stragglers))]
+        spec = list(zip(where.tolist(), kinds))
+    else:
+        spec = []
+        for item in stragglers:
+            try:
+                gi, k = int(item[0]), str(item[1])
+            except (TypeError, ValueError, IndexError) as exc:
+                raise ScenarioError("stragglers items must be (fleet position, kind) "
+                                    f"pairs, got {item!r}", key="stragglers") from exc
+            if not 0 <= gi < g or k not in _STRAGGLER_KINDS:
+                raise ScenarioError(f"bad straggler {item!r}: position in [0, {g}) and "
+                                    f"kind in {_STRAGGLER_KINDS} expected", key="stragglers")
+            spec.append((gi, k))
+    s = p.straggler_severity
+    for gi, k in spec:
+        kind[gi] = k
+        if k == "thermal":
+            r_th[gi] *= 1.0 + 0.3 * s
+        elif k == "power":
+            limit[gi] *= 1.0 - 0.2 * s
+        else:
+            factor[gi] *= 1.0 - 0.15 * s
+    return _Fleet(hosts, gidx, uuids, r_th, limit, factor, kind)
+
+
+@dataclass
+class _Table:
+    """Quasi-steady busy state of every GPU as a function of inlet temperature."""
+    tin: np.ndarray        # (n,) uniform inlet grid [degC]
+    temp: np.ndarray       # (n, G) die temperature [degC]
+    clock: np.ndarray      # (n, G) SM clock [MHz]
+    step: np.ndarray       # (n, G) GPU step time [s]
+    job_step: np.ndarray   # (n,) expected slowest GPU's step time, jitter included [s]
+
+    def index(self, inlet: np.ndarray):
+        x = (inlet - self.tin[0]) / (self.tin[1] - self.tin[0])
+        i = np.clip(np.floor(x).astype(np.int64), 0, len(self.tin) - 2)
+        return i, np.clip(x - i, 0.0, 1.0)
+
+    def rows(self, arr: np.ndarray, inlet: np.ndarray) -> np.ndarray:
+        i, w = self.index(inlet)
+        if arr.ndim == 1:
+            return arr[i] * (1 - w) + arr[i + 1] * w
+        return arr[i] * (1 - w)[:, None] + arr[i + 1] * w[:, None]
+
+
+def _table(fleet: _Fleet, p: TwinParameters, lo: float = -30.0, hi: float = 80.0,
+           n: int = 1101) -> _Table:
+    """Solve the power <-> temperature feedback on a grid of inlet temperatures."""
+    tin = np.linspace(lo, hi, n)
+    t_in = tin[:, None]
+    r = fleet.r_th[None, :]
+    lim = fleet.limit[None, :]
+    cf = fleet.clock_factor[None, :]
+    temp = t_in + r * 0.9 * p.power_limit_w
+    for _ in range(8):
+        _, power, _, _ = _dvfs(temp, p, lim, cf)
+        temp = t_in + r * power
+    f, _, _, _ = _dvfs(temp, p, lim, cf)
+    step = _gpu_step_time(f, p)
+    return _Table(tin, temp, f, step, _expected_max(step, p.jitter_pct / 100.0))
+
+
+def _expected_max(d: np.ndarray, rel_sd: float, n_x: int = 96, every: int = 10,
+                  top: int = 16):
+    """E[max_i d_i (1 + s z_i)] per row, z_i iid standard normal.
+
+    ``E[M] = x_0 + int_{x_0}^inf (1 - prod_i Phi((x - d_i) / (s d_i))) dx`` evaluated on
+    a grid of ``n_x`` points per row over the ``top`` slowest GPUs, for every
+    ``every``-th row (then interpolated): when GPUs are nearly tied the jitter raises
+    the expected maximum, which the noise-free maximum would miss.
+    """
+    dmax = d.max(axis=1)
+    if rel_sd <= 0:
+        return dmax
+    rows = np.unique(np.r_[np.arange(0, len(d), every), len(d) - 1])
+    sub = d[rows]
+    if sub.shape[1] > top:
+        sub = np.partition(sub, sub.shape[1] - top, axis=1)[:, -top:]
+    sd = rel_sd * sub
+    x0 = sub.max(axis=1) - 6 * sd.max(axis=1)
+    x1 = sub.max(axis=1) + 6 * sd.max(axis=1)
+    u = np.linspace(0.0, 1.0, n_x)
+    x = x0[:, None] + (x1 - x0)[:, None] * u[None, :]     # (r, n_x)
+    cdf = special.ndtr((x[:, :, None] - sub[:, None, :]) / sd[:, None, :]).prod(axis=2)
+    em = x0 + np.trapezoid(1.0 - cdf, x, axis=1)
+    return np.interp(np.arange(len(d)), rows, em)
+
+
+def _gpu_states(inlet: np.ndarray, busy: np.ndarray, fleet: _Fleet, table: _Table,
+                p: TwinParameters, dt: float):
+    """Temperatures, clocks, power and bits on the grid, shape (n_t, G)."""
+    t_in = inlet[:, None]
+    r = fleet.r_th[None, :]
+    lim = fleet.limit[None, :]
+    cf = fleet.clock_factor[None, :]
+    b = busy[:, None]
+    temp_ss = np.where(b, table.rows(table.temp, inlet), t_in + r * p.power_idle_w)
+    temp = _lag(temp_ss, dt, p.gpu_tau_s)
+    f, power, capped, hw = _dvfs(temp, p, lim, cf)
+    f = np.where(b, f, p.clock_idle_mhz)
+    power = np.where(b, power, p.power_idle_w + 0.2 * (temp - 35.0))
+    hbm = _lag(t_in + p.r_hbm_c_per_w * power, dt, p.gpu_tau_s)
+    zero = np.uint64(0)
+    bits = np.where(b & capped, np.uint64(THROTTLE_REASONS["sw_power_cap"]), zero)
+    bits |= np.where(b & (temp > p.sw_thermal_c),
+                     np.uint64(THROTTLE_REASONS["sw_thermal_slowdown"]), zero)
+    bits |= np.where(b & hw, np.uint64(THROTTLE_REASONS["hw_thermal_slowdown"]), zero)
+    bits |= np.where(b & ((cf < 1.0) | (hbm > p.hbm_slowdown_c)),
+                     np.uint64(THROTTLE_REASONS["hw_slowdown"]), zero)
+    bits |= np.where(~b, np.uint64(THROTTLE_REASONS["gpu_idle"]), zero)
+    return temp, hbm, f, power, bits
+
+
+def _gpu_step_time(f: np.ndarray, p: TwinParameters) -> np.ndarray:
+    return p.step_time_s * (p.compute_fraction * p.clock_max_mhz / f
+                            + 1.0 - p.compute_fraction)
+
+
+def _profile(local_h: np.ndarray, y: np.ndarray, n_bins: int = 96):
+    """Mean of ``y`` by local-hour bin, as % of the overall mean; (centres, pct)."""
+    b = np.minimum((local_h * n_bins / 24.0).astype(int), n_bins - 1)
+    cnt = np.bincount(b, minlength=n_bins)
+    s = np.bincount(b, weights=y, minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = s / cnt
+    pct = 100.0 * (m / np.mean(y) - 1.0)
+    centres = (np.arange(n_bins) + 0.5) * 24.0 / n_bins
+    return centres, pct
+
+
+def _amplitude(pct: np.ndarray) -> float:
+    ok = np.isfinite(pct)
+    return float(np.max(pct[ok]) - np.min(pct[ok])) if ok.any() else float("nan")
+
+
+# ----------------------------------------------------------------------------- timeline
+def _segments(t0_ns: int, t1_ns: int, p: TwinParameters, rng, restarts):
+    """(start_ns, end_ns) of each run segment."""
+    segs = []
+    s = t0_ns
+    if restarts is None:
+        while s < t1_ns:
+            fail = s + int(rng.exponential(p.mtbf_s) * 1e9)
+            e = min(fail, t1_ns)
+            segs.append((s, e))
+            s = e + int(p.downtime_s * rng.uniform(0.5, 1.5) * 1e9)
+    else:
+        bounds = sorted(int(pd.Timestamp(r).tz_convert("UTC").value) for r in restarts)
+        for b in bounds:
+            if b <= s or b >= t1_ns:
+                continue
+            segs.append((s, b))
+            s = b + int(p.downtime_s * 1e9)
+        if s < t1_ns:
+            segs.append((s, t1_ns))
+    return [(a, b) for a, b in segs if b - a > 10 * p.step_time_s * 1e9]
+
+
+def _interp_rows(t_ns: np.ndarray, g0: int, dt_ns: int, arr: np.ndarray) -> np.ndarray:
+    """Linear interpolation of grid rows ``arr`` (n_t, ...) at times ``t_ns``."""
+    x = (t_ns - g0) / dt_ns
+    i = np.clip(np.floor(x).astype(np.int64), 0, len(arr) - 2)
+    w = np.clip(x - i, 0.0, 1.0)
+    if arr.ndim == 1:
+        return arr[i] * (1 - w) + arr[i + 1] * w
+    return arr[i] * (1 - w)[:, None] + arr[i + 1] * w[:, None]
+
+
+def simulate_training(start="2025-06-03", days: float = 14.0, *,
+                      site_tz: str = "America/New_York",
+                      ambient: pd.Series | pd.DataFrame | None = None,
+                      amplitude_pct: float | None = None,
+                      n_hosts: int = 8, gpus_per_host: int = 8,
+                      stragglers: int | Sequence = 2,
+                      restarts: Sequence | None = None,
+                      telemetry: bool = True,
+                      telemetry_interval_s: float = 60.0,
+                      seed: int | None = None,
+                      params: TwinParameters | None = None,
+                      **overrides) -> TwinResult:
+    """Simulate a synchronous training run on a fleet, with telemetry and known truth.
+
+    Parameters
+    ----------
+    start : str or pandas.Timestamp
+        Start of the run; a naive value is read as UTC.
+    days : float
+        Length of the run [days].
+    site_tz : str
+        IANA time zone of the site (local civil time, with daylight saving).
+    ambient : pandas.Series or pandas.DataFrame, optional
+        Outdoor air temperature [degC] indexed by tz-aware timestamps (a frame needs a
+        ``temp_air_c`` column, as returned by ``powerlab.iotools.read_weather``).  It is
+        interpolated onto the telemetry grid and must cover the run.  Default: a sinusoid
+        (``ambient_mean_c``, ``ambient_swing_c``, ``ambient_peak_hour``).
+    amplitude_pct : float, optional
+        Target peak-to-trough of the time-of-day throughput effect [%].  The economiser
+        coupling ``inlet_ambient_coef`` is calibrated to reach it (the exact realised value
+        is :attr:`TwinTruth.amplitude_pct`).  ``0`` gives no time-of-day effect at all.
+    n_hosts, gpus_per_host : int
+        Fleet shape.
+    stragglers : int or sequence of (position, kind)
+        Number of straggler GPUs placed at random (kinds cycling thermal, power, clock),
+        or explicit ``(fleet position, kind)`` pairs.
+    restarts : sequence of timestamps, optional
+        Fixed failure times; default: Poisson failures with mean ``mtbf_s``.
+    telemetry : bool
+        Build the telemetry frame (the step log is always built).
+    telemetry_interval_s : float
+        Telemetry (and physics) grid interval [s].
+    seed : int, optional
+        Random seed.
+    params : TwinParameters, optional
+        Base parameters; ``overrides`` (field names of :class:`TwinParameters`) replace
+        single fields.
+
+    Returns
+    -------
+    TwinResult
+        ``telemetry`` (canonical schema), ``steps`` (training log) and ``truth``.
+
+    Raises
+    ------
+    powerlab.exceptions.ScenarioError
+        For invalid parameters, naming the offending key.
+
+    Examples
+    --------
+    >>> run = simulate_training("2025-06-03", days=2, amplitude_pct=1.5, seed=1)
+    >>> round(run.truth.amplitude_pct, 1)  # doctest: +SKIP
+    1.5
+    """
+    p = params or TwinParameters()
+    names = {f.name for f in dataclasses.fields(TwinParameters)}
+    for k in overrides:
+        if k not in names:
+            raise ScenarioError(f"unknown twin parameter {k!r}", key=k)
+    if overrides:
+        p = dataclasses.replace(p, **overrides)
+    if not days > 0:
+        raise ScenarioError(f"days must be positive, got {days}", key="days")
+    if not (p.step_time_s > 0 and telemetry_interval_s > 0):
+        raise ScenarioError("step_time_s and telemetry_interval_s must be positive",
+                            key="step_time_s")
+    if not 0 < p.compute_fraction <= 1:
+        raise ScenarioError("compute_fraction must be in (0, 1]", key="compute_fraction")
+    if n_hosts < 1 or gpus_per_host < 1:
+        raise ScenarioError("the fleet needs at least one GPU", key="n_hosts")
+    try:
+        import zoneinfo
+        zoneinfo.ZoneInfo(site_tz)
+    except Exception as exc:
+        raise ScenarioError(f"unknown time zone {site_tz!r}", key="site_tz") from exc
+    rng = np.random.default_rng(seed)
+    t_start = pd.Timestamp(start)
+    t_start = t_start.tz_localize("UTC") if t_start.tz is None else t_start.tz_convert("UTC")
+    t_start = t_start.as_unit("ns")
+    dt = float(telemetry_interval_s)
+    dt_ns = round(dt * 1e9)
+    n_grid = int(np.ceil(days * 86400.0 / dt)) + 2
+    grid = pd.date_range(t_start, periods=n_grid, freq=pd.Timedelta(dt_ns, "ns"))
+    g0 = int(grid.asi8[0])
+    t_end_ns = int(t_start.value + days * 86400e9)
+
+    amb = _ambient_on_grid(ambient, grid, p, site_tz)
+    fleet = _make_fleet(n_hosts, gpus_per_host, stragglers, p, rng)
+    local_grid_h = _local_hours(grid, site_tz)
+
+    table = _table(fleet, p)
+
+    def inlet_for(coef):
+        raw = p.inlet_base_c + coef * (amb - p.ambient_ref_c)
+        return _lag(raw, dt, p.inlet_tau_s)
+
+    if amplitude_pct is not None:
+        if not 0 <= amplitude_pct < 20:
+            raise ScenarioError("amplitude_pct must be in [0, 20)", key="amplitude_pct")
+        if amplitude_pct == 0:
+            p = dataclasses.replace(p, inlet_ambient_coef=0.0)
+        else:
+            p = dataclasses.replace(
+                p, inlet_ambient_coef=_calibrate(amplitude_pct, inlet_for, local_grid_h,
+                                                 table, dt))
+    inlet = inlet_for(p.inlet_ambient_coef)
+    if inlet.min() < table.tin[0] or inlet.max() > table.tin[-1]:
+        raise ScenarioError(f"inlet temperature leaves [{table.tin[0]:g}, {table.tin[-1]:g}]"
+                            " degC; check the ambient series and inlet_ambient_coef",
+                            key="inlet_ambient_coef")
+
+    segs = _segments(int(t_start.value), t_end_ns, p, rng, restarts)
+    if not segs:
+        raise ScenarioError("the run is too short for a single segment", key="days")
+    busy = np.zeros(n_grid, dtype=bool)
+    gt = grid.asi8
+    for a, b in segs:
+        busy[(gt >= a) & (gt < b)] = True
+    steps, phases_det, mid_ns = _build_steps(segs, inlet, table, g0, dt_ns, p, rng)
+    # truth from noise-free throughput over productive steps
+    prod = steps["phase"].to_numpy() == "train"
+    lh = _local_hours(pd.DatetimeIndex(mid_ns[prod], tz="UTC"), site_tz)
+    y0 = phases_det[prod]
+    centres, pct = _profile(lh, y0)
+    ok = np.isfinite(pct)
+    amp = _amplitude(pct)
+    peak_h = float(centres[ok][np.argmax(pct[ok])])
+    trough_h = float(centres[ok][np.argmin(pct[ok])])
+    n_gpu = n_hosts * gpus_per_host
+    gh_lost = float(n_gpu * 24.0 * np.nanmean(1.0 - (1 + pct[ok] / 100) / (1 + pct[ok].max()
+                                                                        / 100)))
+    d_gpu = table.rows(table.step, inlet[busy])
+    med = np.median(d_gpu, axis=1, keepdims=True)
+    slow = 100.0 * np.mean(d_gpu / med - 1.0, axis=0)
+    sidx = np.flatnonzero(fleet.kind != "")
+    strag = pd.DataFrame({
+        "host": pd.array(fleet.hosts[sidx], dtype="string"),
+        "gpu_index": pd.array(fleet.gpu_index[sidx], dtype="Int16"),
+        "gpu_uuid": pd.array(fleet.uuids[sidx], dtype="string"),
+        "kind": pd.array(fleet.kind[sidx].astype(str), dtype="string"),
+        "slowdown_pct": slow[sidx],
+    })
+    seg_frame = pd.DataFrame({
+        "segment": np.arange(len(segs)),
+        "start": pd.to_datetime([a for a, _ in segs], utc=True).as_unit("ns"),
+        "end": pd.to_datetime([b for _, b in segs], utc=True).as_unit("ns"),
+        "n_steps": steps.groupby("segment").size().reindex(range(len(segs)),
+                                                           fill_value=0).to_numpy(),
+    })
+    counts = steps["phase"].value_counts().to_dict()
+    counts = {k: int(counts.get(k, 0)) for k in ("train", "warmup", "checkpoint", "eval")}
+    truth = TwinTruth(
+        params=p, site_tz=site_tz, amplitude_pct=amp, peak_hour=peak_h,
+        trough_hour=trough_h,
+        profile=pd.Series(pct, index=pd.Index(centres, name="local_hour"),
+                          name="effect_pct"),
+        stragglers=strag, segments=seg_frame, counts=counts,
+        ambient=pd.Series(amb, index=grid, name="temp_air_c"), n_gpus=n_gpu,
+        gpu_hours_lost_per_day=gh_lost,
+    )
+    tel = None
+    if telemetry:
+        temp, hbm, clock, power, bits = _gpu_states(inlet, busy, fleet, table, p, dt)
+        tel = _telemetry(grid, fleet, temp, hbm, clock, power, bits, busy, p, rng, dt)
+    return TwinResult(telemetry=tel, steps=steps, truth=truth)
+
+
+def _calibrate(target, inlet_for, local_h, table: _Table, dt) -> float:
+    """Economiser coupling giving the target noise-free throughput amplitude."""
+    step = max(1, round(300.0 / dt))   # every ~5 min is plenty for a daily profile
+    lh = local_h[::step]
+
+    def amp(coef):
+        y = 1.0 / table.rows(table.job_step, inlet_for(coef)[::step])
+        return _amplitude(_profile(lh, y)[1]) - target
+
+    hi = 0.5
+    while amp(hi) < 0:
+        hi *= 2
+        if hi > 16:
+            raise ScenarioError(f"amplitude_pct={target} cannot be reached with this "
+                                "ambient series and fleet", key="amplitude_pct")
+    return float(optimize.brentq(amp, 0.0, hi, xtol=1e-5))
+
+
+def _build_steps(segs, inlet, table: _Table, g0, dt_ns, p: TwinParameters, rng):
+    """The training log; returns (frame, noise-free throughput, step mid-times [ns])."""
+    frames, det_all, mid_all = [], [], []
+    last_ckpt = 0
+    phi = np.exp(-p.step_time_s / p.noise_corr_s) if p.noise_corr_s > 0 else 0.0
+    sd = p.noise_pct / 100.0
+    jit = p.jitter_pct / 100.0
+    for j, (a, b) in enumerate(segs):
+        n_max = int((b - a) / 1e9 / (p.step_time_s * 0.95)) + 5
+        k = np.arange(n_max)
+        step_no = last_ckpt + 1 + k
+        extra = np.zeros(n_max)
+        extra[0] += p.startup_s
+        warm = (p.warmup_extra * np.exp(-k / p.warmup_steps) if p.warmup_steps > 0
+                else np.zeros(n_max))
+        is_ckpt = (step_no % int(p.checkpoint_every) == 0) if p.checkpoint_every else k < 0
+        is_eval = (step_no % int(p.eval_every) == 0) if p.eval_every else k < 0
+        extra += np.where(is_ckpt, p.checkpoint_s, 0.0) + np.where(is_eval, p.eval_s, 0.0)
+        level = 1.0 + p.segment_level_pct / 100.0 * rng.standard_normal()
+        e = rng.standard_normal(n_max) * sd * np.sqrt(1 - phi**2)
+        x0 = rng.standard_normal() * sd
+        ar, _ = signal.lfilter([1.0], [1.0, -phi], e, zi=[phi * x0])
+        # fixed-point timeline: step durations depend on when the steps run
+        dur = np.full(n_max, p.step_time_s * 1.03) * (1 + warm) + extra
+        for _ in range(2):
+            end = a + np.cumsum(dur) * 1e9
+            mid = end - 0.5e9 * dur
+            base = table.rows(table.job_step, _interp_rows(mid, g0, dt_ns, inlet))
+            dur = base * level * (1 + warm) * (1 + ar) + extra
+        end = a + np.cumsum(dur) * 1e9
+        n = int(np.searchsorted(end, b, side="right"))
+        mid = (end - 0.5e9 * dur)[:n]
+        inlet_s = _interp_rows(mid, g0, dt_ns, inlet)
+        # the job waits for the slowest GPU at every step (per-GPU jitter included)
+        slowest = np.empty(n)
+        for c0 in range(0, n, 16384):
+            c1 = min(n, c0 + 16384)
+            dg = table.rows(table.step, inlet_s[c0:c1])
+            z = rng.standard_normal(dg.shape, dtype=np.float32)
+            slowest[c0:c1] = (dg * (1 + jit * z)).max(axis=1)
+        det = table.rows(table.job_step, inlet_s)
+        dur = slowest * level * (1 + warm[:n]) * (1 + ar[:n]) + extra[:n]
+        end = a + np.cumsum(dur) * 1e9
+        n = int(np.searchsorted(end, b, side="right"))
+        phase = np.full(n, "train", dtype=object)
+        phase[(k[:n] < 5 * p.warmup_steps) | (k[:n] == 0)] = "warmup"
+        phase[is_ckpt[:n]] = "checkpoint"
+        phase[is_eval[:n]] = "eval"
+        frames.append(pd.DataFrame({
+            "timestamp": pd.DatetimeIndex(end[:n].astype(np.int64), tz="UTC").as_unit("ns"),
+            "step": step_no[:n].astype(np.int64),
+            "segment": np.full(n, j, dtype=np.int64),
+            "phase": pd.array(phase.astype(str), dtype="string"),
+            "duration_s": dur[:n],
+            "throughput_tokens_per_s": p.tokens_per_step / dur[:n],
+        }))
+        det_all.append(p.tokens_per_step / det[:n])   # the physical effect, no level
+        mid_all.append((end[:n] - 0.5e9 * dur[:n]).astype(np.int64))
+        ck = step_no[:n][is_ckpt[:n]]
+        last_ckpt = int(ck[-1]) if len(ck) else last_ckpt
+    steps = pd.concat(frames, ignore_index=True)
+    return steps, np.concatenate(det_all), np.concatenate(mid_all)
+
+
+def _telemetry(grid, fleet: _Fleet, temp, hbm, clock, power, bits, busy, p, rng, dt):
+    n_t, g = temp.shape
+    noise = p.telemetry_noise
+    temp_r = np.round(temp + noise * rng.standard_normal(temp.shape))
+    hbm_r = np.round(hbm + noise * rng.standard_normal(hbm.shape))
+    clk = np.round(clock / p.clock_step_mhz) * p.clock_step_mhz
+    pw = power * (1 + noise / 100.0 * rng.standard_normal(power.shape))
+    energy = np.cumsum(power * dt, axis=0) + rng.uniform(1e8, 1e10, size=g)[None, :]
+    util = np.where(busy[:, None],
+                    np.clip(97.0 + 2.0 * rng.standard_normal((n_t, g)), 0, 100), 0.0)
+    util = np.round(util)
+    lim = np.broadcast_to(fleet.limit[None, :], (n_t, g))
+    # GPU-major order (host, gpu_index, time): already the canonical sort order
+    gpu_of_row = pa.array(np.repeat(np.arange(g, dtype=np.int32), n_t))
+
+    def strings(values) -> pd.api.extensions.ExtensionArray:
+        return pd.array(pa.array(list(values), type=pa.string()).take(gpu_of_row),
+                        dtype="string")
+
+    df = pd.DataFrame({
+        "timestamp": pd.DatetimeIndex(np.tile(grid.as_unit("ns").asi8, g),
+                                      tz="UTC").as_unit("ns"),
+        "host": strings(fleet.hosts),
+        "scope": strings(["gpu"] * g),
+        "gpu_index": pd.array(np.repeat(fleet.gpu_index, n_t).astype(np.int16),
+                              dtype="Int16"),
+        "gpu_uuid": strings(fleet.uuids),
+        "power_w": pw.T.ravel(),
+        "energy_j": energy.T.ravel(),
+        "clock_sm_mhz": clk.T.ravel(),
+        "clock_mem_mhz": np.full(n_t * g, float(p.clock_mem_mhz)),
+        "temp_gpu_c": temp_r.T.ravel(),
+        "temp_mem_c": hbm_r.T.ravel(),
+        "util_gpu_pct": util.T.ravel(),
+        "power_limit_w": lim.T.ravel().astype(float),
+        "throttle_reasons": pd.array(bits.T.ravel(), dtype="UInt64"),
+    })
+    return conform(df, sort=False)
