@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "import_",
     "collect",
     "forecast",
+    "aggregate",
 ]
 
 

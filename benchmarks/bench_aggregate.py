@@ -1,0 +1,273 @@
+"""Benchmark: per-minute cluster power of a >=200-million-row store, pandas vs Dask vs DuckDB.
+
+Generates a store in the powerlab layout (``date=YYYY-MM-DD/host=H/part-*.parquet``,
+written directly with pyarrow, zstd), then aggregates it to per-minute cluster power
+(the sum over GPUs of each GPU's mean power in the minute) three ways:
+
+* pandas: :func:`powerlab.aggregate.power_sums` on a frame read with
+  :func:`powerlab.store.read_store`, on as many hosts as fit in ``--pandas-gib`` of memory;
+* Dask: :func:`powerlab.aggregate.power_sums` on the store path, on a
+  ``distributed.LocalCluster`` of 2 single-threaded worker processes;
+* DuckDB: the same two-level aggregation in SQL over the same Parquet files, 2 threads
+  (the bare-engine baseline).
+
+It prints rows/s, the ratio Dask/DuckDB, the peak RSS of the whole process tree
+(main process + workers, sampled every 50 ms with psutil) during each step, and checks
+that the three answers agree.  The store is deleted at the end.
+
+Usage::
+
+    python benchmarks/bench_aggregate.py                 # 16,384 GPUs x 12,240 s = 200.5 M rows
+    python benchmarks/bench_aggregate.py --rows 5e6      # quick run
+    python benchmarks/bench_aggregate.py --dir /scratch/store --keep
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+GPUS_PER_HOST = 8
+START = pd.Timestamp("2024-05-17T22:30:00Z")  # crosses midnight UTC: 2 date partitions
+
+
+def _schema() -> pa.Schema:
+    from powerlab.schema import empty_frame
+
+    return pa.Schema.from_pandas(empty_frame(), preserve_index=False)
+
+
+def generate_store(root: str | os.PathLike, n_hosts: int, seconds: int, *,
+                   gpus_per_host: int = GPUS_PER_HOST, start: pd.Timestamp = START,
+                   seed: int = 0, compression: str = "zstd") -> dict:
+    """Write a synthetic 1 Hz store; return the ground truth of per-minute cluster power.
+
+    GPU ``(h, g)`` draws ``base[h, g] + (t mod 60)`` watts at second ``t`` since the
+    epoch, so each full minute's per-GPU mean is ``base + 29.5`` W exactly.
+    """
+    root = Path(root)
+    rng = np.random.default_rng(seed)
+    schema = _schema()
+    base = np.round(rng.uniform(150.0, 600.0, (n_hosts, gpus_per_host)), 3)
+    t0 = int(start.value)
+    ts_all = t0 + np.arange(seconds, dtype=np.int64) * 10**9
+    day = ts_all // (86_400 * 10**9)
+    rows = 0
+    gi = np.repeat(np.arange(gpus_per_host, dtype=np.int16), 1)
+    for d in np.unique(day):
+        ts = ts_all[day == d]
+        n_t = len(ts)
+        date = pd.Timestamp(int(d) * 86_400 * 10**9, tz="UTC").strftime("%Y-%m-%d")
+        sec_of_min = ((ts // 10**9) % 60).astype(np.float64)
+        n = n_t * gpus_per_host
+        ts_col = np.tile(ts, gpus_per_host)               # device-major, time order
+        gpu_col = np.repeat(gi, n_t)
+        som = np.tile(sec_of_min, gpus_per_host)
+        clock = np.where(som < 30, 1980.0, 1755.0)
+        temp = 40.0 + som / 6.0
+        util = np.full(n, 97.0)
+        zeros_u = np.zeros(n, dtype=np.uint64)
+        for h in range(n_hosts):
+            host = f"node{h:05d}"
+            power = np.repeat(base[h], n_t) + som
+            energy = 1e6 + (ts_col - t0) / 1e9 * np.repeat(base[h], n_t)
+            uuids = pa.DictionaryArray.from_arrays(
+                pa.array(np.repeat(np.arange(gpus_per_host, dtype=np.int32), n_t)),
+                pa.array([f"GPU-{h:08d}-{g:04d}-0000-0000-000000000000"
+                          for g in range(gpus_per_host)])).cast(pa.string())
+            table = pa.Table.from_arrays([
+                pa.array(ts_col, type=pa.timestamp("ns", tz="UTC")),
+                pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)),
+                                               pa.array([host])).cast(pa.string()),
+                pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)),
+                                               pa.array(["gpu"])).cast(pa.string()),
+                pa.array(gpu_col, type=pa.int16()),
+                uuids,
+                pa.array(power), pa.array(energy), pa.array(clock),
+                pa.array(np.full(n, 2619.0)), pa.array(temp), pa.array(temp + 5.0),
+                pa.array(util), pa.array(np.full(n, 700.0)),
+                pa.array(zeros_u, type=pa.uint64()),
+            ], schema=schema)
+            folder = root / f"date={date}" / f"host={host}"
+            folder.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, folder / f"part-{date.replace('-', '')}-bench.parquet",
+                           compression=compression, row_group_size=1 << 20)
+            rows += n
+    minutes = (ts_all // (60 * 10**9)) * 60 * 10**9
+    per_min = pd.Series(1, index=minutes).groupby(level=0).size()
+    full = per_min.index[per_min.to_numpy() == 60]
+    truth = pd.Series(base.sum() + base.size * 29.5, index=pd.to_datetime(full, utc=True))
+    return {"rows": rows, "truth_full_minutes": truth, "n_gpus": base.size}
+
+
+class PeakRSS:
+    """Peak resident memory of this process and all its children, sampled in a thread."""
+
+    def __init__(self, interval_s: float = 0.05):
+        import psutil
+
+        self._proc = psutil.Process()
+        self.interval_s = interval_s
+        self.peak = 0
+        self._stop = threading.Event()
+
+    def _total(self) -> int:
+        import psutil
+
+        total = 0
+        for p in [self._proc, *self._proc.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):  # a worker may exit meanwhile
+                total += p.memory_info().rss
+        return total
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._total())
+            time.sleep(self.interval_s)
+
+    def __enter__(self):
+        self.peak = self._total()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, self._total())
+
+
+def _gib(b: float) -> str:
+    return f"{b / 2**30:.2f} GiB"
+
+
+def run_duckdb(root: Path, threads: int = 2) -> pd.DataFrame:
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"SET threads = {threads}")
+    q = f"""
+        SELECT bin AS timestamp, sum(p) AS power_w, count(p) AS n_gpus FROM (
+            SELECT host, scope, gpu_index, time_bucket(INTERVAL 1 minute, timestamp) AS bin,
+                   avg(power_w) AS p
+            FROM read_parquet('{root}/date=*/host=*/part-*.parquet', hive_partitioning=false)
+            WHERE scope = 'gpu'
+            GROUP BY ALL)
+        GROUP BY bin ORDER BY bin"""
+    out = con.execute(q).df()
+    con.close()
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=float, default=None,
+                    help="target rows (default: 16,384 GPUs x 12,240 s = 200.5 M)")
+    ap.add_argument("--dir", default=None, help="where to write the store (default: a "
+                    "temporary folder under $TMPDIR)")
+    ap.add_argument("--keep", action="store_true", help="keep the store afterwards")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--memory-limit", default="2GiB", help="per Dask worker")
+    ap.add_argument("--pandas-gib", type=float, default=1.5,
+                    help="memory budget of the pandas run (it reads as many hosts as fit)")
+    args = ap.parse_args(argv)
+
+    n_gpus, seconds = 16_384, 12_240
+    if args.rows is not None:  # fewer hosts, same ~3.4 h (or fewer seconds when tiny)
+        n_gpus = max(GPUS_PER_HOST, int(args.rows // seconds) // GPUS_PER_HOST
+                     * GPUS_PER_HOST)
+        seconds = max(120, min(seconds, int(args.rows // n_gpus)))
+    n_hosts = n_gpus // GPUS_PER_HOST
+    parent = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="powerlab-bench-"))
+    root = parent / "store" if args.dir is None else parent
+    print(f"generating {n_hosts} hosts x {GPUS_PER_HOST} GPUs x {seconds} s at 1 Hz "
+          f"into {root} ...", flush=True)
+    t = time.perf_counter()
+    gen = generate_store(root, n_hosts, seconds)
+    t_gen = time.perf_counter() - t
+    disk = sum(f.stat().st_size for f in root.rglob("*.parquet"))
+    rows = gen["rows"]
+    print(f"  {rows:,} rows, {_gib(disk)} on disk, {t_gen:.1f} s "
+          f"({rows / t_gen / 1e6:.1f} M rows/s)")
+    try:
+        from powerlab.aggregate import power_sums
+        from powerlab.store import read_store
+
+        results = {}
+        # --- DuckDB baseline
+        with PeakRSS() as m:
+            t = time.perf_counter()
+            duck = run_duckdb(root, threads=args.workers)
+            t_duck = time.perf_counter() - t
+        results["duckdb"] = (rows, t_duck, m.peak)
+
+        # --- Dask on a LocalCluster of worker processes
+        from distributed import Client, LocalCluster
+
+        with PeakRSS() as m, LocalCluster(
+                n_workers=args.workers, threads_per_worker=1, processes=True,
+                memory_limit=args.memory_limit, dashboard_address=None) as lc, \
+                Client(lc) as client:
+            client.wait_for_workers(args.workers)
+            power_sums(root, "1min", hosts=["node00000"])  # warm-up: worker imports
+            t = time.perf_counter()
+            dsk = power_sums(root, "1min")
+            t_dask = time.perf_counter() - t
+        results["dask"] = (rows, t_dask, m.peak)
+
+        # --- pandas on the hosts that fit
+        bytes_per_row = 700  # peak of read_store + power_sums per row, measured
+        fit_hosts = max(1, min(n_hosts, int(args.pandas_gib * 2**30 / bytes_per_row
+                                            / (GPUS_PER_HOST * seconds))))
+        hosts = [f"node{h:05d}" for h in range(fit_hosts)]
+        with PeakRSS() as m:
+            t = time.perf_counter()
+            frame = read_store(root, hosts=hosts, columns=["power_w"])
+            pdf = power_sums(frame, "1min")
+            t_pd = time.perf_counter() - t
+        results["pandas"] = (len(frame), t_pd, m.peak)
+        del frame
+
+        # --- agreement
+        truth = gen["truth_full_minutes"]
+        got = dsk.set_index("timestamp")["power_w"].reindex(truth.index)
+        err_truth = float(np.max(np.abs(got.to_numpy() - truth.to_numpy())))
+        duck_s = duck.set_index(pd.to_datetime(duck["timestamp"], utc=True))["power_w"]
+        err_duck = float(np.max(np.abs(duck_s.reindex(dsk["timestamp"]).to_numpy()
+                                       - dsk["power_w"].to_numpy())))
+        print()
+        print(f"{'engine':<8} {'rows':>14} {'time s':>9} {'M rows/s':>10} {'peak RSS':>11}")
+        for k in ("pandas", "dask", "duckdb"):
+            r, tt, pk = results[k]
+            note = f"  ({fit_hosts} of {n_hosts} hosts)" if k == "pandas" else ""
+            print(f"{k:<8} {r:>14,} {tt:>9.2f} {r / tt / 1e6:>10.2f} {_gib(pk):>11}{note}")
+        ratio = t_dask / t_duck
+        print(f"\nDask / DuckDB time ratio: {ratio:.2f} (target <= 3)")
+        print(f"Dask peak RSS (main + {args.workers} workers): {_gib(results['dask'][2])} "
+              "(target < 4 GiB)")
+        print(f"max |Dask - ground truth| over full minutes: {err_truth:.3g} W")
+        print(f"max |Dask - DuckDB|: {err_duck:.3g} W over {len(dsk)} minutes")
+        pd_ok = pdf["n_gpus"].max() == fit_hosts * GPUS_PER_HOST
+        print(f"pandas subset GPUs per minute as expected: {bool(pd_ok)}")
+        ok = err_truth < 1e-6 * truth.abs().max() and err_duck < 1e-6 * truth.abs().max()
+        return 0 if ok else 1
+    finally:
+        if not args.keep:
+            shutil.rmtree(parent if args.dir is None else root, ignore_errors=True)
+            print(f"removed {root}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

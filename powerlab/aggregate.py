@@ -1,0 +1,1176 @@
+"""Fleet-scale aggregation of telemetry: the same answers from pandas and Dask.
+
+Every function here accepts
+
+* a :class:`pandas.DataFrame` in the canonical schema (a laptop, one node's data),
+* a :class:`dask.dataframe.DataFrame` in the canonical schema, or
+* the path of a store (:mod:`powerlab.store`) with an optional time range and host list;
+  the store is then read lazily, one Dask partition per group of ``date=/host=`` folders,
+  pruned by date and host and projected to the columns the aggregation needs,
+
+and returns the same numbers, dtypes and row order whichever way it was called (the
+Dask paths run the very same per-partition kernels as the pandas path, on partitions
+arranged so that every (device, time bin) lies in exactly one partition, and finish with
+a shuffle by time bin so that cross-device sums add the same values in the same order).
+
+Conventions
+-----------
+* Time bins are left-closed and left-labelled, in UTC, and ``freq`` must divide a day
+  (``"1s"``, ``"1min"``, ``"15min"``, ``"1h"``...), so no bin straddles a UTC midnight
+  and hence a date partition of the store.
+* A *device* is one ``(host, scope, gpu_index)``.  Duplicate samples (same device and
+  timestamp) are counted once: the first in input order (for a store, file-name order)
+  is kept.
+* Power sums add the per-device bin means (a device missing from a bin adds nothing;
+  ``n_gpus`` says how many devices contributed).
+* Results are tidy frames with a fresh RangeIndex, sorted by their key columns.
+
+With ``compute=False`` a Dask input returns a lazy Dask DataFrame; pass it to
+:func:`collect` to compute it into the canonical pandas result.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import PowerlabError, SchemaError, StoreError, Violation
+from .schema import GLOSSARY
+
+__all__ = [
+    "collect",
+    "hour_of_day",
+    "job_power",
+    "open_store",
+    "peer_stats",
+    "power_sums",
+    "quality_masks",
+    "resample_gpu",
+]
+
+_KEY = ["host", "scope", "gpu_index"]
+_ID = ["timestamp", "host", "scope", "gpu_index", "gpu_uuid"]
+#: Columns averaged per device and bin when present.
+MEAN_COLUMNS = ("power_w", "clock_sm_mhz", "clock_mem_mhz", "temp_gpu_c", "temp_mem_c",
+                "util_gpu_pct", "power_limit_w", "power_avg_w", "util_mem_pct",
+                "memory_used_bytes", "fan_speed_pct")
+#: Columns of peer (straggler) statistics by default.
+PEER_COLUMNS = ("clock_sm_mhz", "temp_gpu_c", "power_w")
+# key columns of results, in sort priority
+_SORT_PRIORITY = ("host", "rack", "job_id", "scope", "gpu_index", "timestamp", "hour")
+_RESULT_DTYPES = {
+    "timestamp": "datetime64[ns, UTC]", "host": "string", "rack": "string",
+    "job_id": "string", "scope": "string", "gpu_index": "Int16", "gpu_uuid": "string",
+    "n_samples": "int64", "n_gpus": "int64", "throttle_reasons": "UInt64", "hour": "int64",
+    "count": "int64",
+}
+_DAY_NS = 86_400 * 10**9
+
+
+# ----------------------------------------------------------------------------- inputs
+
+def _bin_ns(freq: str | pd.Timedelta) -> int:
+    try:
+        td = pd.Timedelta(freq)
+    except (ValueError, TypeError) as exc:
+        raise PowerlabError(f"freq {freq!r} is not a time span (expected e.g. '1s', '1min', "
+                            "'1h')") from exc
+    ns = int(td.value)
+    if ns <= 0 or _DAY_NS % ns:
+        raise PowerlabError(f"freq {freq!r} must be positive and divide one day "
+                            "(e.g. '1s', '1min', '15min', '1h') so bins never straddle "
+                            "a UTC midnight")
+    return ns
+
+
+def _utc(t) -> pd.Timestamp | None:
+    if t is None:
+        return None
+    ts = pd.Timestamp(t)
+    if ts.tzinfo is None:
+        raise StoreError(f"time bound {t!r} has no time zone; give a tz-aware (UTC) time")
+    return ts.tz_convert("UTC")
+
+
+def _is_dask(obj) -> bool:
+    try:
+        import dask.dataframe as dd
+    except ImportError:  # pragma: no cover - dask is an optional extra
+        return False
+    return isinstance(obj, dd.DataFrame)
+
+
+@dataclass(frozen=True)
+class _Group:
+    """One Dask partition of a store: whole ``date=/host=`` folders of one date."""
+
+    date: str
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Store:
+    root: Path
+    groups: tuple[_Group, ...]
+    start: pd.Timestamp | None
+    end: pd.Timestamp | None
+
+
+def _store_groups(root, start, end, hosts, partition_rows: int) -> _Store:
+    import pyarrow.parquet as pq
+
+    from .store import list_files
+
+    if partition_rows < 1:
+        raise PowerlabError("partition_rows must be at least 1 [rows]")
+    root = Path(root)
+    start, end = _utc(start), _utc(end)
+    files = list_files(root, start=start, end=end, hosts=hosts)
+    by_folder: dict[tuple[str, str], list[Path]] = {}
+    for f in files:
+        by_folder.setdefault((f.parent.parent.name, f.parent.name), []).append(f)
+    groups: list[_Group] = []
+    cur_date, cur_files, cur_rows = None, [], 0
+    for (date, _host), fs in sorted(by_folder.items()):
+        try:
+            rows = sum(pq.ParquetFile(f).metadata.num_rows for f in fs)
+        except Exception as exc:
+            raise StoreError(f"cannot read the Parquet footer of a file in {fs[0].parent}: "
+                             f"{exc}") from exc
+        if cur_files and (date != cur_date or cur_rows + rows > partition_rows):
+            groups.append(_Group(cur_date.split("=", 1)[1], tuple(map(str, cur_files))))
+            cur_files, cur_rows = [], 0
+        cur_date = date
+        cur_files.extend(fs)
+        cur_rows += rows
+    if cur_files:
+        groups.append(_Group(cur_date.split("=", 1)[1], tuple(map(str, cur_files))))
+    return _Store(root, tuple(groups), start, end)
+
+
+def _empty(columns: Sequence[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series([], dtype=GLOSSARY[c].dtype) for c in columns})
+
+
+_LABELS = ("host", "scope", "gpu_uuid")
+
+
+def _read_files(files: Sequence[str], columns: Sequence[str], start, end, *,
+                categorical: bool = False) -> pd.DataFrame:
+    """Read store files into one frame (file order kept), projected to ``columns``.
+
+    With ``categorical`` the label columns stay dictionary-encoded (categoricals), which
+    the kernels factorise for free.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    filters = []
+    if start is not None:
+        filters.append(("timestamp", ">=", start))
+    if end is not None:
+        filters.append(("timestamp", "<", end))
+    tables = []
+    for f in files:
+        try:
+            names = set(pq.read_schema(f).names)
+            t = pq.read_table(f, columns=[c for c in columns if c in names],
+                              filters=filters or None,
+                              read_dictionary=[c for c in _LABELS if c in names
+                                               and c in columns] if categorical else None)
+        except (OSError, pa.ArrowException) as exc:
+            raise StoreError(f"cannot read store file {f}: {exc}") from exc
+        if t.num_rows:
+            tables.append(t)
+    if not tables:
+        return _empty(columns)
+    table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 \
+        else tables[0]
+    df = table.to_pandas()
+    for c in columns:
+        if c not in df.columns:
+            df[c] = pd.Series(pd.NA, index=df.index, dtype=GLOSSARY[c].dtype) \
+                if GLOSSARY[c].dtype != "float64" else np.nan
+        elif categorical and c in _LABELS:
+            continue
+        elif str(df[c].dtype) != GLOSSARY[c].dtype and not (
+                GLOSSARY[c].dtype == "string" and isinstance(df[c].dtype, pd.StringDtype)):
+            df[c] = df[c].astype(GLOSSARY[c].dtype)
+    return df[list(columns)]
+
+
+def _read_partition(group: _Group, start, end, all_columns: Sequence[str],
+                    columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """One partition of :func:`open_store`; ``columns`` is Dask's projection."""
+    if columns is not None:
+        keep = {columns} if isinstance(columns, str) else set(columns)
+        all_columns = [c for c in all_columns if c in keep]
+    return _read_files(group.files, all_columns, start, end)
+
+
+def open_store(root: str | os.PathLike, *, start=None, end=None,
+               hosts: Sequence[str] | None = None, columns: Sequence[str] | None = None,
+               partition_rows: int = 2_000_000):
+    """Open a telemetry store as a lazy Dask DataFrame.
+
+    Only the ``date=/host=`` folders that can hold samples of ``[start, end)`` for
+    ``hosts`` are listed (partition pruning); each partition reads whole folders of one
+    date (so one device-day never spans partitions) and only the columns asked for
+    (column projection, also pushed down by Dask's optimiser).
+
+    Parameters
+    ----------
+    root : path-like
+        The store folder.
+    start, end : datetime-like, optional
+        Keep samples with ``start <= timestamp < end`` (tz-aware).
+    hosts : sequence of str, optional
+        Keep these hosts only.
+    columns : sequence of str, optional
+        Measurement columns to read; identity columns are always read.
+    partition_rows : int, default 2,000,000
+        Folders of one date are grouped into a partition of up to this many rows (a
+        single folder may exceed it) [rows].
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        Telemetry with the canonical dtypes; rows in file order within each partition.
+    """
+    import dask.dataframe as dd
+
+    from .schema import CORE_COLUMNS
+
+    cols = _columns_for(columns if columns is not None else CORE_COLUMNS)
+    src = _store_groups(root, start, end, hosts, partition_rows)
+    if not src.groups:
+        return dd.from_pandas(_empty(cols), npartitions=1)
+    return dd.from_map(_read_partition, list(src.groups), args=[src.start, src.end, cols],
+                       meta=_empty(cols), enforce_metadata=False, label="read-store")
+
+
+def _columns_for(columns: Iterable[str]) -> list[str]:
+    columns = list(columns)
+    unknown = [c for c in columns if c not in GLOSSARY]
+    if unknown:
+        raise SchemaError([Violation(c, f"unknown column; known: {sorted(GLOSSARY)}")
+                           for c in unknown])
+    return list(dict.fromkeys([*_ID, *columns]))
+
+
+def _filter_frame(df: pd.DataFrame, start, end, hosts) -> pd.DataFrame:
+    start, end = _utc(start), _utc(end)
+    if start is None and end is None and hosts is None:
+        return df
+    keep = pd.Series(True, index=df.index)
+    if start is not None:
+        keep &= df["timestamp"] >= start
+    if end is not None:
+        keep &= df["timestamp"] < end
+    if hosts is not None:
+        keep &= df["host"].isin([str(h) for h in hosts])
+    return df[keep.to_numpy(dtype=bool)]
+
+
+def _check_columns(columns: Iterable[str], need: Iterable[str], source: str) -> None:
+    have = set(columns)
+    missing = [c for c in need if c not in have]
+    if missing:
+        raise SchemaError([Violation(c, "missing column needed for the aggregation "
+                                        f"(expected {GLOSSARY[c].dtype}"
+                                        f"{', unit ' + GLOSSARY[c].unit if c in GLOSSARY and GLOSSARY[c].unit else ''})")
+                           for c in missing], source=source)
+
+
+# ----------------------------------------------------------------------------- kernels
+
+def _factor(s: pd.Series) -> tuple[np.ndarray, pd.api.extensions.ExtensionArray]:
+    """Codes ordered like the sorted values (-1 for NA) and the "string" uniques."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        cats = np.asarray(s.cat.categories.astype(str), dtype=object)
+        order = np.argsort(cats, kind="stable")
+        rank = np.empty(len(cats), dtype=np.int64)
+        rank[order] = np.arange(len(cats))
+        codes = np.append(rank, -1)[s.cat.codes.to_numpy()]   # code -1 (NA) stays -1
+        return codes, pd.array(cats[order], dtype="string")
+    codes, uniq = pd.factorize(s.astype("string"), sort=True, use_na_sentinel=True)
+    return codes.astype(np.int64), pd.array(uniq, dtype="string")
+
+
+class _Sorted:
+    """Rows of a frame sorted by device then time (stable), duplicates dropped."""
+
+    def __init__(self, df: pd.DataFrame):
+        n = len(df)
+        hc, self._hosts = _factor(df["host"])
+        sc, self._scopes = _factor(df["scope"])
+        gi = df["gpu_index"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+        code = ((hc + 1) * 4 + (sc + 1)) * 2048 + (gi + 1)
+        ts = df["timestamp"].to_numpy(dtype="datetime64[ns]").view(np.int64) if n \
+            else np.zeros(0, np.int64)
+        if n < 2 or np.all((code[1:] > code[:-1])
+                           | ((code[1:] == code[:-1]) & (ts[1:] >= ts[:-1]))):
+            pos = np.arange(n)
+        else:
+            pos = np.lexsort((ts, code))
+            code, ts = code[pos], ts[pos]
+        keep = np.ones(n, dtype=bool)
+        keep[1:] = (code[1:] != code[:-1]) | (ts[1:] != ts[:-1])
+        if not keep.all():
+            pos, code, ts = pos[keep], code[keep], ts[keep]
+        self.df, self.pos, self.code, self.ts = df, pos, code, ts
+        self._hc, self._sc, self._gi = hc, sc, gi
+
+    def __len__(self) -> int:
+        return len(self.pos)
+
+    def values(self, column: str) -> np.ndarray:
+        """float64 values of a column in sorted order (NA as NaN)."""
+        return self.df[column].to_numpy(dtype=np.float64, na_value=np.nan)[self.pos]
+
+    def column(self, column: str) -> pd.Series:
+        return self.df[column].take(self.pos).reset_index(drop=True)
+
+    def keys(self, rows: np.ndarray, uuid_rows: np.ndarray | None = None) -> dict:
+        """host, scope, gpu_index (and gpu_uuid) of the sorted rows ``rows``."""
+        p = self.pos[rows]
+        gi = self._gi[p]
+        out = {
+            "host": pd.Series(self._hosts.take(self._hc[p], allow_fill=True)),
+            "scope": pd.Series(self._scopes.take(self._sc[p], allow_fill=True)),
+            "gpu_index": pd.Series(pd.arrays.IntegerArray(gi.astype(np.int16), gi < 0)),
+        }
+        if uuid_rows is not None:
+            uc, uu = _factor(self.df["gpu_uuid"])
+            out["gpu_uuid"] = pd.Series(uu.take(uc[self.pos[uuid_rows]], allow_fill=True))
+        return out
+
+
+def _utc_series(ns: np.ndarray) -> pd.Series:
+    return pd.Series(ns.astype("datetime64[ns]")).dt.tz_localize("UTC")
+
+
+def _resample_kernel(df: pd.DataFrame, bin_ns: int, means: Sequence[str],
+                     energy: bool, throttle: bool) -> pd.DataFrame:
+    """Per (device, bin) aggregates of one partition holding whole device-days.
+
+    Energy needs the last valid counter reading before the partition for the first bin
+    of each device; those rows carry ``_e_first``, ``_e_end1`` and ``_s_rest`` for
+    :func:`_energy_fix`.
+    """
+    srt = _Sorted(df)
+    code, ts = srt.code, srt.ts
+    n = len(srt)
+    b = ts // bin_ns
+    new = np.ones(n, dtype=bool)
+    if n:
+        new[1:] = (code[1:] != code[:-1]) | (b[1:] != b[:-1])
+    starts = np.flatnonzero(new)
+    ng = len(starts)
+    last = np.append(starts[1:], n) - 1 if ng else starts
+    out = {"timestamp": _utc_series(b[starts] * bin_ns)}
+    out.update(srt.keys(starts, uuid_rows=last if "gpu_uuid" in df.columns else None))
+    out["n_samples"] = pd.Series(np.diff(np.append(starts, n)), dtype="int64")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for c in means:
+            v = srt.values(c)
+            ok = ~np.isnan(v)
+            s = np.add.reduceat(np.where(ok, v, 0.0), starts) if ng else np.zeros(0)
+            k = np.add.reduceat(ok.astype(np.int64), starts) if ng else np.zeros(0, np.int64)
+            out[c] = pd.Series(s / k, dtype="float64")
+    if throttle:
+        t = srt.column("throttle_reasons").astype("UInt64")
+        ok = ~t.isna().to_numpy()
+        raw = t.to_numpy(dtype=np.uint64, na_value=0)
+        acc = np.bitwise_or.reduceat(raw, starts) if ng else np.zeros(0, np.uint64)
+        k = np.add.reduceat(ok.astype(np.int64), starts) if ng else np.zeros(0, np.int64)
+        out["throttle_reasons"] = pd.Series(pd.arrays.IntegerArray(acc, k == 0))
+    if energy:
+        out.update(_energy_kernel(srt.values("energy_j"), code, starts, new, ng))
+    return pd.DataFrame(out)
+
+
+def _energy_kernel(e, code, starts, new, ng) -> dict[str, pd.Series]:
+    gid = np.cumsum(new) - 1
+    idx = np.flatnonzero(~np.isnan(e))
+    ev, ec, g = e[idx], code[idx], gid[idx]
+    m = len(ev)
+    last_e = np.full(ng, np.nan)
+    delta = np.full(ng, np.nan)
+    e_first = np.full(ng, np.nan)
+    e_end1 = np.full(ng, np.nan)
+    s_rest = np.full(ng, np.nan)
+    if m:
+        grp_start = np.ones(m, dtype=bool)
+        grp_start[1:] = g[1:] != g[:-1]
+        reset = np.zeros(m, dtype=bool)
+        reset[1:] = (ec[1:] == ec[:-1]) & (ev[1:] < ev[:-1])
+        seg_start = grp_start | reset
+        seg_first = np.flatnonzero(seg_start)
+        seg_last = np.append(seg_first[1:], m) - 1
+        seg_id = np.cumsum(seg_start) - 1
+        contrib = np.where(grp_start[seg_first], 0.0, ev[seg_last] - ev[seg_first])
+        grp_seg0 = seg_id[grp_start]            # first segment of each group
+        rest = np.add.reduceat(contrib, grp_seg0)
+        first_pos = np.flatnonzero(grp_start)
+        end1 = ev[seg_last[grp_seg0]]
+        has_pred = np.zeros(len(first_pos), dtype=bool)
+        fp = first_pos[first_pos > 0]
+        has_pred[first_pos > 0] = ec[fp - 1] == ec[fp]
+        pred = np.where(has_pred, ev[np.maximum(first_pos - 1, 0)], np.nan)
+        use_pred = has_pred & (ev[first_pos] >= pred)
+        start1 = np.where(use_pred, pred, ev[first_pos])
+        gg = g[first_pos]
+        delta[gg] = (end1 - start1) + rest
+        last_end = np.append(first_pos[1:], m) - 1
+        last_e[gg] = ev[last_end]
+        pending = gg[~has_pred]
+        pend_sel = ~has_pred
+        e_first[pending] = ev[first_pos][pend_sel]
+        e_end1[pending] = end1[pend_sel]
+        s_rest[pending] = rest[pend_sel]
+    return {"energy_j": pd.Series(last_e), "energy_delta_j": pd.Series(delta),
+            "_e_first": pd.Series(e_first), "_e_end1": pd.Series(e_end1),
+            "_s_rest": pd.Series(s_rest)}
+
+
+def _energy_fix(part: pd.DataFrame, carry: pd.DataFrame | None) -> pd.DataFrame:
+    """Stitch each device's first energy bin to its last reading before the partition."""
+    if "_e_first" not in part.columns:
+        return part
+    part = part.copy()
+    if carry is not None and len(carry) and len(part):
+        pend = part["_e_first"].notna().to_numpy()
+        if pend.any():
+            left = part.loc[pend, _KEY].reset_index()
+            m = left.merge(carry[[*_KEY, "energy_j"]], on=_KEY, how="left")
+            m = m[m["energy_j"].notna()]
+            if len(m):
+                rows = m["index"].to_numpy()
+                p = m["energy_j"].to_numpy(dtype=np.float64)
+                ef = part.loc[rows, "_e_first"].to_numpy()
+                ok = ef >= p
+                rows, p = rows[ok], p[ok]
+                part.loc[rows, "energy_delta_j"] = (
+                    part.loc[rows, "_e_end1"].to_numpy() - p) + part.loc[rows, "_s_rest"].to_numpy()
+    return part.drop(columns=["_e_first", "_e_end1", "_s_rest"])
+
+
+def _energy_tail(part: pd.DataFrame) -> pd.DataFrame:
+    """Per device: the last valid counter reading of a resampled partition."""
+    p = part.loc[part["energy_j"].notna(), [*_KEY, "timestamp", "energy_j"]]
+    return p.groupby(_KEY, dropna=False, observed=True, sort=False).tail(1)
+
+
+def _merge_tail(prev: pd.DataFrame | None, *tails: pd.DataFrame) -> pd.DataFrame:
+    frames = [t for t in ((prev,) + tails) if t is not None and len(t)]
+    if not frames:
+        return tails[0].iloc[:0] if tails else pd.DataFrame()
+    c = pd.concat(frames, ignore_index=True).sort_values("timestamp", kind="stable")
+    return c.groupby(_KEY, dropna=False, observed=True, sort=False).tail(1)
+
+
+# ----------------------------------------------------------------------- computations
+
+def _pick_means(columns: Iterable[str], want: Sequence[str] | None) -> list[str]:
+    if want is None:
+        return [c for c in MEAN_COLUMNS if c in set(columns)]
+    bad = [c for c in want if c not in MEAN_COLUMNS]
+    if bad:
+        raise SchemaError([Violation(c, f"cannot be averaged; averaged columns are "
+                                        f"{list(MEAN_COLUMNS)}") for c in bad])
+    return list(want)
+
+
+def _resampled(data, bin_ns: int, means: Sequence[str] | None, energy: bool | None,
+               throttle: bool | None, start, end, hosts, partition_rows: int,
+               scope: str | None = None, uuid: bool = True):
+    """(kind, frame) of per-device bins: kind 'pandas' or 'dask'."""
+    if isinstance(data, (str, os.PathLike)):
+        from .schema import CORE_COLUMNS
+
+        present = set(CORE_COLUMNS)
+        src = _store_groups(data, start, end, hosts, partition_rows)
+        if means is None:
+            means = [c for c in MEAN_COLUMNS if c in present]
+        energy = True if energy is None else energy
+        throttle = True if throttle is None else throttle
+        cols = _columns_for([*means, *(["energy_j"] if energy else []),
+                             *(["throttle_reasons"] if throttle else [])])
+        if not uuid:
+            cols.remove("gpu_uuid")
+        return "dask", _resample_store(src, cols, bin_ns, means, energy, throttle, scope)
+    if _is_dask(data):
+        _check_columns(data.columns, _ID, "dask input")
+        means = _pick_means(data.columns, means)
+        energy = ("energy_j" in data.columns) if energy is None else energy
+        throttle = ("throttle_reasons" in data.columns) if throttle is None else throttle
+        _check_columns(data.columns, [*means, *(["energy_j"] if energy else []),
+                                      *(["throttle_reasons"] if throttle else [])],
+                       "dask input")
+        cols = list(dict.fromkeys([*_ID, *means, *(["energy_j"] if energy else []),
+                                   *(["throttle_reasons"] if throttle else [])]))
+        if not uuid:
+            cols.remove("gpu_uuid")
+        ddf = data[cols]
+        start_u, end_u = _utc(start), _utc(end)
+        if start_u is not None or end_u is not None or hosts is not None:
+            ddf = ddf.map_partitions(_filter_frame, start_u, end_u, hosts, meta=ddf._meta)
+        if scope is not None:
+            ddf = ddf[ddf["scope"] == scope]
+        ddf = ddf.shuffle(on="host")   # whole hosts per partition: no carry needed
+        meta = _resample_kernel(_empty(cols), bin_ns, means, energy, throttle)
+        out = ddf.map_partitions(_resample_whole, bin_ns, means, energy, throttle,
+                                 meta=_energy_fix(meta, None), enforce_metadata=False)
+        return "dask", out
+    if not isinstance(data, pd.DataFrame):
+        raise PowerlabError(f"expected a pandas or Dask DataFrame or a store path, got "
+                            f"{type(data).__name__}")
+    _check_columns(data.columns, _ID, "input frame")
+    means = _pick_means(data.columns, means)
+    energy = ("energy_j" in data.columns) if energy is None else energy
+    throttle = ("throttle_reasons" in data.columns) if throttle is None else throttle
+    _check_columns(data.columns, [*means, *(["energy_j"] if energy else []),
+                                  *(["throttle_reasons"] if throttle else [])], "input frame")
+    df = _filter_frame(data, start, end, hosts)
+    if scope is not None:
+        df = df[(df["scope"] == scope).fillna(False).to_numpy(dtype=bool)]
+    if not uuid:
+        df = df.drop(columns=["gpu_uuid"])
+    return "pandas", _resample_whole(df, bin_ns, means, energy, throttle)
+
+
+def _resample_whole(df, bin_ns, means, energy, throttle) -> pd.DataFrame:
+    return _energy_fix(_resample_kernel(df, bin_ns, means, energy, throttle), None)
+
+
+def _read_resample(group: _Group, cols, start, end, bin_ns, means, energy, throttle, scope):
+    df = _read_files(group.files, cols, start, end, categorical=True)
+    if scope is not None:
+        df = df[(df["scope"] == scope).fillna(False).to_numpy(dtype=bool)]
+    return _resample_kernel(df, bin_ns, means, energy, throttle)
+
+
+def _resample_store(src: _Store, cols, bin_ns, means, energy, throttle, scope):
+    import dask
+    import dask.dataframe as dd
+
+    meta = _resample_kernel(_empty(cols), bin_ns, means, energy, throttle)
+    final_meta = _energy_fix(meta, None)
+    if not src.groups:
+        return dd.from_pandas(final_meta, npartitions=1)
+    if not energy:
+        return dd.from_map(_read_resample, list(src.groups), args=[
+            cols, src.start, src.end, bin_ns, means, energy, throttle, scope],
+            meta=final_meta, enforce_metadata=False, label="resample")
+    # energy: the first bin of each device-day needs the last reading of earlier days,
+    # carried along a (cheap) chain of per-date tails.
+    read = dask.delayed(_read_resample, pure=True)
+    tail = dask.delayed(_energy_tail, pure=True)
+    merge = dask.delayed(_merge_tail, pure=True)
+    fix = dask.delayed(_energy_fix, pure=True)
+    parts, carry, date_tails, cur_date = [], None, [], None
+    for grp in src.groups:  # sorted by date
+        if grp.date != cur_date:
+            if date_tails:
+                carry = merge(carry, *date_tails)
+            date_tails, cur_date = [], grp.date
+        a = read(grp, cols, src.start, src.end, bin_ns, means, energy, throttle, scope)
+        date_tails.append(tail(a))
+        parts.append(fix(a, carry))
+    return dd.from_delayed(parts, meta=final_meta, verify_meta=False)
+
+
+# ----------------------------------------------------------------------------- results
+
+def _canonical(df: pd.DataFrame) -> pd.DataFrame:
+    for c, dt in _RESULT_DTYPES.items():
+        if c in df.columns and str(df[c].dtype) != dt:
+            df[c] = df[c].astype(dt)
+    keys = [c for c in _SORT_PRIORITY if c in df.columns]
+    if keys:
+        df = df.sort_values(keys, kind="stable", na_position="first")
+    return df.reset_index(drop=True)
+
+
+def collect(result, *, client=None) -> pd.DataFrame:
+    """Compute a lazy result (``compute=False``) into the canonical pandas frame.
+
+    Parameters
+    ----------
+    result : pandas.DataFrame or dask.dataframe.DataFrame
+        What an aggregation returned.
+    client : distributed.Client, optional
+        Compute on this cluster (default: Dask's current scheduler).
+    """
+    if _is_dask(result):
+        # gather the partitions here rather than concatenating them on one worker
+        parts = result.to_delayed()
+        if client is not None:
+            parts = client.gather(client.compute(parts))
+        else:
+            import dask
+
+            parts = list(dask.compute(*parts))
+        result = pd.concat(parts, ignore_index=True) if parts else result._meta
+    return _canonical(result.copy())
+
+
+def _finish(kind: str, frame, compute: bool):
+    if kind == "dask" and not compute:
+        return frame
+    return collect(frame)
+
+
+def resample_gpu(data, freq: str = "1min", *, columns: Sequence[str] | None = None,
+                 energy: bool | None = None, start=None, end=None,
+                 hosts: Sequence[str] | None = None, compute: bool = True,
+                 partition_rows: int = 2_000_000) -> pd.DataFrame:
+    """Resample telemetry per device (GPU or node) to fixed time bins.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, dask.dataframe.DataFrame or path-like
+        Telemetry in the canonical schema, or a store folder.
+    freq : str, default "1min"
+        Bin width; must divide a day [time span].
+    columns : sequence of str, optional
+        Columns to average (default: every column of :data:`MEAN_COLUMNS` present).
+    energy : bool, optional
+        Also compute ``energy_j`` (last counter reading in the bin [J]) and
+        ``energy_delta_j`` (energy in the bin [J]); default: when ``energy_j`` is present.
+    start, end : datetime-like, optional
+        Keep samples with ``start <= timestamp < end`` (tz-aware).
+    hosts : sequence of str, optional
+        Keep these hosts only.
+    compute : bool, default True
+        Return a pandas frame; ``False`` returns a lazy Dask frame for Dask inputs (pass
+        it to :func:`collect`).
+    partition_rows : int, default 2,000,000
+        Store input: rows per partition (whole folders of one date) [rows].
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per device and bin: ``timestamp`` (bin start, UTC), ``host``, ``scope``,
+        ``gpu_index``, ``gpu_uuid`` (of the bin's last sample), ``n_samples``, the mean
+        of each averaged column (NaN readings skipped; NaN when none), ``throttle_reasons``
+        (bitwise OR over the bin), ``energy_j`` and ``energy_delta_j``.
+
+    Notes
+    -----
+    ``energy_delta_j`` is the counter increase from the device's previous valid reading
+    (possibly in an earlier bin or day) to its last reading in the bin, so the deltas of
+    consecutive bins add up to the counter's total increase.  Across a counter reset
+    (a decrease, see :func:`powerlab.quality.counter_resets`) the energy between the
+    reading before the reset and the one after it is unknown and counted as zero.
+    """
+    bin_ns = _bin_ns(freq)
+    kind, frame = _resampled(data, bin_ns, columns, energy, None, start, end, hosts,
+                             partition_rows)
+    return _finish(kind, frame, compute)
+
+
+# --- sums by time bin (cluster / host / rack / job)
+
+def _rack_map(racks) -> pd.Series:
+    if isinstance(racks, pd.DataFrame):
+        _check_columns(racks.columns, ["host", "rack"], "rack mapping")
+        s = pd.Series(racks["rack"].to_numpy(), index=racks["host"].astype(str).to_numpy())
+    elif isinstance(racks, pd.Series):
+        s = racks.copy()
+    elif isinstance(racks, Mapping):
+        s = pd.Series(dict(racks))
+    else:
+        raise PowerlabError("racks must be a mapping host -> rack, a Series or a frame "
+                            "with columns 'host' and 'rack'")
+    s.index = s.index.astype(str)
+    if s.index.duplicated().any():
+        raise SchemaError([Violation("host", "host listed twice in the rack mapping",
+                                     tuple(s.index[s.index.duplicated()]))],
+                          source="rack mapping")
+    return s.astype("string")
+
+
+def _add_rack(part: pd.DataFrame, racks: pd.Series) -> pd.DataFrame:
+    part = part.copy()
+    rack = part["host"].astype(str).map(racks)
+    missing = part.loc[rack.isna().to_numpy(), "host"].unique()
+    if len(missing):
+        raise SchemaError([Violation("host", f"no rack for host(s) {sorted(map(str, missing))}"
+                                             " in the rack mapping")], source="rack mapping")
+    part["rack"] = rack.astype("string")
+    return part
+
+
+def _sum_kernel(part: pd.DataFrame, keys: Sequence[str], value: str) -> pd.DataFrame:
+    """Sum ``value`` over devices per (timestamp, keys), adding in a fixed order."""
+    order = ["timestamp", *keys, *[k for k in ("host", "scope", "gpu_index")
+                                   if k not in keys]]
+    part = part.sort_values(order, kind="stable", na_position="first")
+    g = part.groupby(["timestamp", *keys], sort=True, observed=True, dropna=False)
+    out = pd.DataFrame({
+        value: g[value].sum(min_count=1),
+        "n_gpus": g[value].count().astype("int64"),
+    }).reset_index()
+    out = out[[*keys, "timestamp", value, "n_gpus"]] if keys else out
+    for c in keys:
+        out[c] = out[c].astype("string")
+    return out
+
+
+def _sum_by(kind: str, frame, keys: Sequence[str], value: str, racks=None):
+    if racks is not None and "rack" in keys:
+        rk = _rack_map(racks)
+        frame = (frame.map_partitions(_add_rack, rk, meta=_add_rack(frame._meta, rk))
+                 if kind == "dask" else _add_rack(frame, rk))
+    if kind == "pandas":
+        return _sum_kernel(frame, keys, value)
+    meta = _sum_kernel(frame._meta, keys, value)
+    shuffled = frame.shuffle(on="timestamp", npartitions=max(1, frame.npartitions // 4),
+                             shuffle_method="tasks")
+    return shuffled.map_partitions(_sum_kernel, keys, value, meta=meta,
+                                   enforce_metadata=False)
+
+
+def power_sums(data, freq: str = "1min", *, by: str = "cluster", racks=None,
+               scope: str = "gpu", start=None, end=None, hosts: Sequence[str] | None = None,
+               compute: bool = True, partition_rows: int = 2_000_000) -> pd.DataFrame:
+    """Power of the cluster, each host or each rack per time bin.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, dask.dataframe.DataFrame or path-like
+        Telemetry in the canonical schema, or a store folder.
+    freq : str, default "1min"
+        Bin width; must divide a day [time span].
+    by : {"cluster", "host", "rack"}
+        Grouping.
+    racks : mapping, Series or DataFrame, optional
+        Host -> rack (needed for ``by="rack"``); every host must be mapped.
+    scope : {"gpu", "node"}, default "gpu"
+        Which rows to add (GPU rows, or node power for sources that only have that).
+    start, end, hosts, compute, partition_rows
+        As in :func:`resample_gpu`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``[host|rack,] timestamp, power_w, n_gpus``: the sum over devices of each
+        device's mean power in the bin [W] and the number of devices with a reading.
+    """
+    keys = {"cluster": [], "host": ["host"], "rack": ["rack"]}.get(by)
+    if keys is None:
+        raise PowerlabError(f"by={by!r}: expected 'cluster', 'host' or 'rack' "
+                            "(per-job power: job_power)")
+    if by == "rack" and racks is None:
+        raise PowerlabError("by='rack' needs a host -> rack mapping (racks=...)")
+    bin_ns = _bin_ns(freq)
+    kind, frame = _resampled(data, bin_ns, ["power_w"], False, False, start, end, hosts,
+                             partition_rows, scope=scope, uuid=False)
+    return _finish(kind, _sum_by(kind, frame, keys, "power_w", racks), compute)
+
+
+# --- per-job power
+
+def _job_table(jobs: pd.DataFrame) -> pd.DataFrame:
+    if not isinstance(jobs, pd.DataFrame):
+        raise PowerlabError("jobs must be a DataFrame with columns host, gpu_index, job_id, "
+                            "start, end")
+    need = ["host", "gpu_index", "job_id", "start", "end"]
+    missing = [c for c in need if c not in jobs.columns]
+    if missing:
+        raise SchemaError([Violation(c, "missing column of the GPU -> job mapping") for c in
+                           missing], source="job mapping")
+    j = jobs[need].copy()
+    v = []
+    for c in ("start", "end"):
+        if not isinstance(j[c].dtype, pd.DatetimeTZDtype):
+            v.append(Violation(c, f"job times must be tz-aware, got {j[c].dtype}"))
+    if v:
+        raise SchemaError(v, source="job mapping")
+    j["start"] = j["start"].dt.tz_convert("UTC").astype("datetime64[ns, UTC]")
+    j["end"] = j["end"].dt.tz_convert("UTC").astype("datetime64[ns, UTC]")
+    j["host"] = j["host"].astype("string")
+    j["gpu_index"] = pd.to_numeric(j["gpu_index"]).astype("Int16")
+    j["job_id"] = j["job_id"].astype("string")
+    bad = j.index[(j["end"] <= j["start"]).to_numpy() | j[need].isna().any(axis=1).to_numpy()]
+    if len(bad):
+        raise SchemaError([Violation("end", "each job needs host, gpu_index, job_id and "
+                                            "start < end", tuple(bad))], source="job mapping")
+    j = j.sort_values(["host", "gpu_index", "start"], kind="stable").reset_index(drop=True)
+    same = (j["host"].to_numpy()[1:] == j["host"].to_numpy()[:-1]) & \
+           (j["gpu_index"].to_numpy()[1:] == j["gpu_index"].to_numpy()[:-1])
+    over = same & (j["start"].to_numpy()[1:] < j["end"].to_numpy()[:-1])
+    if over.any():
+        raise SchemaError([Violation("start", "jobs overlap on the same GPU (host, gpu_index)",
+                                     tuple(np.flatnonzero(over) + 1))], source="job mapping")
+    return j
+
+
+def _job_kernel(df: pd.DataFrame, jobs: pd.DataFrame, bin_ns: int) -> pd.DataFrame:
+    """Per (device, bin, job): the job's share of the device's bin-mean power [W]."""
+    srt = _Sorted(df)
+    code, ts = srt.code, srt.ts
+    df = srt.df.take(srt.pos).reset_index(drop=True)
+    n = len(srt)
+    b = ts // bin_ns
+    job = np.full(n, -1, dtype=np.int64)
+    if n and len(jobs):
+        key = pd.MultiIndex.from_arrays([df["host"].astype("string"),
+                                         df["gpu_index"].astype("Int16")])
+        jstart = jobs["start"].to_numpy(dtype="datetime64[ns]").view(np.int64)
+        jend = jobs["end"].to_numpy(dtype="datetime64[ns]").view(np.int64)
+        dkey = pd.MultiIndex.from_arrays([jobs["host"], jobs["gpu_index"]])
+        jdev, uniq = dkey.factorize()            # jobs are sorted by device, start
+        jdev = jdev.astype(np.int64)
+        dev_idx = uniq.get_indexer(key)          # each sample's job-device number or -1
+        has = dev_idx >= 0
+        first_job = np.searchsorted(jdev, np.arange(len(uniq)), side="left")
+        last_job = np.searchsorted(jdev, np.arange(len(uniq)), side="right")
+        pos = np.flatnonzero(has)
+        for d in np.unique(dev_idx[has]):
+            sel = pos[dev_idx[pos] == d]
+            lo, hi = first_job[d], last_job[d]
+            k = np.searchsorted(jstart[lo:hi], ts[sel], side="right") - 1
+            ok = (k >= 0)
+            kk = np.where(ok, k, 0) + lo
+            ok &= ts[sel] < jend[kk]
+            job[sel[ok]] = kk[ok]
+    p = srt.values("power_w")
+    valid = ~np.isnan(p)
+    # valid-sample count per (device, bin)
+    new_db = np.ones(n, dtype=bool)
+    if n:
+        new_db[1:] = (code[1:] != code[:-1]) | (b[1:] != b[:-1])
+    gid = np.cumsum(new_db) - 1
+    nvalid = np.bincount(gid, weights=valid, minlength=gid[-1] + 1 if n else 0)
+    sel = np.flatnonzero(valid & (job >= 0))
+    cols = {"timestamp": [], "job_id": [], "host": [], "scope": [], "gpu_index": [],
+            "power_w": []}
+    if len(sel):
+        c2, b2, j2, p2 = code[sel], b[sel], job[sel], p[sel]
+        order = np.lexsort((j2, b2, c2))  # stable: (device, bin, job), time order kept
+        c2, b2, j2, p2, s2 = c2[order], b2[order], j2[order], p2[order], sel[order]
+        new = np.ones(len(sel), dtype=bool)
+        new[1:] = (c2[1:] != c2[:-1]) | (b2[1:] != b2[:-1]) | (j2[1:] != j2[:-1])
+        starts = np.flatnonzero(new)
+        sums = np.add.reduceat(p2, starts)
+        rows = s2[starts]
+        cols = {"timestamp": _utc_series(b2[starts] * bin_ns),
+                "job_id": jobs["job_id"].take(j2[starts]).reset_index(drop=True)}
+        cols.update(srt.keys(rows))
+        cols["power_w"] = pd.Series(sums / nvalid[gid[rows]], dtype="float64")
+        return pd.DataFrame(cols)
+    return pd.DataFrame({
+        "timestamp": pd.Series([], dtype="datetime64[ns, UTC]"),
+        "job_id": pd.Series([], dtype="string"), "host": pd.Series([], dtype="string"),
+        "scope": pd.Series([], dtype="string"), "gpu_index": pd.Series([], dtype="Int16"),
+        "power_w": pd.Series([], dtype="float64")})
+
+
+def _read_job(group: _Group, cols, start, end, jobs, bin_ns):
+    df = _read_files(group.files, cols, start, end, categorical=True)
+    df = df[(df["scope"] == "gpu").fillna(False).to_numpy(dtype=bool)]
+    return _job_kernel(df, jobs, bin_ns)
+
+
+def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, start=None, end=None,
+              hosts: Sequence[str] | None = None, compute: bool = True,
+              partition_rows: int = 2_000_000) -> pd.DataFrame:
+    """Power of each job per time bin, from a GPU -> job mapping.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, dask.dataframe.DataFrame or path-like
+        Telemetry in the canonical schema, or a store folder (GPU rows are used).
+    jobs : pandas.DataFrame
+        Columns ``host``, ``gpu_index``, ``job_id``, ``start``, ``end`` (tz-aware): the
+        GPU belonged to the job for ``start <= timestamp < end``; jobs on one GPU must
+        not overlap.
+    freq, start, end, hosts, compute, partition_rows
+        As in :func:`resample_gpu`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``job_id, timestamp, power_w, n_gpus``.  Each sample is attributed to the job of
+        its GPU at that instant; a GPU's bin-mean power is split among its jobs in
+        proportion to their samples, so jobs plus unassigned GPUs add up to the cluster
+        power of :func:`power_sums` [W].  ``n_gpus`` counts GPUs with samples of the job.
+    """
+    bin_ns = _bin_ns(freq)
+    jt = _job_table(jobs)
+    if isinstance(data, (str, os.PathLike)):
+        import dask.dataframe as dd
+
+        src = _store_groups(data, start, end, hosts, partition_rows)
+        cols = [c for c in _columns_for(["power_w"]) if c != "gpu_uuid"]
+        meta = _job_kernel(_empty(cols), jt, bin_ns)
+        if not src.groups:
+            frame = dd.from_pandas(meta, npartitions=1)
+        else:
+            frame = dd.from_map(_read_job, list(src.groups),
+                                args=[cols, src.start, src.end, jt, bin_ns], meta=meta,
+                                enforce_metadata=False, label="job-power")
+        kind = "dask"
+    elif _is_dask(data):
+        _check_columns(data.columns, [*_ID, "power_w"], "dask input")
+        ddf = data[_ID + ["power_w"]]
+        s_u, e_u = _utc(start), _utc(end)
+        ddf = ddf.map_partitions(_filter_frame, s_u, e_u, hosts, meta=ddf._meta)
+        ddf = ddf[ddf["scope"] == "gpu"].shuffle(on="host")
+        meta = _job_kernel(_empty(_ID + ["power_w"]), jt, bin_ns)
+        frame = ddf.map_partitions(_job_kernel, jt, bin_ns, meta=meta, enforce_metadata=False)
+        kind = "dask"
+    elif isinstance(data, pd.DataFrame):
+        _check_columns(data.columns, [*_ID, "power_w"], "input frame")
+        df = _filter_frame(data, start, end, hosts)
+        df = df[(df["scope"] == "gpu").fillna(False).to_numpy(dtype=bool)]
+        frame, kind = _job_kernel(df, jt, bin_ns), "pandas"
+    else:
+        raise PowerlabError(f"expected a pandas or Dask DataFrame or a store path, got "
+                            f"{type(data).__name__}")
+    return _finish(kind, _sum_by(kind, frame, ["job_id"], "power_w"), compute)
+
+
+# --- hour of day
+
+def hour_of_day(data, site_tz: str, freq: str = "1min", *, by: str = "cluster", racks=None,
+                scope: str = "gpu", start=None, end=None,
+                hosts: Sequence[str] | None = None,
+                partition_rows: int = 2_000_000) -> pd.DataFrame:
+    """Statistics of power by local hour of day at the site.
+
+    The cluster (host, rack) power of each ``freq`` bin (see :func:`power_sums`) is
+    labelled with the local hour of its start in ``site_tz``; on a daylight-saving day the
+    skipped hour simply has fewer bins and the repeated hour has more.
+
+    Parameters
+    ----------
+    site_tz : str
+        IANA time zone of the site (e.g. ``"America/New_York"``); required, never guessed.
+    freq : str, default "1min"
+        Bin width of the power series; must divide an hour [time span].
+    by, racks, scope, start, end, hosts, partition_rows
+        As in :func:`power_sums`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``[host|rack,] hour, count, mean_w, std_w, min_w, median_w, max_w`` with ``hour``
+        0..23 local time and ``count`` the number of bins [W].
+    """
+    try:
+        import zoneinfo
+
+        zoneinfo.ZoneInfo(site_tz)
+    except Exception as exc:
+        raise PowerlabError(f"site_tz {site_tz!r} is not an IANA time zone "
+                            "(e.g. 'Europe/Paris')") from exc
+    if 3_600 * 10**9 % _bin_ns(freq):
+        raise PowerlabError(f"freq {freq!r} must divide an hour for hour-of-day statistics")
+    p = power_sums(data, freq, by=by, racks=racks, scope=scope, start=start, end=end,
+                   hosts=hosts, partition_rows=partition_rows)
+    keys = {"cluster": [], "host": ["host"], "rack": ["rack"]}[by]
+    p = p[p["power_w"].notna()]
+    hour = p["timestamp"].dt.tz_convert(site_tz).dt.hour.astype("int64")
+    g = p.assign(hour=hour).groupby([*keys, "hour"], sort=True, observed=True)["power_w"]
+    out = pd.DataFrame({"count": g.count().astype("int64"), "mean_w": g.mean(),
+                        "std_w": g.std(), "min_w": g.min(), "median_w": g.median(),
+                        "max_w": g.max()}).reset_index()
+    return _canonical(out)
+
+
+# --- straggler peer statistics
+
+def _peer_kernel(part: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    g = part.groupby("timestamp", sort=True)
+    out = {"n_gpus": g.size().astype("int64")}
+    for c in columns:
+        med = g[c].median()
+        dev = (part[c] - part["timestamp"].map(med)).abs()
+        out[f"{c}_median"] = med
+        out[f"{c}_mad"] = dev.groupby(part["timestamp"], sort=True).median()
+        out[f"{c}_count"] = g[c].count().astype("int64")
+    return pd.DataFrame(out).rename_axis("timestamp").reset_index()
+
+
+def peer_stats(data, freq: str = "1min", *, columns: Sequence[str] = PEER_COLUMNS,
+               start=None, end=None, hosts: Sequence[str] | None = None,
+               compute: bool = True, partition_rows: int = 2_000_000) -> pd.DataFrame:
+    """Peer statistics across GPUs per time bin: median and MAD of each GPU's bin mean.
+
+    The robust centre and spread against which a straggler (a GPU clocking lower, running
+    hotter or drawing less power than its peers) stands out; see
+    :mod:`powerlab.stragglers` for the flags.
+
+    Parameters
+    ----------
+    columns : sequence of str, default ("clock_sm_mhz", "temp_gpu_c", "power_w")
+        Columns whose peer statistics are computed.
+    freq, start, end, hosts, compute, partition_rows
+        As in :func:`resample_gpu`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``timestamp, n_gpus`` and, per column, ``<col>_median``, ``<col>_mad`` (median
+        absolute deviation from the median, unscaled) and ``<col>_count`` (GPUs with a
+        reading).
+
+    References
+    ----------
+    .. [1] Leys, C., Ley, C., Klein, O., Bernard, P., Licata, L. (2013). Detecting outliers:
+       Do not use standard deviation around the mean, use absolute deviation around the
+       median. Journal of Experimental Social Psychology 49(4), 764-766.
+    """
+    bin_ns = _bin_ns(freq)
+    columns = list(columns)
+    kind, frame = _resampled(data, bin_ns, columns, False, False, start, end, hosts,
+                             partition_rows, scope="gpu", uuid=False)
+    if kind == "pandas":
+        res = _peer_kernel(frame, columns)
+    else:
+        meta = _peer_kernel(frame._meta, columns)
+        res = frame.shuffle(on="timestamp", npartitions=max(1, frame.npartitions // 4),
+                            shuffle_method="tasks") \
+            .map_partitions(_peer_kernel, columns, meta=meta, enforce_metadata=False)
+    return _finish(kind, res, compute)
+
+
+# --- quality masks
+
+def _mask_kernel(df: pd.DataFrame, max_gap_s: float, stale_columns: Sequence[str],
+                 stale_min_run: int, energy: bool,
+                 before: pd.DataFrame | None = None,
+                 after: pd.DataFrame | None = None) -> pd.DataFrame:
+    from . import quality
+
+    own = df.reset_index(drop=True).assign(_own=True)
+    parts = [p.assign(_own=False) for p in (before, after) if p is not None and len(p)]
+    win = pd.concat([own, *parts], ignore_index=True) if parts else own
+    out = win[["timestamp", "host", "scope", "gpu_index"]].copy()
+    out["gap"] = quality.gaps(win, max_gap_s)
+    for c in stale_columns:
+        out[f"stale_{c}"] = quality.stale(win, c, stale_min_run)
+    if energy:
+        out["reset_energy_j"] = quality.counter_resets(win)
+    return out[win["_own"].to_numpy(dtype=bool)]
+
+
+def _boundary(df: pd.DataFrame, k: int, energy: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """First and last ``k`` rows of each device (and its last valid counter reading)."""
+    s = df.sort_values([*_KEY, "timestamp"], kind="stable", na_position="first")
+    g = s.groupby(_KEY, dropna=False, observed=True, sort=False)
+    head, tail = g.head(k), g.tail(k)
+    if energy:
+        ev = s[s["energy_j"].notna()]
+        tail = pd.concat([tail, ev.groupby(_KEY, dropna=False, observed=True,
+                                           sort=False).tail(1)]).drop_duplicates()
+    return head, tail
+
+
+def _read_boundary(group: _Group, cols, start, end, k, energy):
+    return _boundary(_read_files(group.files, cols, start, end), k, energy)
+
+
+def _merge_bound(carry, bounds, which: str, k: int, energy: bool):
+    frames = [carry] if carry is not None else []
+    frames += [b[0] if which == "head" else b[1] for b in bounds]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return None
+    c = pd.concat(frames, ignore_index=True)
+    h, t = _boundary(c, k, energy)
+    return h if which == "head" else t
+
+
+def _read_mask(group: _Group, cols, start, end, max_gap_s, stale_columns, stale_min_run,
+               energy, before, after):
+    df = _read_files(group.files, cols, start, end)
+    return _mask_kernel(df, max_gap_s, stale_columns, stale_min_run, energy, before, after)
+
+
+def quality_masks(data, max_gap_s: float, *, stale_columns: Sequence[str] = ("power_w",
+                                                                             "temp_gpu_c"),
+                  stale_min_run: int = 10, start=None, end=None,
+                  hosts: Sequence[str] | None = None, compute: bool = True,
+                  partition_rows: int = 2_000_000) -> pd.DataFrame:
+    """Quality masks of :mod:`powerlab.quality` for every sample, at any scale.
+
+    Runs :func:`powerlab.quality.gaps`, :func:`~powerlab.quality.stale` and
+    :func:`~powerlab.quality.counter_resets` on partitions that hold whole device-days,
+    each extended by the neighbouring samples of the same devices from earlier and later
+    days, so masks that look across midnight match the whole-frame result.
+
+    Parameters
+    ----------
+    max_gap_s : float
+        Largest normal spacing between samples of one device [s].
+    stale_columns : sequence of str
+        Columns checked for stuck readings.
+    stale_min_run : int, default 10
+        Shortest stale run [samples].
+    start, end, hosts, compute, partition_rows
+        As in :func:`resample_gpu`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``timestamp, host, scope, gpu_index``, ``gap``, ``stale_<col>`` and (when
+        ``energy_j`` is read) ``reset_energy_j``, one row per sample, sorted by device and
+        time (duplicate samples kept, in input order).
+    """
+    stale_columns = list(stale_columns)
+    k = max(int(stale_min_run) - 1, 1)
+    if isinstance(data, (str, os.PathLike)):
+        import dask
+        import dask.dataframe as dd
+
+        src = _store_groups(data, start, end, hosts, partition_rows)
+        cols = _columns_for([*stale_columns, "energy_j"])
+        energy = True
+        meta = _mask_kernel(_empty(cols), max_gap_s, stale_columns, stale_min_run, energy)
+        if not src.groups:
+            return _finish("dask", dd.from_pandas(meta, npartitions=1), compute)
+        rb = dask.delayed(_read_boundary, pure=True)
+        mb = dask.delayed(_merge_bound, pure=True)
+        rm = dask.delayed(_read_mask, pure=True)
+        dates = sorted({g.date for g in src.groups})
+        bounds = {d: [rb(g, cols, src.start, src.end, k, energy)
+                      for g in src.groups if g.date == d] for d in dates}
+        before, after = {}, {}
+        carry = None
+        for d in dates:
+            before[d] = carry
+            carry = mb(carry, bounds[d], "tail", k, energy)
+        carry = None
+        for d in reversed(dates):
+            after[d] = carry
+            carry = mb(carry, bounds[d], "head", k, energy)
+        parts = [rm(g, cols, src.start, src.end, max_gap_s, stale_columns, stale_min_run,
+                    energy, before[g.date], after[g.date]) for g in src.groups]
+        return _finish("dask", dd.from_delayed(parts, meta=meta, verify_meta=False), compute)
+    if _is_dask(data):
+        energy = "energy_j" in data.columns
+        cols = list(dict.fromkeys([*_ID, *stale_columns, *(["energy_j"] if energy else [])]))
+        _check_columns(data.columns, cols, "dask input")
+        ddf = data[cols]
+        ddf = ddf.map_partitions(_filter_frame, _utc(start), _utc(end), hosts, meta=ddf._meta)
+        meta = _mask_kernel(_empty(cols), max_gap_s, stale_columns, stale_min_run, energy)
+        res = ddf.shuffle(on="host").map_partitions(
+            _mask_kernel, max_gap_s, stale_columns, stale_min_run, energy, meta=meta,
+            enforce_metadata=False)
+        return _finish("dask", res, compute)
+    if not isinstance(data, pd.DataFrame):
+        raise PowerlabError(f"expected a pandas or Dask DataFrame or a store path, got "
+                            f"{type(data).__name__}")
+    energy = "energy_j" in data.columns
+    df = _filter_frame(data, start, end, hosts)
+    return collect(_mask_kernel(df, max_gap_s, stale_columns, stale_min_run, energy))

@@ -1,0 +1,367 @@
+"""Fleet-scale aggregation: pandas, Dask-frame and store (Dask) paths give identical answers."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+from powerlab import aggregate as ag
+from powerlab import quality
+from powerlab.cli import main as cli_main
+from powerlab.exceptions import PowerlabError, SchemaError, StoreError
+from powerlab.schema import conform
+from powerlab.store import read_store, write_store
+
+REPO = Path(__file__).resolve().parents[1]
+UTC = "UTC"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_aggregate",
+                                                  REPO / "benchmarks" / "bench_aggregate.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _gpu_frame(host, gpu, t, power, energy, seed=0):
+    rng = np.random.default_rng(seed)
+    n = len(t)
+    return pd.DataFrame({
+        "timestamp": t, "host": host, "scope": "gpu", "gpu_index": gpu,
+        "gpu_uuid": f"GPU-{abs(hash(host)) % 10**8:08d}-{gpu:04d}",
+        "power_w": power, "energy_j": energy,
+        "clock_sm_mhz": rng.choice([1755.0, 1980.0], n), "clock_mem_mhz": 2619.0,
+        "temp_gpu_c": 40 + 10 * rng.random(n), "temp_mem_c": 50.0,
+        "util_gpu_pct": 90.0, "power_limit_w": 700.0,
+        "throttle_reasons": rng.choice(np.array([0, 4, 2**40], dtype=np.uint64), n),
+    })
+
+
+def _edges() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Telemetry with every edge: midnight, gaps, stale runs, resets, NaN, absent days.
+
+    Returns the frame and the duplicate samples (other values) appended later.
+    """
+    t = pd.date_range("2024-05-17T23:58:00Z", periods=270, freq="1s")
+    rng = np.random.default_rng(1)
+    frames = []
+    for h, host in enumerate(["n1", "rack b/n 2"]):
+        for g in range(3):
+            p = 200 + 100 * rng.random(len(t)) + 10 * g
+            e = 5e5 + np.cumsum(p)
+            keep = np.ones(len(t), dtype=bool)
+            if (h, g) == (0, 0):                      # gap across midnight
+                keep &= ~((t >= "2024-05-17T23:59:50Z") & (t < "2024-05-18T00:00:20Z"))
+                p[5:8] = np.nan                        # missing readings
+                e[100:104] = np.nan
+            if (h, g) == (0, 1):                      # stale run across midnight
+                p[(t >= "2024-05-17T23:59:55Z") & (t < "2024-05-18T00:00:05Z")] = 250.0
+            if (h, g) == (0, 2):                      # resets at midnight and mid-bin
+                e[t >= "2024-05-18T00:00:00Z"] -= 4.9e5
+                e[t >= "2024-05-18T00:01:30Z"] -= 5e4
+            frames.append(_gpu_frame(host, g, t[keep], p[keep], e[keep], seed=h * 3 + g))
+    # a GPU absent a whole day, back two days later (counter went on)
+    t2 = pd.date_range("2024-05-20T00:00:03Z", periods=80, freq="1s")
+    frames.append(_gpu_frame("rack b/n 2", 0, t2, np.full(80, 310.0),
+                             9e5 + 310.0 * np.arange(80), seed=9))
+    # node-level row of one host (must not be added to GPU sums)
+    node = _gpu_frame("n1", 0, t[::10], np.full(27, 3000.0), np.nan)
+    node["scope"], node["gpu_index"], node["gpu_uuid"] = "node", pd.NA, pd.NA
+    node["energy_j"] = np.nan
+    frames.append(node)
+    df = conform(pd.concat(frames, ignore_index=True))
+    dup_sel = (df["host"] == "n1") & (df["gpu_index"] == 0) & (df["scope"] == "gpu") & (
+        df["timestamp"] >= "2024-05-18T00:01:00Z") & (df["timestamp"] < "2024-05-18T00:01:10Z")
+    dups = df[dup_sel.to_numpy(dtype=bool)].copy()
+    dups["power_w"] += 7.0
+    return df, dups
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("agg") / "store"
+    df, dups = _edges()
+    write_store(df, root, fsync=False)
+    write_store(dups, root, fsync=False)          # later file: duplicates come second
+    return root
+
+
+@pytest.fixture(scope="module")
+def frame(store):
+    return read_store(store)
+
+
+def _three(fn, store, frame):
+    """The same call on a pandas frame, a store path and a Dask frame, all computed."""
+    with dask.config.set(scheduler="sync"):
+        a = fn(frame)
+        b = fn(store)
+        c = fn(dd.from_pandas(frame, npartitions=3))
+    return a, b, c
+
+
+CALLS = {
+    "resample_1s": lambda x: ag.resample_gpu(x, "1s"),
+    "resample_1min": lambda x: ag.resample_gpu(x, "1min", partition_rows=500),
+    "cluster": lambda x: ag.power_sums(x, "1min"),
+    "host": lambda x: ag.power_sums(x, "1min", by="host"),
+    "rack": lambda x: ag.power_sums(x, "15s", by="rack",
+                                    racks={"n1": "r1", "rack b/n 2": "r2"}),
+    "node": lambda x: ag.power_sums(x, "1min", by="host", scope="node"),
+    "peer": lambda x: ag.peer_stats(x, "10s"),
+    "masks": lambda x: ag.quality_masks(x, 1.5, stale_min_run=5, partition_rows=500),
+    "jobs": lambda x: ag.job_power(x, _jobs(), "30s"),
+    "range": lambda x: ag.power_sums(x, "1s", by="host", hosts=["rack b/n 2"],
+                                     start=pd.Timestamp("2024-05-17T23:59:30Z"),
+                                     end=pd.Timestamp("2024-05-18T00:00:40Z")),
+}
+
+
+def _jobs() -> pd.DataFrame:
+    ts = pd.Timestamp
+    return pd.DataFrame({
+        "host": ["n1", "n1", "n1", "rack b/n 2", "rack b/n 2"],
+        "gpu_index": [0, 0, 1, 1, 2],
+        "job_id": ["A", "B", "A", "C", "C"],
+        "start": [ts("2024-05-17T23:00Z"), ts("2024-05-18T00:00:45Z"), ts("2024-05-17T23:00Z"),
+                  ts("2024-05-17T23:59:00Z"), ts("2024-05-17T23:00Z")],
+        "end": [ts("2024-05-18T00:00:45Z"), ts("2024-05-19T00:00Z"), ts("2024-05-19T00:00Z"),
+                ts("2024-05-19T00:00Z"), ts("2024-05-19T00:00Z")],
+    })
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_pandas_store_and_dask_frame_paths_identical(name, store, frame):
+    a, b, c = _three(CALLS[name], store, frame)
+    assert len(a) > 0
+    assert isinstance(a.index, pd.RangeIndex)
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    pd.testing.assert_frame_equal(a, c, check_exact=True)
+
+
+def test_resample_against_plain_pandas(frame):
+    out = ag.resample_gpu(frame, "1min")
+    gpu = frame.drop_duplicates(["host", "scope", "gpu_index", "timestamp"], keep="first")
+    gpu = gpu.assign(bin=gpu["timestamp"].dt.floor("1min"))
+    ref = gpu.groupby(["host", "scope", "gpu_index", "bin"], dropna=False, observed=True)
+    ref = ref.agg(power_w=("power_w", "mean"), temp_gpu_c=("temp_gpu_c", "mean"),
+                  n=("power_w", "size")).reset_index()
+    ref = ref.sort_values(["host", "scope", "gpu_index", "bin"], na_position="first")
+    assert list(out["timestamp"]) == list(ref["bin"])
+    assert out["n_samples"].tolist() == ref["n"].tolist()
+    np.testing.assert_allclose(out["power_w"], ref["power_w"], rtol=1e-13)
+    np.testing.assert_allclose(out["temp_gpu_c"], ref["temp_gpu_c"], rtol=1e-13)
+    # the duplicates (power + 7 W) were dropped: the first sample was kept
+    assert out["n_samples"].max() == 60
+    assert out.dtypes["gpu_index"] == "Int16" and out.dtypes["throttle_reasons"] == "UInt64"
+    assert out["timestamp"].dt.tz is not None
+
+
+def test_energy_delta_adds_up_per_device(frame):
+    out = ag.resample_gpu(frame, "1min")
+    gpu = frame[frame["scope"] == "gpu"].drop_duplicates(
+        ["host", "scope", "gpu_index", "timestamp"])
+    for (host, g), d in gpu.groupby(["host", "gpu_index"]):
+        e = d["energy_j"].dropna().to_numpy()
+        diffs = np.diff(e)
+        expected = diffs[diffs >= 0].sum()           # resets count as zero
+        got = out[(out["host"] == host) & (out["gpu_index"] == g)]["energy_delta_j"].sum()
+        assert got == pytest.approx(expected, rel=1e-12)
+    # the GPU that came back two days later: its first bin spans the missing day
+    back = out[(out["host"] == "rack b/n 2") & (out["gpu_index"] == 0)
+               & (out["timestamp"] == pd.Timestamp("2024-05-20T00:00Z"))]
+    last_before = gpu[(gpu["host"] == "rack b/n 2") & (gpu["gpu_index"] == 0)
+                      & (gpu["timestamp"] < "2024-05-19")]["energy_j"].iloc[-1]
+    assert back["energy_delta_j"].iloc[0] == pytest.approx(9e5 + 310.0 * 56 - last_before)
+
+
+def test_quality_masks_match_quality_module_across_midnight(store, frame):
+    masks = ag.quality_masks(store, 1.5, stale_min_run=5, partition_rows=500)
+    assert masks["gap"].to_numpy().tolist() == quality.gaps(frame, 1.5).tolist()
+    assert masks["stale_power_w"].tolist() == quality.stale(frame, "power_w", 5).tolist()
+    assert masks["reset_energy_j"].tolist() == quality.counter_resets(frame).tolist()
+    midnight = pd.Timestamp("2024-05-18T00:00:00Z")
+    flagged = masks[masks["gap"]]
+    assert (flagged["timestamp"] == midnight + pd.Timedelta(seconds=20)).any()
+    assert (flagged["timestamp"] == pd.Timestamp("2024-05-20T00:00:03Z")).any()
+    stale = masks[masks["stale_power_w"]]
+    assert stale["timestamp"].min() < midnight <= stale["timestamp"].max()
+    resets = masks[masks["reset_energy_j"]]
+    assert midnight in set(resets["timestamp"])
+
+
+def test_sums_are_sums_of_device_means(frame):
+    res = ag.resample_gpu(frame, "1min")
+    gpu = res[res["scope"] == "gpu"]
+    cl = ag.power_sums(frame, "1min")
+    ref = gpu.groupby("timestamp")["power_w"].agg(["sum", "count"])
+    np.testing.assert_allclose(cl["power_w"], ref["sum"].to_numpy(), rtol=1e-13)
+    assert cl["n_gpus"].tolist() == ref["count"].tolist()
+    racks = ag.power_sums(frame, "1min", by="rack", racks={"n1": "r", "rack b/n 2": "r"})
+    np.testing.assert_allclose(racks["power_w"], cl["power_w"], rtol=1e-13)
+    node = ag.power_sums(frame, "1min", by="host", scope="node")
+    assert set(node["host"]) == {"n1"} and np.allclose(node["power_w"], 3000.0)
+
+
+def test_job_power_plus_idle_is_cluster(frame):
+    jobs = _jobs()
+    jp = ag.job_power(frame, jobs, "30s")
+    cl = ag.power_sums(frame, "30s").set_index("timestamp")["power_w"]
+    res = ag.resample_gpu(frame, "30s")
+    res = res[res["scope"] == "gpu"]
+    assigned = {("n1", 0), ("n1", 1), ("rack b/n 2", 1), ("rack b/n 2", 2)}
+    idle = res[[(h, g) not in assigned for h, g in zip(res["host"], res["gpu_index"])]]
+    idle_w = idle.groupby("timestamp")["power_w"].sum()
+    # rack b/n 2 GPU 1 joins job C at 23:59:00 only
+    early = res[(res["host"] == "rack b/n 2") & (res["gpu_index"] == 1)
+                & (res["timestamp"] < "2024-05-17T23:59Z")].set_index("timestamp")["power_w"]
+    total = jp.groupby("timestamp")["power_w"].sum().add(idle_w, fill_value=0)
+    total = total.add(early, fill_value=0)
+    np.testing.assert_allclose(total.reindex(cl.index).to_numpy(), cl.to_numpy(), rtol=1e-12)
+    # GPU 0 of n1 switches from A to B at 00:00:45, mid-bin: both jobs share that bin
+    b = jp[(jp["job_id"] == "B")]
+    assert b["timestamp"].min() == pd.Timestamp("2024-05-18T00:00:30Z")
+    assert set(jp["job_id"]) == {"A", "B", "C"}
+
+
+@pytest.mark.parametrize("day,skipped,doubled", [("2024-03-10", 2, None),
+                                                 ("2024-11-03", None, 1)])
+def test_hour_of_day_on_dst_days(tmp_path, day, skipped, doubled):
+    tz = "America/New_York"
+    local0 = pd.Timestamp(day, tz=tz)
+    t0 = local0.tz_convert(UTC)
+    t = pd.date_range(t0, t0 + pd.Timedelta(hours=30), freq="1min", inclusive="left")
+    t = t[t.tz_convert(tz).normalize() == local0]        # exactly the local day
+    hour = t.tz_convert(tz).hour
+    df = conform(_gpu_frame("n1", 0, t, 100.0 + hour, 1e6 + np.arange(len(t))))
+    write_store(df, tmp_path, fsync=False)
+    a = ag.hour_of_day(df, tz)
+    with dask.config.set(scheduler="sync"):
+        b = ag.hour_of_day(tmp_path, tz)
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    counts = dict(zip(a["hour"], a["count"]))
+    if skipped is not None:
+        assert skipped not in counts and len(counts) == 23
+    if doubled is not None:
+        assert counts[doubled] == 120
+    assert all(c == 60 for h, c in counts.items() if h != doubled)
+    np.testing.assert_array_equal(a["mean_w"], 100.0 + a["hour"])
+    assert len(t) == sum(counts.values())  # the UTC day split across two store dates
+
+
+def test_store_reading_is_pruned_and_projected(store, frame):
+    full = ag.open_store(store)
+    day2 = ag.open_store(store, start=pd.Timestamp("2024-05-18T00:00Z"),
+                         end=pd.Timestamp("2024-05-19T00:00Z"), hosts=["n1"])
+    assert day2.npartitions < full.npartitions
+    cols = ["timestamp", "host", "scope", "gpu_index", "power_w"]
+    got = ag.collect(day2[cols].compute())
+    exp = frame[(frame["host"] == "n1") & (frame["timestamp"] >= "2024-05-18")
+                & (frame["timestamp"] < "2024-05-19")][cols]
+    pd.testing.assert_frame_equal(got, ag.collect(exp))
+    # projection reaches the reader: only the asked columns are read from Parquet
+    from dask.dataframe.dask_expr.io.io import FromMapProjectable
+
+    expr = full[["timestamp", "power_w"]].optimize(fuse=False).expr
+    readers = [e for e in expr.walk() if isinstance(e, FromMapProjectable)]
+    assert readers and list(readers[0].operand("columns")) == ["timestamp", "power_w"]
+    assert list(full[["timestamp", "power_w"]].partitions[0].compute().columns) == [
+        "timestamp", "power_w"]
+
+
+def test_bad_input_raises_clear_errors(store, frame):
+    with pytest.raises(PowerlabError, match="divide one day"):
+        ag.power_sums(frame, "7min")
+    with pytest.raises(StoreError, match="time zone"):
+        ag.power_sums(store, start="2024-05-18 00:00")
+    with pytest.raises(SchemaError, match="power_w"):
+        ag.power_sums(frame.drop(columns="power_w"))
+    with pytest.raises(PowerlabError, match="rack"):
+        ag.power_sums(frame, by="rack")
+    with pytest.raises(SchemaError, match="no rack for host"):
+        ag.power_sums(frame, by="rack", racks={"n1": "r1"})
+    bad = _jobs()
+    bad.loc[1, "start"] = pd.Timestamp("2024-05-18T00:00:00Z")
+    with pytest.raises(SchemaError, match="overlap"):
+        ag.job_power(frame, bad)
+    naive = _jobs().assign(start=lambda j: j["start"].dt.tz_localize(None))
+    with pytest.raises(SchemaError, match="tz-aware"):
+        ag.job_power(frame, naive)
+    with pytest.raises(PowerlabError, match="IANA"):
+        ag.hour_of_day(frame, "Mars/Olympus")
+    with pytest.raises(StoreError, match="no store"):
+        ag.power_sums(store.parent / "nope")
+
+
+def test_cli_aggregate_writes_what_the_functions_return(store, frame, tmp_path, capsys):
+    out = tmp_path / "host.parquet"
+    assert cli_main(["aggregate", str(store), "--by", "host", "--freq", "30s",
+                     "--out", str(out)]) == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(out),
+                                  ag.power_sums(frame, "30s", by="host"))
+    jobs_csv = tmp_path / "jobs.csv"
+    j = _jobs()
+    j.assign(start=j["start"].dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
+             end=j["end"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")).to_csv(jobs_csv, index=False)
+    csv = tmp_path / "jobs_out.csv"
+    assert cli_main(["aggregate", str(store), "--by", "job", "--jobs", str(jobs_csv),
+                     "--out", str(csv), "--no-progress"]) == 0
+    back = pd.read_csv(csv)
+    exp = ag.job_power(frame, j, "1min")
+    np.testing.assert_allclose(back["power_w"], exp["power_w"], rtol=1e-12)
+    assert back["job_id"].tolist() == exp["job_id"].tolist()
+    assert "wrote" in capsys.readouterr().out
+    assert cli_main(["aggregate", str(store), "--by", "job", "--out", str(csv)]) == 2
+    assert cli_main(["aggregate", str(store), "--start", "2024-05-18",
+                     "--out", str(csv)]) == 2
+    assert "no time zone" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------- real distributed cluster
+
+WORKER_LIMIT = 400 * 2**20
+
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  memory_limit=WORKER_LIMIT, dashboard_address=None,
+                                  silence_logs=40) as lc, distributed.Client(lc) as c:
+        c.wait_for_workers(2)
+        yield c
+
+
+def test_local_cluster_with_worker_processes_matches_pandas(client, store, frame):
+    assert len(client.scheduler_info()["workers"]) == 2
+    for name in ("resample_1min", "host", "masks", "peer"):
+        got = CALLS[name](store)               # runs on the cluster (the default client)
+        pd.testing.assert_frame_equal(got, CALLS[name](frame), check_exact=True)
+    lazy = ag.power_sums(store, "1min", compute=False)
+    pd.testing.assert_frame_equal(ag.collect(lazy, client=client), CALLS["cluster"](frame))
+
+
+def test_memory_bounded_on_store_several_times_worker_memory(client, tmp_path):
+    """Scaled down from the issue's 2 GiB workers: 400 MiB workers, a >=3x larger store."""
+    bench = _bench()
+    n_hosts, seconds = 170, 12_240            # 16.6 M rows, 8 GPUs per host
+    gen = bench.generate_store(tmp_path, n_hosts, seconds)
+    one = read_store(tmp_path, hosts=["node00000"])
+    in_memory = gen["rows"] * one.memory_usage(deep=True).sum() / len(one)
+    workers = client.scheduler_info()["workers"]
+    total_limit = sum(w["memory_limit"] for w in workers.values())
+    assert in_memory >= 3 * total_limit, (in_memory, total_limit)
+    before = set(workers)
+    res = ag.power_sums(tmp_path, "1min", partition_rows=250_000)
+    assert set(client.scheduler_info()["workers"]) == before      # no worker was killed
+    assert (res["n_gpus"] == n_hosts * 8).all()
+    truth = gen["truth_full_minutes"]
+    got = res.set_index("timestamp")["power_w"].reindex(truth.index)
+    np.testing.assert_allclose(got.to_numpy(), truth.to_numpy(), rtol=1e-12)
