@@ -4,14 +4,15 @@ Data flow: collect / iotools readers -> store -> quality -> analysis & forecast 
 export, charts.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 
 try:
     __version__ = _version("powerlab")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
-from .exceptions import (  # noqa: E402
+from .exceptions import (
     DataQualityWarning,
     ParseError,
     PowerlabError,
@@ -21,11 +22,11 @@ from .exceptions import (  # noqa: E402
 )
 
 __all__ = [
-    "__version__",
-    "PowerlabError",
-    "SchemaError",
-    "ParseError",
-    "ScenarioError",
-    "StoreError",
     "DataQualityWarning",
+    "ParseError",
+    "PowerlabError",
+    "ScenarioError",
+    "SchemaError",
+    "StoreError",
+    "__version__",
 ]

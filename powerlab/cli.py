@@ -17,9 +17,10 @@ from .exceptions import PowerlabError
 #: Subcommand modules under powerlab._cli, in the order shown by --help.
 COMMAND_MODULES = [
     "summary",
-    "import_",
     "collect",
+    "import_",
     "forecast",
+    "demo",
     "aggregate",
 ]
 

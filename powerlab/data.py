@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .exceptions import PowerlabError
 
-__all__ = ["data_dir", "bundled_path"]
+__all__ = ["bundled_path", "data_dir"]
 
 
 def data_dir() -> Path:

@@ -7,21 +7,21 @@ column, key or rows) and *what was expected*.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 __all__ = [
-    "PowerlabError",
-    "SchemaError",
-    "Violation",
-    "ParseError",
-    "ScenarioError",
-    "StoreError",
     "AnalysisError",
+    "DataQualityWarning",
+    "GPULostError",
     "NVMLError",
     "NVMLUnavailableError",
-    "GPULostError",
-    "DataQualityWarning",
+    "ParseError",
+    "PowerlabError",
+    "ScenarioError",
+    "SchemaError",
+    "StoreError",
+    "Violation",
 ]
 
 

@@ -11,14 +11,13 @@ formula (starting with ``= + - @``, tab or carriage return) are prefixed with ``
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .exceptions import ParseError, PowerlabError
+from .store import atomic_write_bytes
 
 __all__ = [
     "FACILITIES_COLUMNS",
@@ -101,27 +100,8 @@ def facilities_frame(result, resolution="15min") -> pd.DataFrame:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename durable
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:  # pragma: no cover - platforms without directory fsync
-        pass
+    """Temporary file in the target folder, fsync, rename (see store.atomic_write_bytes)."""
+    atomic_write_bytes(path, lambda tmp: Path(tmp).write_bytes(data))
 
 
 def write_facilities_csv(result, path, resolution="15min",

@@ -13,7 +13,7 @@ import pandas as pd
 from .exceptions import SchemaError, Violation
 from .schema import device_codes
 
-__all__ = ["gaps", "stale", "counter_resets", "quality_report"]
+__all__ = ["counter_resets", "gaps", "quality_report", "stale"]
 
 _KEY = ["host", "scope", "gpu_index"]
 

@@ -21,17 +21,17 @@ import pandas as pd
 from .exceptions import SchemaError, Violation
 
 __all__ = [
-    "Column",
-    "GLOSSARY",
     "CORE_COLUMNS",
+    "GLOSSARY",
     "IDENTITY_COLUMNS",
     "MEASUREMENT_COLUMNS",
     "SCOPES",
+    "Column",
     "conform",
-    "empty_frame",
-    "validate",
-    "glossary_frame",
     "device_codes",
+    "empty_frame",
+    "glossary_frame",
+    "validate",
 ]
 
 SCOPES = ("gpu", "node")
@@ -157,7 +157,7 @@ def conform(df: pd.DataFrame, *, sort: bool = True) -> pd.DataFrame:
     RangeIndex.  No value is changed, only types: a conversion that would lose
     information raises :class:`~powerlab.exceptions.SchemaError`.
     """
-    out = df.copy()
+    out = df.copy(deep=False)  # columns are replaced, never modified in place
     n = len(out)
     if "scope" not in out.columns:
         out["scope"] = "gpu"

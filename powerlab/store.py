@@ -21,8 +21,8 @@ from __future__ import annotations
 import os
 import re
 import uuid
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import pandas as pd
 import pyarrow as pa
@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from .exceptions import StoreError
 from .schema import CORE_COLUMNS, GLOSSARY, conform, validate
 
-__all__ = ["write_store", "read_store", "list_files", "atomic_write_bytes", "store_summary"]
+__all__ = ["atomic_write_bytes", "list_files", "read_store", "store_summary", "write_store"]
 
 _TMP_PREFIX = ".tmp-"
 _PART_RE = re.compile(r"^part-.*\.parquet$")

@@ -26,7 +26,7 @@ def test_summary_on_a_store(tmp_path, capsys):
     assert "60 samples from 2 host(s)" in out
     exp = df.groupby("host")["power_w"].mean().round(1)
     for host, val in exp.items():
-        line = [ln for ln in out.splitlines() if ln.strip().startswith(host)][0]
+        line = next(ln for ln in out.splitlines() if ln.strip().startswith(host))
         assert f"{val:.1f}" in line
     assert isinstance(exp, pd.Series)
 

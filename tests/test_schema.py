@@ -3,8 +3,7 @@ import pandas as pd
 import pytest
 
 from powerlab.exceptions import PowerlabError, SchemaError
-from powerlab.schema import (CORE_COLUMNS, GLOSSARY, conform, empty_frame, glossary_frame,
-                             validate)
+from powerlab.schema import CORE_COLUMNS, GLOSSARY, conform, empty_frame, glossary_frame, validate
 from tests.conftest import make_telemetry
 
 
@@ -85,13 +84,13 @@ def test_validate_reports_every_violation_at_once(telemetry):
     assert "bad.parquet" in msg
     assert set(err.columns) >= {"clock_mem_mhz", "power_w", "temp_gpu_c", "util_gpu_pct",
                                 "timestamp"}
-    pw = [v for v in err.violations if v.column == "power_w"][0]
+    pw = next(v for v in err.violations if v.column == "power_w")
     assert pw.rows == (3,) and "milliwatts" in pw.message
-    tg = [v for v in err.violations if v.column == "temp_gpu_c"][0]
+    tg = next(v for v in err.violations if v.column == "temp_gpu_c")
     assert tg.rows == (5,) and "kelvin" in tg.message
-    dup = [v for v in err.violations if "duplicate" in v.message][0]
+    dup = next(v for v in err.violations if "duplicate" in v.message)
     assert 7 in dup.rows
-    back = [v for v in err.violations if "backwards" in v.message][0]
+    back = next(v for v in err.violations if "backwards" in v.message)
     assert 20 in back.rows or 21 in back.rows
 
 

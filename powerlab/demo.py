@@ -1,0 +1,366 @@
+"""The main job on an embedded default: ``powerlab demo``.
+
+:func:`run_demo` needs no input.  On the data bundled in ``data/`` it
+
+1. reads the real MLPerf Training v4.0 GPT-3 power logs (64 nodes x 8 H100, Apache-2.0)
+   and the training log, and calibrates a job power profile (:func:`powerlab.profile.
+   fit_profile`: step time, duty cycle, compute and communication-wait levels);
+2. forecasts a 16,384-GPU site (``data/scenarios/llama3_16k_h100.yaml``) running one
+   synchronous job that starts on all GPUs at once, with checkpoints and failures, using
+   the calibrated profile (:func:`powerlab.forecast.forecast`), checks the utility limits
+   and compares mitigations (power floor, GPU ramp limit, battery);
+3. runs the time-of-day analysis (:func:`powerlab.dvfs.fit_time_of_day`) and the
+   straggler search (:func:`powerlab.stragglers.find_stragglers`) on the synthetic twin
+   (:func:`powerlab.synth.simulate_training`) driven by the real weather of a station
+   next to the MGHPCC datacenter (MIT);
+4. writes the facilities CSV with its JSON sidecar (:func:`powerlab.export.
+   write_facilities_csv`) and one self-contained HTML report with the charts
+   (:class:`powerlab.report.Report`) that renders offline.
+
+Progress goes to ``progress`` (standard error by default), one line per step with its
+duration.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pandas as pd
+
+from .exceptions import DataQualityWarning, PowerlabError
+
+__all__ = ["NOTICES", "DemoResult", "demo_scenario", "run_demo"]
+
+#: Attribution of the bundled real data (shown in the report).
+NOTICES = (
+    ("MLPerf Training v4.0 results, Supermicro power submission (GPT-3 175B, 64 nodes x 8 "
+     "H100-SXM5-80GB), copyright MLCommons and the submitter, licensed under the Apache "
+     "License, Version 2.0; excerpt from LambdaLabsML/training_results_v4.0 (commit "
+     "6fe95437), gzip-compressed, otherwise unchanged."),
+    ("Weather station KMAHIGHL4 (Holyoke, MA), copyright (c) 2025 Harvard University "
+     "Faculty of Arts & Sciences Research Computing, MIT licence; from "
+     "fasrc/hpc_sustainability_dataset (commit ed7de4fb)."),
+)
+
+SITE_GPUS = 16_384
+_SCENARIO = "llama3_16k_h100.yaml"
+
+
+@dataclass
+class DemoResult:
+    """What :func:`run_demo` produced.
+
+    Attributes
+    ----------
+    out : pathlib.Path
+        Output folder.
+    report : pathlib.Path
+        The HTML report.
+    csv, sidecar : pathlib.Path
+        The facilities CSV and its JSON sidecar.
+    figures : dict
+        Key numbers (floats, in the units their names carry).
+    timings_s : dict
+        Seconds per step [s].
+    profile, forecast, limits, mitigations, time_of_day, stragglers : object
+        The intermediate results (ProfileFit, ForecastResult, violations frame,
+        mitigation table, TimeOfDayResult, StragglerResult).
+    """
+
+    out: Path
+    report: Path
+    csv: Path
+    sidecar: Path
+    figures: dict[str, float]
+    timings_s: dict[str, float]
+    profile: Any = field(repr=False, default=None)
+    forecast: Any = field(repr=False, default=None)
+    limits: Any = field(repr=False, default=None)
+    mitigations: Any = field(repr=False, default=None)
+    time_of_day: Any = field(repr=False, default=None)
+    stragglers: Any = field(repr=False, default=None)
+
+
+class _Progress:
+    def __init__(self, stream: IO[str] | None, n_steps: int):
+        self.stream = stream
+        self.n = n_steps
+        self.i = 0
+        self.timings: dict[str, float] = {}
+        self._t0 = time.perf_counter()
+
+    def step(self, key: str, text: str):
+        self.i += 1
+        return _Step(self, key, f"[{self.i}/{self.n}] {text}")
+
+    def say(self, text: str) -> None:
+        if self.stream is not None:
+            print(text, file=self.stream, flush=True)
+
+
+class _Step:
+    def __init__(self, prog: _Progress, key: str, text: str):
+        self.prog, self.key, self.text = prog, key, text
+
+    def __enter__(self):
+        if self.prog.stream is not None:
+            print(f"{self.text} ...", end="", file=self.prog.stream, flush=True)
+        self.t = time.perf_counter()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        dt = time.perf_counter() - self.t
+        self.prog.timings[self.key] = dt
+        if self.prog.stream is not None:
+            status = f" {dt:.1f} s" if exc_type is None else " failed"
+            print(status, file=self.prog.stream, flush=True)
+        return False
+
+
+def demo_scenario(profile=None, *, hours: float = 6.0) -> Any:
+    """The demo's 16,384-GPU scenario, with a calibrated job profile when given.
+
+    Starts from ``data/scenarios/llama3_16k_h100.yaml`` (one synchronous job on every
+    GPU, 30-minute checkpoints, failures at the Llama 3 rate) shortened to ``hours``;
+    with ``profile`` (a :class:`powerlab.profile.ProfileFit`), the job's step time, duty
+    cycle and compute / communication-wait power come from the fit.
+
+    Parameters
+    ----------
+    profile : ProfileFit, optional
+    hours : float, default 6
+        Horizon from 00:00 UTC [h].
+
+    Returns
+    -------
+    powerlab.scenario.Scenario
+    """
+    import yaml
+
+    from .data import bundled_path
+    from .scenario import parse_scenario
+
+    path = bundled_path("scenarios", _SCENARIO)
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    start = pd.Timestamp(spec["horizon"]["start_utc"])
+    end = start + pd.Timedelta(hours=hours)
+    spec["horizon"] = {"start_utc": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                       "end_utc": end.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    job = spec["jobs"][0]
+    job_start = pd.Timestamp(job["start_utc"])
+    job["duration_s"] = float((end - job_start).total_seconds() - 120.0)
+    if job["duration_s"] <= job.get("startup_s", 0) + job.get("shutdown_s", 0):
+        raise PowerlabError(f"hours={hours} leaves the demo job no training time")
+    if profile is not None:
+        job["step_time_s"] = float(profile.step_time_s)
+        job["compute_fraction"] = float(profile.compute_fraction)
+        job.setdefault("power", {})
+        job["power"]["compute_w"] = float(profile.compute_w)
+        job["power"]["comm_w"] = float(profile.comm_w)
+        spec["name"] = spec["name"] + "-calibrated"
+        spec["description"] = (spec.get("description", "") + " Job profile calibrated on "
+                               "the MLPerf GPT-3 64-node power trace.")
+    return parse_scenario(spec, path=path)
+
+
+def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sys.stderr,
+             hours: float = 6.0, draws: int = 10, twin_days: float = 10.0,
+             seed: int = 1) -> DemoResult:
+    """Run the demo on the bundled data and write the CSV, sidecar and HTML report.
+
+    Parameters
+    ----------
+    out : path-like, default "powerlab-demo"
+        Output folder (created).
+    progress : text stream or None, default sys.stderr
+        Where progress lines go; None is silent.
+    hours : float, default 6
+        Forecast horizon [h].
+    draws : int, default 10
+        Monte Carlo draws of the forecast [-].
+    twin_days : float, default 10
+        Length of the twin's training run for the time-of-day analysis [days].
+    seed : int, default 1
+        Seed of the forecast and the twin.
+
+    Returns
+    -------
+    DemoResult
+    """
+    from . import charts
+    from .data import bundled_path
+    from .dvfs import fit_time_of_day
+    from .export import read_facilities_csv, write_facilities_csv
+    from .forecast import forecast
+    from .iotools import read_mllog, read_mlperf_power, read_weather
+    from .profile import fit_profile
+    from .scenario import Battery, Mitigations
+    from .stragglers import find_stragglers
+    from .swings import check_limits, compare_mitigations
+    from .synth import simulate_training
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    prog = _Progress(progress, 7)
+    fig: dict[str, float] = {}
+
+    with prog.step("read", "reading the MLPerf GPT-3 power logs (64 nodes) and training log"):
+        power = read_mlperf_power(bundled_path("mlperf-gpt3-64node", "power"))
+        mllog = read_mllog(bundled_path("mlperf-gpt3-64node",
+                                        "result_5848-240517221859825376616_2.txt.gz"))
+    with prog.step("calibrate", "calibrating the job power profile (fit_profile)"):
+        prof = fit_profile(power, events=mllog)
+    fig.update(step_time_s=prof.step_time_s, compute_fraction=prof.compute_fraction,
+               gpu_compute_w=prof.compute_w, gpu_comm_w=prof.comm_w)
+
+    with prog.step("forecast", f"forecasting a {SITE_GPUS:,}-GPU site, {hours:g} h at "
+                               f"100 ms, {draws} draws"):
+        scen = demo_scenario(prof, hours=hours)
+        res = forecast(scen, draws=draws, seed=seed)
+        violations = check_limits(res)
+        m = res.metrics
+        fac = m[m["scope"] == "facility"]
+    fig.update(
+        peak_megawatts=float(fac["peak_w"].median() / 1e6),
+        swing_1s_megawatts=float(fac["swing_1s_w"].median() / 1e6),
+        swing_60s_megawatts=float(fac["swing_60s_w"].median() / 1e6),
+        ramp_up_megawatts_per_s=float(fac["ramp_up_w_per_s"].median() / 1e6),
+        ramp_down_megawatts_per_s=float(fac["ramp_down_w_per_s"].median() / 1e6),
+        dominant_frequency_hz=float(fac["dominant_frequency_hz"].median()),
+        limit_violations=float(len(violations)),
+    )
+    with prog.step("mitigations", "comparing mitigations (floor, ramp limit, battery)"):
+        variants = {
+            "power floor 60% TDP": Mitigations(gpu_power_floor_pct_tdp=60.0),
+            "GPU ramp limit 2 kW/s": Mitigations(gpu_ramp_limit_w_per_s=2000.0),
+            "battery 15 MW / 5 MWh": Mitigations(battery=Battery(
+                power_megawatts=15.0, energy_megawatt_hours=5.0, window_s=120.0)),
+        }
+        mit = compare_mitigations(scen, variants, draws=3, seed=seed)
+
+    with prog.step("time_of_day", f"time-of-day analysis on the twin ({twin_days:g} days, "
+                                  "real Holyoke weather)"):
+        with warnings.catch_warnings():
+            # the bundled weather files are damaged as recorded; the reader counts them
+            warnings.simplefilter("ignore", DataQualityWarning)
+            weather = read_weather(bundled_path("weather-kmahighl4-2025"))
+        run = simulate_training("2025-06-05", days=twin_days, ambient=weather,
+                                amplitude_pct=1.5, n_hosts=4, gpus_per_host=8, stragglers=2,
+                                telemetry_interval_s=300.0, seed=seed)
+        tod = fit_time_of_day(run.steps, site_tz="America/New_York",
+                              telemetry=run.telemetry, ambient=weather)
+        strag = find_stragglers(run.telemetry)
+    lo, hi = tod.amplitude_ci_pct
+    fig.update(tod_amplitude_pct=float(tod.amplitude_pct), tod_amplitude_ci_low_pct=lo,
+               tod_amplitude_ci_high_pct=hi, tod_trough_hour=float(tod.trough_hour),
+               tod_true_amplitude_pct=float(run.truth.amplitude_pct),
+               tod_true_trough_hour=float(run.truth.trough_hour),
+               tod_gpu_hours_lost_per_day=float(tod.gpu_hours_lost_per_day),
+               stragglers_flagged=float(len(strag.flags)),
+               stragglers_injected=float(len(run.truth.stragglers)))
+
+    with prog.step("export", "writing the facilities CSV and JSON sidecar"):
+        csv, sidecar = write_facilities_csv(res, out / "facilities_forecast.csv",
+                                            resolution="1min")
+        back = read_facilities_csv(csv)
+    fig["csv_rows"] = float(len(back))
+
+    with prog.step("report", "building the HTML report (charts and JavaScript inline)"):
+        fc = charts.forecast_charts(res)
+        tc = charts.time_of_day_charts(tod)
+        tc["stragglers"] = charts.stragglers_chart(strag)
+        rep = _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, tc,
+                            fig, csv, charts)
+        report = rep.write(out / "powerlab_demo_report.html")
+    prog.say(f"wrote {report}\n      {csv}\n      {sidecar}")
+    return DemoResult(out=out, report=report, csv=csv, sidecar=sidecar, figures=fig,
+                      timings_s=prog.timings, profile=prof, forecast=res, limits=violations,
+                      mitigations=mit, time_of_day=tod, stragglers=strag)
+
+
+def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, tc, fig,
+                  csv, charts):
+    from .report import Report
+
+    lo, hi = tod.amplitude_ci_pct
+    rep = Report("powerlab demo: a 16,384-GPU site, calibrated on real data",
+                 "Facility power swings, mitigations, and the time-of-day effect on "
+                 "training throughput")
+    rep.heading("1. Calibration on a real trace")
+    rep.text("Question: what power profile does a large synchronous training job have? "
+             "Method: fit_profile on the MLPerf Training v4.0 GPT-3 power logs (64 nodes "
+             "x 8 H100, node AC power every ~2 s) with the evaluation intervals of its "
+             "training log: step period from the periodogram, levels and duty cycle from "
+             "a two-level split.")
+    rep.figures({"step time": f"{prof.step_time_s:.2f} s",
+                 "compute share of a step": f"{100 * prof.compute_fraction:.1f} %",
+                 "GPU power, compute": f"{prof.compute_w:.0f} W",
+                 "GPU power, waiting on comms": f"{prof.comm_w:.0f} W",
+                 "node overhead": f"{prof.node_overhead_w:.0f} W"})
+    rep.chart(charts.telemetry_chart(power, "power_w", by="fleet",
+                                     title="MLPerf GPT-3, node AC power (64 nodes)"),
+              "Mean over the 64 nodes; band: lowest to highest node reading in each bin.")
+    rep.heading(f"2. Forecast: {scen.hardware.cluster_gpus:,} GPUs, one synchronous job")
+    rep.text(f"Question: what will the facility draw, second by second, and how deep and "
+             f"fast are the swings? Method: the scenario {scen.name!r} "
+             f"({len(scen.jobs)} job starting on all GPUs at once, checkpoints every "
+             f"{scen.jobs[0].checkpoint_interval_s / 60:g} min, failures at the Llama 3 "
+             f"rate) with the calibrated profile, {res.draws} Monte Carlo draws at "
+             f"{res.tick_s:g} s.")
+    rep.figures({"peak facility power": f"{fig['peak_megawatts']:.1f} MW",
+                 "largest swing in 1 s": f"{fig['swing_1s_megawatts']:.1f} MW",
+                 "largest swing in 60 s": f"{fig['swing_60s_megawatts']:.1f} MW",
+                 "max ramp up": f"{fig['ramp_up_megawatts_per_s']:.1f} MW/s",
+                 "max ramp down": f"{fig['ramp_down_megawatts_per_s']:.1f} MW/s",
+                 "dominant oscillation": f"{fig['dominant_frequency_hz']:.3f} Hz",
+                 "limit violations": f"{len(violations):,}"},
+                caption="Facility scope, median over draws.")
+    rep.chart(fc["timeline"])
+    rep.chart(fc["ramps"])
+    rep.chart(fc["spectrum"])
+    if len(violations):
+        summary = violations.groupby("limit").agg(
+            episodes=("draw", "size"), worst=("worst", "max"),
+            limit_value=("limit_value", "first"), unit=("unit", "first")).reset_index()
+        rep.table(summary, "Limit violations by limit, all draws (worst: largest value).")
+    rep.heading("3. Mitigations and their cost")
+    rep.chart(charts.mitigation_chart(mit))
+    cols = [c for c in mit.columns if not c.endswith("_reduction_pct")]
+    rep.table(mit[cols].reset_index(), "Median over draws; costs against no mitigation.")
+    rep.heading("4. Time-of-day effect (synthetic twin, real weather)")
+    rep.text("Question: does throughput depend on the time of day, by how much, and "
+             "through what? Method: fit_time_of_day (segment levels plus daily Fourier "
+             "terms chosen by BIC, AR errors with HAC) on the per-step log of the twin, a "
+             "physically grounded simulation of a 32-GPU training run whose inlet "
+             "temperature follows the real weather next to the MGHPCC datacenter, its "
+             "coupling set for a 1.5 % effect (the size Llama 3 reported); the twin knows "
+             "the true answer.")
+    rep.figures({"amplitude (peak to trough)": f"{tod.amplitude_pct:.2f} % "
+                                               f"[{lo:.2f}, {hi:.2f}]",
+                 "true amplitude": f"{run.truth.amplitude_pct:.2f} %",
+                 "trough (local)": f"{tod.trough_hour:.1f} h",
+                 "true trough": f"{run.truth.trough_hour:.1f} h",
+                 "p-value (no effect)": f"{tod.pvalue:.2g}",
+                 "GPU-hours lost per day": f"{tod.gpu_hours_lost_per_day:.1f}"})
+    for key in ("profile", "throttle"):
+        if key in tc:
+            rep.chart(tc[key])
+    rep.preformatted(tod.summary())
+    rep.text(f"Stragglers: find_stragglers scores every GPU against its peers at the same "
+             f"moments; it flagged {len(strag.flags)} of {len(strag.scores)} GPUs (the twin "
+             f"injected {len(run.truth.stragglers)}).")
+    rep.chart(tc["stragglers"])
+    rep.preformatted(strag.summary())
+    rep.heading("5. Facilities export")
+    rep.text(f"{csv.name} (one row per minute and scope, ISO 8601 UTC times, megawatts) "
+             f"and {csv.with_suffix('.json').name} (units, assumptions, scenario hash, "
+             "powerlab version) were written beside this report.")
+    rep.heading("Data and licences")
+    for n in NOTICES:
+        rep.text(n)
+    return rep

@@ -1,0 +1,349 @@
+"""Self-contained HTML reports that render offline.
+
+A :class:`Report` collects headings, paragraphs, key figures, tables and charts and writes
+one HTML file.  The Vega, Vega-Lite and vega-embed JavaScript is embedded in the file (from
+``vl-convert-python``'s bundle), every chart's data is inlined in its specification, and
+nothing is fetched from a CDN or any other address: the report opens on an air-gapped
+machine.
+
+The page records its own rendering status for automated checks: ``window.powerlabReport``
+holds ``expected``, ``rendered`` and ``errors``, and ``<html data-powerlab-status>`` becomes
+``"done"`` (every chart rendered) or ``"error"``.
+
+This module does not import altair: charts are anything with a ``to_dict()`` method
+returning a Vega-Lite specification (altair charts), or such a specification as a dict.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import html
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import __version__
+from .exceptions import PowerlabError
+from .store import atomic_write_bytes
+
+__all__ = ["Report", "javascript_bundle", "write_report"]
+
+_DEFAULT_VL = "6.4"
+
+
+def _cache_dir() -> Path:
+    env = os.environ.get("POWERLAB_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "powerlab"
+
+
+@functools.lru_cache(maxsize=4)
+def javascript_bundle(vl_version: str = _DEFAULT_VL) -> str:
+    """The Vega + Vega-Lite + vega-embed JavaScript as one inline-able script.
+
+    Built by ``vl_convert.javascript_bundle`` (a few seconds), then cached in the process
+    and on disk (``$POWERLAB_CACHE_DIR``, else ``~/.cache/powerlab``, keyed by the
+    vl-convert and Vega-Lite versions).  It defines ``window.vegaEmbed``, ``window.vega``
+    and ``window.vegaLite``.
+
+    Parameters
+    ----------
+    vl_version : str, default "6.4"
+        Vega-Lite version (major.minor) matching the charts' specifications.
+
+    Returns
+    -------
+    str
+    """
+    try:
+        import vl_convert as vlc
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise PowerlabError("HTML reports need vl-convert-python "
+                            "(pip install 'powerlab[charts]')") from exc
+    if vl_version not in vlc.get_vegalite_versions():
+        raise PowerlabError(f"Vega-Lite {vl_version} is not bundled by vl-convert "
+                            f"{vlc.__version__} (has {', '.join(vlc.get_vegalite_versions())})")
+    cached = _cache_dir() / f"vega-bundle-vlconvert{vlc.__version__}-vl{vl_version}.js"
+    try:
+        js = cached.read_text(encoding="utf-8")
+        if "window.vegaEmbed" in js:
+            return js
+    except OSError:
+        pass
+    js = vlc.javascript_bundle(vl_version=vl_version)
+    # never let the bundle close its own <script> element
+    js = re.sub(r"</(script)", r"<\\/\1", js, flags=re.IGNORECASE)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
+        tmp.write_text(js, encoding="utf-8")
+        os.replace(tmp, cached)
+    except OSError:  # a read-only home: keep the in-process cache only
+        pass
+    return js
+
+
+def _spec_of(chart: Any) -> dict:
+    if isinstance(chart, dict):
+        return chart
+    to_dict = getattr(chart, "to_dict", None)
+    if to_dict is None:
+        raise TypeError(f"a chart must be an altair chart or a Vega-Lite dict, "
+                        f"got {type(chart).__name__}")
+    return to_dict()
+
+
+def _vl_version_of(spec: dict) -> str:
+    m = re.search(r"vega-lite/v(\d+)\.(\d+)", str(spec.get("$schema", "")))
+    return f"{m.group(1)}.{m.group(2)}" if m else _DEFAULT_VL
+
+
+def _json_for_script(obj: Any) -> str:
+    """JSON safe inside ``<script type="application/json">`` (no ``</script>``, no ``<!--``)."""
+    text = json.dumps(obj, allow_nan=False, separators=(",", ":"), default=str)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+@dataclass
+class _Block:
+    kind: str
+    content: Any
+    caption: str | None = None
+
+
+@dataclass
+class Report:
+    """A one-file HTML report (charts, tables, key figures) that renders offline.
+
+    Parameters
+    ----------
+    title : str
+        Page title and top heading.
+    subtitle : str, optional
+        One line under the title.
+
+    Examples
+    --------
+    >>> rep = Report("Site forecast")                               # doctest: +SKIP
+    >>> rep.heading("Swings")                                       # doctest: +SKIP
+    >>> rep.figures({"largest 60 s swing": "31.2 MW"})              # doctest: +SKIP
+    >>> rep.chart(powerlab.charts.facility_chart(timeline))          # doctest: +SKIP
+    >>> rep.write("report.html")                                    # doctest: +SKIP
+    """
+
+    title: str
+    subtitle: str | None = None
+    blocks: list[_Block] = field(default_factory=list)
+
+    # -- building -----------------------------------------------------------------
+    def heading(self, text: str) -> Report:
+        """Add a section heading."""
+        self.blocks.append(_Block("heading", str(text)))
+        return self
+
+    def text(self, text: str) -> Report:
+        """Add a paragraph (plain text; blank lines separate paragraphs)."""
+        self.blocks.append(_Block("text", str(text)))
+        return self
+
+    def figures(self, items: dict[str, Any], caption: str | None = None) -> Report:
+        """Add key figures: a mapping of label to value (already formatted with units)."""
+        self.blocks.append(_Block("figures", {str(k): str(v) for k, v in items.items()},
+                                  caption))
+        return self
+
+    def table(self, df: pd.DataFrame, caption: str | None = None, *, max_rows: int = 50,
+              float_format: str = "{:,.4g}") -> Report:
+        """Add a table (the first ``max_rows`` rows of ``df``)."""
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"table expects a DataFrame, got {type(df).__name__}")
+        shown = df.head(max_rows)
+        note = "" if len(df) <= max_rows else f" (first {max_rows} of {len(df):,} rows)"
+        body = shown.to_html(index=False, border=0, classes="pl-table", escape=True,
+                             na_rep="–", float_format=float_format.format)
+        self.blocks.append(_Block("table", body, (caption or "") + note or None))
+        return self
+
+    def chart(self, chart: Any, caption: str | None = None) -> Report:
+        """Add a chart (an altair chart or a Vega-Lite specification dict)."""
+        self.blocks.append(_Block("chart", _spec_of(chart), caption))
+        return self
+
+    def preformatted(self, text: str, caption: str | None = None) -> Report:
+        """Add preformatted text (e.g. a results object's ``summary()``)."""
+        self.blocks.append(_Block("pre", str(text), caption))
+        return self
+
+    @property
+    def n_charts(self) -> int:
+        """Number of charts in the report."""
+        return sum(b.kind == "chart" for b in self.blocks)
+
+    # -- output -------------------------------------------------------------------
+    def to_html(self, *, generated: _dt.datetime | None = None) -> str:
+        """The report as one HTML document (JavaScript and data inline)."""
+        specs = [b.content for b in self.blocks if b.kind == "chart"]
+        versions = {_vl_version_of(s) for s in specs} or {_DEFAULT_VL}
+        if len(versions) > 1:
+            raise PowerlabError(f"charts target several Vega-Lite versions: {sorted(versions)}")
+        js = javascript_bundle(versions.pop()) if specs else ""
+        when = (generated or _dt.datetime.now(_dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
+        esc = html.escape
+        parts = []
+        n = 0
+        for b in self.blocks:
+            if b.kind == "heading":
+                parts.append(f"<h2>{esc(b.content)}</h2>")
+            elif b.kind == "text":
+                for para in re.split(r"\n\s*\n", b.content.strip()):
+                    parts.append(f"<p>{esc(para)}</p>")
+            elif b.kind == "figures":
+                cells = "".join(f'<div class="pl-fig"><div class="pl-fig-v">{esc(v)}</div>'
+                                f'<div class="pl-fig-k">{esc(k)}</div></div>'
+                                for k, v in b.content.items())
+                parts.append(f'<div class="pl-figs">{cells}</div>')
+                if b.caption:
+                    parts.append(f'<p class="pl-cap">{esc(b.caption)}</p>')
+            elif b.kind == "table":
+                cap = f'<p class="pl-cap">{esc(b.caption)}</p>' if b.caption else ""
+                parts.append(f'<div class="pl-tablewrap">{b.content}</div>{cap}')
+            elif b.kind == "pre":
+                cap = f'<p class="pl-cap">{esc(b.caption)}</p>' if b.caption else ""
+                parts.append(f"<pre>{esc(b.content)}</pre>{cap}")
+            elif b.kind == "chart":
+                cap = f'<p class="pl-cap">{esc(b.caption)}</p>' if b.caption else ""
+                parts.append(
+                    f'<figure><div class="pl-chart" id="pl-chart-{n}" data-chart="{n}"></div>'
+                    f'<script type="application/json" id="pl-spec-{n}">'
+                    f"{_json_for_script(b.content)}</script>{cap}</figure>")
+                n += 1
+        sub = f'<p class="pl-sub">{esc(self.subtitle)}</p>' if self.subtitle else ""
+        body = "\n".join(parts)
+        return _TEMPLATE.format(
+            title=esc(self.title), sub=sub, body=body, n=n, js=js,
+            footer=esc(f"Generated by powerlab {__version__} on {when}. "
+                       "Self-contained: opens without network access."),
+        )
+
+    def write(self, path: str | os.PathLike) -> Path:
+        """Write the report atomically (temporary file, fsync, rename) and return its path."""
+        path = Path(path)
+        text = self.to_html()
+        atomic_write_bytes(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+        return path
+
+    def _repr_html_(self) -> str:
+        n = self.n_charts
+        return (f"<b>powerlab Report</b> “{html.escape(self.title)}”: {len(self.blocks)} "
+                f"blocks, {n} chart{'s' if n != 1 else ''}")
+
+
+def write_report(path: str | os.PathLike, title: str, blocks: list[tuple[str, Any]], *,
+                 subtitle: str | None = None) -> Path:
+    """Write a report from ``(kind, content)`` pairs in one call.
+
+    Parameters
+    ----------
+    path : path-like
+        Output HTML file.
+    title : str
+    blocks : list of (str, object)
+        ``kind`` is ``"heading"``, ``"text"``, ``"figures"`` (dict), ``"table"``
+        (DataFrame), ``"chart"`` (altair chart or dict) or ``"pre"`` (text).
+    subtitle : str, optional
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    rep = Report(title, subtitle)
+    adders = {"heading": rep.heading, "text": rep.text, "figures": rep.figures,
+              "table": rep.table, "chart": rep.chart, "pre": rep.preformatted}
+    for kind, content in blocks:
+        if kind not in adders:
+            raise ValueError(f"unknown block kind {kind!r}; expected one of {sorted(adders)}")
+        adders[kind](content)
+    return rep.write(path)
+
+
+_TEMPLATE = """<!DOCTYPE html>
+<html lang="en" data-powerlab-status="loading">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy"
+      content="default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data: blob:; font-src data:">
+<title>{title}</title>
+<script>
+window.powerlabReport = {{expected: {n}, rendered: 0, errors: []}};
+window.addEventListener("error", function (e) {{
+  window.powerlabReport.errors.push(String(e.message || e));
+}});
+</script>
+<style>
+body {{ font-family: 'Source Sans 3', 'Helvetica Neue', Arial, sans-serif; color: #222;
+       max-width: 1000px; margin: 2em auto; padding: 0 1em; line-height: 1.45; }}
+h1 {{ margin-bottom: 0.1em; }}
+h2 {{ margin-top: 1.8em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }}
+.pl-sub {{ color: #555; margin-top: 0; }}
+.pl-cap {{ color: #555; font-size: 0.9em; margin-top: 0.2em; }}
+.pl-figs {{ display: flex; flex-wrap: wrap; gap: 0.8em; margin: 0.8em 0; }}
+.pl-fig {{ border: 1px solid #ddd; border-radius: 6px; padding: 0.5em 0.9em; min-width: 9em; }}
+.pl-fig-v {{ font-size: 1.35em; font-weight: 600; color: #0072B2; }}
+.pl-fig-k {{ font-size: 0.85em; color: #555; }}
+.pl-tablewrap {{ overflow-x: auto; }}
+table.pl-table {{ border-collapse: collapse; font-size: 0.85em; }}
+table.pl-table th, table.pl-table td {{ padding: 0.25em 0.6em; border-bottom: 1px solid #eee;
+                                        text-align: right; }}
+figure {{ margin: 1em 0; }}
+pre {{ background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }}
+footer {{ margin-top: 3em; color: #777; font-size: 0.8em; }}
+</style>
+</head>
+<body>
+<h1>{title}</h1>
+{sub}
+{body}
+<footer>{footer}</footer>
+<script>{js}</script>
+<script>
+(function () {{
+  var state = window.powerlabReport;
+  var root = document.documentElement;
+  function finish() {{
+    if (state.rendered + state.errors.length >= state.expected) {{
+      root.setAttribute("data-powerlab-status", state.errors.length ? "error" : "done");
+    }}
+  }}
+  if (state.expected === 0) {{ finish(); return; }}
+  if (typeof window.vegaEmbed !== "function") {{
+    state.errors.push("vegaEmbed is not available");
+    root.setAttribute("data-powerlab-status", "error");
+    return;
+  }}
+  var divs = document.querySelectorAll("div.pl-chart");
+  Array.prototype.forEach.call(divs, function (div) {{
+    var i = div.getAttribute("data-chart");
+    var spec = JSON.parse(document.getElementById("pl-spec-" + i).textContent);
+    window.vegaEmbed(div, spec, {{renderer: "svg", actions: false}})
+      .then(function () {{ state.rendered += 1; div.setAttribute("data-rendered", "1"); finish(); }})
+      .catch(function (err) {{
+        state.errors.push("chart " + i + ": " + String(err && err.message || err));
+        console.error("powerlab chart " + i + " failed:", err);
+        div.textContent = "This chart failed to render: " + String(err && err.message || err);
+        finish();
+      }});
+  }});
+}})();
+</script>
+</body>
+</html>
+"""

@@ -1,0 +1,103 @@
+"""``powerlab demo``: runs on the bundled data alone and writes the CSV, sidecar and an
+HTML report that renders offline in a real headless Chromium.
+
+The demo runs once (through the CLI, shortened with --hours/--draws to keep CI fast; the
+chart kinds and steps are the same as the default run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from powerlab import cli
+from powerlab.export import FACILITIES_COLUMNS, read_facilities_csv
+
+from .test_report_browser import Browser, _find_chromium, assert_rendered, open_report
+
+HOURS, DRAWS = 2, 3
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo") / "out"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        rc = cli.main(["demo", "--out", str(out), "--hours", str(HOURS),
+                       "--draws", str(DRAWS)])
+    assert rc == 0, stderr.getvalue()
+    return out, stdout.getvalue(), stderr.getvalue()
+
+
+def test_outputs_and_progress(demo):
+    out, stdout, stderr = demo
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["facilities_forecast.csv", "facilities_forecast.json",
+                     "powerlab_demo_report.html"]
+    steps = re.findall(r"^\[(\d)/7\] .* \d+\.\d s$", stderr, flags=re.MULTILINE)
+    assert steps == [str(i) for i in range(1, 8)], stderr
+    assert "report" in stdout and str(out / "powerlab_demo_report.html") in stdout
+
+
+def test_facilities_csv_and_sidecar(demo):
+    out, stdout, _ = demo
+    df = read_facilities_csv(out / "facilities_forecast.csv")
+    assert list(df.columns) == list(FACILITIES_COLUMNS)
+    assert df.groupby("scope").size().to_dict() == {"facility": 60 * HOURS, "it": 60 * HOURS}
+    fac = df[df["scope"] == "facility"]
+    assert fac["interval_start_utc"].iloc[0] == pd.Timestamp("2025-07-01T00:00:00Z")
+    assert (fac["interval_end_utc"].iloc[-1] - fac["interval_start_utc"].iloc[0]
+            == pd.Timedelta(hours=HOURS))
+    assert (fac["power_megawatts_min"] <= fac["power_megawatts_mean"] + 1e-9).all()
+    assert (fac["power_megawatts_mean"] <= fac["power_megawatts_max"] + 1e-9).all()
+    # 16,384 GPUs: above all-idle (75 W each), below everything at TDP with PUE 2
+    assert 16_384 * 75 / 1e6 < fac["power_megawatts_mean"].min()
+    assert fac["power_megawatts_max"].max() < 16_384 * 700 * 2 / 1e6
+    peak = float(re.search(r"peak facility power\s+([\d.]+) MW", stdout).group(1))
+    assert fac["power_megawatts_mean"].max() - 0.05 <= peak <= fac["power_megawatts_max"].max() + 0.05
+    side = json.loads((out / "facilities_forecast.json").read_text())
+    assert side["columns"] == list(FACILITIES_COLUMNS)
+    assert side["draws"] == DRAWS and side["resolution_s"] == 60.0
+    job = side["scenario"]["jobs"][0]
+    assert job["gpus"] == 16_384 and "calibrated" in side["scenario_name"]
+    # the calibrated step time agrees with the real training log's step timings
+    # (train_step_timing 10.37-10.67 s in the MLPerf log, README of data/)
+    assert 10.2 < job["step_time_s"] < 11.0
+
+
+def test_report_is_self_contained(demo):
+    out, _, _ = demo
+    html = (out / "powerlab_demo_report.html").read_text(encoding="utf-8")
+    n = html.count('class="pl-chart"')
+    assert n >= 8
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=[\"']?https?:", html)
+    assert "Apache License" in html and "MIT licence" in html
+    assert "window.vegaEmbed" in html
+
+
+def test_report_renders_offline_in_chromium(demo, tmp_path):
+    exe = _find_chromium()
+    if exe is None:
+        pytest.skip("no Chromium executable found (install Debian's 'chromium' package or "
+                    "set POWERLAB_CHROMIUM)")
+    out, _, _ = demo
+    path = out / "powerlab_demo_report.html"
+    n = path.read_text(encoding="utf-8").count('class="pl-chart"')
+    browser = Browser(exe, tmp_path / "profile")
+    try:
+        result = open_report(browser, path)
+    finally:
+        browser.close()
+    assert_rendered(result, n)
+
+
+def test_cli_rejects_bad_options(capsys, tmp_path):
+    assert cli.main(["demo", "--out", str(tmp_path), "--hours", "0"]) == 2
+    assert "--hours must be positive" in capsys.readouterr().err
+    assert not any(Path(tmp_path).iterdir())

@@ -1,0 +1,120 @@
+"""The notebooks run top to bottom from a fresh kernel, on data in data/, and are stored
+with their outputs stripped.
+
+All four are executed once per session, in parallel subprocesses (nbclient, kernel
+``python3``: the venv's own interpreter), and each is then checked on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NB_DIR = REPO / "notebooks"
+NOTEBOOKS = ["01_collect_and_explore.ipynb", "02_time_of_day_dvfs.ipynb",
+             "03_power_swing_forecast.ipynb", "04_facilities_export.ipynb"]
+
+_RUNNER = textwrap.dedent("""
+    import json, sys, time
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    src, dst, meta = sys.argv[1:4]
+    nb = nbformat.read(src, as_version=4)
+    # probe: which interpreter runs the kernel
+    nb.cells.append(nbformat.v4.new_code_cell("import sys; print('KERNEL', sys.executable)"))
+    t0 = time.perf_counter()
+    error = None
+    try:
+        NotebookClient(nb, kernel_name="python3", timeout=240,
+                       resources={"metadata": {"path": sys.argv[4]}}).execute()
+    except CellExecutionError as exc:
+        error = str(exc)[-4000:]
+    nbformat.write(nb, dst)
+    with open(meta, "w") as fh:
+        json.dump({"seconds": time.perf_counter() - t0, "error": error}, fh)
+""")
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory) -> dict[str, tuple[nbformat.NotebookNode, dict]]:
+    tmp = tmp_path_factory.mktemp("notebooks")
+    procs = {}
+    t0 = time.perf_counter()
+    for name in NOTEBOOKS:
+        dst, meta = tmp / name, tmp / f"{name}.json"
+        procs[name] = (subprocess.Popen(
+            [sys.executable, "-c", _RUNNER, str(NB_DIR / name), str(dst), str(meta),
+             str(NB_DIR)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
+            dst, meta)
+    out = {}
+    for name, (proc, dst, meta) in procs.items():
+        log, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, f"{name}: runner failed\n{log[-3000:]}"
+        out[name] = (nbformat.read(dst, as_version=4), json.loads(meta.read_text()))
+    wall = time.perf_counter() - t0
+    each = ", ".join(f"{n[:2]} {m['seconds']:.1f} s" for n, (_, m) in out.items())
+    print(f"\nnotebook execution (parallel, wall {wall:.1f} s): {each}")
+    return out
+
+
+def _stdout(nb) -> str:
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                   for o in c.get("outputs", []) if o.get("name") == "stdout")
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_top_to_bottom(executed, name):
+    nb, meta = executed[name]
+    assert meta["error"] is None, meta["error"]
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert [c.execution_count for c in code] == list(range(1, len(code) + 1))
+    errors = [o for c in code for o in c.get("outputs", []) if o.output_type == "error"]
+    assert errors == []
+    charts = [o.data["text/html"] for c in code for o in c.get("outputs", [])
+              if o.output_type in ("display_data", "execute_result")
+              and "window.vegaEmbed('#powerlab-" in o.data.get("text/html", "")]
+    assert charts, "a notebook shows at least one chart"
+    for html in charts:  # offline renderer: the JavaScript is inline, nothing from a CDN
+        assert "window.vegaEmbed=" in html and "cdn.jsdelivr" not in html
+    # the kernel was this venv's interpreter
+    assert f"KERNEL {sys.executable}" in _stdout(nb)
+
+
+def test_notebooks_read_like_reports():
+    for name in NOTEBOOKS:
+        nb = nbformat.read(NB_DIR / name, as_version=4)
+        first = nb.cells[0]
+        assert first.cell_type == "markdown"
+        assert "**Question.**" in first.source and "**Method.**" in first.source
+        assert "**Answer.**" in nb.cells[-1].source
+
+
+def test_notebooks_are_stored_without_outputs():
+    for name in NOTEBOOKS:
+        nb = nbformat.read(NB_DIR / name, as_version=4)
+        nbformat.validate(nb)
+        for c in nb.cells:
+            if c.cell_type == "code":
+                assert c.outputs == [] and c.execution_count is None, name
+        assert nb.metadata["kernelspec"]["name"] == "python3"
+
+
+def test_numbers_answer_the_questions(executed):
+    """Each notebook prints the number that answers its question; spot-check them."""
+    out1 = _stdout(executed["01_collect_and_explore.ipynb"][0])
+    assert "read back identical" in out1 and "gaps longer than 5 s: 0" in out1
+    # the integrated node energy matches the submission's own meter (415.22 kWh)
+    pct = float(out1.split("kWh metered (")[1].split(" %")[0])
+    assert abs(pct) < 1.0
+    out4 = _stdout(executed["04_facilities_export.ipynb"][0])
+    assert "largest difference after the round trip: 0.0 MW; times identical: True" in out4

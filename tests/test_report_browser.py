@@ -1,0 +1,371 @@
+"""Open powerlab's HTML reports in a real headless Chromium with networking disabled.
+
+The browser is driven over the Chrome DevTools protocol (a small client on
+``websocket-client``): the network is switched off three ways (DevTools offline emulation,
+a host resolver that resolves nothing, an unreachable proxy), every console message,
+uncaught exception and network request is recorded, and the page's DOM is inspected for
+one rendered SVG per chart.
+
+Skips (with the reason) only where no Chromium executable can be found; set
+``POWERLAB_CHROMIUM`` to point at one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import pytest
+
+from powerlab import charts
+from powerlab.report import Report
+
+from .conftest import make_telemetry
+
+_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
+               "chrome", "headless_shell")
+
+
+def _find_chromium() -> str | None:
+    env = os.environ.get("POWERLAB_CHROMIUM")
+    if env:
+        return env if Path(env).exists() else shutil.which(env)
+    for name in _CANDIDATES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+class _CDP:
+    """A minimal synchronous Chrome DevTools protocol client for one page."""
+
+    def __init__(self, ws_url: str):
+        import websocket  # websocket-client (a jupyter_server dependency)
+
+        self.ws = websocket.create_connection(ws_url, timeout=30, suppress_origin=True)
+        self.next_id = 0
+        self.events: list[dict] = []
+
+    def call(self, method: str, **params):
+        self.next_id += 1
+        my_id = self.next_id
+        self.ws.send(json.dumps({"id": my_id, "method": method, "params": params}))
+        while True:
+            msg = json.loads(self.ws.recv())
+            if msg.get("id") == my_id:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+            if "method" in msg:
+                self.events.append(msg)
+
+    def evaluate(self, expression: str):
+        res = self.call("Runtime.evaluate", expression=expression, returnByValue=True,
+                        awaitPromise=True)
+        if "exceptionDetails" in res:
+            raise RuntimeError(f"page script failed: {res['exceptionDetails']}")
+        return res["result"].get("value")
+
+    def close(self) -> None:
+        self.ws.close()
+        target = getattr(self, "target_id", None)
+        if target:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/close/{target}",
+                                        timeout=10) as r:
+                r.read()
+
+
+class Browser:
+    """Headless Chromium started by the test, with its network disabled."""
+
+    def __init__(self, exe: str, profile_dir: Path, *, allow_loopback: bool = False):
+        rules = "MAP * ~NOTFOUND" + (", EXCLUDE 127.0.0.1" if allow_loopback else "")
+        args = [
+            exe, "--headless=new", "--no-sandbox", "--disable-gpu",
+            "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
+            "--disable-extensions", "--disable-background-networking", "--disable-sync",
+            "--disable-component-update", "--disable-default-apps", "--mute-audio",
+            f"--host-resolver-rules={rules}", "--proxy-server=http://127.0.0.1:9",
+            "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
+            "--remote-allow-origins=*", f"--user-data-dir={profile_dir}",
+            "--window-size=1200,900", "about:blank",
+        ]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True)
+        deadline = time.monotonic() + 60
+        self.port = None
+        lines = []
+        while time.monotonic() < deadline:
+            line = self.proc.stderr.readline()
+            if not line:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            lines.append(line)
+            m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
+            if m:
+                self.port = int(m.group(1))
+                break
+        if self.port is None:
+            self.close()
+            raise RuntimeError("chromium did not start its DevTools server:\n" + "".join(lines))
+        # keep draining stderr so chromium never blocks on a full pipe
+        import threading
+
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()
+
+    def page(self) -> _CDP:
+        """A fresh tab (no console history from earlier pages)."""
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/json/new?about:blank",
+                                     method="PUT")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            target = json.load(r)
+        cdp = _CDP(target["webSocketDebuggerUrl"])
+        cdp.target_id = target["id"]
+        cdp.port = self.port
+        return cdp
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    exe = _find_chromium()
+    if exe is None:
+        pytest.skip("no Chromium executable found (install Debian's 'chromium' package or "
+                    "set POWERLAB_CHROMIUM)")
+    b = Browser(exe, tmp_path_factory.mktemp("chromium-profile"))
+    yield b
+    b.close()
+
+
+_STATUS = ("document.readyState === 'complete' ? "
+           "document.documentElement.getAttribute('data-powerlab-status') : 'loading'")
+
+
+def open_report(browser: Browser, path: Path, timeout_s: float = 60.0, *,
+                status_js: str = _STATUS, chart_selector: str = "div.pl-chart",
+                extra_js: str = "null") -> dict:
+    """Load ``path`` offline and return what the page did (status, charts, console, requests).
+
+    ``status_js`` is polled until it gives ``"done"`` or ``"error"``."""
+    cdp = browser.page()
+    try:
+        cdp.call("Runtime.enable")
+        cdp.call("Log.enable")
+        cdp.call("Page.enable")
+        cdp.call("Network.enable")
+        cdp.call("Network.emulateNetworkConditions", offline=True, latency=0,
+                 downloadThroughput=-1, uploadThroughput=-1)
+        cdp.call("Page.navigate", url=path.resolve().as_uri())
+        deadline = time.monotonic() + timeout_s
+        status = None
+        while time.monotonic() < deadline:
+            status = cdp.evaluate(status_js)
+            if status in ("done", "error"):
+                break
+            time.sleep(0.2)
+        state = cdp.evaluate("JSON.stringify(window.powerlabReport || null)")
+        charts_info = cdp.evaluate("""JSON.stringify(Array.from(
+            document.querySelectorAll('""" + chart_selector + """')).map(function (d) {
+              var s = d.querySelector('svg');
+              var c = d.querySelector('canvas');
+              var r = (s || c) ? (s || c).getBoundingClientRect() : {width: 0, height: 0};
+              return {id: d.id, svg: !!s, canvas: !!c, width: r.width, height: r.height,
+                      marks: s ? s.querySelectorAll('path, rect, line, text, circle').length
+                               : 0};
+            }))""")
+        extra = cdp.evaluate(extra_js)
+        cdp.call("Runtime.evaluate", expression="1")  # flush pending events
+        console, exceptions, requests = [], [], []
+        for ev in cdp.events:
+            m, p = ev["method"], ev.get("params", {})
+            if m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                console.append(" ".join(str(a.get("value", a.get("description", "")))
+                                        for a in p.get("args", [])))
+            elif m == "Log.entryAdded" and p["entry"].get("level") == "error":
+                console.append(p["entry"].get("text", ""))
+            elif m == "Runtime.exceptionThrown":
+                exceptions.append(json.dumps(p.get("exceptionDetails", {}))[:500])
+            elif m == "Network.requestWillBeSent":
+                requests.append(p["request"]["url"])
+        return {"status": status, "state": json.loads(state) if state else None,
+                "charts": json.loads(charts_info), "console_errors": console,
+                "extra": extra,
+                "exceptions": exceptions,
+                "external_requests": [u for u in requests
+                                      if not u.startswith(("file:", "data:", "blob:",
+                                                           "about:"))]}
+    finally:
+        cdp.close()
+
+
+def assert_rendered(result: dict, n_expected: int) -> None:
+    assert result["console_errors"] == [], result["console_errors"]
+    assert result["exceptions"] == [], result["exceptions"]
+    assert result["external_requests"] == [], result["external_requests"]
+    assert result["status"] == "done", result
+    assert result["state"]["rendered"] == n_expected
+    assert result["state"]["errors"] == []
+    assert len(result["charts"]) == n_expected
+    for c in result["charts"]:
+        assert c["svg"] or c["canvas"], c
+        assert c["width"] > 50 and c["height"] > 30, c
+        assert c["marks"] > 10, c
+
+
+def _all_kinds_report() -> Report:
+    tel = make_telemetry(n_hosts=2, n_gpus=4, n_samples=600, period_s=0.1)
+    ts = pd.date_range("2025-06-01", periods=6000, freq="1s", tz="UTC")
+    p = 40 + 5 * np.sin(np.arange(6000) / 60)
+    tl = pd.DataFrame({"timestamp": ts, "power_megawatts": p,
+                       "power_megawatts_lower": p - 1, "power_megawatts_upper": p + 1})
+    ev = pd.DataFrame({"timestamp": ts[::1500], "event": "checkpoint"})
+    hours = np.arange(24.0)
+    eff = np.sin(hours / 24 * 2 * np.pi)
+    prof = pd.DataFrame({"hour": hours, "effect_pct": eff, "lower_pct": eff - 0.2,
+                         "upper_pct": eff + 0.2})
+    f = np.linspace(0.01, 5, 500)
+    rep = Report("All chart kinds", "browser test")
+    rep.heading("Telemetry").chart(charts.telemetry_overview(tel))
+    rep.chart(charts.telemetry_chart(tel, "temp_gpu_c", by="host"))
+    rep.heading("Facility").chart(charts.facility_chart(tl, ev))
+    rep.chart(charts.ramp_rate_chart(pd.DataFrame({"ramp_megawatts_per_s": np.diff(p)}),
+                                     limit=0.05))
+    rep.chart(charts.spectrum_chart(pd.DataFrame({"frequency_hz": f, "psd": 1 / f})))
+    rep.heading("Time of day").chart(charts.hour_of_day_chart(prof, peak_hour=6,
+                                                              trough_hour=18))
+    rep.chart(charts.throttle_share_chart(pd.DataFrame({
+        "hour": np.repeat(hours, 2), "reason": ["thermal", "power"] * 24,
+        "share": np.linspace(0, 0.4, 48)})))
+    rep.chart(charts.straggler_heatmap(pd.DataFrame({
+        "host": np.repeat(["a", "b"], 4), "gpu_index": np.tile(range(4), 2),
+        "score": np.linspace(-2, 4, 8), "flagged": [False] * 7 + [True]})))
+    rep.figures({"peak": "45.0 MW"}).table(tl.head(3))
+    return rep
+
+
+def test_every_chart_kind_renders_offline(browser, tmp_path):
+    rep = _all_kinds_report()
+    path = rep.write(tmp_path / "all.html")
+    result = open_report(browser, path)
+    assert_rendered(result, rep.n_charts)
+
+
+def test_broken_chart_is_detected(browser, tmp_path):
+    """The checks can fail: a spec vega cannot compile shows up as an error."""
+    rep = Report("broken")
+    rep.chart({"$schema": "https://vega.github.io/schema/vega-lite/v6.4.1.json",
+               "data": {"values": [{"a": 1}]}, "mark": "no-such-mark",
+               "encoding": {"x": {"field": "a", "type": "quantitative"}}})
+    result = open_report(browser, rep.write(tmp_path / "broken.html"))
+    assert result["status"] == "error"
+    assert result["state"]["errors"]
+    assert result["console_errors"]
+
+
+def test_network_is_really_off(browser, tmp_path):
+    """A page that tries to fetch from the network gets nothing back."""
+    page = tmp_path / "fetch.html"
+    page.write_text("<!DOCTYPE html><html><body><script>"
+                    "fetch('https://cdn.jsdelivr.net/npm/vega@6').then("
+                    "function () { document.documentElement.setAttribute("
+                    "'data-powerlab-status', 'done'); },"
+                    "function () { document.documentElement.setAttribute("
+                    "'data-powerlab-status', 'error'); });"
+                    "</script></body></html>")
+    result = open_report(browser, page, timeout_s=30)
+    assert result["status"] == "error"
+    assert result["external_requests"]  # the attempt was seen, and it failed
+
+
+def test_notebook_renderer_works_offline(browser, tmp_path):
+    """Two chart outputs of the offline notebook renderer on one page, as in JupyterLab:
+    the JavaScript is evaluated once, both charts render, nothing is fetched."""
+    h = np.arange(24.0)
+    a = charts.hour_of_day_chart(pd.DataFrame({"hour": h, "effect_pct": np.sin(h)}))
+    b = charts.straggler_heatmap(pd.DataFrame({"host": ["a", "a", "b"], "gpu_index": [0, 1, 0],
+                                               "score": [0.0, 2.0, -1.0]}))
+    with alt.renderers.enable("powerlab"):
+        outputs = [ch._repr_mimebundle_()["text/html"] for ch in (a, b)]
+    page = tmp_path / "outputs.html"
+    page.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
+                    + "".join(f"<div class='output'>{o}</div>" for o in outputs)
+                    + "</body></html>", encoding="utf-8")
+    status = ("(function () { var d = document.querySelectorAll('div[id^=powerlab-]');"
+              " if (d.length !== 2) return null;"
+              " var ok = Array.prototype.every.call(d, function (x) {"
+              "   return !!x.querySelector('svg'); });"
+              " if (ok) return 'done';"
+              " return Array.prototype.some.call(d, function (x) {"
+              "   return x.textContent.indexOf('chart failed') >= 0; }) ? 'error' : null;"
+              "})()")
+    result = open_report(browser, page, status_js=status, chart_selector="div[id^=powerlab-]")
+    assert result["status"] == "done", result
+    assert result["console_errors"] == [] and result["exceptions"] == []
+    assert result["external_requests"] == []
+    assert len(result["charts"]) == 2 and all(c["marks"] > 10 for c in result["charts"])
+
+
+_INJECT = "</script><script>window.pwned = 1</script><!--"
+
+
+def _injection_report() -> Report:
+    rep = Report(f"title {_INJECT}", subtitle=_INJECT)
+    rep.text(_INJECT).figures({_INJECT: _INJECT}).table(pd.DataFrame({"a": [_INJECT]}))
+    rep.chart(charts.straggler_heatmap(pd.DataFrame({
+        "host": [_INJECT, "b"], "gpu_index": [0, 0], "score": [1.0, -1.0],
+        "reasons": [_INJECT, ""]}), details=("reasons",)))
+    rep.preformatted(_INJECT)
+    return rep
+
+
+def test_report_escapes_text_and_data(tmp_path):
+    """No text or data value can close a script element or inject markup."""
+    html = _injection_report().to_html()
+    assert "<script>window.pwned" not in html
+    assert html.count("<script") == html.count("</script>")
+    assert "&lt;/script&gt;" in html  # text shown as text
+
+
+def test_injection_does_not_run_in_the_browser(browser, tmp_path):
+    path = _injection_report().write(tmp_path / "inject.html")
+    result = open_report(browser, path, extra_js="typeof window.pwned")
+    assert result["extra"] == "undefined"
+    assert_rendered(result, 1)
+
+
+def test_report_write_is_atomic_and_replaces(tmp_path):
+    target = tmp_path / "sub" / "r.html"
+    Report("one").text("first").write(target)
+    Report("two").text("second").write(target)
+    assert "second" in target.read_text() and "first" not in target.read_text()
+    assert sorted(p.name for p in target.parent.iterdir()) == ["r.html"]  # no temp left
+
+
+def test_report_rejects_mixed_vegalite_versions():
+    from powerlab.exceptions import PowerlabError
+
+    spec = {"data": {"values": [{"a": 1}]}, "mark": "point"}
+    rep = Report("mixed")
+    rep.chart({**spec, "$schema": "https://vega.github.io/schema/vega-lite/v6.4.1.json"})
+    rep.chart({**spec, "$schema": "https://vega.github.io/schema/vega-lite/v5.20.1.json"})
+    with pytest.raises(PowerlabError, match="several Vega-Lite versions"):
+        rep.to_html()
