@@ -41,6 +41,7 @@ import pandas as pd
 
 from .exceptions import PowerlabError, SchemaError, StoreError, Violation
 from .schema import GLOSSARY
+from .store import _as_utc as _utc
 
 __all__ = [
     "collect",
@@ -86,15 +87,6 @@ def _bin_ns(freq: str | pd.Timedelta) -> int:
                             "(e.g. '1s', '1min', '15min', '1h') so bins never straddle "
                             "a UTC midnight")
     return ns
-
-
-def _utc(t) -> pd.Timestamp | None:
-    if t is None:
-        return None
-    ts = pd.Timestamp(t)
-    if ts.tzinfo is None:
-        raise StoreError(f"time bound {t!r} has no time zone; give a tz-aware (UTC) time")
-    return ts.tz_convert("UTC")
 
 
 def _is_dask(obj) -> bool:

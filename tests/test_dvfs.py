@@ -170,12 +170,9 @@ def test_slowest_clock_is_the_minimum_across_busy_gpus(run16):
 def test_attribution_with_real_weather():
     """With real (day-to-day varying) weather the clock and temperature paths are
     identified: they carry most of the diurnal effect, as in the twin by construction."""
-    try:
-        from powerlab.iotools.weather import read_weather
-    except ImportError:
-        pytest.skip("powerlab.iotools.weather not available")
-    if not WEATHER.is_dir():
-        pytest.skip(f"bundled weather data not found at {WEATHER}")
+    from powerlab.iotools.weather import read_weather
+
+    assert WEATHER.is_dir(), f"bundled weather data missing at {WEATHER}"
     with pytest.warns(Warning):  # truncated lines in the real files, counted
         w = read_weather(WEATHER, tz=TZ)
     run = simulate_training("2025-06-04", days=14, ambient=w, seed=3, n_hosts=2,

@@ -77,8 +77,7 @@ def test_dst_policy_is_explicit_and_counted():
 
 @pytest.fixture(scope="module")
 def month():
-    if not MONTH.is_dir():
-        pytest.skip("bundled weather data missing")
+    assert MONTH.is_dir(), "bundled weather data missing"
     with pytest.warns(DataQualityWarning) as rec:
         df = read_weather(MONTH)
     return df, rec

@@ -95,13 +95,8 @@ def test_bad_input():
 # ----------------------------------------------------------------------------- backtest
 
 def _readers():
-    try:
-        from powerlab.iotools import read_mllog, read_mlperf_power
-    except ImportError:
-        try:
-            from powerlab.iotools.mlperf import read_mllog, read_mlperf_power
-        except ImportError:
-            pytest.skip("powerlab.iotools MLPerf readers are not available")
+    from powerlab.iotools import read_mllog, read_mlperf_power
+
     return read_mlperf_power, read_mllog
 
 
@@ -179,8 +174,7 @@ def backtest(calibration_s: float = 1400.0) -> dict:
 
 @pytest.fixture(scope="module")
 def mlperf_backtest():
-    if not (MLPERF / "power").is_dir():
-        pytest.skip(f"MLPerf excerpt not found at {MLPERF}")
+    assert (MLPERF / "power").is_dir(), f"bundled MLPerf excerpt missing at {MLPERF}"
     return backtest()
 
 

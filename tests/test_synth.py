@@ -186,12 +186,9 @@ def test_series_ambient_and_result_throughput():
 
 
 def test_real_weather_drives_the_twin():
-    try:
-        from powerlab.iotools.weather import read_weather
-    except ImportError:
-        pytest.skip("powerlab.iotools.weather not available")
-    if not WEATHER.is_dir():
-        pytest.skip(f"bundled weather data not found at {WEATHER}")
+    from powerlab.iotools.weather import read_weather
+
+    assert WEATHER.is_dir(), f"bundled weather data missing at {WEATHER}"
     with pytest.warns(Warning):  # the bundled month has truncated lines, counted
         w = read_weather(WEATHER, tz=TZ)
     r = simulate_training("2025-06-05", days=5, ambient=w, seed=0, n_hosts=1,
