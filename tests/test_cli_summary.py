@@ -28,6 +28,9 @@ def test_summary_on_a_store(tmp_path, capsys):
     for host, val in exp.items():
         line = next(ln for ln in out.splitlines() if ln.strip().startswith(host))
         assert f"{val:.1f}" in line
+    # 3 GPUs per host: the total is the sum of the per-GPU means
+    total = df.groupby(["host", "gpu_index"])["power_w"].mean().sum() / 1e3
+    assert f"total mean power {total:,.1f} kW" in out
     assert isinstance(exp, pd.Series)
 
 

@@ -21,7 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def summarize(df):
-    """Per host and scope: devices, samples, first/last time, mean and max power [W]."""
+    """Per host and scope: devices, samples, first/last time, power statistics [W].
+
+    ``power_w_mean`` and ``power_w_max`` are per sample (one GPU, or one node);
+    ``power_w_total_mean`` is the host's mean total power: device means summed.
+    """
     import pandas as pd
 
     g = df.groupby(["host", "scope"], observed=True)
@@ -33,6 +37,10 @@ def summarize(df):
         "power_w_mean": g["power_w"].mean().round(1),
         "power_w_max": g["power_w"].max().round(1),
     })
+    # mean total power of the host: per-device means summed over its devices
+    dev = df.groupby(["host", "scope", "gpu_index"], observed=True, dropna=False)["power_w"]
+    out["power_w_total_mean"] = dev.mean().groupby(level=["host", "scope"],
+                                                   observed=True).sum().round(1)
     return out.reset_index()
 
 
@@ -59,5 +67,5 @@ def run(args) -> int:
         print(s.to_string(index=False))
     span = (df["timestamp"].max() - df["timestamp"].min()).total_seconds()
     print(f"\n{len(df):,} samples from {s['host'].nunique()} host(s) over {span:,.0f} s; "
-          f"total mean power {s['power_w_mean'].sum() / 1e3:,.1f} kW")
+          f"total mean power {s['power_w_total_mean'].sum() / 1e3:,.1f} kW")
     return 0
