@@ -129,13 +129,18 @@ def strings_to_float(arr: pa.Array, *, unit: str | None, path, column: str,
     s = pc.ascii_ltrim_whitespace(arr)
     if s.null_count:
         s = pc.fill_null(s, "")
-    sentinel = pc.or_(pc.starts_with(s, "["),
-                      pc.is_in(s, pa.array(SENTINELS if allow_empty else SENTINELS[:-1])))
-    if pc.any(sentinel).as_py():
-        s = pc.if_else(sentinel, pa.scalar(None, s.type), s)
+    suffix = " " + unit if unit else ""
+    has = pc.ends_with(s, suffix) if unit else None
+    # when every value ends with " <unit>", only a value starting with "[" can be a
+    # sentinel (none of SENTINELS ends that way): then skip building the full mask
+    if (not unit or not pc.all(has).as_py()
+            or pc.any(pc.starts_with(s, "[")).as_py()):
+        sentinel = pc.or_(pc.starts_with(s, "["),
+                          pc.is_in(s, pa.array(SENTINELS if allow_empty else SENTINELS[:-1])))
+        if pc.any(sentinel).as_py():
+            s = pc.if_else(sentinel, pa.scalar(None, s.type), s)
+            has = pc.ends_with(s, suffix) if unit else None
     if unit:
-        suffix = " " + unit
-        has = pc.ends_with(s, suffix)
         n_has = pc.sum(has).as_py() or 0
         n_val = len(s) - s.null_count
         if 0 < n_has < n_val:

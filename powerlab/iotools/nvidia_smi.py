@@ -179,7 +179,9 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
     table = _read_cells(body, ncol, path, text, first_data_line)
 
     # repeated header lines start a new segment (the logger was restarted with >>)
-    if header_present and table.num_rows:
+    # (a cell equal to the header's first cell once trimmed contains it: test that first)
+    if (header_present and table.num_rows
+            and pc.any(pc.match_substring(table.column(0), head_cells[0])).as_py()):
         is_head = pc.equal(pc.utf8_trim_whitespace(table.column(0)), head_cells[0])
         is_head = is_head.to_numpy(zero_copy_only=False)
     else:
@@ -195,7 +197,7 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
     seg_id = np.searchsorted(head_pos, orig_rows)  # segment number of each data row
     n = table.num_rows
 
-    raw = [table.column(i).combine_chunks() for i in range(ncol)]
+    raw = [_one_array(table.column(i)) for i in range(ncol)]
 
     cols: dict[str, object] = {}
     used: dict[str, str] = {}
@@ -245,8 +247,34 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
     if notes:
         warn_quality(f"{path or 'nvidia-smi output'}: " + "; ".join(notes))
 
-    order = np.argsort(gpu, kind="stable")
-    frame = {
+    # a stable sort gives one permutation whatever the integer type; numpy sorts 16-bit
+    # integers by radix sort, much faster than 64-bit ones
+    small = len(gpu) and 0 <= gpu.min() and gpu.max() <= np.iinfo(np.int16).max
+    order = np.argsort(gpu.astype(np.int16) if small else gpu, kind="stable")
+    df = _build_frame(cols, utc, gpu, order, host, n)
+    df = schema.conform(df, sort=False)
+    return schema.validate(df, source=str(path) if path is not None else "nvidia-smi output")
+
+
+def _build_frame(cols: dict, utc: pd.DatetimeIndex, gpu: np.ndarray, order: np.ndarray,
+                 host: str, n: int) -> pd.DataFrame:
+    """The canonical frame, rows taken in ``order``, every column in its schema dtype.
+
+    The float64 measurement columns are written straight into one 2-D block (the layout
+    pandas would consolidate them into), so neither the constructor nor
+    :func:`schema.conform` has to copy or convert anything.
+    """
+    names = [c for c in schema.MEASUREMENT_COLUMNS
+             if c in cols or schema.GLOSSARY[c].core]
+    floats = [c for c in names if schema.GLOSSARY[c].dtype == "float64"]
+    block = np.empty((len(floats), n))
+    for i, name in enumerate(floats):
+        if name in cols:
+            np.take(np.asarray(cols[name], dtype=np.float64), order, out=block[i])
+        else:
+            block[i] = np.nan
+    df = pd.DataFrame(block.T, columns=floats, copy=False)
+    others = {
         "timestamp": pd.Series(utc[order], dtype="datetime64[ns, UTC]"),
         "host": _repeat_string(host, n),
         "scope": _repeat_string("gpu", n),
@@ -255,19 +283,19 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
         if "gpu_uuid" in cols else pd.Series(pd.arrays.ArrowStringArray(
             pa.nulls(n, pa.large_string()))),
     }
-    for name in schema.MEASUREMENT_COLUMNS:
-        col = schema.GLOSSARY[name]
-        if name in cols:
-            v = cols[name]
-            frame[name] = (v.iloc[order].reset_index(drop=True) if isinstance(v, pd.Series)
-                           else pd.Series(v[order]))
-        elif col.core:
-            frame[name] = (pd.Series(np.full(n, np.nan)) if col.dtype == "float64"
-                           else pd.Series(pd.arrays.IntegerArray(
-                               np.zeros(n, dtype=np.uint64), np.ones(n, dtype=bool))))
-    df = pd.DataFrame(frame)
-    df = schema.conform(df, sort=False)
-    return schema.validate(df, source=str(path) if path is not None else "nvidia-smi output")
+    for name in names:
+        if name in floats:
+            continue
+        v = cols.get(name)
+        if v is None:  # a core non-float column the log lacks: all NA
+            v = pd.Series(pd.arrays.IntegerArray(np.zeros(n, dtype=np.uint64),
+                                                 np.ones(n, dtype=bool)))
+        others[name] = (v.iloc[order].reset_index(drop=True) if isinstance(v, pd.Series)
+                        else pd.Series(v[order]))
+    for i, name in enumerate(list(schema.IDENTITY_COLUMNS) + names):
+        if name not in floats:
+            df.insert(i, name, others[name])
+    return df
 
 
 def _read_cells(body: bytes, ncol: int, path, text, first_data_line: int) -> pa.Table:
@@ -279,11 +307,12 @@ def _read_cells(body: bytes, ncol: int, path, text, first_data_line: int) -> pa.
         bad.append(row)
         return "skip"
 
-    if not body.strip():
+    if not body or body.isspace():  # same test as `not body.strip()`, without a copy
         return pa.table({c: pa.array([], pa.string()) for c in cols})
     table = pacsv.read_csv(
         io.BytesIO(body),
-        read_options=pacsv.ReadOptions(column_names=cols, use_threads=False),
+        read_options=pacsv.ReadOptions(column_names=cols, use_threads=False,
+                                       block_size=min(max(len(body) + 1, 1 << 20), 1 << 26)),
         parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
         convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in cols},
                                              strings_can_be_null=False,
@@ -311,7 +340,7 @@ def _parse_timestamps(arr: pa.Array, tz, path, column, row_line):
         r = int(np.flatnonzero(~zoned.to_numpy(zero_copy_only=False))[0])
         raise ParseError("some timestamps carry a time zone and some do not", path=path,
                          line=row_line(r), column=column)
-    iso = pc.replace_substring(s, "/", "-")
+    iso = _replace_byte(s, b"/", b"-")
     target = pa.timestamp("ns", tz="UTC") if n_zoned else pa.timestamp("ns")
     try:
         ts = pc.cast(iso, target)
@@ -333,9 +362,36 @@ def _parse_timestamps(arr: pa.Array, tz, path, column, row_line):
     return localize(pd.DatetimeIndex(ns.view("datetime64[ns]")), tz)
 
 
+def _replace_byte(arr: pa.Array, old: bytes, new: bytes) -> pa.Array:
+    """``pc.replace_substring(arr, old, new)`` for one ASCII byte, done on the data buffer.
+
+    Replacing one ASCII byte by another keeps every offset and keeps the text valid UTF-8
+    (ASCII bytes never occur inside a multi-byte sequence).
+    """
+    if not isinstance(arr, (pa.StringArray, pa.LargeStringArray)) or len(old) != 1:
+        return pc.replace_substring(arr, old.decode(), new.decode())
+    validity, offsets, data = arr.buffers()
+    if data is None:
+        return arr
+    raw = data.to_pybytes()
+    if old not in raw:
+        return arr
+    return pa.Array.from_buffers(arr.type, len(arr),
+                                 [validity, offsets, pa.py_buffer(raw.replace(old, new))],
+                                 arr.null_count, arr.offset)
+
+
+def _one_array(col: pa.ChunkedArray) -> pa.Array:
+    """The values of ``col`` as one array (no copy when it has a single chunk)."""
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+
+
 def _repeat_string(value: str, n: int) -> pd.Series:
-    """A ``string`` Series holding ``value`` n times, built without a Python loop."""
-    arr = pc.take(pa.array([value], pa.large_string()), pa.array(np.zeros(n, np.int32)))
+    """A ``string`` Series holding ``value`` n times, built straight from its buffers."""
+    encoded = value.encode("utf-8")
+    offsets = np.arange(n + 1, dtype=np.int64) * len(encoded)
+    arr = pa.Array.from_buffers(pa.large_string(), n,
+                                [None, pa.py_buffer(offsets), pa.py_buffer(encoded * n)])
     return pd.Series(pd.arrays.ArrowStringArray(arr))
 
 
@@ -356,6 +412,8 @@ def _index_from_uuid(uuids, seg_id, path, row_line) -> np.ndarray:
 
 def _position_in_segment(seg_id: np.ndarray) -> np.ndarray:
     n = len(seg_id)
+    if n and seg_id[0] == seg_id[-1]:  # one segment (seg_id is non-decreasing)
+        return np.arange(n)
     starts = np.flatnonzero(np.r_[True, seg_id[1:] != seg_id[:-1]]) if n else np.array([], int)
     pos = np.arange(n)
     if len(starts):
@@ -400,11 +458,12 @@ def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_li
                              path=path)
     # a trailing partial query per segment: rows are still in GPU order, so kept
     partial = []
-    for s in np.unique(seg_id):
-        seg_len = int((seg_id == s).sum())
-        rem = seg_len % n_gpus
+    seg_lens = np.bincount(seg_id) if n_rows else np.zeros(0, dtype=np.intp)
+    seg_last = np.cumsum(seg_lens) - 1  # segments are consecutive runs of rows
+    for s in np.flatnonzero(seg_lens):
+        rem = int(seg_lens[s]) % n_gpus
         if rem:
-            last_row = int(np.flatnonzero(seg_id == s)[-1])
+            last_row = int(seg_last[s])
             partial.append(f"line {row_line(last_row)}: last query has {rem} of {n_gpus} "
                            f"GPU rows (kept as GPUs 0..{rem - 1})")
     if partial and n_rows:
