@@ -161,3 +161,27 @@ def test_real_ckpt100_counts_units_and_gpu_assignment(ckpt100):
     node_w = node.groupby(level=1).sum()
     node_w = node_w[node.groupby(level=1).count() == 8]
     assert node_w.quantile(0.95) > 4000 and node_w.quantile(0.3) < 1500
+
+
+def test_repeated_header_with_indent_and_header_text_inside_a_cell():
+    # the body is searched for the header's first cell before the cells are: an indented
+    # repeated header is still one, and a cell merely containing that text is not
+    text = ("timestamp, index, power.draw [W]\n"
+            "2025/07/27 00:00:00.000, 0, 10.0 W\n"
+            "  timestamp , index, power.draw [W]\n"
+            "2025/07/27 00:00:01.000, 0, 11.0 W\n")
+    df = parse_nvidia_smi(text, tz="UTC")
+    assert df["power_w"].tolist() == [10.0, 11.0]
+    with pytest.raises(ParseError, match="timestamp") as exc:
+        parse_nvidia_smi(text.replace("  timestamp ,", "xtimestamp,"), tz="UTC")
+    assert exc.value.line == 3
+
+
+def test_missing_throttle_field_gives_all_na_uint64():
+    text = ("timestamp, index, power.draw [W]\n"
+            "2025/07/27 00:00:00.000, 1, 10.0 W\n"
+            "2025/07/27 00:00:00.001, 0, 20.0 W\n")
+    df = parse_nvidia_smi(text, tz="UTC")
+    assert str(df["throttle_reasons"].dtype) == "UInt64"
+    assert df["throttle_reasons"].isna().all() and len(df) == 2
+    assert df["gpu_index"].tolist() == [0, 1]

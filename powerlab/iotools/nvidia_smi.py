@@ -179,10 +179,14 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
     table = _read_cells(body, ncol, path, text, first_data_line)
 
     # repeated header lines start a new segment (the logger was restarted with >>)
-    # (a cell equal to the header's first cell once trimmed contains it: test that first)
+    # (a cell equal to the header's first cell once trimmed contains it, and the text of
+    # a cell is a run of the body's bytes unless it holds a '"': test the body, then the
+    # cells, then equality)
+    head0 = head_cells[0]
     if (header_present and table.num_rows
-            and pc.any(pc.match_substring(table.column(0), head_cells[0])).as_py()):
-        is_head = pc.equal(pc.utf8_trim_whitespace(table.column(0)), head_cells[0])
+            and ('"' in head0 or head0.encode("utf-8") in body)
+            and pc.any(pc.match_substring(table.column(0), head0)).as_py()):
+        is_head = pc.equal(pc.utf8_trim_whitespace(table.column(0)), head0)
         is_head = is_head.to_numpy(zero_copy_only=False)
     else:
         is_head = np.zeros(table.num_rows, dtype=bool)
@@ -287,9 +291,10 @@ def _build_frame(cols: dict, utc: pd.DatetimeIndex, gpu: np.ndarray, order: np.n
         if name in floats:
             continue
         v = cols.get(name)
-        if v is None:  # a core non-float column the log lacks: all NA
-            v = pd.Series(pd.arrays.IntegerArray(np.zeros(n, dtype=np.uint64),
-                                                 np.ones(n, dtype=bool)))
+        if v is None:  # a core non-float column the log lacks: all NA, no reordering
+            others[name] = pd.Series(pd.arrays.IntegerArray(np.zeros(n, dtype=np.uint64),
+                                                            np.ones(n, dtype=bool)))
+            continue
         others[name] = (v.iloc[order].reset_index(drop=True) if isinstance(v, pd.Series)
                         else pd.Series(v[order]))
     for i, name in enumerate(list(schema.IDENTITY_COLUMNS) + names):
