@@ -45,7 +45,7 @@ def gaps(df: pd.DataFrame, max_gap_s: float) -> pd.Series:
     pandas.Series of bool
         ``True`` on the first sample after each gap.
     """
-    if max_gap_s <= 0:
+    if not max_gap_s > 0:  # also refuses NaN
         raise ValueError("max_gap_s must be positive [s]")
     order, codes = _device_order(df)
     ts = df["timestamp"].astype("int64").to_numpy()[order]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -38,13 +39,15 @@ _PART_RE = re.compile(r"^part-.*\.parquet$")
 
 
 def _safe_host(host: str) -> str:
-    """Host names as folder names: keep [A-Za-z0-9._-], percent-escape the rest."""
-    return "".join(ch if (ch.isalnum() and ch.isascii()) or ch in "._-" else f"%{ord(ch):02X}"
+    """Host names as folder names: keep [A-Za-z0-9._-], percent-escape the UTF-8 bytes
+    of the rest (so every name maps to one folder and back)."""
+    return "".join(ch if (ch.isalnum() and ch.isascii()) or ch in "._-"
+                   else "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
                    for ch in host)
 
 
 def _unsafe_host(name: str) -> str:
-    return re.sub(r"%([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), name)
+    return urllib.parse.unquote(name, encoding="utf-8", errors="replace")
 
 
 def _fsync_dir(path: Path) -> None:
@@ -175,6 +178,8 @@ def list_files(root: str | os.PathLike, *, start=None, end=None,
     if not root.is_dir():
         raise StoreError(f"no store at {root}")
     start, end = _as_utc(start), _as_utc(end)
+    if isinstance(hosts, str):  # one host name, not a sequence of one-letter names
+        hosts = [hosts]
     host_set = None if hosts is None else {str(h) for h in hosts}
     files = []
     for ddir in sorted(root.glob("date=*")):
@@ -205,8 +210,8 @@ def read_store(root: str | os.PathLike, *, start=None, end=None,
         The store folder.
     start, end : datetime-like, optional
         Keep samples with ``start <= timestamp < end`` (tz-aware).
-    hosts : sequence of str, optional
-        Keep these hosts only.
+    hosts : str or sequence of str, optional
+        Keep these hosts only (a single name may be given as a string).
     columns : sequence of str, optional
         Measurement columns to read (identity columns are always read).
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from powerlab.cli import main
-from powerlab.exceptions import ParseError
+from powerlab.exceptions import ParseError, SchemaError
 from powerlab.iotools import read_any, read_dcgm_prometheus, sniff_format
 
 from .conftest import REPO, TEST_DATA
@@ -74,3 +74,26 @@ def test_cli_import_help_lists_options(capsys):
     out = capsys.readouterr().out
     for opt in ("--out", "--format", "--tz", "--host", "--n-gpus"):
         assert opt in out
+
+
+def test_cli_import_twice_does_not_duplicate_samples(tmp_path, capsys):
+    from powerlab.schema import validate
+    from powerlab.store import read_store
+
+    store = tmp_path / "store"
+    args = ["import", str(D / "nvidia_smi_constructed.csv"), "--out", str(store),
+            "--tz", "UTC", "--host", "n1"]
+    assert main(args) == 0
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "already imported into this store" in out and "skipped" in out
+    back = read_store(store)
+    assert len(back) == 6
+    validate(back)  # no duplicate samples
+    # other options give other samples: imported again
+    assert main([*args[:-1], "n2"]) == 0
+    assert len(read_store(store)) == 12
+    # --force re-imports (and the duplicates are then visible to validate)
+    assert main([*args, "--force"]) == 0
+    with pytest.raises(SchemaError, match="duplicate samples"):
+        validate(read_store(store))

@@ -185,3 +185,25 @@ def test_missing_throttle_field_gives_all_na_uint64():
     assert str(df["throttle_reasons"].dtype) == "UInt64"
     assert df["throttle_reasons"].isna().all() and len(df) == 2
     assert df["gpu_index"].tolist() == [0, 1]
+
+
+def test_preferred_field_wins_whatever_the_header_order():
+    # the module documents: power.draw over power.draw.instant, the enforced limit over the
+    # requested one, the SM clock over the graphics clock -- independent of column order
+    text = ("timestamp, index, power.draw.instant [W], power.limit [W], clocks.gr [MHz], "
+            "power.draw [W], enforced.power.limit [W], clocks.sm [MHz]\n"
+            "2025/01/01 00:00:00.000, 0, 100 W, 300 W, 1000 MHz, 200 W, 400 W, 1500 MHz\n")
+    df = parse_nvidia_smi(text, tz="UTC")
+    assert df["power_w"].iloc[0] == 200.0
+    assert df["power_limit_w"].iloc[0] == 400.0
+    assert df["clock_sm_mhz"].iloc[0] == 1500.0
+
+
+@pytest.mark.parametrize("index", ["65539", "70000", "1024"])
+def test_gpu_index_out_of_range_is_an_error_not_wrapped(index):
+    # 65539 used to wrap to GPU 3 in the int16 cast and pass validation silently
+    text = ("timestamp, index, power.draw [W]\n"
+            f"2025/01/01 00:00:00.000, {index}, 5 W\n")
+    with pytest.raises(ParseError) as exc:
+        parse_nvidia_smi(text, tz="UTC")
+    assert exc.value.line == 2 and exc.value.column == "index"

@@ -108,3 +108,12 @@ def test_month_daily_cycle(month):
     solar = df["solar_radiation_w_per_m2"].groupby(hour).mean()
     assert solar.loc[1] < 1 and solar.loc[12] > 400
     assert np.isfinite(df["pressure_hpa"]).all()
+
+
+@pytest.mark.parametrize("col", ["Temp (°F)", "Pressure (in)", "Wind Speed (mph)"])
+def test_known_quantity_in_another_unit_is_an_error_not_dropped(col):
+    # a US-unit export used to lose the column silently (unknown name -> ignored)
+    text = f"Time,{col},Humidity (%)\n2025-06-04 00:00,70,50\n"
+    with pytest.raises(ParseError) as exc:
+        parse_weather(text)
+    assert exc.value.column == col and exc.value.line == 1

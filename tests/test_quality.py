@@ -55,3 +55,12 @@ def test_quality_report_counts():
     row = rep[rep["gpu_index"] == 0].iloc[0]
     assert row["stale_power_w"] == 12 and row["samples"] == 30 and row["gap"] == 0
     assert isinstance(rep, pd.DataFrame)
+
+
+def test_gaps_refuses_nonpositive_or_nan_threshold():
+    import pytest
+
+    df = make_telemetry(1, 1, 5)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="max_gap_s"):
+            gaps(df, max_gap_s=bad)

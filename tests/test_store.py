@@ -119,3 +119,22 @@ def test_store_summary(tmp_path, telemetry):
     s = store_summary(tmp_path)
     assert list(s["host"]) == ["node-00", "node-01"]
     assert (s["n_gpus"] == 4).all() and (s["samples"] == 200).all()
+
+
+def test_host_names_beyond_latin1_round_trip_through_the_host_filter(tmp_path):
+    # code points above U+00FF used to be escaped with more than two hex digits and
+    # decoded wrongly, so hosts= found nothing (and "œ" and "\x153" shared one folder)
+    for i, h in enumerate(["nœud-1", "\x153", "ノード"]):
+        df = make_telemetry(1, 1, 4, start=f"2024-05-17T1{i}:00:00Z")
+        df["host"] = h
+        write_store(df, tmp_path)
+        back = read_store(tmp_path, hosts=[h])
+        assert len(back) == 4 and set(back["host"]) == {h}
+    assert len({p.parent for p in list_files(tmp_path)}) == 3
+
+
+def test_single_host_name_as_string(tmp_path, telemetry):
+    write_store(telemetry, tmp_path)
+    one = read_store(tmp_path, hosts="node-01")
+    assert len(one) == (telemetry["host"] == "node-01").sum() > 0
+    assert set(one["host"]) == {"node-01"}

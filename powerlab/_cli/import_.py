@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from datetime import UTC
 from pathlib import Path
 
 FORMAT_CHOICES = ["auto", "nvidia-smi", "dcgm-dmon", "dcgm-prom", "mlperf-power"]
@@ -15,7 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Read each source with the matching powerlab.iotools reader (the "
                     "format is recognised from the content unless --format is given), "
                     "validate it against the canonical schema and append it to the "
-                    "Parquet store at --out. Prints the rows imported per source.",
+                    "Parquet store at --out. Prints the rows imported per source. A source "
+                    "already imported into the store with the same options (same content "
+                    "hash) is skipped, so re-running an import never duplicates samples.",
     )
     p.add_argument("sources", nargs="+", type=Path, metavar="SRC",
                    help="files, or folders of MLPerf node_*.txt power logs")
@@ -27,13 +30,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", help="host name for sources that do not record it")
     p.add_argument("--n-gpus", type=int, dest="n_gpus",
                    help="GPUs per nvidia-smi query for logs without index/uuid")
+    p.add_argument("--force", action="store_true",
+                   help="import sources even if the store records them as imported")
     p.set_defaults(func=run)
 
 
+def _source_key(src: Path, options: dict) -> str:
+    """SHA-256 of a source's content (a folder: its files' names and contents, sorted)
+    and of the reading options, which change the samples written."""
+    import hashlib
+    import json
+
+    h = hashlib.sha256(json.dumps(options, sort_keys=True).encode())
+    files = sorted(p for p in src.rglob("*") if p.is_file()) if src.is_dir() else [src]
+    for f in files:
+        h.update(str(f.relative_to(src) if src.is_dir() else f.name).encode() + b"\0")
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
 def run(args) -> int:
+    import json
+    from datetime import datetime
+
     from ..exceptions import ParseError
     from ..iotools import TELEMETRY_FORMATS, read_any, sniff_format
-    from ..store import write_store
+    from ..store import atomic_write_bytes, write_store
 
     total = 0
     for src in args.sources:
@@ -44,8 +68,22 @@ def run(args) -> int:
             raise ParseError(f"recognised as '{fmt}', which is not GPU telemetry; "
                              f"powerlab import takes {', '.join(TELEMETRY_FORMATS)}",
                              path=src)
+        options = {"format": fmt, "tz": args.tz, "host": args.host, "n_gpus": args.n_gpus}
+        key = _source_key(src, options)
+        record = args.out / "_imports" / f"{key}.json"
+        if record.exists() and not args.force:
+            when = json.loads(record.read_text()).get("imported_utc", "?")
+            print(f"{src}: already imported into this store on {when} with the same options; "
+                  "skipped (--force imports it again)")
+            continue
         df = read_any(src, format=fmt, tz=args.tz, host=args.host, n_gpus=args.n_gpus)
         files = write_store(df, args.out)
+        # recorded after the data: a crash in between can only cause a re-import
+        meta = {"source": str(src), "sha256": key, "options": options, "rows": len(df),
+                "files": [str(f.relative_to(args.out)) for f in files],
+                "imported_utc": datetime.now(UTC).isoformat(timespec="seconds")}
+        payload = json.dumps(meta, indent=1).encode()
+        atomic_write_bytes(record, lambda tmp, b=payload: Path(tmp).write_bytes(b))
         total += len(df)
         print(f"{src}: {len(df):,} rows ({fmt}) -> {len(files)} file(s)")
     print(f"imported {total:,} rows into {args.out}")

@@ -205,7 +205,10 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
 
     cols: dict[str, object] = {}
     used: dict[str, str] = {}
-    for i, nm in enumerate(names):
+    # where several fields map to one column, the first in VARIABLE_MAP order wins
+    rank = {f: k for k, f in enumerate(VARIABLE_MAP)}
+    for i in sorted(range(ncol), key=lambda i: rank.get(names[i], len(rank))):
+        nm = names[i]
         spec = VARIABLE_MAP.get(nm)
         if spec is None or spec[0] in used:
             continue
@@ -217,10 +220,13 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
         elif canon == "gpu_index":
             v = strings_to_float(arr, unit=None, path=path, column=nm, row_line=row_line,
                                  expected="a GPU index (integer)", allow_empty=False)
-            bad = np.isnan(v) | (v % 1 != 0) | (v < 0)
+            bad = np.isnan(v) | (v % 1 != 0) | (v < 0) | (v > schema.GLOSSARY["gpu_index"]
+                                                          .valid_range[1])
             if bad.any():
                 r = int(np.flatnonzero(bad)[0])
-                raise ParseError(f"expected a GPU index (integer), got {arr[r].as_py()!r}",
+                raise ParseError("expected a GPU index (integer 0.."
+                                 f"{schema.GLOSSARY['gpu_index'].valid_range[1]:g}), got "
+                                 f"{arr[r].as_py()!r}",
                                  path=path, line=row_line(r), column=nm)
             cols[canon] = v.astype(np.int64)
         elif canon == "gpu_uuid":

@@ -135,6 +135,15 @@ def _parse(text: str, path) -> tuple[pd.DataFrame, str]:
         n_rows = sum(1 for ln in lines if ln.strip()) + truncated
         return empty, (f"{n_rows} row(s) not in the expected CSV format (header "
                        f"{lines[header_idx][:40]!r}...)")
+    # a known quantity in another unit (a US export: "Temp (°F)", "Pressure (in)") must
+    # not be dropped silently as an unknown column
+    known = {src.split(" (")[0]: src for src in VARIABLE_MAP}
+    for c in header:
+        base = c.split(" (")[0]
+        if base in known and c != known[base]:
+            raise ParseError(f"column {c!r} is in a unit powerlab does not read; expected "
+                             f"{known[base]!r} (export the data in metric units)",
+                             path=path, line=header_idx + 1, column=c)
     ncol = len(header)
     good, lineno = [], []
     wrong = 0
