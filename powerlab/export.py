@@ -5,7 +5,8 @@ The CSV has one row per interval and scope with the columns of :data:`FACILITIES
 The sidecar ``<name>.json`` holds the units, the modelling assumptions, the scenario hash,
 the powerlab version and the generation time.  Both files are written atomically (temp
 file in the same folder, fsync, rename).  Text fields that a spreadsheet would run as a
-formula (starting with ``= + - @``, tab or carriage return) are prefixed with ``'``.
+formula (starting with ``= + - @``, tab or carriage return, possibly after apostrophes)
+are prefixed with ``'``, which :func:`read_facilities_csv` removes again.
 """
 
 from __future__ import annotations
@@ -54,19 +55,27 @@ _DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
 _ISO = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
+def _needs_guard(text: str) -> bool:
+    # apostrophes count too, so that a text that itself starts with the guard ("'=x")
+    # is guarded again and reads back unchanged
+    return text.lstrip("'").startswith(_DANGEROUS)
+
+
 def sanitize_cell(text: str) -> str:
     """Neutralise a text cell a spreadsheet would evaluate as a formula.
 
     Cells starting with ``= + - @``, tab or carriage return get a leading ``'``
-    (OWASP CSV injection guidance).
+    (OWASP CSV injection guidance); so do cells whose text after leading apostrophes
+    starts so, which keeps the guard reversible (``read_facilities_csv`` returns the
+    original text).
     """
-    if text and text.startswith(_DANGEROUS):
+    if text and _needs_guard(text):
         return "'" + text
     return text
 
 
 def _unsanitize(text: str) -> str:
-    if len(text) > 1 and text[0] == "'" and text[1:].startswith(_DANGEROUS):
+    if text.startswith("'") and _needs_guard(text[1:]):
         return text[1:]
     return text
 
@@ -128,6 +137,9 @@ def write_facilities_csv(result, path, resolution="15min",
     path = Path(path)
     if not path.parent.is_dir():
         raise PowerlabError(f"cannot write {path}: folder {path.parent} does not exist")
+    if path.suffix.lower() == ".json":
+        raise PowerlabError(f"cannot write the CSV to {path}: its JSON sidecar would "
+                            "overwrite it; name the CSV e.g. 'forecast.csv'")
     df = facilities_frame(result, resolution)
     text = pd.DataFrame({
         "interval_start_utc": _iso(df["interval_start_utc"]),

@@ -191,7 +191,8 @@ class Job:
     startup_s, shutdown_s : float
         Initialisation before the first step and teardown at the end [s].
     jitter_s : float
-        Standard deviation of the per-GPU timing offset (desynchronisation) [s].
+        Standard deviation of the per-GPU timing offset (desynchronisation), at most
+        ``step_time_s`` [s].
     checkpoint_interval_s, checkpoint_duration_s : float
         Training time between checkpoints (0: none) and their length [s].
     eval_interval_s, eval_duration_s : float
@@ -551,6 +552,11 @@ def _job(s: _Section, hw: dict, index: int) -> Job:
         raise s.error("duration_s", f"{duration:g} s leaves no training time after "
                       f"startup_s ({startup:g}) and shutdown_s ({shutdown:g})")
     jitter = s.number("jitter_s", 0.0)
+    if jitter > step:
+        # every step ends in a collective, so GPUs of a synchronous job cannot drift a
+        # step apart; the engine's offset kernel spans +-4 jitter_s
+        raise s.error("jitter_s", f"{jitter:g} s is more than one step (step_time_s = "
+                      f"{step:g} s); GPUs of a synchronous job stay within a step")
     ck = s.section("checkpoint")
     ck_int = ck.number("interval_s", 0.0)
     ck_dur = ck.number("duration_s", 0.0)

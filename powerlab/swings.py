@@ -285,7 +285,8 @@ def compare_mitigations(scenario: Scenario, variants: Mapping[str, Mitigations] 
                         tick_s: float | None = None) -> pd.DataFrame:
     """Mitigation what-ifs: how much swing and ramp each removes and what it costs.
 
-    Every variant is forecast with the same seed as the unmitigated baseline.
+    Every variant is forecast with the same seed and over the same horizon as the
+    unmitigated baseline (the widest horizon of the variants).
 
     Parameters
     ----------
@@ -321,6 +322,11 @@ def compare_mitigations(scenario: Scenario, variants: Mapping[str, Mitigations] 
         if not isinstance(m, Mitigations):
             raise PowerlabError(f"variant {name!r} is not a Mitigations")
         runs[name] = scenario.replace(mitigations=m)
+    # one horizon for all: without an explicit horizon, staggering lengthens it, and the
+    # energy of the extra idle tail would otherwise be billed to the mitigation
+    h0 = min(sc.start_utc for sc in runs.values())
+    h1 = max(sc.end_utc for sc in runs.values())
+    runs = {k: sc.replace(horizon_start_utc=h0, horizon_end_utc=h1) for k, sc in runs.items()}
     rows = {}
     for name, sc in runs.items():
         res = forecast(sc, draws=draws, seed=seed, tick_s=tick_s)

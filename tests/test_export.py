@@ -115,3 +115,24 @@ def test_cli_forecast_end_to_end(tmp_path, capsys):
     assert rc == 2
     assert "jobs[0].gpus" in capsys.readouterr().err
     assert not (tmp_path / "b.csv").exists()
+
+
+@pytest.mark.parametrize("text", ["'=cmd", "''+1", "'plain", "it's", "''"])
+def test_formula_guard_round_trips_texts_starting_with_an_apostrophe(text, tmp_path):
+    # a text that already starts with the guard must be guarded again, else the reader
+    # strips the author's own apostrophe and the CSV does not re-read to the same text
+    d = yaml.safe_load((SCEN / "small.yaml").read_text())
+    d["jobs"][0]["name"] = text
+    d["horizon"]["end_utc"] = "2025-06-02T12:30:00Z"
+    res = forecast(parse_scenario(d), draws=1)
+    csv, _ = write_facilities_csv(res, tmp_path / "q.csv", "15min")
+    back = read_facilities_csv(csv)
+    expect = facilities_frame(res, "15min")
+    assert (back["events"] == expect["events"].fillna("")).all()
+    assert back["events"].str.contains(text + ":start", regex=False).any()
+
+
+def test_csv_named_json_is_refused_not_overwritten_by_its_sidecar(result, tmp_path):
+    with pytest.raises(PowerlabError, match="sidecar"):
+        write_facilities_csv(result, tmp_path / "forecast.json")
+    assert not list(tmp_path.iterdir())

@@ -65,6 +65,9 @@ def test_small_scenario_values_and_defaults():
      "no training time"),
     (lambda d: d["horizon"].__setitem__("end_utc", "2025-06-02T11:00:00Z"),
      "horizon.end_utc", "not after"),
+    # a jitter of days would make the engine's offset kernel millions of ticks wide
+    (lambda d: d["jobs"][0].__setitem__("jitter_s", 86400), "jobs[0].jitter_s",
+     "more than one step"),
 ])
 def test_errors_name_the_key(mutate, key, words):
     d = _doc()

@@ -131,3 +131,28 @@ def test_mitigation_whatifs_report_reduction_and_cost():
     assert t.loc["battery", "throughput_loss_pct"] == pytest.approx(0.0, abs=1e-9)
     with pytest.raises(PowerlabError, match="no mitigations"):
         compare_mitigations(sc)
+
+
+def test_whatifs_share_one_horizon_stagger_of_unaligned_jobs_costs_nothing():
+    # no horizon in the file: staggering lengthens the default horizon; the what-if must
+    # not bill the energy of that extra idle tail to the mitigation
+    d = yaml.safe_load((SCEN / "small.yaml").read_text())
+    d.pop("horizon")
+    for j in d["jobs"]:
+        j["jitter_s"] = 0
+        j["failures"] = {}
+        j["duration_s"] = 900
+    d["jobs"][1]["start_utc"] = "2025-06-02T12:07:00Z"  # nothing starts together
+    sc = parse_scenario(d)
+    t = compare_mitigations(sc, {"stagger": Mitigations(stagger_starts_s=300)}, draws=1,
+                            scope="it")
+    assert t.loc["stagger", "extra_energy_megawatt_hours"] == pytest.approx(0.0, abs=1e-12)
+    assert t.loc["stagger", "throughput_loss_pct"] == pytest.approx(0.0, abs=1e-12)
+    assert t.loc["stagger", "swing_60s_megawatts"] == t.loc["baseline", "swing_60s_megawatts"]
+    # jobs that do start together: the second starts 300 s later and ends as planned, so
+    # it trains (and draws) less: a throughput cost, not an energy cost
+    d["jobs"][1]["start_utc"] = d["jobs"][0]["start_utc"]
+    t = compare_mitigations(parse_scenario(d), {"stagger": Mitigations(stagger_starts_s=300)},
+                            draws=1, scope="it")
+    assert t.loc["stagger", "extra_energy_megawatt_hours"] < 0
+    assert t.loc["stagger", "throughput_loss_pct"] > 0
