@@ -149,6 +149,29 @@ def band_rms(spec: pd.DataFrame, f_lo_hz: float, f_hi_hz: float) -> float:
     return float(np.sqrt(p[m].sum() * df))
 
 
+def dominant_frequency(frequency_hz, psd) -> float:
+    """Frequency of the strongest spectral line [Hz].
+
+    The line's power is summed over three adjacent bins (a Hann-windowed line spreads over
+    about that many, so a line that falls between two bins is not under-rated against
+    one that falls on a bin), and its frequency is the power-weighted centroid of those
+    bins.  Bins below twice the frequency resolution (the mean and slow drift) are
+    ignored.  NaN for a flat spectrum.
+    """
+    f = np.asarray(frequency_hz, dtype=float)
+    p = np.asarray(psd, dtype=float)
+    if len(f) < 4:
+        return float("nan")
+    three = p[:-2] + p[1:-1] + p[2:]          # centred on bins 1 .. n-2
+    centre = np.arange(1, len(f) - 1)
+    ok = f[centre] >= 2 * (f[1] - f[0])
+    if not ok.any() or three[ok].max() <= 0:
+        return float("nan")
+    k = centre[ok][np.argmax(three[ok])]
+    w = p[k - 1:k + 2]
+    return float((f[k - 1:k + 2] * w).sum() / w.sum())
+
+
 def swing_metrics(power_w, tick_s: float) -> dict:
     """All swing metrics of one power series.
 
@@ -157,7 +180,7 @@ def swing_metrics(power_w, tick_s: float) -> dict:
     dict
         ``peak_w``, ``min_w``, ``swing_1s_w``, ``swing_10s_w``, ``swing_60s_w`` [W],
         ``ramp_up_w_per_s``, ``ramp_down_w_per_s`` [W/s], ``dominant_frequency_hz``
-        [Hz] (largest Welch PSD above twice the frequency resolution),
+        [Hz] (strongest line of the Welch PSD, see :func:`dominant_frequency`),
         ``band_0p1_2hz_rms_w``, ``band_2_20hz_rms_w`` [W] and the matching band
         energies ``band_*_w2`` (variance in the band) [W^2].
     """
@@ -166,8 +189,7 @@ def swing_metrics(power_w, tick_s: float) -> dict:
     spec = spectrum(x, tick_s)
     f = spec["frequency_hz"].to_numpy()
     p = spec["psd_w2_per_hz"].to_numpy()
-    ok = f >= 2 * (f[1] - f[0]) if len(f) > 2 else np.ones(len(f), bool)
-    dom = float(f[ok][np.argmax(p[ok])]) if ok.any() and p[ok].max() > 0 else float("nan")
+    dom = dominant_frequency(f, p)
     out = {
         "peak_w": float(x.max()),
         "min_w": float(x.min()),

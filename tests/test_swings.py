@@ -156,3 +156,19 @@ def test_whatifs_share_one_horizon_stagger_of_unaligned_jobs_costs_nothing():
                             draws=1, scope="it")
     assert t.loc["stagger", "extra_energy_megawatt_hours"] < 0
     assert t.loc["stagger", "throughput_loss_pct"] > 0
+
+
+def test_dominant_frequency_is_the_step_rhythm_even_between_bins():
+    """An 85 %-duty square wave at 1/6 Hz (6 s training steps) has first and second
+    harmonics of nearly equal amplitude (|sin(pi d)| = 0.454 vs |sin(2 pi d)| / 2 = 0.405);
+    1/6 Hz falls between Welch bins, 1/3 Hz nearly on one. The step rhythm must win."""
+    from powerlab.swings import swing_metrics
+
+    tick = 0.1
+    t = np.arange(int(3600 / tick)) * tick
+    x = np.where((t % 6.0) < 0.85 * 6.0, 650.0, 300.0) * 16384
+    m = swing_metrics(x, tick)
+    assert m["dominant_frequency_hz"] == pytest.approx(1 / 6, abs=0.01)
+    # a pure tone between bins is located to well within one bin (0.0195 Hz)
+    y = np.sin(2 * np.pi * 0.1667 * t)
+    assert swing_metrics(y, tick)["dominant_frequency_hz"] == pytest.approx(0.1667, abs=0.005)
