@@ -260,17 +260,28 @@ def downsample(df: pd.DataFrame, value: str | Sequence[str], *, time: str = "tim
     return out[cols + ["n_samples"]]
 
 
-def _series_label(df: pd.DataFrame, level: str) -> pd.Series:
-    host = df["host"].astype("string").fillna("?")
-    if level == "fleet":
-        return pd.Series("fleet", index=df.index, dtype=object)
-    if level == "host" or "gpu_index" not in df.columns:
-        return host.astype(object)
-    gpu = df["gpu_index"].astype("Int64")
-    lab = host + "/gpu" + gpu.astype("string").fillna("")
-    is_node = gpu.isna()
+def _is_node(df: pd.DataFrame) -> pd.Series:
+    """Rows of node scope (``scope == "node"``, or no GPU index where there is a column)."""
+    is_node = pd.Series(False, index=df.index)
+    if "gpu_index" in df.columns:
+        is_node = is_node | df["gpu_index"].isna()
     if "scope" in df.columns:
         is_node = is_node | (df["scope"].astype("string") == "node").fillna(False)
+    return is_node.astype(bool)
+
+
+def _series_label(df: pd.DataFrame, level: str) -> pd.Series:
+    host = df["host"].astype("string").fillna("?")
+    is_node = _is_node(df)
+    # never average node readings (a whole node) with GPU readings into one line
+    mixed = bool(is_node.any()) and not bool(is_node.all())
+    if level == "fleet":
+        lab = pd.Series("fleet", index=df.index, dtype=object)
+        return lab.where(~is_node, "fleet (node)") if mixed else lab
+    if level == "host" or "gpu_index" not in df.columns:
+        return (host.where(~is_node, host + " (node)") if mixed else host).astype(object)
+    gpu = df["gpu_index"].astype("Int64")
+    lab = host + "/gpu" + gpu.astype("string").fillna("")
     return lab.where(~is_node, host + " (node)").astype(object)
 
 
@@ -354,7 +365,7 @@ def telemetry_chart(telemetry: pd.DataFrame, metric: str = "power_w", *, by: str
     x = alt.X("timestamp:T", title="time (UTC)", scale=alt.Scale(type="utc"),
               axis=alt.Axis(format="%H:%M:%S", labelOverlap=True))
     color = alt.Color("series:N", title={"gpu": "GPU", "host": "host"}.get(level, ""),
-                      legend=None if level == "fleet" else alt.Legend())
+                      legend=None if n_series == 1 else alt.Legend())
     tooltip = [alt.Tooltip("series:N", title=level),
                alt.Tooltip("time_utc:N", title="time"),
                alt.Tooltip(f"{metric}:Q", title=f"mean [{unit}]", format=fmt),
@@ -376,8 +387,12 @@ def telemetry_chart(telemetry: pd.DataFrame, metric: str = "power_w", *, by: str
             opacity=alt.condition(legend_sel, alt.value(0.22), alt.value(0.04)),
         )
         layers.insert(0, area)
-    subtitle = {"gpu": "one line per GPU", "host": "mean of each host's GPUs",
-                "fleet": "mean of all GPUs"}[level]
+    node = _is_node(df)
+    unit_name = ("nodes" if node.all() else "GPUs") if len(df) else "GPUs"
+    subtitle = {"gpu": "one line per " + unit_name[:-1], "host": f"mean of each host's {unit_name}",
+                "fleet": f"mean of all {unit_name}"}[level]
+    if node.any() and not node.all() and level != "gpu":
+        subtitle += " (node-scope rows drawn apart)"
     if data["n_samples"].max() > 1:
         subtitle += "; band: min–max within each time bin"
     chart = alt.layer(*layers).properties(

@@ -32,7 +32,7 @@ from typing import IO, Any
 
 import pandas as pd
 
-from .exceptions import DataQualityWarning, PowerlabError
+from .exceptions import DataQualityWarning, PowerlabError, StoreError
 
 __all__ = ["NOTICES", "DemoResult", "demo_scenario", "run_demo"]
 
@@ -168,6 +168,23 @@ def demo_scenario(profile=None, *, hours: float = 6.0) -> Any:
     return parse_scenario(spec, path=path)
 
 
+def _writable_folder(out: str | Path) -> Path:
+    """Create ``out`` (with its parents) and check that files can be written in it."""
+    import tempfile
+
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise StoreError(f"output folder {out} is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out, prefix=".powerlab-demo-probe-"):
+            pass
+    except OSError as exc:
+        raise StoreError(f"cannot write to the output folder {out}: "
+                         f"{exc.strerror or exc}") from exc
+    return out
+
+
 def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sys.stderr,
              hours: float = 6.0, draws: int = 10, twin_days: float = 10.0,
              seed: int = 1) -> DemoResult:
@@ -176,7 +193,8 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
     Parameters
     ----------
     out : path-like, default "powerlab-demo"
-        Output folder (created).
+        Output folder (created with its parents; files of the same names in it are
+        replaced).
     progress : text stream or None, default sys.stderr
         Where progress lines go; None is silent.
     hours : float, default 6
@@ -191,6 +209,11 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
     Returns
     -------
     DemoResult
+
+    Raises
+    ------
+    powerlab.exceptions.StoreError
+        When ``out`` cannot be created or written to (checked before any work).
     """
     from . import charts
     from .data import bundled_path
@@ -204,8 +227,7 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
     from .swings import check_limits, compare_mitigations
     from .synth import simulate_training
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = _writable_folder(out)  # before minutes of work, not after
     prog = _Progress(progress, 7)
     fig: dict[str, float] = {}
 

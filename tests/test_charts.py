@@ -152,6 +152,45 @@ def test_telemetry_chart_node_rows_and_missing_column():
         charts.telemetry_chart(node, "clock_sm_mhz")
 
 
+@pytest.mark.parametrize("by", ["host", "fleet"])
+def test_telemetry_chart_never_averages_node_with_gpu_rows(by):
+    """A frame with GPU rows (~300 W) and node rows (the node's sum, ~1.2 kW): a host or
+    fleet line must not be the mean of the two kinds of reading."""
+    tel = make_telemetry(n_hosts=2, n_gpus=4, n_samples=50)
+    node = tel.groupby(["host", "timestamp"], as_index=False)["power_w"].sum()
+    node["scope"] = "node"
+    node["gpu_index"] = pd.array([pd.NA] * len(node), dtype="Int16")
+    mix = pd.concat([tel[["timestamp", "host", "scope", "gpu_index", "power_w"]], node],
+                    ignore_index=True)
+    ch = charts.telemetry_chart(mix, by=by)
+    (rows,) = datasets(ch).values()
+    df = pd.DataFrame(rows)
+    w = df.assign(w=df["power_w"] * df["n_samples"]).groupby("series")[["w", "n_samples"]]
+    means = (w.sum()["w"] / w.sum()["n_samples"]).to_dict()
+    gpu_mean = tel["power_w"].mean()
+    node_mean = node["power_w"].mean()
+    node_series = {k: v for k, v in means.items() if k.endswith("(node)")}
+    gpu_series = {k: v for k, v in means.items() if not k.endswith("(node)")}
+    assert len(node_series) == (1 if by == "fleet" else 2) == len(gpu_series)
+    if by == "fleet":
+        assert gpu_series["fleet"] == pytest.approx(gpu_mean)
+        assert node_series["fleet (node)"] == pytest.approx(node_mean)
+    assert all(v < 2 * gpu_mean for v in gpu_series.values())
+    assert all(v > 3 * gpu_mean for v in node_series.values())
+    # two series: the legend says which line is which
+    assert ch.to_dict()["layer"][-1]["encoding"]["color"].get("legend", {}) is not None
+    assert "drawn apart" in ch.to_dict()["title"]["subtitle"]
+
+
+def test_telemetry_chart_subtitle_names_nodes_for_node_data():
+    t = pd.date_range("2024-05-17", periods=5, freq="2s", tz="UTC")
+    node = pd.DataFrame({"timestamp": t.repeat(2), "host": ["n1", "n2"] * 5,
+                         "scope": "node", "gpu_index": pd.array([pd.NA] * 10, dtype="Int16"),
+                         "power_w": np.linspace(5000.0, 5400.0, 10)})
+    sub = charts.telemetry_chart(node, by="fleet").to_dict()["title"]["subtitle"]
+    assert sub.startswith("mean of all nodes")
+
+
 def test_telemetry_overview_shares_zoom(big_telemetry):
     ch = charts.telemetry_overview(big_telemetry.head(20_000))
     spec = ch.to_dict()

@@ -26,7 +26,7 @@ HOURS, DRAWS = 2, 3
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo") / "out"
+    out = tmp_path_factory.mktemp("demo") / "new" / "nested" / "out"  # created with parents
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         rc = cli.main(["demo", "--out", str(out), "--hours", str(HOURS),
@@ -101,3 +101,62 @@ def test_cli_rejects_bad_options(capsys, tmp_path):
     assert cli.main(["demo", "--out", str(tmp_path), "--hours", "0"]) == 2
     assert "--hours must be positive" in capsys.readouterr().err
     assert not any(Path(tmp_path).iterdir())
+
+
+def _demo_error(out: Path, capsys) -> str:
+    rc = cli.main(["demo", "--out", str(out), "--hours", "1", "--draws", "1"])
+    captured = capsys.readouterr()
+    assert rc == 2, captured
+    assert "[1/7]" not in captured.err  # refused before any work
+    assert "Traceback" not in captured.err
+    return captured.err
+
+
+def test_out_is_a_file_gives_a_clear_error(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    err = _demo_error(afile, capsys)
+    assert f"output folder {afile} is a file, not a folder" in err
+    err = _demo_error(afile / "sub", capsys)  # a file where a parent folder should be
+    assert "cannot write to the output folder" in err and str(afile / "sub") in err
+    assert afile.read_text() == "x"
+
+
+def test_read_only_out_gives_a_clear_error(tmp_path, capsys):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        try:
+            (ro / "probe").write_text("x")
+        except PermissionError:
+            enforced = True
+        else:
+            enforced = False
+        if not enforced:
+            # root ignores folder modes; /sys refuses new entries even to root on Linux
+            ro = Path("/sys/powerlab-demo-test-out")
+            try:
+                ro.mkdir()
+            except OSError:
+                pass
+            else:  # pragma: no cover - a writable /sys
+                ro.rmdir()
+                pytest.skip("no read-only folder available to this user (root)")
+            err = _demo_error(ro, capsys)
+            assert f"cannot write to the output folder {ro}" in err
+            return
+        err = _demo_error(ro, capsys)
+        assert "cannot write to the output folder" in err and "Permission denied" in err
+        err = _demo_error(ro / "new" / "nested", capsys)
+        assert "cannot write to the output folder" in err
+    finally:
+        (tmp_path / "ro").chmod(0o755)
+
+
+def test_existing_folder_is_reused(tmp_path):
+    from powerlab.demo import _writable_folder
+
+    (tmp_path / "keep.txt").write_text("mine")
+    assert _writable_folder(tmp_path) == tmp_path
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]  # no probe left
