@@ -80,7 +80,14 @@ def _series_from(throughput, value_col, segment):
         if value_col is None:
             cands = [c for c in df.columns if "throughput" in str(c)]
             if not cands:
+                # a lone float column is taken as the throughput; with several (say
+                # duration_s next to a rate) guessing could fit a step *time*, whose
+                # profile is the throughput's upside down -- ask instead
                 cands = [c for c in df.columns if pd.api.types.is_float_dtype(df[c])]
+                if len(cands) > 1:
+                    raise SchemaError([Violation(
+                        "<frame>", "no column named like 'throughput' and several numeric "
+                                   f"columns {cands}; pass value_col=")])
             if not cands:
                 raise SchemaError([Violation("<frame>", "no throughput column found; pass "
                                                         "value_col=")])
@@ -97,7 +104,12 @@ def _series_from(throughput, value_col, segment):
     elif isinstance(throughput, pd.Series):
         s = throughput
         if segment is not None and not isinstance(segment, str):
-            seg = pd.Series(np.asarray(segment), index=s.index)
+            labels = np.asarray(segment)
+            if labels.shape != (len(s),):
+                raise SchemaError([Violation("segment", f"{labels.shape} segment labels for "
+                                                        f"{len(s)} throughput values; one "
+                                                        "label per value expected")])
+            seg = pd.Series(labels, index=s.index)
     else:
         raise SchemaError([Violation("<input>", "throughput must be a pandas Series or "
                                                 f"DataFrame, got {type(throughput).__name__}")])
@@ -326,13 +338,15 @@ def throttle_share_by_hour(telemetry: pd.DataFrame, *, site_tz: str) -> pd.DataF
     _check_tz(site_tz)
     if "throttle_reasons" not in telemetry.columns or "timestamp" not in telemetry.columns:
         raise SchemaError([Violation("throttle_reasons", "missing column")])
+    if not isinstance(telemetry["timestamp"].dtype, pd.DatetimeTZDtype):
+        raise SchemaError([Violation("timestamp", "timestamps must be tz-aware UTC")])
     tel = telemetry
     if "scope" in tel.columns:
         tel = tel[(tel["scope"] == "gpu").fillna(False).to_numpy(dtype=bool)]
     bits = tel["throttle_reasons"].to_numpy(dtype=np.uint64, na_value=0)
     ok = tel["throttle_reasons"].notna().to_numpy()
     bits = bits[ok]
-    t = pd.DatetimeIndex(tel["timestamp"][ok]).as_unit("ns").asi8
+    t = pd.DatetimeIndex(tel["timestamp"][ok]).tz_convert("UTC").as_unit("ns").asi8
     codes, uniq = pd.factorize(t)
     hour = pd.DatetimeIndex(uniq, tz="UTC").tz_convert(site_tz).hour.to_numpy()[codes]
     n = np.bincount(hour, minlength=24).astype(float)
@@ -563,7 +577,8 @@ def fit_time_of_day(throughput: pd.Series | pd.DataFrame, *, site_tz: str,
         Per-step (or per-interval) throughput indexed by tz-aware timestamps [any rate
         unit, e.g. tokens/s].  A DataFrame may carry the timestamp in a ``timestamp``
         column, the throughput in ``value_col`` (default: the first column whose name
-        contains "throughput") and the run segment in ``segment`` (default column
+        contains "throughput", else the only float column; several float columns and
+        none named so raise :class:`~powerlab.exceptions.SchemaError`) and the run segment in ``segment`` (default column
         ``segment`` when present).
     site_tz : str
         IANA time zone of the site; the profile is in local civil time (daylight saving
@@ -679,6 +694,13 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
         raise AnalysisError(f"max_order must be an integer in 1..12, got {max_order!r}")
     if not 0 < alpha < 1:
         raise AnalysisError(f"alpha must be in (0, 1), got {alpha}")
+    if not (isinstance(n_boot, (int, np.integer)) and n_boot >= 1):
+        raise AnalysisError(f"n_boot must be a positive integer, got {n_boot!r}")
+    if errors == "ar" and not (isinstance(ar_order, (int, np.integer)) and ar_order >= 1):
+        raise AnalysisError(f"ar_order must be a positive integer, got {ar_order!r}")
+    if hac_lags is not None and not (isinstance(hac_lags, (int, np.integer))
+                                     and hac_lags >= 0):
+        raise AnalysisError(f"hac_lags must be a non-negative integer, got {hac_lags!r}")
     try:
         interval_ns = int(pd.Timedelta(interval).value)
     except (TypeError, ValueError) as exc:
@@ -857,6 +879,9 @@ def _attribution(design: _Design, order, hac_lags, telemetry, ambient, clock_qua
                 med[label] = v
                 units[label] = unit
     if ambient is not None:
+        if isinstance(ambient, pd.DataFrame) and "temp_air_c" not in ambient.columns:
+            raise SchemaError([Violation("temp_air_c", "an ambient DataFrame needs a "
+                                                       "'temp_air_c' column [degC]")])
         a = ambient["temp_air_c"] if isinstance(ambient, pd.DataFrame) else ambient
         if not isinstance(a.index, pd.DatetimeIndex) or a.index.tz is None:
             raise SchemaError([Violation("temp_air_c", "ambient must be indexed by "

@@ -102,6 +102,17 @@ THROTTLE_REASONS: dict[str, int] = {
 }
 
 _STRAGGLER_KINDS = ("thermal", "power", "clock")
+# parameters that must be >= 0 / > 0 (a negative standard deviation, warm-up length or
+# time constant would silently give nonsense, e.g. a warm-up growing without bound)
+_NON_NEGATIVE = ("inlet_tau_s", "gpu_tau_s", "r_th_spread", "jitter_pct", "noise_pct",
+                 "noise_corr_s", "segment_level_pct", "downtime_s", "startup_s",
+                 "warmup_steps", "warmup_extra", "checkpoint_every", "checkpoint_s",
+                 "eval_every", "eval_s", "straggler_severity", "telemetry_noise",
+                 "inlet_ambient_coef", "clock_temp_slope_mhz_per_c",
+                 "sw_thermal_slope_mhz_per_c", "leakage_per_c")
+_POSITIVE = ("r_th_c_per_w", "r_hbm_c_per_w", "clock_max_mhz", "clock_min_mhz",
+             "clock_step_mhz", "power_dynamic_w", "power_limit_w", "tokens_per_step",
+             "mtbf_s")
 
 
 @dataclass(frozen=True)
@@ -417,6 +428,10 @@ def _make_fleet(n_hosts, gpus_per_host, stragglers, p: TwinParameters, rng) -> _
     limit = np.full(g, p.power_limit_w)
     factor = np.ones(g)
     kind = np.array([""] * g, dtype=object)
+    if not isinstance(stragglers, (int, np.integer, Sequence)) or isinstance(
+            stragglers, (bool, str)):
+        raise ScenarioError("stragglers must be a count or a sequence of (fleet position, "
+                            f"kind) pairs, got {stragglers!r}", key="stragglers")
     if isinstance(stragglers, (int, np.integer)):
         if not 0 <= stragglers <= g:
             raise ScenarioError(f"stragglers must be between 0 and the fleet size {g}",
@@ -571,7 +586,18 @@ def _segments(t0_ns: int, t1_ns: int, p: TwinParameters, rng, restarts):
             segs.append((s, e))
             s = e + int(p.downtime_s * rng.uniform(0.5, 1.5) * 1e9)
     else:
-        bounds = sorted(int(pd.Timestamp(r).tz_convert("UTC").value) for r in restarts)
+        bounds = []
+        for r in restarts:
+            try:
+                ts = pd.Timestamp(r)
+            except (TypeError, ValueError) as exc:
+                raise ScenarioError(f"restart time {r!r} is not a timestamp",
+                                    key="restarts") from exc
+            if ts.tz is None:
+                raise ScenarioError(f"restart time {r!r} has no time zone (tz-aware, e.g. "
+                                    "'2025-06-04T06:00Z', expected)", key="restarts")
+            bounds.append(int(ts.tz_convert("UTC").as_unit("ns").value))
+        bounds.sort()
         for b in bounds:
             if b <= s or b >= t1_ns:
                 continue
@@ -663,6 +689,17 @@ def simulate_training(start="2025-06-03", days: float = 14.0, *,
             raise ScenarioError(f"unknown twin parameter {k!r}", key=k)
     if overrides:
         p = dataclasses.replace(p, **overrides)
+    for k in _NON_NEGATIVE:
+        v = getattr(p, k)
+        if not (isinstance(v, (int, float, np.integer, np.floating)) and v >= 0):
+            raise ScenarioError(f"{k} must be a non-negative number, got {v!r}", key=k)
+    for k in _POSITIVE:
+        v = getattr(p, k)
+        if not (isinstance(v, (int, float, np.integer, np.floating)) and v > 0):
+            raise ScenarioError(f"{k} must be a positive number, got {v!r}", key=k)
+    for k, v in (("n_hosts", n_hosts), ("gpus_per_host", gpus_per_host)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            raise ScenarioError(f"{k} must be an integer, got {v!r}", key=k)
     if not days > 0:
         raise ScenarioError(f"days must be positive, got {days}", key="days")
     if not (p.step_time_s > 0 and telemetry_interval_s > 0):
@@ -678,7 +715,10 @@ def simulate_training(start="2025-06-03", days: float = 14.0, *,
     except Exception as exc:
         raise ScenarioError(f"unknown time zone {site_tz!r}", key="site_tz") from exc
     rng = np.random.default_rng(seed)
-    t_start = pd.Timestamp(start)
+    try:
+        t_start = pd.Timestamp(start)
+    except (TypeError, ValueError) as exc:
+        raise ScenarioError(f"start {start!r} is not a timestamp", key="start") from exc
     t_start = t_start.tz_localize("UTC") if t_start.tz is None else t_start.tz_convert("UTC")
     t_start = t_start.as_unit("ns")
     dt = float(telemetry_interval_s)

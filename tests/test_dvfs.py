@@ -259,3 +259,36 @@ def test_bad_input():
         fit_time_of_day(good.iloc[:600], site_tz=TZ)
     with pytest.raises(SchemaError, match="throughput"):
         fit_time_of_day(pd.DataFrame({"x": ["a"] * 3}, index=idx[:3]), site_tz=TZ)
+
+
+def test_bad_input_is_refused_not_guessed():
+    idx = pd.date_range("2025-06-01", periods=5000, freq="1min", tz="UTC")
+    rng = np.random.default_rng(0)
+    rate = 100.0 + rng.standard_normal(len(idx))
+    # a log with a step time and a rate but no column named "throughput": guessing the
+    # first float column would fit the step *time* (the profile upside down)
+    log = pd.DataFrame({"duration_s": 1.0 / rate, "tokens_per_s": rate}, index=idx)
+    with pytest.raises(SchemaError, match="value_col"):
+        fit_time_of_day(log, site_tz=TZ)
+    ok = fit_time_of_day(log, site_tz=TZ, value_col="tokens_per_s", n_boot=50)
+    assert ok.name == "tokens_per_s"
+    good = log["tokens_per_s"]
+    with pytest.raises(SchemaError, match="segment"):
+        fit_time_of_day(good, site_tz=TZ, segment=[0, 1, 2])
+    with pytest.raises(AnalysisError, match="n_boot"):
+        fit_time_of_day(good, site_tz=TZ, n_boot=0)
+    with pytest.raises(AnalysisError, match="hac_lags"):
+        fit_time_of_day(good, site_tz=TZ, errors="hac", hac_lags=-1)
+    with pytest.raises(AnalysisError, match="ar_order"):
+        fit_time_of_day(good, site_tz=TZ, ar_order=0)
+    with pytest.raises(SchemaError, match="temp_air_c"):
+        fit_time_of_day(good, site_tz=TZ, n_boot=50,
+                        ambient=pd.DataFrame({"temp_c": 20.0}, index=idx))
+    # throttle shares by *local* hour need tz-aware timestamps, not naive ones read as UTC
+    tel = pd.DataFrame({"timestamp": pd.date_range("2025-06-01", periods=3, freq="h"),
+                        "throttle_reasons": pd.array([4, 0, 1], dtype="UInt64")})
+    with pytest.raises(SchemaError, match="tz-aware"):
+        throttle_share_by_hour(tel, site_tz=TZ)
+    tel["timestamp"] = tel["timestamp"].dt.tz_localize("Europe/Berlin")
+    got = throttle_share_by_hour(tel, site_tz="Europe/Berlin")
+    assert list(got.index[got["n_samples"] > 0]) == [0, 1, 2]

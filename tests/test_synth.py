@@ -218,6 +218,13 @@ def test_real_weather_drives_the_twin():
                                                               freq="h", tz="UTC"))},
      "ambient"),
     ({"ambient": pd.DataFrame({"t": [1.0]})}, "ambient"),
+    ({"start": "yesterday-ish"}, "start"),
+    ({"restarts": ["2025-06-03T12:00"], "start": "2025-06-03"}, "restarts"),
+    ({"stragglers": 2.5}, "stragglers"),
+    ({"n_hosts": 1.5}, "n_hosts"),
+    ({"jitter_pct": -1.0}, "jitter_pct"),
+    ({"warmup_steps": -1.0}, "warmup_steps"),
+    ({"mtbf_s": 0.0}, "mtbf_s"),
 ])
 def test_bad_input_names_the_key(kwargs, key):
     with pytest.raises(ScenarioError) as exc:
