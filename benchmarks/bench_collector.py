@@ -8,7 +8,10 @@ What is measured (CPU time of this process, all threads, ``time.process_time``):
    (one nvmlDeviceGetFieldValues for 4 fields, GPU temperature, SM and memory clocks,
    clock-event reasons, utilisation, power limit).  This is the "NVML time": the pynvml
    bindings plus the fake library.  The fake's own C time per call is shown separately.
-2. ``Device.read`` -- powerlab's NVML boundary (error mapping, unit conversion).
+2. ``Device.read`` -- powerlab's NVML boundary (error mapping, unit conversion).  It
+   calls the library's nvmlDeviceGetFieldValues on a prebuilt request instead of
+   pynvml's wrapper (which fills the request field by field), so it can cost less than
+   the baseline: a negative ``device_read_overhead_us``.
 3. ``Collector`` at 100 Hz on N GPUs, writing to a Parquet store every flush interval
    (default 10 s, the collector's default; the stop at the end flushes too): total CPU
    per GPU-sample, and the collector's own share = total - baseline.  Target: 8 GPUs at

@@ -143,7 +143,7 @@ def read_events(root: str | Path) -> pd.DataFrame:
 
     Columns: ``timestamp`` (UTC), ``host``, ``gpu_index``, ``gpu_uuid``, ``kind``
     (``lost``, ``timeout``, ``unknown``, ``error``, ``retry_failed``, ``recovered``,
-    ``store_error``, ``start``, ``stop``), ``attempt``, ``backoff_s`` [s], ``message``.
+    ``start``, ``stop``), ``attempt``, ``backoff_s`` [s], ``message``.
     """
     import pyarrow.parquet as pq
 
@@ -252,6 +252,7 @@ class _Slot:
         "backoff",
         "device",
         "down",
+        "e_acc",
         "e_first",
         "e_int",
         "e_last",
@@ -259,13 +260,14 @@ class _Slot:
         "index",
         "kind",
         "last",
+        "latest",
         "mask_n",
         "max_dt",
         "n",
         "next_retry",
+        "int_n",
         "p_prev",
         "p_t",
-        "p_t0",
         "sum_dt",
         "sum_dt2",
         "uuid",
@@ -287,12 +289,22 @@ class _Slot:
         self.sum_dt2 = 0.0
         self.max_dt = 0.0
         self.mask_n: dict[int, int] = {}
+        self.latest: dict[int, tuple] = {}  # signal-group mask -> its latest row
         self.e_first: tuple | None = None
         self.e_last: tuple | None = None
         self.p_prev = math.nan
         self.p_t: float | None = None
-        self.p_t0: float | None = None
-        self.e_int = 0.0
+        self.e_int = 0.0   # integrated instant power over sampled intervals [J]
+        self.int_n = 0     # number of intervals integrated
+        self.e_acc = 0.0   # counter energy of closed segments [J]
+
+    def close_energy_segment(self) -> None:
+        """End the current stretch of continuous readings (the GPU was lost, or its
+        energy counter was reset): neither energy estimate bridges the break."""
+        if self.e_first is not None and self.e_last is not None:
+            self.e_acc += self.e_last[0] - self.e_first[0]
+        self.e_first = self.e_last = None
+        self.p_t = None
 
 
 class Collector:
@@ -341,10 +353,22 @@ class Collector:
                  retry_backoff_s: tuple[float, float] = (0.5, 30.0),
                  prometheus_port: int | None = None, prometheus_addr: str = "0.0.0.0",
                  writer: Callable | None = None):
-        if not interval_s > 0:
-            raise PowerlabError(f"interval_s must be > 0 s, got {interval_s}")
-        if not flush_interval_s > 0:
-            raise PowerlabError(f"flush_interval_s must be > 0 s, got {flush_interval_s}")
+        if not 0 < interval_s < math.inf:
+            raise PowerlabError(f"interval_s must be a finite number > 0 s, got {interval_s}")
+        if not 0 < flush_interval_s < math.inf:
+            raise PowerlabError(f"flush_interval_s must be a finite number > 0 s, "
+                                f"got {flush_interval_s}")
+        if not 0 < window_s < math.inf:
+            raise PowerlabError(f"window_s must be a finite number > 0 s, got {window_s}")
+        if gpus is not None:
+            gpus = [int(g) for g in gpus]
+            dup = sorted({g for g in gpus if gpus.count(g) > 1})
+            if dup or any(g < 0 for g in gpus):
+                raise PowerlabError(f"gpus must be distinct GPU indices >= 0, got {gpus}"
+                                    + (f" (repeated: {dup})" if dup else ""))
+        if prometheus_port is not None and not 0 <= int(prometheus_port) <= 65535:
+            raise PowerlabError(f"prometheus_port must be 0..65535 (0: any free port), "
+                                f"got {prometheus_port}")
         lo, hi = retry_backoff_s
         if not 0 < lo <= hi:
             raise PowerlabError(f"retry_backoff_s must be (first, largest) with "
@@ -367,6 +391,9 @@ class Collector:
             if not s >= interval_s:
                 raise PowerlabError(f"signal_intervals_s[{g!r}] = {s} s is shorter than "
                                     f"interval_s = {interval_s} s")
+            if not s < math.inf:
+                raise PowerlabError(f"signal_intervals_s[{g!r}] must be a finite number of "
+                                    f"seconds, got {s}")
             self._every[g] = max(1, round(s / interval_s))
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -385,7 +412,6 @@ class Collector:
         self._files: list[Path] = []
         self._threads: list[threading.Thread] = []
         self._httpd = None
-        self._latest: dict[int, tuple] = {}
         self.devices: dict[int, nvml.Device] = {}
         self._ticks = 0
         self._missed = 0
@@ -575,12 +601,14 @@ class Collector:
         kind = getattr(exc, "kind", "error")
         if kind not in ("lost", "timeout", "unknown"):
             kind = "error"
-        slot.down = True
+        # the retry thread picks a slot up once it is down: schedule the retry first
         slot.kind = kind
-        slot.device = None
         slot.attempt = 0
         slot.backoff = self.retry_backoff_s[0]
         slot.next_retry = mono + slot.backoff
+        slot.device = None
+        slot.latest = {}  # a GPU that is down leaves /metrics, not frozen in it
+        slot.down = True
         self._event(slot, kind, str(exc), 0, slot.backoff, wall_ns)
 
     def _groups_for(self, k: int) -> int:
@@ -628,6 +656,7 @@ class Collector:
             groups = masks[k % period]
             while not self._recovered.empty():
                 slot, dev = self._recovered.get()
+                slot.close_energy_segment()  # energy is not bridged across the outage
                 slot.device = dev
                 slot.down = False
                 self.devices[slot.index] = dev
@@ -662,6 +691,8 @@ class Collector:
                 if not isnan(e):
                     te = row[_I_TS_ENERGY]
                     rec = (e, te * 1e-6 if te is not None else w * 1e-9)
+                    if slot.e_last is not None and e < slot.e_last[0]:
+                        slot.close_energy_segment()  # counter reset: a new stretch
                     if slot.e_first is None:
                         slot.e_first = rec
                     slot.e_last = rec
@@ -671,11 +702,10 @@ class Collector:
                     t = tp * 1e-6
                     if slot.p_t is not None:
                         slot.e_int += 0.5 * (p + slot.p_prev) * (t - slot.p_t)
-                    else:
-                        slot.p_t0 = t
+                        slot.int_n += 1
                     slot.p_prev = p
                     slot.p_t = t
-                self._latest[slot.index] = row
+                slot.latest[groups] = row
             with self._lock:
                 if self.out is not None:
                     self._buffer.extend(rows)
@@ -788,9 +818,11 @@ class Collector:
             else:
                 mean = rate = jitter = math.nan
             counter = integrated = math.nan
-            if s.e_first is not None and s.e_last is not None and s.e_last[1] > s.e_first[1]:
-                counter = s.e_last[0] - s.e_first[0]
-            if s.p_t is not None and s.p_t0 is not None and s.p_t > s.p_t0:
+            open_j = (s.e_last[0] - s.e_first[0]
+                      if s.e_first is not None and s.e_last is not None else 0.0)
+            if s.e_acc or open_j or (s.e_last is not None and s.e_last[1] > s.e_first[1]):
+                counter = s.e_acc + open_j
+            if s.int_n:
                 integrated = s.e_int
             row = {
                 "gpu_index": s.index, "gpu_uuid": s.uuid, "samples": n,
@@ -822,20 +854,34 @@ class Collector:
                                 "(pip install 'powerlab[nvml]')") from exc
         collector = self
         pos = {c: i for i, c in enumerate(_ROW_COLS)}
+        bit = {c: 1 << gi for gi, cols in enumerate(nvml.GROUPS.values()) for c in cols}
+
+        def latest_values(slot: _Slot) -> dict[str, object]:
+            # each column from the newest row whose tick read its signal group: slower
+            # groups (e.g. temperature at 1 Hz) stay in /metrics between their reads
+            values: dict[str, object] = {}
+            for mask, row in sorted(slot.latest.items(), key=lambda kv: kv[1][0]):
+                for _name, col, _scale, _doc in _DCGM:
+                    if mask & bit[col]:
+                        values[col] = row[pos[col]]
+            return values
 
         class _Metrics:
             def collect(self):
-                latest = dict(collector._latest)
+                gpus = []
+                for slot in sorted(collector._slots, key=lambda s: s.index):
+                    dev = slot.device
+                    if dev is None or not slot.latest:  # down: not reported
+                        continue
+                    gpus.append((slot.index, slot.uuid, dev.info.name, latest_values(slot)))
                 labels = ["gpu", "UUID", "modelName", "Hostname"]
                 for name, col, scale, doc in _DCGM:
                     fam = GaugeMetricFamily(name, doc, labels=labels)
-                    for idx, row in sorted(latest.items()):
-                        v = row[pos[col]]
+                    for idx, uuid_, model, values in gpus:
+                        v = values.get(col)
                         if v is None or (isinstance(v, float) and math.isnan(v)):
                             continue
-                        dev = collector.devices.get(idx)
-                        fam.add_metric([str(idx), str(row[2]),
-                                        dev.info.name if dev else "", collector.host],
+                        fam.add_metric([str(idx), str(uuid_), model, collector.host],
                                        float(v) * scale)
                     yield fam
 

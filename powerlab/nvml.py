@@ -402,18 +402,38 @@ class Device:
         return caps
 
     def _plan(self) -> None:
-        """Precompute the field-id lists for each combination of power/temperature."""
+        """Precompute the field requests for each combination of power/temperature.
+
+        ``self._plans[groups & 3]`` (bit 0: power, bit 1: temperature) is ``(ids, slots,
+        array type, template)``: the template is the bytes of a field-value array with
+        the field ids filled in, so a read copies it instead of building the array field
+        by field as ``pynvml.nvmlDeviceGetFieldValues`` does (which costs more than the
+        library call itself).
+        """
         caps = self.info.capabilities
-        self._plans = {}
-        for power in (False, True):
-            for temp in (False, True):
-                ids, slots = [], []
-                for col, fid, ts_slot, scale, _fb in _FIELDS:
-                    want = temp if col == "temp_mem_c" else power
-                    if want and caps[col] == "field":
-                        ids.append(fid)
-                        slots.append((_COL_POS[col], ts_slot, scale))
-                self._plans[(power, temp)] = (ids, slots)
+        self._plans = []
+        for k in range(4):
+            power, temp = bool(k & 1), bool(k & 2)
+            ids, slots = [], []
+            for col, fid, ts_slot, scale, _fb in _FIELDS:
+                want = temp if col == "temp_mem_c" else power
+                if want and caps[col] == "field":
+                    ids.append(fid)
+                    slots.append((_COL_POS[col], ts_slot, scale))
+            arr_type = pynvml.c_nvmlFieldValue_t * max(len(ids), 1)
+            arr = arr_type()
+            for i, fid in enumerate(ids):
+                arr[i].fieldId = fid
+            self._plans.append((ids, slots, arr_type, bytes(arr)))
+        # the library's own entry point (through pynvml's loader); the public wrapper is
+        # the fallback should a pynvml release not have this helper
+        self._fv_fn = None
+        get_fn = getattr(pynvml, "_nvmlGetFunctionPointer", None)
+        if get_fn is not None and any(plan[0] for plan in self._plans):
+            try:
+                self._fv_fn = get_fn("nvmlDeviceGetFieldValues")
+            except pynvml.NVMLError:
+                pass
         self._power_avg_call = caps["power_avg_w"] == "call"
         self._energy_call = caps["energy_j"] == "call"
         self._has = {c: caps[c] != "unsupported" for c in caps}
@@ -441,15 +461,20 @@ class Device:
         out = [NAN] * _NCOL
         out[7] = None
         ts: list = [None, None, None, None]
-        power = bool(groups & 1)
-        temp = bool(groups & 2)
-        ids, slots = self._plans[(power, temp)]
+        power = groups & 1
+        temp = groups & 2
+        ids, slots, arr_type, template = self._plans[groups & 3]
         if ids:
-            vals = pynvml.nvmlDeviceGetFieldValues(h, ids)
+            if self._fv_fn is not None:
+                buf = bytearray(template)
+                ret = self._fv_fn(h, len(ids), arr_type.from_buffer(buf))
+                if ret != _SUCCESS:
+                    raise pynvml.NVMLError(ret)
+            else:
+                buf = memoryview(pynvml.nvmlDeviceGetFieldValues(h, ids)).cast("B")
             # decode the array in one pass over its bytes: pynvml's structures answer each
             # attribute access through a slow Python __getattribute__
-            for rec, (pos, ts_slot, scale) in zip(_FV.iter_unpack(memoryview(vals).cast("B")),
-                                                  slots):
+            for rec, (pos, ts_slot, scale) in zip(_FV.iter_unpack(buf), slots):
                 ret = rec[5]
                 if ret == _SUCCESS:
                     out[pos] = _decode_raw(rec[4], rec[6]) * scale

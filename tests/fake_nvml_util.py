@@ -161,10 +161,14 @@ class Wave:
 
 
 def energy_mj(power: Wave, t_us: int, energy0_mj: int = 1_000_000, step_us: int = 100_000,
-              scale_pct: int = 100) -> int:
+              scale_pct: int = 100, reset_us: int | None = None) -> int:
     """The fake's energy counter [mJ] at ``t_us`` since init (exact integer model)."""
     k = t_us // step_us
     total = sum(power.at(j * step_us) * step_us // 1_000_000 for j in range(k))
+    if reset_us is not None and t_us >= reset_us:
+        before = sum(power.at(j * step_us) * step_us // 1_000_000
+                     for j in range(reset_us // step_us))
+        return (total - before) * scale_pct // 100
     return energy0_mj + total * scale_pct // 100
 
 
@@ -201,8 +205,10 @@ class FakeScenario:
         return _sec_to_us(str(self.spec.get("energy_step_s", "0.1")))
 
     def energy_mj(self, gpu: int, t_us: int) -> int:
+        reset = self.spec.get(f"gpu{gpu}.energy_reset_s", self.spec.get("gpu*.energy_reset_s"))
         return energy_mj(self.wave(gpu, "power_mw"), t_us, int(self.key(gpu, "energy0_mj")),
-                         self.step_us, int(self.key(gpu, "energy_scale_pct")))
+                         self.step_us, int(self.key(gpu, "energy_scale_pct")),
+                         None if reset is None else round(float(reset) * 1e6))
 
     def uuid(self, gpu: int) -> str:
         return str(self.spec.get(f"gpu{gpu}.uuid", f"GPU-fa6e0000-0000-4000-8000-{gpu:012d}"))

@@ -12,6 +12,7 @@ portably and without root.
 # ruff: noqa: F811  (pytest fixtures imported from tests/fake_nvml_util.py)
 from __future__ import annotations
 
+import argparse
 import ctypes.util
 import json
 import math
@@ -258,13 +259,61 @@ def test_prometheus_metrics_use_dcgm_names(fake_nvml):
         assert (f"DCGM_FI_DEV_{name}", "0") in values, name
 
 
+def _scrape(port: int) -> dict:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    out = {}
+    for ln in text.splitlines():
+        m = re.fullmatch(r"(DCGM_FI_DEV_\w+)\{.*gpu=\"(\d+)\".*\} (\S+)", ln)
+        if m:
+            out[(m.group(1), int(m.group(2)))] = float(m.group(3))
+    return out
+
+
+def test_prometheus_keeps_slow_signals_and_drops_a_lost_gpu(fake_nvml):
+    # temperature read every 10th tick: each scrape must still carry the latest one; a
+    # lost GPU must vanish from /metrics rather than repeat its last values
+    fake_nvml({"gpus": 2, "gpu*.temp_gpu_c": 61, "gpu1.fault": "lost@0.5"})
+    with Collector(None, interval_s=0.02, signal_intervals_s={"temperature": 0.2},
+                   prometheus_port=0, prometheus_addr="127.0.0.1",
+                   retry_backoff_s=(5.0, 5.0)) as c:
+        time.sleep(0.25)
+        for _ in range(8):
+            v = _scrape(c.metrics_port)
+            assert v[("DCGM_FI_DEV_GPU_TEMP", 0)] == 61.0
+            assert v[("DCGM_FI_DEV_MEMORY_TEMP", 0)] == 50.0
+            assert v[("DCGM_FI_DEV_POWER_USAGE_INSTANT", 0)] == 300.0
+            time.sleep(0.027)
+        time.sleep(0.6)
+        v = _scrape(c.metrics_port)
+        assert ("DCGM_FI_DEV_POWER_USAGE_INSTANT", 0) in v
+        assert not [k for k in v if k[1] == 1], v
+    assert list(c.events()["kind"])[:2] == ["start", "lost"]
+
+
 def test_bad_parameters_are_clear_errors():
-    with pytest.raises(PowerlabError, match="interval_s must be > 0"):
+    with pytest.raises(PowerlabError, match="interval_s must be a finite number > 0"):
         Collector(None, interval_s=0)
     with pytest.raises(PowerlabError, match="unknown signal group 'fan'"):
         Collector(None, signal_intervals_s={"fan": 1.0})
     with pytest.raises(PowerlabError, match="shorter than interval_s"):
         Collector(None, interval_s=1.0, signal_intervals_s={"temperature": 0.5})
+    with pytest.raises(PowerlabError, match="interval_s must be a finite number"):
+        Collector(None, interval_s=math.inf)
+    with pytest.raises(PowerlabError, match=r"signal_intervals_s\['temperature'\] must be a "
+                                            "finite"):
+        Collector(None, signal_intervals_s={"temperature": math.inf})
+    with pytest.raises(PowerlabError, match=r"distinct GPU indices.*repeated: \[0\]"):
+        Collector(None, gpus=[0, 1, 0])
+    with pytest.raises(PowerlabError, match="prometheus_port must be 0..65535"):
+        Collector(None, prometheus_port=70000)
+    with pytest.raises(PowerlabError, match="window_s must be a finite number"):
+        Collector(None, window_s=math.nan)
+    from powerlab._cli.collect import _positive
+
+    for text in ("inf", "0", "nan", "-1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="positive, finite number"):
+            _positive(text)
+    assert _positive("0.25") == 0.25
 
 
 # ------------------------------------------------------------------ the CLI, subprocesses
@@ -438,3 +487,24 @@ def test_unwritable_store_is_a_clear_error(fake_nvml, tmp_path):
                                          r"Files written before are intact"):
         c.stop()
     assert "were not saved" in str(c.error)
+
+
+def test_energy_counter_reset_starts_a_new_stretch_not_a_negative_energy(fake_nvml, tmp_path):
+    """A driver reload resets the energy counter to 0 mid-run: the counter estimate must
+    add the stretches before and after the reset, not subtract across it."""
+    sc = fake_nvml({"gpus": 1, "gpu0.power_mw": "0:200000 0.3:500000 @0.6",
+                    "gpu0.energy_reset_s": 0.55})
+    c = Collector(tmp_path / "s", interval_s=0.02, flush_interval_s=0.5, host="r")
+    with c:
+        time.sleep(1.2)
+    df = read_store(tmp_path / "s")
+    te = _us(df["nvml_time_energy"]) - sc.init_us
+    e = df["energy_j"].to_numpy()
+    after = te >= 550_000
+    assert after.any() and (~after).any() and e[after].min() < e[~after].max()  # a reset
+    expect_j = ((sc.energy_mj(0, te[~after][-1]) - sc.energy_mj(0, te[0]))
+                + (sc.energy_mj(0, te[-1]) - sc.energy_mj(0, te[after][0]))) * 1e-3
+    g = c.report().gpus.set_index("gpu_index")
+    assert g.loc[0, "energy_counter_j"] == pytest.approx(expect_j, abs=1e-9)
+    assert g.loc[0, "energy_counter_j"] > 0
+    assert abs(g.loc[0, "energy_disagreement_pct"]) < 15

@@ -213,3 +213,25 @@ def test_no_gpu_and_bad_index(fake_nvml):
     fake_nvml({"gpus": 2})
     with pytest.raises(NVMLError, match=r"GPU index \[5\] not found; this host has 2 GPU"):
         nvml.open_devices([0, 5])
+
+
+def test_field_values_fast_path_and_public_wrapper_agree(fake_nvml):
+    # Device.read calls the library's nvmlDeviceGetFieldValues on a copied template array;
+    # pynvml's public wrapper is the fallback: both must give the scenario's values
+    sc = fake_nvml({"gpus": 1, "gpu0.power_mw": 123456, "gpu0.power_avg_mw": 234567,
+                    "gpu0.temp_mem_c": 61})
+    (d,) = nvml.open_devices()
+    assert d._fv_fn is not None
+    results = [d.read(), d.read(nvml.group_mask(["temperature"]))]
+    d._fv_fn = None
+    results += [d.read(), d.read(nvml.group_mask(["temperature"]))]
+    for i, (vals, ts) in enumerate(results):
+        v = dict(zip(nvml.SAMPLE_COLUMNS, vals))
+        t = dict(zip(nvml.TIMESTAMP_COLUMNS, ts))
+        assert v["temp_mem_c"] == 61 and t["nvml_time_temp_mem"] is not None
+        if i % 2:  # temperature only: no power fields requested
+            assert math.isnan(v["power_w"]) and t["nvml_time_power"] is None
+            continue
+        assert (v["power_w"], v["power_avg_w"]) == (123.456, 234.567)
+        te = t["nvml_time_energy"] - sc.init_us
+        assert v["energy_j"] == sc.energy_mj(0, te) * 1e-3

@@ -24,8 +24,9 @@ def _positive(text: str) -> float:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    if not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive, finite number of seconds, "
+                                         f"got {text!r}")
     return v
 
 

@@ -17,6 +17,8 @@
  *
  * Per-GPU keys:
  *   name, uuid, serial, tdp_mw, energy0_mj, energy_scale_pct
+ *   energy_reset_s = T             the energy counter restarts from 0 at T [s since init]
+ *                                  (a driver reload): then it counts the steps j >= T/step
  *   power_mw, power_avg_mw, temp_gpu_c, temp_mem_c, clock_sm_mhz, clock_mem_mhz,
  *   util_gpu_pct, util_mem_pct, power_limit_mw, throttle       (waveforms)
  *   unsupported = name,name,...    quantities answered with NVML_ERROR_NOT_SUPPORTED;
@@ -132,6 +134,7 @@ typedef struct fake_dev {
     fault_t faults[MAXFAULTS];
     int nfaults;
     long long e_k, e_sum; /* energy cache: sum over steps j < e_k */
+    long long reset_us;   /* energy counter restarts from 0 at this time; -1: never */
 } fake_dev_t;
 
 typedef fake_dev_t *nvmlDevice_t;
@@ -256,6 +259,7 @@ static void set_dev_key(fake_dev_t *d, const char *key, const char *value) {
     else if (!strcmp(key, "tdp_mw")) d->tdp_mw = strtoull(value, NULL, 0);
     else if (!strcmp(key, "energy0_mj")) d->energy0_mj = strtoll(value, NULL, 0);
     else if (!strcmp(key, "energy_scale_pct")) d->energy_scale_pct = strtoll(value, NULL, 0);
+    else if (!strcmp(key, "energy_reset_s")) d->reset_us = sec_to_us(value, NULL);
     else if (!strcmp(key, "unsupported")) parse_unsupported(d, buf);
     else if (!strcmp(key, "fault")) parse_faults(d, buf);
     else {
@@ -280,6 +284,7 @@ static void defaults(void) {
         d->tdp_mw = 700000;
         d->energy0_mj = 1000000;
         d->energy_scale_pct = 100;
+        d->reset_us = -1;
         wave_const(&d->w[Q_POWER], 300000);
         wave_const(&d->w[Q_POWER_AVG], 300000);
         wave_const(&d->w[Q_TEMP_GPU], 45);
@@ -397,6 +402,13 @@ static unsigned long long energy_at(fake_dev_t *d, long long t) {
                     / 1000000LL;
     d->e_k = k;
     out = (unsigned long long)(d->energy0_mj + d->e_sum * d->energy_scale_pct / 100);
+    if (d->reset_us >= 0 && t >= d->reset_us) { /* driver reload: counter from 0 */
+        long long kr = d->reset_us / energy_step_us, before = 0;
+        for (j = 0; j < kr; j++)
+            before += (long long)wave_at(&d->w[Q_POWER], j * energy_step_us)
+                      * energy_step_us / 1000000LL;
+        out = (unsigned long long)((d->e_sum - before) * d->energy_scale_pct / 100);
+    }
     pthread_mutex_unlock(&lock);
     return out;
 }
