@@ -19,7 +19,8 @@ Faults
   untouched.
 
 Status events are written beside the data under ``STORE/events/`` (read them with
-:func:`read_events`).
+:func:`read_events`), and the GPUs' static facts (name, UUID, serial, TDP, driver,
+capabilities) once per start under ``STORE/devices/`` (:func:`read_devices`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ import pandas as pd
 from . import nvml
 from .exceptions import NVMLError, PowerlabError, StoreError
 
-__all__ = ["EVENT_COLUMNS", "Collector", "CollectorReport", "read_events"]
+__all__ = ["DEVICE_COLUMNS", "EVENT_COLUMNS", "Collector", "CollectorReport", "read_devices",
+           "read_events"]
 
 _ROW_COLS = ("_wall_ns", "gpu_index", "gpu_uuid", "monotonic_s", *nvml.SAMPLE_COLUMNS,
              *nvml.TIMESTAMP_COLUMNS)
@@ -156,6 +158,33 @@ def read_events(root: str | Path) -> pd.DataFrame:
         raise StoreError(f"cannot read events in {root}: {exc}") from exc
     out = pd.concat(frames, ignore_index=True)
     return out.sort_values("timestamp", kind="stable").reset_index(drop=True)
+
+
+#: Columns of the device-facts frame (see :func:`read_devices`).
+DEVICE_COLUMNS = ("timestamp", "host", "gpu_index", "gpu_uuid", "name", "serial", "tdp_w",
+                  "driver_version", "capabilities")
+
+
+def read_devices(root: str | Path) -> pd.DataFrame:
+    """Static GPU facts recorded by collectors in a store, one row per GPU and start.
+
+    Columns: ``timestamp`` (UTC, when the collector started), ``host``, ``gpu_index``,
+    ``gpu_uuid``, ``name``, ``serial``, ``tdp_w`` [W], ``driver_version`` and
+    ``capabilities`` (JSON: for each measured column, ``field``, ``call`` or
+    ``unsupported``).
+    """
+    import pyarrow.parquet as pq
+
+    files = sorted(Path(root, "devices").glob("devices-*.parquet"))
+    if not files:
+        return pd.DataFrame(columns=list(DEVICE_COLUMNS))
+    try:
+        frames = [pq.read_table(f).to_pandas() for f in files]
+    except OSError as exc:
+        raise StoreError(f"cannot read device facts in {root}: {exc}") from exc
+    out = pd.concat(frames, ignore_index=True)
+    return out.sort_values(["timestamp", "host", "gpu_index"], kind="stable") \
+        .reset_index(drop=True)
 
 
 def _is_full(exc: BaseException) -> bool:
@@ -467,6 +496,7 @@ class Collector:
             except OSError as exc:
                 raise StoreError(f"cannot create store folder {self.out}: "
                                  f"{exc.strerror or exc}") from exc
+            self._write_devices()
         self._recent = collections.deque(
             maxlen=max(16, int(self.window_s / self.interval_s + 1) * len(self._slots)))
         self._event(None, "start", f"collecting GPUs {idx} every {self.interval_s:g} s")
@@ -767,6 +797,37 @@ class Collector:
         frame = _events_frame(events)
         t0 = frame["timestamp"].min().strftime("%Y%m%dT%H%M%S%fZ")
         path = self.out / "events" / f"events-{t0}-{uuid.uuid4().hex[:12]}.parquet"
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
+        self._files.append(path)
+
+    def device_facts(self) -> pd.DataFrame:
+        """Static facts of the opened GPUs, read once at start (see :func:`read_devices`)."""
+        import json
+
+        rows = []
+        now = pd.Timestamp.now(tz="UTC")
+        for i, dev in sorted(self.devices.items()):
+            info = dev.info
+            rows.append({"timestamp": now, "host": self.host, "gpu_index": i,
+                         "gpu_uuid": info.uuid, "name": info.name, "serial": info.serial,
+                         "tdp_w": float(info.tdp_w), "driver_version": info.driver_version,
+                         "capabilities": json.dumps(dict(info.capabilities),
+                                                    sort_keys=True)})
+        df = pd.DataFrame(rows, columns=list(DEVICE_COLUMNS))
+        return df.astype({"host": "string", "gpu_index": "Int16", "gpu_uuid": "string",
+                          "name": "string", "serial": "string", "tdp_w": "float64",
+                          "driver_version": "string", "capabilities": "string"})
+
+    def _write_devices(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from .store import atomic_write_bytes
+
+        frame = self.device_facts()
+        stamp = pd.Timestamp.now(tz="UTC").strftime("%Y%m%dT%H%M%S%fZ")
+        path = self.out / "devices" / f"devices-{stamp}-{uuid.uuid4().hex[:12]}.parquet"
         table = pa.Table.from_pandas(frame, preserve_index=False)
         atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
         self._files.append(path)

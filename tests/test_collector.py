@@ -508,3 +508,28 @@ def test_energy_counter_reset_starts_a_new_stretch_not_a_negative_energy(fake_nv
     assert g.loc[0, "energy_counter_j"] == pytest.approx(expect_j, abs=1e-9)
     assert g.loc[0, "energy_counter_j"] > 0
     assert abs(g.loc[0, "energy_disagreement_pct"]) < 15
+
+
+def test_static_device_facts_are_recorded_once_per_start(fake_nvml, tmp_path):
+    from powerlab.collector import read_devices
+
+    fake_nvml({"gpus": 2, "driver_version": "555.42.06", "gpu1.name": "Fake A100-SXM4-40GB",
+               "gpu1.serial": "1324021000001", "gpu1.tdp_mw": 400000,
+               "gpu0.unsupported": "temp_mem_c"})
+    store = tmp_path / "s"
+    with Collector(store, interval_s=0.05, flush_interval_s=0.2, host="h1"):
+        time.sleep(0.3)
+    d = read_devices(store)
+    assert list(d["gpu_index"]) == [0, 1] and (d["host"] == "h1").all()
+    assert (d["driver_version"] == "555.42.06").all()
+    row = d.iloc[1]
+    assert (row["name"], row["serial"], row["tdp_w"]) == ("Fake A100-SXM4-40GB",
+                                                         "1324021000001", 400.0)
+    assert json.loads(d.iloc[0]["capabilities"])["temp_mem_c"] == "unsupported"
+    assert json.loads(d.iloc[1]["capabilities"])["temp_mem_c"] != "unsupported"
+    assert d["timestamp"].dt.tz is not None
+    # a second start adds a second record; the store's telemetry is unaffected
+    with Collector(store, interval_s=0.05, flush_interval_s=0.2, host="h1"):
+        time.sleep(0.1)
+    assert len(read_devices(store)) == 4
+    validate(read_store(store))
