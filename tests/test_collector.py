@@ -18,6 +18,7 @@ import json
 import math
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -479,7 +480,7 @@ def test_unwritable_store_is_a_clear_error(fake_nvml, tmp_path):
     store = tmp_path / "store"
     c = Collector(store, interval_s=0.02, flush_interval_s=0.2)
     c.start()
-    store.rmdir()
+    shutil.rmtree(store)  # holds only the device facts written at start
     store.write_text("now a file")
     time.sleep(0.5)
     assert not c.running
