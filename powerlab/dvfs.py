@@ -18,7 +18,9 @@ the same question of any training log:
    of mean throughput, with a 95 % interval from a parametric bootstrap of the Fourier
    coefficients (bias-corrected percentile [4]_, since the amplitude is a non-linear,
    non-negative functional of the coefficients), peak and trough hours, and the
-   p-value of a Wald test of "no time-of-day effect".
+   p-value of "no time-of-day effect": the larger of the model's Wald test and a
+   day-block (cluster-by-local-day, Hotelling F) test [7]_ that stays valid when the
+   noise is correlated over hours.
 
 With telemetry it also attributes the effect (mediation by the slowest GPUs' clock and by
 die temperature), tabulates the share of GPU-time under each NVML throttle reason by
@@ -40,6 +42,9 @@ References
    algorithm for time series with multiple seasonal patterns", arXiv:2107.13462, 2021.
 .. [6] R. E. Kass and A. E. Raftery, "Bayes factors", Journal of the American
    Statistical Association 90(430), 1995 (BIC differences below 2: weak evidence).
+.. [7] C. Hansen, "Asymptotic properties of a robust variance matrix estimator for panel
+   data when T is large", Journal of Econometrics 141(2), 2007 (cluster-robust Wald
+   statistics with few clusters and Hotelling's F reference).
 """
 
 from __future__ import annotations
@@ -181,6 +186,60 @@ def _fit(y, X, errors, ar_order, hac_lags):
         warnings.simplefilter("ignore")
         model.iterative_fit(maxiter=8)
     return model.fit(cov_type="HAC", cov_kwds={"maxlags": lags})
+
+
+_MAX_AR = 3   # largest AR order considered by ar_order="aic"
+
+
+def _select_ar_order(design: _Design, order: int, max_ar: int = _MAX_AR) -> int:
+    """AR order (1..max_ar) of the OLS residuals of the largest model, chosen by AIC.
+
+    All candidate orders are compared on the same sample (``ar_select_order``), so the
+    criterion is comparable across orders; order 0 is not allowed (the fit is GLS).
+    """
+    from statsmodels.regression.linear_model import OLS
+    from statsmodels.tsa.ar_model import ar_select_order
+    X = np.column_stack([design.levels, _fourier(design.local, order)])
+    u = np.asarray(OLS(design.y, X).fit().resid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lags = ar_select_order(u, maxlag=max_ar, ic="aic", trend="n").ar_lags
+    return max(1, max(lags) if lags else 1)
+
+
+def _day_block_test(design: _Design, order: int):
+    """Wald test of the Fourier terms with standard errors clustered by local day.
+
+    OLS of the intervals on the segment levels and the Fourier terms; the covariance of
+    the Fourier coefficients is the cluster-robust sandwich over local calendar days
+    (each day's score is the day's own Fourier transform of the noise), so the days act
+    as roughly independent replicates whatever the noise's correlation within a day.
+    With ``G`` days and ``q`` coefficients the statistic is referred to Hotelling's
+    small-sample distribution, ``T2 (G - q) / (q (G - 1)) ~ F(q, G - q)``.  Valid when
+    the noise correlation time is well below a day.  Returns ``(pvalue, T2, G)``;
+    ``pvalue`` is NaN with fewer than ``q + 2`` days.
+    """
+    F = _fourier(design.local, order)
+    X = np.column_stack([design.levels, F])
+    q = F.shape[1]
+    day = design.local.normalize().asi8
+    _, g = np.unique(day, return_inverse=True)
+    n_days = int(g.max()) + 1
+    if n_days < q + 2:
+        return float("nan"), float("nan"), n_days
+    beta, *_ = np.linalg.lstsq(X, design.y, rcond=None)
+    u = design.y - X @ beta
+    bread = np.linalg.pinv(X.T @ X)
+    scores = np.zeros((n_days, X.shape[1]))
+    np.add.at(scores, g, X * u[:, None])
+    V = bread @ (scores.T @ scores) @ bread * n_days / (n_days - 1)
+    b, Vb = beta[-q:], V[-q:, -q:]
+    try:
+        t2 = float(b @ np.linalg.solve(Vb, b))
+    except np.linalg.LinAlgError:
+        t2 = float(b @ np.linalg.pinv(Vb) @ b)
+    f = t2 * (n_days - q) / (q * (n_days - 1))
+    return float(stats.f.sf(f, q, n_days - q)), t2, n_days
 
 
 def _ic(res, ic):
@@ -436,7 +495,13 @@ class TimeOfDayResult:
     peak_hour, trough_hour : float
         Local hours of the profile's maximum and minimum [h].
     pvalue : float
-        Wald test of "no time-of-day effect" (all Fourier coefficients zero).
+        Test of "no time-of-day effect" (all Fourier coefficients zero): the larger of
+        ``pvalue_model`` and ``pvalue_day`` (``pvalue_method`` says which were used).
+    pvalue_model : float
+        Wald test with the model's covariance (GLS with AR errors + HAC by default).
+    pvalue_day : float
+        Day-block test: cluster-robust (by local day) Wald statistic ``day_block_t2``
+        referred to Hotelling's F with ``n_days``; NaN with too few days.
     profile : pandas.DataFrame
         By local hour (15-min grid): ``effect`` [throughput unit], ``effect_pct``,
         ``lower_pct``, ``upper_pct`` (pointwise interval) [%].
@@ -499,12 +564,15 @@ class TimeOfDayResult:
             f"{c['n_segments']}"),
             f"Model:                 levels per segment + {a['order']} daily harmonic(s) "
             f"({a['ic'].upper()}), errors={a['errors']!r}"
-            + (f", AR rho={np.round(a['rho'], 3).tolist()}" if a["rho"] is not None else ""),
+            + (f", AR({a['ar_order']}) rho={np.round(a['rho'], 3).tolist()}"
+               if a["rho"] is not None else ""),
             "-" * 64,
             (f"Amplitude (peak-trough): {a['amplitude_pct']:.3f} %  "
             f"[{lo:.3f}, {hi:.3f}] ({100 * (1 - a['alpha']):.0f} % CI)"),
             f"Peak / trough (local):   {_hhmm(a['peak_hour'])} / {_hhmm(a['trough_hour'])}",
-            f"p-value (no effect):     {a['pvalue']:.3g}",
+            (f"p-value (no effect):     {a['pvalue']:.3g}  [{a['pvalue_method']}: model "
+             f"{a['pvalue_model']:.3g}, day-block {a['pvalue_day']:.3g} over "
+             f"{a['n_days']} days]"),
         ]
         if np.isfinite(a["gpu_hours_lost_per_day"]):
             gl, gh = a["gpu_hours_lost_ci"]
@@ -561,7 +629,8 @@ def _hhmm(h: float) -> str:
 def fit_time_of_day(throughput: pd.Series | pd.DataFrame, *, site_tz: str,
                     value_col: str | None = None, segment=None,
                     interval: str = "5min", max_order: int = 4, ic: str = "bic",
-                    errors: str = "ar", ar_order: int = 1, hac_lags: int | None = None,
+                    errors: str = "ar", ar_order: int | str = 1,
+                    hac_lags: int | None = None,
                     warmup_s: float = 900.0, outlier_z: float = 6.0,
                     gap_s: float | None = None,
                     telemetry: pd.DataFrame | None = None,
@@ -599,8 +668,10 @@ def fit_time_of_day(throughput: pd.Series | pd.DataFrame, *, site_tz: str,
         (default); ``"hac"``: OLS with Newey-West HAC; ``"ols"``: naive OLS (assumes
         independent errors, for comparison only: it overstates significance under
         autocorrelation).
-    ar_order : int
-        Order of the AR error model for ``errors="ar"``.
+    ar_order : int or "aic"
+        Order of the AR error model for ``errors="ar"``; ``"aic"`` chooses it in 1..3
+        by AIC on the OLS residuals of the largest model (the test's size improves
+        under long noise correlation; the point estimates get noisier).
     hac_lags : int, optional
         HAC bandwidth [intervals]; default ``floor(4 (n/100)^(2/9))``.
     warmup_s : float
@@ -650,8 +721,18 @@ def fit_time_of_day(throughput: pd.Series | pd.DataFrame, *, site_tz: str,
 
     ``K`` is the fewest harmonics in ``1..max_order`` whose information criterion is
     within 2 of the minimum (weaker evidence than that does not buy a harmonic [6]_);
-    ``u_t`` is AR(p)
-    (``errors="ar"``).  The amplitude is ``max_h f(h) - min_h f(h)`` of the fitted
+    ``u_t`` is AR(p) (``errors="ar"``, ``p = ar_order``, or by AIC up to 3).
+
+    The p-value of "no time-of-day effect" is the larger of two tests of
+    ``a_k = b_k = 0``: (i) the Wald test with the model's covariance (GLS + HAC), which
+    relies on the AR model capturing the noise's low-frequency power and over-rejects
+    when the noise is correlated over hours and the AR coefficient is biased towards
+    zero; (ii) a day-block test: OLS with standard errors clustered by local calendar
+    day, with Hotelling's small-sample F reference ``T2 (G-q)/(q(G-1)) ~ F(q, G-q)`` for
+    ``G`` days and ``q = 2K`` coefficients [7]_, valid when the noise decorrelates
+    within a day whatever its form.  The maximum of two valid p-values is valid
+    (conservative); with fewer than ``q + 2`` days only (i) is used.  The amplitude
+    interval uses the model covariance (i).  The amplitude is ``max_h f(h) - min_h f(h)`` of the fitted
     profile ``f`` divided by the mean of ``y``.  Mediation (attribution) refits the model
     with the mediator ``m_t`` (slowest-GPU clock, mean die temperature, ambient) as a
     regressor; the profile that remains is the direct effect, and the mediated share is
@@ -696,8 +777,10 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
         raise AnalysisError(f"alpha must be in (0, 1), got {alpha}")
     if not (isinstance(n_boot, (int, np.integer)) and n_boot >= 1):
         raise AnalysisError(f"n_boot must be a positive integer, got {n_boot!r}")
-    if errors == "ar" and not (isinstance(ar_order, (int, np.integer)) and ar_order >= 1):
-        raise AnalysisError(f"ar_order must be a positive integer, got {ar_order!r}")
+    if errors == "ar" and ar_order != "aic" and not (
+            isinstance(ar_order, (int, np.integer)) and ar_order >= 1):
+        raise AnalysisError(f"ar_order must be a positive integer or 'aic', got "
+                            f"{ar_order!r}")
     if hac_lags is not None and not (isinstance(hac_lags, (int, np.integer))
                                      and hac_lags >= 0):
         raise AnalysisError(f"hac_lags must be a non-negative integer, got {hac_lags!r}")
@@ -766,6 +849,8 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
     t2 = time.perf_counter()
     ics = {}
     fits = {}
+    if errors == "ar" and ar_order == "aic":
+        ar_order = _select_ar_order(design, max_order)
     for k in range(1, max_order + 1):
         fits[k] = _fit_profile(design, k, errors, ar_order, hac_lags)
         ics[k] = _ic(fits[k][0], ic)
@@ -791,7 +876,14 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
     except np.linalg.LinAlgError:
         chi2 = float(b @ np.linalg.pinv(V) @ b)
     q = len(b)
-    pvalue = float(stats.chi2.sf(chi2, df=q))
+    pvalue_model = float(stats.chi2.sf(chi2, df=q))
+    # a second, model-free test: days as replicates (see _day_block_test); the reported
+    # p-value is the larger of the two, valid (if conservative) when either one is
+    pvalue_day, t2_day, n_days = _day_block_test(design, order)
+    if errors == "ols" or not np.isfinite(pvalue_day):
+        pvalue, pvalue_method = pvalue_model, "model"
+    else:
+        pvalue, pvalue_method = max(pvalue_model, pvalue_day), "max(model, day-block)"
     zq = float(stats.norm.ppf(1 - alpha / 2))
     se = np.sqrt(np.einsum("ij,jk,ik->i", G, V, G))
     # parametric bootstrap of the Fourier coefficients from their robust covariance
@@ -842,7 +934,9 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
 
     return TimeOfDayResult(
         amplitude_pct=amp, amplitude_ci_pct=amp_ci, peak_hour=peak_h, trough_hour=trough_h,
-        pvalue=pvalue, wald_chi2=chi2, profile=profile, order=order, ic=ic,
+        pvalue=pvalue, wald_chi2=chi2, pvalue_model=pvalue_model, pvalue_day=pvalue_day,
+        day_block_t2=t2_day, n_days=n_days, pvalue_method=pvalue_method,
+        ar_order=(ar_order if errors == "ar" else None), profile=profile, order=order, ic=ic,
         ic_values=ics, errors=errors, rho=rho, alpha=alpha, counts=counts,
         mean_throughput=mean_y, name=name, site_tz=site_tz, interval=interval,
         span=(pd.Timestamp(tm[0], tz="UTC"), pd.Timestamp(tm[-1], tz="UTC")),

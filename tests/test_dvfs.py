@@ -55,18 +55,27 @@ def test_amplitude_trough_and_coverage_against_truth():
     assert np.all(lo < est) and np.all(est < hi)
 
 
+def _null_run(seed: int, noise_corr_s: float):
+    return simulate_training("2025-06-03", days=10, amplitude_pct=0.0, seed=seed,
+                             n_hosts=1, step_time_s=60, warmup_steps=3, stragglers=1,
+                             noise_pct=1.0, noise_corr_s=noise_corr_s, mtbf_s=2 * 86400.0,
+                             telemetry=False)
+
+
 def test_null_false_positive_rate_and_naive_ols():
-    """No time-of-day effect, strongly autocorrelated noise and restarts: p < 0.05 in at
-    most 7 % of 100 seeds; naive OLS standard errors reject far more often (40 seeds)."""
+    """No time-of-day effect, strongly autocorrelated noise (1 h) and restarts: p < 0.05
+    in at most 7 % of 100 seeds; naive OLS standard errors reject far more often (40
+    seeds)."""
     p_ar, p_ols, restarts = [], [], 0
     for seed in range(100):
-        run = simulate_training("2025-06-03", days=10, amplitude_pct=0.0, seed=1000 + seed,
-                                n_hosts=1, step_time_s=60, warmup_steps=3, stragglers=1,
-                                noise_pct=1.0, noise_corr_s=3600.0, mtbf_s=2 * 86400.0,
-                                telemetry=False)
+        run = _null_run(1000 + seed, 3600.0)
         assert run.truth.amplitude_pct < 1e-6
         restarts += len(run.truth.segments) - 1
-        p_ar.append(fit_time_of_day(run.steps, site_tz=TZ, n_boot=10).pvalue)
+        r = fit_time_of_day(run.steps, site_tz=TZ, n_boot=10)
+        # the reported p-value is the larger of the model's and the day-block test's
+        assert r.pvalue_method == "max(model, day-block)"
+        assert r.pvalue == max(r.pvalue_model, r.pvalue_day)
+        p_ar.append(r.pvalue)
         if seed < 40:   # naive OLS fails so clearly that 40 seeds show it
             p_ols.append(fit_time_of_day(run.steps, site_tz=TZ, n_boot=10,
                                          errors="ols").pvalue)
@@ -75,6 +84,28 @@ def test_null_false_positive_rate_and_naive_ols():
     assert restarts >= 300                       # ~4 segments per run
     assert fp_ar <= 0.07
     assert fp_ols >= 0.5 and fp_ols > 5 * max(fp_ar, 0.01)
+
+
+def test_null_false_positive_rate_long_noise_correlation():
+    """Noise correlated over 3 h (AR(1) GLS alone over-rejects: its coefficient is biased
+    towards zero and misses low-frequency power): the reported p-value, which also
+    requires the day-block test, stays at most 7 % over 100 seeds."""
+    p, p_model, n_days = [], [], []
+    for seed in range(100):
+        run = _null_run(5000 + seed, 3 * 3600.0)
+        r = fit_time_of_day(run.steps, site_tz=TZ, n_boot=10)
+        p.append(r.pvalue)
+        p_model.append(r.pvalue_model)
+        n_days.append(r.n_days)
+    fp = np.mean(np.array(p) < 0.05)
+    assert fp <= 0.07
+    assert min(n_days) >= 10
+    assert np.all(np.array(p) >= np.array(p_model))
+    # AR order by AIC: longer correlation than AR(1) captures -> a higher order
+    r = fit_time_of_day(_null_run(5000, 3 * 3600.0).steps, site_tz=TZ, n_boot=10,
+                        ar_order="aic")
+    assert r.ar_order in (2, 3)
+    assert "AR(" in r.summary() and "day-block" in r.summary()
 
 
 # ----------------------------------------------------------------------------- one run
