@@ -339,6 +339,23 @@ def client():
         yield c
 
 
+def test_cli_scheduler_option_runs_on_an_existing_cluster(store, frame, tmp_path, capsys):
+    """`powerlab aggregate --scheduler ADDRESS` connects to that running scheduler and the
+    work is done there (not on a default client or the local threads)."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None, silence_logs=40) as other:
+        before = other.scheduler.transition_counter
+        out = tmp_path / "cluster.parquet"
+        assert cli_main(["aggregate", str(store), "--by", "cluster", "--freq", "1min",
+                         "--scheduler", other.scheduler_address, "--out", str(out),
+                         "--no-progress"]) == 0
+        assert other.scheduler.transition_counter > before  # tasks ran on that scheduler
+    pd.testing.assert_frame_equal(pd.read_parquet(out), ag.power_sums(frame, "1min"),
+                                  check_exact=True)
+    assert "wrote" in capsys.readouterr().out
+
+
 def test_local_cluster_with_worker_processes_matches_pandas(client, store, frame):
     assert len(client.scheduler_info()["workers"]) == 2
     for name in ("resample_1min", "host", "masks", "peer"):
