@@ -28,6 +28,7 @@ __all__ = [
     "IDENTITY_COLUMNS",
     "MEASUREMENT_COLUMNS",
     "SCOPES",
+    "THROTTLE_REASONS",
     "Column",
     "conform",
     "device_codes",
@@ -37,6 +38,23 @@ __all__ = [
 ]
 
 SCOPES = ("gpu", "node")
+
+#: NVML clock-event ("throttle") reason bits, name -> bit value.  Values from ``nvml.h``
+#: (``nvmlClocksEventReason*`` / ``nvmlClocksThrottleReason*``), identical in
+#: ``pynvml`` (nvidia-ml-py 12.x): GpuIdle 0x1, ApplicationsClocksSetting 0x2,
+#: SwPowerCap 0x4, HwSlowdown 0x8, SyncBoost 0x10, SwThermalSlowdown 0x20,
+#: HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80, DisplayClockSetting 0x100.
+THROTTLE_REASONS: dict[str, int] = {
+    "gpu_idle": 0x1,
+    "applications_clocks_setting": 0x2,
+    "sw_power_cap": 0x4,
+    "hw_slowdown": 0x8,
+    "sync_boost": 0x10,
+    "sw_thermal_slowdown": 0x20,
+    "hw_thermal_slowdown": 0x40,
+    "hw_power_brake_slowdown": 0x80,
+    "display_clock_setting": 0x100,
+}
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .exceptions import AnalysisError, SchemaError, Violation
+from .schema import THROTTLE_REASONS
 
 __all__ = ["StragglerResult", "find_stragglers"]
 
@@ -42,10 +43,11 @@ _METRICS = {
     "power_w": ("both", 5.0),
     "temp_mem_c": ("high", 1.0),
 }
-_IDLE_BIT = np.uint64(0x1)
-# NVML clock-event reason bits (nvml.h), see powerlab.synth.THROTTLE_REASONS
-_REASONS = {"sw_power_cap": 0x4, "hw_slowdown": 0x8, "sw_thermal_slowdown": 0x20,
-            "hw_thermal_slowdown": 0x40, "hw_power_brake_slowdown": 0x80}
+_IDLE_BIT = np.uint64(THROTTLE_REASONS["gpu_idle"])
+# the reasons that slow a busy GPU down
+_REASONS = {k: THROTTLE_REASONS[k] for k in ("sw_power_cap", "hw_slowdown",
+                                              "sw_thermal_slowdown", "hw_thermal_slowdown",
+                                              "hw_power_brake_slowdown")}
 
 
 @dataclass(frozen=True)

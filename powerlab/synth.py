@@ -45,9 +45,8 @@ feedback is solved by fixed-point iteration at each sample.  The step time of GP
 with ``phi`` the compute-bound share and ``z_i`` per-step jitter; the job waits for the
 slowest GPU: ``t = max_i t_i``, times AR(1) noise and a per-segment level.
 
-Throttle-reason bits are the NVML ``nvmlClocksEventReason*`` constants (see
-:data:`THROTTLE_REASONS`), hard-coded here from ``nvml.h`` / ``pynvml`` so that this
-module does not import ``pynvml``.
+Throttle-reason bits are the NVML ``nvmlClocksEventReason*`` constants of
+:data:`powerlab.schema.THROTTLE_REASONS` (re-exported here as :data:`THROTTLE_REASONS`).
 
 References
 ----------
@@ -73,7 +72,7 @@ import pyarrow as pa
 from scipy import optimize, signal, special
 
 from .exceptions import ScenarioError
-from .schema import conform
+from .schema import THROTTLE_REASONS, conform
 
 __all__ = [
     "THROTTLE_REASONS",
@@ -83,23 +82,6 @@ __all__ = [
     "simulate_training",
     "sinusoidal_ambient",
 ]
-
-#: NVML clock-event ("throttle") reason bits, name -> bit value.  Values from ``nvml.h``
-#: (``nvmlClocksEventReason*`` / ``nvmlClocksThrottleReason*``), identical in
-#: ``pynvml`` (nvidia-ml-py 12.x): GpuIdle 0x1, ApplicationsClocksSetting 0x2,
-#: SwPowerCap 0x4, HwSlowdown 0x8, SyncBoost 0x10, SwThermalSlowdown 0x20,
-#: HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80, DisplayClockSetting 0x100.
-THROTTLE_REASONS: dict[str, int] = {
-    "gpu_idle": 0x1,
-    "applications_clocks_setting": 0x2,
-    "sw_power_cap": 0x4,
-    "hw_slowdown": 0x8,
-    "sync_boost": 0x10,
-    "sw_thermal_slowdown": 0x20,
-    "hw_thermal_slowdown": 0x40,
-    "hw_power_brake_slowdown": 0x80,
-    "display_clock_setting": 0x100,
-}
 
 _STRAGGLER_KINDS = ("thermal", "power", "clock")
 # parameters that must be >= 0 / > 0 (a negative standard deviation, warm-up length or
