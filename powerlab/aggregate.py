@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .exceptions import PowerlabError, SchemaError, StoreError, Violation
-from .schema import GLOSSARY
+from .schema import GLOSSARY, empty_frame
 from .store import _as_utc as _utc
 
 __all__ = [
@@ -145,10 +145,6 @@ def _store_groups(root, start, end, hosts, partition_rows: int) -> _Store:
     return _Store(root, tuple(groups), start, end)
 
 
-def _empty(columns: Sequence[str]) -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series([], dtype=GLOSSARY[c].dtype) for c in columns})
-
-
 _LABELS = ("host", "scope", "gpu_uuid")
 
 
@@ -160,27 +156,14 @@ def _read_files(files: Sequence[str], columns: Sequence[str], start, end, *,
     the kernels factorise for free.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    filters = []
-    if start is not None:
-        filters.append(("timestamp", ">=", start))
-    if end is not None:
-        filters.append(("timestamp", "<", end))
-    tables = []
-    for f in files:
-        try:
-            names = set(pq.read_schema(f).names)
-            t = pq.read_table(f, columns=[c for c in columns if c in names],
-                              filters=filters or None,
-                              read_dictionary=[c for c in _LABELS if c in names
-                                               and c in columns] if categorical else None)
-        except (OSError, pa.ArrowException) as exc:
-            raise StoreError(f"cannot read store file {f}: {exc}") from exc
-        if t.num_rows:
-            tables.append(t)
+    from .store import read_tables
+
+    tables = read_tables(files, columns=columns, start=start, end=end,
+                         read_dictionary=[c for c in _LABELS if c in columns]
+                         if categorical else ())
     if not tables:
-        return _empty(columns)
+        return empty_frame(columns)
     table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 \
         else tables[0]
     df = table.to_pandas()
@@ -241,9 +224,9 @@ def open_store(root: str | os.PathLike, *, start=None, end=None,
     cols = _columns_for(columns if columns is not None else CORE_COLUMNS)
     src = _store_groups(root, start, end, hosts, partition_rows)
     if not src.groups:
-        return dd.from_pandas(_empty(cols), npartitions=1)
+        return dd.from_pandas(empty_frame(cols), npartitions=1)
     return dd.from_map(_read_partition, list(src.groups), args=[src.start, src.end, cols],
-                       meta=_empty(cols), enforce_metadata=False, label="read-store")
+                       meta=empty_frame(cols), enforce_metadata=False, label="read-store")
 
 
 def _columns_for(columns: Iterable[str]) -> list[str]:
@@ -516,7 +499,7 @@ def _resampled(data, bin_ns: int, means: Sequence[str] | None, energy: bool | No
         if scope is not None:
             ddf = ddf[ddf["scope"] == scope]
         ddf = ddf.shuffle(on="host")   # whole hosts per partition: no carry needed
-        meta = _resample_kernel(_empty(cols), bin_ns, means, energy, throttle)
+        meta = _resample_kernel(empty_frame(cols), bin_ns, means, energy, throttle)
         out = ddf.map_partitions(_resample_whole, bin_ns, means, energy, throttle,
                                  meta=_energy_fix(meta, None), enforce_metadata=False)
         return "dask", out
@@ -552,7 +535,7 @@ def _resample_store(src: _Store, cols, bin_ns, means, energy, throttle, scope):
     import dask
     import dask.dataframe as dd
 
-    meta = _resample_kernel(_empty(cols), bin_ns, means, energy, throttle)
+    meta = _resample_kernel(empty_frame(cols), bin_ns, means, energy, throttle)
     final_meta = _energy_fix(meta, None)
     if not src.groups:
         return dd.from_pandas(final_meta, npartitions=1)
@@ -903,7 +886,7 @@ def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, start=None, end=N
 
         src = _store_groups(data, start, end, hosts, partition_rows)
         cols = [c for c in _columns_for(["power_w"]) if c != "gpu_uuid"]
-        meta = _job_kernel(_empty(cols), jt, bin_ns)
+        meta = _job_kernel(empty_frame(cols), jt, bin_ns)
         if not src.groups:
             frame = dd.from_pandas(meta, npartitions=1)
         else:
@@ -917,7 +900,7 @@ def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, start=None, end=N
         s_u, e_u = _utc(start), _utc(end)
         ddf = ddf.map_partitions(_filter_frame, s_u, e_u, hosts, meta=ddf._meta)
         ddf = ddf[ddf["scope"] == "gpu"].shuffle(on="host")
-        meta = _job_kernel(_empty(_ID + ["power_w"]), jt, bin_ns)
+        meta = _job_kernel(empty_frame(_ID + ["power_w"]), jt, bin_ns)
         frame = ddf.map_partitions(_job_kernel, jt, bin_ns, meta=meta, enforce_metadata=False)
         kind = "dask"
     elif isinstance(data, pd.DataFrame):
@@ -1128,7 +1111,7 @@ def quality_masks(data, max_gap_s: float, *, stale_columns: Sequence[str] = ("po
         src = _store_groups(data, start, end, hosts, partition_rows)
         cols = _columns_for([*stale_columns, "energy_j"])
         energy = True
-        meta = _mask_kernel(_empty(cols), max_gap_s, stale_columns, stale_min_run, energy)
+        meta = _mask_kernel(empty_frame(cols), max_gap_s, stale_columns, stale_min_run, energy)
         if not src.groups:
             return _finish("dask", dd.from_pandas(meta, npartitions=1), compute)
         rb = dask.delayed(_read_boundary, pure=True)
@@ -1155,7 +1138,7 @@ def quality_masks(data, max_gap_s: float, *, stale_columns: Sequence[str] = ("po
         _check_columns(data.columns, cols, "dask input")
         ddf = data[cols]
         ddf = ddf.map_partitions(_filter_frame, _utc(start), _utc(end), hosts, meta=ddf._meta)
-        meta = _mask_kernel(_empty(cols), max_gap_s, stale_columns, stale_min_run, energy)
+        meta = _mask_kernel(empty_frame(cols), max_gap_s, stale_columns, stale_min_run, energy)
         res = ddf.shuffle(on="host").map_partitions(
             _mask_kernel, max_gap_s, stale_columns, stale_min_run, energy, meta=meta,
             enforce_metadata=False)

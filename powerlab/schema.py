@@ -162,10 +162,11 @@ def glossary_frame() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def empty_frame() -> pd.DataFrame:
-    """An empty frame with every core column in its canonical dtype."""
+def empty_frame(columns=None) -> pd.DataFrame:
+    """An empty frame with the given glossary columns (default: every core column), each
+    in its canonical dtype."""
     return pd.DataFrame({name: pd.Series([], dtype=GLOSSARY[name].dtype)
-                         for name in CORE_COLUMNS})
+                         for name in (CORE_COLUMNS if columns is None else columns)})
 
 
 def conform(df: pd.DataFrame, *, sort: bool = True) -> pd.DataFrame:

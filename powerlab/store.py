@@ -30,9 +30,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .exceptions import StoreError
-from .schema import CORE_COLUMNS, GLOSSARY, conform, validate
+from .schema import GLOSSARY, conform, empty_frame, validate
 
-__all__ = ["atomic_write_bytes", "list_files", "read_store", "store_summary", "write_store"]
+__all__ = [
+    "atomic_write_bytes",
+    "list_files",
+    "read_store",
+    "read_tables",
+    "store_summary",
+    "write_store",
+]
 
 _TMP_PREFIX = ".tmp-"
 _PART_RE = re.compile(r"^part-.*\.parquet$")
@@ -199,6 +206,40 @@ def list_files(root: str | os.PathLike, *, start=None, end=None,
     return files
 
 
+def read_tables(files: Sequence[str | os.PathLike], *, columns: Sequence[str] | None = None,
+                start: pd.Timestamp | None = None, end: pd.Timestamp | None = None,
+                read_dictionary: Sequence[str] = ()) -> list[pa.Table]:
+    """Read store files, in order, as Arrow tables (the empty ones left out).
+
+    Each file is projected to those of ``columns`` it holds (optional columns may be
+    absent from some files), filtered to ``start <= timestamp < end`` (UTC), and the
+    ``read_dictionary`` columns it holds stay dictionary-encoded.
+
+    Raises
+    ------
+    powerlab.exceptions.StoreError
+        Naming the file that cannot be read.
+    """
+    filters = []
+    if start is not None:
+        filters.append(("timestamp", ">=", start))
+    if end is not None:
+        filters.append(("timestamp", "<", end))
+    tables = []
+    for f in files:
+        try:
+            names = set(pq.read_schema(f).names)
+            t = pq.read_table(
+                f, columns=None if columns is None else [c for c in columns if c in names],
+                filters=filters or None,
+                read_dictionary=[c for c in read_dictionary if c in names] or None)
+        except (OSError, pa.ArrowException) as exc:
+            raise StoreError(f"cannot read store file {f}: {exc}") from exc
+        if t.num_rows:
+            tables.append(t)
+    return tables
+
+
 def read_store(root: str | os.PathLike, *, start=None, end=None,
                hosts: Sequence[str] | None = None,
                columns: Sequence[str] | None = None) -> pd.DataFrame:
@@ -229,27 +270,15 @@ def read_store(root: str | os.PathLike, *, start=None, end=None,
             raise StoreError(f"unknown column(s) {unknown}; known: {sorted(GLOSSARY)}")
         cols = list(dict.fromkeys(["timestamp", "host", "scope", "gpu_index", "gpu_uuid",
                                    *columns]))
-    filters = []
-    if start_u is not None:
-        filters.append(("timestamp", ">=", start_u))
-    if end_u is not None:
-        filters.append(("timestamp", "<", end_u))
-    tables = []
-    for f in files:
-        try:
-            t = pq.read_table(f, columns=cols, filters=filters or None)
-        except (OSError, pa.ArrowException) as exc:
-            raise StoreError(f"cannot read store file {f}: {exc}") from exc
-        if t.num_rows:
-            tables.append(t)
+    tables = read_tables(files, columns=cols, start=start_u, end=end_u)
     if not tables:
-        out = conform(pd.DataFrame({c: pd.Series([], dtype=GLOSSARY[c].dtype)
-                                    for c in (cols or CORE_COLUMNS)}))
-        return out if cols is None else out[[c for c in out.columns if c in cols]]
-    table = pa.concat_tables(tables, promote_options="permissive")
-    frame = table.to_pandas()
-    frame = conform(frame)
+        frame = conform(empty_frame(cols))
+    else:
+        frame = conform(pa.concat_tables(tables, promote_options="permissive").to_pandas())
     if cols is not None:
+        for c in cols:  # asked for, but in none of the files read
+            if c not in frame.columns:
+                frame[c] = pd.Series(index=frame.index, dtype=GLOSSARY[c].dtype)
         frame = frame[[c for c in frame.columns if c in cols]]
     return frame
 

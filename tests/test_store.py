@@ -138,3 +138,18 @@ def test_single_host_name_as_string(tmp_path, telemetry):
     one = read_store(tmp_path, hosts="node-01")
     assert len(one) == (telemetry["host"] == "node-01").sum() > 0
     assert set(one["host"]) == {"node-01"}
+
+
+def test_optional_column_present_in_only_some_files(tmp_path):
+    """Collector files carry power_avg_w, imported files may not: asking for it reads
+    every file, with NA where a file lacks it."""
+    a = make_telemetry(1, 1, 5, start="2024-05-17T10:00:00Z")
+    b = make_telemetry(1, 1, 5, start="2024-05-17T11:00:00Z")
+    b["power_avg_w"] = 250.0
+    write_store(a, tmp_path)
+    write_store(b, tmp_path)
+    got = read_store(tmp_path, columns=["power_w", "power_avg_w"])
+    assert len(got) == 10 and str(got["power_avg_w"].dtype) == "float64"
+    assert got["power_avg_w"].isna().sum() == 5 and (got["power_avg_w"].dropna() == 250).all()
+    none = read_store(tmp_path, columns=["fan_speed_pct"])  # in no file at all
+    assert len(none) == 10 and none["fan_speed_pct"].isna().all()
