@@ -147,17 +147,36 @@ def read_events(root: str | Path) -> pd.DataFrame:
     (``lost``, ``timeout``, ``unknown``, ``error``, ``retry_failed``, ``recovered``,
     ``start``, ``stop``), ``attempt``, ``backoff_s`` [s], ``message``.
     """
+    return _read_side_table(root, "events", _events_frame([]), ["timestamp"])
+
+
+def _write_side_table(root: Path, kind: str, frame: pd.DataFrame) -> Path:
+    """Write a side table (``events``, ``devices``) of a store as a new Parquet file,
+    atomically (see store.atomic_write_bytes)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    files = sorted(Path(root, "events").glob("events-*.parquet"))
+    from .store import atomic_write_bytes
+
+    stamp = frame["timestamp"].min().strftime("%Y%m%dT%H%M%S%fZ")
+    path = Path(root) / kind / f"{kind}-{stamp}-{uuid.uuid4().hex[:12]}.parquet"
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    return atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
+
+
+def _read_side_table(root, kind: str, empty: pd.DataFrame, sort_by: list[str]) -> pd.DataFrame:
+    """All files of a side table of a store, concatenated and sorted."""
+    import pyarrow.parquet as pq
+
+    files = sorted(Path(root, kind).glob(f"{kind}-*.parquet"))
     if not files:
-        return _events_frame([])
+        return empty
     try:
         frames = [pq.read_table(f).to_pandas() for f in files]
     except OSError as exc:
-        raise StoreError(f"cannot read events in {root}: {exc}") from exc
+        raise StoreError(f"cannot read {kind} in {root}: {exc}") from exc
     out = pd.concat(frames, ignore_index=True)
-    return out.sort_values("timestamp", kind="stable").reset_index(drop=True)
+    return out.sort_values(sort_by, kind="stable").reset_index(drop=True)
 
 
 #: Columns of the device-facts frame (see :func:`read_devices`).
@@ -173,18 +192,8 @@ def read_devices(root: str | Path) -> pd.DataFrame:
     ``capabilities`` (JSON: for each measured column, ``field``, ``call`` or
     ``unsupported``).
     """
-    import pyarrow.parquet as pq
-
-    files = sorted(Path(root, "devices").glob("devices-*.parquet"))
-    if not files:
-        return pd.DataFrame(columns=list(DEVICE_COLUMNS))
-    try:
-        frames = [pq.read_table(f).to_pandas() for f in files]
-    except OSError as exc:
-        raise StoreError(f"cannot read device facts in {root}: {exc}") from exc
-    out = pd.concat(frames, ignore_index=True)
-    return out.sort_values(["timestamp", "host", "gpu_index"], kind="stable") \
-        .reset_index(drop=True)
+    return _read_side_table(root, "devices", pd.DataFrame(columns=list(DEVICE_COLUMNS)),
+                            ["timestamp", "host", "gpu_index"])
 
 
 def _is_full(exc: BaseException) -> bool:
@@ -789,17 +798,7 @@ class Collector:
                 self._wake.set()
 
     def _write_events(self, events: list[dict]) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        from .store import atomic_write_bytes
-
-        frame = _events_frame(events)
-        t0 = frame["timestamp"].min().strftime("%Y%m%dT%H%M%S%fZ")
-        path = self.out / "events" / f"events-{t0}-{uuid.uuid4().hex[:12]}.parquet"
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
-        self._files.append(path)
+        self._files.append(_write_side_table(self.out, "events", _events_frame(events)))
 
     def device_facts(self) -> pd.DataFrame:
         """Static facts of the opened GPUs, read once at start (see :func:`read_devices`)."""
@@ -820,17 +819,7 @@ class Collector:
                           "driver_version": "string", "capabilities": "string"})
 
     def _write_devices(self) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        from .store import atomic_write_bytes
-
-        frame = self.device_facts()
-        stamp = pd.Timestamp.now(tz="UTC").strftime("%Y%m%dT%H%M%S%fZ")
-        path = self.out / "devices" / f"devices-{stamp}-{uuid.uuid4().hex[:12]}.parquet"
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
-        self._files.append(path)
+        self._files.append(_write_side_table(self.out, "devices", self.device_facts()))
 
     def _retry_loop(self) -> None:
         hi = self.retry_backoff_s[1]
