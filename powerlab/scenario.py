@@ -539,6 +539,19 @@ def _hardware(s: _Section) -> dict:
     return hw
 
 
+def _pause(s: _Section, name: str, step: float) -> tuple[float, float]:
+    """A periodic pause of training (``checkpoint``, ``eval``): ``interval_s`` of training
+    between pauses (0: none; at least one step) and ``duration_s`` of each [s]."""
+    sec = s.section(name)
+    interval = sec.number("interval_s", 0.0)
+    duration = sec.number("duration_s", 0.0)
+    if interval and interval < step:
+        raise sec.error("interval_s", f"{interval:g} s is shorter than one step "
+                        f"(step_time_s = {step:g} s)")
+    sec.finish()
+    return interval, duration
+
+
 def _job(s: _Section, hw: dict, index: int) -> Job:
     name = s.string("name", f"job{index}")
     gpus = s.integer("gpus")
@@ -557,20 +570,8 @@ def _job(s: _Section, hw: dict, index: int) -> Job:
         # step apart; the engine's offset kernel spans +-4 jitter_s
         raise s.error("jitter_s", f"{jitter:g} s is more than one step (step_time_s = "
                       f"{step:g} s); GPUs of a synchronous job stay within a step")
-    ck = s.section("checkpoint")
-    ck_int = ck.number("interval_s", 0.0)
-    ck_dur = ck.number("duration_s", 0.0)
-    if ck_int and ck_int < step:
-        raise ck.error("interval_s", f"{ck_int:g} s is shorter than one step "
-                       f"(step_time_s = {step:g} s)")
-    ck.finish()
-    ev = s.section("eval")
-    ev_int = ev.number("interval_s", 0.0)
-    ev_dur = ev.number("duration_s", 0.0)
-    if ev_int and ev_int < step:
-        raise ev.error("interval_s", f"{ev_int:g} s is shorter than one step "
-                       f"(step_time_s = {step:g} s)")
-    ev.finish()
+    ck_int, ck_dur = _pause(s, "checkpoint", step)
+    ev_int, ev_dur = _pause(s, "eval", step)
     fl = s.section("failures")
     rate = fl.number("rate_per_gpu_h", 0.0, hi=1.0)
     restart = fl.number("restart_s", 600.0 if rate else 0.0)
