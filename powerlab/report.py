@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from . import __version__
-from .exceptions import PowerlabError
+from .exceptions import PowerlabError, StoreError
 from .store import atomic_write_bytes
 
 __all__ = ["Report", "javascript_bundle", "write_report"]
@@ -81,12 +81,10 @@ def javascript_bundle(vl_version: str = _DEFAULT_VL) -> str:
     js = vlc.javascript_bundle(vl_version=vl_version)
     # never let the bundle close its own <script> element
     js = re.sub(r"</(script)", r"<\\/\1", js, flags=re.IGNORECASE)
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
-        tmp.write_text(js, encoding="utf-8")
-        os.replace(tmp, cached)
-    except OSError:  # a read-only home: keep the in-process cache only
+    try:  # a cache: no fsync needed, and a failed write only costs a rebuild next time
+        atomic_write_bytes(cached, lambda tmp: Path(tmp).write_text(js, encoding="utf-8"),
+                           fsync=False)
+    except (StoreError, OSError):  # a read-only home: keep the in-process cache only
         pass
     return js
 
