@@ -159,6 +159,21 @@ class Wave:
             base += self.period_us
         return out
 
+    def values_between(self, t0_us: int, t1_us: int) -> list[int]:
+        """Every value the wave takes in ``[t0_us, t1_us]`` (what a call spanning that
+        window may have read), sorted."""
+        vals = {self.at(t0_us)}
+        vals.update(self.at(b) for b in self.breakpoints(t1_us) if t0_us < b <= t1_us)
+        return sorted(vals)
+
+
+#: Quantities the collector reads with individual NVML calls: (column, scenario key,
+#: scale from the scenario's unit to the column's; None: raw bitmask).
+CALL_COLUMNS = (("temp_gpu_c", "temp_gpu_c", 1), ("clock_sm_mhz", "clock_sm_mhz", 1),
+                ("clock_mem_mhz", "clock_mem_mhz", 1), ("util_gpu_pct", "util_gpu_pct", 1),
+                ("util_mem_pct", "util_mem_pct", 1), ("power_limit_w", "power_limit_mw", 1e-3),
+                ("throttle_reasons", "throttle", None))
+
 
 def energy_mj(power: Wave, t_us: int, energy0_mj: int = 1_000_000, step_us: int = 100_000,
               scale_pct: int = 100, reset_us: int | None = None) -> int:

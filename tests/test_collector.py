@@ -38,6 +38,7 @@ from powerlab.schema import validate
 from powerlab.store import read_store
 
 from .fake_nvml_util import (  # noqa: F401  (fixtures)
+    CALL_COLUMNS,
     FakeScenario,
     fake_env,
     fake_libdir,
@@ -66,12 +67,6 @@ SCENARIO = {
 
 def _us(series: pd.Series) -> np.ndarray:
     return series.astype("int64").to_numpy() // 1000
-
-
-def _window_values(wave, t0: int, t1: int) -> list:
-    vals = {wave.at(t0)}
-    vals.update(wave.at(b) for b in wave.breakpoints(t1) if t0 < b <= t1)
-    return sorted(vals)
 
 
 def check_exact(df: pd.DataFrame, sc: FakeScenario) -> int:
@@ -109,20 +104,14 @@ def check_exact(df: pd.DataFrame, sc: FakeScenario) -> int:
         nxt = np.searchsorted(ts_all, t0s + sc.init_us, side="right")
         t1s = np.where(nxt < len(ts_all), ts_all[np.minimum(nxt, len(ts_all) - 1)],
                        t0s + sc.init_us + 1_000_000) - sc.init_us
-        for col, key, scale in (("temp_gpu_c", "temp_gpu_c", 1),
-                                ("clock_sm_mhz", "clock_sm_mhz", 1),
-                                ("clock_mem_mhz", "clock_mem_mhz", 1),
-                                ("util_gpu_pct", "util_gpu_pct", 1),
-                                ("util_mem_pct", "util_mem_pct", 1),
-                                ("power_limit_w", "power_limit_mw", 1e-3),
-                                ("throttle_reasons", "throttle", None)):
+        for col, key, scale in CALL_COLUMNS:
             wave = sc.wave(g, key)
             got = part[col].to_numpy()
             for t0, t1, v in zip(t0s, t1s, got):
                 if v is pd.NA or (isinstance(v, float) and math.isnan(v)):
                     continue
                 options = [o if scale is None else o * scale
-                           for o in _window_values(wave, int(t0), int(t1))]
+                           for o in wave.values_between(int(t0), int(t1))]
                 assert v in options, (g, col, t0, v, options)
                 checked += len(options) == 1
     return checked

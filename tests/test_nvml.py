@@ -13,7 +13,7 @@ import pytest
 from powerlab import nvml
 from powerlab.exceptions import GPULostError, NVMLError, NVMLUnavailableError, PowerlabError
 
-from .fake_nvml_util import fake_libdir, fake_nvml  # noqa: F401  (fixtures)
+from .fake_nvml_util import CALL_COLUMNS, fake_libdir, fake_nvml  # noqa: F401  (fixtures)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -64,14 +64,6 @@ def test_static_facts_and_capabilities(fake_nvml):
                                             "power_limit_w"))
 
 
-def _window_values(wave, t0_us: int, t1_us: int) -> set:
-    vals = {wave.at(t0_us)}
-    for b in wave.breakpoints(t1_us):
-        if t0_us < b <= t1_us:
-            vals.add(wave.at(b))
-    return vals
-
-
 def test_read_matches_the_scenario_exactly(fake_nvml):
     sc = fake_nvml(WAVES)
     dev = nvml.open_devices()
@@ -94,14 +86,8 @@ def test_read_matches_the_scenario_exactly(fake_nvml):
             assert v["temp_mem_c"] == sc.wave(g, "temp_mem_c").at(tp)
             assert v["energy_j"] == sc.energy_mj(g, tp) * 1e-3
             # individual calls: exact whenever the scenario is constant over the call
-            for col, key, scale in (("temp_gpu_c", "temp_gpu_c", 1),
-                                    ("clock_sm_mhz", "clock_sm_mhz", 1),
-                                    ("clock_mem_mhz", "clock_mem_mhz", 1),
-                                    ("util_gpu_pct", "util_gpu_pct", 1),
-                                    ("util_mem_pct", "util_mem_pct", 1),
-                                    ("power_limit_w", "power_limit_mw", 1e-3),
-                                    ("throttle_reasons", "throttle", None)):
-                options = _window_values(sc.wave(g, key), before, after)
+            for col, key, scale in CALL_COLUMNS:
+                options = sc.wave(g, key).values_between(before, after)
                 expected = [o if scale is None else o * scale for o in options]
                 if len(expected) > 1:  # the value changed during the call
                     ambiguous += 1
