@@ -4,9 +4,9 @@ Generates a store in the powerlab layout (``date=YYYY-MM-DD/host=H/part-*.parque
 written directly with pyarrow, zstd), then aggregates it to per-minute cluster power
 (the sum over GPUs of each GPU's mean power in the minute) three ways:
 
-* pandas: :func:`powerlab.aggregate.power_sums` on a frame read with
-  :func:`powerlab.store.read_store`, on as many hosts as fit in ``--pandas-gib`` of memory;
-* Dask: :func:`powerlab.aggregate.power_sums` on the store path, on a
+* pandas: :func:`powerlab.telemetry.aggregate.power_sums` on a frame read with
+  :func:`powerlab.telemetry.store.read_store`, on as many hosts as fit in ``--pandas-gib`` of memory;
+* Dask: :func:`powerlab.telemetry.aggregate.power_sums` on the store path, on a
   ``distributed.LocalCluster`` of 2 single-threaded worker processes;
 * DuckDB: the same two-level aggregation in SQL over the same Parquet files, 2 threads
   (the bare-engine baseline).
@@ -44,7 +44,7 @@ START = pd.Timestamp("2024-05-17T22:30:00Z")  # crosses midnight UTC: 2 date par
 
 
 def _schema() -> pa.Schema:
-    from powerlab.schema import empty_frame
+    from powerlab.telemetry.schema import empty_frame
 
     return pa.Schema.from_pandas(empty_frame(), preserve_index=False)
 
@@ -202,8 +202,8 @@ def main(argv=None) -> int:
     print(f"  {rows:,} rows, {_gib(disk)} on disk, {t_gen:.1f} s "
           f"({rows / t_gen / 1e6:.1f} M rows/s)")
     try:
-        from powerlab.aggregate import power_sums
-        from powerlab.store import read_store
+        from powerlab.telemetry.aggregate import power_sums
+        from powerlab.telemetry.store import read_store
 
         results = {}
         # --- DuckDB baseline

@@ -80,7 +80,7 @@ def bench_baseline(pynvml, n_gpus: int, n: int) -> float:
 
 
 def bench_device_read(nvml, n_gpus: int, n: int) -> float:
-    """CPU per GPU-sample [us] of powerlab.nvml.Device.read."""
+    """CPU per GPU-sample [us] of powerlab.collect.nvml.Device.read."""
     devs = nvml.open_devices()
     reps = max(1, n // n_gpus)
     t0 = time.process_time()
@@ -139,8 +139,8 @@ def main(argv=None) -> int:
 
     import pynvml
 
-    from powerlab import nvml
-    from powerlab.collector import Collector
+    from powerlab.collect import nvml
+    from powerlab.collect.collector import Collector
 
     nvml.init()
     fake_us = bench_fake_c(lib, args.calls)

@@ -2,7 +2,7 @@
 
 Generates a 54-day run of a 64-GPU job with the synthetic twin (~466,000 steps of
 ~10 s: 8.2 s at maximum clock, GPU telemetry every ``--telemetry-s`` seconds), then times
-``powerlab.dvfs.fit_time_of_day`` with telemetry attribution, throttle reasons and the
+``powerlab.throughput.dvfs.fit_time_of_day`` with telemetry attribution, throttle reasons and the
 MSTL decomposition, and prints where the time goes.  Baseline in the same run: the
 minimum any analysis must do -- averaging the steps to 5-minute intervals with pandas --
 and the naive OLS fit without attribution.
@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from powerlab.dvfs import fit_time_of_day
-from powerlab.synth import simulate_training
+from powerlab.throughput.dvfs import fit_time_of_day
+from powerlab.throughput.synth import simulate_training
 
 TZ = "America/New_York"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from powerlab.forecast import forecast
-from powerlab.scenario import parse_scenario
+from powerlab.grid.forecast import forecast
+from powerlab.grid.scenario import parse_scenario
 
 
 def scenario(total_gpus: int, n_jobs: int = 20, hours: float = 24.0, tick_s: float = 0.1,

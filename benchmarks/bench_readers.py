@@ -6,7 +6,7 @@ Prints rows/s for
   (``../shared/data/nvidia-smi-h100-100ms/h100-traces_ckpt100.csv``) against a plain
   ``pandas.read_csv`` of the same file (target: ratio <= 2), with the share of the
   reader's time spent in ``schema.validate``;
-* ``powerlab.store.write_store`` / ``read_store`` against bare ``pyarrow.parquet``
+* ``powerlab.telemetry.store.write_store`` / ``read_store`` against bare ``pyarrow.parquet``
   ``write_table`` / ``read_table`` of the same table.
 
 Each figure is the best of ``--repeat`` runs, baselines and candidates interleaved.
@@ -26,9 +26,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from powerlab import schema
+from powerlab.telemetry import schema
 from powerlab.iotools import read_nvidia_smi
-from powerlab.store import read_store, write_store
+from powerlab.telemetry.store import read_store, write_store
 
 REPO = Path(__file__).resolve().parents[1]
 CKPT100 = REPO.parent / "shared" / "data" / "nvidia-smi-h100-100ms" / "h100-traces_ckpt100.csv"

@@ -3,19 +3,19 @@
 :func:`run_demo` needs no input.  On the data bundled in ``data/`` it
 
 1. reads the real MLPerf Training v4.0 GPT-3 power logs (64 nodes x 8 H100, Apache-2.0)
-   and the training log, and calibrates a job power profile (:func:`powerlab.profile.
+   and the training log, and calibrates a job power profile (:func:`powerlab.grid.profile.
    fit_profile`: step time, duty cycle, compute and communication-wait levels);
 2. forecasts a 16,384-GPU site (``data/scenarios/llama3_16k_h100.yaml``) running one
    synchronous job that starts on all GPUs at once, with checkpoints and failures, using
-   the calibrated profile (:func:`powerlab.forecast.forecast`), checks the utility limits
+   the calibrated profile (:func:`powerlab.grid.forecast.forecast`), checks the utility limits
    and compares mitigations (power floor, GPU ramp limit, battery);
-3. runs the time-of-day analysis (:func:`powerlab.dvfs.fit_time_of_day`) and the
-   straggler search (:func:`powerlab.stragglers.find_stragglers`) on the synthetic twin
-   (:func:`powerlab.synth.simulate_training`) driven by the real weather of a station
+3. runs the time-of-day analysis (:func:`powerlab.throughput.dvfs.fit_time_of_day`) and the
+   straggler search (:func:`powerlab.throughput.stragglers.find_stragglers`) on the synthetic twin
+   (:func:`powerlab.throughput.synth.simulate_training`) driven by the real weather of a station
    next to the MGHPCC datacenter (MIT);
-4. writes the facilities CSV with its JSON sidecar (:func:`powerlab.export.
+4. writes the facilities CSV with its JSON sidecar (:func:`powerlab.grid.export.
    write_facilities_csv`) and one self-contained HTML report with the charts
-   (:class:`powerlab.report.Report`) that renders offline.
+   (:class:`powerlab.viz.report.Report`) that renders offline.
 
 Progress goes to ``progress`` (standard error by default), one line per step with its
 duration.
@@ -127,7 +127,7 @@ def demo_scenario(profile=None, *, hours: float = 6.0) -> Any:
 
     Starts from ``data/scenarios/llama3_16k_h100.yaml`` (one synchronous job on every
     GPU, 30-minute checkpoints, failures at the Llama 3 rate) shortened to ``hours``;
-    with ``profile`` (a :class:`powerlab.profile.ProfileFit`), the job's step time, duty
+    with ``profile`` (a :class:`powerlab.grid.profile.ProfileFit`), the job's step time, duty
     cycle and compute / communication-wait power come from the fit.
 
     Parameters
@@ -138,12 +138,12 @@ def demo_scenario(profile=None, *, hours: float = 6.0) -> Any:
 
     Returns
     -------
-    powerlab.scenario.Scenario
+    powerlab.grid.scenario.Scenario
     """
     import yaml
 
     from .data import bundled_path
-    from .scenario import parse_scenario
+    from .grid.scenario import parse_scenario
 
     path = bundled_path("scenarios", _SCENARIO)
     spec = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -215,17 +215,17 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
     powerlab.exceptions.StoreError
         When ``out`` cannot be created or written to (checked before any work).
     """
-    from . import charts
+    from .viz import charts
     from .data import bundled_path
-    from .dvfs import fit_time_of_day
-    from .export import read_facilities_csv, write_facilities_csv
-    from .forecast import forecast
+    from .throughput.dvfs import fit_time_of_day
+    from .grid.export import read_facilities_csv, write_facilities_csv
+    from .grid.forecast import forecast
     from .iotools import read_mllog, read_mlperf_power, read_weather
-    from .profile import fit_profile
-    from .scenario import Battery, Mitigations
-    from .stragglers import find_stragglers
-    from .swings import check_limits, compare_mitigations
-    from .synth import simulate_training
+    from .grid.profile import fit_profile
+    from .grid.scenario import Battery, Mitigations
+    from .throughput.stragglers import find_stragglers
+    from .grid.swings import check_limits, compare_mitigations
+    from .throughput.synth import simulate_training
 
     out = _writable_folder(out)  # before minutes of work, not after
     prog = _Progress(progress, 7)
@@ -307,7 +307,7 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
 
 def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, tc, fig,
                   csv, charts):
-    from .report import Report
+    from .viz.report import Report
 
     lo, hi = tod.amplitude_ci_pct
     rep = Report("powerlab demo: a 16,384-GPU site, calibrated on real data",

@@ -38,7 +38,7 @@ def _fmt_rows(rows: Sequence, limit: int = 8) -> str:
 
 @dataclass(frozen=True)
 class Violation:
-    """One problem found by :func:`powerlab.schema.validate`.
+    """One problem found by :func:`powerlab.telemetry.schema.validate`.
 
     Attributes
     ----------

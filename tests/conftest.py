@@ -48,7 +48,7 @@ def make_telemetry(n_hosts: int = 2, n_gpus: int = 4, n_samples: int = 50,
                 "throttle_reasons": rng.choice(np.array([0, 4, 2**40 + 1], dtype=np.uint64),
                                                n_samples),
             }))
-    from powerlab.schema import conform
+    from powerlab.telemetry.schema import conform
 
     return conform(pd.concat(rows, ignore_index=True))
 

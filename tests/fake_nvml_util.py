@@ -242,7 +242,7 @@ def fake_nvml(fake_libdir, tmp_path, monkeypatch):
     The real pynvml bindings load the fake (by soname); NVML is re-initialised so the fake
     reads the new scenario; returns a :class:`FakeScenario`.
     """
-    from powerlab import nvml
+    from powerlab.collect import nvml
 
     use_in_process(fake_libdir)
     count = [0]

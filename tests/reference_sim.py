@@ -1,10 +1,10 @@
 """Brute-force, GPU-by-GPU reference simulation of a forecast scenario.
 
-Written independently of :mod:`powerlab.forecast`: a tick-by-tick state machine per job
+Written independently of :mod:`powerlab.grid.forecast`: a tick-by-tick state machine per job
 (not the engine's run-length plan), then every GPU simulated on its own (its own shifted
 timeline, its own ramp limiter stepped tick by tick), summed GPU by GPU, and a
 sequential battery.  The only thing shared with the engine is the randomness protocol
-(:func:`powerlab.forecast.job_randomness`), so that the same seed gives the same failures
+(:func:`powerlab.grid.forecast.job_randomness`), so that the same seed gives the same failures
 and the same per-GPU offsets.  Cost: O(GPUs x ticks) - use small clusters and horizons.
 
 Known difference by design: each GPU's ramp limiter starts at the first tick of the
@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from powerlab.forecast import job_randomness
+from powerlab.grid.forecast import job_randomness
 
 IDLE, STARTUP, COMPUTE, COMM, CKPT, EVAL, DOWN, SHUTDOWN = range(8)
 

@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerlab import aggregate as ag
-from powerlab import quality
+from powerlab.telemetry import aggregate as ag
+from powerlab.telemetry import quality
 from powerlab.cli import main as cli_main
 from powerlab.exceptions import PowerlabError, SchemaError, StoreError
-from powerlab.schema import conform
-from powerlab.store import read_store, write_store
+from powerlab.telemetry.schema import conform
+from powerlab.telemetry.store import read_store, write_store
 
 REPO = Path(__file__).resolve().parents[1]
 UTC = "UTC"

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerlab import charts
+from powerlab.viz import charts
 from powerlab.exceptions import SchemaError
 
 from .conftest import make_telemetry
@@ -366,8 +366,8 @@ def test_every_chart_renders_to_svg_and_png():
 @pytest.fixture(scope="module")
 def small_forecast():
     from powerlab.data import bundled_path
-    from powerlab.forecast import forecast
-    from powerlab.scenario import read_scenario
+    from powerlab.grid.forecast import forecast
+    from powerlab.grid.scenario import read_scenario
 
     return forecast(read_scenario(bundled_path("scenarios", "small.yaml")), draws=3, seed=2)
 
@@ -417,14 +417,14 @@ def test_mitigation_chart():
 
 @pytest.fixture(scope="module")
 def twin():
-    from powerlab.synth import simulate_training
+    from powerlab.throughput.synth import simulate_training
 
     return simulate_training("2025-06-03", days=3, n_hosts=2, gpus_per_host=8, stragglers=1,
                              amplitude_pct=2.0, telemetry_interval_s=600.0, seed=4)
 
 
 def test_time_of_day_adapter(twin):
-    from powerlab.dvfs import fit_time_of_day
+    from powerlab.throughput.dvfs import fit_time_of_day
 
     res = fit_time_of_day(twin.steps, site_tz="America/New_York", telemetry=twin.telemetry,
                           n_boot=200)
@@ -444,7 +444,7 @@ def test_time_of_day_adapter(twin):
 
 
 def test_stragglers_adapter(twin):
-    from powerlab.stragglers import find_stragglers
+    from powerlab.throughput.stragglers import find_stragglers
 
     res = find_stragglers(twin.telemetry)
     spec = charts.stragglers_chart(res).to_dict()

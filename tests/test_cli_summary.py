@@ -3,7 +3,7 @@ import re
 import pandas as pd
 
 from powerlab.cli import main
-from powerlab.store import write_store
+from powerlab.telemetry.store import write_store
 from tests.conftest import make_telemetry
 
 

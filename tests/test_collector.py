@@ -1,4 +1,4 @@
-"""powerlab.collector and ``powerlab collect``, through the fake libnvidia-ml.so.1.
+"""powerlab.collect.collector and ``powerlab collect``, through the fake libnvidia-ml.so.1.
 
 In-process tests load the fake by soname; CLI tests run ``python -m powerlab.cli collect``
 in a subprocess with ``LD_LIBRARY_PATH`` pointing at it.
@@ -32,10 +32,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from powerlab.collector import Collector, read_events
+from powerlab.collect.collector import Collector, read_events
 from powerlab.exceptions import PowerlabError, StoreError
-from powerlab.schema import validate
-from powerlab.store import read_store
+from powerlab.telemetry.schema import validate
+from powerlab.telemetry.store import read_store
 
 from .fake_nvml_util import (  # noqa: F401  (fixtures)
     CALL_COLUMNS,
@@ -414,9 +414,9 @@ def test_sigkill_at_random_moments_loses_at_most_one_flush_interval(fake_libdir,
 
 FULL_DISK_SCRIPT = textwrap.dedent("""
     import resource, sys
-    from powerlab.collector import Collector
+    from powerlab.collect.collector import Collector
     from powerlab.exceptions import StoreError
-    from powerlab.store import write_store
+    from powerlab.telemetry.store import write_store
 
     calls = [0]
 
@@ -501,7 +501,7 @@ def test_energy_counter_reset_starts_a_new_stretch_not_a_negative_energy(fake_nv
 
 
 def test_static_device_facts_are_recorded_once_per_start(fake_nvml, tmp_path):
-    from powerlab.collector import read_devices
+    from powerlab.collect.collector import read_devices
 
     fake_nvml({"gpus": 2, "driver_version": "555.42.06", "gpu1.name": "Fake A100-SXM4-40GB",
                "gpu1.serial": "1324021000001", "gpu1.tdp_mw": 400000,

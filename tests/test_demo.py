@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from powerlab import cli
-from powerlab.export import FACILITIES_COLUMNS, read_facilities_csv
+from powerlab.grid.export import FACILITIES_COLUMNS, read_facilities_csv
 
 from .test_report_browser import Browser, _find_chromium, assert_rendered, open_report
 

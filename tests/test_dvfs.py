@@ -1,6 +1,6 @@
 """Time-of-day analytics validated against the synthetic twin's ground truth.
 
-The seed sweeps generate throughput directly from :func:`powerlab.synth.simulate_training`
+The seed sweeps generate throughput directly from :func:`powerlab.throughput.synth.simulate_training`
 (no telemetry, 30-60 s steps, 10-12 days) and fit on 5-minute intervals, so that 100+
 fits stay within a few tens of seconds.
 """
@@ -13,14 +13,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerlab.dvfs import (
+from powerlab.throughput.dvfs import (
     decompose_seasonal,
     fit_time_of_day,
     slowest_clock,
     throttle_share_by_hour,
 )
 from powerlab.exceptions import AnalysisError, SchemaError
-from powerlab.synth import simulate_training
+from powerlab.throughput.synth import simulate_training
 
 TZ = "America/New_York"
 WEATHER = Path(__file__).resolve().parents[1] / "data" / "weather-kmahighl4-2025"

@@ -1,4 +1,4 @@
-"""Tests of powerlab.export and the ``powerlab forecast`` command."""
+"""Tests of powerlab.grid.export and the ``powerlab forecast`` command."""
 
 import json
 from pathlib import Path
@@ -10,15 +10,15 @@ import yaml
 
 from powerlab.cli import main
 from powerlab.exceptions import ParseError, PowerlabError
-from powerlab.export import (
+from powerlab.grid.export import (
     FACILITIES_COLUMNS,
     facilities_frame,
     read_facilities_csv,
     sanitize_cell,
     write_facilities_csv,
 )
-from powerlab.forecast import forecast
-from powerlab.scenario import parse_scenario, read_scenario
+from powerlab.grid.forecast import forecast
+from powerlab.grid.scenario import parse_scenario, read_scenario
 
 SCEN = Path(__file__).parents[1] / "data" / "scenarios"
 

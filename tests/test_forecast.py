@@ -1,4 +1,4 @@
-"""Tests of powerlab.forecast: brute-force agreement, energy conservation, statistics."""
+"""Tests of powerlab.grid.forecast: brute-force agreement, energy conservation, statistics."""
 
 from pathlib import Path
 
@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from powerlab.exceptions import PowerlabError, ScenarioError
-from powerlab.forecast import ForecastResult, forecast, jitter_probabilities, job_randomness
-from powerlab.scenario import parse_scenario, read_scenario
+from powerlab.grid.forecast import ForecastResult, forecast, jitter_probabilities, job_randomness
+from powerlab.grid.scenario import parse_scenario, read_scenario
 
 from .reference_sim import simulate
 

@@ -45,7 +45,7 @@ def test_read_any_passes_only_the_options_a_reader_takes():
 
 
 def test_cli_import_round_trip(tmp_path, capsys):
-    from powerlab.store import read_store
+    from powerlab.telemetry.store import read_store
 
     store = tmp_path / "store"
     rc = main(["import", str(D / "nvidia_smi_constructed.csv"),
@@ -77,8 +77,8 @@ def test_cli_import_help_lists_options(capsys):
 
 
 def test_cli_import_twice_does_not_duplicate_samples(tmp_path, capsys):
-    from powerlab.schema import validate
-    from powerlab.store import read_store
+    from powerlab.telemetry.schema import validate
+    from powerlab.telemetry.store import read_store
 
     store = tmp_path / "store"
     args = ["import", str(D / "nvidia_smi_constructed.csv"), "--out", str(store),

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerlab import schema
+from powerlab.telemetry import schema
 from powerlab.exceptions import DataQualityWarning, ParseError
 from powerlab.iotools import parse_nvidia_smi, read_nvidia_smi
 

@@ -1,4 +1,4 @@
-"""powerlab.nvml against the fake libnvidia-ml.so.1, loaded by the real pynvml bindings."""
+"""powerlab.collect.nvml against the fake libnvidia-ml.so.1, loaded by the real pynvml bindings."""
 
 # ruff: noqa: F811  (pytest fixtures imported from tests/fake_nvml_util.py)
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from powerlab import nvml
+from powerlab.collect import nvml
 from powerlab.exceptions import GPULostError, NVMLError, NVMLUnavailableError, PowerlabError
 
 from .fake_nvml_util import CALL_COLUMNS, fake_libdir, fake_nvml  # noqa: F401  (fixtures)
@@ -40,7 +40,7 @@ def test_pynvml_is_imported_only_by_the_nvml_module():
         text = path.read_text()
         if re.search(r"^\s*(import pynvml|from pynvml)", text, re.MULTILINE):
             offenders.append(path.relative_to(REPO).as_posix())
-    assert offenders == ["powerlab/nvml.py"]
+    assert offenders == ["powerlab/collect/nvml.py"]
 
 
 def test_static_facts_and_capabilities(fake_nvml):

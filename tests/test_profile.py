@@ -1,4 +1,4 @@
-"""Tests of powerlab.profile.fit_profile, and the MLPerf GPT-3 backtest of the forecast.
+"""Tests of powerlab.grid.profile.fit_profile, and the MLPerf GPT-3 backtest of the forecast.
 
 Run ``python -m tests.test_profile`` to print the backtest numbers quoted in
 docs/forecast_validation.md.
@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from powerlab.exceptions import PowerlabError, SchemaError
-from powerlab.forecast import forecast
-from powerlab.profile import eval_intervals, fit_profile, otsu_threshold
-from powerlab.scenario import parse_scenario
+from powerlab.grid.forecast import forecast
+from powerlab.grid.profile import eval_intervals, fit_profile, otsu_threshold
+from powerlab.grid.scenario import parse_scenario
 
 MLPERF = Path(__file__).parents[1] / "data" / "mlperf-gpt3-64node"
 T0 = pd.Timestamp("2025-01-01T00:00:00Z")

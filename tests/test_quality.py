@@ -1,7 +1,7 @@
 import numpy as np
 import pandas as pd
 
-from powerlab.quality import counter_resets, gaps, quality_report, stale
+from powerlab.telemetry.quality import counter_resets, gaps, quality_report, stale
 from tests.conftest import make_telemetry
 
 

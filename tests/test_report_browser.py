@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerlab import charts
-from powerlab.report import Report
+from powerlab.viz import charts
+from powerlab.viz.report import Report
 
 from .conftest import make_telemetry
 

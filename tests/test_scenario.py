@@ -1,4 +1,4 @@
-"""Tests of powerlab.scenario: YAML scenarios, validation errors naming the key."""
+"""Tests of powerlab.grid.scenario: YAML scenarios, validation errors naming the key."""
 
 from pathlib import Path
 
@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from powerlab.exceptions import ScenarioError
-from powerlab.scenario import Scenario, parse_scenario, read_scenario
+from powerlab.grid.scenario import Scenario, parse_scenario, read_scenario
 
 ROOT = Path(__file__).parents[1]
 SCEN = ROOT / "data" / "scenarios"

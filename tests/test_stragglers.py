@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from powerlab.exceptions import AnalysisError, SchemaError
-from powerlab.stragglers import find_stragglers
-from powerlab.synth import simulate_training
+from powerlab.throughput.stragglers import find_stragglers
+from powerlab.throughput.synth import simulate_training
 
 KW = {"days": 2, "n_hosts": 4, "gpus_per_host": 8, "step_time_s": 60,
       "telemetry_interval_s": 300, "amplitude_pct": 1.5}

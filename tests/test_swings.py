@@ -1,4 +1,4 @@
-"""Tests of powerlab.swings: metrics on series with known answers, limits, what-ifs."""
+"""Tests of powerlab.grid.swings: metrics on series with known answers, limits, what-ifs."""
 
 from pathlib import Path
 
@@ -7,9 +7,9 @@ import pytest
 import yaml
 
 from powerlab.exceptions import PowerlabError
-from powerlab.forecast import forecast
-from powerlab.scenario import Battery, Limits, Mitigations, parse_scenario
-from powerlab.swings import (
+from powerlab.grid.forecast import forecast
+from powerlab.grid.scenario import Battery, Limits, Mitigations, parse_scenario
+from powerlab.grid.swings import (
     band_rms,
     check_limits,
     compare_mitigations,
@@ -162,7 +162,7 @@ def test_dominant_frequency_is_the_step_rhythm_even_between_bins():
     """An 85 %-duty square wave at 1/6 Hz (6 s training steps) has first and second
     harmonics of nearly equal amplitude (|sin(pi d)| = 0.454 vs |sin(2 pi d)| / 2 = 0.405);
     1/6 Hz falls between Welch bins, 1/3 Hz nearly on one. The step rhythm must win."""
-    from powerlab.swings import swing_metrics
+    from powerlab.grid.swings import swing_metrics
 
     tick = 0.1
     t = np.arange(int(3600 / tick)) * tick

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from powerlab.exceptions import ScenarioError
-from powerlab.schema import validate
-from powerlab.synth import THROTTLE_REASONS, simulate_training, sinusoidal_ambient
+from powerlab.telemetry.schema import validate
+from powerlab.throughput.synth import THROTTLE_REASONS, simulate_training, sinusoidal_ambient
 
 REPO = Path(__file__).resolve().parents[1]
 WEATHER = REPO / "data" / "weather-kmahighl4-2025"

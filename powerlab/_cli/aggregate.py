@@ -102,7 +102,7 @@ def _jobs(path: Path):
 def run(args) -> int:
     import contextlib
 
-    from .. import aggregate as ag
+    from ..telemetry import aggregate as ag
     from ..exceptions import PowerlabError
 
     out = args.out

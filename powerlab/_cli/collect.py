@@ -66,7 +66,7 @@ def handle(args) -> int:
     import signal
     import sys
 
-    from ..collector import Collector
+    from ..collect.collector import Collector
 
     collector = Collector(
         args.out, interval_s=args.interval_s, gpus=args.gpus,

@@ -29,9 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     from ..exceptions import ScenarioError
-    from ..export import write_facilities_csv
-    from ..forecast import forecast
-    from ..scenario import read_scenario
+    from ..grid.export import write_facilities_csv
+    from ..grid.forecast import forecast
+    from ..grid.scenario import read_scenario
 
     if args.draws < 1:
         raise ScenarioError(f"--draws must be >= 1, got {args.draws}", key="--draws")

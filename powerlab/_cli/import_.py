@@ -57,7 +57,7 @@ def run(args) -> int:
 
     from ..exceptions import ParseError
     from ..iotools import TELEMETRY_FORMATS, read_any, sniff_format
-    from ..store import atomic_write_bytes, write_store
+    from ..telemetry.store import atomic_write_bytes, write_store
 
     total = 0
     for src in args.sources:

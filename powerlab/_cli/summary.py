@@ -50,7 +50,7 @@ def run(args) -> int:
     from ..data import bundled_path
     from ..exceptions import PowerlabError
     from ..iotools import read_any
-    from ..store import read_store
+    from ..telemetry.store import read_store
 
     paths = args.paths or [bundled_path("mlperf-gpt3-64node", "power")]
     frames = []

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import schema
+from ..telemetry import schema
 from ..exceptions import ParseError
 from ._common import localize, read_text, warn_quality
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import schema
+from ..telemetry import schema
 from ..exceptions import ParseError
 from ._common import read_text, strip_gz, warn_quality
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from .. import schema
+from ..telemetry import schema
 from ..exceptions import ParseError
 from ._common import (
     hex_to_uint64,
@@ -97,7 +97,7 @@ def read_nvidia_smi(path, *, tz=None, n_gpus: int | None = None, host: str | Non
     Returns
     -------
     pandas.DataFrame
-        Canonical telemetry (:mod:`powerlab.schema`), validated, one row per GPU sample,
+        Canonical telemetry (:mod:`powerlab.telemetry.schema`), validated, one row per GPU sample,
         sorted by GPU and time.  ``memory_used_bytes`` is in bytes [B] (nvidia-smi prints
         MiB), powers in [W], clocks in [MHz], temperatures in [degC], utilisation in [%].
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .exceptions import ParseError, PowerlabError
-from .store import atomic_write_bytes
+from ..exceptions import ParseError, PowerlabError
+from ..telemetry.store import atomic_write_bytes
 
 __all__ = [
     "FACILITIES_COLUMNS",
@@ -132,7 +132,7 @@ def write_facilities_csv(result, path, resolution="15min",
     (Path, Path)
         The CSV and the sidecar.
     """
-    from . import __version__
+    from .. import __version__
 
     path = Path(path)
     if not path.parent.is_dir():

@@ -1,6 +1,6 @@
 """The facility power-swing forecast engine.
 
-Given a :class:`~powerlab.scenario.Scenario`, :func:`forecast` produces the IT and
+Given a :class:`~powerlab.grid.scenario.Scenario`, :func:`forecast` produces the IT and
 facility power of the site at every engine tick (default 100 ms) over the horizon, for a
 number of Monte Carlo draws of the stochastic parts (job failures, per-GPU timing
 offsets), and returns a :class:`ForecastResult` (statsmodels-style: ``summary()``,
@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 from scipy import signal, special
 
-from .exceptions import PowerlabError, ScenarioError
+from ..exceptions import PowerlabError, ScenarioError
 from .scenario import Battery, Job, Scenario
 
 __all__ = [
@@ -733,7 +733,7 @@ class ForecastResult:
     # -- metrics -----------------------------------------------------------------------
     @cached_property
     def metrics(self) -> pd.DataFrame:
-        """Swing metrics per draw and scope (see :func:`powerlab.swings.swing_metrics`)."""
+        """Swing metrics per draw and scope (see :func:`powerlab.grid.swings.swing_metrics`)."""
         from .swings import swing_metrics
 
         rows = []

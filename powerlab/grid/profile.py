@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import signal
 
-from .exceptions import PowerlabError, SchemaError, Violation
+from ..exceptions import PowerlabError, SchemaError, Violation
 
 __all__ = ["ProfileFit", "eval_intervals", "fit_profile", "otsu_threshold"]
 

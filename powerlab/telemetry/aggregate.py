@@ -4,7 +4,7 @@ Every function here accepts
 
 * a :class:`pandas.DataFrame` in the canonical schema (a laptop, one node's data),
 * a :class:`dask.dataframe.DataFrame` in the canonical schema, or
-* the path of a store (:mod:`powerlab.store`) with an optional time range and host list;
+* the path of a store (:mod:`powerlab.telemetry.store`) with an optional time range and host list;
   the store is then read lazily, one Dask partition per group of ``date=/host=`` folders,
   pruned by date and host and projected to the columns the aggregation needs,
 
@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .exceptions import PowerlabError, SchemaError, StoreError, Violation
+from ..exceptions import PowerlabError, SchemaError, StoreError, Violation
 from .schema import GLOSSARY, empty_frame
 from .store import _as_utc as _utc
 
@@ -642,7 +642,7 @@ def resample_gpu(data, freq: str = "1min", *, columns: Sequence[str] | None = No
     ``energy_delta_j`` is the counter increase from the device's previous valid reading
     (possibly in an earlier bin or day) to its last reading in the bin, so the deltas of
     consecutive bins add up to the counter's total increase.  Across a counter reset
-    (a decrease, see :func:`powerlab.quality.counter_resets`) the energy between the
+    (a decrease, see :func:`powerlab.telemetry.quality.counter_resets`) the energy between the
     reading before the reset and the one after it is unknown and counted as zero.
     """
     bin_ns = _bin_ns(freq)
@@ -983,7 +983,7 @@ def peer_stats(data, freq: str = "1min", *, columns: Sequence[str] = PEER_COLUMN
 
     The robust centre and spread against which a straggler (a GPU clocking lower, running
     hotter or drawing less power than its peers) stands out; see
-    :mod:`powerlab.stragglers` for the flags.
+    :mod:`powerlab.throughput.stragglers` for the flags.
 
     Parameters
     ----------
@@ -1077,10 +1077,10 @@ def quality_masks(data, max_gap_s: float, *, stale_columns: Sequence[str] = ("po
                   stale_min_run: int = 10, start=None, end=None,
                   hosts: Sequence[str] | None = None, compute: bool = True,
                   partition_rows: int = 2_000_000) -> pd.DataFrame:
-    """Quality masks of :mod:`powerlab.quality` for every sample, at any scale.
+    """Quality masks of :mod:`powerlab.telemetry.quality` for every sample, at any scale.
 
-    Runs :func:`powerlab.quality.gaps`, :func:`~powerlab.quality.stale` and
-    :func:`~powerlab.quality.counter_resets` on partitions that hold whole device-days,
+    Runs :func:`powerlab.telemetry.quality.gaps`, :func:`~powerlab.telemetry.quality.stale` and
+    :func:`~powerlab.telemetry.quality.counter_resets` on partitions that hold whole device-days,
     each extended by the neighbouring samples of the same devices from earlier and later
     days, so masks that look across midnight match the whole-frame result.
 

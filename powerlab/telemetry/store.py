@@ -29,7 +29,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .exceptions import StoreError
+from ..exceptions import StoreError
 from .schema import GLOSSARY, conform, empty_frame, validate
 
 __all__ = [

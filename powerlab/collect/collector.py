@@ -1,10 +1,10 @@
 """A running NVML collector: samples GPUs at a fixed rate and records them crash-safely.
 
-:class:`Collector` samples every selected GPU once per tick through :mod:`powerlab.nvml`
+:class:`Collector` samples every selected GPU once per tick through :mod:`powerlab.collect.nvml`
 (one ``nvmlDeviceGetFieldValues`` call for power, energy and memory temperature, plus
 individual calls for clocks, temperatures, utilisation, power limit and throttle
 reasons), keeps a live window of recent samples for notebooks, and flushes buffered
-samples to a Parquet store (:func:`powerlab.store.write_store`: new files, temporary
+samples to a Parquet store (:func:`powerlab.telemetry.store.write_store`: new files, temporary
 name, fsync, rename) every ``flush_interval_s``.
 
 Faults
@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from . import nvml
-from .exceptions import NVMLError, PowerlabError, StoreError
+from ..exceptions import NVMLError, PowerlabError, StoreError
 
 __all__ = ["DEVICE_COLUMNS", "EVENT_COLUMNS", "Collector", "CollectorReport", "read_devices",
            "read_events"]
@@ -96,7 +96,7 @@ def _ts_column(values: Sequence, scale: int) -> pd.Series:
 
 def _rows_to_frame(rows: Sequence[tuple], host: str, conformed: bool = True) -> pd.DataFrame:
     """Samples (row tuples) as a telemetry frame (conformed and sorted when asked)."""
-    from .schema import conform, empty_frame
+    from ..telemetry.schema import conform, empty_frame
 
     if not rows:
         out = empty_frame()
@@ -156,7 +156,7 @@ def _write_side_table(root: Path, kind: str, frame: pd.DataFrame) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .store import atomic_write_bytes
+    from ..telemetry.store import atomic_write_bytes
 
     stamp = frame["timestamp"].min().strftime("%Y%m%dT%H%M%S%fZ")
     path = Path(root) / kind / f"{kind}-{stamp}-{uuid.uuid4().hex[:12]}.parquet"
@@ -375,7 +375,7 @@ class Collector:
         Address the metrics endpoint binds to.
     writer : callable, optional
         ``writer(frame, root) -> list[Path]`` used for flushes; default
-        :func:`powerlab.store.write_store`.
+        :func:`powerlab.telemetry.store.write_store`.
 
     Examples
     --------
@@ -476,7 +476,7 @@ class Collector:
         nvml.init()
         n = nvml.device_count()
         if n == 0:
-            from .exceptions import NVMLUnavailableError
+            from ..exceptions import NVMLUnavailableError
 
             raise NVMLUnavailableError("NVML sees no GPU on this host")
         idx = list(range(n)) if self.gpus is None else self.gpus
@@ -764,7 +764,7 @@ class Collector:
             self._writeq.put((rows, events))
 
     def _write_loop(self) -> None:
-        from . import store
+        from ..telemetry import store
 
         writer = self._writer or store.write_store
         while True:

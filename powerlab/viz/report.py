@@ -28,9 +28,9 @@ from typing import Any
 
 import pandas as pd
 
-from . import __version__
-from .exceptions import PowerlabError, StoreError
-from .store import atomic_write_bytes
+from .. import __version__
+from ..exceptions import PowerlabError, StoreError
+from ..telemetry.store import atomic_write_bytes
 
 __all__ = ["Report", "javascript_bundle", "write_report"]
 
@@ -133,7 +133,7 @@ class Report:
     >>> rep = Report("Site forecast")                               # doctest: +SKIP
     >>> rep.heading("Swings")                                       # doctest: +SKIP
     >>> rep.figures({"largest 60 s swing": "31.2 MW"})              # doctest: +SKIP
-    >>> rep.chart(powerlab.charts.facility_chart(timeline))          # doctest: +SKIP
+    >>> rep.chart(powerlab.viz.charts.facility_chart(timeline))          # doctest: +SKIP
     >>> rep.write("report.html")                                    # doctest: +SKIP
     """
 

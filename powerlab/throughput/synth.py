@@ -17,9 +17,9 @@ followed by a warm-up), checkpoint and evaluation steps, a few straggler GPUs,
 autocorrelated (AR(1)) noise, and daylight-saving changes in the site's local time.
 
 :func:`simulate_training` returns a :class:`TwinResult` with the telemetry in the
-canonical schema (:mod:`powerlab.schema`), the per-step training log, and a
+canonical schema (:mod:`powerlab.telemetry.schema`), the per-step training log, and a
 :class:`TwinTruth` holding the true parameters and the true time-of-day profile, so
-analyses (:mod:`powerlab.dvfs`, :mod:`powerlab.stragglers`) can be checked against it.
+analyses (:mod:`powerlab.throughput.dvfs`, :mod:`powerlab.throughput.stragglers`) can be checked against it.
 
 Model
 -----
@@ -46,7 +46,7 @@ with ``phi`` the compute-bound share and ``z_i`` per-step jitter; the job waits 
 slowest GPU: ``t = max_i t_i``, times AR(1) noise and a per-segment level.
 
 Throttle-reason bits are the NVML ``nvmlClocksEventReason*`` constants of
-:data:`powerlab.schema.THROTTLE_REASONS` (re-exported here as :data:`THROTTLE_REASONS`).
+:data:`powerlab.telemetry.schema.THROTTLE_REASONS` (re-exported here as :data:`THROTTLE_REASONS`).
 
 References
 ----------
@@ -71,8 +71,8 @@ import pandas as pd
 import pyarrow as pa
 from scipy import optimize, signal, special
 
-from .exceptions import ScenarioError
-from .schema import THROTTLE_REASONS, conform
+from ..exceptions import ScenarioError
+from ..telemetry.schema import THROTTLE_REASONS, conform
 
 __all__ = [
     "THROTTLE_REASONS",

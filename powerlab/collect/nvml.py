@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from .exceptions import GPULostError, NVMLError, NVMLUnavailableError, PowerlabError
+from ..exceptions import GPULostError, NVMLError, NVMLUnavailableError, PowerlabError
 
 try:  # the optional dependency: pip install "powerlab[nvml]"
     import pynvml
@@ -111,7 +111,7 @@ _HINT = {
     _ERR_DRIVER_NOT_LOADED: "the NVIDIA kernel driver is not loaded",
     _ERR_LIB_RM_VERSION_MISMATCH: "NVML library and kernel driver versions differ "
                                   "(reboot or reload the driver)",
-    _ERR_UNINITIALIZED: "NVML is not initialised (call powerlab.nvml.init() first)",
+    _ERR_UNINITIALIZED: "NVML is not initialised (call powerlab.collect.nvml.init() first)",
 }
 
 # field ids (NVML_FI_DEV_*)

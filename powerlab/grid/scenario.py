@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .exceptions import ScenarioError
+from ..exceptions import ScenarioError
 
 __all__ = [
     "Battery",

@@ -42,8 +42,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .exceptions import SchemaError, Violation
-from .schema import GLOSSARY
+from ..exceptions import SchemaError, Violation
+from ..telemetry.schema import GLOSSARY
 
 __all__ = [
     "THEME",
@@ -114,7 +114,7 @@ def use_offline_renderer() -> None:
     Altair's default notebook output loads the Vega JavaScript from a CDN, which a closed
     datacenter network blocks.  This enables the ``powerlab`` renderer: each chart output
     carries the Vega, Vega-Lite and vega-embed JavaScript inline (about 0.9 MB, built once
-    by vl-convert and cached, see :func:`powerlab.report.javascript_bundle`), evaluated
+    by vl-convert and cached, see :func:`powerlab.viz.report.javascript_bundle`), evaluated
     only once per page, so charts render offline and after the notebook is reopened.
     """
     alt.renderers.enable("powerlab")
@@ -1006,7 +1006,7 @@ def mitigation_chart(table: pd.DataFrame, *, title: str | None = None,
     table : pandas.DataFrame
         Indexed (or with a ``variant`` column) by mitigation, with ``*_reduction_pct``
         columns [%] and optional ``extra_energy_megawatt_hours`` [MWh] and
-        ``throughput_loss_pct`` [%] (as :func:`powerlab.swings.compare_mitigations`
+        ``throughput_loss_pct`` [%] (as :func:`powerlab.grid.swings.compare_mitigations`
         returns).
     title : str, optional
     width, height : int, optional
@@ -1050,7 +1050,7 @@ def mitigation_chart(table: pd.DataFrame, *, title: str | None = None,
 
 def forecast_charts(result: Any, *, scope: str = "facility", draw: int = 0,
                     max_rows: int = DEFAULT_MAX_ROWS) -> dict[str, alt.TopLevelMixin]:
-    """Charts of a :class:`powerlab.forecast.ForecastResult`.
+    """Charts of a :class:`powerlab.grid.forecast.ForecastResult`.
 
     Parameters
     ----------
@@ -1070,7 +1070,7 @@ def forecast_charts(result: Any, *, scope: str = "facility", draw: int = 0,
         ``draw``, scenario ramp limits marked) and ``"spectrum"`` (:func:`spectrum_chart`
         of ``draw`` with the band RMS against the scenario limits).
     """
-    from .swings import BANDS_HZ, spectrum
+    from ..grid.swings import BANDS_HZ, spectrum
 
     tl = result.timeline
     frame = pd.DataFrame({"timestamp": tl["timestamp"], "scope": tl["scope"].astype(str),
@@ -1119,7 +1119,7 @@ def forecast_charts(result: Any, *, scope: str = "facility", draw: int = 0,
 
 
 def time_of_day_charts(result: Any) -> dict[str, alt.TopLevelMixin]:
-    """Charts of a :class:`powerlab.dvfs.TimeOfDayResult`.
+    """Charts of a :class:`powerlab.throughput.dvfs.TimeOfDayResult`.
 
     Returns
     -------
@@ -1152,7 +1152,7 @@ def time_of_day_charts(result: Any) -> dict[str, alt.TopLevelMixin]:
 
 
 def stragglers_chart(result: Any, metric: str = "clock_sm_mhz") -> alt.LayerChart:
-    """Heat map of a :class:`powerlab.stragglers.StragglerResult` (flagged GPUs marked).
+    """Heat map of a :class:`powerlab.throughput.stragglers.StragglerResult` (flagged GPUs marked).
 
     Parameters
     ----------

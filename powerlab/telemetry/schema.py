@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .exceptions import SchemaError, Violation
+from ..exceptions import SchemaError, Violation
 
 __all__ = [
     "CORE_COLUMNS",
@@ -127,7 +127,7 @@ _COLS = [
            "Monotonic clock of the collecting host at the sample (for rates and jitter).",
            core=False),
     Column("job_id", "", "string", "Job the GPU belonged to at the sample.", core=False),
-    # NVML's own per-field timestamps, kept by powerlab.collector (NaT: individual call)
+    # NVML's own per-field timestamps, kept by powerlab.collect.collector (NaT: individual call)
     Column("nvml_time_power", "", "datetime64[ns, UTC]",
            "NVML timestamp of the instantaneous power field value.", core=False),
     Column("nvml_time_power_avg", "", "datetime64[ns, UTC]",

@@ -1,7 +1,7 @@
 """Power-swing metrics: swings, ramps, oscillation spectrum, limits and mitigation costs.
 
 Functions take a power series sampled every ``tick_s`` seconds (one draw of a forecast or a
-measured trace resampled to a regular grid) or a :class:`~powerlab.forecast.ForecastResult`.
+measured trace resampled to a regular grid) or a :class:`~powerlab.grid.forecast.ForecastResult`.
 
 - :func:`largest_swing` - largest max-minus-min within any window of given length;
 - :func:`ramp_rates` - largest rise and fall between consecutive samples [W/s];
@@ -22,7 +22,7 @@ import pandas as pd
 from scipy import signal
 from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
-from .exceptions import PowerlabError
+from ..exceptions import PowerlabError
 from .scenario import Limits, Mitigations, Scenario
 
 __all__ = [

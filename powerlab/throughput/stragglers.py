@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .exceptions import AnalysisError, SchemaError, Violation
-from .schema import THROTTLE_REASONS
+from ..exceptions import AnalysisError, SchemaError, Violation
+from ..telemetry.schema import THROTTLE_REASONS
 
 __all__ = ["StragglerResult", "find_stragglers"]
 

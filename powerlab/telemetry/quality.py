@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .exceptions import SchemaError, Violation
+from ..exceptions import SchemaError, Violation
 from .schema import device_codes
 
 __all__ = ["counter_resets", "gaps", "quality_report", "stale"]

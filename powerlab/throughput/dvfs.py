@@ -59,8 +59,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .exceptions import AnalysisError, SchemaError, Violation
-from .schema import THROTTLE_REASONS
+from ..exceptions import AnalysisError, SchemaError, Violation
+from ..telemetry.schema import THROTTLE_REASONS
 
 __all__ = [
     "TimeOfDayResult",
@@ -391,7 +391,7 @@ def throttle_share_by_hour(telemetry: pd.DataFrame, *, site_tz: str) -> pd.DataF
     -------
     pandas.DataFrame
         Index ``local_hour`` 0..23; one column per reason of
-        :data:`powerlab.schema.THROTTLE_REASONS` (share of GPU samples with that bit set)
+        :data:`powerlab.telemetry.schema.THROTTLE_REASONS` (share of GPU samples with that bit set)
         [-], plus ``any_slowdown`` (any bit other than GpuIdle) and ``n_samples``.
     """
     _check_tz(site_tz)
