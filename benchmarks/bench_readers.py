@@ -26,8 +26,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from powerlab.telemetry import schema
 from powerlab.iotools import read_nvidia_smi
+from powerlab.telemetry import schema
 from powerlab.telemetry.store import read_store, write_store
 
 REPO = Path(__file__).resolve().parents[1]

@@ -215,16 +215,17 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
     powerlab.exceptions.StoreError
         When ``out`` cannot be created or written to (checked before any work).
     """
-    from .viz import charts
+    from . import viz
     from .data import bundled_path
-    from .throughput.dvfs import fit_time_of_day
     from .grid.export import read_facilities_csv, write_facilities_csv
     from .grid.forecast import forecast
-    from .iotools import read_mllog, read_mlperf_power, read_weather
+    from .grid.mitigations import compare_mitigations
     from .grid.profile import fit_profile
     from .grid.scenario import Battery, Mitigations
+    from .grid.swings import check_limits
+    from .iotools import read_mllog, read_mlperf_power, read_weather
+    from .throughput.dvfs import fit_time_of_day
     from .throughput.stragglers import find_stragglers
-    from .grid.swings import check_limits, compare_mitigations
     from .throughput.synth import simulate_training
 
     out = _writable_folder(out)  # before minutes of work, not after
@@ -293,11 +294,11 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
     fig["csv_rows"] = float(len(back))
 
     with prog.step("report", "building the HTML report (charts and JavaScript inline)"):
-        fc = charts.forecast_charts(res)
-        tc = charts.time_of_day_charts(tod)
-        tc["stragglers"] = charts.stragglers_chart(strag)
+        fc = viz.forecast_charts(res)
+        tc = viz.time_of_day_charts(tod)
+        tc["stragglers"] = viz.stragglers_chart(strag)
         rep = _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, tc,
-                            fig, csv, charts)
+                            fig, csv, viz)
         report = rep.write(out / "powerlab_demo_report.html")
     prog.say(f"wrote {report}\n      {csv}\n      {sidecar}")
     return DemoResult(out=out, report=report, csv=csv, sidecar=sidecar, figures=fig,
@@ -306,7 +307,7 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
 
 
 def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, tc, fig,
-                  csv, charts):
+                  csv, viz):
     from .viz.report import Report
 
     lo, hi = tod.amplitude_ci_pct
@@ -324,7 +325,7 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
                  "GPU power, compute": f"{prof.compute_w:.0f} W",
                  "GPU power, waiting on comms": f"{prof.comm_w:.0f} W",
                  "node overhead": f"{prof.node_overhead_w:.0f} W"})
-    rep.chart(charts.telemetry_chart(power, "power_w", by="fleet",
+    rep.chart(viz.telemetry_chart(power, "power_w", by="fleet",
                                      title="MLPerf GPT-3, node AC power (64 nodes)"),
               "Mean over the 64 nodes; band: lowest to highest node reading in each bin.")
     rep.heading(f"2. Forecast: {scen.hardware.cluster_gpus:,} GPUs, one synchronous job")
@@ -351,7 +352,7 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
             limit_value=("limit_value", "first"), unit=("unit", "first")).reset_index()
         rep.table(summary, "Limit violations by limit, all draws (worst: largest value).")
     rep.heading("3. Mitigations and their cost")
-    rep.chart(charts.mitigation_chart(mit))
+    rep.chart(viz.mitigation_chart(mit))
     cols = [c for c in mit.columns if not c.endswith("_reduction_pct")]
     rep.table(mit[cols].reset_index(), "Median over draws; costs against no mitigation.")
     rep.heading("4. Time-of-day effect (synthetic twin, real weather)")

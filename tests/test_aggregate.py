@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerlab.telemetry import aggregate as ag
-from powerlab.telemetry import quality
 from powerlab.cli import main as cli_main
 from powerlab.exceptions import PowerlabError, SchemaError, StoreError
+from powerlab.telemetry import aggregate as ag
+from powerlab.telemetry import quality
 from powerlab.telemetry.schema import conform
 from powerlab.telemetry.store import read_store, write_store
 

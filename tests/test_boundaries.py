@@ -1,4 +1,4 @@
-"""Boundaries are single modules: only powerlab/viz/charts.py imports altair, only
+"""Boundaries are single modules: only powerlab/viz/render.py imports altair, only
 powerlab/collect/nvml.py imports pynvml (checked on the syntax tree of every source file)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "powerlab"
 
 BOUNDARIES = {
-    "altair": "viz/charts.py",
+    "altair": "viz/render.py",
     "pynvml": "collect/nvml.py",
 }
 
@@ -54,3 +54,160 @@ def test_single_module_imports_boundary(module, owner):
         f"{[i for i in importers if i != owner]}")
     if (PACKAGE / owner).exists():
         assert importers == [owner], f"powerlab/{owner} should import {module}"
+
+
+# --------------------------------------------------------------------------- wings
+# Data flows one way:  iotools/, collect/ -> telemetry/ -> grid/, throughput/ -> viz/
+# with the command line and the demo on top.  Base modules everyone may import:
+BASE = {"powerlab", "powerlab.exceptions", "powerlab._lazy"}
+#: wing -> the wings its modules may import (besides their own wing and BASE)
+ALLOWED = {
+    "telemetry": set(),
+    "iotools": {"telemetry"},
+    "collect": {"telemetry"},
+    "throughput": {"telemetry"},
+    "grid": {"telemetry"},
+    "viz": {"telemetry", "throughput", "grid"},
+    "top": {"telemetry", "iotools", "collect", "throughput", "grid", "viz", "top"},
+}
+MAX_LINES = 800
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def wing_of(module: str) -> str:
+    parts = module.split(".")
+    if module in BASE:
+        return "base"
+    if len(parts) >= 2 and parts[1] in ALLOWED and parts[1] != "top":
+        return parts[1]
+    return "top"        # cli, _cli.*, demo, data
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                skip.update(id(n) for n in ast.walk(sub))
+    return skip
+
+
+def internal_imports(source: str, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """powerlab modules imported by a module (anywhere in it, lazy imports included;
+    ``if TYPE_CHECKING:`` blocks excluded)."""
+    tree = ast.parse(source)
+    skip = _type_checking_nodes(tree)
+    package = module if is_package else module.rsplit(".", 1)[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "powerlab":
+                    out.add(a.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif node.module and node.module.split(".")[0] == "powerlab":
+                target = node.module
+            else:
+                continue
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                out.add(sub if sub in known else target)
+    return {m for m in out if m in known} - {module}
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    files = {module_name(p): p for p in package.rglob("*.py")}
+    known = set(files)
+    return {m: internal_imports(p.read_text(encoding="utf-8"), m, p.name == "__init__.py",
+                                known) for m, p in files.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a list of modules (first == last), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph.get(m, ())):
+            if state.get(n) == 1:
+                return stack[stack.index(n):] + [n]
+            if n not in state and (c := visit(n)):
+                return c
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state and (c := visit(m)):
+            return c
+    return None
+
+
+def direction_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for m, deps in sorted(graph.items()):
+        w = wing_of(m)
+        if w == "base":
+            allowed_wings = {"base"}
+        else:
+            allowed_wings = ALLOWED[w] | {w, "base"}
+        for d in sorted(deps):
+            if wing_of(d) not in allowed_wings:
+                bad.append(f"{m} ({w}) imports {d} ({wing_of(d)})")
+    return bad
+
+
+def test_the_checks_catch_a_cycle_and_an_upward_import():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    bad = direction_violations({"powerlab.telemetry.store": {"powerlab.grid.forecast"},
+                                "powerlab.grid.forecast": {"powerlab.throughput.dvfs"},
+                                "powerlab.iotools.x": {"powerlab.collect.nvml"},
+                                "powerlab.viz.report": {"powerlab.telemetry.store"},
+                                "powerlab.exceptions": {"powerlab.telemetry.schema"}})
+    assert len(bad) == 4 and not any(b.startswith("powerlab.viz") for b in bad)
+    src = ("from __future__ import annotations\nfrom typing import TYPE_CHECKING\n"
+           "from ..telemetry import schema\nif TYPE_CHECKING:\n    from ..grid import x\n"
+           "def f():\n    from .. import exceptions\n    from .y import z\n")
+    known = {"powerlab.telemetry.schema", "powerlab.grid.x", "powerlab.exceptions",
+             "powerlab.viz.y"}
+    assert internal_imports(src, "powerlab.viz.m", False, known) == {
+        "powerlab.telemetry.schema", "powerlab.exceptions", "powerlab.viz.y"}
+
+
+def test_wings_are_the_top_level_folders():
+    wings = sorted(p.name for p in PACKAGE.iterdir()
+                   if p.is_dir() and (p / "__init__.py").exists() and p.name != "_cli")
+    assert wings == sorted(w for w in ALLOWED if w != "top")
+
+
+def test_no_import_cycle_between_powerlab_modules():
+    graph = import_graph()
+    assert len(graph) > 30
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_imports_follow_the_data_flow():
+    bad = direction_violations(import_graph())
+    assert not bad, "imports against the data flow:\n" + "\n".join(bad)
+
+
+def test_no_module_over_the_size_limit():
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split them where a seam exists): {long}"

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerlab.viz import charts
+from powerlab import viz
 from powerlab.exceptions import SchemaError
 
 from .conftest import make_telemetry
@@ -56,13 +56,13 @@ def big_telemetry() -> pd.DataFrame:
 
 
 def test_theme_registered_and_active():
-    assert charts.THEME in alt.theme.names()
-    assert alt.theme.active == charts.THEME
-    spec = charts.hour_of_day_chart(pd.DataFrame({"hour": [0.0, 12.0],
+    assert viz.THEME in alt.theme.names()
+    assert alt.theme.active == viz.THEME
+    spec = viz.hour_of_day_chart(pd.DataFrame({"hour": [0.0, 12.0],
                                                   "effect_pct": [0.1, -0.1]})).to_dict()
     assert spec["config"]["range"]["category"][0] == "#0072B2"
     with alt.theme.enable("default"):
-        plain = charts.hour_of_day_chart(pd.DataFrame({"hour": [0.0], "effect_pct": [0.0]}))
+        plain = viz.hour_of_day_chart(pd.DataFrame({"hour": [0.0], "effect_pct": [0.0]}))
         assert "range" not in plain.to_dict().get("config", {})
 
 
@@ -72,7 +72,7 @@ def test_theme_registered_and_active():
 def test_downsample_known_answer():
     t = pd.Timestamp("2025-01-01", tz="UTC") + pd.to_timedelta(np.arange(10), unit="s")
     df = pd.DataFrame({"timestamp": t, "g": "a", "v": np.arange(10.0)})
-    out = charts.downsample(df, "v", by=["g"], max_points=2)
+    out = viz.downsample(df, "v", by=["g"], max_points=2)
     # bin width 4.5 s: samples 0..4 and 5..9
     assert out["v"].tolist() == [2.0, 7.0]
     assert out["v_min"].tolist() == [0.0, 5.0]
@@ -81,14 +81,14 @@ def test_downsample_known_answer():
     assert out["timestamp"].tolist() == [t[2], t[7]]
     assert str(out["timestamp"].dtype) == "datetime64[ns, UTC]"
     # short series keep every sample
-    assert len(charts.downsample(df, "v", max_points=100)) == 10
+    assert len(viz.downsample(df, "v", max_points=100)) == 10
 
 
 def test_downsample_rejects_naive_time():
     df = pd.DataFrame({"timestamp": pd.date_range("2025-01-01", periods=3, freq="s"),
                        "v": [1.0, 2.0, 3.0]})
     with pytest.raises(SchemaError, match="tz-aware"):
-        charts.downsample(df, "v")
+        viz.downsample(df, "v")
 
 
 # ----------------------------------------------------------------------------- telemetry
@@ -102,12 +102,12 @@ def test_raw_telemetry_would_trip_the_row_limit(big_telemetry):
 
 
 def test_telemetry_chart_aggregates_and_keeps_extremes(big_telemetry):
-    ch = charts.telemetry_chart(big_telemetry, "power_w")
+    ch = viz.telemetry_chart(big_telemetry, "power_w")
     assert isinstance(ch, alt.LayerChart)
     spec = ch.to_dict()
     (rows,) = spec["datasets"].values()
     df = pd.DataFrame(rows)
-    assert len(df) <= charts.DEFAULT_MAX_ROWS
+    assert len(df) <= viz.DEFAULT_MAX_ROWS
     assert df["series"].nunique() == 8  # one line per GPU
     assert df["n_samples"].sum() == len(big_telemetry)
     assert df["power_w_max"].max() == pytest.approx(big_telemetry["power_w"].max())
@@ -131,11 +131,11 @@ def test_telemetry_chart_aggregates_and_keeps_extremes(big_telemetry):
     (2, 4, "gpu", 8), (20, 8, "host", 20), (64, 8, "fleet", 1)])
 def test_telemetry_chart_auto_level(n_hosts, n_gpus, level, n_series):
     tel = make_telemetry(n_hosts=n_hosts, n_gpus=n_gpus, n_samples=40)
-    ch = charts.telemetry_chart(tel, "temp_gpu_c")
+    ch = viz.telemetry_chart(tel, "temp_gpu_c")
     (rows,) = datasets(ch).values()
     df = pd.DataFrame(rows)
     assert df["series"].nunique() == n_series
-    assert len(df) <= charts.DEFAULT_MAX_ROWS
+    assert len(df) <= viz.DEFAULT_MAX_ROWS
     sub = ch.to_dict()["title"]["subtitle"]
     assert {"gpu": "per GPU", "host": "host", "fleet": "all GPUs"}[level] in sub
     assert df["temp_gpu_c_max"].max() == pytest.approx(tel["temp_gpu_c"].max())
@@ -146,10 +146,10 @@ def test_telemetry_chart_node_rows_and_missing_column():
     node = pd.DataFrame({"timestamp": t, "host": "n1", "scope": "node",
                          "gpu_index": pd.array([pd.NA] * 5, dtype="Int16"),
                          "power_w": [5000.0, 5100, 5200, 5300, 5400]})
-    (rows,) = datasets(charts.telemetry_chart(node)).values()
+    (rows,) = datasets(viz.telemetry_chart(node)).values()
     assert {r["series"] for r in rows} == {"n1 (node)"}
     with pytest.raises(SchemaError, match="clock_sm_mhz"):
-        charts.telemetry_chart(node, "clock_sm_mhz")
+        viz.telemetry_chart(node, "clock_sm_mhz")
 
 
 @pytest.mark.parametrize("by", ["host", "fleet"])
@@ -162,7 +162,7 @@ def test_telemetry_chart_never_averages_node_with_gpu_rows(by):
     node["gpu_index"] = pd.array([pd.NA] * len(node), dtype="Int16")
     mix = pd.concat([tel[["timestamp", "host", "scope", "gpu_index", "power_w"]], node],
                     ignore_index=True)
-    ch = charts.telemetry_chart(mix, by=by)
+    ch = viz.telemetry_chart(mix, by=by)
     (rows,) = datasets(ch).values()
     df = pd.DataFrame(rows)
     w = df.assign(w=df["power_w"] * df["n_samples"]).groupby("series")[["w", "n_samples"]]
@@ -187,17 +187,17 @@ def test_telemetry_chart_subtitle_names_nodes_for_node_data():
     node = pd.DataFrame({"timestamp": t.repeat(2), "host": ["n1", "n2"] * 5,
                          "scope": "node", "gpu_index": pd.array([pd.NA] * 10, dtype="Int16"),
                          "power_w": np.linspace(5000.0, 5400.0, 10)})
-    sub = charts.telemetry_chart(node, by="fleet").to_dict()["title"]["subtitle"]
+    sub = viz.telemetry_chart(node, by="fleet").to_dict()["title"]["subtitle"]
     assert sub.startswith("mean of all nodes")
 
 
 def test_telemetry_overview_shares_zoom(big_telemetry):
-    ch = charts.telemetry_overview(big_telemetry.head(20_000))
+    ch = viz.telemetry_overview(big_telemetry.head(20_000))
     spec = ch.to_dict()
     assert len(spec["vconcat"]) == 3
     zooms = [p for p in spec["params"] if p.get("bind") == "scales"]
     assert len(zooms) == 1 and len(zooms[0]["views"]) == 3  # one zoom over all panels
-    assert all(len(v) <= charts.DEFAULT_MAX_ROWS for v in spec["datasets"].values())
+    assert all(len(v) <= viz.DEFAULT_MAX_ROWS for v in spec["datasets"].values())
 
 
 # ----------------------------------------------------------------------------- facility
@@ -219,9 +219,9 @@ def test_facility_chart_band_events_and_brush():
     tl = _timeline()
     ev = pd.DataFrame({"timestamp": tl["timestamp"].iloc[[100, 20_000, 40_000]],
                        "event": ["start", "checkpoint", "failure"]})
-    ch = charts.facility_chart(tl, ev)
+    ch = viz.facility_chart(tl, ev)
     spec = ch.to_dict()
-    assert total_rows(ch) <= charts.MAX_ROWS
+    assert total_rows(ch) <= viz.MAX_ROWS
     frames = [pd.DataFrame(v) for v in spec["datasets"].values()]
     line = next(f for f in frames if "power_megawatts" in f)
     events = next(f for f in frames if "event" in f)
@@ -244,7 +244,7 @@ def test_facility_chart_band_events_and_brush():
 
 def test_facility_chart_without_band_or_scope():
     tl = _timeline(2000, scopes=("it",))[["timestamp", "power_megawatts"]]
-    spec = charts.facility_chart(tl).to_dict()
+    spec = viz.facility_chart(tl).to_dict()
     (rows,) = spec["datasets"].values()
     assert len(rows) == 2000 and "power_megawatts_upper" not in rows[0]
 
@@ -256,7 +256,7 @@ def test_ramp_rate_histogram_counts_and_limit():
     rng = np.random.default_rng(5)
     r = pd.DataFrame({"ramp_megawatts_per_s": np.r_[rng.normal(0, 1, 100_000), np.nan],
                       "mitigation": [*(["none"] * 50_000), *(["floor"] * 50_000), "none"]})
-    ch = charts.ramp_rate_chart(r, series="mitigation", limit=3.0, bins=40)
+    ch = viz.ramp_rate_chart(r, series="mitigation", limit=3.0, bins=40)
     spec = ch.to_dict()
     frames = [pd.DataFrame(v) for v in spec["datasets"].values()]
     hist = next(f for f in frames if "count" in f)
@@ -268,14 +268,14 @@ def test_ramp_rate_histogram_counts_and_limit():
     n_over = int((r["ramp_megawatts_per_s"].abs() > 3).sum())
     assert f"exceeded in {n_over:,} intervals" in spec["title"]["subtitle"]
     # asymmetric (fall, rise) limits; 0 = no limit on that side
-    spec2 = charts.ramp_rate_chart(r, limit=(0.0, 2.0)).to_dict()
+    spec2 = viz.ramp_rate_chart(r, limit=(0.0, 2.0)).to_dict()
     lim2 = next(pd.DataFrame(v) for v in spec2["datasets"].values() if "x" in v[0])
     assert lim2["x"].tolist() == [2.0]
     n_up = int((r["ramp_megawatts_per_s"] > 2).sum())
     assert f"exceeded in {n_up:,} intervals" in spec2["title"]["subtitle"]
     assert any(d.get("scale") == {"type": "log"} for d in walk(spec))
     with pytest.raises(SchemaError, match="no finite"):
-        charts.ramp_rate_chart(pd.DataFrame({"ramp_megawatts_per_s": [np.nan]}))
+        viz.ramp_rate_chart(pd.DataFrame({"ramp_megawatts_per_s": [np.nan]}))
 
 
 def test_spectrum_chart_bands_and_reduction():
@@ -283,7 +283,7 @@ def test_spectrum_chart_bands_and_reduction():
     sp = pd.DataFrame({"frequency_hz": f, "psd": 1.0 / (1.0 + f**2)})
     bands = pd.DataFrame({"low_hz": [0.1, 2.0], "high_hz": [2.0, 20.0],
                           "measured": [5.0, 0.5], "limit": [1.0, 1.0]})
-    ch = charts.spectrum_chart(sp, bands=bands, max_points=400)
+    ch = viz.spectrum_chart(sp, bands=bands, max_points=400)
     spec = ch.to_dict()
     frames = [pd.DataFrame(v) for v in spec["datasets"].values()]
     line = next(f for f in frames if "psd" in f)
@@ -304,7 +304,7 @@ def test_hour_of_day_chart():
     eff = 0.8 * np.cos(2 * np.pi * (h - 5) / 24)
     prof = pd.DataFrame({"hour": h, "effect_pct": eff, "lower_pct": eff - 0.1,
                          "upper_pct": eff + 0.1})
-    spec = charts.hour_of_day_chart(prof, peak_hour=5.0, trough_hour=17.0,
+    spec = viz.hour_of_day_chart(prof, peak_hour=5.0, trough_hour=17.0,
                                     site_tz="America/New_York").to_dict()
     frames = [pd.DataFrame(v) for v in spec["datasets"].values()]
     marks = next(f for f in frames if "label" in f)
@@ -316,21 +316,21 @@ def test_hour_of_day_chart():
 def test_throttle_share_chart_validates_fractions():
     sh = pd.DataFrame({"hour": [0, 0, 1], "reason": ["sw_thermal", "sw_power_cap", "hw_slowdown"],
                        "share": [0.25, 0.0, 0.5]})
-    spec = charts.throttle_share_chart(sh).to_dict()
+    spec = viz.throttle_share_chart(sh).to_dict()
     (rows,) = spec["datasets"].values()
     assert sorted(r["share_pct"] for r in rows) == [25.0, 50.0]  # zero shares dropped
     with pytest.raises(SchemaError, match=r"\[0, 1\]"):
-        charts.throttle_share_chart(sh.assign(share=[25.0, 0.0, 50.0]))
+        viz.throttle_share_chart(sh.assign(share=[25.0, 0.0, 50.0]))
 
 
 def test_straggler_heatmap_marks_flagged_only_when_flagged():
     sc = pd.DataFrame({"host": np.repeat(["a", "b", "c"], 8), "gpu_index": np.tile(range(8), 3),
                        "score": np.linspace(-1, 6, 24), "flagged": [False] * 23 + [True]})
-    spec = charts.straggler_heatmap(sc).to_dict()
+    spec = viz.straggler_heatmap(sc).to_dict()
     assert len(spec["layer"]) == 2
     (rows,) = spec["datasets"].values()
     assert len(rows) == 24 and sum(r["flagged"] for r in rows) == 1
-    clean = charts.straggler_heatmap(sc.assign(flagged=False)).to_dict()
+    clean = viz.straggler_heatmap(sc.assign(flagged=False)).to_dict()
     assert len(clean["layer"]) == 1
 
 
@@ -341,22 +341,22 @@ def test_every_chart_renders_to_svg_and_png():
     tl = _timeline(600)
     h = np.arange(24.0)
     built = [
-        charts.telemetry_overview(make_telemetry(n_hosts=1, n_gpus=2, n_samples=200)),
-        charts.facility_chart(tl, pd.DataFrame({"timestamp": tl["timestamp"].iloc[[10]],
+        viz.telemetry_overview(make_telemetry(n_hosts=1, n_gpus=2, n_samples=200)),
+        viz.facility_chart(tl, pd.DataFrame({"timestamp": tl["timestamp"].iloc[[10]],
                                                 "event": ["checkpoint"]})),
-        charts.ramp_rate_chart(pd.DataFrame({"ramp_megawatts_per_s": np.diff(
+        viz.ramp_rate_chart(pd.DataFrame({"ramp_megawatts_per_s": np.diff(
             tl["power_megawatts"].to_numpy()[:600]) * 10}), limit=5.0),
-        charts.spectrum_chart(pd.DataFrame({"frequency_hz": h + 0.5, "psd": 1 / (h + 1)})),
-        charts.hour_of_day_chart(pd.DataFrame({"hour": h, "effect_pct": np.sin(h)})),
-        charts.throttle_share_chart(pd.DataFrame({"hour": h, "reason": "thermal",
+        viz.spectrum_chart(pd.DataFrame({"frequency_hz": h + 0.5, "psd": 1 / (h + 1)})),
+        viz.hour_of_day_chart(pd.DataFrame({"hour": h, "effect_pct": np.sin(h)})),
+        viz.throttle_share_chart(pd.DataFrame({"hour": h, "reason": "thermal",
                                                   "share": h / 48})),
-        charts.straggler_heatmap(pd.DataFrame({"host": ["a", "a"], "gpu_index": [0, 1],
+        viz.straggler_heatmap(pd.DataFrame({"host": ["a", "a"], "gpu_index": [0, 1],
                                                "score": [0.0, 3.0]})),
     ]
     for ch in built:
-        svg = charts.to_svg(ch)
+        svg = viz.to_svg(ch)
         assert svg.startswith("<svg") and svg.count("<path") + svg.count("<rect") > 5
-    png = charts.to_png(built[4])
+    png = viz.to_png(built[4])
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
 
 
@@ -374,10 +374,10 @@ def small_forecast():
 
 def test_forecast_charts_adapter(small_forecast):
     res = small_forecast
-    out = charts.forecast_charts(res)
+    out = viz.forecast_charts(res)
     assert set(out) == {"timeline", "ramps", "spectrum"}
     tl = out["timeline"].to_dict()
-    assert sum(len(v) for v in tl["datasets"].values()) <= charts.MAX_ROWS
+    assert sum(len(v) for v in tl["datasets"].values()) <= viz.MAX_ROWS
     frames = [pd.DataFrame(v) for v in tl["datasets"].values()]
     line = next(f for f in frames if "power_megawatts" in f)
     fac = line[line["scope"] == "facility"]
@@ -404,7 +404,7 @@ def test_mitigation_chart():
                         "throughput_loss_pct": [0.0, 0.0, 3.9]},
                        index=pd.Index(["baseline", "power floor", "ramp limit"],
                                       name="variant"))
-    spec = charts.mitigation_chart(tab).to_dict()
+    spec = viz.mitigation_chart(tab).to_dict()
     (rows,) = spec["datasets"].values()
     df = pd.DataFrame(rows)
     assert "baseline" not in set(df["variant"]) and len(df) == 4
@@ -412,7 +412,7 @@ def test_mitigation_chart():
                                                    "reduction_pct"] == 85.0
     assert "throughput loss [%]" in tooltip_titles(spec)
     with pytest.raises(SchemaError, match="reduction"):
-        charts.mitigation_chart(tab[["throughput_loss_pct"]])
+        viz.mitigation_chart(tab[["throughput_loss_pct"]])
 
 
 @pytest.fixture(scope="module")
@@ -428,7 +428,7 @@ def test_time_of_day_adapter(twin):
 
     res = fit_time_of_day(twin.steps, site_tz="America/New_York", telemetry=twin.telemetry,
                           n_boot=200)
-    out = charts.time_of_day_charts(res)
+    out = viz.time_of_day_charts(res)
     spec = out["profile"].to_dict()
     frames = [pd.DataFrame(v) for v in spec["datasets"].values()]
     prof = next(f for f in frames if "effect_pct" in f)
@@ -447,7 +447,7 @@ def test_stragglers_adapter(twin):
     from powerlab.throughput.stragglers import find_stragglers
 
     res = find_stragglers(twin.telemetry)
-    spec = charts.stragglers_chart(res).to_dict()
+    spec = viz.stragglers_chart(res).to_dict()
     rows = pd.DataFrame(next(iter(spec["datasets"].values())))
     assert len(rows) == len(res.scores) == 16
     assert int(rows["flagged"].sum()) == len(res.flags)

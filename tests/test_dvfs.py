@@ -13,13 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from powerlab.exceptions import AnalysisError, SchemaError
 from powerlab.throughput.dvfs import (
     decompose_seasonal,
     fit_time_of_day,
     slowest_clock,
     throttle_share_by_hour,
 )
-from powerlab.exceptions import AnalysisError, SchemaError
 from powerlab.throughput.synth import simulate_training
 
 TZ = "America/New_York"

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerlab.telemetry import schema
 from powerlab.exceptions import DataQualityWarning, ParseError
 from powerlab.iotools import parse_nvidia_smi, read_nvidia_smi
+from powerlab.telemetry import schema
 
 from .conftest import SHARED_DATA, TEST_DATA
 

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerlab.viz import charts
+from powerlab import viz
 from powerlab.viz.report import Report
 
 from .conftest import make_telemetry
@@ -244,18 +244,18 @@ def _all_kinds_report() -> Report:
                          "upper_pct": eff + 0.2})
     f = np.linspace(0.01, 5, 500)
     rep = Report("All chart kinds", "browser test")
-    rep.heading("Telemetry").chart(charts.telemetry_overview(tel))
-    rep.chart(charts.telemetry_chart(tel, "temp_gpu_c", by="host"))
-    rep.heading("Facility").chart(charts.facility_chart(tl, ev))
-    rep.chart(charts.ramp_rate_chart(pd.DataFrame({"ramp_megawatts_per_s": np.diff(p)}),
+    rep.heading("Telemetry").chart(viz.telemetry_overview(tel))
+    rep.chart(viz.telemetry_chart(tel, "temp_gpu_c", by="host"))
+    rep.heading("Facility").chart(viz.facility_chart(tl, ev))
+    rep.chart(viz.ramp_rate_chart(pd.DataFrame({"ramp_megawatts_per_s": np.diff(p)}),
                                      limit=0.05))
-    rep.chart(charts.spectrum_chart(pd.DataFrame({"frequency_hz": f, "psd": 1 / f})))
-    rep.heading("Time of day").chart(charts.hour_of_day_chart(prof, peak_hour=6,
+    rep.chart(viz.spectrum_chart(pd.DataFrame({"frequency_hz": f, "psd": 1 / f})))
+    rep.heading("Time of day").chart(viz.hour_of_day_chart(prof, peak_hour=6,
                                                               trough_hour=18))
-    rep.chart(charts.throttle_share_chart(pd.DataFrame({
+    rep.chart(viz.throttle_share_chart(pd.DataFrame({
         "hour": np.repeat(hours, 2), "reason": ["thermal", "power"] * 24,
         "share": np.linspace(0, 0.4, 48)})))
-    rep.chart(charts.straggler_heatmap(pd.DataFrame({
+    rep.chart(viz.straggler_heatmap(pd.DataFrame({
         "host": np.repeat(["a", "b"], 4), "gpu_index": np.tile(range(4), 2),
         "score": np.linspace(-2, 4, 8), "flagged": [False] * 7 + [True]})))
     rep.figures({"peak": "45.0 MW"}).table(tl.head(3))
@@ -300,8 +300,8 @@ def test_notebook_renderer_works_offline(browser, tmp_path):
     """Two chart outputs of the offline notebook renderer on one page, as in JupyterLab:
     the JavaScript is evaluated once, both charts render, nothing is fetched."""
     h = np.arange(24.0)
-    a = charts.hour_of_day_chart(pd.DataFrame({"hour": h, "effect_pct": np.sin(h)}))
-    b = charts.straggler_heatmap(pd.DataFrame({"host": ["a", "a", "b"], "gpu_index": [0, 1, 0],
+    a = viz.hour_of_day_chart(pd.DataFrame({"hour": h, "effect_pct": np.sin(h)}))
+    b = viz.straggler_heatmap(pd.DataFrame({"host": ["a", "a", "b"], "gpu_index": [0, 1, 0],
                                                "score": [0.0, 2.0, -1.0]}))
     with alt.renderers.enable("powerlab"):
         outputs = [ch._repr_mimebundle_()["text/html"] for ch in (a, b)]
@@ -330,7 +330,7 @@ _INJECT = "</script><script>window.pwned = 1</script><!--"
 def _injection_report() -> Report:
     rep = Report(f"title {_INJECT}", subtitle=_INJECT)
     rep.text(_INJECT).figures({_INJECT: _INJECT}).table(pd.DataFrame({"a": [_INJECT]}))
-    rep.chart(charts.straggler_heatmap(pd.DataFrame({
+    rep.chart(viz.straggler_heatmap(pd.DataFrame({
         "host": [_INJECT, "b"], "gpu_index": [0, 0], "score": [1.0, -1.0],
         "reasons": [_INJECT, ""]}), details=("reasons",)))
     rep.preformatted(_INJECT)

@@ -3,7 +3,14 @@ import pandas as pd
 import pytest
 
 from powerlab.exceptions import PowerlabError, SchemaError
-from powerlab.telemetry.schema import CORE_COLUMNS, GLOSSARY, conform, empty_frame, glossary_frame, validate
+from powerlab.telemetry.schema import (
+    CORE_COLUMNS,
+    GLOSSARY,
+    conform,
+    empty_frame,
+    glossary_frame,
+    validate,
+)
 from tests.conftest import make_telemetry
 
 

@@ -6,7 +6,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from powerlab.exceptions import SchemaError, StoreError
-from powerlab.telemetry.store import atomic_write_bytes, list_files, read_store, store_summary, write_store
+from powerlab.telemetry.store import (
+    atomic_write_bytes,
+    list_files,
+    read_store,
+    store_summary,
+    write_store,
+)
 from tests.conftest import make_telemetry
 
 

@@ -102,8 +102,8 @@ def _jobs(path: Path):
 def run(args) -> int:
     import contextlib
 
-    from ..telemetry import aggregate as ag
     from ..exceptions import PowerlabError
+    from ..telemetry import aggregate as ag
 
     out = args.out
     if out.suffix not in (".parquet", ".csv"):

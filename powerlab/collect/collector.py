@@ -32,20 +32,29 @@ import queue
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
 import numpy as np
 import pandas as pd
 
-from . import nvml
 from ..exceptions import NVMLError, PowerlabError, StoreError
+from . import nvml
+from .metrics import DCGM_FIELDS, serve_metrics
+from .run_report import CollectorReport
+from .sidetables import (
+    DEVICE_COLUMNS,
+    EVENT_COLUMNS,
+    events_frame,
+    read_devices,
+    read_events,
+    ts_column,
+    write_side_table,
+)
 
 __all__ = ["DEVICE_COLUMNS", "EVENT_COLUMNS", "Collector", "CollectorReport", "read_devices",
-           "read_events"]
+           "read_events"]  # the side-table names are re-exported from .sidetables
 
 _ROW_COLS = ("_wall_ns", "gpu_index", "gpu_uuid", "monotonic_s", *nvml.SAMPLE_COLUMNS,
              *nvml.TIMESTAMP_COLUMNS)
@@ -54,44 +63,11 @@ _I_POWER = 4 + nvml.SAMPLE_COLUMNS.index("power_w")
 _I_ENERGY = 4 + nvml.SAMPLE_COLUMNS.index("energy_j")
 _I_TS_POWER = 4 + _NS + nvml.TIMESTAMP_COLUMNS.index("nvml_time_power")
 _I_TS_ENERGY = 4 + _NS + nvml.TIMESTAMP_COLUMNS.index("nvml_time_energy")
-_NAT = np.iinfo(np.int64).min
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
-
-#: Columns of the status-event frame (see :func:`read_events`).
-EVENT_COLUMNS = ("timestamp", "host", "gpu_index", "gpu_uuid", "kind", "attempt",
-                 "backoff_s", "message")
-
-# DCGM field names used by dcgm-exporter, the column they come from and a scale.
-_DCGM = (
-    ("DCGM_FI_DEV_POWER_USAGE", "power_avg_w", 1.0, "Power draw (in W)."),
-    ("DCGM_FI_DEV_POWER_USAGE_INSTANT", "power_w", 1.0, "Current power draw (in W)."),
-    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "energy_j", 1000.0,
-     "Total energy consumption since boot (in mJ)."),
-    ("DCGM_FI_DEV_SM_CLOCK", "clock_sm_mhz", 1.0, "SM clock frequency (in MHz)."),
-    ("DCGM_FI_DEV_MEM_CLOCK", "clock_mem_mhz", 1.0, "Memory clock frequency (in MHz)."),
-    ("DCGM_FI_DEV_GPU_TEMP", "temp_gpu_c", 1.0, "GPU temperature (in C)."),
-    ("DCGM_FI_DEV_MEMORY_TEMP", "temp_mem_c", 1.0, "Memory temperature (in C)."),
-    ("DCGM_FI_DEV_GPU_UTIL", "util_gpu_pct", 1.0, "GPU utilization (in %)."),
-    ("DCGM_FI_DEV_MEM_COPY_UTIL", "util_mem_pct", 1.0, "Memory utilization (in %)."),
-    ("DCGM_FI_DEV_POWER_MGMT_LIMIT", "power_limit_w", 1.0, "Power management limit (in W)."),
-    ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "throttle_reasons", 1.0,
-     "Current clock event (throttle) reasons bitmask."),
-)
-
+_METRIC_COLUMNS = tuple(col for _name, col, _scale, _doc in DCGM_FIELDS)
+_GROUP_BIT = {c: 1 << gi for gi, cols in enumerate(nvml.GROUPS.values()) for c in cols}
 
 # ---------------------------------------------------------------------------- frames
-
-
-def _ts_column(values: Sequence, scale: int) -> pd.Series:
-    try:
-        a = np.array(values, dtype=np.int64)
-    except TypeError:  # None (not read) present
-        a = np.array([_NAT if v is None else v for v in values], dtype=np.int64)
-    if scale != 1:
-        nat = a == _NAT
-        a = a * scale
-        a[nat] = _NAT
-    return pd.Series(a.view("datetime64[ns]")).dt.tz_localize("UTC")
 
 
 def _rows_to_frame(rows: Sequence[tuple], host: str, conformed: bool = True) -> pd.DataFrame:
@@ -121,79 +97,9 @@ def _rows_to_frame(rows: Sequence[tuple], host: str, conformed: bool = True) -> 
         else:
             data[name] = np.asarray(col, dtype="float64")
     for name, col in zip(nvml.TIMESTAMP_COLUMNS, cols[4 + _NS:]):
-        data[name] = _ts_column(col, 1000)
+        data[name] = ts_column(col, 1000)
     frame = pd.DataFrame(data)
     return conform(frame) if conformed else frame
-
-
-def _events_frame(events: Sequence[dict]) -> pd.DataFrame:
-    df = pd.DataFrame(list(events), columns=list(EVENT_COLUMNS))
-    return pd.DataFrame({
-        "timestamp": _ts_column(list(df["timestamp"]), 1),
-        "host": pd.array(df["host"], dtype="string"),
-        "gpu_index": pd.array(df["gpu_index"], dtype="Int16"),
-        "gpu_uuid": pd.array(df["gpu_uuid"], dtype="string"),
-        "kind": pd.array(df["kind"], dtype="string"),
-        "attempt": pd.array(df["attempt"], dtype="Int64"),
-        "backoff_s": df["backoff_s"].astype("float64"),
-        "message": pd.array(df["message"], dtype="string"),
-    })
-
-
-def read_events(root: str | Path) -> pd.DataFrame:
-    """Status events recorded by collectors in a store, sorted by time.
-
-    Columns: ``timestamp`` (UTC), ``host``, ``gpu_index``, ``gpu_uuid``, ``kind``
-    (``lost``, ``timeout``, ``unknown``, ``error``, ``retry_failed``, ``recovered``,
-    ``start``, ``stop``), ``attempt``, ``backoff_s`` [s], ``message``.
-    """
-    return _read_side_table(root, "events", _events_frame([]), ["timestamp"])
-
-
-def _write_side_table(root: Path, kind: str, frame: pd.DataFrame) -> Path:
-    """Write a side table (``events``, ``devices``) of a store as a new Parquet file,
-    atomically (see store.atomic_write_bytes)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from ..telemetry.store import atomic_write_bytes
-
-    stamp = frame["timestamp"].min().strftime("%Y%m%dT%H%M%S%fZ")
-    path = Path(root) / kind / f"{kind}-{stamp}-{uuid.uuid4().hex[:12]}.parquet"
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    return atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
-
-
-def _read_side_table(root, kind: str, empty: pd.DataFrame, sort_by: list[str]) -> pd.DataFrame:
-    """All files of a side table of a store, concatenated and sorted."""
-    import pyarrow.parquet as pq
-
-    files = sorted(Path(root, kind).glob(f"{kind}-*.parquet"))
-    if not files:
-        return empty
-    try:
-        frames = [pq.read_table(f).to_pandas() for f in files]
-    except OSError as exc:
-        raise StoreError(f"cannot read {kind} in {root}: {exc}") from exc
-    out = pd.concat(frames, ignore_index=True)
-    return out.sort_values(sort_by, kind="stable").reset_index(drop=True)
-
-
-#: Columns of the device-facts frame (see :func:`read_devices`).
-DEVICE_COLUMNS = ("timestamp", "host", "gpu_index", "gpu_uuid", "name", "serial", "tdp_w",
-                  "driver_version", "capabilities")
-
-
-def read_devices(root: str | Path) -> pd.DataFrame:
-    """Static GPU facts recorded by collectors in a store, one row per GPU and start.
-
-    Columns: ``timestamp`` (UTC, when the collector started), ``host``, ``gpu_index``,
-    ``gpu_uuid``, ``name``, ``serial``, ``tdp_w`` [W], ``driver_version`` and
-    ``capabilities`` (JSON: for each measured column, ``field``, ``call`` or
-    ``unsupported``).
-    """
-    return _read_side_table(root, "devices", pd.DataFrame(columns=list(DEVICE_COLUMNS)),
-                            ["timestamp", "host", "gpu_index"])
 
 
 def _is_full(exc: BaseException) -> bool:
@@ -207,76 +113,6 @@ def _is_full(exc: BaseException) -> bool:
             return True
         e = e.__cause__ or e.__context__
     return False
-
-
-# ---------------------------------------------------------------------------- report
-
-
-@dataclass(frozen=True)
-class CollectorReport:
-    """What a collector achieved: rates, jitter, energy both ways, events, files.
-
-    Attributes
-    ----------
-    gpus : pandas.DataFrame
-        One row per GPU: ``samples``, ``achieved_rate_hz`` [Hz], ``jitter_ms`` (standard
-        deviation of the intervals between its samples) [ms], ``max_gap_s`` [s], one
-        ``rate_<group>_hz`` per signal group [Hz], ``energy_counter_j`` (difference of the
-        NVML energy counter) [J], ``energy_integrated_j`` (trapezoidal integral of the
-        instantaneous power over NVML's timestamps, same span) [J] and
-        ``energy_disagreement_pct`` (integrated minus counter, relative to counter) [%].
-    interval_s : float
-        Target sampling interval [s].
-    duration_s : float
-        Time from start to stop [s].
-    ticks, missed_ticks : int
-        Ticks run, and ticks skipped because the loop fell more than one interval behind.
-    lateness_mean_ms, lateness_max_ms : float
-        How late ticks started relative to their schedule [ms].
-    rows_written, files_written : int
-        Samples and Parquet files written to the store.
-    events : pandas.DataFrame
-        Status events of this run.
-    error : str or None
-        The error that stopped the collector, if any.
-    """
-
-    gpus: pd.DataFrame
-    interval_s: float
-    duration_s: float
-    ticks: int
-    missed_ticks: int
-    lateness_mean_ms: float
-    lateness_max_ms: float
-    rows_written: int
-    files_written: int
-    events: pd.DataFrame = field(repr=False)
-    error: str | None = None
-
-    def summary_frame(self) -> pd.DataFrame:
-        """The per-GPU table."""
-        return self.gpus.copy()
-
-    def summary(self) -> str:
-        """A plain-text summary."""
-        head = (f"collected {self.duration_s:.1f} s at a target of {1 / self.interval_s:g} Hz: "
-                f"{self.ticks} ticks ({self.missed_ticks} missed), tick lateness mean "
-                f"{self.lateness_mean_ms:.2f} ms, max {self.lateness_max_ms:.2f} ms; "
-                f"{self.rows_written} samples in {self.files_written} file(s); "
-                f"{len(self.events)} status event(s)")
-        cols = ["gpu_index", "samples", "achieved_rate_hz", "jitter_ms", "max_gap_s",
-                "energy_counter_j", "energy_integrated_j", "energy_disagreement_pct"]
-        table = self.gpus[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}")
-        tail = f"\nerror: {self.error}" if self.error else ""
-        return f"{head}\n{table}{tail}"
-
-    def __str__(self) -> str:
-        return self.summary()
-
-    def _repr_html_(self) -> str:
-        err = f"<p><b>error:</b> {self.error}</p>" if self.error else ""
-        return (f"<p>{self.summary().splitlines()[0]}</p>"
-                f"{self.gpus.to_html(index=False)}{err}")
 
 
 # ---------------------------------------------------------------------------- collector
@@ -510,7 +346,8 @@ class Collector:
             maxlen=max(16, int(self.window_s / self.interval_s + 1) * len(self._slots)))
         self._event(None, "start", f"collecting GPUs {idx} every {self.interval_s:g} s")
         if self.prometheus_port is not None:
-            self._start_prometheus()
+            self._httpd = serve_metrics(self._latest_by_gpu, self.host, self.prometheus_port,
+                                        self.prometheus_addr)
         self._started = True
         for target, name in ((self._sample_loop, "sampler"), (self._write_loop, "writer"),
                              (self._retry_loop, "retry")):
@@ -602,7 +439,7 @@ class Collector:
         """Status events of this run so far."""
         with self._lock:
             ev = list(self._all_events)
-        return _events_frame(ev)
+        return events_frame(ev)
 
     @property
     def metrics_port(self) -> int | None:
@@ -798,7 +635,7 @@ class Collector:
                 self._wake.set()
 
     def _write_events(self, events: list[dict]) -> None:
-        self._files.append(_write_side_table(self.out, "events", _events_frame(events)))
+        self._files.append(write_side_table(self.out, "events", events_frame(events)))
 
     def device_facts(self) -> pd.DataFrame:
         """Static facts of the opened GPUs, read once at start (see :func:`read_devices`)."""
@@ -819,7 +656,7 @@ class Collector:
                           "driver_version": "string", "capabilities": "string"})
 
     def _write_devices(self) -> None:
-        self._files.append(_write_side_table(self.out, "devices", self.device_facts()))
+        self._files.append(write_side_table(self.out, "devices", self.device_facts()))
 
     def _retry_loop(self) -> None:
         hi = self.retry_backoff_s[1]
@@ -894,52 +731,23 @@ class Collector:
             df["gpu_uuid"] = df["gpu_uuid"].astype("string")
         return df
 
-    # -- prometheus ----------------------------------------------------------------
-    def _start_prometheus(self) -> None:
-        try:
-            from prometheus_client import CollectorRegistry, start_http_server
-            from prometheus_client.core import GaugeMetricFamily
-        except ImportError as exc:  # pragma: no cover
-            raise PowerlabError("--prometheus-port needs prometheus-client "
-                                "(pip install 'powerlab[nvml]')") from exc
-        collector = self
-        pos = {c: i for i, c in enumerate(_ROW_COLS)}
-        bit = {c: 1 << gi for gi, cols in enumerate(nvml.GROUPS.values()) for c in cols}
+    # -- /metrics --------------------------------------------------------------------
+    def _latest_by_gpu(self) -> list[tuple[int, str, str, dict[str, object]]]:
+        """Latest value of each column per GPU that is up (for ``/metrics``).
 
-        def latest_values(slot: _Slot) -> dict[str, object]:
-            # each column from the newest row whose tick read its signal group: slower
-            # groups (e.g. temperature at 1 Hz) stay in /metrics between their reads
+        Each column comes from the newest row whose tick read its signal group, so slower
+        groups (e.g. temperature at 1 Hz) stay in ``/metrics`` between their reads.
+        """
+        pos = {c: i for i, c in enumerate(_ROW_COLS)}
+        out = []
+        for slot in sorted(self._slots, key=lambda s: s.index):
+            dev = slot.device
+            if dev is None or not slot.latest:  # down: not reported
+                continue
             values: dict[str, object] = {}
             for mask, row in sorted(slot.latest.items(), key=lambda kv: kv[1][0]):
-                for _name, col, _scale, _doc in _DCGM:
-                    if mask & bit[col]:
+                for col in _METRIC_COLUMNS:
+                    if mask & _GROUP_BIT[col]:
                         values[col] = row[pos[col]]
-            return values
-
-        class _Metrics:
-            def collect(self):
-                gpus = []
-                for slot in sorted(collector._slots, key=lambda s: s.index):
-                    dev = slot.device
-                    if dev is None or not slot.latest:  # down: not reported
-                        continue
-                    gpus.append((slot.index, slot.uuid, dev.info.name, latest_values(slot)))
-                labels = ["gpu", "UUID", "modelName", "Hostname"]
-                for name, col, scale, doc in _DCGM:
-                    fam = GaugeMetricFamily(name, doc, labels=labels)
-                    for idx, uuid_, model, values in gpus:
-                        v = values.get(col)
-                        if v is None or (isinstance(v, float) and math.isnan(v)):
-                            continue
-                        fam.add_metric([str(idx), str(uuid_), model, collector.host],
-                                       float(v) * scale)
-                    yield fam
-
-        registry = CollectorRegistry()
-        registry.register(_Metrics())
-        try:
-            self._httpd, _ = start_http_server(int(self.prometheus_port),
-                                               addr=self.prometheus_addr, registry=registry)
-        except OSError as exc:
-            raise PowerlabError(f"cannot serve /metrics on port {self.prometheus_port}: "
-                                f"{exc.strerror or exc}") from exc
+            out.append((slot.index, slot.uuid, dev.info.name, values))
+        return out

@@ -1,0 +1,47 @@
+"""Facility power: scenarios, calibration on measured power, the forecast engine, swing
+metrics, mitigations and the exports handed to facilities teams.
+
+Modules
+-------
+:mod:`~powerlab.grid.scenario`     the YAML scenario: site, hardware, jobs, mitigations, limits
+:mod:`~powerlab.grid.profile`      calibrating a job's power levels on measured node power
+:mod:`~powerlab.grid.timebase`     the engine's discrete time grid
+:mod:`~powerlab.grid.forecast`     the engine: per-job templates, jitter, failures
+:mod:`~powerlab.grid.battery`      battery dispatch at the point of interconnection
+:mod:`~powerlab.grid.results`      ForecastResult and its summary
+:mod:`~powerlab.grid.swings`       swings, ramps, spectrum, limit checks
+:mod:`~powerlab.grid.mitigations`  what-ifs: what each mitigation removes and costs
+:mod:`~powerlab.grid.export`       the facilities CSV and its JSON sidecar
+
+The engine function is :func:`powerlab.grid.forecast.forecast` (the name ``forecast`` in
+this package is the module).  This wing imports only :mod:`powerlab.telemetry` (and
+:mod:`powerlab.exceptions`).
+"""
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "scenario": (
+        "Scenario", "parse_scenario", "read_scenario",
+    ),
+    "profile": (
+        "ProfileFit", "fit_profile",
+    ),
+    "battery": (
+        "battery_dispatch",
+    ),
+    "results": (
+        "ForecastResult", "ForecastSummary",
+    ),
+    "swings": (
+        "check_limits", "swing_metrics",
+    ),
+    "mitigations": (
+        "compare_mitigations",
+    ),
+    "export": (
+        "facilities_frame", "read_facilities_csv", "write_facilities_csv",
+    ),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..telemetry import schema
 from ..exceptions import ParseError
+from ..telemetry import schema
 from ._common import localize, read_text, warn_quality
 
 __all__ = [

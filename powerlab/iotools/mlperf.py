@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..telemetry import schema
 from ..exceptions import ParseError
+from ..telemetry import schema
 from ._common import read_text, strip_gz, warn_quality
 
 __all__ = [

@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ..telemetry import schema
 from ..exceptions import ParseError
+from ..telemetry import schema
 from ._common import (
     hex_to_uint64,
     line_of_row,

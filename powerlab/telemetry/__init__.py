@@ -1,0 +1,38 @@
+"""The canonical telemetry frame and what every analysis builds on: its schema, the
+Parquet store, quality masks, and fleet-scale aggregation.
+
+Modules
+-------
+:mod:`~powerlab.telemetry.schema`      columns, units, dtypes and validation (the glossary)
+:mod:`~powerlab.telemetry.store`       crash-safe Parquet store partitioned by date and host
+:mod:`~powerlab.telemetry.quality`     boolean masks: gaps, stale readings, counter resets
+:mod:`~powerlab.telemetry.aggregate`   resampling, power sums, per-job power, peer statistics
+:mod:`~powerlab.telemetry.partitions`  reading a store for aggregation (pruning, Dask inputs)
+:mod:`~powerlab.telemetry.binning`     per-device time-binning kernels (pandas and Dask alike)
+
+This wing imports no other wing: readers and collectors write into it, analyses read from it.
+"""
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "schema": (
+        "CORE_COLUMNS", "GLOSSARY", "THROTTLE_REASONS", "conform", "empty_frame",
+        "glossary_frame", "validate",
+    ),
+    "store": (
+        "atomic_write_bytes", "list_files", "read_store", "store_summary", "write_store",
+    ),
+    "quality": (
+        "counter_resets", "gaps", "quality_report", "stale",
+    ),
+    "aggregate": (
+        "collect", "hour_of_day", "job_power", "peer_stats", "power_sums", "quality_masks",
+        "resample_gpu",
+    ),
+    "partitions": (
+        "open_store",
+    ),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

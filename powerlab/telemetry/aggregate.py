@@ -33,14 +33,34 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..exceptions import PowerlabError, SchemaError, StoreError, Violation
-from .schema import GLOSSARY, empty_frame
+from ..exceptions import PowerlabError, SchemaError, Violation
+from .binning import (
+    DEVICE_KEY,
+    SortedDevices,
+    bin_width_ns,
+    energy_fix,
+    energy_tail,
+    merge_tail,
+    resample_kernel,
+    utc_series,
+)
+from .partitions import (
+    ID_COLUMNS,
+    StoreGroup,
+    StoreSource,
+    check_columns,
+    columns_for,
+    filter_frame,
+    is_dask,
+    open_store,
+    read_files,
+    store_groups,
+)
+from .schema import empty_frame
 from .store import _as_utc as _utc
 
 __all__ = [
@@ -54,8 +74,6 @@ __all__ = [
     "resample_gpu",
 ]
 
-_KEY = ["host", "scope", "gpu_index"]
-_ID = ["timestamp", "host", "scope", "gpu_index", "gpu_uuid"]
 #: Columns averaged per device and bin when present.
 MEAN_COLUMNS = ("power_w", "clock_sm_mhz", "clock_mem_mhz", "temp_gpu_c", "temp_mem_c",
                 "util_gpu_pct", "power_limit_w", "power_avg_w", "util_mem_pct",
@@ -70,384 +88,6 @@ _RESULT_DTYPES = {
     "n_samples": "int64", "n_gpus": "int64", "throttle_reasons": "UInt64", "hour": "int64",
     "count": "int64",
 }
-_DAY_NS = 86_400 * 10**9
-
-
-# ----------------------------------------------------------------------------- inputs
-
-def _bin_ns(freq: str | pd.Timedelta) -> int:
-    try:
-        td = pd.Timedelta(freq)
-    except (ValueError, TypeError) as exc:
-        raise PowerlabError(f"freq {freq!r} is not a time span (expected e.g. '1s', '1min', "
-                            "'1h')") from exc
-    ns = int(td.value)
-    if ns <= 0 or _DAY_NS % ns:
-        raise PowerlabError(f"freq {freq!r} must be positive and divide one day "
-                            "(e.g. '1s', '1min', '15min', '1h') so bins never straddle "
-                            "a UTC midnight")
-    return ns
-
-
-def _is_dask(obj) -> bool:
-    try:
-        import dask.dataframe as dd
-    except ImportError:  # pragma: no cover - dask is an optional extra
-        return False
-    return isinstance(obj, dd.DataFrame)
-
-
-@dataclass(frozen=True)
-class _Group:
-    """One Dask partition of a store: whole ``date=/host=`` folders of one date."""
-
-    date: str
-    files: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class _Store:
-    root: Path
-    groups: tuple[_Group, ...]
-    start: pd.Timestamp | None
-    end: pd.Timestamp | None
-
-
-def _store_groups(root, start, end, hosts, partition_rows: int) -> _Store:
-    import pyarrow.parquet as pq
-
-    from .store import list_files
-
-    if partition_rows < 1:
-        raise PowerlabError("partition_rows must be at least 1 [rows]")
-    root = Path(root)
-    start, end = _utc(start), _utc(end)
-    files = list_files(root, start=start, end=end, hosts=hosts)
-    by_folder: dict[tuple[str, str], list[Path]] = {}
-    for f in files:
-        by_folder.setdefault((f.parent.parent.name, f.parent.name), []).append(f)
-    groups: list[_Group] = []
-    cur_date, cur_files, cur_rows = None, [], 0
-    for (date, _host), fs in sorted(by_folder.items()):
-        try:
-            rows = sum(pq.ParquetFile(f).metadata.num_rows for f in fs)
-        except Exception as exc:
-            raise StoreError(f"cannot read the Parquet footer of a file in {fs[0].parent}: "
-                             f"{exc}") from exc
-        if cur_files and (date != cur_date or cur_rows + rows > partition_rows):
-            groups.append(_Group(cur_date.split("=", 1)[1], tuple(map(str, cur_files))))
-            cur_files, cur_rows = [], 0
-        cur_date = date
-        cur_files.extend(fs)
-        cur_rows += rows
-    if cur_files:
-        groups.append(_Group(cur_date.split("=", 1)[1], tuple(map(str, cur_files))))
-    return _Store(root, tuple(groups), start, end)
-
-
-_LABELS = ("host", "scope", "gpu_uuid")
-
-
-def _read_files(files: Sequence[str], columns: Sequence[str], start, end, *,
-                categorical: bool = False) -> pd.DataFrame:
-    """Read store files into one frame (file order kept), projected to ``columns``.
-
-    With ``categorical`` the label columns stay dictionary-encoded (categoricals), which
-    the kernels factorise for free.
-    """
-    import pyarrow as pa
-
-    from .store import read_tables
-
-    tables = read_tables(files, columns=columns, start=start, end=end,
-                         read_dictionary=[c for c in _LABELS if c in columns]
-                         if categorical else ())
-    if not tables:
-        return empty_frame(columns)
-    table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 \
-        else tables[0]
-    df = table.to_pandas()
-    for c in columns:
-        if c not in df.columns:
-            df[c] = pd.Series(pd.NA, index=df.index, dtype=GLOSSARY[c].dtype) \
-                if GLOSSARY[c].dtype != "float64" else np.nan
-        elif categorical and c in _LABELS:
-            continue
-        elif str(df[c].dtype) != GLOSSARY[c].dtype and not (
-                GLOSSARY[c].dtype == "string" and isinstance(df[c].dtype, pd.StringDtype)):
-            df[c] = df[c].astype(GLOSSARY[c].dtype)
-    return df[list(columns)]
-
-
-def _read_partition(group: _Group, start, end, all_columns: Sequence[str],
-                    columns: Sequence[str] | None = None) -> pd.DataFrame:
-    """One partition of :func:`open_store`; ``columns`` is Dask's projection."""
-    if columns is not None:
-        keep = {columns} if isinstance(columns, str) else set(columns)
-        all_columns = [c for c in all_columns if c in keep]
-    return _read_files(group.files, all_columns, start, end)
-
-
-def open_store(root: str | os.PathLike, *, start=None, end=None,
-               hosts: Sequence[str] | None = None, columns: Sequence[str] | None = None,
-               partition_rows: int = 2_000_000):
-    """Open a telemetry store as a lazy Dask DataFrame.
-
-    Only the ``date=/host=`` folders that can hold samples of ``[start, end)`` for
-    ``hosts`` are listed (partition pruning); each partition reads whole folders of one
-    date (so one device-day never spans partitions) and only the columns asked for
-    (column projection, also pushed down by Dask's optimiser).
-
-    Parameters
-    ----------
-    root : path-like
-        The store folder.
-    start, end : datetime-like, optional
-        Keep samples with ``start <= timestamp < end`` (tz-aware).
-    hosts : sequence of str, optional
-        Keep these hosts only.
-    columns : sequence of str, optional
-        Measurement columns to read; identity columns are always read.
-    partition_rows : int, default 2,000,000
-        Folders of one date are grouped into a partition of up to this many rows (a
-        single folder may exceed it) [rows].
-
-    Returns
-    -------
-    dask.dataframe.DataFrame
-        Telemetry with the canonical dtypes; rows in file order within each partition.
-    """
-    import dask.dataframe as dd
-
-    from .schema import CORE_COLUMNS
-
-    cols = _columns_for(columns if columns is not None else CORE_COLUMNS)
-    src = _store_groups(root, start, end, hosts, partition_rows)
-    if not src.groups:
-        return dd.from_pandas(empty_frame(cols), npartitions=1)
-    return dd.from_map(_read_partition, list(src.groups), args=[src.start, src.end, cols],
-                       meta=empty_frame(cols), enforce_metadata=False, label="read-store")
-
-
-def _columns_for(columns: Iterable[str]) -> list[str]:
-    columns = list(columns)
-    unknown = [c for c in columns if c not in GLOSSARY]
-    if unknown:
-        raise SchemaError([Violation(c, f"unknown column; known: {sorted(GLOSSARY)}")
-                           for c in unknown])
-    return list(dict.fromkeys([*_ID, *columns]))
-
-
-def _filter_frame(df: pd.DataFrame, start, end, hosts) -> pd.DataFrame:
-    start, end = _utc(start), _utc(end)
-    if start is None and end is None and hosts is None:
-        return df
-    keep = pd.Series(True, index=df.index)
-    if start is not None:
-        keep &= df["timestamp"] >= start
-    if end is not None:
-        keep &= df["timestamp"] < end
-    if hosts is not None:
-        keep &= df["host"].isin([str(h) for h in hosts])
-    return df[keep.to_numpy(dtype=bool)]
-
-
-def _check_columns(columns: Iterable[str], need: Iterable[str], source: str) -> None:
-    have = set(columns)
-    missing = [c for c in need if c not in have]
-    if missing:
-        raise SchemaError([Violation(c, "missing column needed for the aggregation "
-                                        f"(expected {GLOSSARY[c].dtype}"
-                                        f"{', unit ' + GLOSSARY[c].unit if c in GLOSSARY and GLOSSARY[c].unit else ''})")
-                           for c in missing], source=source)
-
-
-# ----------------------------------------------------------------------------- kernels
-
-def _factor(s: pd.Series) -> tuple[np.ndarray, pd.api.extensions.ExtensionArray]:
-    """Codes ordered like the sorted values (-1 for NA) and the "string" uniques."""
-    if isinstance(s.dtype, pd.CategoricalDtype):
-        cats = np.asarray(s.cat.categories.astype(str), dtype=object)
-        order = np.argsort(cats, kind="stable")
-        rank = np.empty(len(cats), dtype=np.int64)
-        rank[order] = np.arange(len(cats))
-        codes = np.append(rank, -1)[s.cat.codes.to_numpy()]   # code -1 (NA) stays -1
-        return codes, pd.array(cats[order], dtype="string")
-    codes, uniq = pd.factorize(s.astype("string"), sort=True, use_na_sentinel=True)
-    return codes.astype(np.int64), pd.array(uniq, dtype="string")
-
-
-class _Sorted:
-    """Rows of a frame sorted by device then time (stable), duplicates dropped."""
-
-    def __init__(self, df: pd.DataFrame):
-        n = len(df)
-        hc, self._hosts = _factor(df["host"])
-        sc, self._scopes = _factor(df["scope"])
-        gi = df["gpu_index"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
-        code = ((hc + 1) * 4 + (sc + 1)) * 2048 + (gi + 1)
-        ts = df["timestamp"].to_numpy(dtype="datetime64[ns]").view(np.int64) if n \
-            else np.zeros(0, np.int64)
-        if n < 2 or np.all((code[1:] > code[:-1])
-                           | ((code[1:] == code[:-1]) & (ts[1:] >= ts[:-1]))):
-            pos = np.arange(n)
-        else:
-            pos = np.lexsort((ts, code))
-            code, ts = code[pos], ts[pos]
-        keep = np.ones(n, dtype=bool)
-        keep[1:] = (code[1:] != code[:-1]) | (ts[1:] != ts[:-1])
-        if not keep.all():
-            pos, code, ts = pos[keep], code[keep], ts[keep]
-        self.df, self.pos, self.code, self.ts = df, pos, code, ts
-        self._hc, self._sc, self._gi = hc, sc, gi
-
-    def __len__(self) -> int:
-        return len(self.pos)
-
-    def values(self, column: str) -> np.ndarray:
-        """float64 values of a column in sorted order (NA as NaN)."""
-        return self.df[column].to_numpy(dtype=np.float64, na_value=np.nan)[self.pos]
-
-    def column(self, column: str) -> pd.Series:
-        return self.df[column].take(self.pos).reset_index(drop=True)
-
-    def keys(self, rows: np.ndarray, uuid_rows: np.ndarray | None = None) -> dict:
-        """host, scope, gpu_index (and gpu_uuid) of the sorted rows ``rows``."""
-        p = self.pos[rows]
-        gi = self._gi[p]
-        out = {
-            "host": pd.Series(self._hosts.take(self._hc[p], allow_fill=True)),
-            "scope": pd.Series(self._scopes.take(self._sc[p], allow_fill=True)),
-            "gpu_index": pd.Series(pd.arrays.IntegerArray(gi.astype(np.int16), gi < 0)),
-        }
-        if uuid_rows is not None:
-            uc, uu = _factor(self.df["gpu_uuid"])
-            out["gpu_uuid"] = pd.Series(uu.take(uc[self.pos[uuid_rows]], allow_fill=True))
-        return out
-
-
-def _utc_series(ns: np.ndarray) -> pd.Series:
-    return pd.Series(ns.astype("datetime64[ns]")).dt.tz_localize("UTC")
-
-
-def _resample_kernel(df: pd.DataFrame, bin_ns: int, means: Sequence[str],
-                     energy: bool, throttle: bool) -> pd.DataFrame:
-    """Per (device, bin) aggregates of one partition holding whole device-days.
-
-    Energy needs the last valid counter reading before the partition for the first bin
-    of each device; those rows carry ``_e_first``, ``_e_end1`` and ``_s_rest`` for
-    :func:`_energy_fix`.
-    """
-    srt = _Sorted(df)
-    code, ts = srt.code, srt.ts
-    n = len(srt)
-    b = ts // bin_ns
-    new = np.ones(n, dtype=bool)
-    if n:
-        new[1:] = (code[1:] != code[:-1]) | (b[1:] != b[:-1])
-    starts = np.flatnonzero(new)
-    ng = len(starts)
-    last = np.append(starts[1:], n) - 1 if ng else starts
-    out = {"timestamp": _utc_series(b[starts] * bin_ns)}
-    out.update(srt.keys(starts, uuid_rows=last if "gpu_uuid" in df.columns else None))
-    out["n_samples"] = pd.Series(np.diff(np.append(starts, n)), dtype="int64")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        for c in means:
-            v = srt.values(c)
-            ok = ~np.isnan(v)
-            s = np.add.reduceat(np.where(ok, v, 0.0), starts) if ng else np.zeros(0)
-            k = np.add.reduceat(ok.astype(np.int64), starts) if ng else np.zeros(0, np.int64)
-            out[c] = pd.Series(s / k, dtype="float64")
-    if throttle:
-        t = srt.column("throttle_reasons").astype("UInt64")
-        ok = ~t.isna().to_numpy()
-        raw = t.to_numpy(dtype=np.uint64, na_value=0)
-        acc = np.bitwise_or.reduceat(raw, starts) if ng else np.zeros(0, np.uint64)
-        k = np.add.reduceat(ok.astype(np.int64), starts) if ng else np.zeros(0, np.int64)
-        out["throttle_reasons"] = pd.Series(pd.arrays.IntegerArray(acc, k == 0))
-    if energy:
-        out.update(_energy_kernel(srt.values("energy_j"), code, starts, new, ng))
-    return pd.DataFrame(out)
-
-
-def _energy_kernel(e, code, starts, new, ng) -> dict[str, pd.Series]:
-    gid = np.cumsum(new) - 1
-    idx = np.flatnonzero(~np.isnan(e))
-    ev, ec, g = e[idx], code[idx], gid[idx]
-    m = len(ev)
-    last_e = np.full(ng, np.nan)
-    delta = np.full(ng, np.nan)
-    e_first = np.full(ng, np.nan)
-    e_end1 = np.full(ng, np.nan)
-    s_rest = np.full(ng, np.nan)
-    if m:
-        grp_start = np.ones(m, dtype=bool)
-        grp_start[1:] = g[1:] != g[:-1]
-        reset = np.zeros(m, dtype=bool)
-        reset[1:] = (ec[1:] == ec[:-1]) & (ev[1:] < ev[:-1])
-        seg_start = grp_start | reset
-        seg_first = np.flatnonzero(seg_start)
-        seg_last = np.append(seg_first[1:], m) - 1
-        seg_id = np.cumsum(seg_start) - 1
-        contrib = np.where(grp_start[seg_first], 0.0, ev[seg_last] - ev[seg_first])
-        grp_seg0 = seg_id[grp_start]            # first segment of each group
-        rest = np.add.reduceat(contrib, grp_seg0)
-        first_pos = np.flatnonzero(grp_start)
-        end1 = ev[seg_last[grp_seg0]]
-        has_pred = np.zeros(len(first_pos), dtype=bool)
-        fp = first_pos[first_pos > 0]
-        has_pred[first_pos > 0] = ec[fp - 1] == ec[fp]
-        pred = np.where(has_pred, ev[np.maximum(first_pos - 1, 0)], np.nan)
-        use_pred = has_pred & (ev[first_pos] >= pred)
-        start1 = np.where(use_pred, pred, ev[first_pos])
-        gg = g[first_pos]
-        delta[gg] = (end1 - start1) + rest
-        last_end = np.append(first_pos[1:], m) - 1
-        last_e[gg] = ev[last_end]
-        pending = gg[~has_pred]
-        pend_sel = ~has_pred
-        e_first[pending] = ev[first_pos][pend_sel]
-        e_end1[pending] = end1[pend_sel]
-        s_rest[pending] = rest[pend_sel]
-    return {"energy_j": pd.Series(last_e), "energy_delta_j": pd.Series(delta),
-            "_e_first": pd.Series(e_first), "_e_end1": pd.Series(e_end1),
-            "_s_rest": pd.Series(s_rest)}
-
-
-def _energy_fix(part: pd.DataFrame, carry: pd.DataFrame | None) -> pd.DataFrame:
-    """Stitch each device's first energy bin to its last reading before the partition."""
-    if "_e_first" not in part.columns:
-        return part
-    part = part.copy()
-    if carry is not None and len(carry) and len(part):
-        pend = part["_e_first"].notna().to_numpy()
-        if pend.any():
-            left = part.loc[pend, _KEY].reset_index()
-            m = left.merge(carry[[*_KEY, "energy_j"]], on=_KEY, how="left")
-            m = m[m["energy_j"].notna()]
-            if len(m):
-                rows = m["index"].to_numpy()
-                p = m["energy_j"].to_numpy(dtype=np.float64)
-                ef = part.loc[rows, "_e_first"].to_numpy()
-                ok = ef >= p
-                rows, p = rows[ok], p[ok]
-                part.loc[rows, "energy_delta_j"] = (
-                    part.loc[rows, "_e_end1"].to_numpy() - p) + part.loc[rows, "_s_rest"].to_numpy()
-    return part.drop(columns=["_e_first", "_e_end1", "_s_rest"])
-
-
-def _energy_tail(part: pd.DataFrame) -> pd.DataFrame:
-    """Per device: the last valid counter reading of a resampled partition."""
-    p = part.loc[part["energy_j"].notna(), [*_KEY, "timestamp", "energy_j"]]
-    return p.groupby(_KEY, dropna=False, observed=True, sort=False).tail(1)
-
-
-def _merge_tail(prev: pd.DataFrame | None, *tails: pd.DataFrame) -> pd.DataFrame:
-    frames = [t for t in ((prev,) + tails) if t is not None and len(t)]
-    if not frames:
-        return tails[0].iloc[:0] if tails else pd.DataFrame()
-    c = pd.concat(frames, ignore_index=True).sort_values("timestamp", kind="stable")
-    return c.groupby(_KEY, dropna=False, observed=True, sort=False).tail(1)
 
 
 # ----------------------------------------------------------------------- computations
@@ -470,49 +110,49 @@ def _resampled(data, bin_ns: int, means: Sequence[str] | None, energy: bool | No
         from .schema import CORE_COLUMNS
 
         present = set(CORE_COLUMNS)
-        src = _store_groups(data, start, end, hosts, partition_rows)
+        src = store_groups(data, start, end, hosts, partition_rows)
         if means is None:
             means = [c for c in MEAN_COLUMNS if c in present]
         energy = True if energy is None else energy
         throttle = True if throttle is None else throttle
-        cols = _columns_for([*means, *(["energy_j"] if energy else []),
+        cols = columns_for([*means, *(["energy_j"] if energy else []),
                              *(["throttle_reasons"] if throttle else [])])
         if not uuid:
             cols.remove("gpu_uuid")
         return "dask", _resample_store(src, cols, bin_ns, means, energy, throttle, scope)
-    if _is_dask(data):
-        _check_columns(data.columns, _ID, "dask input")
+    if is_dask(data):
+        check_columns(data.columns, ID_COLUMNS, "dask input")
         means = _pick_means(data.columns, means)
         energy = ("energy_j" in data.columns) if energy is None else energy
         throttle = ("throttle_reasons" in data.columns) if throttle is None else throttle
-        _check_columns(data.columns, [*means, *(["energy_j"] if energy else []),
+        check_columns(data.columns, [*means, *(["energy_j"] if energy else []),
                                       *(["throttle_reasons"] if throttle else [])],
                        "dask input")
-        cols = list(dict.fromkeys([*_ID, *means, *(["energy_j"] if energy else []),
+        cols = list(dict.fromkeys([*ID_COLUMNS, *means, *(["energy_j"] if energy else []),
                                    *(["throttle_reasons"] if throttle else [])]))
         if not uuid:
             cols.remove("gpu_uuid")
         ddf = data[cols]
         start_u, end_u = _utc(start), _utc(end)
         if start_u is not None or end_u is not None or hosts is not None:
-            ddf = ddf.map_partitions(_filter_frame, start_u, end_u, hosts, meta=ddf._meta)
+            ddf = ddf.map_partitions(filter_frame, start_u, end_u, hosts, meta=ddf._meta)
         if scope is not None:
             ddf = ddf[ddf["scope"] == scope]
         ddf = ddf.shuffle(on="host")   # whole hosts per partition: no carry needed
-        meta = _resample_kernel(empty_frame(cols), bin_ns, means, energy, throttle)
+        meta = resample_kernel(empty_frame(cols), bin_ns, means, energy, throttle)
         out = ddf.map_partitions(_resample_whole, bin_ns, means, energy, throttle,
-                                 meta=_energy_fix(meta, None), enforce_metadata=False)
+                                 meta=energy_fix(meta, None), enforce_metadata=False)
         return "dask", out
     if not isinstance(data, pd.DataFrame):
         raise PowerlabError(f"expected a pandas or Dask DataFrame or a store path, got "
                             f"{type(data).__name__}")
-    _check_columns(data.columns, _ID, "input frame")
+    check_columns(data.columns, ID_COLUMNS, "input frame")
     means = _pick_means(data.columns, means)
     energy = ("energy_j" in data.columns) if energy is None else energy
     throttle = ("throttle_reasons" in data.columns) if throttle is None else throttle
-    _check_columns(data.columns, [*means, *(["energy_j"] if energy else []),
+    check_columns(data.columns, [*means, *(["energy_j"] if energy else []),
                                   *(["throttle_reasons"] if throttle else [])], "input frame")
-    df = _filter_frame(data, start, end, hosts)
+    df = filter_frame(data, start, end, hosts)
     if scope is not None:
         df = df[(df["scope"] == scope).fillna(False).to_numpy(dtype=bool)]
     if not uuid:
@@ -521,22 +161,22 @@ def _resampled(data, bin_ns: int, means: Sequence[str] | None, energy: bool | No
 
 
 def _resample_whole(df, bin_ns, means, energy, throttle) -> pd.DataFrame:
-    return _energy_fix(_resample_kernel(df, bin_ns, means, energy, throttle), None)
+    return energy_fix(resample_kernel(df, bin_ns, means, energy, throttle), None)
 
 
-def _read_resample(group: _Group, cols, start, end, bin_ns, means, energy, throttle, scope):
-    df = _read_files(group.files, cols, start, end, categorical=True)
+def _read_resample(group: StoreGroup, cols, start, end, bin_ns, means, energy, throttle, scope):
+    df = read_files(group.files, cols, start, end, categorical=True)
     if scope is not None:
         df = df[(df["scope"] == scope).fillna(False).to_numpy(dtype=bool)]
-    return _resample_kernel(df, bin_ns, means, energy, throttle)
+    return resample_kernel(df, bin_ns, means, energy, throttle)
 
 
-def _resample_store(src: _Store, cols, bin_ns, means, energy, throttle, scope):
+def _resample_store(src: StoreSource, cols, bin_ns, means, energy, throttle, scope):
     import dask
     import dask.dataframe as dd
 
-    meta = _resample_kernel(empty_frame(cols), bin_ns, means, energy, throttle)
-    final_meta = _energy_fix(meta, None)
+    meta = resample_kernel(empty_frame(cols), bin_ns, means, energy, throttle)
+    final_meta = energy_fix(meta, None)
     if not src.groups:
         return dd.from_pandas(final_meta, npartitions=1)
     if not energy:
@@ -546,9 +186,9 @@ def _resample_store(src: _Store, cols, bin_ns, means, energy, throttle, scope):
     # energy: the first bin of each device-day needs the last reading of earlier days,
     # carried along a (cheap) chain of per-date tails.
     read = dask.delayed(_read_resample, pure=True)
-    tail = dask.delayed(_energy_tail, pure=True)
-    merge = dask.delayed(_merge_tail, pure=True)
-    fix = dask.delayed(_energy_fix, pure=True)
+    tail = dask.delayed(energy_tail, pure=True)
+    merge = dask.delayed(merge_tail, pure=True)
+    fix = dask.delayed(energy_fix, pure=True)
     parts, carry, date_tails, cur_date = [], None, [], None
     for grp in src.groups:  # sorted by date
         if grp.date != cur_date:
@@ -583,7 +223,7 @@ def collect(result, *, client=None) -> pd.DataFrame:
     client : distributed.Client, optional
         Compute on this cluster (default: Dask's current scheduler).
     """
-    if _is_dask(result):
+    if is_dask(result):
         # gather the partitions here rather than concatenating them on one worker
         parts = result.to_delayed()
         if client is not None:
@@ -645,7 +285,7 @@ def resample_gpu(data, freq: str = "1min", *, columns: Sequence[str] | None = No
     (a decrease, see :func:`powerlab.telemetry.quality.counter_resets`) the energy between the
     reading before the reset and the one after it is unknown and counted as zero.
     """
-    bin_ns = _bin_ns(freq)
+    bin_ns = bin_width_ns(freq)
     kind, frame = _resampled(data, bin_ns, columns, energy, None, start, end, hosts,
                              partition_rows)
     return _finish(kind, frame, compute)
@@ -655,7 +295,7 @@ def resample_gpu(data, freq: str = "1min", *, columns: Sequence[str] | None = No
 
 def _rack_map(racks) -> pd.Series:
     if isinstance(racks, pd.DataFrame):
-        _check_columns(racks.columns, ["host", "rack"], "rack mapping")
+        check_columns(racks.columns, ["host", "rack"], "rack mapping")
         s = pd.Series(racks["rack"].to_numpy(), index=racks["host"].astype(str).to_numpy())
     elif isinstance(racks, pd.Series):
         s = racks.copy()
@@ -745,7 +385,7 @@ def power_sums(data, freq: str = "1min", *, by: str = "cluster", racks=None,
                             "(per-job power: job_power)")
     if by == "rack" and racks is None:
         raise PowerlabError("by='rack' needs a host -> rack mapping (racks=...)")
-    bin_ns = _bin_ns(freq)
+    bin_ns = bin_width_ns(freq)
     kind, frame = _resampled(data, bin_ns, ["power_w"], False, False, start, end, hosts,
                              partition_rows, scope=scope, uuid=False)
     return _finish(kind, _sum_by(kind, frame, keys, "power_w", racks), compute)
@@ -790,7 +430,7 @@ def _job_table(jobs: pd.DataFrame) -> pd.DataFrame:
 
 def _job_kernel(df: pd.DataFrame, jobs: pd.DataFrame, bin_ns: int) -> pd.DataFrame:
     """Per (device, bin, job): the job's share of the device's bin-mean power [W]."""
-    srt = _Sorted(df)
+    srt = SortedDevices(df)
     code, ts = srt.code, srt.ts
     df = srt.df.take(srt.pos).reset_index(drop=True)
     n = len(srt)
@@ -837,7 +477,7 @@ def _job_kernel(df: pd.DataFrame, jobs: pd.DataFrame, bin_ns: int) -> pd.DataFra
         starts = np.flatnonzero(new)
         sums = np.add.reduceat(p2, starts)
         rows = s2[starts]
-        cols = {"timestamp": _utc_series(b2[starts] * bin_ns),
+        cols = {"timestamp": utc_series(b2[starts] * bin_ns),
                 "job_id": jobs["job_id"].take(j2[starts]).reset_index(drop=True)}
         cols.update(srt.keys(rows))
         cols["power_w"] = pd.Series(sums / nvalid[gid[rows]], dtype="float64")
@@ -849,8 +489,8 @@ def _job_kernel(df: pd.DataFrame, jobs: pd.DataFrame, bin_ns: int) -> pd.DataFra
         "power_w": pd.Series([], dtype="float64")})
 
 
-def _read_job(group: _Group, cols, start, end, jobs, bin_ns):
-    df = _read_files(group.files, cols, start, end, categorical=True)
+def _read_job(group: StoreGroup, cols, start, end, jobs, bin_ns):
+    df = read_files(group.files, cols, start, end, categorical=True)
     df = df[(df["scope"] == "gpu").fillna(False).to_numpy(dtype=bool)]
     return _job_kernel(df, jobs, bin_ns)
 
@@ -879,13 +519,13 @@ def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, start=None, end=N
         proportion to their samples, so jobs plus unassigned GPUs add up to the cluster
         power of :func:`power_sums` [W].  ``n_gpus`` counts GPUs with samples of the job.
     """
-    bin_ns = _bin_ns(freq)
+    bin_ns = bin_width_ns(freq)
     jt = _job_table(jobs)
     if isinstance(data, (str, os.PathLike)):
         import dask.dataframe as dd
 
-        src = _store_groups(data, start, end, hosts, partition_rows)
-        cols = [c for c in _columns_for(["power_w"]) if c != "gpu_uuid"]
+        src = store_groups(data, start, end, hosts, partition_rows)
+        cols = [c for c in columns_for(["power_w"]) if c != "gpu_uuid"]
         meta = _job_kernel(empty_frame(cols), jt, bin_ns)
         if not src.groups:
             frame = dd.from_pandas(meta, npartitions=1)
@@ -894,18 +534,18 @@ def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, start=None, end=N
                                 args=[cols, src.start, src.end, jt, bin_ns], meta=meta,
                                 enforce_metadata=False, label="job-power")
         kind = "dask"
-    elif _is_dask(data):
-        _check_columns(data.columns, [*_ID, "power_w"], "dask input")
-        ddf = data[_ID + ["power_w"]]
+    elif is_dask(data):
+        check_columns(data.columns, [*ID_COLUMNS, "power_w"], "dask input")
+        ddf = data[ID_COLUMNS + ["power_w"]]
         s_u, e_u = _utc(start), _utc(end)
-        ddf = ddf.map_partitions(_filter_frame, s_u, e_u, hosts, meta=ddf._meta)
+        ddf = ddf.map_partitions(filter_frame, s_u, e_u, hosts, meta=ddf._meta)
         ddf = ddf[ddf["scope"] == "gpu"].shuffle(on="host")
-        meta = _job_kernel(empty_frame(_ID + ["power_w"]), jt, bin_ns)
+        meta = _job_kernel(empty_frame(ID_COLUMNS + ["power_w"]), jt, bin_ns)
         frame = ddf.map_partitions(_job_kernel, jt, bin_ns, meta=meta, enforce_metadata=False)
         kind = "dask"
     elif isinstance(data, pd.DataFrame):
-        _check_columns(data.columns, [*_ID, "power_w"], "input frame")
-        df = _filter_frame(data, start, end, hosts)
+        check_columns(data.columns, [*ID_COLUMNS, "power_w"], "input frame")
+        df = filter_frame(data, start, end, hosts)
         df = df[(df["scope"] == "gpu").fillna(False).to_numpy(dtype=bool)]
         frame, kind = _job_kernel(df, jt, bin_ns), "pandas"
     else:
@@ -948,7 +588,7 @@ def hour_of_day(data, site_tz: str, freq: str = "1min", *, by: str = "cluster", 
     except Exception as exc:
         raise PowerlabError(f"site_tz {site_tz!r} is not an IANA time zone "
                             "(e.g. 'Europe/Paris')") from exc
-    if 3_600 * 10**9 % _bin_ns(freq):
+    if 3_600 * 10**9 % bin_width_ns(freq):
         raise PowerlabError(f"freq {freq!r} must divide an hour for hour-of-day statistics")
     p = power_sums(data, freq, by=by, racks=racks, scope=scope, start=start, end=end,
                    hosts=hosts, partition_rows=partition_rows)
@@ -1005,7 +645,7 @@ def peer_stats(data, freq: str = "1min", *, columns: Sequence[str] = PEER_COLUMN
        Do not use standard deviation around the mean, use absolute deviation around the
        median. Journal of Experimental Social Psychology 49(4), 764-766.
     """
-    bin_ns = _bin_ns(freq)
+    bin_ns = bin_width_ns(freq)
     columns = list(columns)
     kind, frame = _resampled(data, bin_ns, columns, False, False, start, end, hosts,
                              partition_rows, scope="gpu", uuid=False)
@@ -1041,18 +681,18 @@ def _mask_kernel(df: pd.DataFrame, max_gap_s: float, stale_columns: Sequence[str
 
 def _boundary(df: pd.DataFrame, k: int, energy: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     """First and last ``k`` rows of each device (and its last valid counter reading)."""
-    s = df.sort_values([*_KEY, "timestamp"], kind="stable", na_position="first")
-    g = s.groupby(_KEY, dropna=False, observed=True, sort=False)
+    s = df.sort_values([*DEVICE_KEY, "timestamp"], kind="stable", na_position="first")
+    g = s.groupby(DEVICE_KEY, dropna=False, observed=True, sort=False)
     head, tail = g.head(k), g.tail(k)
     if energy:
         ev = s[s["energy_j"].notna()]
-        tail = pd.concat([tail, ev.groupby(_KEY, dropna=False, observed=True,
+        tail = pd.concat([tail, ev.groupby(DEVICE_KEY, dropna=False, observed=True,
                                            sort=False).tail(1)]).drop_duplicates()
     return head, tail
 
 
-def _read_boundary(group: _Group, cols, start, end, k, energy):
-    return _boundary(_read_files(group.files, cols, start, end), k, energy)
+def _read_boundary(group: StoreGroup, cols, start, end, k, energy):
+    return _boundary(read_files(group.files, cols, start, end), k, energy)
 
 
 def _merge_bound(carry, bounds, which: str, k: int, energy: bool):
@@ -1066,9 +706,9 @@ def _merge_bound(carry, bounds, which: str, k: int, energy: bool):
     return h if which == "head" else t
 
 
-def _read_mask(group: _Group, cols, start, end, max_gap_s, stale_columns, stale_min_run,
+def _read_mask(group: StoreGroup, cols, start, end, max_gap_s, stale_columns, stale_min_run,
                energy, before, after):
-    df = _read_files(group.files, cols, start, end)
+    df = read_files(group.files, cols, start, end)
     return _mask_kernel(df, max_gap_s, stale_columns, stale_min_run, energy, before, after)
 
 
@@ -1108,8 +748,8 @@ def quality_masks(data, max_gap_s: float, *, stale_columns: Sequence[str] = ("po
         import dask
         import dask.dataframe as dd
 
-        src = _store_groups(data, start, end, hosts, partition_rows)
-        cols = _columns_for([*stale_columns, "energy_j"])
+        src = store_groups(data, start, end, hosts, partition_rows)
+        cols = columns_for([*stale_columns, "energy_j"])
         energy = True
         meta = _mask_kernel(empty_frame(cols), max_gap_s, stale_columns, stale_min_run, energy)
         if not src.groups:
@@ -1132,12 +772,12 @@ def quality_masks(data, max_gap_s: float, *, stale_columns: Sequence[str] = ("po
         parts = [rm(g, cols, src.start, src.end, max_gap_s, stale_columns, stale_min_run,
                     energy, before[g.date], after[g.date]) for g in src.groups]
         return _finish("dask", dd.from_delayed(parts, meta=meta, verify_meta=False), compute)
-    if _is_dask(data):
+    if is_dask(data):
         energy = "energy_j" in data.columns
-        cols = list(dict.fromkeys([*_ID, *stale_columns, *(["energy_j"] if energy else [])]))
-        _check_columns(data.columns, cols, "dask input")
+        cols = list(dict.fromkeys([*ID_COLUMNS, *stale_columns, *(["energy_j"] if energy else [])]))
+        check_columns(data.columns, cols, "dask input")
         ddf = data[cols]
-        ddf = ddf.map_partitions(_filter_frame, _utc(start), _utc(end), hosts, meta=ddf._meta)
+        ddf = ddf.map_partitions(filter_frame, _utc(start), _utc(end), hosts, meta=ddf._meta)
         meta = _mask_kernel(empty_frame(cols), max_gap_s, stale_columns, stale_min_run, energy)
         res = ddf.shuffle(on="host").map_partitions(
             _mask_kernel, max_gap_s, stale_columns, stale_min_run, energy, meta=meta,
@@ -1147,5 +787,5 @@ def quality_masks(data, max_gap_s: float, *, stale_columns: Sequence[str] = ("po
         raise PowerlabError(f"expected a pandas or Dask DataFrame or a store path, got "
                             f"{type(data).__name__}")
     energy = "energy_j" in data.columns
-    df = _filter_frame(data, start, end, hosts)
+    df = filter_frame(data, start, end, hosts)
     return collect(_mask_kernel(df, max_gap_s, stale_columns, stale_min_run, energy))

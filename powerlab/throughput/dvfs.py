@@ -51,16 +51,32 @@ from __future__ import annotations
 
 import html
 import time
-import warnings
-import zoneinfo
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from ..exceptions import AnalysisError, SchemaError, Violation
-from ..telemetry.schema import THROTTLE_REASONS
+from .diurnal import (
+    ERRORS,
+    MINUTES,
+    Design,
+    bc_interval,
+    check_site_tz,
+    day_block_test,
+    detect_segments,
+    fit_daily_profile,
+    fit_with_errors,
+    fourier_terms,
+    grid_basis,
+    info_criterion,
+    local_naive,
+    segment_dummies,
+    select_ar_order,
+    series_from,
+)
+from .seasonal import decompose_seasonal
+from .throttling import slowest_clock, throttle_share_by_hour
 
 __all__ = [
     "TimeOfDayResult",
@@ -69,418 +85,6 @@ __all__ = [
     "slowest_clock",
     "throttle_share_by_hour",
 ]
-
-_ERRORS = ("ar", "hac", "ols")
-_MINUTES = np.arange(1440) / 60.0   # evaluation grid of local hours
-
-
-# ----------------------------------------------------------------------------- input
-def _series_from(throughput, value_col, segment):
-    """(t_ns int64 sorted, y float64, segment codes or None, name)."""
-    seg = None
-    if isinstance(throughput, pd.DataFrame):
-        df = throughput
-        if "timestamp" in df.columns and not isinstance(df.index, pd.DatetimeIndex):
-            df = df.set_index("timestamp")
-        if value_col is None:
-            cands = [c for c in df.columns if "throughput" in str(c)]
-            if not cands:
-                # a lone float column is taken as the throughput; with several (say
-                # duration_s next to a rate) guessing could fit a step *time*, whose
-                # profile is the throughput's upside down -- ask instead
-                cands = [c for c in df.columns if pd.api.types.is_float_dtype(df[c])]
-                if len(cands) > 1:
-                    raise SchemaError([Violation(
-                        "<frame>", "no column named like 'throughput' and several numeric "
-                                   f"columns {cands}; pass value_col=")])
-            if not cands:
-                raise SchemaError([Violation("<frame>", "no throughput column found; pass "
-                                                        "value_col=")])
-            value_col = cands[0]
-        if value_col not in df.columns:
-            raise SchemaError([Violation(str(value_col), "column not found")])
-        seg_col = segment if isinstance(segment, str) else (
-            "segment" if segment is None and "segment" in df.columns else None)
-        if seg_col is not None:
-            if seg_col not in df.columns:
-                raise SchemaError([Violation(seg_col, "segment column not found")])
-            seg = df[seg_col]
-        s = df[value_col]
-    elif isinstance(throughput, pd.Series):
-        s = throughput
-        if segment is not None and not isinstance(segment, str):
-            labels = np.asarray(segment)
-            if labels.shape != (len(s),):
-                raise SchemaError([Violation("segment", f"{labels.shape} segment labels for "
-                                                        f"{len(s)} throughput values; one "
-                                                        "label per value expected")])
-            seg = pd.Series(labels, index=s.index)
-    else:
-        raise SchemaError([Violation("<input>", "throughput must be a pandas Series or "
-                                                f"DataFrame, got {type(throughput).__name__}")])
-    idx = s.index
-    if not isinstance(idx, pd.DatetimeIndex):
-        raise SchemaError([Violation("timestamp", "throughput must be indexed by a "
-                                                  f"DatetimeIndex, got {type(idx).__name__}")])
-    if idx.tz is None:
-        raise SchemaError([Violation("timestamp", "timestamps must be tz-aware UTC (naive "
-                                                  "timestamps need an explicit time zone)")])
-    try:
-        y = pd.to_numeric(s, errors="raise").to_numpy(dtype="float64", na_value=np.nan)
-    except (TypeError, ValueError) as exc:
-        raise SchemaError([Violation(str(s.name), f"throughput must be numeric: {exc}")]) \
-            from exc
-    t = idx.tz_convert("UTC").as_unit("ns").asi8
-    codes = None
-    if seg is not None:
-        codes = pd.factorize(seg.to_numpy())[0].astype(np.int64)
-    ok = np.isfinite(y)
-    if (y[ok] <= 0).any():
-        bad = np.flatnonzero(ok & (y <= 0))[:8]
-        raise SchemaError([Violation(str(s.name), "throughput must be positive",
-                                     tuple(idx[bad]))])
-    order = np.argsort(t, kind="stable")
-    t, y = t[order], y[order]
-    if codes is not None:
-        codes = codes[order]
-    return t, y, codes, (str(s.name) if s.name is not None else "throughput"), int((~ok).sum())
-
-
-def _detect_segments(t: np.ndarray, gap_s: float | None) -> np.ndarray:
-    dt = np.diff(t) / 1e9
-    if gap_s is None:
-        med = float(np.median(dt)) if len(dt) else 0.0
-        gap_s = max(10.0 * med, 300.0)
-    return np.concatenate([[0], np.cumsum(dt > gap_s)]).astype(np.int64)
-
-
-def _local_naive(t_ns: np.ndarray, site_tz: str) -> pd.DatetimeIndex:
-    return pd.DatetimeIndex(t_ns, tz="UTC").tz_convert(site_tz).tz_localize(None)
-
-
-def _fourier(index: pd.DatetimeIndex, order: int) -> np.ndarray:
-    from statsmodels.tsa.deterministic import CalendarFourier
-    return CalendarFourier("D", order).in_sample(index).to_numpy()
-
-
-_GRID_INDEX = pd.date_range("2001-01-01", periods=1440, freq="min")
-
-
-def _grid_basis(order: int) -> np.ndarray:
-    """Fourier basis on a one-minute grid of local hours (1440 x 2K)."""
-    return _fourier(_GRID_INDEX, order)
-
-
-# ----------------------------------------------------------------------------- models
-def _fit(y, X, errors, ar_order, hac_lags):
-    """Fit one regression; returns statsmodels results (with .bic, .params, .cov_params)."""
-    from statsmodels.regression.linear_model import GLSAR, OLS
-    n = len(y)
-    lags = hac_lags if hac_lags is not None else int(np.floor(4 * (n / 100.0) ** (2 / 9)))
-    if errors == "ols":
-        return OLS(y, X).fit()
-    if errors == "hac":
-        return OLS(y, X).fit(cov_type="HAC", cov_kwds={"maxlags": lags})
-    model = GLSAR(y, X, rho=ar_order)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.iterative_fit(maxiter=8)
-    return model.fit(cov_type="HAC", cov_kwds={"maxlags": lags})
-
-
-_MAX_AR = 3   # largest AR order considered by ar_order="aic"
-
-
-def _select_ar_order(design: _Design, order: int, max_ar: int = _MAX_AR) -> int:
-    """AR order (1..max_ar) of the OLS residuals of the largest model, chosen by AIC.
-
-    All candidate orders are compared on the same sample (``ar_select_order``), so the
-    criterion is comparable across orders; order 0 is not allowed (the fit is GLS).
-    """
-    from statsmodels.regression.linear_model import OLS
-    from statsmodels.tsa.ar_model import ar_select_order
-    X = np.column_stack([design.levels, _fourier(design.local, order)])
-    u = np.asarray(OLS(design.y, X).fit().resid)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lags = ar_select_order(u, maxlag=max_ar, ic="aic", trend="n").ar_lags
-    return max(1, max(lags) if lags else 1)
-
-
-def _day_block_test(design: _Design, order: int):
-    """Wald test of the Fourier terms with standard errors clustered by local day.
-
-    OLS of the intervals on the segment levels and the Fourier terms; the covariance of
-    the Fourier coefficients is the cluster-robust sandwich over local calendar days
-    (each day's score is the day's own Fourier transform of the noise), so the days act
-    as roughly independent replicates whatever the noise's correlation within a day.
-    With ``G`` days and ``q`` coefficients the statistic is referred to Hotelling's
-    small-sample distribution, ``T2 (G - q) / (q (G - 1)) ~ F(q, G - q)``.  Valid when
-    the noise correlation time is well below a day.  Returns ``(pvalue, T2, G)``;
-    ``pvalue`` is NaN with fewer than ``q + 2`` days.
-    """
-    F = _fourier(design.local, order)
-    X = np.column_stack([design.levels, F])
-    q = F.shape[1]
-    day = design.local.normalize().asi8
-    _, g = np.unique(day, return_inverse=True)
-    n_days = int(g.max()) + 1
-    if n_days < q + 2:
-        return float("nan"), float("nan"), n_days
-    beta, *_ = np.linalg.lstsq(X, design.y, rcond=None)
-    u = design.y - X @ beta
-    bread = np.linalg.pinv(X.T @ X)
-    scores = np.zeros((n_days, X.shape[1]))
-    np.add.at(scores, g, X * u[:, None])
-    V = bread @ (scores.T @ scores) @ bread * n_days / (n_days - 1)
-    b, Vb = beta[-q:], V[-q:, -q:]
-    try:
-        t2 = float(b @ np.linalg.solve(Vb, b))
-    except np.linalg.LinAlgError:
-        t2 = float(b @ np.linalg.pinv(Vb) @ b)
-    f = t2 * (n_days - q) / (q * (n_days - 1))
-    return float(stats.f.sf(f, q, n_days - q)), t2, n_days
-
-
-def _ic(res, ic):
-    return float(res.bic if ic == "bic" else res.aic)
-
-
-@dataclass(frozen=True)
-class _Design:
-    y: np.ndarray          # interval means
-    seg: np.ndarray        # segment code per interval
-    t_ns: np.ndarray       # interval mean time
-    n_steps: np.ndarray    # steps per interval
-    local: pd.DatetimeIndex
-    levels: np.ndarray     # (n, n_seg) dummies
-
-
-def _seg_dummies(seg: np.ndarray) -> np.ndarray:
-    u, inv = np.unique(seg, return_inverse=True)
-    d = np.zeros((len(seg), len(u)))
-    d[np.arange(len(seg)), inv] = 1.0
-    return d
-
-
-def _fit_profile(design: _Design, order: int, errors, ar_order, hac_lags, extra=None):
-    X = [design.levels]
-    if extra is not None:
-        X.append(extra[:, None] if extra.ndim == 1 else extra)
-    F = _fourier(design.local, order)
-    X.append(F)
-    X = np.column_stack(X)
-    res = _fit(design.y, X, errors, ar_order, hac_lags)
-    k = F.shape[1]
-    params = np.asarray(res.params)
-    cov = np.asarray(res.cov_params())
-    return res, params[-k:], cov[-k:, -k:], params, cov
-
-
-def _bc_interval(draws: np.ndarray, estimate: float, alpha: float) -> tuple[float, float]:
-    """Bias-corrected percentile interval of bootstrap ``draws`` around ``estimate``."""
-    d = draws[np.isfinite(draws)]
-    if len(d) == 0:
-        return (float("nan"), float("nan"))
-    p0 = np.clip(np.mean(d < estimate), 1.0 / len(d), 1 - 1.0 / len(d))
-    z0 = stats.norm.ppf(p0)
-    lo = stats.norm.cdf(2 * z0 + stats.norm.ppf(alpha / 2))
-    hi = stats.norm.cdf(2 * z0 + stats.norm.ppf(1 - alpha / 2))
-    return float(np.quantile(d, lo)), float(np.quantile(d, hi))
-
-
-# ----------------------------------------------------------------------------- telemetry
-def _busy_gpu_rows(telemetry: pd.DataFrame) -> pd.DataFrame:
-    need = {"timestamp", "clock_sm_mhz"}
-    missing = need - set(telemetry.columns)
-    if missing:
-        raise SchemaError([Violation(c, "missing column (telemetry in the canonical "
-                                        "schema expected)") for c in sorted(missing)])
-    ts = telemetry["timestamp"]
-    if not isinstance(ts.dtype, pd.DatetimeTZDtype):
-        raise SchemaError([Violation("timestamp", "timestamps must be tz-aware UTC")])
-    tel = telemetry
-    if "scope" in tel.columns:
-        tel = tel[(tel["scope"] == "gpu").fillna(False).to_numpy(dtype=bool)]
-    keep = np.ones(len(tel), dtype=bool)
-    if "throttle_reasons" in tel.columns:
-        bits = tel["throttle_reasons"].to_numpy(dtype=np.uint64, na_value=0)
-        keep &= (bits & np.uint64(THROTTLE_REASONS["gpu_idle"])) == 0
-    if "util_gpu_pct" in tel.columns:
-        u = tel["util_gpu_pct"].to_numpy(dtype=float, na_value=np.nan)
-        keep &= ~(u <= 0)
-    return tel[keep]
-
-
-def slowest_clock(telemetry: pd.DataFrame, *, quantile: float = 0.05) -> pd.DataFrame:
-    """Per-moment clock of the slowest GPUs and fleet temperature from telemetry.
-
-    A synchronous step waits for the slowest GPU, so the relevant clock is the minimum
-    (``quantile=0``) or a low quantile across busy GPUs at each timestamp.
-
-    Parameters
-    ----------
-    telemetry : pandas.DataFrame
-        Telemetry in the canonical schema; only busy GPU rows (no GpuIdle bit, utilisation
-        above zero) are used.
-    quantile : float
-        Quantile across GPUs (0 = minimum) [-].
-
-    Returns
-    -------
-    pandas.DataFrame
-        Indexed by UTC timestamp: ``clock_slow_mhz`` [MHz], ``temp_gpu_c`` (mean across
-        busy GPUs) [degC], ``n_gpus``.
-    """
-    if not 0 <= quantile <= 0.5:
-        raise AnalysisError(f"quantile must be in [0, 0.5], got {quantile}")
-    tel = _busy_gpu_rows(telemetry)
-    if tel.empty:
-        raise AnalysisError("telemetry has no busy GPU rows")
-    t = pd.DatetimeIndex(tel["timestamp"]).tz_convert("UTC").as_unit("ns").asi8
-    codes, uniq = pd.factorize(t, sort=True)
-    gcodes, gu = _gpu_codes(tel)
-    clock = np.full((len(uniq), len(gu)), np.nan)
-    clock[codes, gcodes] = tel["clock_sm_mhz"].to_numpy(dtype=float, na_value=np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        if quantile == 0:
-            slow = np.nanmin(clock, axis=1)
-        else:   # row-wise linear-interpolated quantile over the GPUs present (vectorised)
-            srt = np.sort(clock, axis=1)                 # NaN last
-            nv = np.isfinite(srt).sum(axis=1)
-            pos = quantile * np.maximum(nv - 1, 0)
-            lo = np.floor(pos).astype(np.int64)
-            hi = np.minimum(lo + 1, np.maximum(nv - 1, 0))
-            r = np.arange(len(srt))
-            slow = srt[r, lo] + (pos - lo) * (srt[r, hi] - srt[r, lo])
-            slow[nv == 0] = np.nan
-        temp = np.full(len(uniq), np.nan)
-        if "temp_gpu_c" in tel.columns:
-            tv = tel["temp_gpu_c"].to_numpy(dtype=float, na_value=np.nan)
-            s = np.bincount(codes, weights=np.nan_to_num(tv), minlength=len(uniq))
-            c = np.bincount(codes, weights=np.isfinite(tv), minlength=len(uniq))
-            temp = np.where(c > 0, s / np.maximum(c, 1), np.nan)
-    n = np.isfinite(clock).sum(axis=1)
-    return pd.DataFrame({"clock_slow_mhz": slow, "temp_gpu_c": temp, "n_gpus": n},
-                        index=pd.DatetimeIndex(uniq, tz="UTC", name="timestamp"))
-
-
-def _gpu_codes(tel: pd.DataFrame):
-    """Integer code per (host, gpu_index) pair, and the number of pairs."""
-    if "host" not in tel.columns:
-        return np.zeros(len(tel), dtype=np.int64), np.zeros(1)
-    hc = pd.factorize(tel["host"].to_numpy())[0].astype(np.int64)
-    gi = (tel["gpu_index"].to_numpy(dtype="float64", na_value=-1).astype(np.int64) + 1
-          if "gpu_index" in tel.columns else np.zeros(len(tel), dtype=np.int64))
-    return pd.factorize(hc * 4096 + gi)
-
-
-def throttle_share_by_hour(telemetry: pd.DataFrame, *, site_tz: str) -> pd.DataFrame:
-    """Share of GPU-time under each NVML throttle (clock-event) reason by local hour.
-
-    Parameters
-    ----------
-    telemetry : pandas.DataFrame
-        Telemetry in the canonical schema with ``throttle_reasons`` (regularly sampled,
-        so a share of samples is a share of GPU-time).
-    site_tz : str
-        IANA time zone of the site.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``local_hour`` 0..23; one column per reason of
-        :data:`powerlab.telemetry.schema.THROTTLE_REASONS` (share of GPU samples with that bit set)
-        [-], plus ``any_slowdown`` (any bit other than GpuIdle) and ``n_samples``.
-    """
-    _check_tz(site_tz)
-    if "throttle_reasons" not in telemetry.columns or "timestamp" not in telemetry.columns:
-        raise SchemaError([Violation("throttle_reasons", "missing column")])
-    if not isinstance(telemetry["timestamp"].dtype, pd.DatetimeTZDtype):
-        raise SchemaError([Violation("timestamp", "timestamps must be tz-aware UTC")])
-    tel = telemetry
-    if "scope" in tel.columns:
-        tel = tel[(tel["scope"] == "gpu").fillna(False).to_numpy(dtype=bool)]
-    bits = tel["throttle_reasons"].to_numpy(dtype=np.uint64, na_value=0)
-    ok = tel["throttle_reasons"].notna().to_numpy()
-    bits = bits[ok]
-    t = pd.DatetimeIndex(tel["timestamp"][ok]).tz_convert("UTC").as_unit("ns").asi8
-    codes, uniq = pd.factorize(t)
-    hour = pd.DatetimeIndex(uniq, tz="UTC").tz_convert(site_tz).hour.to_numpy()[codes]
-    n = np.bincount(hour, minlength=24).astype(float)
-    out = {}
-    for name, bit in THROTTLE_REASONS.items():
-        hit = (bits & np.uint64(bit)) != 0
-        out[name] = np.bincount(hour, weights=hit, minlength=24) / np.maximum(n, 1)
-    slow = (bits & ~np.uint64(THROTTLE_REASONS["gpu_idle"])) != 0
-    out["any_slowdown"] = np.bincount(hour, weights=slow, minlength=24) / np.maximum(n, 1)
-    out["n_samples"] = n.astype(np.int64)
-    df = pd.DataFrame(out, index=pd.Index(np.arange(24), name="local_hour"))
-    df.loc[n == 0, list(THROTTLE_REASONS) + ["any_slowdown"]] = np.nan
-    return df
-
-
-def _check_tz(site_tz: str) -> None:
-    try:
-        zoneinfo.ZoneInfo(site_tz)
-    except Exception as exc:
-        raise AnalysisError(f"unknown time zone site_tz={site_tz!r} (IANA name such as "
-                            "'America/New_York' expected)") from exc
-
-
-# ----------------------------------------------------------------------------- MSTL
-def decompose_seasonal(throughput: pd.Series, *, periods=(24, 168),
-                       interval: str = "1h") -> pd.DataFrame:
-    """MSTL decomposition of throughput into trend, daily and weekly parts.
-
-    The series is averaged to regular UTC intervals (default hourly); missing intervals
-    (downtime) are filled by time interpolation and flagged in ``filled``.  Periods are
-    counted in intervals (24 = daily, 168 = weekly for hourly data); periods needing more
-    than half the series are dropped.
-
-    Parameters
-    ----------
-    throughput : pandas.Series
-        Throughput indexed by tz-aware timestamps [any unit].
-    periods : tuple of int
-        Seasonal periods in intervals.
-    interval : str
-        Resampling interval (pandas offset).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``observed``, ``trend``, ``seasonal_<p>`` for each period used, ``resid`` and
-        ``filled`` (bool), indexed by UTC interval start.
-
-    References
-    ----------
-    K. Bandara, R. J. Hyndman and C. Bergmeir, "MSTL: A seasonal-trend decomposition
-    algorithm for time series with multiple seasonal patterns", arXiv:2107.13462, 2021.
-    """
-    from statsmodels.tsa.seasonal import MSTL
-    if not isinstance(throughput.index, pd.DatetimeIndex) or throughput.index.tz is None:
-        raise SchemaError([Violation("timestamp", "tz-aware DatetimeIndex expected")])
-    s = throughput.tz_convert("UTC").resample(interval).mean()
-    filled = s.isna()
-    s = s.interpolate(method="time").ffill().bfill()
-    use = tuple(int(p) for p in periods if 2 * int(p) <= len(s))
-    if not use:
-        raise AnalysisError(f"series of {len(s)} intervals is too short for MSTL with "
-                            f"periods {tuple(periods)} (needs two full periods)")
-    res = MSTL(s, periods=use if len(use) > 1 else use[0]).fit()
-    seas = res.seasonal
-    out = pd.DataFrame({"observed": s, "trend": res.trend})
-    if isinstance(seas, pd.Series):
-        out[f"seasonal_{use[0]}"] = seas.to_numpy()
-    else:
-        for c in seas.columns:
-            out[c] = seas[c].to_numpy()
-    out["resid"] = res.resid.to_numpy()
-    out["filled"] = filled.to_numpy()
-    return out
-
 
 # ----------------------------------------------------------------------------- result
 class TimeOfDayResult:
@@ -766,9 +370,9 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
                      ambient, clock_quantile, n_gpus, alpha, n_boot, seed, decompose):
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    _check_tz(site_tz)
-    if errors not in _ERRORS:
-        raise AnalysisError(f"errors must be one of {_ERRORS}, got {errors!r}")
+    check_site_tz(site_tz)
+    if errors not in ERRORS:
+        raise AnalysisError(f"errors must be one of {ERRORS}, got {errors!r}")
     if ic not in ("bic", "aic"):
         raise AnalysisError(f"ic must be 'bic' or 'aic', got {ic!r}")
     if not (isinstance(max_order, (int, np.integer)) and 1 <= max_order <= 12):
@@ -791,11 +395,11 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
     if interval_ns <= 0:
         raise AnalysisError("interval must be positive")
 
-    t, y, seg, name, n_missing = _series_from(throughput, value_col, segment)
+    t, y, seg, name, n_missing = series_from(throughput, value_col, segment)
     n_in = len(t)
     fin = np.isfinite(y)
     t, y = t[fin], y[fin]
-    seg = _detect_segments(t, gap_s) if seg is None else seg[fin]
+    seg = detect_segments(t, gap_s) if seg is None else seg[fin]
     if len(t) < 10:
         raise AnalysisError(f"only {len(t)} valid throughput values; need at least two "
                             "days of data")
@@ -840,8 +444,8 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
         raise AnalysisError(f"after cleaning, {len(ym)} intervals over {span_days:.2f} days "
                             f"remain; need at least one day and more than "
                             f"{n_seg + 2 * max_order + 10} intervals")
-    design = _Design(y=ym, seg=sm_, t_ns=tm, n_steps=cnt,
-                     local=_local_naive(tm, site_tz), levels=_seg_dummies(sm_))
+    design = Design(y=ym, seg=sm_, t_ns=tm, n_steps=cnt,
+                     local=local_naive(tm, site_tz), levels=segment_dummies(sm_))
     counts.update(n_intervals=len(ym), n_segments=n_seg)
     timings["aggregate"] = time.perf_counter() - t1
 
@@ -850,10 +454,10 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
     ics = {}
     fits = {}
     if errors == "ar" and ar_order == "aic":
-        ar_order = _select_ar_order(design, max_order)
+        ar_order = select_ar_order(design, max_order)
     for k in range(1, max_order + 1):
-        fits[k] = _fit_profile(design, k, errors, ar_order, hac_lags)
-        ics[k] = _ic(fits[k][0], ic)
+        fits[k] = fit_daily_profile(design, k, errors, ar_order, hac_lags)
+        ics[k] = info_criterion(fits[k][0], ic)
     # parsimony: the fewest harmonics whose criterion is within 2 of the best (a BIC
     # difference below 2 is "not worth more than a bare mention", Kass & Raftery 1995)
     best = min(ics.values())
@@ -865,21 +469,21 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
     # --- profile, amplitude, test, bootstrap
     t3 = time.perf_counter()
     mean_y = float(np.mean(ym))
-    G = _grid_basis(order)
+    G = grid_basis(order)
     eff = G @ b
     pct = 100.0 * eff / mean_y
     amp = float(pct.max() - pct.min())
-    peak_h = float(_MINUTES[np.argmax(eff)])
-    trough_h = float(_MINUTES[np.argmin(eff)])
+    peak_h = float(MINUTES[np.argmax(eff)])
+    trough_h = float(MINUTES[np.argmin(eff)])
     try:
         chi2 = float(b @ np.linalg.solve(V, b))
     except np.linalg.LinAlgError:
         chi2 = float(b @ np.linalg.pinv(V) @ b)
     q = len(b)
     pvalue_model = float(stats.chi2.sf(chi2, df=q))
-    # a second, model-free test: days as replicates (see _day_block_test); the reported
+    # a second, model-free test: days as replicates (see day_block_test); the reported
     # p-value is the larger of the two, valid (if conservative) when either one is
-    pvalue_day, t2_day, n_days = _day_block_test(design, order)
+    pvalue_day, t2_day, n_days = day_block_test(design, order)
     if errors == "ols" or not np.isfinite(pvalue_day):
         pvalue, pvalue_method = pvalue_model, "model"
     else:
@@ -893,7 +497,7 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
     Gb = G[::5]                            # 5-minute grid is ample for max / min
     prof_d = draws @ Gb.T
     amp_d = 100.0 * (prof_d.max(axis=1) - prof_d.min(axis=1)) / mean_y
-    amp_ci = _bc_interval(amp_d, amp, alpha)
+    amp_ci = bc_interval(amp_d, amp, alpha)
 
     n_g = n_gpus
     if n_g is None and telemetry is not None and "gpu_uuid" in telemetry.columns:
@@ -902,7 +506,7 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
         lost = float(n_g * 24.0 * np.mean(1.0 - (mean_y + eff) / (mean_y + eff.max())))
         lost_d = n_g * 24.0 * np.mean(1.0 - (mean_y + prof_d)
                                       / (mean_y + prof_d.max(axis=1, keepdims=True)), axis=1)
-        lost_ci = _bc_interval(lost_d, lost, alpha)
+        lost_ci = bc_interval(lost_d, lost, alpha)
     else:
         lost, lost_ci = float("nan"), (float("nan"), float("nan"))
     sel = np.arange(0, 1440, 15)
@@ -911,7 +515,7 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
         "effect_pct": pct[sel],
         "lower_pct": 100.0 * (eff[sel] - zq * se[sel]) / mean_y,
         "upper_pct": 100.0 * (eff[sel] + zq * se[sel]) / mean_y,
-    }, index=pd.Index(_MINUTES[sel], name="local_hour"))
+    }, index=pd.Index(MINUTES[sel], name="local_hour"))
     timings["profile"] = time.perf_counter() - t3
 
     # --- attribution
@@ -950,7 +554,7 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
     )
 
 
-def _attribution(design: _Design, order, hac_lags, telemetry, ambient, clock_quantile,
+def _attribution(design: Design, order, hac_lags, telemetry, ambient, clock_quantile,
                  interval_ns):
     """Mediation of the diurnal profile by clock, temperature and ambient.
 
@@ -988,16 +592,16 @@ def _attribution(design: _Design, order, hac_lags, telemetry, ambient, clock_qua
     rows = []
     frame = pd.DataFrame(med, index=pd.DatetimeIndex(design.t_ns, tz="UTC",
                                                      name="timestamp"))
-    G = _grid_basis(order)
+    G = grid_basis(order)
     for name, m in med.items():
         ok = np.isfinite(m)
         if ok.sum() < design.levels.shape[1] + 2 * order + 10 or np.nanstd(m) == 0:
             continue
-        sub = _Design(y=design.y[ok], seg=design.seg[ok], t_ns=design.t_ns[ok],
+        sub = Design(y=design.y[ok], seg=design.seg[ok], t_ns=design.t_ns[ok],
                       n_steps=design.n_steps[ok], local=design.local[ok],
-                      levels=_seg_dummies(design.seg[ok]))
-        _, b_tot, _, _, _ = _fit_profile(sub, order, errors, ar_order, hac_lags)
-        _, b_dir, _, p_all, c_all = _fit_profile(sub, order, errors, ar_order, hac_lags,
+                      levels=segment_dummies(design.seg[ok]))
+        _, b_tot, _, _, _ = fit_daily_profile(sub, order, errors, ar_order, hac_lags)
+        _, b_dir, _, p_all, c_all = fit_daily_profile(sub, order, errors, ar_order, hac_lags,
                                                  extra=m[ok])
         ncoef = sub.levels.shape[1]
         coef, se = float(p_all[ncoef]), float(np.sqrt(c_all[ncoef, ncoef]))
@@ -1005,7 +609,7 @@ def _attribution(design: _Design, order, hac_lags, telemetry, ambient, clock_qua
         dire = G @ b_dir
         share = float(np.dot(tot - dire, tot) / np.dot(tot, tot)) if np.any(tot) else np.nan
         # the mediator's own daily swing (a-path), point estimate
-        am = _fit(m[ok], np.column_stack([sub.levels, _fourier(sub.local, order)]), "ols",
+        am = fit_with_errors(m[ok], np.column_stack([sub.levels, fourier_terms(sub.local, order)]), "ols",
                   ar_order, hac_lags)
         mprof = G @ np.asarray(am.params)[-G.shape[1]:]
         mean_y = float(np.mean(sub.y))

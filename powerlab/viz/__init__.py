@@ -1,0 +1,53 @@
+"""Charts and the offline report: the end of the data flow, drawing what the other wings
+computed.
+
+Every chart function takes a **tidy frame** with documented column names (or, through the
+adapters, a powerlab results object) and returns an altair chart (a value: test it with
+``to_dict()``).  Charts only draw: the few reductions they make (binning a long series to a
+few thousand points, a histogram) exist so that raw telemetry never trips altair's
+5,000-row limit, and they keep the extremes (each point carries the mean, minimum and
+maximum of its bin).
+
+Modules
+-------
+:mod:`~powerlab.viz.render`            the only altair importer: theme, notebook renderer, SVG/PNG
+:mod:`~powerlab.viz.prepare`           pandas preparation: column checks, labels, downsampling
+:mod:`~powerlab.viz.telemetry_charts`  telemetry over time
+:mod:`~powerlab.viz.grid_charts`       facility power forecasts and mitigations
+:mod:`~powerlab.viz.throughput_charts` time of day and stragglers
+:mod:`~powerlab.viz.report`            self-contained offline HTML report
+
+Chart functions (re-exported here)
+----------------------------------
+:func:`telemetry_chart`          power / clock / temperature over time per GPU, host or fleet
+:func:`telemetry_overview`       several telemetry metrics stacked, with a shared zoom
+:func:`facility_chart`           facility power timeline with quantile band and event markers
+:func:`ramp_rate_chart`          distribution of ramp rates with the limit marked
+:func:`spectrum_chart`           oscillation spectrum with the limit bands shaded
+:func:`mitigation_chart`         swing and ramp reduction per mitigation, cost in tooltips
+:func:`hour_of_day_chart`        hour-of-day effect with its confidence interval
+:func:`throttle_share_chart`     share of GPU time under each throttle reason by hour
+:func:`straggler_heatmap`        robust straggler score per host x GPU
+:func:`forecast_charts`          ForecastResult -> timeline, ramps, spectrum
+:func:`time_of_day_charts`       TimeOfDayResult -> hour-of-day profile, throttle shares
+:func:`stragglers_chart`         StragglerResult -> heat map
+
+The names are resolved on first use, so ``import powerlab.viz.report`` does not import
+altair.
+"""
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "render": ("DEFAULT_MAX_ROWS", "MAX_ROWS", "THEME", "to_png", "to_svg",
+               "use_offline_renderer", "use_theme"),
+    "prepare": ("downsample",),
+    "telemetry_charts": ("telemetry_chart", "telemetry_overview"),
+    "grid_charts": ("facility_chart", "forecast_charts", "mitigation_chart",
+                    "ramp_rate_chart", "spectrum_chart"),
+    "throughput_charts": ("hour_of_day_chart", "straggler_heatmap", "stragglers_chart",
+                          "throttle_share_chart", "time_of_day_charts"),
+    "report": ("Report", "write_report"),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

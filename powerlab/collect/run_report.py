@@ -1,0 +1,76 @@
+"""What a collector run achieved: :class:`CollectorReport` (statsmodels-style summary)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+__all__ = ["CollectorReport"]
+
+
+@dataclass(frozen=True)
+class CollectorReport:
+    """What a collector achieved: rates, jitter, energy both ways, events, files.
+
+    Attributes
+    ----------
+    gpus : pandas.DataFrame
+        One row per GPU: ``samples``, ``achieved_rate_hz`` [Hz], ``jitter_ms`` (standard
+        deviation of the intervals between its samples) [ms], ``max_gap_s`` [s], one
+        ``rate_<group>_hz`` per signal group [Hz], ``energy_counter_j`` (difference of the
+        NVML energy counter) [J], ``energy_integrated_j`` (trapezoidal integral of the
+        instantaneous power over NVML's timestamps, same span) [J] and
+        ``energy_disagreement_pct`` (integrated minus counter, relative to counter) [%].
+    interval_s : float
+        Target sampling interval [s].
+    duration_s : float
+        Time from start to stop [s].
+    ticks, missed_ticks : int
+        Ticks run, and ticks skipped because the loop fell more than one interval behind.
+    lateness_mean_ms, lateness_max_ms : float
+        How late ticks started relative to their schedule [ms].
+    rows_written, files_written : int
+        Samples and Parquet files written to the store.
+    events : pandas.DataFrame
+        Status events of this run.
+    error : str or None
+        The error that stopped the collector, if any.
+    """
+
+    gpus: pd.DataFrame
+    interval_s: float
+    duration_s: float
+    ticks: int
+    missed_ticks: int
+    lateness_mean_ms: float
+    lateness_max_ms: float
+    rows_written: int
+    files_written: int
+    events: pd.DataFrame = field(repr=False)
+    error: str | None = None
+
+    def summary_frame(self) -> pd.DataFrame:
+        """The per-GPU table."""
+        return self.gpus.copy()
+
+    def summary(self) -> str:
+        """A plain-text summary."""
+        head = (f"collected {self.duration_s:.1f} s at a target of {1 / self.interval_s:g} Hz: "
+                f"{self.ticks} ticks ({self.missed_ticks} missed), tick lateness mean "
+                f"{self.lateness_mean_ms:.2f} ms, max {self.lateness_max_ms:.2f} ms; "
+                f"{self.rows_written} samples in {self.files_written} file(s); "
+                f"{len(self.events)} status event(s)")
+        cols = ["gpu_index", "samples", "achieved_rate_hz", "jitter_ms", "max_gap_s",
+                "energy_counter_j", "energy_integrated_j", "energy_disagreement_pct"]
+        table = self.gpus[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}")
+        tail = f"\nerror: {self.error}" if self.error else ""
+        return f"{head}\n{table}{tail}"
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def _repr_html_(self) -> str:
+        err = f"<p><b>error:</b> {self.error}</p>" if self.error else ""
+        return (f"<p>{self.summary().splitlines()[0]}</p>"
+                f"{self.gpus.to_html(index=False)}{err}")

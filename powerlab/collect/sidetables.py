@@ -1,0 +1,108 @@
+"""Side tables of a collector store: status events and the GPUs' static facts.
+
+They live beside the telemetry, under ``STORE/events/`` and ``STORE/devices/``, one new
+Parquet file per write (atomic, see :func:`powerlab.telemetry.store.atomic_write_bytes`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import StoreError
+
+__all__ = ["DEVICE_COLUMNS", "EVENT_COLUMNS", "events_frame", "read_devices", "read_events",
+           "ts_column", "write_side_table"]
+
+#: int64 of NaT (a timestamp not read).
+NAT = np.iinfo(np.int64).min
+
+#: Columns of the status-event frame (see :func:`read_events`).
+EVENT_COLUMNS = ("timestamp", "host", "gpu_index", "gpu_uuid", "kind", "attempt",
+                 "backoff_s", "message")
+
+
+def ts_column(values: Sequence, scale: int) -> pd.Series:
+    try:
+        a = np.array(values, dtype=np.int64)
+    except TypeError:  # None (not read) present
+        a = np.array([NAT if v is None else v for v in values], dtype=np.int64)
+    if scale != 1:
+        nat = a == NAT
+        a = a * scale
+        a[nat] = NAT
+    return pd.Series(a.view("datetime64[ns]")).dt.tz_localize("UTC")
+
+
+def events_frame(events: Sequence[dict]) -> pd.DataFrame:
+    df = pd.DataFrame(list(events), columns=list(EVENT_COLUMNS))
+    return pd.DataFrame({
+        "timestamp": ts_column(list(df["timestamp"]), 1),
+        "host": pd.array(df["host"], dtype="string"),
+        "gpu_index": pd.array(df["gpu_index"], dtype="Int16"),
+        "gpu_uuid": pd.array(df["gpu_uuid"], dtype="string"),
+        "kind": pd.array(df["kind"], dtype="string"),
+        "attempt": pd.array(df["attempt"], dtype="Int64"),
+        "backoff_s": df["backoff_s"].astype("float64"),
+        "message": pd.array(df["message"], dtype="string"),
+    })
+
+
+def read_events(root: str | Path) -> pd.DataFrame:
+    """Status events recorded by collectors in a store, sorted by time.
+
+    Columns: ``timestamp`` (UTC), ``host``, ``gpu_index``, ``gpu_uuid``, ``kind``
+    (``lost``, ``timeout``, ``unknown``, ``error``, ``retry_failed``, ``recovered``,
+    ``start``, ``stop``), ``attempt``, ``backoff_s`` [s], ``message``.
+    """
+    return _read_side_table(root, "events", events_frame([]), ["timestamp"])
+
+
+def write_side_table(root: Path, kind: str, frame: pd.DataFrame) -> Path:
+    """Write a side table (``events``, ``devices``) of a store as a new Parquet file,
+    atomically (see store.atomic_write_bytes)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ..telemetry.store import atomic_write_bytes
+
+    stamp = frame["timestamp"].min().strftime("%Y%m%dT%H%M%S%fZ")
+    path = Path(root) / kind / f"{kind}-{stamp}-{uuid.uuid4().hex[:12]}.parquet"
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    return atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
+
+
+def _read_side_table(root, kind: str, empty: pd.DataFrame, sort_by: list[str]) -> pd.DataFrame:
+    """All files of a side table of a store, concatenated and sorted."""
+    import pyarrow.parquet as pq
+
+    files = sorted(Path(root, kind).glob(f"{kind}-*.parquet"))
+    if not files:
+        return empty
+    try:
+        frames = [pq.read_table(f).to_pandas() for f in files]
+    except OSError as exc:
+        raise StoreError(f"cannot read {kind} in {root}: {exc}") from exc
+    out = pd.concat(frames, ignore_index=True)
+    return out.sort_values(sort_by, kind="stable").reset_index(drop=True)
+
+
+#: Columns of the device-facts frame (see :func:`read_devices`).
+DEVICE_COLUMNS = ("timestamp", "host", "gpu_index", "gpu_uuid", "name", "serial", "tdp_w",
+                  "driver_version", "capabilities")
+
+
+def read_devices(root: str | Path) -> pd.DataFrame:
+    """Static GPU facts recorded by collectors in a store, one row per GPU and start.
+
+    Columns: ``timestamp`` (UTC, when the collector started), ``host``, ``gpu_index``,
+    ``gpu_uuid``, ``name``, ``serial``, ``tdp_w`` [W], ``driver_version`` and
+    ``capabilities`` (JSON: for each measured column, ``field``, ``call`` or
+    ``unsupported``).
+    """
+    return _read_side_table(root, "devices", pd.DataFrame(columns=list(DEVICE_COLUMNS)),
+                            ["timestamp", "host", "gpu_index"])

@@ -1,0 +1,297 @@
+"""Results of the facility power-swing forecast (statsmodels style).
+
+:class:`ForecastResult` keeps the engine's per-tick IT power of every draw and derives
+facility power, timelines, interval tables, metrics and energies from it;
+:class:`ForecastSummary` is what ``summary()`` prints.
+"""
+
+from __future__ import annotations
+
+import html
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import PowerlabError
+from .battery import battery_dispatch
+from .swings import swing_metrics
+from .timebase import interval_edges, parse_resolution
+
+__all__ = ["ForecastResult", "ForecastSummary"]
+
+
+class ForecastResult:
+    """Results of :func:`forecast` (statsmodels style).
+
+    Attributes
+    ----------
+    scenario : Scenario
+    tick_s : float
+        Engine tick [s].
+    draws : int
+    seed : int
+    events : DataFrame
+        ``draw, timestamp, tick, job, event, duration_s`` (start, checkpoint, eval,
+        failure, restart, shutdown, stop).
+    throughput : DataFrame
+        Per draw and job: ``train_s``, ``lost_to_failures_s``, ``ramp_deficit_s``,
+        ``stagger_delay_s``, ``useful_gpu_h``.
+    """
+
+    def __init__(self, scenario, it_w, tick_s, start_utc, draws, seed, events, throughput):
+        self.scenario = scenario
+        self._it = it_w
+        self.tick_s = tick_s
+        self.start_utc = start_utc
+        self.draws = draws
+        self.seed = seed
+        self.events = events
+        self.throughput = throughput
+        self._it.setflags(write=False)
+
+    # -- raw arrays --------------------------------------------------------------------
+    @property
+    def n_ticks(self) -> int:
+        """Ticks in the horizon [-]."""
+        return self._it.shape[1]
+
+    @cached_property
+    def times(self) -> pd.DatetimeIndex:
+        """Start of each tick (UTC)."""
+        return pd.date_range(self.start_utc, periods=self.n_ticks,
+                             freq=pd.Timedelta(seconds=self.tick_s), unit="ns", name="timestamp")
+
+    @cached_property
+    def pue(self) -> np.ndarray:
+        """PUE at each tick [-]."""
+        return self.scenario.site.pue_at(self.times)
+
+    @property
+    def it_w(self) -> np.ndarray:
+        """IT power, shape (draws, ticks) [W]."""
+        return self._it
+
+    @cached_property
+    def facility_before_battery_w(self) -> np.ndarray:
+        """Facility power before the battery, shape (draws, ticks) [W]."""
+        out = self._it * self.pue + self.scenario.site.base_load_w
+        out.setflags(write=False)
+        return out
+
+    @cached_property
+    def battery_w(self) -> np.ndarray | None:
+        """Battery output per draw and tick (positive: discharge) [W], or None."""
+        bat = self.scenario.mitigations.battery
+        if bat is None:
+            return None
+        fac = self.facility_before_battery_w
+        outs = [battery_dispatch(fac[d], self.tick_s, bat) for d in range(self.draws)]
+        soc0 = bat.initial_soc_fraction * bat.energy_megawatt_hours * 3.6e9
+        self._battery_drain_j = np.array([soc0 - o[1][-1] for o in outs])
+        return np.vstack([o[0] for o in outs])
+
+    @property
+    def battery_recharge_j(self) -> np.ndarray:
+        """Grid energy needed per draw to bring the battery back to its initial state of
+        charge (0 without battery) [J]."""
+        if self.battery_w is None:
+            return np.zeros(self.draws)
+        eff = self.scenario.mitigations.battery.round_trip_efficiency
+        return np.maximum(self._battery_drain_j, 0.0) / eff + np.minimum(
+            self._battery_drain_j, 0.0)
+
+    @cached_property
+    def facility_w(self) -> np.ndarray:
+        """Facility (grid) power, shape (draws, ticks) [W]."""
+        if self.battery_w is None:
+            return self.facility_before_battery_w
+        out = self.facility_before_battery_w - self.battery_w
+        out.setflags(write=False)
+        return out
+
+    def power_w(self, scope: str = "facility") -> np.ndarray:
+        """Power of one scope, ``"facility"`` or ``"it"``, shape (draws, ticks) [W]."""
+        if scope == "facility":
+            return self.facility_w
+        if scope == "it":
+            return self.it_w
+        raise PowerlabError(f"scope must be 'facility' or 'it', got {scope!r}")
+
+    def energy_j(self, scope: str = "facility") -> np.ndarray:
+        """Energy over the horizon per draw [J]."""
+        return self.power_w(scope).sum(axis=1) * self.tick_s
+
+    # -- frames ------------------------------------------------------------------------
+    @cached_property
+    def timeline(self) -> pd.DataFrame:
+        """Tidy per-tick frame: ``timestamp, scope, power_w_mean, power_w_p10,
+        power_w_p50, power_w_p90`` (quantiles across draws)."""
+        parts = []
+        for scope in ("it", "facility"):
+            x = self.power_w(scope)
+            q = np.quantile(x, [0.1, 0.5, 0.9], axis=0) if self.draws > 1 else \
+                np.repeat(x, 3, axis=0)
+            parts.append(pd.DataFrame({
+                "timestamp": self.times, "scope": scope, "power_w_mean": x.mean(axis=0),
+                "power_w_p10": q[0], "power_w_p50": q[1], "power_w_p90": q[2]}))
+        df = pd.concat(parts, ignore_index=True)
+        df["scope"] = df["scope"].astype("string")
+        return df
+
+    def summary_frame(self, resolution="1min", scope: str | None = None,
+                      alpha: float = 0.2) -> pd.DataFrame:
+        """Interval statistics, one row per interval and scope.
+
+        Parameters
+        ----------
+        resolution : str or float
+            Interval length (``'1s'``, ``'1min'``, ``'15min'`` or seconds), a whole
+            number of ticks.
+        scope : {'facility', 'it'}, optional
+            Only this scope (default: both).
+        alpha : float, default 0.2
+            The band is the ``alpha/2`` and ``1 - alpha/2`` quantiles across draws of the
+            interval mean (p10/p90 for the default).
+
+        Returns
+        -------
+        DataFrame
+            ``interval_start_utc, interval_end_utc, scope, power_w_mean`` (mean over
+            draws of the interval mean), ``power_w_min``/``power_w_max`` (extremes over
+            ticks and draws), ``power_w_p10``/``power_w_p90`` (band of the interval
+            mean across draws), ``ramp_up_w_per_s_max``/``ramp_down_w_per_s_max``
+            (largest tick-to-tick rise/fall into a tick of the interval, any draw),
+            ``events`` (events of draw 0 in the interval, ``'job:event'`` joined by
+            ``'; '``).
+        """
+        res = parse_resolution(resolution)
+        edges = interval_edges(self.n_ticks, self.tick_s, res)
+        counts = np.diff(np.append(edges, self.n_ticks))
+        starts = self.times[edges]
+        ends = starts + pd.to_timedelta(counts * self.tick_s, unit="s")
+        ev0 = self.events[self.events["draw"] == 0]
+        idx = np.searchsorted(edges, ev0["tick"].to_numpy(), side="right") - 1
+        ok = (idx >= 0) & (ev0["tick"].to_numpy() < self.n_ticks)
+        labels = (ev0["job"] + ":" + ev0["event"]).to_numpy()
+        ev_text = [""] * len(edges)
+        for i, lab in zip(idx[ok], labels[ok]):
+            ev_text[i] = lab if not ev_text[i] else ev_text[i] + "; " + lab
+        scopes = [scope] if scope else ["facility", "it"]
+        frames = []
+        for sc in scopes:
+            x = self.power_w(sc)
+            means = np.add.reduceat(x, edges, axis=1) / counts
+            lo_q, hi_q = np.quantile(means, [alpha / 2, 1 - alpha / 2], axis=0)
+            dx = np.diff(x, axis=1, prepend=x[:, :1]) / self.tick_s
+            frames.append(pd.DataFrame({
+                "interval_start_utc": starts,
+                "interval_end_utc": ends,
+                "scope": sc,
+                "power_w_mean": means.mean(axis=0),
+                "power_w_min": np.minimum.reduceat(x.min(axis=0), edges),
+                "power_w_max": np.maximum.reduceat(x.max(axis=0), edges),
+                "power_w_p10": lo_q,
+                "power_w_p90": hi_q,
+                "ramp_up_w_per_s_max": np.maximum.reduceat(
+                    np.maximum(dx.max(axis=0), 0.0), edges),
+                "ramp_down_w_per_s_max": np.maximum.reduceat(
+                    np.maximum(-dx.min(axis=0), 0.0), edges),
+                "events": ev_text,
+            }))
+        df = pd.concat(frames, ignore_index=True)
+        df["scope"] = df["scope"].astype("string")
+        df["events"] = df["events"].astype("string")
+        return df
+
+    # -- metrics -----------------------------------------------------------------------
+    @cached_property
+    def metrics(self) -> pd.DataFrame:
+        """Swing metrics per draw and scope (see :func:`powerlab.grid.swings.swing_metrics`)."""
+        rows = []
+        for sc in ("facility", "it"):
+            x = self.power_w(sc)
+            for d in range(self.draws):
+                m = swing_metrics(x[d], self.tick_s)
+                rows.append({"scope": sc, "draw": d, **m})
+        return pd.DataFrame(rows)
+
+    def summary(self) -> ForecastSummary:
+        """Text summary (``print(res.summary())``; renders as HTML in JupyterLab)."""
+        return ForecastSummary(self)
+
+    def _repr_html_(self) -> str:
+        return self.summary()._repr_html_()
+
+    def __repr__(self) -> str:
+        return (f"<ForecastResult {self.scenario.name!r}: {self.draws} draws x "
+                f"{self.n_ticks} ticks of {self.tick_s:g} s from {self.start_utc}>")
+
+
+class ForecastSummary:
+    """Summary tables of a :class:`ForecastResult`."""
+
+    def __init__(self, res: ForecastResult):
+        self.res = res
+        sc = res.scenario
+        m = res.metrics
+        self.header = pd.DataFrame({"value": [
+            sc.name, sc.hash()[:12], str(res.start_utc), str(res.start_utc + pd.Timedelta(
+                seconds=res.n_ticks * res.tick_s)), f"{res.tick_s:g} s", res.draws, res.seed,
+            sc.hardware.cluster_gpus, len(sc.jobs)]},
+            index=["scenario", "hash", "start (UTC)", "end (UTC)", "tick", "draws", "seed",
+                   "GPUs", "jobs"])
+        cols = {"peak_w": "peak [MW]", "min_w": "minimum [MW]",
+                "swing_1s_w": "largest swing in 1 s [MW]",
+                "swing_10s_w": "largest swing in 10 s [MW]",
+                "swing_60s_w": "largest swing in 60 s [MW]",
+                "ramp_up_w_per_s": "max ramp up [MW/s]",
+                "ramp_down_w_per_s": "max ramp down [MW/s]",
+                "dominant_frequency_hz": "dominant frequency [Hz]",
+                "band_0p1_2hz_rms_w": "RMS in 0.1-2 Hz [MW]",
+                "band_2_20hz_rms_w": "RMS in 2-20 Hz [MW]"}
+        rows = {}
+        for sc_name in ("facility", "it"):
+            sub = m[m["scope"] == sc_name]
+            for k, lab in cols.items():
+                v = sub[k].to_numpy()
+                f = 1.0 if k == "dominant_frequency_hz" else 1e-6
+                rows.setdefault(lab, {})[f"{sc_name} median"] = np.median(v) * f
+                rows[lab][f"{sc_name} worst"] = (v.min() if k == "min_w" else v.max()) * f
+        e = {s: res.energy_j(s) / 3.6e9 for s in ("facility", "it")}
+        rows["energy [MWh]"] = {"facility median": np.median(e["facility"]),
+                                "facility worst": e["facility"].max(),
+                                "it median": np.median(e["it"]), "it worst": e["it"].max()}
+        self.table = pd.DataFrame(rows).T
+        evc = res.events.groupby("event").size() / res.draws
+        self.events = evc.rename("per draw").to_frame()
+        t = res.throughput
+        self.throughput = t.groupby("job")[["train_s", "lost_to_failures_s",
+                                            "ramp_deficit_s", "useful_gpu_h"]].mean()
+        nyq = 0.5 / res.tick_s
+        self.notes = []
+        if nyq < 20:
+            self.notes.append(f"Tick {res.tick_s:g} s: spectrum ends at {nyq:g} Hz; the "
+                              "2-20 Hz band is truncated there.")
+
+    def __str__(self) -> str:
+        with pd.option_context("display.width", 120, "display.max_columns", 20,
+                               "display.float_format", "{:,.3f}".format):
+            parts = ["Power-swing forecast", "=" * 20, self.header.to_string(header=False),
+                     "", self.table.to_string(), "", "Events (mean count per draw)",
+                     self.events.to_string(), "", "Throughput (mean per draw)",
+                     self.throughput.to_string()]
+        parts += [""] + [f"Note: {n}" for n in self.notes]
+        return "\n".join(parts)
+
+    def _repr_html_(self) -> str:
+        fmt = "{:,.3f}".format
+        body = (f"<h4>Power-swing forecast</h4>{self.header.to_html(header=False)}"
+                f"{self.table.to_html(float_format=fmt)}"
+                f"<p>Events (mean count per draw)</p>{self.events.to_html(float_format=fmt)}"
+                f"<p>Throughput (mean per draw)</p>"
+                f"{self.throughput.to_html(float_format=fmt)}")
+        body += "".join(f"<p><i>{html.escape(n)}</i></p>" for n in self.notes)
+        return body
+
+    __repr__ = __str__

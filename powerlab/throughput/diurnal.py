@@ -1,0 +1,252 @@
+"""The time-of-day regression behind :func:`powerlab.throughput.dvfs.fit_time_of_day`.
+
+Series preparation (run segments from gaps), the design (one level per run segment plus
+Fourier terms of the local, daylight-saving aware hour from
+:class:`statsmodels.tsa.deterministic.CalendarFourier`), fits with AR(p)/HAC/OLS errors,
+the day-block (clustered by local day) test and the bias-corrected bootstrap interval.
+The references are in :mod:`powerlab.throughput.dvfs`.
+"""
+
+from __future__ import annotations
+
+import warnings
+import zoneinfo
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..exceptions import AnalysisError, SchemaError, Violation
+
+__all__ = ["ERRORS", "MAX_AR", "MINUTES", "Design", "bc_interval", "check_site_tz",
+           "day_block_test", "detect_segments", "fit_daily_profile", "fit_with_errors",
+           "fourier_terms", "grid_basis", "info_criterion", "local_naive",
+           "segment_dummies", "select_ar_order", "series_from"]
+
+ERRORS = ("ar", "hac", "ols")
+MINUTES = np.arange(1440) / 60.0   # evaluation grid of local hours
+
+
+
+# ----------------------------------------------------------------------------- input
+def series_from(throughput, value_col, segment):
+    """(t_ns int64 sorted, y float64, segment codes or None, name)."""
+    seg = None
+    if isinstance(throughput, pd.DataFrame):
+        df = throughput
+        if "timestamp" in df.columns and not isinstance(df.index, pd.DatetimeIndex):
+            df = df.set_index("timestamp")
+        if value_col is None:
+            cands = [c for c in df.columns if "throughput" in str(c)]
+            if not cands:
+                # a lone float column is taken as the throughput; with several (say
+                # duration_s next to a rate) guessing could fit a step *time*, whose
+                # profile is the throughput's upside down -- ask instead
+                cands = [c for c in df.columns if pd.api.types.is_float_dtype(df[c])]
+                if len(cands) > 1:
+                    raise SchemaError([Violation(
+                        "<frame>", "no column named like 'throughput' and several numeric "
+                                   f"columns {cands}; pass value_col=")])
+            if not cands:
+                raise SchemaError([Violation("<frame>", "no throughput column found; pass "
+                                                        "value_col=")])
+            value_col = cands[0]
+        if value_col not in df.columns:
+            raise SchemaError([Violation(str(value_col), "column not found")])
+        seg_col = segment if isinstance(segment, str) else (
+            "segment" if segment is None and "segment" in df.columns else None)
+        if seg_col is not None:
+            if seg_col not in df.columns:
+                raise SchemaError([Violation(seg_col, "segment column not found")])
+            seg = df[seg_col]
+        s = df[value_col]
+    elif isinstance(throughput, pd.Series):
+        s = throughput
+        if segment is not None and not isinstance(segment, str):
+            labels = np.asarray(segment)
+            if labels.shape != (len(s),):
+                raise SchemaError([Violation("segment", f"{labels.shape} segment labels for "
+                                                        f"{len(s)} throughput values; one "
+                                                        "label per value expected")])
+            seg = pd.Series(labels, index=s.index)
+    else:
+        raise SchemaError([Violation("<input>", "throughput must be a pandas Series or "
+                                                f"DataFrame, got {type(throughput).__name__}")])
+    idx = s.index
+    if not isinstance(idx, pd.DatetimeIndex):
+        raise SchemaError([Violation("timestamp", "throughput must be indexed by a "
+                                                  f"DatetimeIndex, got {type(idx).__name__}")])
+    if idx.tz is None:
+        raise SchemaError([Violation("timestamp", "timestamps must be tz-aware UTC (naive "
+                                                  "timestamps need an explicit time zone)")])
+    try:
+        y = pd.to_numeric(s, errors="raise").to_numpy(dtype="float64", na_value=np.nan)
+    except (TypeError, ValueError) as exc:
+        raise SchemaError([Violation(str(s.name), f"throughput must be numeric: {exc}")]) \
+            from exc
+    t = idx.tz_convert("UTC").as_unit("ns").asi8
+    codes = None
+    if seg is not None:
+        codes = pd.factorize(seg.to_numpy())[0].astype(np.int64)
+    ok = np.isfinite(y)
+    if (y[ok] <= 0).any():
+        bad = np.flatnonzero(ok & (y <= 0))[:8]
+        raise SchemaError([Violation(str(s.name), "throughput must be positive",
+                                     tuple(idx[bad]))])
+    order = np.argsort(t, kind="stable")
+    t, y = t[order], y[order]
+    if codes is not None:
+        codes = codes[order]
+    return t, y, codes, (str(s.name) if s.name is not None else "throughput"), int((~ok).sum())
+
+
+def detect_segments(t: np.ndarray, gap_s: float | None) -> np.ndarray:
+    dt = np.diff(t) / 1e9
+    if gap_s is None:
+        med = float(np.median(dt)) if len(dt) else 0.0
+        gap_s = max(10.0 * med, 300.0)
+    return np.concatenate([[0], np.cumsum(dt > gap_s)]).astype(np.int64)
+
+
+def local_naive(t_ns: np.ndarray, site_tz: str) -> pd.DatetimeIndex:
+    return pd.DatetimeIndex(t_ns, tz="UTC").tz_convert(site_tz).tz_localize(None)
+
+
+def fourier_terms(index: pd.DatetimeIndex, order: int) -> np.ndarray:
+    from statsmodels.tsa.deterministic import CalendarFourier
+    return CalendarFourier("D", order).in_sample(index).to_numpy()
+
+
+GRID_INDEX = pd.date_range("2001-01-01", periods=1440, freq="min")
+
+
+def grid_basis(order: int) -> np.ndarray:
+    """Fourier basis on a one-minute grid of local hours (1440 x 2K)."""
+    return fourier_terms(GRID_INDEX, order)
+
+
+# ----------------------------------------------------------------------------- models
+def fit_with_errors(y, X, errors, ar_order, hac_lags):
+    """Fit one regression; returns statsmodels results (with .bic, .params, .cov_params)."""
+    from statsmodels.regression.linear_model import GLSAR, OLS
+    n = len(y)
+    lags = hac_lags if hac_lags is not None else int(np.floor(4 * (n / 100.0) ** (2 / 9)))
+    if errors == "ols":
+        return OLS(y, X).fit()
+    if errors == "hac":
+        return OLS(y, X).fit(cov_type="HAC", cov_kwds={"maxlags": lags})
+    model = GLSAR(y, X, rho=ar_order)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.iterative_fit(maxiter=8)
+    return model.fit(cov_type="HAC", cov_kwds={"maxlags": lags})
+
+
+MAX_AR = 3   # largest AR order considered by ar_order="aic"
+
+
+def select_ar_order(design: Design, order: int, max_ar: int = MAX_AR) -> int:
+    """AR order (1..max_ar) of the OLS residuals of the largest model, chosen by AIC.
+
+    All candidate orders are compared on the same sample (``ar_select_order``), so the
+    criterion is comparable across orders; order 0 is not allowed (the fit is GLS).
+    """
+    from statsmodels.regression.linear_model import OLS
+    from statsmodels.tsa.ar_model import ar_select_order
+    X = np.column_stack([design.levels, fourier_terms(design.local, order)])
+    u = np.asarray(OLS(design.y, X).fit().resid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lags = ar_select_order(u, maxlag=max_ar, ic="aic", trend="n").ar_lags
+    return max(1, max(lags) if lags else 1)
+
+
+def day_block_test(design: Design, order: int):
+    """Wald test of the Fourier terms with standard errors clustered by local day.
+
+    OLS of the intervals on the segment levels and the Fourier terms; the covariance of
+    the Fourier coefficients is the cluster-robust sandwich over local calendar days
+    (each day's score is the day's own Fourier transform of the noise), so the days act
+    as roughly independent replicates whatever the noise's correlation within a day.
+    With ``G`` days and ``q`` coefficients the statistic is referred to Hotelling's
+    small-sample distribution, ``T2 (G - q) / (q (G - 1)) ~ F(q, G - q)``.  Valid when
+    the noise correlation time is well below a day.  Returns ``(pvalue, T2, G)``;
+    ``pvalue`` is NaN with fewer than ``q + 2`` days.
+    """
+    F = fourier_terms(design.local, order)
+    X = np.column_stack([design.levels, F])
+    q = F.shape[1]
+    day = design.local.normalize().asi8
+    _, g = np.unique(day, return_inverse=True)
+    n_days = int(g.max()) + 1
+    if n_days < q + 2:
+        return float("nan"), float("nan"), n_days
+    beta, *_ = np.linalg.lstsq(X, design.y, rcond=None)
+    u = design.y - X @ beta
+    bread = np.linalg.pinv(X.T @ X)
+    scores = np.zeros((n_days, X.shape[1]))
+    np.add.at(scores, g, X * u[:, None])
+    V = bread @ (scores.T @ scores) @ bread * n_days / (n_days - 1)
+    b, Vb = beta[-q:], V[-q:, -q:]
+    try:
+        t2 = float(b @ np.linalg.solve(Vb, b))
+    except np.linalg.LinAlgError:
+        t2 = float(b @ np.linalg.pinv(Vb) @ b)
+    f = t2 * (n_days - q) / (q * (n_days - 1))
+    return float(stats.f.sf(f, q, n_days - q)), t2, n_days
+
+
+def info_criterion(res, ic):
+    return float(res.bic if ic == "bic" else res.aic)
+
+
+@dataclass(frozen=True)
+class Design:
+    y: np.ndarray          # interval means
+    seg: np.ndarray        # segment code per interval
+    t_ns: np.ndarray       # interval mean time
+    n_steps: np.ndarray    # steps per interval
+    local: pd.DatetimeIndex
+    levels: np.ndarray     # (n, n_seg) dummies
+
+
+def segment_dummies(seg: np.ndarray) -> np.ndarray:
+    u, inv = np.unique(seg, return_inverse=True)
+    d = np.zeros((len(seg), len(u)))
+    d[np.arange(len(seg)), inv] = 1.0
+    return d
+
+
+def fit_daily_profile(design: Design, order: int, errors, ar_order, hac_lags, extra=None):
+    X = [design.levels]
+    if extra is not None:
+        X.append(extra[:, None] if extra.ndim == 1 else extra)
+    F = fourier_terms(design.local, order)
+    X.append(F)
+    X = np.column_stack(X)
+    res = fit_with_errors(design.y, X, errors, ar_order, hac_lags)
+    k = F.shape[1]
+    params = np.asarray(res.params)
+    cov = np.asarray(res.cov_params())
+    return res, params[-k:], cov[-k:, -k:], params, cov
+
+
+def bc_interval(draws: np.ndarray, estimate: float, alpha: float) -> tuple[float, float]:
+    """Bias-corrected percentile interval of bootstrap ``draws`` around ``estimate``."""
+    d = draws[np.isfinite(draws)]
+    if len(d) == 0:
+        return (float("nan"), float("nan"))
+    p0 = np.clip(np.mean(d < estimate), 1.0 / len(d), 1 - 1.0 / len(d))
+    z0 = stats.norm.ppf(p0)
+    lo = stats.norm.cdf(2 * z0 + stats.norm.ppf(alpha / 2))
+    hi = stats.norm.cdf(2 * z0 + stats.norm.ppf(1 - alpha / 2))
+    return float(np.quantile(d, lo)), float(np.quantile(d, hi))
+
+
+def check_site_tz(site_tz: str) -> None:
+    try:
+        zoneinfo.ZoneInfo(site_tz)
+    except Exception as exc:
+        raise AnalysisError(f"unknown time zone site_tz={site_tz!r} (IANA name such as "
+                            "'America/New_York' expected)") from exc

@@ -1,0 +1,163 @@
+"""Charts of telemetry: one metric over time per GPU, host or fleet; several stacked."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import pandas as pd
+
+from ..exceptions import SchemaError, Violation
+from .prepare import (
+    axis_label,
+    choose_level,
+    downsample,
+    is_node,
+    number_format,
+    require_columns,
+    series_label,
+    time_text,
+    unit_of,
+)
+from .render import DEFAULT_MAX_ROWS, alt, prune_views, scales_zoom, sized
+
+__all__ = ["telemetry_chart", "telemetry_overview"]
+
+# --------------------------------------------------------------------------- telemetry
+
+
+def telemetry_chart(telemetry: pd.DataFrame, metric: str = "power_w", *, by: str = "auto",
+                    max_rows: int = DEFAULT_MAX_ROWS, max_points: int = 1000,
+                    band: bool = True, title: str | None = None,
+                    zoom: bool | alt.Parameter = True,
+                    width: int | str | None = None, height: int | None = None
+                    ) -> alt.LayerChart:
+    """One telemetry metric over time, per GPU, per host or for the whole fleet.
+
+    Long series are binned (:func:`downsample`) so that the chart embeds at most
+    ``max_rows`` rows whatever the input size: the line is the bin mean and the shaded
+    band spans the bin minimum to maximum, so short spikes stay visible.
+
+    Parameters
+    ----------
+    telemetry : pandas.DataFrame
+        Telemetry in the canonical schema; needs ``timestamp`` (tz-aware), ``host``,
+        ``metric`` and, for per-GPU lines, ``gpu_index`` (``scope == "node"`` rows are drawn
+        as one series per host).
+    metric : str, default "power_w"
+        Column to draw, e.g. ``power_w`` [W], ``clock_sm_mhz`` [MHz], ``temp_gpu_c`` [°C].
+    by : {"auto", "gpu", "host", "fleet"}
+        One line per GPU, per host (mean, min and max over the host's GPUs), or one for the
+        fleet.  ``"auto"`` picks the finest level with at most 32 lines that fits
+        ``max_rows``.
+    max_rows : int, default 4000
+        Most rows embedded in the chart (altair's limit is 5,000).
+    max_points : int, default 1000
+        Most time bins per line.
+    band : bool, default True
+        Draw the min-max band of each bin.
+    title : str, optional
+        Chart title.
+    zoom : bool or altair.Parameter, default True
+        Drag to pan, scroll to zoom the time axis (pass a shared interval parameter bound
+        to the scales to zoom several charts together).  Clicking the legend highlights a
+        series in any case.
+    width, height : int, optional
+        Size in pixels (theme default otherwise).
+
+    Returns
+    -------
+    altair.LayerChart
+    """
+    require_columns(telemetry, ["timestamp", "host", metric], "telemetry_chart")
+    df = telemetry.loc[telemetry[metric].notna()]
+    level = choose_level(df, by, max_rows, 50)
+    frame = pd.DataFrame({"timestamp": df["timestamp"], "series": series_label(df, level),
+                          metric: df[metric]})
+    n_series = max(frame["series"].nunique(), 1)
+    per_series = int(max(2, min(max_points, max_rows // n_series)))
+    data = downsample(frame, metric, by=["series"], max_points=per_series)
+    data["time_utc"] = time_text(data["timestamp"])
+    unit = unit_of(metric)
+    ylab = axis_label(metric)
+    fmt = number_format(unit)
+    legend_sel = alt.selection_point(name="pick", fields=["series"], bind="legend")
+    x = alt.X("timestamp:T", title="time (UTC)", scale=alt.Scale(type="utc"),
+              axis=alt.Axis(format="%H:%M:%S", labelOverlap=True))
+    color = alt.Color("series:N", title={"gpu": "GPU", "host": "host"}.get(level, ""),
+                      legend=None if n_series == 1 else alt.Legend())
+    tooltip = [alt.Tooltip("series:N", title=level),
+               alt.Tooltip("time_utc:N", title="time"),
+               alt.Tooltip(f"{metric}:Q", title=f"mean [{unit}]", format=fmt),
+               alt.Tooltip(f"{metric}_min:Q", title=f"min [{unit}]", format=fmt),
+               alt.Tooltip(f"{metric}_max:Q", title=f"max [{unit}]", format=fmt),
+               alt.Tooltip("n_samples:Q", title="samples")]
+    base = alt.Chart(data)
+    line = base.mark_line().encode(
+        x=x, y=alt.Y(f"{metric}:Q", title=ylab, scale=alt.Scale(zero=False)), color=color,
+        opacity=alt.condition(legend_sel, alt.value(1.0), alt.value(0.15)), tooltip=tooltip,
+    ).properties(name=f"line_{metric}")
+    if zoom is True:
+        zoom = scales_zoom()
+    line = line.add_params(legend_sel, *([zoom] if zoom is not False else []))
+    layers = [line]
+    if band:
+        area = base.mark_area().encode(
+            x=x, y=alt.Y(f"{metric}_min:Q", title=ylab), y2=f"{metric}_max:Q", color=color,
+            opacity=alt.condition(legend_sel, alt.value(0.22), alt.value(0.04)),
+        )
+        layers.insert(0, area)
+    node = is_node(df)
+    unit_name = ("nodes" if node.all() else "GPUs") if len(df) else "GPUs"
+    subtitle = {"gpu": "one line per " + unit_name[:-1], "host": f"mean of each host's {unit_name}",
+                "fleet": f"mean of all {unit_name}"}[level]
+    if node.any() and not node.all() and level != "gpu":
+        subtitle += " (node-scope rows drawn apart)"
+    if data["n_samples"].max() > 1:
+        subtitle += "; band: min–max within each time bin"
+    chart = alt.layer(*layers).properties(
+        title=alt.Title(title or axis_label(metric).split(" [")[0], subtitle=subtitle))
+    return sized(chart, width, height)
+
+
+def telemetry_overview(telemetry: pd.DataFrame,
+                       metrics: Sequence[str] = ("power_w", "clock_sm_mhz", "temp_gpu_c"), *,
+                       by: str = "auto", max_rows: int = DEFAULT_MAX_ROWS,
+                       title: str | None = None, width: int | None = None,
+                       height: int = 160) -> alt.VConcatChart:
+    """Several telemetry metrics stacked over a shared, zoomable time axis.
+
+    Parameters
+    ----------
+    telemetry : pandas.DataFrame
+        Telemetry in the canonical schema (see :func:`telemetry_chart`).
+    metrics : sequence of str
+        Columns to draw, one panel each; columns that are absent or all missing are skipped.
+    by, max_rows
+        As in :func:`telemetry_chart`; ``max_rows`` applies to each panel.
+    title : str, optional
+        Overall title.
+    width, height : int
+        Size of each panel in pixels.
+
+    Returns
+    -------
+    altair.VConcatChart
+    """
+    present = [m for m in metrics if m in telemetry.columns and telemetry[m].notna().any()]
+    if not present:
+        raise SchemaError([Violation(", ".join(metrics),
+                                     "none of the metrics has data for telemetry_overview")])
+    zoom = scales_zoom("zoom_shared")
+    panels = []
+    for m in present:
+        panels.append(telemetry_chart(telemetry, m, by=by, max_rows=max_rows, zoom=zoom,
+                                      width=width, height=height))
+    with warnings.catch_warnings():
+        # the zoom and legend selections are shared on purpose: altair merges them
+        warnings.filterwarnings("ignore", message="Automatically deduplicated selection")
+        out = alt.vconcat(*panels).resolve_scale(x="shared", color="shared")
+    prune_views(out)
+    if title:
+        out = out.properties(title=title)
+    return out
