@@ -30,20 +30,18 @@ Layout of the YAML document::
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from ..exceptions import ScenarioError
+from .yamlspec import Section, load_yaml
 
 __all__ = [
     "Battery",
@@ -377,120 +375,7 @@ class Scenario:
 # --------------------------------------------------------------------------- parsing
 
 
-class _NoTimestampLoader(yaml.SafeLoader):
-    """Safe loader that leaves timestamps as strings (we parse and check them)."""
-
-
-_NoTimestampLoader.yaml_implicit_resolvers = {
-    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
-    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-class _Section:
-    """Typed access to one mapping of the YAML document, with key paths in errors."""
-
-    def __init__(self, data: Any, path: str, source: str | None):
-        self.path = path
-        self.source = source
-        if data is None:
-            data = {}
-        if not isinstance(data, Mapping):
-            raise ScenarioError(f"expected a mapping, got {type(data).__name__}",
-                                key=path or "<document>", path=source)
-        self.data = dict(data)
-        self.used: set[str] = set()
-
-    def key(self, name: str) -> str:
-        return f"{self.path}.{name}" if self.path else name
-
-    def error(self, name: str, msg: str) -> ScenarioError:
-        return ScenarioError(msg, key=self.key(name), path=self.source)
-
-    def has(self, name: str) -> bool:
-        return self.data.get(name) is not None
-
-    def raw(self, name: str, default=None):
-        self.used.add(name)
-        return self.data.get(name, default)
-
-    def number(self, name: str, default: float | None = None, *, lo: float | None = 0.0,
-               hi: float | None = None, lo_open: bool = False, required: bool = False
-               ) -> float:
-        self.used.add(name)
-        val = self.data.get(name)
-        if val is None:
-            if required or default is None:
-                raise self.error(name, "is required (a number)")
-            return float(default)
-        if isinstance(val, bool) or not isinstance(val, (int, float)):
-            raise self.error(name, f"expected a number, got {val!r}")
-        val = float(val)
-        if not math.isfinite(val):
-            raise self.error(name, f"expected a finite number, got {val!r}")
-        if lo is not None and (val < lo or (lo_open and val == lo)):
-            raise self.error(name, f"must be {'>' if lo_open else '>='} {lo:g}, got {val:g}")
-        if hi is not None and val > hi:
-            raise self.error(name, f"must be <= {hi:g}, got {val:g}")
-        return val
-
-    def integer(self, name: str, default: int | None = None, *, lo: int = 1) -> int:
-        self.used.add(name)
-        val = self.data.get(name)
-        if val is None:
-            if default is None:
-                raise self.error(name, "is required (an integer)")
-            return int(default)
-        if isinstance(val, bool) or not isinstance(val, int):
-            raise self.error(name, f"expected an integer, got {val!r}")
-        if val < lo:
-            raise self.error(name, f"must be >= {lo}, got {val}")
-        return int(val)
-
-    def string(self, name: str, default: str | None = None) -> str:
-        self.used.add(name)
-        val = self.data.get(name)
-        if val is None:
-            if default is None:
-                raise self.error(name, "is required (a string)")
-            return default
-        if not isinstance(val, str):
-            raise self.error(name, f"expected a string, got {val!r}")
-        return val
-
-    def timestamp(self, name: str, required: bool = True) -> pd.Timestamp | None:
-        self.used.add(name)
-        val = self.data.get(name)
-        if val is None:
-            if required:
-                raise self.error(name, "is required (ISO 8601 UTC time, e.g. "
-                                 "'2024-05-17T15:00:00Z')")
-            return None
-        try:
-            ts = pd.Timestamp(str(val))
-        except (ValueError, TypeError) as exc:
-            raise self.error(name, f"expected an ISO 8601 time such as "
-                             f"'2024-05-17T15:00:00Z', got {val!r} ({exc})") from None
-        if ts.tzinfo is None:
-            raise self.error(name, f"time {val!r} has no time zone; write it in UTC with "
-                             "a trailing 'Z', e.g. '2024-05-17T15:00:00Z'")
-        return ts.tz_convert("UTC").as_unit("ns")
-
-    def section(self, name: str) -> _Section:
-        self.used.add(name)
-        return _Section(self.data.get(name), self.key(name), self.source)
-
-    def finish(self) -> None:
-        extra = [k for k in self.data if k not in self.used]
-        if extra:
-            k = extra[0]
-            close = difflib.get_close_matches(str(k), sorted(self.used), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else (
-                f"; known keys: {', '.join(sorted(self.used))}")
-            raise self.error(str(k), f"unknown key{hint}")
-
-
-def _site(s: _Section) -> Site:
+def _site(s: Section) -> Site:
     tz = s.string("tz", "UTC")
     try:
         pd.Timestamp("2024-01-01", tz=tz)
@@ -521,7 +406,7 @@ def _site(s: _Section) -> Site:
     return site
 
 
-def _hardware(s: _Section) -> dict:
+def _hardware(s: Section) -> dict:
     hw = {
         "gpu_model": s.string("gpu_model", "H100-SXM"),
         "gpu_idle_w": s.number("gpu_idle_w", 75.0),
@@ -539,7 +424,7 @@ def _hardware(s: _Section) -> dict:
     return hw
 
 
-def _pause(s: _Section, name: str, step: float) -> tuple[float, float]:
+def _pause(s: Section, name: str, step: float) -> tuple[float, float]:
     """A periodic pause of training (``checkpoint``, ``eval``): ``interval_s`` of training
     between pauses (0: none; at least one step) and ``duration_s`` of each [s]."""
     sec = s.section(name)
@@ -552,7 +437,7 @@ def _pause(s: _Section, name: str, step: float) -> tuple[float, float]:
     return interval, duration
 
 
-def _job(s: _Section, hw: dict, index: int) -> Job:
+def _job(s: Section, hw: dict, index: int) -> Job:
     name = s.string("name", f"job{index}")
     gpus = s.integer("gpus")
     start = s.timestamp("start_utc")
@@ -595,7 +480,7 @@ def _job(s: _Section, hw: dict, index: int) -> Job:
     return job
 
 
-def _mitigations(s: _Section) -> Mitigations:
+def _mitigations(s: Section) -> Mitigations:
     battery = None
     if s.has("battery"):
         b = s.section("battery")
@@ -621,7 +506,7 @@ def _mitigations(s: _Section) -> Mitigations:
     return m
 
 
-def _limits(s: _Section) -> Limits:
+def _limits(s: Section) -> Limits:
     scope = s.string("scope", "facility")
     if scope not in ("facility", "it"):
         raise s.error("scope", f"expected 'facility' or 'it', got {scope!r}")
@@ -652,16 +537,10 @@ def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> 
     """
     src = None if path is None else str(path)
     if isinstance(source, str):
-        try:
-            data = yaml.load(source, Loader=_NoTimestampLoader)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            raise ScenarioError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}",
-                                path=src) from None
+        data = load_yaml(source, source=src)
     else:
         data = source
-    top = _Section(data, "", src)
+    top = Section(data, "", src)
     name = top.string("name", "scenario")
     description = top.string("description", "")
     site = _site(top.section("site"))
@@ -671,7 +550,7 @@ def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> 
         raise ScenarioError("expected a non-empty list of jobs", key="jobs", path=src)
     jobs = []
     for i, j in enumerate(jobs_raw):
-        jobs.append(_job(_Section(j, f"jobs[{i}]", src), hw, i))
+        jobs.append(_job(Section(j, f"jobs[{i}]", src), hw, i))
     names = [j.name for j in jobs]
     for i, n in enumerate(names):
         if names.index(n) != i:
