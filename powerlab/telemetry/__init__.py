@@ -6,6 +6,7 @@ Modules
 :mod:`~powerlab.telemetry.schema`      columns, units, dtypes and validation (the glossary)
 :mod:`~powerlab.telemetry.store`       crash-safe Parquet store partitioned by date and host
 :mod:`~powerlab.telemetry.quality`     boolean masks: gaps, stale readings, counter resets
+:mod:`~powerlab.telemetry.events`      GPU error events (XID) and interruption root causes
 :mod:`~powerlab.telemetry.aggregate`   resampling, power sums, per-job power, peer statistics
 :mod:`~powerlab.telemetry.partitions`  reading a store for aggregation (pruning, Dask inputs)
 :mod:`~powerlab.telemetry.binning`     per-device time-binning kernels (pandas and Dask alike)
@@ -16,6 +17,9 @@ This wing imports no other wing: readers and collectors write into it, analyses 
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "events": (
+        "EVENT_COLUMNS", "ROOT_CAUSES", "XID_CATALOGUE", "classify_xid", "empty_events",
+    ),
     "schema": (
         "CORE_COLUMNS", "GLOSSARY", "THROTTLE_REASONS", "conform", "empty_frame",
         "glossary_frame", "validate",
