@@ -296,32 +296,81 @@ def test_network_is_really_off(browser, tmp_path):
     assert result["external_requests"]  # the attempt was seen, and it failed
 
 
-def test_notebook_renderer_works_offline(browser, tmp_path):
-    """Two chart outputs of the offline notebook renderer on one page, as in JupyterLab:
-    the JavaScript is evaluated once, both charts render, nothing is fetched."""
-    h = np.arange(24.0)
-    a = viz.hour_of_day_chart(pd.DataFrame({"hour": h, "effect_pct": np.sin(h)}))
-    b = viz.straggler_heatmap(pd.DataFrame({"host": ["a", "a", "b"], "gpu_index": [0, 1, 0],
-                                               "score": [0.0, 2.0, -1.0]}))
-    with alt.renderers.enable("powerlab"):
-        outputs = [ch._repr_mimebundle_()["text/html"] for ch in (a, b)]
-    page = tmp_path / "outputs.html"
+def _notebook_page(tmp_path, outputs, name="outputs.html"):
+    page = tmp_path / name
     page.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
                     + "".join(f"<div class='output'>{o}</div>" for o in outputs)
                     + "</body></html>", encoding="utf-8")
-    status = ("(function () { var d = document.querySelectorAll('div[id^=powerlab-]');"
-              " if (d.length !== 2) return null;"
+    return page
+
+
+_NB_STATUS = ("(function () { var d = document.querySelectorAll('div[id^=powerlab-]');"
+              " if (d.length !== N) return null;"
+              " if (Array.prototype.some.call(d, function (x) {"
+              "   return x.textContent.indexOf('chart failed') >= 0; })) return 'error';"
               " var ok = Array.prototype.every.call(d, function (x) {"
               "   return !!x.querySelector('svg'); });"
-              " if (ok) return 'done';"
-              " return Array.prototype.some.call(d, function (x) {"
-              "   return x.textContent.indexOf('chart failed') >= 0; }) ? 'error' : null;"
+              " return ok ? 'done' : null;"
               "})()")
-    result = open_report(browser, page, status_js=status, chart_selector="div[id^=powerlab-]")
-    assert result["status"] == "done", result
-    assert result["console_errors"] == [] and result["exceptions"] == []
-    assert result["external_requests"] == []
-    assert len(result["charts"]) == 2 and all(c["marks"] > 10 for c in result["charts"])
+
+
+def _charts_for_notebook():
+    h = np.arange(24.0)
+    a = viz.hour_of_day_chart(pd.DataFrame({"hour": h, "effect_pct": np.sin(h)}))
+    b = viz.straggler_heatmap(pd.DataFrame({"host": ["a", "a", "b"], "gpu_index": [0, 1, 0],
+                                            "score": [0.0, 2.0, -1.0]}))
+    return a, b
+
+
+def test_notebook_renderer_sends_the_javascript_once(browser, tmp_path):
+    """Three chart outputs of the offline notebook renderer on one page, as in JupyterLab:
+    only the first carries the (gzip-compressed) JavaScript; all three render, nothing is
+    fetched — also when the output with the JavaScript comes last on the page."""
+    a, b = _charts_for_notebook()
+    viz.use_offline_renderer()
+    with alt.renderers.enable("powerlab"):
+        outputs = [ch._repr_mimebundle_()["text/html"] for ch in (a, b, a)]
+    assert [("DecompressionStream" in o) for o in outputs] == [True, False, False]
+    assert len(outputs[0]) < 450_000 and max(len(o) for o in outputs[1:]) < 20_000
+    for order, name in (((0, 1, 2), "first.html"), ((1, 2, 0), "last.html")):
+        page = _notebook_page(tmp_path, [outputs[i] for i in order], name)
+        result = open_report(browser, page, status_js=_NB_STATUS.replace("N", "3"),
+                             chart_selector="div[id^=powerlab-]")
+        assert result["status"] == "done", result
+        assert result["console_errors"] == [] and result["exceptions"] == []
+        assert result["external_requests"] == []
+        assert len(result["charts"]) == 3 and all(c["marks"] > 10 for c in result["charts"])
+
+
+def test_notebook_chart_without_the_javascript_says_so(browser, tmp_path, monkeypatch):
+    """The check can fail: an output whose JavaScript never arrives shows a clear message
+    (after the wait) instead of an empty cell."""
+    from powerlab.viz import render
+
+    a, _ = _charts_for_notebook()
+    monkeypatch.setattr(render, "WAIT_FOR_BUNDLE_MS", 300)
+    viz.use_offline_renderer()
+    with alt.renderers.enable("powerlab"):
+        a._repr_mimebundle_()                      # this one would carry the JavaScript
+        lonely = a._repr_mimebundle_()["text/html"]
+    page = _notebook_page(tmp_path, [lonely])
+    result = open_report(browser, page, status_js=_NB_STATUS.replace("N", "1"),
+                         chart_selector="div[id^=powerlab-]", timeout_s=20,
+                         extra_js="document.body.textContent")
+    assert result["status"] == "error"
+    assert "use_offline_renderer" in result["extra"]
+
+
+def test_svg_mode_uses_altairs_static_renderer():
+    a, _ = _charts_for_notebook()
+    viz.use_offline_renderer("svg")
+    try:
+        bundle = a._repr_mimebundle_()
+        bundle = bundle[0] if isinstance(bundle, tuple) else bundle
+        assert "image/svg+xml" in bundle and "<svg" in bundle["image/svg+xml"]
+        assert not any("<script" in str(v) for v in bundle.values())
+    finally:
+        viz.use_offline_renderer()
 
 
 _INJECT = "</script><script>window.pwned = 1</script><!--"
