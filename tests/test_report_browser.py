@@ -418,3 +418,103 @@ def test_report_rejects_mixed_vegalite_versions():
     rep.chart({**spec, "$schema": "https://vega.github.io/schema/vega-lite/v5.20.1.json"})
     with pytest.raises(PowerlabError, match="several Vega-Lite versions"):
         rep.to_html()
+
+
+# ----------------------------------------------------------------------------- printing
+#: A4 portrait minus the report's 12 mm margins, in CSS pixels (96 per inch).
+_PRINT_WIDTH_PX = round((210 - 2 * 12) / 25.4 * 96)
+
+_PRINT_CHECK = """JSON.stringify((function () {
+  var out = {tables: [], charts: [], pres: [], breaks: []};
+  var bodyRight = document.body.getBoundingClientRect().right + 1;
+  document.querySelectorAll('.pl-tablewrap').forEach(function (w) {
+    var t = w.querySelector('table');
+    out.tables.push({overflow: t.scrollWidth - w.clientWidth,
+                     right: t.getBoundingClientRect().right - bodyRight});
+  });
+  document.querySelectorAll('.pl-chart svg').forEach(function (s) {
+    out.charts.push({right: s.getBoundingClientRect().right - bodyRight,
+                     width: s.getBoundingClientRect().width});
+  });
+  document.querySelectorAll('pre').forEach(function (p) {
+    out.pres.push(p.scrollWidth - p.clientWidth);
+  });
+  document.querySelectorAll('.pl-fig, figure, .pl-tablewrap, pre').forEach(function (e) {
+    out.breaks.push(getComputedStyle(e).breakInside);
+  });
+  return out;
+})())"""
+
+
+def _wide_report() -> Report:
+    rep = _all_kinds_report()
+    rep.heading("Mitigations")
+    cols = {"variant": ["baseline", "power floor 60 % TDP", "ramp limit 2000 W/s",
+                        "staggered starts 300 s", "battery 15 MW / 5 MWh", "all together"]}
+    for name in ("swing_1s_megawatts", "swing_60s_megawatts", "ramp_up_megawatts_per_s",
+                 "ramp_down_megawatts_per_s", "band_0p1_2hz_rms_megawatts",
+                 "swing_1s_reduction_pct", "extra_energy_megawatt_hours",
+                 "throughput_loss_pct", "exceed_probability_per_day"):
+        cols[name] = np.linspace(0.001, 1234.5678, 6)
+    rep.table(pd.DataFrame(cols), caption="every cost in a visible column")
+    rep.figures({f"key figure {i}": f"{i * 1.234:.2f} MW" for i in range(14)})
+    rep.preformatted("x" * 400 + "\n" + " ".join(["word"] * 200))
+    return rep
+
+
+def test_report_prints_to_pdf_without_clipping(browser, tmp_path):
+    """Print media at the A4 printable width: no table, chart or preformatted block is
+    wider than the page, cards and tables are kept whole, and Chromium prints a PDF."""
+    path = _wide_report().write(tmp_path / "print.html")
+    result = open_report(browser, path)
+    assert result["status"] == "done", result
+    cdp = browser.page()
+    try:
+        cdp.call("Page.enable")
+        cdp.call("Emulation.setDeviceMetricsOverride", width=_PRINT_WIDTH_PX, height=1100,
+                 deviceScaleFactor=1, mobile=False)
+        cdp.call("Emulation.setEmulatedMedia", media="print")
+        cdp.call("Page.navigate", url=path.resolve().as_uri())
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and cdp.evaluate(_STATUS) != "done":
+            time.sleep(0.2)
+        layout = json.loads(cdp.evaluate(_PRINT_CHECK))
+        pdf = cdp.call("Page.printToPDF", printBackground=True, preferCSSPageSize=True)
+    finally:
+        cdp.close()
+    assert layout["tables"] and all(t["overflow"] <= 1 and t["right"] <= 1
+                                    for t in layout["tables"]), layout["tables"]
+    assert layout["charts"] and all(c["right"] <= 1 and c["width"] > 100
+                                    for c in layout["charts"]), layout["charts"]
+    assert all(over <= 1 for over in layout["pres"]), layout["pres"]
+    assert set(layout["breaks"]) == {"avoid"}, layout["breaks"]
+    import base64
+
+    data = base64.b64decode(pdf["data"])
+    assert data[:5] == b"%PDF-"
+    (tmp_path / "print.pdf").write_bytes(data)
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", data))
+    assert 2 <= pages <= 12, pages
+
+
+def test_print_check_sees_a_clipped_table(browser, tmp_path):
+    """The check can fail: a table that cannot wrap (one long unbreakable header in a
+    no-wrap style) overflows the printable width and is reported."""
+    rep = Report("clipped")
+    rep.table(pd.DataFrame({"x" * 300: [1.0]}))
+    html = rep.to_html().replace("</style>", "th { white-space: nowrap !important; "
+                                 "overflow-wrap: normal !important; }</style>")
+    path = tmp_path / "clipped.html"
+    path.write_text(html, encoding="utf-8")
+    cdp = browser.page()
+    try:
+        cdp.call("Page.enable")
+        cdp.call("Emulation.setDeviceMetricsOverride", width=_PRINT_WIDTH_PX, height=1100,
+                 deviceScaleFactor=1, mobile=False)
+        cdp.call("Emulation.setEmulatedMedia", media="print")
+        cdp.call("Page.navigate", url=path.resolve().as_uri())
+        time.sleep(1.0)
+        layout = json.loads(cdp.evaluate(_PRINT_CHECK))
+    finally:
+        cdp.close()
+    assert any(t["overflow"] > 1 for t in layout["tables"]), layout
