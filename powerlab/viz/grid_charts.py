@@ -442,7 +442,7 @@ def forecast_charts(result: Any, *, scope: str = "facility", draw: int = 0,
     band = "p10–p90 across draws" if result.draws > 1 else "single draw"
     out: dict[str, alt.TopLevelMixin] = {}
     out["timeline"] = facility_chart(
-        frame, events, max_rows=max_rows, band_label=band,
+        frame, events, max_rows=max_rows, band_label=band, site_tz=result.scenario.site.tz,
         title=f"Power of {result.scenario.name} ({result.draws} draws)")
     x = result.power_w(scope)[draw]
     lim = result.scenario.limits
