@@ -25,8 +25,20 @@ COMMAND_MODULES = [
 ]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage mistakes reported on one line (exit code 2).
+
+    The default prints the whole usage block before the error; a user mistake in powerlab
+    ends with exactly one line on stderr, which names the ``--help`` that shows the usage.
+    Sub-command parsers inherit this class.
+    """
+
+    def error(self, message: str):  # noqa: D102 - argparse API
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="powerlab",
         description="Power and thermal analytics of GPU clusters.",
     )

@@ -9,16 +9,22 @@ import pytest
 
 from powerlab import viz
 from powerlab.exceptions import SchemaError
+from powerlab.viz.prepare import chart_frames
 
 from .conftest import make_telemetry
 
 
-def datasets(chart) -> dict[str, list[dict]]:
-    return chart.to_dict()["datasets"]
+def frames(chart) -> list[pd.DataFrame]:
+    """Every data table the chart embeds (altair datasets and inline CSV)."""
+    return chart_frames(chart)
 
 
 def total_rows(chart) -> int:
-    return sum(len(v) for v in datasets(chart).values())
+    return sum(len(f) for f in frames(chart))
+
+
+#: Inline CSV keeps 6 significant digits per number (powerlab.viz.render.inline_table).
+CSV_REL = 5e-6
 
 
 def walk(obj):
@@ -105,19 +111,19 @@ def test_telemetry_chart_aggregates_and_keeps_extremes(big_telemetry):
     ch = viz.telemetry_chart(big_telemetry, "power_w")
     assert isinstance(ch, alt.LayerChart)
     spec = ch.to_dict()
-    (rows,) = spec["datasets"].values()
-    df = pd.DataFrame(rows)
+    (df,) = frames(ch)
     assert len(df) <= viz.DEFAULT_MAX_ROWS
     assert df["series"].nunique() == 8  # one line per GPU
     assert df["n_samples"].sum() == len(big_telemetry)
-    assert df["power_w_max"].max() == pytest.approx(big_telemetry["power_w"].max())
-    assert df["power_w_min"].min() == pytest.approx(big_telemetry["power_w"].min())
+    assert df["power_w_max"].max() == pytest.approx(big_telemetry["power_w"].max(), rel=CSV_REL)
+    assert df["power_w_min"].min() == pytest.approx(big_telemetry["power_w"].min(), rel=CSV_REL)
     weighted = (df["power_w"] * df["n_samples"]).sum() / df["n_samples"].sum()
-    assert weighted == pytest.approx(big_telemetry["power_w"].mean(), rel=1e-12)
+    assert weighted == pytest.approx(big_telemetry["power_w"].mean(), rel=CSV_REL)
     # per-GPU means survive the binning
     g = big_telemetry.groupby(["host", "gpu_index"])["power_w"].mean()
     d = df.assign(w=df["power_w"] * df["n_samples"]).groupby("series")[["w", "n_samples"]].sum()
-    assert (d["w"] / d["n_samples"])["node-01/gpu2"] == pytest.approx(g[("node-01", 2)])
+    assert (d["w"] / d["n_samples"])["node-01/gpu2"] == pytest.approx(g[("node-01", 2)],
+                                                                      rel=CSV_REL)
     # units in axis title and tooltips; zoom and legend selection
     assert any(d.get("title") == "power [W]" for d in walk(spec))
     assert "mean [W]" in tooltip_titles(spec) and "max [W]" in tooltip_titles(spec)
@@ -132,13 +138,12 @@ def test_telemetry_chart_aggregates_and_keeps_extremes(big_telemetry):
 def test_telemetry_chart_auto_level(n_hosts, n_gpus, level, n_series):
     tel = make_telemetry(n_hosts=n_hosts, n_gpus=n_gpus, n_samples=40)
     ch = viz.telemetry_chart(tel, "temp_gpu_c")
-    (rows,) = datasets(ch).values()
-    df = pd.DataFrame(rows)
+    (df,) = frames(ch)
     assert df["series"].nunique() == n_series
     assert len(df) <= viz.DEFAULT_MAX_ROWS
     sub = ch.to_dict()["title"]["subtitle"]
     assert {"gpu": "per GPU", "host": "host", "fleet": "all GPUs"}[level] in sub
-    assert df["temp_gpu_c_max"].max() == pytest.approx(tel["temp_gpu_c"].max())
+    assert df["temp_gpu_c_max"].max() == pytest.approx(tel["temp_gpu_c"].max(), rel=CSV_REL)
 
 
 def test_telemetry_chart_node_rows_and_missing_column():
@@ -146,8 +151,8 @@ def test_telemetry_chart_node_rows_and_missing_column():
     node = pd.DataFrame({"timestamp": t, "host": "n1", "scope": "node",
                          "gpu_index": pd.array([pd.NA] * 5, dtype="Int16"),
                          "power_w": [5000.0, 5100, 5200, 5300, 5400]})
-    (rows,) = datasets(viz.telemetry_chart(node)).values()
-    assert {r["series"] for r in rows} == {"n1 (node)"}
+    (df,) = frames(viz.telemetry_chart(node))
+    assert set(df["series"]) == {"n1 (node)"}
     with pytest.raises(SchemaError, match="clock_sm_mhz"):
         viz.telemetry_chart(node, "clock_sm_mhz")
 
@@ -163,8 +168,7 @@ def test_telemetry_chart_never_averages_node_with_gpu_rows(by):
     mix = pd.concat([tel[["timestamp", "host", "scope", "gpu_index", "power_w"]], node],
                     ignore_index=True)
     ch = viz.telemetry_chart(mix, by=by)
-    (rows,) = datasets(ch).values()
-    df = pd.DataFrame(rows)
+    (df,) = frames(ch)
     w = df.assign(w=df["power_w"] * df["n_samples"]).groupby("series")[["w", "n_samples"]]
     means = (w.sum()["w"] / w.sum()["n_samples"]).to_dict()
     gpu_mean = tel["power_w"].mean()
@@ -173,8 +177,8 @@ def test_telemetry_chart_never_averages_node_with_gpu_rows(by):
     gpu_series = {k: v for k, v in means.items() if not k.endswith("(node)")}
     assert len(node_series) == (1 if by == "fleet" else 2) == len(gpu_series)
     if by == "fleet":
-        assert gpu_series["fleet"] == pytest.approx(gpu_mean)
-        assert node_series["fleet (node)"] == pytest.approx(node_mean)
+        assert gpu_series["fleet"] == pytest.approx(gpu_mean, rel=CSV_REL)
+        assert node_series["fleet (node)"] == pytest.approx(node_mean, rel=CSV_REL)
     assert all(v < 2 * gpu_mean for v in gpu_series.values())
     assert all(v > 3 * gpu_mean for v in node_series.values())
     # two series: the legend says which line is which
@@ -197,7 +201,7 @@ def test_telemetry_overview_shares_zoom(big_telemetry):
     assert len(spec["vconcat"]) == 3
     zooms = [p for p in spec["params"] if p.get("bind") == "scales"]
     assert len(zooms) == 1 and len(zooms[0]["views"]) == 3  # one zoom over all panels
-    assert all(len(v) <= viz.DEFAULT_MAX_ROWS for v in spec["datasets"].values())
+    assert all(len(f) <= viz.DEFAULT_MAX_ROWS for f in frames(ch))
 
 
 # ----------------------------------------------------------------------------- facility
@@ -222,18 +226,20 @@ def test_facility_chart_band_events_and_brush():
     ch = viz.facility_chart(tl, ev)
     spec = ch.to_dict()
     assert total_rows(ch) <= viz.MAX_ROWS
-    frames = [pd.DataFrame(v) for v in spec["datasets"].values()]
-    line = next(f for f in frames if "power_megawatts" in f)
-    events = next(f for f in frames if "event" in f)
+    tables = frames(ch)
+    line = next(f for f in tables if "power_megawatts" in f)
+    events = next(f for f in tables if "event" in f)
     assert sorted(events["event"]) == ["checkpoint", "failure", "start"]
     for s in ("it", "facility"):
         src, got = tl[tl["scope"] == s], line[line["scope"] == s]
         # the envelope keeps the extremes, the band is the bin mean of each bound
-        assert got["power_megawatts_max"].max() == pytest.approx(src["power_megawatts"].max())
-        assert got["power_megawatts_min"].min() == pytest.approx(src["power_megawatts"].min())
+        assert got["power_megawatts_max"].max() == pytest.approx(src["power_megawatts"].max(),
+                                                                 rel=CSV_REL)
+        assert got["power_megawatts_min"].min() == pytest.approx(src["power_megawatts"].min(),
+                                                                 rel=CSV_REL)
         w = got["n_samples"]
         for c in ("power_megawatts_lower", "power_megawatts_upper", "power_megawatts"):
-            assert (got[c] * w).sum() / w.sum() == pytest.approx(src[c].mean(), rel=1e-12)
+            assert (got[c] * w).sum() / w.sum() == pytest.approx(src[c].mean(), rel=CSV_REL)
         assert (got["power_megawatts_lower"] < got["power_megawatts"]).all()
         assert (got["power_megawatts"] < got["power_megawatts_upper"]).all()
     brush = [p for p in spec["params"] if p["name"] == "brush"]
@@ -243,10 +249,10 @@ def test_facility_chart_band_events_and_brush():
 
 
 def test_facility_chart_without_band_or_scope():
-    tl = _timeline(2000, scopes=("it",))[["timestamp", "power_megawatts"]]
-    spec = viz.facility_chart(tl).to_dict()
-    (rows,) = spec["datasets"].values()
-    assert len(rows) == 2000 and "power_megawatts_upper" not in rows[0]
+    tl = _timeline(1500, scopes=("it",))[["timestamp", "power_megawatts"]]
+    (df,) = frames(viz.facility_chart(tl))   # short enough: every sample kept
+    assert len(df) == 1500 and "power_megawatts_upper" not in df.columns
+    assert (df["n_samples"] == 1).all()
 
 
 # ----------------------------------------------------------------------------- ramps, spectrum
@@ -376,14 +382,13 @@ def test_forecast_charts_adapter(small_forecast):
     res = small_forecast
     out = viz.forecast_charts(res)
     assert set(out) == {"timeline", "ramps", "spectrum"}
-    tl = out["timeline"].to_dict()
-    assert sum(len(v) for v in tl["datasets"].values()) <= viz.MAX_ROWS
-    frames = [pd.DataFrame(v) for v in tl["datasets"].values()]
-    line = next(f for f in frames if "power_megawatts" in f)
+    assert total_rows(out["timeline"]) <= viz.MAX_ROWS
+    tables = frames(out["timeline"])
+    line = next(f for f in tables if "power_megawatts" in f)
     fac = line[line["scope"] == "facility"]
     mean_fac = res.timeline.query("scope == 'facility'")["power_w_mean"]
-    assert fac["power_megawatts_max"].max() == pytest.approx(mean_fac.max() / 1e6)
-    ev = next(f for f in frames if "event" in f)
+    assert fac["power_megawatts_max"].max() == pytest.approx(mean_fac.max() / 1e6, rel=CSV_REL)
+    ev = next(f for f in tables if "event" in f)
     assert len(ev) == min(200, int((res.events["draw"] == 0).sum()))
     ramps = out["ramps"].to_dict()
     hist = next(pd.DataFrame(v) for v in ramps["datasets"].values() if "count" in v[0])

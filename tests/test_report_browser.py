@@ -296,32 +296,81 @@ def test_network_is_really_off(browser, tmp_path):
     assert result["external_requests"]  # the attempt was seen, and it failed
 
 
-def test_notebook_renderer_works_offline(browser, tmp_path):
-    """Two chart outputs of the offline notebook renderer on one page, as in JupyterLab:
-    the JavaScript is evaluated once, both charts render, nothing is fetched."""
-    h = np.arange(24.0)
-    a = viz.hour_of_day_chart(pd.DataFrame({"hour": h, "effect_pct": np.sin(h)}))
-    b = viz.straggler_heatmap(pd.DataFrame({"host": ["a", "a", "b"], "gpu_index": [0, 1, 0],
-                                               "score": [0.0, 2.0, -1.0]}))
-    with alt.renderers.enable("powerlab"):
-        outputs = [ch._repr_mimebundle_()["text/html"] for ch in (a, b)]
-    page = tmp_path / "outputs.html"
+def _notebook_page(tmp_path, outputs, name="outputs.html"):
+    page = tmp_path / name
     page.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
                     + "".join(f"<div class='output'>{o}</div>" for o in outputs)
                     + "</body></html>", encoding="utf-8")
-    status = ("(function () { var d = document.querySelectorAll('div[id^=powerlab-]');"
-              " if (d.length !== 2) return null;"
+    return page
+
+
+_NB_STATUS = ("(function () { var d = document.querySelectorAll('div[id^=powerlab-]');"
+              " if (d.length !== N) return null;"
+              " if (Array.prototype.some.call(d, function (x) {"
+              "   return x.textContent.indexOf('chart failed') >= 0; })) return 'error';"
               " var ok = Array.prototype.every.call(d, function (x) {"
               "   return !!x.querySelector('svg'); });"
-              " if (ok) return 'done';"
-              " return Array.prototype.some.call(d, function (x) {"
-              "   return x.textContent.indexOf('chart failed') >= 0; }) ? 'error' : null;"
+              " return ok ? 'done' : null;"
               "})()")
-    result = open_report(browser, page, status_js=status, chart_selector="div[id^=powerlab-]")
-    assert result["status"] == "done", result
-    assert result["console_errors"] == [] and result["exceptions"] == []
-    assert result["external_requests"] == []
-    assert len(result["charts"]) == 2 and all(c["marks"] > 10 for c in result["charts"])
+
+
+def _charts_for_notebook():
+    h = np.arange(24.0)
+    a = viz.hour_of_day_chart(pd.DataFrame({"hour": h, "effect_pct": np.sin(h)}))
+    b = viz.straggler_heatmap(pd.DataFrame({"host": ["a", "a", "b"], "gpu_index": [0, 1, 0],
+                                            "score": [0.0, 2.0, -1.0]}))
+    return a, b
+
+
+def test_notebook_renderer_sends_the_javascript_once(browser, tmp_path):
+    """Three chart outputs of the offline notebook renderer on one page, as in JupyterLab:
+    only the first carries the (gzip-compressed) JavaScript; all three render, nothing is
+    fetched — also when the output with the JavaScript comes last on the page."""
+    a, b = _charts_for_notebook()
+    viz.use_offline_renderer()
+    with alt.renderers.enable("powerlab"):
+        outputs = [ch._repr_mimebundle_()["text/html"] for ch in (a, b, a)]
+    assert [("DecompressionStream" in o) for o in outputs] == [True, False, False]
+    assert len(outputs[0]) < 450_000 and max(len(o) for o in outputs[1:]) < 20_000
+    for order, name in (((0, 1, 2), "first.html"), ((1, 2, 0), "last.html")):
+        page = _notebook_page(tmp_path, [outputs[i] for i in order], name)
+        result = open_report(browser, page, status_js=_NB_STATUS.replace("N", "3"),
+                             chart_selector="div[id^=powerlab-]")
+        assert result["status"] == "done", result
+        assert result["console_errors"] == [] and result["exceptions"] == []
+        assert result["external_requests"] == []
+        assert len(result["charts"]) == 3 and all(c["marks"] > 10 for c in result["charts"])
+
+
+def test_notebook_chart_without_the_javascript_says_so(browser, tmp_path, monkeypatch):
+    """The check can fail: an output whose JavaScript never arrives shows a clear message
+    (after the wait) instead of an empty cell."""
+    from powerlab.viz import render
+
+    a, _ = _charts_for_notebook()
+    monkeypatch.setattr(render, "WAIT_FOR_BUNDLE_MS", 300)
+    viz.use_offline_renderer()
+    with alt.renderers.enable("powerlab"):
+        a._repr_mimebundle_()                      # this one would carry the JavaScript
+        lonely = a._repr_mimebundle_()["text/html"]
+    page = _notebook_page(tmp_path, [lonely])
+    result = open_report(browser, page, status_js=_NB_STATUS.replace("N", "1"),
+                         chart_selector="div[id^=powerlab-]", timeout_s=20,
+                         extra_js="document.body.textContent")
+    assert result["status"] == "error"
+    assert "use_offline_renderer" in result["extra"]
+
+
+def test_svg_mode_uses_altairs_static_renderer():
+    a, _ = _charts_for_notebook()
+    viz.use_offline_renderer("svg")
+    try:
+        bundle = a._repr_mimebundle_()
+        bundle = bundle[0] if isinstance(bundle, tuple) else bundle
+        assert "image/svg+xml" in bundle and "<svg" in bundle["image/svg+xml"]
+        assert not any("<script" in str(v) for v in bundle.values())
+    finally:
+        viz.use_offline_renderer()
 
 
 _INJECT = "</script><script>window.pwned = 1</script><!--"
@@ -369,3 +418,103 @@ def test_report_rejects_mixed_vegalite_versions():
     rep.chart({**spec, "$schema": "https://vega.github.io/schema/vega-lite/v5.20.1.json"})
     with pytest.raises(PowerlabError, match="several Vega-Lite versions"):
         rep.to_html()
+
+
+# ----------------------------------------------------------------------------- printing
+#: A4 portrait minus the report's 12 mm margins, in CSS pixels (96 per inch).
+_PRINT_WIDTH_PX = round((210 - 2 * 12) / 25.4 * 96)
+
+_PRINT_CHECK = """JSON.stringify((function () {
+  var out = {tables: [], charts: [], pres: [], breaks: []};
+  var bodyRight = document.body.getBoundingClientRect().right + 1;
+  document.querySelectorAll('.pl-tablewrap').forEach(function (w) {
+    var t = w.querySelector('table');
+    out.tables.push({overflow: t.scrollWidth - w.clientWidth,
+                     right: t.getBoundingClientRect().right - bodyRight});
+  });
+  document.querySelectorAll('.pl-chart svg').forEach(function (s) {
+    out.charts.push({right: s.getBoundingClientRect().right - bodyRight,
+                     width: s.getBoundingClientRect().width});
+  });
+  document.querySelectorAll('pre').forEach(function (p) {
+    out.pres.push(p.scrollWidth - p.clientWidth);
+  });
+  document.querySelectorAll('.pl-fig, figure, .pl-tablewrap, pre').forEach(function (e) {
+    out.breaks.push(getComputedStyle(e).breakInside);
+  });
+  return out;
+})())"""
+
+
+def _wide_report() -> Report:
+    rep = _all_kinds_report()
+    rep.heading("Mitigations")
+    cols = {"variant": ["baseline", "power floor 60 % TDP", "ramp limit 2000 W/s",
+                        "staggered starts 300 s", "battery 15 MW / 5 MWh", "all together"]}
+    for name in ("swing_1s_megawatts", "swing_60s_megawatts", "ramp_up_megawatts_per_s",
+                 "ramp_down_megawatts_per_s", "band_0p1_2hz_rms_megawatts",
+                 "swing_1s_reduction_pct", "extra_energy_megawatt_hours",
+                 "throughput_loss_pct", "exceed_probability_per_day"):
+        cols[name] = np.linspace(0.001, 1234.5678, 6)
+    rep.table(pd.DataFrame(cols), caption="every cost in a visible column")
+    rep.figures({f"key figure {i}": f"{i * 1.234:.2f} MW" for i in range(14)})
+    rep.preformatted("x" * 400 + "\n" + " ".join(["word"] * 200))
+    return rep
+
+
+def test_report_prints_to_pdf_without_clipping(browser, tmp_path):
+    """Print media at the A4 printable width: no table, chart or preformatted block is
+    wider than the page, cards and tables are kept whole, and Chromium prints a PDF."""
+    path = _wide_report().write(tmp_path / "print.html")
+    result = open_report(browser, path)
+    assert result["status"] == "done", result
+    cdp = browser.page()
+    try:
+        cdp.call("Page.enable")
+        cdp.call("Emulation.setDeviceMetricsOverride", width=_PRINT_WIDTH_PX, height=1100,
+                 deviceScaleFactor=1, mobile=False)
+        cdp.call("Emulation.setEmulatedMedia", media="print")
+        cdp.call("Page.navigate", url=path.resolve().as_uri())
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and cdp.evaluate(_STATUS) != "done":
+            time.sleep(0.2)
+        layout = json.loads(cdp.evaluate(_PRINT_CHECK))
+        pdf = cdp.call("Page.printToPDF", printBackground=True, preferCSSPageSize=True)
+    finally:
+        cdp.close()
+    assert layout["tables"] and all(t["overflow"] <= 1 and t["right"] <= 1
+                                    for t in layout["tables"]), layout["tables"]
+    assert layout["charts"] and all(c["right"] <= 1 and c["width"] > 100
+                                    for c in layout["charts"]), layout["charts"]
+    assert all(over <= 1 for over in layout["pres"]), layout["pres"]
+    assert set(layout["breaks"]) == {"avoid"}, layout["breaks"]
+    import base64
+
+    data = base64.b64decode(pdf["data"])
+    assert data[:5] == b"%PDF-"
+    (tmp_path / "print.pdf").write_bytes(data)
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", data))
+    assert 2 <= pages <= 12, pages
+
+
+def test_print_check_sees_a_clipped_table(browser, tmp_path):
+    """The check can fail: a table that cannot wrap (one long unbreakable header in a
+    no-wrap style) overflows the printable width and is reported."""
+    rep = Report("clipped")
+    rep.table(pd.DataFrame({"x" * 300: [1.0]}))
+    html = rep.to_html().replace("</style>", "th { white-space: nowrap !important; "
+                                 "overflow-wrap: normal !important; }</style>")
+    path = tmp_path / "clipped.html"
+    path.write_text(html, encoding="utf-8")
+    cdp = browser.page()
+    try:
+        cdp.call("Page.enable")
+        cdp.call("Emulation.setDeviceMetricsOverride", width=_PRINT_WIDTH_PX, height=1100,
+                 deviceScaleFactor=1, mobile=False)
+        cdp.call("Emulation.setEmulatedMedia", media="print")
+        cdp.call("Page.navigate", url=path.resolve().as_uri())
+        time.sleep(1.0)
+        layout = json.loads(cdp.evaluate(_PRINT_CHECK))
+    finally:
+        cdp.close()
+    assert any(t["overflow"] > 1 for t in layout["tables"]), layout

@@ -13,13 +13,22 @@ from ..exceptions import SchemaError, Violation
 from .prepare import (
     as_utc,
     axis_label,
+    chart_times,
     downsample,
     number_format,
     require_columns,
-    time_text,
+    time_label,
     unit_of,
 )
-from .render import DEFAULT_MAX_ROWS, PALETTE, alt, sized
+from .render import (
+    DEFAULT_MAX_ROWS,
+    PALETTE,
+    alt,
+    inline_table,
+    sized,
+    time_tooltip,
+    time_x,
+)
 
 __all__ = ["facility_chart", "forecast_charts", "mitigation_chart", "ramp_rate_chart",
            "spectrum_chart"]
@@ -32,7 +41,8 @@ def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *
                    upper: str | None = "power_megawatts_upper", time: str = "timestamp",
                    series: str | None = "scope", max_rows: int = DEFAULT_MAX_ROWS,
                    band_label: str = "quantile band", title: str | None = None,
-                   width: int | None = None, height: int = 240) -> alt.VConcatChart:
+                   site_tz: str | None = None, width: int | None = None,
+                   height: int = 240) -> alt.VConcatChart:
     """Facility power over time with its quantile band, event markers and a zoom strip.
 
     Brushing (dragging) over the small overview below selects the time range shown in
@@ -54,11 +64,14 @@ def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *
         ``detail`` column is shown in the tooltip.  At most 200 are drawn (evenly thinned).
     value, lower, upper, time, series : str
         Column names; ``lower``/``upper``/``series`` may be None or absent.
-    max_rows : int, default 4000
+    max_rows : int, default 3000
         Most rows embedded for the timeline.
     band_label : str
         What the band is (subtitle), e.g. ``"p10–p90 across draws"``.
     title : str, optional
+    site_tz : str, optional
+        Show times in this IANA time zone (the site's local time, daylight saving applied)
+        instead of UTC, on a 24-hour clock.
     width, height : int
         Size of the main panel in pixels.
 
@@ -75,20 +88,21 @@ def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *
     if by:
         frame[by[0]] = frame[by[0]].astype(str)
     n_series = max(frame[by[0]].nunique(), 1) if by else 1
-    per_series = int(max(2, min(2000, (max_rows - 200) // n_series)))
+    per_series = int(max(2, min(1500, (max_rows - 200) // n_series)))
     data = downsample(frame, cols, by=by, max_points=per_series)
     binned = bool((data["n_samples"] > 1).any())
     if has_band:
         data = data.drop(columns=[f"{lower}_min", f"{lower}_max", f"{upper}_min",
                                   f"{upper}_max"])
-    data["time_utc"] = time_text(data["timestamp"])
+    data["timestamp"] = chart_times(data["timestamp"], site_tz)
+    tlabel = time_label(site_tz)
     unit = unit_of(value) or "MW"
     fmt = number_format(unit)
     ylab = f"power [{unit}]"
-    x = alt.X("timestamp:T", title="time (UTC)", scale=alt.Scale(type="utc"))
+    x = time_x("timestamp", tlabel)
     color = alt.Color(f"{by[0]}:N", title=by[0]) if by else alt.value(PALETTE[0])
     brush = alt.selection_interval(name="brush", encodings=["x"])
-    tips = [alt.Tooltip("time_utc:N", title="time")]
+    tips = [time_tooltip("timestamp", tlabel)]
     if by:
         tips.append(alt.Tooltip(f"{by[0]}:N"))
     tips.append(alt.Tooltip(f"{value}:Q", title=f"mean [{unit}]", format=fmt))
@@ -98,9 +112,8 @@ def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *
     if has_band:
         tips += [alt.Tooltip(f"{lower}:Q", title=f"band low [{unit}]", format=fmt),
                  alt.Tooltip(f"{upper}:Q", title=f"band high [{unit}]", format=fmt)]
-    base = alt.Chart(data)
-    detail_x = alt.X("timestamp:T", title="time (UTC)",
-                     scale=alt.Scale(type="utc", domain=brush))
+    base = alt.Chart(inline_table(data))
+    detail_x = time_x("timestamp", tlabel, domain=brush)
     layers = []
     if binned:
         layers.append(base.mark_area(opacity=0.12).encode(
@@ -122,8 +135,8 @@ def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *
         ev_cols = ["timestamp", "event"] + (["detail"] if "detail" in ev.columns else [])
         ev = ev[ev_cols].copy()
         ev["event"] = ev["event"].astype(str)
-        ev["time_utc"] = time_text(ev["timestamp"])
-        ev_tips = [alt.Tooltip("event:N"), alt.Tooltip("time_utc:N", title="time")]
+        ev["timestamp"] = chart_times(ev["timestamp"], site_tz)
+        ev_tips = [alt.Tooltip("event:N"), time_tooltip("timestamp", tlabel)]
         if "detail" in ev.columns:
             ev["detail"] = ev["detail"].astype(str)
             ev_tips.append(alt.Tooltip("detail:N"))
@@ -429,7 +442,7 @@ def forecast_charts(result: Any, *, scope: str = "facility", draw: int = 0,
     band = "p10–p90 across draws" if result.draws > 1 else "single draw"
     out: dict[str, alt.TopLevelMixin] = {}
     out["timeline"] = facility_chart(
-        frame, events, max_rows=max_rows, band_label=band,
+        frame, events, max_rows=max_rows, band_label=band, site_tz=result.scenario.site.tz,
         title=f"Power of {result.scenario.name} ({result.draws} draws)")
     x = result.power_w(scope)[draw]
     lim = result.scenario.limits

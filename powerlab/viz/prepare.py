@@ -15,8 +15,9 @@ import pandas as pd
 from ..exceptions import SchemaError, Violation
 from ..telemetry.schema import GLOSSARY
 
-__all__ = ["as_utc", "axis_label", "choose_level", "downsample", "is_node", "number_format",
-           "require_columns", "series_label", "time_text", "unit_of"]
+__all__ = ["as_utc", "axis_label", "chart_frames", "chart_times", "choose_level", "downsample",
+           "is_node", "number_format", "require_columns", "series_label", "time_label",
+           "time_text", "unit_of"]
 
 
 
@@ -172,3 +173,60 @@ def choose_level(df: pd.DataFrame, by: str, max_rows: int, min_points: int) -> s
     if n_host * min_points <= max_rows and n_host <= 32:
         return "host"
     return "fleet"
+
+
+def chart_times(ts: pd.Series, site_tz: str | None = None) -> np.ndarray:
+    """Timestamps as epoch milliseconds for a chart's UTC time scale.
+
+    With ``site_tz`` the values are the site's *local wall-clock* times (daylight saving
+    applied), so a chart on a UTC scale labels them in the site's time zone whatever the
+    viewer's zone is.  Around the autumn change the repeated local hour draws over itself.
+
+    Parameters
+    ----------
+    ts : pandas.Series
+        tz-aware timestamps.
+    site_tz : str, optional
+        IANA time zone of the site (default: UTC).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 milliseconds.
+    """
+    t = as_utc(ts)
+    if site_tz is not None:
+        t = t.dt.tz_convert(site_tz).dt.tz_localize(None)
+    else:
+        t = t.dt.tz_localize(None)
+    return (t.astype("datetime64[ns]").astype("int64") // 1_000_000).to_numpy()
+
+
+def time_label(site_tz: str | None = None) -> str:
+    """Axis title of a chart's time axis: ``time (UTC)`` or ``time (America/Chicago)``."""
+    return f"time ({site_tz})" if site_tz and site_tz != "UTC" else "time (UTC)"
+
+
+def chart_frames(chart) -> list[pd.DataFrame]:
+    """The data tables a chart (or its Vega-Lite dict) carries, as DataFrames.
+
+    Reads altair's named ``datasets`` (JSON records, or CSV text as
+    :func:`powerlab.viz.render.inline_table` makes them) and inline CSV values.
+    """
+    import io
+
+    spec = chart if isinstance(chart, dict) else chart.to_dict()
+    out = [pd.read_csv(io.StringIO(v)) if isinstance(v, str) else pd.DataFrame(v)
+           for v in spec.get("datasets", {}).values()]
+    stack = [spec]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, dict):
+            data = d.get("data")
+            if isinstance(data, dict) and isinstance(data.get("values"), str) and \
+                    data.get("format", {}).get("type") == "csv":
+                out.append(pd.read_csv(io.StringIO(data["values"])))
+            stack.extend(v for v in d.values() if isinstance(v, (dict, list)))
+        elif isinstance(d, list):
+            stack.extend(v for v in d if isinstance(v, (dict, list)))
+    return out

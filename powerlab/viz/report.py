@@ -167,6 +167,9 @@ class Report:
         note = "" if len(df) <= max_rows else f" (first {max_rows} of {len(df):,} rows)"
         body = shown.to_html(index=False, border=0, classes="pl-table", escape=True,
                              na_rep="–", float_format=float_format.format)
+        # long snake_case headers may wrap at their underscores (print and narrow screens)
+        body = re.sub(r"<th>([^<]*)</th>",
+                      lambda m: "<th>" + m.group(1).replace("_", "_<wbr>") + "</th>", body)
         self.blocks.append(_Block("table", body, (caption or "") + note or None))
         return self
 
@@ -304,6 +307,24 @@ table.pl-table th, table.pl-table td {{ padding: 0.25em 0.6em; border-bottom: 1p
 figure {{ margin: 1em 0; }}
 pre {{ background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }}
 footer {{ margin-top: 3em; color: #777; font-size: 0.8em; }}
+table.pl-table th {{ white-space: normal; vertical-align: bottom; }}
+.pl-chart svg {{ max-width: 100%; height: auto; }}
+@page {{ size: A4; margin: 12mm; }}
+@media print {{
+  body {{ max-width: none; margin: 0; padding: 0; font-size: 10pt; }}
+  h1, h2 {{ break-after: avoid; page-break-after: avoid; }}
+  .pl-fig, figure, .pl-tablewrap, pre, .pl-cap {{ break-inside: avoid;
+                                                page-break-inside: avoid; }}
+  .pl-figs {{ gap: 0.5em; }}
+  .pl-fig {{ min-width: 7em; padding: 0.3em 0.6em; }}
+  .pl-tablewrap {{ overflow: visible; }}
+  table.pl-table {{ width: 100%; font-size: 7.5pt; }}
+  table.pl-table th, table.pl-table td {{ padding: 0.15em 0.3em; overflow-wrap: anywhere; }}
+  pre {{ white-space: pre-wrap; overflow-wrap: anywhere; overflow: visible;
+         font-size: 7.5pt; }}
+  .pl-chart svg {{ max-width: 100% !important; height: auto !important; }}
+  footer {{ margin-top: 1.5em; }}
+}}
 </style>
 </head>
 <body>

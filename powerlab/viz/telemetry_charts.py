@@ -10,16 +10,26 @@ import pandas as pd
 from ..exceptions import SchemaError, Violation
 from .prepare import (
     axis_label,
+    chart_times,
     choose_level,
     downsample,
     is_node,
     number_format,
     require_columns,
     series_label,
-    time_text,
+    time_label,
     unit_of,
 )
-from .render import DEFAULT_MAX_ROWS, alt, prune_views, scales_zoom, sized
+from .render import (
+    DEFAULT_MAX_ROWS,
+    alt,
+    inline_table,
+    prune_views,
+    scales_zoom,
+    sized,
+    time_tooltip,
+    time_x,
+)
 
 __all__ = ["telemetry_chart", "telemetry_overview"]
 
@@ -27,9 +37,9 @@ __all__ = ["telemetry_chart", "telemetry_overview"]
 
 
 def telemetry_chart(telemetry: pd.DataFrame, metric: str = "power_w", *, by: str = "auto",
-                    max_rows: int = DEFAULT_MAX_ROWS, max_points: int = 1000,
+                    max_rows: int = DEFAULT_MAX_ROWS, max_points: int = 600,
                     band: bool = True, title: str | None = None,
-                    zoom: bool | alt.Parameter = True,
+                    zoom: bool | alt.Parameter = True, site_tz: str | None = None,
                     width: int | str | None = None, height: int | None = None
                     ) -> alt.LayerChart:
     """One telemetry metric over time, per GPU, per host or for the whole fleet.
@@ -50,10 +60,11 @@ def telemetry_chart(telemetry: pd.DataFrame, metric: str = "power_w", *, by: str
         One line per GPU, per host (mean, min and max over the host's GPUs), or one for the
         fleet.  ``"auto"`` picks the finest level with at most 32 lines that fits
         ``max_rows``.
-    max_rows : int, default 4000
+    max_rows : int, default 3000
         Most rows embedded in the chart (altair's limit is 5,000).
-    max_points : int, default 1000
-        Most time bins per line.
+    max_points : int, default 600
+        Most time bins per line (about the width of the chart in pixels; each bin keeps
+        its minimum and maximum, so nothing narrower than a pixel disappears).
     band : bool, default True
         Draw the min-max band of each bin.
     title : str, optional
@@ -62,6 +73,9 @@ def telemetry_chart(telemetry: pd.DataFrame, metric: str = "power_w", *, by: str
         Drag to pan, scroll to zoom the time axis (pass a shared interval parameter bound
         to the scales to zoom several charts together).  Clicking the legend highlights a
         series in any case.
+    site_tz : str, optional
+        Show times in this IANA time zone (the site's local time, daylight saving
+        applied) instead of UTC; labels use a 24-hour clock.
     width, height : int, optional
         Size in pixels (theme default otherwise).
 
@@ -77,22 +91,22 @@ def telemetry_chart(telemetry: pd.DataFrame, metric: str = "power_w", *, by: str
     n_series = max(frame["series"].nunique(), 1)
     per_series = int(max(2, min(max_points, max_rows // n_series)))
     data = downsample(frame, metric, by=["series"], max_points=per_series)
-    data["time_utc"] = time_text(data["timestamp"])
+    data["timestamp"] = chart_times(data["timestamp"], site_tz)
+    tlabel = time_label(site_tz)
     unit = unit_of(metric)
     ylab = axis_label(metric)
     fmt = number_format(unit)
     legend_sel = alt.selection_point(name="pick", fields=["series"], bind="legend")
-    x = alt.X("timestamp:T", title="time (UTC)", scale=alt.Scale(type="utc"),
-              axis=alt.Axis(format="%H:%M:%S", labelOverlap=True))
+    x = time_x("timestamp", tlabel)
     color = alt.Color("series:N", title={"gpu": "GPU", "host": "host"}.get(level, ""),
                       legend=None if n_series == 1 else alt.Legend())
     tooltip = [alt.Tooltip("series:N", title=level),
-               alt.Tooltip("time_utc:N", title="time"),
+               time_tooltip("timestamp", tlabel),
                alt.Tooltip(f"{metric}:Q", title=f"mean [{unit}]", format=fmt),
                alt.Tooltip(f"{metric}_min:Q", title=f"min [{unit}]", format=fmt),
                alt.Tooltip(f"{metric}_max:Q", title=f"max [{unit}]", format=fmt),
                alt.Tooltip("n_samples:Q", title="samples")]
-    base = alt.Chart(data)
+    base = alt.Chart(inline_table(data))
     line = base.mark_line().encode(
         x=x, y=alt.Y(f"{metric}:Q", title=ylab, scale=alt.Scale(zero=False)), color=color,
         opacity=alt.condition(legend_sel, alt.value(1.0), alt.value(0.15)), tooltip=tooltip,
@@ -123,8 +137,8 @@ def telemetry_chart(telemetry: pd.DataFrame, metric: str = "power_w", *, by: str
 def telemetry_overview(telemetry: pd.DataFrame,
                        metrics: Sequence[str] = ("power_w", "clock_sm_mhz", "temp_gpu_c"), *,
                        by: str = "auto", max_rows: int = DEFAULT_MAX_ROWS,
-                       title: str | None = None, width: int | None = None,
-                       height: int = 160) -> alt.VConcatChart:
+                       title: str | None = None, site_tz: str | None = None,
+                       width: int | None = None, height: int = 160) -> alt.VConcatChart:
     """Several telemetry metrics stacked over a shared, zoomable time axis.
 
     Parameters
@@ -137,6 +151,8 @@ def telemetry_overview(telemetry: pd.DataFrame,
         As in :func:`telemetry_chart`; ``max_rows`` applies to each panel.
     title : str, optional
         Overall title.
+    site_tz : str, optional
+        Show times in the site's local time (see :func:`telemetry_chart`).
     width, height : int
         Size of each panel in pixels.
 
@@ -152,7 +168,7 @@ def telemetry_overview(telemetry: pd.DataFrame,
     panels = []
     for m in present:
         panels.append(telemetry_chart(telemetry, m, by=by, max_rows=max_rows, zoom=zoom,
-                                      width=width, height=height))
+                                      site_tz=site_tz, width=width, height=height))
     with warnings.catch_warnings():
         # the zoom and legend selections are shared on purpose: altair merges them
         warnings.filterwarnings("ignore", message="Automatically deduplicated selection")

@@ -1,0 +1,80 @@
+"""User mistakes at the command line end with exit code 2 and exactly one line on stderr,
+never a traceback.  A table of bad invocations of every subcommand (the owners of each
+subcommand test their deeper cases in their own test modules)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from powerlab import cli
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = str(REPO / "data" / "scenarios" / "small.yaml")
+
+
+def run_cli(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "powerlab.cli", *args], check=False, cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *, contains: str = "") -> None:
+    err = proc.stderr.strip()
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("powerlab"), err
+    assert contains in err, err
+
+
+def _cases(tmp: str) -> list:
+    bad_yaml = f"{tmp}/bad.yaml"
+    return [
+        ([], "required: COMMAND"),
+        (["nosuchcommand"], "invalid choice"),
+        (["summary", "--nonsense"], "unrecognized arguments"),
+        (["forecast"], "required"),
+        (["forecast", SMALL], "--out"),
+        (["forecast", "/nonexistent/s.yaml", "--out", f"{tmp}/f.csv"], "cannot read"),
+        (["forecast", bad_yaml, "--out", f"{tmp}/f.csv"], "not valid YAML"),
+        (["forecast", SMALL, "--out", tmp], "directory"),
+        (["forecast", SMALL, "--out", "/nonexistent/dir/f.csv"], "does not exist"),
+        (["forecast", SMALL, "--out", f"{tmp}/f.csv", "--draws", "abc"], "invalid int"),
+        (["forecast", SMALL, "--out", f"{tmp}/f.csv", "--draws", "-1"], "draws"),
+        (["forecast", SMALL, "--out", f"{tmp}/f.csv", "--resolution", "7s"], "resolution"),
+        (["summary", "/nonexistent/path"], "no such file"),
+        (["summary", str(REPO / "README.md")], "cannot tell the format"),
+        (["demo", "--out", "/proc/powerlab-demo"], "output folder"),
+        (["demo", "--bogus"], "unrecognized arguments"),
+        (["aggregate"], "required"),
+        (["aggregate", "/nonexistent/store", "--out", f"{tmp}/a.csv"], ""),
+        (["import"], "required"),
+        (["import", "/nonexistent/log.csv", "--out", f"{tmp}/store"], ""),
+        (["collect", "--interval-s", "abc", "--out", f"{tmp}/store"], "interval"),
+    ]
+
+
+CASE_IDS = [" ".join(a) or "(no arguments)" for a, _ in _cases("T")]
+
+
+@pytest.mark.parametrize("case", [pytest.param(i, id=name, marks=pytest.mark.bad_input("cli"))
+                                  for i, name in enumerate(CASE_IDS)])
+def test_bad_invocation_is_one_clean_line(case, tmp_path):
+    (tmp_path / "bad.yaml").write_text("jobs: [1, 2\n")
+    args, contains = _cases(str(tmp_path))[case]
+    assert_one_line_error(run_cli(args, tmp_path), contains=contains)
+
+
+def test_every_subcommand_is_in_the_table():
+    names = {m.rstrip("_") for m in cli.COMMAND_MODULES}
+    covered = {a[0] for a, _ in _cases("T") if a and not a[0].startswith("-")}
+    assert names <= covered, sorted(names - covered)
+
+
+def test_the_check_rejects_a_traceback():
+    proc = subprocess.CompletedProcess([], 2, "", "Traceback (most recent call last):\n  x\n")
+    with pytest.raises(AssertionError):
+        assert_one_line_error(proc)
