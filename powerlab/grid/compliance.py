@@ -198,7 +198,7 @@ class Compliance:
         return all(not (vals[r.name] > r.limit) for r in self.spec.requirements)
 
     def result(self, values: pd.DataFrame, *, tick_s: float, native_interval_s: float,
-               duration_s: float, description: str = "") -> ComplianceResult:
+               duration_s: float, description: str = "", trace=None) -> ComplianceResult:
         """Assemble a :class:`ComplianceResult` from per-draw values (one row per draw,
         a column per requirement, as :meth:`evaluate` returns them)."""
         missing = [n for n in self.names if n not in values.columns]
@@ -207,7 +207,8 @@ class Compliance:
         return ComplianceResult(self.spec, values[self.names].reset_index(drop=True),
                                 self.plan(tick_s, native_interval_s, duration_s),
                                 tick_s=tick_s, native_interval_s=native_interval_s,
-                                duration_s=duration_s, description=description)
+                                duration_s=duration_s, description=description,
+                                trace=trace)
 
 
 def _order_value(vals: np.ndarray, p_max: float) -> float:
@@ -235,12 +236,17 @@ class ComplianceResult:
         Sample spacing, spacing of the underlying data, length of the series [s].
     description : str
         What was evaluated.
+    trace : PowerTrace, DrawPower or None
+        The measured trace, or draw 0 of a forecast (for plots, resonance screening and
+        grid-study exports of the same series).
     """
 
     def __init__(self, spec: RequirementSpec, draw_values: pd.DataFrame,
                  plan: Mapping[str, tuple[str, str]], *, tick_s: float,
-                 native_interval_s: float, duration_s: float, description: str = ""):
+                 native_interval_s: float, duration_s: float, description: str = "",
+                 trace=None):
         self.spec = spec
+        self.trace = trace
         self.draw_values = draw_values
         self.tick_s = tick_s
         self.native_interval_s = native_interval_s
@@ -458,18 +464,20 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
     if isinstance(source, Scenario):
         if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
             raise PowerlabError(f"draws must be an integer >= 1, got {draws!r}")
-        info = {}
+        first = []
 
         def fn(dp):
-            info.setdefault("tick", float(dp.tick_s))
-            info.setdefault("n", len(dp.it_w))
+            if not first:
+                first.append(dp)
             return check.evaluate(dp)
 
         values = for_each_draw(source, fn, draws=int(draws), seed=seed, tick_s=tick_s)
-        return check.result(values, tick_s=info["tick"], native_interval_s=info["tick"],
-                            duration_s=info["n"] * info["tick"],
+        dp = first[0]
+        tick = float(dp.tick_s)
+        return check.result(values, tick_s=tick, native_interval_s=tick,
+                            duration_s=len(dp.it_w) * tick,
                             description=f"forecast of scenario {source.name!r}, "
-                                        f"{draws} draws, seed {seed}")
+                                        f"{draws} draws, seed {seed}", trace=dp)
     if isinstance(source, PowerTrace):
         trace = source
     else:
@@ -477,4 +485,5 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
                                      start=start, end=end, max_gap_s=max_gap_s)
     values = pd.DataFrame([check.evaluate(trace)])
     return check.result(values, tick_s=trace.tick_s, native_interval_s=trace.native_interval_s,
-                        duration_s=trace.duration_s, description=trace.description)
+                        duration_s=trace.duration_s, description=trace.description,
+                        trace=trace)
