@@ -219,9 +219,9 @@ def _order_value(vals: np.ndarray, p_max: float) -> float:
 
 def _upper95(k: int, n: int) -> float:
     """One-sided 95 % Clopper-Pearson upper bound of a probability seen k times in n."""
-    from scipy.stats import beta
+    from scipy.special import betaincinv
 
-    return 1.0 if k >= n else float(beta.ppf(0.95, k + 1, n - k))
+    return 1.0 if k >= n else float(betaincinv(k + 1, n - k, 0.95))
 
 
 class ComplianceResult:
