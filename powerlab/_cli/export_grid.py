@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
-    from ..grid.gridstudy import write_grid_playback
+    from ..grid.gridstudy import step_ticks, write_grid_playback
     from ..grid.powertrace import forecast_trace, open_source, trace_from_telemetry
     from ..grid.scenario import Scenario
 
@@ -51,6 +51,7 @@ def run(args) -> int:
         if args.pue is not None or args.base_load_w:
             raise PowerlabError("--pue and --base-load-w apply to measured telemetry; a "
                                 "scenario sets its own")
+        step_ticks(args.step_s, args.tick_s or source.tick_s)   # before the forecast runs
         trace = forecast_trace(source, draw=args.draw, seed=args.seed, tick_s=args.tick_s)
     else:
         if args.draw:

@@ -38,16 +38,31 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import PowerlabError
-from .loadmetrics import whole_ticks
 
 __all__ = [
     "FORMATS",
     "playback_frame",
+    "step_ticks",
     "write_grid_playback",
 ]
 
 #: Formats and their usual file suffixes.
 FORMATS = {"pscad": ".txt", "powerfactory": ".txt", "csv": ".csv"}
+
+
+def step_ticks(step_s: float, tick_s: float) -> int:
+    """Ticks in one playback step; refuses a step finer than the tick or not a whole
+    number of ticks [-]."""
+    if not (isinstance(step_s, (int, float)) and math.isfinite(step_s) and step_s > 0):
+        raise PowerlabError(f"step_s must be a positive number of seconds, got {step_s!r}")
+    if step_s < tick_s * (1 - 1e-9):
+        raise PowerlabError(f"step {step_s:g} s is finer than the data's {tick_s:g}-s "
+                            "ticks; a playback cannot invent finer detail")
+    k = round(step_s / tick_s)
+    if abs(k * tick_s - step_s) > 1e-6 * step_s:
+        raise PowerlabError(f"step {step_s:g} s is not a whole number of ticks of "
+                            f"{tick_s:g} s")
+    return k
 
 
 def playback_frame(trace, *, step_s: float = 1.0, scope: str = "facility") -> pd.DataFrame:
@@ -69,15 +84,7 @@ def playback_frame(trace, *, step_s: float = 1.0, scope: str = "facility") -> pd
         (mean over the block).
     """
     x = np.asarray(trace.power_w(scope), dtype=float)
-    if not (isinstance(step_s, (int, float)) and math.isfinite(step_s) and step_s > 0):
-        raise PowerlabError(f"step_s must be a positive number of seconds, got {step_s!r}")
-    if step_s < trace.tick_s * (1 - 1e-9):
-        raise PowerlabError(f"step {step_s:g} s is finer than the data's {trace.tick_s:g}-s "
-                            "ticks; a playback cannot invent finer detail")
-    try:
-        k = whole_ticks(step_s, trace.tick_s)
-    except PowerlabError as exc:
-        raise PowerlabError(f"step {step_s:g} s: {exc}") from None
+    k = step_ticks(step_s, trace.tick_s)
     n = len(x) // k
     if n < 2:
         raise PowerlabError(f"the series holds fewer than two {step_s:g}-s steps")
