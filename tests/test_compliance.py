@@ -389,3 +389,39 @@ def test_comply_cli_bad_options(argv, words, tmp_path, capsys):
                    str(tmp_path / "o"), *argv])
     err = capsys.readouterr().err
     assert rc == 2 and words in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_store_folder_is_read_like_a_frame(tmp_path):
+    from powerlab.telemetry.store import write_store
+
+    t = np.arange(0, 600, 1.0)
+    frame = _node_frame({"n0": t, "n1": t + 0.5}, truth)
+    write_store(frame, tmp_path / "store", fsync=False)
+    spec = spec_of({"kind": "deviation", "window_s": 10, "limit": 1, "unit": "MW"},
+                   scope="it")
+    a = comply(tmp_path / "store", spec)
+    b = comply(frame, spec)
+    assert a.draw_values.equals(b.draw_values) and a.passed
+    assert "2 node-scope devices" in a.description
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param("naive", marks=pytest.mark.bad_input("requirements")),
+    pytest.param("naive_start", marks=pytest.mark.bad_input("requirements")),
+    pytest.param("out_under_file", marks=pytest.mark.bad_input("requirements")),
+])
+def test_bad_telemetry_and_outputs_are_refused_cleanly(case, tmp_path):
+    t = np.arange(0, 600, 1.0)
+    frame = _node_frame({"n0": t}, truth)
+    spec = spec_of({"kind": "step", "within_s": 1, "limit": 5, "unit": "MW"}, scope="it")
+    if case == "naive":
+        frame["timestamp"] = frame["timestamp"].dt.tz_localize(None)
+        with pytest.raises(PowerlabError, match="tz-aware"):
+            comply(frame, spec)
+    elif case == "naive_start":
+        with pytest.raises(PowerlabError, match="no time zone"):
+            comply(frame, spec, start="2025-06-01T00:01:00")
+    else:
+        (tmp_path / "f").write_text("x")
+        with pytest.raises(PowerlabError, match="cannot create the output folder"):
+            comply(frame, spec).write(tmp_path / "f" / "out")

@@ -84,6 +84,8 @@ def run(args) -> int:
         raise PowerlabError(f"--draws must be >= 1, got {args.draws}")
     if args.out.exists() and not args.out.is_dir():
         raise PowerlabError(f"--out {args.out} exists and is not a folder")
+    if args.sags is not None and not args.sags.is_file():
+        raise PowerlabError(f"--sags {args.sags}: no such file")
     spec = read_requirements(args.requirements)
     source = open_source(args.source)
     sags = read_sags(args.sags) if args.sags is not None else None

@@ -359,8 +359,11 @@ class ComplianceResult:
         from ..telemetry.store import atomic_write_bytes
 
         out = Path(out_dir)
-        if out.exists() and not out.is_dir():
-            raise PowerlabError(f"{out} exists and is not a folder")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PowerlabError(f"cannot create the output folder {out}: "
+                                f"{exc.strerror or exc}") from None
         csv = self.to_csv(out / "compliance.csv")
         text = str(self.summary()) + "\n"
         txt = atomic_write_bytes(out / "compliance_summary.txt",

@@ -159,5 +159,10 @@ def write_grid_playback(trace, path, fmt: str, *, step_s: float = 1.0,
     p = Path(path)
     if p.is_dir():
         raise PowerlabError(f"{p} is a folder; give a file name")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PowerlabError(f"cannot create the folder of {p}: {exc.strerror or exc}") \
+            from None
     return atomic_write_bytes(p, lambda tmp: Path(tmp).write_text(text, "ascii",
                                                                   errors="replace"))

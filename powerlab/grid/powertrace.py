@@ -238,6 +238,7 @@ def read_telemetry(path: str | Path, *, start=None, end=None) -> pd.DataFrame:
     from ..telemetry.store import read_store
 
     p = Path(path)
+    start, end = _utc(start, "start"), _utc(end, "end")
     if p.is_dir():
         return read_store(p, start=start, end=end, columns=["power_w"])
     if not p.exists():
@@ -255,10 +256,22 @@ def read_telemetry(path: str | Path, *, start=None, end=None) -> pd.DataFrame:
         raise PowerlabError(f"{p}: cannot read as Parquet: {exc}") from None
     df = conform(df)
     if start is not None:
-        df = df[df["timestamp"] >= pd.Timestamp(start)]
+        df = df[df["timestamp"] >= start]
     if end is not None:
-        df = df[df["timestamp"] < pd.Timestamp(end)]
+        df = df[df["timestamp"] < end]
     return df
+
+
+def _utc(t, name: str) -> pd.Timestamp | None:
+    if t is None:
+        return None
+    try:
+        ts = pd.Timestamp(t)
+    except (ValueError, TypeError):
+        raise PowerlabError(f"{name} {t!r} is not a time") from None
+    if ts.tzinfo is None:
+        raise PowerlabError(f"{name} {t!r} has no time zone; give a UTC time")
+    return ts.tz_convert("UTC")
 
 
 def _nice_tick(interval_s: float) -> float:
@@ -310,6 +323,7 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
     -------
     PowerTrace
     """
+    start, end = _utc(start, "start"), _utc(end, "end")
     if not isinstance(data, pd.DataFrame):
         data = read_telemetry(data, start=start, end=end)
     need = {"timestamp", "host", "power_w"}
@@ -317,10 +331,14 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
         raise PowerlabError(f"telemetry needs columns {sorted(need)}; missing "
                             f"{sorted(need - set(data.columns))}")
     df = data
+    ts = df["timestamp"]
+    if not (isinstance(ts.dtype, pd.DatetimeTZDtype)):
+        raise PowerlabError(f"telemetry timestamps must be tz-aware UTC datetimes, got "
+                            f"{ts.dtype}; see powerlab.telemetry.schema.conform")
     if start is not None:
-        df = df[df["timestamp"] >= pd.Timestamp(start)]
+        df = df[df["timestamp"] >= start]
     if end is not None:
-        df = df[df["timestamp"] < pd.Timestamp(end)]
+        df = df[df["timestamp"] < end]
     sc = df["scope"].astype("string").fillna("gpu") if "scope" in df.columns else \
         pd.Series("gpu", index=df.index, dtype="string")
     if scope == "auto":
