@@ -425,3 +425,18 @@ def test_bad_telemetry_and_outputs_are_refused_cleanly(case, tmp_path):
         (tmp_path / "f").write_text("x")
         with pytest.raises(PowerlabError, match="cannot create the output folder"):
             comply(frame, spec).write(tmp_path / "f" / "out")
+
+
+def test_rms_bands_share_one_spectrum_without_changing_the_answer():
+    t = np.arange(0, 900, 0.02)
+    x = 20 * MW + 0.6 * MW * np.sin(2 * np.pi * 0.73 * t) + 0.2 * MW * np.sin(
+        2 * np.pi * 4.1 * t)
+    spec = parse_requirements({"name": "b", "requirements": [
+        {"name": n, "kind": "oscillation", "band_hz": b, "measure": "rms", "limit": 1,
+         "unit": "MW", "source": "t", "illustrative": True}
+        for n, b in (("low", [0.1, 2]), ("high", [3, 30]))]})
+    vals = Compliance(spec).evaluate(trace(x, tick=0.02))
+    assert vals["low"] == pytest.approx(0.6 / math.sqrt(2), rel=0.01)
+    assert vals["high"] == pytest.approx(0.2 / math.sqrt(2), rel=0.01)
+    alone = lm.band_oscillation(x, 0.02, (3, 30)) / MW      # its own, shorter segments
+    assert vals["high"] == pytest.approx(alone, rel=0.01)

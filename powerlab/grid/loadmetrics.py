@@ -38,10 +38,12 @@ from ..exceptions import AnalysisError
 
 __all__ = [
     "band_oscillation",
+    "band_rms",
     "largest_deviation",
     "largest_step",
     "ramp_of_means",
     "sag_load_loss",
+    "welch_psd",
     "welch_segment_s",
     "whole_ticks",
 ]
@@ -150,6 +152,29 @@ def welch_segment_s(f_lo_hz: float) -> float:
     return max(64.0, 8.0 / f_lo_hz)
 
 
+def welch_psd(power_w, tick_s: float, segment_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Welch power spectral density (Hann window, half overlap, mean removed per
+    segment of ``segment_s``, cut to the series' length).
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        Frequencies [Hz] and the density [W^2/Hz].
+    """
+    x = _series(power_w)
+    nper = min(len(x), round(segment_s / tick_s))
+    return signal.welch(x, fs=1.0 / tick_s, nperseg=nper, detrend="constant")
+
+
+def band_rms(frequency_hz: np.ndarray, psd_w2_per_hz: np.ndarray,
+             band_hz: tuple[float, float]) -> float:
+    """RMS of the oscillation in a band from a power spectral density [W]: the square
+    root of the density summed over the band's bins times the bin width."""
+    f = np.asarray(frequency_hz)
+    m = (f >= band_hz[0]) & (f <= band_hz[1])
+    return float(math.sqrt(np.asarray(psd_w2_per_hz)[m].sum() * (f[1] - f[0])))
+
+
 def band_oscillation(power_w, tick_s: float, band_hz: tuple[float, float],
                      measure: str = "rms") -> float:
     """RMS or peak-to-peak of the oscillation in a frequency band [W].
@@ -198,10 +223,7 @@ def band_oscillation(power_w, tick_s: float, band_hz: tuple[float, float],
         raise AnalysisError(f"{duration:g} s of data is shorter than four periods of "
                             f"{lo:g} Hz, the band's low edge")
     if measure == "rms":
-        nper = min(len(x), round(welch_segment_s(lo) * fs))
-        f, p = signal.welch(x, fs=fs, nperseg=nper, detrend="constant")
-        m = (f >= lo) & (f <= hi)
-        return float(math.sqrt(p[m].sum() * (f[1] - f[0])))
+        return band_rms(*welch_psd(x, tick_s, welch_segment_s(lo)), (lo, hi))
     if measure == "peak_to_peak":
         if hi >= 0.95 * nyq:
             sos = signal.butter(BANDPASS_ORDER, lo, btype="highpass", fs=fs, output="sos")
