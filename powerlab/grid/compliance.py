@@ -400,7 +400,8 @@ class ComplianceSummary:
                    "data interval", "duration", "allowed exceed probability"])
         t = f[["requirement", "limit", "value", "unit", "exceed_probability",
                "verdict"]].copy()
-        t["P(exceed) 95% upper"] = f["exceed_probability_upper95"]
+        if res.draws > 1:        # a bound over one trace says nothing
+            t["P(exceed) 95% upper"] = f["exceed_probability_upper95"]
         t["illustrative"] = np.where(f["illustrative"], "yes", "no")
         self.table = t.set_index("requirement")
         n_fail, n_na = len(res.failed), len(res.not_assessed)
@@ -421,9 +422,9 @@ class ComplianceSummary:
     def __str__(self) -> str:
         with pd.option_context("display.width", 140, "display.max_columns", 20,
                                "display.float_format", "{:,.4g}".format):
-            parts = ["Interconnection requirements check", "=" * 34,
-                     self.header.to_string(header=False), "", self.table.to_string(), "",
-                     self.verdict]
+            head = [f"{k:<28}{v}" for k, v in self.header["value"].items()]
+            parts = ["Interconnection requirements check", "=" * 34, *head, "",
+                     self.table.to_string(), "", self.verdict]
         parts += [f"Note: {n}" for n in self.notes]
         return "\n".join(parts)
 
