@@ -440,3 +440,23 @@ def test_rms_bands_share_one_spectrum_without_changing_the_answer():
     assert vals["high"] == pytest.approx(0.2 / math.sqrt(2), rel=0.01)
     alone = lm.band_oscillation(x, 0.02, (3, 30)) / MW      # its own, shorter segments
     assert vals["high"] == pytest.approx(alone, rel=0.01)
+
+
+def test_comply_cli_reads_measured_sags(tmp_path, capsys):
+    t = np.arange(0, 600, 0.5)
+    frame = _node_frame({"n0": t}, lambda t: np.where((t >= 300) & (t < 303), 1e3, 4e4))
+    pq = tmp_path / "t.parquet"
+    frame.to_parquet(pq)
+    sags = tmp_path / "sags.csv"
+    sags.write_text("timestamp,duration_s,residual_voltage_pu\n"
+                    f"{(T0 + pd.Timedelta(seconds=300)).isoformat()},0.3,0.8\n")
+    spec = tmp_path / "rt.yaml"
+    spec.write_text("name: rt\nscope: it\nrequirements:\n  - {name: rt, kind: ride_through, "
+                    "residual_voltage_pu: 0.7, sag_duration_s: 0.5, observe_s: 2, limit: 10,"
+                    " unit: kW, source: t, illustrative: true}\n")
+    args = ["comply", str(pq), "--requirements", str(spec), "--quiet"]
+    assert cli.main([*args, "--out", str(tmp_path / "a"), "--sags", str(sags)]) == 1
+    row = pd.read_csv(tmp_path / "a" / "compliance.csv").iloc[0]
+    assert row["verdict"] == "fail" and row["value"] == pytest.approx(39.0)   # 40 -> 1 kW
+    assert cli.main([*args, "--out", str(tmp_path / "b")]) == 1               # no sag given
+    assert pd.read_csv(tmp_path / "b" / "compliance.csv").loc[0, "verdict"] == "not_assessed"
