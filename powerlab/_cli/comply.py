@@ -73,12 +73,9 @@ def _time(text, what):
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
-    from ..grid.compliance import comply
     from ..grid.powertrace import open_source
     from ..grid.requirements import read_requirements
-    from ..grid.resonance import screen_resonance
     from ..grid.scenario import Scenario
-    from ..telemetry.store import atomic_write_bytes
 
     if args.draws < 1:
         raise PowerlabError(f"--draws must be >= 1, got {args.draws}")
@@ -94,6 +91,10 @@ def run(args) -> int:
                                          or start is not None or end is not None):
         raise PowerlabError("--pue, --base-load-w, --start and --end apply to measured "
                             "telemetry; a scenario sets its own PUE, base load and horizon")
+    from ..grid.compliance import comply  # scipy: only once the inputs are read
+    from ..grid.resonance import screen_resonance
+    from ..telemetry.store import atomic_write_bytes
+
     res = comply(source, spec, draws=args.draws, seed=args.seed, tick_s=args.tick_s,
                  pue=args.pue, base_load_w=args.base_load_w, sags=sags, start=start, end=end)
     csv, txt = res.write(args.out)
