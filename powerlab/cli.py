@@ -22,6 +22,8 @@ COMMAND_MODULES = [
     "forecast",
     "demo",
     "aggregate",
+    "comply",
+    "export_grid",
 ]
 
 

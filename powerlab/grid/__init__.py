@@ -12,6 +12,12 @@ Modules
 :mod:`~powerlab.grid.swings`       swings, ramps, spectrum, limit checks
 :mod:`~powerlab.grid.mitigations`  what-ifs: what each mitigation removes and costs
 :mod:`~powerlab.grid.export`       the facilities CSV and its JSON sidecar
+:mod:`~powerlab.grid.requirements` interconnection requirement specs (YAML): limits, sources
+:mod:`~powerlab.grid.loadmetrics`  ramps of means, deviation, band oscillation, steps, sags
+:mod:`~powerlab.grid.powertrace`   one regular power series: a forecast draw or measured data
+:mod:`~powerlab.grid.compliance`   a power series or a forecast checked against a spec
+:mod:`~powerlab.grid.resonance`    harmonics of the load against the grid's mode bands
+:mod:`~powerlab.grid.gridstudy`    playback files for PSCAD, PowerFactory and CSV
 
 The engine function is :func:`powerlab.grid.forecast.forecast` (the name ``forecast`` in
 this package is the module).  This wing imports only :mod:`powerlab.telemetry` (and
@@ -41,6 +47,26 @@ _EXPORTS = {
     ),
     "export": (
         "facilities_frame", "read_facilities_csv", "write_facilities_csv",
+    ),
+    "requirements": (
+        "GridMode", "Requirement", "RequirementSpec", "parse_requirements",
+        "read_requirements",
+    ),
+    "loadmetrics": (
+        "band_oscillation", "largest_deviation", "largest_step", "ramp_of_means",
+        "sag_load_loss",
+    ),
+    "powertrace": (
+        "PowerTrace", "for_each_draw", "forecast_trace", "trace_from_telemetry",
+    ),
+    "compliance": (
+        "Compliance", "ComplianceResult", "comply",
+    ),
+    "resonance": (
+        "ResonanceResult", "screen_resonance",
+    ),
+    "gridstudy": (
+        "playback_frame", "write_grid_playback",
     ),
 }
 

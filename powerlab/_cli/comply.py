@@ -1,0 +1,116 @@
+"""``powerlab comply``: check a scenario's forecast or a measured trace against a utility's
+requirement spec; exit 0 when every requirement passes, 1 when one fails (or cannot be
+assessed), 2 on bad input."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "comply",
+        help="check a forecast or measured power against interconnection requirements",
+        description="Evaluate the power of a scenario (every Monte Carlo draw of its "
+                    "forecast) or of measured telemetry (a store folder or a canonical "
+                    "Parquet file) against a requirement spec YAML (ramps, short-term "
+                    "deviation, band oscillation, load steps, ride-through). Writes "
+                    "DIR/compliance.csv, DIR/compliance_summary.txt and, when the spec "
+                    "names grid modes, DIR/resonance.csv. Exit code 0: every requirement "
+                    "passes; 1: one fails or cannot be assessed from the data; 2: bad input.",
+    )
+    p.add_argument("source", type=Path,
+                   help="scenario YAML, telemetry store folder or canonical .parquet file")
+    p.add_argument("--requirements", type=Path, required=True, help="requirement spec YAML")
+    p.add_argument("--out", type=Path, required=True, help="output folder")
+    p.add_argument("--draws", type=int, default=20, help="Monte Carlo draws (default 20)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--tick-s", type=float, default=None,
+                   help="engine tick, or the grid measured telemetry is resampled to [s]")
+    p.add_argument("--pue", type=float, default=None,
+                   help="telemetry only: facility power = IT power x PUE + base load")
+    p.add_argument("--base-load-w", type=float, default=0.0,
+                   help="telemetry only: non-IT load added to facility power [W]")
+    p.add_argument("--sags", type=Path, default=None,
+                   help="CSV of voltage sags (timestamp, duration_s, residual_voltage_pu) "
+                        "for the ride-through requirements")
+    p.add_argument("--start", default=None, help="telemetry only: first time (ISO 8601 UTC)")
+    p.add_argument("--end", default=None, help="telemetry only: end time (ISO 8601 UTC)")
+    p.add_argument("--quiet", action="store_true", help="do not print the summaries")
+    p.set_defaults(func=run)
+
+
+def read_sags(path: Path):
+    """Voltage sags from a CSV file (``timestamp, duration_s, residual_voltage_pu``)."""
+    import pandas as pd
+
+    from ..exceptions import ParseError
+
+    try:
+        return pd.read_csv(path)
+    except FileNotFoundError:
+        raise ParseError("no such file", path=path) from None
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise ParseError(f"cannot read as CSV: {exc}", path=path) from None
+
+
+def _time(text, what):
+    import pandas as pd
+
+    from ..exceptions import PowerlabError
+
+    if text is None:
+        return None
+    try:
+        ts = pd.Timestamp(text)
+    except ValueError:
+        raise PowerlabError(f"{what} {text!r} is not an ISO 8601 time") from None
+    if ts.tzinfo is None:
+        raise PowerlabError(f"{what} {text!r} has no time zone; write it in UTC with a 'Z'")
+    return ts
+
+
+def run(args) -> int:
+    from ..exceptions import PowerlabError
+    from ..grid.powertrace import open_source
+    from ..grid.requirements import read_requirements
+    from ..grid.scenario import Scenario
+
+    if args.draws < 1:
+        raise PowerlabError(f"--draws must be >= 1, got {args.draws}")
+    if args.out.exists() and not args.out.is_dir():
+        raise PowerlabError(f"--out {args.out} exists and is not a folder")
+    if args.sags is not None and not args.sags.is_file():
+        raise PowerlabError(f"--sags {args.sags}: no such file")
+    spec = read_requirements(args.requirements)
+    source = open_source(args.source)
+    sags = read_sags(args.sags) if args.sags is not None else None
+    start, end = _time(args.start, "--start"), _time(args.end, "--end")
+    if isinstance(source, Scenario) and (args.pue is not None or args.base_load_w
+                                         or start is not None or end is not None):
+        raise PowerlabError("--pue, --base-load-w, --start and --end apply to measured "
+                            "telemetry; a scenario sets its own PUE, base load and horizon")
+    from ..grid.compliance import comply  # scipy: only once the inputs are read
+    from ..grid.resonance import screen_resonance
+    from ..telemetry.store import atomic_write_bytes
+
+    res = comply(source, spec, draws=args.draws, seed=args.seed, tick_s=args.tick_s,
+                 pue=args.pue, base_load_w=args.base_load_w, sags=sags, start=start, end=end)
+    csv, txt = res.write(args.out)
+    written = [csv, txt]
+    summaries = [str(res.summary())]
+    if spec.grid_modes:
+        try:
+            rz = screen_resonance(res.trace, spec)
+        except PowerlabError as exc:
+            summaries.append(f"Resonance screening not done: {exc}")
+        else:
+            text = rz.harmonics.to_csv(index=False, float_format="%.6g")
+            written.append(atomic_write_bytes(args.out / "resonance.csv",
+                                              lambda tmp: Path(tmp).write_text(text)))
+            summaries.append(str(rz.summary()))
+    if not args.quiet:
+        print("\n\n".join(summaries))
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0 if res.passed else 1

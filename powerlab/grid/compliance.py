@@ -1,0 +1,507 @@
+"""Check a site's power against a utility's requirement spec.
+
+Three layers (pvlib style):
+
+- the metric functions of :mod:`powerlab.grid.loadmetrics`;
+- :class:`Compliance` holds a parsed :class:`~powerlab.grid.requirements.RequirementSpec`
+  and evaluates it on one power series (a ``DrawPower`` of the engine or a
+  :class:`~powerlab.grid.powertrace.PowerTrace`): ``Compliance(spec).evaluate(dp)``
+  returns ``{requirement: value}``, cheap enough to call for every draw of every option
+  a mitigation search tries, and shaped as the engine's ``on_draw`` callback;
+- :func:`comply` runs it on a scenario (every Monte Carlo draw), a measured telemetry
+  frame, a store or a trace, and returns a :class:`ComplianceResult` (``summary()``,
+  ``summary_frame()``, ``write(dir)`` for ``compliance.csv``).
+
+All RMS band requirements of a spec are read off one Welch spectrum whose segments suit
+the lowest band (:func:`~powerlab.grid.loadmetrics.welch_segment_s`), so that a search
+evaluating many options pays for one spectrum per series.
+
+Verdicts
+--------
+A requirement **fails** when more than ``spec.max_exceed_probability`` of the draws exceed
+its limit (default 0: any draw).  ``value`` is the draw value at that quantile (the worst
+draw by default), so ``value > limit`` exactly when the verdict is ``fail``; for one
+measured trace ``exceed_probability`` is 0 or 1.
+
+A requirement the data cannot resolve is **not_assessed** rather than passed: a ramp or
+deviation window shorter than the readings' interval, an oscillation band above the
+Nyquist frequency of the readings, a series shorter than the window, a ride-through
+requirement without a covered voltage sag in the data.  When only the top of an RMS band
+is cut off and the resolved part already exceeds the limit the verdict is ``fail`` (the
+full band's RMS can only be larger); otherwise such a band is ``not_assessed`` with the
+value of its resolved part.  ``summary_frame()`` says why in ``note``.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import AnalysisError, PowerlabError
+from . import loadmetrics as lm
+from .powertrace import PowerTrace, for_each_draw, trace_from_telemetry
+from .requirements import Requirement, RequirementSpec, read_requirements
+
+__all__ = [
+    "COMPLIANCE_COLUMNS",
+    "Compliance",
+    "ComplianceResult",
+    "ComplianceSummary",
+    "comply",
+]
+
+#: Columns of ``compliance.csv``.
+COMPLIANCE_COLUMNS = ("requirement", "metric", "window_s", "limit", "value", "unit",
+                      "exceed_probability", "verdict")
+
+_OK, _PARTIAL, _NO = "ok", "partial", "no"
+
+
+def _plan(req: Requirement, tick_s: float, native_s: float, duration_s: float
+          ) -> tuple[str, str]:
+    """(status, note): whether a series of this tick, native interval and length can
+    assess the requirement (``ok``), only partly (``partial``, RMS band cut at Nyquist)
+    or not (``no``)."""
+    res = max(tick_s, native_s)
+    if req.kind in ("ramp", "deviation", "step"):
+        try:
+            lm.whole_ticks(req.window_s, tick_s)
+        except AnalysisError as exc:
+            return _NO, str(exc)
+        if req.window_s < native_s * (1 - 1e-9):
+            return _NO, (f"readings every {native_s:g} s cannot resolve a "
+                         f"{req.window_s:g}-s window")
+        need = 2 * req.window_s if req.kind == "ramp" else req.window_s + tick_s
+        if duration_s < need:
+            return _NO, f"{duration_s:g} s of data is shorter than {need:g} s"
+        return _OK, ""
+    if req.kind == "oscillation":
+        lo, hi = req.band_hz
+        nyq = 0.5 / res
+        if lo >= nyq:
+            return _NO, (f"band {lo:g}-{hi:g} Hz lies above {nyq:g} Hz, the Nyquist "
+                         f"frequency of {res:g}-s samples")
+        if duration_s < 4.0 / lo:
+            return _NO, f"{duration_s:g} s of data is shorter than four periods of {lo:g} Hz"
+        if hi > nyq:
+            note = (f"band cut at {nyq:g} Hz (Nyquist frequency of {res:g}-s samples); "
+                    f"value over {lo:g}-{nyq:g} Hz only")
+            return (_PARTIAL if req.measure == "rms" else _NO), note
+        return _OK, ""
+    return _OK, ""   # ride_through: decided per draw by the sags present
+
+
+class Compliance:
+    """A requirement spec ready to evaluate on power series.
+
+    Parameters
+    ----------
+    spec : RequirementSpec or path-like
+        The spec (read once).
+    sags : DataFrame, optional
+        Voltage sags (``timestamp``, ``duration_s``, ``residual_voltage_pu``) to add to
+        every series' own ``voltage_sag`` events, e.g. from a power-quality recorder.
+
+    Examples
+    --------
+    >>> check = Compliance(read_requirements("data/requirements/choukse2025_forms.yaml"))
+    >>> values = check.evaluate(trace)          # {requirement: value in its unit}
+    """
+
+    def __init__(self, spec, *, sags: pd.DataFrame | None = None):
+        if not isinstance(spec, RequirementSpec):
+            spec = read_requirements(spec)
+        self.spec = spec
+        self.sags = None
+        if sags is not None and len(sags):
+            # validated once, through the same code as a trace's sags
+            dummy = PowerTrace(0, 1.0, pd.Timestamp("2000-01-01", tz="UTC"),
+                               np.zeros(2), None)
+            self.sags = dummy.with_sags(sags).events
+        self._plans: dict[tuple, dict[str, tuple[str, str]]] = {}
+        # all RMS bands share one Welch spectrum, with segments long enough for the
+        # lowest band (a longer segment only refines the higher ones)
+        lows = [r.band_hz[0] for r in spec.requirements
+                if r.kind == "oscillation" and r.measure == "rms"]
+        self._segment_s = max((lm.welch_segment_s(lo) for lo in lows), default=64.0)
+
+    @property
+    def names(self) -> list[str]:
+        """Requirement names, in spec order."""
+        return [r.name for r in self.spec.requirements]
+
+    def plan(self, tick_s: float, native_interval_s: float, duration_s: float
+             ) -> dict[str, tuple[str, str]]:
+        """``{requirement: (status, note)}`` for series of this tick, native interval and
+        length; status ``ok``, ``partial`` or ``no`` (see the module docstring)."""
+        key = (float(tick_s), float(native_interval_s), float(duration_s))
+        if key not in self._plans:
+            self._plans[key] = {r.name: _plan(r, *key) for r in self.spec.requirements}
+        return self._plans[key]
+
+    def _sags(self, dp) -> pd.DataFrame | None:
+        ev = getattr(dp, "events", None)
+        own = None
+        if ev is not None and len(ev) and "event" in ev.columns \
+                and "residual_voltage_pu" in ev.columns:
+            own = ev[ev["event"] == "voltage_sag"]
+        parts = [p for p in (own, self.sags) if p is not None and len(p)]
+        return pd.concat(parts, ignore_index=True) if parts else None
+
+    def evaluate(self, dp) -> dict[str, float]:
+        """Every requirement's value on one power series, in the requirement's unit.
+
+        Parameters
+        ----------
+        dp : DrawPower or PowerTrace
+            Anything with ``tick_s``, ``start_utc``, ``it_w``, ``facility_w`` and
+            ``events`` (``native_interval_s`` optional, default the tick).
+
+        Returns
+        -------
+        dict
+            ``{requirement name: value}``; NaN where the series cannot assess it.
+        """
+        tick = float(dp.tick_s)
+        x = dp.it_w if self.spec.scope == "it" else dp.facility_w
+        if x is None:
+            PowerTrace(0, tick, dp.start_utc, dp.it_w, None).power_w("facility")  # raises
+        x = np.asarray(x, dtype=float)
+        native = float(getattr(dp, "native_interval_s", tick))
+        plan = self.plan(tick, native, len(x) * tick)
+        out: dict[str, float] = {}
+        sags = psd = None
+        for r in self.spec.requirements:
+            status, _ = plan[r.name]
+            if status == _NO:
+                out[r.name] = math.nan
+                continue
+            if r.kind == "ramp":
+                v = lm.ramp_of_means(x, tick, r.window_s, r.direction)
+            elif r.kind == "deviation":
+                v = lm.largest_deviation(x, tick, r.window_s)
+            elif r.kind == "oscillation":   # cut at the Nyquist frequency of the data
+                band = (r.band_hz[0], min(r.band_hz[1], 0.5 / max(tick, native)))
+                if r.measure == "rms":           # one spectrum for every RMS band
+                    if psd is None:
+                        psd = lm.welch_psd(x, tick, self._segment_s)
+                    v = lm.band_rms(*psd, band)
+                else:
+                    v = lm.band_oscillation(x, tick, band, r.measure)
+            elif r.kind == "step":
+                v = lm.largest_step(x, tick, r.window_s, r.direction)
+            else:
+                if sags is None:
+                    sags = self._sags(dp)
+                v, _ = lm.sag_load_loss(x, tick, dp.start_utc, sags,
+                                        residual_voltage_pu=r.residual_voltage_pu,
+                                        sag_duration_s=r.window_s, observe_s=r.observe_s)
+            out[r.name] = v / r.unit_factor
+        return out
+
+    __call__ = evaluate
+
+    def passes(self, dp) -> bool:
+        """Whether one series meets every requirement it can assess (for searches)."""
+        vals = self.evaluate(dp)
+        return all(not (vals[r.name] > r.limit) for r in self.spec.requirements)
+
+    def result(self, values: pd.DataFrame, *, tick_s: float, native_interval_s: float,
+               duration_s: float, description: str = "", trace=None) -> ComplianceResult:
+        """Assemble a :class:`ComplianceResult` from per-draw values (one row per draw,
+        a column per requirement, as :meth:`evaluate` returns them)."""
+        missing = [n for n in self.names if n not in values.columns]
+        if missing:
+            raise PowerlabError(f"per-draw values lack requirement(s) {missing}")
+        return ComplianceResult(self.spec, values[self.names].reset_index(drop=True),
+                                self.plan(tick_s, native_interval_s, duration_s),
+                                tick_s=tick_s, native_interval_s=native_interval_s,
+                                duration_s=duration_s, description=description,
+                                trace=trace)
+
+
+def _order_value(vals: np.ndarray, p_max: float) -> float:
+    """The draw value that is exceeded by at most ``p_max`` of the draws."""
+    s = np.sort(vals)[::-1]
+    return float(s[min(math.floor(p_max * len(s) + 1e-9), len(s) - 1)])
+
+
+def _upper95(k: int, n: int) -> float:
+    """One-sided 95 % Clopper-Pearson upper bound of a probability seen k times in n."""
+    from scipy.special import betaincinv
+
+    return 1.0 if k >= n else float(betaincinv(k + 1, n - k, 0.95))
+
+
+class ComplianceResult:
+    """Results of :func:`comply` (statsmodels style).
+
+    Attributes
+    ----------
+    spec : RequirementSpec
+    draw_values : DataFrame
+        Per draw (rows) and requirement (columns): the value in the requirement's unit.
+    tick_s, native_interval_s, duration_s : float
+        Sample spacing, spacing of the underlying data, length of the series [s].
+    description : str
+        What was evaluated.
+    trace : PowerTrace, DrawPower or None
+        The measured trace, or draw 0 of a forecast (for plots, resonance screening and
+        grid-study exports of the same series).
+    """
+
+    def __init__(self, spec: RequirementSpec, draw_values: pd.DataFrame,
+                 plan: Mapping[str, tuple[str, str]], *, tick_s: float,
+                 native_interval_s: float, duration_s: float, description: str = "",
+                 trace=None):
+        self.spec = spec
+        self.trace = trace
+        self.draw_values = draw_values
+        self.tick_s = tick_s
+        self.native_interval_s = native_interval_s
+        self.duration_s = duration_s
+        self.description = description
+        self._plan = dict(plan)
+        self._frame = self._build()
+
+    @property
+    def draws(self) -> int:
+        """Number of draws (1 for a measured trace) [-]."""
+        return len(self.draw_values)
+
+    def _build(self) -> pd.DataFrame:
+        p_max = self.spec.max_exceed_probability
+        rows = []
+        for r in self.spec.requirements:
+            status, note = self._plan[r.name]
+            vals = self.draw_values[r.name].to_numpy(float)
+            ok = vals[np.isfinite(vals)]
+            n = len(ok)
+            value = prob = upper = med = worst = math.nan
+            k = 0
+            if n:
+                value = _order_value(ok, p_max)
+                k = int((ok > r.limit).sum())
+                prob = k / n
+                upper = _upper95(k, n)
+                med, worst = float(np.median(ok)), float(ok.max())
+            if status == _NO or n == 0:
+                verdict = "not_assessed"
+                if not note and r.kind == "ride_through":
+                    note = (f"no voltage sag to >= {r.residual_voltage_pu:g} pu lasting <= "
+                            f"{r.window_s:g} s (with {r.observe_s:g} s after it) in the "
+                            "data; give measured sags, or forecast them (engine ride-through "
+                            "events)")
+                prob = upper = math.nan
+            elif status == _PARTIAL:
+                verdict = "fail" if prob > p_max else "not_assessed"
+                if verdict == "fail":
+                    note += "; the full band's RMS can only be larger"
+                else:
+                    prob = upper = math.nan
+            else:
+                verdict = "fail" if prob > p_max else "pass"
+            if r.kind == "ride_through" and n and n < self.draws:
+                note = (note + "; " if note else "") + (
+                    f"{n} of {self.draws} draws hold a covered sag")
+            rows.append({
+                "requirement": r.name, "kind": r.kind, "metric": r.metric,
+                "window_s": r.window_s, "limit": r.limit, "value": value, "unit": r.unit,
+                "exceed_probability": prob, "verdict": verdict,
+                "exceed_probability_upper95": upper, "value_median": med,
+                "value_worst": worst, "draws_assessed": n, "exceedances": k,
+                "illustrative": r.illustrative, "source": r.source, "note": note})
+        df = pd.DataFrame(rows)
+        for c in ("requirement", "kind", "metric", "unit", "verdict", "source", "note"):
+            df[c] = df[c].astype("string")
+        return df
+
+    def summary_frame(self) -> pd.DataFrame:
+        """One row per requirement: the ``compliance.csv`` columns, then
+        ``exceed_probability_upper95`` (one-sided 95 % Clopper-Pearson bound over the
+        draws), ``value_median``, ``value_worst``, ``draws_assessed``, ``exceedances``,
+        ``kind``, ``illustrative``, ``source`` and ``note``."""
+        extra = [c for c in self._frame.columns if c not in COMPLIANCE_COLUMNS]
+        return self._frame[list(COMPLIANCE_COLUMNS) + extra].copy()
+
+    @property
+    def verdicts(self) -> pd.Series:
+        """Verdict per requirement (``pass``, ``fail``, ``not_assessed``)."""
+        return self._frame.set_index("requirement")["verdict"]
+
+    @property
+    def failed(self) -> list[str]:
+        """Requirements that fail."""
+        return self.verdicts[self.verdicts == "fail"].index.tolist()
+
+    @property
+    def not_assessed(self) -> list[str]:
+        """Requirements the data could not assess."""
+        return self.verdicts[self.verdicts == "not_assessed"].index.tolist()
+
+    @property
+    def passed(self) -> bool:
+        """True when every requirement passes (none fails, none is unassessed)."""
+        return bool((self.verdicts == "pass").all())
+
+    def summary(self) -> ComplianceSummary:
+        """Text summary (``print(res.summary())``; HTML in JupyterLab)."""
+        return ComplianceSummary(self)
+
+    def _repr_html_(self) -> str:
+        return self.summary()._repr_html_()
+
+    def __repr__(self) -> str:
+        return (f"<ComplianceResult {self.spec.name!r}: {len(self.failed)} fail, "
+                f"{len(self.not_assessed)} not assessed of {len(self._frame)}, "
+                f"{self.draws} draw(s)>")
+
+    def to_csv(self, path) -> Path:
+        """Write ``compliance.csv`` (columns :data:`COMPLIANCE_COLUMNS`) atomically."""
+        from ..telemetry.store import atomic_write_bytes
+
+        text = self._frame[list(COMPLIANCE_COLUMNS)].to_csv(index=False, float_format="%.6g")
+        return atomic_write_bytes(path, lambda tmp: Path(tmp).write_text(text, "utf-8"))
+
+    def write(self, out_dir) -> tuple[Path, Path]:
+        """Write ``out_dir/compliance.csv`` and ``out_dir/compliance_summary.txt``."""
+        from ..telemetry.store import atomic_write_bytes
+
+        out = Path(out_dir)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PowerlabError(f"cannot create the output folder {out}: "
+                                f"{exc.strerror or exc}") from None
+        csv = self.to_csv(out / "compliance.csv")
+        text = str(self.summary()) + "\n"
+        txt = atomic_write_bytes(out / "compliance_summary.txt",
+                                 lambda tmp: Path(tmp).write_text(text, "utf-8"))
+        return csv, txt
+
+
+class ComplianceSummary:
+    """What :meth:`ComplianceResult.summary` shows."""
+
+    def __init__(self, res: ComplianceResult):
+        self.res = res
+        f = res._frame
+        spec = res.spec
+        self.header = pd.DataFrame({"value": [
+            spec.name, spec.hash()[:12], spec.scope, res.description or "-", res.draws,
+            f"{res.tick_s:g} s", f"{res.native_interval_s:g} s", f"{res.duration_s:g} s",
+            f"{spec.max_exceed_probability:g}"]},
+            index=["requirement spec", "spec hash", "scope", "evaluated", "draws", "tick",
+                   "data interval", "duration", "allowed exceed probability"])
+        t = f[["requirement", "limit", "value", "unit", "exceed_probability",
+               "verdict"]].copy()
+        if res.draws > 1:        # a bound over one trace says nothing
+            t["P(exceed) 95% upper"] = f["exceed_probability_upper95"]
+        t["illustrative"] = np.where(f["illustrative"], "yes", "no")
+        self.table = t.set_index("requirement")
+        n_fail, n_na = len(res.failed), len(res.not_assessed)
+        if n_fail:
+            self.verdict = (f"FAIL: {n_fail} of {len(f)} requirements fail "
+                            f"({', '.join(res.failed)})")
+        elif n_na:
+            self.verdict = (f"NOT SHOWN: none fails, but {n_na} of {len(f)} could not be "
+                            f"assessed ({', '.join(res.not_assessed)})")
+        else:
+            self.verdict = f"PASS: all {len(f)} requirements pass"
+        self.notes = [f"{r}: {n}" for r, n in zip(f["requirement"], f["note"]) if n]
+        n_ill = int(f["illustrative"].sum())
+        if n_ill:
+            self.notes.append(f"{n_ill} of {len(f)} limits are illustrative assumptions, "
+                              "not published limits (see each requirement's source)")
+
+    def __str__(self) -> str:
+        with pd.option_context("display.width", 140, "display.max_columns", 20,
+                               "display.float_format", "{:,.4g}".format):
+            head = [f"{k:<28}{v}" for k, v in self.header["value"].items()]
+            parts = ["Interconnection requirements check", "=" * 34, *head, "",
+                     self.table.to_string(), "", self.verdict]
+        parts += [f"Note: {n}" for n in self.notes]
+        return "\n".join(parts)
+
+    def _repr_html_(self) -> str:
+        fmt = "{:,.4g}".format
+        body = (f"<h4>Interconnection requirements check</h4>"
+                f"{self.header.to_html(header=False)}{self.table.to_html(float_format=fmt)}"
+                f"<p><b>{html.escape(self.verdict)}</b></p>")
+        body += "".join(f"<p><i>{html.escape(n)}</i></p>" for n in self.notes)
+        return body
+
+    __repr__ = __str__
+
+
+def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None = None,
+           pue: float | None = None, base_load_w: float = 0.0,
+           sags: pd.DataFrame | None = None, start=None, end=None,
+           max_gap_s: float | None = None) -> ComplianceResult:
+    """Evaluate a scenario's forecast or a measured trace against a requirement spec.
+
+    Parameters
+    ----------
+    source : Scenario, PowerTrace, DataFrame or path-like
+        A scenario (every Monte Carlo draw is evaluated), a trace, canonical telemetry,
+        a store folder, a canonical Parquet file or a scenario YAML.
+    spec : RequirementSpec, Compliance or path-like
+        The requirements.
+    draws : int, default 20
+        Monte Carlo draws of a scenario [-].
+    seed : int, default 0
+        Seed of the forecast.
+    tick_s : float, optional
+        Engine tick of a scenario, or resampling grid of telemetry [s].
+    pue, base_load_w : float, optional
+        Telemetry only: facility power = IT x ``pue`` + ``base_load_w`` [-], [W] (needed
+        when the spec's scope is ``facility``).
+    sags : DataFrame, optional
+        Voltage sags (``timestamp``, ``duration_s``, ``residual_voltage_pu``) for the
+        ride-through requirements.
+    start, end, max_gap_s
+        Telemetry only: time range and longest bridged gap (see
+        :func:`~powerlab.grid.powertrace.trace_from_telemetry`).
+
+    Returns
+    -------
+    ComplianceResult
+    """
+    from .scenario import Scenario, read_scenario
+
+    check = spec if isinstance(spec, Compliance) else Compliance(spec, sags=sags)
+    if sags is not None and isinstance(spec, Compliance):
+        check = Compliance(spec.spec, sags=sags)
+    if isinstance(source, (str, Path)) and Path(source).suffix.lower() in (".yaml", ".yml"):
+        source = read_scenario(source)
+    if isinstance(source, Scenario):
+        if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
+            raise PowerlabError(f"draws must be an integer >= 1, got {draws!r}")
+        first = []
+
+        def fn(dp):
+            if not first:
+                first.append(dp)
+            return check.evaluate(dp)
+
+        values = for_each_draw(source, fn, draws=int(draws), seed=seed, tick_s=tick_s)
+        dp = first[0]
+        tick = float(dp.tick_s)
+        return check.result(values, tick_s=tick, native_interval_s=tick,
+                            duration_s=len(dp.it_w) * tick,
+                            description=f"forecast of scenario {source.name!r}, "
+                                        f"{draws} draws, seed {seed}", trace=dp)
+    if isinstance(source, PowerTrace):
+        trace = source
+    else:
+        trace = trace_from_telemetry(source, tick_s=tick_s, pue=pue, base_load_w=base_load_w,
+                                     start=start, end=end, max_gap_s=max_gap_s)
+    values = pd.DataFrame([check.evaluate(trace)])
+    return check.result(values, tick_s=trace.tick_s, native_interval_s=trace.native_interval_s,
+                        duration_s=trace.duration_s, description=trace.description,
+                        trace=trace)

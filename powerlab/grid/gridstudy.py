@@ -1,0 +1,168 @@
+"""Power playback files for grid-study tools: PSCAD, PowerFactory and plain CSV.
+
+A grid study replays the site's active power at the point of interconnection as a time
+series.  The playback is one trajectory - one forecast draw or a measured trace - never a
+quantile across draws, which no real site would follow.  :func:`playback_frame` averages
+the series over blocks of ``step_s`` (a whole number of ticks; a partial last block is
+dropped, and nothing finer than the tick is invented), and the writers lay it out:
+
+``pscad``
+    PSCAD Master Library *File Read* component, "pre-defined time step" mode: the first
+    line is a comment starting with ``!`` (PSCAD requires the first line to be blank or a
+    comment), then whitespace-separated columns, time [s] first starting at 0.0, power
+    [MW] after, in ``E`` notation; one data column (PSCAD reads at most 10 after time).
+``powerfactory``
+    DIgSILENT PowerFactory measurement file (``ElmFile``): the first line is the number of
+    variables without time (``1``), then rows of time [s] and power [MW] separated by a
+    blank, ``.`` as decimal separator, no empty line, at most 1024 characters a line.
+    Time-characteristic (``ChaTime``) files read the same two columns.
+``csv``
+    Plain CSV with one header line naming the units: ``time_s, timestamp_utc,
+    power_megawatts``.
+
+References
+----------
+.. [1] PSCAD Online Help, Master Library, Miscellaneous, "File Read" and its "Data File
+   Format" page (Manitoba Hydro International).
+.. [2] DIgSILENT PowerFactory Technical Reference, "Measurement File (ElmFile)"; DIgSILENT
+   FAQ "How can I set characteristics using an external file?".
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import PowerlabError
+
+__all__ = [
+    "FORMATS",
+    "playback_frame",
+    "step_ticks",
+    "write_grid_playback",
+]
+
+#: Formats and their usual file suffixes.
+FORMATS = {"pscad": ".txt", "powerfactory": ".txt", "csv": ".csv"}
+
+
+def step_ticks(step_s: float, tick_s: float) -> int:
+    """Ticks in one playback step; refuses a step finer than the tick or not a whole
+    number of ticks [-]."""
+    if not (isinstance(step_s, (int, float)) and math.isfinite(step_s) and step_s > 0):
+        raise PowerlabError(f"step_s must be a positive number of seconds, got {step_s!r}")
+    if step_s < tick_s * (1 - 1e-9):
+        raise PowerlabError(f"step {step_s:g} s is finer than the data's {tick_s:g}-s "
+                            "ticks; a playback cannot invent finer detail")
+    k = round(step_s / tick_s)
+    if abs(k * tick_s - step_s) > 1e-6 * step_s:
+        raise PowerlabError(f"step {step_s:g} s is not a whole number of ticks of "
+                            f"{tick_s:g} s")
+    return k
+
+
+def playback_frame(trace, *, step_s: float = 1.0, scope: str = "facility") -> pd.DataFrame:
+    """The playback series: block means of the trace's power over ``step_s``.
+
+    Parameters
+    ----------
+    trace : PowerTrace
+        One forecast draw or a measured trace.
+    step_s : float, default 1
+        Playback step, a whole number of the trace's ticks (0.1 s or 1 s usually) [s].
+    scope : {'facility', 'it'}
+        Which power (facility: at the point of interconnection).
+
+    Returns
+    -------
+    DataFrame
+        ``time_s`` (from 0), ``timestamp_utc`` (start of each block), ``power_megawatts``
+        (mean over the block).
+    """
+    x = np.asarray(trace.power_w(scope), dtype=float)
+    k = step_ticks(step_s, trace.tick_s)
+    n = len(x) // k
+    if n < 2:
+        raise PowerlabError(f"the series holds fewer than two {step_s:g}-s steps")
+    means = x[: n * k].reshape(n, k).mean(axis=1)
+    t = np.arange(n) * step_s
+    return pd.DataFrame({
+        "time_s": t,
+        "timestamp_utc": pd.Timestamp(trace.start_utc) + pd.to_timedelta(t, unit="s"),
+        "power_megawatts": means / 1e6,
+    })
+
+
+def _pscad(frame: pd.DataFrame, title: str) -> str:
+    head = "! " + " ".join(title.split())   # one line: PSCAD allows only one header line
+    buf = io.StringIO()
+    np.savetxt(buf, frame[["time_s", "power_megawatts"]].to_numpy(), fmt="%16.8E",
+               delimiter="")
+    return head + "\n" + buf.getvalue()
+
+
+def _powerfactory(frame: pd.DataFrame) -> str:
+    buf = io.StringIO()
+    np.savetxt(buf, frame[["time_s", "power_megawatts"]].to_numpy(), fmt=["%.6f", "%.6f"],
+               delimiter=" ")
+    return "1\n" + buf.getvalue()
+
+
+def _csv(frame: pd.DataFrame) -> str:
+    out = pd.DataFrame({
+        "time_s": frame["time_s"].map("{:.6f}".format),
+        "timestamp_utc": frame["timestamp_utc"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "power_megawatts": frame["power_megawatts"].map("{:.6f}".format),
+    })
+    return out.to_csv(index=False, lineterminator="\n")
+
+
+def write_grid_playback(trace, path, fmt: str, *, step_s: float = 1.0,
+                        scope: str = "facility") -> Path:
+    """Write the site's power playback for a grid-study tool (atomically).
+
+    Parameters
+    ----------
+    trace : PowerTrace
+        One forecast draw (:func:`~powerlab.grid.powertrace.forecast_trace`) or a measured
+        trace (:func:`~powerlab.grid.powertrace.trace_from_telemetry`).
+    path : path-like
+        File to write.
+    fmt : {'pscad', 'powerfactory', 'csv'}
+        Layout (see the module docstring).
+    step_s : float, default 1
+        Playback step, a whole number of ticks [s].
+    scope : {'facility', 'it'}
+
+    Returns
+    -------
+    Path
+    """
+    from ..telemetry.store import atomic_write_bytes
+
+    if fmt not in FORMATS:
+        raise PowerlabError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    frame = playback_frame(trace, step_s=step_s, scope=scope)
+    if fmt == "pscad":
+        title = (f"powerlab {scope} power playback; columns: time [s], P [MW]; t = 0 at "
+                 f"{pd.Timestamp(trace.start_utc).isoformat()}; step {step_s:g} s; "
+                 f"{trace.description}")
+        text = _pscad(frame, title)
+    elif fmt == "powerfactory":
+        text = _powerfactory(frame)
+    else:
+        text = _csv(frame)
+    p = Path(path)
+    if p.is_dir():
+        raise PowerlabError(f"{p} is a folder; give a file name")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PowerlabError(f"cannot create the folder of {p}: {exc.strerror or exc}") \
+            from None
+    return atomic_write_bytes(p, lambda tmp: Path(tmp).write_text(text, "ascii",
+                                                                  errors="replace"))
