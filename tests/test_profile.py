@@ -280,8 +280,8 @@ def _read_mlperf():
 
 
 @pytest.fixture(scope="module")
-def mlperf():
-    return _read_mlperf()
+def mlperf(mlperf_gpt3):
+    return mlperf_gpt3
 
 
 def backtest(power=None, log=None) -> dict:

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..exceptions import AnalysisError, PowerlabError
 
@@ -272,6 +271,8 @@ def _split_label(prior: Prior) -> str:
 
 def _param_rows(fit: ProfileFit, dev_rows: dict) -> pd.DataFrame:
     """The params table: device rows plus per-GPU rows from the split."""
+    from scipy import stats
+
     rows = dict(dev_rows)
     g = fit.gpus_per_node
     if fit.scope == "node":
