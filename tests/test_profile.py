@@ -284,9 +284,11 @@ def mlperf(mlperf_gpt3):
     return mlperf_gpt3
 
 
-def backtest(power=None, log=None) -> dict:
+def backtest(power=None, log=None, *, ticks_per_step: int = 1000, grid_s: float = 0.1
+             ) -> dict:
     """Fit on the first half of the 64-node GPT-3 run with first-half events only,
-    forecast the second half, and score it through the 2-s node meters."""
+    forecast the second half, and score it through the 2-s node meters (their sum held on a
+    ``grid_s`` grid)."""
     if power is None:
         power, log = _read_mlperf()
     run0, run1 = log.run_start, log.run_stop
@@ -299,7 +301,7 @@ def backtest(power=None, log=None) -> dict:
         "name": "mlperf-gpt3-backtest",
         "horizon": {"start_utc": mid.isoformat(), "end_utc": run1.isoformat()},
         # a whole number of ticks per step: rounding the step would drift the cadence
-        "simulation": {"tick_s": fit.step_time_s / 1000},
+        "simulation": {"tick_s": fit.step_time_s / ticks_per_step},
         "site": {"pue": 1.0},
         "hardware": fit.hardware_kwargs(),  # no split: node power shared among its GPUs
         "jobs": [{"name": "gpt3", "gpus": 8 * nodes, "start_utc": job0.isoformat(),
@@ -313,12 +315,12 @@ def backtest(power=None, log=None) -> dict:
     fc = pd.concat([meter_forecast(res, Meter(2.0), times=g["timestamp"], share=1 / nodes)
                     .assign(host=h) for h, g in meas.groupby("host")], ignore_index=True)
     start = mid + pd.Timedelta(seconds=6)
-    ym = sum_meters(meas, every_s=0.1, start=start, end=run1)
-    yf = sum_meters(fc, every_s=0.1, start=start, end=run1)
+    ym = sum_meters(meas, every_s=grid_s, start=start, end=run1)
+    yf = sum_meters(fc, every_s=grid_s, start=start, end=run1)
     out = {"fit": fit, "nodes": nodes, "evals_fitted": fit.evals_used}
     # 1-minute means
     mm = ym.groupby(ym.index.floor("1min")).agg(["mean", "size"])
-    full = mm.index[mm["size"] == 600]
+    full = mm.index[mm["size"] == round(60 / grid_s)]
     y, f = mm.loc[full, "mean"].to_numpy(), yf.groupby(yf.index.floor("1min")).mean()[full]
     f = f.to_numpy()
     out.update(minutes=len(full), mape_1min_pct=100 * np.mean(np.abs(f - y) / y),
@@ -345,7 +347,7 @@ def backtest(power=None, log=None) -> dict:
     train = np.ones(len(idx), bool)
     for a, b in zip(evi["start_utc"], evi["stop_utc"]):
         train &= ~((idx >= a - pd.Timedelta(seconds=3)) & (idx < b + pd.Timedelta(seconds=15)))
-    n_step = round(fit.step_time_s / 0.1)
+    n_step = round(fit.step_time_s / grid_s)
 
     def swing(x):  # median over time of the lowest and highest value within a step
         s = pd.Series(np.where(train, x.to_numpy(), np.nan), index=idx)
@@ -359,7 +361,7 @@ def backtest(power=None, log=None) -> dict:
 
     def period(x):
         v = x.to_numpy()
-        fr, pxx = signal.periodogram(v, fs=10.0, window="hann", nfft=2 ** 20,
+        fr, pxx = signal.periodogram(v, fs=1 / grid_s, window="hann", nfft=2 ** 20,
                                      detrend="linear")
         band = (fr > 1 / 20) & (fr < 1 / 5)
         return 1.0 / fr[band][np.argmax(pxx[band])]
@@ -371,7 +373,7 @@ def backtest(power=None, log=None) -> dict:
     lags = np.arange(-(n_step // 2), n_step // 2 + 1)
     cc = [np.einsum("i,i->", a[max(0, -k):len(a) - max(0, k)], b[max(0, k):len(b) - max(0, -k)])
           for k in lags]
-    out["step_lag_s"] = 0.1 * lags[int(np.argmax(cc))]
+    out["step_lag_s"] = grid_s * lags[int(np.argmax(cc))]
     # what the first-half fit predicts: the engine ends its dips with the steps
     out["step_lag_predicted_s"] = lag_ev.mean() - (fit.step_dip_center_s
                                                    + fit.step_dip_duration_s / 2)
