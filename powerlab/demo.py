@@ -287,10 +287,9 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
         scenario_node_compute_w=node_compute,
         scenario_node_train_mean_w=job.compute_fraction * node_compute
         + (1 - job.compute_fraction) * node_comm,
-        # first order: a swing between training and idle changes by one node's non-GPU
-        # power per node, times PUE, per watt of error in the split
-        swing_prior_sd_megawatts=float(hw.nodes * prof.node_overhead_sd_w
-                                       * np.median(res.pue) / 1e6),
+        # a swing between training and idle moves by the split's error on every node: one
+        # standard deviation of the prior, at the IT level (the facility adds its losses)
+        swing_prior_sd_it_megawatts=float(hw.nodes * prof.node_overhead_sd_w / 1e6),
     )
     fig.update(
         peak_megawatts=float(fac["peak_w"].median() / 1e6),
@@ -388,9 +387,9 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
              "power between the GPUs and the rest is a stated prior "
              f"({prof.split}); the scenario's node power while training is the measured "
              "one whatever the split, but the depth of a swing between training and idle "
-             "moves with it (first order, +-"
-             f"{fig['swing_prior_sd_megawatts']:.1f} MW at the facility per standard "
-             "deviation of the prior). The step dip is shorter than the 2-s meter interval: "
+             "moves with it, by +-"
+             f"{fig['swing_prior_sd_it_megawatts']:.1f} MW of IT power per standard "
+             "deviation of the prior. The step dip is shorter than the 2-s meter interval: "
              "its energy is measured, its depth is a lower bound (dip taken as long as the "
              "meter interval).")
     rep.chart(viz.telemetry_chart(power, "power_w", by="fleet",
@@ -405,8 +404,8 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
              f"{res.tick_s:g} s.")
     rep.figures({"peak facility power": f"{fig['peak_megawatts']:.1f} MW",
                  "largest swing in 1 s": f"{fig['swing_1s_megawatts']:.1f} MW "
-                                         f"(+- {fig['swing_prior_sd_megawatts']:.1f} MW "
-                                         "from the split prior)",
+                                         f"(IT part +- {fig['swing_prior_sd_it_megawatts']:.1f}"
+                                         " MW from the split prior)",
                  "node power while computing (scenario / measured)":
                      f"{fig['scenario_node_compute_w']:,.0f} / "
                      f"{fig['node_compute_w']:,.0f} W",

@@ -8,10 +8,12 @@ nvidia-smi at 100 ms, or node scope, e.g. MLPerf node AC power every 2 s):
   sampling interval, averaged over devices, with parabolic refinement of the peak; with
   evaluation intervals, the period is refined so that a whole number of steps fits the
   training time between evaluations;
-- the compute level (median of the upper level of a two-level Otsu split of each
-  device's training readings), the training mean, and from them the **energy of the step
-  dip** ``T * (compute - mean)`` [J per step]; the dip's duration and depth, when the
-  readings can tell them apart (see *Meters* below);
+- the compute level, the training mean, and from them the **energy of the step dip**
+  ``T * (compute - mean)`` [J per step]; the dip's duration and depth, when the readings
+  can tell them apart (see *Meters* below).  For instantaneous samples the compute level
+  is the median of the upper level of a two-level Otsu split of each device's training
+  readings, the dip level the mean of the lower one and the duty cycle the share of
+  samples in the upper one; through a meter, see below;
 - evaluation level, duration and interval, and the depth of the evaluation dip, from the
   evaluation intervals inside the calibration window (e.g. from ``read_mllog``).
 
@@ -36,9 +38,10 @@ non-GPU part **only from evidence**:
 Without any of these the fit keeps **node-level levels** (per-GPU levels are ``nan``;
 :meth:`ProfileFit.job_kwargs` then shares node power equally among the node's GPUs, with
 no node overhead, which reproduces node power while the job runs but says nothing about
-a node's idle power).  A node's lowest reading is *not* evidence of its idle power:
-in the MLPerf GPT-3 log it is a transient at an evaluation's start, with the GPUs far
-above idle.  It is reported (``node_lowest_w``) as an upper bound on the non-GPU part.
+a node's idle power).  A node's lowest reading is *not* evidence of its idle power: in
+the MLPerf GPT-3 log it is a transient at an evaluation's start (4.3 kW in the first half
+of the run, 5.2 kW in the second, median over nodes).  It is reported (``node_lowest_w``)
+as an upper bound on the non-GPU part.
 
 Meters
 ------
@@ -53,6 +56,12 @@ shorter than the interval into a dip of the same energy ``A``, ``W + D`` seconds
 - otherwise ``dip_duration_s`` (hardware data or a prior) sets it, or, without it, the
   fit takes ``D = W``: the longest, shallowest dip the readings allow, so the step dip
   depth is a **lower bound** (source ``'bound'``, no standard error).
+
+The dip is located by a least-squares fit of the metered two-level step to the training
+readings folded on the steps (counted from each evaluation's end, as the forecast engine
+counts them); the compute level of a device is the mean of its readings whose interval
+lies 0.5 s or more away from the dip (not the fitted amplitude, which a wrong ``D``
+biases), and the dip level follows from the energy: ``compute - A / D``.
 
 References
 ----------
