@@ -3,8 +3,11 @@
 :func:`run_demo` needs no input.  On the data bundled in ``data/`` it
 
 1. reads the real MLPerf Training v4.0 GPT-3 power logs (64 nodes x 8 H100, Apache-2.0)
-   and the training log, and calibrates a job power profile (:func:`powerlab.grid.profile.
-   fit_profile`: step time, duty cycle, compute and communication-wait levels);
+   and the training log, and calibrates a job power profile through the logs' 2-s meters
+   (:func:`powerlab.grid.profile.fit_profile`: step time, node power while computing and
+   in the step dip, with their uncertainties); the log has no idle period, so node power
+   is split into GPU and non-GPU parts by a stated prior (:data:`NODE_OVERHEAD_PRIOR`), and
+   the scenario's node power equals the measured node power whatever the split;
 2. forecasts a 16,384-GPU site (``data/scenarios/llama3_16k_h100.yaml``) running one
    synchronous job that starts on all GPUs at once, with checkpoints and failures, using
    the calibrated profile (:func:`powerlab.grid.forecast.forecast`), checks the utility limits
@@ -30,11 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import pandas as pd
 
 from .exceptions import DataQualityWarning, PowerlabError, StoreError
+from .grid.profile_fit import Prior
 
-__all__ = ["NOTICES", "DemoResult", "demo_scenario", "run_demo"]
+__all__ = ["NODE_OVERHEAD_PRIOR", "NOTICES", "DemoResult", "demo_scenario", "run_demo"]
 
 #: Attribution of the bundled real data (shown in the report).
 NOTICES = (
@@ -49,6 +54,16 @@ NOTICES = (
 
 SITE_GPUS = 16_384
 _SCENARIO = "llama3_16k_h100.yaml"
+
+#: Node power besides the 8 GPUs (CPUs, memory, NICs, NVSwitch, PSU losses) of an H100
+#: node: an assumption, not a measurement.  The bundled scenario assumes 2.5 kW for a
+#: DGX/HGX H100 node; NVIDIA gives 10.2 kW as the DGX H100's maximum, 4.6 kW above its
+#: GPUs at their 700 W TDP; the MLPerf nodes are immersion-cooled (no fans), and their
+#: lowest reading during training (4.3 kW, median over nodes) bounds it from above.
+#: The demo's per-GPU levels, and the depth of swings between training and idle, carry
+#: this uncertainty; node power while training does not [W].
+NODE_OVERHEAD_PRIOR = Prior(2500.0, 700.0, "H100 node besides its GPUs, 2.5 +- 0.7 kW "
+                                           "(assumption)")
 
 
 @dataclass
@@ -127,8 +142,11 @@ def demo_scenario(profile=None, *, hours: float = 6.0) -> Any:
 
     Starts from ``data/scenarios/llama3_16k_h100.yaml`` (one synchronous job on every
     GPU, 30-minute checkpoints, failures at the Llama 3 rate) shortened to ``hours``;
-    with ``profile`` (a :class:`powerlab.grid.profile.ProfileFit`), the job's step time, duty
-    cycle and compute / communication-wait power come from the fit.
+    with ``profile`` (a node-scope :class:`powerlab.grid.profile.ProfileFit`), the job's
+    step time and duty cycle come from the fit, and so does node power: the scenario's
+    node overhead is the fit's non-GPU power and the GPU levels are the rest, so that a
+    node draws the measured node power while computing and in the step dip.  A fit without
+    a split is split with :data:`NODE_OVERHEAD_PRIOR`.
 
     Parameters
     ----------
@@ -157,14 +175,23 @@ def demo_scenario(profile=None, *, hours: float = 6.0) -> Any:
     if job["duration_s"] <= job.get("startup_s", 0) + job.get("shutdown_s", 0):
         raise PowerlabError(f"hours={hours} leaves the demo job no training time")
     if profile is not None:
-        job["step_time_s"] = float(profile.step_time_s)
-        job["compute_fraction"] = float(profile.compute_fraction)
+        if profile.scope != "node":
+            raise PowerlabError("demo_scenario needs a node-scope profile (node power "
+                                "measured by the nodes' meters)")
+        if not profile.has_split:
+            profile = profile.with_split(NODE_OVERHEAD_PRIOR)
+        kw = profile.job_kwargs()
+        job["step_time_s"] = float(kw["step_time_s"])
+        job["compute_fraction"] = float(kw["compute_fraction"])
         job.setdefault("power", {})
-        job["power"]["compute_w"] = float(profile.compute_w)
-        job["power"]["comm_w"] = float(profile.comm_w)
+        job["power"]["compute_w"] = float(kw["power"]["compute_w"])
+        job["power"]["comm_w"] = float(kw["power"]["comm_w"])
+        spec["hardware"]["gpus_per_node"] = int(profile.gpus_per_node)
+        spec["hardware"]["node_overhead_w"] = float(profile.node_overhead_w)
         spec["name"] = spec["name"] + "-calibrated"
         spec["description"] = (spec.get("description", "") + " Job profile calibrated on "
-                               "the MLPerf GPT-3 64-node power trace.")
+                               "the MLPerf GPT-3 64-node power trace (node power as "
+                               f"measured; GPU / non-GPU split: {profile.split}).")
     return parse_scenario(spec, path=path)
 
 
@@ -237,8 +264,13 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
         mllog = read_mllog(bundled_path("mlperf-gpt3-64node",
                                         "result_5848-240517221859825376616_2.txt.gz"))
     with prog.step("calibrate", "calibrating the job power profile (fit_profile)"):
-        prof = fit_profile(power, events=mllog)
+        prof = fit_profile(power, events=mllog, meter_interval_s=2.0,
+                           node_overhead_w=NODE_OVERHEAD_PRIOR)
     fig.update(step_time_s=prof.step_time_s, compute_fraction=prof.compute_fraction,
+               node_compute_w=prof.device_compute_w, node_comm_w=prof.device_comm_w,
+               node_train_mean_w=prof.device_train_mean_w,
+               node_overhead_w=prof.node_overhead_w,
+               node_overhead_sd_w=prof.node_overhead_sd_w,
                gpu_compute_w=prof.compute_w, gpu_comm_w=prof.comm_w)
 
     with prog.step("forecast", f"forecasting a {SITE_GPUS:,}-GPU site, {hours:g} h at "
@@ -248,6 +280,17 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
         violations = check_limits(res)
         m = res.metrics
         fac = m[m["scope"] == "facility"]
+    hw, job = scen.hardware, scen.jobs[0]
+    node_compute = hw.node_overhead_w + hw.gpus_per_node * job.compute_w
+    node_comm = hw.node_overhead_w + hw.gpus_per_node * job.comm_w
+    fig.update(
+        scenario_node_compute_w=node_compute,
+        scenario_node_train_mean_w=job.compute_fraction * node_compute
+        + (1 - job.compute_fraction) * node_comm,
+        # a swing between training and idle moves by the split's error on every node: one
+        # standard deviation of the prior, at the IT level (the facility adds its losses)
+        swing_prior_sd_it_megawatts=float(hw.nodes * prof.node_overhead_sd_w / 1e6),
+    )
     fig.update(
         peak_megawatts=float(fac["peak_w"].median() / 1e6),
         swing_1s_megawatts=float(fac["swing_1s_w"].median() / 1e6),
@@ -317,14 +360,38 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
     rep.heading("1. Calibration on a real trace")
     rep.text("Question: what power profile does a large synchronous training job have? "
              "Method: fit_profile on the MLPerf Training v4.0 GPT-3 power logs (64 nodes "
-             "x 8 H100, node AC power every ~2 s) with the evaluation intervals of its "
-             "training log: step period from the periodogram, levels and duty cycle from "
-             "a two-level split.")
+             "x 8 H100, node AC power averaged by each node's meter over ~2 s) with the "
+             "evaluation intervals of its training log: step period from the periodogram "
+             "and the evaluation cadence, node power while computing from the readings "
+             "away from the step dip, the dip's energy from the training mean. Intervals "
+             "are 95 % over the 64 nodes.")
+    pf = prof.summary_frame()
+
+    def ci(name, unit="W", scale=1.0, fmt="{:,.0f}"):
+        r = pf.loc[name]
+        txt = fmt.format(r["value"] * scale) + f" {unit}"
+        if np.isfinite(r["ci_lower"]):
+            txt += (" [" + fmt.format(r["ci_lower"] * scale) + ", "
+                    + fmt.format(r["ci_upper"] * scale) + "]")
+        return txt
+
     rep.figures({"step time": f"{prof.step_time_s:.2f} s",
-                 "compute share of a step": f"{100 * prof.compute_fraction:.1f} %",
-                 "GPU power, compute": f"{prof.compute_w:.0f} W",
-                 "GPU power, waiting on comms": f"{prof.comm_w:.0f} W",
-                 "node overhead": f"{prof.node_overhead_w:.0f} W"})
+                 "node power, computing": ci("device_compute_w"),
+                 "node power, training mean": ci("device_train_mean_w"),
+                 "energy of a step's dip (per node)": ci("step_dip_energy_j", "J"),
+                 "node power besides the GPUs (prior)": f"{prof.node_overhead_w:,.0f} "
+                                                       f"+- {prof.node_overhead_sd_w:,.0f} W",
+                 "GPU power, computing": ci("compute_w"),
+                 "GPU power in the step dip": ci("comm_w")})
+    rep.text("What the data cannot tell: the log has no idle period, so the split of node "
+             "power between the GPUs and the rest is a stated prior "
+             f"({prof.split}); the scenario's node power while training is the measured "
+             "one whatever the split, but the depth of a swing between training and idle "
+             "moves with it, by +-"
+             f"{fig['swing_prior_sd_it_megawatts']:.1f} MW of IT power per standard "
+             "deviation of the prior. The step dip is shorter than the 2-s meter interval: "
+             "its energy is measured, its depth is a lower bound (dip taken as long as the "
+             "meter interval).")
     rep.chart(viz.telemetry_chart(power, "power_w", by="fleet",
                                      title="MLPerf GPT-3, node AC power (64 nodes)"),
               "Mean over the 64 nodes; band: lowest to highest node reading in each bin.")
@@ -336,7 +403,12 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
              f"rate) with the calibrated profile, {res.draws} Monte Carlo draws at "
              f"{res.tick_s:g} s.")
     rep.figures({"peak facility power": f"{fig['peak_megawatts']:.1f} MW",
-                 "largest swing in 1 s": f"{fig['swing_1s_megawatts']:.1f} MW",
+                 "largest swing in 1 s": f"{fig['swing_1s_megawatts']:.1f} MW "
+                                         f"(IT part +- {fig['swing_prior_sd_it_megawatts']:.1f}"
+                                         " MW from the split prior)",
+                 "node power while computing (scenario / measured)":
+                     f"{fig['scenario_node_compute_w']:,.0f} / "
+                     f"{fig['node_compute_w']:,.0f} W",
                  "largest swing in 60 s": f"{fig['swing_60s_megawatts']:.1f} MW",
                  "max ramp up": f"{fig['ramp_up_megawatts_per_s']:.1f} MW/s",
                  "max ramp down": f"{fig['ramp_down_megawatts_per_s']:.1f} MW/s",

@@ -56,3 +56,15 @@ def make_telemetry(n_hosts: int = 2, n_gpus: int = 4, n_samples: int = 50,
 @pytest.fixture
 def telemetry() -> pd.DataFrame:
     return make_telemetry()
+
+
+@pytest.fixture(scope="session")
+def mlperf_gpt3():
+    """The bundled MLPerf GPT-3 64-node run: ``(node power telemetry, MLLogResult)``, read
+    once per test session (tests/test_profile.py, tests/test_demo.py)."""
+    from powerlab.iotools import read_mllog, read_mlperf_power
+
+    folder = REPO / "data" / "mlperf-gpt3-64node"
+    assert (folder / "power").is_dir(), f"bundled MLPerf excerpt missing at {folder}"
+    return (read_mlperf_power(folder / "power"),
+            read_mllog(next(folder.glob("result_*.txt*"))))

@@ -71,6 +71,49 @@ def test_facilities_csv_and_sidecar(demo):
     assert 10.2 < job["step_time_s"] < 11.0
 
 
+@pytest.fixture(scope="module")
+def measured_node_power(mlperf_gpt3):
+    """Node power of the MLPerf GPT-3 run, computed here without fit_profile: the mean of
+    each node's readings while training (from 15 s after an evaluation to 3 s before the
+    next), and the median of its readings above that mean (computing), averaged over
+    nodes [W]."""
+    power, log = mlperf_gpt3
+    ev = log.evals
+    t = power["timestamp"]
+    train = (t > log.run_start + pd.Timedelta(seconds=15)) & (t < log.run_stop)
+    for a, d in zip(ev["start"], ev["duration_s"]):
+        b = a + pd.Timedelta(seconds=float(d))
+        train &= ~((t > a - pd.Timedelta(seconds=3)) & (t < b + pd.Timedelta(seconds=15)))
+    p = power[train]
+    mean = p.groupby("host")["power_w"].mean()
+    high = p[p["power_w"] > p["host"].map(mean)].groupby("host")["power_w"].median()
+    return {"nodes": len(mean), "train_mean_w": mean.mean(), "compute_w": high.mean()}
+
+
+def test_scenario_reproduces_the_measured_node_power(demo, measured_node_power):
+    out, _, _ = demo
+    meas = measured_node_power
+    assert meas["nodes"] == 64 and 6800 < meas["train_mean_w"] < 7000  # ~6.9 kW
+    side = json.loads((out / "facilities_forecast.json").read_text())
+    hw, job = side["scenario"]["hardware"], side["scenario"]["jobs"][0]
+    node = lambda gpu_w: hw["node_overhead_w"] + hw["gpus_per_node"] * gpu_w
+    compute, dip = node(job["compute_w"]), node(job["comm_w"])
+    mean = job["compute_fraction"] * compute + (1 - job["compute_fraction"]) * dip
+    assert compute == pytest.approx(meas["compute_w"], rel=0.03)
+    assert mean == pytest.approx(meas["train_mean_w"], rel=0.03)
+    # the split is the stated prior, inside what the data allow
+    assert hw["node_overhead_w"] == 2500.0 and hw["gpus_per_node"] == 8
+    # end to end: the forecast's IT power per node in a training minute, and with every
+    # GPU computing, is the measured node power (the headline peak comes from it)
+    df = read_facilities_csv(out / "facilities_forecast.csv")
+    it = df[df["scope"] == "it"]
+    nodes = 16_384 // 8
+    assert it["power_megawatts_mean"].max() * 1e6 / nodes == pytest.approx(
+        meas["train_mean_w"], rel=0.03)
+    assert it["power_megawatts_max"].max() * 1e6 / nodes == pytest.approx(
+        meas["compute_w"], rel=0.03)
+
+
 def test_report_is_self_contained(demo):
     out, _, _ = demo
     html = (out / "powerlab_demo_report.html").read_text(encoding="utf-8")
@@ -78,6 +121,9 @@ def test_report_is_self_contained(demo):
     assert n >= 8
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=[\"']?https?:", html)
     assert "Apache License" in html and "MIT licence" in html
+    # calibration: node levels with their intervals, the split as a stated prior
+    assert "node power, computing" in html and "besides the GPUs (prior)" in html
+    assert "lower bound" in html
     assert "window.vegaEmbed" in html
 
 

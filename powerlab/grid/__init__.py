@@ -5,6 +5,8 @@ Modules
 -------
 :mod:`~powerlab.grid.scenario`     the YAML scenario: site, hardware, jobs, mitigations, limits
 :mod:`~powerlab.grid.profile`      calibrating a job's power levels on measured node power
+:mod:`~powerlab.grid.profile_fit`  the calibrated profile, its uncertainties and priors
+:mod:`~powerlab.grid.meter`        what an interval-averaging meter would read of a forecast
 :mod:`~powerlab.grid.timebase`     the engine's discrete time grid
 :mod:`~powerlab.grid.forecast`     the engine: per-job templates, jitter, failures
 :mod:`~powerlab.grid.battery`      battery dispatch at the point of interconnection
@@ -32,6 +34,12 @@ _EXPORTS = {
     ),
     "profile": (
         "ProfileFit", "fit_profile",
+    ),
+    "profile_fit": (
+        "Prior",
+    ),
+    "meter": (
+        "Meter", "meter_forecast", "meter_readings", "sum_meters",
     ),
     "battery": (
         "battery_dispatch",

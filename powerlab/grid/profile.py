@@ -1,22 +1,67 @@
-"""Calibrate a job's power profile from measured telemetry.
+"""Calibrate a job's power profile from measured telemetry, claiming only what the data show.
 
 :func:`fit_profile` estimates, from a trace in the canonical schema (GPU scope, e.g.
 nvidia-smi at 100 ms, or node scope, e.g. MLPerf node AC power every 2 s):
 
-- the step period, from the periodogram (:func:`scipy.signal.periodogram`, Hann
-  window, zero-padded, linear detrend) of each device resampled onto a regular grid at
-  its median sampling interval (real collectors' clocks jitter), averaged over devices,
-  with parabolic refinement of the peak; with evaluation intervals, the period is then
-  refined so that a whole number of steps fits the training time between evaluations;
-- the compute and communication-wait levels and the duty cycle (compute share of a
-  step), from a two-level (Otsu) split of each device's training samples: with sampling
-  incommensurate with the step, the share of samples in the high level estimates the
-  duty cycle and ``duty * high + (1 - duty) * low`` equals the measured mean;
-- evaluation level, duration and interval, and the depths of the step dip and of the
-  evaluation dip, when evaluation intervals are given (e.g. from ``read_mllog``).
+- the step period, from the periodogram (:func:`scipy.signal.periodogram`, Hann window,
+  zero-padded, linear detrend) of each device resampled onto a regular grid at its median
+  sampling interval, averaged over devices, with parabolic refinement of the peak; with
+  evaluation intervals, the period is refined so that a whole number of steps fits the
+  training time between evaluations;
+- the compute level, the training mean, and from them the **energy of the step dip**
+  ``T * (compute - mean)`` [J per step]; the dip's duration and depth, when the readings
+  can tell them apart (see *Meters* below).  For instantaneous samples the compute level
+  is the median of the upper level of a two-level Otsu split of each device's training
+  readings, the dip level the mean of the lower one and the duty cycle the share of
+  samples in the upper one; through a meter, see below;
+- evaluation level, duration and interval, and the depth of the evaluation dip, from the
+  evaluation intervals inside the calibration window (e.g. from ``read_mllog``).
 
-Node-scope levels are turned into per-GPU levels with
-``gpu_w = (node_w - node_overhead_w) / gpus_per_node``.
+Every level is the mean over devices with its standard error (spread across devices,
+``sd / sqrt(n)``) and a confidence interval (Student t); :meth:`ProfileFit.summary_frame`
+lists them with their unit and where each number comes from.
+
+Node power and the GPUs
+-----------------------
+A node meter measures GPUs and everything else (CPUs, memory, NICs, fans, PSU losses)
+together.  :func:`fit_profile` splits node power into a per-GPU part and a constant
+non-GPU part **only from evidence**:
+
+- ``node_overhead_w=<float>``: hardware data (a BMC or PDU reading of the node without
+  its GPUs, a vendor figure you trust): taken as exact;
+- ``node_overhead_w=Prior(mean, sd, source)``: a prior, whose uncertainty is carried into
+  the per-GPU levels;
+- ``idle=[(start, end), ...]``: periods in which the nodes ran no job; the node idle
+  level is measured there and ``node_overhead = node_idle - gpus_per_node * gpu_idle``
+  with ``gpu_idle_w`` (hardware data or a prior).
+
+Without any of these the fit keeps **node-level levels** (per-GPU levels are ``nan``;
+:meth:`ProfileFit.job_kwargs` then shares node power equally among the node's GPUs, with
+no node overhead, which reproduces node power while the job runs but says nothing about
+a node's idle power).  A node's lowest reading is *not* evidence of its idle power: in
+the MLPerf GPT-3 log it is a transient at an evaluation's start (4.3 kW in the first half
+of the run, 5.2 kW in the second, median over nodes).  It is reported (``node_lowest_w``)
+as an upper bound on the non-GPU part.
+
+Meters
+------
+Node meters often report interval averages (``meter_interval_s``; 2 s for the MLPerf
+logs, see :mod:`powerlab.grid.meter`).  Averaging keeps the training mean and the
+compute level (the compute phase is much longer than the interval) but blurs a step dip
+shorter than the interval into a dip of the same energy ``A``, ``W + D`` seconds wide and
+``A / W`` deep, whatever its true duration ``D`` and depth ``A / D``.  Then:
+
+- when the dip seen by the meter is clearly longer than the interval (at least
+  1.5 ``W``), its duration is measured;
+- otherwise ``dip_duration_s`` (hardware data or a prior) sets it, or, without it, the
+  fit takes ``D = W``: the longest, shallowest dip the readings allow, so the step dip
+  depth is a **lower bound** (source ``'bound'``, no standard error).
+
+The dip is located by a least-squares fit of the metered two-level step to the training
+readings folded on the steps (counted from each evaluation's end, as the forecast engine
+counts them); the compute level of a device is the mean of its readings whose interval
+lies 0.5 s or more away from the dip (not the fitted amplitude, which a wrong ``D``
+biases), and the dip level follows from the energy: ``compute - A / D``.
 
 References
 ----------
@@ -26,18 +71,26 @@ References
 
 from __future__ import annotations
 
-import html
-from dataclasses import dataclass, field
-
 import numpy as np
 import pandas as pd
 from scipy import signal
 
-from ..exceptions import PowerlabError, SchemaError, Violation
+from ..exceptions import AnalysisError, PowerlabError, SchemaError, Violation
+from .profile_fit import (
+    GPU_IDLE_PRIOR,
+    Prior,
+    ProfileFit,
+    _apply_split,
+    _as_prior,
+    _param_rows,
+    _split_label,
+)
 
-__all__ = ["ProfileFit", "eval_intervals", "fit_profile", "otsu_threshold"]
+__all__ = ["GPU_IDLE_PRIOR", "Prior", "ProfileFit", "eval_intervals", "fit_profile",
+           "otsu_threshold"]  # results re-exported from profile_fit
 
 
+# --------------------------------------------------------------------------- helpers
 def otsu_threshold(values: np.ndarray, bins: int = 128) -> float:
     """Threshold that best splits ``values`` into two levels (Otsu's method)."""
     v = np.asarray(values, float)
@@ -78,104 +131,152 @@ def eval_intervals(events) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["start_utc", "stop_utc"])
 
 
-@dataclass
-class ProfileFit:
-    """A job power profile calibrated from telemetry (see :func:`fit_profile`).
+def _intervals(windows, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (start_ns, stop_ns) arrays of UTC windows given as pairs or a frame."""
+    if isinstance(windows, pd.DataFrame):
+        if not {"start_utc", "stop_utc"} <= set(windows.columns):
+            raise PowerlabError(f"{what} must be (start, end) pairs or a frame with "
+                                "'start_utc' and 'stop_utc'")
+        pairs = list(zip(windows["start_utc"], windows["stop_utc"]))
+    else:
+        try:
+            pairs = [(a, b) for a, b in windows]
+        except (TypeError, ValueError):
+            raise PowerlabError(f"{what} must be (start, end) pairs of UTC times") from None
+    s, e = [], []
+    for a, b in pairs:
+        try:
+            ta, tb = pd.Timestamp(a), pd.Timestamp(b)
+        except (TypeError, ValueError):
+            raise PowerlabError(f"{what}: cannot read ({a!r}, {b!r}) as times") from None
+        if ta.tzinfo is None or tb.tzinfo is None:
+            raise PowerlabError(f"{what}: ({a}, {b}) has no time zone; give UTC times")
+        if tb <= ta:
+            raise PowerlabError(f"{what}: {tb} is not after {ta}")
+        s.append(ta.value)
+        e.append(tb.value)
+    order = np.argsort(s)
+    return np.asarray(s, np.int64)[order], np.asarray(e, np.int64)[order]
 
-    Attributes
-    ----------
-    scope : str
-        ``'gpu'`` or ``'node'``: what the device-level numbers measure.
-    devices : int
-        Devices (GPUs or nodes) used.
-    step_time_s : float
-        Step period [s].
-    compute_fraction : float
-        Compute share of a step (duty cycle) [-].
-    device_compute_w, device_comm_w, device_eval_w : float
-        Median over devices of the device's levels [W] (``nan`` when unknown).
-    compute_w, comm_w, eval_w : float
-        The same per GPU [W].
-    step_dip_depth_w, eval_dip_depth_w : float
-        Device-level depth of the step dip (compute minus comm level) and of the
-        evaluation dip (training mean minus evaluation level) [W].
-    eval_duration_s, eval_interval_s : float
-        Median evaluation length and training time between evaluations [s].
-    node_overhead_w : float
-        Node power besides the GPUs used for the per-GPU conversion [W].
-    gpus_per_node : int
-    periodogram : DataFrame
-        ``period_s`` and periodogram ``power`` [W^2/Hz] averaged over devices.
-    per_device : DataFrame
-        Levels and duty cycle of each device.
+
+def _overlaps(t_ns: np.ndarray, w_ns: int, s_ns: np.ndarray, e_ns: np.ndarray) -> np.ndarray:
+    """Whether each reading's window ``[t - w, t]`` overlaps one of the intervals."""
+    if not len(s_ns):
+        return np.zeros(len(t_ns), bool)
+    j = np.searchsorted(s_ns, t_ns, side="right") - 1  # last interval starting <= t
+    ok = j >= 0
+    return ok & (e_ns[np.clip(j, 0, None)] > t_ns - w_ns)
+
+
+def _inside(t_ns: np.ndarray, w_ns: int, s_ns: np.ndarray, e_ns: np.ndarray) -> np.ndarray:
+    """Whether each reading's window ``[t - w, t]`` lies inside one of the intervals."""
+    if not len(s_ns):
+        return np.zeros(len(t_ns), bool)
+    j = np.searchsorted(s_ns, t_ns - w_ns, side="right") - 1
+    ok = j >= 0
+    return ok & (e_ns[np.clip(j, 0, None)] >= t_ns)
+
+
+def _peak_frequency(f: np.ndarray, pxx: np.ndarray) -> float:
+    """Frequency of the largest periodogram value, refined by a parabola [Hz]."""
+    k = int(np.argmax(pxx))
+    if 0 < k < len(f) - 1:
+        a, b, c = pxx[k - 1], pxx[k], pxx[k + 1]
+        den = a - 2 * b + c
+        shift = 0.5 * (a - c) / den if den != 0 else 0.0
+        return float(f[k] + shift * (f[1] - f[0]))
+    return float(f[k])
+
+
+def _stat(values) -> tuple[float, float, int]:
+    """Mean over devices, its standard error (``sd / sqrt(n)``) and ``n``."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    n = len(v)
+    if n == 0:
+        return np.nan, np.nan, 0
+    se = float(v.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
+    return float(v.mean()), se, n
+
+
+def _overlap(a0, a1, b0, b1):
+    return np.clip(np.minimum(a1, b1) - np.maximum(a0, b0), 0.0, None)
+
+
+def _fold_dip(samples, means, period: float, w_s: float, dur: float, origins: np.ndarray
+              ) -> tuple[np.ndarray, float]:
+    """Where the step dip falls, and the compute level of each device, from metered readings.
+
+    Model: each step of ``period`` seconds, counted from the last evaluation's end (the
+    ``origins``), is at ``mean + A / period`` except for a dip of ``dur`` seconds at
+    ``mean + A / period - A / dur`` that ends ``shift`` seconds after the step's end; a
+    reading is its mean over the ``w_s`` seconds before it.  ``shift`` maximises the
+    least-squares fit (``A`` is linear given ``shift``; ``shift`` is searched on a grid).
+    The compute level of a device is then the mean of its readings whose interval lies
+    0.5 s or more away from the dip (robust to a wrong ``dur``, unlike the fitted ``A``);
+    without such readings (steps too short), ``mean + A / period`` from the fit.
+
+    Returns
+    -------
+    compute_w : ndarray
+        Per device [W].
+    shift : float
+        [s]; ``nan`` without origins (the fold then starts at the first reading).
     """
+    t_all = np.concatenate([t for t, _ in samples])
+    r_all = np.concatenate([p - m for (_, p), m in zip(samples, means)])
+    dev = np.repeat(np.arange(len(samples)), [len(t) for t, _ in samples])
+    if len(origins):
+        j = np.searchsorted(origins, t_all, side="right") - 1
+        keep = j >= 0
+        x = (t_all[keep] - origins[j[keep]]) / 1e9
+    else:
+        keep = np.ones(len(t_all), bool)
+        x = (t_all - t_all.min()) / 1e9
+    r, dev = r_all[keep], dev[keep]
+    if len(r) < 10:
+        raise AnalysisError("too few readings after an evaluation to fit the step dip")
 
-    scope: str
-    devices: int
-    step_time_s: float
-    compute_fraction: float
-    device_compute_w: float
-    device_comm_w: float
-    device_eval_w: float
-    compute_w: float
-    comm_w: float
-    eval_w: float
-    step_dip_depth_w: float
-    eval_dip_depth_w: float
-    eval_duration_s: float
-    eval_interval_s: float
-    node_overhead_w: float
-    gpus_per_node: int
-    device_train_mean_w: float
-    periodogram: pd.DataFrame = field(repr=False)
-    per_device: pd.DataFrame = field(repr=False)
+    def basis(sh):
+        phi = np.mod(x - sh, period)
+        ov = _overlap(phi - w_s, phi, -dur, 0.0) + _overlap(phi - w_s, phi, period - dur,
+                                                              period)
+        return 1.0 / period - ov / (dur * w_s)
 
-    def job_kwargs(self) -> dict:
-        """Scenario YAML fields of a job with this profile (``power``, ``eval`` ...)."""
-        out = {"step_time_s": self.step_time_s, "compute_fraction": self.compute_fraction,
-               "power": {"compute_w": self.compute_w, "comm_w": self.comm_w}}
-        if np.isfinite(self.eval_w):
-            out["power"]["eval_w"] = self.eval_w
-            out["eval"] = {"interval_s": self.eval_interval_s,
-                           "duration_s": self.eval_duration_s}
-        return out
+    def gain(sh):  # einsum, not BLAS: threaded dot products crawl on a loaded machine
+        b = basis(sh)
+        return np.einsum("i,i->", b, r) ** 2 / max(np.einsum("i,i->", b, b), 1e-30)
 
-    def summary_frame(self) -> pd.DataFrame:
-        """The fitted values as a one-column table with units."""
-        rows = {
-            "scope": (self.scope, ""), "devices": (self.devices, ""),
-            "step_time_s": (self.step_time_s, "s"),
-            "compute_fraction": (self.compute_fraction, "-"),
-            "device_compute_w": (self.device_compute_w, "W"),
-            "device_comm_w": (self.device_comm_w, "W"),
-            "device_eval_w": (self.device_eval_w, "W"),
-            "device_train_mean_w": (self.device_train_mean_w, "W"),
-            "step_dip_depth_w": (self.step_dip_depth_w, "W"),
-            "eval_dip_depth_w": (self.eval_dip_depth_w, "W"),
-            "eval_duration_s": (self.eval_duration_s, "s"),
-            "eval_interval_s": (self.eval_interval_s, "s (training time)"),
-            "node_overhead_w": (self.node_overhead_w, "W"),
-            "compute_w (per GPU)": (self.compute_w, "W"),
-            "comm_w (per GPU)": (self.comm_w, "W"),
-            "eval_w (per GPU)": (self.eval_w, "W"),
-        }
-        return pd.DataFrame({"value": [v for v, _ in rows.values()],
-                             "unit": [u for _, u in rows.values()]}, index=list(rows))
+    coarse = np.arange(-0.5 * period, 0.5 * period, 0.1)
+    best = coarse[int(np.argmax([gain(s) for s in coarse]))]
+    fine = best + np.arange(-0.1, 0.1001, 0.005)
+    best = float(fine[int(np.argmax([gain(s) for s in fine]))])
+    b = basis(best)
+    n = len(samples)
+    phi = np.mod(x - best, period)
+    margin = 0.5
+    flat = (phi >= w_s + margin) & (phi <= period - dur - margin)
+    counts = np.bincount(dev[flat], minlength=n)
+    if counts.min() >= 3:
+        level = np.bincount(dev[flat], r[flat], minlength=n) / counts
+    else:
+        num = np.bincount(dev, b * r, minlength=n)
+        den = np.bincount(dev, b * b, minlength=n)
+        level = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan) / period
+    return np.asarray(means) + level, (best if len(origins) else np.nan)
 
-    def summary(self) -> str:
-        """Text summary of the fit."""
-        return "Job power profile fit\n" + self.summary_frame().to_string()
 
-    def _repr_html_(self) -> str:
-        return "<h4>Job power profile fit</h4>" + self.summary_frame().to_html(
-            float_format=lambda v: html.escape(f"{v:,.3f}"))
+# --------------------------------------------------------------------------- the fit
 
 
 def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = None,
                 start=None, end=None, gpus_per_node: int = 8,
-                node_overhead_w: float | None = None, gpu_idle_w: float = 75.0,
+                meter_interval_s: float | None = None,
+                node_overhead_w: float | Prior | None = None, idle=None,
+                gpu_idle_w: float | Prior = GPU_IDLE_PRIOR,
+                dip_duration_s: float | Prior | None = None,
                 period_range_s: tuple[float, float] = (2.0, 120.0),
-                max_devices: int = 64) -> ProfileFit:
+                max_devices: int = 64, alpha: float = 0.05) -> ProfileFit:
     """Calibrate job power levels, step period, duty cycle and dip depths from a trace.
 
     Parameters
@@ -184,29 +285,51 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
         Canonical telemetry (``timestamp``, ``host``, ``scope``, ``gpu_index``,
         ``power_w``) of one job, GPU or node scope.
     events : DataFrame or MLLogResult, optional
-        Evaluation intervals (see :func:`eval_intervals`); without them the
-        evaluation fields are ``nan`` and all samples count as training.
+        Evaluation intervals (see :func:`eval_intervals`).  Only evaluations that start
+        and end inside the calibration window are used for timing and levels, so a log
+        of the whole run can be passed without its future leaking into the fit; without
+        events the evaluation fields are ``nan`` and all readings count as training.
     scope : {'gpu', 'node'}, optional
         Which rows to use (required when both are present).
     start, end : str or Timestamp, optional
-        Calibration window (UTC); samples outside are ignored.
+        Calibration window (UTC); readings (and, with a meter, their whole averaging
+        interval) outside are ignored.
     gpus_per_node : int, default 8
-        For node scope: GPUs per node.
-    node_overhead_w : float, optional
-        For node scope: node power besides the GPUs [W].  Default: the median over nodes
-        of their lowest reading minus ``gpus_per_node * gpu_idle_w`` (the lowest readings are
-        the GPUs near idle during initialisation), at least 0.
-    gpu_idle_w : float, default 75
-        GPU idle power used by that default [W].
+        For node scope: GPUs per node [-].
+    meter_interval_s : float, optional
+        The readings are means over this interval (2 for the MLPerf node logs) [s];
+        default: instantaneous samples.
+    node_overhead_w : float or Prior, optional
+        Node power besides the GPUs: a number is hardware data (exact), a :class:`Prior`
+        carries its uncertainty into the per-GPU levels [W].
+    idle : sequence of (start, end) or DataFrame, optional
+        Periods (UTC) when the nodes ran no job: their readings give the node idle level,
+        and ``node_overhead = node_idle - gpus_per_node * gpu_idle_w``.
+    gpu_idle_w : float or Prior, default GPU_IDLE_PRIOR (75 +- 25 W)
+        GPU idle power, used with ``idle`` only [W].
+    dip_duration_s : float or Prior, optional
+        Duration of the step dip when the meter cannot resolve it [s].
     period_range_s : (float, float)
         Step periods searched [s]; the upper frequency is also capped at half the median
         sampling rate.
     max_devices : int, default 64
-        Devices used for the periodogram (cost control).
+        Devices used for the periodogram (cost control) [-].
+    alpha : float, default 0.05
+        Confidence intervals are ``1 - alpha`` [-].
 
     Returns
     -------
     ProfileFit
+
+    Raises
+    ------
+    SchemaError
+        Columns missing.
+    PowerlabError
+        Bad arguments, too few readings.
+    AnalysisError
+        Evidence that contradicts the data (a non-GPU power above the lowest reading) or
+        idle periods without readings.
     """
     need = ["timestamp", "host", "scope", "power_w"]
     miss = [c for c in need if c not in telemetry.columns]
@@ -221,6 +344,19 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
         scope = str(scopes[0])
     if scope not in ("gpu", "node"):
         raise PowerlabError(f"scope must be 'gpu' or 'node', got {scope!r}")
+    w_s = float(meter_interval_s or 0.0)
+    if not (np.isfinite(w_s) and w_s >= 0):
+        raise PowerlabError(f"meter_interval_s must be >= 0 seconds, got {meter_interval_s!r}")
+    if not 0 < alpha < 1:
+        raise PowerlabError(f"alpha must be in (0, 1), got {alpha!r}")
+    overhead_prior = _as_prior(node_overhead_w, "node_overhead_w", "hardware data")
+    idle_prior = _as_prior(gpu_idle_w, "gpu_idle_w", "hardware data")
+    dip_prior = _as_prior(dip_duration_s, "dip_duration_s", "hardware data")
+    if overhead_prior is not None and idle is not None:
+        raise PowerlabError("give either node_overhead_w or idle periods, not both")
+    if scope == "gpu" and (overhead_prior is not None or idle is not None):
+        raise PowerlabError("GPU-scope telemetry needs no split: node_overhead_w and idle "
+                            "apply to node scope")
     df = df[df["scope"] == scope]
     if start is not None:
         df = df[df["timestamp"] >= pd.Timestamp(start)]
@@ -231,35 +367,50 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
         raise PowerlabError(f"only {len(df)} {scope}-scope samples with power in the "
                             "window; fit_profile needs a trace of several steps")
     keys = ["host"] + (["gpu_index"] if scope == "gpu" and "gpu_index" in df else [])
-    evi = eval_intervals(events) if events is not None else None
     t_ns = df["timestamp"].to_numpy("datetime64[ns]").astype(np.int64)
-    in_eval = np.zeros(len(df), bool)
-    if evi is not None and len(evi):
-        s_ns = evi["start_utc"].to_numpy("datetime64[ns]").astype(np.int64)
-        e_ns = evi["stop_utc"].to_numpy("datetime64[ns]").astype(np.int64)
-        idx = np.searchsorted(s_ns, t_ns, side="right") - 1
-        in_eval = (idx >= 0) & (t_ns < e_ns[np.clip(idx, 0, None)])
-    work = pd.DataFrame({"t": t_ns, "p": df["power_w"].to_numpy(float), "ev": in_eval})
+    w_ns = round(w_s * 1e9)
+    lo_ns = pd.Timestamp(start).value if start is not None else int(t_ns.min())
+    hi_ns = pd.Timestamp(end).value if end is not None else int(t_ns.max()) + 1
+    # evaluations: all mark readings; only those wholly inside the window are used
+    ev_s = ev_e = np.zeros(0, np.int64)
+    evi = None
+    if events is not None:
+        evi = eval_intervals(events)
+        if len(evi):
+            ev_s, ev_e = _intervals(evi, "events")
+        inside = (ev_s >= lo_ns) & (ev_e <= hi_ns)
+        evi = pd.DataFrame({"start_utc": pd.to_datetime(ev_s[inside], utc=True),
+                            "stop_utc": pd.to_datetime(ev_e[inside], utc=True)})
+    id_s, id_e = _intervals(idle, "idle") if idle is not None else (ev_s[:0], ev_e[:0])
+    first_ok = t_ns - w_ns >= (lo_ns if start is not None else -(2 ** 62))
+    train = ~_overlaps(t_ns, w_ns, ev_s, ev_e) & ~_overlaps(t_ns, w_ns, id_s, id_e)
+    work = pd.DataFrame({"t": t_ns, "p": df["power_w"].to_numpy(float),
+                         "tr": train, "ev": _inside(t_ns, w_ns, ev_s, ev_e),
+                         "idle": _inside(t_ns, w_ns, id_s, id_e)})
     work["dev"] = df.groupby(keys, sort=True, observed=True).ngroup().to_numpy()
-    rows = []
-    spectra = []
-    dt_all = []
+    rows, spectra, dt_all, samples = [], [], [], []
     for dev, g in work.groupby("dev", sort=True):
         g = g.sort_values("t")
-        tr = g[~g["ev"]]
+        # a meter's first reading averages time before the trace: not usable
+        ok = g["tr"].to_numpy() & (first_ok[g.index] if start is not None
+                                   else g["t"].to_numpy() - w_ns >= g["t"].iloc[0])
+        tr = g[ok]
         if len(tr) < 10:
             continue
         p = tr["p"].to_numpy()
         thr = otsu_threshold(p)
         hi, lo = p[p > thr], p[p <= thr]
         ev_p = g.loc[g["ev"], "p"].to_numpy()
-        rows.append({"dev": dev, "compute_w": np.median(hi), "comm_w": lo.mean(),
-                     "duty": len(hi) / len(p), "train_mean_w": p.mean(),
+        id_p = g.loc[g["idle"], "p"].to_numpy()
+        rows.append({"dev": dev, "compute_w": np.median(hi), "low_cluster_w": lo.mean(),
+                     "duty_raw": len(hi) / len(p), "train_mean_w": p.mean(),
                      "eval_w": np.median(ev_p) if len(ev_p) else np.nan,
-                     "low_w": g["p"].min()})
+                     "idle_w": np.median(id_p) if len(id_p) else np.nan,
+                     "lowest_w": g["p"].min()})
         dt_all.append(np.median(np.diff(tr["t"].to_numpy())) / 1e9)
+        samples.append((tr["t"].to_numpy(), p))
         if len(spectra) < max_devices:
-            spectra.append((tr["t"].to_numpy(), p))
+            spectra.append(samples[-1])
     if not rows:
         raise PowerlabError("no device has ten training samples in the window")
     per = pd.DataFrame(rows)
@@ -276,55 +427,135 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
     grid = np.arange(0.0, (t1 - t0) / 1e9, dt)
     nfft = int(2 ** np.ceil(np.log2(len(grid) * 16)))
     acc = None
+    peaks = []
     for t, p in spectra:
         y = np.interp(grid, (t - t0) / 1e9, p)
         f, pxx = signal.periodogram(y, fs=1.0 / dt, window="hann", nfft=nfft,
                                     detrend="linear")
+        band = (f >= f_lo) & (f <= f_hi)
+        peaks.append(1.0 / _peak_frequency(f[band], pxx[band]))
         acc = pxx if acc is None else acc + pxx
     acc = acc / len(spectra)
     band = (f >= f_lo) & (f <= f_hi)
     freqs, acc = f[band], acc[band]
-    k = int(np.argmax(acc))
-    # parabolic refinement of the peak
-    if 0 < k < len(freqs) - 1:
-        a, b, c = acc[k - 1], acc[k], acc[k + 1]
-        den = a - 2 * b + c
-        shift = 0.5 * (a - c) / den if den != 0 else 0.0
-        f_peak = freqs[k] + shift * (freqs[1] - freqs[0])
-    else:
-        f_peak = freqs[k]
-    period = 1.0 / f_peak
-    # evaluation timing
-    ev_dur = ev_int = np.nan
-    if evi is not None and len(evi):
+    period = 1.0 / _peak_frequency(freqs, acc)
+    period_se = _stat(peaks)[1]
+    period_src = f"periodogram ({len(spectra)} devices)"
+    # evaluation timing, from evaluations inside the window
+    ev_dur = ev_int = ev_dur_se = ev_int_se = np.nan
+    n_ev = 0 if evi is None else len(evi)
+    if n_ev:
         d = (evi["stop_utc"] - evi["start_utc"]).dt.total_seconds().to_numpy()
-        ev_dur = float(np.median(d))
-        if len(evi) > 1:
+        ev_dur, ev_dur_se = float(np.median(d)), _stat(d)[1]
+        if n_ev > 1:
             gaps = (evi["start_utc"].iloc[1:].to_numpy() - evi["stop_utc"].iloc[:-1]
                     .to_numpy()) / np.timedelta64(1, "s")
-            ev_int = float(np.median(gaps))
+            ev_int, ev_int_se = float(np.median(gaps)), _stat(gaps)[1]
             # evaluations come after whole steps: refine the period to fit them
             n_steps = max(1, round(ev_int / period))
             period = ev_int / n_steps
-    dc, dm, de = (float(np.median(per[c])) for c in ("compute_w", "comm_w", "eval_w")) \
-        if per["eval_w"].notna().any() else (float(np.median(per["compute_w"])),
-                                             float(np.median(per["comm_w"])), np.nan)
-    duty = float(np.median(per["duty"]))
-    train_mean = float(np.median(per["train_mean_w"]))
-    if scope == "node":
-        if node_overhead_w is None:
-            node_overhead_w = max(0.0, float(np.median(per["low_w"]))
-                                  - gpus_per_node * gpu_idle_w)
-        conv = lambda v: (v - node_overhead_w) / gpus_per_node
+            period_se = ev_int_se / n_steps
+            period_src = f"{n_steps} steps between evaluations ({n_ev} evaluations)"
+    # the step dip: energy always; duration and depth when the readings tell them
+    n_dev = len(per)
+    meas = f"measured ({n_dev} devices)"
+    d_obs = (1.0 - float(np.median(per["duty_raw"]))) * period
+    dip_sd = 0.0
+    center = np.nan
+    if w_s == 0:
+        per["dip_energy_j"] = period * (per["compute_w"] - per["train_mean_w"])
+        per["duty"], per["comm_w"] = per["duty_raw"], per["low_cluster_w"]
+        dip_src = "measured"
     else:
-        node_overhead_w = float(node_overhead_w or 0.0)
-        conv = lambda v: v
-    spec = pd.DataFrame({"period_s": 1.0 / freqs, "power": acc})
-    return ProfileFit(
-        scope=scope, devices=len(per), step_time_s=float(period), compute_fraction=duty,
-        device_compute_w=dc, device_comm_w=dm, device_eval_w=de,
-        compute_w=conv(dc), comm_w=conv(dm), eval_w=conv(de) if np.isfinite(de) else np.nan,
-        step_dip_depth_w=dc - dm, eval_dip_depth_w=(train_mean - de) if np.isfinite(de)
-        else np.nan, eval_duration_s=ev_dur, eval_interval_s=ev_int,
-        node_overhead_w=float(node_overhead_w), gpus_per_node=gpus_per_node,
-        device_train_mean_w=train_mean, periodogram=spec, per_device=per)
+        if dip_prior is not None:
+            if not 0 < dip_prior.mean < period:
+                raise PowerlabError(f"dip_duration_s = {dip_prior.mean:g} s must be in "
+                                    f"(0, step time {period:.3g} s)")
+            dip_src, dip_sd, dur = _split_label(dip_prior), dip_prior.sd, dip_prior.mean
+        elif 1.5 * w_s <= d_obs < period:
+            dip_src, dur = "measured", d_obs
+        else:
+            dip_src, dur = "bound", w_s
+        origins = ev_e[ev_e <= hi_ns] if len(ev_e) else np.zeros(0, np.int64)
+        compute, shift = _fold_dip(samples, per["train_mean_w"].to_numpy(), period, w_s,
+                                   dur, origins)
+        center = shift - dur / 2
+        per["compute_w"] = compute
+        per["dip_energy_j"] = period * (compute - per["train_mean_w"])
+        per["comm_w"] = per["compute_w"] - per["dip_energy_j"] / dur
+        per["duty"] = 1.0 - dur / period
+    c, c_se, _ = _stat(per["compute_w"])
+    m, m_se, _ = _stat(per["comm_w"])
+    u, u_se, _ = _stat(per["duty"])
+    a, a_se, _ = _stat(per["dip_energy_j"])
+    if dip_src == "bound":
+        m_se = u_se = np.nan
+    elif w_s > 0 and dip_src != "measured":
+        dur = (1.0 - u) * period
+        m_se = float(np.hypot(m_se, a / dur ** 2 * dip_sd))
+        u_se = dip_sd / period
+    dof = n_dev - 1
+    rows_p = {
+        "step_time_s": (period, period_se, period_src, np.inf),
+        "compute_fraction": (u, u_se, f"dip duration {dip_src}"
+                             if w_s > 0 else meas, dof),
+        "device_compute_w": (c, c_se, meas, dof),
+        "device_comm_w": (m, m_se, f"compute level - dip energy / dip duration ({dip_src})"
+                          if w_s > 0 else meas, dof),
+        "device_train_mean_w": (*_stat(per["train_mean_w"])[:2], meas, dof),
+        "step_dip_energy_j": (a, a_se, meas, dof),
+        "step_dip_center_s": (center, np.nan, "fit of the metered steps after evaluations"
+                              if np.isfinite(center) else "no evaluation to count steps from",
+                              np.inf),
+        "step_dip_depth_w": (c - m, m_se if dip_src != "measured" or w_s == 0 else
+                             _stat(per["compute_w"] - per["comm_w"])[1],
+                             "bound (lower)" if dip_src == "bound" else meas, dof),
+    }
+    has_ev = per["eval_w"].notna().any()
+    ev_w, ev_w_se, _ = _stat(per["eval_w"])
+    rows_p["device_eval_w"] = (ev_w, ev_w_se, meas if has_ev else "no evaluations", dof)
+    rows_p["eval_dip_depth_w"] = (*_stat(per["train_mean_w"] - per["eval_w"])[:2],
+                                  meas if has_ev else "no evaluations", dof)
+    rows_p["eval_duration_s"] = (ev_dur, ev_dur_se, f"events ({n_ev} in the window)",
+                                 np.inf)
+    rows_p["eval_interval_s"] = (ev_int, ev_int_se,
+                                 "events: training time between evaluations", np.inf)
+    lowest = float(np.median(per["lowest_w"]))
+    if scope == "node":
+        rows_p["node_lowest_w"] = (lowest, np.nan, "measured: upper bound on non-GPU power",
+                                   np.inf)
+    node_idle = np.nan
+    if idle is not None:
+        node_idle, idle_se, n_id = _stat(per["idle_w"])
+        if n_id == 0:
+            raise AnalysisError("no reading lies wholly inside the idle periods given")
+        rows_p["node_idle_w"] = (node_idle, idle_se, f"idle periods ({n_id} nodes)",
+                                 max(n_id - 1, 0))
+    fit = ProfileFit(
+        scope=scope, devices=n_dev, step_time_s=float(period), compute_fraction=u,
+        device_compute_w=c, device_comm_w=m, device_eval_w=ev_w if has_ev else np.nan,
+        device_train_mean_w=rows_p["device_train_mean_w"][0],
+        compute_w=c if scope == "gpu" else np.nan,
+        comm_w=m if scope == "gpu" else np.nan,
+        eval_w=(ev_w if has_ev else np.nan) if scope == "gpu" else np.nan,
+        step_dip_depth_w=c - m, eval_dip_depth_w=rows_p["eval_dip_depth_w"][0],
+        step_dip_energy_j=a, eval_duration_s=ev_dur, eval_interval_s=ev_int,
+        node_overhead_w=0.0 if scope == "gpu" else np.nan,
+        node_overhead_sd_w=0.0 if scope == "gpu" else np.nan,
+        split="gpu telemetry" if scope == "gpu" else "none",
+        node_lowest_w=lowest if scope == "node" else np.nan, meter_interval_s=w_s,
+        dip_source=dip_src, evals_used=n_ev, step_dip_center_s=center,
+        gpus_per_node=gpus_per_node, alpha=alpha,
+        params=pd.DataFrame(), periodogram=pd.DataFrame(
+            {"period_s": 1.0 / freqs, "power": acc}), per_device=per)
+    fit.params = _param_rows(fit, rows_p)
+    if scope == "node" and overhead_prior is not None:
+        return _apply_split(fit, overhead_prior.mean, overhead_prior.sd,
+                            _split_label(overhead_prior), np.nan)
+    if idle is not None:
+        g = gpus_per_node
+        overhead = node_idle - g * idle_prior.mean
+        sd = float(np.hypot(np.nan_to_num(rows_p["node_idle_w"][1]), g * idle_prior.sd))
+        label = f"idle periods (node idle measured; GPU idle {_split_label(idle_prior)})"
+        return _apply_split(fit, overhead, sd, label, node_idle)
+    return fit
