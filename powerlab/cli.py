@@ -35,7 +35,7 @@ class _Parser(argparse.ArgumentParser):
     Sub-command parsers inherit this class.
     """
 
-    def error(self, message: str):  # noqa: D102 - argparse API
+    def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
