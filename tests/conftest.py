@@ -68,3 +68,20 @@ def mlperf_gpt3():
     assert (folder / "power").is_dir(), f"bundled MLPerf excerpt missing at {folder}"
     return (read_mlperf_power(folder / "power"),
             read_mllog(next(folder.glob("result_*.txt*"))))
+
+
+def pytest_collection_modifyitems(config, items):
+    """With ``POWERLAB_TALLY_FILE`` set, write the bad-input cases per component there
+    (tests/reliability_tally.py builds docs/reliability.md from it)."""
+    import json
+    import os
+
+    out = os.environ.get("POWERLAB_TALLY_FILE")
+    if not out:
+        return
+    tally: dict[str, list[str]] = {}
+    for item in items:
+        for mark in item.iter_markers("bad_input"):
+            component = mark.args[0] if mark.args else "unspecified"
+            tally.setdefault(component, []).append(item.nodeid)
+    Path(out).write_text(json.dumps(tally, indent=1, sort_keys=True), encoding="utf-8")

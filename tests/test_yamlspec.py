@@ -10,6 +10,7 @@ from powerlab.grid.scenario import parse_scenario
 from powerlab.grid.yamlspec import MAX_DEPTH, Section, load_yaml
 
 
+@pytest.mark.bad_input("scenario")
 def test_duplicate_keys_are_refused_naming_both_lines():
     with pytest.raises(ScenarioError, match=r"duplicate key 'gpus' on lines 2 and 4"):
         load_yaml("job:\n  gpus: 8\n  name: a\n  gpus: 800\n", source="s.yaml")
@@ -19,6 +20,7 @@ def test_duplicate_keys_are_refused_naming_both_lines():
     assert load_yaml("a: {x: 1}\nb: {x: 2}\n") == {"a": {"x": 1}, "b": {"x": 2}}
 
 
+@pytest.mark.bad_input("scenario")
 def test_a_second_jobs_block_in_a_scenario_is_refused():
     text = ("site: {tz: UTC}\njobs:\n  - {name: a, gpus: 8, start_utc: '2025-01-01T00:00:00Z',"
             " duration_s: 600, step_time_s: 1}\njobs:\n  - {name: b, gpus: 800, "
@@ -27,6 +29,7 @@ def test_a_second_jobs_block_in_a_scenario_is_refused():
         parse_scenario(text)
 
 
+@pytest.mark.bad_input("scenario")
 def test_billion_laughs_is_refused_fast():
     lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for i in range(1, 10):
@@ -40,6 +43,7 @@ def test_billion_laughs_is_refused_fast():
     assert load_yaml("base: &b {x: 1}\nc: *b\n") == {"base": {"x": 1}, "c": {"x": 1}}
 
 
+@pytest.mark.bad_input("scenario")
 @pytest.mark.parametrize("text", ["[" * 5000 + "]" * 5000, "a:\n" + "".join(
     f"{' ' * (2 * i)}k{i}:\n" for i in range(1, 200))])
 def test_deep_nesting_is_a_clear_error_not_a_recursion_error(text):
@@ -56,6 +60,7 @@ def test_exponent_numbers_are_numbers_and_timestamps_stay_text():
     assert d["f"] == "1e9" and d["g"] == "e9"   # quoted and non-numbers stay strings
 
 
+@pytest.mark.bad_input("scenario")
 def test_invalid_yaml_names_the_line():
     with pytest.raises(ScenarioError, match="not valid YAML at line 2"):
         load_yaml("a: 1\nb: : 2\n", source="bad.yaml")
