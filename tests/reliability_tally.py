@@ -30,8 +30,8 @@ START, END = "<!-- tally:start -->", "<!-- tally:end -->"
 
 #: What each component is and what a crash can cost (from the tests named there).
 COMPONENTS = {
-    "readers": ("nvidia-smi, DCGM, MLPerf, weather, Slurm and event-log readers; "
-                "`powerlab import`", "nothing stored from an unreadable file"),
+    "readers": (("nvidia-smi, DCGM, MLPerf, weather, Slurm and event-log readers; "
+                "`powerlab import`"), "nothing stored from an unreadable file"),
     "store": ("the Parquet store: writes, reads, locks, checksums, upgrade",
               "none: a killed writer loses only its unrenamed temporary file"),
     "collector": ("the NVML collector and its /metrics endpoint",
@@ -60,8 +60,8 @@ def tally() -> dict[str, list[str]]:
 
 
 def render(cases: dict[str, list[str]]) -> str:
-    lines = ["| component | what it covers | inputs tried | clean errors or counted "
-             "warnings | silent wrong results | tracebacks | hangs | data lost on a crash |",
+    lines = [("| component | what it covers | inputs tried | clean errors or counted "
+             "warnings | silent wrong results | tracebacks | hangs | data lost on a crash |"),
              "|---|---|---|---|---|---|---|---|"]
     names = list(COMPONENTS) + sorted(set(cases) - set(COMPONENTS))
     for name in names:
