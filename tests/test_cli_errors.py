@@ -40,7 +40,9 @@ def _cases(tmp: str) -> list:
         (["forecast", SMALL], "--out"),
         (["forecast", "/nonexistent/s.yaml", "--out", f"{tmp}/f.csv"], "cannot read"),
         (["forecast", bad_yaml, "--out", f"{tmp}/f.csv"], "not valid YAML"),
-        (["forecast", SMALL, "--out", tmp], "directory"),
+        (["forecast", SMALL, "--out", tmp], "CSV file"),
+        (["forecast", SMALL, "--out", f"{tmp}/f.xlsx"], "CSV file"),
+        (["forecast", SMALL, "--out", f"{tmp}/dir.csv"], "folder"),
         (["forecast", SMALL, "--out", "/nonexistent/dir/f.csv"], "does not exist"),
         (["forecast", SMALL, "--out", f"{tmp}/f.csv", "--draws", "abc"], "invalid int"),
         (["forecast", SMALL, "--out", f"{tmp}/f.csv", "--draws", "-1"], "draws"),
@@ -71,6 +73,7 @@ CASE_IDS = [" ".join(a) or "(no arguments)" for a, _ in _cases("T")]
                                   for i, name in enumerate(CASE_IDS)])
 def test_bad_invocation_is_one_clean_line(case, tmp_path):
     (tmp_path / "bad.yaml").write_text("jobs: [1, 2\n")
+    (tmp_path / "dir.csv").mkdir()
     args, contains = _cases(str(tmp_path))[case]
     assert_one_line_error(run_cli(args, tmp_path), contains=contains)
 
