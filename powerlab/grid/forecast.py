@@ -25,7 +25,8 @@ jitter distribution plus its multinomial fluctuation.  Failures are a Poisson pr
 ``gpus * failure_rate_per_gpu_h`` during the allocation; a failure sends every GPU of the
 job to idle for ``restart_s``, then start-up, then training resumes from the last
 checkpoint (training time since then is lost).  Failures that fall while the job is
-already down are absorbed.
+already down extend the downtime (never dropped); planned interruptions and the causes
+of failures follow :mod:`powerlab.grid.interruptions`.
 
 :func:`job_randomness` is the one source of randomness: seeded by ``(seed, draw, job)``,
 so a brute-force per-GPU simulation (``tests/reference_sim.py``) reproduces a draw
@@ -46,6 +47,13 @@ import pandas as pd
 from scipy import signal, special
 
 from ..exceptions import PowerlabError, ScenarioError
+from .interruptions import (
+    cause_rows,
+    interruption_frame,
+    interruption_marks,
+    interruption_stats,
+    planned_mask,
+)
 from .results import ForecastResult
 from .scenario import Job, Scenario
 from .timebase import to_ticks
@@ -185,7 +193,7 @@ def _steps_rle(length: int, period: int, compute: int) -> tuple[np.ndarray, np.n
 
 
 def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
-             failure_ticks: np.ndarray) -> JobPlan:
+             failure_ticks: np.ndarray, planned: np.ndarray | None = None) -> JobPlan:
     """Lay out the phases of a job over its allocation ``[start_tick, end_tick)``.
 
     Parameters
@@ -197,6 +205,9 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
         Allocation, in ticks from the horizon start.
     failure_ticks : ndarray
         Failure times in ticks from ``start_tick`` (from :func:`job_randomness`).
+    planned : ndarray of bool, optional
+        Which of them are planned interruptions (:mod:`powerlab.grid.interruptions`:
+        an on-demand checkpoint saves the work, no detection time).
 
     Returns
     -------
@@ -207,6 +218,8 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
     n_su = to_ticks(job.startup_s, tick_s)
     n_sd = to_ticks(job.shutdown_s, tick_s)
     n_rs = to_ticks(job.restart_s, tick_s)
+    n_pl = to_ticks(job.interruptions.planned_restart_s, tick_s) \
+        if job.interruptions is not None else n_rs  # interruptions hook
     ck_steps = max(1, math.floor(job.checkpoint_interval_s / job.step_time_s + 0.5)) \
         if job.checkpoint_interval_s > 0 else 0
     ev_steps = max(1, math.floor(job.eval_interval_s / job.step_time_s + 0.5)) \
@@ -252,7 +265,7 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
             continue
         end = min(t + length, stop_train)
         while fi < len(fails) and fails[fi] < t:
-            fi += 1  # absorbed while down
+            fi += 1  # before the start (arrivals while down are taken below)
         if fi < len(fails) and fails[fi] < end:
             f = fails[fi]
             fi += 1
@@ -263,12 +276,28 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
                     since_ckpt += f - t
             if ev:
                 events.append((t, ev, f - t))
-            lost += since_ckpt
+            # >>> interruptions hook (rules in powerlab/grid/interruptions.py)
+            is_pl = planned is not None and bool(planned[fi - 1])
+            down0 = f
+            if is_pl:   # on-demand checkpoint: no work lost
+                down0 = min(f + n_ck, stop_train)
+                if down0 > f:
+                    blocks.append((CKPT, f, down0 - f))
+            else:
+                lost += since_ckpt
             since_ckpt = 0
-            down_end = min(f + n_rs, stop_train)
-            events.append((f, "failure", down_end - f))
-            if down_end > f:
-                blocks.append((DOWN, f, down_end - f))
+            down_end = min(down0 + (n_pl if is_pl else n_rs), stop_train)
+            while fi < len(fails) and fails[fi] < down_end:  # queued, not lost
+                g_pl = planned is not None and bool(planned[fi])
+                events.append((fails[fi], "planned_interruption" if g_pl else "failure", 0))
+                down_end = min(max(down_end, fails[fi] + (n_pl if g_pl else n_rs)),
+                               stop_train)
+                fi += 1
+            events.append((f, "planned_interruption" if is_pl else "failure",
+                           down_end - f))
+            if down_end > down0:
+                blocks.append((DOWN, down0, down_end - down0))
+            # <<< interruptions hook
             t = down_end
             if t < stop_train:
                 events.append((t, "restart", 0))
@@ -405,13 +434,22 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     it = np.full((draws, n), constant_w, dtype=float)
     events = []
     thr = []
+    istats, causes = [], []  # interruptions hook
     for ji, job in enumerate(scenario.jobs):
         s, e, delay_s = jticks[ji]
         levels = job_levels(job, scenario)
         big_j = 0
         for d in range(draws):
             rnd = job_randomness(job, tick, seed, d, ji, s, e)
-            plan = job_plan(job, tick, s, e, rnd.failure_ticks)
+            # >>> interruptions hook: causes of the arrivals, planned ones
+            marks = interruption_marks(job.interruptions, seed, d, ji,
+                                       len(rnd.failure_ticks))
+            plan = job_plan(job, tick, s, e, rnd.failure_ticks,
+                            planned=planned_mask(job.interruptions, marks))
+            istats.append(interruption_stats(job, plan, marks, s, rnd.failure_ticks, tick))
+            causes.extend(cause_rows(job, job.interruptions, marks, s, rnd.failure_ticks,
+                                     max(s, e - to_ticks(job.shutdown_s, tick)), d))
+            # <<< interruptions hook
             big_j = int(rnd.offset_ticks[-1])
             lo, hi = -big_j, n + big_j
             if slew > 0:
@@ -460,6 +498,11 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
                                     "ramp_deficit_s", "stagger_delay_s"])
     tp["useful_gpu_h"] = (tp["train_s"] - tp["lost_to_failures_s"] - tp["ramp_deficit_s"]
                           ) * tp["gpus"] / 3600.0
-    return ForecastResult(scenario, it, tick, t0, draws, seed, ev, tp)
+    # >>> interruptions hook
+    tp = pd.concat([tp, pd.DataFrame(istats, index=tp.index)], axis=1)
+    res = ForecastResult(scenario, it, tick, t0, draws, seed, ev, tp)
+    res.interruptions = interruption_frame(causes, t0, tick)
+    # <<< interruptions hook
+    return res
 
 

@@ -270,6 +270,11 @@ class ForecastSummary:
         t = res.throughput
         self.throughput = t.groupby("job")[["train_s", "lost_to_failures_s",
                                             "ramp_deficit_s", "useful_gpu_h"]].mean()
+        # >>> interruptions hook (powerlab/grid/interruptions.py)
+        from .interruptions import checkpoint_report, interruption_summary
+        self.interruptions = interruption_summary(res)
+        self.checkpoints = checkpoint_report(sc)
+        # <<< interruptions hook
         nyq = 0.5 / res.tick_s
         self.notes = []
         if nyq < 20:
@@ -285,8 +290,17 @@ class ForecastSummary:
                      "Events (mean count per draw)",
                      self.events.to_string(), "", "Throughput (mean per draw)",
                      self.throughput.to_string()]
+            for title, df in self._interruption_tables():  # interruptions hook
+                parts += ["", title, df.T.to_string()]
         parts += [""] + [f"Note: {n}" for n in self.notes]
         return "\n".join(parts)
+
+    def _interruption_tables(self) -> list:
+        """(title, frame) of the interruption and checkpoint tables that have rows."""
+        out = [("Interruptions and effective training time (over draws)",
+                self.interruptions),
+               ("Checkpoint interval (Young/Daly) and its cost", self.checkpoints)]
+        return [(t, df) for t, df in out if len(df)]
 
     def _repr_html_(self) -> str:
         fmt = "{:,.3f}".format
@@ -297,6 +311,8 @@ class ForecastSummary:
                 f"<p>Events (mean count per draw)</p>{self.events.to_html(float_format=fmt)}"
                 f"<p>Throughput (mean per draw)</p>"
                 f"{self.throughput.to_html(float_format=fmt)}")
+        for title, df in self._interruption_tables():  # interruptions hook
+            body += f"<p>{html.escape(title)}</p>{df.T.to_html(float_format=fmt)}"
         body += "".join(f"<p><i>{html.escape(n)}</i></p>" for n in self.notes)
         return body
 

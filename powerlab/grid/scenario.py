@@ -17,8 +17,11 @@ Layout of the YAML document::
     jobs: [{name, gpus, start_utc, duration_s, step_time_s, compute_fraction,
             startup_s, shutdown_s, jitter_s,
             checkpoint: {interval_s, duration_s}, eval: {interval_s, duration_s},
-            failures: {rate_per_gpu_h, restart_s},
+            failures: {rate_per_gpu_h, restart_s} | interruptions: {...},
             power: {compute_w, comm_w, startup_w, checkpoint_w, eval_w, shutdown_w}}]
+    interruptions: {model, scale, rates_per_gpu_h{cause: rate}, planned_rate_per_gpu_h,
+                    restart: {detection_s, drain_s, reschedule_s}}  # every job without
+                                            # its own (powerlab.grid.interruptions)
     mitigations: {gpu_power_floor_pct_tdp, gpu_ramp_limit_w_per_s, stagger_starts_s,
                   battery: {power_megawatts, energy_megawatt_hours,
                             round_trip_efficiency, window_s, initial_soc_fraction}}
@@ -41,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import ScenarioError
+from .interruptions import InterruptionModel, parse_interruptions
 from .yamlspec import Section, load_yaml
 
 __all__ = [
@@ -199,6 +203,10 @@ class Job:
         Interruptions per GPU-hour; the job fails at ``gpus`` times this rate [1/h].
     restart_s : float
         Time from a failure to the start of re-initialisation [s].
+    interruptions : InterruptionModel or None
+        Rates by cause, planned interruptions and the recovery split
+        (:mod:`powerlab.grid.interruptions`); when given, ``failure_rate_per_gpu_h`` is
+        its total rate and ``restart_s`` its detection + drain + reschedule.
     compute_w, comm_w, startup_w, checkpoint_w, eval_w, shutdown_w : float
         Per-GPU power in each phase [W].
     """
@@ -224,6 +232,7 @@ class Job:
     eval_duration_s: float = 0.0
     failure_rate_per_gpu_h: float = 0.0
     restart_s: float = 0.0
+    interruptions: InterruptionModel | None = None
 
     @property
     def end_utc(self) -> pd.Timestamp:
@@ -437,7 +446,30 @@ def _pause(s: Section, name: str, step: float) -> tuple[float, float]:
     return interval, duration
 
 
-def _job(s: Section, hw: dict, index: int) -> Job:
+def _job_interruptions(s: Section, site_interruptions: InterruptionModel | None
+                       ) -> tuple[InterruptionModel | None, float, float]:
+    """``failures:`` (one rate) or ``interruptions:`` (by cause; the scenario-level one
+    when the job has neither): (model, total rate [1/(GPU h)], restart [s])."""
+    if s.has("interruptions"):
+        if s.has("failures"):
+            raise s.error("failures", "give either 'failures' or 'interruptions', not both")
+        s.raw("failures")
+        inter = parse_interruptions(s.section("interruptions"))
+    elif s.has("failures") or site_interruptions is None:
+        s.raw("interruptions")
+        fl = s.section("failures")
+        rate = fl.number("rate_per_gpu_h", 0.0, hi=1.0)
+        restart = fl.number("restart_s", 600.0 if rate else 0.0)
+        fl.finish()
+        return None, rate, restart
+    else:
+        s.raw("interruptions")
+        inter = site_interruptions
+    return inter, inter.total_rate_per_gpu_h, inter.restart_s
+
+
+def _job(s: Section, hw: dict, index: int,
+         site_interruptions: InterruptionModel | None = None) -> Job:
     name = s.string("name", f"job{index}")
     gpus = s.integer("gpus")
     start = s.timestamp("start_utc")
@@ -457,10 +489,7 @@ def _job(s: Section, hw: dict, index: int) -> Job:
                       f"{step:g} s); GPUs of a synchronous job stay within a step")
     ck_int, ck_dur = _pause(s, "checkpoint", step)
     ev_int, ev_dur = _pause(s, "eval", step)
-    fl = s.section("failures")
-    rate = fl.number("rate_per_gpu_h", 0.0, hi=1.0)
-    restart = fl.number("restart_s", 600.0 if rate else 0.0)
-    fl.finish()
+    inter, rate, restart = _job_interruptions(s, site_interruptions)
     pw = s.section("power")
     tdp = hw["gpu_tdp_w"]
     levels = {}
@@ -475,7 +504,8 @@ def _job(s: Section, hw: dict, index: int) -> Job:
               compute_fraction=frac, startup_s=startup, shutdown_s=shutdown,
               jitter_s=jitter, checkpoint_interval_s=ck_int, checkpoint_duration_s=ck_dur,
               eval_interval_s=ev_int, eval_duration_s=ev_dur,
-              failure_rate_per_gpu_h=rate, restart_s=restart, **levels)
+              failure_rate_per_gpu_h=rate, restart_s=restart, interruptions=inter,
+              **levels)
     s.finish()
     return job
 
@@ -548,9 +578,11 @@ def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> 
     jobs_raw = top.raw("jobs")
     if not isinstance(jobs_raw, list) or not jobs_raw:
         raise ScenarioError("expected a non-empty list of jobs", key="jobs", path=src)
+    site_inter = (parse_interruptions(top.section("interruptions"))
+                  if top.has("interruptions") else top.raw("interruptions"))
     jobs = []
     for i, j in enumerate(jobs_raw):
-        jobs.append(_job(Section(j, f"jobs[{i}]", src), hw, i))
+        jobs.append(_job(Section(j, f"jobs[{i}]", src), hw, i, site_inter))
     names = [j.name for j in jobs]
     for i, n in enumerate(names):
         if names.index(n) != i:
