@@ -287,14 +287,15 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
                 lost += since_ckpt
             since_ckpt = 0
             down_end = min(down0 + (n_pl if is_pl else n_rs), stop_train)
+            i_ev = len(events)
+            events.append(None)  # the interruption itself, filled in below
             while fi < len(fails) and fails[fi] < down_end:  # queued, not lost
                 g_pl = planned is not None and bool(planned[fi])
                 events.append((fails[fi], "planned_interruption" if g_pl else "failure", 0))
                 down_end = min(max(down_end, fails[fi] + (n_pl if g_pl else n_rs)),
                                stop_train)
                 fi += 1
-            events.append((f, "planned_interruption" if is_pl else "failure",
-                           down_end - f))
+            events[i_ev] = (f, "planned_interruption" if is_pl else "failure", down_end - f)
             if down_end > down0:
                 blocks.append((DOWN, down0, down_end - down0))
             # <<< interruptions hook

@@ -184,7 +184,7 @@ def parse_interruptions(s: Section) -> InterruptionModel:
     model = s.string("model", "none")
     if model not in ("llama3", "none"):
         raise s.error("model", f"expected 'llama3' or 'none', got {model!r}")
-    scale = s.number("scale", 1.0, hi=1e3)
+    scale = s.number("scale", 1.0, hi=1e4)
     rec = s.section("restart")
     defaults = LLAMA3_RECOVERY_S if model == "llama3" else {}
     recovery = {k: rec.number(k, defaults.get(k, 0.0), hi=30 * 86400.0)
