@@ -193,7 +193,8 @@ def _steps_rle(length: int, period: int, compute: int) -> tuple[np.ndarray, np.n
 
 
 def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
-             failure_ticks: np.ndarray, planned: np.ndarray | None = None) -> JobPlan:
+             failure_ticks: np.ndarray, planned: np.ndarray | None = None,
+             trips=None) -> JobPlan:
     """Lay out the phases of a job over its allocation ``[start_tick, end_tick)``.
 
     Parameters
@@ -208,6 +209,10 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
     planned : ndarray of bool, optional
         Which of them are planned interruptions (:mod:`powerlab.grid.interruptions`:
         an on-demand checkpoint saves the work, no detection time).
+    trips : sequence of (int, int), optional
+        Forced interruptions ``(tick from the horizon start, downtime ticks)`` by grid
+        disturbances (:mod:`powerlab.grid.disturbances`); work since the last checkpoint
+        is lost.
 
     Returns
     -------
@@ -227,7 +232,16 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
     n_ck = to_ticks(job.checkpoint_duration_s, tick_s)
     n_ev = to_ticks(job.eval_duration_s, tick_s)
     stop_train = max(start_tick, end_tick - n_sd)
-    fails = [start_tick + int(f) for f in failure_ticks]
+    # >>> interruptions hook: arrivals as (tick, kind, downtime ticks); kind 0 failure,
+    # 1 planned (powerlab/grid/interruptions.py), 2 trip (powerlab/grid/disturbances.py)
+    arrivals = sorted(
+        [(start_tick + int(f), int(planned is not None and bool(planned[i])),
+          n_pl if planned is not None and planned[i] else n_rs)
+         for i, f in enumerate(failure_ticks)]
+        + [(int(tk), 2, int(nd)) for tk, nd in (trips or ())], key=lambda a: a[0])
+    fails = [a[0] for a in arrivals]
+    _names = ("failure", "planned_interruption", "trip")
+    # <<< interruptions hook
     fi = 0
     blocks: list[tuple[int, int, int]] = []  # (state, start, length)
     events: list[tuple[int, str, int]] = [(start_tick, "start", 0)]
@@ -277,25 +291,24 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
             if ev:
                 events.append((t, ev, f - t))
             # >>> interruptions hook (rules in powerlab/grid/interruptions.py)
-            is_pl = planned is not None and bool(planned[fi - 1])
+            _, kind, n_down = arrivals[fi - 1]
             down0 = f
-            if is_pl:   # on-demand checkpoint: no work lost
+            if kind == 1:   # planned: on-demand checkpoint, no work lost
                 down0 = min(f + n_ck, stop_train)
                 if down0 > f:
                     blocks.append((CKPT, f, down0 - f))
             else:
                 lost += since_ckpt
             since_ckpt = 0
-            down_end = min(down0 + (n_pl if is_pl else n_rs), stop_train)
+            down_end = min(down0 + n_down, stop_train)
             i_ev = len(events)
             events.append(None)  # the interruption itself, filled in below
             while fi < len(fails) and fails[fi] < down_end:  # queued, not lost
-                g_pl = planned is not None and bool(planned[fi])
-                events.append((fails[fi], "planned_interruption" if g_pl else "failure", 0))
-                down_end = min(max(down_end, fails[fi] + (n_pl if g_pl else n_rs)),
-                               stop_train)
+                g, g_kind, g_down = arrivals[fi]
+                events.append((g, _names[g_kind], 0))
+                down_end = min(max(down_end, g + g_down), stop_train)
                 fi += 1
-            events[i_ev] = (f, "planned_interruption" if is_pl else "failure", down_end - f)
+            events[i_ev] = (f, _names[kind], down_end - f)
             if down_end > down0:
                 blocks.append((DOWN, down0, down_end - down0))
             # <<< interruptions hook
