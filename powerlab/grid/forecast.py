@@ -47,6 +47,7 @@ import pandas as pd
 from scipy import signal, special
 
 from ..exceptions import PowerlabError, ScenarioError
+from .disturbances import add_sag_events, apply_dark, disturbance_plan
 from .interruptions import (
     cause_rows,
     interruption_frame,
@@ -449,6 +450,7 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     events = []
     thr = []
     istats, causes = [], []  # interruptions hook
+    dplans = [disturbance_plan(scenario, t0, tick, seed, d) for d in range(draws)]
     for ji, job in enumerate(scenario.jobs):
         s, e, delay_s = jticks[ji]
         levels = job_levels(job, scenario)
@@ -459,7 +461,8 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
             marks = interruption_marks(job.interruptions, seed, d, ji,
                                        len(rnd.failure_ticks))
             plan = job_plan(job, tick, s, e, rnd.failure_ticks,
-                            planned=planned_mask(job.interruptions, marks))
+                            planned=planned_mask(job.interruptions, marks),
+                            trips=dplans[d].trips[ji] if dplans[d] else None)
             istats.append(interruption_stats(job, plan, marks, s, rnd.failure_ticks, tick))
             causes.extend(cause_rows(job, job.interruptions, marks, s, rnd.failure_ticks,
                                      max(s, e - to_ticks(job.shutdown_s, tick)), d))
@@ -503,11 +506,14 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
                 events.append((d, tk, job.name, name, dur * tick))
             thr.append((d, job.name, job.gpus, plan.train_ticks * tick,
                         plan.lost_ticks * tick, deficit * tick, delay_s))
+    for d in range(draws):  # disturbances hook: tripped nodes draw nothing
+        apply_dark(it[d], dplans[d], scenario)
     ev = pd.DataFrame(events, columns=["draw", "tick", "job", "event", "duration_s"])
     ev = ev[(ev["tick"] >= 0) & (ev["tick"] <= n)].copy()
     ev.insert(1, "timestamp", t0 + pd.to_timedelta(ev["tick"].to_numpy() * tick, unit="s"))
     ev["timestamp"] = ev["timestamp"].astype("datetime64[ns, UTC]")
     ev = ev.sort_values(["draw", "tick", "job"], kind="stable").reset_index(drop=True)
+    ev = add_sag_events(ev, scenario, draws, t0, tick)  # disturbances hook
     tp = pd.DataFrame(thr, columns=["draw", "job", "gpus", "train_s", "lost_to_failures_s",
                                     "ramp_deficit_s", "stagger_delay_s"])
     tp["useful_gpu_h"] = (tp["train_s"] - tp["lost_to_failures_s"] - tp["ramp_deficit_s"]

@@ -105,9 +105,15 @@ class ForecastResult:
     @cached_property
     def facility_w(self) -> np.ndarray:
         """Facility (grid) power, shape (draws, ticks) [W]."""
-        if self.battery_w is None:
+        # >>> disturbances hook: load carried by UPS batteries during voltage sags
+        from .disturbances import ups_transfer_w
+        ups = ups_transfer_w(self.scenario, self._it, self.start_utc, self.tick_s)
+        if self.battery_w is None and ups is None:
             return self.facility_before_battery_w
-        out = self.facility_before_battery_w - self.battery_w
+        out = self.facility_before_battery_w - (
+            0.0 if self.battery_w is None else self.battery_w) - (0.0 if ups is None
+                                                                   else ups)
+        # <<< disturbances hook
         out.setflags(write=False)
         return out
 
@@ -274,6 +280,8 @@ class ForecastSummary:
         from .interruptions import checkpoint_report, interruption_summary
         self.interruptions = interruption_summary(res)
         self.checkpoints = checkpoint_report(sc)
+        from .disturbances import disturbance_summary
+        self.disturbances = disturbance_summary(res)
         # <<< interruptions hook
         nyq = 0.5 / res.tick_s
         self.notes = []
@@ -299,7 +307,9 @@ class ForecastSummary:
         """(title, frame) of the interruption and checkpoint tables that have rows."""
         out = [("Interruptions and effective training time (over draws)",
                 self.interruptions),
-               ("Checkpoint interval (Young/Daly) and its cost", self.checkpoints)]
+               ("Checkpoint interval (Young/Daly) and its cost", self.checkpoints),
+               ("Voltage sags: load lost at the point of interconnection and recovery",
+                self.disturbances)]
         return [(t, df) for t, df in out if len(df)]
 
     def _repr_html_(self) -> str:

@@ -25,6 +25,9 @@ Layout of the YAML document::
     mitigations: {gpu_power_floor_pct_tdp, gpu_ramp_limit_w_per_s, stagger_starts_s,
                   battery: {power_megawatts, energy_megawatt_hours,
                             round_trip_efficiency, window_s, initial_soc_fraction}}
+    disturbances: [{name, type: voltage_sag, at_utc, residual_voltage_pu, duration_s,
+                    trip_fraction, ups_fraction, ups_return_s, outage_s}]
+                                            # (powerlab.grid.disturbances)
     limits: {scope, ramp_up_megawatts_per_s, ramp_down_megawatts_per_s,
              swing_1s_megawatts, swing_10s_megawatts, swing_60s_megawatts,
              band_0p1_2hz_megawatts, band_2_20hz_megawatts}
@@ -44,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import ScenarioError
+from .disturbances import VoltageSag, parse_disturbances
 from .interruptions import InterruptionModel, parse_interruptions
 from .yamlspec import Section, load_yaml
 
@@ -336,6 +340,7 @@ class Scenario:
     tick_s: float = 0.1
     description: str = ""
     source: str | None = None
+    disturbances: tuple[VoltageSag, ...] = ()
 
     def to_dict(self) -> dict:
         """Plain, JSON-ready dictionary of the scenario (timestamps as ISO strings)."""
@@ -611,12 +616,18 @@ def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> 
             raise ScenarioError(f"step_time_s = {j.step_time_s:g} s needs at least two "
                                 f"engine ticks (simulation.tick_s = {tick:g} s)",
                                 key=f"jobs[{i}].step_time_s", path=src)
+    dist = parse_disturbances(top.raw("disturbances"), src)
     top.finish()
-    scen = Scenario(name=name, description=description, site=site, hardware=hardware,
+    scen = Scenario(disturbances=dist, name=name, description=description, site=site, hardware=hardware,
                     jobs=tuple(jobs), mitigations=mit, limits=lim, horizon_start_utc=h0,
                     horizon_end_utc=h1, tick_s=tick, source=src)
     if scen.end_utc <= scen.start_utc:
         raise ScenarioError("the horizon is empty", key="horizon", path=src)
+    for i, sag in enumerate(dist):
+        if not scen.start_utc <= sag.at_utc < scen.end_utc:
+            raise ScenarioError(f"{sag.at_utc} is outside the horizon ({scen.start_utc} "
+                                f"to {scen.end_utc})", key=f"disturbances[{i}].at_utc",
+                                path=src)
     return scen
 
 
