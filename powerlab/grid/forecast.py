@@ -31,9 +31,17 @@ already down are absorbed.
 so a brute-force per-GPU simulation (``tests/reference_sim.py``) reproduces a draw
 exactly.
 
+Transients: each GPU's power follows its template with a first-order rise and fall
+(``hardware.gpu_rise_time_constant_s``/``gpu_fall_time_constant_s``,
+:mod:`powerlab.grid.transients`); the per-tick value is the exact mean over the tick of
+that continuous response, applied to the template before the shift (so exact for every
+GPU).  With a ramp-rate limit (power smoothing) the limiter's output is the GPU power
+and the natural transient, faster than any practical limit, is not added on top.
+
 IT power = sum of the jobs + idle GPUs in no job + ``nodes * node_overhead_w``.
-Facility power = IT * PUE(t) + ``base_load_w``, minus what the battery (if any)
-delivers.
+Facility power = IT + electrical losses (instantaneous) + cooling (lagging the heat by
+minutes) + ``base_load_w`` (:mod:`powerlab.grid.facility`), minus what the battery (if
+any) delivers.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from ..exceptions import PowerlabError, ScenarioError
 from .results import ForecastResult
 from .scenario import Job, Scenario
 from .timebase import to_ticks
+from .transients import first_order_rle
 
 __all__ = [
     "STATES",
@@ -438,7 +447,8 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
                                                          / x[core][comp[core]])))
                 y = y[-big_j - lo:]
             else:
-                y = np.repeat(vals, lens)
+                y = first_order_rle(vals, lens, tick, hw.gpu_rise_time_constant_s,
+                                    hw.gpu_fall_time_constant_s)
                 deficit = 0.0
             counts = rnd.offset_counts.astype(float)
             if len(counts) == 1:

@@ -15,8 +15,9 @@ import pandas as pd
 
 from ..exceptions import PowerlabError
 from .battery import battery_dispatch
+from .facility import facility_power
 from .planner import planner_summary
-from .swings import swing_metrics
+from .swings import GRID_BANDS_HZ, resolved_bands, swing_metrics
 from .timebase import interval_edges, parse_resolution
 
 __all__ = ["ForecastResult", "ForecastSummary"]
@@ -65,8 +66,36 @@ class ForecastResult:
 
     @cached_property
     def pue(self) -> np.ndarray:
-        """PUE at each tick [-]."""
+        """Steady-state PUE at each tick (the site's input, from the ambient temperature);
+        the realised PUE is :attr:`pue_realised` [-]."""
         return self.scenario.site.pue_at(self.times)
+
+    @cached_property
+    def _facility(self):
+        site = self.scenario.site
+        return facility_power(self._it, self.tick_s, self.pue,
+                              electrical_loss_fraction=site.electrical_loss_fraction,
+                              cooling_time_constant_s=site.cooling_time_constant_s,
+                              base_load_w=site.base_load_w)
+
+    @property
+    def cooling_w(self) -> np.ndarray:
+        """Cooling power, lagging the heat (:mod:`powerlab.grid.facility`), shape
+        (draws, ticks) [W]."""
+        return self._facility.cooling_w
+
+    @property
+    def electrical_losses_w(self) -> np.ndarray:
+        """UPS and distribution losses, shape (draws, ticks) [W]."""
+        return self._facility.losses_w
+
+    @property
+    def pue_realised(self) -> np.ndarray:
+        """Realised PUE per draw: facility energy before the battery, less the base
+        load, over IT energy [-]."""
+        fac = self.facility_before_battery_w.sum(axis=1) - \
+            self.scenario.site.base_load_w * self.n_ticks
+        return fac / self._it.sum(axis=1)
 
     @property
     def it_w(self) -> np.ndarray:
@@ -75,8 +104,10 @@ class ForecastResult:
 
     @cached_property
     def facility_before_battery_w(self) -> np.ndarray:
-        """Facility power before the battery, shape (draws, ticks) [W]."""
-        out = self._it * self.pue + self.scenario.site.base_load_w
+        """Facility power before the battery: IT + electrical losses + lagging cooling +
+        base load (:func:`powerlab.grid.facility.facility_power`), shape (draws, ticks)
+        [W]."""
+        out = self._facility.facility_w
         out.setflags(write=False)
         return out
 
@@ -246,23 +277,34 @@ class ForecastSummary:
                 "swing_1s_w": "largest swing in 1 s [MW]",
                 "swing_10s_w": "largest swing in 10 s [MW]",
                 "swing_60s_w": "largest swing in 60 s [MW]",
-                "ramp_up_w_per_s": "max ramp up [MW/s]",
-                "ramp_down_w_per_s": "max ramp down [MW/s]",
+                "ramp_up_w_per_s_1s": "max ramp up over 1-s means [MW/s]",
+                "ramp_down_w_per_s_1s": "max ramp down over 1-s means [MW/s]",
+                "ramp_up_w_per_min_1min": "max ramp up over 1-min means [MW/min]",
+                "ramp_down_w_per_min_1min": "max ramp down over 1-min means [MW/min]",
+                "ramp_up_w_per_s_100ms": "max ramp up over 100-ms means [MW/s]",
+                "ramp_up_w_per_s": "max ramp up tick to tick [MW/s]",
                 "dominant_frequency_hz": "dominant frequency [Hz]",
                 "band_0p1_2hz_rms_w": "RMS in 0.1-2 Hz [MW]",
-                "band_2_20hz_rms_w": "RMS in 2-20 Hz [MW]"}
+                "band_2_20hz_rms_w": "RMS in 2-20 Hz [MW]",
+                "band_3_30hz_rms_w": "RMS in 3-30 Hz [MW]"}
         rows = {}
         for sc_name in ("facility", "it"):
             sub = m[m["scope"] == sc_name]
             for k, lab in cols.items():
                 v = sub[k].to_numpy()
+                if np.isnan(v).all():
+                    continue
                 f = 1.0 if k == "dominant_frequency_hz" else 1e-6
                 rows.setdefault(lab, {})[f"{sc_name} median"] = np.median(v) * f
-                rows[lab][f"{sc_name} worst"] = (v.min() if k == "min_w" else v.max()) * f
+                rows[lab][f"{sc_name} worst"] = (np.nanmin(v) if k == "min_w"
+                                                 else np.nanmax(v)) * f
         e = {s: res.energy_j(s) / 3.6e9 for s in ("facility", "it")}
         rows["energy [MWh]"] = {"facility median": np.median(e["facility"]),
                                 "facility worst": e["facility"].max(),
                                 "it median": np.median(e["it"]), "it worst": e["it"].max()}
+        pr = res.pue_realised
+        rows["PUE realised [-]"] = {"facility median": float(np.median(pr)),
+                                    "facility worst": float(pr.max())}
         self.table = pd.DataFrame(rows).T
         self.planner = planner_summary(res)
         evc = res.events.groupby("event").size() / res.draws
@@ -272,9 +314,17 @@ class ForecastSummary:
                                             "ramp_deficit_s", "useful_gpu_h"]].mean()
         nyq = 0.5 / res.tick_s
         self.notes = []
-        if nyq < 20:
-            self.notes.append(f"Tick {res.tick_s:g} s: spectrum ends at {nyq:g} Hz; the "
-                              "2-20 Hz band is truncated there.")
+        for name, (lo, hi) in GRID_BANDS_HZ.items():
+            got = resolved_bands(res.tick_s)[name]
+            label = f"{lo:g}-{hi:g} Hz"
+            if got[1] is None:
+                self.notes.append(f"Tick {res.tick_s:g} s resolves up to {nyq:g} Hz: the "
+                                  f"{label} grid band is not resolved.")
+            elif got[1] < hi:
+                self.notes.append(f"Tick {res.tick_s:g} s resolves up to {nyq:g} Hz: the "
+                                  f"{label} grid band only to {got[1]:g} Hz.")
+            else:
+                self.notes.append(f"Tick {res.tick_s:g} s resolves the {label} grid band.")
 
     def __str__(self) -> str:
         with pd.option_context("display.width", 120, "display.max_columns", 20,
