@@ -236,6 +236,20 @@ class ForecastResult:
         df["events"] = df["events"].astype("string")
         return df
 
+    def exceedance(self, thresholds_w, resolution="15min", scope: str = "facility",
+                   statistic: str = "mean") -> pd.DataFrame:
+        """``P(power > x)`` per interval and threshold with its Monte Carlo standard error
+        (:func:`powerlab.grid.uncertainty.exceedance_frame`)."""
+        from .uncertainty import exceedance_frame
+        return exceedance_frame(self, thresholds_w, resolution, scope, statistic)
+
+    def quantile_bands(self, probs=(0.1, 0.5, 0.9), resolution="15min",
+                       scope: str = "facility", statistic: str = "mean") -> pd.DataFrame:
+        """Quantiles of the interval power across draws with their Monte Carlo standard
+        errors (:func:`powerlab.grid.uncertainty.quantile_bands`)."""
+        from .uncertainty import quantile_bands
+        return quantile_bands(self, probs, resolution, scope, statistic)
+
     # -- metrics -----------------------------------------------------------------------
     @cached_property
     def metrics(self) -> pd.DataFrame:
