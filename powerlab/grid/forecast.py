@@ -67,6 +67,7 @@ __all__ = [
     "forecast",
     "job_plan",
     "job_randomness",
+    "memory_estimate_bytes",
     "to_ticks",
 ]
 
@@ -372,8 +373,37 @@ def _job_ticks(scenario: Scenario, t0: pd.Timestamp, tick: float
     return out
 
 
+#: Per-tick float64 arrays of all draws a forecast holds at its peak: IT power, facility
+#: power, electrical losses, cooling, and the cooling target while it is computed.
+_ARRAYS_PER_DRAW_TICK = 5
+
+
+def memory_estimate_bytes(scenario: Scenario, draws: int, tick_s: float) -> int:
+    """Peak memory a forecast needs, estimated before any allocation [bytes].
+
+    ``draws x ticks x 8 B x 5`` (IT, facility, losses, cooling and its target per draw
+    and tick) plus one job template with its temporaries (``8 x 8 B`` per tick and jitter
+    offset).
+    """
+    n = to_ticks((scenario.end_utc - scenario.start_utc).total_seconds(), tick_s)
+    widest = max((math.ceil(4.0 * j.jitter_s / tick_s) for j in scenario.jobs), default=0)
+    per_job = (n + 2 * widest + 2) * 8 * 8
+    return int(draws) * n * 8 * _ARRAYS_PER_DRAW_TICK + per_job
+
+
+def _default_memory_limit() -> int:
+    """Half of the machine's physical memory (16 GiB where it cannot be read) [bytes]."""
+    import os
+
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):
+        return 16 * 2**30
+
+
 def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
-             tick_s: float | None = None) -> ForecastResult:
+             tick_s: float | None = None, memory_limit_bytes: int | None = None
+             ) -> ForecastResult:
     """Forecast the site's IT and facility power over the scenario's horizon.
 
     Parameters
@@ -386,6 +416,10 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
         Seed of the random streams (see :func:`job_randomness`).
     tick_s : float, optional
         Engine tick (default: ``scenario.tick_s``, 0.1 s) [s].
+    memory_limit_bytes : int, optional
+        Refuse (``ScenarioError`` with the estimate) a forecast whose
+        :func:`memory_estimate_bytes` exceeds this (default: half the physical memory)
+        [bytes].
 
     Returns
     -------
@@ -403,8 +437,18 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     if n < 2:
         raise ScenarioError("the horizon is shorter than two ticks", key="horizon")
     if n > 50_000_000:
-        raise ScenarioError(f"{n} ticks is too many; raise simulation.tick_s",
+        raise ScenarioError(f"{n:,} ticks ({(scenario.end_utc - t0).total_seconds():,.0f} s "
+                            f"at {tick:g} s) is too many (at most 50,000,000); raise "
+                            "simulation.tick_s or shorten the horizon",
                             key="simulation.tick_s")
+    est = memory_estimate_bytes(scenario, draws, tick)
+    limit = memory_limit_bytes if memory_limit_bytes is not None else _default_memory_limit()
+    if est > limit:
+        raise ScenarioError(
+            f"this forecast would need about {est / 2**30:,.1f} GiB ({draws:,} draws x "
+            f"{n:,} ticks of {tick:g} s, {len(scenario.jobs)} jobs), more than the "
+            f"{limit / 2**30:,.1f} GiB allowed; use fewer draws, a coarser "
+            "simulation.tick_s or a shorter horizon", key="draws")
     hw = scenario.hardware
     mit = scenario.mitigations
     slew = mit.gpu_ramp_limit_w_per_s * tick

@@ -395,6 +395,24 @@ class Scenario:
 
 # --------------------------------------------------------------------------- parsing
 
+#: Bounds on sizes that no real site reaches, so that a typo fails before any allocation.
+MAX_GPUS = 10_000_000          # the largest announced sites hold ~1M GPUs
+MAX_SPAN_S = 366 * 86400.0     # a forecast horizon or job allocation of at most a year
+YEARS = (1970, 2200)           # timestamps of a forecast
+
+
+def _time(s: Section, name: str, required: bool = True) -> pd.Timestamp | None:
+    """A UTC timestamp between the years of :data:`YEARS`."""
+    try:
+        ts = s.timestamp(name, required=required)
+    except (OverflowError, pd.errors.OutOfBoundsDatetime):
+        ts = pd.Timestamp(f"{YEARS[1] + 1}-01-01", tz="UTC")
+    if ts is not None and not YEARS[0] <= ts.year <= YEARS[1]:
+        raise s.error(name, f"the year must be between {YEARS[0]} and {YEARS[1]}, got "
+                      f"{s.data.get(name)!r}")
+    return ts
+
+
 
 def _site(s: Section) -> Site:
     tz = s.string("tz", "UTC")
@@ -445,7 +463,7 @@ def _hardware(s: Section) -> dict:
         "gpu_tdp_w": s.number("gpu_tdp_w", 700.0, lo=0.0, lo_open=True),
         "gpus_per_node": s.integer("gpus_per_node", 8),
         "node_overhead_w": s.number("node_overhead_w", 2500.0),
-        "cluster_gpus": s.integer("cluster_gpus", 0, lo=0),
+        "cluster_gpus": s.integer("cluster_gpus", 0, lo=0, hi=MAX_GPUS),
         "gpu_rise_time_constant_s": s.number("gpu_rise_time_constant_s", 0.03, lo=0.0,
                                              hi=10.0),
         "gpu_fall_time_constant_s": s.number("gpu_fall_time_constant_s", 0.05, lo=0.0,
@@ -473,9 +491,9 @@ def _pause(s: Section, name: str, step: float) -> tuple[float, float]:
 
 def _job(s: Section, hw: dict, index: int) -> Job:
     name = s.string("name", f"job{index}")
-    gpus = s.integer("gpus")
-    start = s.timestamp("start_utc")
-    duration = s.number("duration_s", required=True, lo=0.0, lo_open=True)
+    gpus = s.integer("gpus", hi=MAX_GPUS)
+    start = _time(s, "start_utc")
+    duration = s.number("duration_s", required=True, lo=0.0, lo_open=True, hi=MAX_SPAN_S)
     step = s.number("step_time_s", required=True, lo=0.0, lo_open=True)
     frac = s.number("compute_fraction", 0.8, lo=0.0, hi=1.0)
     startup = s.number("startup_s", 0.0)
@@ -600,8 +618,8 @@ def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> 
     mit = _mitigations(top.section("mitigations"))
     lim = _limits(top.section("limits"))
     hz = top.section("horizon")
-    h0 = hz.timestamp("start_utc", required=False)
-    h1 = hz.timestamp("end_utc", required=False)
+    h0 = _time(hz, "start_utc", required=False)
+    h1 = _time(hz, "end_utc", required=False)
     if h0 is not None and h1 is not None and h1 <= h0:
         raise hz.error("end_utc", f"{h1} is not after horizon.start_utc {h0}")
     hz.finish()
@@ -619,6 +637,11 @@ def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> 
                     horizon_end_utc=h1, tick_s=tick, source=src)
     if scen.end_utc <= scen.start_utc:
         raise ScenarioError("the horizon is empty", key="horizon", path=src)
+    span = (scen.end_utc - scen.start_utc).total_seconds()
+    if span > MAX_SPAN_S:
+        raise ScenarioError(f"the horizon spans {span / 86400:,.0f} days, more than "
+                            f"{MAX_SPAN_S / 86400:.0f}; set horizon.start_utc/end_utc",
+                            key="horizon", path=src)
     return scen
 
 
