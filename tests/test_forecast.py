@@ -1,5 +1,6 @@
 """Tests of powerlab.grid.forecast: brute-force agreement, energy conservation, statistics."""
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +54,18 @@ def test_engine_matches_brute_force_reference(mit):
     # the comparison is not vacuous: failures happened and draws differ
     assert (res.events["event"] == "failure").sum() >= 3
     assert not np.allclose(res.it_w[0], res.it_w[1])
+
+
+def test_reference_agreement_with_unequal_rise_and_fall():
+    # unequal time constants are nonlinear per GPU: the engine's per-template path
+    sc = _small()
+    sc = sc.replace(hardware=dataclasses.replace(sc.hardware, gpu_rise_time_constant_s=0.02,
+                                                 gpu_fall_time_constant_s=0.2))
+    res = forecast(sc, draws=2, seed=4)
+    ref = simulate(sc, draws=2, seed=4)
+    np.testing.assert_allclose(res.it_w, ref["it_w"], rtol=1e-6, atol=0)
+    fast = forecast(_small(), draws=2, seed=4)
+    assert not np.allclose(res.it_w, fast.it_w)
 
 
 def test_reference_agreement_edge_cases_zero_restart_and_no_jitter():
@@ -295,3 +308,42 @@ def test_facility_step_is_losses_now_and_cooling_over_minutes():
     fp0 = facility_power(it, tick, np.full(n, pue), electrical_loss_fraction=loss,
                          cooling_time_constant_s=0.0, base_load_w=1e6)
     np.testing.assert_allclose(fp0.facility_w, it * pue + 1e6)
+
+
+@pytest.mark.parametrize("mit", [None, MITIGATED], ids=["plain", "all-mitigations"])
+def test_reducing_as_it_goes_gives_the_same_numbers(mit):
+    sc = _small(mit)
+    full = forecast(sc, draws=3, seed=9)
+    red = forecast(sc, draws=3, seed=9, keep_ticks=False)
+    assert not red.keeps_ticks
+    for scope in ("facility", "it"):
+        np.testing.assert_allclose(red.energy_j(scope), full.energy_j(scope), rtol=1e-9)
+    for resol in ("1s", "1min", "15min"):
+        a, b = full.summary_frame(resol), red.summary_frame(resol)
+        num = [c for c in a.columns if c.startswith(("power_w", "ramp_"))]
+        np.testing.assert_allclose(b[num].to_numpy(float), a[num].to_numpy(float),
+                                   rtol=1e-9)
+        assert (a["events"] == b["events"]).all()
+    ma, mb = full.metrics, red.metrics
+    exact = ["peak_w", "min_w", "ramp_up_w_per_s", "ramp_down_w_per_s",
+             "ramp_up_w_per_s_1s", "ramp_down_w_per_s_1s", "ramp_up_w_per_min_1min",
+             "ramp_down_w_per_min_1min"]
+    np.testing.assert_allclose(mb[exact].to_numpy(float), ma[exact].to_numpy(float),
+                               rtol=1e-6)
+    it_a, it_b = ma[ma["scope"] == "it"], mb[mb["scope"] == "it"]
+    np.testing.assert_allclose(it_b["band_0p1_2hz_rms_w"], it_a["band_0p1_2hz_rms_w"],
+                               rtol=1e-9)
+    # swings over windows aligned to the 1-s grid never exceed the sliding ones
+    for w in (1, 10, 60):
+        assert (mb[f"swing_{w}s_w"].to_numpy() <= ma[f"swing_{w}s_w"].to_numpy() + 1e-6).all()
+        assert (mb[f"swing_{w}s_w"].to_numpy() >= 0.5 * ma[f"swing_{w}s_w"].to_numpy()).all()
+    np.testing.assert_allclose(red.pue_realised, full.pue_realised, rtol=1e-12)
+    np.testing.assert_allclose(red.quantile_bands(resolution="1min", scope="it")
+                               .drop(columns="interval_start_utc"),
+                               full.quantile_bands(resolution="1min", scope="it")
+                               .drop(columns="interval_start_utc"), rtol=1e-9, atol=1e-6)
+    assert "Power-swing forecast" in str(red.summary())
+    with pytest.raises(PowerlabError, match="keep_ticks=True"):
+        red.power_w("it")
+    with pytest.raises(PowerlabError, match="reduction intervals"):
+        red.summary_frame(0.5)

@@ -179,7 +179,7 @@ class Hardware:
     node_overhead_w: float = 2500.0
     cluster_gpus: int = 0
     gpu_rise_time_constant_s: float = 0.03
-    gpu_fall_time_constant_s: float = 0.05
+    gpu_fall_time_constant_s: float = 0.03
 
     @property
     def nodes(self) -> int:
@@ -466,7 +466,7 @@ def _hardware(s: Section) -> dict:
         "cluster_gpus": s.integer("cluster_gpus", 0, lo=0, hi=MAX_GPUS),
         "gpu_rise_time_constant_s": s.number("gpu_rise_time_constant_s", 0.03, lo=0.0,
                                              hi=10.0),
-        "gpu_fall_time_constant_s": s.number("gpu_fall_time_constant_s", 0.05, lo=0.0,
+        "gpu_fall_time_constant_s": s.number("gpu_fall_time_constant_s", 0.03, lo=0.0,
                                              hi=10.0),
     }
     for k in ("gpu_idle_w", "gpu_compute_w", "gpu_comm_w"):

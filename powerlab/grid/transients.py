@@ -15,8 +15,9 @@ Within a run of constant demand ``x`` starting from ``y0`` the response is
 ``x + (y0 - x) exp(-j h / tau) (tau / h) (1 - exp(-h / tau))`` with ``h`` the tick.  A time
 constant of 0 gives the old instantaneous steps.
 
-Default time constants (``hardware.gpu_rise_time_constant_s = 0.03``,
-``hardware.gpu_fall_time_constant_s = 0.05``) are *assumptions* of the order that public
+Default time constants (``hardware.gpu_rise_time_constant_s = 0.03`` and
+``hardware.gpu_fall_time_constant_s = 0.03``; equal, so that the response is linear and
+the engine applies it once per draw, see :func:`first_order_ticks`) are *assumptions* of the order that public
 descriptions give: Choukse et al. (2025) show training-step power swinging between its
 levels on time scales of tens of milliseconds, much faster than the facility can follow.
 The bundled 100-ms nvidia-smi H100 traces (``../shared/data/nvidia-smi-h100-100ms``)
@@ -37,7 +38,7 @@ import math
 
 import numpy as np
 
-__all__ = ["first_order_rle", "run_start_states"]
+__all__ = ["first_order_rle", "first_order_ticks", "run_start_states"]
 
 #: A transient older than this many time constants is below 1e-13 of its step.
 _SETTLED_TAUS = 30.0
@@ -134,3 +135,37 @@ def first_order_rle(values: np.ndarray, lengths: np.ndarray, tick_s: float,
                    tables[0][np.minimum(pos, len(tables[0]) - 1)])
     y[starts[run] + pos] += d[moving][run] * fac
     return y
+
+
+def first_order_ticks(demand_w: np.ndarray, tick_s: float, tau_s: float) -> np.ndarray:
+    """Per-tick mean of a symmetric first-order response to a demand held over each tick
+    [W].
+
+    With one time constant for rises and falls the response is linear and
+    time-invariant, so it commutes with the per-GPU shifts and with the sum over GPUs:
+    the engine applies it once to a draw's summed demand.  The state at tick starts is
+    ``s[k+1] = a s[k] + (1 - a) v[k]`` (``a = exp(-h / tau)``, ``s[0] = v[0]``) and the
+    tick mean ``g s[k] + (1 - g) v[k]`` with ``g = (tau / h)(1 - a)``.
+
+    Parameters
+    ----------
+    demand_w : ndarray
+        Demand per tick, along the last axis [W].
+    tick_s : float
+        Tick [s].
+    tau_s : float
+        Time constant (0: the demand itself) [s].
+    """
+    from scipy import signal
+
+    v = np.asarray(demand_w, float)
+    if tau_s <= 0 or v.shape[-1] < 2:
+        return v.copy()
+    a = math.exp(-tick_s / tau_s)
+    g = tau_s / tick_s * -math.expm1(-tick_s / tau_s)
+    # s[k] for k >= 1 from v[k-1]; s[0] = v[0] (steady)
+    s = np.empty_like(v)
+    s[..., 0] = v[..., 0]
+    zi = (a * v[..., :1])  # so that the first output is a v[0] + (1 - a) v[0] = v[0]
+    s[..., 1:], _ = signal.lfilter([1.0 - a], [1.0, -a], v[..., :-1], axis=-1, zi=zi)
+    return g * s + (1.0 - g) * v

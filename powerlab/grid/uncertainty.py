@@ -61,6 +61,13 @@ def interval_statistic(result, resolution="15min", scope: str = "facility",
         [W].
     """
     res = parse_resolution(resolution)
+    red = getattr(result, "reduced", None)
+    if red is not None and not result.keeps_ticks:
+        if statistic != "mean":
+            raise PowerlabError("without the ticks kept only interval means are known; "
+                                "use statistic='mean' or forecast(..., keep_ticks=True)")
+        edges = red.tick_edges(res)
+        return result.times[edges], red.interval_means(scope, res)
     edges = interval_edges(result.n_ticks, result.tick_s, res)
     x = result.power_w(scope)
     if statistic == "mean":
