@@ -351,14 +351,16 @@ def _slew_rle(values: np.ndarray, lengths: np.ndarray, step_w: float) -> np.ndar
     return y0[idx] + np.sign(d)[idx] * np.minimum(step_w * (pos + 1), np.abs(d)[idx])
 
 
-def _scatter_steps(diff: np.ndarray, plan: JobPlan, levels: np.ndarray, rnd: JobDraw,
+def _scatter_steps(diff: list, plan: JobPlan, levels: np.ndarray, rnd: JobDraw,
                    n: int) -> None:
-    """Add a job's demand steps, spread over its GPUs' offsets, to a difference series.
+    """Append a job's demand steps, spread over its GPUs' offsets, to ``diff``: a list of
+    ``(tick, step [W])`` arrays of a difference series.
 
     The job's demand above idle is ``sum_j c[j] * x[k - j]`` with ``x`` piecewise
     constant; its tick-to-tick difference is the steps of ``x`` at the run starts,
     spread by the offset histogram ``c``.  Steps before tick 0 land on tick 0, steps at
-    or after ``n`` are dropped.  ``cumsum(diff)`` gives the demand.
+    or after ``n`` are dropped (``n`` collects them).  ``cumsum`` of the scattered
+    steps gives the demand.
     """
     if not len(plan.states):
         return
@@ -375,7 +377,7 @@ def _scatter_steps(diff: np.ndarray, plan: JobPlan, levels: np.ndarray, rnd: Job
     counts = rnd.offset_counts.astype(float)
     idx = np.clip((at[:, None] + offs[None, :]).ravel(), 0, n)
     w = (step[:, None] * counts[None, :]).ravel()
-    diff += np.bincount(idx, weights=w, minlength=n + 1)
+    diff.append((idx, w))
 
 
 def _add_dense(out: np.ndarray, plan: JobPlan, levels: np.ndarray, rnd: JobDraw, n: int,
@@ -545,20 +547,20 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     idle_gpus = hw.cluster_gpus - sum(j.gpus for j in scenario.jobs)
     constant_w = idle_gpus * hw.gpu_idle_w + hw.nodes * hw.node_overhead_w
     levels = [job_levels(job, scenario) for job in scenario.jobs]
+    job_idle_w = sum(job.gpus * hw.gpu_idle_w for job in scenario.jobs)
     it = np.empty((draws, n)) if keep_ticks else None
     red = None if keep_ticks else Reducer(scenario, n, tick, t0, draws, reduce_s)
     events = []
     thr = []
     for d in range(draws):
-        diff = np.zeros(n + 1) if linear else None
-        dense = np.full(n, constant_w, dtype=float)
+        diff: list = []
+        dense = np.full(n, constant_w + (job_idle_w if linear else 0.0), dtype=float)
         for ji, job in enumerate(scenario.jobs):
             s, e, delay_s = jticks[ji]
             rnd = job_randomness(job, tick, seed, d, ji, s, e)
             plan = job_plan(job, tick, s, e, rnd.failure_ticks)
             if linear:
                 _scatter_steps(diff, plan, levels[ji], rnd, n)
-                dense += job.gpus * hw.gpu_idle_w
                 deficit = 0.0
             else:
                 deficit = _add_dense(dense, plan, levels[ji], rnd, n, s, slew, tick,
@@ -568,7 +570,10 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
             thr.append((d, job.name, job.gpus, plan.train_ticks * tick,
                         plan.lost_ticks * tick, deficit * tick, delay_s))
         if linear:
-            dense += np.cumsum(diff[:n])
+            if diff:
+                idx = np.concatenate([a for a, _ in diff])
+                w = np.concatenate([b for _, b in diff])
+                dense += np.cumsum(np.bincount(idx, weights=w, minlength=n + 1)[:n])
             if rise > 0:
                 dense = first_order_ticks(dense, tick, rise)
         if keep_ticks:
