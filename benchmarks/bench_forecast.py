@@ -103,7 +103,7 @@ def main() -> int:
         ok_all &= bool(ok)
         rows.append({"case": case, "size": size, "time_s_min": round(tmin, 4),
                      "time_s_median": round(tmed, 4),
-                     "peak_mib": None if peak != peak else round(peak, 1),
+                     "peak_mib": None if np.isnan(peak) else round(peak, 1),
                      "baseline_s": round(base, 4), "ratio": round(tmin / base, 2),
                      "target": target, "pass": bool(ok)})
         print(f"  {case:<44} min {tmin:7.2f} s  median {tmed:7.2f} s  peak "
