@@ -195,6 +195,36 @@ def _steps_rle(length: int, period: int, compute: int) -> tuple[np.ndarray, np.n
     return states, lens
 
 
+def _expand_blocks(blocks: list, period: int, compute: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Run-length states and lengths of a list of ``(state, start, length)`` blocks, the
+    training blocks split into compute/comm runs of steps (as :func:`_steps_rle`, for
+    all blocks at once)."""
+    if not blocks:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    arr = np.array(blocks, dtype=np.int64).reshape(-1, 3)
+    st, ln = arr[:, 0], arr[:, 2]
+    train = st == _TRAIN
+    if compute <= 0 or compute >= period:
+        one = COMPUTE if compute >= period else COMM
+        return np.where(train, one, st), ln.copy()
+    n_full, rem = np.divmod(ln, period)
+    runs = np.where(train, 2 * n_full + np.where(rem == 0, 0, np.where(rem <= compute, 1, 2)),
+                    1)
+    blk = np.repeat(np.arange(len(st)), runs)
+    pos = np.arange(int(runs.sum())) - np.repeat(np.cumsum(runs) - runs, runs)
+    is_train = train[blk]
+    even = pos % 2 == 0
+    states = np.where(is_train, np.where(even, COMPUTE, COMM), st[blk])
+    lengths = np.where(is_train, np.where(even, compute, period - compute), ln[blk])
+    # the partial step at the end of a block: compute up to rem, then comm
+    last_full = 2 * n_full[blk]
+    part = is_train & (pos >= last_full)
+    lengths = np.where(part & even, np.minimum(rem[blk], compute), lengths)
+    lengths = np.where(part & ~even, rem[blk] - compute, lengths)
+    return states.astype(np.int64), lengths.astype(np.int64)
+
+
 def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
              failure_ticks: np.ndarray) -> JobPlan:
     """Lay out the phases of a job over its allocation ``[start_tick, end_tick)``.
@@ -298,17 +328,7 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
         blocks.append((SHUTDOWN, stop_train, end_tick - stop_train))
         events.append((stop_train, "shutdown", end_tick - stop_train))
     events.append((end_tick, "stop", 0))
-    st_parts, len_parts = [], []
-    for state, _, length in blocks:
-        if state == _TRAIN:
-            s_, l_ = _steps_rle(length, P, C)
-            st_parts.append(s_)
-            len_parts.append(l_)
-        else:
-            st_parts.append(np.array([state]))
-            len_parts.append(np.array([length]))
-    states = np.concatenate(st_parts) if st_parts else np.zeros(0, np.int64)
-    lengths = np.concatenate(len_parts) if len_parts else np.zeros(0, np.int64)
+    states, lengths = _expand_blocks(blocks, P, C)
     starts = start_tick + np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(lengths) \
         else np.zeros(0, np.int64)
     return JobPlan(states.astype(np.int64), starts.astype(np.int64),

@@ -38,8 +38,10 @@ __all__ = ["Reducer"]
 SCOPES = ("facility", "it")
 
 
-def _window_ramps_fast(x: np.ndarray, tick_s: float) -> dict:
-    """Ramps over the named windows from one cumulative sum (see RAMP_WINDOWS)."""
+def _window_ramps_fast(x: np.ndarray, tick_s: float, tick_up: float,
+                       tick_down: float) -> dict:
+    """Ramps over the named windows from one cumulative sum (see RAMP_WINDOWS); a window
+    of one tick is the tick-to-tick ramp (``tick_up``, ``tick_down`` [W/s])."""
     c = np.concatenate([[0.0], np.cumsum(x - x[0])])
     out = {}
     for suffix, (win, per) in RAMP_WINDOWS.items():
@@ -47,6 +49,10 @@ def _window_ramps_fast(x: np.ndarray, tick_s: float) -> dict:
         wi = round(w)
         if abs(w - wi) > 1e-6 * max(w, 1.0) or wi < 1 or len(x) < 2 * wi:
             out[f"ramp_up_{suffix}"] = out[f"ramp_down_{suffix}"] = float("nan")
+            continue
+        if wi == 1:
+            out[f"ramp_up_{suffix}"] = tick_up * per
+            out[f"ramp_down_{suffix}"] = tick_down * per
             continue
         means = (c[wi:] - c[:-wi]) / wi
         r = (means[wi:] - means[:-wi]) / win * per
@@ -180,7 +186,8 @@ class Reducer:
                                                       round(w / self.reduce_s))
             row["ramp_up_w_per_s"] = float(max(up_b.max(), 0.0))
             row["ramp_down_w_per_s"] = float(max(dn_b.max(), 0.0))
-            row.update(_window_ramps_fast(x, self.tick_s))
+            row.update(_window_ramps_fast(x, self.tick_s, row["ramp_up_w_per_s"],
+                                          row["ramp_down_w_per_s"]))
             fr = spec["frequency_hz"].to_numpy()
             ps = spec["psd_w2_per_hz"].to_numpy()
             row["dominant_frequency_hz"] = dominant_frequency(fr, ps)
