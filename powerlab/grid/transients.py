@@ -17,19 +17,20 @@ constant of 0 gives the old instantaneous steps.
 
 Default time constants (``hardware.gpu_rise_time_constant_s = 0.03`` and
 ``hardware.gpu_fall_time_constant_s = 0.03``; equal, so that the response is linear and
-the engine applies it once per draw, see :func:`first_order_ticks`) are *assumptions* of the order that public
-descriptions give: Choukse et al. (2025) show training-step power swinging between its
-levels on time scales of tens of milliseconds, much faster than the facility can follow.
+the engine applies it once per draw, see :func:`first_order_ticks`) are *assumptions*
+of the order that public descriptions give: Choukse et al. (2025) describe training-step power swinging between
+its levels at sub-second time scales, much faster than the facility can follow; no
+number from that paper is used here.
 The bundled 100-ms nvidia-smi H100 traces (``../shared/data/nvidia-smi-h100-100ms``)
-cannot resolve it: their ``power.draw`` never moves by more than 150 W between
-consecutive 100-ms samples of one GPU (the driver averages it), so they bound nothing
-below 100 ms.  Set the constants from your own fast (1 kHz, shunt or PDU) measurement
+cannot resolve it: in ``h100-traces_ckpt100.csv`` the ``power.draw`` of GPU 0 never
+moves by more than 150 W between consecutive 100-ms samples (the reading is probably
+averaged), so they bound nothing below 100 ms.  Set the constants from your own fast (1 kHz, shunt or PDU) measurement
 where you have one.
 
 References
 ----------
 .. [1] E. Choukse et al., "Power Stabilization for AI Training Datacenters",
-   arXiv:2508.14318, 2025.
+   2025.
 """
 
 from __future__ import annotations
