@@ -54,10 +54,13 @@ def test_full_trip_drops_the_whole_it_load_then_synchronized_restart():
     n_out = round(120 / res.tick_s)
     # before the sag nothing differs
     np.testing.assert_allclose(res.it_w[:, :a], base.it_w[:, :a])
-    # every node dark for the outage: no IT power at all, facility = base load
-    np.testing.assert_allclose(res.it_w[:, a:a + n_out], 0.0, atol=1e-6)
-    np.testing.assert_allclose(res.facility_w[:, a + 5:a + n_out],
-                               sc.site.base_load_w, atol=1e-6)
+    # every node dark for the outage: no IT power at all once the GPUs' fall transient
+    # (tens of ms, kept by the engine) is over
+    assert (res.it_w[:, a] < 0.2 * base.it_w[:, a - 1]).all()
+    np.testing.assert_allclose(res.it_w[:, a + 5:a + n_out], 0.0, atol=1e-3)
+    # at the point of interconnection the load falls by at least the IT load
+    assert (base.facility_w[:, a + 5] - res.facility_w[:, a + 5]
+            >= base.it_w[:, a + 5] - 1e-3).all()
     # the loss is the whole pre-sag IT load (x PUE at the point of interconnection)
     summ = disturbance_summary(res, scope="it").iloc[0]
     pre = res.it_w[:, a - round(1 / res.tick_s):a].mean(axis=1)
@@ -142,10 +145,11 @@ def test_no_disturbance_changes_nothing_and_sag_rows_reach_compliance():
     np.testing.assert_array_equal(plain.facility_w, calm.facility_w)
     sag_rows = calm.events[calm.events["event"] == "voltage_sag"]
     assert len(sag_rows) == 2 and (sag_rows["residual_voltage_pu"] == 0.7).all()
-    # the interconnection check finds the sag and measures the loss the summary reports
+    # the interconnection check finds the sag and, observed over the same minute (the
+    # summary watches a trip for 60 s), measures the loss the summary reports
     spec = parse_requirements({"name": "t", "scope": "facility", "requirements": [
         {"name": "rt", "kind": "ride_through", "residual_voltage_pu": 0.5,
-         "sag_duration_s": 1.0, "observe_s": 1.0, "limit": 1.0, "unit": "MW",
+         "sag_duration_s": 1.0, "observe_s": 59.8, "limit": 1.0, "unit": "MW",
          "source": "test", "illustrative": True}]})
     check = Compliance(spec)
     sc = parse_scenario(_doc([_sag(trip_fraction=1.0, outage_s=120)]))

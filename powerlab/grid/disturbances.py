@@ -178,7 +178,8 @@ def disturbance_plan(scenario, t0: pd.Timestamp, tick_s: float, seed: int, draw:
 
 def apply_dark(it_w: np.ndarray, plan: DisturbancePlan | None, scenario) -> None:
     """Remove the tripped nodes' power (node overhead and idle GPUs: their jobs are down)
-    from one draw's IT power, in place."""
+    from one draw's IT power, in place.  The engine's GPU fall transient at the trip
+    (tens of ms) is kept: the first ticks of the outage are slightly above zero."""
     if plan is None:
         return
     hw = scenario.hardware
@@ -262,6 +263,9 @@ def disturbance_summary(res, scope: str = "facility") -> pd.DataFrame:
     sags = getattr(res.scenario, "disturbances", ())
     if not sags:
         return pd.DataFrame()
+    if not getattr(res, "keeps_ticks", True):
+        return pd.DataFrame({"note": [("the load lost in voltage sags needs "
+                                       "forecast(..., keep_ticks=True)")]})
     x = res.power_w(scope)
     tick = res.tick_s
     n = x.shape[1]
