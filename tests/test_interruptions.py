@@ -11,6 +11,7 @@ from scipy import optimize, stats
 
 from powerlab.exceptions import ScenarioError
 from powerlab.grid.forecast import forecast, job_plan
+from powerlab.grid.interruption_sim import simulate_interruptions
 from powerlab.grid.interruptions import (
     PLANNED,
     checkpoint_report,
@@ -18,7 +19,6 @@ from powerlab.grid.interruptions import (
     daly_interval_s,
     interruption_marks,
     llama3_model,
-    simulate_interruptions,
     young_interval_s,
 )
 from powerlab.grid.scenario import parse_scenario, read_scenario
