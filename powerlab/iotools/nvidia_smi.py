@@ -2,15 +2,16 @@
 
 nvidia-smi prints one CSV row per GPU per query.  With ``-l``/``-lms`` it repeats the
 query, so a log is a sequence of blocks of ``n`` rows (one per GPU, in index order).  When
-the query has no ``index``/``uuid`` field, the GPU of a row can only come from its
-position in the block; :func:`parse_nvidia_smi` infers ``n`` from the timestamp pattern
-(rows of one query are milliseconds apart, queries are a sampling period apart) or takes
-it from ``n_gpus=``.
+the query has no ``index``/``uuid`` field, a row's GPU is taken from its place in its
+query only where the timestamps prove the query (rows milliseconds apart, queries a
+sleep apart, exactly ``n`` rows, time never going backwards); rows of damaged queries
+are dropped and counted, never shifted to another GPU (see :func:`_index_from_order`).
 
 Variants handled: any field subset, unit-suffixed headers (``power.draw [W]``), values
 with units (``72.36 W``, ``17 MiB``, ``0 %``), ``nounits``, ``noheader`` (give
 ``fields=``), sentinels (``[N/A]``, ``[Not Supported]`` ...) -> NaN, repeated header
-lines (logs appended with ``>>``), a truncated last line, a trailing partial query.
+lines (logs appended with ``>>``), a truncated last line (dropped), a trailing partial
+query (dropped).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def read_nvidia_smi(path, *, tz=None, n_gpus: int | None = None, host: str | Non
         zone, so this is required unless the timestamps carry an offset.
     n_gpus : int, optional
         GPUs per query, for logs without an ``index``/``uuid`` field.  Inferred from the
-        timestamp pattern when omitted.
+        timestamp pattern when omitted; a value the timestamps contradict is an error.
     host : str, optional
         Host name for every row.  Default ``"localhost"``.
     fields : sequence of str or str, optional
@@ -109,8 +110,9 @@ def read_nvidia_smi(path, *, tz=None, n_gpus: int | None = None, host: str | Non
     Warns
     -----
     powerlab.exceptions.DataQualityWarning
-        For a dropped truncated last line, a trailing partial query, or repaired DST
-        times, with counts.
+        For a dropped truncated last line, rows whose GPU the timestamps do not prove
+        (logs without a GPU field: damaged or partial queries), or repaired DST times,
+        with counts.
     """
     p = Path(path)
     data, _ = read_bytes(p)
@@ -199,7 +201,7 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
     if is_head.any():
         table = table.filter(pa.array(~is_head))
     seg_id = np.searchsorted(head_pos, orig_rows)  # segment number of each data row
-    n = table.num_rows
+
 
     raw = [_one_array(table.column(i)) for i in range(ncol)]
 
@@ -246,7 +248,8 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
     elif "gpu_uuid" in cols:
         gpu = _index_from_uuid(cols["gpu_uuid"], seg_id, path, row_line)
     else:
-        gpu = _index_from_order(utc.asi8, seg_id, n_gpus, path, row_line)
+        gpu = _index_from_order(utc.asi8, seg_id, n_gpus, path, row_line,
+                                repeats=_repeated_rows(raw))
 
     notes = []
     if dropped_last:
@@ -259,9 +262,13 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
 
     # a stable sort gives one permutation whatever the integer type; numpy sorts 16-bit
     # integers by radix sort, much faster than 64-bit ones
-    small = len(gpu) and 0 <= gpu.min() and gpu.max() <= np.iinfo(np.int16).max
+    # (rows whose GPU is not proven carry -1: they sort first and are cut off)
+    small = len(gpu) and -1 <= gpu.min() and gpu.max() <= np.iinfo(np.int16).max
     order = np.argsort(gpu.astype(np.int16) if small else gpu, kind="stable")
-    df = _build_frame(cols, utc, gpu, order, host, n)
+    n_unproven = int(np.count_nonzero(gpu < 0))
+    if n_unproven:
+        order = order[n_unproven:]
+    df = _build_frame(cols, utc, gpu, order, host, len(order))
     df = schema.conform(df, sort=False)
     return schema.validate(df, source=str(path) if path is not None else "nvidia-smi output")
 
@@ -432,72 +439,138 @@ def _position_in_segment(seg_id: np.ndarray) -> np.ndarray:
     return pos
 
 
-def _pattern_ok(d: np.ndarray, boundary: np.ndarray) -> bool:
-    between, within = d[boundary], d[~boundary]
-    if len(between) < 2 or len(within) < 1:
-        return False
-    return np.quantile(between, 0.05) > np.quantile(within, 0.95)
+def _gap_threshold(d: np.ndarray, path) -> int | None:
+    """The smallest time step [ns] that can separate two queries, from the data.
+
+    Rows of one query are a few milliseconds apart; consecutive queries are separated by
+    nvidia-smi's sleep (``-lms``), so every step between queries is at least that
+    interval.  The steps split into these two clusters (a threshold on log time, Otsu's
+    rule); any step below 0.8 times the lower edge of the upper cluster cannot be a sleep
+    and proves its two rows belong to one query.  Returns ``0`` when all steps are alike
+    and at least 5 ms (one row per query), ``None`` when all are alike and shorter (the
+    whole segment is one query).
+    """
+    x = d[d >= 0][: _MAX_GPUS * 1024].astype(np.float64) / 1e6  # [ms]
+    if not len(x):
+        return None
+    y = np.log1p(x)
+    if y.max() - y.min() < np.log(2.0):
+        return 0 if np.median(x) >= 5.0 else None
+    hist, edges = np.histogram(y, bins=256)
+    w = np.cumsum(hist)
+    m = np.cumsum(hist * 0.5 * (edges[1:] + edges[:-1]))
+    w0, w1 = w[:-1], w[-1] - w[:-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        between = w0 * w1 * (m[:-1] / w0 - (m[-1] - m[:-1]) / w1) ** 2
+    cut = edges[1:-1][int(np.nanargmax(between))]
+    lower, upper = x[y <= cut], x[y > cut]
+    lo, hi = np.quantile(lower, 0.95), np.quantile(upper, 0.05)
+    if (hi + 1.0) < 3.0 * (lo + 1.0):
+        raise ParseError("cannot tell the queries apart: the log has no 'index', 'uuid' or "
+                         "'pci.bus_id' field and its time steps do not split into steps "
+                         f"within a query and sleeps between queries (95 % of the short steps "
+                         f"< {lo:g} ms, 5 % of the long ones < {hi:g} ms); add 'index' to the "
+                         "--query-gpu list", path=path)
+    return int(0.8 * hi * 1e6)
 
 
-def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_line):
-    pos = _position_in_segment(seg_id)
-    n_rows = len(pos)
-    same_seg = seg_id[1:] == seg_id[:-1]
-    d = np.diff(t_ns)
-    if n_gpus is None:
-        n_gpus = _infer_n(d, pos, same_seg, path)
-        inferred = True
-    else:
+def _repeated_rows(raw: list) -> np.ndarray:
+    """``out[i]``: rows ``i`` and ``i + 1`` hold identical cells (a duplicated line, or two
+    GPUs that happened to print the same values in the same millisecond)."""
+    n = len(raw[0]) if raw else 0
+    if n < 2:
+        return np.zeros(max(n - 1, 0), dtype=bool)
+    eq = None
+    for col in raw:
+        e = pc.equal(col.slice(1), col.slice(0, n - 1))
+        eq = e if eq is None else pc.and_(eq, e)
+    return eq.to_numpy(zero_copy_only=False)
+
+
+def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_line,
+                      repeats: np.ndarray | None = None):
+    """GPU index of each row of a log without a GPU field, ``-1`` where not proven.
+
+    nvidia-smi prints one row per GPU per query, in index order.  Rows closer in time
+    than the shortest possible sleep between queries (:func:`_gap_threshold`) belong to
+    one query; such a run of rows is a *chunk*.  A chunk of exactly ``n`` rows, time never
+    going backwards and no two identical adjacent lines is a whole query: its rows are
+    GPUs ``0..n-1``.  Every other chunk is dropped and counted in one
+    DataQualityWarning: a query with a row lost or duplicated, rows out of order, a
+    trailing partial query, identical lines (a duplicated line plus a lost one looks the
+    same as two GPUs printing the same values), and a query split by a GPU answering
+    later than the sleep between queries (its parts cannot be told from the remains of
+    two damaged queries).  No row is ever placed by counting across a damaged part.
+
+    ``n`` is the commonest chunk length (by rows), or ``n_gpus``; an ``n_gpus`` the
+    chunks contradict is an error.
+    """
+    n_rows = len(t_ns)
+    if n_gpus is not None:
         n_gpus = int(n_gpus)
         if n_gpus < 1:
             raise ParseError(f"n_gpus must be a positive integer, got {n_gpus}", path=path)
-        inferred = False
-    gpu = pos % n_gpus
-    if inferred and n_gpus > 1:
-        # verify on the whole log: at most 5 % of query boundaries may look like
-        # within-query steps and vice versa, judged by the threshold of the first queries
-        boundary = ((pos[1:] % n_gpus) == 0)[same_seg]
-        dd = d[same_seg]
-        k = min(len(dd), _MAX_GPUS * 64)
-        thr = 0.5 * (np.quantile(dd[:k][boundary[:k]], 0.05)
-                     + np.quantile(dd[:k][~boundary[:k]], 0.95))
-        big = dd > thr
-        if (np.count_nonzero(boundary & ~big) > 0.05 * max(1, np.count_nonzero(boundary))
-                or np.count_nonzero(~boundary & big) > 0.05 * max(1, np.count_nonzero(~boundary))):
-            raise ParseError(f"the GPU count inferred from the first queries ({n_gpus}) does "
-                             "not fit the timestamp pattern of the whole log; pass n_gpus=",
-                             path=path)
-    # a trailing partial query per segment: rows are still in GPU order, so kept
-    partial = []
-    seg_lens = np.bincount(seg_id) if n_rows else np.zeros(0, dtype=np.intp)
-    seg_last = np.cumsum(seg_lens) - 1  # segments are consecutive runs of rows
-    for s in np.flatnonzero(seg_lens):
-        rem = int(seg_lens[s]) % n_gpus
-        if rem:
-            last_row = int(seg_last[s])
-            partial.append(f"line {row_line(last_row)}: last query has {rem} of {n_gpus} "
-                           f"GPU rows (kept as GPUs 0..{rem - 1})")
-    if partial and n_rows:
-        warn_quality(f"{path or 'nvidia-smi output'}: incomplete final query "
-                     f"({'; '.join(partial)})", stacklevel=4)
+    if n_rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    d = np.diff(t_ns)
+    same_seg = seg_id[1:] == seg_id[:-1]
+    try:
+        thr = _gap_threshold(d[same_seg], path)
+    except ParseError:
+        if n_gpus == 1:  # the caller says one GPU: no attribution to prove
+            return np.zeros(n_rows, dtype=np.int64)
+        raise
+    if thr is None:
+        brk = ~same_seg
+    else:
+        brk = ~same_seg | (d >= thr)
+    starts = np.flatnonzero(np.r_[True, brk])
+    lens = np.diff(np.r_[starts, n_rows])
+    chunk_of_row_step = np.cumsum(brk)  # chunk number of row i+1
+    back = same_seg & (d < 0)
+    bad = np.zeros(len(starts), dtype=bool)
+    if back.any():
+        bad[chunk_of_row_step[back]] = True
+    by_rows = np.bincount(lens, weights=lens)
+    n_seen = int(np.argmax(by_rows))
+    if n_gpus is not None and n_gpus != n_seen:
+        raise ParseError(f"n_gpus={n_gpus} was given, but the timestamps show queries of "
+                         f"{n_seen} rows ({int(by_rows[n_seen]):,} of {n_rows:,} rows lie in "
+                         f"{n_seen}-row queries separated by the logging interval); the "
+                         "log has no 'index' field to settle it", path=path)
+    n = n_seen
+    if n > _MAX_GPUS or by_rows[n] < 0.5 * n_rows:
+        raise ParseError("cannot tell how many GPUs each query covers: the log has no "
+                         "'index', 'uuid' or 'pci.bus_id' field and its timestamps show no "
+                         f"consistent query size (the commonest, {n} rows, holds "
+                         f"{int(by_rows[n]):,} of {n_rows:,} rows); add 'index' to the "
+                         "--query-gpu list", path=path)
+    rep = np.zeros(len(starts), dtype=bool)
+    if repeats is not None and repeats.any():
+        # two identical lines in one query: a duplicated line (with another line of the
+        # query perhaps lost) cannot be told from two GPUs printing the same values
+        rep[chunk_of_row_step[repeats & same_seg]] = True
+    bad |= rep
+    ok = (lens == n) & ~bad
+    row_chunk = np.repeat(np.arange(len(starts)), lens)
+    gpu = np.arange(n_rows) - starts[row_chunk]
+    okr = ok[row_chunk]
+    gpu[~okr] = -1
+    n_drop = int(n_rows - np.count_nonzero(okr))
+    if n_drop:
+        bad_chunks = np.flatnonzero(~ok)
+        fewer = int(np.count_nonzero((lens[bad_chunks] < n) & ~bad[bad_chunks]))
+        more = int(np.count_nonzero((lens[bad_chunks] > n) & ~bad[bad_chunks]))
+        twins = int(np.count_nonzero(rep[bad_chunks]))
+        backwards = int(np.count_nonzero(bad[bad_chunks] & ~rep[bad_chunks]))
+        first_line = row_line(int(starts[bad_chunks[0]]))
+        warn_quality(f"{path or 'nvidia-smi output'}: no GPU index/uuid field, so a row's "
+                     f"GPU comes from its place in a {n}-row query; dropped {n_drop:,} of "
+                     f"{n_rows:,} rows whose GPU the timestamps do not prove ({fewer} "
+                     f"run(s) of fewer than {n} rows: a lost line or a GPU answering later "
+                     f"than the sleep between queries; "
+                     f"{more} with more than {n} rows, {backwards} with time going "
+                     f"backwards, {twins} holding two identical lines, which a duplicated "
+                     f"line and two GPUs printing the same values both give; first at "
+                     f"line {first_line})", stacklevel=4)
     return gpu
-
-
-def _infer_n(d: np.ndarray, pos: np.ndarray, same_seg: np.ndarray, path) -> int:
-    # work on the first part of the log; the result is verified on all of it afterwards
-    k = min(len(d), _MAX_GPUS * 64)
-    dk, posk, segk = d[:k], pos[1:k + 1], same_seg[:k]
-    dk_ok = dk[segk]
-    for n in range(2, _MAX_GPUS + 1):
-        if k < 3 * n:
-            break
-        boundary = (posk % n == 0)[segk]
-        if _pattern_ok(dk_ok, boundary):
-            return n
-    if len(dk_ok) >= 2:
-        med = np.median(dk_ok)
-        if med > 0 and np.quantile(dk_ok, 0.05) > 0.5 * med:
-            return 1
-    raise ParseError("cannot tell how many GPUs each query covers: the log has no 'index' "
-                     "or 'uuid' field and the timestamp pattern is not clear; pass n_gpus=",
-                     path=path)
