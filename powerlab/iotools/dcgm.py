@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..exceptions import ParseError
 from ..telemetry import schema
-from ._common import localize, read_text, warn_quality
+from ._common import check_tz, localize, read_text, split_cut_last_line, warn_quality
 
 __all__ = [
     "DMON_VARIABLE_MAP",
@@ -123,7 +123,12 @@ def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=N
     """Parse ``dcgmi dmon`` output given as text or a buffer (see :func:`read_dcgm_dmon`)."""
     text, name = read_text(text_or_buffer)
     path = path if path is not None else name
+    check_tz(tz, path)
     host = "localhost" if host is None else str(host)
+    text, cut = split_cut_last_line(text)
+    if cut:
+        warn_quality(f"{path or 'dcgmi dmon output'}: dropped 1 truncated last line (no "
+                     "newline at the end: its values may be cut short)")
     columns: list[str] | None = None
     recs: list[tuple] = []  # (line, ts string or None, entity id, values)
     skipped_entities = 0
@@ -299,6 +304,10 @@ def parse_dcgm_prometheus(text_or_buffer, *, timestamp=None, host: str | None = 
     text, name = read_text(text_or_buffer)
     path = path if path is not None else name
     default_host = "localhost" if host is None else str(host)
+    text, cut = split_cut_last_line(text)
+    if cut:
+        warn_quality(f"{path or 'dcgm-exporter output'}: dropped 1 truncated last line (no "
+                     "newline at the end: its value may be cut short)")
     rows = []
     mig = 0
     for lineno, line in enumerate(text.splitlines(), start=1):

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..exceptions import ParseError
 from ..telemetry import schema
-from ._common import read_text, strip_gz, warn_quality
+from ._common import read_text, split_cut_last_line, strip_gz, warn_quality
 
 __all__ = [
     "STEP_VARIABLE_MAP",
@@ -60,6 +60,9 @@ def _events(text: str, path) -> tuple[list[tuple], int, str | None]:
     bad = 0
     first_bad = None
     dec = json.JSONDecoder()
+    text, cut = split_cut_last_line(text)
+    if cut:
+        bad, first_bad = 1, f"line {text.count(chr(10)) + 1}: truncated last line (no newline)"
     for lineno, line in enumerate(text.splitlines(), start=1):
         if ":::MLLOG" not in line:
             continue
@@ -122,14 +125,35 @@ def read_mlperf_power(path_or_dir, *, host: str | None = None) -> pd.DataFrame:
                              f"{len(files)} node logs", path=p)
     else:
         files = [p]
-    frames = []
+    frames, unreadable = [], []
     for f in files:
-        text, _ = read_text(f)
         h = host if host is not None else strip_gz(f.name).rsplit(".", 1)[0]
-        frames.append(_power_frame(text, h, f))
+        try:
+            text, _ = read_text(f)
+            frame = _power_frame(text, h, f)
+        except ParseError as exc:
+            if len(files) == 1:
+                raise
+            unreadable.append(f"{f.name} ({_why(exc, f)})")
+            continue
+        frames.append(frame)
+    if not frames:
+        raise ParseError(f"none of the {len(files)} node power logs is readable: "
+                         + "; ".join(unreadable), path=p)
     df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     df = schema.conform(df)
-    return schema.validate(df, source=str(p))
+    df = schema.validate(df, source=str(p))
+    if unreadable:
+        warn_quality(f"{p}: skipped {len(unreadable)} of {len(files)} node power logs that "
+                     f"cannot be read: {'; '.join(unreadable)}", stacklevel=3)
+    df.attrs["unreadable_files"] = [u.split(" (", 1)[0] for u in unreadable]
+    return df
+
+
+def _why(exc: ParseError, f: Path) -> str:
+    """The message of ``exc`` without the file name it starts with."""
+    msg = str(exc)
+    return msg.removeprefix(f"{f}, ").removeprefix(f"{f}: ")
 
 
 def parse_mlperf_power(text_or_buffer, *, host: str = "node", path=None) -> pd.DataFrame:
@@ -155,6 +179,10 @@ def _power_frame(text: str, host: str, path) -> pd.DataFrame:
             continue
         t.append(int(ev["time_ms"]))
         w.append(float(v) * spec[2])
+    if not t:
+        raise ParseError("no power_reading events: not an MLPerf node power log"
+                         + (f" ({bad} malformed MLLOG line(s), first at {first_bad})"
+                            if bad else ""), path=path)
     _warn_bad(path, bad, first_bad)
     n = len(t)
     return pd.DataFrame({

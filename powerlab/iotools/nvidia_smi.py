@@ -30,6 +30,7 @@ import pyarrow.csv as pacsv
 from ..exceptions import ParseError
 from ..telemetry import schema
 from ._common import (
+    check_tz,
     hex_to_uint64,
     line_of_row,
     localize,
@@ -129,6 +130,7 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
     """
     data, name = read_bytes(text_or_buffer)
     path = path if path is not None else name
+    check_tz(tz, path)
     host = "localhost" if host is None else str(host)
 
     first_end = data.find(b"\n")

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import ParseError
-from ._common import localize, read_text, strip_gz, warn_quality
+from ._common import check_tz, localize, read_text, strip_gz, warn_quality
 
 __all__ = ["VARIABLE_MAP", "parse_weather", "read_weather"]
 
@@ -74,6 +74,7 @@ def read_weather(path_or_dir, *, tz="America/New_York") -> pd.DataFrame:
     the warning.  Exact duplicate timestamps keep their first row and are counted.
     """
     p = Path(path_or_dir)
+    check_tz(tz, p)
     if p.is_dir():
         files = sorted(f for f in p.iterdir() if f.is_file() and _FILES.match(f.name)
                        and f.name != "LICENSE")
@@ -95,6 +96,7 @@ def parse_weather(text_or_buffer, *, tz="America/New_York", path=None) -> pd.Dat
     """Parse one file's content given as text or a buffer (see :func:`read_weather`)."""
     text, name = read_text(text_or_buffer)
     path = path if path is not None else name
+    check_tz(tz, path)
     df, skipped = _parse(text, path)
     notes = [f"{path or 'text'}: {skipped}"] if skipped else []
     return _finish([df], notes, tz, str(path or "weather text"))
