@@ -202,3 +202,124 @@ def test_import_summary_names_unreadable_files(tmp_path, capsys):
     assert "3 unreadable file(s) skipped" in last
     for name in ("node_2.txt", "node_3.txt", "node_4.txt"):
         assert name in last
+
+
+# --- impossible values: masked and counted, never stored -----------------------------------
+
+SMI = ("timestamp, index, power.draw [W], temperature.gpu, memory.used [MiB]\n"
+       "2025/07/27 00:00:00.000, 0, 100.00 W, 40, 17 MiB\n"
+       "2025/07/27 00:00:00.001, 1, {p1} W, {t1}, 17 MiB\n"
+       "2025/07/27 00:00:01.000, 0, 101.00 W, 41, 17 MiB\n"
+       "2025/07/27 00:00:01.001, 1, 102.00 W, 42, {m1} MiB\n")
+
+
+@pytest.mark.parametrize(("p1", "t1", "m1", "masked"), [
+    ("inf", "43", "17", {"power_w": 1}),
+    ("1e308", "-999", "17", {"power_w": 1, "temp_gpu_c": 1}),
+    ("-5.00", "43", "1e308", {"power_w": 1, "memory_used_bytes": 1}),
+    ("nan", "43", "17", {}),                       # NaN is missing, not impossible
+])
+def test_nvidia_smi_impossible_values_masked_and_counted(p1, t1, m1, masked):
+    from powerlab.iotools import parse_nvidia_smi
+
+    text = SMI.format(p1=p1, t1=t1, m1=m1)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always", DataQualityWarning)
+        df = parse_nvidia_smi(text, tz="UTC")
+    msgs = [str(w.message) for w in rec]
+    if masked:
+        assert len(msgs) == 1
+        assert f"masked {sum(masked.values())} impossible value(s)" in msgs[0]
+        for col, n in masked.items():
+            assert f"{n} {col}" in msgs[0]
+    else:
+        assert not msgs
+    assert np.isfinite(df[["power_w", "temp_gpu_c", "memory_used_bytes"]].to_numpy()
+                       [~np.isnan(df[["power_w", "temp_gpu_c", "memory_used_bytes"]]
+                                  .to_numpy())]).all()
+    g1 = df[df["gpu_index"] == 1]
+    assert g1["power_w"].isna().sum() == (0 if p1 not in ("inf", "1e308", "-5.00", "nan")
+                                          else 1)
+    assert df.loc[df["gpu_index"] == 0, "power_w"].tolist() == [100.0, 101.0]
+
+
+def test_nvidia_smi_unit_error_is_still_an_error_not_masked():
+    from powerlab.exceptions import SchemaError
+    from powerlab.iotools import parse_nvidia_smi
+
+    text = ("timestamp, index, temperature.gpu\n"
+            "2025/07/27 00:00:00.000, 0, 313\n2025/07/27 00:00:01.000, 0, 315\n")
+    with pytest.raises(SchemaError, match="kelvin"):
+        parse_nvidia_smi(text, tz="UTC")
+
+
+def _prom(value: str, metric="DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", ts="1753600000000"):
+    """Two scrapes of GPU 0; ``metric`` holds ``value`` in the first one."""
+    normal = {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "1000000", "DCGM_FI_DEV_GPU_TEMP": "45",
+              "DCGM_FI_DEV_POWER_USAGE": "301.5"}
+    first = {"DCGM_FI_DEV_POWER_USAGE": "300.5", "DCGM_FI_DEV_GPU_TEMP": "44", metric: value}
+    second = {"DCGM_FI_DEV_POWER_USAGE": "301.5", "DCGM_FI_DEV_GPU_TEMP": "45",
+              metric: normal[metric]}
+    return "".join(f'{m}{{gpu="0"}} {v} {t}\n' for t, d in ((ts, first),
+                                                          ("1753600001000", second))
+                   for m, v in d.items())
+
+
+@pytest.mark.parametrize(("metric", "value"), [
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "18446744073709551615"),   # -1 as uint64
+    ("DCGM_FI_DEV_GPU_TEMP", "-999"),
+    ("DCGM_FI_DEV_GPU_TEMP", "+Inf"),
+    ("DCGM_FI_DEV_POWER_USAGE", "1e308"),
+])
+def test_dcgm_exporter_impossible_values_masked_and_counted(metric, value):
+    from powerlab.iotools import parse_dcgm_prometheus
+
+    text = _prom(value, metric)
+    with pytest.warns(DataQualityWarning, match="masked 1 impossible"):
+        df = parse_dcgm_prometheus(text)
+    col = {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "energy_j",
+           "DCGM_FI_DEV_GPU_TEMP": "temp_gpu_c", "DCGM_FI_DEV_POWER_USAGE": "power_w"}[metric]
+    assert np.isnan(df[col].iloc[0]) and np.isfinite(df[col].iloc[1])
+
+
+@pytest.mark.parametrize("ts", ["-5", "100000000000000000000", "1"])
+def test_dcgm_exporter_impossible_sample_times_dropped_and_counted(ts):
+    from powerlab.iotools import parse_dcgm_prometheus
+
+    with pytest.warns(DataQualityWarning, match="dropped 3 sample"):
+        df = parse_dcgm_prometheus(_prom("5000", ts=ts))
+    assert len(df) == 1 and df["power_w"].tolist() == [301.5]
+
+
+def test_dmon_counter_minus_one_masked_and_counted():
+    from powerlab.iotools import parse_dcgm_dmon
+
+    text = ("#Entity   POWER    TOTEC                  TMPTR\n"
+            "ID        W        mJ                     C\n"
+            "GPU 0     72.4     1284571093352          33\n"
+            "GPU 0     72.5     18446744073709551615   -999\n"
+            "GPU 0     72.6     1284571193352          34\n")
+    with pytest.warns(DataQualityWarning, match=r"masked 2 impossible.*1 energy_j.*1 temp_gpu_c"):
+        df = parse_dcgm_dmon(text, start="2025-07-27 10:00Z", delay_ms=100)
+    assert df["energy_j"].isna().tolist() == [False, True, False]
+    assert df["temp_gpu_c"].isna().tolist() == [False, True, False]
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("time_ms", "-1715960310916"), ("time_ms", "1e20"), ("time_ms", "Infinity"),
+    ("time_ms", "NaN"), ("value", "1e308"), ("value", "-999"), ("value", "Infinity"),
+])
+def test_mlperf_impossible_time_or_power_masked_and_counted(field, value):
+    from powerlab.iotools import parse_mlperf_power
+
+    good = ('{"namespace": "", "time_ms": %s, "event_type": "POINT_IN_TIME", '
+            '"key": "power_reading", "value": %s, "metadata": ""}')
+    lines = [":::MLLOG " + good % (1715960308910 + 2000 * k, 4000 + k) for k in range(4)]
+    lines[2] = ":::MLLOG " + (good % (value, 4002) if field == "time_ms"
+                              else good % (1715960312910, value))
+    with pytest.warns(DataQualityWarning, match="malformed|masked 1 impossible"):
+        df = parse_mlperf_power("\n".join(lines) + "\n")
+    if field == "time_ms":
+        assert df["power_w"].tolist() == [4000.0, 4001.0, 4003.0]
+    else:
+        assert np.isnan(df["power_w"].iloc[2]) and df["power_w"].notna().sum() == 3

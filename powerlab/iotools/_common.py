@@ -301,3 +301,67 @@ def localize(naive: pd.DatetimeIndex, tz) -> tuple[pd.DatetimeIndex, int, int]:
 def warn_quality(message: str, stacklevel: int = 3) -> None:
     """Emit one :class:`~powerlab.exceptions.DataQualityWarning`."""
     warnings.warn(message, DataQualityWarning, stacklevel=stacklevel)
+
+
+#: Unix epoch milliseconds accepted as sample times: 2000-01-01 .. 2100-01-01 (UTC).
+#: Outside that a ``time_ms`` is a damaged or unset clock, not a time.
+TIME_MS_RANGE = (946_684_800_000, 4_102_444_800_000)
+
+
+def mask_impossible(cols: dict, *, node=None, path=None, what: str = "file") -> dict:
+    """Mask values no instrument can report, in place, and count them in one warning.
+
+    A value is impossible where it is not finite (``inf``, ``1e308`` overflowing to
+    ``inf`` after unit conversion) or lies outside its column's valid range in
+    :data:`powerlab.telemetry.schema.GLOSSARY` (``-999`` degC, a counter of ``-1``
+    read as ``2**64 - 1`` mJ).  Only a minority of a column's values is masked: when
+    most of them are out of range the column is in another unit, and
+    :func:`~powerlab.telemetry.schema.validate` says so with an error instead.
+
+    Parameters
+    ----------
+    cols : dict of str to numpy.ndarray
+        Canonical column name -> float64 values (modified in place).
+    node : numpy.ndarray of bool or bool, optional
+        Rows that measure a whole node (checked against the node range).
+    path, what : str
+        For the warning.
+
+    Returns
+    -------
+    dict
+        Column name -> number of masked values (empty if none).
+    """
+    from ..telemetry import schema
+
+    counts: dict[str, int] = {}
+    examples: dict[str, float] = {}
+    for name, v in list(cols.items()):
+        col = schema.GLOSSARY.get(name)
+        if col is None or col.valid_range is None or not isinstance(v, np.ndarray) \
+                or v.dtype != np.float64 or not len(v):
+            continue
+        lo, hi = col.valid_range
+        if node is not None and col.node_range is not None:
+            nlo, nhi = col.node_range
+            lo = np.where(node, nlo, lo) if not np.isscalar(node) else (nlo if node else lo)
+            hi = np.where(node, nhi, hi) if not np.isscalar(node) else (nhi if node else hi)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(v) | (v < lo) | (v > hi)
+        bad &= ~np.isnan(v)
+        k = int(np.count_nonzero(bad))
+        if not k:
+            continue
+        finite_bad = bad & np.isfinite(v)
+        if np.count_nonzero(finite_bad) * 2 > np.count_nonzero(~np.isnan(v)):
+            continue  # most values out of range: a unit error for validate() to report
+        examples[name] = float(v[np.flatnonzero(bad)[0]])
+        if not v.flags.writeable:
+            v = cols[name] = v.copy()
+        v[bad] = np.nan
+        counts[name] = k
+    if counts:
+        parts = [f"{n} {c} (e.g. {examples[c]:g})" for c, n in counts.items()]
+        warn_quality(f"{path or what}: masked {sum(counts.values())} impossible value(s) "
+                     f"as missing: {', '.join(parts)}", stacklevel=4)
+    return counts

@@ -26,7 +26,15 @@ import pandas as pd
 
 from ..exceptions import ParseError
 from ..telemetry import schema
-from ._common import check_tz, localize, read_text, split_cut_last_line, warn_quality
+from ._common import (
+    TIME_MS_RANGE,
+    check_tz,
+    localize,
+    mask_impossible,
+    read_text,
+    split_cut_last_line,
+    warn_quality,
+)
 
 __all__ = [
     "DMON_VARIABLE_MAP",
@@ -84,7 +92,11 @@ _TS_PREFIX = re.compile(r"^(\d{4}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?"
 
 
 def _blank_to_nan(v: float) -> float:
-    if v >= _FP64_BLANK and (v < _FP64_BLANK + 16 or v >= float(_INT64_BLANK)):
+    """DCGM's blank values -> NaN (int64 blanks round to 2**63 as floats).
+
+    A larger value is no blank (a counter of -1 read as unsigned is 2**64 - 1): it stays,
+    for :func:`mask_impossible` to mask and count."""
+    if v >= _FP64_BLANK and (v < _FP64_BLANK + 16 or float(_INT64_BLANK) <= v <= 2.0 ** 63):
         return np.nan
     return v
 
@@ -239,6 +251,7 @@ def _stamps_to_utc(stamps, tz, path, lines) -> pd.DatetimeIndex:
 
 def _frame(ts, host, gpus, uuids, data, source) -> pd.DataFrame:
     n = len(gpus)
+    mask_impossible(data, path=source)
     df = pd.DataFrame({
         "timestamp": pd.Series(ts, dtype="datetime64[ns, UTC]").reset_index(drop=True),
         "host": pd.Series([host] * n if isinstance(host, str) else host, dtype="string"),
@@ -310,6 +323,7 @@ def parse_dcgm_prometheus(text_or_buffer, *, timestamp=None, host: str | None = 
                      "newline at the end: its value may be cut short)")
     rows = []
     mig = 0
+    bad_time = 0
     for lineno, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
         if not s or s.startswith("#"):
@@ -338,10 +352,16 @@ def parse_dcgm_prometheus(text_or_buffer, *, timestamp=None, host: str | None = 
         except ValueError:
             raise ParseError(f"cannot read {value_s!r} as a number in {spec[1]}", path=path,
                              line=lineno, column=metric) from None
+        if ts_s is not None and not TIME_MS_RANGE[0] <= int(ts_s) < TIME_MS_RANGE[1]:
+            bad_time += 1
+            continue
         rows.append((int(ts_s) if ts_s is not None else None, labels.get("Hostname") or
                      default_host, gpu, labels.get("UUID"), spec[0],
                      _blank_to_nan(value) * (spec[2] if spec[0] != "throttle_reasons"
                                              else 1.0), lineno, metric, _PRIO[metric]))
+    if bad_time:
+        warn_quality(f"{path or 'dcgm-exporter output'}: dropped {bad_time} sample(s) whose "
+                     "timestamp is not a time between 2000 and 2100 (Unix ms)")
     if mig:
         warn_quality(f"{path or 'dcgm-exporter output'}: skipped {mig} MIG instance "
                      "sample(s) (not part of the per-GPU canonical schema)")

@@ -25,7 +25,14 @@ import pandas as pd
 
 from ..exceptions import ParseError
 from ..telemetry import schema
-from ._common import read_text, split_cut_last_line, strip_gz, warn_quality
+from ._common import (
+    TIME_MS_RANGE,
+    mask_impossible,
+    read_text,
+    split_cut_last_line,
+    strip_gz,
+    warn_quality,
+)
 
 __all__ = [
     "STEP_VARIABLE_MAP",
@@ -79,8 +86,11 @@ def _events(text: str, path) -> tuple[list[tuple], int, str | None]:
             except json.JSONDecodeError as exc:
                 why = f"malformed JSON ({exc.msg})"
             if ev is not None and (not isinstance(ev, dict) or "key" not in ev
-                                   or not isinstance(ev.get("time_ms"), (int, float))):
+                                   or not isinstance(ev.get("time_ms"), (int, float))
+                                   or isinstance(ev.get("time_ms"), bool)):
                 why, ev = "event without 'key' or numeric 'time_ms'", None
+            elif ev is not None and not (TIME_MS_RANGE[0] <= ev["time_ms"] < TIME_MS_RANGE[1]):
+                why, ev = f"time_ms {ev['time_ms']!r} is not a time between 2000 and 2100", None
         if ev is None:
             bad += 1
             if first_bad is None:
@@ -185,13 +195,15 @@ def _power_frame(text: str, host: str, path) -> pd.DataFrame:
                             if bad else ""), path=path)
     _warn_bad(path, bad, first_bad)
     n = len(t)
+    cols = {"power_w": np.asarray(w, dtype="float64")}
+    mask_impossible(cols, node=True, path=path, what="MLLOG text")
     return pd.DataFrame({
         "timestamp": pd.to_datetime(np.asarray(t, dtype=np.int64), unit="ms", utc=True)
         .as_unit("ns"),
         "host": pd.Series([host] * n, dtype="string"),
         "scope": pd.Series(["node"] * n, dtype="string"),
         "gpu_index": pd.Series([pd.NA] * n, dtype="Int16"),
-        "power_w": np.asarray(w, dtype="float64"),
+        "power_w": cols["power_w"],
     })
 
 

@@ -34,6 +34,7 @@ from ._common import (
     hex_to_uint64,
     line_of_row,
     localize,
+    mask_impossible,
     read_bytes,
     strings_to_float,
     warn_quality,
@@ -241,9 +242,13 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
             exp = f"a number in {unit}" if unit else "a number"
             v = strings_to_float(arr, unit=unit, path=path, column=nm, row_line=row_line,
                                  expected=exp, allow_empty=False)
-            cols[canon] = v * factor if factor != 1.0 else v
+            if factor != 1.0:
+                with np.errstate(over="ignore"):  # 1e308 MiB -> inf B, masked below
+                    v = v * factor
+            cols[canon] = v
 
     utc, n_amb, n_nonex = cols.pop("timestamp")
+    mask_impossible(cols, path=path, what="nvidia-smi output")
 
     if "gpu_index" in cols:
         gpu = cols.pop("gpu_index")
