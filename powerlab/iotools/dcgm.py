@@ -8,6 +8,8 @@ a timestamp (e.g. ``dcgmi dmon ... | ts '%Y-%m-%d %H:%M:%.S'``).
 
 dcgm-exporter serves the Prometheus text format: one line per metric and GPU,
 ``DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-...",Hostname="node1",...} 72.4 [ts_ms]``.
+It is parsed by ``prometheus_client.parser`` (the ``prometheus`` extra), which handles
+label escapes, ``HELP``/``TYPE`` lines and ``NaN``/``+Inf`` values as Prometheus does.
 
 References
 ----------
@@ -24,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..exceptions import ParseError
+from ..exceptions import ParseError, PowerlabError
 from ..telemetry import schema
 from ._common import (
     TIME_MS_RANGE,
@@ -294,21 +296,68 @@ def read_dcgm_prometheus(path, *, timestamp=None, host: str | None = None) -> pd
     return parse_dcgm_prometheus(text, timestamp=timestamp, host=host, path=path)
 
 
-_METRIC = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
-_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
+def _prometheus_parser():
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise PowerlabError("reading dcgm-exporter text needs prometheus-client "
+                            "(pip install 'powerlab[prometheus]')") from exc
+    return text_string_to_metric_families
 
 
-def _labels(s: str, path, lineno) -> dict[str, str]:
-    out: dict[str, str] = {}
-    pos = 0
-    s = s.strip()
-    while pos < len(s):
-        m = _LABEL.match(s, pos)
-        if not m:
-            raise ParseError(f"malformed label set {{{s}}}", path=path, line=lineno)
-        out[m.group(1)] = m.group(2).replace('\\"', '"').replace("\\\\", "\\")
-        pos = m.end()
-    return out
+def _samples(text: str, path):
+    """``(line, metric name, labels, value, timestamp [ms] or None)`` for every sample, in
+    file order, parsed by ``prometheus_client.parser``.
+
+    The parser yields samples in the order of their lines, so the n-th sample comes from
+    the n-th line that is neither blank nor a comment.  A counter whose name lacks
+    ``_total`` gets that suffix from the parser; it is taken off again here.
+    """
+    parse = _prometheus_parser()
+    lines = text.split("\n")
+    sample_lines = [i for i, ln in enumerate(lines, start=1)
+                    if (st := ln.strip()) and not st.startswith("#")]
+    try:
+        families = list(parse(text))
+    except (ValueError, IndexError, KeyError, TypeError):
+        _locate_error(lines, parse, path)
+        raise  # pragma: no cover - _locate_error always raises
+    k = 0
+    for fam in families:
+        for smp in fam.samples:
+            name = smp.name
+            if (fam.type == "counter" and name not in PROMETHEUS_VARIABLE_MAP
+                    and name == fam.name + "_total"):
+                name = fam.name
+            ts = None if smp.timestamp is None else float(smp.timestamp) * 1000.0
+            yield sample_lines[k], name, smp.labels, smp.value, ts
+            k += 1
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def _locate_error(lines: list[str], parse, path):
+    """Raise a ParseError naming the first line ``prometheus_client`` cannot parse."""
+    for lineno, line in enumerate(lines, start=1):
+        try:
+            list(parse(line + "\n"))
+        except (ValueError, IndexError, KeyError, TypeError):
+            st = line.strip()
+            metric = st.split("{", 1)[0].split()[0] if st and not st.startswith("#") else None
+            spec = PROMETHEUS_VARIABLE_MAP.get(metric or "")
+            value = (st.rsplit("}", 1)[-1] if "{" in st else st[len(metric or ""):]).split()
+            if spec is not None and value and not _is_number(value[0]):
+                raise ParseError(f"cannot read {value[0]!r} as a number in {spec[1]}",
+                                 path=path, line=lineno, column=metric) from None
+            raise ParseError("not a Prometheus sample line (expected 'NAME{labels} value "
+                             "[timestamp_ms]')", path=path, line=lineno) from None
+    raise ParseError("not Prometheus text exposition format", path=path)
 
 
 def parse_dcgm_prometheus(text_or_buffer, *, timestamp=None, host: str | None = None,
@@ -324,19 +373,10 @@ def parse_dcgm_prometheus(text_or_buffer, *, timestamp=None, host: str | None = 
     rows = []
     mig = 0
     bad_time = 0
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        m = _METRIC.match(s)
-        if not m:
-            raise ParseError("not a Prometheus sample line (expected 'NAME{labels} value "
-                             "[timestamp_ms]')", path=path, line=lineno)
-        metric, labels_s, value_s, ts_s = m.groups()
+    for lineno, metric, labels, value, ts_ms in _samples(text, path):
         spec = PROMETHEUS_VARIABLE_MAP.get(metric)
         if spec is None:
             continue
-        labels = _labels(labels_s or "", path, lineno)
         if labels.get("GPU_I_ID", "") != "":
             mig += 1
             continue
@@ -347,18 +387,15 @@ def parse_dcgm_prometheus(text_or_buffer, *, timestamp=None, host: str | None = 
         except ValueError:
             raise ParseError(f"label gpu={labels['gpu']!r} is not a GPU index", path=path,
                              line=lineno, column="gpu") from None
-        try:
-            value = float(value_s)
-        except ValueError:
-            raise ParseError(f"cannot read {value_s!r} as a number in {spec[1]}", path=path,
-                             line=lineno, column=metric) from None
-        if ts_s is not None and not TIME_MS_RANGE[0] <= int(ts_s) < TIME_MS_RANGE[1]:
-            bad_time += 1
-            continue
-        rows.append((int(ts_s) if ts_s is not None else None, labels.get("Hostname") or
-                     default_host, gpu, labels.get("UUID"), spec[0],
-                     _blank_to_nan(value) * (spec[2] if spec[0] != "throttle_reasons"
-                                             else 1.0), lineno, metric, _PRIO[metric]))
+        if ts_ms is not None:
+            if not TIME_MS_RANGE[0] <= ts_ms < TIME_MS_RANGE[1]:  # also False for NaN
+                bad_time += 1
+                continue
+            ts_ms = round(ts_ms)
+        rows.append((ts_ms, labels.get("Hostname") or default_host, gpu, labels.get("UUID"),
+                     spec[0], _blank_to_nan(float(value)) * (
+                         spec[2] if spec[0] != "throttle_reasons" else 1.0),
+                     lineno, metric, _PRIO[metric]))
     if bad_time:
         warn_quality(f"{path or 'dcgm-exporter output'}: dropped {bad_time} sample(s) whose "
                      "timestamp is not a time between 2000 and 2100 (Unix ms)")
