@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..exceptions import PowerlabError
 from .battery import battery_dispatch
+from .planner import planner_summary
 from .swings import swing_metrics
 from .timebase import interval_edges, parse_resolution
 
@@ -263,6 +264,7 @@ class ForecastSummary:
                                 "facility worst": e["facility"].max(),
                                 "it median": np.median(e["it"]), "it worst": e["it"].max()}
         self.table = pd.DataFrame(rows).T
+        self.planner = planner_summary(res)
         evc = res.events.groupby("event").size() / res.draws
         self.events = evc.rename("per draw").to_frame()
         t = res.throughput
@@ -278,7 +280,9 @@ class ForecastSummary:
         with pd.option_context("display.width", 120, "display.max_columns", 20,
                                "display.float_format", "{:,.3f}".format):
             parts = ["Power-swing forecast", "=" * 20, self.header.to_string(header=False),
-                     "", self.table.to_string(), "", "Events (mean count per draw)",
+                     "", self.table.to_string(), "",
+                     "Planner figures (facility; over draws)", self.planner.to_string(), "",
+                     "Events (mean count per draw)",
                      self.events.to_string(), "", "Throughput (mean per draw)",
                      self.throughput.to_string()]
         parts += [""] + [f"Note: {n}" for n in self.notes]
@@ -288,6 +292,8 @@ class ForecastSummary:
         fmt = "{:,.3f}".format
         body = (f"<h4>Power-swing forecast</h4>{self.header.to_html(header=False)}"
                 f"{self.table.to_html(float_format=fmt)}"
+                f"<p>Planner figures (facility; over draws)</p>"
+                f"{self.planner.to_html(float_format=fmt)}"
                 f"<p>Events (mean count per draw)</p>{self.events.to_html(float_format=fmt)}"
                 f"<p>Throughput (mean per draw)</p>"
                 f"{self.throughput.to_html(float_format=fmt)}")
