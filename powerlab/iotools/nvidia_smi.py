@@ -16,7 +16,6 @@ query (dropped).
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -117,8 +116,8 @@ def read_nvidia_smi(path, *, tz=None, n_gpus: int | None = None, host: str | Non
         with counts.
     """
     p = Path(path)
-    data, _ = read_bytes(p)
-    return parse_nvidia_smi(data, tz=tz, n_gpus=n_gpus, host=host, fields=fields, path=p)
+    data, _ = read_bytes(p)  # checked as UTF-8 here, once
+    return _parse(data, tz=tz, n_gpus=n_gpus, host=host, fields=fields, path=p)
 
 
 def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
@@ -130,7 +129,12 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
     source in messages.
     """
     data, name = read_bytes(text_or_buffer)
-    path = path if path is not None else name
+    return _parse(data, tz=tz, n_gpus=n_gpus, host=host, fields=fields,
+                  path=path if path is not None else name)
+
+
+def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
+    """:func:`parse_nvidia_smi` on bytes already checked by :func:`read_bytes`."""
     check_tz(tz, path)
     host = "localhost" if host is None else str(host)
 
@@ -165,23 +169,22 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
         raise ParseError("no 'timestamp' field: the query must include timestamp to give "
                          "samples a time", path=path, line=1)
 
-    if header_present:
-        body = b"" if first_end < 0 else data[first_end + 1:]
-    else:
-        body = data
+    # the body is data[start:end], never copied
+    start = (len(data) if first_end < 0 else first_end + 1) if header_present else 0
+    end = len(data)
     dropped_last = 0
-    if body and not body.endswith(b"\n"):
-        cut = body.rfind(b"\n")
-        if body[cut + 1:].strip():
+    if end > start and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n", start, end)
+        if data[cut + 1 if cut >= 0 else start:].strip():
             dropped_last = 1
-        body = body[:cut + 1] if cut >= 0 else b""
+        end = cut + 1 if cut >= 0 else start
     first_data_line = 2 if header_present else 1
     ncol = len(names)
 
     def text() -> str:  # only needed for the line numbers of error messages
         return data.decode("utf-8", errors="replace")
 
-    table = _read_cells(body, ncol, path, text, first_data_line)
+    table = _read_cells(data, start, end, ncol, path, text, first_data_line)
 
     # repeated header lines start a new segment (the logger was restarted with >>)
     # (a cell equal to the header's first cell once trimmed contains it, and the text of
@@ -189,7 +192,7 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
     # cells, then equality)
     head0 = head_cells[0]
     if (header_present and table.num_rows
-            and ('"' in head0 or head0.encode("utf-8") in body)
+            and ('"' in head0 or data.find(head0.encode("utf-8"), start, end) >= 0)
             and pc.any(pc.match_substring(table.column(0), head0)).as_py()):
         is_head = pc.equal(pc.utf8_trim_whitespace(table.column(0)), head0)
         is_head = is_head.to_numpy(zero_copy_only=False)
@@ -323,8 +326,10 @@ def _build_frame(cols: dict, utc: pd.DatetimeIndex, gpu: np.ndarray, order: np.n
     return df
 
 
-def _read_cells(body: bytes, ncol: int, path, text, first_data_line: int) -> pa.Table:
-    """Split the CSV body into string columns (pyarrow CSV reader)."""
+def _read_cells(data: bytes, start: int, end: int, ncol: int, path, text,
+                first_data_line: int, use_threads: bool = True) -> pa.Table:
+    """Split the CSV body ``data[start:end]`` into string columns (pyarrow CSV reader,
+    on all cores, without copying the body)."""
     cols = [f"c{i}" for i in range(ncol)]
     bad: list = []
 
@@ -332,16 +337,20 @@ def _read_cells(body: bytes, ncol: int, path, text, first_data_line: int) -> pa.
         bad.append(row)
         return "skip"
 
-    if not body or body.isspace():  # same test as `not body.strip()`, without a copy
+    size = end - start
+    if not size or (size < 4096 and data[start:end].isspace()):
         return pa.table({c: pa.array([], pa.string()) for c in cols})
     table = pacsv.read_csv(
-        io.BytesIO(body),
-        read_options=pacsv.ReadOptions(column_names=cols, use_threads=False,
-                                       block_size=min(max(len(body) + 1, 1 << 20), 1 << 26)),
+        pa.BufferReader(pa.py_buffer(data).slice(start, size)),
+        read_options=pacsv.ReadOptions(column_names=cols, use_threads=use_threads,
+                                       block_size=min(max(size // 4 + 1, 1 << 20), 1 << 26)),
         parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
         convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in cols},
                                              strings_can_be_null=False,
                                              quoted_strings_can_be_null=False))
+    if bad and bad[0].number is None and use_threads:  # row numbers need one thread
+        return _read_cells(data, start, end, ncol, path, text, first_data_line,
+                           use_threads=False)
     if bad:
         row = bad[0]
         line = (line_of_row(text(), row.number - 1, first_line=first_data_line)
@@ -365,6 +374,15 @@ def _parse_timestamps(arr: pa.Array, tz, path, column, row_line):
         r = int(np.flatnonzero(~zoned.to_numpy(zero_copy_only=False))[0])
         raise ParseError("some timestamps carry a time zone and some do not", path=path,
                          line=row_line(r), column=column)
+    ns = None if n_zoned else _fixed_width_ms(s)
+    if ns is not None:
+        ns = ns * 1_000_000
+        if tz is None:
+            raise ParseError("timestamps have no time zone (nvidia-smi prints local "
+                             "wall-clock time); pass tz=, e.g. tz='America/New_York' or "
+                             "tz='UTC', naming the zone of the machine that wrote the log",
+                             path=path, column=column)
+        return localize(pd.DatetimeIndex(ns.view("datetime64[ns]")), tz)
     iso = _replace_byte(s, b"/", b"-")
     target = pa.timestamp("ns", tz="UTC") if n_zoned else pa.timestamp("ns")
     try:
@@ -385,6 +403,48 @@ def _parse_timestamps(arr: pa.Array, tz, path, column, row_line):
                          "the zone of the machine that wrote the log", path=path,
                          column=column)
     return localize(pd.DatetimeIndex(ns.view("datetime64[ns]")), tz)
+
+
+_TS_LAYOUT = b"0000/00/00 00:00:00.000"
+_TS_DIGITS = np.array([c == ord("0") for c in _TS_LAYOUT])
+
+
+def _fixed_width_ms(arr: pa.Array) -> np.ndarray | None:
+    """Naive ``YYYY/MM/DD HH:MM:SS.fff`` timestamps (nvidia-smi's own format) as Unix
+    milliseconds, read digit by digit from the string buffer; ``None`` unless every value
+    has exactly that layout with valid field ranges (then the general parser decides)."""
+    n = len(arr)
+    if not n or arr.null_count or not isinstance(arr, pa.StringArray):
+        return None
+    _, offsets, data = arr.buffers()
+    off = np.frombuffer(offsets, dtype=np.int32, count=n + 1, offset=arr.offset * 4)
+    w = len(_TS_LAYOUT)
+    if off[-1] - off[0] != n * w or not (np.diff(off) == w).all():
+        return None
+    raw = np.frombuffer(data, dtype=np.uint8, count=n * w, offset=int(off[0])).reshape(n, w)
+    if not (raw[:, ~_TS_DIGITS] == np.frombuffer(_TS_LAYOUT, np.uint8)[~_TS_DIGITS]).all():
+        return None
+    d = raw[:, _TS_DIGITS].astype(np.int64) - 48
+    if ((d < 0) | (d > 9)).any():
+        return None
+
+    def num(a, b):
+        out = d[:, a]
+        for k in range(a + 1, b):
+            out = out * 10 + d[:, k]
+        return out
+
+    y, mo, dd = num(0, 4), num(4, 6), num(6, 8)
+    hh, mi, ss, ms = num(8, 10), num(10, 12), num(12, 14), num(14, 17)
+    if ((mo < 1) | (mo > 12) | (dd < 1) | (hh > 23) | (mi > 59) | (ss > 59)).any():
+        return None
+    month = ((y - 1970) * 12 + mo - 1).astype("datetime64[M]")
+    first = month.astype("datetime64[D]").astype(np.int64)
+    length = (month + 1).astype("datetime64[D]").astype(np.int64) - first
+    if (dd > length).any():  # 2025/02/30: for the general parser to report
+        return None
+    days = first + dd - 1
+    return ((days * 24 + hh) * 60 + mi) * 60_000 + ss * 1000 + ms
 
 
 def _replace_byte(arr: pa.Array, old: bytes, new: bytes) -> pa.Array:
