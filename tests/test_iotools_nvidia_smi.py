@@ -399,22 +399,6 @@ def test_no_query_structure_is_an_error_not_a_guess():
         parse_nvidia_smi(HEAD + "".join(lines), tz="UTC")
 
 
-def test_fixed_width_timestamps_match_the_general_parser():
-    import pyarrow as pa
-
-    from powerlab.iotools.nvidia_smi import _fixed_width_ms
-
-    rng = np.random.default_rng(7)
-    ms = rng.integers(0, 4_102_444_800_000, 2000)          # 1970 .. 2100, leap days too
-    ms = np.r_[ms, 951_782_400_000, 1_709_164_800_123]      # 2000-02-29, 2024-02-29
-    text = [str(np.datetime64(int(v), "ms")).replace("-", "/").replace("T", " ")
-            for v in ms]
-    assert (_fixed_width_ms(pa.array(text)) == ms).all()
-    for bad in ["2025/02/29 00:00:00.000", "2025/13/01 00:00:00.000",
-                "2025/01/01 24:00:00.000", "2025/01/01 00:00:00.00x", "2025-01-01 00:00:00.000"]:
-        assert _fixed_width_ms(pa.array(text[:3] + [bad])) is None
-
-
 @pytest.mark.bad_input("readers")
 def test_impossible_date_is_a_parse_error_naming_the_line():
     text = ("timestamp, index, power.draw [W]\n"

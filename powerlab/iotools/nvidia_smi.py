@@ -374,15 +374,6 @@ def _parse_timestamps(arr: pa.Array, tz, path, column, row_line):
         r = int(np.flatnonzero(~zoned.to_numpy(zero_copy_only=False))[0])
         raise ParseError("some timestamps carry a time zone and some do not", path=path,
                          line=row_line(r), column=column)
-    ns = None if n_zoned else _fixed_width_ms(s)
-    if ns is not None:
-        ns = ns * 1_000_000
-        if tz is None:
-            raise ParseError("timestamps have no time zone (nvidia-smi prints local "
-                             "wall-clock time); pass tz=, e.g. tz='America/New_York' or "
-                             "tz='UTC', naming the zone of the machine that wrote the log",
-                             path=path, column=column)
-        return localize(pd.DatetimeIndex(ns.view("datetime64[ns]")), tz)
     iso = _replace_byte(s, b"/", b"-")
     target = pa.timestamp("ns", tz="UTC") if n_zoned else pa.timestamp("ns")
     try:
@@ -403,48 +394,6 @@ def _parse_timestamps(arr: pa.Array, tz, path, column, row_line):
                          "the zone of the machine that wrote the log", path=path,
                          column=column)
     return localize(pd.DatetimeIndex(ns.view("datetime64[ns]")), tz)
-
-
-_TS_LAYOUT = b"0000/00/00 00:00:00.000"
-_TS_DIGITS = np.array([c == ord("0") for c in _TS_LAYOUT])
-
-
-def _fixed_width_ms(arr: pa.Array) -> np.ndarray | None:
-    """Naive ``YYYY/MM/DD HH:MM:SS.fff`` timestamps (nvidia-smi's own format) as Unix
-    milliseconds, read digit by digit from the string buffer; ``None`` unless every value
-    has exactly that layout with valid field ranges (then the general parser decides)."""
-    n = len(arr)
-    if not n or arr.null_count or not isinstance(arr, pa.StringArray):
-        return None
-    _, offsets, data = arr.buffers()
-    off = np.frombuffer(offsets, dtype=np.int32, count=n + 1, offset=arr.offset * 4)
-    w = len(_TS_LAYOUT)
-    if off[-1] - off[0] != n * w or not (np.diff(off) == w).all():
-        return None
-    raw = np.frombuffer(data, dtype=np.uint8, count=n * w, offset=int(off[0])).reshape(n, w)
-    if not (raw[:, ~_TS_DIGITS] == np.frombuffer(_TS_LAYOUT, np.uint8)[~_TS_DIGITS]).all():
-        return None
-    d = raw[:, _TS_DIGITS].astype(np.int64) - 48
-    if ((d < 0) | (d > 9)).any():
-        return None
-
-    def num(a, b):
-        out = d[:, a]
-        for k in range(a + 1, b):
-            out = out * 10 + d[:, k]
-        return out
-
-    y, mo, dd = num(0, 4), num(4, 6), num(6, 8)
-    hh, mi, ss, ms = num(8, 10), num(10, 12), num(12, 14), num(14, 17)
-    if ((mo < 1) | (mo > 12) | (dd < 1) | (hh > 23) | (mi > 59) | (ss > 59)).any():
-        return None
-    month = ((y - 1970) * 12 + mo - 1).astype("datetime64[M]")
-    first = month.astype("datetime64[D]").astype(np.int64)
-    length = (month + 1).astype("datetime64[D]").astype(np.int64) - first
-    if (dd > length).any():  # 2025/02/30: for the general parser to report
-        return None
-    days = first + dd - 1
-    return ((days * 24 + hh) * 60 + mi) * 60_000 + ss * 1000 + ms
 
 
 def _replace_byte(arr: pa.Array, old: bytes, new: bytes) -> pa.Array:
