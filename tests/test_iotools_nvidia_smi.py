@@ -407,3 +407,25 @@ def test_impossible_date_is_a_parse_error_naming_the_line():
     with pytest.raises(ParseError, match="2025/02/29") as exc:
         parse_nvidia_smi(text, tz="UTC")
     assert exc.value.line == 3
+
+
+@pytest.mark.bad_input("readers")
+def test_pci_bus_id_names_the_gpu_whatever_rows_are_lost_or_moved():
+    # GPUs numbered in PCI bus order; rows deleted, duplicated-free and out of order:
+    # every row keeps the GPU its bus id names, no timestamp structure needed
+    bus = ["00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0"]
+    rows = []
+    for q in range(5):
+        for g in range(3):
+            rows.append(f"2025/07/27 00:00:{q:02d}.{g:03d}, {bus[g]}, {100 * g + q}.0 W\n")
+    del rows[4]                                   # GPU 1 of query 1
+    rows[7], rows[2] = rows[2], rows[7]           # two rows of other queries swapped
+    text = "timestamp, pci.bus_id, power.draw [W]\n" + "".join(rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataQualityWarning)
+        df = parse_nvidia_smi(text, tz="UTC")
+    assert len(df) == 14
+    assert ((df["power_w"] // 100).astype(int) == df["gpu_index"].astype(int)).all()
+    with pytest.raises(ParseError, match="PCI bus id") as exc:
+        parse_nvidia_smi(text.replace(bus[2], "[N/A]", 1), tz="UTC")
+    assert exc.value.column == "pci.bus_id"

@@ -2,10 +2,11 @@
 
 nvidia-smi prints one CSV row per GPU per query.  With ``-l``/``-lms`` it repeats the
 query, so a log is a sequence of blocks of ``n`` rows (one per GPU, in index order).  When
-the query has no ``index``/``uuid`` field, a row's GPU is taken from its place in its
-query only where the timestamps prove the query (rows milliseconds apart, queries a
-sleep apart, exactly ``n`` rows, time never going backwards); rows of damaged queries
-are dropped and counted, never shifted to another GPU (see :func:`_index_from_order`).
+the query has no ``index``, ``pci.bus_id`` (GPUs are numbered in PCI bus order) or
+``uuid`` field, a row's GPU is taken from its place in its query only where the
+timestamps prove the query (rows milliseconds apart, queries a sleep apart, exactly
+``n`` rows, time never going backwards); rows of damaged queries are dropped and
+counted, never shifted to another GPU (see :func:`_index_from_order`).
 
 Variants handled: any field subset, unit-suffixed headers (``power.draw [W]``), values
 with units (``72.36 W``, ``17 MiB``, ``0 %``), ``nounits``, ``noheader`` (give
@@ -45,12 +46,13 @@ __all__ = ["VARIABLE_MAP", "parse_nvidia_smi", "read_nvidia_smi"]
 #: the canonical unit).  Where several fields map to one column, the first one present
 #: in this order wins (``power.draw`` over ``power.draw.instant``, the enforced power
 #: limit over the requested one, the SM clock over the graphics clock).  Fields not in
-#: the table (``name``, ``pci.bus_id``, ``pstate`` ...) are read and ignored.
+#: the table (``name``, ``pstate`` ...) are read and ignored; ``pci.bus_id`` identifies the GPU.
 VARIABLE_MAP: dict[str, tuple[str, str | None, float | None]] = {
     "timestamp": ("timestamp", None, None),
     "index": ("gpu_index", None, None),
     "uuid": ("gpu_uuid", None, None),
     "gpu_uuid": ("gpu_uuid", None, None),
+    "pci.bus_id": ("pci_bus_id", None, None),
     "power.draw": ("power_w", "W", 1.0),
     "power.draw.instant": ("power_w", "W", 1.0),
     "power.draw.average": ("power_avg_w", "W", 1.0),
@@ -237,7 +239,7 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
                                  f"{arr[r].as_py()!r}",
                                  path=path, line=row_line(r), column=nm)
             cols[canon] = v.astype(np.int64)
-        elif canon == "gpu_uuid":
+        elif canon in ("gpu_uuid", "pci_bus_id"):
             cols[canon] = pc.utf8_trim_whitespace(arr).to_numpy(zero_copy_only=False)
         elif canon == "throttle_reasons":
             cols[canon] = hex_to_uint64(arr, path=path, column=nm, row_line=row_line)
@@ -253,8 +255,11 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
     utc, n_amb, n_nonex = cols.pop("timestamp")
     mask_impossible(cols, path=path, what="nvidia-smi output")
 
+    bus = cols.pop("pci_bus_id", None)
     if "gpu_index" in cols:
         gpu = cols.pop("gpu_index")
+    elif bus is not None:
+        gpu = _index_from_bus_id(bus, path, row_line)
     elif "gpu_uuid" in cols:
         gpu = _index_from_uuid(cols["gpu_uuid"], seg_id, path, row_line)
     else:
@@ -278,6 +283,11 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
     n_unproven = int(np.count_nonzero(gpu < 0))
     if n_unproven:
         order = order[n_unproven:]
+    t_sorted, g_sorted = utc.asi8[order], gpu[order]
+    if len(order) > 1 and ((t_sorted[1:] < t_sorted[:-1])
+                           & (g_sorted[1:] == g_sorted[:-1])).any():
+        # rows that name their GPU but are out of time order in the file
+        order = order[np.lexsort((t_sorted, g_sorted))]
     df = _build_frame(cols, utc, gpu, order, host, len(order))
     df = schema.conform(df, sort=False)
     return schema.validate(df, source=str(path) if path is not None else "nvidia-smi output")
@@ -427,6 +437,20 @@ def _repeat_string(value: str, n: int) -> pd.Series:
     arr = pa.Array.from_buffers(pa.large_string(), n,
                                 [None, pa.py_buffer(offsets), pa.py_buffer(encoded * n)])
     return pd.Series(pd.arrays.ArrowStringArray(arr))
+
+
+def _index_from_bus_id(bus: np.ndarray, path, row_line) -> np.ndarray:
+    """GPU index from the PCI bus id: NVML (and so nvidia-smi) numbers the GPUs of a
+    node in PCI bus order, so the index is the rank of the bus id among those in the
+    log.  Every row names its GPU: nothing is inferred from row order."""
+    codes, uniques = pd.factorize(pd.Series(bus, dtype=object).str.upper(), sort=True)
+    bad = [i for i, u in enumerate(uniques) if not u or u.startswith("[") or u in ("N/A",)]
+    if bad:
+        r = int(np.flatnonzero(np.isin(codes, bad))[0])
+        raise ParseError(f"cannot read {bus[r]!r} as a PCI bus id (expected e.g. "
+                         "00000000:18:00.0)", path=path, line=row_line(r),
+                         column="pci.bus_id")
+    return codes.astype(np.int64)
 
 
 def _index_from_uuid(uuids, seg_id, path, row_line) -> np.ndarray:
