@@ -68,9 +68,12 @@ def synthetic_smi(path: Path, rows: int, n_gpus: int = 8, seed: int = 0) -> None
                                        " MiB\n", "")
     with open(path, "wb") as f:
         f.write(b"timestamp, power.draw [W], utilization.gpu [%], memory.used [MiB]\n")
-        _, offsets, data = line.buffers()
-        off = np.frombuffer(offsets, dtype=np.int32, count=len(line) + 1)
-        f.write(memoryview(data)[off[0]:off[-1]])
+        for chunk in (line.chunks if isinstance(line, pa.ChunkedArray) else [line]):
+            chunk = chunk.cast(pa.large_string())
+            _, offsets, data = chunk.buffers()
+            off = np.frombuffer(offsets, dtype=np.int64, count=len(chunk) + 1,
+                                offset=chunk.offset * 8)
+            f.write(memoryview(data)[off[0]:off[-1]])
 
 
 def bare_mlperf(folder: Path) -> pd.DataFrame:
