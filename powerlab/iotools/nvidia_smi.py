@@ -353,7 +353,7 @@ def _read_cells(data: bytes, start: int, end: int, ncol: int, path, text,
     table = pacsv.read_csv(
         pa.BufferReader(pa.py_buffer(data).slice(start, size)),
         read_options=pacsv.ReadOptions(column_names=cols, use_threads=use_threads,
-                                       block_size=min(max(size // 4 + 1, 1 << 20), 1 << 26)),
+                                       block_size=1 << 22),
         parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
         convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in cols},
                                              strings_can_be_null=False,
