@@ -324,3 +324,20 @@ def test_mlperf_impossible_time_or_power_masked_and_counted(field, value):
         assert df["power_w"].tolist() == [4000.0, 4001.0, 4003.0]
     else:
         assert np.isnan(df["power_w"].iloc[2]) and df["power_w"].notna().sum() == 3
+
+
+@pytest.mark.parametrize(("col", "value"), [(1, "-999"), (3, "250"), (8, "inf"),
+                                           (7, "1e308")])
+def test_weather_impossible_values_masked_and_counted(tmp_path, col, value):
+    lines = (D / "weather_2025-06-04_excerpt.txt").read_text().splitlines(keepends=True)
+    cells = lines[3].rstrip("\n").split(",")
+    cells[col] = value
+    lines[3] = ",".join(cells) + "\n"
+    f = tmp_path / "w.txt"
+    f.write_text("".join(lines))
+    with pytest.warns(DataQualityWarning, match="impossible value.* masked as missing: 1 "):
+        df = read_weather(f)
+    good = _quiet(read_weather, D / "weather_2025-06-04_excerpt.txt")
+    assert len(df) == len(good)
+    assert df.isna().sum().sum() == good.isna().sum().sum() + 1
+    assert np.isfinite(df.to_numpy()[~np.isnan(df.to_numpy())]).all()

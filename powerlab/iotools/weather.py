@@ -43,6 +43,22 @@ VARIABLE_MAP: dict[str, tuple[str, float]] = {
     "UV": ("uv_index", 1.0),
     "Solar Radiation (W/m²)": ("solar_radiation_w_per_m2", 1.0),
 }
+#: Values a weather station can report, per column (outside: a sentinel such as -999 or
+#: a damaged value, masked as missing and counted).  Air temperatures span the records
+#: on Earth; pressure is sea-level pressure [hPa].
+VALID_RANGE: dict[str, tuple[float, float]] = {
+    "temp_air_c": (-90.0, 60.0),
+    "dew_point_c": (-90.0, 60.0),
+    "humidity_pct": (0.0, 100.0),
+    "wind_direction_deg": (0.0, 360.0),
+    "wind_speed_m_per_s": (0.0, 120.0),
+    "wind_gust_m_per_s": (0.0, 120.0),
+    "pressure_hpa": (850.0, 1090.0),
+    "precip_rate_mm_per_h": (0.0, 500.0),
+    "precip_total_mm": (0.0, 2000.0),
+    "uv_index": (0.0, 25.0),
+    "solar_radiation_w_per_m2": (0.0, 1500.0),
+}
 _TIME = "Time"
 _FILES = re.compile(r".*\.(txt|csv)(\.gz)?$")
 
@@ -168,6 +184,7 @@ def _parse(text: str, path) -> tuple[pd.DataFrame, str]:
                          "(expected YYYY-MM-DD HH:MM)", path=path, line=lineno[r],
                          column=_TIME)
     out = {"_time": times.to_numpy(dtype="datetime64[ns]")}
+    masked: list[str] = []
     for src, (name, factor) in VARIABLE_MAP.items():
         if src not in raw.columns:
             continue
@@ -179,8 +196,18 @@ def _parse(text: str, path) -> tuple[pd.DataFrame, str]:
             unit = src[src.find("(") + 1:-1] if "(" in src else "no unit"
             raise ParseError(f"cannot read {raw[src].iloc[r]!r} as a number ({unit})",
                              path=path, line=lineno[r], column=src)
-        out[name] = v.to_numpy(dtype="float64") * factor
+        x = v.to_numpy(dtype="float64") * factor
+        lo, hi = VALID_RANGE[name]
+        with np.errstate(invalid="ignore"):
+            impossible = ~np.isnan(x) & ~((x >= lo) & (x <= hi))
+        if impossible.any():
+            masked.append(f"{int(impossible.sum())} {name} (e.g. "
+                          f"{x[np.flatnonzero(impossible)[0]]:g})")
+            x[impossible] = np.nan
+        out[name] = x
     parts = []
+    if masked:
+        parts.append("impossible value(s) masked as missing: " + ", ".join(masked))
     if truncated:
         parts.append("1 truncated last line")
     if wrong:
