@@ -429,3 +429,18 @@ def test_pci_bus_id_names_the_gpu_whatever_rows_are_lost_or_moved():
     with pytest.raises(ParseError, match="PCI bus id") as exc:
         parse_nvidia_smi(text.replace(bus[2], "[N/A]", 1), tz="UTC")
     assert exc.value.column == "pci.bus_id"
+
+
+@pytest.mark.bad_input("readers")
+def test_logs_appended_with_a_header_between_keep_their_own_queries():
+    # a logger killed mid-query, restarted with >>: the partial query before the repeated
+    # header is dropped; the next run's queries start again at GPU 0
+    rows = _synthetic_rows(8, 30, seed=9, stall_every=1000)
+    first, second = rows[:8 * 12 + 5], rows[8 * 12 + 8:]
+    late = len(rows) - len(_kept(rows))             # queries split by a late GPU (query 3)
+    text = HEAD + "".join(first) + HEAD + "".join(second)
+    with pytest.warns(DataQualityWarning, match=f"dropped {late + 5} of"):
+        df = parse_nvidia_smi(text, tz="UTC")
+    k = (df["memory_used_bytes"] / 2 ** 20).round().astype(int)
+    assert (df["gpu_index"].astype(int) == k % 8).all()
+    assert len(df) == len(first) + len(second) - 5 - late
