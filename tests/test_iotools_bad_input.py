@@ -341,3 +341,38 @@ def test_weather_impossible_values_masked_and_counted(tmp_path, col, value):
     assert len(df) == len(good)
     assert df.isna().sum().sum() == good.isna().sum().sum() + 1
     assert np.isfinite(df.to_numpy()[~np.isnan(df.to_numpy())]).all()
+
+
+# --- random damage: a clean error or counted warnings, never a traceback -------------------
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+@pytest.mark.parametrize("seed", range(3))
+def test_random_byte_damage_ends_in_a_powerlab_error_or_a_frame(tmp_path, reader, seed):
+    from powerlab.exceptions import PowerlabError
+
+    name, read = READERS[reader]
+    raw = bytearray((D / name).read_bytes())
+    rng = np.random.default_rng(seed)
+    outcomes = set()
+    for trial in range(25):
+        data = bytearray(raw)
+        for _ in range(int(rng.integers(1, 4))):
+            op = rng.integers(0, 4)
+            i = int(rng.integers(0, len(data)))
+            if op == 0:
+                data[i] = int(rng.integers(0, 256))
+            elif op == 1:
+                del data[i:i + int(rng.integers(1, 40))]
+            elif op == 2:
+                data = data[:i]
+            else:
+                data[i:i] = bytes(rng.choice(list(b"0123456789.,-e []NA\n:x"), 5))
+        f = tmp_path / f"{trial}_{name}"
+        f.write_bytes(bytes(data))
+        try:
+            _quiet(read, f)
+            outcomes.add("read")
+        except PowerlabError as exc:
+            assert str(f) in str(exc) or exc.__class__.__name__ == "SchemaError", exc
+            outcomes.add("error")
+    assert outcomes
