@@ -444,3 +444,15 @@ def test_logs_appended_with_a_header_between_keep_their_own_queries():
     k = (df["memory_used_bytes"] / 2 ** 20).round().astype(int)
     assert (df["gpu_index"].astype(int) == k % 8).all()
     assert len(df) == len(first) + len(second) - 5 - late
+
+
+@pytest.mark.parametrize("blank", ["", "\n", "\r\n"])
+def test_error_line_numbers_count_repeated_headers_and_empty_lines(blank):
+    text = ("timestamp, index, power.draw [W]\n" + blank +
+            "2025/07/27 00:00:00.000, 0, 10.0 W\n"
+            "timestamp, index, power.draw [W]\n" + blank +
+            "2025/07/27 00:00:01.000, 0, 11.0 W\n"
+            "2025/07/27 00:00:02.000, 0, 1x.0 W\n")
+    with pytest.raises(ParseError, match="1x.0") as exc:
+        parse_nvidia_smi(text, tz="UTC")
+    assert exc.value.line == 5 + (2 if blank else 0)
