@@ -258,3 +258,17 @@ def test_failures_and_interruptions_together_refused():
     with pytest.raises(ScenarioError) as ei:
         parse_scenario(_small(site={"model": "nope"}))
     assert ei.value.key == "interruptions.model"
+
+
+def test_simulate_interruptions_is_what_the_engine_does():
+    d = _small(interruptions={"model": "llama3", "scale": 10000.0})
+    d["horizon"]["start_utc"] = d["jobs"][0]["start_utc"]
+    sc = parse_scenario(d)
+    assert sc.jobs[0].start_utc == sc.start_utc   # job 0 starts at tick 0
+    res = forecast(sc, draws=4, seed=9)
+    alone = simulate_interruptions(sc.jobs[0], draws=4, seed=9, tick_s=res.tick_s)
+    tp = res.throughput.query("job == 'pretrain'").reset_index(drop=True)
+    for col in ("interruptions", "planned_interruptions", "train_s", "lost_to_failures_s",
+                "effective_training_time"):
+        np.testing.assert_allclose(tp[col].to_numpy(), alone[col].to_numpy())
+    assert tp["interruptions"].sum() > 0
