@@ -182,6 +182,21 @@ def test_bad_disturbances_name_the_key(bad, key, words):
 
 
 @pytest.mark.bad_input("scenario")
+def test_ups_transfer_refused_in_a_reduced_forecast():
+    sc = parse_scenario(_doc([_sag(ups_fraction=0.5)]))
+    with pytest.raises(ScenarioError, match="keep_ticks=True") as ei:
+        forecast(sc, draws=1, keep_ticks=False)
+    assert ei.value.key == "disturbances[0].ups_fraction"
+    # trips alone are in the reduced forecast too
+    sc2 = parse_scenario(_doc([_sag(trip_fraction=1.0, outage_s=60)]))
+    red = forecast(sc2, draws=1, keep_ticks=False)
+    full = forecast(sc2, draws=1)
+    assert red.energy_j("it")[0] == pytest.approx(full.energy_j("it")[0], rel=1e-9)
+    assert red.energy_j("it")[0] < forecast(parse_scenario(_doc()), draws=1,
+                                            keep_ticks=False).energy_j("it")[0]
+
+
+@pytest.mark.bad_input("scenario")
 def test_disturbances_must_be_a_list_with_unique_names():
     with pytest.raises(ScenarioError) as ei:
         parse_scenario(_doc({"at_utc": SAG_AT}))

@@ -43,6 +43,7 @@ __all__ = [
     "DisturbancePlan",
     "VoltageSag",
     "add_sag_events",
+    "check_ups_needs_ticks",
     "disturbance_plan",
     "disturbance_summary",
     "parse_disturbances",
@@ -189,6 +190,19 @@ def apply_dark(it_w: np.ndarray, plan: DisturbancePlan | None, scenario) -> None
         a, b = max(0, a), min(n, b)
         if b > a and nodes:
             it_w[a:b] -= nodes * per_node
+
+
+def check_ups_needs_ticks(scenario, keep_ticks: bool) -> None:
+    """Refuse a reduced forecast (``keep_ticks=False``) of sags that move load to UPS:
+    the transfer is applied to the per-tick facility power only, and the reduction
+    would silently leave it out."""
+    if keep_ticks:
+        return
+    for i, sag in enumerate(getattr(scenario, "disturbances", ())):
+        if sag.ups_fraction > 0:
+            raise ScenarioError("a voltage sag with ups_fraction > 0 needs the per-tick "
+                                "power: run forecast(..., keep_ticks=True) or set "
+                                "ups_fraction to 0", key=f"disturbances[{i}].ups_fraction")
 
 
 def ups_transfer_w(scenario, it_w: np.ndarray, t0: pd.Timestamp, tick_s: float

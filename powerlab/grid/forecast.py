@@ -55,7 +55,7 @@ import pandas as pd
 from scipy import signal, special
 
 from ..exceptions import PowerlabError, ScenarioError
-from .disturbances import add_sag_events, apply_dark, disturbance_plan
+from .disturbances import add_sag_events, apply_dark, check_ups_needs_ticks, disturbance_plan
 from .interruptions import (
     cause_rows,
     interruption_frame,
@@ -618,6 +618,7 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     events = []
     thr = []
     istats, causes = [], []  # interruptions hook
+    check_ups_needs_ticks(scenario, keep_ticks)  # disturbances hook
     for d in range(draws):
         diff: list = []
         dense = np.full(n, constant_w + (job_idle_w if linear else 0.0), dtype=float)
