@@ -176,6 +176,9 @@ def test_forecast_frames_summary_and_sidecar(tmp_path):
     assert (ir.groupby("draw").size().reindex(range(3), fill_value=0) == n_ev).all()
     text = str(res.summary())
     assert "effective_training_time (median)" in text and "daly_interval_s" in text
+    split = res.summary().interruptions.loc["pretrain"]
+    assert [split[f"restart: {k}"] for k in ("detection_s", "drain_s", "reschedule_s",
+                                              "startup_s")] == [60, 30, 120, 30]
     from powerlab.grid.export import write_facilities_csv
 
     _, jpath = write_facilities_csv(res, tmp_path / "f.csv", "15min")

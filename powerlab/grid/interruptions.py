@@ -363,8 +363,10 @@ def checkpoint_report(scenario, job=None) -> pd.DataFrame:
 
 
 def interruption_summary(res) -> pd.DataFrame:
-    """Per job: interruptions per draw (median, planned, unexpected), downtime and
-    effective training time (median and p10 over draws) [-]; empty without any rate."""
+    """Per job: interruptions per draw (median, planned), downtime, effective training
+    time (median and p10 over draws) [-] and the recovery split of one unexpected
+    interruption (detection, drain, reschedule, start-up [s]; a plain ``failures:``
+    section's ``restart_s`` is shown as reschedule); empty without any rate."""
     t = res.throughput
     if "interruptions" not in t.columns or not (t["interruptions"] > 0).any():
         return pd.DataFrame()
@@ -376,6 +378,14 @@ def interruption_summary(res) -> pd.DataFrame:
         "effective_training_time (median)": g["effective_training_time"].median(),
         "effective_training_time (p10)": g["effective_training_time"].quantile(0.1),
     })
+    # the recovery split of one unexpected interruption [s]
+    jobs = {j.name: j for j in res.scenario.jobs}
+    for col, attr in (("detection_s", "detection_s"), ("drain_s", "drain_s"),
+                      ("reschedule_s", "reschedule_s")):
+        out[f"restart: {col}"] = [
+            getattr(jobs[n].interruptions, attr) if jobs[n].interruptions is not None
+            else (jobs[n].restart_s if attr == "reschedule_s" else 0.0) for n in out.index]
+    out["restart: startup_s"] = [jobs[n].startup_s for n in out.index]
     return out
 
 
