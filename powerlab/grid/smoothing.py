@@ -114,7 +114,10 @@ def smooth_power(power_w: np.ndarray, tick_s: float, *, floor_w: float = 0.0,
             rate[i] = sd
             h = max(0, hold - below)
             hold0[i] = h
-            below += L
+            # tick (1-based) of the run at which power reaches the target; once there,
+            # the target is no longer below the power and the hysteresis restarts
+            reach = h + (1 if sd == big else math.ceil((y - v) / sd - 1e-12))
+            below = 0 if reach < L else below + L
             if L > h:
                 y = v if sd == big else max(v, y - sd * (L - h))
     j = np.arange(n) - np.repeat(starts, lens) + 1            # 1..L within a run
