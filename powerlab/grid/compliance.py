@@ -464,8 +464,9 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
 
     Parameters
     ----------
-    source : Scenario, PowerTrace, DataFrame or path-like
-        A scenario (every Monte Carlo draw is evaluated), a trace, canonical telemetry,
+    source : Scenario, ForecastResult, PowerTrace, DataFrame or path-like
+        A scenario (every Monte Carlo draw is evaluated), a forecast already run (its
+        first ``draws`` draws, no engine run), a trace, canonical telemetry,
         a store folder, a canonical Parquet file or a scenario YAML.
     spec : RequirementSpec, Compliance or path-like
         The requirements.
@@ -489,6 +490,7 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
     -------
     ComplianceResult
     """
+    from .results import ForecastResult
     from .scenario import Scenario, read_scenario
 
     check = spec if isinstance(spec, Compliance) else Compliance(spec, sags=sags)
@@ -496,6 +498,19 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
         check = Compliance(spec.spec, sags=sags)
     if isinstance(source, (str, Path)) and Path(source).suffix.lower() in (".yaml", ".yml"):
         source = read_scenario(source)
+    if isinstance(source, ForecastResult):          # a forecast already run: no rerun
+        rows, first = [], None
+        for d in range(min(source.draws, int(draws))):
+            dp = PowerTrace(d, source.tick_s, source.start_utc, source.it_w[d],
+                            source.facility_w[d],
+                            source.events[source.events["draw"] == d].reset_index(drop=True))
+            first = first or dp
+            rows.append(check.evaluate(dp))
+        tick = float(source.tick_s)
+        return check.result(pd.DataFrame(rows), tick_s=tick, native_interval_s=tick,
+                            duration_s=source.n_ticks * tick,
+                            description=f"forecast of scenario {source.scenario.name!r}, "
+                                        f"{len(rows)} draws, seed {source.seed}", trace=first)
     if isinstance(source, Scenario):
         if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
             raise PowerlabError(f"draws must be an integer >= 1, got {draws!r}")
