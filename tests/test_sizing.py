@@ -204,6 +204,17 @@ def test_a_site_that_fails_a_ramp_limit_gets_a_passing_option(failing):
         assert chk.passed, (row["option"], chk.summary_frame()[["requirement", "value"]])
 
 
+def test_the_mitigated_trace_of_an_option_passes_comply(failing):
+    _, res = failing
+    for i in range(len(res.options)):
+        tr = res.trace(i, draw=1)
+        assert comply(tr, spec()).passed, res.options.loc[i, "option"]
+    assert res.option(0).label() == res.options.loc[0, "option"]
+    assert not comply(res.trace(MitigationOption(), draw=0), spec()).passed
+    with pytest.raises(PowerlabError, match="draw"):
+        res.trace(0, draw=5)
+
+
 def test_the_options_are_a_pareto_set_cheapest_first(failing):
     _, res = failing
     opts = res.options

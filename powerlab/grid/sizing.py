@@ -429,8 +429,10 @@ class SizingResult:
     """
 
     def __init__(self, spec, evaluated: pd.DataFrame, *, engine_runs: int, evaluations: int,
-                 draws: int, seed: int, description: str, cost: CostModel):
+                 draws: int, seed: int, description: str, cost: CostModel,
+                 model: SiteModel | None = None):
         self.spec = spec
+        self._model = model
         self.evaluated = evaluated
         self.engine_runs = engine_runs
         self.evaluations = evaluations
@@ -455,6 +457,30 @@ class SizingResult:
     def cheapest(self) -> pd.Series | None:
         """The cheapest passing option (a row of :attr:`options`), or None."""
         return self.options.iloc[0] if self.found else None
+
+    def option(self, i: int = 0) -> MitigationOption:
+        """Row ``i`` of :attr:`options` as a :class:`MitigationOption` (0: the cheapest)."""
+        row = self.options.iloc[i]
+        kw = {f.name: row[f.name] for f in dataclasses.fields(MitigationOption)}
+        if not kw["battery_power_megawatts"] > 0:
+            kw.update(battery_round_trip_efficiency=0.9, battery_window_s=60.0)
+        kw = {k: (bool(v) if k == "filler" else float(v)) for k, v in kw.items()}
+        return MitigationOption(**kw)
+
+    def trace(self, option: MitigationOption | int = 0, draw: int = 0) -> PowerTrace:
+        """The site's power with an option applied, one draw (for comply, resonance
+        screening or a grid-study export of the mitigated site)."""
+        if self._model is None:
+            raise PowerlabError("this result keeps no forecast to apply options to")
+        m = self._model
+        opt = self.option(option) if isinstance(option, (int, np.integer)) else option
+        if not 0 <= draw < m.draws:
+            raise PowerlabError(f"draw must be in 0..{m.draws - 1}, got {draw}")
+        fac, it, _ = m.facility(opt, draw, self.cost.filler_throughput_loss_pct)
+        grid, _ = _grid_energy(fac, m.tick_s, opt)
+        return PowerTrace(draw, m.tick_s, m.start_utc, it, grid,
+                          description=f"{self.description}, draw {draw}, with "
+                                      f"{opt.label()}")
 
     def summary(self) -> str:
         """Text summary."""
@@ -549,7 +575,8 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
     return SizingResult(check.spec, ev, engine_runs=model.engine_runs,
                         evaluations=model.evaluations, draws=int(draws), seed=seed,
                         description=f"forecast of scenario {scenario.name!r}, {draws} draws, "
-                                    f"seed {seed}, tick {model.tick_s:g} s", cost=cost)
+                                    f"seed {seed}, tick {model.tick_s:g} s", cost=cost,
+                        model=model)
 
 
 def _search(s: _Search, model: SiteModel, grid: SearchGrid) -> None:
