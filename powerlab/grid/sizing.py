@@ -16,7 +16,8 @@ mean power ``g_j = (IT_j - constant_j) / gpus_j`` per draw, with ``constant_j`` 
 power of the GPUs in no job and of the nodes.  An option is then array arithmetic per
 draw: :func:`~powerlab.grid.smoothing.smooth_power` on ``g_j`` (while the job holds its
 GPUs), a shift by the job's stagger delay, ``IT = constant + sum_j gpus_j g_j``,
-facility ``= IT x PUE(t) + base load``, then
+facility power from IT through the engine's public facility model
+(:func:`~powerlab.grid.facility.facility_power`: losses, lagging cooling, base load), then
 :func:`~powerlab.grid.battery.battery_dispatch`, then
 :meth:`~powerlab.grid.compliance.Compliance.evaluate`.  Smoothing the *mean* of a job's
 GPUs instead of each GPU is exact without timing jitter and an approximation with it
@@ -302,7 +303,14 @@ class SiteModel:
             lost_gpu_s += job.gpus * alloc_s * frac
             total_gpu_s += job.gpus * alloc_s
         loss_pct = 100.0 * lost_gpu_s / total_gpu_s if total_gpu_s else 0.0
-        return it * self.pue + self.base_load_w, it, loss_pct
+        from .facility import facility_power
+
+        site = sc.site
+        fac = facility_power(it, self.tick_s, self.pue,
+                             electrical_loss_fraction=site.electrical_loss_fraction,
+                             cooling_time_constant_s=site.cooling_time_constant_s,
+                             base_load_w=site.base_load_w).facility_w
+        return fac, it, loss_pct
 
 
 def _grid_energy(fac: np.ndarray, tick_s: float, opt: MitigationOption
