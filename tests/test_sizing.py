@@ -294,7 +294,7 @@ def test_cli_writes_the_options_and_exits_0(tmp_path, capsys):
     assert (opts["requirements_passed"] == "step_1s").all()
 
 
-@pytest.mark.bad_input("sizing")
+@pytest.mark.bad_input("requirements")
 def test_bad_arguments_are_refused():
     with pytest.raises(PowerlabError, match="draws"):
         size_mitigation(scenario(), spec(), draws=0)
