@@ -269,6 +269,8 @@ def test_no_option_when_a_requirement_cannot_be_shown_met(tmp_path):
                    str(tmp_path / "o"), "--draws", "1", "--quiet"])
     assert rc == 1
     assert pd.read_csv(tmp_path / "o" / "mitigation_options.csv").empty
+    text = (tmp_path / "o" / "mitigation_summary.txt").read_text()
+    assert "NO passing option" in text and "rt: cannot be shown met" in text
 
 
 def test_cli_writes_the_options_and_exits_0(tmp_path, capsys):

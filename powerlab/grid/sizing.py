@@ -389,6 +389,7 @@ class _Search:
                "passes": bool(res.passed),
                "requirements_passed": ";".join(v.index[v == "pass"]),
                "requirements_failed": ";".join(v.index[v == "fail"]),
+               "requirements_not_shown": ";".join(res.not_assessed),
                "_values": sf["value"].to_dict()}
         gpus = sum(j.gpus for j in m.scenario.jobs)
         c = self.cost
@@ -514,6 +515,14 @@ class SizingResult:
             worst = self.evaluated["requirements_failed"].str.split(";").explode()
             lines.append("Requirements failed most often: " + ", ".join(
                 worst.value_counts().index[:5]))
+            sets = [set(x.split(";")) - {""} for x in self.evaluated["requirements_not_shown"]]
+            never = set.intersection(*sets) if sets else set()
+            if never:
+                lines.append(
+                    f"{', '.join(sorted(never))}: cannot be shown met by this forecast in "
+                    "any option (a band above the tick's Nyquist frequency, or a "
+                    "ride-through requirement without a voltage sag): use a finer tick "
+                    "(e.g. --tick-s 0.01 for 3-30 Hz) or give --sags")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
