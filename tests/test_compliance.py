@@ -471,3 +471,15 @@ def test_comply_cli_reads_measured_sags(tmp_path, capsys):
     assert cli.main([*args, "--out", str(tmp_path / "b")]) == 1               # no sag given
     row = pd.read_csv(tmp_path / "b" / "compliance.csv").iloc[0]
     assert row["verdict"] == "fail" and math.isnan(row["value"])
+
+
+def test_a_forecast_already_run_gives_the_same_check_as_its_scenario():
+    from powerlab.grid.forecast import forecast
+    from powerlab.grid.scenario import read_scenario
+
+    sc = read_scenario(REPO / "data/scenarios/small.yaml")
+    spec = parse_requirements((REPO / "data/requirements/small_site_example.yaml").read_text())
+    a = comply(sc, spec, draws=2, seed=4)
+    b = comply(forecast(sc, draws=3, seed=4), spec, draws=2)     # first 2 of 3 draws
+    pd.testing.assert_frame_equal(a.draw_values, b.draw_values)
+    assert a.verdicts.equals(b.verdicts) and b.draws == 2
