@@ -23,6 +23,8 @@ Modules
 :mod:`~powerlab.grid.compliance`   a power series or a forecast checked against a spec
 :mod:`~powerlab.grid.resonance`    harmonics of the load against the grid's mode bands
 :mod:`~powerlab.grid.gridstudy`    playback files for PSCAD, PowerFactory and CSV
+:mod:`~powerlab.grid.smoothing`    NVML-style GPU power smoothing (floor, ramps, hysteresis)
+:mod:`~powerlab.grid.sizing`       the cheapest mitigations that meet a requirement spec
 
 The engine function is :func:`powerlab.grid.forecast.forecast` (the name ``forecast`` in
 this package is the module).  This wing imports only :mod:`powerlab.telemetry` (and
@@ -88,6 +90,12 @@ _EXPORTS = {
     ),
     "gridstudy": (
         "playback_frame", "write_grid_playback",
+    ),
+    "smoothing": (
+        "smooth_power",
+    ),
+    "sizing": (
+        "CostModel", "MitigationOption", "SearchGrid", "SizingResult", "size_mitigation",
     ),
 }
 
