@@ -6,13 +6,9 @@ import pytest
 from scipy.stats import mstats
 
 from powerlab.exceptions import ScenarioError
-from powerlab.grid.forecast import forecast
+from powerlab.grid.forecast import forecast, forecast_to_target
 from powerlab.grid.scenario import parse_scenario
-from powerlab.grid.uncertainty import (
-    draws_for_standard_error,
-    forecast_to_target,
-    interval_statistic,
-)
+from powerlab.grid.uncertainty import draws_for_standard_error, interval_statistic
 
 
 def _hazard(second_job_rate=0.0):
