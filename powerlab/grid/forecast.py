@@ -593,9 +593,13 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
             if diff:
                 idx = np.concatenate([a for a, _ in diff])
                 w = np.concatenate([b for _, b in diff])
-                dense += np.cumsum(np.bincount(idx, weights=w, minlength=n + 1)[:n])
+                steps = np.bincount(idx, weights=w, minlength=n + 1)
+                del idx, w
+                np.cumsum(steps, out=steps)
+                dense += steps[:n]
+                del steps
             if rise > 0:
-                dense = first_order_ticks(dense, tick, rise)
+                dense = first_order_ticks(dense, tick, rise, overwrite=True)
         if keep_ticks:
             it[d] = dense
         else:
