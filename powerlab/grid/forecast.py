@@ -177,29 +177,12 @@ class JobPlan:
     lost_ticks: int
 
 
-def _steps_rle(length: int, period: int, compute: int) -> tuple[np.ndarray, np.ndarray]:
-    """Compute/comm runs of a block of ``length`` ticks of steps."""
-    if compute <= 0 or compute >= period:
-        st = COMPUTE if compute >= period else COMM
-        return np.array([st]), np.array([length])
-    n_full, rem = divmod(length, period)
-    states = np.tile(np.array([COMPUTE, COMM]), n_full)
-    lens = np.tile(np.array([compute, period - compute]), n_full)
-    if rem:
-        if rem <= compute:
-            states = np.append(states, COMPUTE)
-            lens = np.append(lens, rem)
-        else:
-            states = np.append(states, [COMPUTE, COMM])
-            lens = np.append(lens, [compute, rem - compute])
-    return states, lens
-
-
 def _expand_blocks(blocks: list, period: int, compute: int
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Run-length states and lengths of a list of ``(state, start, length)`` blocks, the
-    training blocks split into compute/comm runs of steps (as :func:`_steps_rle`, for
-    all blocks at once)."""
+    training blocks split into compute/comm runs of steps (``C`` ticks of compute, then
+    ``P - C`` of communication; a partial last step computes first), for all blocks at
+    once."""
     if not blocks:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     arr = np.array(blocks, dtype=np.int64).reshape(-1, 3)
