@@ -6,11 +6,10 @@ import pytest
 from scipy.stats import mstats
 
 from powerlab.exceptions import ScenarioError
-from powerlab.grid.forecast import forecast
+from powerlab.grid.forecast import forecast, forecast_to_target
 from powerlab.grid.scenario import parse_scenario
 from powerlab.grid.uncertainty import (
     draws_for_standard_error,
-    forecast_to_target,
     interval_statistic,
 )
 

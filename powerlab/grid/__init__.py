@@ -52,7 +52,7 @@ _EXPORTS = {
         "facility_power",
     ),
     "uncertainty": (
-        "exceedance_frame", "forecast_to_target", "quantile_bands",
+        "exceedance_frame", "quantile_bands",
     ),
     "results": (
         "ForecastResult", "ForecastSummary",

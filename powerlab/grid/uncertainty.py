@@ -9,7 +9,8 @@ Carlo error; this module reports both.
 - :func:`quantile_bands` - quantiles of the interval power across draws (order
   statistics), with their Maritz-Jarrett standard errors;
 - :func:`draws_for_standard_error` - draws needed for a target error of a probability;
-- :func:`forecast_to_target` - rerun a forecast with enough draws for a target error.
+- :func:`powerlab.grid.forecast.forecast_to_target` - rerun a forecast with enough
+  draws for a target error (in the engine module: this one does not import it).
 
 Standard errors
 ---------------
@@ -43,7 +44,6 @@ from .timebase import interval_edges, parse_resolution
 __all__ = [
     "draws_for_standard_error",
     "exceedance_frame",
-    "forecast_to_target",
     "interval_statistic",
     "quantile_bands",
 ]
@@ -174,44 +174,3 @@ def draws_for_standard_error(target_se: float, p: float = 0.5) -> int:
         raise ScenarioError(f"target standard error must be in (0, 0.5), got {target_se!r}",
                             key="target_se")
     return max(3, math.ceil(p * (1 - p) / target_se ** 2 - 1e-9))
-
-
-def forecast_to_target(scenario, target_se: float, *, thresholds_w=None,
-                       probs=(0.1, 0.9), resolution="15min", scope: str = "facility",
-                       draws0: int = 20, max_draws: int = 2000, seed: int = 0,
-                       tick_s: float | None = None):
-    """Forecast with enough draws that every reported figure reaches a target MC error.
-
-    A pilot of ``draws0`` draws measures the largest standard error over intervals (of
-    the exceedance probabilities when ``thresholds_w`` is given, else of the quantile
-    bands, relative to the band's mean power); the draws are scaled by
-    ``(se / target)^2`` (errors fall as ``1/sqrt(draws)``) and the forecast rerun (draws
-    are seeded one by one, so the pilot's draws are the first of the rerun).
-
-    Returns
-    -------
-    result : ForecastResult
-    achieved_se : float
-        The largest standard error at the final draw count (a probability, or a
-        fraction of the mean power for bands) [-].
-    """
-    from .forecast import forecast
-
-    def worst(res):
-        if thresholds_w is not None:
-            return float(exceedance_frame(res, thresholds_w, resolution, scope)
-                         ["probability_se"].max())
-        qb = quantile_bands(res, probs, resolution, scope)
-        mean = interval_statistic(res, resolution, scope)[1].mean(axis=0)
-        ses = qb[[c for c in qb.columns if c.endswith("_se")]].to_numpy()
-        return float((ses / np.abs(mean)[:, None]).max())
-
-    res = forecast(scenario, draws=draws0, seed=seed, tick_s=tick_s)
-    se = worst(res)
-    if se <= target_se:
-        return res, se
-    need = min(max_draws, math.ceil(draws0 * (se / target_se) ** 2))
-    if need > draws0:
-        res = forecast(scenario, draws=need, seed=seed, tick_s=tick_s)
-        se = worst(res)
-    return res, se
