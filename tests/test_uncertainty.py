@@ -8,10 +8,7 @@ from scipy.stats import mstats
 from powerlab.exceptions import ScenarioError
 from powerlab.grid.forecast import forecast, forecast_to_target
 from powerlab.grid.scenario import parse_scenario
-from powerlab.grid.uncertainty import (
-    draws_for_standard_error,
-    interval_statistic,
-)
+from powerlab.grid.uncertainty import draws_for_standard_error, interval_statistic
 
 
 def _hazard(second_job_rate=0.0):

@@ -9,8 +9,8 @@ Carlo error; this module reports both.
 - :func:`quantile_bands` - quantiles of the interval power across draws (order
   statistics), with their Maritz-Jarrett standard errors;
 - :func:`draws_for_standard_error` - draws needed for a target error of a probability;
-- :func:`powerlab.grid.forecast.forecast_to_target` - rerun a forecast with enough
-  draws for a target error (in the engine module: this one does not import it).
+- :func:`powerlab.grid.forecast.forecast_to_target` - rerun a forecast with enough draws
+  for a target error (in the engine's module: it runs the engine).
 
 Standard errors
 ---------------
