@@ -377,8 +377,9 @@ def _scatter_steps(diff: list, plan: JobPlan, levels: np.ndarray, rnd: JobDraw,
     at, step = at[nz], step[nz]
     if not len(at):
         return
-    offs = rnd.offset_ticks
-    counts = rnd.offset_counts.astype(float)
+    used = rnd.offset_counts > 0  # offsets no GPU drew add nothing
+    offs = rnd.offset_ticks[used]
+    counts = rnd.offset_counts[used].astype(float)
     idx = np.clip((at[:, None] + offs[None, :]).ravel(), 0, n)
     w = (step[:, None] * counts[None, :]).ravel()
     diff.append((idx, w))
