@@ -13,6 +13,9 @@ Modules
 :mod:`~powerlab.grid.facility`     IT -> electrical losses -> lagging cooling -> base load
 :mod:`~powerlab.grid.reduction`    reducing each draw as it is computed (keep_ticks=False)
 :mod:`~powerlab.grid.uncertainty`  exceedance probabilities and bands with MC errors
+:mod:`~powerlab.grid.interruptions` interruptions by root cause, recovery, Young/Daly
+:mod:`~powerlab.grid.interruption_sim` a job's interruption process alone (no power)
+:mod:`~powerlab.grid.disturbances` voltage sags: trips, UPS ride-through, recovery
 :mod:`~powerlab.grid.battery`      battery dispatch at the point of interconnection
 :mod:`~powerlab.grid.results`      ForecastResult and its summary
 :mod:`~powerlab.grid.swings`       swings, ramps, spectrum, limit checks
@@ -53,6 +56,16 @@ _EXPORTS = {
     ),
     "uncertainty": (
         "exceedance_frame", "quantile_bands",
+    ),
+    "interruptions": (
+        "InterruptionModel", "checkpoint_report", "daly_interval_s", "llama3_model",
+        "young_interval_s",
+    ),
+    "interruption_sim": (
+        "simulate_interruptions",
+    ),
+    "disturbances": (
+        "VoltageSag", "disturbance_summary",
     ),
     "results": (
         "ForecastResult", "ForecastSummary",
