@@ -285,8 +285,9 @@ def check_limits(result, limits: Limits | None = None) -> pd.DataFrame:
     -------
     DataFrame
         One row per violation episode: ``draw, limit, start_utc, end_utc, worst,
-        limit_value, unit``.  Ramps: consecutive ticks whose rise (fall) rate exceeds
-        the limit; swings: runs of window starts whose window swing exceeds the limit;
+        limit_value, unit``.  Ramps: runs of ticks where the change between the
+        adjacent 1-s means around them (tick to tick when the tick does not divide 1 s)
+        exceeds the limit; swings: runs of window starts whose window swing exceeds the limit;
         bands: one row per draw whose band RMS exceeds the limit.  Empty when all hold.
     """
     lim = limits if limits is not None else result.scenario.limits
@@ -299,9 +300,14 @@ def check_limits(result, limits: Limits | None = None) -> pd.DataFrame:
     def t_at(i):
         return times[i] if i < len(times) else end
 
+    from .planner import ramp_into_tick
+
     for d in range(result.draws):
         x = x_all[d]
-        dx = np.diff(x) / tick
+        # ramps over adjacent 1-s means (the form utilities state), not tick to tick:
+        # element i is the change from the second before tick i+1 to the second after
+        win = 1.0 if abs(round(1.0 / tick) * tick - 1.0) < 1e-9 else tick
+        dx = np.nan_to_num(ramp_into_tick(x, tick, win)[1:], nan=0.0)
         for name, val, sign in (("ramp_up", lim.ramp_up_megawatts_per_s, 1.0),
                                 ("ramp_down", lim.ramp_down_megawatts_per_s, -1.0)):
             if val > 0:
