@@ -40,6 +40,7 @@ from powerlab.telemetry.store import read_store
 from .fake_nvml_util import (  # noqa: F401  (fixtures)
     CALL_COLUMNS,
     FakeScenario,
+    build_slow_fsync,
     fake_env,
     fake_libdir,
     fake_nvml,
@@ -410,6 +411,85 @@ def test_sigkill_at_random_moments_loses_at_most_one_flush_interval(fake_libdir,
         assert lost <= flush + slack, (run, lost)
     assert len(read_store(store)) > 0
     print(json.dumps({"sigkill_lost_s": [round(x, 3) for x in losses]}))
+
+
+def test_sigkill_on_a_slow_disk_loses_at_most_a_flush_interval_plus_a_write(fake_libdir,
+                                                                          tmp_path):
+    """fsync slowed to 0.3 s (an LD_PRELOAD shim) with a 0.2 s flush interval: the disk
+    cannot keep up, yet a SIGKILL loses at most max(flush interval, one write) plus one
+    write -- not a growing backlog (before the writer queue was bounded, a kill after
+    5 s lost 3-4 s and the loss grew with the run's length)."""
+    shim = build_slow_fsync()
+    sc_path = write_scenario(tmp_path / "s.txt", {"gpus": 2})
+    env = fake_env(fake_libdir, sc_path)
+    fsync_s, flush, interval = 0.3, 0.2, 0.02
+    env.update(LD_PRELOAD=str(shim), SLOW_FSYNC_S=str(fsync_s),
+               SLOW_FSYNC_LOG=str(tmp_path / "fsync.log"))
+    store = tmp_path / "store"
+    # one write: the telemetry file and the status-event file, each fsynced with its
+    # folder (4 fsyncs), plus the CPU of the write; slack: scheduling on a busy machine
+    write_s = 4 * fsync_s + 0.2
+    bound = max(flush, write_s) + write_s + 0.4
+    rng = random.Random(20261203)
+    losses = []
+    for run in range(3):
+        p, _ = _start(["--out", str(store), "--interval-s", str(interval),
+                             "--flush-interval-s", str(flush), "--host", f"slow{run}"], env)
+        time.sleep(rng.uniform(4.5, 6.0))
+        t_kill = time.time()
+        p.kill()
+        p.communicate(timeout=30)
+        _assert_every_file_reads(store)
+        df = read_store(store, hosts=[f"slow{run}"])
+        assert not df.empty  # the disk is slow, not stuck: batches did reach it
+        lost = t_kill - df["timestamp"].max().value * 1e-9
+        for _, part in df.groupby("gpu_index"):
+            mono = part["monotonic_s"].to_numpy()
+            assert np.diff(mono).max() < 5 * interval  # no hole in what was kept
+        losses.append(lost)
+        assert lost <= bound, (run, lost, bound)
+    assert (tmp_path / "fsync.log").read_text().count("\n") >= 12  # the shim was in effect
+    print(json.dumps({"slow_disk_sigkill_lost_s": [round(x, 3) for x in losses],
+                      "bound_s": bound}))
+
+
+def test_store_far_behind_drops_newest_samples_and_counts_them(fake_nvml, tmp_path):
+    """A store that takes 0.8 s per write with max_buffer_s = 0.3: the buffer never holds
+    more than 0.3 s of samples; what could not be kept is counted exactly."""
+    from powerlab.telemetry.store import write_store
+
+    fake_nvml({"gpus": 2})
+    sizes = []
+
+    def slow_writer(frame, root):
+        sizes.append(len(frame))
+        time.sleep(0.8)
+        return write_store(frame, root, fsync=False)
+
+    c = Collector(tmp_path / "s", interval_s=0.01, flush_interval_s=0.1, max_buffer_s=0.3,
+                  writer=slow_writer)
+    with c:
+        time.sleep(2.0)
+    rep = c.report()
+    total = int(rep.gpus["samples"].sum())
+    assert rep.dropped_samples > 0, (rep.summary(), sizes)
+    assert rep.rows_written + rep.dropped_samples == total
+    assert max(sizes) <= 2 * 30 + 2  # 0.3 s of 2 GPUs at 100 Hz, plus one tick
+    assert len(read_store(tmp_path / "s")) == rep.rows_written
+    ev = read_events(tmp_path / "s")
+    dropped = ev[ev["kind"] == "dropped"]
+    assert len(dropped) >= 1
+    counts = dropped["message"].str.extract(r"^(\d+) sample")[0].astype(int)
+    assert counts.sum() == rep.dropped_samples
+    assert "dropped: store behind" in rep.summary()
+
+
+@pytest.mark.bad_input("collector")
+def test_max_buffer_shorter_than_the_flush_interval_is_refused():
+    with pytest.raises(PowerlabError, match="max_buffer_s must be .* >= flush_interval_s"):
+        Collector(None, flush_interval_s=10, max_buffer_s=5)
+    with pytest.raises(PowerlabError, match="max_buffer_s must be"):
+        Collector(None, max_buffer_s=math.inf)
 
 
 FULL_DISK_SCRIPT = textwrap.dedent("""

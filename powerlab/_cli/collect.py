@@ -52,6 +52,10 @@ def register(subparsers) -> None:
                    help="NVML indices of the GPUs to sample (default: all)")
     p.add_argument("--flush-interval-s", type=_positive, default=10.0, metavar="S",
                    help="write buffered samples every S seconds (default 10)")
+    p.add_argument("--max-buffer-s", type=_positive, default=None, metavar="S",
+                   help="most seconds of samples held while the store is behind; newer "
+                        "samples are dropped and counted beyond it (default: max(60, 4 x "
+                        "flush interval))")
     p.add_argument("--signal-interval-s", type=_signal_interval, action="append",
                    default=[], metavar="GROUP=S",
                    help="slower interval for a signal group (power, temperature, clocks, "
@@ -70,7 +74,7 @@ def handle(args) -> int:
 
     collector = Collector(
         args.out, interval_s=args.interval_s, gpus=args.gpus,
-        flush_interval_s=args.flush_interval_s,
+        flush_interval_s=args.flush_interval_s, max_buffer_s=args.max_buffer_s,
         signal_intervals_s=dict(args.signal_interval_s), host=args.host,
         prometheus_port=args.prometheus_port)
     received: list[str] = []

@@ -13,7 +13,14 @@ Faults
   of the tick loop and retried in the background with exponential backoff; the other
   GPUs keep being sampled on schedule.  A successful retry records ``recovered``.
 * SIGKILL at any moment: files in the store are complete (the store writes atomically)
-  and at most one flush interval (plus the time of one write) of samples is lost.
+  and at most one flush interval plus the time of one write of samples is lost.  The
+  writer holds one batch at a time: when a write is still running at a flush time, the
+  samples stay in the sampler's buffer and go out together with the next flush once the
+  writer is free (no queue of batches builds up behind a slow disk, so a write slower
+  than the flush interval makes the flushes as frequent as the disk allows, and the
+  loss at most that write's time twice).  The buffer is bounded by ``max_buffer_s``:
+  beyond it new samples are **dropped** (sampling never blocks) and counted in a
+  ``dropped`` status event and in :attr:`CollectorReport.dropped_samples`.
 * A store write that fails (full disk, quota, file-size limit, permissions) stops the
   collector with a :class:`~powerlab.exceptions.StoreError`; files written before are
   untouched.
@@ -212,6 +219,10 @@ class Collector:
     writer : callable, optional
         ``writer(frame, root) -> list[Path]`` used for flushes; default
         :func:`powerlab.telemetry.store.write_store`.
+    max_buffer_s : float, optional
+        Most samples held in memory while the store is behind, as seconds of sampling
+        [s]; newer samples are dropped and counted beyond it.  Default: the larger of
+        60 s and four flush intervals.
 
     Examples
     --------
@@ -226,7 +237,7 @@ class Collector:
                  host: str | None = None, window_s: float = 60.0,
                  retry_backoff_s: tuple[float, float] = (0.5, 30.0),
                  prometheus_port: int | None = None, prometheus_addr: str = "0.0.0.0",
-                 writer: Callable | None = None):
+                 writer: Callable | None = None, max_buffer_s: float | None = None):
         if not 0 < interval_s < math.inf:
             raise PowerlabError(f"interval_s must be a finite number > 0 s, got {interval_s}")
         if not 0 < flush_interval_s < math.inf:
@@ -243,6 +254,11 @@ class Collector:
         if prometheus_port is not None and not 0 <= int(prometheus_port) <= 65535:
             raise PowerlabError(f"prometheus_port must be 0..65535 (0: any free port), "
                                 f"got {prometheus_port}")
+        if max_buffer_s is None:
+            max_buffer_s = max(60.0, 4 * flush_interval_s)
+        if not flush_interval_s <= max_buffer_s < math.inf:
+            raise PowerlabError(f"max_buffer_s must be a finite number of seconds >= "
+                                f"flush_interval_s = {flush_interval_s} s, got {max_buffer_s}")
         lo, hi = retry_backoff_s
         if not 0 < lo <= hi:
             raise PowerlabError(f"retry_backoff_s must be (first, largest) with "
@@ -257,6 +273,13 @@ class Collector:
         self.prometheus_port = prometheus_port
         self.prometheus_addr = prometheus_addr
         self._writer = writer
+        self.max_buffer_s = float(max_buffer_s)
+        self._max_rows = 0  # set at start (depends on the number of GPUs)
+        self._writing = False  # a batch is with the writer (set by the sampler, cleared
+        #                        by the writer when the batch is on disk or failed)
+        self._dropped = 0
+        self._dropped_total = 0
+        self._dropped_span: list[int] = []
         self._every = {g: 1 for g in nvml.GROUPS}
         for g, s in (signal_intervals_s or {}).items():
             if g not in nvml.GROUPS:
@@ -344,6 +367,7 @@ class Collector:
             self._write_devices()
         self._recent = collections.deque(
             maxlen=max(16, int(self.window_s / self.interval_s + 1) * len(self._slots)))
+        self._max_rows = max(1, math.ceil(self.max_buffer_s / self.interval_s)) * len(self._slots)
         self._event(None, "start", f"collecting GPUs {idx} every {self.interval_s:g} s")
         if self.prometheus_port is not None:
             self._httpd = serve_metrics(self._latest_by_gpu, self.host, self.prometheus_port,
@@ -460,6 +484,7 @@ class Collector:
             lateness_mean_ms=1e3 * self._late_sum / n_ticks,
             lateness_max_ms=1e3 * self._late_max, rows_written=self._rows_written,
             files_written=len(self._files), events=self.events(),
+            dropped_samples=self._dropped_total + self._dropped,
             error=None if self._error is None else str(self._error))
 
     # -- internals -----------------------------------------------------------------
@@ -583,10 +608,18 @@ class Collector:
                     slot.p_t = t
                 slot.latest[groups] = row
             with self._lock:
-                if self.out is not None:
-                    self._buffer.extend(rows)
+                if self.out is not None and rows:
+                    if len(self._buffer) < self._max_rows:
+                        self._buffer.extend(rows)
+                    else:  # the store is behind by more than max_buffer_s: drop, count
+                        if not self._dropped:
+                            self._dropped_span = [rows[0][0], rows[0][0]]
+                        self._dropped += len(rows)
+                        self._dropped_span[1] = rows[-1][0]
                 self._recent.extend(rows)
-            if now >= next_flush:
+            # a flush is due: hand the buffer over when the writer is free; otherwise
+            # keep buffering and hand it over at the first tick the writer is free
+            if now >= next_flush and not self._writing:
                 self._flush()
                 next_flush += self.flush_interval_s * (
                     1 + int((now - next_flush) // self.flush_interval_s))
@@ -594,10 +627,20 @@ class Collector:
 
     def _flush(self) -> None:
         """Hand the buffered samples and events to the writer thread."""
+        if self._dropped:
+            n, (t0, t1) = self._dropped, self._dropped_span
+            self._dropped_total += n
+            self._dropped = 0
+            self._event(None, "dropped",
+                        f"{n} sample(s) from {pd.Timestamp(t0, tz='UTC').isoformat()} to "
+                        f"{pd.Timestamp(t1, tz='UTC').isoformat()} not stored: the store "
+                        f"fell more than max_buffer_s = {self.max_buffer_s:g} s behind",
+                        wall_ns=t1)
         with self._lock:
             rows, self._buffer = self._buffer, []
             events, self._events = self._events, []
         if self.out is not None and (rows or events):
+            self._writing = True
             self._writeq.put((rows, events))
 
     def _write_loop(self) -> None:
@@ -610,6 +653,7 @@ class Collector:
                 return
             rows, events = item
             if self._error is not None:
+                self._writing = False
                 continue
             try:
                 if rows:
@@ -633,6 +677,7 @@ class Collector:
                 self._error = err
                 self._stop_flag = True
                 self._wake.set()
+            self._writing = False
 
     def _write_events(self, events: list[dict]) -> None:
         self._files.append(write_side_table(self.out, "events", events_frame(events)))

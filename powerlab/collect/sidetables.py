@@ -57,7 +57,7 @@ def read_events(root: str | Path) -> pd.DataFrame:
 
     Columns: ``timestamp`` (UTC), ``host``, ``gpu_index``, ``gpu_uuid``, ``kind``
     (``lost``, ``timeout``, ``unknown``, ``error``, ``retry_failed``, ``recovered``,
-    ``start``, ``stop``), ``attempt``, ``backoff_s`` [s], ``message``.
+    ``hang``, ``dropped``, ``xid``, ``start``, ``stop``), ``attempt``, ``backoff_s`` [s], ``message``.
     """
     return _read_side_table(root, "events", events_frame([]), ["timestamp"])
 
