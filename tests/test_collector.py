@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -222,6 +223,46 @@ def test_timeouts_and_unknown_errors_are_recorded_and_recovered(fake_nvml):
     for g, end in ((0, 0.5), (1, 0.45)):
         t = (_us(df[df["gpu_index"] == g]["nvml_time_power"]) - sc.init_us) * 1e-6
         assert not ((t >= 0.3) & (t < end)).any() and (t >= end).sum() > 5
+
+
+def test_a_hung_nvml_call_does_not_stall_the_other_gpus(fake_nvml, monkeypatch):
+    """GPU 1's calls block from 0.5 s to 1.5 s after init (FAKE_NVML_HANG): the watchdog
+    takes it out after hang_timeout_s, the other GPUs keep their rate, GPU 1 comes back
+    once its calls return, and no sample is recorded twice."""
+    monkeypatch.setenv("FAKE_NVML_HANG", "1@0.5-1.5")
+    sc = fake_nvml({"gpus": 3})
+    threads_before = threading.active_count()
+    c = Collector(None, interval_s=0.02, hang_timeout_s=0.2, retry_backoff_s=(0.1, 0.2))
+    with c:
+        time.sleep(2.4)
+    df = c.recent()
+    ev = c.events()
+    t_ev = (_us(ev["timestamp"]) - sc.init_us) * 1e-6
+    for g in (0, 2):
+        part = df[df["gpu_index"] == g]
+        mono = part["monotonic_s"].to_numpy()
+        assert np.all(np.diff(mono) > 0)  # no sample twice
+        assert np.diff(mono).max() < 0.2 + 0.15  # one stall of at most hang_timeout_s
+        assert len(part) > 0.8 * 2.4 / 0.02, len(part)  # the rate is kept
+    e1 = ev[ev["gpu_index"] == 1]
+    kinds = list(e1["kind"])
+    assert kinds[0] == "hang" and kinds[-1] == "recovered", kinds
+    assert 0.5 + 0.2 <= t_ev[e1.index[0]] < 0.5 + 0.2 + 0.2
+    assert t_ev[e1.index[-1]] >= 1.5
+    p1 = df[df["gpu_index"] == 1]
+    t1 = (_us(p1["nvml_time_power"]) - sc.init_us) * 1e-6
+    assert not ((t1 > 0.5) & (t1 < 1.5)).any()
+    assert (t1 >= 1.5).sum() > 10  # sampled again after its calls return
+    assert np.all(np.diff(p1["monotonic_s"].to_numpy()) > 0)
+    time.sleep(0.1)
+    assert threading.active_count() <= threads_before  # the stuck threads ended
+
+
+@pytest.mark.bad_input("collector")
+def test_hang_timeout_must_be_positive():
+    for bad in (0, -1, math.inf, math.nan):
+        with pytest.raises(PowerlabError, match="hang_timeout_s must be a finite number"):
+            Collector(None, hang_timeout_s=bad)
 
 
 def test_prometheus_metrics_use_dcgm_names(fake_nvml):

@@ -12,6 +12,12 @@ Faults
 * A GPU that is lost, times out or answers ``Unknown`` gets a status event, is taken out
   of the tick loop and retried in the background with exponential backoff; the other
   GPUs keep being sampled on schedule.  A successful retry records ``recovered``.
+* An NVML call that does not return (a hung driver call) within ``hang_timeout_s``: a
+  watchdog records a ``hang`` event, takes that GPU out of the tick loop and starts a
+  fresh sampling thread that carries on the schedule with the other GPUs (the stuck
+  thread ends, without recording anything, whenever its call returns).  The GPU is
+  retried like a lost one; each retry runs in its own thread, so a retry that hangs too
+  blocks nothing.  The other GPUs miss at most ``hang_timeout_s`` of samples, once.
 * SIGKILL at any moment: files in the store are complete (the store writes atomically)
   and at most one flush interval plus the time of one write of samples is lost.  The
   writer holds one batch at a time: when a write is still running at a flush time, the
@@ -130,6 +136,9 @@ class _Slot:
 
     __slots__ = (
         "attempt",
+        "attempt_result",
+        "attempt_t",
+        "attempt_thread",
         "backoff",
         "device",
         "down",
@@ -163,6 +172,9 @@ class _Slot:
         self.next_retry = 0.0
         self.backoff = 0.0
         self.attempt = 0
+        self.attempt_thread: threading.Thread | None = None
+        self.attempt_result: tuple | None = None
+        self.attempt_t = 0.0
         self.n = 0
         self.first = math.nan
         self.last = math.nan
@@ -219,6 +231,9 @@ class Collector:
     writer : callable, optional
         ``writer(frame, root) -> list[Path]`` used for flushes; default
         :func:`powerlab.telemetry.store.write_store`.
+    hang_timeout_s : float, optional
+        An NVML call taking longer than this is treated as hung [s]; default the larger
+        of 1 s and five intervals.
     max_buffer_s : float, optional
         Most samples held in memory while the store is behind, as seconds of sampling
         [s]; newer samples are dropped and counted beyond it.  Default: the larger of
@@ -237,7 +252,8 @@ class Collector:
                  host: str | None = None, window_s: float = 60.0,
                  retry_backoff_s: tuple[float, float] = (0.5, 30.0),
                  prometheus_port: int | None = None, prometheus_addr: str = "0.0.0.0",
-                 writer: Callable | None = None, max_buffer_s: float | None = None):
+                 writer: Callable | None = None, max_buffer_s: float | None = None,
+                 hang_timeout_s: float | None = None):
         if not 0 < interval_s < math.inf:
             raise PowerlabError(f"interval_s must be a finite number > 0 s, got {interval_s}")
         if not 0 < flush_interval_s < math.inf:
@@ -254,6 +270,12 @@ class Collector:
         if prometheus_port is not None and not 0 <= int(prometheus_port) <= 65535:
             raise PowerlabError(f"prometheus_port must be 0..65535 (0: any free port), "
                                 f"got {prometheus_port}")
+        if hang_timeout_s is None:
+            hang_timeout_s = max(1.0, 5 * interval_s)
+        if not 0 < hang_timeout_s < math.inf:
+            raise PowerlabError(f"hang_timeout_s must be a finite number > 0 s, "
+                                f"got {hang_timeout_s}")
+        self.hang_timeout_s = float(hang_timeout_s)
         if max_buffer_s is None:
             max_buffer_s = max(60.0, 4 * flush_interval_s)
         if not flush_interval_s <= max_buffer_s < math.inf:
@@ -279,6 +301,14 @@ class Collector:
         #                        by the writer when the batch is on disk or failed)
         self._dropped = 0
         self._dropped_total = 0
+        self._gen = 0  # generation of the sampling thread (a new one after a hang)
+        self._call: tuple | None = None  # (slot, monotonic start) of the NVML read running
+        self._call_lock = threading.Lock()
+        self._sampler: threading.Thread | None = None
+        self._tick_rows: list[tuple] = []
+        self._k = 0
+        self._t0 = math.nan
+        self._next_flush = math.nan
         self._dropped_span: list[int] = []
         self._every = {g: 1 for g in nvml.GROUPS}
         for g, s in (signal_intervals_s or {}).items():
@@ -373,12 +403,15 @@ class Collector:
             self._httpd = serve_metrics(self._latest_by_gpu, self.host, self.prometheus_port,
                                         self.prometheus_addr)
         self._started = True
+        self._t0 = time.monotonic()
+        self._next_flush = self._t0 + self.flush_interval_s
         for target, name in ((self._sample_loop, "sampler"), (self._write_loop, "writer"),
                              (self._retry_loop, "retry")):
             t = threading.Thread(target=target, name=f"powerlab-collector-{name}",
                                  daemon=True)
             t.start()
             self._threads.append(t)
+        self._sampler = self._threads[0]
         return self
 
     def request_stop(self) -> None:
@@ -388,7 +421,7 @@ class Collector:
     @property
     def running(self) -> bool:
         """Whether the sampling thread is alive."""
-        return bool(self._threads) and self._threads[0].is_alive()
+        return self._sampler is not None and self._sampler.is_alive()
 
     @property
     def error(self) -> StoreError | None:
@@ -419,7 +452,11 @@ class Collector:
             self._stopped = True
             self._stop_flag = True
             self._wake.set()
-            self._threads[0].join()
+            while True:  # a watchdog may replace the sampler while we wait
+                sampler = self._sampler
+                sampler.join()
+                if sampler is self._sampler:
+                    break
             self._threads[2].join()
             self._t_stop = time.monotonic()
             self._event(None, "stop", f"stopped after {self._t_stop - self._t_start:.3f} s")
@@ -500,7 +537,7 @@ class Collector:
 
     def _fail(self, slot: _Slot, exc: BaseException, wall_ns: int, mono: float) -> None:
         kind = getattr(exc, "kind", "error")
-        if kind not in ("lost", "timeout", "unknown"):
+        if kind not in ("lost", "timeout", "unknown", "hang"):
             kind = "error"
         # the retry thread picks a slot up once it is down: schedule the retry first
         slot.kind = kind
@@ -519,21 +556,23 @@ class Collector:
                 mask |= 1 << bit
         return mask
 
-    def _sample_loop(self) -> None:
+    def _sample_loop(self, gen: int = 0) -> None:
         interval = self.interval_s
         period = 1
         for n in self._every.values():
             period = period * n // math.gcd(period, n)
         masks = [self._groups_for(k) for k in range(period)]
-        t0 = time.monotonic()
-        next_flush = t0 + self.flush_interval_s
-        k = 0
+        t0 = self._t0
+        next_flush = self._next_flush
+        k = self._k
+        call_lock = self._call_lock
         mono = time.monotonic
         wall = time.time_ns
         sleep = time.sleep
         isnan = math.isnan
         slots = self._slots
         while not self._stop_flag and self._error is None:
+            self._k = k
             target = t0 + k * interval
             now = mono()
             if target > now:
@@ -561,18 +600,27 @@ class Collector:
                 slot.device = dev
                 slot.down = False
                 self.devices[slot.index] = dev
-            rows = []
+            rows = self._tick_rows = []
             for slot in slots:
                 dev = slot.device
                 if dev is None:
                     continue
                 w = wall()
                 m = mono()
+                self._call = (slot, m)
                 try:
                     vals, ts = dev.read(groups)
                 except NVMLError as exc:
+                    with call_lock:
+                        if self._gen != gen:
+                            return  # replaced by the watchdog while this call hung
+                        self._call = None
                     self._fail(slot, exc, w, m)
                     continue
+                with call_lock:
+                    if self._gen != gen:
+                        return
+                    self._call = None
                 row = (w, slot.index, slot.uuid, m, *vals, *ts)
                 rows.append(row)
                 # rates and jitter
@@ -607,23 +655,28 @@ class Collector:
                     slot.p_prev = p
                     slot.p_t = t
                 slot.latest[groups] = row
-            with self._lock:
-                if self.out is not None and rows:
-                    if len(self._buffer) < self._max_rows:
-                        self._buffer.extend(rows)
-                    else:  # the store is behind by more than max_buffer_s: drop, count
-                        if not self._dropped:
-                            self._dropped_span = [rows[0][0], rows[0][0]]
-                        self._dropped += len(rows)
-                        self._dropped_span[1] = rows[-1][0]
-                self._recent.extend(rows)
+            self._keep(rows)
             # a flush is due: hand the buffer over when the writer is free; otherwise
             # keep buffering and hand it over at the first tick the writer is free
             if now >= next_flush and not self._writing:
                 self._flush()
                 next_flush += self.flush_interval_s * (
                     1 + int((now - next_flush) // self.flush_interval_s))
+                self._next_flush = next_flush
             k += 1
+
+    def _keep(self, rows: list[tuple]) -> None:
+        """Add a tick's samples to the store buffer (bounded) and the live window."""
+        with self._lock:
+            if self.out is not None and rows:
+                if len(self._buffer) < self._max_rows:
+                    self._buffer.extend(rows)
+                else:  # the store is behind by more than max_buffer_s: drop, count
+                    if not self._dropped:
+                        self._dropped_span = [rows[0][0], rows[0][0]]
+                    self._dropped += len(rows)
+                    self._dropped_span[1] = rows[-1][0]
+            self._recent.extend(rows)
 
     def _flush(self) -> None:
         """Hand the buffered samples and events to the writer thread."""
@@ -703,24 +756,84 @@ class Collector:
     def _write_devices(self) -> None:
         self._files.append(write_side_table(self.out, "devices", self.device_facts()))
 
+    def _watchdog(self) -> None:
+        """Replace the sampling thread when its NVML call has hung (see Faults)."""
+        call = self._call
+        if call is None or self._stop_flag:
+            return
+        slot, t_call = call
+        if time.monotonic() - t_call <= self.hang_timeout_s:
+            return
+        with self._call_lock:
+            if self._call is not call:
+                return  # it returned meanwhile
+            self._gen += 1
+            self._call = None
+            gen = self._gen
+            rows = self._tick_rows  # the hung tick's samples of the GPUs read before it
+        self._keep(rows)
+        exc = NVMLError(f"an NVML call on GPU {slot.index} did not return within "
+                        f"{self.hang_timeout_s:g} s (hung); sampling the other GPUs in a "
+                        f"new thread")
+        exc.kind = "hang"  # type: ignore[attr-defined]
+        self._fail(slot, exc, time.time_ns(), time.monotonic())
+        self._k += 1  # the hung tick is over; carry on with the next one
+        t = threading.Thread(target=self._sample_loop, args=(gen,), daemon=True,
+                             name=f"powerlab-collector-sampler-{gen}")
+        self._sampler = t
+        t.start()
+
+    @staticmethod
+    def _attempt(slot: _Slot) -> None:
+        try:
+            dev = nvml.Device(slot.index)
+            dev.read()
+        except NVMLError as exc:
+            slot.attempt_result = ("error", exc)
+            return
+        slot.attempt_result = ("ok", dev)
+
     def _retry_loop(self) -> None:
         hi = self.retry_backoff_s[1]
         while True:
             if self._stop_flag and self._stopped:
                 return
+            self._watchdog()
             now = time.monotonic()
-            due = [s for s in self._slots if s.down and s.device is None and s.next_retry <= now]
-            for slot in due:
-                slot.attempt += 1
-                try:
-                    dev = nvml.Device(slot.index)
-                    dev.read()
-                except NVMLError as exc:
-                    slot.backoff = min(slot.backoff * 2, hi)
-                    slot.next_retry = time.monotonic() + slot.backoff
-                    self._event(slot, "retry_failed", f"{getattr(exc, 'kind', 'error')}: {exc}",
-                                slot.attempt, slot.backoff)
+            for slot in self._slots:  # start due retries, each in its own thread
+                if (slot.down and slot.device is None and slot.next_retry <= now
+                        and slot.attempt_thread is None):
+                    slot.attempt += 1
+                    slot.attempt_result = None
+                    slot.attempt_t = now
+                    slot.attempt_thread = threading.Thread(
+                        target=self._attempt, args=(slot,), daemon=True,
+                        name=f"powerlab-collector-retry-{slot.index}")
+                    slot.attempt_thread.start()
+            for slot in self._slots:
+                th = slot.attempt_thread
+                if th is None:
                     continue
+                if th.is_alive():
+                    if (now - slot.attempt_t > self.hang_timeout_s
+                            and slot.attempt_result is None):
+                        slot.attempt_result = ("hung", None)
+                        slot.backoff = min(slot.backoff * 2, hi)
+                        self._event(slot, "retry_failed", f"hang: the retry did not return "
+                                    f"within {self.hang_timeout_s:g} s", slot.attempt,
+                                    slot.backoff)
+                    continue
+                slot.attempt_thread = None
+                result, value = slot.attempt_result or ("error", NVMLError("no result"))
+                if result != "ok":
+                    if result == "error":
+                        slot.backoff = min(slot.backoff * 2, hi)
+                        self._event(slot, "retry_failed",
+                                    f"{getattr(value, 'kind', 'error')}: {value}",
+                                    slot.attempt, slot.backoff)
+                    slot.next_retry = time.monotonic() + slot.backoff
+                    continue
+                dev = value
                 if dev.uuid != slot.uuid:
                     msg = f"recovered as a different GPU: {slot.uuid} -> {dev.uuid}"
                     slot.uuid = dev.uuid
@@ -729,11 +842,13 @@ class Collector:
                 self._event(slot, "recovered", msg, slot.attempt, math.nan)
                 slot.down = False
                 self._recovered.put((slot, dev))
+            tick = min(0.1, self.hang_timeout_s / 4)
             waits = [s.next_retry for s in self._slots if s.down and s.device is None]
-            if waits:
-                time.sleep(min(max(min(waits) - time.monotonic(), 0.001), 0.05))
+            if waits or any(s.attempt_thread is not None for s in self._slots):
+                time.sleep(min(max(min(waits, default=now + tick) - time.monotonic(), 0.001),
+                               0.05, tick))
             else:  # nothing to retry: look again soon, cheaply
-                time.sleep(0.1)
+                time.sleep(tick)
 
     # -- reporting -----------------------------------------------------------------
     def _gpu_table(self) -> pd.DataFrame:

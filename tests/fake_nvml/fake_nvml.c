@@ -27,6 +27,12 @@
  *                                  is missing: NVML_ERROR_FUNCTION_NOT_FOUND)
  *   fault = KIND@START-END,...     every call on the GPU fails in [START, END) seconds
  *                                  since init; KIND is lost, timeout or unknown
+ *   hang = START-END               every call on the GPU made in [START, END) seconds
+ *                                  since init blocks until END (no END: for an hour),
+ *                                  then answers normally -- a hung driver call
+ *
+ * The environment variable FAKE_NVML_HANG = "N@START-END,..." adds hang windows to GPU N
+ * without editing the scenario file.
  *
  * Waveform: "V" (constant) or "T:V T:V ... [@PERIOD]": piecewise constant, value V from
  * time T [s since init]; repeats every PERIOD seconds when given.  Values are integers
@@ -135,6 +141,7 @@ typedef struct fake_dev {
     int nfaults;
     long long e_k, e_sum; /* energy cache: sum over steps j < e_k */
     long long reset_us;   /* energy counter restarts from 0 at this time; -1: never */
+    long long hang_start_us, hang_end_us; /* calls in [start, end) block until end */
 } fake_dev_t;
 
 typedef fake_dev_t *nvmlDevice_t;
@@ -235,6 +242,13 @@ static void parse_faults(fake_dev_t *d, char *val) {
     }
 }
 
+static void parse_hang(fake_dev_t *d, char *val) {
+    char *dash;
+    d->hang_start_us = sec_to_us(val, &dash);
+    d->hang_end_us = (*dash == '-') ? sec_to_us(dash + 1, NULL)
+                                    : d->hang_start_us + 3600LL * 1000000LL;
+}
+
 static void parse_unsupported(fake_dev_t *d, char *val) {
     char *tok, *save = NULL;
     int q;
@@ -262,6 +276,7 @@ static void set_dev_key(fake_dev_t *d, const char *key, const char *value) {
     else if (!strcmp(key, "energy_reset_s")) d->reset_us = sec_to_us(value, NULL);
     else if (!strcmp(key, "unsupported")) parse_unsupported(d, buf);
     else if (!strcmp(key, "fault")) parse_faults(d, buf);
+    else if (!strcmp(key, "hang")) parse_hang(d, buf);
     else {
         for (q = 0; q < NQ; q++)
             if (!strcmp(key, QNAMES[q])) parse_wave(&d->w[q], buf);
@@ -285,6 +300,7 @@ static void defaults(void) {
         d->energy0_mj = 1000000;
         d->energy_scale_pct = 100;
         d->reset_us = -1;
+        d->hang_start_us = d->hang_end_us = -1;
         wave_const(&d->w[Q_POWER], 300000);
         wave_const(&d->w[Q_POWER_AVG], 300000);
         wave_const(&d->w[Q_TEMP_GPU], 45);
@@ -341,6 +357,21 @@ static void load_scenario(void) {
         }
     }
     fclose(f);
+    {   /* FAKE_NVML_HANG = "N@START-END,..." */
+        const char *h = getenv("FAKE_NVML_HANG");
+        char hb[1024], *tok, *save = NULL;
+        if (h && *h) {
+            snprintf(hb, sizeof hb, "%s", h);
+            for (tok = strtok_r(hb, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                char *at = strchr(tok, '@');
+                int i;
+                if (!at) continue;
+                *at = 0;
+                i = atoi(trim(tok));
+                if (i >= 0 && i < MAXG) parse_hang(&devs[i], at + 1);
+            }
+        }
+    }
 }
 
 static void write_stamp(void) {
@@ -380,12 +411,29 @@ static nvmlReturn_t fault_at(fake_dev_t *d, long long t) {
     return NVML_SUCCESS;
 }
 
-/* common prologue: validity, fault windows; sets *t to microseconds since init */
+/* a call made inside the GPU's hang window blocks until the window ends */
+static void maybe_hang(fake_dev_t *d, long long t) {
+    if (d->hang_start_us >= 0 && t >= d->hang_start_us && t < d->hang_end_us) {
+        long long left = d->hang_end_us - t;
+        struct timespec ts;
+        ts.tv_sec = (time_t)(left / 1000000LL);
+        ts.tv_nsec = (long)(left % 1000000LL) * 1000L;
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+    }
+}
+
+/* common prologue: validity, hang and fault windows; sets *t to microseconds since init */
 static nvmlReturn_t enter(nvmlDevice_t d, long long *now, long long *t) {
     if (refcount <= 0) return NVML_ERROR_UNINITIALIZED;
     if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
     *now = now_us();
     *t = *now - init_us;
+    if (d->hang_start_us >= 0 && *t >= d->hang_start_us && *t < d->hang_end_us) {
+        maybe_hang(d, *t);
+        *now = now_us();
+        *t = *now - init_us;
+    }
     return fault_at(d, *t);
 }
 
@@ -490,6 +538,8 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev
     nvmlReturn_t r;
     if (refcount <= 0) return NVML_ERROR_UNINITIALIZED;
     if (!device || index >= (unsigned int)ndev) return NVML_ERROR_INVALID_ARGUMENT;
+    t = now_us() - init_us;
+    maybe_hang(&devs[index], t);
     t = now_us() - init_us;
     r = fault_at(&devs[index], t);
     if (r) return r;
