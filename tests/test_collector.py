@@ -267,8 +267,7 @@ def test_hang_timeout_must_be_positive():
 
 def test_prometheus_metrics_use_dcgm_names(fake_nvml):
     fake_nvml({"gpus": 2, "gpu1.power_mw": 123450, "gpu1.throttle": 4})
-    with Collector(None, interval_s=0.05, prometheus_port=0, prometheus_addr="127.0.0.1",
-                   host="node-p") as c:
+    with Collector(None, interval_s=0.05, prometheus_port=0, host="node-p") as c:
         time.sleep(0.2)
         text = urllib.request.urlopen(
             f"http://127.0.0.1:{c.metrics_port}/metrics", timeout=5).read().decode()
@@ -320,6 +319,94 @@ def test_prometheus_keeps_slow_signals_and_drops_a_lost_gpu(fake_nvml):
         assert ("DCGM_FI_DEV_POWER_USAGE_INSTANT", 0) in v
         assert not [k for k in v if k[1] == 1], v
     assert list(c.events()["kind"])[:2] == ["start", "lost"]
+
+
+def test_metrics_bind_loopback_by_default_and_open_only_when_asked(fake_nvml):
+    fake_nvml({"gpus": 1})
+    with Collector(None, interval_s=0.05, prometheus_port=0) as c:
+        assert c._httpd.server_address[0] == "127.0.0.1"
+    with Collector(None, interval_s=0.05, prometheus_port=0, prometheus_addr="0.0.0.0") as c:
+        assert c._httpd.server_address[0] == "0.0.0.0"
+        time.sleep(0.15)
+        assert _scrape(c.metrics_port)  # reachable (here through the loopback)
+
+
+@pytest.mark.bad_input("collector")
+def test_250_idle_connections_cost_no_threads_and_cannot_lock_a_scraper_out(fake_nvml):
+    import socket
+
+    fake_nvml({"gpus": 2})
+    with Collector(None, interval_s=0.05, prometheus_port=0) as c:
+        time.sleep(0.15)
+        before = threading.active_count()
+        socks = []
+        try:
+            for _ in range(250):
+                socks.append(socket.create_connection(("127.0.0.1", c.metrics_port), 5))
+            socks[0].sendall(b"GET /metr")  # a half request, then silence
+            time.sleep(0.5)
+            assert threading.active_count() <= before  # not one thread per connection
+            v = _scrape(c.metrics_port)  # a scraper still gets through
+            assert v[("DCGM_FI_DEV_POWER_USAGE_INSTANT", 1)] == 300.0
+            # junk, a bad method and a wrong path: answered, never a crash
+            for req, status in ((b"POST /metrics HTTP/1.1\r\n\r\n", b"405"),
+                                (b"GET /nope HTTP/1.1\r\nConnection: close\r\n\r\n",
+                                 b"404"), (b"garbage\r\n\r\n", b"400")):
+                with socket.create_connection(("127.0.0.1", c.metrics_port), 5) as s2:
+                    s2.sendall(req)
+                    assert s2.recv(100).split(b" ")[1] == status
+            with socket.create_connection(("127.0.0.1", c.metrics_port), 5) as s3:
+                s3.sendall(b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 70000 + b"\r\n\r\n")
+                s3.settimeout(5)
+                try:
+                    assert s3.recv(100) == b""  # an oversized header is refused
+                except ConnectionResetError:
+                    pass
+            assert _scrape(c.metrics_port)
+        finally:
+            for so in socks:
+                so.close()
+
+
+def test_metrics_match_dcgm_exporter(fake_nvml):
+    """dcgm-exporter parity: energy a counter in mJ, framebuffer used/free in MiB, XID
+    errors as NVML reports them, and dcgm-exporter's labels; parsed by prometheus_client."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    fake_nvml({"gpus": 2, "gpu1.fb_used_mib": 4321, "gpu1.xid": "0.15:79",
+               "gpu1.pci_bus_id": "00000000:1B:00.0", "gpu1.minor": 5,
+               "driver_version": "555.42.06"})
+    with Collector(None, interval_s=0.02, prometheus_port=0, host="node-x") as c:
+        time.sleep(0.5)
+        resp = urllib.request.urlopen(f"http://127.0.0.1:{c.metrics_port}/metrics", timeout=5)
+        ctype = resp.headers["Content-Type"]
+        text = resp.read().decode()
+        ev = c.events()
+    assert ctype.startswith("text/plain; version=0.0.4")
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    assert fams["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"].type == "counter"
+    assert "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter" in text
+    assert "\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{" in text  # its own name, no _total
+    assert fams["DCGM_FI_DEV_POWER_USAGE"].type == "gauge"
+
+    def value(name, gpu):
+        (v,) = [s.value for s in fams[name].samples if s.labels["gpu"] == str(gpu)]
+        return v
+
+    assert value("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 0) >= 1_000_000  # mJ
+    assert value("DCGM_FI_DEV_FB_USED", 1) == 4321.0
+    assert value("DCGM_FI_DEV_FB_FREE", 1) == 81559.0 - 4321.0
+    assert value("DCGM_FI_DEV_FB_USED", 0) == 0.0
+    assert value("DCGM_FI_DEV_XID_ERRORS", 1) == 79.0
+    assert value("DCGM_FI_DEV_XID_ERRORS", 0) == 0.0
+    (lab1,) = [s.labels for s in fams["DCGM_FI_DEV_GPU_TEMP"].samples
+               if s.labels["gpu"] == "1"]
+    assert lab1 == {"gpu": "1", "UUID": "GPU-fa6e0000-0000-4000-8000-000000000001",
+                    "pci_bus_id": "00000000:1B:00.0", "device": "nvidia5",
+                    "modelName": "Fake NVIDIA H100 80GB HBM3", "Hostname": "node-x",
+                    "DCGM_FI_DRIVER_VERSION": "555.42.06"}
+    xid = ev[ev["kind"] == "xid"]
+    assert list(xid["gpu_index"]) == [1] and "XID 79" in xid["message"].iloc[0]
 
 
 def test_bad_parameters_are_clear_errors():

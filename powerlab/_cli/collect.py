@@ -63,6 +63,9 @@ def register(subparsers) -> None:
     p.add_argument("--host", default=None, help="host name to record (default: this host)")
     p.add_argument("--prometheus-port", type=int, default=None, metavar="P",
                    help="serve /metrics with DCGM-compatible names on port P")
+    p.add_argument("--metrics-address", default="127.0.0.1", metavar="ADDR",
+                   help="address /metrics binds to (default 127.0.0.1, this host only; "
+                        "0.0.0.0 serves every interface)")
     p.set_defaults(func=handle)
 
 
@@ -76,7 +79,7 @@ def handle(args) -> int:
         args.out, interval_s=args.interval_s, gpus=args.gpus,
         flush_interval_s=args.flush_interval_s, max_buffer_s=args.max_buffer_s,
         signal_intervals_s=dict(args.signal_interval_s), host=args.host,
-        prometheus_port=args.prometheus_port)
+        prometheus_port=args.prometheus_port, prometheus_addr=args.metrics_address)
     received: list[str] = []
 
     def on_signal(signum, frame):

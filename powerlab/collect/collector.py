@@ -77,8 +77,8 @@ _I_ENERGY = 4 + nvml.SAMPLE_COLUMNS.index("energy_j")
 _I_TS_POWER = 4 + _NS + nvml.TIMESTAMP_COLUMNS.index("nvml_time_power")
 _I_TS_ENERGY = 4 + _NS + nvml.TIMESTAMP_COLUMNS.index("nvml_time_energy")
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
-_METRIC_COLUMNS = tuple(col for _name, col, _scale, _doc in DCGM_FIELDS)
 _GROUP_BIT = {c: 1 << gi for gi, cols in enumerate(nvml.GROUPS.values()) for c in cols}
+_METRIC_COLUMNS = tuple(f[1] for f in DCGM_FIELDS if f[1] in _GROUP_BIT)
 
 # ---------------------------------------------------------------------------- frames
 
@@ -146,6 +146,7 @@ class _Slot:
         "e_first",
         "e_int",
         "e_last",
+        "fb",
         "first",
         "index",
         "int_n",
@@ -161,6 +162,7 @@ class _Slot:
         "sum_dt",
         "sum_dt2",
         "uuid",
+        "xid_last",
     )
 
     def __init__(self, index: int):
@@ -190,6 +192,8 @@ class _Slot:
         self.e_int = 0.0   # integrated instant power over sampled intervals [J]
         self.int_n = 0     # number of intervals integrated
         self.e_acc = 0.0   # counter energy of closed segments [J]
+        self.fb = (math.nan, math.nan)  # framebuffer used, free [MiB] (for /metrics)
+        self.xid_last: int | None = None  # last XID (0 while watched and none seen)
 
     def close_energy_segment(self) -> None:
         """End the current stretch of continuous readings (the GPU was lost, or its
@@ -226,8 +230,8 @@ class Collector:
         First and largest wait before retrying a failed GPU [s]; doubles per failure.
     prometheus_port : int, optional
         Serve ``/metrics`` with DCGM-compatible names on this port (0: any free port).
-    prometheus_addr : str, default "0.0.0.0"
-        Address the metrics endpoint binds to.
+    prometheus_addr : str, default "127.0.0.1"
+        Address the metrics endpoint binds to (``"0.0.0.0"`` opens it to the network).
     writer : callable, optional
         ``writer(frame, root) -> list[Path]`` used for flushes; default
         :func:`powerlab.telemetry.store.write_store`.
@@ -251,7 +255,7 @@ class Collector:
                  signal_intervals_s: Mapping[str, float] | None = None,
                  host: str | None = None, window_s: float = 60.0,
                  retry_backoff_s: tuple[float, float] = (0.5, 30.0),
-                 prometheus_port: int | None = None, prometheus_addr: str = "0.0.0.0",
+                 prometheus_port: int | None = None, prometheus_addr: str = "127.0.0.1",
                  writer: Callable | None = None, max_buffer_s: float | None = None,
                  hang_timeout_s: float | None = None):
         if not 0 < interval_s < math.inf:
@@ -306,6 +310,7 @@ class Collector:
         self._call_lock = threading.Lock()
         self._sampler: threading.Thread | None = None
         self._tick_rows: list[tuple] = []
+        self._xid_thread: threading.Thread | None = None
         self._k = 0
         self._t0 = math.nan
         self._next_flush = math.nan
@@ -403,6 +408,11 @@ class Collector:
             self._httpd = serve_metrics(self._latest_by_gpu, self.host, self.prometheus_port,
                                         self.prometheus_addr)
         self._started = True
+        if self.prometheus_port is not None:  # XID errors for /metrics, as NVML reports
+            t = threading.Thread(target=self._xid_loop, name="powerlab-collector-xid",
+                                 daemon=True)
+            t.start()
+            self._xid_thread = t
         self._t0 = time.monotonic()
         self._next_flush = self._t0 + self.flush_interval_s
         for target, name in ((self._sample_loop, "sampler"), (self._write_loop, "writer"),
@@ -458,6 +468,8 @@ class Collector:
                 if sampler is self._sampler:
                     break
             self._threads[2].join()
+            if self._xid_thread is not None:
+                self._xid_thread.join(2.0)
             self._t_stop = time.monotonic()
             self._event(None, "stop", f"stopped after {self._t_stop - self._t_start:.3f} s")
             self._flush()
@@ -566,6 +578,7 @@ class Collector:
         next_flush = self._next_flush
         k = self._k
         call_lock = self._call_lock
+        mem_every = max(1, round(1.0 / interval))  # framebuffer memory about once a second
         mono = time.monotonic
         wall = time.time_ns
         sleep = time.sleep
@@ -601,6 +614,7 @@ class Collector:
                 slot.down = False
                 self.devices[slot.index] = dev
             rows = self._tick_rows = []
+            mem_tick = self._httpd is not None and k % mem_every == 0
             for slot in slots:
                 dev = slot.device
                 if dev is None:
@@ -610,6 +624,8 @@ class Collector:
                 self._call = (slot, m)
                 try:
                     vals, ts = dev.read(groups)
+                    if mem_tick:
+                        slot.fb = dev.memory_mib()
                 except NVMLError as exc:
                     with call_lock:
                         if self._gen != gen:
@@ -746,12 +762,14 @@ class Collector:
             rows.append({"timestamp": now, "host": self.host, "gpu_index": i,
                          "gpu_uuid": info.uuid, "name": info.name, "serial": info.serial,
                          "tdp_w": float(info.tdp_w), "driver_version": info.driver_version,
+                         "pci_bus_id": info.pci_bus_id,
                          "capabilities": json.dumps(dict(info.capabilities),
                                                     sort_keys=True)})
         df = pd.DataFrame(rows, columns=list(DEVICE_COLUMNS))
         return df.astype({"host": "string", "gpu_index": "Int16", "gpu_uuid": "string",
                           "name": "string", "serial": "string", "tdp_w": "float64",
-                          "driver_version": "string", "capabilities": "string"})
+                          "driver_version": "string", "capabilities": "string",
+                          "pci_bus_id": "string"})
 
     def _write_devices(self) -> None:
         self._files.append(write_side_table(self.out, "devices", self.device_facts()))
@@ -782,6 +800,34 @@ class Collector:
                              name=f"powerlab-collector-sampler-{gen}")
         self._sampler = t
         t.start()
+
+    def _xid_loop(self) -> None:
+        """Wait for XID errors through NVML's event set; record each as an ``xid`` event
+        and keep the last one per GPU for ``/metrics``."""
+        try:
+            watcher = nvml.XidWatcher(s.device for s in self._slots if s.device is not None)
+        except NVMLError as exc:
+            self._event(None, "error", f"XID errors not watched: {exc}")
+            return
+        by_index = {s.index: s for s in self._slots}
+        for i in watcher.watched:
+            by_index[i].xid_last = 0
+        try:
+            while not self._stop_flag and watcher.watched:
+                try:
+                    got = watcher.wait(200)
+                except NVMLError as exc:
+                    self._event(None, "error", f"XID errors no longer watched: {exc}")
+                    return
+                if got is None:
+                    continue
+                idx, xid = got
+                slot = by_index.get(idx)
+                if slot is not None:
+                    slot.xid_last = xid
+                self._event(slot, "xid", f"XID {xid} reported by NVML")
+        finally:
+            watcher.close()
 
     @staticmethod
     def _attempt(slot: _Slot) -> None:
@@ -892,7 +938,7 @@ class Collector:
         return df
 
     # -- /metrics --------------------------------------------------------------------
-    def _latest_by_gpu(self) -> list[tuple[int, str, str, dict[str, object]]]:
+    def _latest_by_gpu(self) -> list[tuple[dict[str, str], dict[str, object]]]:
         """Latest value of each column per GPU that is up (for ``/metrics``).
 
         Each column comes from the newest row whose tick read its signal group, so slower
@@ -909,5 +955,13 @@ class Collector:
                 for col in _METRIC_COLUMNS:
                     if mask & _GROUP_BIT[col]:
                         values[col] = row[pos[col]]
-            out.append((slot.index, slot.uuid, dev.info.name, values))
+            values["fb_used_mib"], values["fb_free_mib"] = slot.fb
+            if slot.xid_last is not None:
+                values["xid_last"] = slot.xid_last
+            info = dev.info
+            labels = {"gpu": str(slot.index), "UUID": str(slot.uuid),
+                      "pci_bus_id": info.pci_bus_id,
+                      "device": f"nvidia{info.minor_number}" if info.minor_number >= 0 else "",
+                      "modelName": info.name, "DCGM_FI_DRIVER_VERSION": info.driver_version}
+            out.append((labels, values))
         return out
