@@ -39,7 +39,6 @@ capabilities) once per start under ``STORE/devices/`` (:func:`read_devices`).
 from __future__ import annotations
 
 import collections
-import errno
 import math
 import queue
 import socket
@@ -49,12 +48,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Self
 
-import numpy as np
 import pandas as pd
 
 from ..exceptions import NVMLError, PowerlabError, StoreError
 from . import nvml
-from .metrics import DCGM_FIELDS, serve_metrics
+from .metrics import serve_metrics
 from .run_report import CollectorReport
 from .sidetables import (
     DEVICE_COLUMNS,
@@ -62,147 +60,22 @@ from .sidetables import (
     events_frame,
     read_devices,
     read_events,
-    ts_column,
     write_side_table,
+)
+from .slots import (
+    I_ENERGY,
+    I_POWER,
+    I_TS_ENERGY,
+    I_TS_POWER,
+    Slot,
+    gpu_table,
+    is_full,
+    latest_by_gpu,
+    rows_to_frame,
 )
 
 __all__ = ["DEVICE_COLUMNS", "EVENT_COLUMNS", "Collector", "CollectorReport", "read_devices",
            "read_events"]  # the side-table names are re-exported from .sidetables
-
-_ROW_COLS = ("_wall_ns", "gpu_index", "gpu_uuid", "monotonic_s", *nvml.SAMPLE_COLUMNS,
-             *nvml.TIMESTAMP_COLUMNS)
-_NS = len(nvml.SAMPLE_COLUMNS)
-_I_POWER = 4 + nvml.SAMPLE_COLUMNS.index("power_w")
-_I_ENERGY = 4 + nvml.SAMPLE_COLUMNS.index("energy_j")
-_I_TS_POWER = 4 + _NS + nvml.TIMESTAMP_COLUMNS.index("nvml_time_power")
-_I_TS_ENERGY = 4 + _NS + nvml.TIMESTAMP_COLUMNS.index("nvml_time_energy")
-_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
-_GROUP_BIT = {c: 1 << gi for gi, cols in enumerate(nvml.GROUPS.values()) for c in cols}
-_METRIC_COLUMNS = tuple(f[1] for f in DCGM_FIELDS if f[1] in _GROUP_BIT)
-
-# ---------------------------------------------------------------------------- frames
-
-
-def _rows_to_frame(rows: Sequence[tuple], host: str, conformed: bool = True) -> pd.DataFrame:
-    """Samples (row tuples) as a telemetry frame (conformed and sorted when asked)."""
-    from ..telemetry.schema import conform, empty_frame
-
-    if not rows:
-        out = empty_frame()
-        for c in ("monotonic_s", "power_avg_w", "util_mem_pct"):
-            out[c] = pd.Series([], dtype="float64")
-        for c in nvml.TIMESTAMP_COLUMNS:
-            out[c] = pd.Series([], dtype="datetime64[ns, UTC]")
-        return conform(out)
-    cols = list(zip(*rows))
-    wall = np.fromiter(cols[0], dtype=np.int64, count=len(rows))
-    data: dict[str, object] = {
-        "timestamp": pd.Series(wall.view("datetime64[ns]")).dt.tz_localize("UTC"),
-        "host": pd.array([host] * len(rows), dtype="string"),
-        "scope": pd.array(["gpu"] * len(rows), dtype="string"),
-        "gpu_index": pd.array(cols[1], dtype="Int16"),
-        "gpu_uuid": pd.array(cols[2], dtype="string"),
-        "monotonic_s": np.asarray(cols[3], dtype="float64"),
-    }
-    for name, col in zip(nvml.SAMPLE_COLUMNS, cols[4:4 + _NS]):
-        if name == "throttle_reasons":
-            data[name] = pd.array(col, dtype="UInt64")
-        else:
-            data[name] = np.asarray(col, dtype="float64")
-    for name, col in zip(nvml.TIMESTAMP_COLUMNS, cols[4 + _NS:]):
-        data[name] = ts_column(col, 1000)
-    frame = pd.DataFrame(data)
-    return conform(frame) if conformed else frame
-
-
-def _is_full(exc: BaseException) -> bool:
-    e: BaseException | None = exc
-    while e is not None:
-        if isinstance(e, OSError) and e.errno in _FULL_ERRNOS:
-            return True
-        text = str(e)
-        if any(s in text for s in ("No space left", "File too large", "quota exceeded",
-                                   "Disk quota")):
-            return True
-        e = e.__cause__ or e.__context__
-    return False
-
-
-# ---------------------------------------------------------------------------- collector
-
-
-class _Slot:
-    """Per-GPU state inside the collector."""
-
-    __slots__ = (
-        "attempt",
-        "attempt_result",
-        "attempt_t",
-        "attempt_thread",
-        "backoff",
-        "device",
-        "down",
-        "e_acc",
-        "e_first",
-        "e_int",
-        "e_last",
-        "fb",
-        "first",
-        "index",
-        "int_n",
-        "kind",
-        "last",
-        "latest",
-        "mask_n",
-        "max_dt",
-        "n",
-        "next_retry",
-        "p_prev",
-        "p_t",
-        "sum_dt",
-        "sum_dt2",
-        "uuid",
-        "xid_last",
-    )
-
-    def __init__(self, index: int):
-        self.index = index
-        self.device: nvml.Device | None = None
-        self.uuid: str | None = None
-        self.down = False
-        self.kind = ""
-        self.next_retry = 0.0
-        self.backoff = 0.0
-        self.attempt = 0
-        self.attempt_thread: threading.Thread | None = None
-        self.attempt_result: tuple | None = None
-        self.attempt_t = 0.0
-        self.n = 0
-        self.first = math.nan
-        self.last = math.nan
-        self.sum_dt = 0.0
-        self.sum_dt2 = 0.0
-        self.max_dt = 0.0
-        self.mask_n: dict[int, int] = {}
-        self.latest: dict[int, tuple] = {}  # signal-group mask -> its latest row
-        self.e_first: tuple | None = None
-        self.e_last: tuple | None = None
-        self.p_prev = math.nan
-        self.p_t: float | None = None
-        self.e_int = 0.0   # integrated instant power over sampled intervals [J]
-        self.int_n = 0     # number of intervals integrated
-        self.e_acc = 0.0   # counter energy of closed segments [J]
-        self.fb = (math.nan, math.nan)  # framebuffer used, free [MiB] (for /metrics)
-        self.xid_last: int | None = None  # last XID (0 while watched and none seen)
-
-    def close_energy_segment(self) -> None:
-        """End the current stretch of continuous readings (the GPU was lost, or its
-        energy counter was reset): neither energy estimate bridges the break."""
-        if self.e_first is not None and self.e_last is not None:
-            self.e_acc += self.e_last[0] - self.e_first[0]
-        self.e_first = self.e_last = None
-        self.p_t = None
-
 
 class Collector:
     """Sample GPUs through NVML into a live window and a Parquet store.
@@ -332,7 +205,7 @@ class Collector:
         self._stop_flag = False
         self._started = False
         self._stopped = False
-        self._slots: list[_Slot] = []
+        self._slots: list[Slot] = []
         self._buffer: list[tuple] = []
         self._recent: collections.deque = collections.deque(maxlen=1)
         self._events: list[dict] = []
@@ -380,7 +253,7 @@ class Collector:
                             f"(indices 0..{n - 1})")
         self._t_start = time.monotonic()
         for i in idx:
-            slot = _Slot(i)
+            slot = Slot(i)
             try:
                 slot.device = nvml.Device(i)
                 slot.uuid = slot.device.uuid
@@ -405,7 +278,7 @@ class Collector:
         self._max_rows = max(1, math.ceil(self.max_buffer_s / self.interval_s)) * len(self._slots)
         self._event(None, "start", f"collecting GPUs {idx} every {self.interval_s:g} s")
         if self.prometheus_port is not None:
-            self._httpd = serve_metrics(self._latest_by_gpu, self.host, self.prometheus_port,
+            self._httpd = serve_metrics(lambda: latest_by_gpu(self._slots), self.host, self.prometheus_port,
                                         self.prometheus_addr)
         self._started = True
         if self.prometheus_port is not None:  # XID errors for /metrics, as NVML reports
@@ -506,7 +379,7 @@ class Collector:
         if seconds is not None and rows:
             cut = time.monotonic() - float(seconds)
             rows = [r for r in rows if r[3] >= cut]
-        return _rows_to_frame(rows, self.host)
+        return rows_to_frame(rows, self.host)
 
     def events(self) -> pd.DataFrame:
         """Status events of this run so far."""
@@ -521,14 +394,14 @@ class Collector:
 
     def rates(self) -> pd.DataFrame:
         """Achieved per-GPU, per-signal rates so far (see :class:`CollectorReport`)."""
-        return self._gpu_table()
+        return gpu_table(self._slots, (self._t_stop if self._stopped else time.monotonic()) - self._t_start)
 
     def report(self) -> CollectorReport:
         """Rates, jitter, energy two ways, events and files so far."""
         end = self._t_stop if self._stopped else time.monotonic()
         n_ticks = max(self._ticks, 1)
         return CollectorReport(
-            gpus=self._gpu_table(), interval_s=self.interval_s,
+            gpus=gpu_table(self._slots, (self._t_stop if self._stopped else time.monotonic()) - self._t_start), interval_s=self.interval_s,
             duration_s=end - self._t_start, ticks=self._ticks, missed_ticks=self._missed,
             lateness_mean_ms=1e3 * self._late_sum / n_ticks,
             lateness_max_ms=1e3 * self._late_max, rows_written=self._rows_written,
@@ -537,7 +410,7 @@ class Collector:
             error=None if self._error is None else str(self._error))
 
     # -- internals -----------------------------------------------------------------
-    def _event(self, slot: _Slot | None, kind: str, message: str, attempt: int | None = None,
+    def _event(self, slot: Slot | None, kind: str, message: str, attempt: int | None = None,
                backoff: float = math.nan, wall_ns: int | None = None) -> None:
         ev = {"timestamp": wall_ns or time.time_ns(), "host": self.host,
               "gpu_index": None if slot is None else slot.index,
@@ -547,7 +420,7 @@ class Collector:
             self._events.append(ev)
             self._all_events.append(ev)
 
-    def _fail(self, slot: _Slot, exc: BaseException, wall_ns: int, mono: float) -> None:
+    def _fail(self, slot: Slot, exc: BaseException, wall_ns: int, mono: float) -> None:
         kind = getattr(exc, "kind", "error")
         if kind not in ("lost", "timeout", "unknown", "hang"):
             kind = "error"
@@ -652,17 +525,17 @@ class Collector:
                 mn = slot.mask_n
                 mn[groups] = mn.get(groups, 0) + 1
                 # energy two ways
-                e = row[_I_ENERGY]
+                e = row[I_ENERGY]
                 if not isnan(e):
-                    te = row[_I_TS_ENERGY]
+                    te = row[I_TS_ENERGY]
                     rec = (e, te * 1e-6 if te is not None else w * 1e-9)
                     if slot.e_last is not None and e < slot.e_last[0]:
                         slot.close_energy_segment()  # counter reset: a new stretch
                     if slot.e_first is None:
                         slot.e_first = rec
                     slot.e_last = rec
-                p = row[_I_POWER]
-                tp = row[_I_TS_POWER]
+                p = row[I_POWER]
+                tp = row[I_TS_POWER]
                 if tp is not None and not isnan(p):
                     t = tp * 1e-6
                     if slot.p_t is not None:
@@ -726,7 +599,7 @@ class Collector:
                 continue
             try:
                 if rows:
-                    frame = _rows_to_frame(rows, self.host, conformed=False)
+                    frame = rows_to_frame(rows, self.host, conformed=False)
                     files = writer(frame, self.out)
                     self._files.extend(files)
                     self._rows_written += len(rows)
@@ -735,7 +608,7 @@ class Collector:
             except Exception as exc:  # noqa: BLE001 - any failure to record stops it
                 first = pd.Timestamp(rows[0][0], unit="ns", tz="UTC") if rows else None
                 lost = len(rows)
-                full = " (the disk is full or a size limit was hit)" if _is_full(exc) else ""
+                full = " (the disk is full or a size limit was hit)" if is_full(exc) else ""
                 msg = (f"collector stopped: cannot write to store {self.out}{full}: {exc}. "
                        f"Files written before are intact ({self._rows_written} samples in "
                        f"{len(self._files)} file(s)); {lost} buffered sample(s)"
@@ -830,7 +703,7 @@ class Collector:
             watcher.close()
 
     @staticmethod
-    def _attempt(slot: _Slot) -> None:
+    def _attempt(slot: Slot) -> None:
         try:
             dev = nvml.Device(slot.index)
             dev.read()
@@ -895,73 +768,3 @@ class Collector:
                                0.05, tick))
             else:  # nothing to retry: look again soon, cheaply
                 time.sleep(tick)
-
-    # -- reporting -----------------------------------------------------------------
-    def _gpu_table(self) -> pd.DataFrame:
-        end = self._t_stop if self._stopped else time.monotonic()
-        span = max(end - self._t_start, 1e-9)
-        rows = []
-        for s in self._slots:
-            n = s.n
-            if n > 1:
-                mean = s.sum_dt / (n - 1)
-                var = max(s.sum_dt2 / (n - 1) - mean * mean, 0.0)
-                rate = (n - 1) / (s.last - s.first)
-                jitter = 1e3 * math.sqrt(var)
-            else:
-                mean = rate = jitter = math.nan
-            counter = integrated = math.nan
-            open_j = (s.e_last[0] - s.e_first[0]
-                      if s.e_first is not None and s.e_last is not None else 0.0)
-            if s.e_acc or open_j or (s.e_last is not None and s.e_last[1] > s.e_first[1]):
-                counter = s.e_acc + open_j
-            if s.int_n:
-                integrated = s.e_int
-            row = {
-                "gpu_index": s.index, "gpu_uuid": s.uuid, "samples": n,
-                "achieved_rate_hz": rate, "interval_mean_s": mean, "jitter_ms": jitter,
-                "max_gap_s": s.max_dt if n > 1 else math.nan, "down": s.down,
-            }
-            for gi, g in enumerate(nvml.GROUPS):
-                n_g = sum(c for mask, c in s.mask_n.items() if mask & (1 << gi))
-                row[f"rate_{g}_hz"] = n_g / span
-            row["energy_counter_j"] = counter
-            row["energy_integrated_j"] = integrated
-            row["energy_disagreement_pct"] = (100.0 * (integrated - counter) / counter
-                                              if counter and math.isfinite(counter)
-                                              else math.nan)
-            rows.append(row)
-        df = pd.DataFrame(rows)
-        if not df.empty:
-            df["gpu_index"] = df["gpu_index"].astype("Int16")
-            df["gpu_uuid"] = df["gpu_uuid"].astype("string")
-        return df
-
-    # -- /metrics --------------------------------------------------------------------
-    def _latest_by_gpu(self) -> list[tuple[dict[str, str], dict[str, object]]]:
-        """Latest value of each column per GPU that is up (for ``/metrics``).
-
-        Each column comes from the newest row whose tick read its signal group, so slower
-        groups (e.g. temperature at 1 Hz) stay in ``/metrics`` between their reads.
-        """
-        pos = {c: i for i, c in enumerate(_ROW_COLS)}
-        out = []
-        for slot in sorted(self._slots, key=lambda s: s.index):
-            dev = slot.device
-            if dev is None or not slot.latest:  # down: not reported
-                continue
-            values: dict[str, object] = {}
-            for mask, row in sorted(slot.latest.items(), key=lambda kv: kv[1][0]):
-                for col in _METRIC_COLUMNS:
-                    if mask & _GROUP_BIT[col]:
-                        values[col] = row[pos[col]]
-            values["fb_used_mib"], values["fb_free_mib"] = slot.fb
-            if slot.xid_last is not None:
-                values["xid_last"] = slot.xid_last
-            info = dev.info
-            labels = {"gpu": str(slot.index), "UUID": str(slot.uuid),
-                      "pci_bus_id": info.pci_bus_id,
-                      "device": f"nvidia{info.minor_number}" if info.minor_number >= 0 else "",
-                      "modelName": info.name, "DCGM_FI_DRIVER_VERSION": info.driver_version}
-            out.append((labels, values))
-        return out
