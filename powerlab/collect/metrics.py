@@ -159,7 +159,10 @@ class MetricsServer:
         self._loop.run_until_complete(main())
         self._loop.run_forever()
         self._server.close()
-        self._loop.run_until_complete(self._server.wait_closed())
+        tasks = asyncio.all_tasks(self._loop)
+        for t in tasks:
+            t.cancel()
+        self._loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
         self._loop.close()
 
     async def _handle(self, reader: asyncio.StreamReader,
