@@ -368,6 +368,26 @@ def test_250_idle_connections_cost_no_threads_and_cannot_lock_a_scraper_out(fake
                 so.close()
 
 
+@pytest.mark.bad_input("collector")
+@pytest.mark.parametrize("addr", ["no.such.host.invalid", "999.1.1.1", "busy"])
+def test_cli_bad_metrics_address_is_a_one_line_error(fake_libdir, tmp_path, addr):
+    import socket
+
+    env = fake_env(fake_libdir, write_scenario(tmp_path / "s.txt", {"gpus": 1}))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1] if addr == "busy" else 0
+        res = subprocess.run(_cli("--out", str(tmp_path / "st"), "--duration-s", "0.3",
+                                  "--prometheus-port", str(port), "--metrics-address",
+                                  "127.0.0.1" if addr == "busy" else addr),
+                             env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot serve /metrics on" in lines[0], res.stderr
+    assert not (tmp_path / "st").exists()  # nothing written before the failure
+
+
 def test_metrics_match_dcgm_exporter(fake_nvml):
     """dcgm-exporter parity: energy a counter in mJ, framebuffer used/free in MiB, XID
     errors as NVML reports them, and dcgm-exporter's labels; parsed by prometheus_client."""

@@ -280,20 +280,26 @@ class Collector:
         if all(s.device is None for s in self._slots):
             raise NVMLError("no GPU could be opened: " + "; ".join(
                 e["message"] for e in self._events))
+        if self.prometheus_port is not None:  # a bad address fails before the store
+            self._httpd = serve_metrics(lambda: latest_by_gpu(self._slots), self.host,
+                                        self.prometheus_port, self.prometheus_addr)
         if self.out is not None:  # fail now rather than at the first flush
             try:
-                self.out.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(f"cannot create store folder {self.out}: "
-                                 f"{exc.strerror or exc}") from exc
-            self._write_devices()
+                try:
+                    self.out.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreError(f"cannot create store folder {self.out}: "
+                                     f"{exc.strerror or exc}") from exc
+                self._write_devices()
+            except BaseException:
+                if self._httpd is not None:
+                    self._httpd.shutdown()
+                    self._httpd.server_close()
+                raise
         self._recent = collections.deque(
             maxlen=max(16, int(self.window_s / self.interval_s + 1) * len(self._slots)))
         self._max_rows = max(1, math.ceil(self.max_buffer_s / self.interval_s)) * len(self._slots)
         self._event(None, "start", f"collecting GPUs {idx} every {self.interval_s:g} s")
-        if self.prometheus_port is not None:
-            self._httpd = serve_metrics(lambda: latest_by_gpu(self._slots), self.host, self.prometheus_port,
-                                        self.prometheus_addr)
         self._started = True
         if self.prometheus_port is not None:  # XID errors for /metrics, as NVML reports
             t = threading.Thread(target=self._xid_loop, name="powerlab-collector-xid",
