@@ -6,7 +6,9 @@ CPU time of this process (all threads, ``time.process_time``), each figure the m
 median of ``--repeat`` runs, all in the same run of this script:
 
 1. baseline -- a bare ``time.sleep`` loop at 1 kHz (sleep to the next deadline, nothing
-   else): the CPU one wake-up costs on this machine, the floor of any sampling loop.
+   else): the CPU one wake-up costs on this machine, the floor of any sampling loop; and
+   the same loop with one ``Device.read`` of the power group per wake-up (shown: a read
+   right after a wake-up runs on cold caches and costs several warm reads).
 2. the collector at 1 kHz on 1 GPU and on 8 GPUs, power read every tick (one
    ``nvmlDeviceGetFieldValues`` call per GPU), the slower signal groups once a second,
    writing to a Parquet store every 10 s: CPU per tick.  The fixed cost per tick is the
@@ -64,6 +66,27 @@ def sleep_floor(seconds: float) -> tuple[float, float]:
     return (time.process_time() - c0) / n * 1e6, n / (mono() - t0)
 
 
+def read_floor(dev, seconds: float) -> float:
+    """CPU per iteration [us] of the sleep-to-deadline loop plus one ``Device.read`` of
+    the power group: a GPU read right after a wake-up costs several times a warm one
+    (cold caches), which the fixed cost per tick includes."""
+    mono, sleep = time.monotonic, time.sleep
+    t0 = mono()
+    k = n = 0
+    c0 = time.process_time()
+    while True:
+        now = mono()
+        if now - t0 >= seconds:
+            break
+        target = t0 + k * INTERVAL_S
+        if target > now:
+            sleep(target - now)
+        dev.read(1)
+        k += 1
+        n += 1
+    return (time.process_time() - c0) / n * 1e6
+
+
 def collector_run(Collector, n_gpus: int, seconds: float, store: Path) -> dict:
     c = Collector(store, interval_s=INTERVAL_S, gpus=list(range(n_gpus)),
                   signal_intervals_s=SLOW, flush_interval_s=10.0, host="bench")
@@ -95,9 +118,11 @@ def main(argv=None) -> int:
 
     nvml.init()
     collector_run(Collector, 1, 0.3, tmp / "warmup")  # imports, first writes
-    floor, runs = [], {1: [], 8: []}
+    floor, rfloor, runs = [], [], {1: [], 8: []}
+    dev0 = nvml.Device(0)
     for r in range(args.repeat):  # interleaved, so that load changes hit every case
         floor.append(sleep_floor(args.seconds))
+        rfloor.append(read_floor(dev0, args.seconds))
         for n in (1, 8):
             runs[n].append(collector_run(Collector, n, args.seconds, tmp / f"s{n}-{r}"))
 
@@ -105,6 +130,7 @@ def main(argv=None) -> int:
         return min(values), statistics.median(values)
 
     floor_us = stat([f[0] for f in floor])
+    rfloor_us = stat(rfloor)
     one = stat([x["cpu_us_per_tick"] for x in runs[1]])
     eight = stat([x["cpu_us_per_tick"] for x in runs[8]])
     per_gpu = ((eight[0] - one[0]) / 7, (eight[1] - one[1]) / 7)
@@ -117,7 +143,8 @@ def main(argv=None) -> int:
     ok_core = core8[0] <= TARGET_CORE_PCT
     ok_rate = rate8_best >= TARGET_RATE_FRAC / INTERVAL_S
     print(f"sleep floor at 1 kHz: {floor_us[0]:.1f} us/tick min, {floor_us[1]:.1f} median "
-          f"(rate {statistics.median(f[1] for f in floor):.0f} Hz)")
+          f"(rate {statistics.median(f[1] for f in floor):.0f} Hz); with one power read "
+          f"per wake-up {rfloor_us[0]:.1f} / {rfloor_us[1]:.1f} us")
     print(f"collector 1 GPU: {one[0]:.1f} / {one[1]:.1f} us per tick (min / median); "
           f"8 GPUs: {eight[0]:.1f} / {eight[1]:.1f}; per GPU-sample {per_gpu[0]:.1f} / "
           f"{per_gpu[1]:.1f} us")
@@ -145,8 +172,11 @@ def main(argv=None) -> int:
          "target": f">= {TARGET_RATE_FRAC / INTERVAL_S:.0f} Hz", "pass": ok_rate},
     ]
     nvml.shutdown()
+    print(f"collector's own loop per tick beyond a bare sleep + one read: "
+          f"{one[0] - rfloor_us[0]:.1f} / {one[1] - rfloor_us[1]:.1f} us")
     print("RESULT " + json.dumps({"benchmark": "collector", "rows": rows,
-                                  "per_gpu_sample_us": per_gpu[0]}))
+                                  "per_gpu_sample_us": per_gpu[0],
+                                  "sleep_plus_read_floor_us": rfloor_us[0]}))
     return 0 if ok_fixed and ok_core and ok_rate else 1
 
 
