@@ -103,8 +103,9 @@ class Collector:
     gpus : sequence of int, optional
         NVML indices to sample; all GPUs when None.
     flush_interval_s : float, default 10.0
-        How often buffered samples are written to the store [s]; also the most that a
-        SIGKILL can lose (plus the time of one write).
+        How often buffered samples are written to the store [s]; a SIGKILL loses at
+        most this plus the time of one write (when writes take longer than this, at most
+        two writes' time; see Faults).
     signal_intervals_s : mapping of str to float, optional
         Slower intervals for signal groups (``power``, ``temperature``, ``clocks``,
         ``utilization``, ``power_limit``) [s], rounded to a whole number of ticks; e.g.
