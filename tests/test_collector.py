@@ -258,6 +258,17 @@ def test_a_hung_nvml_call_does_not_stall_the_other_gpus(fake_nvml, monkeypatch):
     assert threading.active_count() <= threads_before  # the stuck threads ended
 
 
+def test_stop_returns_while_an_nvml_call_hangs(fake_nvml):
+    fake_nvml({"gpus": 2, "gpu0.hang": "0.3-6"})
+    c = Collector(None, interval_s=0.02, hang_timeout_s=0.5)
+    c.start()
+    time.sleep(0.4)
+    t0 = time.monotonic()
+    c.stop()
+    assert time.monotonic() - t0 < 0.5 + 1.5
+    assert "hang" in list(c.events()["kind"])
+
+
 @pytest.mark.bad_input("collector")
 def test_hang_timeout_must_be_positive():
     for bad in (0, -1, math.inf, math.nan):

@@ -358,9 +358,16 @@ class Collector:
             self._wake.set()
             while True:  # a watchdog may replace the sampler while we wait
                 sampler = self._sampler
-                sampler.join()
-                if sampler is self._sampler:
-                    break
+                sampler.join(self.hang_timeout_s + 0.5)
+                if sampler is not self._sampler:
+                    continue
+                if sampler.is_alive():  # stuck in an NVML call: abandon it (a daemon)
+                    with self._call_lock:
+                        self._gen += 1
+                        self._call = None
+                    self._event(None, "hang", "an NVML call was still hung at stop; the "
+                                "sampling thread was abandoned")
+                break
             self._threads[2].join()
             if self._xid_thread is not None:
                 self._xid_thread.join(2.0)
