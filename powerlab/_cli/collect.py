@@ -56,6 +56,10 @@ def register(subparsers) -> None:
                    help="most seconds of samples held while the store is behind; newer "
                         "samples are dropped and counted beyond it (default: max(60, 4 x "
                         "flush interval))")
+    p.add_argument("--hang-timeout-s", type=_positive, default=None, metavar="S",
+                   help="an NVML call taking longer is treated as hung: that GPU is taken "
+                        "out and retried, the others keep their rate (default: max(1, 5 x "
+                        "interval))")
     p.add_argument("--signal-interval-s", type=_signal_interval, action="append",
                    default=[], metavar="GROUP=S",
                    help="slower interval for a signal group (power, temperature, clocks, "
@@ -78,6 +82,7 @@ def handle(args) -> int:
     collector = Collector(
         args.out, interval_s=args.interval_s, gpus=args.gpus,
         flush_interval_s=args.flush_interval_s, max_buffer_s=args.max_buffer_s,
+        hang_timeout_s=args.hang_timeout_s,
         signal_intervals_s=dict(args.signal_interval_s), host=args.host,
         prometheus_port=args.prometheus_port, prometheus_addr=args.metrics_address)
     received: list[str] = []
