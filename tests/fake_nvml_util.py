@@ -52,6 +52,29 @@ def build_fake_nvml(build_dir: Path = BUILD_DIR) -> Path:
     return build_dir
 
 
+SLOW_FSYNC_SOURCE = HERE / "fake_nvml" / "slow_fsync.c"
+
+
+def build_slow_fsync(build_dir: Path = BUILD_DIR) -> Path:
+    """Compile the slow-fsync ``LD_PRELOAD`` shim (``tests/fake_nvml/slow_fsync.c``);
+    return the path of the shared library.  Skips the calling test without a C compiler."""
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    lib = build_dir / "libslow_fsync.so"
+    if lib.exists() and lib.stat().st_mtime >= SLOW_FSYNC_SOURCE.stat().st_mtime:
+        return lib
+    if cc is None:
+        pytest.skip("no C compiler (cc) to build the slow-fsync shim")
+    build_dir.mkdir(parents=True, exist_ok=True)
+    tmp = build_dir / f".libslow_fsync.so.{uuid.uuid4().hex}"
+    res = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-Wall", "-o", str(tmp),
+                          str(SLOW_FSYNC_SOURCE), "-ldl"], capture_output=True, text=True,
+                         check=False)
+    if res.returncode != 0:
+        raise RuntimeError(f"building the slow-fsync shim failed:\n{res.stderr}")
+    os.replace(tmp, lib)
+    return lib
+
+
 def write_scenario(path: Path, lines: dict[str, object] | list[str],
                    stamp: bool = True) -> Path:
     """Write a scenario file; ``lines`` maps keys to values (order kept).

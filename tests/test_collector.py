@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -40,6 +41,7 @@ from powerlab.telemetry.store import read_store
 from .fake_nvml_util import (  # noqa: F401  (fixtures)
     CALL_COLUMNS,
     FakeScenario,
+    build_slow_fsync,
     fake_env,
     fake_libdir,
     fake_nvml,
@@ -223,10 +225,60 @@ def test_timeouts_and_unknown_errors_are_recorded_and_recovered(fake_nvml):
         assert not ((t >= 0.3) & (t < end)).any() and (t >= end).sum() > 5
 
 
+def test_a_hung_nvml_call_does_not_stall_the_other_gpus(fake_nvml, monkeypatch):
+    """GPU 1's calls block from 0.5 s to 1.5 s after init (FAKE_NVML_HANG): the watchdog
+    takes it out after hang_timeout_s, the other GPUs keep their rate, GPU 1 comes back
+    once its calls return, and no sample is recorded twice."""
+    monkeypatch.setenv("FAKE_NVML_HANG", "1@0.5-1.5")
+    sc = fake_nvml({"gpus": 3})
+    threads_before = threading.active_count()
+    c = Collector(None, interval_s=0.02, hang_timeout_s=0.2, retry_backoff_s=(0.1, 0.2))
+    with c:
+        time.sleep(2.4)
+    df = c.recent()
+    ev = c.events()
+    t_ev = (_us(ev["timestamp"]) - sc.init_us) * 1e-6
+    for g in (0, 2):
+        part = df[df["gpu_index"] == g]
+        mono = part["monotonic_s"].to_numpy()
+        assert np.all(np.diff(mono) > 0)  # no sample twice
+        assert np.diff(mono).max() < 0.2 + 0.15  # one stall of at most hang_timeout_s
+        assert len(part) > 0.8 * 2.4 / 0.02, len(part)  # the rate is kept
+    e1 = ev[ev["gpu_index"] == 1]
+    kinds = list(e1["kind"])
+    assert kinds[0] == "hang" and kinds[-1] == "recovered", kinds
+    assert 0.5 + 0.2 <= t_ev[e1.index[0]] < 0.5 + 0.2 + 0.2
+    assert t_ev[e1.index[-1]] >= 1.5
+    p1 = df[df["gpu_index"] == 1]
+    t1 = (_us(p1["nvml_time_power"]) - sc.init_us) * 1e-6
+    assert not ((t1 > 0.5) & (t1 < 1.5)).any()
+    assert (t1 >= 1.5).sum() > 10  # sampled again after its calls return
+    assert np.all(np.diff(p1["monotonic_s"].to_numpy()) > 0)
+    time.sleep(0.1)
+    assert threading.active_count() <= threads_before  # the stuck threads ended
+
+
+def test_stop_returns_while_an_nvml_call_hangs(fake_nvml):
+    fake_nvml({"gpus": 2, "gpu0.hang": "0.3-6"})
+    c = Collector(None, interval_s=0.02, hang_timeout_s=0.5)
+    c.start()
+    time.sleep(0.4)
+    t0 = time.monotonic()
+    c.stop()
+    assert time.monotonic() - t0 < 0.5 + 1.5
+    assert "hang" in list(c.events()["kind"])
+
+
+@pytest.mark.bad_input("collector")
+def test_hang_timeout_must_be_positive():
+    for bad in (0, -1, math.inf, math.nan):
+        with pytest.raises(PowerlabError, match="hang_timeout_s must be a finite number"):
+            Collector(None, hang_timeout_s=bad)
+
+
 def test_prometheus_metrics_use_dcgm_names(fake_nvml):
     fake_nvml({"gpus": 2, "gpu1.power_mw": 123450, "gpu1.throttle": 4})
-    with Collector(None, interval_s=0.05, prometheus_port=0, prometheus_addr="127.0.0.1",
-                   host="node-p") as c:
+    with Collector(None, interval_s=0.05, prometheus_port=0, host="node-p") as c:
         time.sleep(0.2)
         text = urllib.request.urlopen(
             f"http://127.0.0.1:{c.metrics_port}/metrics", timeout=5).read().decode()
@@ -278,6 +330,114 @@ def test_prometheus_keeps_slow_signals_and_drops_a_lost_gpu(fake_nvml):
         assert ("DCGM_FI_DEV_POWER_USAGE_INSTANT", 0) in v
         assert not [k for k in v if k[1] == 1], v
     assert list(c.events()["kind"])[:2] == ["start", "lost"]
+
+
+def test_metrics_bind_loopback_by_default_and_open_only_when_asked(fake_nvml):
+    fake_nvml({"gpus": 1})
+    with Collector(None, interval_s=0.05, prometheus_port=0) as c:
+        assert c._httpd.server_address[0] == "127.0.0.1"
+    with Collector(None, interval_s=0.05, prometheus_port=0, prometheus_addr="0.0.0.0") as c:
+        assert c._httpd.server_address[0] == "0.0.0.0"
+        time.sleep(0.15)
+        assert _scrape(c.metrics_port)  # reachable (here through the loopback)
+
+
+@pytest.mark.bad_input("collector")
+def test_250_idle_connections_cost_no_threads_and_cannot_lock_a_scraper_out(fake_nvml):
+    import socket
+
+    fake_nvml({"gpus": 2})
+    with Collector(None, interval_s=0.05, prometheus_port=0) as c:
+        time.sleep(0.15)
+        before = threading.active_count()
+        socks = []
+        try:
+            for _ in range(250):
+                socks.append(socket.create_connection(("127.0.0.1", c.metrics_port), 5))
+            socks[0].sendall(b"GET /metr")  # a half request, then silence
+            time.sleep(0.5)
+            assert threading.active_count() <= before  # not one thread per connection
+            v = _scrape(c.metrics_port)  # a scraper still gets through
+            assert v[("DCGM_FI_DEV_POWER_USAGE_INSTANT", 1)] == 300.0
+            # junk, a bad method and a wrong path: answered, never a crash
+            for req, status in ((b"POST /metrics HTTP/1.1\r\n\r\n", b"405"),
+                                (b"GET /nope HTTP/1.1\r\nConnection: close\r\n\r\n",
+                                 b"404"), (b"garbage\r\n\r\n", b"400")):
+                with socket.create_connection(("127.0.0.1", c.metrics_port), 5) as s2:
+                    s2.sendall(req)
+                    assert s2.recv(100).split(b" ")[1] == status
+            with socket.create_connection(("127.0.0.1", c.metrics_port), 5) as s3:
+                s3.sendall(b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 70000 + b"\r\n\r\n")
+                s3.settimeout(5)
+                try:
+                    assert s3.recv(100) == b""  # an oversized header is refused
+                except ConnectionResetError:
+                    pass
+            assert _scrape(c.metrics_port)
+        finally:
+            for so in socks:
+                so.close()
+
+
+@pytest.mark.bad_input("collector")
+@pytest.mark.parametrize("addr", ["no.such.host.invalid", "999.1.1.1", "busy"])
+def test_cli_bad_metrics_address_is_a_one_line_error(fake_libdir, tmp_path, addr):
+    import socket
+
+    env = fake_env(fake_libdir, write_scenario(tmp_path / "s.txt", {"gpus": 1}))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1] if addr == "busy" else 0
+        res = subprocess.run(_cli("--out", str(tmp_path / "st"), "--duration-s", "0.3",
+                                  "--prometheus-port", str(port), "--metrics-address",
+                                  "127.0.0.1" if addr == "busy" else addr),
+                             env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot serve /metrics on" in lines[0], res.stderr
+    assert not (tmp_path / "st").exists()  # nothing written before the failure
+
+
+def test_metrics_match_dcgm_exporter(fake_nvml):
+    """dcgm-exporter parity: energy a counter in mJ, framebuffer used/free in MiB, XID
+    errors as NVML reports them, and dcgm-exporter's labels; parsed by prometheus_client."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    fake_nvml({"gpus": 2, "gpu1.fb_used_mib": 4321, "gpu1.xid": "0.15:79",
+               "gpu1.pci_bus_id": "00000000:1B:00.0", "gpu1.minor": 5,
+               "driver_version": "555.42.06"})
+    with Collector(None, interval_s=0.02, prometheus_port=0, host="node-x") as c:
+        time.sleep(0.5)
+        resp = urllib.request.urlopen(f"http://127.0.0.1:{c.metrics_port}/metrics", timeout=5)
+        ctype = resp.headers["Content-Type"]
+        text = resp.read().decode()
+        ev = c.events()
+    assert ctype.startswith("text/plain; version=0.0.4")
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    assert fams["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"].type == "counter"
+    assert "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter" in text
+    assert "\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{" in text  # its own name, no _total
+    assert fams["DCGM_FI_DEV_POWER_USAGE"].type == "gauge"
+
+    def value(name, gpu):
+        (v,) = [s.value for s in fams[name].samples if s.labels["gpu"] == str(gpu)]
+        return v
+
+    assert value("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 0) >= 1_000_000  # mJ
+    assert value("DCGM_FI_DEV_FB_USED", 1) == 4321.0
+    assert value("DCGM_FI_DEV_FB_FREE", 1) == 81559.0 - 4321.0
+    assert value("DCGM_FI_DEV_FB_USED", 0) == 0.0
+    assert value("DCGM_FI_DEV_XID_ERRORS", 1) == 79.0
+    assert value("DCGM_FI_DEV_XID_ERRORS", 0) == 0.0
+    (lab1,) = [s.labels for s in fams["DCGM_FI_DEV_GPU_TEMP"].samples
+               if s.labels["gpu"] == "1"]
+    assert lab1 == {"gpu": "1", "UUID": "GPU-fa6e0000-0000-4000-8000-000000000001",
+                    "pci_bus_id": "00000000:1B:00.0", "device": "nvidia5",
+                    "modelName": "Fake NVIDIA H100 80GB HBM3", "Hostname": "node-x",
+                    "DCGM_FI_DRIVER_VERSION": "555.42.06"}
+    xid = ev[ev["kind"] == "xid"]
+    assert list(xid["gpu_index"]) == [1] and "XID 79" in xid["message"].iloc[0]
 
 
 def test_bad_parameters_are_clear_errors():
@@ -410,6 +570,85 @@ def test_sigkill_at_random_moments_loses_at_most_one_flush_interval(fake_libdir,
         assert lost <= flush + slack, (run, lost)
     assert len(read_store(store)) > 0
     print(json.dumps({"sigkill_lost_s": [round(x, 3) for x in losses]}))
+
+
+def test_sigkill_on_a_slow_disk_loses_at_most_a_flush_interval_plus_a_write(fake_libdir,
+                                                                          tmp_path):
+    """fsync slowed to 0.3 s (an LD_PRELOAD shim) with a 0.2 s flush interval: the disk
+    cannot keep up, yet a SIGKILL loses at most max(flush interval, one write) plus one
+    write -- not a growing backlog (before the writer queue was bounded, a kill after
+    5 s lost 3-4 s and the loss grew with the run's length)."""
+    shim = build_slow_fsync()
+    sc_path = write_scenario(tmp_path / "s.txt", {"gpus": 2})
+    env = fake_env(fake_libdir, sc_path)
+    fsync_s, flush, interval = 0.3, 0.2, 0.02
+    env.update(LD_PRELOAD=str(shim), SLOW_FSYNC_S=str(fsync_s),
+               SLOW_FSYNC_LOG=str(tmp_path / "fsync.log"))
+    store = tmp_path / "store"
+    # one write: the telemetry file and the status-event file, each fsynced with its
+    # folder (4 fsyncs), plus the CPU of the write; slack: scheduling on a busy machine
+    write_s = 4 * fsync_s + 0.2
+    bound = max(flush, write_s) + write_s + 0.4
+    rng = random.Random(20261203)
+    losses = []
+    for run in range(3):
+        p, _ = _start(["--out", str(store), "--interval-s", str(interval),
+                             "--flush-interval-s", str(flush), "--host", f"slow{run}"], env)
+        time.sleep(rng.uniform(4.5, 6.0))
+        t_kill = time.time()
+        p.kill()
+        p.communicate(timeout=30)
+        _assert_every_file_reads(store)
+        df = read_store(store, hosts=[f"slow{run}"])
+        assert not df.empty  # the disk is slow, not stuck: batches did reach it
+        lost = t_kill - df["timestamp"].max().value * 1e-9
+        for _, part in df.groupby("gpu_index"):
+            mono = part["monotonic_s"].to_numpy()
+            assert np.diff(mono).max() < 5 * interval  # no hole in what was kept
+        losses.append(lost)
+        assert lost <= bound, (run, lost, bound)
+    assert (tmp_path / "fsync.log").read_text().count("\n") >= 12  # the shim was in effect
+    print(json.dumps({"slow_disk_sigkill_lost_s": [round(x, 3) for x in losses],
+                      "bound_s": bound}))
+
+
+def test_store_far_behind_drops_newest_samples_and_counts_them(fake_nvml, tmp_path):
+    """A store that takes 0.8 s per write with max_buffer_s = 0.3: the buffer never holds
+    more than 0.3 s of samples; what could not be kept is counted exactly."""
+    from powerlab.telemetry.store import write_store
+
+    fake_nvml({"gpus": 2})
+    sizes = []
+
+    def slow_writer(frame, root):
+        sizes.append(len(frame))
+        time.sleep(0.8)
+        return write_store(frame, root, fsync=False)
+
+    c = Collector(tmp_path / "s", interval_s=0.01, flush_interval_s=0.1, max_buffer_s=0.3,
+                  writer=slow_writer)
+    with c:
+        time.sleep(2.0)
+    rep = c.report()
+    total = int(rep.gpus["samples"].sum())
+    assert rep.dropped_samples > 0, (rep.summary(), sizes)
+    assert rep.rows_written + rep.dropped_samples == total
+    assert max(sizes) <= 2 * 30 + 2  # 0.3 s of 2 GPUs at 100 Hz, plus one tick
+    assert len(read_store(tmp_path / "s")) == rep.rows_written
+    ev = read_events(tmp_path / "s")
+    dropped = ev[ev["kind"] == "dropped"]
+    assert len(dropped) >= 1
+    counts = dropped["message"].str.extract(r"^(\d+) sample")[0].astype(int)
+    assert counts.sum() == rep.dropped_samples
+    assert "dropped: store behind" in rep.summary()
+
+
+@pytest.mark.bad_input("collector")
+def test_max_buffer_shorter_than_the_flush_interval_is_refused():
+    with pytest.raises(PowerlabError, match="max_buffer_s must be .* >= flush_interval_s"):
+        Collector(None, flush_interval_s=10, max_buffer_s=5)
+    with pytest.raises(PowerlabError, match="max_buffer_s must be"):
+        Collector(None, max_buffer_s=math.inf)
 
 
 FULL_DISK_SCRIPT = textwrap.dedent("""

@@ -52,6 +52,14 @@ def register(subparsers) -> None:
                    help="NVML indices of the GPUs to sample (default: all)")
     p.add_argument("--flush-interval-s", type=_positive, default=10.0, metavar="S",
                    help="write buffered samples every S seconds (default 10)")
+    p.add_argument("--max-buffer-s", type=_positive, default=None, metavar="S",
+                   help="most seconds of samples held while the store is behind; newer "
+                        "samples are dropped and counted beyond it (default: max(60, 4 x "
+                        "flush interval))")
+    p.add_argument("--hang-timeout-s", type=_positive, default=None, metavar="S",
+                   help="an NVML call taking longer is treated as hung: that GPU is taken "
+                        "out and retried, the others keep their rate (default: max(1, 5 x "
+                        "interval))")
     p.add_argument("--signal-interval-s", type=_signal_interval, action="append",
                    default=[], metavar="GROUP=S",
                    help="slower interval for a signal group (power, temperature, clocks, "
@@ -59,6 +67,9 @@ def register(subparsers) -> None:
     p.add_argument("--host", default=None, help="host name to record (default: this host)")
     p.add_argument("--prometheus-port", type=int, default=None, metavar="P",
                    help="serve /metrics with DCGM-compatible names on port P")
+    p.add_argument("--metrics-address", default="127.0.0.1", metavar="ADDR",
+                   help="address /metrics binds to (default 127.0.0.1, this host only; "
+                        "0.0.0.0 serves every interface)")
     p.set_defaults(func=handle)
 
 
@@ -70,9 +81,10 @@ def handle(args) -> int:
 
     collector = Collector(
         args.out, interval_s=args.interval_s, gpus=args.gpus,
-        flush_interval_s=args.flush_interval_s,
+        flush_interval_s=args.flush_interval_s, max_buffer_s=args.max_buffer_s,
+        hang_timeout_s=args.hang_timeout_s,
         signal_intervals_s=dict(args.signal_interval_s), host=args.host,
-        prometheus_port=args.prometheus_port)
+        prometheus_port=args.prometheus_port, prometheus_addr=args.metrics_address)
     received: list[str] = []
 
     def on_signal(signum, frame):

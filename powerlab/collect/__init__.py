@@ -6,6 +6,7 @@ Modules
 :mod:`~powerlab.collect.collector`   the running collector: sampling loop, writer, retries
 :mod:`~powerlab.collect.sidetables`  status events and static GPU facts beside the telemetry
 :mod:`~powerlab.collect.metrics`     the ``/metrics`` endpoint under dcgm-exporter's names
+:mod:`~powerlab.collect.slots`       per-GPU state of a running collector, frames and tables
 :mod:`~powerlab.collect.run_report`  what a run achieved (rates, jitter, energy both ways)
 
 This wing imports only :mod:`powerlab.telemetry` (and :mod:`powerlab.exceptions`).

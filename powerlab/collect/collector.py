@@ -12,8 +12,21 @@ Faults
 * A GPU that is lost, times out or answers ``Unknown`` gets a status event, is taken out
   of the tick loop and retried in the background with exponential backoff; the other
   GPUs keep being sampled on schedule.  A successful retry records ``recovered``.
+* An NVML call that does not return (a hung driver call) within ``hang_timeout_s``: a
+  watchdog records a ``hang`` event, takes that GPU out of the tick loop and starts a
+  fresh sampling thread that carries on the schedule with the other GPUs (the stuck
+  thread ends, without recording anything, whenever its call returns).  The GPU is
+  retried like a lost one; each retry runs in its own thread, so a retry that hangs too
+  blocks nothing.  The other GPUs miss at most ``hang_timeout_s`` of samples, once.
 * SIGKILL at any moment: files in the store are complete (the store writes atomically)
-  and at most one flush interval (plus the time of one write) of samples is lost.
+  and at most one flush interval plus the time of one write of samples is lost.  The
+  writer holds one batch at a time: when a write is still running at a flush time, the
+  samples stay in the sampler's buffer and go out together with the next flush once the
+  writer is free (no queue of batches builds up behind a slow disk, so a write slower
+  than the flush interval makes the flushes as frequent as the disk allows, and the
+  loss at most that write's time twice).  The buffer is bounded by ``max_buffer_s``:
+  beyond it new samples are **dropped** (sampling never blocks) and counted in a
+  ``dropped`` status event and in :attr:`CollectorReport.dropped_samples`.
 * A store write that fails (full disk, quota, file-size limit, permissions) stops the
   collector with a :class:`~powerlab.exceptions.StoreError`; files written before are
   untouched.
@@ -26,7 +39,6 @@ capabilities) once per start under ``STORE/devices/`` (:func:`read_devices`).
 from __future__ import annotations
 
 import collections
-import errno
 import math
 import queue
 import socket
@@ -36,12 +48,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Self
 
-import numpy as np
 import pandas as pd
 
 from ..exceptions import NVMLError, PowerlabError, StoreError
 from . import nvml
-from .metrics import DCGM_FIELDS, serve_metrics
+from .metrics import serve_metrics
 from .run_report import CollectorReport
 from .sidetables import (
     DEVICE_COLUMNS,
@@ -49,136 +60,35 @@ from .sidetables import (
     events_frame,
     read_devices,
     read_events,
-    ts_column,
     write_side_table,
+)
+from .slots import (
+    I_ENERGY,
+    I_POWER,
+    I_TS_ENERGY,
+    I_TS_POWER,
+    Slot,
+    gpu_table,
+    is_full,
+    latest_by_gpu,
+    rows_to_frame,
 )
 
 __all__ = ["DEVICE_COLUMNS", "EVENT_COLUMNS", "Collector", "CollectorReport", "read_devices",
            "read_events"]  # the side-table names are re-exported from .sidetables
 
-_ROW_COLS = ("_wall_ns", "gpu_index", "gpu_uuid", "monotonic_s", *nvml.SAMPLE_COLUMNS,
-             *nvml.TIMESTAMP_COLUMNS)
-_NS = len(nvml.SAMPLE_COLUMNS)
-_I_POWER = 4 + nvml.SAMPLE_COLUMNS.index("power_w")
-_I_ENERGY = 4 + nvml.SAMPLE_COLUMNS.index("energy_j")
-_I_TS_POWER = 4 + _NS + nvml.TIMESTAMP_COLUMNS.index("nvml_time_power")
-_I_TS_ENERGY = 4 + _NS + nvml.TIMESTAMP_COLUMNS.index("nvml_time_energy")
-_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
-_METRIC_COLUMNS = tuple(col for _name, col, _scale, _doc in DCGM_FIELDS)
-_GROUP_BIT = {c: 1 << gi for gi, cols in enumerate(nvml.GROUPS.values()) for c in cols}
+def _fine_timer_slack() -> None:
+    """Ask Linux for 1 us timer slack in this thread (default 50 us), so that the sleeps
+    between ticks end on time at 1 kHz; a no-op elsewhere."""
+    import ctypes
+    import sys
 
-# ---------------------------------------------------------------------------- frames
-
-
-def _rows_to_frame(rows: Sequence[tuple], host: str, conformed: bool = True) -> pd.DataFrame:
-    """Samples (row tuples) as a telemetry frame (conformed and sorted when asked)."""
-    from ..telemetry.schema import conform, empty_frame
-
-    if not rows:
-        out = empty_frame()
-        for c in ("monotonic_s", "power_avg_w", "util_mem_pct"):
-            out[c] = pd.Series([], dtype="float64")
-        for c in nvml.TIMESTAMP_COLUMNS:
-            out[c] = pd.Series([], dtype="datetime64[ns, UTC]")
-        return conform(out)
-    cols = list(zip(*rows))
-    wall = np.fromiter(cols[0], dtype=np.int64, count=len(rows))
-    data: dict[str, object] = {
-        "timestamp": pd.Series(wall.view("datetime64[ns]")).dt.tz_localize("UTC"),
-        "host": pd.array([host] * len(rows), dtype="string"),
-        "scope": pd.array(["gpu"] * len(rows), dtype="string"),
-        "gpu_index": pd.array(cols[1], dtype="Int16"),
-        "gpu_uuid": pd.array(cols[2], dtype="string"),
-        "monotonic_s": np.asarray(cols[3], dtype="float64"),
-    }
-    for name, col in zip(nvml.SAMPLE_COLUMNS, cols[4:4 + _NS]):
-        if name == "throttle_reasons":
-            data[name] = pd.array(col, dtype="UInt64")
-        else:
-            data[name] = np.asarray(col, dtype="float64")
-    for name, col in zip(nvml.TIMESTAMP_COLUMNS, cols[4 + _NS:]):
-        data[name] = ts_column(col, 1000)
-    frame = pd.DataFrame(data)
-    return conform(frame) if conformed else frame
-
-
-def _is_full(exc: BaseException) -> bool:
-    e: BaseException | None = exc
-    while e is not None:
-        if isinstance(e, OSError) and e.errno in _FULL_ERRNOS:
-            return True
-        text = str(e)
-        if any(s in text for s in ("No space left", "File too large", "quota exceeded",
-                                   "Disk quota")):
-            return True
-        e = e.__cause__ or e.__context__
-    return False
-
-
-# ---------------------------------------------------------------------------- collector
-
-
-class _Slot:
-    """Per-GPU state inside the collector."""
-
-    __slots__ = (
-        "attempt",
-        "backoff",
-        "device",
-        "down",
-        "e_acc",
-        "e_first",
-        "e_int",
-        "e_last",
-        "first",
-        "index",
-        "int_n",
-        "kind",
-        "last",
-        "latest",
-        "mask_n",
-        "max_dt",
-        "n",
-        "next_retry",
-        "p_prev",
-        "p_t",
-        "sum_dt",
-        "sum_dt2",
-        "uuid",
-    )
-
-    def __init__(self, index: int):
-        self.index = index
-        self.device: nvml.Device | None = None
-        self.uuid: str | None = None
-        self.down = False
-        self.kind = ""
-        self.next_retry = 0.0
-        self.backoff = 0.0
-        self.attempt = 0
-        self.n = 0
-        self.first = math.nan
-        self.last = math.nan
-        self.sum_dt = 0.0
-        self.sum_dt2 = 0.0
-        self.max_dt = 0.0
-        self.mask_n: dict[int, int] = {}
-        self.latest: dict[int, tuple] = {}  # signal-group mask -> its latest row
-        self.e_first: tuple | None = None
-        self.e_last: tuple | None = None
-        self.p_prev = math.nan
-        self.p_t: float | None = None
-        self.e_int = 0.0   # integrated instant power over sampled intervals [J]
-        self.int_n = 0     # number of intervals integrated
-        self.e_acc = 0.0   # counter energy of closed segments [J]
-
-    def close_energy_segment(self) -> None:
-        """End the current stretch of continuous readings (the GPU was lost, or its
-        energy counter was reset): neither energy estimate bridges the break."""
-        if self.e_first is not None and self.e_last is not None:
-            self.e_acc += self.e_last[0] - self.e_first[0]
-        self.e_first = self.e_last = None
-        self.p_t = None
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(29, 1000, 0, 0, 0)  # PR_SET_TIMERSLACK
+    except (OSError, AttributeError):  # pragma: no cover
+        pass
 
 
 class Collector:
@@ -193,8 +103,9 @@ class Collector:
     gpus : sequence of int, optional
         NVML indices to sample; all GPUs when None.
     flush_interval_s : float, default 10.0
-        How often buffered samples are written to the store [s]; also the most that a
-        SIGKILL can lose (plus the time of one write).
+        How often buffered samples are written to the store [s]; a SIGKILL loses at
+        most this plus the time of one write (when writes take longer than this, at most
+        two writes' time; see Faults).
     signal_intervals_s : mapping of str to float, optional
         Slower intervals for signal groups (``power``, ``temperature``, ``clocks``,
         ``utilization``, ``power_limit``) [s], rounded to a whole number of ticks; e.g.
@@ -207,11 +118,18 @@ class Collector:
         First and largest wait before retrying a failed GPU [s]; doubles per failure.
     prometheus_port : int, optional
         Serve ``/metrics`` with DCGM-compatible names on this port (0: any free port).
-    prometheus_addr : str, default "0.0.0.0"
-        Address the metrics endpoint binds to.
+    prometheus_addr : str, default "127.0.0.1"
+        Address the metrics endpoint binds to (``"0.0.0.0"`` opens it to the network).
     writer : callable, optional
         ``writer(frame, root) -> list[Path]`` used for flushes; default
         :func:`powerlab.telemetry.store.write_store`.
+    hang_timeout_s : float, optional
+        An NVML call taking longer than this is treated as hung [s]; default the larger
+        of 1 s and five intervals.
+    max_buffer_s : float, optional
+        Most samples held in memory while the store is behind, as seconds of sampling
+        [s]; newer samples are dropped and counted beyond it.  Default: the larger of
+        60 s and four flush intervals.
 
     Examples
     --------
@@ -225,8 +143,9 @@ class Collector:
                  signal_intervals_s: Mapping[str, float] | None = None,
                  host: str | None = None, window_s: float = 60.0,
                  retry_backoff_s: tuple[float, float] = (0.5, 30.0),
-                 prometheus_port: int | None = None, prometheus_addr: str = "0.0.0.0",
-                 writer: Callable | None = None):
+                 prometheus_port: int | None = None, prometheus_addr: str = "127.0.0.1",
+                 writer: Callable | None = None, max_buffer_s: float | None = None,
+                 hang_timeout_s: float | None = None):
         if not 0 < interval_s < math.inf:
             raise PowerlabError(f"interval_s must be a finite number > 0 s, got {interval_s}")
         if not 0 < flush_interval_s < math.inf:
@@ -243,6 +162,17 @@ class Collector:
         if prometheus_port is not None and not 0 <= int(prometheus_port) <= 65535:
             raise PowerlabError(f"prometheus_port must be 0..65535 (0: any free port), "
                                 f"got {prometheus_port}")
+        if hang_timeout_s is None:
+            hang_timeout_s = max(1.0, 5 * interval_s)
+        if not 0 < hang_timeout_s < math.inf:
+            raise PowerlabError(f"hang_timeout_s must be a finite number > 0 s, "
+                                f"got {hang_timeout_s}")
+        self.hang_timeout_s = float(hang_timeout_s)
+        if max_buffer_s is None:
+            max_buffer_s = max(60.0, 4 * flush_interval_s)
+        if not flush_interval_s <= max_buffer_s < math.inf:
+            raise PowerlabError(f"max_buffer_s must be a finite number of seconds >= "
+                                f"flush_interval_s = {flush_interval_s} s, got {max_buffer_s}")
         lo, hi = retry_backoff_s
         if not 0 < lo <= hi:
             raise PowerlabError(f"retry_backoff_s must be (first, largest) with "
@@ -257,6 +187,22 @@ class Collector:
         self.prometheus_port = prometheus_port
         self.prometheus_addr = prometheus_addr
         self._writer = writer
+        self.max_buffer_s = float(max_buffer_s)
+        self._max_rows = 0  # set at start (depends on the number of GPUs)
+        self._writing = False  # a batch is with the writer (set by the sampler, cleared
+        #                        by the writer when the batch is on disk or failed)
+        self._dropped = 0
+        self._dropped_total = 0
+        self._gen = 0  # generation of the sampling thread (a new one after a hang)
+        self._call: tuple | None = None  # (slot, monotonic start) of the NVML read running
+        self._call_lock = threading.Lock()
+        self._sampler: threading.Thread | None = None
+        self._tick_rows: list[tuple] = []
+        self._xid_thread: threading.Thread | None = None
+        self._k = 0
+        self._t0 = math.nan
+        self._next_flush = math.nan
+        self._dropped_span: list[int] = []
         self._every = {g: 1 for g in nvml.GROUPS}
         for g, s in (signal_intervals_s or {}).items():
             if g not in nvml.GROUPS:
@@ -274,7 +220,7 @@ class Collector:
         self._stop_flag = False
         self._started = False
         self._stopped = False
-        self._slots: list[_Slot] = []
+        self._slots: list[Slot] = []
         self._buffer: list[tuple] = []
         self._recent: collections.deque = collections.deque(maxlen=1)
         self._events: list[dict] = []
@@ -322,7 +268,7 @@ class Collector:
                             f"(indices 0..{n - 1})")
         self._t_start = time.monotonic()
         for i in idx:
-            slot = _Slot(i)
+            slot = Slot(i)
             try:
                 slot.device = nvml.Device(i)
                 slot.uuid = slot.device.uuid
@@ -335,26 +281,41 @@ class Collector:
         if all(s.device is None for s in self._slots):
             raise NVMLError("no GPU could be opened: " + "; ".join(
                 e["message"] for e in self._events))
+        if self.prometheus_port is not None:  # a bad address fails before the store
+            self._httpd = serve_metrics(lambda: latest_by_gpu(self._slots), self.host,
+                                        self.prometheus_port, self.prometheus_addr)
         if self.out is not None:  # fail now rather than at the first flush
             try:
-                self.out.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(f"cannot create store folder {self.out}: "
-                                 f"{exc.strerror or exc}") from exc
-            self._write_devices()
+                try:
+                    self.out.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreError(f"cannot create store folder {self.out}: "
+                                     f"{exc.strerror or exc}") from exc
+                self._write_devices()
+            except BaseException:
+                if self._httpd is not None:
+                    self._httpd.shutdown()
+                    self._httpd.server_close()
+                raise
         self._recent = collections.deque(
             maxlen=max(16, int(self.window_s / self.interval_s + 1) * len(self._slots)))
+        self._max_rows = max(1, math.ceil(self.max_buffer_s / self.interval_s)) * len(self._slots)
         self._event(None, "start", f"collecting GPUs {idx} every {self.interval_s:g} s")
-        if self.prometheus_port is not None:
-            self._httpd = serve_metrics(self._latest_by_gpu, self.host, self.prometheus_port,
-                                        self.prometheus_addr)
         self._started = True
+        if self.prometheus_port is not None:  # XID errors for /metrics, as NVML reports
+            t = threading.Thread(target=self._xid_loop, name="powerlab-collector-xid",
+                                 daemon=True)
+            t.start()
+            self._xid_thread = t
+        self._t0 = time.monotonic()
+        self._next_flush = self._t0 + self.flush_interval_s
         for target, name in ((self._sample_loop, "sampler"), (self._write_loop, "writer"),
                              (self._retry_loop, "retry")):
             t = threading.Thread(target=target, name=f"powerlab-collector-{name}",
                                  daemon=True)
             t.start()
             self._threads.append(t)
+        self._sampler = self._threads[0]
         return self
 
     def request_stop(self) -> None:
@@ -364,7 +325,7 @@ class Collector:
     @property
     def running(self) -> bool:
         """Whether the sampling thread is alive."""
-        return bool(self._threads) and self._threads[0].is_alive()
+        return self._sampler is not None and self._sampler.is_alive()
 
     @property
     def error(self) -> StoreError | None:
@@ -395,8 +356,21 @@ class Collector:
             self._stopped = True
             self._stop_flag = True
             self._wake.set()
-            self._threads[0].join()
+            while True:  # a watchdog may replace the sampler while we wait
+                sampler = self._sampler
+                sampler.join(self.hang_timeout_s + 0.5)
+                if sampler is not self._sampler:
+                    continue
+                if sampler.is_alive():  # stuck in an NVML call: abandon it (a daemon)
+                    with self._call_lock:
+                        self._gen += 1
+                        self._call = None
+                    self._event(None, "hang", "an NVML call was still hung at stop; the "
+                                "sampling thread was abandoned")
+                break
             self._threads[2].join()
+            if self._xid_thread is not None:
+                self._xid_thread.join(2.0)
             self._t_stop = time.monotonic()
             self._event(None, "stop", f"stopped after {self._t_stop - self._t_start:.3f} s")
             self._flush()
@@ -433,7 +407,7 @@ class Collector:
         if seconds is not None and rows:
             cut = time.monotonic() - float(seconds)
             rows = [r for r in rows if r[3] >= cut]
-        return _rows_to_frame(rows, self.host)
+        return rows_to_frame(rows, self.host)
 
     def events(self) -> pd.DataFrame:
         """Status events of this run so far."""
@@ -448,22 +422,23 @@ class Collector:
 
     def rates(self) -> pd.DataFrame:
         """Achieved per-GPU, per-signal rates so far (see :class:`CollectorReport`)."""
-        return self._gpu_table()
+        return gpu_table(self._slots, (self._t_stop if self._stopped else time.monotonic()) - self._t_start)
 
     def report(self) -> CollectorReport:
         """Rates, jitter, energy two ways, events and files so far."""
         end = self._t_stop if self._stopped else time.monotonic()
         n_ticks = max(self._ticks, 1)
         return CollectorReport(
-            gpus=self._gpu_table(), interval_s=self.interval_s,
+            gpus=gpu_table(self._slots, (self._t_stop if self._stopped else time.monotonic()) - self._t_start), interval_s=self.interval_s,
             duration_s=end - self._t_start, ticks=self._ticks, missed_ticks=self._missed,
             lateness_mean_ms=1e3 * self._late_sum / n_ticks,
             lateness_max_ms=1e3 * self._late_max, rows_written=self._rows_written,
             files_written=len(self._files), events=self.events(),
+            dropped_samples=self._dropped_total + self._dropped,
             error=None if self._error is None else str(self._error))
 
     # -- internals -----------------------------------------------------------------
-    def _event(self, slot: _Slot | None, kind: str, message: str, attempt: int | None = None,
+    def _event(self, slot: Slot | None, kind: str, message: str, attempt: int | None = None,
                backoff: float = math.nan, wall_ns: int | None = None) -> None:
         ev = {"timestamp": wall_ns or time.time_ns(), "host": self.host,
               "gpu_index": None if slot is None else slot.index,
@@ -473,9 +448,9 @@ class Collector:
             self._events.append(ev)
             self._all_events.append(ev)
 
-    def _fail(self, slot: _Slot, exc: BaseException, wall_ns: int, mono: float) -> None:
+    def _fail(self, slot: Slot, exc: BaseException, wall_ns: int, mono: float) -> None:
         kind = getattr(exc, "kind", "error")
-        if kind not in ("lost", "timeout", "unknown"):
+        if kind not in ("lost", "timeout", "unknown", "hang"):
             kind = "error"
         # the retry thread picks a slot up once it is down: schedule the retry first
         slot.kind = kind
@@ -494,21 +469,25 @@ class Collector:
                 mask |= 1 << bit
         return mask
 
-    def _sample_loop(self) -> None:
+    def _sample_loop(self, gen: int = 0) -> None:
         interval = self.interval_s
         period = 1
         for n in self._every.values():
             period = period * n // math.gcd(period, n)
         masks = [self._groups_for(k) for k in range(period)]
-        t0 = time.monotonic()
-        next_flush = t0 + self.flush_interval_s
-        k = 0
+        t0 = self._t0
+        next_flush = self._next_flush
+        k = self._k
+        call_lock = self._call_lock
+        _fine_timer_slack()
+        mem_every = max(1, round(1.0 / interval))  # framebuffer memory about once a second
         mono = time.monotonic
         wall = time.time_ns
         sleep = time.sleep
         isnan = math.isnan
         slots = self._slots
         while not self._stop_flag and self._error is None:
+            self._k = k
             target = t0 + k * interval
             now = mono()
             if target > now:
@@ -536,18 +515,30 @@ class Collector:
                 slot.device = dev
                 slot.down = False
                 self.devices[slot.index] = dev
-            rows = []
+            rows = self._tick_rows = []
+            mem_tick = self._httpd is not None and k % mem_every == 0
             for slot in slots:
                 dev = slot.device
                 if dev is None:
                     continue
                 w = wall()
                 m = mono()
+                self._call = (slot, m)
                 try:
                     vals, ts = dev.read(groups)
+                    if mem_tick:
+                        slot.fb = dev.memory_mib()
                 except NVMLError as exc:
+                    with call_lock:
+                        if self._gen != gen:
+                            return  # replaced by the watchdog while this call hung
+                        self._call = None
                     self._fail(slot, exc, w, m)
                     continue
+                with call_lock:
+                    if self._gen != gen:
+                        return
+                    self._call = None
                 row = (w, slot.index, slot.uuid, m, *vals, *ts)
                 rows.append(row)
                 # rates and jitter
@@ -563,17 +554,17 @@ class Collector:
                 mn = slot.mask_n
                 mn[groups] = mn.get(groups, 0) + 1
                 # energy two ways
-                e = row[_I_ENERGY]
+                e = row[I_ENERGY]
                 if not isnan(e):
-                    te = row[_I_TS_ENERGY]
+                    te = row[I_TS_ENERGY]
                     rec = (e, te * 1e-6 if te is not None else w * 1e-9)
                     if slot.e_last is not None and e < slot.e_last[0]:
                         slot.close_energy_segment()  # counter reset: a new stretch
                     if slot.e_first is None:
                         slot.e_first = rec
                     slot.e_last = rec
-                p = row[_I_POWER]
-                tp = row[_I_TS_POWER]
+                p = row[I_POWER]
+                tp = row[I_TS_POWER]
                 if tp is not None and not isnan(p):
                     t = tp * 1e-6
                     if slot.p_t is not None:
@@ -582,22 +573,45 @@ class Collector:
                     slot.p_prev = p
                     slot.p_t = t
                 slot.latest[groups] = row
-            with self._lock:
-                if self.out is not None:
-                    self._buffer.extend(rows)
-                self._recent.extend(rows)
-            if now >= next_flush:
+            self._keep(rows)
+            # a flush is due: hand the buffer over when the writer is free; otherwise
+            # keep buffering and hand it over at the first tick the writer is free
+            if now >= next_flush and not self._writing:
                 self._flush()
                 next_flush += self.flush_interval_s * (
                     1 + int((now - next_flush) // self.flush_interval_s))
+                self._next_flush = next_flush
             k += 1
+
+    def _keep(self, rows: list[tuple]) -> None:
+        """Add a tick's samples to the store buffer (bounded) and the live window."""
+        with self._lock:
+            if self.out is not None and rows:
+                if len(self._buffer) < self._max_rows:
+                    self._buffer.extend(rows)
+                else:  # the store is behind by more than max_buffer_s: drop, count
+                    if not self._dropped:
+                        self._dropped_span = [rows[0][0], rows[0][0]]
+                    self._dropped += len(rows)
+                    self._dropped_span[1] = rows[-1][0]
+            self._recent.extend(rows)
 
     def _flush(self) -> None:
         """Hand the buffered samples and events to the writer thread."""
+        if self._dropped:
+            n, (t0, t1) = self._dropped, self._dropped_span
+            self._dropped_total += n
+            self._dropped = 0
+            self._event(None, "dropped",
+                        f"{n} sample(s) from {pd.Timestamp(t0, tz='UTC').isoformat()} to "
+                        f"{pd.Timestamp(t1, tz='UTC').isoformat()} not stored: the store "
+                        f"fell more than max_buffer_s = {self.max_buffer_s:g} s behind",
+                        wall_ns=t1)
         with self._lock:
             rows, self._buffer = self._buffer, []
             events, self._events = self._events, []
         if self.out is not None and (rows or events):
+            self._writing = True
             self._writeq.put((rows, events))
 
     def _write_loop(self) -> None:
@@ -610,10 +624,11 @@ class Collector:
                 return
             rows, events = item
             if self._error is not None:
+                self._writing = False
                 continue
             try:
                 if rows:
-                    frame = _rows_to_frame(rows, self.host, conformed=False)
+                    frame = rows_to_frame(rows, self.host, conformed=False)
                     files = writer(frame, self.out)
                     self._files.extend(files)
                     self._rows_written += len(rows)
@@ -622,7 +637,7 @@ class Collector:
             except Exception as exc:  # noqa: BLE001 - any failure to record stops it
                 first = pd.Timestamp(rows[0][0], unit="ns", tz="UTC") if rows else None
                 lost = len(rows)
-                full = " (the disk is full or a size limit was hit)" if _is_full(exc) else ""
+                full = " (the disk is full or a size limit was hit)" if is_full(exc) else ""
                 msg = (f"collector stopped: cannot write to store {self.out}{full}: {exc}. "
                        f"Files written before are intact ({self._rows_written} samples in "
                        f"{len(self._files)} file(s)); {lost} buffered sample(s)"
@@ -633,6 +648,7 @@ class Collector:
                 self._error = err
                 self._stop_flag = True
                 self._wake.set()
+            self._writing = False
 
     def _write_events(self, events: list[dict]) -> None:
         self._files.append(write_side_table(self.out, "events", events_frame(events)))
@@ -648,34 +664,124 @@ class Collector:
             rows.append({"timestamp": now, "host": self.host, "gpu_index": i,
                          "gpu_uuid": info.uuid, "name": info.name, "serial": info.serial,
                          "tdp_w": float(info.tdp_w), "driver_version": info.driver_version,
+                         "pci_bus_id": info.pci_bus_id,
                          "capabilities": json.dumps(dict(info.capabilities),
                                                     sort_keys=True)})
         df = pd.DataFrame(rows, columns=list(DEVICE_COLUMNS))
         return df.astype({"host": "string", "gpu_index": "Int16", "gpu_uuid": "string",
                           "name": "string", "serial": "string", "tdp_w": "float64",
-                          "driver_version": "string", "capabilities": "string"})
+                          "driver_version": "string", "capabilities": "string",
+                          "pci_bus_id": "string"})
 
     def _write_devices(self) -> None:
         self._files.append(write_side_table(self.out, "devices", self.device_facts()))
+
+    def _watchdog(self) -> None:
+        """Replace the sampling thread when its NVML call has hung (see Faults)."""
+        call = self._call
+        if call is None or self._stop_flag:
+            return
+        slot, t_call = call
+        if time.monotonic() - t_call <= self.hang_timeout_s:
+            return
+        with self._call_lock:
+            if self._call is not call:
+                return  # it returned meanwhile
+            self._gen += 1
+            self._call = None
+            gen = self._gen
+            rows = self._tick_rows  # the hung tick's samples of the GPUs read before it
+        self._keep(rows)
+        exc = NVMLError(f"an NVML call on GPU {slot.index} did not return within "
+                        f"{self.hang_timeout_s:g} s (hung); sampling the other GPUs in a "
+                        f"new thread")
+        exc.kind = "hang"  # type: ignore[attr-defined]
+        self._fail(slot, exc, time.time_ns(), time.monotonic())
+        self._k += 1  # the hung tick is over; carry on with the next one
+        t = threading.Thread(target=self._sample_loop, args=(gen,), daemon=True,
+                             name=f"powerlab-collector-sampler-{gen}")
+        self._sampler = t
+        t.start()
+
+    def _xid_loop(self) -> None:
+        """Wait for XID errors through NVML's event set; record each as an ``xid`` event
+        and keep the last one per GPU for ``/metrics``."""
+        try:
+            watcher = nvml.XidWatcher(s.device for s in self._slots if s.device is not None)
+        except NVMLError as exc:
+            self._event(None, "error", f"XID errors not watched: {exc}")
+            return
+        by_index = {s.index: s for s in self._slots}
+        for i in watcher.watched:
+            by_index[i].xid_last = 0
+        try:
+            while not self._stop_flag and watcher.watched:
+                try:
+                    got = watcher.wait(200)
+                except NVMLError as exc:
+                    self._event(None, "error", f"XID errors no longer watched: {exc}")
+                    return
+                if got is None:
+                    continue
+                idx, xid = got
+                slot = by_index.get(idx)
+                if slot is not None:
+                    slot.xid_last = xid
+                self._event(slot, "xid", f"XID {xid} reported by NVML")
+        finally:
+            watcher.close()
+
+    @staticmethod
+    def _attempt(slot: Slot) -> None:
+        try:
+            dev = nvml.Device(slot.index)
+            dev.read()
+        except NVMLError as exc:
+            slot.attempt_result = ("error", exc)
+            return
+        slot.attempt_result = ("ok", dev)
 
     def _retry_loop(self) -> None:
         hi = self.retry_backoff_s[1]
         while True:
             if self._stop_flag and self._stopped:
                 return
+            self._watchdog()
             now = time.monotonic()
-            due = [s for s in self._slots if s.down and s.device is None and s.next_retry <= now]
-            for slot in due:
-                slot.attempt += 1
-                try:
-                    dev = nvml.Device(slot.index)
-                    dev.read()
-                except NVMLError as exc:
-                    slot.backoff = min(slot.backoff * 2, hi)
-                    slot.next_retry = time.monotonic() + slot.backoff
-                    self._event(slot, "retry_failed", f"{getattr(exc, 'kind', 'error')}: {exc}",
-                                slot.attempt, slot.backoff)
+            for slot in self._slots:  # start due retries, each in its own thread
+                if (slot.down and slot.device is None and slot.next_retry <= now
+                        and slot.attempt_thread is None):
+                    slot.attempt += 1
+                    slot.attempt_result = None
+                    slot.attempt_t = now
+                    slot.attempt_thread = threading.Thread(
+                        target=self._attempt, args=(slot,), daemon=True,
+                        name=f"powerlab-collector-retry-{slot.index}")
+                    slot.attempt_thread.start()
+            for slot in self._slots:
+                th = slot.attempt_thread
+                if th is None:
                     continue
+                if th.is_alive():
+                    if (now - slot.attempt_t > self.hang_timeout_s
+                            and slot.attempt_result is None):
+                        slot.attempt_result = ("hung", None)
+                        slot.backoff = min(slot.backoff * 2, hi)
+                        self._event(slot, "retry_failed", f"hang: the retry did not return "
+                                    f"within {self.hang_timeout_s:g} s", slot.attempt,
+                                    slot.backoff)
+                    continue
+                slot.attempt_thread = None
+                result, value = slot.attempt_result or ("error", NVMLError("no result"))
+                if result != "ok":
+                    if result == "error":
+                        slot.backoff = min(slot.backoff * 2, hi)
+                        self._event(slot, "retry_failed",
+                                    f"{getattr(value, 'kind', 'error')}: {value}",
+                                    slot.attempt, slot.backoff)
+                    slot.next_retry = time.monotonic() + slot.backoff
+                    continue
+                dev = value
                 if dev.uuid != slot.uuid:
                     msg = f"recovered as a different GPU: {slot.uuid} -> {dev.uuid}"
                     slot.uuid = dev.uuid
@@ -684,70 +790,10 @@ class Collector:
                 self._event(slot, "recovered", msg, slot.attempt, math.nan)
                 slot.down = False
                 self._recovered.put((slot, dev))
+            tick = min(0.1, self.hang_timeout_s / 4)
             waits = [s.next_retry for s in self._slots if s.down and s.device is None]
-            if waits:
-                time.sleep(min(max(min(waits) - time.monotonic(), 0.001), 0.05))
+            if waits or any(s.attempt_thread is not None for s in self._slots):
+                time.sleep(min(max(min(waits, default=now + tick) - time.monotonic(), 0.001),
+                               0.05, tick))
             else:  # nothing to retry: look again soon, cheaply
-                time.sleep(0.1)
-
-    # -- reporting -----------------------------------------------------------------
-    def _gpu_table(self) -> pd.DataFrame:
-        end = self._t_stop if self._stopped else time.monotonic()
-        span = max(end - self._t_start, 1e-9)
-        rows = []
-        for s in self._slots:
-            n = s.n
-            if n > 1:
-                mean = s.sum_dt / (n - 1)
-                var = max(s.sum_dt2 / (n - 1) - mean * mean, 0.0)
-                rate = (n - 1) / (s.last - s.first)
-                jitter = 1e3 * math.sqrt(var)
-            else:
-                mean = rate = jitter = math.nan
-            counter = integrated = math.nan
-            open_j = (s.e_last[0] - s.e_first[0]
-                      if s.e_first is not None and s.e_last is not None else 0.0)
-            if s.e_acc or open_j or (s.e_last is not None and s.e_last[1] > s.e_first[1]):
-                counter = s.e_acc + open_j
-            if s.int_n:
-                integrated = s.e_int
-            row = {
-                "gpu_index": s.index, "gpu_uuid": s.uuid, "samples": n,
-                "achieved_rate_hz": rate, "interval_mean_s": mean, "jitter_ms": jitter,
-                "max_gap_s": s.max_dt if n > 1 else math.nan, "down": s.down,
-            }
-            for gi, g in enumerate(nvml.GROUPS):
-                n_g = sum(c for mask, c in s.mask_n.items() if mask & (1 << gi))
-                row[f"rate_{g}_hz"] = n_g / span
-            row["energy_counter_j"] = counter
-            row["energy_integrated_j"] = integrated
-            row["energy_disagreement_pct"] = (100.0 * (integrated - counter) / counter
-                                              if counter and math.isfinite(counter)
-                                              else math.nan)
-            rows.append(row)
-        df = pd.DataFrame(rows)
-        if not df.empty:
-            df["gpu_index"] = df["gpu_index"].astype("Int16")
-            df["gpu_uuid"] = df["gpu_uuid"].astype("string")
-        return df
-
-    # -- /metrics --------------------------------------------------------------------
-    def _latest_by_gpu(self) -> list[tuple[int, str, str, dict[str, object]]]:
-        """Latest value of each column per GPU that is up (for ``/metrics``).
-
-        Each column comes from the newest row whose tick read its signal group, so slower
-        groups (e.g. temperature at 1 Hz) stay in ``/metrics`` between their reads.
-        """
-        pos = {c: i for i, c in enumerate(_ROW_COLS)}
-        out = []
-        for slot in sorted(self._slots, key=lambda s: s.index):
-            dev = slot.device
-            if dev is None or not slot.latest:  # down: not reported
-                continue
-            values: dict[str, object] = {}
-            for mask, row in sorted(slot.latest.items(), key=lambda kv: kv[1][0]):
-                for col in _METRIC_COLUMNS:
-                    if mask & _GROUP_BIT[col]:
-                        values[col] = row[pos[col]]
-            out.append((slot.index, slot.uuid, dev.info.name, values))
-        return out
+                time.sleep(tick)

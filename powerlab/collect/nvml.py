@@ -47,6 +47,7 @@ __all__ = [
     "TIMESTAMP_COLUMNS",
     "Device",
     "DeviceInfo",
+    "XidWatcher",
     "device_count",
     "driver_version",
     "init",
@@ -261,6 +262,10 @@ class DeviceInfo:
         For each measured column, where it comes from: ``"field"`` (the batched
         ``nvmlDeviceGetFieldValues`` call), ``"call"`` (an individual call) or
         ``"unsupported"`` (always NaN).
+    pci_bus_id : str
+        PCI bus id such as ``00000000:1B:00.0`` (``""`` where unsupported).
+    minor_number : int
+        The ``/dev/nvidiaN`` minor number (-1 where unsupported).
     """
 
     index: int
@@ -270,6 +275,8 @@ class DeviceInfo:
     tdp_w: float
     driver_version: str
     capabilities: Mapping[str, str] = field(default_factory=dict)
+    pci_bus_id: str = ""
+    minor_number: int = -1
 
 
 # c_nvmlFieldValue_t: fieldId u32, scopeId u32, timestamp i64, latencyUsec i64,
@@ -352,8 +359,21 @@ class Device:
                 raise
             tdp_w = NAN
         caps = self._probe(h)
+        pci, minor = "", -1
+        try:
+            busid = pynvml.nvmlDeviceGetPciInfo(h).busId
+            pci = busid.decode() if isinstance(busid, bytes) else str(busid)
+        except pynvml.NVMLError as exc:
+            if exc.value not in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND):
+                raise
+        try:
+            minor = int(pynvml.nvmlDeviceGetMinorNumber(h))
+        except pynvml.NVMLError as exc:
+            if exc.value not in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND):
+                raise
+        self._memory = _supported(lambda: pynvml.nvmlDeviceGetMemoryInfo(h))
         self.info = DeviceInfo(self.index, name, uuid, serial, tdp_w,
-                               str(pynvml.nvmlSystemGetDriverVersion()), caps)
+                               str(pynvml.nvmlSystemGetDriverVersion()), caps, pci, minor)
         self._plan()
 
     @property
@@ -504,6 +524,14 @@ class Device:
             out[10] = pynvml.nvmlDeviceGetEnforcedPowerLimit(h) * 1e-3
         return out, ts
 
+    @nvml_errors
+    def memory_mib(self) -> tuple[float, float]:
+        """Framebuffer memory ``(used, free)`` [MiB]; NaN where unsupported."""
+        if not self._memory:
+            return NAN, NAN
+        m = pynvml.nvmlDeviceGetMemoryInfo(self.handle)
+        return m.used / 1048576.0, m.free / 1048576.0
+
     def __repr__(self) -> str:
         return f"Device(index={self.index}, name={self.info.name!r}, uuid={self.info.uuid!r})"
 
@@ -516,3 +544,57 @@ def group_mask(names: Iterable[str]) -> int:
             raise PowerlabError(f"unknown signal group {n!r}; expected one of {list(GROUPS)}")
         mask |= _GROUP_BIT[n]
     return mask
+
+
+#: NVML event type of XID critical errors (``nvmlEventTypeXidCriticalError``).
+EVENT_XID = 8
+
+
+class XidWatcher:
+    """XID critical errors of some GPUs as NVML reports them (its event-set API).
+
+    Parameters
+    ----------
+    devices : iterable of Device
+        GPUs to watch; those that do not support XID events are skipped
+        (:attr:`watched` lists the indices watched).
+    """
+
+    @nvml_errors
+    def __init__(self, devices: Iterable[Device]):
+        import ctypes
+
+        self._set = pynvml.nvmlEventSetCreate()
+        self._by_handle: dict[int, int] = {}
+        self.watched: list[int] = []
+        for dev in devices:
+            try:
+                pynvml.nvmlDeviceRegisterEvents(dev.handle, EVENT_XID, self._set)
+            except pynvml.NVMLError as exc:
+                if exc.value not in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND):
+                    raise
+                continue
+            self._by_handle[ctypes.cast(dev.handle, ctypes.c_void_p).value] = dev.index
+            self.watched.append(dev.index)
+
+    @nvml_errors
+    def wait(self, timeout_ms: int) -> tuple[int, int] | None:
+        """The next XID as ``(gpu_index, xid)``, or None after ``timeout_ms`` [ms]."""
+        import ctypes
+
+        try:
+            data = pynvml.nvmlEventSetWait_v2(self._set, int(timeout_ms))
+        except pynvml.NVMLError as exc:
+            if exc.value == _ERR_TIMEOUT:
+                return None
+            raise
+        if not data.eventType & EVENT_XID:
+            return None
+        idx = self._by_handle.get(ctypes.cast(data.device, ctypes.c_void_p).value, -1)
+        return idx, int(data.eventData)
+
+    def close(self) -> None:
+        try:
+            pynvml.nvmlEventSetFree(self._set)
+        except pynvml.NVMLError:
+            pass

@@ -36,6 +36,9 @@ class CollectorReport:
         Status events of this run.
     error : str or None
         The error that stopped the collector, if any.
+    dropped_samples : int
+        Samples not stored because the store fell more than ``max_buffer_s`` behind
+        (each stretch is also a ``dropped`` status event).
     """
 
     gpus: pd.DataFrame
@@ -49,6 +52,7 @@ class CollectorReport:
     files_written: int
     events: pd.DataFrame = field(repr=False)
     error: str | None = None
+    dropped_samples: int = 0
 
     def summary_frame(self) -> pd.DataFrame:
         """The per-GPU table."""
@@ -59,8 +63,10 @@ class CollectorReport:
         head = (f"collected {self.duration_s:.1f} s at a target of {1 / self.interval_s:g} Hz: "
                 f"{self.ticks} ticks ({self.missed_ticks} missed), tick lateness mean "
                 f"{self.lateness_mean_ms:.2f} ms, max {self.lateness_max_ms:.2f} ms; "
-                f"{self.rows_written} samples in {self.files_written} file(s); "
-                f"{len(self.events)} status event(s)")
+                f"{self.rows_written} samples in {self.files_written} file(s)"
+                + (f" ({self.dropped_samples} dropped: store behind)"
+                   if self.dropped_samples else "")
+                + f"; {len(self.events)} status event(s)")
         cols = ["gpu_index", "samples", "achieved_rate_hz", "jitter_ms", "max_gap_s",
                 "energy_counter_j", "energy_integrated_j", "energy_disagreement_pct"]
         table = self.gpus[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}")

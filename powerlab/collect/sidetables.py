@@ -57,7 +57,7 @@ def read_events(root: str | Path) -> pd.DataFrame:
 
     Columns: ``timestamp`` (UTC), ``host``, ``gpu_index``, ``gpu_uuid``, ``kind``
     (``lost``, ``timeout``, ``unknown``, ``error``, ``retry_failed``, ``recovered``,
-    ``start``, ``stop``), ``attempt``, ``backoff_s`` [s], ``message``.
+    ``hang``, ``dropped``, ``xid``, ``start``, ``stop``), ``attempt``, ``backoff_s`` [s], ``message``.
     """
     return _read_side_table(root, "events", events_frame([]), ["timestamp"])
 
@@ -93,7 +93,7 @@ def _read_side_table(root, kind: str, empty: pd.DataFrame, sort_by: list[str]) -
 
 #: Columns of the device-facts frame (see :func:`read_devices`).
 DEVICE_COLUMNS = ("timestamp", "host", "gpu_index", "gpu_uuid", "name", "serial", "tdp_w",
-                  "driver_version", "capabilities")
+                  "driver_version", "capabilities", "pci_bus_id")
 
 
 def read_devices(root: str | Path) -> pd.DataFrame:
@@ -102,7 +102,8 @@ def read_devices(root: str | Path) -> pd.DataFrame:
     Columns: ``timestamp`` (UTC, when the collector started), ``host``, ``gpu_index``,
     ``gpu_uuid``, ``name``, ``serial``, ``tdp_w`` [W], ``driver_version`` and
     ``capabilities`` (JSON: for each measured column, ``field``, ``call`` or
-    ``unsupported``).
+    ``unsupported``) and ``pci_bus_id`` (missing in stores written before it was
+    recorded: NA).
     """
     return _read_side_table(root, "devices", pd.DataFrame(columns=list(DEVICE_COLUMNS)),
                             ["timestamp", "host", "gpu_index"])

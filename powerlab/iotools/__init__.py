@@ -28,11 +28,13 @@ from .mlperf import (
     read_mlperf_power,
 )
 from .nvidia_smi import parse_nvidia_smi, read_nvidia_smi
+from .prometheus import PROMETHEUS_QUERY_MAP, read_prometheus
 from .slurm import expand_hostlist, read_sacct
 from .weather import parse_weather, read_weather
 
 __all__ = [
     "FORMATS",
+    "PROMETHEUS_QUERY_MAP",
     "TELEMETRY_FORMATS",
     "MLLogResult",
     "expand_hostlist",
@@ -48,6 +50,7 @@ __all__ = [
     "read_mllog",
     "read_mlperf_power",
     "read_nvidia_smi",
+    "read_prometheus",
     "read_sacct",
     "read_weather",
     "sniff_format",

@@ -27,6 +27,16 @@
  *                                  is missing: NVML_ERROR_FUNCTION_NOT_FOUND)
  *   fault = KIND@START-END,...     every call on the GPU fails in [START, END) seconds
  *                                  since init; KIND is lost, timeout or unknown
+ *   pci_bus_id = 00000000:1B:00.0  (default 00000000:N+0x10:00.0), minor = N (default N)
+ *   fb_total_mib, fb_used_mib      framebuffer memory (waveform for used; default 81559, 0)
+ *   xid = T:CODE T:CODE ...        XID critical errors delivered through the event set
+ *                                  API at T seconds since init (one each)
+ *   hang = START-END               every call on the GPU made in [START, END) seconds
+ *                                  since init blocks until END (no END: for an hour),
+ *                                  then answers normally -- a hung driver call
+ *
+ * The environment variable FAKE_NVML_HANG = "N@START-END,..." adds hang windows to GPU N
+ * without editing the scenario file.
  *
  * Waveform: "V" (constant) or "T:V T:V ... [@PERIOD]": piecewise constant, value V from
  * time T [s since init]; repeats every PERIOD seconds when given.  Values are integers
@@ -135,6 +145,13 @@ typedef struct fake_dev {
     int nfaults;
     long long e_k, e_sum; /* energy cache: sum over steps j < e_k */
     long long reset_us;   /* energy counter restarts from 0 at this time; -1: never */
+    long long hang_start_us, hang_end_us; /* calls in [start, end) block until end */
+    char pci_bus_id[32];
+    unsigned int minor;
+    unsigned long long fb_total_mib;
+    wave_t fb_used;
+    wave_t xid; /* event times and XID codes */
+    int xid_next; /* next XID event not yet delivered */
 } fake_dev_t;
 
 typedef fake_dev_t *nvmlDevice_t;
@@ -235,6 +252,13 @@ static void parse_faults(fake_dev_t *d, char *val) {
     }
 }
 
+static void parse_hang(fake_dev_t *d, char *val) {
+    char *dash;
+    d->hang_start_us = sec_to_us(val, &dash);
+    d->hang_end_us = (*dash == '-') ? sec_to_us(dash + 1, NULL)
+                                    : d->hang_start_us + 3600LL * 1000000LL;
+}
+
 static void parse_unsupported(fake_dev_t *d, char *val) {
     char *tok, *save = NULL;
     int q;
@@ -262,6 +286,12 @@ static void set_dev_key(fake_dev_t *d, const char *key, const char *value) {
     else if (!strcmp(key, "energy_reset_s")) d->reset_us = sec_to_us(value, NULL);
     else if (!strcmp(key, "unsupported")) parse_unsupported(d, buf);
     else if (!strcmp(key, "fault")) parse_faults(d, buf);
+    else if (!strcmp(key, "hang")) parse_hang(d, buf);
+    else if (!strcmp(key, "pci_bus_id")) snprintf(d->pci_bus_id, sizeof d->pci_bus_id, "%s", value);
+    else if (!strcmp(key, "minor")) d->minor = (unsigned int)strtoul(value, NULL, 0);
+    else if (!strcmp(key, "fb_total_mib")) d->fb_total_mib = strtoull(value, NULL, 0);
+    else if (!strcmp(key, "fb_used_mib")) parse_wave(&d->fb_used, buf);
+    else if (!strcmp(key, "xid")) parse_wave(&d->xid, buf);
     else {
         for (q = 0; q < NQ; q++)
             if (!strcmp(key, QNAMES[q])) parse_wave(&d->w[q], buf);
@@ -285,6 +315,13 @@ static void defaults(void) {
         d->energy0_mj = 1000000;
         d->energy_scale_pct = 100;
         d->reset_us = -1;
+        d->hang_start_us = d->hang_end_us = -1;
+        snprintf(d->pci_bus_id, sizeof d->pci_bus_id, "00000000:%02X:00.0", 0x10 + i);
+        d->minor = (unsigned int)i;
+        d->fb_total_mib = 81559;
+        wave_const(&d->fb_used, 0);
+        d->xid.n = 0;
+        d->xid_next = 0;
         wave_const(&d->w[Q_POWER], 300000);
         wave_const(&d->w[Q_POWER_AVG], 300000);
         wave_const(&d->w[Q_TEMP_GPU], 45);
@@ -341,6 +378,21 @@ static void load_scenario(void) {
         }
     }
     fclose(f);
+    {   /* FAKE_NVML_HANG = "N@START-END,..." */
+        const char *h = getenv("FAKE_NVML_HANG");
+        char hb[1024], *tok, *save = NULL;
+        if (h && *h) {
+            snprintf(hb, sizeof hb, "%s", h);
+            for (tok = strtok_r(hb, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                char *at = strchr(tok, '@');
+                int i;
+                if (!at) continue;
+                *at = 0;
+                i = atoi(trim(tok));
+                if (i >= 0 && i < MAXG) parse_hang(&devs[i], at + 1);
+            }
+        }
+    }
 }
 
 static void write_stamp(void) {
@@ -380,12 +432,29 @@ static nvmlReturn_t fault_at(fake_dev_t *d, long long t) {
     return NVML_SUCCESS;
 }
 
-/* common prologue: validity, fault windows; sets *t to microseconds since init */
+/* a call made inside the GPU's hang window blocks until the window ends */
+static void maybe_hang(fake_dev_t *d, long long t) {
+    if (d->hang_start_us >= 0 && t >= d->hang_start_us && t < d->hang_end_us) {
+        long long left = d->hang_end_us - t;
+        struct timespec ts;
+        ts.tv_sec = (time_t)(left / 1000000LL);
+        ts.tv_nsec = (long)(left % 1000000LL) * 1000L;
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+    }
+}
+
+/* common prologue: validity, hang and fault windows; sets *t to microseconds since init */
 static nvmlReturn_t enter(nvmlDevice_t d, long long *now, long long *t) {
     if (refcount <= 0) return NVML_ERROR_UNINITIALIZED;
     if (!valid(d)) return NVML_ERROR_INVALID_ARGUMENT;
     *now = now_us();
     *t = *now - init_us;
+    if (d->hang_start_us >= 0 && *t >= d->hang_start_us && *t < d->hang_end_us) {
+        maybe_hang(d, *t);
+        *now = now_us();
+        *t = *now - init_us;
+    }
     return fault_at(d, *t);
 }
 
@@ -490,6 +559,8 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev
     nvmlReturn_t r;
     if (refcount <= 0) return NVML_ERROR_UNINITIALIZED;
     if (!device || index >= (unsigned int)ndev) return NVML_ERROR_INVALID_ARGUMENT;
+    t = now_us() - init_us;
+    maybe_hang(&devs[index], t);
     t = now_us() - init_us;
     r = fault_at(&devs[index], t);
     if (r) return r;
@@ -637,4 +708,121 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_
         }
     }
     return NVML_SUCCESS;
+}
+
+/* ---- PCI, memory, XID events ---- */
+
+typedef struct {
+    char busIdLegacy[16];
+    unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} nvmlPciInfo_t;
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *pci) {
+    long long now, t;
+    nvmlReturn_t r = enter(d, &now, &t);
+    if (r) return r;
+    if (!pci) return NVML_ERROR_INVALID_ARGUMENT;
+    memset(pci, 0, sizeof *pci);
+    snprintf(pci->busId, sizeof pci->busId, "%s", d->pci_bus_id);
+    snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%.15s", d->pci_bus_id + 4);
+    pci->bus = (unsigned int)(0x10 + d->index);
+    pci->pciDeviceId = 0x233010DE;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d, unsigned int *minor) {
+    long long now, t;
+    nvmlReturn_t r = enter(d, &now, &t);
+    if (r) return r;
+    if (!minor) return NVML_ERROR_INVALID_ARGUMENT;
+    *minor = d->minor;
+    return NVML_SUCCESS;
+}
+
+typedef struct {
+    unsigned long long total, free, used;
+} nvmlMemory_t;
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *mem) {
+    long long now, t;
+    unsigned long long used;
+    nvmlReturn_t r = enter(d, &now, &t);
+    if (r) return r;
+    if (!mem) return NVML_ERROR_INVALID_ARGUMENT;
+    used = wave_at(&d->fb_used, t);
+    mem->total = d->fb_total_mib << 20;
+    mem->used = used << 20;
+    mem->free = (d->fb_total_mib - used) << 20;
+    return NVML_SUCCESS;
+}
+
+#define NVML_EVENT_TYPE_XID 8ULL
+
+typedef struct {
+    unsigned long long types[MAXG];
+} fake_event_set_t;
+
+typedef struct {
+    nvmlDevice_t device;
+    unsigned long long eventType;
+    unsigned long long eventData;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+nvmlReturn_t nvmlEventSetCreate(fake_event_set_t **set) {
+    if (refcount <= 0) return NVML_ERROR_UNINITIALIZED;
+    if (!set) return NVML_ERROR_INVALID_ARGUMENT;
+    *set = calloc(1, sizeof **set);
+    return *set ? NVML_SUCCESS : NVML_ERROR_UNKNOWN;
+}
+
+nvmlReturn_t nvmlEventSetFree(fake_event_set_t *set) {
+    free(set);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t d, unsigned long long *types) {
+    if (!valid(d) || !types) return NVML_ERROR_INVALID_ARGUMENT;
+    *types = NVML_EVENT_TYPE_XID;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types,
+                                      fake_event_set_t *set) {
+    if (!valid(d) || !set) return NVML_ERROR_INVALID_ARGUMENT;
+    if (types & ~NVML_EVENT_TYPE_XID) return NVML_ERROR_NOT_SUPPORTED;
+    set->types[d->index] |= types;
+    return NVML_SUCCESS;
+}
+
+/* the next XID due on a registered GPU at or before now; waits up to timeout_ms */
+nvmlReturn_t nvmlEventSetWait_v2(fake_event_set_t *set, nvmlEventData_t *data,
+                                 unsigned int timeout_ms) {
+    long long deadline = now_us() + (long long)timeout_ms * 1000LL;
+    if (refcount <= 0) return NVML_ERROR_UNINITIALIZED;
+    if (!set || !data) return NVML_ERROR_INVALID_ARGUMENT;
+    for (;;) {
+        long long t = now_us() - init_us;
+        int i;
+        pthread_mutex_lock(&lock);
+        for (i = 0; i < ndev; i++) {
+            fake_dev_t *d = &devs[i];
+            if (!(set->types[i] & NVML_EVENT_TYPE_XID)) continue;
+            if (d->xid_next < d->xid.n && d->xid.t_us[d->xid_next] <= t) {
+                data->device = d;
+                data->eventType = NVML_EVENT_TYPE_XID;
+                data->eventData = d->xid.v[d->xid_next];
+                data->gpuInstanceId = 0xFFFFFFFFu;
+                data->computeInstanceId = 0xFFFFFFFFu;
+                d->xid_next++;
+                pthread_mutex_unlock(&lock);
+                return NVML_SUCCESS;
+            }
+        }
+        pthread_mutex_unlock(&lock);
+        if (now_us() >= deadline) return NVML_ERROR_TIMEOUT;
+        usleep(2000);
+    }
 }
