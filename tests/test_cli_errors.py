@@ -61,6 +61,10 @@ def _cases(tmp: str) -> list:
         (["export-grid", SMALL, "--format", "excel", "--out", f"{tmp}/g.txt"], "format"),
         (["export-grid", "/nonexistent/s.yaml", "--format", "csv", "--out", f"{tmp}/g.csv"],
          ""),
+        (["store"], "required"),
+        (["store", "upgrade"], "required"),
+        (["store", "upgrade", "/nonexistent/store"], "no store"),
+        (["store", "upgrade", str(REPO / "docs")], "holds no powerlab store"),
     ]
 
 

@@ -20,8 +20,8 @@ def test_round_trip_exact_with_partitions(tmp_path, telemetry):
     files = write_store(telemetry, tmp_path)
     # crosses midnight: 2 dates x 2 hosts
     dirs = sorted({(p.parent.parent.name, p.parent.name) for p in files})
-    assert dirs == [("date=2024-05-17", "host=node-00"), ("date=2024-05-17", "host=node-01"),
-                    ("date=2024-05-18", "host=node-00"), ("date=2024-05-18", "host=node-01")]
+    assert dirs == [("2024-05-17", "node-00"), ("2024-05-17", "node-01"),
+                    ("2024-05-18", "node-00"), ("2024-05-18", "node-01")]
     back = read_store(tmp_path)
     pd.testing.assert_frame_equal(back, telemetry)
 
