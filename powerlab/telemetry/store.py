@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..exceptions import StoreError
-from .schema import GLOSSARY, conform, empty_frame, validate
+from .schema import CORE_COLUMNS, GLOSSARY, conform, empty_frame, validate
 from .storefiles import (
     _PART_RE,
     TMP_PREFIX,
@@ -41,6 +41,7 @@ from .storefiles import (
     fsync_dir,
     partition_dir,
     partition_lock,
+    partition_of,
     store_format,
     verify_crc,
     write_format_marker,
@@ -169,12 +170,13 @@ def write_store(df: pd.DataFrame, root: str | os.PathLike, *, fsync: bool = True
 
 
 _KEY_COLUMNS = ["timestamp", "scope", "gpu_index", "gpu_uuid"]
-#: (path, size) -> (first, last) timestamp [ns] of a store file, from its footer.
-_RANGES: dict[tuple[str, int], tuple[int, int]] = {}
+#: path -> (first, last) timestamp [ns] of a store file, from its footer (files are never
+#: rewritten: a name, which holds the file's CRC-32, stands for one content).
+_RANGES: dict[str, tuple[int, int]] = {}
 
 
 def _time_range(f: Path) -> tuple[int, int]:
-    key = (str(f), f.stat().st_size)
+    key = str(f)
     got = _RANGES.get(key)
     if got is None:
         try:
@@ -264,7 +266,7 @@ def _write_part(part: pd.DataFrame, folder: Path, compression: str, fsync: bool)
             pass
         raise
     ts = part["timestamp"].array.asi8
-    _RANGES[(str(target), target.stat().st_size)] = (int(ts.min()), int(ts.max()))
+    _RANGES[str(target)] = (int(ts.min()), int(ts.max()))
     return target
 
 
@@ -370,17 +372,95 @@ def read_store(root: str | os.PathLike, *, start=None, end=None,
             raise StoreError(f"unknown column(s) {unknown}; known: {sorted(GLOSSARY)}")
         cols = list(dict.fromkeys(["timestamp", "host", "scope", "gpu_index", "gpu_uuid",
                                    *columns]))
+    # host-major file order: with each file sorted (write_store writes conformed frames),
+    # the result is often sorted already, and the sort below is skipped
+    files = sorted(files, key=lambda f: (partition_of(f)[1], partition_of(f)[0], f.name))
     tables = read_tables(files, columns=cols, start=start_u, end=end_u)
     if not tables:
         frame = conform(empty_frame(cols))
     else:
-        frame = conform(pa.concat_tables(tables, promote_options="permissive").to_pandas())
+        table = pa.concat_tables(tables, promote_options="permissive") \
+            if len(tables) > 1 else tables[0]
+        frame = table.to_pandas()
+        n = len(frame)
+        for c in CORE_COLUMNS:  # absent core columns, cheaply (conform's way is per row)
+            if c not in frame.columns:
+                frame[c] = _na_column(GLOSSARY[c].dtype, n)
+        frame = conform(frame, sort=False)
+        order = _sort_order(_sort_keys(tables, frame))
+        if order is not None:
+            frame = frame.take(order).reset_index(drop=True)
     if cols is not None:
         for c in cols:  # asked for, but in none of the files read
             if c not in frame.columns:
-                frame[c] = pd.Series(index=frame.index, dtype=GLOSSARY[c].dtype)
+                frame[c] = _na_column(GLOSSARY[c].dtype, len(frame))
         frame = frame[[c for c in frame.columns if c in cols]]
     return frame
+
+
+def _na_column(dtype: str, n: int):
+    """A column of ``n`` missing values of a canonical dtype, without a per-row loop."""
+    if dtype == "float64":
+        return np.full(n, np.nan)
+    if dtype == "datetime64[ns, UTC]":
+        return pd.array(np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]")
+                        ).tz_localize("UTC")
+    if dtype in ("Int16", "Int32", "Int64", "UInt64"):
+        np_dtype = dtype.lower()
+        return pd.array(np.zeros(n, dtype=np_dtype), dtype=dtype).copy() \
+            if n == 0 else pd.arrays.IntegerArray(np.zeros(n, dtype=np_dtype),
+                                                  np.ones(n, dtype=bool))
+    return pd.array(np.full(n, None, dtype=object), dtype=dtype)
+
+
+def _sort_keys(tables: list[pa.Table], frame: pd.DataFrame) -> tuple:
+    """Integer sort keys (host, scope, GPU, time) of the rows of ``tables`` (in order),
+    from Arrow where that avoids hashing strings."""
+    import pyarrow.compute as pc
+
+    hosts = []
+    for t in tables:
+        mm = pc.min_max(t.column("host"))
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if lo is None or lo != hi or t.column("host").null_count:
+            hosts = None  # not one host per file: factorize the column
+            break
+        hosts.append(lo)
+    if hosts is None:
+        host_codes = pd.factorize(frame["host"], sort=True)[0]
+    else:
+        rank = {h: i for i, h in enumerate(sorted(set(hosts)))}
+        host_codes = np.repeat(np.array([rank[h] for h in hosts], dtype=np.int32),
+                               [t.num_rows for t in tables])
+    scope = pa.chunked_array([c for t in tables for c in t.column("scope").chunks],
+                             type=tables[0].schema.field("scope").type)
+    is_node = pc.equal(scope, "node")
+    if scope.null_count or not pc.all(pc.or_(is_node, pc.equal(scope, "gpu"))).as_py():
+        scope_codes = pd.factorize(frame["scope"], sort=True)[0]
+    else:  # "gpu" < "node"
+        scope_codes = is_node.to_numpy(zero_copy_only=False).astype(np.int8)
+    g = frame["gpu_index"].array
+    gpu = np.where(g.isna(), np.int32(-(2**20)), g.to_numpy(dtype="int32", na_value=0))
+    return host_codes, scope_codes, gpu, frame["timestamp"].array.asi8
+
+
+def _sort_order(keys: tuple) -> np.ndarray | None:
+    """Row order sorting by ``keys`` (stable; NA GPU first, as :func:`conform` sorts),
+    or None when the rows are sorted already."""
+    n = len(keys[-1])
+    if n < 2:
+        return None
+    ok = np.ones(n - 1, dtype=bool)
+    eq = np.ones(n - 1, dtype=bool)
+    for k in keys:  # lexicographic: non-decreasing, first difference decides
+        d = np.diff(k)
+        ok &= ~eq | (d >= 0)
+        eq &= d == 0
+        if not ok.all():
+            break
+    else:
+        return None
+    return np.lexsort(keys[::-1])
 
 
 def store_summary(root: str | os.PathLike) -> pd.DataFrame:
