@@ -154,3 +154,38 @@ def test_upgrade_of_a_folder_without_a_store_is_refused(tmp_path):
     (tmp_path / "x.txt").write_text("hi")
     with pytest.raises(StoreError, match="holds no powerlab store"):
         upgrade_store(tmp_path)
+
+
+HOLDER = """
+import sys, time
+import pandas as pd
+from powerlab.telemetry.store import write_store
+from tests.conftest import make_telemetry
+df = make_telemetry(1, 1, 3, start=(pd.Timestamp.now("UTC") - pd.Timedelta(seconds=5)).isoformat())
+df["host"] = "node-a"
+write_store(df, sys.argv[1])
+print("WROTE", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.bad_input("store")
+def test_a_second_collector_of_a_host_stops_with_a_clear_error(tmp_path, fake_nvml):
+    """Another process writing the host's partition (a first collector, an import):
+    the collector stops at its first flush instead of interleaving two series."""
+    fake_nvml({"gpus": 1})
+    store = tmp_path / "s"
+    p = subprocess.Popen([sys.executable, "-c", HOLDER, str(store)], cwd=REPO,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "WROTE"
+        c = Collector(store, interval_s=0.02, flush_interval_s=0.2, host="node-a")
+        c.start()
+        time.sleep(0.6)
+        assert not c.running
+        with pytest.raises(StoreError, match="being written by another process"):
+            c.stop()
+    finally:
+        p.kill()
+        p.wait()
+    assert len(read_store(store)) == 3  # only the first writer's samples
