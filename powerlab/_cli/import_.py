@@ -62,6 +62,7 @@ def run(args) -> int:
     from ..telemetry.store import atomic_write_bytes, write_store
 
     total = 0
+    unreadable: list[str] = []
     for src in args.sources:
         if not src.exists():
             raise ParseError("no such file or folder", path=src)
@@ -90,5 +91,11 @@ def run(args) -> int:
         total += rows
         dup = f"; {len(df) - rows:,} already in the store" if rows < len(df) else ""
         print(f"{src}: {rows:,} rows ({fmt}) -> {len(files)} file(s){dup}")
-    print(f"imported {total:,} rows into {args.out}")
+        bad = df.attrs.get("unreadable_files") or []
+        if bad:
+            unreadable.extend(str(src / b) for b in bad)
+            print(f"{src}: skipped {len(bad)} unreadable file(s): {', '.join(bad)}")
+    print(f"imported {total:,} rows into {args.out}"
+          + (f"; {len(unreadable)} unreadable file(s) skipped: {', '.join(unreadable)}"
+             if unreadable else ""))
     return 0
