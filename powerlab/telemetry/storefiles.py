@@ -217,12 +217,13 @@ def write_format_marker(root: Path) -> None:
 # --------------------------------------------------------------------------- locks
 
 class _Held:
-    __slots__ = ("fd", "timer", "tlock")
+    __slots__ = ("fd", "timer", "tlock", "users")
 
     def __init__(self, fd: int):
         self.fd = fd
         self.timer: threading.Timer | None = None
         self.tlock = threading.Lock()
+        self.users = 0  # writes in progress or waiting (never released while > 0)
 
 
 _HELD: dict[str, _Held] = {}
@@ -232,13 +233,10 @@ _HELD_LOCK = threading.Lock()
 def _release(key: str) -> None:
     with _HELD_LOCK:
         held = _HELD.get(key)
-        if held is None or not held.tlock.acquire(blocking=False):
-            return  # a write is in progress; its end re-arms the timer
-        try:
-            del _HELD[key]
-            os.close(held.fd)  # closing the descriptor drops the flock
-        finally:
-            held.tlock.release()
+        if held is None or held.users:
+            return  # a write is in progress or waiting; its end re-arms the timer
+        del _HELD[key]
+        os.close(held.fd)  # closing the descriptor drops the flock
 
 
 class partition_lock:  # lower case: used as a context manager, like open()
@@ -281,6 +279,7 @@ class partition_lock:  # lower case: used as a context manager, like open()
             if held.timer is not None:
                 held.timer.cancel()
                 held.timer = None
+            held.users += 1
         held.tlock.acquire()
         self._held = held
         return self
@@ -289,7 +288,8 @@ class partition_lock:  # lower case: used as a context manager, like open()
         held = self._held
         held.tlock.release()
         with _HELD_LOCK:
-            if _HELD.get(self.key) is held:
+            held.users -= 1
+            if _HELD.get(self.key) is held and not held.users:
                 if held.timer is not None:
                     held.timer.cancel()
                 held.timer = threading.Timer(LOCK_HOLD_S, _release, args=(self.key,))
