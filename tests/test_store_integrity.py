@@ -104,6 +104,17 @@ def test_foreign_parquet_files_are_skipped_with_a_warning_or_refused(tmp_path, t
             read_store(tmp_path)
 
 
+@pytest.mark.bad_input("store")
+def test_a_file_in_another_hosts_folder_is_refused(tmp_path, telemetry):
+    files = write_store(telemetry, tmp_path)
+    a = next(f for f in files if f.parent.name == "node-00")
+    b = next(f for f in files if f.parent.name == "node-01")
+    shutil.copy(a, b.parent / a.name)
+    with pytest.raises(StoreError, match=r"folder of host 'node-01' but holds rows of "
+                                         r"'node-00'"):
+        read_store(tmp_path)
+
+
 # ---------------------------------------------------------------- duplicates
 
 def _import(store: Path, *src: Path, extra: tuple[str, ...] = ()) -> str:

@@ -333,8 +333,28 @@ def read_tables(files: Sequence[str | os.PathLike], *, columns: Sequence[str] | 
         except (OSError, pa.ArrowException, ValueError) as exc:
             raise StoreError(f"cannot read store file {f}: {exc}") from exc
         if t.num_rows:
+            if "host" in t.column_names:
+                _check_host(f, t)
             tables.append(t)
     return tables
+
+
+def _check_host(f: Path, t: pa.Table) -> None:
+    """A file's rows belong to the host of its folder (a file copied into another host's
+    folder would otherwise be read, and de-duplicated, as that folder's samples)."""
+    import pyarrow.compute as pc
+
+    want = partition_of(f)[1]
+    col = t.column("host")
+    if pa.types.is_dictionary(col.type):
+        col = pa.chunked_array([c.dictionary.take(c.indices) for c in col.chunks],
+                               type=col.type.value_type)
+    mm = pc.min_max(col)
+    if col.null_count or mm["min"].as_py() != want or mm["max"].as_py() != want:
+        got = sorted({str(h) for h in pc.unique(col).to_pylist()})[:3]
+        raise StoreError(f"store file {f} is in the folder of host {want!r} but holds "
+                         f"rows of {', '.join(map(repr, got))}; move it to its host's "
+                         "folder or out of the store")
 
 
 def read_store(root: str | os.PathLike, *, start=None, end=None,
