@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "comply",
     "export_grid",
     "store",
+    "size_mitigation",
 ]
 
 

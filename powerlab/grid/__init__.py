@@ -9,6 +9,9 @@ Modules
 :mod:`~powerlab.grid.meter`        what an interval-averaging meter would read of a forecast
 :mod:`~powerlab.grid.timebase`     the engine's discrete time grid
 :mod:`~powerlab.grid.forecast`     the engine: per-job templates, jitter, failures
+:mod:`~powerlab.grid.interruptions` interruptions by root cause, recovery, Young/Daly
+:mod:`~powerlab.grid.interruption_sim` a job's interruption process alone (no power)
+:mod:`~powerlab.grid.disturbances` voltage sags: trips, UPS ride-through, recovery
 :mod:`~powerlab.grid.battery`      battery dispatch at the point of interconnection
 :mod:`~powerlab.grid.results`      ForecastResult and its summary
 :mod:`~powerlab.grid.swings`       swings, ramps, spectrum, limit checks
@@ -20,6 +23,8 @@ Modules
 :mod:`~powerlab.grid.compliance`   a power series or a forecast checked against a spec
 :mod:`~powerlab.grid.resonance`    harmonics of the load against the grid's mode bands
 :mod:`~powerlab.grid.gridstudy`    playback files for PSCAD, PowerFactory and CSV
+:mod:`~powerlab.grid.smoothing`    NVML-style GPU power smoothing (floor, ramps, hysteresis)
+:mod:`~powerlab.grid.sizing`       the cheapest mitigations that meet a requirement spec
 
 The engine function is :func:`powerlab.grid.forecast.forecast` (the name ``forecast`` in
 this package is the module).  This wing imports only :mod:`powerlab.telemetry` (and
@@ -43,6 +48,16 @@ _EXPORTS = {
     ),
     "battery": (
         "battery_dispatch",
+    ),
+    "interruptions": (
+        "InterruptionModel", "checkpoint_report", "daly_interval_s", "llama3_model",
+        "young_interval_s",
+    ),
+    "interruption_sim": (
+        "simulate_interruptions",
+    ),
+    "disturbances": (
+        "VoltageSag", "disturbance_summary",
     ),
     "results": (
         "ForecastResult", "ForecastSummary",
@@ -75,6 +90,12 @@ _EXPORTS = {
     ),
     "gridstudy": (
         "playback_frame", "write_grid_playback",
+    ),
+    "smoothing": (
+        "smooth_power",
+    ),
+    "sizing": (
+        "CostModel", "MitigationOption", "SearchGrid", "SizingResult", "size_mitigation",
     ),
 }
 
