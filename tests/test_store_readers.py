@@ -189,3 +189,19 @@ def test_a_second_collector_of_a_host_stops_with_a_clear_error(tmp_path, fake_nv
         p.kill()
         p.wait()
     assert len(read_store(store)) == 3  # only the first writer's samples
+
+
+def test_an_interrupted_upgrade_is_finished_by_running_it_again(tmp_path, telemetry):
+    """A crash after a file's rows were written in format 2 but before the format-1 file
+    was removed: the re-run de-duplicates, so no sample is doubled or lost."""
+    store = tmp_path / "v1"
+    _write_v1(telemetry, store)
+    first = min(store.glob("date=*/host=*/part-*.parquet"))
+    import pyarrow.parquet as pq
+
+    write_store(pq.read_table(first).to_pandas(), store, _upgrading=True)  # then "crash"
+    assert store_format(store) == 1
+    stats = upgrade_store(store)
+    assert stats["files"] == 4 and stats["rows"] == len(telemetry)
+    pd.testing.assert_frame_equal(read_store(store), telemetry)
+    assert store_format(store) == 2

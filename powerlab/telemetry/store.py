@@ -152,7 +152,8 @@ def write_store(df: pd.DataFrame, root: str | os.PathLike, *, fsync: bool = True
                          f"'powerlab store upgrade {root}' (reading it works as it is)")
     try:
         root.mkdir(parents=True, exist_ok=True)
-        write_format_marker(root)
+        if not _upgrading:
+            write_format_marker(root)
     except OSError as exc:
         raise StoreError(f"cannot create store folder {root}: {exc.strerror}") from exc
     day = frame["timestamp"].array.asi8 // (86_400 * 10**9)

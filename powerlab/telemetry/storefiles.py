@@ -89,14 +89,14 @@ def fsync_dir(path: Path) -> None:
 def store_format(root: str | os.PathLike) -> int | None:
     """1 or 2 for a store folder, None for a folder that holds no store (yet)."""
     root = Path(root)
+    if any(root.glob("date=*")) or (root / "events").is_dir() or (root / "devices").is_dir():
+        return 1  # format-1 folders left (also after an interrupted upgrade)
     if (root / META / ".format.json").is_file():
         try:
             return int(json.loads((root / META / ".format.json").read_text())["format"])
         except (ValueError, KeyError, TypeError, OSError) as exc:
             raise StoreError(f"{root / META / '.format.json'}: unreadable store format "
                              f"marker ({exc}); expected {{\"format\": {FORMAT}}}") from exc
-    if any(root.glob("date=*")) or (root / "events").is_dir() or (root / "devices").is_dir():
-        return 1
     if any(_DATE_RE.match(p.name) for p in root.iterdir()) if root.is_dir() else False:
         return FORMAT
     return None
