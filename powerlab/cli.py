@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "aggregate",
     "comply",
     "export_grid",
+    "store",
     "size_mitigation",
 ]
 

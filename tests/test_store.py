@@ -6,6 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from powerlab.exceptions import SchemaError, StoreError
+from powerlab.telemetry.schema import conform
 from powerlab.telemetry.store import (
     atomic_write_bytes,
     list_files,
@@ -20,8 +21,8 @@ def test_round_trip_exact_with_partitions(tmp_path, telemetry):
     files = write_store(telemetry, tmp_path)
     # crosses midnight: 2 dates x 2 hosts
     dirs = sorted({(p.parent.parent.name, p.parent.name) for p in files})
-    assert dirs == [("date=2024-05-17", "host=node-00"), ("date=2024-05-17", "host=node-01"),
-                    ("date=2024-05-18", "host=node-00"), ("date=2024-05-18", "host=node-01")]
+    assert dirs == [("2024-05-17", "node-00"), ("2024-05-17", "node-01"),
+                    ("2024-05-18", "node-00"), ("2024-05-18", "node-01")]
     back = read_store(tmp_path)
     pd.testing.assert_frame_equal(back, telemetry)
 
@@ -159,3 +160,21 @@ def test_optional_column_present_in_only_some_files(tmp_path):
     assert got["power_avg_w"].isna().sum() == 5 and (got["power_avg_w"].dropna() == 250).all()
     none = read_store(tmp_path, columns=["fan_speed_pct"])  # in no file at all
     assert len(none) == 10 and none["fan_speed_pct"].isna().all()
+
+
+def test_files_written_out_of_order_read_back_sorted(tmp_path):
+    """read_store skips its sort when the files already come sorted; when they do not
+    (later samples written first, several dates, node and GPU rows), it sorts."""
+    late = make_telemetry(2, 3, 30, start="2024-05-17T12:00:00Z", seed=1)
+    early = make_telemetry(2, 3, 30, start="2024-05-17T23:59:55Z", seed=2)  # 2 dates
+    node = make_telemetry(1, 1, 30, start="2024-05-17T06:00:00Z", seed=3)
+    node["scope"], node["gpu_index"], node["gpu_uuid"] = "node", pd.NA, pd.NA
+    for part in (late, early, node):
+        write_store(part, tmp_path)
+    exp = conform(pd.concat([late, early, node], ignore_index=True), sort=False)
+    exp = exp.sort_values(["host", "scope", "gpu_index", "timestamp"], kind="stable",
+                          na_position="first").reset_index(drop=True)
+    back = read_store(tmp_path)
+    pd.testing.assert_frame_equal(back, exp)
+    few = read_store(tmp_path, columns=["power_w"])
+    pd.testing.assert_frame_equal(few, exp[list(few.columns)])

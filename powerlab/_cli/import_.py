@@ -55,6 +55,8 @@ def run(args) -> int:
     import json
     from datetime import datetime
 
+    import pyarrow.parquet as pq
+
     from ..exceptions import ParseError
     from ..iotools import TELEMETRY_FORMATS, read_any, sniff_format
     from ..telemetry.store import atomic_write_bytes, write_store
@@ -78,15 +80,17 @@ def run(args) -> int:
                   "skipped (--force imports it again)")
             continue
         df = read_any(src, format=fmt, tz=args.tz, host=args.host, n_gpus=args.n_gpus)
-        files = write_store(df, args.out)
+        files = write_store(df, args.out)  # drops the samples the store already holds
+        rows = sum(pq.read_metadata(f).num_rows for f in files)
         # recorded after the data: a crash in between can only cause a re-import
-        meta = {"source": str(src), "sha256": key, "options": options, "rows": len(df),
+        meta = {"source": str(src), "sha256": key, "options": options, "rows": rows,
                 "files": [str(f.relative_to(args.out)) for f in files],
                 "imported_utc": datetime.now(UTC).isoformat(timespec="seconds")}
         payload = json.dumps(meta, indent=1).encode()
         atomic_write_bytes(record, lambda tmp, b=payload: Path(tmp).write_bytes(b))
-        total += len(df)
-        print(f"{src}: {len(df):,} rows ({fmt}) -> {len(files)} file(s)")
+        total += rows
+        dup = f"; {len(df) - rows:,} already in the store" if rows < len(df) else ""
+        print(f"{src}: {rows:,} rows ({fmt}) -> {len(files)} file(s){dup}")
         bad = df.attrs.get("unreadable_files") or []
         if bad:
             unreadable.extend(str(src / b) for b in bad)

@@ -51,11 +51,12 @@ def run(args) -> int:
     from ..exceptions import PowerlabError
     from ..iotools import read_any
     from ..telemetry.store import read_store
+    from ..telemetry.storefiles import is_store
 
     paths = args.paths or [bundled_path("mlperf-gpt3-64node", "power")]
     frames = []
     for path in paths:
-        if path.is_dir() and any(path.glob("date=*")):
+        if is_store(path):
             frames.append(read_store(path))
         elif path.exists():
             frames.append(read_any(path, tz=args.tz))

@@ -1,7 +1,10 @@
 """Side tables of a collector store: status events and the GPUs' static facts.
 
-They live beside the telemetry, under ``STORE/events/`` and ``STORE/devices/``, one new
-Parquet file per write (atomic, see :func:`powerlab.telemetry.store.atomic_write_bytes`).
+They live beside the telemetry, under ``STORE/_meta/events/`` and ``STORE/_meta/devices/``
+(format 2; format-1 stores kept them in ``STORE/events/`` and ``STORE/devices/``, still
+read), one new Parquet file per write named ``*.pq``, so that tools reading the
+telemetry (``STORE/**/*.parquet``) never pick them up (atomic, see
+:func:`powerlab.telemetry.store.atomic_write_bytes`).
 """
 
 from __future__ import annotations
@@ -69,9 +72,10 @@ def write_side_table(root: Path, kind: str, frame: pd.DataFrame) -> Path:
     import pyarrow.parquet as pq
 
     from ..telemetry.store import atomic_write_bytes
+    from ..telemetry.storefiles import side_table_dir
 
     stamp = frame["timestamp"].min().strftime("%Y%m%dT%H%M%S%fZ")
-    path = Path(root) / kind / f"{kind}-{stamp}-{uuid.uuid4().hex[:12]}.parquet"
+    path = side_table_dir(root, kind) / f"{kind}-{stamp}-{uuid.uuid4().hex[:12]}.pq"
     table = pa.Table.from_pandas(frame, preserve_index=False)
     return atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
 
@@ -80,7 +84,9 @@ def _read_side_table(root, kind: str, empty: pd.DataFrame, sort_by: list[str]) -
     """All files of a side table of a store, concatenated and sorted."""
     import pyarrow.parquet as pq
 
-    files = sorted(Path(root, kind).glob(f"{kind}-*.parquet"))
+    from ..telemetry.storefiles import side_table_files
+
+    files = side_table_files(root, kind)
     if not files:
         return empty
     try:

@@ -1,6 +1,6 @@
 """Reading a telemetry store for aggregation: partition pruning, projection, Dask inputs.
 
-A store (:mod:`powerlab.telemetry.store`) is read in *groups* of whole ``date=/host=``
+A store (:mod:`powerlab.telemetry.store`) is read in *groups* of whole date/host
 folders of one date, so that one device-day never spans two partitions; only the folders
 that can hold samples of the asked time range and hosts are listed, and only the columns an
 aggregation needs are read.  :func:`open_store` exposes the same as a lazy Dask DataFrame.
@@ -40,7 +40,7 @@ def is_dask(obj) -> bool:
 
 @dataclass(frozen=True)
 class StoreGroup:
-    """One Dask partition of a store: whole ``date=/host=`` folders of one date."""
+    """One Dask partition of a store: whole date/host folders of one date."""
 
     date: str
     files: tuple[str, ...]
@@ -64,9 +64,11 @@ def store_groups(root, start, end, hosts, partition_rows: int) -> StoreSource:
     root = Path(root)
     start, end = _utc(start), _utc(end)
     files = list_files(root, start=start, end=end, hosts=hosts)
+    from .storefiles import partition_of
+
     by_folder: dict[tuple[str, str], list[Path]] = {}
     for f in files:
-        by_folder.setdefault((f.parent.parent.name, f.parent.name), []).append(f)
+        by_folder.setdefault(partition_of(f), []).append(f)
     groups: list[StoreGroup] = []
     cur_date, cur_files, cur_rows = None, [], 0
     for (date, _host), fs in sorted(by_folder.items()):
@@ -76,13 +78,13 @@ def store_groups(root, start, end, hosts, partition_rows: int) -> StoreSource:
             raise StoreError(f"cannot read the Parquet footer of a file in {fs[0].parent}: "
                              f"{exc}") from exc
         if cur_files and (date != cur_date or cur_rows + rows > partition_rows):
-            groups.append(StoreGroup(cur_date.split("=", 1)[1], tuple(map(str, cur_files))))
+            groups.append(StoreGroup(cur_date, tuple(map(str, cur_files))))
             cur_files, cur_rows = [], 0
         cur_date = date
         cur_files.extend(fs)
         cur_rows += rows
     if cur_files:
-        groups.append(StoreGroup(cur_date.split("=", 1)[1], tuple(map(str, cur_files))))
+        groups.append(StoreGroup(cur_date, tuple(map(str, cur_files))))
     return StoreSource(root, tuple(groups), start, end)
 
 
@@ -134,7 +136,7 @@ def open_store(root: str | os.PathLike, *, start=None, end=None,
                partition_rows: int = 2_000_000):
     """Open a telemetry store as a lazy Dask DataFrame.
 
-    Only the ``date=/host=`` folders that can hold samples of ``[start, end)`` for
+    Only the date/host folders that can hold samples of ``[start, end)`` for
     ``hosts`` are listed (partition pruning); each partition reads whole folders of one
     date (so one device-day never spans partitions) and only the columns asked for
     (column projection, also pushed down by Dask's optimiser).

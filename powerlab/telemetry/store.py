@@ -1,17 +1,20 @@
-"""The telemetry store: Parquet files partitioned by date and host.
+"""The telemetry store: Parquet files partitioned by date and host (format 2).
 
-Layout::
+Layout (:mod:`powerlab.telemetry.storefiles`, ``docs/store.md``)::
 
     STORE/
-      date=2024-05-17/
-        host=node_1/
-          part-20240517T153800Z-<uuid>.parquet
-      events/                      (optional status events written by collectors)
+      2024-05-17/
+        node_1/
+          part-20240517T153800000000Z-<id>-c<crc32>.parquet
+      _meta/                       format marker, collector side tables, writer locks
 
 Every write creates *new* files; nothing is ever rewritten in place.  A file is written
 under a temporary dot-name in its final folder, flushed with ``fsync``, renamed into place
 and the folder is fsynced, so a crash (or SIGKILL, or a full disk) at any moment leaves
-only complete files visible.  Readers ignore leftover temporary files.
+only complete files visible.  Readers ignore leftover temporary files; the next write to
+the partition removes them.  A sample (device, timestamp) is stored once: the writer
+drops rows the partition already holds.  Files carry Parquet page checksums and the
+CRC-32 of their bytes in their name, both verified on read.
 
 The round trip is exact, dtypes included: pandas' own metadata travels with each file.
 """
@@ -19,18 +22,31 @@ The round trip is exact, dtypes included: pandas' own metadata travels with each
 from __future__ import annotations
 
 import os
-import re
-import urllib.parse
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..exceptions import StoreError
-from .schema import GLOSSARY, conform, empty_frame, validate
+from .schema import CORE_COLUMNS, GLOSSARY, conform, empty_frame, validate
+from .storefiles import (
+    _PART_RE,
+    TMP_PREFIX,
+    clean_temporaries,
+    file_crc,
+    fsync_dir,
+    partition_dir,
+    partition_lock,
+    partition_of,
+    store_format,
+    verify_crc,
+    write_format_marker,
+)
+from .storefiles import list_files as _list_files
 
 __all__ = [
     "atomic_write_bytes",
@@ -41,31 +57,7 @@ __all__ = [
     "write_store",
 ]
 
-_TMP_PREFIX = ".tmp-"
-_PART_RE = re.compile(r"^part-.*\.parquet$")
-
-
-def _safe_host(host: str) -> str:
-    """Host names as folder names: keep [A-Za-z0-9._-], percent-escape the UTF-8 bytes
-    of the rest (so every name maps to one folder and back)."""
-    return "".join(ch if (ch.isalnum() and ch.isascii()) or ch in "._-"
-                   else "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
-                   for ch in host)
-
-
-def _unsafe_host(name: str) -> str:
-    return urllib.parse.unquote(name, encoding="utf-8", errors="replace")
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+_TMP_PREFIX = TMP_PREFIX
 
 
 def atomic_write_bytes(path: str | os.PathLike, write, *, fsync: bool = True) -> Path:
@@ -88,7 +80,7 @@ def atomic_write_bytes(path: str | os.PathLike, write, *, fsync: bool = True) ->
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f"{_TMP_PREFIX}{uuid.uuid4().hex}-{path.name}"
+    tmp = path.parent / f"{_TMP_PREFIX}{uuid.uuid4().hex}-{path.name}.partial"
     try:
         write(tmp)
         if fsync:
@@ -99,7 +91,7 @@ def atomic_write_bytes(path: str | os.PathLike, write, *, fsync: bool = True) ->
                 os.close(fd)
         os.replace(tmp, path)
         if fsync:
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
     except OSError as exc:
         try:
             tmp.unlink()
@@ -116,8 +108,14 @@ def atomic_write_bytes(path: str | os.PathLike, write, *, fsync: bool = True) ->
 
 
 def write_store(df: pd.DataFrame, root: str | os.PathLike, *, fsync: bool = True,
-                compression: str = "zstd") -> list[Path]:
+                compression: str = "zstd", _upgrading: bool = False) -> list[Path]:
     """Append telemetry to a store as new Parquet files, one per (date, host).
+
+    Samples already in the store are not written again: under the partition's writer
+    lock, the rows whose (scope, GPU, timestamp) a file of the partition already holds
+    are dropped (see ``docs/store.md``), so re-importing a source never duplicates a
+    sample.  Each file carries Parquet page checksums and the CRC-32 of its bytes in its
+    name; temporary files a killed writer left in the partition are removed.
 
     Parameters
     ----------
@@ -133,37 +131,144 @@ def write_store(df: pd.DataFrame, root: str | os.PathLike, *, fsync: bool = True
     Returns
     -------
     list of pathlib.Path
-        The files written.
+        The files written (none for a partition whose samples were all there already).
 
     Raises
     ------
     powerlab.exceptions.SchemaError
         When ``df`` breaks the schema (nothing is written).
     powerlab.exceptions.StoreError
-        When a file cannot be written; files written before remain valid.
+        When a file cannot be written, when another process holds a partition's writer
+        lock, or when ``root`` is a format-1 store (run ``powerlab store upgrade``);
+        files written before remain valid.
     """
     root = Path(root)
     frame = conform(df)
     validate(frame, source="write_store input")
     if frame.empty:
         return []
+    if not _upgrading and root.is_dir() and store_format(root) == 1:
+        raise StoreError(f"{root} is a format-1 store; convert it first with "
+                         f"'powerlab store upgrade {root}' (reading it works as it is)")
     try:
         root.mkdir(parents=True, exist_ok=True)
+        if not _upgrading:
+            write_format_marker(root)
     except OSError as exc:
         raise StoreError(f"cannot create store folder {root}: {exc.strerror}") from exc
-    day = frame["timestamp"].astype("int64").to_numpy() // (86_400 * 10**9)
+    day = frame["timestamp"].array.asi8 // (86_400 * 10**9)
     written: list[Path] = []
     for (dnum, host), part in frame.groupby([day, frame["host"]], sort=True, observed=True):
         date = (pd.Timestamp(0, tz="UTC") + pd.Timedelta(days=int(dnum))).strftime("%Y-%m-%d")
-        part = part.reset_index(drop=True)
-        t0 = part["timestamp"].min().strftime("%Y%m%dT%H%M%S%fZ")
-        target = (root / f"date={date}" / f"host={_safe_host(str(host))}"
-                  / f"part-{t0}-{uuid.uuid4().hex[:12]}.parquet")
-        table = pa.Table.from_pandas(part, preserve_index=False)
-        written.append(atomic_write_bytes(
-            target, lambda tmp, table=table: pq.write_table(table, tmp, compression=compression),
-            fsync=fsync))
+        folder = partition_dir(root, date, str(host))
+        with partition_lock(root, date, str(host)):
+            clean_temporaries(folder)
+            part = _new_rows(part.reset_index(drop=True), folder)
+            if part.empty:
+                continue
+            written.append(_write_part(part, folder, compression, fsync))
     return written
+
+
+_KEY_COLUMNS = ["timestamp", "scope", "gpu_index", "gpu_uuid"]
+#: path -> (first, last) timestamp [ns] of a store file, from its footer (files are never
+#: rewritten: a name, which holds the file's CRC-32, stands for one content).
+_RANGES: dict[str, tuple[int, int]] = {}
+
+
+def _time_range(f: Path) -> tuple[int, int]:
+    key = str(f)
+    got = _RANGES.get(key)
+    if got is None:
+        try:
+            md = pq.read_metadata(f)
+            i = md.schema.names.index("timestamp")
+            lo, hi = [], []
+            for r in range(md.num_row_groups):
+                st = md.row_group(r).column(i).statistics
+                if st is None or not st.has_min_max:
+                    raise ValueError("no statistics")
+                lo.append(pd.Timestamp(st.min).value)
+                hi.append(pd.Timestamp(st.max).value)
+            got = (min(lo), max(hi)) if lo else (0, -1)
+        except (ValueError, OSError, pa.ArrowException):
+            got = (np.iinfo(np.int64).min, np.iinfo(np.int64).max)  # read it to be sure
+        _RANGES[key] = got
+    return got
+
+
+def _keys(df: pd.DataFrame) -> pd.MultiIndex:
+    n = len(df)
+    return pd.MultiIndex.from_arrays([
+        df["timestamp"].array.asi8 if "timestamp" in df else np.zeros(n),
+        df["scope"].astype("string").fillna("").to_numpy(dtype=object)
+        if "scope" in df else np.full(n, "gpu", dtype=object),
+        df["gpu_index"].astype("Int32").fillna(-1).to_numpy(dtype="int32")
+        if "gpu_index" in df else np.full(n, -1, dtype="int32"),
+        df["gpu_uuid"].astype("string").fillna("").to_numpy(dtype=object)
+        if "gpu_uuid" in df else np.full(n, "", dtype=object),
+    ])
+
+
+def _new_rows(part: pd.DataFrame, folder: Path) -> pd.DataFrame:
+    """The rows of ``part`` whose sample (scope, GPU, timestamp) no file of the partition
+    folder holds yet.  Only files whose time range overlaps ``part`` are read."""
+    if not folder.is_dir():
+        return part
+    ts = part["timestamp"].array.asi8
+    lo, hi = int(ts.min()), int(ts.max())
+    old = []
+    for f in folder.iterdir():
+        if not _PART_RE.match(f.name):
+            continue
+        flo, fhi = _time_range(f)
+        if fhi < lo or flo > hi:
+            continue
+        for t in read_tables([f], columns=_KEY_COLUMNS, start=None, end=None):
+            old.append(t.to_pandas())
+    if not old:
+        return part
+    seen = _keys(pd.concat(old, ignore_index=True))
+    keep = ~_keys(part).isin(seen)
+    return part[keep].reset_index(drop=True) if not keep.all() else part
+
+
+def _write_part(part: pd.DataFrame, folder: Path, compression: str, fsync: bool) -> Path:
+    """Write one partition's rows as a new file: temporary name, fsync, CRC-32 of the
+    bytes into the final name, rename, fsync of the folder."""
+    t0 = part["timestamp"].min().strftime("%Y%m%dT%H%M%S%fZ")
+    stem = f"part-{t0}-{uuid.uuid4().hex[:12]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f"{_TMP_PREFIX}{stem}.partial"
+    table = pa.Table.from_pandas(part, preserve_index=False)
+    try:
+        pq.write_table(table, tmp, compression=compression, write_page_checksum=True)
+        if fsync:
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        target = folder / f"{stem}-c{file_crc(tmp):08x}.parquet"
+        os.replace(tmp, target)
+        if fsync:
+            fsync_dir(folder)
+    except OSError as exc:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise StoreError(f"could not write {folder / stem}.parquet: "
+                         f"{exc.strerror or exc}") from exc
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+    ts = part["timestamp"].array.asi8
+    _RANGES[str(target)] = (int(ts.min()), int(ts.max()))
+    return target
 
 
 def _as_utc(t) -> pd.Timestamp | None:
@@ -179,31 +284,14 @@ def list_files(root: str | os.PathLike, *, start=None, end=None,
                hosts: Iterable[str] | None = None) -> list[Path]:
     """The Parquet files of a store that may hold samples in ``[start, end)`` for ``hosts``.
 
-    Pruning is by the partition folders alone (date and host); temporary files are skipped.
+    Pruning is by the partition folders alone (date and host); temporary files are
+    skipped, other foreign files skipped with a warning.  Both store formats are read.
     """
-    root = Path(root)
-    if not root.is_dir():
-        raise StoreError(f"no store at {root}")
-    start, end = _as_utc(start), _as_utc(end)
-    if isinstance(hosts, str):  # one host name, not a sequence of one-letter names
-        hosts = [hosts]
-    host_set = None if hosts is None else {str(h) for h in hosts}
-    files = []
-    for ddir in sorted(root.glob("date=*")):
-        try:
-            day = pd.Timestamp(ddir.name.split("=", 1)[1], tz="UTC")
-        except ValueError:
-            continue
-        if start is not None and day + pd.Timedelta(days=1) <= start:
-            continue
-        if end is not None and day >= end:
-            continue
-        for hdir in sorted(ddir.glob("host=*")):
-            host = _unsafe_host(hdir.name.split("=", 1)[1])
-            if host_set is not None and host not in host_set:
-                continue
-            files.extend(sorted(p for p in hdir.iterdir() if _PART_RE.match(p.name)))
-    return files
+    return _list_files(root, start=_as_utc(start), end=_as_utc(end), hosts=hosts)
+
+
+#: Columns a file must hold to be read as telemetry.
+_REQUIRED = ("timestamp", "host")
 
 
 def read_tables(files: Sequence[str | os.PathLike], *, columns: Sequence[str] | None = None,
@@ -211,14 +299,15 @@ def read_tables(files: Sequence[str | os.PathLike], *, columns: Sequence[str] | 
                 read_dictionary: Sequence[str] = ()) -> list[pa.Table]:
     """Read store files, in order, as Arrow tables (the empty ones left out).
 
-    Each file is projected to those of ``columns`` it holds (optional columns may be
-    absent from some files), filtered to ``start <= timestamp < end`` (UTC), and the
-    ``read_dictionary`` columns it holds stay dictionary-encoded.
+    Each file is checked against the CRC-32 in its name and its Parquet page checksums,
+    projected to those of ``columns`` it holds (optional columns may be absent from some
+    files), filtered to ``start <= timestamp < end`` (UTC), and the ``read_dictionary``
+    columns it holds stay dictionary-encoded.
 
     Raises
     ------
     powerlab.exceptions.StoreError
-        Naming the file that cannot be read.
+        Naming the file that cannot be read, is damaged, or is not telemetry.
     """
     filters = []
     if start is not None:
@@ -227,23 +316,52 @@ def read_tables(files: Sequence[str | os.PathLike], *, columns: Sequence[str] | 
         filters.append(("timestamp", "<", end))
     tables = []
     for f in files:
+        f = Path(f)
         try:
-            names = set(pq.read_schema(f).names)
+            data = f.read_bytes()
+            verify_crc(f, data)
+            buf = pa.py_buffer(data)
+            names = set(pq.read_schema(pa.BufferReader(buf)).names)
+            if not all(c in names for c in _REQUIRED):
+                raise StoreError(f"{f} is not a powerlab telemetry file (it has no "
+                                 f"{' or '.join(c for c in _REQUIRED if c not in names)} "
+                                 "column); move it out of the store")
             t = pq.read_table(
-                f, columns=None if columns is None else [c for c in columns if c in names],
-                filters=filters or None,
+                pa.BufferReader(buf),
+                columns=None if columns is None else [c for c in columns if c in names],
+                filters=filters or None, page_checksum_verification=True,
                 read_dictionary=[c for c in read_dictionary if c in names] or None)
-        except (OSError, pa.ArrowException) as exc:
+        except (OSError, pa.ArrowException, ValueError) as exc:
             raise StoreError(f"cannot read store file {f}: {exc}") from exc
         if t.num_rows:
+            if "host" in t.column_names:
+                _check_host(f, t)
             tables.append(t)
     return tables
+
+
+def _check_host(f: Path, t: pa.Table) -> None:
+    """A file's rows belong to the host of its folder (a file copied into another host's
+    folder would otherwise be read, and de-duplicated, as that folder's samples)."""
+    import pyarrow.compute as pc
+
+    want = partition_of(f)[1]
+    col = t.column("host")
+    if pa.types.is_dictionary(col.type):
+        col = pa.chunked_array([c.dictionary.take(c.indices) for c in col.chunks],
+                               type=col.type.value_type)
+    mm = pc.min_max(col)
+    if col.null_count or mm["min"].as_py() != want or mm["max"].as_py() != want:
+        got = sorted({str(h) for h in pc.unique(col).to_pylist()})[:3]
+        raise StoreError(f"store file {f} is in the folder of host {want!r} but holds "
+                         f"rows of {', '.join(map(repr, got))}; move it to its host's "
+                         "folder or out of the store")
 
 
 def read_store(root: str | os.PathLike, *, start=None, end=None,
                hosts: Sequence[str] | None = None,
                columns: Sequence[str] | None = None) -> pd.DataFrame:
-    """Read telemetry back from a store.
+    """Read telemetry back from a store (format 2, or format 1).
 
     Parameters
     ----------
@@ -260,9 +378,14 @@ def read_store(root: str | os.PathLike, *, start=None, end=None,
     -------
     pandas.DataFrame
         Conformed telemetry sorted by host, scope, GPU and time.
+
+    Raises
+    ------
+    powerlab.exceptions.StoreError
+        No store at ``root``, a damaged file (checksum mismatch) or a foreign file.
     """
     start_u, end_u = _as_utc(start), _as_utc(end)
-    files = list_files(root, start=start_u, end=end_u, hosts=hosts)
+    files = _list_files(root, start=start_u, end=end_u, hosts=hosts)
     cols = None
     if columns is not None:
         unknown = [c for c in columns if c not in GLOSSARY]
@@ -270,17 +393,95 @@ def read_store(root: str | os.PathLike, *, start=None, end=None,
             raise StoreError(f"unknown column(s) {unknown}; known: {sorted(GLOSSARY)}")
         cols = list(dict.fromkeys(["timestamp", "host", "scope", "gpu_index", "gpu_uuid",
                                    *columns]))
+    # host-major file order: with each file sorted (write_store writes conformed frames),
+    # the result is often sorted already, and the sort below is skipped
+    files = sorted(files, key=lambda f: (partition_of(f)[1], partition_of(f)[0], f.name))
     tables = read_tables(files, columns=cols, start=start_u, end=end_u)
     if not tables:
         frame = conform(empty_frame(cols))
     else:
-        frame = conform(pa.concat_tables(tables, promote_options="permissive").to_pandas())
+        table = pa.concat_tables(tables, promote_options="permissive") \
+            if len(tables) > 1 else tables[0]
+        frame = table.to_pandas()
+        n = len(frame)
+        for c in CORE_COLUMNS:  # absent core columns, cheaply (conform's way is per row)
+            if c not in frame.columns:
+                frame[c] = _na_column(GLOSSARY[c].dtype, n)
+        frame = conform(frame, sort=False)
+        order = _sort_order(_sort_keys(tables, frame))
+        if order is not None:
+            frame = frame.take(order).reset_index(drop=True)
     if cols is not None:
         for c in cols:  # asked for, but in none of the files read
             if c not in frame.columns:
-                frame[c] = pd.Series(index=frame.index, dtype=GLOSSARY[c].dtype)
+                frame[c] = _na_column(GLOSSARY[c].dtype, len(frame))
         frame = frame[[c for c in frame.columns if c in cols]]
     return frame
+
+
+def _na_column(dtype: str, n: int):
+    """A column of ``n`` missing values of a canonical dtype, without a per-row loop."""
+    if dtype == "float64":
+        return np.full(n, np.nan)
+    if dtype == "datetime64[ns, UTC]":
+        return pd.array(np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]")
+                        ).tz_localize("UTC")
+    if dtype in ("Int16", "Int32", "Int64", "UInt64"):
+        np_dtype = dtype.lower()
+        return pd.array(np.zeros(n, dtype=np_dtype), dtype=dtype).copy() \
+            if n == 0 else pd.arrays.IntegerArray(np.zeros(n, dtype=np_dtype),
+                                                  np.ones(n, dtype=bool))
+    return pd.array(np.full(n, None, dtype=object), dtype=dtype)
+
+
+def _sort_keys(tables: list[pa.Table], frame: pd.DataFrame) -> tuple:
+    """Integer sort keys (host, scope, GPU, time) of the rows of ``tables`` (in order),
+    from Arrow where that avoids hashing strings."""
+    import pyarrow.compute as pc
+
+    hosts = []
+    for t in tables:
+        mm = pc.min_max(t.column("host"))
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if lo is None or lo != hi or t.column("host").null_count:
+            hosts = None  # not one host per file: factorize the column
+            break
+        hosts.append(lo)
+    if hosts is None:
+        host_codes = pd.factorize(frame["host"], sort=True)[0]
+    else:
+        rank = {h: i for i, h in enumerate(sorted(set(hosts)))}
+        host_codes = np.repeat(np.array([rank[h] for h in hosts], dtype=np.int32),
+                               [t.num_rows for t in tables])
+    scope = pa.chunked_array([c for t in tables for c in t.column("scope").chunks],
+                             type=tables[0].schema.field("scope").type)
+    is_node = pc.equal(scope, "node")
+    if scope.null_count or not pc.all(pc.or_(is_node, pc.equal(scope, "gpu"))).as_py():
+        scope_codes = pd.factorize(frame["scope"], sort=True)[0]
+    else:  # "gpu" < "node"
+        scope_codes = is_node.to_numpy(zero_copy_only=False).astype(np.int8)
+    g = frame["gpu_index"].array
+    gpu = np.where(g.isna(), np.int32(-(2**20)), g.to_numpy(dtype="int32", na_value=0))
+    return host_codes, scope_codes, gpu, frame["timestamp"].array.asi8
+
+
+def _sort_order(keys: tuple) -> np.ndarray | None:
+    """Row order sorting by ``keys`` (stable; NA GPU first, as :func:`conform` sorts),
+    or None when the rows are sorted already."""
+    n = len(keys[-1])
+    if n < 2:
+        return None
+    ok = np.ones(n - 1, dtype=bool)
+    eq = np.ones(n - 1, dtype=bool)
+    for k in keys:  # lexicographic: non-decreasing, first difference decides
+        d = np.diff(k)
+        ok &= ~eq | (d >= 0)
+        eq &= d == 0
+        if not ok.all():
+            break
+    else:
+        return None
+    return np.lexsort(keys[::-1])
 
 
 def store_summary(root: str | os.PathLike) -> pd.DataFrame:

@@ -1,0 +1,134 @@
+"""Benchmark: ``read_store`` against a bare pyarrow read + ``to_pandas`` of the same files.
+
+Writes a synthetic store with :func:`powerlab.telemetry.store.write_store` (format 2, page
+checksums, zstd): ``--rows`` samples over ``--hosts`` hosts of 8 GPUs at 10 Hz, every core
+column filled. Then, each ``--repeat`` times, alternating:
+
+* baseline: ``pyarrow.parquet.read_table`` of each file, ``concat_tables``, ``to_pandas``;
+* ``read_store(STORE)``: all columns (checksums verified, canonical dtypes, sorted);
+* ``read_store(STORE, columns=["power_w"])``: identity columns and one measurement.
+
+Targets (issue 16): ``read_store`` <= 1.5x the baseline (min over runs), and reading fewer
+columns never slower than reading all (min, with 5 % for timer noise).  Prints min and
+median of each, exits 1 on a miss; last line ``RESULT {json}``.
+
+Usage::
+
+    python benchmarks/bench_store.py                # 5,000,000 rows
+    python benchmarks/bench_store.py --rows 5e5     # quick run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+GPUS = 8
+
+
+def make_frame(rows: int, hosts: int, seed: int = 0) -> pd.DataFrame:
+    from powerlab.telemetry.schema import conform
+
+    rng = np.random.default_rng(seed)
+    per = max(1, rows // (hosts * GPUS))
+    t = pd.Timestamp("2024-05-17T08:00:00Z") + pd.to_timedelta(np.arange(per) * 100,
+                                                                  unit="ms")
+    n = per * hosts * GPUS
+    host = np.repeat([f"node-{h:03d}" for h in range(hosts)], GPUS * per)
+    gpu = np.tile(np.repeat(np.arange(GPUS), per), hosts)
+    p = 300 + 50 * rng.standard_normal(n)
+    df = pd.DataFrame({
+        "timestamp": np.tile(t, hosts * GPUS),
+        "host": host,
+        "scope": "gpu",
+        "gpu_index": gpu,
+        "gpu_uuid": [f"GPU-{h}-{g}" for h, g in zip(host[::per], gpu[::per])
+                     for _ in range(per)],
+        "power_w": p,
+        "energy_j": 1e6 + 0.1 * np.cumsum(p),
+        "clock_sm_mhz": rng.choice([1755.0, 1980.0], n),
+        "clock_mem_mhz": 2619.0,
+        "temp_gpu_c": 40 + 5 * rng.random(n),
+        "temp_mem_c": 45 + 5 * rng.random(n),
+        "util_gpu_pct": rng.integers(0, 101, n).astype(float),
+        "power_limit_w": 700.0,
+        "throttle_reasons": rng.choice(np.array([0, 4], dtype=np.uint64), n),
+    })
+    return conform(df)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=float, default=5e6)
+    ap.add_argument("--hosts", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--target", type=float, default=1.5)
+    args = ap.parse_args(argv)
+    if args.repeat < 3:
+        ap.error("--repeat must be at least 3")
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from powerlab.telemetry.store import list_files, read_store, write_store
+    from powerlab.telemetry.storefiles import release_locks
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_store-"))
+    try:
+        df = make_frame(int(args.rows), args.hosts)
+        write_store(df, tmp, fsync=False)
+        release_locks()
+        files = list_files(tmp)
+        n = len(df)
+        del df
+
+        def baseline():
+            return pa.concat_tables([pq.read_table(f) for f in files]).to_pandas()
+
+        steps = {"pyarrow+to_pandas": baseline,
+                 "read_store": lambda: read_store(tmp),
+                 "read_store[power_w]": lambda: read_store(tmp, columns=["power_w"])}
+        times: dict[str, list[float]] = {k: [] for k in steps}
+        for _ in range(args.repeat):
+            for name, fn in steps.items():
+                t0 = time.perf_counter()
+                out = fn()
+                times[name].append(time.perf_counter() - t0)
+                assert len(out) == n, (name, len(out), n)
+                del out
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    stat = {k: {"min_s": round(min(v), 4), "median_s": round(float(np.median(v)), 4)}
+            for k, v in times.items()}
+    base = stat["pyarrow+to_pandas"]["min_s"]
+    ratio = stat["read_store"]["min_s"] / base
+    few = stat["read_store[power_w]"]["min_s"] / stat["read_store"]["min_s"]
+    print(f"{n:,} rows in {len(files)} files, {args.repeat} runs each")
+    for k, v in stat.items():
+        print(f"  {k:22s} min {v['min_s']:.3f} s  median {v['median_s']:.3f} s  "
+              f"({v['min_s'] / base:.2f}x baseline)")
+    ok_ratio = ratio <= args.target
+    ok_few = few <= 1.05
+    print(f"read_store / baseline = {ratio:.2f}x (target <= {args.target}x): "
+          f"{'ok' if ok_ratio else 'MISS'}")
+    print(f"fewer columns / all = {few:.2f}x (target <= 1.0x, 5 % noise): "
+          f"{'ok' if ok_few else 'MISS'}")
+    result = {"benchmark": "store", "rows": n, "files": len(files), **{
+        f"{k}_{m}": v[m] for k, v in stat.items() for m in v},
+        "ratio_vs_pyarrow": round(ratio, 3), "ratio_few_vs_all": round(few, 3),
+        "target": args.target, "ok": bool(ok_ratio and ok_few)}
+    print("RESULT " + json.dumps(result))
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

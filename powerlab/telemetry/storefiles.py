@@ -1,0 +1,388 @@
+"""The files of a telemetry store: layout (format 2), checksums, writer locks, upgrade.
+
+Format 2 (see ``docs/store.md``)::
+
+    STORE/
+      2024-05-17/                      UTC date of the samples
+        node_1/                        host name (escaped; never holds "=")
+          part-20240517T153800000000Z-<id>-<crc32>.parquet
+      _meta/
+        .format.json                   {"format": 2}
+        events/events-*.pq             collector side tables (not ``*.parquet``)
+        devices/devices-*.pq
+        locks/DATE/.HOST.lock          one writer per partition
+      _imports/*.json                  what ``powerlab import`` has imported
+
+Only telemetry files end in ``.parquet``, and no folder name holds ``=``, so
+``pandas.read_parquet(STORE)``, ``pyarrow.dataset.dataset(STORE, partitioning="hive")``
+and ``STORE/**/*.parquet`` globs (DuckDB, polars) read exactly the telemetry: every
+file holds all its columns, ``host`` included, with pandas' dtypes in its metadata.
+
+Format 1 (``date=YYYY-MM-DD/host=H/part-*.parquet``, side tables in ``events/`` and
+``devices/``) is still read; :func:`upgrade_store` converts it in place.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import re
+import threading
+import urllib.parse
+import warnings
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Self
+
+import pandas as pd
+
+from ..exceptions import DataQualityWarning, StoreError
+
+__all__ = ["FORMAT", "META", "file_crc", "is_store", "list_files", "partition_lock",
+           "partition_of", "side_table_dir", "side_table_files", "store_format",
+           "upgrade_store", "verify_crc"]
+
+#: The store format written by this version.
+FORMAT = 2
+#: Folder of everything in a store that is not telemetry.
+META = "_meta"
+TMP_PREFIX = ".tmp-"
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_PART_RE = re.compile(r"^part-.*\.parquet$")
+_CRC_RE = re.compile(r"-c([0-9a-f]{8})\.parquet$")
+#: Seconds a process keeps a partition's writer lock after its last write.
+LOCK_HOLD_S = 30.0
+
+
+def safe_host(host: str) -> str:
+    """Host names as folder names: keep [A-Za-z0-9._-], percent-escape the UTF-8 bytes
+    of the rest, and a leading ``.`` or ``_`` (which readers skip as hidden), so every
+    name maps to one folder and back and no folder name holds ``=``."""
+    out = "".join(ch if (ch.isalnum() and ch.isascii()) or ch in "._-"
+                  else "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
+                  for ch in host)
+    if out[:1] in (".", "_"):
+        out = f"%{ord(out[0]):02X}" + out[1:]
+    return out
+
+
+def unsafe_host(name: str) -> str:
+    return urllib.parse.unquote(name, encoding="utf-8", errors="replace")
+
+
+def fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------- layout
+
+def store_format(root: str | os.PathLike) -> int | None:
+    """1 or 2 for a store folder, None for a folder that holds no store (yet)."""
+    root = Path(root)
+    if any(root.glob("date=*")) or (root / "events").is_dir() or (root / "devices").is_dir():
+        return 1  # format-1 folders left (also after an interrupted upgrade)
+    if (root / META / ".format.json").is_file():
+        try:
+            return int(json.loads((root / META / ".format.json").read_text())["format"])
+        except (ValueError, KeyError, TypeError, OSError) as exc:
+            raise StoreError(f"{root / META / '.format.json'}: unreadable store format "
+                             f"marker ({exc}); expected {{\"format\": {FORMAT}}}") from exc
+    if any(_DATE_RE.match(p.name) for p in root.iterdir()) if root.is_dir() else False:
+        return FORMAT
+    return None
+
+
+def is_store(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a store folder (either format)."""
+    p = Path(path)
+    return p.is_dir() and store_format(p) is not None
+
+
+def partition_dir(root: Path, date: str, host: str) -> Path:
+    return root / date / safe_host(host)
+
+
+def partition_of(path: str | os.PathLike) -> tuple[str, str]:
+    """(date, host) of a telemetry file of either format."""
+    p = Path(path)
+    d, h = p.parent.parent.name, p.parent.name
+    return d.removeprefix("date="), unsafe_host(h.removeprefix("host="))
+
+
+def file_crc(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def verify_crc(path: Path, data: bytes) -> None:
+    """Check a file's bytes against the CRC-32 in its name (format 2 files)."""
+    m = _CRC_RE.search(path.name)
+    if m is None:
+        return
+    if zlib.crc32(data) != int(m.group(1), 16):
+        raise StoreError(f"store file {path} is damaged: its CRC-32 is "
+                         f"{zlib.crc32(data):08x}, its name records {m.group(1)} "
+                         "(restore it from a backup or delete it)")
+
+
+def _partition_dirs(root: Path):
+    """(date, host, folder) of every telemetry partition, format 2 then format 1."""
+    for ddir in sorted(root.iterdir()):
+        if ddir.is_dir() and _DATE_RE.match(ddir.name):
+            for hdir in sorted(ddir.iterdir()):
+                if hdir.is_dir():
+                    yield ddir.name, unsafe_host(hdir.name), hdir
+    for ddir in sorted(root.glob("date=*")):
+        for hdir in sorted(ddir.glob("host=*")):
+            yield ddir.name.split("=", 1)[1], unsafe_host(hdir.name.split("=", 1)[1]), hdir
+
+
+def _stray(path: Path, why: str) -> None:
+    warnings.warn(f"store: skipped {path}: {why}", DataQualityWarning, stacklevel=4)
+
+
+def list_files(root: str | os.PathLike, *, start=None, end=None,
+               hosts: Iterable[str] | None = None) -> list[Path]:
+    """The telemetry files of a store that may hold samples in ``[start, end)`` for
+    ``hosts`` (UTC timestamps), pruned by the partition folders alone.
+
+    Temporary files of writes in progress are skipped silently; any other file in a
+    partition folder that is not a telemetry file, and any ``.parquet`` file outside the
+    partition folders, is skipped with a :class:`~powerlab.exceptions.DataQualityWarning`.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise StoreError(f"no store at {root}")
+    if isinstance(hosts, str):  # one host name, not a sequence of one-letter names
+        hosts = [hosts]
+    host_set = None if hosts is None else {str(h) for h in hosts}
+    for p in root.iterdir():
+        if p.is_file() and p.suffix == ".parquet":
+            _stray(p, "a Parquet file outside the date/host partition folders")
+    files = []
+    for date, host, hdir in _partition_dirs(root):
+        try:
+            day = pd.Timestamp(date, tz="UTC")
+        except ValueError:
+            continue
+        if start is not None and day + pd.Timedelta(days=1) <= start:
+            continue
+        if end is not None and day >= end:
+            continue
+        if host_set is not None and host not in host_set:
+            continue
+        for p in sorted(hdir.iterdir()):
+            if _PART_RE.match(p.name):
+                files.append(p)
+            elif not p.name.startswith(TMP_PREFIX):
+                _stray(p, "not a telemetry file (expected part-*.parquet)")
+    return files
+
+
+def side_table_dir(root: str | os.PathLike, kind: str) -> Path:
+    """Where a side table (``events``, ``devices``) of a format-2 store is written."""
+    return Path(root) / META / kind
+
+
+def side_table_files(root: str | os.PathLike, kind: str) -> list[Path]:
+    """The files of a side table, format 2 (``_meta/KIND/*.pq``) and format 1."""
+    root = Path(root)
+    return (sorted(side_table_dir(root, kind).glob(f"{kind}-*.pq"))
+            + sorted((root / kind).glob(f"{kind}-*.parquet")))
+
+
+def write_format_marker(root: Path) -> None:
+    marker = root / META / ".format.json"
+    if marker.is_file():
+        return
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    tmp = marker.parent / f"{TMP_PREFIX}{os.getpid()}-{threading.get_ident()}-format.json"
+    tmp.write_text(json.dumps({"format": FORMAT, "layout": "DATE/HOST/part-*.parquet"}))
+    os.replace(tmp, marker)
+
+
+# --------------------------------------------------------------------------- locks
+
+class _Held:
+    __slots__ = ("fd", "timer", "tlock", "users")
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.timer: threading.Timer | None = None
+        self.tlock = threading.Lock()
+        self.users = 0  # writes in progress or waiting (never released while > 0)
+
+
+_HELD: dict[str, _Held] = {}
+_HELD_LOCK = threading.Lock()
+
+
+def _release(key: str) -> None:
+    with _HELD_LOCK:
+        held = _HELD.get(key)
+        if held is None or held.users:
+            return  # a write is in progress or waiting; its end re-arms the timer
+        del _HELD[key]
+        os.close(held.fd)  # closing the descriptor drops the flock
+
+
+class partition_lock:  # lower case: used as a context manager, like open()
+    """Exclusive writer lock of one (date, host) partition of a store.
+
+    The lock is an ``fcntl.flock`` on ``_meta/locks/DATE/.HOST.lock``.  A process keeps it
+    for :data:`LOCK_HOLD_S` seconds after its last write (the operating system drops it
+    when the process ends), so a second process writing the same partition meanwhile,
+    such as a second collector of the same host, gets a :class:`StoreError` instead of
+    interleaving two series.  Threads of one process take turns.
+    """
+
+    def __init__(self, root: Path, date: str, host: str):
+        self.path = root / META / "locks" / date / f".{safe_host(host)}.lock"
+        self.key = str(self.path.resolve()) if self.path.parent.exists() else str(self.path)
+        self.root, self.date, self.host = root, date, host
+
+    def __enter__(self) -> Self:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.key = str(self.path.resolve())
+        with _HELD_LOCK:
+            held = _HELD.get(self.key)
+            if held is None:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as exc:
+                    os.close(fd)
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                        raise StoreError(f"cannot lock {self.path}: {exc.strerror}") from exc
+                    owner = self.path.read_text(errors="replace").strip() or "unknown"
+                    raise StoreError(
+                        f"store {self.root}: partition {self.date}/{self.host} is being "
+                        f"written by another process ({owner}); a partition takes one "
+                        "writer at a time (is a second collector or import running for "
+                        "this host?)") from None
+                os.ftruncate(fd, 0)
+                os.write(fd, f"pid {os.getpid()}".encode())
+                held = _HELD[self.key] = _Held(fd)
+            if held.timer is not None:
+                held.timer.cancel()
+                held.timer = None
+            held.users += 1
+        held.tlock.acquire()
+        self._held = held
+        return self
+
+    def __exit__(self, *exc) -> None:
+        held = self._held
+        held.tlock.release()
+        with _HELD_LOCK:
+            held.users -= 1
+            if _HELD.get(self.key) is held and not held.users:
+                if held.timer is not None:
+                    held.timer.cancel()
+                held.timer = threading.Timer(LOCK_HOLD_S, _release, args=(self.key,))
+                held.timer.daemon = True
+                held.timer.start()
+
+
+def release_locks() -> None:
+    """Drop every partition lock this process holds (tests, long-lived notebooks)."""
+    for key in list(_HELD):
+        held = _HELD.get(key)
+        if held is not None and held.timer is not None:
+            held.timer.cancel()
+        _release(key)
+
+
+def clean_temporaries(folder: Path) -> int:
+    """Remove temporary files a killed writer left in a partition folder (call with the
+    partition's lock held).  Returns how many were removed."""
+    n = 0
+    if folder.is_dir():
+        for p in folder.iterdir():
+            if p.name.startswith(TMP_PREFIX):
+                try:
+                    p.unlink()
+                    n += 1
+                except OSError:
+                    pass
+    return n
+
+
+# --------------------------------------------------------------------------- upgrade
+
+def upgrade_store(root: str | os.PathLike) -> dict:
+    """Convert a format-1 store to format 2 in place (idempotent, safe to re-run after a
+    crash: rows are written through the de-duplicating writer before the old file is
+    removed).
+
+    Returns
+    -------
+    dict
+        ``files`` (telemetry files converted), ``rows``, ``side_files`` moved and the
+        ``format`` before.
+    """
+    import pyarrow.parquet as pq
+
+    from .store import write_store
+
+    root = Path(root)
+    if not root.is_dir():
+        raise StoreError(f"no store at {root}")
+    before = store_format(root)
+    if before is None:
+        raise StoreError(f"{root} holds no powerlab store (no date folders, no "
+                         f"{META}/.format.json)")
+    stats = {"format": before, "files": 0, "rows": 0, "side_files": 0}
+    if before == FORMAT:
+        return stats
+    for ddir in sorted(root.glob("date=*")):
+        for hdir in sorted(ddir.glob("host=*")):
+            for f in sorted(hdir.glob("part-*.parquet")):
+                try:
+                    df = pq.read_table(f).to_pandas()
+                except Exception as exc:
+                    raise StoreError(f"cannot read store file {f}: {exc}") from exc
+                write_store(df, root, _upgrading=True)
+                f.unlink()
+                stats["files"] += 1
+                stats["rows"] += len(df)
+            for p in hdir.glob(f"{TMP_PREFIX}*"):
+                p.unlink()
+            _rmdir(hdir)
+        _rmdir(ddir)
+    for kind in ("events", "devices"):
+        old = root / kind
+        if old.is_dir():
+            new = side_table_dir(root, kind)
+            new.mkdir(parents=True, exist_ok=True)
+            for f in sorted(old.glob(f"{kind}-*.parquet")):
+                os.replace(f, new / (f.name.removesuffix(".parquet") + ".pq"))
+                stats["side_files"] += 1
+            for p in old.glob(f"{TMP_PREFIX}*"):
+                p.unlink()
+            _rmdir(old)
+    write_format_marker(root)
+    fsync_dir(root)
+    return stats
+
+
+def _rmdir(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError as exc:
+        raise StoreError(f"upgrade: {path} still holds files that are not telemetry "
+                         f"({', '.join(sorted(p.name for p in path.iterdir())[:5])}); "
+                         "move them away and run the upgrade again") from exc
