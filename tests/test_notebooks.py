@@ -123,4 +123,4 @@ def test_numbers_answer_the_questions(executed):
     pct = float(out1.split("kWh metered (")[1].split(" %")[0])
     assert abs(pct) < 1.0
     out4 = _stdout(executed["04_facilities_export.ipynb"][0])
-    assert "largest difference after the round trip: 0.0 MW; times identical: True" in out4
+    assert "within rounding: True; times identical: True" in out4

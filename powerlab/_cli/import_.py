@@ -60,6 +60,7 @@ def run(args) -> int:
     from ..telemetry.store import atomic_write_bytes, write_store
 
     total = 0
+    unreadable: list[str] = []
     for src in args.sources:
         if not src.exists():
             raise ParseError("no such file or folder", path=src)
@@ -86,5 +87,11 @@ def run(args) -> int:
         atomic_write_bytes(record, lambda tmp, b=payload: Path(tmp).write_bytes(b))
         total += len(df)
         print(f"{src}: {len(df):,} rows ({fmt}) -> {len(files)} file(s)")
-    print(f"imported {total:,} rows into {args.out}")
+        bad = df.attrs.get("unreadable_files") or []
+        if bad:
+            unreadable.extend(str(src / b) for b in bad)
+            print(f"{src}: skipped {len(bad)} unreadable file(s): {', '.join(bad)}")
+    print(f"imported {total:,} rows into {args.out}"
+          + (f"; {len(unreadable)} unreadable file(s) skipped: {', '.join(unreadable)}"
+             if unreadable else ""))
     return 0
