@@ -161,7 +161,6 @@ def test_recall_one_gpu_two_pct_slower(cause):
     assert false == 0
 
 
-@pytest.mark.slow
 def test_false_alarms_on_clean_fleets_with_a_hot_host():
     """<= 1 false alarm per 1,000 GPU-days: 0 or 1 in 16 clean fleet-days (1,024
     GPU-days), half of them with a host 7 degC hotter than the rest."""

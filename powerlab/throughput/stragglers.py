@@ -205,21 +205,25 @@ def _center(win, host_code, pos_code, *, loo=False):
         cols = np.flatnonzero(host_code == h)
         if len(cols) < 4:
             continue
-        if loo:
-            for c in cols:
-                win[:, c] -= np.nanmedian(ref[:, cols[cols != c]], axis=1)
-        else:
-            win[:, cols] -= np.nanmedian(ref[:, cols], axis=1, keepdims=True)
+        win[:, cols] -= _group_median(ref[:, cols], loo)
     loc = np.nanmedian(win, axis=0)
     if len(np.unique(host_code)) >= 3:
         for p in np.unique(pos_code):
             cols = np.flatnonzero(pos_code == p)
             if len(cols) < 3:
                 continue
-            for c in cols:
-                others = cols[cols != c] if loo else cols
-                win[:, c] -= np.nanmedian(loc[others])
+            win[:, cols] -= _group_median(loc[cols][None, :], loo)
     return win
+
+
+def _group_median(a, loo):
+    """Median across the columns of ``a`` (rows x m): the same for every column, or with
+    ``loo`` each column's median of the other columns (one vectorised call)."""
+    m = a.shape[1]
+    if not loo:
+        return np.nanmedian(a, axis=1, keepdims=True)
+    others = np.array([[j for j in range(m) if j != i] for i in range(m)])
+    return np.nanmedian(a[:, others], axis=2)
 
 
 def find_stragglers(telemetry: pd.DataFrame, *,
