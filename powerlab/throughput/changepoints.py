@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-__all__ = ["demeaned_fit", "level_shifts"]
+__all__ = ["demeaned_fit", "level_shifts", "within_segments"]
 
 
 def _within(a: np.ndarray, seg_inv: np.ndarray, n_seg: int) -> np.ndarray:
@@ -46,6 +46,12 @@ def _within(a: np.ndarray, seg_inv: np.ndarray, n_seg: int) -> np.ndarray:
         out[:, j] = a[:, j] - (np.bincount(seg_inv, weights=a[:, j], minlength=n_seg)
                                / cnt)[seg_inv]
     return out
+
+
+def within_segments(a: np.ndarray, seg: np.ndarray) -> np.ndarray:
+    """``a`` (1-D or 2-D, one row per interval) minus its mean within each segment."""
+    _, inv = np.unique(seg, return_inverse=True)
+    return _within(a, inv, int(inv.max()) + 1)
 
 
 def demeaned_fit(y: np.ndarray, F: np.ndarray, seg: np.ndarray):
