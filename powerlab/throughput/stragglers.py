@@ -1,21 +1,43 @@
-"""Straggler GPUs: persistent outliers among peers that slow every synchronous step.
+"""Straggler GPUs: persistent deviations from peers that slow every synchronous step.
 
 In synchronous data-parallel training every step waits for the slowest GPU, so one GPU
-with a poor heatsink, a lowered power limit or a stuck hardware slowdown costs the whole
-job.  :func:`find_stragglers` compares each GPU with its peers *at the same moments*:
+with a fouled heatsink, a lowered power limit, a stuck hardware slowdown or a silent
+fail-slow costs the whole job.  Single samples say little (a power-capped fleet's clocks
+spread by 20-25 MHz from leakage alone, and jitter by a 15 MHz bin); persistent offsets
+aggregated over time do.  :func:`find_stragglers`:
 
-1. for each timestamp and metric (SM clock, die temperature, power), a robust z-score
-   against the fleet: ``z = (x - median) / (1.4826 MAD)``, with a floor on the scale
-   (one 15 MHz clock bin, 1 degC, 5 W) so a uniform fleet does not make noise look
-   significant [1]_;
-2. per GPU, the share of its busy samples that are outlying in the harmful direction
-   (clock low, temperature high, power far from peers in either direction) and the
-   median z (the persistent offset);
-3. a GPU is flagged when, for any metric, at least ``min_share`` of its samples are
-   beyond ``z_threshold`` -- a persistent outlier, not a passing spike;
-4. the cost to the job: with a step time ``t = t0 (phi f_ref / f_slowest + 1 - phi)``
-   (``phi`` the compute-bound share), the step time with the fleet as measured is
-   compared with the step time had the flagged GPU run at the fleet's median clock.
+1. **Offsets against peers at the same moments**: per timestamp, each GPU's clock and
+   power relative to the fleet median [%] and its temperature minus the median [degC].
+2. **Window aggregation**: per GPU and time window (``window_s``), the mean of the
+   per-moment offsets after clipping far outliers (a Huber-type location: robust to
+   spikes, and not stuck on the 15 MHz clock bins as a median of few samples is); then
+   each window is centred on the GPU's host (a hot host or its inlet drift is not a
+   straggler) and, with three hosts or more, on the board position (downstream GPUs run
+   hotter by design).
+3. **Persistent offset and its uncertainty**: the median over windows, with standard
+   error ``1.2533 MAD / sqrt(n_windows)``; robust z against the spread of the other GPUs'
+   persistent offsets (``scipy.stats.median_abs_deviation(scale="normal")``) [1]_.
+4. **Evidence** beyond a low clock: die temperature above host and position peers,
+   slowing throttle bits (thermal, hardware slowdown, power brake) in excess of the
+   host's share *with a measured clock drop while they are set*, an enforced power limit
+   below the fleet's, and fail-slow onsets (:mod:`~powerlab.throughput.failslow`: CUSUM
+   on the GPU's window offsets against its own baseline) with onset time and duration.
+5. A GPU is flagged on any of: clock low (``z < -z_threshold``), hot
+   (``z > z_threshold``), throttled (excess slowing-bit share ``>= min_throttle_share``
+   and a clock drop of at least ``min_shift_pct / 2`` while throttled), power limit low
+   (``>= 2 %`` below the fleet median), fail-slow episode (drop ``>= min_shift_pct``).
+   The ``evidence_z`` column is the strongest evidence in robust-sigma units.
+6. **Cost to the job** from the measured clock deficit: each flagged GPU's clock is
+   raised by its deficit (its persistent offset below the fleet's median, or if larger
+   the clock it loses while throttled or a third of its power limit's deficit -- dynamic
+   power goes as f^3 near the cap -- or its episode's drop during the episode only),
+   and the step time
+   ``t = t0 (phi f_ref / f_slowest + 1 - phi)`` (``phi`` the compute-bound share) of the
+   fleet as measured is compared with that of the repaired fleet.
+
+A GPU slower from before the record starts with no other evidence (a "silent" straggler)
+is indistinguishable from a slow leakage bin unless its deficit exceeds ``z_threshold``
+times the fleet's spread; docs/throughput_methods.md gives the measured recall per cause.
 
 References
 ----------
@@ -26,28 +48,38 @@ References
 from __future__ import annotations
 
 import html
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.stats import median_abs_deviation
 
 from ..exceptions import AnalysisError, SchemaError, Violation
 from ..telemetry.schema import THROTTLE_REASONS
+from .failslow import cusum_episodes
 
 __all__ = ["StragglerResult", "find_stragglers"]
 
-#: metric -> (harmful direction, scale floor in the metric's unit)
+#: metric -> (harmful direction, floor of the between-GPU scale, relative offset?)
 _METRICS = {
-    "clock_sm_mhz": ("low", 15.0),
-    "temp_gpu_c": ("high", 1.0),
-    "power_w": ("both", 5.0),
-    "temp_mem_c": ("high", 1.0),
+    "clock_sm_mhz": ("low", 0.5, True),      # about half a 15 MHz clock bin
+    "temp_gpu_c": ("high", 0.5, False),
+    "power_w": ("both", 0.5, True),
+    "temp_mem_c": ("high", 0.5, False),
 }
 _IDLE_BIT = np.uint64(THROTTLE_REASONS["gpu_idle"])
 # the reasons that slow a busy GPU down
 _REASONS = {k: THROTTLE_REASONS[k] for k in ("sw_power_cap", "hw_slowdown",
                                               "sw_thermal_slowdown", "hw_thermal_slowdown",
                                               "hw_power_brake_slowdown")}
+# the reasons that are faults rather than the fleet's normal operating point (a
+# power-capped fleet sits at SwPowerCap)
+_SLOWING = np.uint64(sum(THROTTLE_REASONS[k] for k in (
+    "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+    "hw_power_brake_slowdown")))
+_LABEL = {"clock_sm_mhz": "clock low", "temp_gpu_c": "hot", "temp_mem_c": "HBM hot",
+          "power_w": "power off-peer"}
 
 
 @dataclass(frozen=True)
@@ -57,13 +89,20 @@ class StragglerResult:
     Attributes
     ----------
     flags : pandas.DataFrame
-        One row per flagged GPU: host, gpu_index, gpu_uuid, reasons (metrics that are
-        persistently outlying), ``<metric>_z`` (median robust z), ``<metric>_share``
-        (share of samples beyond the threshold in the harmful direction), clock_deficit_mhz
-        (fleet median clock minus this GPU's median clock), top_throttle_reason and its
-        share, cost_step_pct (job step-time increase due to this GPU alone) [%].
+        One row per flagged GPU: host, gpu_index, gpu_uuid, reasons, evidence_z (strongest
+        evidence [robust sigma]), ``<metric>_offset`` (persistent offset against peers,
+        host- and position-centred; clock and power [%], temperatures [degC]),
+        ``<metric>_se`` (its standard error across windows), ``<metric>_z`` (robust z
+        against the other GPUs), clock_deficit_mhz and clock_deficit_pct (the deficit the
+        cost is computed from), throttle_excess_share, throttled_clock_drop_pct,
+        power_limit_offset_pct, top_throttle_reason and its share, episodes (number of
+        fail-slow episodes), cost_step_pct (job step-time increase due to this GPU alone)
+        [%].
     scores : pandas.DataFrame
         The same evidence for every GPU (``flagged`` column).
+    episodes : pandas.DataFrame
+        Fail-slow episodes: host, gpu_index, onset, detected, end (UTC), duration_s,
+        ongoing (still slow at the end of the record), shift_pct [%].
     cost_step_pct_total : float
         Job step-time increase due to all flagged GPUs together [%].
     params : dict
@@ -72,6 +111,7 @@ class StragglerResult:
 
     flags: pd.DataFrame
     scores: pd.DataFrame
+    episodes: pd.DataFrame
     cost_step_pct_total: float
     params: dict
 
@@ -82,24 +122,31 @@ class StragglerResult:
     def summary(self) -> str:
         """Text summary: one line per flagged GPU with its evidence and cost."""
         n = len(self.scores)
-        lines = [(f"Straggler GPUs: {len(self.flags)} of {n} flagged "
-                 f"(|z| > {self.params['z_threshold']:g} in >= "
-                 f"{100 * self.params['min_share']:.0f} % of samples)")]
+        p = self.params
+        lines = [(f"Straggler GPUs: {len(self.flags)} of {n} flagged (persistent offsets "
+                  f"over {p['window_s']:g} s windows, |z| > {p['z_threshold']:g}; "
+                  f"fail-slow drops >= {p['min_shift_pct']:g} %)")]
         for _, r in self.flags.iterrows():
             lines.append(
                 f"  {r['host']} GPU {r['gpu_index']} ({r['gpu_uuid']}): {r['reasons']}; "
-                f"clock -{r['clock_deficit_mhz']:.0f} MHz, temp z {r['temp_gpu_c_z']:+.1f},"
-                f" power z {r['power_w_z']:+.1f}; top throttle "
-                f"{r['top_throttle_reason']} ({100 * r['top_throttle_share']:.0f} %); "
-                f"cost {r['cost_step_pct']:.2f} % of step time")
+                f"clock {r['clock_sm_mhz_offset']:+.2f} % (z {r['clock_sm_mhz_z']:+.1f}), "
+                f"temp z {r['temp_gpu_c_z']:+.1f}, power z {r['power_w_z']:+.1f}; top "
+                f"throttle {r['top_throttle_reason']} "
+                f"({100 * r['top_throttle_share']:.0f} %); cost {r['cost_step_pct']:.2f} % "
+                "of step time")
+        for _, e in self.episodes.iterrows():
+            lines.append(f"  fail-slow {e['host']} GPU {e['gpu_index']}: {e['shift_pct']:+.2f}"
+                         f" % from {e['onset']:%Y-%m-%d %H:%M} UTC for "
+                         f"{e['duration_s'] / 3600:.1f} h"
+                         f"{' (ongoing)' if e['ongoing'] else ''}")
         if len(self.flags):
             lines.append(f"All flagged GPUs together cost {self.cost_step_pct_total:.2f} % "
                          "of step time")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        cols = ["host", "gpu_index", "reasons", "clock_deficit_mhz", "temp_gpu_c_z",
-                "power_w_z", "top_throttle_reason", "cost_step_pct"]
+        cols = ["host", "gpu_index", "reasons", "evidence_z", "clock_deficit_mhz",
+                "temp_gpu_c_z", "power_w_z", "top_throttle_reason", "cost_step_pct"]
         table = (self.flags[cols].to_html(index=False, float_format=lambda v: f"{v:.3g}")
                  if len(self.flags) else "<p>No stragglers flagged.</p>")
         return (f"<div><h4>Straggler GPUs ({len(self.flags)} of {len(self.scores)})</h4>"
@@ -111,27 +158,105 @@ def _step_time(f_slow: np.ndarray, f_ref: float, phi: float) -> np.ndarray:
     return phi * f_ref / f_slow + 1.0 - phi
 
 
+def _check(telemetry, metrics, z_threshold, compute_fraction, window_s):
+    for m in metrics:
+        if m not in _METRICS:
+            raise AnalysisError(f"unknown metric {m!r}; expected some of {tuple(_METRICS)}")
+    if not z_threshold > 0 or not 0 < compute_fraction <= 1 or not window_s > 0:
+        raise AnalysisError("need z_threshold > 0, window_s > 0 and compute_fraction in "
+                            "(0, 1]")
+    need = ["timestamp", "host", "gpu_index", "clock_sm_mhz", *metrics]
+    missing = [c for c in dict.fromkeys(need) if c not in telemetry.columns]
+    if missing:
+        raise SchemaError([Violation(c, "missing column (canonical telemetry expected)")
+                           for c in missing])
+    if not isinstance(telemetry["timestamp"].dtype, pd.DatetimeTZDtype):
+        raise SchemaError([Violation("timestamp", "timestamps must be tz-aware UTC")])
+
+
+def _busy(tel):
+    keep = np.ones(len(tel), dtype=bool)
+    if "scope" in tel.columns:
+        keep &= (tel["scope"] == "gpu").fillna(False).to_numpy(dtype=bool)
+    bits = (tel["throttle_reasons"].to_numpy(dtype=np.uint64, na_value=0)
+            if "throttle_reasons" in tel.columns else np.zeros(len(tel), np.uint64))
+    keep &= (bits & _IDLE_BIT) == 0
+    if "util_gpu_pct" in tel.columns:
+        keep &= ~(tel["util_gpu_pct"].to_numpy(dtype=float, na_value=np.nan) <= 0)
+    return tel[keep]
+
+
+def _nanmad(x, axis=0):
+    """Normal-consistent MAD along an axis, NaN-aware (numpy's nanmedian is much faster
+    here than ``scipy.stats.median_abs_deviation(nan_policy="omit")``, which loops)."""
+    med = np.nanmedian(x, axis=axis, keepdims=True)
+    return 1.482602218505602 * np.nanmedian(np.abs(x - med), axis=axis)
+
+
+def _center(win, host_code, pos_code, *, loo=False):
+    """Centre window offsets (windows x GPUs) on each host, then on board position.
+
+    With ``loo`` each GPU is centred on the median of the *other* GPUs of its host (and
+    of its position): the residual spread is then not shrunk by the GPU's own weight in
+    the median, so the robust z keeps its normal-theory tail."""
+    win = win.copy()
+    ref = win.copy()
+    for h in np.unique(host_code):
+        cols = np.flatnonzero(host_code == h)
+        if len(cols) < 4:
+            continue
+        win[:, cols] -= _group_median(ref[:, cols], loo)
+    loc = np.nanmedian(win, axis=0)
+    if len(np.unique(host_code)) >= 3:
+        for p in np.unique(pos_code):
+            cols = np.flatnonzero(pos_code == p)
+            if len(cols) < 3:
+                continue
+            win[:, cols] -= _group_median(loc[cols][None, :], loo)
+    return win
+
+
+def _group_median(a, loo):
+    """Median across the columns of ``a`` (rows x m): the same for every column, or with
+    ``loo`` each column's median of the other columns (one vectorised call)."""
+    m = a.shape[1]
+    if not loo:
+        return np.nanmedian(a, axis=1, keepdims=True)
+    others = np.array([[j for j in range(m) if j != i] for i in range(m)])
+    return np.nanmedian(a[:, others], axis=2)
+
+
 def find_stragglers(telemetry: pd.DataFrame, *,
                     metrics: tuple[str, ...] = ("clock_sm_mhz", "temp_gpu_c", "power_w"),
-                    z_threshold: float = 4.0, min_share: float = 0.5,
-                    compute_fraction: float = 0.8, min_peers: int = 4,
-                    min_samples: int = 10) -> StragglerResult:
-    """Flag GPUs that are persistent outliers against their peers.
+                    z_threshold: float = 4.0, window_s: float = 900.0,
+                    min_shift_pct: float = 1.0, min_throttle_share: float = 0.05,
+                    cusum_h: float = 8.0, compute_fraction: float = 0.8,
+                    min_peers: int = 4, min_samples: int = 10) -> StragglerResult:
+    """Flag GPUs that deviate persistently from their peers, and fail-slow episodes.
 
     Parameters
     ----------
     telemetry : pandas.DataFrame
         GPU telemetry in the canonical schema (``timestamp``, ``host``, ``gpu_index``,
-        the metrics; ``throttle_reasons`` and ``util_gpu_pct`` when present).  Only busy
-        GPU rows are compared (no GpuIdle bit, utilisation above zero); peers are the GPUs
-        sampled at the same timestamp.
+        the metrics; ``throttle_reasons``, ``power_limit_w`` and ``util_gpu_pct`` when
+        present).  Only busy GPU rows are compared (no GpuIdle bit, utilisation above
+        zero); peers are the GPUs sampled at the same timestamp.
     metrics : tuple of str
         Metrics to score; any of ``clock_sm_mhz``, ``temp_gpu_c``, ``power_w``,
-        ``temp_mem_c``.
+        ``temp_mem_c``.  Power is evidence only (per-GPU power is heavy-tailed in a
+        healthy fleet); it never flags a GPU by itself.
     z_threshold : float
-        Robust z-score beyond which a sample is outlying [-].
-    min_share : float
-        Share of a GPU's samples that must be outlying to flag it (persistence) [-].
+        Robust z of a persistent offset beyond which a GPU is flagged [-].
+    window_s : float
+        Aggregation window [s].
+    min_shift_pct : float
+        Smallest clock drop reported as a fail-slow episode; half of it is the smallest
+        clock drop that makes excess throttle bits a flag [%].
+    min_throttle_share : float
+        Excess share of samples with slowing throttle bits (over the host's median GPU)
+        that counts as evidence [-].
+    cusum_h : float
+        Alarm threshold of the fail-slow CUSUM [-].
     compute_fraction : float
         Share of the step time that scales with 1 / clock, for the cost estimate [-].
     min_peers : int
@@ -150,114 +275,179 @@ def find_stragglers(telemetry: pd.DataFrame, *,
     powerlab.exceptions.AnalysisError
         Too few GPUs or samples, or bad options.
     """
-    for m in metrics:
-        if m not in _METRICS:
-            raise AnalysisError(f"unknown metric {m!r}; expected some of {tuple(_METRICS)}")
-    if not 0 < min_share <= 1 or not z_threshold > 0 or not 0 < compute_fraction <= 1:
-        raise AnalysisError("need z_threshold > 0, min_share in (0, 1] and "
-                            "compute_fraction in (0, 1]")
-    need = ["timestamp", "host", "gpu_index", "clock_sm_mhz", *metrics]
-    missing = [c for c in dict.fromkeys(need) if c not in telemetry.columns]
-    if missing:
-        raise SchemaError([Violation(c, "missing column (canonical telemetry expected)")
-                           for c in missing])
-    if not isinstance(telemetry["timestamp"].dtype, pd.DatetimeTZDtype):
-        raise SchemaError([Violation("timestamp", "timestamps must be tz-aware UTC")])
-
-    tel = telemetry
-    keep = np.ones(len(tel), dtype=bool)
-    if "scope" in tel.columns:
-        keep &= (tel["scope"] == "gpu").fillna(False).to_numpy(dtype=bool)
-    bits_all = (tel["throttle_reasons"].to_numpy(dtype=np.uint64, na_value=0)
-                if "throttle_reasons" in tel.columns else np.zeros(len(tel), np.uint64))
-    keep &= (bits_all & _IDLE_BIT) == 0
-    if "util_gpu_pct" in tel.columns:
-        keep &= ~(tel["util_gpu_pct"].to_numpy(dtype=float, na_value=np.nan) <= 0)
-    tel = tel[keep]
-    bits = bits_all[keep]
+    _check(telemetry, metrics, z_threshold, compute_fraction, window_s)
+    tel = _busy(telemetry)
     if tel.empty:
         raise AnalysisError("telemetry has no busy GPU rows")
 
     t = pd.DatetimeIndex(tel["timestamp"]).tz_convert("UTC").as_unit("ns").asi8
     tcode, tu = pd.factorize(t, sort=True)
-    gkey = pd.MultiIndex.from_arrays([tel["host"].astype("string").to_numpy(),
-                                      tel["gpu_index"].astype("Int64").to_numpy()])
-    gcode, gu = pd.factorize(gkey, sort=True)
+    hc, hu = pd.factorize(tel["host"].astype("string").to_numpy(), sort=True)
+    gi = tel["gpu_index"].to_numpy(dtype=np.int64, na_value=-1)
+    span = int(gi.max()) + 2
+    gcode, gkey = pd.factorize(hc.astype(np.int64) * span + gi + 1, sort=True)
+    gu = pd.MultiIndex.from_arrays([np.asarray(hu)[gkey // span], gkey % span - 1])
     n_t, n_g = len(tu), len(gu)
     if n_g < min_peers + 1:
         raise AnalysisError(f"{n_g} GPUs in the telemetry; need more than {min_peers} to "
                             "compare each GPU with its peers")
+    host_code = pd.factorize(gu.get_level_values(0))[0]
+    pos_code = np.asarray(gu.get_level_values(1), dtype=np.int64)
 
-    def matrix(col):
-        a = np.full((n_t, n_g), np.nan)
-        a[tcode, gcode] = tel[col].to_numpy(dtype=float, na_value=np.nan)
+    def matrix(col, fill=np.nan, dtype=float):
+        a = np.full((n_t, n_g), fill, dtype=dtype)
+        a[tcode, gcode] = tel[col].to_numpy(dtype=dtype, na_value=fill)
         return a
 
-    peers_ok = np.bincount(tcode, minlength=n_t) >= min_peers
-    out = {}
+    rows = np.bincount(tcode, minlength=n_t) >= min_peers
+    tu_ok = tu[rows]
+    wcode = (tu_ok - tu_ok[0]) // int(window_s * 1e9) if len(tu_ok) else tu_ok
+    n_w = int(wcode.max()) + 1 if len(tu_ok) else 0
+    wstart = tu_ok[0] + np.arange(n_w) * int(window_s * 1e9) if n_w else np.array([])
+    out, win_clock = {}, None
     flagged = np.zeros(n_g, dtype=bool)
     reasons = [[] for _ in range(n_g)]
-    for m in dict.fromkeys(["clock_sm_mhz", *metrics]):
-        x = matrix(m)[peers_ok]
-        direction, floor = _METRICS[m]
-        with np.errstate(invalid="ignore"), _quiet():
+    score = np.zeros(n_g)
+    mat = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for m in dict.fromkeys(["clock_sm_mhz", *metrics]):
+            direction, floor, rel = _METRICS[m]
+            x = matrix(m)[rows]
+            mat[m] = x
             med = np.nanmedian(x, axis=1, keepdims=True)
-            mad = np.nanmedian(np.abs(x - med), axis=1, keepdims=True)
-        scale = np.maximum(1.4826 * mad, floor)
-        z = (x - med) / scale
-        valid = np.isfinite(z)
-        if direction == "low":
-            bad = z < -z_threshold
-        elif direction == "high":
-            bad = z > z_threshold
-        else:
-            bad = np.abs(z) > z_threshold
-        n_valid = valid.sum(axis=0)
-        share = np.where(n_valid > 0, (bad & valid).sum(axis=0) / np.maximum(n_valid, 1),
-                         np.nan)
-        with _quiet():
-            out[f"{m}_z"] = np.nanmedian(z, axis=0)
-        out[f"{m}_share"] = share
-        if m in metrics:
-            hit = (share >= min_share) & (n_valid >= min_samples)
-            flagged |= hit
-            for i in np.flatnonzero(hit):
-                reasons[i].append({"clock_sm_mhz": "clock low", "temp_gpu_c": "hot",
-                                   "temp_mem_c": "HBM hot", "power_w": "power off-peer"}[m])
-        out.setdefault("n_samples", n_valid)
+            o = 100.0 * (x / med - 1.0) if rel else x - med
+            # clip far outliers per GPU (spikes), then window means
+            c = np.nanmedian(o, axis=0)
+            s = np.maximum(_nanmad(o), floor)
+            o = np.clip(o, c - 8 * s, c + 8 * s)
+            frame = pd.DataFrame(o)
+            grp = frame.groupby(wcode)
+            win = grp.mean().to_numpy().copy()
+            cnt = grp.count().to_numpy()
+            full = np.nanmedian(np.where(cnt > 0, cnt, np.nan))
+            win[cnt < max(2, 0.5 * full)] = np.nan
+            win_own = _center(win, host_code, pos_code)
+            win = _center(win, host_code, pos_code, loo=True)
+            n_valid = np.isfinite(o).sum(axis=0)
+            n_win = np.isfinite(win).sum(axis=0)
+            loc = np.nanmedian(win, axis=0)
+            se = 1.2533 * _nanmad(win) / np.sqrt(np.maximum(n_win, 1))
+            spread = max(float(median_abs_deviation(loc, scale="normal",
+                                                    nan_policy="omit")), floor)
+            z = (loc - np.nanmedian(loc)) / np.sqrt(spread ** 2 + se ** 2)
+            out[f"{m}_offset"], out[f"{m}_se"], out[f"{m}_z"] = loc, se, z
+            if m == "clock_sm_mhz":
+                win_clock, o_clock = win_own, o
+                out["n_samples"] = n_valid
+            ok = n_valid >= min_samples
+            harm = {"low": -z, "high": z, "both": np.abs(z)}[direction]
+            if m in metrics and m != "power_w":
+                hit = ok & (harm > z_threshold)
+                flagged |= hit
+                score = np.where(ok, np.fmax(score, harm), score)
+                for i in np.flatnonzero(hit):
+                    reasons[i].append(_LABEL[m])
 
-    clock = matrix("clock_sm_mhz")[peers_ok]
-    with _quiet():
+        clock = mat["clock_sm_mhz"]
         row_med = np.nanmedian(clock, axis=1)
-        gpu_med = np.nanmedian(clock, axis=0)
         f_ref = float(np.nanmedian(row_med))
-    out["clock_deficit_mhz"] = f_ref - gpu_med
+        gpu_ok = out["n_samples"] >= min_samples
 
-    # throttle reasons per GPU
-    top_name = np.array([""] * n_g, dtype=object)
+        # slowing throttle bits in excess of the host's, with a measured clock drop
+        b = matrix("throttle_reasons", 0, np.uint64)[rows] if "throttle_reasons" in \
+            tel.columns else np.zeros_like(clock, dtype=np.uint64)
+        present = np.isfinite(clock)
+        slow = ((b & _SLOWING) != 0) & present
+        share = slow.sum(axis=0) / np.maximum(present.sum(axis=0), 1)
+        host_share = np.array([np.median(share[host_code == h]) for h in host_code])
+        excess = share - host_share
+        drop = (np.nanmean(np.where(slow, o_clock, np.nan), axis=0)
+                - np.nanmean(np.where(~slow & present, o_clock, np.nan), axis=0))
+        hit = gpu_ok & (excess >= min_throttle_share) & (drop <= -min_shift_pct / 2)
+        out["throttle_excess_share"], out["throttled_clock_drop_pct"] = excess, drop
+        for i in np.flatnonzero(hit):
+            reasons[i].append("throttled")
+        flagged |= hit
+        score = np.where(hit, np.fmax(score, z_threshold), score)
+
+        # enforced power limit below the fleet's
+        if "power_limit_w" in tel.columns:
+            lim = matrix("power_limit_w")[rows]
+            lmed = np.nanmedian(lim, axis=1, keepdims=True)
+            loff = np.nanmedian(100.0 * (lim / lmed - 1.0), axis=0)
+            hit = gpu_ok & (loff <= -2.0)
+            for i in np.flatnonzero(hit):
+                reasons[i].append("power limit low")
+            flagged |= hit
+            score = np.where(hit, np.fmax(score, z_threshold), score)
+        else:
+            loff = np.full(n_g, np.nan)
+        out["power_limit_offset_pct"] = loff
+
+    # fail-slow episodes on the window clock offsets
+    # measured deficit: the persistent offset below the fleet's median GPU, or the clock
+    # lost while throttled (drop x excess share) where that is larger -- a throttled GPU
+    # on a fast leakage bin still loses what its throttling costs
+    lost = np.where(np.isfinite(drop), np.maximum(-drop * np.maximum(excess, 0), 0), 0)
+    # a lower power limit: near the cap's operating point dynamic power goes as f^3
+    # (P ~ C V^2 f with V ~ f), so the clock lost is a third of the power limit's deficit
+    lost = np.fmax(lost, np.where(np.isfinite(loff), np.maximum(-loff, 0) / 3, 0))
+    deficit = np.where(flagged, np.maximum(np.nanmedian(out["clock_sm_mhz_offset"])
+                                           - out["clock_sm_mhz_offset"], lost), 0.0)
+    repair = np.zeros_like(clock)
+    eps, n_eps = [], np.zeros(n_g, dtype=int)
+    win_end = np.append(wstart[1:], tu_ok[-1] + 1) if n_w else wstart
+    for g in range(n_g):
+        if not gpu_ok[g]:
+            continue
+        for e in cusum_episodes(win_clock[:, g], min_shift_pct=min_shift_pct, h=cusum_h):
+            n_eps[g] += 1
+            end_ns = win_end[e["end"] - 1] if e["ongoing"] else wstart[e["end"]]
+            eps.append({"host": gu[g][0], "gpu_index": gu[g][1],
+                        "onset": wstart[e["onset"]],
+                        "detected": win_end[e["detected"]], "end": end_ns,
+                        "duration_s": (end_ns - wstart[e["onset"]]) / 1e9,
+                        "ongoing": e["ongoing"], "shift_pct": e["shift_pct"]})
+            inside = (wcode >= e["onset"]) & (wcode < e["end"])
+            repair[inside, g] = -e["shift_pct"]
+    has_ep = n_eps > 0
+    for i in np.flatnonzero(has_ep & ~flagged):
+        reasons[i].append("fail-slow")
+    score = np.where(has_ep, np.fmax(score, z_threshold), score)
+    flagged |= has_ep
+    repair = np.where(has_ep[None, :], repair, deficit[None, :])
+    out["episodes"] = n_eps
+    out["clock_deficit_pct"] = np.where(has_ep, -np.array(
+        [min([e["shift_pct"] for e in eps if (e["host"], e["gpu_index"]) == gu[g]] or [0])
+         for g in range(n_g)]), deficit)
+    out["clock_deficit_mhz"] = out["clock_deficit_pct"] / 100 * f_ref
+    out["evidence_z"] = score
+
+    # top throttle reason: the largest share in excess of the fleet's median GPU
+    top_name = np.array(["none"] * n_g, dtype=object)
     top_share = np.zeros(n_g)
-    n_rows = np.bincount(gcode, minlength=n_g).astype(float)
+    best = np.zeros(n_g)
     for name, bit in _REASONS.items():
-        sh = np.bincount(gcode, weights=(bits & np.uint64(bit)) != 0,
-                         minlength=n_g) / np.maximum(n_rows, 1)
-        better = sh > top_share
-        top_name[better], top_share[better] = name, sh[better]
-    out["top_throttle_reason"] = np.where(top_share > 0, top_name, "none")
+        sh = ((b & np.uint64(bit)) != 0).sum(axis=0) / np.maximum(present.sum(axis=0), 1)
+        ex = sh - np.median(sh)
+        better = ex > best
+        top_name[better], top_share[better], best[better] = name, sh[better], ex[better]
+    out["top_throttle_reason"] = top_name
     out["top_throttle_share"] = top_share
 
-    # cost to the job's step time
-    fill = np.where(np.isfinite(clock), clock, row_med[:, None])
-    rows_ok = np.isfinite(row_med)
-    fill = fill[rows_ok]
+    # cost to the job's step time, from the measured clock deficits
+    ok_rows = np.isfinite(row_med)
+    fill = np.where(np.isfinite(clock), clock, row_med[:, None])[ok_rows]
+    fixed = fill * (1.0 + repair[ok_rows] / 100.0)
     base = _step_time(fill.min(axis=1), f_ref, compute_fraction).mean()
     cost = np.zeros(n_g)
     for i in np.flatnonzero(flagged):
         alt = fill.copy()
-        alt[:, i] = row_med[rows_ok]
+        alt[:, i] = fixed[:, i]
         cost[i] = 100.0 * (base / _step_time(alt.min(axis=1), f_ref,
                                              compute_fraction).mean() - 1.0)
-    alt = fill.copy()
-    alt[:, flagged] = row_med[rows_ok, None]
+    alt = np.where(flagged[None, :], fixed, fill)
     total = 100.0 * (base / _step_time(alt.min(axis=1), f_ref, compute_fraction).mean()
                      - 1.0) if flagged.any() else 0.0
     out["cost_step_pct"] = cost
@@ -273,25 +463,20 @@ def find_stragglers(telemetry: pd.DataFrame, *,
         **out,
     })
     for m in ("clock_sm_mhz", "temp_gpu_c", "power_w"):
-        if f"{m}_z" not in scores.columns:
-            scores[f"{m}_z"] = np.nan
+        for suf in ("offset", "se", "z"):
+            if f"{m}_{suf}" not in scores.columns:
+                scores[f"{m}_{suf}"] = np.nan
     flags = scores[scores["flagged"]].drop(columns="flagged")
     flags = flags.sort_values("cost_step_pct", ascending=False).reset_index(drop=True)
-    params = {"metrics": tuple(metrics), "z_threshold": z_threshold, "min_share": min_share,
-              "compute_fraction": compute_fraction, "min_peers": min_peers,
-              "min_samples": min_samples}
-    return StragglerResult(flags=flags, scores=scores, cost_step_pct_total=float(total),
-                           params=params)
-
-
-class _quiet:
-    """Silence the all-NaN RuntimeWarnings of nanmedian on empty rows."""
-
-    def __enter__(self):
-        import warnings
-        self._w = warnings.catch_warnings()
-        self._w.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc):
-        return self._w.__exit__(*exc)
+    episodes = pd.DataFrame(eps, columns=["host", "gpu_index", "onset", "detected", "end",
+                                          "duration_s", "ongoing", "shift_pct"])
+    for c in ("onset", "detected", "end"):
+        episodes[c] = pd.to_datetime(episodes[c].astype("int64"), utc=True)
+    episodes["host"] = episodes["host"].astype("string")
+    episodes["gpu_index"] = episodes["gpu_index"].astype("Int16")
+    params = {"metrics": tuple(metrics), "z_threshold": z_threshold, "window_s": window_s,
+              "min_shift_pct": min_shift_pct, "min_throttle_share": min_throttle_share,
+              "cusum_h": cusum_h, "compute_fraction": compute_fraction,
+              "min_peers": min_peers, "min_samples": min_samples}
+    return StragglerResult(flags=flags, scores=scores, episodes=episodes,
+                           cost_step_pct_total=float(total), params=params)
