@@ -91,7 +91,7 @@ def _frame(rows: list[dict], devices: pd.DataFrame | None = None) -> pd.DataFram
         df["kind"] = [i.kind if i is not None else k for i, k in zip(infos, df["kind"])]
         df["root_cause"] = [i.root_cause if i is not None else r
                             for i, r in zip(infos, df["root_cause"])]
-    ts = pd.to_datetime(df["timestamp"], utc=True)
+    ts = pd.to_datetime(df["timestamp"], utc=True).astype("datetime64[ns, UTC]")
     out = pd.DataFrame({"timestamp": ts})
     for c in EVENT_COLUMNS[1:]:
         out[c] = pd.array(df[c].where(df[c].notna(), None), dtype=EVENT_DTYPES[c])

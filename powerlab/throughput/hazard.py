@@ -93,12 +93,12 @@ class HazardResult:
 
     def summary(self) -> str:
         f = self.summary_frame()
-        lines = [f"Poisson hazard model: {self.n_failures} failures over "
+        lines = [(f"Poisson hazard model: {self.n_failures} failures over "
                  f"{self.gpu_hours:,.0f} GPU-h; baseline "
                  f"{self.baseline_rate_per_gpu_h * 1e6:.2f} per 1e6 GPU-h; Pearson "
-                 f"dispersion {self.dispersion:.2f}",
-                 f"{'covariate':14s} {'HR':>7s} {f'{self.conf:.0%} interval':>18s} "
-                 f"{'p':>8s}  unit"]
+                 f"dispersion {self.dispersion:.2f}"),
+                 (f"{'covariate':14s} {'HR':>7s} {f'{self.conf:.0%} interval':>18s} "
+                 f"{'p':>8s}  unit")]
         for c, r in f.iterrows():
             lines.append(f"{c:14s} {r.hazard_ratio:7.3f} [{r.lower:7.3f}, {r.upper:7.3f}] "
                          f"{r.p_value:8.3g}  {r.per}")
@@ -208,33 +208,47 @@ def exposure_table(telemetry: pd.DataFrame, events: pd.DataFrame, *, period: str
     return out.reset_index()
 
 
-def simulate_fleet_failures(n_gpus: int = 1024, days: int = 60, *,
+def simulate_fleet_failures(n_gpus: int = 1000, periods: int = 12, *, period_h: float = 168.0,
                             hr_temp_per_10c: float = 1.5, hr_power_per_100w: float = 1.0,
                             base_rate_per_gpu_h: float = 1.5e-4, seed: int = 0) -> pd.DataFrame:
-    """A synthetic fleet with known hazard ratios, as a daily exposure table.
+    """A synthetic fleet with known hazard ratios, as an exposure table (one row per GPU
+    and period, weekly by default).
 
     Each GPU has a persistent temperature offset (hot hosts, board position: sd 5 °C) and
-    a daily mean that follows the load; power follows the load too (correlated with
-    temperature, r ~ 0.6), so the model must separate the two.  Failures per GPU-day are
-    Poisson with rate ``base * hr_temp^((T - 65)/10) * hr_power^((P - 550)/100)``.
+    a per-period mean that follows the load; power follows the load too (correlated with
+    temperature, r ~ 0.5), so the model must separate the two.  Failures per GPU-period are
+    Poisson with rate ``base * hr_temp^((T - 65)/10) * hr_power^((P - 550)/100)`` per
+    GPU-hour.
+
+    Parameters
+    ----------
+    n_gpus, periods : int
+        GPUs and periods of the fleet [-].
+    period_h : float, default 168
+        Length of a period [h].
+    hr_temp_per_10c, hr_power_per_100w : float
+        True hazard ratios [-] (1: no effect).
+    base_rate_per_gpu_h : float
+        Rate at 65 °C and 550 W [1/GPU-h].
+    seed : int
 
     Returns
     -------
     pandas.DataFrame
-        ``gpu``, ``day``, ``temp_gpu_c`` [°C], ``power_w`` [W], ``gpu_hours`` [GPU-h],
+        ``gpu``, ``period``, ``temp_gpu_c`` [°C], ``power_w`` [W], ``gpu_hours`` [GPU-h],
         ``failures`` [-].
     """
     rng = np.random.default_rng(seed)
     gpu_off = rng.normal(0, 5, n_gpus)
-    load = np.clip(rng.normal(0.8, 0.12, (days, n_gpus)), 0.2, 1.0)
+    load = np.clip(rng.normal(0.8, 0.12, (periods, n_gpus)), 0.2, 1.0)
     power = 150 + 500 * load + rng.normal(0, 25, n_gpus)[None, :] \
-        + rng.normal(0, 15, (days, n_gpus))
-    temp = 40 + 30 * load + gpu_off[None, :] + rng.normal(0, 2, (days, n_gpus))
-    hours = np.full((days, n_gpus), 24.0)
+        + rng.normal(0, 15, (periods, n_gpus))
+    temp = 40 + 30 * load + gpu_off[None, :] + rng.normal(0, 2, (periods, n_gpus))
+    hours = np.full((periods, n_gpus), float(period_h))
     lam = base_rate_per_gpu_h * hr_temp_per_10c ** ((temp - 65) / 10) \
         * hr_power_per_100w ** ((power - 550) / 100)
     k = rng.poisson(lam * hours)
-    return pd.DataFrame({"gpu": np.tile(np.arange(n_gpus), days),
-                         "day": np.repeat(np.arange(days), n_gpus),
+    return pd.DataFrame({"gpu": np.tile(np.arange(n_gpus), periods),
+                         "period": np.repeat(np.arange(periods), n_gpus),
                          "temp_gpu_c": temp.ravel(), "power_w": power.ravel(),
                          "gpu_hours": hours.ravel(), "failures": k.ravel()})

@@ -143,11 +143,11 @@ class FailureRates:
 
     def summary(self) -> str:
         f = self.summary_frame()
-        lines = [f"Failure rates by {self.by}: {self.total} failures over "
-                 f"{self.gpu_hours:,.0f} GPU-h ({self.conf:.0%} exact Poisson intervals)",
+        lines = [(f"Failure rates by {self.by}: {self.total} failures over "
+                 f"{self.gpu_hours:,.0f} GPU-h ({self.conf:.0%} exact Poisson intervals)"),
                  f"{'category':32s} {'n':>5s} {'per 1e6 GPU-h':>14s} {'interval':>22s}"]
         for name, r in f.iterrows():
-            lines.append(f"{name:32s} {r.failures:5d} {r.rate_per_gpu_h * 1e6:14.3f} "
+            lines.append(f"{name:32s} {int(r.failures):5d} {r.rate_per_gpu_h * 1e6:14.3f} "
                          f"[{r.lower * 1e6:8.3f}, {r.upper * 1e6:8.3f}]")
         return "\n".join(lines)
 
