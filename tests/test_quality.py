@@ -199,3 +199,38 @@ def test_implausible_unknown_model_and_missing_column():
         implausible(_fleet(n_hosts=1, n_gpus=1, n=10), "GeForce 256")
     with pytest.raises(SchemaError):
         duplicate_devices(_fleet(n_hosts=1, n_gpus=1, n=10), column="energy_j")
+
+
+def _smi_csv(f: pd.DataFrame) -> str:
+    """nvidia-smi --query-gpu CSV of a fleet frame (one host per file)."""
+    lines = ["timestamp, index, power.draw [W], temperature.gpu"]
+    for r in f.sort_values(["timestamp", "gpu_index"]).itertuples():
+        lines.append(f"{r.timestamp:%Y/%m/%d %H:%M:%S.%f}"[:-3]
+                     + f", {r.gpu_index}, {r.power_w:.2f} W, {r.temp_gpu_c:.0f}")
+    return "\n".join(lines) + "\n"
+
+
+def test_cli_import_and_summary_name_identical_devices(tmp_path, capsys):
+    from powerlab.cli import main
+
+    f = _fleet(n_hosts=2, n_gpus=2, n=120)
+    a = f[f["host"] == "node-00"]
+    (tmp_path / "a.csv").write_text(_smi_csv(a))
+    (tmp_path / "b.csv").write_text(_smi_csv(f[f["host"] == "node-01"]))
+    (tmp_path / "copy.csv").write_text(_smi_csv(a))          # a copied file
+    store = tmp_path / "store"
+    outs = []
+    for src, host in (("a.csv", "node-00"), ("b.csv", "node-01"), ("copy.csv", "node-05")):
+        assert main(["import", str(tmp_path / src), "--out", str(store), "--host", host,
+                     "--tz", "UTC"]) == 0
+        outs.append(capsys.readouterr().out)
+    expected = [("warning: 2 devices with identical power_w series: node-00/gpu0, "
+                "node-05/gpu0"),
+                ("warning: 2 devices with identical power_w series: node-00/gpu1, "
+                "node-05/gpu1")]
+    # independent hosts: silent; the copy: one line per group, naming both members
+    assert ["identical" in o for o in outs] == [False, False, True]
+    assert [ln for ln in outs[2].splitlines() if "identical" in ln] == expected
+    assert main(["summary", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert [ln for ln in out.splitlines() if "identical" in ln] == expected
