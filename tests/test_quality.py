@@ -234,3 +234,20 @@ def test_cli_import_and_summary_name_identical_devices(tmp_path, capsys):
     assert main(["summary", str(store)]) == 0
     out = capsys.readouterr().out
     assert [ln for ln in out.splitlines() if "identical" in ln] == expected
+
+
+def test_real_h100_job_is_not_flagged_and_its_copy_is(shared_data):
+    """8 H100s of one training job sampled at 100 ms (real): no identical pair, nothing
+    implausible; the same file under a second host name: 8 groups."""
+    import warnings
+
+    from powerlab.iotools import read_any
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = read_any(shared_data / "nvidia-smi-h100-100ms" / "h100-traces_ckpt1.csv",
+                      host="n1", tz="UTC")
+    assert not duplicate_devices(df)
+    assert not implausible(df, "NVIDIA H100 80GB HBM3").any()
+    d = duplicate_devices(pd.concat([df, df.assign(host="n9")], ignore_index=True))
+    assert d.groups == [[f"n1/gpu{g}", f"n9/gpu{g}"] for g in range(8)]
