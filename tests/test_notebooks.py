@@ -20,7 +20,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 NB_DIR = REPO / "notebooks"
 NOTEBOOKS = ["01_collect_and_explore.ipynb", "02_time_of_day_dvfs.ipynb",
-             "03_power_swing_forecast.ipynb", "04_facilities_export.ipynb"]
+             "03_power_swing_forecast.ipynb", "04_facilities_export.ipynb",
+             "06_reliability.ipynb"]
 
 _RUNNER = textwrap.dedent("""
     import json, sys, time
@@ -124,3 +125,7 @@ def test_numbers_answer_the_questions(executed):
     assert abs(pct) < 1.0
     out4 = _stdout(executed["04_facilities_export.ipynb"][0])
     assert "largest difference after the round trip: 0.0 MW; times identical: True" in out4
+    out6 = _stdout(executed["06_reliability.ipynb"][0])
+    assert "for 3 of 4 GPU causes with failures" in out6
+    assert "inside its 95 % interval in 39 of 40 fleets" in out6
+    assert "a 16,384-GPU job: interrupted every 2.98 h" in out6

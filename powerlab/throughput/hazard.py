@@ -107,6 +107,9 @@ class HazardResult:
     def _repr_html_(self) -> str:
         return f"<pre>{self.summary()}</pre>"
 
+    def __repr__(self) -> str:
+        return self.summary()
+
     def __str__(self) -> str:
         return self.summary()
 
