@@ -4,16 +4,17 @@ Generates a store in the powerlab layout (``date=YYYY-MM-DD/host=H/part-*.parque
 written directly with pyarrow, zstd), then aggregates it to per-minute cluster power
 (the sum over GPUs of each GPU's mean power in the minute) three ways:
 
-* pandas: :func:`powerlab.telemetry.aggregate.power_sums` on a frame read with
-  :func:`powerlab.telemetry.store.read_store`, on as many hosts as fit in ``--pandas-gib`` of memory;
+* pandas: :func:`powerlab.telemetry.aggregate.power_sums` on the store path with
+  ``engine="pandas"`` (no Dask), on as many hosts as fit in ``--pandas-gib`` of memory;
 * Dask: :func:`powerlab.telemetry.aggregate.power_sums` on the store path, on a
   ``distributed.LocalCluster`` of 2 single-threaded worker processes;
 * DuckDB: the same two-level aggregation in SQL over the same Parquet files, 2 threads
   (the bare-engine baseline).
 
-It prints rows/s, the ratio Dask/DuckDB, the peak RSS of the whole process tree
-(main process + workers, sampled every 50 ms with psutil) during each step, and checks
-that the three answers agree.  The store is deleted at the end.
+Each engine runs ``--repeat`` (>= 3) times; it prints min and median, rows/s, the ratio
+Dask/DuckDB (target <= 2), the pandas engine's rows/s (target >= 5 M/s), the peak RSS of the whole process tree
+(main process + workers, sampled every 50 ms with psutil) during each step, checks
+that the three answers agree, exits 1 on a missed target, and ends with ``RESULT {json}``.  The store is deleted at the end.
 
 Usage::
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import sys
@@ -180,6 +182,7 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the store afterwards")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--memory-limit", default="2GiB", help="per Dask worker")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per engine (at least 3)")
     ap.add_argument("--pandas-gib", type=float, default=1.5,
                     help="memory budget of the pandas run (it reads as many hosts as fit)")
     args = ap.parse_args(argv)
@@ -203,15 +206,17 @@ def main(argv=None) -> int:
           f"({rows / t_gen / 1e6:.1f} M rows/s)")
     try:
         from powerlab.telemetry.aggregate import power_sums
-        from powerlab.telemetry.store import read_store
 
-        results = {}
+        reps = max(3, args.repeat)
+        times: dict[str, list[float]] = {"duckdb": [], "dask": [], "pandas": []}
+        peaks: dict[str, int] = {}
         # --- DuckDB baseline
         with PeakRSS() as m:
-            t = time.perf_counter()
-            duck = run_duckdb(root, threads=args.workers)
-            t_duck = time.perf_counter() - t
-        results["duckdb"] = (rows, t_duck, m.peak)
+            for _ in range(reps):
+                t = time.perf_counter()
+                duck = run_duckdb(root, threads=args.workers)
+                times["duckdb"].append(time.perf_counter() - t)
+        peaks["duckdb"] = m.peak
 
         # --- Dask on a LocalCluster of worker processes
         from distributed import Client, LocalCluster
@@ -222,23 +227,24 @@ def main(argv=None) -> int:
                 Client(lc) as client:
             client.wait_for_workers(args.workers)
             power_sums(root, "1min", hosts=["node00000"])  # warm-up: worker imports
-            t = time.perf_counter()
-            dsk = power_sums(root, "1min")
-            t_dask = time.perf_counter() - t
-        results["dask"] = (rows, t_dask, m.peak)
+            for _ in range(reps):
+                t = time.perf_counter()
+                dsk = power_sums(root, "1min", engine="dask")
+                times["dask"].append(time.perf_counter() - t)
+        peaks["dask"] = m.peak
 
-        # --- pandas on the hosts that fit
-        bytes_per_row = 700  # peak of read_store + power_sums per row, measured
+        # --- pandas (no Dask) on the hosts that fit in memory
+        bytes_per_row = 120  # measured peak of the pandas engine per row (float + keys)
         fit_hosts = max(1, min(n_hosts, int(args.pandas_gib * 2**30 / bytes_per_row
                                             / (GPUS_PER_HOST * seconds))))
         hosts = [f"node{h:05d}" for h in range(fit_hosts)]
         with PeakRSS() as m:
-            t = time.perf_counter()
-            frame = read_store(root, hosts=hosts, columns=["power_w"])
-            pdf = power_sums(frame, "1min")
-            t_pd = time.perf_counter() - t
-        results["pandas"] = (len(frame), t_pd, m.peak)
-        del frame
+            for _ in range(reps):
+                t = time.perf_counter()
+                pdf = power_sums(root, "1min", hosts=hosts, engine="pandas")
+                times["pandas"].append(time.perf_counter() - t)
+        peaks["pandas"] = m.peak
+        pd_rows = fit_hosts * GPUS_PER_HOST * seconds
 
         # --- agreement
         truth = gen["truth_full_minutes"]
@@ -247,22 +253,42 @@ def main(argv=None) -> int:
         duck_s = duck.set_index(pd.to_datetime(duck["timestamp"], utc=True))["power_w"]
         err_duck = float(np.max(np.abs(duck_s.reindex(dsk["timestamp"]).to_numpy()
                                        - dsk["power_w"].to_numpy())))
+        med = {k: float(np.median(v)) for k, v in times.items()}
         print()
-        print(f"{'engine':<8} {'rows':>14} {'time s':>9} {'M rows/s':>10} {'peak RSS':>11}")
-        for k in ("pandas", "dask", "duckdb"):
-            r, tt, pk = results[k]
+        print(f"{'engine':<8} {'rows':>14} {'min s':>8} {'median s':>9} {'M rows/s':>9} "
+              f"{'peak RSS':>10}")
+        for k, r in (("pandas", pd_rows), ("dask", rows), ("duckdb", rows)):
             note = f"  ({fit_hosts} of {n_hosts} hosts)" if k == "pandas" else ""
-            print(f"{k:<8} {r:>14,} {tt:>9.2f} {r / tt / 1e6:>10.2f} {_gib(pk):>11}{note}")
-        ratio = t_dask / t_duck
-        print(f"\nDask / DuckDB time ratio: {ratio:.2f} (target <= 3)")
-        print(f"Dask peak RSS (main + {args.workers} workers): {_gib(results['dask'][2])} "
-              "(target < 4 GiB)")
+            print(f"{k:<8} {r:>14,} {min(times[k]):>8.2f} {med[k]:>9.2f} "
+                  f"{r / med[k] / 1e6:>9.2f} {_gib(peaks[k]):>10}{note}")
+        ratio = med["dask"] / med["duckdb"]
+        pd_rate = pd_rows / med["pandas"]
+        ok_ratio, ok_rate = ratio <= 2.0, pd_rate >= 5e6
+        print(f"\nDask / DuckDB median time ratio: {ratio:.2f} (target <= 2): "
+              f"{'met' if ok_ratio else 'MISSED'}")
+        print(f"pandas engine: {pd_rate / 1e6:.2f} M rows/s (target >= 5): "
+              f"{'met' if ok_rate else 'MISSED'}")
         print(f"max |Dask - ground truth| over full minutes: {err_truth:.3g} W")
         print(f"max |Dask - DuckDB|: {err_duck:.3g} W over {len(dsk)} minutes")
-        pd_ok = pdf["n_gpus"].max() == fit_hosts * GPUS_PER_HOST
-        print(f"pandas subset GPUs per minute as expected: {bool(pd_ok)}")
+        pd_ok = bool(pdf["n_gpus"].max() == fit_hosts * GPUS_PER_HOST)
+        print(f"pandas subset GPUs per minute as expected: {pd_ok}")
         ok = err_truth < 1e-6 * truth.abs().max() and err_duck < 1e-6 * truth.abs().max()
-        return 0 if ok else 1
+        mib = 2**20
+        result = {"benchmark": "aggregate", "rows": [
+            {"case": "DuckDB (baseline), 2 threads", "size": rows,
+             "time_s_min": min(times["duckdb"]), "time_s_median": med["duckdb"],
+             "peak_mib": peaks["duckdb"] / mib},
+            {"case": f"Dask, {args.workers} worker processes", "size": rows,
+             "time_s_min": min(times["dask"]), "time_s_median": med["dask"],
+             "peak_mib": peaks["dask"] / mib, "baseline_s": med["duckdb"], "ratio": ratio,
+             "target": "<= 2x DuckDB", "pass": ok_ratio},
+            {"case": "pandas engine (no Dask)", "size": pd_rows,
+             "time_s_min": min(times["pandas"]), "time_s_median": med["pandas"],
+             "peak_mib": peaks["pandas"] / mib, "target": ">= 5M rows/s",
+             "ratio": pd_rate / 5e6, "pass": ok_rate},
+        ]}
+        print("RESULT " + json.dumps(result))
+        return 0 if (ok and pd_ok and ok_ratio and ok_rate) else 1
     finally:
         if not args.keep:
             shutil.rmtree(parent if args.dir is None else root, ignore_errors=True)

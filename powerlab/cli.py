@@ -56,14 +56,29 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    import warnings
+
+    from .exceptions import DataQualityWarning
+
+    def _show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, DataQualityWarning):  # one line, in the command's voice
+            print(f"powerlab {args.command}: warning: {message}", file=sys.stderr)
+        else:
+            _default_show(message, category, filename, lineno, file, line)
+
+    _default_show = warnings.showwarning
+    warnings.showwarning = _show
     try:
         rc = args.func(args)
     except PowerlabError as exc:
-        print(f"powerlab {args.command}: error: {exc}", file=sys.stderr)
+        msg = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        print(f"powerlab {args.command}: error: {msg}", file=sys.stderr)  # one line
         return 2
     except KeyboardInterrupt:
         print(f"powerlab {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.showwarning = _default_show
     return 0 if rc is None else int(rc)
 
 

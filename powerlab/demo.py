@@ -247,6 +247,7 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
     from .grid.export import read_facilities_csv, write_facilities_csv
     from .grid.forecast import forecast
     from .grid.mitigations import compare_mitigations
+    from .grid.planner import planner_summary
     from .grid.profile import fit_profile
     from .grid.scenario import Battery, Mitigations
     from .grid.swings import check_limits
@@ -300,6 +301,14 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
         dominant_frequency_hz=float(fac["dominant_frequency_hz"].median()),
         limit_violations=float(len(violations)),
     )
+    plan = planner_summary(res)["median"]
+    fig.update(peak_demand_megawatts_15min=float(plan["15-min peak demand [MW]"]),
+               energy_megawatt_hours=float(plan["energy [MWh]"]),
+               ramp_megawatts_per_min_1min=float(plan["largest ramp, 1-min means [MW/min]"]),
+               load_factor=float(plan["load factor [-]"]))
+    viol = violation_probabilities(violations, res)
+    fig["limit_violation_probability_per_draw"] = (
+        float(viol["probability_per_draw"].max()) if len(viol) else 0.0)
     with prog.step("mitigations", "comparing mitigations (floor, ramp limit, battery)"):
         variants = {
             "power floor 60% TDP": Mitigations(gpu_power_floor_pct_tdp=60.0),
@@ -347,6 +356,23 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
     return DemoResult(out=out, report=report, csv=csv, sidecar=sidecar, figures=fig,
                       timings_s=prog.timings, profile=prof, forecast=res, limits=violations,
                       mitigations=mit, time_of_day=tod, stragglers=strag)
+
+
+def violation_probabilities(violations: pd.DataFrame, res) -> pd.DataFrame:
+    """Limit violations as probabilities: per limit, the share of draws with at least
+    one violation, the expected violation episodes per day, and the worst value."""
+    cols = ["limit", "probability_per_draw", "episodes_per_day", "worst", "limit_value",
+            "unit"]
+    if not len(violations):
+        return pd.DataFrame(columns=cols)
+    days = res.n_ticks * res.tick_s / 86400.0
+    g = violations.groupby("limit")
+    out = pd.DataFrame({
+        "probability_per_draw": g["draw"].nunique() / res.draws,
+        "episodes_per_day": g.size() / res.draws / days,
+        "worst": g["worst"].max(), "limit_value": g["limit_value"].first(),
+        "unit": g["unit"].first()}).reset_index()
+    return out[cols]
 
 
 def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, tc, fig,
@@ -413,16 +439,25 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
                  "max ramp up": f"{fig['ramp_up_megawatts_per_s']:.1f} MW/s",
                  "max ramp down": f"{fig['ramp_down_megawatts_per_s']:.1f} MW/s",
                  "dominant oscillation": f"{fig['dominant_frequency_hz']:.3f} Hz",
-                 "limit violations": f"{len(violations):,}"},
+                 "P(a limit is violated), per draw":
+                     f"{fig['limit_violation_probability_per_draw']:.0%}"},
                 caption="Facility scope, median over draws.")
+    rep.figures({"15-min peak demand": f"{fig['peak_demand_megawatts_15min']:.1f} MW",
+                 "energy": f"{fig['energy_megawatt_hours']:,.0f} MWh",
+                 "largest ramp (1-min means)":
+                     f"{fig['ramp_megawatts_per_min_1min']:.1f} MW/min",
+                 "load factor": f"{fig['load_factor']:.2f}"},
+                caption="Planner figures: facility scope, median over draws; demand over "
+                        "clock-aligned 15-min intervals, load factor = mean / 15-min peak "
+                        "demand.")
     rep.chart(fc["timeline"])
     rep.chart(fc["ramps"])
     rep.chart(fc["spectrum"])
-    if len(violations):
-        summary = violations.groupby("limit").agg(
-            episodes=("draw", "size"), worst=("worst", "max"),
-            limit_value=("limit_value", "first"), unit=("unit", "first")).reset_index()
-        rep.table(summary, "Limit violations by limit, all draws (worst: largest value).")
+    viol = violation_probabilities(violations, res)
+    if len(viol):
+        rep.table(viol, "Limit violations by limit: the probability that a draw (one "
+                        "possible course of the horizon) violates it, the expected number "
+                        "of violation episodes per day, and the worst value over draws.")
     rep.heading("3. Mitigations and their cost")
     rep.chart(viz.mitigation_chart(mit))
     cols = [c for c in mit.columns if not c.endswith("_reduction_pct")]
@@ -452,7 +487,9 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
     rep.chart(tc["stragglers"])
     rep.preformatted(strag.summary())
     rep.heading("5. Facilities export")
-    rep.text(f"{csv.name} (one row per minute and scope, ISO 8601 UTC times, megawatts) "
+    rep.text(f"{csv.name} (one row per minute; UTC and site-local times a spreadsheet reads "
+             "as dates; facility and IT power side by side in MW, energy in MWh, ramps over "
+             "1-s and 1-min means; docs/facilities_csv.md) "
              f"and {csv.with_suffix('.json').name} (units, assumptions, scenario hash, "
              "powerlab version) were written beside this report.")
     rep.heading("Data and licences")

@@ -7,6 +7,9 @@ sequential battery.  The only thing shared with the engine is the randomness pro
 (:func:`powerlab.grid.forecast.job_randomness`), so that the same seed gives the same failures
 and the same per-GPU offsets.  Cost: O(GPUs x ticks) - use small clusters and horizons.
 
+GPU power transients (first-order rise/fall, exact tick means) are stepped tick by tick
+per GPU; the facility (losses, lagging cooling, base load) is stepped tick by tick.
+
 Known difference by design: each GPU's ramp limiter starts at the first tick of the
 horizon; the engine starts it a little earlier.  The two agree whenever GPUs are steady
 (e.g. idle before their job starts) over the first ticks.
@@ -181,6 +184,9 @@ def simulate(scenario, draws=1, seed=0, tick_s=None):
                     prev = np.clip(x[:, k], prev - step, prev + step)
                     y[:, k] = prev
                 x = y
+            elif hw.gpu_rise_time_constant_s > 0 or hw.gpu_fall_time_constant_s > 0:
+                x = _first_order(x, tick, hw.gpu_rise_time_constant_s,
+                                 hw.gpu_fall_time_constant_s)
             for g in range(len(offsets)):
                 total += x[g]
         idle = hw.cluster_gpus - sum(j.gpus for j in scenario.jobs)
@@ -192,10 +198,46 @@ def simulate(scenario, draws=1, seed=0, tick_s=None):
     import pandas as pd
 
     times = pd.date_range(t0, periods=n, freq=pd.Timedelta(seconds=tick))
-    fac = it * scenario.site.pue_at(times) + scenario.site.base_load_w
+    fac = _facility(it, tick, scenario.site.pue_at(times), scenario.site)
     if mit.battery is not None:
         fac = np.vstack([fac[d] - _battery(fac[d], tick, mit.battery) for d in range(draws)])
     return {"it_w": it, "facility_w": fac, "train_s": train, "lost_s": lost}
+
+
+def _first_order(x, tick, rise, fall):
+    """Each GPU (row) on its own: exact mean over every tick of dy/dt = (x - y) / tau,
+    tau = rise when the demand is above the power, else fall; y starts at x[:, 0]."""
+    y = x[:, 0].copy()
+    out = np.empty_like(x)
+
+    def coef(tau):
+        if tau <= 0:
+            return 0.0, 0.0
+        return math.exp(-tick / tau), tau / tick * (1 - math.exp(-tick / tau))
+
+    (a_r, g_r), (a_f, g_f) = coef(rise), coef(fall)
+    for k in range(x.shape[1]):
+        up = x[:, k] > y
+        a = np.where(up, a_r, a_f)
+        g = np.where(up, g_r, g_f)
+        out[:, k] = x[:, k] + (y - x[:, k]) * g
+        y = x[:, k] + (y - x[:, k]) * a
+    return out
+
+
+def _facility(it, tick, pue, site):
+    """IT + losses + cooling lagging its target tick by tick + base load."""
+    loss = site.electrical_loss_fraction
+    tau = site.cooling_time_constant_s
+    a = math.exp(-tick / tau) if tau > 0 else 0.0
+    out = np.empty_like(it)
+    for d in range(it.shape[0]):
+        target = it[d] * np.maximum(pue - 1 - loss, 0.0)
+        c = target[0]
+        for k in range(it.shape[1]):
+            c = a * c + (1 - a) * target[k]
+            out[d, k] = it[d, k] * (1 + loss) + c + site.base_load_w
+    return out
 
 
 def _battery(p, tick, bat):

@@ -38,6 +38,8 @@ COMPONENTS = {
                   "at most one flush interval plus one write (bounded queue)"),
     "scenario": ("scenario YAML and the forecast's size bounds", "n/a (read only)"),
     "requirements": ("utility requirement specs and `powerlab comply`", "n/a (read only)"),
+    "export": ("the facilities CSV and its sidecar", ("none: the CSV/sidecar pair is never "
+               "mismatched (a killed writer leaves the old pair or a CSV without sidecar)")),
     "aggregate": ("`powerlab aggregate` and the fleet aggregations", "n/a (read only)"),
     "cli": ("every subcommand's argument and path mistakes",
             "n/a (refused before any write)"),

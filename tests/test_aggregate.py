@@ -14,6 +14,7 @@ import pytest
 from powerlab.cli import main as cli_main
 from powerlab.exceptions import PowerlabError, SchemaError, StoreError
 from powerlab.telemetry import aggregate as ag
+from powerlab.telemetry import jobs as jobs_mod
 from powerlab.telemetry import quality
 from powerlab.telemetry.schema import conform
 from powerlab.telemetry.store import read_store, write_store
@@ -117,7 +118,7 @@ CALLS = {
     "node": lambda x: ag.power_sums(x, "1min", by="host", scope="node"),
     "peer": lambda x: ag.peer_stats(x, "10s"),
     "masks": lambda x: ag.quality_masks(x, 1.5, stale_min_run=5, partition_rows=500),
-    "jobs": lambda x: ag.job_power(x, _jobs(), "30s"),
+    "jobs": lambda x: jobs_mod.job_power(x, _jobs(), "30s"),
     "range": lambda x: ag.power_sums(x, "1s", by="host", hosts=["rack b/n 2"],
                                      start=pd.Timestamp("2024-05-17T23:59:30Z"),
                                      end=pd.Timestamp("2024-05-18T00:00:40Z")),
@@ -212,7 +213,7 @@ def test_sums_are_sums_of_device_means(frame):
 
 def test_job_power_plus_idle_is_cluster(frame):
     jobs = _jobs()
-    jp = ag.job_power(frame, jobs, "30s")
+    jp = jobs_mod.job_power(frame, jobs, "30s")
     cl = ag.power_sums(frame, "30s").set_index("timestamp")["power_w"]
     res = ag.resample_gpu(frame, "30s")
     res = res[res["scope"] == "gpu"]
@@ -290,10 +291,10 @@ def test_bad_input_raises_clear_errors(store, frame):
     bad = _jobs()
     bad.loc[1, "start"] = pd.Timestamp("2024-05-18T00:00:00Z")
     with pytest.raises(SchemaError, match="overlap"):
-        ag.job_power(frame, bad)
+        jobs_mod.job_power(frame, bad)
     naive = _jobs().assign(start=lambda j: j["start"].dt.tz_localize(None))
     with pytest.raises(SchemaError, match="tz-aware"):
-        ag.job_power(frame, naive)
+        jobs_mod.job_power(frame, naive)
     with pytest.raises(PowerlabError, match="IANA"):
         ag.hour_of_day(frame, "Mars/Olympus")
     with pytest.raises(StoreError, match="no store"):
@@ -314,7 +315,7 @@ def test_cli_aggregate_writes_what_the_functions_return(store, frame, tmp_path, 
     assert cli_main(["aggregate", str(store), "--by", "job", "--jobs", str(jobs_csv),
                      "--out", str(csv), "--no-progress"]) == 0
     back = pd.read_csv(csv)
-    exp = ag.job_power(frame, j, "1min")
+    exp = jobs_mod.job_power(frame, j, "1min")
     np.testing.assert_allclose(back["power_w"], exp["power_w"], rtol=1e-12)
     assert back["job_id"].tolist() == exp["job_id"].tolist()
     assert "wrote" in capsys.readouterr().out

@@ -40,7 +40,9 @@ def _cases(tmp: str) -> list:
         (["forecast", SMALL], "--out"),
         (["forecast", "/nonexistent/s.yaml", "--out", f"{tmp}/f.csv"], "cannot read"),
         (["forecast", bad_yaml, "--out", f"{tmp}/f.csv"], "not valid YAML"),
-        (["forecast", SMALL, "--out", tmp], "directory"),
+        (["forecast", SMALL, "--out", tmp], "CSV file"),
+        (["forecast", SMALL, "--out", f"{tmp}/f.xlsx"], "CSV file"),
+        (["forecast", SMALL, "--out", f"{tmp}/dir.csv"], "folder"),
         (["forecast", SMALL, "--out", "/nonexistent/dir/f.csv"], "does not exist"),
         (["forecast", SMALL, "--out", f"{tmp}/f.csv", "--draws", "abc"], "invalid int"),
         (["forecast", SMALL, "--out", f"{tmp}/f.csv", "--draws", "-1"], "draws"),
@@ -50,7 +52,20 @@ def _cases(tmp: str) -> list:
         (["demo", "--out", "/proc/powerlab-demo"], "output folder"),
         (["demo", "--bogus"], "unrecognized arguments"),
         (["aggregate"], "required"),
-        (["aggregate", "/nonexistent/store", "--out", f"{tmp}/a.csv"], ""),
+        (["aggregate", "/nonexistent/store", "--out", f"{tmp}/a.csv"], "no such folder"),
+        (["aggregate", tmp, "--out", f"{tmp}/a.csv", "--scheduler", "garbage://x"],
+         "expected tcp://"),
+        (["aggregate", tmp, "--out", f"{tmp}/a.csv", "--scheduler", "host:notaport"],
+         "port number"),
+        (["aggregate", tmp, "--out", f"{tmp}/a.csv", "--workers", "2", "--memory-limit",
+          "lots"], "--memory-limit"),
+        (["aggregate", tmp, "--out", f"{tmp}/dir.csv"], "is a folder"),
+        (["aggregate", tmp, "--out", f"{tmp}/a.csv", "--start", "2025-07-02T00:00Z",
+          "--end", "2025-07-01T00:00Z"], "not before"),
+        (["aggregate", tmp, "--out", f"{tmp}/a.csv", "--by", "job"], "--sacct"),
+        (["aggregate", tmp, "--out", f"{tmp}/a.csv", "--by", "job", "--sacct",
+          f"{tmp}/bad.yaml"], "pass tz="),
+        (["aggregate", tmp, "--out", f"{tmp}/a.csv", "--timeout-s", "0"], "--timeout-s"),
         (["import"], "required"),
         (["import", "/nonexistent/log.csv", "--out", f"{tmp}/store"], ""),
         (["collect", "--interval-s", "abc", "--out", f"{tmp}/store"], "interval"),
@@ -71,6 +86,7 @@ CASE_IDS = [" ".join(a) or "(no arguments)" for a, _ in _cases("T")]
                                   for i, name in enumerate(CASE_IDS)])
 def test_bad_invocation_is_one_clean_line(case, tmp_path):
     (tmp_path / "bad.yaml").write_text("jobs: [1, 2\n")
+    (tmp_path / "dir.csv").mkdir()
     args, contains = _cases(str(tmp_path))[case]
     assert_one_line_error(run_cli(args, tmp_path), contains=contains)
 

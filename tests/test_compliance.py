@@ -293,9 +293,9 @@ def test_facility_spec_on_it_telemetry_needs_a_pue():
 SCENARIO = """
 name: failures
 horizon: {start_utc: "2025-06-02T12:10:00Z", end_utc: "2025-06-02T12:20:00Z"}
-site: {pue: 1.2}
+site: {pue: 1.2, cooling_time_constant_s: 0, electrical_loss_fraction: 0}  # facility = IT x PUE at every tick
 hardware: {gpu_idle_w: 75, gpu_compute_w: 650, gpu_comm_w: 250, gpu_tdp_w: 700,
-           node_overhead_w: 0}
+           node_overhead_w: 0, gpu_rise_time_constant_s: 0, gpu_fall_time_constant_s: 0}
 jobs:
   - name: j
     gpus: 64

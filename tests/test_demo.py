@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from powerlab import cli
-from powerlab.grid.export import FACILITIES_COLUMNS, read_facilities_csv
+from powerlab.grid.export import facilities_columns, read_facilities_csv
 
 from .test_report_browser import Browser, _find_chromium, assert_rendered, open_report
 
@@ -48,9 +48,10 @@ def test_outputs_and_progress(demo):
 def test_facilities_csv_and_sidecar(demo):
     out, stdout, _ = demo
     df = read_facilities_csv(out / "facilities_forecast.csv")
-    assert list(df.columns) == list(FACILITIES_COLUMNS)
-    assert df.groupby("scope").size().to_dict() == {"facility": 60 * HOURS, "it": 60 * HOURS}
-    fac = df[df["scope"] == "facility"]
+    side = json.loads((out / "facilities_forecast.json").read_text())
+    assert list(df.columns) == facilities_columns(side["time_zone"])
+    assert len(df) == 60 * HOURS
+    fac = df.rename(columns=lambda c: c.replace("facility_power", "power"))
     assert fac["interval_start_utc"].iloc[0] == pd.Timestamp("2025-07-01T00:00:00Z")
     assert (fac["interval_end_utc"].iloc[-1] - fac["interval_start_utc"].iloc[0]
             == pd.Timedelta(hours=HOURS))
@@ -61,8 +62,7 @@ def test_facilities_csv_and_sidecar(demo):
     assert fac["power_megawatts_max"].max() < 16_384 * 700 * 2 / 1e6
     peak = float(re.search(r"peak facility power\s+([\d.]+) MW", stdout).group(1))
     assert fac["power_megawatts_mean"].max() - 0.05 <= peak <= fac["power_megawatts_max"].max() + 0.05
-    side = json.loads((out / "facilities_forecast.json").read_text())
-    assert side["columns"] == list(FACILITIES_COLUMNS)
+    assert side["columns"] == facilities_columns(side["time_zone"])
     assert side["draws"] == DRAWS and side["resolution_s"] == 60.0
     job = side["scenario"]["jobs"][0]
     assert job["gpus"] == 16_384 and "calibrated" in side["scenario_name"]
@@ -106,11 +106,10 @@ def test_scenario_reproduces_the_measured_node_power(demo, measured_node_power):
     # end to end: the forecast's IT power per node in a training minute, and with every
     # GPU computing, is the measured node power (the headline peak comes from it)
     df = read_facilities_csv(out / "facilities_forecast.csv")
-    it = df[df["scope"] == "it"]
     nodes = 16_384 // 8
-    assert it["power_megawatts_mean"].max() * 1e6 / nodes == pytest.approx(
+    assert df["it_power_megawatts_mean"].max() * 1e6 / nodes == pytest.approx(
         meas["train_mean_w"], rel=0.03)
-    assert it["power_megawatts_max"].max() * 1e6 / nodes == pytest.approx(
+    assert df["it_power_megawatts_max"].max() * 1e6 / nodes == pytest.approx(
         meas["compute_w"], rel=0.03)
 
 

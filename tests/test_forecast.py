@@ -1,5 +1,6 @@
 """Tests of powerlab.grid.forecast: brute-force agreement, energy conservation, statistics."""
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +54,18 @@ def test_engine_matches_brute_force_reference(mit):
     # the comparison is not vacuous: failures happened and draws differ
     assert (res.events["event"] == "failure").sum() >= 3
     assert not np.allclose(res.it_w[0], res.it_w[1])
+
+
+def test_reference_agreement_with_unequal_rise_and_fall():
+    # unequal time constants are nonlinear per GPU: the engine's per-template path
+    sc = _small()
+    sc = sc.replace(hardware=dataclasses.replace(sc.hardware, gpu_rise_time_constant_s=0.02,
+                                                 gpu_fall_time_constant_s=0.2))
+    res = forecast(sc, draws=2, seed=4)
+    ref = simulate(sc, draws=2, seed=4)
+    np.testing.assert_allclose(res.it_w, ref["it_w"], rtol=1e-6, atol=0)
+    fast = forecast(_small(), draws=2, seed=4)
+    assert not np.allclose(res.it_w, fast.it_w)
 
 
 def test_reference_agreement_edge_cases_zero_restart_and_no_jitter():
@@ -162,9 +175,14 @@ def test_results_object_frames_and_summary():
                  "0.1-2 Hz", "checkpoint"):
         assert word in text
     assert "<table" in res._repr_html_()
-    # facility = IT x PUE + base load
-    np.testing.assert_allclose(res.facility_w, res.it_w * res.pue
-                               + res.scenario.site.base_load_w)
+    # facility = IT + losses + lagging cooling + base load; PUE realised close to the
+    # steady-state PUE (the cooling lag moves energy in time, it does not create it)
+    site = res.scenario.site
+    np.testing.assert_allclose(res.facility_w, res.it_w * (1 + site.electrical_loss_fraction)
+                               + res.cooling_w + site.base_load_w)
+    steady = (res.it_w * res.pue).sum(axis=1) / res.it_w.sum(axis=1)
+    np.testing.assert_allclose(res.pue_realised, steady, rtol=0.01)
+    assert "PUE realised" in text and "3-30 Hz grid band only to 5 Hz" in text
 
 
 def test_bad_arguments():
@@ -193,3 +211,139 @@ def test_llama3_like_scenario_swings_tens_of_megawatts():
     ev = res.events
     assert (ev["event"] == "checkpoint").sum() >= 2 * 30
     assert pd.Series(m["dominant_frequency_hz"]).notna().all()
+
+
+def _llama_window(tick_s, rise=None, fall=None, jitter=None, minutes=5):
+    """The Llama-3-like scenario around the end of its start-up (training starts at
+    00:20), shortened to a few minutes; failures off so that every tick sees the same
+    sequence (failure times are drawn on the tick grid)."""
+    d = yaml.safe_load((SCEN / "llama3_16k_h100.yaml").read_text())
+    d["horizon"] = {"start_utc": "2025-07-01T00:19:00Z",
+                    "end_utc": f"2025-07-01T00:{19 + minutes:02d}:00Z"}
+    d["simulation"]["tick_s"] = tick_s
+    d["jobs"][0]["failures"] = {"rate_per_gpu_h": 0.0}
+    if jitter is not None:
+        d["jobs"][0]["jitter_s"] = jitter
+    if rise is not None:
+        d["hardware"]["gpu_rise_time_constant_s"] = rise
+        d["hardware"]["gpu_fall_time_constant_s"] = fall
+    return parse_scenario(d)
+
+
+def test_llama3_one_second_ramp_and_swing_converge_with_the_tick():
+    vals = {}
+    for tick in (0.1, 0.05, 0.02):
+        res = forecast(_llama_window(tick), draws=1, seed=0)
+        m = res.metrics.query("scope == 'facility'").iloc[0]
+        vals[tick] = (m["ramp_up_w_per_s_1s"], m["ramp_down_w_per_s_1s"], m["swing_1s_w"])
+    ref = np.array(vals[0.02])
+    assert ref.min() > 1e6  # the step swings are megawatts, not noise
+    for tick in (0.1, 0.05):
+        np.testing.assert_allclose(vals[tick], ref, rtol=0.05)
+
+
+def test_transients_make_the_tick_ramp_converge_and_their_absence_does_not():
+    # synchronous GPUs (no jitter): only the transient smooths the step edges
+    ramps = {}
+    for rise, fall in ((0.03, 0.05), (0.0, 0.0)):
+        for tick in (0.01, 0.005):
+            res = forecast(_llama_window(tick, rise, fall, jitter=0.0, minutes=2), draws=1)
+            ramps[(rise, tick)] = float(np.max(np.diff(res.it_w[0]))) / tick
+    # with a 30-ms rise the largest rate tends to N * dP / tau: halving the tick changes
+    # it little; with instantaneous steps it doubles
+    assert ramps[(0.03, 0.005)] / ramps[(0.03, 0.01)] < 1.25
+    assert ramps[(0.0, 0.005)] / ramps[(0.0, 0.01)] == pytest.approx(2.0, rel=0.01)
+    sc = _llama_window(0.005, 0.03, 0.05, jitter=0.0, minutes=2)
+    job, hw = sc.jobs[0], sc.hardware
+    low = min(job.startup_w, job.comm_w, hw.gpu_idle_w)
+    bound = job.gpus * (job.compute_w - low) / hw.gpu_rise_time_constant_s
+    assert ramps[(0.03, 0.005)] <= bound * 1.001
+
+
+def test_first_order_step_response_matches_closed_form():
+    from powerlab.grid.transients import first_order_rle
+
+    tick, tau = 0.01, 0.03
+    y = first_order_rle(np.array([100.0, 700.0, 100.0]), np.array([50, 100, 100]),
+                        tick, tau, 2 * tau)
+    # the mean over each tick of 700 - 600 exp(-t / tau)
+    t0 = np.arange(100) * tick
+    exact = 700 - 600 * tau / tick * (np.exp(-t0 / tau) - np.exp(-(t0 + tick) / tau))
+    np.testing.assert_allclose(y[50:150], exact, rtol=1e-12)
+    # energy: a rise lacks dP * tau_rise, a fall keeps dP * tau_fall extra (settled runs)
+    steps = np.repeat([100.0, 700.0, 100.0], [50, 100, 100])
+    assert (y - steps)[50:150].sum() * tick == pytest.approx(-600 * tau, rel=1e-9)
+    assert (y - steps)[150:].sum() * tick == pytest.approx(600 * 2 * tau, rel=1e-6)
+    # null: zero time constants are the steps themselves
+    np.testing.assert_array_equal(first_order_rle(np.array([100.0, 700.0]),
+                                                  np.array([3, 4]), tick, 0.0, 0.0),
+                                  steps[47:54])
+
+
+def test_facility_step_is_losses_now_and_cooling_over_minutes():
+    from powerlab.grid.facility import facility_power
+
+    tick, loss, tau, pue = 0.1, 0.05, 300.0, 1.3
+    n = int(3600 / tick)
+    it = np.full(n, 10e6)
+    k = int(600 / tick)
+    it[k:] = 20e6
+    fp = facility_power(it, tick, np.full(n, pue), electrical_loss_fraction=loss,
+                        cooling_time_constant_s=tau, base_load_w=1e6)
+    fac = fp.facility_w
+    per = int(1 / tick)
+    step_1s = fac[k:k + per].mean() - fac[k - per:k].mean()
+    cooling_share = (pue - 1 - loss) * 10e6 * (1 - np.exp(-1 / tau))
+    assert (1 + loss) * 10e6 <= step_1s <= (1 + loss) * 10e6 + cooling_share
+    # before the step: steady state, facility = IT x PUE + base
+    assert fac[k - 1] == pytest.approx(10e6 * pue + 1e6, rel=1e-12)
+    # the cooling settles over minutes: 63 % after tau, within 1 % after 5 tau
+    c_target = (pue - 1 - loss) * 10e6
+    rise = (fp.cooling_w - (pue - 1 - loss) * 10e6) / c_target
+    assert rise[k + int(tau / tick)] == pytest.approx(1 - np.exp(-1), abs=1e-3)
+    assert rise[k + int(60 / tick)] < 0.2
+    assert abs(1 - rise[k + int(5 * tau / tick)]) < 0.01
+    assert fac[-1] == pytest.approx(20e6 * pue + 1e6, rel=1e-3)
+    # null: with no lag the whole PUE follows at once
+    fp0 = facility_power(it, tick, np.full(n, pue), electrical_loss_fraction=loss,
+                         cooling_time_constant_s=0.0, base_load_w=1e6)
+    np.testing.assert_allclose(fp0.facility_w, it * pue + 1e6)
+
+
+@pytest.mark.parametrize("mit", [None, MITIGATED], ids=["plain", "all-mitigations"])
+def test_reducing_as_it_goes_gives_the_same_numbers(mit):
+    sc = _small(mit)
+    full = forecast(sc, draws=3, seed=9)
+    red = forecast(sc, draws=3, seed=9, keep_ticks=False)
+    assert not red.keeps_ticks
+    for scope in ("facility", "it"):
+        np.testing.assert_allclose(red.energy_j(scope), full.energy_j(scope), rtol=1e-9)
+    for resol in ("1s", "1min", "15min"):
+        a, b = full.summary_frame(resol), red.summary_frame(resol)
+        num = [c for c in a.columns if c.startswith(("power_w", "ramp_"))]
+        np.testing.assert_allclose(b[num].to_numpy(float), a[num].to_numpy(float),
+                                   rtol=1e-9)
+        assert (a["events"] == b["events"]).all()
+    ma, mb = full.metrics, red.metrics
+    exact = ["peak_w", "min_w", "ramp_up_w_per_s", "ramp_down_w_per_s",
+             "ramp_up_w_per_s_1s", "ramp_down_w_per_s_1s", "ramp_up_w_per_min_1min",
+             "ramp_down_w_per_min_1min"]
+    np.testing.assert_allclose(mb[exact].to_numpy(float), ma[exact].to_numpy(float),
+                               rtol=1e-6)
+    it_a, it_b = ma[ma["scope"] == "it"], mb[mb["scope"] == "it"]
+    np.testing.assert_allclose(it_b["band_0p1_2hz_rms_w"], it_a["band_0p1_2hz_rms_w"],
+                               rtol=1e-9)
+    # swings over windows aligned to the 1-s grid never exceed the sliding ones
+    for w in (1, 10, 60):
+        assert (mb[f"swing_{w}s_w"].to_numpy() <= ma[f"swing_{w}s_w"].to_numpy() + 1e-6).all()
+        assert (mb[f"swing_{w}s_w"].to_numpy() >= 0.5 * ma[f"swing_{w}s_w"].to_numpy()).all()
+    np.testing.assert_allclose(red.pue_realised, full.pue_realised, rtol=1e-12)
+    np.testing.assert_allclose(red.quantile_bands(resolution="1min", scope="it")
+                               .drop(columns="interval_start_utc"),
+                               full.quantile_bands(resolution="1min", scope="it")
+                               .drop(columns="interval_start_utc"), rtol=1e-9, atol=1e-6)
+    assert "Power-swing forecast" in str(red.summary())
+    with pytest.raises(PowerlabError, match="keep_ticks=True"):
+        red.power_w("it")
+    with pytest.raises(PowerlabError, match="reduction intervals"):
+        red.summary_frame(0.5)

@@ -103,3 +103,33 @@ def test_prometheus_power_in_milliwatts_is_refused_by_validation():
     text = 'DCGM_FI_DEV_POWER_USAGE{gpu="0"} 612803\n'
     with pytest.raises(SchemaError, match="power_w"):
         parse_dcgm_prometheus(text, timestamp=T0)
+
+
+def test_prometheus_parsed_by_prometheus_client_escapes_counters_and_types():
+    # label escapes, a counter without _total (the parser appends it), HELP text with
+    # braces, an untyped metric, spaces around labels: values as dcgm-exporter meant them
+    text = ('# HELP DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION Total energy {in mJ}.\n'
+            '# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n'
+            'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",Hostname="n\\"1\\\\x"} 5000 '
+            '1753610400000\n'
+            'DCGM_FI_DEV_POWER_USAGE{ gpu = "0" , Hostname="n\\"1\\\\x", } 250.25 '
+            '1753610400000\n'
+            'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="n\\"1\\\\x"} NaN 1753610400000\n')
+    df = parse_dcgm_prometheus(text)
+    assert df["host"].tolist() == ['n"1\\x']
+    assert df["energy_j"].tolist() == [5.0] and df["power_w"].tolist() == [250.25]
+    assert np.isnan(df["temp_gpu_c"].iloc[0])
+    assert df["timestamp"].iloc[0] == pd.Timestamp(1753610400000, unit="ms", tz="UTC")
+
+
+@pytest.mark.bad_input("readers")
+@pytest.mark.parametrize(("line", "match"), [
+    ('DCGM_FI_DEV_POWER_USAGE{gpu="0"} 7O0.5', "'7O0.5' as a number in W"),
+    ('DCGM_FI_DEV_POWER_USAGE{gpu="0} 700.5', "not a Prometheus sample line"),
+    ("# TYPE", "not a Prometheus sample line"),
+])
+def test_prometheus_unparseable_line_is_named(line, match):
+    text = ('DCGM_FI_DEV_POWER_USAGE{gpu="1"} 100 1753610400000\n' + line + "\n")
+    with pytest.raises(ParseError, match=match) as exc:
+        parse_dcgm_prometheus(text, timestamp=T0)
+    assert exc.value.line == 2

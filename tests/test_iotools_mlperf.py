@@ -101,12 +101,12 @@ def test_full_result_log(run64):
 
 
 def test_malformed_mllog_lines_are_counted_not_silent():
-    text = ('0: :::MLLOG {"time_ms": 1, "key": "run_start", "value": null, "metadata": {}}\n'
+    text = ('0: :::MLLOG {"time_ms": 1715960308001, "key": "run_start", "value": null, "metadata": {}}\n'
             'some shell output\n'
-            '0: :::MLLOG {"time_ms": 2, "key": "tracked_stats", "value": {"train_step_timing '
+            '0: :::MLLOG {"time_ms": 1715960308002, "key": "tracked_stats", "value": {"train_step_timing '
             'in s": 1.5}, "metadata": {"step": 8}}\n'
-            '0: :::MLLOG {"time_ms": 3, "key": "run_st\n'
-            '+ echo \':::MLLOG {"time_ms": 4}\'\n')
+            '0: :::MLLOG {"time_ms": 1715960308003, "key": "run_st\n'
+            '+ echo \':::MLLOG {"time_ms": 1715960308004}\'\n')
     with pytest.warns(DataQualityWarning, match="skipped 2 malformed"):
         r = parse_mllog(text)
     assert r.steps["train_step_timing_s"].tolist() == [1.5]

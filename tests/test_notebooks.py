@@ -124,7 +124,7 @@ def test_numbers_answer_the_questions(executed):
     pct = float(out1.split("kWh metered (")[1].split(" %")[0])
     assert abs(pct) < 1.0
     out4 = _stdout(executed["04_facilities_export.ipynb"][0])
-    assert "largest difference after the round trip: 0.0 MW; times identical: True" in out4
+    assert "within rounding: True; times identical: True" in out4
     out6 = _stdout(executed["06_reliability.ipynb"][0])
     assert "for 3 of 4 GPU causes with failures" in out6
     assert "inside its 95 % interval in 39 of 40 fleets" in out6

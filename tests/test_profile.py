@@ -302,7 +302,7 @@ def backtest(power=None, log=None, *, ticks_per_step: int = 1000, grid_s: float 
         "horizon": {"start_utc": mid.isoformat(), "end_utc": run1.isoformat()},
         # a whole number of ticks per step: rounding the step would drift the cadence
         "simulation": {"tick_s": fit.step_time_s / ticks_per_step},
-        "site": {"pue": 1.0},
+        "site": {"pue": 1.0, "electrical_loss_fraction": 0.0},
         "hardware": fit.hardware_kwargs(),  # no split: node power shared among its GPUs
         "jobs": [{"name": "gpt3", "gpus": 8 * nodes, "start_utc": job0.isoformat(),
                   "duration_s": (run1 - job0).total_seconds() + 60, **fit.job_kwargs()}],

@@ -113,3 +113,46 @@ def test_hash_identifies_content():
     c = parse_scenario(d)
     assert a.hash() == b.hash() and len(a.hash()) == 64
     assert a.hash() != c.hash()
+
+
+@pytest.mark.bad_input("scenario")
+@pytest.mark.parametrize("mutate, key, words", [
+    (lambda d: d["jobs"][0].__setitem__("gpus", 10**12), "jobs[0].gpus", "must be <="),
+    (lambda d: d["hardware"].__setitem__("cluster_gpus", 10**12), "hardware.cluster_gpus",
+     "must be <="),
+    (lambda d: d["jobs"][0].__setitem__("duration_s", 1e9), "jobs[0].duration_s",
+     "must be <="),
+    (lambda d: d["jobs"][0].__setitem__("start_utc", "9999-06-02T12:00:00Z"),
+     "jobs[0].start_utc", "year must be between"),
+    (lambda d: d["jobs"][0].__setitem__("start_utc", "1066-10-14T09:00:00Z"),
+     "jobs[0].start_utc", "year must be between"),
+    (lambda d: d.__setitem__("horizon", {"start_utc": "2025-01-01T00:00:00Z",
+                                         "end_utc": "2031-01-01T00:00:00Z"}),
+     "horizon", "days"),
+    (lambda d: d["site"].__setitem__("electrical_loss_fraction", 0.3), "site.electrical_loss",
+     "do not fit in a PUE"),
+    (lambda d: d["hardware"].__setitem__("gpu_rise_time_constant_s", -0.1),
+     "hardware.gpu_rise_time_constant_s", ">="),
+])
+def test_absurd_sizes_are_refused_naming_the_key(mutate, key, words):
+    d = _doc()
+    mutate(d)
+    with pytest.raises(ScenarioError, match=words) as ei:
+        parse_scenario(d)
+    assert key in str(ei.value)
+
+
+@pytest.mark.bad_input("scenario")
+def test_forecast_memory_is_estimated_and_refused_before_allocation():
+    from powerlab.grid.forecast import forecast, memory_estimate_bytes
+
+    sc = read_scenario(SCEN / "small.yaml")
+    est = memory_estimate_bytes(sc, 100_000, 0.1)
+    assert 100_000 * 72_000 * 8 * 5 <= est < 1.01 * 100_000 * 72_000 * 8 * 5
+    with pytest.raises(ScenarioError, match=r"about 26[0-9],?[0-9]*\.[0-9] GiB") as ei:
+        forecast(sc, draws=100_000)
+    assert "100,000 draws x 72,000 ticks" in str(ei.value) and "draws" in str(ei.value)
+    with pytest.raises(ScenarioError, match="GiB allowed"):
+        forecast(sc, draws=2, memory_limit_bytes=1000)
+    # null: a forecast under the limit runs
+    assert forecast(sc, draws=1, memory_limit_bytes=est).draws == 1

@@ -1,4 +1,5 @@
-"""``powerlab aggregate``: power of the cluster, hosts, racks or jobs from a store, on Dask."""
+"""``powerlab aggregate``: power of the cluster, hosts, racks or jobs from a store (pandas or
+Dask)."""
 
 from __future__ import annotations
 
@@ -9,24 +10,36 @@ from pathlib import Path
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "aggregate",
-        help="aggregate a telemetry store to cluster/host/rack/job power per time bin (Dask)",
-        description="Read a powerlab store lazily with Dask (pruned by date and host) and "
-                    "write the power of the cluster, each host, rack or job per time bin: "
-                    "the sum over GPUs of each GPU's mean power in the bin. Runs on local "
-                    "threads, on a local cluster of --workers processes, or on an existing "
-                    "Dask cluster (--scheduler).",
+        help="aggregate a telemetry store to cluster/host/rack/job power per time bin",
+        description="Read a powerlab store (pruned by date and host) and write the power of "
+                    "the cluster, each host, rack or job per time bin: the sum over devices "
+                    "of each device's mean power in the bin. --scope node adds node AC "
+                    "power (what facilities meter; MLPerf logs hold only this). Runs on "
+                    "pandas in this process, or on Dask (the dask extra): local threads, a "
+                    "local cluster of --workers processes, or a running cluster "
+                    "(--scheduler).",
     )
     p.add_argument("store", type=Path, help="store folder (date=YYYY-MM-DD/host=H/...)")
     p.add_argument("--freq", default="1min", help="bin width dividing a day (default 1min)")
     p.add_argument("--by", choices=["cluster", "host", "rack", "job"], default="cluster",
                    help="grouping (default cluster)")
+    p.add_argument("--scope", choices=["gpu", "node", "all"], default="gpu",
+                   help="GPU board power, node AC power, or both as separate rows "
+                        "(default gpu)")
     p.add_argument("--jobs", type=Path, help="CSV GPU->job map: host,gpu_index,job_id,"
-                   "start,end (ISO times with zone); needed for --by job")
+                   "start,end (ISO times with zone); for --by job")
+    p.add_argument("--sacct", type=Path, help="Slurm accounting for --by job: saved "
+                   "output of sacct --parsable2 (with --tz) or sacct --json")
+    p.add_argument("--tz", help="IANA time zone sacct --parsable2 printed its times in")
+    p.add_argument("--gpus-per-node", type=int, default=8,
+                   help="GPUs per node, to map Slurm jobs to GPUs (default 8)")
     p.add_argument("--racks", type=Path, help="CSV host->rack map: host,rack; needed for "
                    "--by rack")
     p.add_argument("--start", help="first time, ISO 8601 with zone (e.g. 2024-05-17T00:00Z)")
     p.add_argument("--end", help="end time (exclusive), ISO 8601 with zone")
     p.add_argument("--out", type=Path, required=True, help="output file, .parquet or .csv")
+    p.add_argument("--engine", choices=["auto", "dask", "pandas"], default="auto",
+                   help="where to compute (default auto: Dask if installed, else pandas)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="address of a running Dask scheduler (tcp://host:8786)")
@@ -34,6 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="start a local cluster of N single-threaded worker processes")
     p.add_argument("--memory-limit", default="2GiB",
                    help="memory limit per local worker (with --workers; default 2GiB)")
+    p.add_argument("--timeout-s", type=float, default=20.0,
+                   help="seconds to wait for the scheduler to answer (default 20)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -99,43 +114,151 @@ def _jobs(path: Path):
     return out
 
 
-def run(args) -> int:
-    import contextlib
+def probe_scheduler(address: str, timeout_s: float) -> str:
+    """Check that a Dask scheduler answers at ``address`` before Dask connects.
+
+    A Dask scheduler speaks first: on a new TCP connection it sends its handshake, a
+    frame count as an 8-byte little-endian integer.  A port that accepts but stays
+    silent, or answers with something else (an HTTP server), is refused here with a
+    clear error instead of a hang or a multi-exabyte allocation inside Dask.
+
+    Returns the address in ``tcp://host:port`` form.
+    """
+    import socket
+    import struct
 
     from ..exceptions import PowerlabError
-    from ..telemetry import aggregate as ag
+
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    if scheme == "inproc":  # a scheduler in this very process (notebooks, tests)
+        return address
+    if scheme not in ("tcp", "tls"):
+        raise PowerlabError(f"--scheduler {address!r}: expected tcp://HOST:PORT (or "
+                            "tls://HOST:PORT)")
+    host, colon, port = rest.rpartition(":")
+    host = host.strip("[]")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise PowerlabError(f"--scheduler {address!r}: expected HOST:PORT with a port "
+                            "number 1-65535")
+    if scheme == "tls":
+        return address
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+            sock.settimeout(timeout_s)
+            head = b""
+            while len(head) < 8:
+                chunk = sock.recv(8 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+    except TimeoutError:
+        raise PowerlabError(f"--scheduler {address}: nothing answered within "
+                            f"{timeout_s:g} s (is it a Dask scheduler? --timeout-s)") \
+            from None
+    except OSError as exc:
+        raise PowerlabError(f"cannot reach the Dask scheduler at {address}: "
+                            f"{exc.strerror or exc}") from None
+    if len(head) < 8 or not 0 < struct.unpack("<Q", head)[0] < 1024:
+        raise PowerlabError(f"--scheduler {address}: the server there does not speak the "
+                            f"Dask protocol (it sent {head[:16]!r})")
+    return f"tcp://{host}:{port}"
+
+
+def _check_args(args):
+    from ..exceptions import PowerlabError
+    from ..telemetry.engines import dask_available
 
     out = args.out
     if out.suffix not in (".parquet", ".csv"):
         raise PowerlabError(f"--out {out}: expected a .parquet or .csv file name")
+    if out.is_dir():
+        raise PowerlabError(f"--out {out}: is a folder; give a file name")
     start, end = _time(args.start, "start"), _time(args.end, "end")
-    if args.by == "job" and args.jobs is None:
-        raise PowerlabError("--by job needs --jobs MAP.csv (host,gpu_index,job_id,start,end)")
+    if start is not None and end is not None and start >= end:
+        raise PowerlabError(f"--start {args.start} is not before --end {args.end}")
+    if args.by == "job" and (args.jobs is None) == (args.sacct is None):
+        raise PowerlabError("--by job needs either --jobs MAP.csv "
+                            "(host,gpu_index,job_id,start,end) or --sacct FILE")
+    if args.by == "job" and args.scope == "all":
+        raise PowerlabError("--by job takes --scope gpu or node")
     if args.by == "rack" and args.racks is None:
         raise PowerlabError("--by rack needs --racks MAP.csv (host,rack)")
     if args.workers is not None and args.workers < 1:
         raise PowerlabError("--workers must be at least 1")
+    if not args.timeout_s > 0:
+        raise PowerlabError(f"--timeout-s must be positive, got {args.timeout_s:g}")
+    if args.gpus_per_node < 1:
+        raise PowerlabError("--gpus-per-node must be at least 1")
+    distributed = args.scheduler or args.workers
+    if (distributed or args.engine == "dask") and not dask_available():
+        raise PowerlabError("--scheduler, --workers and --engine dask need the Dask extra: "
+                            "pip install 'powerlab[dask]'")
+    if distributed and args.engine == "pandas":
+        raise PowerlabError("--engine pandas runs in this process; drop --scheduler/--workers")
+    if args.workers:
+        from dask.utils import parse_bytes
+
+        try:
+            parse_bytes(args.memory_limit)
+        except (ValueError, TypeError):
+            raise PowerlabError(f"--memory-limit {args.memory_limit!r}: expected a size "
+                                "such as 2GiB or 500MB") from None
+    if not args.store.is_dir():
+        raise PowerlabError(f"store {args.store}: no such folder")
+    return start, end
+
+
+def _job_map(args):
+    from ..iotools.slurm import read_sacct
+    from ..telemetry.jobs import gpu_job_map
+
+    if args.jobs is not None:
+        return _jobs(args.jobs)
+    return gpu_job_map(read_sacct(args.sacct, tz=args.tz), args.gpus_per_node)
+
+
+def run(args) -> int:
+    import contextlib
+    import warnings
+
+    from ..telemetry import aggregate as ag
+    from ..telemetry import jobs as jb
+    from ..telemetry.engines import EmptyResultWarning
+
+    start, end = _check_args(args)
+    address = probe_scheduler(args.scheduler, args.timeout_s) if args.scheduler else None
+    from ..telemetry.engines import resolve_engine
+
+    engine = "dask" if (args.scheduler or args.workers) else resolve_engine(args.engine)
+    compute = engine == "pandas"
     if args.by == "job":
-        lazy = ag.job_power(args.store, _jobs(args.jobs), args.freq, start=start, end=end,
-                            compute=False)
+        lazy = jb.job_power(args.store, _job_map(args), args.freq, start=start, end=end,
+                            compute=compute, engine=engine, scope=args.scope)
     else:
         racks = None
         if args.racks is not None:
             racks = _read_csv(args.racks, ["host", "rack"], "host->rack map")
         lazy = ag.power_sums(args.store, args.freq, by=args.by, racks=racks, start=start,
-                             end=end, compute=False)
+                             end=end, compute=compute, engine=engine, scope=args.scope)
 
     with contextlib.ExitStack() as stack:
-        client = None
-        if args.scheduler or args.workers:
+        if compute:
+            result = lazy
+        elif args.scheduler or args.workers:
+            import pandas as pd
             from distributed import Client, LocalCluster, progress
 
-            if args.scheduler:
+            if address:
                 try:
-                    client = stack.enter_context(Client(args.scheduler, timeout="20s"))
-                except OSError as exc:
-                    raise PowerlabError(f"cannot reach the Dask scheduler at "
-                                        f"{args.scheduler}: {exc}") from exc
+                    client = stack.enter_context(Client(address,
+                                                        timeout=f"{args.timeout_s}s"))
+                except (OSError, TimeoutError) as exc:
+                    from ..exceptions import PowerlabError
+
+                    raise PowerlabError(f"cannot connect to the Dask scheduler at "
+                                        f"{address}: {exc}") from None
             else:
                 cluster = stack.enter_context(LocalCluster(
                     n_workers=args.workers, threads_per_worker=1, processes=True,
@@ -145,8 +268,6 @@ def run(args) -> int:
             if not args.no_progress:
                 progress(futs)
                 print()
-            import pandas as pd
-
             result = ag.collect(pd.concat(client.gather(futs), ignore_index=True))
         else:
             from dask.diagnostics import ProgressBar
@@ -154,10 +275,21 @@ def run(args) -> int:
             if not args.no_progress:
                 stack.enter_context(ProgressBar())
             result = ag.collect(lazy)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix == ".csv":
-        result.to_csv(out, index=False, date_format="%Y-%m-%dT%H:%M:%S.%fZ")
+    if len(result) == 0 and not compute:
+        from ..telemetry.engines import explain_empty
+
+        warnings.warn(explain_empty(f"aggregate --by {args.by}", args.store,
+                                    scope=args.scope, start=start, end=end),
+                      EmptyResultWarning, stacklevel=1)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.out.suffix == ".csv":
+        result.to_csv(args.out, index=False, date_format="%Y-%m-%dT%H:%M:%S.%fZ")
     else:
-        result.to_parquet(out, index=False)
-    print(f"wrote {len(result)} rows to {out}")
+        result.to_parquet(args.out, index=False)
+    print(f"wrote {len(result)} rows to {args.out}")
+    if args.by == "job" and len(result):
+        import pandas as pd
+
+        with pd.option_context("display.width", 120, "display.max_columns", 10):
+            print(jb.job_energy(result, args.freq).to_string(index=False))
     return 0

@@ -50,6 +50,10 @@ def run(args) -> int:
     print(f"largest swing in 1 s    {f['swing_1s_megawatts']:.1f} MW")
     print(f"max ramp up / down      {f['ramp_up_megawatts_per_s']:.1f} / "
           f"{f['ramp_down_megawatts_per_s']:.1f} MW/s")
+    print(f"15-min peak demand      {f['peak_demand_megawatts_15min']:.1f} MW")
+    print(f"energy                  {f['energy_megawatt_hours']:,.0f} MWh")
+    print(f"largest ramp (1-min)    {f['ramp_megawatts_per_min_1min']:.1f} MW/min")
+    print(f"load factor             {f['load_factor']:.2f}")
     print(f"time-of-day amplitude   {f['tod_amplitude_pct']:.2f} % "
           f"[{f['tod_amplitude_ci_low_pct']:.2f}, {f['tod_amplitude_ci_high_pct']:.2f}]")
     print(f"report                  {res.report}")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-RESOLUTIONS = {"1s": "1s", "1min": "1min", "15min": "15min"}
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -19,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("scenario", type=Path, help="scenario YAML file")
     p.add_argument("--out", type=Path, required=True, help="CSV file to write")
-    p.add_argument("--resolution", choices=sorted(RESOLUTIONS), default="15min",
+    p.add_argument("--resolution", choices=["1s", "1min", "5min", "15min", "30min", "1h"],
+                   default="15min",
                    help="interval of the CSV rows (default 15min)")
     p.add_argument("--draws", type=int, default=20, help="Monte Carlo draws (default 20)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -28,16 +27,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args) -> int:
-    from ..exceptions import ScenarioError
+    from ..exceptions import PowerlabError, ScenarioError
     from ..grid.export import write_facilities_csv
     from ..grid.forecast import forecast
     from ..grid.scenario import read_scenario
 
     if args.draws < 1:
         raise ScenarioError(f"--draws must be >= 1, got {args.draws}", key="--draws")
+    if args.out.suffix.lower() != ".csv":
+        raise PowerlabError(f"--out {args.out}: the facilities export is a CSV file; name "
+                            "it '*.csv'")
+    if not args.out.parent.is_dir():
+        raise PowerlabError(f"--out {args.out}: folder {args.out.parent} does not exist")
+    if args.out.is_dir() or args.out.with_suffix(".json").is_dir():
+        raise PowerlabError(f"--out {args.out}: it or its sidecar path is a folder")
     scen = read_scenario(args.scenario)
     res = forecast(scen, draws=args.draws, seed=args.seed)
-    csv, side = write_facilities_csv(res, args.out, RESOLUTIONS[args.resolution])
+    csv, side = write_facilities_csv(res, args.out, args.resolution)
     if not args.quiet:
         print(res.summary())
     print(f"wrote {csv} and {side}")

@@ -61,6 +61,7 @@ def run(args) -> int:
 
     total = 0
     imported = []
+    unreadable: list[str] = []
     for src in args.sources:
         if not src.exists():
             raise ParseError("no such file or folder", path=src)
@@ -88,7 +89,13 @@ def run(args) -> int:
         total += len(df)
         imported.append(df)
         print(f"{src}: {len(df):,} rows ({fmt}) -> {len(files)} file(s)")
-    print(f"imported {total:,} rows into {args.out}")
+        bad = df.attrs.get("unreadable_files") or []
+        if bad:
+            unreadable.extend(str(src / b) for b in bad)
+            print(f"{src}: skipped {len(bad)} unreadable file(s): {', '.join(bad)}")
+    print(f"imported {total:,} rows into {args.out}"
+          + (f"; {len(unreadable)} unreadable file(s) skipped: {', '.join(unreadable)}"
+             if unreadable else ""))
     if imported:
         # compare the imported devices with everything the store holds over their span
         # (a copied file imported under another host name is caught on its second import)

@@ -1,58 +1,113 @@
-"""Facilities export of a power forecast: a spreadsheet-safe CSV plus a JSON sidecar.
+"""Facilities export of a power forecast: a spreadsheet-native CSV plus a JSON sidecar.
 
-The CSV has one row per interval and scope with the columns of :data:`FACILITIES_COLUMNS`
-(times in ISO 8601 UTC with a ``Z``, power in megawatts, ramps in megawatts per second).
-The sidecar ``<name>.json`` holds the units, the modelling assumptions, the scenario hash,
-the powerlab version and the generation time.  Both files are written atomically (temp
-file in the same folder, fsync, rename).  Text fields that a spreadsheet would run as a
-formula (starting with ``= + - @``, tab or carriage return, possibly after apostrophes)
-are prefixed with ``'``, which :func:`read_facilities_csv` removes again.
+Format version 2, documented column by column in ``docs/facilities_csv.md``:
+
+- one row per clock-aligned interval (1 s, 1 min, 5 min, 15 min, 30 min or 1 h);
+- interval start and end in UTC and the start in the site's local time, written
+  ``YYYY-MM-DD HH:MM:SS`` (read as dates by spreadsheets), the zone named in the column
+  name, plus the local UTC offset (so the repeated hour of a DST change is unambiguous);
+- facility and IT power side by side (mean, min, max, p10, p50, p90 in MW), energy per
+  interval (MWh), ramps over named windows (MW/s between adjacent 1-s means, MW/min
+  between adjacent 1-min means), and the events of draw 0;
+- numbers written with fixed decimals (:data:`DECIMALS`), never in exponent form.
+
+The sidecar ``<name>.json`` holds the units, the rounding, the time zone, the scenario
+hash, the powerlab version, the generation time and the CSV's SHA-256, which
+:func:`read_facilities_csv` checks.  The pair is written so that a crash never leaves a
+new CSV beside an old sidecar (both written to temporary files first; the old sidecar is
+removed before the new CSV takes its name).  Text cells that a spreadsheet would run as a
+formula (``= + - @``, tab, carriage return) get a leading ``'``, which the reader removes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..exceptions import ParseError, PowerlabError
-from ..telemetry.store import atomic_write_bytes
+from ..exceptions import AnalysisError, ParseError, PowerlabError
+from .planner import clock_edges, ramp_into_tick
 
 __all__ = [
-    "FACILITIES_COLUMNS",
-    "UNITS",
+    "DECIMALS",
+    "FORMAT_VERSION",
+    "RESOLUTIONS",
+    "facilities_columns",
     "facilities_frame",
     "read_facilities_csv",
     "sanitize_cell",
     "write_facilities_csv",
 ]
 
-FACILITIES_COLUMNS = (
-    "interval_start_utc", "interval_end_utc", "scope",
-    "power_megawatts_mean", "power_megawatts_min", "power_megawatts_max",
-    "power_megawatts_p10", "power_megawatts_p90",
-    "ramp_up_megawatts_per_s_max", "ramp_down_megawatts_per_s_max", "events",
-)
-_NUMERIC = FACILITIES_COLUMNS[3:10]
+FORMAT_VERSION = 2
 
-UNITS = {
-    "interval_start_utc": "ISO 8601 UTC (Z)",
-    "interval_end_utc": "ISO 8601 UTC (Z)",
-    "scope": "'facility' (grid: IT x PUE + base load - battery) or 'it'",
-    "power_megawatts_mean": "MW, mean over draws of the interval mean",
-    "power_megawatts_min": "MW, lowest tick power in the interval, any draw",
-    "power_megawatts_max": "MW, highest tick power in the interval, any draw",
-    "power_megawatts_p10": "MW, 10th percentile across draws of the interval mean",
-    "power_megawatts_p90": "MW, 90th percentile across draws of the interval mean",
-    "ramp_up_megawatts_per_s_max": "MW/s, largest tick-to-tick rise, any draw",
-    "ramp_down_megawatts_per_s_max": "MW/s, largest tick-to-tick fall (positive), any draw",
-    "events": "text, events of draw 0 starting in the interval ('job:event; ...')",
-}
+#: Row intervals a facilities CSV may have: name -> seconds.
+RESOLUTIONS = {"1s": 1.0, "1min": 60.0, "5min": 300.0, "15min": 900.0, "30min": 1800.0,
+               "1h": 3600.0}
 
+SCOPES = ("facility", "it")
+_STATS = ("mean", "min", "max", "p10", "p50", "p90")
+_RAMPS = (("ramp_up_megawatts_per_s_1s_max", 1.0, +1), ("ramp_down_megawatts_per_s_1s_max",
+                                                          1.0, -1),
+          ("ramp_up_megawatts_per_min_1min_max", 60.0, +1),
+          ("ramp_down_megawatts_per_min_1min_max", 60.0, -1))
+
+#: Decimal places written per kind of column (the stated resolution of the numbers).
+DECIMALS = {"power": 3, "energy": 6, "ramp": 3}
+_TIME_FMT = "%Y-%m-%d %H:%M:%S"
 _DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
-_ISO = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def _local_col(tz: str) -> str:
+    return f"interval_start_local_{tz}"
+
+
+def facilities_columns(tz: str) -> list[str]:
+    """The CSV's columns for a site in time zone ``tz`` (IANA name), in order."""
+    cols = ["interval_start_utc", "interval_end_utc", _local_col(tz), "utc_offset_local"]
+    for s in SCOPES:
+        cols += [f"{s}_power_megawatts_{st}" for st in _STATS]
+        cols.append(f"{s}_energy_megawatt_hours")
+        cols += [f"{s}_{name}" for name, _, _ in _RAMPS]
+    cols.append("events")
+    return cols
+
+
+def _units(tz: str) -> dict:
+    u = {"interval_start_utc": "UTC, YYYY-MM-DD HH:MM:SS, start of the interval",
+         "interval_end_utc": "UTC, end of the interval (exclusive)",
+         _local_col(tz): f"local time in {tz}, start of the interval",
+         "utc_offset_local": "offset of the local time from UTC at the interval start, "
+                             "+HH:MM"}
+    for s in SCOPES:
+        what = ("facility (grid) power: IT x PUE + base load - battery" if s == "facility"
+                else "IT power: GPUs, nodes and idle GPUs")
+        u[f"{s}_power_megawatts_mean"] = f"MW, {what}; mean over draws of the interval mean"
+        u[f"{s}_power_megawatts_min"] = "MW, lowest tick power in the interval, any draw"
+        u[f"{s}_power_megawatts_max"] = "MW, highest tick power in the interval, any draw"
+        for p in ("p10", "p50", "p90"):
+            u[f"{s}_power_megawatts_{p}"] = (f"MW, {p[1:]}th percentile across draws of "
+                                             "the interval mean")
+        u[f"{s}_energy_megawatt_hours"] = "MWh, energy in the interval, mean over draws"
+        for name, win, sign in _RAMPS:
+            unit = "MW/s" if win == 1.0 else "MW/min"
+            u[f"{s}_{name}"] = (f"{unit}, largest {'rise' if sign > 0 else 'fall'} between "
+                                f"adjacent {win:g}-s means whose boundary lies in the "
+                                "interval, any draw (positive; blank where undefined)")
+    u["events"] = "text, events of draw 0 starting in the interval ('job:event; ...')"
+    return u
+
+
+def _decimals(col: str) -> int:
+    if "energy" in col:
+        return DECIMALS["energy"]
+    if "ramp" in col:
+        return DECIMALS["ramp"]
+    return DECIMALS["power"]
 
 
 def _needs_guard(text: str) -> bool:
@@ -80,49 +135,137 @@ def _unsanitize(text: str) -> str:
     return text
 
 
-def _iso(ts: pd.Series) -> pd.Series:
-    s = pd.to_datetime(ts, utc=True).dt.strftime(_ISO)
-    return s.str.replace(r"\.000000Z$", "Z", regex=True)
+def _resolution_s(resolution) -> float:
+    if isinstance(resolution, str) and resolution in RESOLUTIONS:
+        return RESOLUTIONS[resolution]
+    if isinstance(resolution, (int, float)) and float(resolution) in RESOLUTIONS.values():
+        return float(resolution)
+    raise PowerlabError(f"resolution must be one of {', '.join(RESOLUTIONS)}, "
+                        f"got {resolution!r}")
+
+
+def _events_text(result, edges: np.ndarray) -> list[str]:
+    ev0 = result.events[result.events["draw"] == 0]
+    ticks = ev0["tick"].to_numpy()
+    idx = np.searchsorted(edges, ticks, side="right") - 1
+    ok = (idx >= 0) & (ticks < result.n_ticks)
+    labels = (ev0["job"].astype(str) + ":" + ev0["event"].astype(str)).to_numpy()
+    text = [""] * len(edges)
+    for i, lab in zip(idx[ok], labels[ok]):
+        text[i] = lab if not text[i] else text[i] + "; " + lab
+    return text
 
 
 def facilities_frame(result, resolution="15min") -> pd.DataFrame:
-    """The facilities table of a forecast (megawatts), before formatting.
+    """The facilities table of a forecast, before rounding and formatting.
 
     Parameters
     ----------
     result : ForecastResult
-    resolution : str or float
-        Interval (``'1s'``, ``'1min'``, ``'15min'`` or seconds).
+    resolution : {'1s', '1min', '5min', '15min', '30min', '1h'} or seconds
+        Row interval; rows are aligned to the clock (the first row is partial when the
+        horizon starts between two boundaries).
+
+    Returns
+    -------
+    DataFrame
+        The columns of :func:`facilities_columns` (times tz-aware: UTC, and local in
+        the site's zone), numbers in MW, MWh, MW/s and MW/min.
     """
-    sf = result.summary_frame(resolution)
-    out = pd.DataFrame({
-        "interval_start_utc": sf["interval_start_utc"],
-        "interval_end_utc": sf["interval_end_utc"],
-        "scope": sf["scope"],
+    res = _resolution_s(resolution)
+    tz = result.scenario.site.tz
+    tick = result.tick_s
+    n = result.n_ticks
+    edges = clock_edges(result.start_utc, n, tick, res)
+    counts = np.diff(np.append(edges, n))
+    starts = result.times[edges]
+    ends = starts + pd.to_timedelta(counts * tick, unit="s")
+    local = starts.tz_convert(tz)
+    off = local.strftime("%z")
+    out = {"interval_start_utc": starts, "interval_end_utc": ends, _local_col(tz): local,
+           "utc_offset_local": [o[:3] + ":" + o[3:] for o in off]}
+    for s in SCOPES:
+        x = result.power_w(s)
+        means = np.add.reduceat(x, edges, axis=1) / counts
+        q = np.quantile(means, [0.1, 0.5, 0.9], axis=0)
+        stats = {"mean": means.mean(axis=0), "min": np.minimum.reduceat(x.min(axis=0), edges),
+                 "max": np.maximum.reduceat(x.max(axis=0), edges),
+                 "p10": q[0], "p50": q[1], "p90": q[2]}
+        for st in _STATS:
+            out[f"{s}_power_megawatts_{st}"] = stats[st] / 1e6
+        out[f"{s}_energy_megawatt_hours"] = (np.add.reduceat(x, edges, axis=1).mean(axis=0)
+                                            * tick / 3.6e9)
+        for name, win, sign in _RAMPS:
+            scale = (1.0 if win == 1.0 else 60.0) / 1e6
+            try:
+                best = np.full(n, np.nan)
+                for d in range(x.shape[0]):
+                    best = np.fmax(best, sign * ramp_into_tick(x[d], tick, win))
+            except AnalysisError:  # the tick does not divide the window
+                best = np.full(n, np.nan)
+            val = np.fmax.reduceat(best, edges)
+            out[f"{s}_{name}"] = np.where(np.isnan(val), np.nan, np.maximum(val, 0.0)) * scale
+    out["events"] = _events_text(result, edges)
+    df = pd.DataFrame(out)
+    df["events"] = df["events"].astype("string")
+    return df
+
+
+def _fmt_time(ts: pd.DatetimeIndex | pd.Series) -> list[str]:
+    ts = pd.DatetimeIndex(ts)
+    frac = (ts.nanosecond != 0) | (ts.microsecond != 0)
+    fmt = _TIME_FMT + (".%f" if frac.any() else "")
+    return list(ts.strftime(fmt))
+
+
+def _fmt_numbers(v: np.ndarray, decimals: int) -> list[str]:
+    r = np.round(np.asarray(v, dtype=float), decimals) + 0.0  # no "-0.000"
+    return ["" if np.isnan(a) else f"{a:.{decimals}f}" for a in r]
+
+
+def _csv_text(df: pd.DataFrame, tz: str) -> str:
+    text = pd.DataFrame({
+        "interval_start_utc": _fmt_time(df["interval_start_utc"]),
+        "interval_end_utc": _fmt_time(df["interval_end_utc"]),
+        _local_col(tz): _fmt_time(df[_local_col(tz)]),
+        "utc_offset_local": df["utc_offset_local"],
     })
-    for c in ("mean", "min", "max", "p10", "p90"):
-        out[f"power_megawatts_{c}"] = sf[f"power_w_{c}"] / 1e6
-    out["ramp_up_megawatts_per_s_max"] = sf["ramp_up_w_per_s_max"] / 1e6
-    out["ramp_down_megawatts_per_s_max"] = sf["ramp_down_w_per_s_max"] / 1e6
-    out["events"] = sf["events"]
-    return out
+    for c in facilities_columns(tz)[4:-1]:
+        text[c] = _fmt_numbers(df[c].to_numpy(), _decimals(c))
+    text["events"] = df["events"].fillna("").astype(str).map(sanitize_cell)
+    return text.to_csv(index=False, lineterminator="\r\n")
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Temporary file in the target folder, fsync, rename (see store.atomic_write_bytes)."""
-    atomic_write_bytes(path, lambda tmp: Path(tmp).write_bytes(data))
+def _write_temp(path: Path, data: bytes) -> Path:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return tmp
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_facilities_csv(result, path, resolution="15min",
                          generated_utc: pd.Timestamp | None = None) -> tuple[Path, Path]:
-    """Write the facilities CSV and its JSON sidecar, atomically.
+    """Write the facilities CSV and its JSON sidecar as a consistent pair.
 
     Parameters
     ----------
     result : ForecastResult
     path : str or Path
-        The CSV file; the sidecar is the same name with ``.json``.
-    resolution : str or float, default '15min'
+        The CSV file, named ``*.csv``; the sidecar is the same name with ``.json``.
+    resolution : {'1s', '1min', '5min', '15min', '30min', '1h'}, default '15min'
         Interval of the rows.
     generated_utc : Timestamp, optional
         Generation time to record (default: now).
@@ -131,93 +274,167 @@ def write_facilities_csv(result, path, resolution="15min",
     -------
     (Path, Path)
         The CSV and the sidecar.
+
+    Raises
+    ------
+    PowerlabError
+        Before anything is written: a name that does not end in ``.csv``, a missing
+        folder, a CSV or sidecar path that is a folder, an unknown resolution.
     """
     from .. import __version__
 
     path = Path(path)
+    jpath = path.with_suffix(".json")
+    if path.suffix.lower() != ".csv":
+        raise PowerlabError(f"cannot write {path}: the facilities export is a CSV file; "
+                            "name it '*.csv' (spreadsheets open it directly)")
     if not path.parent.is_dir():
         raise PowerlabError(f"cannot write {path}: folder {path.parent} does not exist")
-    if path.suffix.lower() == ".json":
-        raise PowerlabError(f"cannot write the CSV to {path}: its JSON sidecar would "
-                            "overwrite it; name the CSV e.g. 'forecast.csv'")
-    df = facilities_frame(result, resolution)
-    text = pd.DataFrame({
-        "interval_start_utc": _iso(df["interval_start_utc"]),
-        "interval_end_utc": _iso(df["interval_end_utc"]),
-        "scope": df["scope"].astype(str).map(sanitize_cell),
-    })
-    for c in _NUMERIC:
-        text[c] = [repr(float(v)) for v in df[c].to_numpy()]
-    text["events"] = df["events"].fillna("").astype(str).map(sanitize_cell)
-    csv = text.to_csv(index=False, lineterminator="\r\n")
-    _atomic_write(path, csv.encode("utf-8"))
+    for p in (path, jpath):
+        if p.is_dir():
+            raise PowerlabError(f"cannot write {p}: it is a folder")
+    res_s = _resolution_s(resolution)
+    tz = result.scenario.site.tz
+    df = facilities_frame(result, res_s)
+    csv = _csv_text(df, tz).encode("utf-8")
     sc = result.scenario
     gen = generated_utc if generated_utc is not None else pd.Timestamp.now(tz="UTC")
+    notes = []
+    if df[[f"facility_{n}" for n, w, _ in _RAMPS if w == 1.0]].isna().all().all():
+        notes.append(f"The engine tick ({result.tick_s:g} s) does not divide 1 s: the "
+                     "1-s ramp columns are blank.")
     side = {
+        "format": "powerlab facilities CSV",
+        "format_version": FORMAT_VERSION,
         "file": path.name,
-        "columns": list(FACILITIES_COLUMNS),
-        "units": UNITS,
-        "resolution_s": float(pd.Timedelta(resolution).total_seconds())
-        if isinstance(resolution, str) else float(resolution),
+        "csv_sha256": hashlib.sha256(csv).hexdigest(),
+        "rows": len(df),
+        "time_zone": tz,
+        "time_format": "YYYY-MM-DD HH:MM:SS",
+        "interval_alignment": "clock-aligned (multiples of the resolution since "
+                              "1970-01-01 UTC); the first row is partial when the horizon "
+                              "starts between two boundaries",
+        "resolution_s": res_s,
+        "columns": facilities_columns(tz),
+        "units": _units(tz),
+        "rounding": {"power": "0.001 MW", "energy": "0.000001 MWh", "ramps": "0.001"},
         "engine_tick_s": result.tick_s,
         "draws": result.draws,
         "seed": result.seed,
         "scenario_name": sc.name,
         "scenario_hash_sha256": sc.hash(),
-        "scenario_source": sc.source,
+        "scenario_file": Path(sc.source).name if sc.source else None,
         "powerlab_version": __version__,
         "generated_utc": gen.tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%SZ"),
         "assumptions": [
             ("Every duration is rounded to whole engine ticks; checkpoint and evaluation "
-            "intervals count training time and are rounded to whole steps."),
+             "intervals count training time and are rounded to whole steps."),
             ("All GPUs of a job follow one power template shifted by their own timing "
-            "offset (normal jitter, truncated at 4 sigma)."),
-            ("Failures are a Poisson process at gpus x failure_rate_per_gpu_h; a failure "
-            "idles the job for restart_s, then start-up, then training resumes from the "
-            "last checkpoint."),
+             "offset (normal jitter, truncated at 4 sigma)."),
             "Facility power = IT power x PUE(t) + base load - battery output.",
-            ("Ramps are tick-to-tick changes of tick-mean power; the events column shows "
-            "draw 0."),
-        ],
+            ("Ramps compare adjacent window means over every alignment of the windows; "
+             "the events column shows draw 0."),
+        ] + notes,
         "scenario": sc.to_dict(),
     }
-    jpath = path.with_suffix(".json")
-    _atomic_write(jpath, json.dumps(side, indent=2, default=str).encode("utf-8"))
+    data = json.dumps(side, indent=2, default=str).encode("utf-8")
+    tmp_csv = _write_temp(path, csv)
+    try:
+        tmp_json = _write_temp(jpath, data)
+    except BaseException:
+        tmp_csv.unlink(missing_ok=True)
+        raise
+    # the old sidecar goes first: a crash from here on leaves a CSV without a sidecar
+    # (the reader says so), never a new CSV described by an old sidecar
+    jpath.unlink(missing_ok=True)
+    _fsync_dir(path.parent)
+    os.replace(tmp_csv, path)
+    os.replace(tmp_json, jpath)
+    _fsync_dir(path.parent)
     return path, jpath
 
 
-def read_facilities_csv(path) -> pd.DataFrame:
+def _read_sidecar(path: Path) -> dict:
+    jpath = path.with_suffix(".json")
+    if not jpath.is_file():
+        raise ParseError(f"its JSON sidecar {jpath.name} is missing (it holds the units and "
+                         "the checksum); pass verify=False to read the CSV alone", path=path)
+    try:
+        return json.loads(jpath.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ParseError(f"cannot read the sidecar: {exc}", path=jpath) from None
+
+
+def read_facilities_csv(path, *, verify: bool = True) -> pd.DataFrame:
     """Read a facilities CSV written by :func:`write_facilities_csv`.
 
-    Returns the same numbers (float64, exact), UTC timestamps and the event text with
-    the formula guard removed.
+    Parameters
+    ----------
+    path : str or Path
+    verify : bool, default True
+        Check the CSV against the SHA-256 in its sidecar (refusing a CSV without one).
+
+    Returns
+    -------
+    DataFrame
+        The columns of the file: times tz-aware (UTC; local in the site's zone), the
+        numbers as float64 at the written resolution (NaN where blank), the event text
+        with the formula guard removed.
 
     Raises
     ------
     ParseError
-        When a column is missing or a value cannot be read (names line and column).
+        A missing or mismatched sidecar, a missing column, or a value that cannot be
+        read (names the line and column).
     """
     path = Path(path)
     try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, pd.errors.ParserError) as exc:
+        raw_bytes = path.read_bytes()
+    except OSError as exc:
+        raise ParseError(f"cannot read facilities CSV: {exc.strerror}", path=path) from None
+    side = None
+    if verify:
+        side = _read_sidecar(path)
+        digest = hashlib.sha256(raw_bytes).hexdigest()
+        if side.get("csv_sha256") != digest:
+            jname = path.with_suffix(".json").name
+            raise ParseError(f"the CSV does not match its sidecar {jname} "
+                             f"(SHA-256 {digest[:12]}... vs recorded "
+                             f"{str(side.get('csv_sha256'))[:12]}...): one of the pair was "
+                             "replaced or changed", path=path)
+    import io
+
+    try:
+        raw = pd.read_csv(io.BytesIO(raw_bytes), dtype=str, keep_default_na=False)
+    except (ValueError, pd.errors.ParserError) as exc:
         raise ParseError(f"cannot read facilities CSV: {exc}", path=path) from None
-    missing = [c for c in FACILITIES_COLUMNS if c not in raw.columns]
-    if missing:
-        raise ParseError(f"missing column(s) {missing}; expected {list(FACILITIES_COLUMNS)}",
+    local = [c for c in raw.columns if c.startswith("interval_start_local_")]
+    if len(local) != 1:
+        raise ParseError("expected one column 'interval_start_local_<IANA zone>'",
                          path=path, line=1)
+    tz = local[0][len("interval_start_local_"):]
+    expected = facilities_columns(tz)
+    missing = [c for c in expected if c not in raw.columns]
+    if missing:
+        raise ParseError(f"missing column(s) {missing}; expected {expected}", path=path,
+                         line=1)
     out = pd.DataFrame(index=raw.index)
-    for c in ("interval_start_utc", "interval_end_utc"):
-        vals = pd.to_datetime(raw[c], utc=True, format="ISO8601", errors="coerce")
+    for c in ("interval_start_utc", "interval_end_utc", local[0]):
+        vals = pd.to_datetime(raw[c], format="ISO8601", errors="coerce")
         bad = np.flatnonzero(vals.isna().to_numpy())
         if len(bad):
-            raise ParseError(f"expected an ISO 8601 UTC time, got {raw[c].iloc[bad[0]]!r}",
-                             path=path, line=int(bad[0]) + 2, column=c)
-        out[c] = vals.astype("datetime64[ns, UTC]")
-    out["scope"] = raw["scope"].map(_unsanitize).astype("string")
-    for c in _NUMERIC:
-        vals = pd.to_numeric(raw[c], errors="coerce")
-        bad = np.flatnonzero(vals.isna().to_numpy())
+            raise ParseError(f"expected a time 'YYYY-MM-DD HH:MM:SS', got "
+                             f"{raw[c].iloc[bad[0]]!r}", path=path, line=int(bad[0]) + 2,
+                             column=c)
+        out[c] = vals
+    out["interval_start_utc"] = out["interval_start_utc"].dt.tz_localize("UTC")
+    out["interval_end_utc"] = out["interval_end_utc"].dt.tz_localize("UTC")
+    out[local[0]] = out["interval_start_utc"].dt.tz_convert(tz)
+    out["utc_offset_local"] = raw["utc_offset_local"].astype("string")
+    ramps = {f"{s}_{n}" for s in SCOPES for n, _, _ in _RAMPS}
+    for c in expected[4:-1]:
+        vals = pd.to_numeric(raw[c].replace("", np.nan), errors="coerce")
+        bad = np.flatnonzero((vals.isna() & ((raw[c] != "") | (c not in ramps))).to_numpy())
         if len(bad):
             raise ParseError(f"expected a number, got {raw[c].iloc[bad[0]]!r}", path=path,
                              line=int(bad[0]) + 2, column=c)

@@ -31,9 +31,17 @@ already down are absorbed.
 so a brute-force per-GPU simulation (``tests/reference_sim.py``) reproduces a draw
 exactly.
 
+Transients: each GPU's power follows its template with a first-order rise and fall
+(``hardware.gpu_rise_time_constant_s``/``gpu_fall_time_constant_s``,
+:mod:`powerlab.grid.transients`); the per-tick value is the exact mean over the tick of
+that continuous response, applied to the template before the shift (so exact for every
+GPU).  With a ramp-rate limit (power smoothing) the limiter's output is the GPU power
+and the natural transient, faster than any practical limit, is not added on top.
+
 IT power = sum of the jobs + idle GPUs in no job + ``nodes * node_overhead_w``.
-Facility power = IT * PUE(t) + ``base_load_w``, minus what the battery (if any)
-delivers.
+Facility power = IT + electrical losses (instantaneous) + cooling (lagging the heat by
+minutes) + ``base_load_w`` (:mod:`powerlab.grid.facility`), minus what the battery (if
+any) delivers.
 """
 
 from __future__ import annotations
@@ -46,9 +54,11 @@ import pandas as pd
 from scipy import signal, special
 
 from ..exceptions import PowerlabError, ScenarioError
+from .reduction import Reducer
 from .results import ForecastResult
 from .scenario import Job, Scenario
 from .timebase import to_ticks
+from .transients import first_order_rle, first_order_ticks
 
 __all__ = [
     "STATES",
@@ -56,8 +66,10 @@ __all__ = [
     "JobDraw",
     "JobPlan",
     "forecast",
+    "forecast_to_target",
     "job_plan",
     "job_randomness",
+    "memory_estimate_bytes",
     "to_ticks",
 ]
 
@@ -184,6 +196,36 @@ def _steps_rle(length: int, period: int, compute: int) -> tuple[np.ndarray, np.n
     return states, lens
 
 
+def _expand_blocks(blocks: list, period: int, compute: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Run-length states and lengths of a list of ``(state, start, length)`` blocks, the
+    training blocks split into compute/comm runs of steps (as :func:`_steps_rle`, for
+    all blocks at once)."""
+    if not blocks:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    arr = np.array(blocks, dtype=np.int64).reshape(-1, 3)
+    st, ln = arr[:, 0], arr[:, 2]
+    train = st == _TRAIN
+    if compute <= 0 or compute >= period:
+        one = COMPUTE if compute >= period else COMM
+        return np.where(train, one, st), ln.copy()
+    n_full, rem = np.divmod(ln, period)
+    runs = np.where(train, 2 * n_full + np.where(rem == 0, 0, np.where(rem <= compute, 1, 2)),
+                    1)
+    blk = np.repeat(np.arange(len(st)), runs)
+    pos = np.arange(int(runs.sum())) - np.repeat(np.cumsum(runs) - runs, runs)
+    is_train = train[blk]
+    even = pos % 2 == 0
+    states = np.where(is_train, np.where(even, COMPUTE, COMM), st[blk])
+    lengths = np.where(is_train, np.where(even, compute, period - compute), ln[blk])
+    # the partial step at the end of a block: compute up to rem, then comm
+    last_full = 2 * n_full[blk]
+    part = is_train & (pos >= last_full)
+    lengths = np.where(part & even, np.minimum(rem[blk], compute), lengths)
+    lengths = np.where(part & ~even, rem[blk] - compute, lengths)
+    return states.astype(np.int64), lengths.astype(np.int64)
+
+
 def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
              failure_ticks: np.ndarray) -> JobPlan:
     """Lay out the phases of a job over its allocation ``[start_tick, end_tick)``.
@@ -287,17 +329,7 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
         blocks.append((SHUTDOWN, stop_train, end_tick - stop_train))
         events.append((stop_train, "shutdown", end_tick - stop_train))
     events.append((end_tick, "stop", 0))
-    st_parts, len_parts = [], []
-    for state, _, length in blocks:
-        if state == _TRAIN:
-            s_, l_ = _steps_rle(length, P, C)
-            st_parts.append(s_)
-            len_parts.append(l_)
-        else:
-            st_parts.append(np.array([state]))
-            len_parts.append(np.array([length]))
-    states = np.concatenate(st_parts) if st_parts else np.zeros(0, np.int64)
-    lengths = np.concatenate(len_parts) if len_parts else np.zeros(0, np.int64)
+    states, lengths = _expand_blocks(blocks, P, C)
     starts = start_tick + np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(lengths) \
         else np.zeros(0, np.int64)
     return JobPlan(states.astype(np.int64), starts.astype(np.int64),
@@ -340,6 +372,79 @@ def _slew_rle(values: np.ndarray, lengths: np.ndarray, step_w: float) -> np.ndar
     return y0[idx] + np.sign(d)[idx] * np.minimum(step_w * (pos + 1), np.abs(d)[idx])
 
 
+def _scatter_steps(diff: list, plan: JobPlan, levels: np.ndarray, rnd: JobDraw,
+                   n: int) -> None:
+    """Append a job's demand steps, spread over its GPUs' offsets, to ``diff``: a list of
+    ``(tick, step [W])`` arrays of a difference series.
+
+    The job's demand above idle is ``sum_j c[j] * x[k - j]`` with ``x`` piecewise
+    constant; its tick-to-tick difference is the steps of ``x`` at the run starts,
+    spread by the offset histogram ``c``.  Steps before tick 0 land on tick 0, steps at
+    or after ``n`` are dropped (``n`` collects them).  ``cumsum`` of the scattered
+    steps gives the demand.
+    """
+    if not len(plan.states):
+        return
+    idle = levels[IDLE]
+    vals = levels[plan.states] - idle
+    ends = plan.starts[-1] + plan.lengths[-1]
+    at = np.append(plan.starts, ends)
+    step = np.diff(np.concatenate([[0.0], vals, [0.0]]))
+    nz = step != 0.0
+    at, step = at[nz], step[nz]
+    if not len(at):
+        return
+    offs = rnd.offset_ticks
+    counts = rnd.offset_counts.astype(float)
+    idx = np.clip((at[:, None] + offs[None, :]).ravel(), 0, n)
+    w = (step[:, None] * counts[None, :]).ravel()
+    diff.append((idx, w))
+
+
+def _add_dense(out: np.ndarray, plan: JobPlan, levels: np.ndarray, rnd: JobDraw, n: int,
+               s: int, slew: float, tick: float, rise: float, fall: float) -> float:
+    """Add a job's power to ``out`` tick by tick (ramp limiter or unequal rise and fall
+    time constants: nonlinear per GPU, so applied to the template before the shift).
+
+    Returns the ramp-limit deficit of compute power [ticks of full compute].
+    """
+    big_j = int(rnd.offset_ticks[-1])
+    lo, hi = -big_j, n + big_j
+    if slew > 0:
+        lo -= math.ceil(float(np.ptp(levels)) / slew) + 1
+    st, b0, b1 = plan.states, plan.starts, plan.starts + plan.lengths
+    keep = (b1 > lo) & (b0 < hi)
+    st, b0c, b1c = st[keep], np.maximum(b0[keep], lo), np.minimum(b1[keep], hi)
+    ln = b1c - b0c
+    pre = max(0, min(s, hi) - lo) if len(st) == 0 else b0c[0] - lo
+    post = hi - (b1c[-1] if len(st) else lo + pre)
+    states = np.concatenate([[IDLE], st, [IDLE]])
+    lens = np.concatenate([[pre], ln, [post]])
+    nz = lens > 0
+    states, lens = states[nz], lens[nz]
+    vals = levels[states]
+    deficit = 0.0
+    if slew > 0:
+        y = _slew_rle(vals, lens, slew)
+        comp = np.repeat(states == COMPUTE, lens)
+        x = np.repeat(vals, lens)
+        core = slice(-lo, -lo + n)
+        deficit = float(np.sum(1.0 - np.minimum(1.0, y[core][comp[core]]
+                                                 / x[core][comp[core]])))
+        y = y[-big_j - lo:]
+    else:
+        y = first_order_rle(vals, lens, tick, rise, fall)
+    counts = rnd.offset_counts.astype(float)
+    if len(counts) == 1:
+        out += counts[0] * y
+    elif len(counts) <= 64:
+        out += np.convolve(y, counts, mode="valid")
+    else:
+        out += signal.oaconvolve(y, counts, mode="valid")
+    return deficit
+
+
+
 # --------------------------------------------------------------------------- engine
 
 
@@ -363,8 +468,43 @@ def _job_ticks(scenario: Scenario, t0: pd.Timestamp, tick: float
     return out
 
 
+#: Per-tick float64 arrays of all draws a forecast holds at its peak: IT power, facility
+#: power, electrical losses, cooling, and the cooling target while it is computed.
+_ARRAYS_PER_DRAW_TICK = 5
+
+
+def memory_estimate_bytes(scenario: Scenario, draws: int, tick_s: float,
+                          keep_ticks: bool = True, reduce_s: float = 1.0) -> int:
+    """Peak memory a forecast needs, estimated before any allocation [bytes].
+
+    Keeping the ticks: ``draws x ticks x 8 B x 5`` (IT, facility, losses, cooling and its
+    target per draw and tick) plus one draw being built with its temporaries
+    (``8 x 8 B`` per tick).  Reducing as it goes: per draw and base interval two means,
+    per base interval eight extremes, plus one draw's per-tick series and temporaries
+    (``12 x 8 B`` per tick).
+    """
+    n = to_ticks((scenario.end_utc - scenario.start_utc).total_seconds(), tick_s)
+    widest = max((math.ceil(4.0 * j.jitter_s / tick_s) for j in scenario.jobs), default=0)
+    if keep_ticks:
+        per_draw = (n + 2 * widest + 2) * 8 * 8
+        return int(draws) * n * 8 * _ARRAYS_PER_DRAW_TICK + per_draw
+    m = math.ceil(n * tick_s / reduce_s)
+    return int(draws) * m * 8 * 2 + m * 8 * 8 + (n + 2 * widest + 2) * 8 * 12
+
+
+def _default_memory_limit() -> int:
+    """Half of the machine's physical memory (16 GiB where it cannot be read) [bytes]."""
+    import os
+
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):
+        return 16 * 2**30
+
+
 def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
-             tick_s: float | None = None) -> ForecastResult:
+             tick_s: float | None = None, memory_limit_bytes: int | None = None,
+             keep_ticks: bool = True, reduce_s: float = 1.0) -> ForecastResult:
     """Forecast the site's IT and facility power over the scenario's horizon.
 
     Parameters
@@ -377,6 +517,17 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
         Seed of the random streams (see :func:`job_randomness`).
     tick_s : float, optional
         Engine tick (default: ``scenario.tick_s``, 0.1 s) [s].
+    memory_limit_bytes : int, optional
+        Refuse (``ScenarioError`` with the estimate) a forecast whose
+        :func:`memory_estimate_bytes` exceeds this (default: half the physical memory)
+        [bytes].
+    keep_ticks : bool, default True
+        Keep every draw's per-tick power (``it_w``, ``power_w()``, ``timeline``).  With
+        False each draw is reduced to ``reduce_s`` interval statistics and its metrics
+        as soon as it is computed (:mod:`powerlab.grid.reduction`): memory grows with
+        the intervals, not with draws x ticks.
+    reduce_s : float, default 1
+        Interval of the reduction when ``keep_ticks`` is False [s].
 
     Returns
     -------
@@ -394,63 +545,63 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     if n < 2:
         raise ScenarioError("the horizon is shorter than two ticks", key="horizon")
     if n > 50_000_000:
-        raise ScenarioError(f"{n} ticks is too many; raise simulation.tick_s",
+        raise ScenarioError(f"{n:,} ticks ({(scenario.end_utc - t0).total_seconds():,.0f} s "
+                            f"at {tick:g} s) is too many (at most 50,000,000); raise "
+                            "simulation.tick_s or shorten the horizon",
                             key="simulation.tick_s")
+    est = memory_estimate_bytes(scenario, draws, tick, keep_ticks, reduce_s)
+    limit = memory_limit_bytes if memory_limit_bytes is not None else _default_memory_limit()
+    if est > limit:
+        raise ScenarioError(
+            f"this forecast would need about {est / 2**30:,.1f} GiB ({draws:,} draws x "
+            f"{n:,} ticks of {tick:g} s, {len(scenario.jobs)} jobs), more than the "
+            f"{limit / 2**30:,.1f} GiB allowed; use fewer draws, a coarser "
+            "simulation.tick_s or a shorter horizon", key="draws")
     hw = scenario.hardware
     mit = scenario.mitigations
     slew = mit.gpu_ramp_limit_w_per_s * tick
+    rise, fall = hw.gpu_rise_time_constant_s, hw.gpu_fall_time_constant_s
+    # one time constant and no ramp limiter: the GPU response is linear and
+    # time-invariant, applied once to each draw's summed demand (fast path)
+    linear = slew <= 0 and rise == fall
     jticks = _job_ticks(scenario, t0, tick)
     idle_gpus = hw.cluster_gpus - sum(j.gpus for j in scenario.jobs)
     constant_w = idle_gpus * hw.gpu_idle_w + hw.nodes * hw.node_overhead_w
-    it = np.full((draws, n), constant_w, dtype=float)
+    levels = [job_levels(job, scenario) for job in scenario.jobs]
+    job_idle_w = sum(job.gpus * hw.gpu_idle_w for job in scenario.jobs)
+    it = np.empty((draws, n)) if keep_ticks else None
+    red = None if keep_ticks else Reducer(scenario, n, tick, t0, draws, reduce_s)
     events = []
     thr = []
-    for ji, job in enumerate(scenario.jobs):
-        s, e, delay_s = jticks[ji]
-        levels = job_levels(job, scenario)
-        big_j = 0
-        for d in range(draws):
+    for d in range(draws):
+        diff: list = []
+        dense = np.full(n, constant_w + (job_idle_w if linear else 0.0), dtype=float)
+        for ji, job in enumerate(scenario.jobs):
+            s, e, delay_s = jticks[ji]
             rnd = job_randomness(job, tick, seed, d, ji, s, e)
             plan = job_plan(job, tick, s, e, rnd.failure_ticks)
-            big_j = int(rnd.offset_ticks[-1])
-            lo, hi = -big_j, n + big_j
-            if slew > 0:
-                lo -= math.ceil(float(np.ptp(levels)) / slew) + 1
-            # clip the plan to [lo, hi) and pad with idle
-            st, ln = plan.states, plan.lengths
-            b0, b1 = plan.starts, plan.starts + plan.lengths
-            keep = (b1 > lo) & (b0 < hi)
-            st, b0c, b1c = st[keep], np.maximum(b0[keep], lo), np.minimum(b1[keep], hi)
-            ln = b1c - b0c
-            pre = max(0, min(s, hi) - lo) if len(st) == 0 else b0c[0] - lo
-            post = hi - (b1c[-1] if len(st) else lo + pre)
-            states = np.concatenate([[IDLE], st, [IDLE]])
-            lens = np.concatenate([[pre], ln, [post]])
-            nz = lens > 0
-            states, lens = states[nz], lens[nz]
-            vals = levels[states]
-            if slew > 0:
-                y = _slew_rle(vals, lens, slew)
-                comp = np.repeat(states == COMPUTE, lens)
-                x = np.repeat(vals, lens)
-                core = slice(-lo, -lo + n)
-                deficit = float(np.sum(1.0 - np.minimum(1.0, y[core][comp[core]]
-                                                         / x[core][comp[core]])))
-                y = y[-big_j - lo:]
-            else:
-                y = np.repeat(vals, lens)
+            if linear:
+                _scatter_steps(diff, plan, levels[ji], rnd, n)
                 deficit = 0.0
-            counts = rnd.offset_counts.astype(float)
-            if len(counts) == 1:
-                it[d] += counts[0] * y
-            elif len(counts) <= 64:
-                it[d] += np.convolve(y, counts, mode="valid")
             else:
-                it[d] += signal.oaconvolve(y, counts, mode="valid")
+                deficit = _add_dense(dense, plan, levels[ji], rnd, n, s, slew, tick,
+                                     rise, fall)
             for tk, name, dur in plan.events:
                 events.append((d, tk, job.name, name, dur * tick))
             thr.append((d, job.name, job.gpus, plan.train_ticks * tick,
                         plan.lost_ticks * tick, deficit * tick, delay_s))
+        if linear:
+            if diff:
+                idx = np.concatenate([a for a, _ in diff])
+                w = np.concatenate([b for _, b in diff])
+                dense += np.cumsum(np.bincount(idx, weights=w, minlength=n + 1)[:n])
+            if rise > 0:
+                dense = first_order_ticks(dense, tick, rise)
+        if keep_ticks:
+            it[d] = dense
+        else:
+            red.add(d, dense)
+        del dense, diff
     ev = pd.DataFrame(events, columns=["draw", "tick", "job", "event", "duration_s"])
     ev = ev[(ev["tick"] >= 0) & (ev["tick"] <= n)].copy()
     ev.insert(1, "timestamp", t0 + pd.to_timedelta(ev["tick"].to_numpy() * tick, unit="s"))
@@ -460,6 +611,45 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
                                     "ramp_deficit_s", "stagger_delay_s"])
     tp["useful_gpu_h"] = (tp["train_s"] - tp["lost_to_failures_s"] - tp["ramp_deficit_s"]
                           ) * tp["gpus"] / 3600.0
-    return ForecastResult(scenario, it, tick, t0, draws, seed, ev, tp)
+    return ForecastResult(scenario, it, tick, t0, draws, seed, ev, tp, reduced=red)
 
 
+def forecast_to_target(scenario, target_se: float, *, thresholds_w=None,
+                       probs=(0.1, 0.9), resolution="15min", scope: str = "facility",
+                       draws0: int = 20, max_draws: int = 2000, seed: int = 0,
+                       tick_s: float | None = None):
+    """Forecast with enough draws that every reported figure reaches a target MC error.
+
+    A pilot of ``draws0`` draws measures the largest standard error over intervals (of
+    the exceedance probabilities when ``thresholds_w`` is given, else of the quantile
+    bands, relative to the band's mean power); the draws are scaled by
+    ``(se / target)^2`` (errors fall as ``1/sqrt(draws)``) and the forecast rerun (draws
+    are seeded one by one, so the pilot's draws are the first of the rerun).
+
+    Returns
+    -------
+    result : ForecastResult
+    achieved_se : float
+        The largest standard error at the final draw count (a probability, or a
+        fraction of the mean power for bands) [-].
+    """
+    from .uncertainty import exceedance_frame, interval_statistic, quantile_bands
+
+    def worst(res):
+        if thresholds_w is not None:
+            return float(exceedance_frame(res, thresholds_w, resolution, scope)
+                         ["probability_se"].max())
+        qb = quantile_bands(res, probs, resolution, scope)
+        mean = interval_statistic(res, resolution, scope)[1].mean(axis=0)
+        ses = qb[[c for c in qb.columns if c.endswith("_se")]].to_numpy()
+        return float((ses / np.abs(mean)[:, None]).max())
+
+    res = forecast(scenario, draws=draws0, seed=seed, tick_s=tick_s)
+    se = worst(res)
+    if se <= target_se:
+        return res, se
+    need = min(max_draws, math.ceil(draws0 * (se / target_se) ** 2))
+    if need > draws0:
+        res = forecast(scenario, draws=need, seed=seed, tick_s=tick_s)
+        se = worst(res)
+    return res, se

@@ -15,7 +15,9 @@ import pandas as pd
 
 from ..exceptions import PowerlabError
 from .battery import battery_dispatch
-from .swings import swing_metrics
+from .facility import facility_power
+from .planner import planner_summary
+from .swings import GRID_BANDS_HZ, resolved_bands, swing_metrics
 from .timebase import interval_edges, parse_resolution
 
 __all__ = ["ForecastResult", "ForecastSummary"]
@@ -39,7 +41,8 @@ class ForecastResult:
         ``stagger_delay_s``, ``useful_gpu_h``.
     """
 
-    def __init__(self, scenario, it_w, tick_s, start_utc, draws, seed, events, throughput):
+    def __init__(self, scenario, it_w, tick_s, start_utc, draws, seed, events, throughput,
+                 reduced=None):
         self.scenario = scenario
         self._it = it_w
         self.tick_s = tick_s
@@ -48,13 +51,27 @@ class ForecastResult:
         self.seed = seed
         self.events = events
         self.throughput = throughput
-        self._it.setflags(write=False)
+        self.reduced = reduced
+        if self._it is not None:
+            self._it.setflags(write=False)
+        elif reduced is None:
+            raise PowerlabError("a forecast result needs per-tick power or a reduction")
+
+    @property
+    def keeps_ticks(self) -> bool:
+        """Whether the per-tick power of every draw is kept (``keep_ticks=True``)."""
+        return self._it is not None
+
+    def _need_ticks(self, what: str):
+        if self._it is None:
+            raise PowerlabError(f"{what} needs the per-tick power, which this forecast "
+                                "did not keep; run forecast(..., keep_ticks=True)")
 
     # -- raw arrays --------------------------------------------------------------------
     @property
     def n_ticks(self) -> int:
         """Ticks in the horizon [-]."""
-        return self._it.shape[1]
+        return self._it.shape[1] if self._it is not None else self.reduced.n_ticks
 
     @cached_property
     def times(self) -> pd.DatetimeIndex:
@@ -64,18 +81,52 @@ class ForecastResult:
 
     @cached_property
     def pue(self) -> np.ndarray:
-        """PUE at each tick [-]."""
+        """Steady-state PUE at each tick (the site's input, from the ambient temperature);
+        the realised PUE is :attr:`pue_realised` [-]."""
         return self.scenario.site.pue_at(self.times)
+
+    @cached_property
+    def _facility(self):
+        self._need_ticks("facility power")
+        site = self.scenario.site
+        return facility_power(self._it, self.tick_s, self.pue,
+                              electrical_loss_fraction=site.electrical_loss_fraction,
+                              cooling_time_constant_s=site.cooling_time_constant_s,
+                              base_load_w=site.base_load_w)
+
+    @property
+    def cooling_w(self) -> np.ndarray:
+        """Cooling power, lagging the heat (:mod:`powerlab.grid.facility`), shape
+        (draws, ticks) [W]."""
+        return self._facility.cooling_w
+
+    @property
+    def electrical_losses_w(self) -> np.ndarray:
+        """UPS and distribution losses, shape (draws, ticks) [W]."""
+        return self._facility.losses_w
+
+    @property
+    def pue_realised(self) -> np.ndarray:
+        """Realised PUE per draw: facility energy before the battery, less the base
+        load, over IT energy [-]."""
+        if self._it is None:
+            return self.reduced.pue_realised
+        fac = self.facility_before_battery_w.sum(axis=1) - \
+            self.scenario.site.base_load_w * self.n_ticks
+        return fac / self._it.sum(axis=1)
 
     @property
     def it_w(self) -> np.ndarray:
         """IT power, shape (draws, ticks) [W]."""
+        self._need_ticks("it_w")
         return self._it
 
     @cached_property
     def facility_before_battery_w(self) -> np.ndarray:
-        """Facility power before the battery, shape (draws, ticks) [W]."""
-        out = self._it * self.pue + self.scenario.site.base_load_w
+        """Facility power before the battery: IT + electrical losses + lagging cooling +
+        base load (:func:`powerlab.grid.facility.facility_power`), shape (draws, ticks)
+        [W]."""
+        out = self._facility.facility_w
         out.setflags(write=False)
         return out
 
@@ -95,8 +146,12 @@ class ForecastResult:
     def battery_recharge_j(self) -> np.ndarray:
         """Grid energy needed per draw to bring the battery back to its initial state of
         charge (0 without battery) [J]."""
-        if self.battery_w is None:
+        if self.scenario.mitigations.battery is None:
             return np.zeros(self.draws)
+        if self._it is None:
+            self._battery_drain_j = self.reduced.battery_drain_j
+        else:
+            self.battery_w  # noqa: B018 - computes the drain
         eff = self.scenario.mitigations.battery.round_trip_efficiency
         return np.maximum(self._battery_drain_j, 0.0) / eff + np.minimum(
             self._battery_drain_j, 0.0)
@@ -112,14 +167,17 @@ class ForecastResult:
 
     def power_w(self, scope: str = "facility") -> np.ndarray:
         """Power of one scope, ``"facility"`` or ``"it"``, shape (draws, ticks) [W]."""
-        if scope == "facility":
-            return self.facility_w
-        if scope == "it":
-            return self.it_w
-        raise PowerlabError(f"scope must be 'facility' or 'it', got {scope!r}")
+        if scope not in ("facility", "it"):
+            raise PowerlabError(f"scope must be 'facility' or 'it', got {scope!r}")
+        self._need_ticks("power_w()")
+        return self.facility_w if scope == "facility" else self.it_w
 
     def energy_j(self, scope: str = "facility") -> np.ndarray:
         """Energy over the horizon per draw [J]."""
+        if self._it is None:
+            if scope not in ("facility", "it"):
+                raise PowerlabError(f"scope must be 'facility' or 'it', got {scope!r}")
+            return self.reduced.energy[scope]
         return self.power_w(scope).sum(axis=1) * self.tick_s
 
     # -- frames ------------------------------------------------------------------------
@@ -127,6 +185,7 @@ class ForecastResult:
     def timeline(self) -> pd.DataFrame:
         """Tidy per-tick frame: ``timestamp, scope, power_w_mean, power_w_p10,
         power_w_p50, power_w_p90`` (quantiles across draws)."""
+        self._need_ticks("timeline")
         parts = []
         for scope in ("it", "facility"):
             x = self.power_w(scope)
@@ -166,7 +225,9 @@ class ForecastResult:
             ``'; '``).
         """
         res = parse_resolution(resolution)
-        edges = interval_edges(self.n_ticks, self.tick_s, res)
+        red = self.reduced if self._it is None else None
+        edges = (red.tick_edges(res) if red is not None
+                 else interval_edges(self.n_ticks, self.tick_s, res))
         counts = np.diff(np.append(edges, self.n_ticks))
         starts = self.times[edges]
         ends = starts + pd.to_timedelta(counts * self.tick_s, unit="s")
@@ -180,23 +241,33 @@ class ForecastResult:
         scopes = [scope] if scope else ["facility", "it"]
         frames = []
         for sc in scopes:
-            x = self.power_w(sc)
-            means = np.add.reduceat(x, edges, axis=1) / counts
+            if red is not None:
+                means = red.interval_means(sc, res)
+                vmin, vmax = red.group(red.vmin[sc], res, "min"), red.group(red.vmax[sc],
+                                                                             res, "max")
+                up, down = red.group(red.up[sc], res, "max"), red.group(red.down[sc], res,
+                                                                          "max")
+            else:
+                x = self.power_w(sc)
+                means = np.add.reduceat(x, edges, axis=1) / counts
+                dx = np.diff(x, axis=1, prepend=x[:, :1]) / self.tick_s
+                vmin = np.minimum.reduceat(x.min(axis=0), edges)
+                vmax = np.maximum.reduceat(x.max(axis=0), edges)
+                up = np.maximum.reduceat(np.maximum(dx.max(axis=0), 0.0), edges)
+                down = np.maximum.reduceat(np.maximum(-dx.min(axis=0), 0.0), edges)
+                del dx
             lo_q, hi_q = np.quantile(means, [alpha / 2, 1 - alpha / 2], axis=0)
-            dx = np.diff(x, axis=1, prepend=x[:, :1]) / self.tick_s
             frames.append(pd.DataFrame({
                 "interval_start_utc": starts,
                 "interval_end_utc": ends,
                 "scope": sc,
                 "power_w_mean": means.mean(axis=0),
-                "power_w_min": np.minimum.reduceat(x.min(axis=0), edges),
-                "power_w_max": np.maximum.reduceat(x.max(axis=0), edges),
+                "power_w_min": vmin,
+                "power_w_max": vmax,
                 "power_w_p10": lo_q,
                 "power_w_p90": hi_q,
-                "ramp_up_w_per_s_max": np.maximum.reduceat(
-                    np.maximum(dx.max(axis=0), 0.0), edges),
-                "ramp_down_w_per_s_max": np.maximum.reduceat(
-                    np.maximum(-dx.min(axis=0), 0.0), edges),
+                "ramp_up_w_per_s_max": up,
+                "ramp_down_w_per_s_max": down,
                 "events": ev_text,
             }))
         df = pd.concat(frames, ignore_index=True)
@@ -204,10 +275,29 @@ class ForecastResult:
         df["events"] = df["events"].astype("string")
         return df
 
+    def exceedance(self, thresholds_w, resolution="15min", scope: str = "facility",
+                   statistic: str = "mean") -> pd.DataFrame:
+        """``P(power > x)`` per interval and threshold with its Monte Carlo standard error
+        (:func:`powerlab.grid.uncertainty.exceedance_frame`)."""
+        from .uncertainty import exceedance_frame
+        return exceedance_frame(self, thresholds_w, resolution, scope, statistic)
+
+    def quantile_bands(self, probs=(0.1, 0.5, 0.9), resolution="15min",
+                       scope: str = "facility", statistic: str = "mean") -> pd.DataFrame:
+        """Quantiles of the interval power across draws with their Monte Carlo standard
+        errors (:func:`powerlab.grid.uncertainty.quantile_bands`)."""
+        from .uncertainty import quantile_bands
+        return quantile_bands(self, probs, resolution, scope, statistic)
+
     # -- metrics -----------------------------------------------------------------------
     @cached_property
     def metrics(self) -> pd.DataFrame:
-        """Swing metrics per draw and scope (see :func:`powerlab.grid.swings.swing_metrics`)."""
+        """Swing metrics per draw and scope (see :func:`powerlab.grid.swings.swing_metrics`;
+        without the ticks kept, the rules of :mod:`powerlab.grid.reduction`)."""
+        if self._it is None:
+            return pd.DataFrame(self.reduced.rows).sort_values(
+                ["scope", "draw"], key=lambda c: c.map({"facility": 0, "it": 1})
+                if c.name == "scope" else c).reset_index(drop=True)
         rows = []
         for sc in ("facility", "it"):
             x = self.power_w(sc)
@@ -245,24 +335,37 @@ class ForecastSummary:
                 "swing_1s_w": "largest swing in 1 s [MW]",
                 "swing_10s_w": "largest swing in 10 s [MW]",
                 "swing_60s_w": "largest swing in 60 s [MW]",
-                "ramp_up_w_per_s": "max ramp up [MW/s]",
-                "ramp_down_w_per_s": "max ramp down [MW/s]",
+                "ramp_up_w_per_s_1s": "max ramp up over 1-s means [MW/s]",
+                "ramp_down_w_per_s_1s": "max ramp down over 1-s means [MW/s]",
+                "ramp_up_w_per_min_1min": "max ramp up over 1-min means [MW/min]",
+                "ramp_down_w_per_min_1min": "max ramp down over 1-min means [MW/min]",
+                "ramp_up_w_per_s_100ms": "max ramp up over 100-ms means [MW/s]",
+                "ramp_up_w_per_s": "max ramp up tick to tick [MW/s]",
                 "dominant_frequency_hz": "dominant frequency [Hz]",
                 "band_0p1_2hz_rms_w": "RMS in 0.1-2 Hz [MW]",
-                "band_2_20hz_rms_w": "RMS in 2-20 Hz [MW]"}
+                "band_2_20hz_rms_w": "RMS in 2-20 Hz [MW]",
+                "band_3_30hz_rms_w": "RMS in 3-30 Hz [MW]"}
         rows = {}
         for sc_name in ("facility", "it"):
             sub = m[m["scope"] == sc_name]
             for k, lab in cols.items():
                 v = sub[k].to_numpy()
+                if np.isnan(v).all():
+                    continue
                 f = 1.0 if k == "dominant_frequency_hz" else 1e-6
                 rows.setdefault(lab, {})[f"{sc_name} median"] = np.median(v) * f
-                rows[lab][f"{sc_name} worst"] = (v.min() if k == "min_w" else v.max()) * f
+                rows[lab][f"{sc_name} worst"] = (np.nanmin(v) if k == "min_w"
+                                                 else np.nanmax(v)) * f
         e = {s: res.energy_j(s) / 3.6e9 for s in ("facility", "it")}
         rows["energy [MWh]"] = {"facility median": np.median(e["facility"]),
                                 "facility worst": e["facility"].max(),
                                 "it median": np.median(e["it"]), "it worst": e["it"].max()}
+        pr = res.pue_realised
+        rows["PUE realised [-]"] = {"facility median": float(np.median(pr)),
+                                    "facility worst": float(pr.max())}
         self.table = pd.DataFrame(rows).T
+        self.planner = (planner_summary(res) if res.keeps_ticks else pd.DataFrame(
+            {"note": ["planner figures need forecast(..., keep_ticks=True)"]}))
         evc = res.events.groupby("event").size() / res.draws
         self.events = evc.rename("per draw").to_frame()
         t = res.throughput
@@ -270,15 +373,25 @@ class ForecastSummary:
                                             "ramp_deficit_s", "useful_gpu_h"]].mean()
         nyq = 0.5 / res.tick_s
         self.notes = []
-        if nyq < 20:
-            self.notes.append(f"Tick {res.tick_s:g} s: spectrum ends at {nyq:g} Hz; the "
-                              "2-20 Hz band is truncated there.")
+        for name, (lo, hi) in GRID_BANDS_HZ.items():
+            got = resolved_bands(res.tick_s)[name]
+            label = f"{lo:g}-{hi:g} Hz"
+            if got[1] is None:
+                self.notes.append(f"Tick {res.tick_s:g} s resolves up to {nyq:g} Hz: the "
+                                  f"{label} grid band is not resolved.")
+            elif got[1] < hi:
+                self.notes.append(f"Tick {res.tick_s:g} s resolves up to {nyq:g} Hz: the "
+                                  f"{label} grid band only to {got[1]:g} Hz.")
+            else:
+                self.notes.append(f"Tick {res.tick_s:g} s resolves the {label} grid band.")
 
     def __str__(self) -> str:
         with pd.option_context("display.width", 120, "display.max_columns", 20,
                                "display.float_format", "{:,.3f}".format):
             parts = ["Power-swing forecast", "=" * 20, self.header.to_string(header=False),
-                     "", self.table.to_string(), "", "Events (mean count per draw)",
+                     "", self.table.to_string(), "",
+                     "Planner figures (facility; over draws)", self.planner.to_string(), "",
+                     "Events (mean count per draw)",
                      self.events.to_string(), "", "Throughput (mean per draw)",
                      self.throughput.to_string()]
         parts += [""] + [f"Note: {n}" for n in self.notes]
@@ -288,6 +401,8 @@ class ForecastSummary:
         fmt = "{:,.3f}".format
         body = (f"<h4>Power-swing forecast</h4>{self.header.to_html(header=False)}"
                 f"{self.table.to_html(float_format=fmt)}"
+                f"<p>Planner figures (facility; over draws)</p>"
+                f"{self.planner.to_html(float_format=fmt)}"
                 f"<p>Events (mean count per draw)</p>{self.events.to_html(float_format=fmt)}"
                 f"<p>Throughput (mean per draw)</p>"
                 f"{self.throughput.to_html(float_format=fmt)}")

@@ -11,9 +11,11 @@ Layout of the YAML document::
     name: str
     horizon: {start_utc, end_utc}           # optional; default: span of the jobs
     simulation: {tick_s}                    # engine time step [s], default 0.1
-    site: {tz, pue | cooling{...}, base_load_w}
+    site: {tz, pue | cooling{...}, base_load_w, electrical_loss_fraction,
+           cooling_time_constant_s}
     hardware: {gpu_model, gpu_idle_w, gpu_compute_w, gpu_comm_w, gpu_tdp_w,
-               gpus_per_node, node_overhead_w, cluster_gpus}
+               gpus_per_node, node_overhead_w, cluster_gpus,
+               gpu_rise_time_constant_s, gpu_fall_time_constant_s}
     jobs: [{name, gpus, start_utc, duration_s, step_time_s, compute_fraction,
             startup_s, shutdown_s, jitter_s,
             checkpoint: {interval_s, duration_s}, eval: {interval_s, duration_s},
@@ -118,12 +120,25 @@ class Site:
         Temperature-dependent PUE.
     base_load_w : float
         Non-IT load that does not scale with IT power (offices, lighting, UPS idle) [W].
+    electrical_loss_fraction : float
+        UPS, transformer and distribution losses as a fraction of IT power, following
+        it instantly [-]; part of the PUE.
+    cooling_time_constant_s : float
+        First-order time constant of the cooling plant's power following the heat load
+        (chillers, pumps, CRAH fans: minutes) [s].
+
+    The PUE (``pue`` or ``cooling``) is the *steady-state* ratio at a constant IT load;
+    the facility model (:mod:`powerlab.grid.facility`) splits it into instantaneous
+    electrical losses and a cooling power that lags the heat, and reports the realised
+    PUE as an output.
     """
 
     tz: str = "UTC"
     pue: float | None = 1.2
     cooling: CoolingModel | None = None
     base_load_w: float = 0.0
+    electrical_loss_fraction: float = 0.04
+    cooling_time_constant_s: float = 300.0
 
     def pue_at(self, timestamps: pd.DatetimeIndex) -> np.ndarray:
         """PUE at each timestamp [-]."""
@@ -149,6 +164,10 @@ class Hardware:
         Node power besides its GPUs (CPUs, NICs, fans, PSU losses) [W].
     cluster_gpus : int
         GPUs in the cluster; those in no job draw idle power (default: jobs' sum).
+    gpu_rise_time_constant_s, gpu_fall_time_constant_s : float
+        First-order time constants of a GPU's power rising and falling between levels
+        (0: instantaneous steps); defaults and sources in
+        :mod:`powerlab.grid.transients` [s].
     """
 
     gpu_model: str = "H100-SXM"
@@ -159,6 +178,8 @@ class Hardware:
     gpus_per_node: int = 8
     node_overhead_w: float = 2500.0
     cluster_gpus: int = 0
+    gpu_rise_time_constant_s: float = 0.03
+    gpu_fall_time_constant_s: float = 0.03
 
     @property
     def nodes(self) -> int:
@@ -374,6 +395,24 @@ class Scenario:
 
 # --------------------------------------------------------------------------- parsing
 
+#: Bounds on sizes that no real site reaches, so that a typo fails before any allocation.
+MAX_GPUS = 10_000_000          # the largest announced sites hold ~1M GPUs
+MAX_SPAN_S = 366 * 86400.0     # a forecast horizon or job allocation of at most a year
+YEARS = (1970, 2200)           # timestamps of a forecast
+
+
+def _time(s: Section, name: str, required: bool = True) -> pd.Timestamp | None:
+    """A UTC timestamp between the years of :data:`YEARS`."""
+    try:
+        ts = s.timestamp(name, required=required)
+    except (OverflowError, pd.errors.OutOfBoundsDatetime):
+        ts = pd.Timestamp(f"{YEARS[1] + 1}-01-01", tz="UTC")
+    if ts is not None and not YEARS[0] <= ts.year <= YEARS[1]:
+        raise s.error(name, f"the year must be between {YEARS[0]} and {YEARS[1]}, got "
+                      f"{s.data.get(name)!r}")
+    return ts
+
+
 
 def _site(s: Section) -> Site:
     tz = s.string("tz", "UTC")
@@ -401,7 +440,16 @@ def _site(s: Section) -> Site:
         c.finish()
     else:
         pue = s.number("pue", 1.2, lo=1.0, hi=5.0)
-    site = Site(tz=tz, pue=pue, cooling=cooling, base_load_w=s.number("base_load_w", 0.0))
+    loss = s.number("electrical_loss_fraction", 0.04, lo=0.0, hi=0.5)
+    lowest = cooling.pue_at_reference if cooling is not None else pue
+    if lowest < 1.0 + loss:
+        raise s.error("electrical_loss_fraction",
+                      f"electrical losses of {loss:g} x IT do not fit in a PUE of "
+                      f"{lowest:g}; set site.electrical_loss_fraction <= {lowest - 1:g}")
+    site = Site(tz=tz, pue=pue, cooling=cooling, base_load_w=s.number("base_load_w", 0.0),
+                electrical_loss_fraction=loss,
+                cooling_time_constant_s=s.number("cooling_time_constant_s", 300.0,
+                                                 lo=0.0, hi=86400.0))
     s.finish()
     return site
 
@@ -415,7 +463,11 @@ def _hardware(s: Section) -> dict:
         "gpu_tdp_w": s.number("gpu_tdp_w", 700.0, lo=0.0, lo_open=True),
         "gpus_per_node": s.integer("gpus_per_node", 8),
         "node_overhead_w": s.number("node_overhead_w", 2500.0),
-        "cluster_gpus": s.integer("cluster_gpus", 0, lo=0),
+        "cluster_gpus": s.integer("cluster_gpus", 0, lo=0, hi=MAX_GPUS),
+        "gpu_rise_time_constant_s": s.number("gpu_rise_time_constant_s", 0.03, lo=0.0,
+                                             hi=10.0),
+        "gpu_fall_time_constant_s": s.number("gpu_fall_time_constant_s", 0.03, lo=0.0,
+                                             hi=10.0),
     }
     for k in ("gpu_idle_w", "gpu_compute_w", "gpu_comm_w"):
         if hw[k] > 1.5 * hw["gpu_tdp_w"]:
@@ -439,9 +491,9 @@ def _pause(s: Section, name: str, step: float) -> tuple[float, float]:
 
 def _job(s: Section, hw: dict, index: int) -> Job:
     name = s.string("name", f"job{index}")
-    gpus = s.integer("gpus")
-    start = s.timestamp("start_utc")
-    duration = s.number("duration_s", required=True, lo=0.0, lo_open=True)
+    gpus = s.integer("gpus", hi=MAX_GPUS)
+    start = _time(s, "start_utc")
+    duration = s.number("duration_s", required=True, lo=0.0, lo_open=True, hi=MAX_SPAN_S)
     step = s.number("step_time_s", required=True, lo=0.0, lo_open=True)
     frac = s.number("compute_fraction", 0.8, lo=0.0, hi=1.0)
     startup = s.number("startup_s", 0.0)
@@ -566,8 +618,8 @@ def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> 
     mit = _mitigations(top.section("mitigations"))
     lim = _limits(top.section("limits"))
     hz = top.section("horizon")
-    h0 = hz.timestamp("start_utc", required=False)
-    h1 = hz.timestamp("end_utc", required=False)
+    h0 = _time(hz, "start_utc", required=False)
+    h1 = _time(hz, "end_utc", required=False)
     if h0 is not None and h1 is not None and h1 <= h0:
         raise hz.error("end_utc", f"{h1} is not after horizon.start_utc {h0}")
     hz.finish()
@@ -585,6 +637,11 @@ def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> 
                     horizon_end_utc=h1, tick_s=tick, source=src)
     if scen.end_utc <= scen.start_utc:
         raise ScenarioError("the horizon is empty", key="horizon", path=src)
+    span = (scen.end_utc - scen.start_utc).total_seconds()
+    if span > MAX_SPAN_S:
+        raise ScenarioError(f"the horizon spans {span / 86400:,.0f} days, more than "
+                            f"{MAX_SPAN_S / 86400:.0f}; set horizon.start_utc/end_utc",
+                            key="horizon", path=src)
     return scen
 
 

@@ -22,22 +22,66 @@ from scipy import signal
 from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
 from ..exceptions import PowerlabError
+from .loadmetrics import ramp_of_means
 from .scenario import Limits
 
 __all__ = [
     "BANDS_HZ",
+    "GRID_BANDS_HZ",
+    "RAMP_WINDOWS",
     "band_rms",
     "check_limits",
     "events_table",
     "largest_swing",
     "ramp_rates",
+    "resolved_bands",
     "spectrum",
     "swing_metrics",
     "swing_series",
+    "window_ramps",
 ]
 
 #: Oscillation bands utilities ask about [Hz].
 BANDS_HZ = {"0p1_2hz": (0.1, 2.0), "2_20hz": (2.0, 20.0)}
+
+#: Grid bands a forecast should resolve (Choukse et al. 2025): sub-synchronous
+#: oscillation and the faster band that reaches generator torsional modes [Hz].
+GRID_BANDS_HZ = {"0p1_2hz": (0.1, 2.0), "3_30hz": (3.0, 30.0)}
+
+#: Named ramp windows: metric suffix -> (window [s], rate unit [s]).  A ramp over a
+#: window is the largest change between adjacent window means (every alignment), per
+#: rate unit: ``ramp_up_w_per_s_1s`` in W/s over 1-s means, ``ramp_up_w_per_min_1min`` in
+#: W/min over 1-min means (the form interconnection requirements use).
+RAMP_WINDOWS = {"w_per_s_100ms": (0.1, 1.0), "w_per_s_1s": (1.0, 1.0),
+                "w_per_min_1min": (60.0, 60.0)}
+
+
+def resolved_bands(tick_s: float) -> dict:
+    """Which part of each grid band a tick resolves: name -> (lo, hi or None) [Hz].
+
+    The spectrum of a series sampled every ``tick_s`` ends at its Nyquist frequency
+    ``1 / (2 tick_s)``; ``hi`` is the band's upper edge cut there, ``None`` when the band
+    starts above it.
+    """
+    nyq = 0.5 / tick_s
+    return {k: (lo, min(hi, nyq) if lo < nyq else None)
+            for k, (lo, hi) in GRID_BANDS_HZ.items()}
+
+
+def window_ramps(power_w, tick_s: float) -> dict:
+    """Ramps over the named windows of :data:`RAMP_WINDOWS`: ``ramp_up_<suffix>`` and
+    ``ramp_down_<suffix>`` (positive numbers); NaN where the window is not a whole number
+    of ticks or the series is shorter than two windows."""
+    x = _arr(power_w)
+    out = {}
+    for suffix, (win, per) in RAMP_WINDOWS.items():
+        w = win / tick_s
+        ok = abs(w - round(w)) < 1e-6 * max(w, 1.0) and round(w) >= 1 \
+            and len(x) >= 2 * round(w)
+        for direction in ("up", "down"):
+            out[f"ramp_{direction}_{suffix}"] = (
+                ramp_of_means(x, tick_s, win, direction) * per if ok else float("nan"))
+    return out
 
 
 def _arr(power_w) -> np.ndarray:
@@ -177,10 +221,13 @@ def swing_metrics(power_w, tick_s: float) -> dict:
     -------
     dict
         ``peak_w``, ``min_w``, ``swing_1s_w``, ``swing_10s_w``, ``swing_60s_w`` [W],
-        ``ramp_up_w_per_s``, ``ramp_down_w_per_s`` [W/s], ``dominant_frequency_hz``
+        ``ramp_up_w_per_s``, ``ramp_down_w_per_s`` (tick to tick: depends on the tick)
+        [W/s], the ramps over named windows of :func:`window_ramps`
+        (``ramp_up_w_per_s_1s``, ``ramp_down_w_per_min_1min``, ...), ``dominant_frequency_hz``
         [Hz] (strongest line of the Welch PSD, see :func:`dominant_frequency`),
         ``band_0p1_2hz_rms_w``, ``band_2_20hz_rms_w`` [W] and the matching band
-        energies ``band_*_w2`` (variance in the band) [W^2].
+        energies ``band_*_w2`` (variance in the band) [W^2], and
+        ``band_3_30hz_rms_w`` (cut at the Nyquist frequency, see :func:`resolved_bands`).
     """
     x = _arr(power_w)
     up, down = ramp_rates(x, tick_s)
@@ -196,12 +243,14 @@ def swing_metrics(power_w, tick_s: float) -> dict:
         "swing_60s_w": largest_swing(x, tick_s, 60.0),
         "ramp_up_w_per_s": up,
         "ramp_down_w_per_s": down,
+        **window_ramps(x, tick_s),
         "dominant_frequency_hz": dom,
     }
     for name, (lo, hi) in BANDS_HZ.items():
         r = band_rms(spec, lo, hi)
         out[f"band_{name}_rms_w"] = r
         out[f"band_{name}_w2"] = r * r
+    out["band_3_30hz_rms_w"] = band_rms(spec, *GRID_BANDS_HZ["3_30hz"])
     return out
 
 

@@ -28,12 +28,14 @@ from .mlperf import (
     read_mlperf_power,
 )
 from .nvidia_smi import parse_nvidia_smi, read_nvidia_smi
+from .slurm import expand_hostlist, read_sacct
 from .weather import parse_weather, read_weather
 
 __all__ = [
     "FORMATS",
     "TELEMETRY_FORMATS",
     "MLLogResult",
+    "expand_hostlist",
     "parse_dcgm_dmon",
     "parse_dcgm_prometheus",
     "parse_mllog",
@@ -46,6 +48,7 @@ __all__ = [
     "read_mllog",
     "read_mlperf_power",
     "read_nvidia_smi",
+    "read_sacct",
     "read_weather",
     "sniff_format",
 ]

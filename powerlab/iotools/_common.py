@@ -5,9 +5,11 @@ Nothing here is public API; the readers in this package document the behaviour.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import os
 import warnings
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -30,55 +32,118 @@ def read_text(src, *, what: str = "file") -> tuple[str, str | None]:
     """Return ``(text, name)`` for a path, a text/bytes buffer or a string of content.
 
     ``.gz`` files are decompressed transparently.  ``name`` is the path (for messages)
-    or ``None`` for in-memory content.
+    or ``None`` for in-memory content.  Bytes must be UTF-8 (a UTF-8 byte-order mark is
+    skipped); anything else (a damaged ``.gz``, UTF-16, other encodings, binary data)
+    is one :class:`~powerlab.exceptions.ParseError` naming the file.
     """
-    if isinstance(src, (str, os.PathLike)) and not isinstance(src, str):
-        return _read_path(Path(src)), str(src)
-    if isinstance(src, bytes):
-        return src.decode("utf-8", errors="replace"), None
     if isinstance(src, str):
-        return src, None
+        return src.removeprefix("\ufeff"), None
+    raw, name = read_bytes(src, what=what)
+    return decode_utf8(raw, name), name
+
+
+def read_bytes(src, *, what: str = "file") -> tuple[bytes, str | None]:
+    """Like :func:`read_text` but returns the bytes, checked as UTF-8 text without a
+    byte-order mark (a ``str`` is content)."""
+    if isinstance(src, os.PathLike):
+        path = Path(src)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise ParseError("no such file", path=path) from None
+        except IsADirectoryError:
+            raise ParseError("is a directory, expected a file", path=path) from None
+        except OSError as exc:
+            raise ParseError(f"cannot read the file ({exc.strerror or exc})",
+                             path=path) from None
+        if path.suffix == ".gz":
+            raw = gunzip(raw, path)
+        return check_utf8(raw, str(path)), str(path)
+    if isinstance(src, bytes):
+        return check_utf8(src, None), None
+    if isinstance(src, str):
+        return src.removeprefix("\ufeff").encode("utf-8"), None
     if hasattr(src, "read"):
         data = src.read()
-        if isinstance(data, bytes):
-            data = data.decode("utf-8", errors="replace")
-        return data, getattr(src, "name", None) if isinstance(getattr(src, "name", None),
-                                                                str) else None
+        nm = getattr(src, "name", None)
+        nm = nm if isinstance(nm, str) else None
+        if isinstance(data, str):
+            return data.removeprefix("\ufeff").encode("utf-8"), nm
+        return check_utf8(data, nm), nm
     raise TypeError(f"expected a path, text or a readable buffer for the {what}, "
                     f"got {type(src).__name__}")
 
 
-def read_bytes(src) -> tuple[bytes, str | None]:
-    """Like :func:`read_text` but returns the raw bytes (a ``str`` is content)."""
-    if isinstance(src, os.PathLike):
-        path = Path(src)
-        if not path.exists():
-            raise ParseError("no such file", path=path)
-        if path.is_dir():
-            raise ParseError("is a directory, expected a file", path=path)
-        raw = path.read_bytes()
-        return (gzip.decompress(raw) if path.suffix == ".gz" else raw), str(path)
-    if isinstance(src, bytes):
-        return src, None
-    if isinstance(src, str):
-        return src.encode("utf-8"), None
-    if hasattr(src, "read"):
-        data = src.read()
-        nm = getattr(src, "name", None)
-        return (data.encode("utf-8") if isinstance(data, str) else data,
-                nm if isinstance(nm, str) else None)
-    raise TypeError(f"expected a path, text or a readable buffer, got {type(src).__name__}")
+def gunzip(raw: bytes, path) -> bytes:
+    """Decompress a ``.gz`` file's bytes; a damaged or cut archive is a ParseError."""
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as exc:
+        why = "it ends early (cut off?)" if isinstance(exc, EOFError) else str(exc)
+        raise ParseError(f"not a readable gzip file: {why}; expected a complete .gz "
+                         "archive", path=path) from None
 
 
-def _read_path(path: Path) -> str:
-    if not path.exists():
-        raise ParseError("no such file", path=path)
-    if path.is_dir():
-        raise ParseError("is a directory, expected a file", path=path)
-    raw = path.read_bytes()
-    if path.suffix == ".gz":
-        raw = gzip.decompress(raw)
-    return raw.decode("utf-8", errors="replace")
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def check_utf8(raw: bytes, path) -> bytes:
+    """``raw`` without a UTF-8 byte-order mark, after checking that it is UTF-8 text.
+
+    UTF-16/32 (with or without a byte-order mark), NUL bytes and invalid UTF-8 raise
+    :class:`~powerlab.exceptions.ParseError` with the file and line.
+    """
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[3:]
+    head = raw[:4096]
+    if raw.startswith(_UTF16_BOMS) or b"\x00" in head:
+        # UTF-16 text without a byte-order mark: NUL in every other byte (ASCII text)
+        utf16 = raw.startswith(_UTF16_BOMS) or max(head[0::2].count(0),
+                                                     head[1::2].count(0)) > 0.4 * len(head)
+        raise ParseError("the file is UTF-16 text, expected UTF-8 (convert it, e.g. "
+                         "'iconv -f UTF-16 -t UTF-8')" if utf16 else
+                         "the file holds NUL bytes (binary data), expected UTF-8 text",
+                         path=path, line=1)
+    if not raw.isascii():
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            raise ParseError(f"byte 0x{raw[exc.start]:02x} at offset {exc.start} is not "
+                             "UTF-8; expected UTF-8 text (convert it, e.g. 'iconv -f "
+                             "LATIN1 -t UTF-8')", path=path, line=line) from None
+    return raw
+
+
+def decode_utf8(raw: bytes, path) -> str:
+    """Decode bytes already passed through :func:`check_utf8`."""
+    return raw.decode("utf-8") if not raw.isascii() else raw.decode("ascii")
+
+
+def split_cut_last_line(text: str) -> tuple[str, int]:
+    """``(text without a last line that lacks its newline, 1 if one was cut off else 0)``.
+
+    A file cut while being written ends in a partial line: ``699.120000`` may read as
+    ``69``.  Such a line is never parsed; callers count it in their warning.
+    """
+    if not text or text.endswith(("\n", "\r")):
+        return text, 0
+    cut = max(text.rfind("\n"), text.rfind("\r"))
+    if not text[cut + 1:].strip():
+        return text, 0
+    return text[:cut + 1], 1
+
+
+def check_tz(tz, path=None):
+    """Return ``tz`` if pandas knows the zone; an unknown name is a ParseError."""
+    if tz is None:
+        return tz
+    try:
+        pd.Timestamp(0).tz_localize(tz)
+    except (KeyError, ValueError, TypeError, OSError):  # ZoneInfoNotFoundError is a KeyError
+        raise ParseError(f"unknown time zone {tz!r}; expected an IANA name such as "
+                         "'America/New_York' or 'UTC'", path=path) from None
+    return tz
 
 
 def strip_gz(name: str) -> str:
@@ -236,3 +301,67 @@ def localize(naive: pd.DatetimeIndex, tz) -> tuple[pd.DatetimeIndex, int, int]:
 def warn_quality(message: str, stacklevel: int = 3) -> None:
     """Emit one :class:`~powerlab.exceptions.DataQualityWarning`."""
     warnings.warn(message, DataQualityWarning, stacklevel=stacklevel)
+
+
+#: Unix epoch milliseconds accepted as sample times: 2000-01-01 .. 2100-01-01 (UTC).
+#: Outside that a ``time_ms`` is a damaged or unset clock, not a time.
+TIME_MS_RANGE = (946_684_800_000, 4_102_444_800_000)
+
+
+def mask_impossible(cols: dict, *, node=None, path=None, what: str = "file") -> dict:
+    """Mask values no instrument can report, in place, and count them in one warning.
+
+    A value is impossible where it is not finite (``inf``, ``1e308`` overflowing to
+    ``inf`` after unit conversion) or lies outside its column's valid range in
+    :data:`powerlab.telemetry.schema.GLOSSARY` (``-999`` degC, a counter of ``-1``
+    read as ``2**64 - 1`` mJ).  Only a minority of a column's values is masked: when
+    most of them are out of range the column is in another unit, and
+    :func:`~powerlab.telemetry.schema.validate` says so with an error instead.
+
+    Parameters
+    ----------
+    cols : dict of str to numpy.ndarray
+        Canonical column name -> float64 values (modified in place).
+    node : numpy.ndarray of bool or bool, optional
+        Rows that measure a whole node (checked against the node range).
+    path, what : str
+        For the warning.
+
+    Returns
+    -------
+    dict
+        Column name -> number of masked values (empty if none).
+    """
+    from ..telemetry import schema
+
+    counts: dict[str, int] = {}
+    examples: dict[str, float] = {}
+    for name, v in list(cols.items()):
+        col = schema.GLOSSARY.get(name)
+        if col is None or col.valid_range is None or not isinstance(v, np.ndarray) \
+                or v.dtype != np.float64 or not len(v):
+            continue
+        lo, hi = col.valid_range
+        if node is not None and col.node_range is not None:
+            nlo, nhi = col.node_range
+            lo = np.where(node, nlo, lo) if not np.isscalar(node) else (nlo if node else lo)
+            hi = np.where(node, nhi, hi) if not np.isscalar(node) else (nhi if node else hi)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(v) | (v < lo) | (v > hi)
+        bad &= ~np.isnan(v)
+        k = int(np.count_nonzero(bad))
+        if not k:
+            continue
+        finite_bad = bad & np.isfinite(v)
+        if np.count_nonzero(finite_bad) * 2 > np.count_nonzero(~np.isnan(v)):
+            continue  # most values out of range: a unit error for validate() to report
+        examples[name] = float(v[np.flatnonzero(bad)[0]])
+        if not v.flags.writeable:
+            v = cols[name] = v.copy()
+        v[bad] = np.nan
+        counts[name] = k
+    if counts:
+        parts = [f"{n} {c} (e.g. {examples[c]:g})" for c, n in counts.items()]
+        warn_quality(f"{path or what}: masked {sum(counts.values())} impossible value(s) "
+                     f"as missing: {', '.join(parts)}", stacklevel=4)
+    return counts

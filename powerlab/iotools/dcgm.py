@@ -8,6 +8,8 @@ a timestamp (e.g. ``dcgmi dmon ... | ts '%Y-%m-%d %H:%M:%.S'``).
 
 dcgm-exporter serves the Prometheus text format: one line per metric and GPU,
 ``DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-...",Hostname="node1",...} 72.4 [ts_ms]``.
+It is parsed by ``prometheus_client.parser`` (the ``prometheus`` extra), which handles
+label escapes, ``HELP``/``TYPE`` lines and ``NaN``/``+Inf`` values as Prometheus does.
 
 References
 ----------
@@ -24,9 +26,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..exceptions import ParseError
+from ..exceptions import ParseError, PowerlabError
 from ..telemetry import schema
-from ._common import localize, read_text, warn_quality
+from ._common import (
+    TIME_MS_RANGE,
+    check_tz,
+    localize,
+    mask_impossible,
+    read_text,
+    split_cut_last_line,
+    warn_quality,
+)
 
 __all__ = [
     "DMON_VARIABLE_MAP",
@@ -84,7 +94,11 @@ _TS_PREFIX = re.compile(r"^(\d{4}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?"
 
 
 def _blank_to_nan(v: float) -> float:
-    if v >= _FP64_BLANK and (v < _FP64_BLANK + 16 or v >= float(_INT64_BLANK)):
+    """DCGM's blank values -> NaN (int64 blanks round to 2**63 as floats).
+
+    A larger value is no blank (a counter of -1 read as unsigned is 2**64 - 1): it stays,
+    for :func:`mask_impossible` to mask and count."""
+    if v >= _FP64_BLANK and (v < _FP64_BLANK + 16 or float(_INT64_BLANK) <= v <= 2.0 ** 63):
         return np.nan
     return v
 
@@ -123,7 +137,12 @@ def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=N
     """Parse ``dcgmi dmon`` output given as text or a buffer (see :func:`read_dcgm_dmon`)."""
     text, name = read_text(text_or_buffer)
     path = path if path is not None else name
+    check_tz(tz, path)
     host = "localhost" if host is None else str(host)
+    text, cut = split_cut_last_line(text)
+    if cut:
+        warn_quality(f"{path or 'dcgmi dmon output'}: dropped 1 truncated last line (no "
+                     "newline at the end: its values may be cut short)")
     columns: list[str] | None = None
     recs: list[tuple] = []  # (line, ts string or None, entity id, values)
     skipped_entities = 0
@@ -234,6 +253,7 @@ def _stamps_to_utc(stamps, tz, path, lines) -> pd.DatetimeIndex:
 
 def _frame(ts, host, gpus, uuids, data, source) -> pd.DataFrame:
     n = len(gpus)
+    mask_impossible(data, path=source)
     df = pd.DataFrame({
         "timestamp": pd.Series(ts, dtype="datetime64[ns, UTC]").reset_index(drop=True),
         "host": pd.Series([host] * n if isinstance(host, str) else host, dtype="string"),
@@ -276,21 +296,68 @@ def read_dcgm_prometheus(path, *, timestamp=None, host: str | None = None) -> pd
     return parse_dcgm_prometheus(text, timestamp=timestamp, host=host, path=path)
 
 
-_METRIC = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
-_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
+def _prometheus_parser():
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise PowerlabError("reading dcgm-exporter text needs prometheus-client "
+                            "(pip install 'powerlab[prometheus]')") from exc
+    return text_string_to_metric_families
 
 
-def _labels(s: str, path, lineno) -> dict[str, str]:
-    out: dict[str, str] = {}
-    pos = 0
-    s = s.strip()
-    while pos < len(s):
-        m = _LABEL.match(s, pos)
-        if not m:
-            raise ParseError(f"malformed label set {{{s}}}", path=path, line=lineno)
-        out[m.group(1)] = m.group(2).replace('\\"', '"').replace("\\\\", "\\")
-        pos = m.end()
-    return out
+def _samples(text: str, path):
+    """``(line, metric name, labels, value, timestamp [ms] or None)`` for every sample, in
+    file order, parsed by ``prometheus_client.parser``.
+
+    The parser yields samples in the order of their lines, so the n-th sample comes from
+    the n-th line that is neither blank nor a comment.  A counter whose name lacks
+    ``_total`` gets that suffix from the parser; it is taken off again here.
+    """
+    parse = _prometheus_parser()
+    lines = text.split("\n")
+    sample_lines = [i for i, ln in enumerate(lines, start=1)
+                    if (st := ln.strip()) and not st.startswith("#")]
+    try:
+        families = list(parse(text))
+    except (ValueError, IndexError, KeyError, TypeError):
+        _locate_error(lines, parse, path)
+        raise  # pragma: no cover - _locate_error always raises
+    k = 0
+    for fam in families:
+        for smp in fam.samples:
+            name = smp.name
+            if (fam.type == "counter" and name not in PROMETHEUS_VARIABLE_MAP
+                    and name == fam.name + "_total"):
+                name = fam.name
+            ts = None if smp.timestamp is None else float(smp.timestamp) * 1000.0
+            yield sample_lines[k], name, smp.labels, smp.value, ts
+            k += 1
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def _locate_error(lines: list[str], parse, path):
+    """Raise a ParseError naming the first line ``prometheus_client`` cannot parse."""
+    for lineno, line in enumerate(lines, start=1):
+        try:
+            list(parse(line + "\n"))
+        except (ValueError, IndexError, KeyError, TypeError):
+            st = line.strip()
+            metric = st.split("{", 1)[0].split()[0] if st and not st.startswith("#") else None
+            spec = PROMETHEUS_VARIABLE_MAP.get(metric or "")
+            value = (st.rsplit("}", 1)[-1] if "{" in st else st[len(metric or ""):]).split()
+            if spec is not None and value and not _is_number(value[0]):
+                raise ParseError(f"cannot read {value[0]!r} as a number in {spec[1]}",
+                                 path=path, line=lineno, column=metric) from None
+            raise ParseError("not a Prometheus sample line (expected 'NAME{labels} value "
+                             "[timestamp_ms]')", path=path, line=lineno) from None
+    raise ParseError("not Prometheus text exposition format", path=path)
 
 
 def parse_dcgm_prometheus(text_or_buffer, *, timestamp=None, host: str | None = None,
@@ -299,21 +366,17 @@ def parse_dcgm_prometheus(text_or_buffer, *, timestamp=None, host: str | None = 
     text, name = read_text(text_or_buffer)
     path = path if path is not None else name
     default_host = "localhost" if host is None else str(host)
+    text, cut = split_cut_last_line(text)
+    if cut:
+        warn_quality(f"{path or 'dcgm-exporter output'}: dropped 1 truncated last line (no "
+                     "newline at the end: its value may be cut short)")
     rows = []
     mig = 0
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        m = _METRIC.match(s)
-        if not m:
-            raise ParseError("not a Prometheus sample line (expected 'NAME{labels} value "
-                             "[timestamp_ms]')", path=path, line=lineno)
-        metric, labels_s, value_s, ts_s = m.groups()
+    bad_time = 0
+    for lineno, metric, labels, value, ts_ms in _samples(text, path):
         spec = PROMETHEUS_VARIABLE_MAP.get(metric)
         if spec is None:
             continue
-        labels = _labels(labels_s or "", path, lineno)
         if labels.get("GPU_I_ID", "") != "":
             mig += 1
             continue
@@ -324,15 +387,18 @@ def parse_dcgm_prometheus(text_or_buffer, *, timestamp=None, host: str | None = 
         except ValueError:
             raise ParseError(f"label gpu={labels['gpu']!r} is not a GPU index", path=path,
                              line=lineno, column="gpu") from None
-        try:
-            value = float(value_s)
-        except ValueError:
-            raise ParseError(f"cannot read {value_s!r} as a number in {spec[1]}", path=path,
-                             line=lineno, column=metric) from None
-        rows.append((int(ts_s) if ts_s is not None else None, labels.get("Hostname") or
-                     default_host, gpu, labels.get("UUID"), spec[0],
-                     _blank_to_nan(value) * (spec[2] if spec[0] != "throttle_reasons"
-                                             else 1.0), lineno, metric, _PRIO[metric]))
+        if ts_ms is not None:
+            if not TIME_MS_RANGE[0] <= ts_ms < TIME_MS_RANGE[1]:  # also False for NaN
+                bad_time += 1
+                continue
+            ts_ms = round(ts_ms)
+        rows.append((ts_ms, labels.get("Hostname") or default_host, gpu, labels.get("UUID"),
+                     spec[0], _blank_to_nan(float(value)) * (
+                         spec[2] if spec[0] != "throttle_reasons" else 1.0),
+                     lineno, metric, _PRIO[metric]))
+    if bad_time:
+        warn_quality(f"{path or 'dcgm-exporter output'}: dropped {bad_time} sample(s) whose "
+                     "timestamp is not a time between 2000 and 2100 (Unix ms)")
     if mig:
         warn_quality(f"{path or 'dcgm-exporter output'}: skipped {mig} MIG instance "
                      "sample(s) (not part of the per-GPU canonical schema)")

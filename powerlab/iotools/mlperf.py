@@ -22,10 +22,18 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ..exceptions import ParseError
 from ..telemetry import schema
-from ._common import read_text, strip_gz, warn_quality
+from ._common import (
+    TIME_MS_RANGE,
+    mask_impossible,
+    read_text,
+    split_cut_last_line,
+    strip_gz,
+    warn_quality,
+)
 
 __all__ = [
     "STEP_VARIABLE_MAP",
@@ -50,7 +58,6 @@ STEP_VARIABLE_MAP: dict[str, str] = {
     "epoch_num": "epoch_num",
 }
 
-_MLLOG = re.compile(r"^\s*(?:(\d+):\s*)?:::MLLOG\s+(.*?)\s*$")
 _NODE = re.compile(r"^node_(\d+)\.txt(?:\.gz)?$")
 
 
@@ -60,30 +67,43 @@ def _events(text: str, path) -> tuple[list[tuple], int, str | None]:
     bad = 0
     first_bad = None
     dec = json.JSONDecoder()
+    text, cut = split_cut_last_line(text)
+    if cut:
+        bad, first_bad = 1, f"line {text.count(chr(10)) + 1}: truncated last line (no newline)"
     for lineno, line in enumerate(text.splitlines(), start=1):
-        if ":::MLLOG" not in line:
+        i = line.find(":::MLLOG")
+        if i < 0:
             continue
-        m = _MLLOG.match(line)
+        # '[rank:] :::MLLOG {json}' (plain string work: a regex costs more than the JSON)
+        head, payload = line[:i].strip(), line[i + 8:]
+        rank = None
         why = None
         ev = None
-        if not m:
+        if (head and not (head[-1] == ":" and head[:-1].isdigit())
+                or not payload[:1].isspace()):
             why = "':::MLLOG' inside other output"
         else:
+            rank = int(head[:-1]) if head else None
+            payload = payload.strip()
             try:
-                ev, end = dec.raw_decode(m.group(2))
-                if m.group(2)[end:].strip():
+                ev, end = dec.raw_decode(payload)
+                if end != len(payload):
                     why, ev = "text after the JSON object", None
             except json.JSONDecodeError as exc:
                 why = f"malformed JSON ({exc.msg})"
-            if ev is not None and (not isinstance(ev, dict) or "key" not in ev
-                                   or not isinstance(ev.get("time_ms"), (int, float))):
-                why, ev = "event without 'key' or numeric 'time_ms'", None
+            if ev is not None:
+                tm = ev.get("time_ms") if isinstance(ev, dict) else None
+                if (tm is None or "key" not in ev or isinstance(tm, bool)
+                        or not isinstance(tm, (int, float))):
+                    why, ev = "event without 'key' or numeric 'time_ms'", None
+                elif not TIME_MS_RANGE[0] <= tm < TIME_MS_RANGE[1]:
+                    why, ev = f"time_ms {tm!r} is not a time between 2000 and 2100", None
         if ev is None:
             bad += 1
             if first_bad is None:
                 first_bad = f"line {lineno}: {why}"
             continue
-        out.append((lineno, int(m.group(1)) if m.group(1) is not None else None, ev))
+        out.append((lineno, rank, ev))
     return out, bad, first_bad
 
 
@@ -122,14 +142,38 @@ def read_mlperf_power(path_or_dir, *, host: str | None = None) -> pd.DataFrame:
                              f"{len(files)} node logs", path=p)
     else:
         files = [p]
-    frames = []
+    ts, ws, hosts, codes, unreadable = [], [], [], [], []
     for f in files:
-        text, _ = read_text(f)
         h = host if host is not None else strip_gz(f.name).rsplit(".", 1)[0]
-        frames.append(_power_frame(text, h, f))
-    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        try:
+            text, _ = read_text(f)
+            t, w = _power_arrays(text, f)
+        except ParseError as exc:
+            if len(files) == 1:
+                raise
+            unreadable.append(f"{f.name} ({_why(exc, f)})")
+            continue
+        codes.append(np.full(len(t), len(hosts), dtype=np.int32))
+        hosts.append(h)
+        ts.append(t)
+        ws.append(w)
+    if not ts:
+        raise ParseError(f"none of the {len(files)} node power logs is readable: "
+                         + "; ".join(unreadable), path=p)
+    df = _node_frame(np.concatenate(ts), np.concatenate(ws), hosts, np.concatenate(codes))
     df = schema.conform(df)
-    return schema.validate(df, source=str(p))
+    df = schema.validate(df, source=str(p))
+    if unreadable:
+        warn_quality(f"{p}: skipped {len(unreadable)} of {len(files)} node power logs that "
+                     f"cannot be read: {'; '.join(unreadable)}", stacklevel=3)
+    df.attrs["unreadable_files"] = [u.split(" (", 1)[0] for u in unreadable]
+    return df
+
+
+def _why(exc: ParseError, f: Path) -> str:
+    """The message of ``exc`` without the file name it starts with."""
+    msg = str(exc)
+    return msg.removeprefix(f"{f}, ").removeprefix(f"{f}: ")
 
 
 def parse_mlperf_power(text_or_buffer, *, host: str = "node", path=None) -> pd.DataFrame:
@@ -140,7 +184,8 @@ def parse_mlperf_power(text_or_buffer, *, host: str = "node", path=None) -> pd.D
     return schema.validate(df, source=str(path or "MLLOG text"))
 
 
-def _power_frame(text: str, host: str, path) -> pd.DataFrame:
+def _power_arrays(text: str, path) -> tuple[np.ndarray, np.ndarray]:
+    """``(time_ms, power_w)`` of one node log's power readings, impossible ones masked."""
     events, bad, first_bad = _events(text, path)
     t, w = [], []
     for lineno, _, ev in events:
@@ -155,16 +200,36 @@ def _power_frame(text: str, host: str, path) -> pd.DataFrame:
             continue
         t.append(int(ev["time_ms"]))
         w.append(float(v) * spec[2])
+    if not t:
+        raise ParseError("no power_reading events: not an MLPerf node power log"
+                         + (f" ({bad} malformed MLLOG line(s), first at {first_bad})"
+                            if bad else ""), path=path)
     _warn_bad(path, bad, first_bad)
+    cols = {"power_w": np.asarray(w, dtype="float64")}
+    mask_impossible(cols, node=True, path=path, what="MLLOG text")
+    return np.asarray(t, dtype=np.int64), cols["power_w"]
+
+
+def _node_frame(t: np.ndarray, w: np.ndarray, hosts: list[str],
+                host_code: np.ndarray) -> pd.DataFrame:
+    """Node-scope telemetry from concatenated arrays; ``hosts[host_code[i]]`` is row i's."""
     n = len(t)
+    host = pa.array(hosts, pa.large_string()).take(pa.array(host_code))
     return pd.DataFrame({
-        "timestamp": pd.to_datetime(np.asarray(t, dtype=np.int64), unit="ms", utc=True)
-        .as_unit("ns"),
-        "host": pd.Series([host] * n, dtype="string"),
-        "scope": pd.Series(["node"] * n, dtype="string"),
-        "gpu_index": pd.Series([pd.NA] * n, dtype="Int16"),
-        "power_w": np.asarray(w, dtype="float64"),
+        "timestamp": pd.DatetimeIndex((t * 1_000_000).view("datetime64[ns]")).tz_localize(
+            "UTC"),
+        "host": pd.Series(pd.arrays.ArrowStringArray(host)),
+        "scope": pd.Series(pd.arrays.ArrowStringArray(
+            pa.repeat(pa.scalar("node", pa.large_string()), n))),
+        "gpu_index": pd.Series(pd.arrays.IntegerArray(np.zeros(n, dtype=np.int16),
+                                                      np.ones(n, dtype=bool))),
+        "power_w": w,
     })
+
+
+def _power_frame(text: str, host: str, path) -> pd.DataFrame:
+    t, w = _power_arrays(text, path)
+    return _node_frame(t, w, [host], np.zeros(len(t), dtype=np.int32))
 
 
 @dataclass(frozen=True)

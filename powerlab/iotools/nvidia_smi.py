@@ -2,20 +2,21 @@
 
 nvidia-smi prints one CSV row per GPU per query.  With ``-l``/``-lms`` it repeats the
 query, so a log is a sequence of blocks of ``n`` rows (one per GPU, in index order).  When
-the query has no ``index``/``uuid`` field, the GPU of a row can only come from its
-position in the block; :func:`parse_nvidia_smi` infers ``n`` from the timestamp pattern
-(rows of one query are milliseconds apart, queries are a sampling period apart) or takes
-it from ``n_gpus=``.
+the query has no ``index``, ``pci.bus_id`` (GPUs are numbered in PCI bus order) or
+``uuid`` field, a row's GPU is taken from its place in its query only where the
+timestamps prove the query (rows milliseconds apart, queries a sleep apart, exactly
+``n`` rows, time never going backwards); rows of damaged queries are dropped and
+counted, never shifted to another GPU (see :func:`_index_from_order`).
 
 Variants handled: any field subset, unit-suffixed headers (``power.draw [W]``), values
 with units (``72.36 W``, ``17 MiB``, ``0 %``), ``nounits``, ``noheader`` (give
 ``fields=``), sentinels (``[N/A]``, ``[Not Supported]`` ...) -> NaN, repeated header
-lines (logs appended with ``>>``), a truncated last line, a trailing partial query.
+lines (logs appended with ``>>``), a truncated last line (dropped), a trailing partial
+query (dropped).
 """
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,9 +30,11 @@ import pyarrow.csv as pacsv
 from ..exceptions import ParseError
 from ..telemetry import schema
 from ._common import (
+    check_tz,
     hex_to_uint64,
     line_of_row,
     localize,
+    mask_impossible,
     read_bytes,
     strings_to_float,
     warn_quality,
@@ -43,12 +46,13 @@ __all__ = ["VARIABLE_MAP", "parse_nvidia_smi", "read_nvidia_smi"]
 #: the canonical unit).  Where several fields map to one column, the first one present
 #: in this order wins (``power.draw`` over ``power.draw.instant``, the enforced power
 #: limit over the requested one, the SM clock over the graphics clock).  Fields not in
-#: the table (``name``, ``pci.bus_id``, ``pstate`` ...) are read and ignored.
+#: the table (``name``, ``pstate`` ...) are read and ignored; ``pci.bus_id`` identifies the GPU.
 VARIABLE_MAP: dict[str, tuple[str, str | None, float | None]] = {
     "timestamp": ("timestamp", None, None),
     "index": ("gpu_index", None, None),
     "uuid": ("gpu_uuid", None, None),
     "gpu_uuid": ("gpu_uuid", None, None),
+    "pci.bus_id": ("pci_bus_id", None, None),
     "power.draw": ("power_w", "W", 1.0),
     "power.draw.instant": ("power_w", "W", 1.0),
     "power.draw.average": ("power_avg_w", "W", 1.0),
@@ -88,7 +92,7 @@ def read_nvidia_smi(path, *, tz=None, n_gpus: int | None = None, host: str | Non
         zone, so this is required unless the timestamps carry an offset.
     n_gpus : int, optional
         GPUs per query, for logs without an ``index``/``uuid`` field.  Inferred from the
-        timestamp pattern when omitted.
+        timestamp pattern when omitted; a value the timestamps contradict is an error.
     host : str, optional
         Host name for every row.  Default ``"localhost"``.
     fields : sequence of str or str, optional
@@ -109,12 +113,13 @@ def read_nvidia_smi(path, *, tz=None, n_gpus: int | None = None, host: str | Non
     Warns
     -----
     powerlab.exceptions.DataQualityWarning
-        For a dropped truncated last line, a trailing partial query, or repaired DST
-        times, with counts.
+        For a dropped truncated last line, rows whose GPU the timestamps do not prove
+        (logs without a GPU field: damaged or partial queries), or repaired DST times,
+        with counts.
     """
     p = Path(path)
-    data, _ = read_bytes(p)
-    return parse_nvidia_smi(data, tz=tz, n_gpus=n_gpus, host=host, fields=fields, path=p)
+    data, _ = read_bytes(p)  # checked as UTF-8 here, once
+    return _parse(data, tz=tz, n_gpus=n_gpus, host=host, fields=fields, path=p)
 
 
 def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
@@ -126,7 +131,13 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
     source in messages.
     """
     data, name = read_bytes(text_or_buffer)
-    path = path if path is not None else name
+    return _parse(data, tz=tz, n_gpus=n_gpus, host=host, fields=fields,
+                  path=path if path is not None else name)
+
+
+def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
+    """:func:`parse_nvidia_smi` on bytes already checked by :func:`read_bytes`."""
+    check_tz(tz, path)
     host = "localhost" if host is None else str(host)
 
     first_end = data.find(b"\n")
@@ -160,23 +171,22 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
         raise ParseError("no 'timestamp' field: the query must include timestamp to give "
                          "samples a time", path=path, line=1)
 
-    if header_present:
-        body = b"" if first_end < 0 else data[first_end + 1:]
-    else:
-        body = data
+    # the body is data[start:end], never copied
+    start = (len(data) if first_end < 0 else first_end + 1) if header_present else 0
+    end = len(data)
     dropped_last = 0
-    if body and not body.endswith(b"\n"):
-        cut = body.rfind(b"\n")
-        if body[cut + 1:].strip():
+    if end > start and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n", start, end)
+        if data[cut + 1 if cut >= 0 else start:].strip():
             dropped_last = 1
-        body = body[:cut + 1] if cut >= 0 else b""
+        end = cut + 1 if cut >= 0 else start
     first_data_line = 2 if header_present else 1
     ncol = len(names)
 
     def text() -> str:  # only needed for the line numbers of error messages
         return data.decode("utf-8", errors="replace")
 
-    table = _read_cells(body, ncol, path, text, first_data_line)
+    table = _read_cells(data, start, end, ncol, path, text, first_data_line)
 
     # repeated header lines start a new segment (the logger was restarted with >>)
     # (a cell equal to the header's first cell once trimmed contains it, and the text of
@@ -184,7 +194,7 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
     # cells, then equality)
     head0 = head_cells[0]
     if (header_present and table.num_rows
-            and ('"' in head0 or head0.encode("utf-8") in body)
+            and ('"' in head0 or data.find(head0.encode("utf-8"), start, end) >= 0)
             and pc.any(pc.match_substring(table.column(0), head0)).as_py()):
         is_head = pc.equal(pc.utf8_trim_whitespace(table.column(0)), head0)
         is_head = is_head.to_numpy(zero_copy_only=False)
@@ -194,12 +204,16 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
     head_pos = np.flatnonzero(is_head)
 
     def row_line(r: int) -> int:
+        # without empty lines (which the CSV reader skips) a row's line is arithmetic
+        if data.find(b"\n\n", start, end) < 0 and data.find(b"\n\r\n", start, end) < 0 \
+                and not data.startswith((b"\n", b"\r\n"), start):
+            return first_data_line + int(orig_rows[r])
         return line_of_row(text(), int(orig_rows[r]), first_line=first_data_line)
 
     if is_head.any():
         table = table.filter(pa.array(~is_head))
     seg_id = np.searchsorted(head_pos, orig_rows)  # segment number of each data row
-    n = table.num_rows
+
 
     raw = [_one_array(table.column(i)) for i in range(ncol)]
 
@@ -229,7 +243,7 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
                                  f"{arr[r].as_py()!r}",
                                  path=path, line=row_line(r), column=nm)
             cols[canon] = v.astype(np.int64)
-        elif canon == "gpu_uuid":
+        elif canon in ("gpu_uuid", "pci_bus_id"):
             cols[canon] = pc.utf8_trim_whitespace(arr).to_numpy(zero_copy_only=False)
         elif canon == "throttle_reasons":
             cols[canon] = hex_to_uint64(arr, path=path, column=nm, row_line=row_line)
@@ -237,16 +251,24 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
             exp = f"a number in {unit}" if unit else "a number"
             v = strings_to_float(arr, unit=unit, path=path, column=nm, row_line=row_line,
                                  expected=exp, allow_empty=False)
-            cols[canon] = v * factor if factor != 1.0 else v
+            if factor != 1.0:
+                with np.errstate(over="ignore"):  # 1e308 MiB -> inf B, masked below
+                    v = v * factor
+            cols[canon] = v
 
     utc, n_amb, n_nonex = cols.pop("timestamp")
+    mask_impossible(cols, path=path, what="nvidia-smi output")
 
+    bus = cols.pop("pci_bus_id", None)
     if "gpu_index" in cols:
         gpu = cols.pop("gpu_index")
+    elif bus is not None:
+        gpu = _index_from_bus_id(bus, path, row_line)
     elif "gpu_uuid" in cols:
         gpu = _index_from_uuid(cols["gpu_uuid"], seg_id, path, row_line)
     else:
-        gpu = _index_from_order(utc.asi8, seg_id, n_gpus, path, row_line)
+        gpu = _index_from_order(utc.asi8, seg_id, n_gpus, path, row_line,
+                                repeats=_repeated_rows(raw))
 
     notes = []
     if dropped_last:
@@ -259,9 +281,18 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
 
     # a stable sort gives one permutation whatever the integer type; numpy sorts 16-bit
     # integers by radix sort, much faster than 64-bit ones
-    small = len(gpu) and 0 <= gpu.min() and gpu.max() <= np.iinfo(np.int16).max
+    # (rows whose GPU is not proven carry -1: they sort first and are cut off)
+    small = len(gpu) and -1 <= gpu.min() and gpu.max() <= np.iinfo(np.int16).max
     order = np.argsort(gpu.astype(np.int16) if small else gpu, kind="stable")
-    df = _build_frame(cols, utc, gpu, order, host, n)
+    n_unproven = int(np.count_nonzero(gpu < 0))
+    if n_unproven:
+        order = order[n_unproven:]
+    t_sorted, g_sorted = utc.asi8[order], gpu[order]
+    if len(order) > 1 and ((t_sorted[1:] < t_sorted[:-1])
+                           & (g_sorted[1:] == g_sorted[:-1])).any():
+        # rows that name their GPU but are out of time order in the file
+        order = order[np.lexsort((t_sorted, g_sorted))]
+    df = _build_frame(cols, utc, gpu, order, host, len(order))
     df = schema.conform(df, sort=False)
     return schema.validate(df, source=str(path) if path is not None else "nvidia-smi output")
 
@@ -309,8 +340,10 @@ def _build_frame(cols: dict, utc: pd.DatetimeIndex, gpu: np.ndarray, order: np.n
     return df
 
 
-def _read_cells(body: bytes, ncol: int, path, text, first_data_line: int) -> pa.Table:
-    """Split the CSV body into string columns (pyarrow CSV reader)."""
+def _read_cells(data: bytes, start: int, end: int, ncol: int, path, text,
+                first_data_line: int, use_threads: bool = True) -> pa.Table:
+    """Split the CSV body ``data[start:end]`` into string columns (pyarrow CSV reader,
+    on all cores, without copying the body)."""
     cols = [f"c{i}" for i in range(ncol)]
     bad: list = []
 
@@ -318,16 +351,20 @@ def _read_cells(body: bytes, ncol: int, path, text, first_data_line: int) -> pa.
         bad.append(row)
         return "skip"
 
-    if not body or body.isspace():  # same test as `not body.strip()`, without a copy
+    size = end - start
+    if not size or (size < 4096 and data[start:end].isspace()):
         return pa.table({c: pa.array([], pa.string()) for c in cols})
     table = pacsv.read_csv(
-        io.BytesIO(body),
-        read_options=pacsv.ReadOptions(column_names=cols, use_threads=False,
-                                       block_size=min(max(len(body) + 1, 1 << 20), 1 << 26)),
+        pa.BufferReader(pa.py_buffer(data).slice(start, size)),
+        read_options=pacsv.ReadOptions(column_names=cols, use_threads=use_threads,
+                                       block_size=1 << 22),
         parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
         convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in cols},
                                              strings_can_be_null=False,
                                              quoted_strings_can_be_null=False))
+    if bad and bad[0].number is None and use_threads:  # row numbers need one thread
+        return _read_cells(data, start, end, ncol, path, text, first_data_line,
+                           use_threads=False)
     if bad:
         row = bad[0]
         line = (line_of_row(text(), row.number - 1, first_line=first_data_line)
@@ -406,6 +443,20 @@ def _repeat_string(value: str, n: int) -> pd.Series:
     return pd.Series(pd.arrays.ArrowStringArray(arr))
 
 
+def _index_from_bus_id(bus: np.ndarray, path, row_line) -> np.ndarray:
+    """GPU index from the PCI bus id: NVML (and so nvidia-smi) numbers the GPUs of a
+    node in PCI bus order, so the index is the rank of the bus id among those in the
+    log.  Every row names its GPU: nothing is inferred from row order."""
+    codes, uniques = pd.factorize(pd.Series(bus, dtype=object).str.upper(), sort=True)
+    bad = [i for i, u in enumerate(uniques) if not u or u.startswith("[") or u in ("N/A",)]
+    if bad:
+        r = int(np.flatnonzero(np.isin(codes, bad))[0])
+        raise ParseError(f"cannot read {bus[r]!r} as a PCI bus id (expected e.g. "
+                         "00000000:18:00.0)", path=path, line=row_line(r),
+                         column="pci.bus_id")
+    return codes.astype(np.int64)
+
+
 def _index_from_uuid(uuids, seg_id, path, row_line) -> np.ndarray:
     codes, uniques = pd.factorize(uuids)
     n = len(uniques)
@@ -432,72 +483,138 @@ def _position_in_segment(seg_id: np.ndarray) -> np.ndarray:
     return pos
 
 
-def _pattern_ok(d: np.ndarray, boundary: np.ndarray) -> bool:
-    between, within = d[boundary], d[~boundary]
-    if len(between) < 2 or len(within) < 1:
-        return False
-    return np.quantile(between, 0.05) > np.quantile(within, 0.95)
+def _gap_threshold(d: np.ndarray, path) -> int | None:
+    """The smallest time step [ns] that can separate two queries, from the data.
+
+    Rows of one query are a few milliseconds apart; consecutive queries are separated by
+    nvidia-smi's sleep (``-lms``), so every step between queries is at least that
+    interval.  The steps split into these two clusters (a threshold on log time, Otsu's
+    rule); any step below 0.8 times the lower edge of the upper cluster cannot be a sleep
+    and proves its two rows belong to one query.  Returns ``0`` when all steps are alike
+    and at least 5 ms (one row per query), ``None`` when all are alike and shorter (the
+    whole segment is one query).
+    """
+    x = d[d >= 0][: _MAX_GPUS * 1024].astype(np.float64) / 1e6  # [ms]
+    if not len(x):
+        return None
+    y = np.log1p(x)
+    if y.max() - y.min() < np.log(2.0):
+        return 0 if np.median(x) >= 5.0 else None
+    hist, edges = np.histogram(y, bins=256)
+    w = np.cumsum(hist)
+    m = np.cumsum(hist * 0.5 * (edges[1:] + edges[:-1]))
+    w0, w1 = w[:-1], w[-1] - w[:-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        between = w0 * w1 * (m[:-1] / w0 - (m[-1] - m[:-1]) / w1) ** 2
+    cut = edges[1:-1][int(np.nanargmax(between))]
+    lower, upper = x[y <= cut], x[y > cut]
+    lo, hi = np.quantile(lower, 0.95), np.quantile(upper, 0.05)
+    if (hi + 1.0) < 3.0 * (lo + 1.0):
+        raise ParseError("cannot tell the queries apart: the log has no 'index', 'uuid' or "
+                         "'pci.bus_id' field and its time steps do not split into steps "
+                         f"within a query and sleeps between queries (95 % of the short steps "
+                         f"< {lo:g} ms, 5 % of the long ones < {hi:g} ms); add 'index' to the "
+                         "--query-gpu list", path=path)
+    return int(0.8 * hi * 1e6)
 
 
-def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_line):
-    pos = _position_in_segment(seg_id)
-    n_rows = len(pos)
-    same_seg = seg_id[1:] == seg_id[:-1]
-    d = np.diff(t_ns)
-    if n_gpus is None:
-        n_gpus = _infer_n(d, pos, same_seg, path)
-        inferred = True
-    else:
+def _repeated_rows(raw: list) -> np.ndarray:
+    """``out[i]``: rows ``i`` and ``i + 1`` hold identical cells (a duplicated line, or two
+    GPUs that happened to print the same values in the same millisecond)."""
+    n = len(raw[0]) if raw else 0
+    if n < 2:
+        return np.zeros(max(n - 1, 0), dtype=bool)
+    eq = None
+    for col in raw:
+        e = pc.equal(col.slice(1), col.slice(0, n - 1))
+        eq = e if eq is None else pc.and_(eq, e)
+    return eq.to_numpy(zero_copy_only=False)
+
+
+def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_line,
+                      repeats: np.ndarray | None = None):
+    """GPU index of each row of a log without a GPU field, ``-1`` where not proven.
+
+    nvidia-smi prints one row per GPU per query, in index order.  Rows closer in time
+    than the shortest possible sleep between queries (:func:`_gap_threshold`) belong to
+    one query; such a run of rows is a *chunk*.  A chunk of exactly ``n`` rows, time never
+    going backwards and no two identical adjacent lines is a whole query: its rows are
+    GPUs ``0..n-1``.  Every other chunk is dropped and counted in one
+    DataQualityWarning: a query with a row lost or duplicated, rows out of order, a
+    trailing partial query, identical lines (a duplicated line plus a lost one looks the
+    same as two GPUs printing the same values), and a query split by a GPU answering
+    later than the sleep between queries (its parts cannot be told from the remains of
+    two damaged queries).  No row is ever placed by counting across a damaged part.
+
+    ``n`` is the commonest chunk length (by rows), or ``n_gpus``; an ``n_gpus`` the
+    chunks contradict is an error.
+    """
+    n_rows = len(t_ns)
+    if n_gpus is not None:
         n_gpus = int(n_gpus)
         if n_gpus < 1:
             raise ParseError(f"n_gpus must be a positive integer, got {n_gpus}", path=path)
-        inferred = False
-    gpu = pos % n_gpus
-    if inferred and n_gpus > 1:
-        # verify on the whole log: at most 5 % of query boundaries may look like
-        # within-query steps and vice versa, judged by the threshold of the first queries
-        boundary = ((pos[1:] % n_gpus) == 0)[same_seg]
-        dd = d[same_seg]
-        k = min(len(dd), _MAX_GPUS * 64)
-        thr = 0.5 * (np.quantile(dd[:k][boundary[:k]], 0.05)
-                     + np.quantile(dd[:k][~boundary[:k]], 0.95))
-        big = dd > thr
-        if (np.count_nonzero(boundary & ~big) > 0.05 * max(1, np.count_nonzero(boundary))
-                or np.count_nonzero(~boundary & big) > 0.05 * max(1, np.count_nonzero(~boundary))):
-            raise ParseError(f"the GPU count inferred from the first queries ({n_gpus}) does "
-                             "not fit the timestamp pattern of the whole log; pass n_gpus=",
-                             path=path)
-    # a trailing partial query per segment: rows are still in GPU order, so kept
-    partial = []
-    seg_lens = np.bincount(seg_id) if n_rows else np.zeros(0, dtype=np.intp)
-    seg_last = np.cumsum(seg_lens) - 1  # segments are consecutive runs of rows
-    for s in np.flatnonzero(seg_lens):
-        rem = int(seg_lens[s]) % n_gpus
-        if rem:
-            last_row = int(seg_last[s])
-            partial.append(f"line {row_line(last_row)}: last query has {rem} of {n_gpus} "
-                           f"GPU rows (kept as GPUs 0..{rem - 1})")
-    if partial and n_rows:
-        warn_quality(f"{path or 'nvidia-smi output'}: incomplete final query "
-                     f"({'; '.join(partial)})", stacklevel=4)
+    if n_rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    d = np.diff(t_ns)
+    same_seg = seg_id[1:] == seg_id[:-1]
+    try:
+        thr = _gap_threshold(d[same_seg], path)
+    except ParseError:
+        if n_gpus == 1:  # the caller says one GPU: no attribution to prove
+            return np.zeros(n_rows, dtype=np.int64)
+        raise
+    if thr is None:
+        brk = ~same_seg
+    else:
+        brk = ~same_seg | (d >= thr)
+    starts = np.flatnonzero(np.r_[True, brk])
+    lens = np.diff(np.r_[starts, n_rows])
+    chunk_of_row_step = np.cumsum(brk)  # chunk number of row i+1
+    back = same_seg & (d < 0)
+    bad = np.zeros(len(starts), dtype=bool)
+    if back.any():
+        bad[chunk_of_row_step[back]] = True
+    by_rows = np.bincount(lens, weights=lens)
+    n_seen = int(np.argmax(by_rows))
+    if n_gpus is not None and n_gpus != n_seen:
+        raise ParseError(f"n_gpus={n_gpus} was given, but the timestamps show queries of "
+                         f"{n_seen} rows ({int(by_rows[n_seen]):,} of {n_rows:,} rows lie in "
+                         f"{n_seen}-row queries separated by the logging interval); the "
+                         "log has no 'index' field to settle it", path=path)
+    n = n_seen
+    if n > _MAX_GPUS or by_rows[n] < 0.5 * n_rows:
+        raise ParseError("cannot tell how many GPUs each query covers: the log has no "
+                         "'index', 'uuid' or 'pci.bus_id' field and its timestamps show no "
+                         f"consistent query size (the commonest, {n} rows, holds "
+                         f"{int(by_rows[n]):,} of {n_rows:,} rows); add 'index' to the "
+                         "--query-gpu list", path=path)
+    rep = np.zeros(len(starts), dtype=bool)
+    if repeats is not None and repeats.any():
+        # two identical lines in one query: a duplicated line (with another line of the
+        # query perhaps lost) cannot be told from two GPUs printing the same values
+        rep[chunk_of_row_step[repeats & same_seg]] = True
+    bad |= rep
+    ok = (lens == n) & ~bad
+    row_chunk = np.repeat(np.arange(len(starts)), lens)
+    gpu = np.arange(n_rows) - starts[row_chunk]
+    okr = ok[row_chunk]
+    gpu[~okr] = -1
+    n_drop = int(n_rows - np.count_nonzero(okr))
+    if n_drop:
+        bad_chunks = np.flatnonzero(~ok)
+        fewer = int(np.count_nonzero((lens[bad_chunks] < n) & ~bad[bad_chunks]))
+        more = int(np.count_nonzero((lens[bad_chunks] > n) & ~bad[bad_chunks]))
+        twins = int(np.count_nonzero(rep[bad_chunks]))
+        backwards = int(np.count_nonzero(bad[bad_chunks] & ~rep[bad_chunks]))
+        first_line = row_line(int(starts[bad_chunks[0]]))
+        warn_quality(f"{path or 'nvidia-smi output'}: no GPU index/uuid field, so a row's "
+                     f"GPU comes from its place in a {n}-row query; dropped {n_drop:,} of "
+                     f"{n_rows:,} rows whose GPU the timestamps do not prove ({fewer} "
+                     f"run(s) of fewer than {n} rows: a lost line or a GPU answering later "
+                     f"than the sleep between queries; "
+                     f"{more} with more than {n} rows, {backwards} with time going "
+                     f"backwards, {twins} holding two identical lines, which a duplicated "
+                     f"line and two GPUs printing the same values both give; first at "
+                     f"line {first_line})", stacklevel=4)
     return gpu
-
-
-def _infer_n(d: np.ndarray, pos: np.ndarray, same_seg: np.ndarray, path) -> int:
-    # work on the first part of the log; the result is verified on all of it afterwards
-    k = min(len(d), _MAX_GPUS * 64)
-    dk, posk, segk = d[:k], pos[1:k + 1], same_seg[:k]
-    dk_ok = dk[segk]
-    for n in range(2, _MAX_GPUS + 1):
-        if k < 3 * n:
-            break
-        boundary = (posk % n == 0)[segk]
-        if _pattern_ok(dk_ok, boundary):
-            return n
-    if len(dk_ok) >= 2:
-        med = np.median(dk_ok)
-        if med > 0 and np.quantile(dk_ok, 0.05) > 0.5 * med:
-            return 1
-    raise ParseError("cannot tell how many GPUs each query covers: the log has no 'index' "
-                     "or 'uuid' field and the timestamp pattern is not clear; pass n_gpus=",
-                     path=path)

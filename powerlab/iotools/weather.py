@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import ParseError
-from ._common import localize, read_text, strip_gz, warn_quality
+from ._common import check_tz, localize, read_text, strip_gz, warn_quality
 
 __all__ = ["VARIABLE_MAP", "parse_weather", "read_weather"]
 
@@ -42,6 +42,22 @@ VARIABLE_MAP: dict[str, tuple[str, float]] = {
     "Precip Total (mm)": ("precip_total_mm", 1.0),
     "UV": ("uv_index", 1.0),
     "Solar Radiation (W/m²)": ("solar_radiation_w_per_m2", 1.0),
+}
+#: Values a weather station can report, per column (outside: a sentinel such as -999 or
+#: a damaged value, masked as missing and counted).  Air temperatures span the records
+#: on Earth; pressure is sea-level pressure [hPa].
+VALID_RANGE: dict[str, tuple[float, float]] = {
+    "temp_air_c": (-90.0, 60.0),
+    "dew_point_c": (-90.0, 60.0),
+    "humidity_pct": (0.0, 100.0),
+    "wind_direction_deg": (0.0, 360.0),
+    "wind_speed_m_per_s": (0.0, 120.0),
+    "wind_gust_m_per_s": (0.0, 120.0),
+    "pressure_hpa": (850.0, 1090.0),
+    "precip_rate_mm_per_h": (0.0, 500.0),
+    "precip_total_mm": (0.0, 2000.0),
+    "uv_index": (0.0, 25.0),
+    "solar_radiation_w_per_m2": (0.0, 1500.0),
 }
 _TIME = "Time"
 _FILES = re.compile(r".*\.(txt|csv)(\.gz)?$")
@@ -74,6 +90,7 @@ def read_weather(path_or_dir, *, tz="America/New_York") -> pd.DataFrame:
     the warning.  Exact duplicate timestamps keep their first row and are counted.
     """
     p = Path(path_or_dir)
+    check_tz(tz, p)
     if p.is_dir():
         files = sorted(f for f in p.iterdir() if f.is_file() and _FILES.match(f.name)
                        and f.name != "LICENSE")
@@ -95,6 +112,7 @@ def parse_weather(text_or_buffer, *, tz="America/New_York", path=None) -> pd.Dat
     """Parse one file's content given as text or a buffer (see :func:`read_weather`)."""
     text, name = read_text(text_or_buffer)
     path = path if path is not None else name
+    check_tz(tz, path)
     df, skipped = _parse(text, path)
     notes = [f"{path or 'text'}: {skipped}"] if skipped else []
     return _finish([df], notes, tz, str(path or "weather text"))
@@ -166,6 +184,7 @@ def _parse(text: str, path) -> tuple[pd.DataFrame, str]:
                          "(expected YYYY-MM-DD HH:MM)", path=path, line=lineno[r],
                          column=_TIME)
     out = {"_time": times.to_numpy(dtype="datetime64[ns]")}
+    masked: list[str] = []
     for src, (name, factor) in VARIABLE_MAP.items():
         if src not in raw.columns:
             continue
@@ -177,8 +196,18 @@ def _parse(text: str, path) -> tuple[pd.DataFrame, str]:
             unit = src[src.find("(") + 1:-1] if "(" in src else "no unit"
             raise ParseError(f"cannot read {raw[src].iloc[r]!r} as a number ({unit})",
                              path=path, line=lineno[r], column=src)
-        out[name] = v.to_numpy(dtype="float64") * factor
+        x = v.to_numpy(dtype="float64") * factor
+        lo, hi = VALID_RANGE[name]
+        with np.errstate(invalid="ignore"):
+            impossible = ~np.isnan(x) & ~((x >= lo) & (x <= hi))
+        if impossible.any():
+            masked.append(f"{int(impossible.sum())} {name} (e.g. "
+                          f"{x[np.flatnonzero(impossible)[0]]:g})")
+            x[impossible] = np.nan
+        out[name] = x
     parts = []
+    if masked:
+        parts.append("impossible value(s) masked as missing: " + ", ".join(masked))
     if truncated:
         parts.append("1 truncated last line")
     if wrong:

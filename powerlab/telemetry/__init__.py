@@ -7,7 +7,9 @@ Modules
 :mod:`~powerlab.telemetry.store`       crash-safe Parquet store partitioned by date and host
 :mod:`~powerlab.telemetry.quality`     boolean masks: gaps, stale readings, counter resets
 :mod:`~powerlab.telemetry.events`      GPU error events (XID) and interruption root causes
-:mod:`~powerlab.telemetry.aggregate`   resampling, power sums, per-job power, peer statistics
+:mod:`~powerlab.telemetry.aggregate`   resampling, power sums, peer statistics
+:mod:`~powerlab.telemetry.jobs`        power and energy per job (Slurm GPU -> job maps)
+:mod:`~powerlab.telemetry.engines`     where aggregations run: pandas or Dask
 :mod:`~powerlab.telemetry.partitions`  reading a store for aggregation (pruning, Dask inputs)
 :mod:`~powerlab.telemetry.binning`     per-device time-binning kernels (pandas and Dask alike)
 
@@ -31,8 +33,14 @@ _EXPORTS = {
         "counter_resets", "gaps", "quality_report", "stale",
     ),
     "aggregate": (
-        "collect", "hour_of_day", "job_power", "peer_stats", "power_sums", "quality_masks",
+        "collect", "hour_of_day", "peer_stats", "power_sums", "quality_masks",
         "resample_gpu",
+    ),
+    "jobs": (
+        "gpu_job_map", "job_energy", "job_power",
+    ),
+    "engines": (
+        "EmptyResultWarning",
     ),
     "partitions": (
         "open_store",

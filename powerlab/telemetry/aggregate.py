@@ -34,20 +34,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 from ..exceptions import PowerlabError, SchemaError, Violation
 from .binning import (
     DEVICE_KEY,
-    SortedDevices,
     bin_width_ns,
     energy_fix,
     energy_tail,
     merge_tail,
     resample_kernel,
-    utc_series,
 )
+from .engines import resolve_engine, store_frame, warn_if_empty
 from .partitions import (
     ID_COLUMNS,
     StoreGroup,
@@ -66,7 +64,6 @@ from .store import _as_utc as _utc
 __all__ = [
     "collect",
     "hour_of_day",
-    "job_power",
     "open_store",
     "peer_stats",
     "power_sums",
@@ -104,8 +101,18 @@ def _pick_means(columns: Iterable[str], want: Sequence[str] | None) -> list[str]
 
 def _resampled(data, bin_ns: int, means: Sequence[str] | None, energy: bool | None,
                throttle: bool | None, start, end, hosts, partition_rows: int,
-               scope: str | None = None, uuid: bool = True):
+               scope: str | None = None, uuid: bool = True, engine: str = "auto"):
     """(kind, frame) of per-device bins: kind 'pandas' or 'dask'."""
+    if isinstance(data, (str, os.PathLike)) and resolve_engine(engine) == "pandas":
+        from .schema import CORE_COLUMNS
+
+        if means is None:
+            means = [c for c in MEAN_COLUMNS if c in set(CORE_COLUMNS)]
+        energy = True if energy is None else energy
+        throttle = True if throttle is None else throttle
+        data = store_frame(data, columns_for([*means, *(["energy_j"] if energy else []),
+                                              *(["throttle_reasons"] if throttle else [])]),
+                           start, end, hosts)
     if isinstance(data, (str, os.PathLike)):
         from .schema import CORE_COLUMNS
 
@@ -355,7 +362,8 @@ def _sum_by(kind: str, frame, keys: Sequence[str], value: str, racks=None):
 
 def power_sums(data, freq: str = "1min", *, by: str = "cluster", racks=None,
                scope: str = "gpu", start=None, end=None, hosts: Sequence[str] | None = None,
-               compute: bool = True, partition_rows: int = 2_000_000) -> pd.DataFrame:
+               compute: bool = True, partition_rows: int = 2_000_000,
+               engine: str = "auto") -> pd.DataFrame:
     """Power of the cluster, each host or each rack per time bin.
 
     Parameters
@@ -368,16 +376,27 @@ def power_sums(data, freq: str = "1min", *, by: str = "cluster", racks=None,
         Grouping.
     racks : mapping, Series or DataFrame, optional
         Host -> rack (needed for ``by="rack"``); every host must be mapped.
-    scope : {"gpu", "node"}, default "gpu"
-        Which rows to add (GPU rows, or node power for sources that only have that).
+    scope : {"gpu", "node", "all"}, default "gpu"
+        Which rows to add: GPU board power, node AC power (what a facility meters; the
+        MLPerf power logs and node meters give only this), or both, summed separately
+        with a ``scope`` column (never added together: node power includes its GPUs).
     start, end, hosts, compute, partition_rows
         As in :func:`resample_gpu`.
+    engine : {"auto", "dask", "pandas"}, default "auto"
+        Where a store is aggregated (:mod:`powerlab.telemetry.engines`); frames given
+        in memory run where they are.
 
     Returns
     -------
     pandas.DataFrame
-        ``[host|rack,] timestamp, power_w, n_gpus``: the sum over devices of each
-        device's mean power in the bin [W] and the number of devices with a reading.
+        ``[host|rack,] [scope,] timestamp, power_w, n_gpus``: the sum over devices of
+        each device's mean power in the bin [W] and the number of devices with a reading
+        (``n_gpus`` counts nodes for node rows).
+
+    Warns
+    -----
+    EmptyResultWarning
+        When the computed result has no rows, saying what the input holds instead.
     """
     keys = {"cluster": [], "host": ["host"], "rack": ["rack"]}.get(by)
     if keys is None:
@@ -385,173 +404,18 @@ def power_sums(data, freq: str = "1min", *, by: str = "cluster", racks=None,
                             "(per-job power: job_power)")
     if by == "rack" and racks is None:
         raise PowerlabError("by='rack' needs a host -> rack mapping (racks=...)")
+    if scope not in ("gpu", "node", "all"):
+        raise PowerlabError(f"scope={scope!r}: expected 'gpu', 'node' or 'all'")
     bin_ns = bin_width_ns(freq)
     kind, frame = _resampled(data, bin_ns, ["power_w"], False, False, start, end, hosts,
-                             partition_rows, scope=scope, uuid=False)
-    return _finish(kind, _sum_by(kind, frame, keys, "power_w", racks), compute)
-
-
-# --- per-job power
-
-def _job_table(jobs: pd.DataFrame) -> pd.DataFrame:
-    if not isinstance(jobs, pd.DataFrame):
-        raise PowerlabError("jobs must be a DataFrame with columns host, gpu_index, job_id, "
-                            "start, end")
-    need = ["host", "gpu_index", "job_id", "start", "end"]
-    missing = [c for c in need if c not in jobs.columns]
-    if missing:
-        raise SchemaError([Violation(c, "missing column of the GPU -> job mapping") for c in
-                           missing], source="job mapping")
-    j = jobs[need].copy()
-    v = []
-    for c in ("start", "end"):
-        if not isinstance(j[c].dtype, pd.DatetimeTZDtype):
-            v.append(Violation(c, f"job times must be tz-aware, got {j[c].dtype}"))
-    if v:
-        raise SchemaError(v, source="job mapping")
-    j["start"] = j["start"].dt.tz_convert("UTC").astype("datetime64[ns, UTC]")
-    j["end"] = j["end"].dt.tz_convert("UTC").astype("datetime64[ns, UTC]")
-    j["host"] = j["host"].astype("string")
-    j["gpu_index"] = pd.to_numeric(j["gpu_index"]).astype("Int16")
-    j["job_id"] = j["job_id"].astype("string")
-    bad = j.index[(j["end"] <= j["start"]).to_numpy() | j[need].isna().any(axis=1).to_numpy()]
-    if len(bad):
-        raise SchemaError([Violation("end", "each job needs host, gpu_index, job_id and "
-                                            "start < end", tuple(bad))], source="job mapping")
-    j = j.sort_values(["host", "gpu_index", "start"], kind="stable").reset_index(drop=True)
-    same = (j["host"].to_numpy()[1:] == j["host"].to_numpy()[:-1]) & \
-           (j["gpu_index"].to_numpy()[1:] == j["gpu_index"].to_numpy()[:-1])
-    over = same & (j["start"].to_numpy()[1:] < j["end"].to_numpy()[:-1])
-    if over.any():
-        raise SchemaError([Violation("start", "jobs overlap on the same GPU (host, gpu_index)",
-                                     tuple(np.flatnonzero(over) + 1))], source="job mapping")
-    return j
-
-
-def _job_kernel(df: pd.DataFrame, jobs: pd.DataFrame, bin_ns: int) -> pd.DataFrame:
-    """Per (device, bin, job): the job's share of the device's bin-mean power [W]."""
-    srt = SortedDevices(df)
-    code, ts = srt.code, srt.ts
-    df = srt.df.take(srt.pos).reset_index(drop=True)
-    n = len(srt)
-    b = ts // bin_ns
-    job = np.full(n, -1, dtype=np.int64)
-    if n and len(jobs):
-        key = pd.MultiIndex.from_arrays([df["host"].astype("string"),
-                                         df["gpu_index"].astype("Int16")])
-        jstart = jobs["start"].to_numpy(dtype="datetime64[ns]").view(np.int64)
-        jend = jobs["end"].to_numpy(dtype="datetime64[ns]").view(np.int64)
-        dkey = pd.MultiIndex.from_arrays([jobs["host"], jobs["gpu_index"]])
-        jdev, uniq = dkey.factorize()            # jobs are sorted by device, start
-        jdev = jdev.astype(np.int64)
-        dev_idx = uniq.get_indexer(key)          # each sample's job-device number or -1
-        has = dev_idx >= 0
-        first_job = np.searchsorted(jdev, np.arange(len(uniq)), side="left")
-        last_job = np.searchsorted(jdev, np.arange(len(uniq)), side="right")
-        pos = np.flatnonzero(has)
-        for d in np.unique(dev_idx[has]):
-            sel = pos[dev_idx[pos] == d]
-            lo, hi = first_job[d], last_job[d]
-            k = np.searchsorted(jstart[lo:hi], ts[sel], side="right") - 1
-            ok = (k >= 0)
-            kk = np.where(ok, k, 0) + lo
-            ok &= ts[sel] < jend[kk]
-            job[sel[ok]] = kk[ok]
-    p = srt.values("power_w")
-    valid = ~np.isnan(p)
-    # valid-sample count per (device, bin)
-    new_db = np.ones(n, dtype=bool)
-    if n:
-        new_db[1:] = (code[1:] != code[:-1]) | (b[1:] != b[:-1])
-    gid = np.cumsum(new_db) - 1
-    nvalid = np.bincount(gid, weights=valid, minlength=gid[-1] + 1 if n else 0)
-    sel = np.flatnonzero(valid & (job >= 0))
-    cols = {"timestamp": [], "job_id": [], "host": [], "scope": [], "gpu_index": [],
-            "power_w": []}
-    if len(sel):
-        c2, b2, j2, p2 = code[sel], b[sel], job[sel], p[sel]
-        order = np.lexsort((j2, b2, c2))  # stable: (device, bin, job), time order kept
-        c2, b2, j2, p2, s2 = c2[order], b2[order], j2[order], p2[order], sel[order]
-        new = np.ones(len(sel), dtype=bool)
-        new[1:] = (c2[1:] != c2[:-1]) | (b2[1:] != b2[:-1]) | (j2[1:] != j2[:-1])
-        starts = np.flatnonzero(new)
-        sums = np.add.reduceat(p2, starts)
-        rows = s2[starts]
-        cols = {"timestamp": utc_series(b2[starts] * bin_ns),
-                "job_id": jobs["job_id"].take(j2[starts]).reset_index(drop=True)}
-        cols.update(srt.keys(rows))
-        cols["power_w"] = pd.Series(sums / nvalid[gid[rows]], dtype="float64")
-        return pd.DataFrame(cols)
-    return pd.DataFrame({
-        "timestamp": pd.Series([], dtype="datetime64[ns, UTC]"),
-        "job_id": pd.Series([], dtype="string"), "host": pd.Series([], dtype="string"),
-        "scope": pd.Series([], dtype="string"), "gpu_index": pd.Series([], dtype="Int16"),
-        "power_w": pd.Series([], dtype="float64")})
-
-
-def _read_job(group: StoreGroup, cols, start, end, jobs, bin_ns):
-    df = read_files(group.files, cols, start, end, categorical=True)
-    df = df[(df["scope"] == "gpu").fillna(False).to_numpy(dtype=bool)]
-    return _job_kernel(df, jobs, bin_ns)
-
-
-def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, start=None, end=None,
-              hosts: Sequence[str] | None = None, compute: bool = True,
-              partition_rows: int = 2_000_000) -> pd.DataFrame:
-    """Power of each job per time bin, from a GPU -> job mapping.
-
-    Parameters
-    ----------
-    data : pandas.DataFrame, dask.dataframe.DataFrame or path-like
-        Telemetry in the canonical schema, or a store folder (GPU rows are used).
-    jobs : pandas.DataFrame
-        Columns ``host``, ``gpu_index``, ``job_id``, ``start``, ``end`` (tz-aware): the
-        GPU belonged to the job for ``start <= timestamp < end``; jobs on one GPU must
-        not overlap.
-    freq, start, end, hosts, compute, partition_rows
-        As in :func:`resample_gpu`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``job_id, timestamp, power_w, n_gpus``.  Each sample is attributed to the job of
-        its GPU at that instant; a GPU's bin-mean power is split among its jobs in
-        proportion to their samples, so jobs plus unassigned GPUs add up to the cluster
-        power of :func:`power_sums` [W].  ``n_gpus`` counts GPUs with samples of the job.
-    """
-    bin_ns = bin_width_ns(freq)
-    jt = _job_table(jobs)
-    if isinstance(data, (str, os.PathLike)):
-        import dask.dataframe as dd
-
-        src = store_groups(data, start, end, hosts, partition_rows)
-        cols = [c for c in columns_for(["power_w"]) if c != "gpu_uuid"]
-        meta = _job_kernel(empty_frame(cols), jt, bin_ns)
-        if not src.groups:
-            frame = dd.from_pandas(meta, npartitions=1)
-        else:
-            frame = dd.from_map(_read_job, list(src.groups),
-                                args=[cols, src.start, src.end, jt, bin_ns], meta=meta,
-                                enforce_metadata=False, label="job-power")
-        kind = "dask"
-    elif is_dask(data):
-        check_columns(data.columns, [*ID_COLUMNS, "power_w"], "dask input")
-        ddf = data[ID_COLUMNS + ["power_w"]]
-        s_u, e_u = _utc(start), _utc(end)
-        ddf = ddf.map_partitions(filter_frame, s_u, e_u, hosts, meta=ddf._meta)
-        ddf = ddf[ddf["scope"] == "gpu"].shuffle(on="host")
-        meta = _job_kernel(empty_frame(ID_COLUMNS + ["power_w"]), jt, bin_ns)
-        frame = ddf.map_partitions(_job_kernel, jt, bin_ns, meta=meta, enforce_metadata=False)
-        kind = "dask"
-    elif isinstance(data, pd.DataFrame):
-        check_columns(data.columns, [*ID_COLUMNS, "power_w"], "input frame")
-        df = filter_frame(data, start, end, hosts)
-        df = df[(df["scope"] == "gpu").fillna(False).to_numpy(dtype=bool)]
-        frame, kind = _job_kernel(df, jt, bin_ns), "pandas"
-    else:
-        raise PowerlabError(f"expected a pandas or Dask DataFrame or a store path, got "
-                            f"{type(data).__name__}")
-    return _finish(kind, _sum_by(kind, frame, ["job_id"], "power_w"), compute)
+                             partition_rows, scope=None if scope == "all" else scope,
+                             uuid=False, engine=engine)
+    keys = [*keys, "scope"] if scope == "all" else keys
+    out = _finish(kind, _sum_by(kind, frame, keys, "power_w", racks), compute)
+    if compute:
+        warn_if_empty(out, "power_sums", data, scope=scope, start=start, end=end,
+                      hosts=hosts)
+    return out
 
 
 # --- hour of day

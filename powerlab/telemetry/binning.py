@@ -45,10 +45,40 @@ def factor(s: pd.Series) -> tuple[np.ndarray, pd.api.extensions.ExtensionArray]:
         order = np.argsort(cats, kind="stable")
         rank = np.empty(len(cats), dtype=np.int64)
         rank[order] = np.arange(len(cats))
-        codes = np.append(rank, -1)[s.cat.codes.to_numpy()]   # code -1 (NA) stays -1
+        raw = s.array.codes.astype(np.int64)   # (int8 fancy indices are slow)
+        if (order == np.arange(len(cats))).all():  # categories already sorted
+            codes = raw                             # code -1 (NA) stays -1
+        else:
+            codes = np.append(rank, -1)[raw]
         return codes, pd.array(cats[order], dtype="string")
     codes, uniq = pd.factorize(s.astype("string"), sort=True, use_na_sentinel=True)
     return codes.astype(np.int64), pd.array(uniq, dtype="string")
+
+
+def _int_or_minus_one(s: pd.Series) -> np.ndarray:
+    """int64 values of an integer column, NA as -1 (without a pandas round trip)."""
+    if isinstance(s.array, pd.arrays.IntegerArray):
+        return s.to_numpy(dtype=np.int64, na_value=-1)
+    return s.astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+
+
+def _device_time_order(code, ts, hc, sc, gi) -> np.ndarray:
+    """Stable order by device, then time.
+
+    Store files hold each device's rows in time order, so a stable sort by device alone
+    usually suffices: with fewer than 65,536 devices that is a radix sort of 16-bit keys
+    (about twice as fast as a two-key lexsort); the time order is then checked, and the
+    lexsort is the fallback.
+    """
+    n_s = int(sc.max()) + 2 if len(sc) else 1
+    n_g = int(gi.max()) + 2 if len(gi) else 1
+    dense = ((hc + 1) * n_s + (sc + 1)) * n_g + (gi + 1)
+    if len(dense) and dense.max() < 2**16:
+        pos = np.argsort(dense.astype(np.uint16), kind="stable")
+        c, t = code[pos], ts[pos]
+        if np.all((c[1:] != c[:-1]) | (t[1:] >= t[:-1])):
+            return pos
+    return np.lexsort((ts, code))
 
 
 class SortedDevices:
@@ -58,7 +88,7 @@ class SortedDevices:
         n = len(df)
         hc, self._hosts = factor(df["host"])
         sc, self._scopes = factor(df["scope"])
-        gi = df["gpu_index"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+        gi = _int_or_minus_one(df["gpu_index"])
         code = ((hc + 1) * 4 + (sc + 1)) * 2048 + (gi + 1)
         ts = df["timestamp"].to_numpy(dtype="datetime64[ns]").view(np.int64) if n \
             else np.zeros(0, np.int64)
@@ -66,7 +96,7 @@ class SortedDevices:
                            | ((code[1:] == code[:-1]) & (ts[1:] >= ts[:-1]))):
             pos = np.arange(n)
         else:
-            pos = np.lexsort((ts, code))
+            pos = _device_time_order(code, ts, hc, sc, gi)
             code, ts = code[pos], ts[pos]
         keep = np.ones(n, dtype=bool)
         keep[1:] = (code[1:] != code[:-1]) | (ts[1:] != ts[:-1])
