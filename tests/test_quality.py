@@ -169,7 +169,7 @@ def test_clock_drift_null_fleet_flags_nothing():
         assert (r["offset_s"].abs() <= 1).all()
 
 
-@pytest.mark.bad_input("quality")
+@pytest.mark.bad_input("reliability")
 def test_clock_drift_needs_three_hosts():
     with pytest.raises(AnalysisError, match="at least 3 hosts"):
         clock_drift(_fleet(n_hosts=2, n=600))
@@ -193,7 +193,7 @@ def test_implausible_values_for_the_model():
     assert implausible(f.iloc[:3], "NVIDIA A100-SXM4-80GB").all()
 
 
-@pytest.mark.bad_input("quality")
+@pytest.mark.bad_input("reliability")
 def test_implausible_unknown_model_and_missing_column():
     with pytest.raises(ValueError, match="unknown device model"):
         implausible(_fleet(n_hosts=1, n_gpus=1, n=10), "GeForce 256")
