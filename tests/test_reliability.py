@@ -73,9 +73,12 @@ def test_rates_from_events_with_zero_categories():
     assert f.loc["gpu_hbm3_memory", "failures"] == 2 and f.loc["nic", "failures"] == 0
     assert f.loc["nic", "lower"] == 0 and f.loc["nic", "upper"] == pytest.approx(3.689e-3,
                                                                                  rel=1e-3)
-    table = r.interruption_table(restart_s={"faulty_gpu": 1800.0})
-    assert table["faulty_gpu"] == {"rate_per_gpu_h": 1e-3, "restart_s": 1800.0}
-    assert table["gpu_hbm3_memory"] == {"rate_per_gpu_h": 2e-3}
+    sec = r.interruptions_section(restart={"detection_s": 600})
+    assert sec == {"model": "none", "restart": {"detection_s": 600.0},
+                   "rates_per_gpu_h": {"faulty_gpu": 1e-3, "gpu_hbm3_memory": 2e-3}}
+    up = r.interruptions_section(bound="upper", include_zero=True)["rates_per_gpu_h"]
+    assert len(up) == 18 and up["nic"] == pytest.approx(3.689e-3, rel=1e-3)
+    assert up["faulty_gpu"] == pytest.approx(f.loc["faulty_gpu", "upper"])
     by_kind = failure_rates(ev, 1000.0, by="kind")
     assert by_kind.rates_per_gpu_h["application"] == pytest.approx(1e-3)
 

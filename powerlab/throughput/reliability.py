@@ -123,22 +123,35 @@ class FailureRates:
                            index=pd.Index(idx, name=self.by))
         return out
 
-    def interruption_table(self, restart_s: float | dict | None = None) -> dict:
-        """The rates as a scenario's ``interruptions`` section: ``{category:
-        {"rate_per_gpu_h": ..., "restart_s": ...}}`` (``restart_s`` omitted when None).
+    def interruptions_section(self, *, bound: str = "mean", include_zero: bool = False,
+                              planned_rate_per_gpu_h: float | None = None,
+                              restart: dict | None = None) -> dict:
+        """The rates as a scenario's ``interruptions:`` mapping (powerlab.grid.interruptions):
+        ``{"model": "none", "rates_per_gpu_h": {category: rate}, ...}``.
 
         Parameters
         ----------
-        restart_s : float or dict, optional
-            Time lost per interruption [s], one for all or per category.
+        bound : {"mean", "upper", "lower"}
+            Which rate to write: the estimate or a bound of its exact interval (``upper``
+            for a conservative plan) [1/GPU-h].
+        include_zero : bool, default False
+            Keep categories without failures (their estimate is 0).
+        planned_rate_per_gpu_h : float, optional
+            Planned interruptions [1/GPU-h].
+        restart : dict, optional
+            ``{detection_s, drain_s, reschedule_s}`` [s].
         """
-        out = {}
-        for k, r in self.rates_per_gpu_h.items():
-            entry = {"rate_per_gpu_h": r}
-            rs = restart_s.get(k) if isinstance(restart_s, dict) else restart_s
-            if rs is not None:
-                entry["restart_s"] = float(rs)
-            out[k] = entry
+        if bound not in ("mean", "upper", "lower"):
+            raise ValueError("bound must be 'mean', 'upper' or 'lower'")
+        f = self.summary_frame().drop(index="total")
+        col = "rate_per_gpu_h" if bound == "mean" else bound
+        rates = {str(k): float(v) for k, v in f[col].items()
+                 if include_zero or f.loc[k, "failures"] > 0}
+        out: dict = {"model": "none", "rates_per_gpu_h": rates}
+        if planned_rate_per_gpu_h is not None:
+            out["planned_rate_per_gpu_h"] = float(planned_rate_per_gpu_h)
+        if restart is not None:
+            out["restart"] = {k: float(v) for k, v in restart.items()}
         return out
 
     def summary(self) -> str:
