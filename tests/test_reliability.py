@@ -171,3 +171,19 @@ def test_hazard_refuses_too_few_failures_and_constant_covariates():
         fit_hazard(d)
     with pytest.raises(AnalysisError, match="lacks"):
         fit_hazard(d, covariates=("temp_mem_c",))
+
+
+def test_interruptions_section_is_what_the_scenario_parser_takes():
+    """The section parses as a scenario's interruptions mapping (once the interruption
+    model of powerlab.grid is present on this branch)."""
+    mod = pytest.importorskip("powerlab.grid.interruptions")
+    if not hasattr(mod, "parse_interruptions"):
+        pytest.skip("powerlab.grid.interruptions has no parse_interruptions yet")
+    from powerlab.grid.yamlspec import Section
+
+    sec = llama3_rates().interruptions_section(
+        restart={"detection_s": 300, "drain_s": 60, "reschedule_s": 900})
+    model = mod.parse_interruptions(Section(sec, "interruptions", None))
+    assert dict(zip(model.causes, model.rates_per_gpu_h)) == pytest.approx(
+        llama3_rates().rates_per_gpu_h)
+    assert sum(model.rates_per_gpu_h) == pytest.approx(419 / LLAMA_GPU_H)
