@@ -187,3 +187,32 @@ def test_interruptions_section_is_what_the_scenario_parser_takes():
     assert dict(zip(model.causes, model.rates_per_gpu_h)) == pytest.approx(
         llama3_rates().rates_per_gpu_h)
     assert sum(model.rates_per_gpu_h) == pytest.approx(419 / LLAMA_GPU_H)
+
+
+def test_pipeline_from_telemetry_and_events_recovers_the_hazard_ratio():
+    """Hourly telemetry of 200 GPUs over 60 days, failures drawn per hour at HR 1.5 per
+    10 °C and written as events; exposure_table + fit_hazard recover it."""
+    rng = np.random.default_rng(42)
+    n_gpu, hours = 200, 60 * 24
+    t = pd.date_range("2025-01-01", periods=hours, freq="1h", tz="UTC")
+    off = rng.normal(0, 6, n_gpu)
+    temp = 65 + off[None, :] + 4 * np.sin(2 * np.pi * np.arange(hours) / 24)[:, None] \
+        + rng.normal(0, 1, (hours, n_gpu))
+    power = 550 + rng.normal(0, 40, (hours, n_gpu))
+    lam = 1e-3 * 1.5 ** ((temp - 65) / 10)
+    k = rng.poisson(lam)
+    tel = pd.DataFrame({"timestamp": np.repeat(t, n_gpu), "host": "n1",
+                        "gpu_index": np.tile(np.arange(n_gpu), hours),
+                        "temp_gpu_c": temp.ravel(), "power_w": power.ravel()})
+    hit = np.flatnonzero(k.ravel())
+    ev = pd.DataFrame({"timestamp": tel["timestamp"].to_numpy()[hit]
+                       + pd.Timedelta("10min"), "host": "n1",
+                       "gpu_index": tel["gpu_index"].to_numpy()[hit],
+                       "root_cause": "faulty_gpu"})
+    ev = ev.loc[ev.index.repeat(k.ravel()[hit])]
+    tab = exposure_table(tel, ev)
+    assert tab["failures"].sum() == k.sum() and len(tab) == n_gpu * 60
+    assert tab["gpu_hours"].sum() == pytest.approx(n_gpu * hours)
+    f = fit_hazard(tab).summary_frame()
+    assert f.loc["temp_gpu_c", "lower"] < 1.5 < f.loc["temp_gpu_c", "upper"]
+    assert f.loc["power_w", "lower"] < 1.0 < f.loc["power_w", "upper"]
