@@ -1,8 +1,14 @@
 """Data-quality masks for telemetry (in the manner of pvanalytics ``quality``).
 
-Each function returns a boolean :class:`pandas.Series` aligned to the input frame's index,
-``True`` where the flagged condition holds, so masks can be combined (``|``, ``&``) and
+Each per-sample check (:func:`gaps`, :func:`stale`, :func:`counter_resets`,
+:func:`implausible`) returns a boolean :class:`pandas.Series` aligned to the input frame's
+index, ``True`` where the flagged condition holds, so masks can be combined (``|``, ``&``) and
 counted.  Series are evaluated per device: per (host, scope, gpu_index), in time order.
+
+Cross-device checks compare devices with each other: :func:`duplicate_devices` (series that
+copy another device's, also shifted in time) returns groups of devices, and
+:func:`clock_drift` (hosts whose clocks run off against the others) a table per host.
+Methods and validation: ``docs/reliability_analytics.md``.
 """
 
 from __future__ import annotations
@@ -267,6 +273,11 @@ def duplicate_devices(df: pd.DataFrame, column: str = "power_w", *, window: int 
     Returns
     -------
     DuplicateDevices
+
+    Notes
+    -----
+    The near-identical check aligns all devices on one time index; beyond 50 million
+    cells (1,000 GPUs x 14 h at 1 s) it is left out and only copies are looked for.
     """
     if column not in df.columns:
         raise SchemaError([Violation(column, "missing column for the duplicate check")])
@@ -338,12 +349,13 @@ def _copy_pairs(labels, series, window, min_share, decimals) -> list[dict]:
     return out
 
 
-def _near_pairs(labels, series, rtol, atol, near_share, min_samples) -> list[dict]:
-    if len(series) < 2:
+def _near_pairs(labels, series, rtol, atol, near_share, min_samples,
+                max_cells=50_000_000) -> list[dict]:
+    if len(series) < 2 or sum(len(t) for t, _ in series) > max_cells:
         return []
     wide = pd.DataFrame({i: pd.Series(v, index=t) for i, (t, v) in enumerate(series)
                          if not pd.Index(t).has_duplicates})
-    if wide.shape[1] < 2:
+    if wide.shape[1] < 2 or wide.size > max_cells:
         return []
     x = wide.to_numpy()
     cols = list(wide.columns)
