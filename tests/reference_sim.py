@@ -67,6 +67,12 @@ def job_states(job, tick, s, e, failure_ticks, n):
                     since_ckpt = 0
                     mode, remaining = "down", n_rs
                     pending_eval = False
+                elif k in fails:
+                    # a failure while down is not lost: the downtime lasts at least a
+                    # full restart from it
+                    events.append((k, "failure"))
+                    remaining = max(remaining, n_rs)
+                    break
                 else:
                     break
             # transitions out of finished (or zero-length) phases

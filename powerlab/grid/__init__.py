@@ -9,6 +9,9 @@ Modules
 :mod:`~powerlab.grid.meter`        what an interval-averaging meter would read of a forecast
 :mod:`~powerlab.grid.timebase`     the engine's discrete time grid
 :mod:`~powerlab.grid.forecast`     the engine: per-job templates, jitter, failures
+:mod:`~powerlab.grid.interruptions` interruptions by root cause, recovery, Young/Daly
+:mod:`~powerlab.grid.interruption_sim` a job's interruption process alone (no power)
+:mod:`~powerlab.grid.disturbances` voltage sags: trips, UPS ride-through, recovery
 :mod:`~powerlab.grid.battery`      battery dispatch at the point of interconnection
 :mod:`~powerlab.grid.results`      ForecastResult and its summary
 :mod:`~powerlab.grid.swings`       swings, ramps, spectrum, limit checks
@@ -43,6 +46,16 @@ _EXPORTS = {
     ),
     "battery": (
         "battery_dispatch",
+    ),
+    "interruptions": (
+        "InterruptionModel", "checkpoint_report", "daly_interval_s", "llama3_model",
+        "young_interval_s",
+    ),
+    "interruption_sim": (
+        "simulate_interruptions",
+    ),
+    "disturbances": (
+        "VoltageSag", "disturbance_summary",
     ),
     "results": (
         "ForecastResult", "ForecastSummary",

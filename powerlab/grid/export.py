@@ -256,6 +256,18 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _job_figures(result) -> dict:
+    """Per job: ``effective_training_time`` [-] and ``interruptions`` [-], medians over
+    the draws (see :mod:`powerlab.grid.interruptions`)."""
+    t = result.throughput
+    if "effective_training_time" not in t.columns:
+        return {}
+    g = t.groupby("job", sort=False)
+    return {str(job): {"effective_training_time": float(r["effective_training_time"]),
+                       "interruptions": float(r["interruptions"])}
+            for job, r in g[["effective_training_time", "interruptions"]].median().iterrows()}
+
+
 def write_facilities_csv(result, path, resolution="15min",
                          generated_utc: pd.Timestamp | None = None) -> tuple[Path, Path]:
     """Write the facilities CSV and its JSON sidecar as a consistent pair.
@@ -335,6 +347,7 @@ def write_facilities_csv(result, path, resolution="15min",
             ("Ramps compare adjacent window means over every alignment of the windows; "
              "the events column shows draw 0."),
         ] + notes,
+        "jobs": _job_figures(result),
         "scenario": sc.to_dict(),
     }
     data = json.dumps(side, indent=2, default=str).encode("utf-8")

@@ -25,7 +25,8 @@ jitter distribution plus its multinomial fluctuation.  Failures are a Poisson pr
 ``gpus * failure_rate_per_gpu_h`` during the allocation; a failure sends every GPU of the
 job to idle for ``restart_s``, then start-up, then training resumes from the last
 checkpoint (training time since then is lost).  Failures that fall while the job is
-already down are absorbed.
+already down extend the downtime (never dropped); planned interruptions and the causes
+of failures follow :mod:`powerlab.grid.interruptions`.
 
 :func:`job_randomness` is the one source of randomness: seeded by ``(seed, draw, job)``,
 so a brute-force per-GPU simulation (``tests/reference_sim.py``) reproduces a draw
@@ -54,6 +55,14 @@ import pandas as pd
 from scipy import signal, special
 
 from ..exceptions import PowerlabError, ScenarioError
+from .disturbances import add_sag_events, apply_dark, check_ups_needs_ticks, disturbance_plan
+from .interruptions import (
+    cause_rows,
+    interruption_frame,
+    interruption_marks,
+    interruption_stats,
+    planned_mask,
+)
 from .reduction import Reducer
 from .results import ForecastResult
 from .scenario import Job, Scenario
@@ -227,7 +236,8 @@ def _expand_blocks(blocks: list, period: int, compute: int
 
 
 def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
-             failure_ticks: np.ndarray) -> JobPlan:
+             failure_ticks: np.ndarray, planned: np.ndarray | None = None,
+             trips=None) -> JobPlan:
     """Lay out the phases of a job over its allocation ``[start_tick, end_tick)``.
 
     Parameters
@@ -239,6 +249,13 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
         Allocation, in ticks from the horizon start.
     failure_ticks : ndarray
         Failure times in ticks from ``start_tick`` (from :func:`job_randomness`).
+    planned : ndarray of bool, optional
+        Which of them are planned interruptions (:mod:`powerlab.grid.interruptions`:
+        an on-demand checkpoint saves the work, no detection time).
+    trips : sequence of (int, int), optional
+        Forced interruptions ``(tick from the horizon start, downtime ticks)`` by grid
+        disturbances (:mod:`powerlab.grid.disturbances`); work since the last checkpoint
+        is lost.
 
     Returns
     -------
@@ -249,6 +266,8 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
     n_su = to_ticks(job.startup_s, tick_s)
     n_sd = to_ticks(job.shutdown_s, tick_s)
     n_rs = to_ticks(job.restart_s, tick_s)
+    n_pl = to_ticks(job.interruptions.planned_restart_s, tick_s) \
+        if job.interruptions is not None else n_rs  # interruptions hook
     ck_steps = max(1, math.floor(job.checkpoint_interval_s / job.step_time_s + 0.5)) \
         if job.checkpoint_interval_s > 0 else 0
     ev_steps = max(1, math.floor(job.eval_interval_s / job.step_time_s + 0.5)) \
@@ -256,7 +275,16 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
     n_ck = to_ticks(job.checkpoint_duration_s, tick_s)
     n_ev = to_ticks(job.eval_duration_s, tick_s)
     stop_train = max(start_tick, end_tick - n_sd)
-    fails = [start_tick + int(f) for f in failure_ticks]
+    # >>> interruptions hook: arrivals as (tick, kind, downtime ticks); kind 0 failure,
+    # 1 planned (powerlab/grid/interruptions.py), 2 trip (powerlab/grid/disturbances.py)
+    arrivals = sorted(
+        [(start_tick + int(f), int(planned is not None and bool(planned[i])),
+          n_pl if planned is not None and planned[i] else n_rs)
+         for i, f in enumerate(failure_ticks)]
+        + [(int(tk), 2, int(nd)) for tk, nd in (trips or ())], key=lambda a: a[0])
+    fails = [a[0] for a in arrivals]
+    _names = ("failure", "planned_interruption", "trip")
+    # <<< interruptions hook
     fi = 0
     blocks: list[tuple[int, int, int]] = []  # (state, start, length)
     events: list[tuple[int, str, int]] = [(start_tick, "start", 0)]
@@ -294,7 +322,7 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
             continue
         end = min(t + length, stop_train)
         while fi < len(fails) and fails[fi] < t:
-            fi += 1  # absorbed while down
+            fi += 1  # before the start (arrivals while down are taken below)
         if fi < len(fails) and fails[fi] < end:
             f = fails[fi]
             fi += 1
@@ -305,12 +333,28 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
                     since_ckpt += f - t
             if ev:
                 events.append((t, ev, f - t))
-            lost += since_ckpt
+            # >>> interruptions hook (rules in powerlab/grid/interruptions.py)
+            _, kind, n_down = arrivals[fi - 1]
+            down0 = f
+            if kind == 1:   # planned: on-demand checkpoint, no work lost
+                down0 = min(f + n_ck, stop_train)
+                if down0 > f:
+                    blocks.append((CKPT, f, down0 - f))
+            else:
+                lost += since_ckpt
             since_ckpt = 0
-            down_end = min(f + n_rs, stop_train)
-            events.append((f, "failure", down_end - f))
-            if down_end > f:
-                blocks.append((DOWN, f, down_end - f))
+            down_end = min(down0 + n_down, stop_train)
+            i_ev = len(events)
+            events.append(None)  # the interruption itself, filled in below
+            while fi < len(fails) and fails[fi] < down_end:  # queued, not lost
+                g, g_kind, g_down = arrivals[fi]
+                events.append((g, _names[g_kind], 0))
+                down_end = min(max(down_end, g + g_down), stop_train)
+                fi += 1
+            events[i_ev] = (f, _names[kind], down_end - f)
+            if down_end > down0:
+                blocks.append((DOWN, down0, down_end - down0))
+            # <<< interruptions hook
             t = down_end
             if t < stop_train:
                 events.append((t, "restart", 0))
@@ -573,13 +617,25 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     red = None if keep_ticks else Reducer(scenario, n, tick, t0, draws, reduce_s)
     events = []
     thr = []
+    istats, causes = [], []  # interruptions hook
+    check_ups_needs_ticks(scenario, keep_ticks)  # disturbances hook
     for d in range(draws):
         diff: list = []
         dense = np.full(n, constant_w + (job_idle_w if linear else 0.0), dtype=float)
+        dplan = disturbance_plan(scenario, t0, tick, seed, d)  # disturbances hook
         for ji, job in enumerate(scenario.jobs):
             s, e, delay_s = jticks[ji]
             rnd = job_randomness(job, tick, seed, d, ji, s, e)
-            plan = job_plan(job, tick, s, e, rnd.failure_ticks)
+            # >>> interruptions hook: causes of the arrivals, planned ones, trips
+            marks = interruption_marks(job.interruptions, seed, d, ji,
+                                       len(rnd.failure_ticks))
+            plan = job_plan(job, tick, s, e, rnd.failure_ticks,
+                            planned=planned_mask(job.interruptions, marks),
+                            trips=dplan.trips[ji] if dplan else None)
+            istats.append(interruption_stats(job, plan, marks, s, rnd.failure_ticks, tick))
+            causes.extend(cause_rows(job, job.interruptions, marks, s, rnd.failure_ticks,
+                                     max(s, e - to_ticks(job.shutdown_s, tick)), d))
+            # <<< interruptions hook
             if linear:
                 _scatter_steps(diff, plan, levels[ji], rnd, n)
                 deficit = 0.0
@@ -597,6 +653,7 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
                 dense += np.cumsum(np.bincount(idx, weights=w, minlength=n + 1)[:n])
             if rise > 0:
                 dense = first_order_ticks(dense, tick, rise)
+        apply_dark(dense, dplan, scenario)  # disturbances hook: tripped nodes draw nothing
         if keep_ticks:
             it[d] = dense
         else:
@@ -607,11 +664,17 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     ev.insert(1, "timestamp", t0 + pd.to_timedelta(ev["tick"].to_numpy() * tick, unit="s"))
     ev["timestamp"] = ev["timestamp"].astype("datetime64[ns, UTC]")
     ev = ev.sort_values(["draw", "tick", "job"], kind="stable").reset_index(drop=True)
+    ev = add_sag_events(ev, scenario, draws, t0, tick)  # disturbances hook
     tp = pd.DataFrame(thr, columns=["draw", "job", "gpus", "train_s", "lost_to_failures_s",
                                     "ramp_deficit_s", "stagger_delay_s"])
     tp["useful_gpu_h"] = (tp["train_s"] - tp["lost_to_failures_s"] - tp["ramp_deficit_s"]
                           ) * tp["gpus"] / 3600.0
-    return ForecastResult(scenario, it, tick, t0, draws, seed, ev, tp, reduced=red)
+    # >>> interruptions hook
+    tp = pd.concat([tp, pd.DataFrame(istats, index=tp.index)], axis=1)
+    res = ForecastResult(scenario, it, tick, t0, draws, seed, ev, tp, reduced=red)
+    res.interruptions = interruption_frame(causes, t0, tick)
+    # <<< interruptions hook
+    return res
 
 
 def forecast_to_target(scenario, target_se: float, *, thresholds_w=None,

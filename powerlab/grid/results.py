@@ -159,9 +159,16 @@ class ForecastResult:
     @cached_property
     def facility_w(self) -> np.ndarray:
         """Facility (grid) power, shape (draws, ticks) [W]."""
-        if self.battery_w is None:
+        # >>> disturbances hook: load carried by UPS batteries during voltage sags
+        from .disturbances import ups_transfer_w
+        ups = None if self._it is None else ups_transfer_w(self.scenario, self._it,
+                                                           self.start_utc, self.tick_s)
+        if self.battery_w is None and ups is None:
             return self.facility_before_battery_w
-        out = self.facility_before_battery_w - self.battery_w
+        out = self.facility_before_battery_w - (
+            0.0 if self.battery_w is None else self.battery_w) - (0.0 if ups is None
+                                                                   else ups)
+        # <<< disturbances hook
         out.setflags(write=False)
         return out
 
@@ -371,6 +378,13 @@ class ForecastSummary:
         t = res.throughput
         self.throughput = t.groupby("job")[["train_s", "lost_to_failures_s",
                                             "ramp_deficit_s", "useful_gpu_h"]].mean()
+        # >>> interruptions hook (powerlab/grid/interruptions.py)
+        from .interruptions import checkpoint_report, interruption_summary
+        self.interruptions = interruption_summary(res)
+        self.checkpoints = checkpoint_report(sc)
+        from .disturbances import disturbance_summary
+        self.disturbances = disturbance_summary(res)
+        # <<< interruptions hook
         nyq = 0.5 / res.tick_s
         self.notes = []
         for name, (lo, hi) in GRID_BANDS_HZ.items():
@@ -394,8 +408,19 @@ class ForecastSummary:
                      "Events (mean count per draw)",
                      self.events.to_string(), "", "Throughput (mean per draw)",
                      self.throughput.to_string()]
+            for title, df in self._interruption_tables():  # interruptions hook
+                parts += ["", title, df.T.to_string()]
         parts += [""] + [f"Note: {n}" for n in self.notes]
         return "\n".join(parts)
+
+    def _interruption_tables(self) -> list:
+        """(title, frame) of the interruption and checkpoint tables that have rows."""
+        out = [("Interruptions and effective training time (over draws)",
+                self.interruptions),
+               ("Checkpoint interval (Young/Daly) and its cost", self.checkpoints),
+               ("Voltage sags: load lost at the point of interconnection and recovery",
+                self.disturbances)]
+        return [(t, df) for t, df in out if len(df)]
 
     def _repr_html_(self) -> str:
         fmt = "{:,.3f}".format
@@ -406,6 +431,8 @@ class ForecastSummary:
                 f"<p>Events (mean count per draw)</p>{self.events.to_html(float_format=fmt)}"
                 f"<p>Throughput (mean per draw)</p>"
                 f"{self.throughput.to_html(float_format=fmt)}")
+        for title, df in self._interruption_tables():  # interruptions hook
+            body += f"<p>{html.escape(title)}</p>{df.T.to_html(float_format=fmt)}"
         body += "".join(f"<p><i>{html.escape(n)}</i></p>" for n in self.notes)
         return body
 

@@ -19,11 +19,17 @@ Layout of the YAML document::
     jobs: [{name, gpus, start_utc, duration_s, step_time_s, compute_fraction,
             startup_s, shutdown_s, jitter_s,
             checkpoint: {interval_s, duration_s}, eval: {interval_s, duration_s},
-            failures: {rate_per_gpu_h, restart_s},
+            failures: {rate_per_gpu_h, restart_s} | interruptions: {...},
             power: {compute_w, comm_w, startup_w, checkpoint_w, eval_w, shutdown_w}}]
+    interruptions: {model, scale, rates_per_gpu_h{cause: rate}, planned_rate_per_gpu_h,
+                    restart: {detection_s, drain_s, reschedule_s}}  # every job without
+                                            # its own (powerlab.grid.interruptions)
     mitigations: {gpu_power_floor_pct_tdp, gpu_ramp_limit_w_per_s, stagger_starts_s,
                   battery: {power_megawatts, energy_megawatt_hours,
                             round_trip_efficiency, window_s, initial_soc_fraction}}
+    disturbances: [{name, type: voltage_sag, at_utc, residual_voltage_pu, duration_s,
+                    trip_fraction, ups_fraction, ups_return_s, outage_s}]
+                                            # (powerlab.grid.disturbances)
     limits: {scope, ramp_up_megawatts_per_s, ramp_down_megawatts_per_s,
              swing_1s_megawatts, swing_10s_megawatts, swing_60s_megawatts,
              band_0p1_2hz_megawatts, band_2_20hz_megawatts}
@@ -43,6 +49,8 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import ScenarioError
+from .disturbances import VoltageSag, parse_disturbances
+from .interruptions import InterruptionModel, parse_interruptions
 from .yamlspec import Section, load_yaml
 
 __all__ = [
@@ -220,6 +228,10 @@ class Job:
         Interruptions per GPU-hour; the job fails at ``gpus`` times this rate [1/h].
     restart_s : float
         Time from a failure to the start of re-initialisation [s].
+    interruptions : InterruptionModel or None
+        Rates by cause, planned interruptions and the recovery split
+        (:mod:`powerlab.grid.interruptions`); when given, ``failure_rate_per_gpu_h`` is
+        its total rate and ``restart_s`` its detection + drain + reschedule.
     compute_w, comm_w, startup_w, checkpoint_w, eval_w, shutdown_w : float
         Per-GPU power in each phase [W].
     """
@@ -245,6 +257,7 @@ class Job:
     eval_duration_s: float = 0.0
     failure_rate_per_gpu_h: float = 0.0
     restart_s: float = 0.0
+    interruptions: InterruptionModel | None = None
 
     @property
     def end_utc(self) -> pd.Timestamp:
@@ -348,6 +361,7 @@ class Scenario:
     tick_s: float = 0.1
     description: str = ""
     source: str | None = None
+    disturbances: tuple[VoltageSag, ...] = ()
 
     def to_dict(self) -> dict:
         """Plain, JSON-ready dictionary of the scenario (timestamps as ISO strings)."""
@@ -489,7 +503,30 @@ def _pause(s: Section, name: str, step: float) -> tuple[float, float]:
     return interval, duration
 
 
-def _job(s: Section, hw: dict, index: int) -> Job:
+def _job_interruptions(s: Section, site_interruptions: InterruptionModel | None
+                       ) -> tuple[InterruptionModel | None, float, float]:
+    """``failures:`` (one rate) or ``interruptions:`` (by cause; the scenario-level one
+    when the job has neither): (model, total rate [1/(GPU h)], restart [s])."""
+    if s.has("interruptions"):
+        if s.has("failures"):
+            raise s.error("failures", "give either 'failures' or 'interruptions', not both")
+        s.raw("failures")
+        inter = parse_interruptions(s.section("interruptions"))
+    elif s.has("failures") or site_interruptions is None:
+        s.raw("interruptions")
+        fl = s.section("failures")
+        rate = fl.number("rate_per_gpu_h", 0.0, hi=1.0)
+        restart = fl.number("restart_s", 600.0 if rate else 0.0)
+        fl.finish()
+        return None, rate, restart
+    else:
+        s.raw("interruptions")
+        inter = site_interruptions
+    return inter, inter.total_rate_per_gpu_h, inter.restart_s
+
+
+def _job(s: Section, hw: dict, index: int,
+         site_interruptions: InterruptionModel | None = None) -> Job:
     name = s.string("name", f"job{index}")
     gpus = s.integer("gpus", hi=MAX_GPUS)
     start = _time(s, "start_utc")
@@ -509,10 +546,7 @@ def _job(s: Section, hw: dict, index: int) -> Job:
                       f"{step:g} s); GPUs of a synchronous job stay within a step")
     ck_int, ck_dur = _pause(s, "checkpoint", step)
     ev_int, ev_dur = _pause(s, "eval", step)
-    fl = s.section("failures")
-    rate = fl.number("rate_per_gpu_h", 0.0, hi=1.0)
-    restart = fl.number("restart_s", 600.0 if rate else 0.0)
-    fl.finish()
+    inter, rate, restart = _job_interruptions(s, site_interruptions)
     pw = s.section("power")
     tdp = hw["gpu_tdp_w"]
     levels = {}
@@ -527,7 +561,8 @@ def _job(s: Section, hw: dict, index: int) -> Job:
               compute_fraction=frac, startup_s=startup, shutdown_s=shutdown,
               jitter_s=jitter, checkpoint_interval_s=ck_int, checkpoint_duration_s=ck_dur,
               eval_interval_s=ev_int, eval_duration_s=ev_dur,
-              failure_rate_per_gpu_h=rate, restart_s=restart, **levels)
+              failure_rate_per_gpu_h=rate, restart_s=restart, interruptions=inter,
+              **levels)
     s.finish()
     return job
 
@@ -600,9 +635,11 @@ def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> 
     jobs_raw = top.raw("jobs")
     if not isinstance(jobs_raw, list) or not jobs_raw:
         raise ScenarioError("expected a non-empty list of jobs", key="jobs", path=src)
+    site_inter = (parse_interruptions(top.section("interruptions"))
+                  if top.has("interruptions") else top.raw("interruptions"))
     jobs = []
     for i, j in enumerate(jobs_raw):
-        jobs.append(_job(Section(j, f"jobs[{i}]", src), hw, i))
+        jobs.append(_job(Section(j, f"jobs[{i}]", src), hw, i, site_inter))
     names = [j.name for j in jobs]
     for i, n in enumerate(names):
         if names.index(n) != i:
@@ -631,12 +668,18 @@ def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> 
             raise ScenarioError(f"step_time_s = {j.step_time_s:g} s needs at least two "
                                 f"engine ticks (simulation.tick_s = {tick:g} s)",
                                 key=f"jobs[{i}].step_time_s", path=src)
+    dist = parse_disturbances(top.raw("disturbances"), src)
     top.finish()
-    scen = Scenario(name=name, description=description, site=site, hardware=hardware,
+    scen = Scenario(disturbances=dist, name=name, description=description, site=site, hardware=hardware,
                     jobs=tuple(jobs), mitigations=mit, limits=lim, horizon_start_utc=h0,
                     horizon_end_utc=h1, tick_s=tick, source=src)
     if scen.end_utc <= scen.start_utc:
         raise ScenarioError("the horizon is empty", key="horizon", path=src)
+    for i, sag in enumerate(dist):
+        if not scen.start_utc <= sag.at_utc < scen.end_utc:
+            raise ScenarioError(f"{sag.at_utc} is outside the horizon ({scen.start_utc} "
+                                f"to {scen.end_utc})", key=f"disturbances[{i}].at_utc",
+                                path=src)
     span = (scen.end_utc - scen.start_utc).total_seconds()
     if span > MAX_SPAN_S:
         raise ScenarioError(f"the horizon spans {span / 86400:,.0f} days, more than "
