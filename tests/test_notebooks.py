@@ -129,3 +129,4 @@ def test_numbers_answer_the_questions(executed):
     assert "for 3 of 4 GPU causes with failures" in out6
     assert "inside its 95 % interval in 39 of 40 fleets" in out6
     assert "a 16,384-GPU job: interrupted every 2.98 h" in out6
+    assert "443 interruptions per draw (range 398-465), effective training time 92.2%" in out6
