@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "aggregate",
     "comply",
     "export_grid",
+    "size_mitigation",
 ]
 
 

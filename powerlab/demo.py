@@ -98,6 +98,7 @@ class DemoResult:
     limits: Any = field(repr=False, default=None)
     mitigations: Any = field(repr=False, default=None)
     time_of_day: Any = field(repr=False, default=None)
+    interconnection: Any = field(repr=False, default=None)
     stragglers: Any = field(repr=False, default=None)
 
 
@@ -257,7 +258,7 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
     from .throughput.synth import simulate_training
 
     out = _writable_folder(out)  # before minutes of work, not after
-    prog = _Progress(progress, 7)
+    prog = _Progress(progress, 8)
     fig: dict[str, float] = {}
 
     with prog.step("read", "reading the MLPerf GPT-3 power logs (64 nodes) and training log"):
@@ -318,6 +319,11 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
         }
         mit = compare_mitigations(scen, variants, draws=3, seed=seed)
 
+    with prog.step("interconnection", "checking interconnection requirements, sizing the "
+                                      "cheapest mitigation, screening resonance"):
+        ic = interconnection_study(res, seed=seed)
+    fig.update(ic.figures)
+
     with prog.step("time_of_day", f"time-of-day analysis on the twin ({twin_days:g} days, "
                                   "real Holyoke weather)"):
         with warnings.catch_warnings():
@@ -350,12 +356,13 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
         tc = viz.time_of_day_charts(tod)
         tc["stragglers"] = viz.stragglers_chart(strag)
         rep = _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, tc,
-                            fig, csv, viz)
+                            fig, csv, viz, ic)
         report = rep.write(out / "powerlab_demo_report.html")
     prog.say(f"wrote {report}\n      {csv}\n      {sidecar}")
     return DemoResult(out=out, report=report, csv=csv, sidecar=sidecar, figures=fig,
                       timings_s=prog.timings, profile=prof, forecast=res, limits=violations,
-                      mitigations=mit, time_of_day=tod, stragglers=strag)
+                      mitigations=mit, time_of_day=tod, stragglers=strag,
+                      interconnection=ic)
 
 
 def violation_probabilities(violations: pd.DataFrame, res) -> pd.DataFrame:
@@ -376,7 +383,7 @@ def violation_probabilities(violations: pd.DataFrame, res) -> pd.DataFrame:
 
 
 def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, tc, fig,
-                  csv, viz):
+                  csv, viz, ic=None):
     from .viz.report import Report
 
     lo, hi = tod.amplitude_ci_pct
@@ -462,6 +469,11 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
     rep.chart(viz.mitigation_chart(mit))
     cols = [c for c in mit.columns if not c.endswith("_reduction_pct")]
     rep.table(mit[cols].reset_index(), "Median over draws; costs against no mitigation.")
+    if ic is not None:
+        from .viz.report import interconnection_section
+
+        interconnection_section(rep, ic.compliance, ic.sizing, ic.resonance,
+                                heading="3b. Interconnection requirements", note=ic.note)
     rep.heading("4. Time-of-day effect (synthetic twin, real weather)")
     rep.text("Question: does throughput depend on the time of day, by how much, and "
              "through what? Method: fit_time_of_day (segment levels plus daily Fourier "
@@ -496,3 +508,79 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
     for n in NOTICES:
         rep.text(n)
     return rep
+
+
+# --------------------------------------------------------------------- interconnection
+# (owned by the interconnect developer; computes, the report section only draws)
+
+#: Requirement spec of the demo's interconnection section.
+REQUIREMENTS = "choukse2025_forms.yaml"
+
+
+@dataclass
+class InterconnectionStudy:
+    """Compliance, cheapest mitigation and resonance of one forecast (demo section)."""
+
+    compliance: Any
+    sizing: Any
+    resonance: Any
+    note: str
+    figures: dict[str, float]
+
+
+def interconnection_study(res, *, spec=None, seed: int = 1, draws: int = 3,
+                          sizing_draws: int = 1) -> InterconnectionStudy:
+    """Check a forecast against a requirement spec, size the cheapest mitigation on the
+    requirements its tick can assess (a small search grid), and screen resonance.
+
+    Parameters
+    ----------
+    res : ForecastResult
+        The forecast (its first ``draws`` draws are checked; no engine rerun).
+    spec : RequirementSpec or path-like, optional
+        Default: the bundled ``data/requirements/choukse2025_forms.yaml``.
+    seed, draws, sizing_draws : int
+        Seed and draws of the mitigation search, draws checked [-].
+    """
+    import dataclasses as _dc
+
+    from .grid.compliance import Compliance, comply
+    from .grid.requirements import read_requirements
+    from .grid.resonance import screen_resonance
+    from .grid.sizing import SearchGrid, size_mitigation
+
+    if spec is None:
+        from .data import bundled_path
+
+        spec = bundled_path("requirements", REQUIREMENTS)
+    if not hasattr(spec, "requirements"):
+        spec = read_requirements(spec)
+    chk = comply(res, spec, draws=draws)
+    tick = float(res.tick_s)
+    plan = Compliance(spec).plan(tick, tick, res.n_ticks * tick)
+    keep = tuple(r for r in spec.requirements if plan[r.name][0] == "ok")
+    dropped = [r.name for r in spec.requirements if plan[r.name][0] != "ok"]
+    sub = _dc.replace(spec, requirements=keep)
+    grid = SearchGrid(floor_pct_tdp=(0, 90), ramp_w_per_s=(0, 60, 15, 8, 4),
+                      hysteresis_ms=(0,), filler=(False,), stagger_s=(0,),
+                      battery_power_fraction=(0.4, 0.8, 1.0), battery_duration_h=(0.05,),
+                      battery_window_s=(60,))
+    sz = size_mitigation(res.scenario, sub, draws=sizing_draws, seed=seed, grid=grid)
+    note = ""
+    if dropped:
+        note = (f"The mitigation search here covers the {len(keep)} requirements a "
+                f"{tick:g}-s forecast can assess; {', '.join(dropped)} cannot be shown met "
+                f"at this tick: run powerlab size-mitigation with --tick-s 0.01. Small "
+                "search grid (floor 0/90 %, ramp 60-4 W/s, storage 40-100 % of peak), "
+                f"{sizing_draws} draw(s).")
+    rz = screen_resonance(chk.trace, spec) if spec.grid_modes else None
+    figs = {"requirements_failed": float(len(chk.failed)),
+            "requirements_total": float(len(spec.requirements))}
+    if sz.found:
+        c = sz.cheapest
+        figs.update(mitigation_cost_usd_per_day=float(c["cost_usd_per_day"]),
+                    mitigation_extra_energy_megawatt_hours_per_day=float(
+                        c["extra_energy_megawatt_hours_per_day"]),
+                    mitigation_throughput_loss_pct=float(c["throughput_loss_pct"]),
+                    mitigation_storage_megawatt_hours=float(c["storage_megawatt_hours"]))
+    return InterconnectionStudy(chk, sz, rz, note, figs)

@@ -14,6 +14,7 @@ from powerlab import cli
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = str(REPO / "data" / "scenarios" / "small.yaml")
+REQ = str(REPO / "data" / "requirements" / "small_site_example.yaml")
 
 
 def run_cli(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -76,6 +77,17 @@ def _cases(tmp: str) -> list:
         (["export-grid", SMALL, "--format", "excel", "--out", f"{tmp}/g.txt"], "format"),
         (["export-grid", "/nonexistent/s.yaml", "--format", "csv", "--out", f"{tmp}/g.csv"],
          ""),
+        (["size-mitigation"], "required"),
+        (["size-mitigation", SMALL, "--out", tmp], "--requirements"),
+        (["size-mitigation", SMALL, "--requirements", "/nonexistent/req.yaml", "--out", tmp],
+         ""),
+        (["size-mitigation", SMALL, "--requirements", bad_yaml, "--out", tmp],
+         "not valid YAML"),
+        (["size-mitigation", "/nonexistent/s.yaml", "--requirements", REQ, "--out", tmp], ""),
+        (["size-mitigation", SMALL, "--requirements", REQ, "--out", tmp, "--draws", "0"],
+         "draws"),
+        (["size-mitigation", SMALL, "--requirements", REQ, "--out", f"{tmp}/bad.yaml"],
+         "not a folder"),
     ]
 
 

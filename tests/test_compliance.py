@@ -168,8 +168,9 @@ def test_ride_through_covers_only_sags_within_its_envelope():
     deeper = _sag_trace(20).events.assign(residual_voltage_pu=0.5)   # deeper than 0.7 pu
     tr = trace(_sag_trace(20).it_w, events=deeper)
     row = comply(tr, spec).summary_frame().iloc[0]
-    assert row["verdict"] == "not_assessed" and math.isnan(row["value"])
-    assert "no voltage sag" in row["note"]
+    assert row["verdict"] == "fail" and math.isnan(row["value"]) and not row["assessed"]
+    assert "no voltage sag" in row["note"] and "cannot be shown" in row["note"]
+    assert math.isnan(row["exceed_probability"])
     # sags given to comply() count like the trace's own
     plain = trace(_sag_trace(20).it_w)
     sags = _sag_trace(20).events[["timestamp", "duration_s", "residual_voltage_pu"]]
@@ -202,15 +203,24 @@ def test_not_assessable_requirements_are_not_passed():
     x = 20 * MW + 0.1 * MW * np.sin(2 * np.pi * 0.3 * np.arange(0, 600, 1.0))
     res = comply(trace(x, tick=1.0, native=2.0), spec)
     v = res.verdicts
-    assert v["ramp_up_1s"] == "not_assessed"             # 2-s readings, 1-s means
-    assert v["oscillation_3_30hz"] == "not_assessed"     # above 0.25 Hz Nyquist
-    assert v["oscillation_0p1_2hz"] == "not_assessed"    # cut at 0.25 Hz, under the limit
-    assert v["dynamic_range_10s"] == "pass"
-    assert not res.passed and "NOT SHOWN" in str(res.summary())
+    assert set(v) == {"pass", "fail"}                      # two verdicts, nothing else
+    sf = res.summary_frame().set_index("requirement")
+    for name in ("ramp_up_1s",              # 2-s readings, 1-s means
+                 "oscillation_3_30hz",      # above 0.25 Hz Nyquist
+                 "oscillation_0p1_2hz"):    # cut at 0.25 Hz, under the limit
+        assert v[name] == "fail" and math.isnan(sf.loc[name, "value"]), name
+        assert not sf.loc[name, "assessed"] and "cannot be shown" in sf.loc[name, "note"]
+    assert v["dynamic_range_10s"] == "pass" and sf.loc["dynamic_range_10s", "assessed"]
+    assert not res.passed and "ramp_up_1s" in res.not_assessed
+    text = str(res.summary())
+    assert "FAIL" in text and "cannot be shown to comply" in text and "Nyquist" in text
+    # a search's per-series check agrees: what cannot be assessed does not pass
+    assert not Compliance(spec).passes(trace(x, tick=1.0, native=2.0))
     # a cut band whose resolved part already exceeds the limit fails
     big = 20 * MW + 2 * MW * np.sin(2 * np.pi * 0.2 * np.arange(0, 600, 1.0))
     res = comply(trace(big, tick=1.0, native=2.0), spec)
     assert res.verdicts["oscillation_0p1_2hz"] == "fail"
+    assert res.summary_frame().set_index("requirement").loc["oscillation_0p1_2hz", "value"] > 0.5
     assert "can only be larger" in res.summary_frame().set_index("requirement").loc[
         "oscillation_0p1_2hz", "note"]
 
@@ -459,4 +469,17 @@ def test_comply_cli_reads_measured_sags(tmp_path, capsys):
     row = pd.read_csv(tmp_path / "a" / "compliance.csv").iloc[0]
     assert row["verdict"] == "fail" and row["value"] == pytest.approx(39.0)   # 40 -> 1 kW
     assert cli.main([*args, "--out", str(tmp_path / "b")]) == 1               # no sag given
-    assert pd.read_csv(tmp_path / "b" / "compliance.csv").loc[0, "verdict"] == "not_assessed"
+    row = pd.read_csv(tmp_path / "b" / "compliance.csv").iloc[0]
+    assert row["verdict"] == "fail" and math.isnan(row["value"])
+
+
+def test_a_forecast_already_run_gives_the_same_check_as_its_scenario():
+    from powerlab.grid.forecast import forecast
+    from powerlab.grid.scenario import read_scenario
+
+    sc = read_scenario(REPO / "data/scenarios/small.yaml")
+    spec = parse_requirements((REPO / "data/requirements/small_site_example.yaml").read_text())
+    a = comply(sc, spec, draws=2, seed=4)
+    b = comply(forecast(sc, draws=3, seed=4), spec, draws=2)     # first 2 of 3 draws
+    pd.testing.assert_frame_equal(a.draw_values, b.draw_values)
+    assert a.verdicts.equals(b.verdicts) and b.draws == 2

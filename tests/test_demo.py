@@ -40,8 +40,8 @@ def test_outputs_and_progress(demo):
     names = sorted(p.name for p in out.iterdir())
     assert names == ["facilities_forecast.csv", "facilities_forecast.json",
                      "powerlab_demo_report.html"]
-    steps = re.findall(r"^\[(\d)/7\] .* \d+\.\d s$", stderr, flags=re.MULTILINE)
-    assert steps == [str(i) for i in range(1, 8)], stderr
+    steps = re.findall(r"^\[(\d)/8\] .* \d+\.\d s$", stderr, flags=re.MULTILINE)
+    assert steps == [str(i) for i in range(1, 9)], stderr
     assert "report" in stdout and str(out / "powerlab_demo_report.html") in stdout
 
 
@@ -124,6 +124,24 @@ def test_report_is_self_contained(demo):
     assert "node power, computing" in html and "besides the GPUs (prior)" in html
     assert "lower bound" in html
     assert "window.vegaEmbed" in html
+
+
+def test_report_has_the_interconnection_section(demo):
+    """Issue 13 item 7: which limits the 16k site fails, the cheapest fix and its cost,
+    the resonance table."""
+    out, _, stderr = demo
+    html = (out / "powerlab_demo_report.html").read_text(encoding="utf-8")
+    assert "3b. Interconnection requirements" in html
+    assert "choukse2025-forms-illustrative" in html
+    for name in ("ramp_up_1s", "dynamic_range_10s", "oscillation_0p1_2hz", "largest_step"):
+        assert name in html, name
+    assert "requirements fail" in html
+    assert "cheapest passing mitigation" in html and "/day" in html
+    assert "engine runs / option evaluations" in html
+    assert "Resonance screening" in html
+    t = re.search(r"^\[\d/8\] checking interconnection.* (\d+\.\d) s$", stderr,
+                  flags=re.MULTILINE)
+    assert t is not None, stderr
 
 
 def test_report_renders_offline_in_chromium(demo, tmp_path):

@@ -456,3 +456,12 @@ def test_error_line_numbers_count_repeated_headers_and_empty_lines(blank):
     with pytest.raises(ParseError, match="1x.0") as exc:
         parse_nvidia_smi(text, tz="UTC")
     assert exc.value.line == 5 + (2 if blank else 0)
+
+
+@pytest.mark.bad_input("readers")
+def test_queries_changing_size_are_an_error_not_relabelled():
+    # 8 GPUs, then one drops out of every query: which one is not in the data
+    rows = _synthetic_rows(8, 60, seed=11, stall_every=1000)
+    rows = rows[:8 * 30] + [r for i, r in enumerate(rows[8 * 30:]) if i % 8 != 3]
+    with pytest.raises(ParseError, match="queries change size"):
+        parse_nvidia_smi(HEAD + "".join(rows), tz="UTC")

@@ -1,7 +1,7 @@
 """The notebooks run top to bottom from a fresh kernel, on data in data/, and are stored
 with their outputs stripped.
 
-All four are executed once per session, in parallel subprocesses (nbclient, kernel
+All notebooks are executed once per session, in parallel subprocesses (nbclient, kernel
 ``python3``: the venv's own interpreter), and each is then checked on its own.
 """
 
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 NB_DIR = REPO / "notebooks"
 NOTEBOOKS = ["01_collect_and_explore.ipynb", "02_time_of_day_dvfs.ipynb",
              "03_power_swing_forecast.ipynb", "04_facilities_export.ipynb",
-             "06_reliability.ipynb"]
+             "05_interconnection_planner.ipynb", "06_reliability.ipynb"]
 
 _RUNNER = textwrap.dedent("""
     import json, sys, time
@@ -125,6 +125,9 @@ def test_numbers_answer_the_questions(executed):
     assert abs(pct) < 1.0
     out4 = _stdout(executed["04_facilities_export.ipynb"][0])
     assert "within rounding: True; times identical: True" in out4
+    out5 = _stdout(executed["05_interconnection_planner.ipynb"][0])
+    assert "FAIL: 6 of 6 requirements fail" in out5 and "Cheapest passing option" in out5
+    assert "cheapest option passes on draw 1: True" in out5
     out6 = _stdout(executed["06_reliability.ipynb"][0])
     assert "for 3 of 4 GPU causes with failures" in out6
     assert "inside its 95 % interval in 39 of 40 fleets" in out6

@@ -386,6 +386,24 @@ def _injection_report() -> Report:
     return rep
 
 
+def test_interconnection_section_draws_the_results_it_is_given():
+    from powerlab.grid.compliance import Compliance
+    from powerlab.grid.requirements import parse_requirements
+    from powerlab.viz.report import interconnection_section
+
+    spec = parse_requirements({"name": "spec-x", "requirements": [
+        {"name": "ramp_a", "kind": "ramp", "window_s": 1, "limit": 2, "unit": "MW/s",
+         "source": "t", "illustrative": True},
+        {"name": "step_b", "kind": "step", "within_s": 1, "limit": 5, "unit": "MW",
+         "source": "t", "illustrative": True}]})
+    chk = Compliance(spec).result(pd.DataFrame({"ramp_a": [3.0], "step_b": [1.0]}),
+                                  tick_s=0.1, native_interval_s=0.1, duration_s=100)
+    rep = interconnection_section(Report("t"), chk, None, None, note="a note")
+    html = rep.to_html()
+    assert "1 of 2 requirements fail (ramp_a)" in html and "spec-x" in html
+    assert "step_b" in html and "a note" in html and "cheapest" not in html
+
+
 def test_report_escapes_text_and_data(tmp_path):
     """No text or data value can close a script element or inject markup."""
     html = _injection_report().to_html()

@@ -156,3 +156,13 @@ def test_forecast_memory_is_estimated_and_refused_before_allocation():
         forecast(sc, draws=2, memory_limit_bytes=1000)
     # null: a forecast under the limit runs
     assert forecast(sc, draws=1, memory_limit_bytes=est).draws == 1
+
+
+def test_electrical_losses_default_within_the_pue():
+    d = _doc()
+    d["site"] = {"pue": 1.0}
+    assert parse_scenario(d).site.electrical_loss_fraction == 0.0   # IT only
+    d["site"] = {"pue": 1.3}
+    sc = parse_scenario(d)
+    assert sc.site.electrical_loss_fraction == 0.04
+    assert sc.site.cooling_time_constant_s == 300.0

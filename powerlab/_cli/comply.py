@@ -1,6 +1,6 @@
 """``powerlab comply``: check a scenario's forecast or a measured trace against a utility's
-requirement spec; exit 0 when every requirement passes, 1 when one fails (or cannot be
-assessed), 2 on bad input."""
+requirement spec; exit 0 when every requirement passes, 1 when one fails (a requirement the
+data cannot show met fails), 2 on bad input."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "deviation, band oscillation, load steps, ride-through). Writes "
                     "DIR/compliance.csv, DIR/compliance_summary.txt and, when the spec "
                     "names grid modes, DIR/resonance.csv. Exit code 0: every requirement "
-                    "passes; 1: one fails or cannot be assessed from the data; 2: bad input.",
+                    "passes; 1: one fails (one the data cannot show met fails, value NaN, "
+                    "reason in the summary); 2: bad input.",
     )
     p.add_argument("source", type=Path,
                    help="scenario YAML, telemetry store folder or canonical .parquet file")

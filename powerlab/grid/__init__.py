@@ -9,6 +9,10 @@ Modules
 :mod:`~powerlab.grid.meter`        what an interval-averaging meter would read of a forecast
 :mod:`~powerlab.grid.timebase`     the engine's discrete time grid
 :mod:`~powerlab.grid.forecast`     the engine: per-job templates, jitter, failures
+:mod:`~powerlab.grid.transients`   GPU power rising and falling with a first-order lag
+:mod:`~powerlab.grid.facility`     IT -> electrical losses -> lagging cooling -> base load
+:mod:`~powerlab.grid.reduction`    reducing each draw as it is computed (keep_ticks=False)
+:mod:`~powerlab.grid.uncertainty`  exceedance probabilities and bands with MC errors
 :mod:`~powerlab.grid.interruptions` interruptions by root cause, recovery, Young/Daly
 :mod:`~powerlab.grid.interruption_sim` a job's interruption process alone (no power)
 :mod:`~powerlab.grid.disturbances` voltage sags: trips, UPS ride-through, recovery
@@ -23,6 +27,8 @@ Modules
 :mod:`~powerlab.grid.compliance`   a power series or a forecast checked against a spec
 :mod:`~powerlab.grid.resonance`    harmonics of the load against the grid's mode bands
 :mod:`~powerlab.grid.gridstudy`    playback files for PSCAD, PowerFactory and CSV
+:mod:`~powerlab.grid.smoothing`    NVML-style GPU power smoothing (floor, ramps, hysteresis)
+:mod:`~powerlab.grid.sizing`       the cheapest mitigations that meet a requirement spec
 
 The engine function is :func:`powerlab.grid.forecast.forecast` (the name ``forecast`` in
 this package is the module).  This wing imports only :mod:`powerlab.telemetry` (and
@@ -46,6 +52,12 @@ _EXPORTS = {
     ),
     "battery": (
         "battery_dispatch",
+    ),
+    "facility": (
+        "facility_power",
+    ),
+    "uncertainty": (
+        "exceedance_frame", "quantile_bands",
     ),
     "interruptions": (
         "InterruptionModel", "checkpoint_report", "daly_interval_s", "llama3_model",
@@ -88,6 +100,12 @@ _EXPORTS = {
     ),
     "gridstudy": (
         "playback_frame", "write_grid_playback",
+    ),
+    "smoothing": (
+        "smooth_power",
+    ),
+    "sizing": (
+        "CostModel", "MitigationOption", "SearchGrid", "SizingResult", "size_mitigation",
     ),
 }
 

@@ -23,13 +23,16 @@ its limit (default 0: any draw).  ``value`` is the draw value at that quantile (
 draw by default), so ``value > limit`` exactly when the verdict is ``fail``; for one
 measured trace ``exceed_probability`` is 0 or 1.
 
-A requirement the data cannot resolve is **not_assessed** rather than passed: a ramp or
-deviation window shorter than the readings' interval, an oscillation band above the
-Nyquist frequency of the readings, a series shorter than the window, a ride-through
-requirement without a covered voltage sag in the data.  When only the top of an RMS band
-is cut off and the resolved part already exceeds the limit the verdict is ``fail`` (the
-full band's RMS can only be larger); otherwise such a band is ``not_assessed`` with the
-value of its resolved part.  ``summary_frame()`` says why in ``note``.
+The verdict is ``pass`` or ``fail``, nothing else.  A requirement the data cannot show
+to comply **fails** with ``value`` NaN (and ``assessed`` False in ``summary_frame()``, the
+reason in ``note`` and in the text summary): a ramp or deviation window shorter than the
+readings' interval, an oscillation band above the Nyquist frequency of the readings, a
+series shorter than the window, a ride-through requirement without a covered voltage sag
+in the data.  Passing what was not measured would be silently wrong.  When only the top
+of an RMS band is cut off and the resolved part already exceeds the limit, the value is
+that resolved part (the full band's RMS can only be larger); when the resolved part is
+under the limit the full band still cannot be shown to comply: ``fail``, value NaN, the
+resolved part in ``note``.
 """
 
 from __future__ import annotations
@@ -207,9 +210,18 @@ class Compliance:
     __call__ = evaluate
 
     def passes(self, dp) -> bool:
-        """Whether one series meets every requirement it can assess (for searches)."""
+        """Whether one series is shown to meet every requirement (a requirement the series
+        cannot assess does not pass)."""
+        return not self.failing(dp)
+
+    def failing(self, dp) -> list[str]:
+        """Requirements one series does not meet or cannot show met (for searches)."""
         vals = self.evaluate(dp)
-        return all(not (vals[r.name] > r.limit) for r in self.spec.requirements)
+        x = dp.it_w
+        plan = self.plan(float(dp.tick_s), float(getattr(dp, "native_interval_s", dp.tick_s)),
+                         len(x) * float(dp.tick_s))
+        return [r.name for r in self.spec.requirements
+                if plan[r.name][0] != _OK or not vals[r.name] <= r.limit]
 
     def result(self, values: pd.DataFrame, *, tick_s: float, native_interval_s: float,
                duration_s: float, description: str = "", trace=None) -> ComplianceResult:
@@ -290,22 +302,24 @@ class ComplianceResult:
                 prob = k / n
                 upper = _upper95(k, n)
                 med, worst = float(np.median(ok)), float(ok.max())
+            assessed = True
             if status == _NO or n == 0:
-                verdict = "not_assessed"
                 if not note and r.kind == "ride_through":
                     note = (f"no voltage sag to >= {r.residual_voltage_pu:g} pu lasting <= "
                             f"{r.window_s:g} s (with {r.observe_s:g} s after it) in the "
                             "data; give measured sags, or forecast them (engine ride-through "
                             "events)")
-                prob = upper = math.nan
+                note = "cannot be shown to comply: " + (note or "no value")
+                assessed = False
+                value = prob = upper = math.nan
+            elif status == _PARTIAL and not prob > p_max:
+                note = (f"cannot be shown to comply: {note}, {value:.4g} {r.unit} there, "
+                        "under the limit, but the full band's RMS can be larger")
+                assessed = False
+                value = prob = upper = math.nan
             elif status == _PARTIAL:
-                verdict = "fail" if prob > p_max else "not_assessed"
-                if verdict == "fail":
-                    note += "; the full band's RMS can only be larger"
-                else:
-                    prob = upper = math.nan
-            else:
-                verdict = "fail" if prob > p_max else "pass"
+                note += "; the full band's RMS can only be larger"
+            verdict = "pass" if assessed and not prob > p_max else "fail"
             if r.kind == "ride_through" and n and n < self.draws:
                 note = (note + "; " if note else "") + (
                     f"{n} of {self.draws} draws hold a covered sag")
@@ -314,7 +328,8 @@ class ComplianceResult:
                 "window_s": r.window_s, "limit": r.limit, "value": value, "unit": r.unit,
                 "exceed_probability": prob, "verdict": verdict,
                 "exceed_probability_upper95": upper, "value_median": med,
-                "value_worst": worst, "draws_assessed": n, "exceedances": k,
+                "value_worst": worst, "assessed": assessed, "draws_assessed": n,
+                "exceedances": k,
                 "illustrative": r.illustrative, "source": r.source, "note": note})
         df = pd.DataFrame(rows)
         for c in ("requirement", "kind", "metric", "unit", "verdict", "source", "note"):
@@ -324,14 +339,15 @@ class ComplianceResult:
     def summary_frame(self) -> pd.DataFrame:
         """One row per requirement: the ``compliance.csv`` columns, then
         ``exceed_probability_upper95`` (one-sided 95 % Clopper-Pearson bound over the
-        draws), ``value_median``, ``value_worst``, ``draws_assessed``, ``exceedances``,
+        draws), ``value_median``, ``value_worst``, ``assessed`` (False: the data cannot show the
+        requirement met, verdict ``fail``, value NaN), ``draws_assessed``, ``exceedances``,
         ``kind``, ``illustrative``, ``source`` and ``note``."""
         extra = [c for c in self._frame.columns if c not in COMPLIANCE_COLUMNS]
         return self._frame[list(COMPLIANCE_COLUMNS) + extra].copy()
 
     @property
     def verdicts(self) -> pd.Series:
-        """Verdict per requirement (``pass``, ``fail``, ``not_assessed``)."""
+        """Verdict per requirement (``pass`` or ``fail``)."""
         return self._frame.set_index("requirement")["verdict"]
 
     @property
@@ -341,12 +357,13 @@ class ComplianceResult:
 
     @property
     def not_assessed(self) -> list[str]:
-        """Requirements the data could not assess."""
-        return self.verdicts[self.verdicts == "not_assessed"].index.tolist()
+        """Requirements that fail because the data cannot show them met (value NaN)."""
+        f = self._frame
+        return f.loc[~f["assessed"], "requirement"].tolist()
 
     @property
     def passed(self) -> bool:
-        """True when every requirement passes (none fails, none is unassessed)."""
+        """True when every requirement passes."""
         return bool((self.verdicts == "pass").all())
 
     def summary(self) -> ComplianceSummary:
@@ -357,8 +374,8 @@ class ComplianceResult:
         return self.summary()._repr_html_()
 
     def __repr__(self) -> str:
-        return (f"<ComplianceResult {self.spec.name!r}: {len(self.failed)} fail, "
-                f"{len(self.not_assessed)} not assessed of {len(self._frame)}, "
+        return (f"<ComplianceResult {self.spec.name!r}: {len(self.failed)} fail "
+                f"({len(self.not_assessed)} not assessable) of {len(self._frame)}, "
                 f"{self.draws} draw(s)>")
 
     def to_csv(self, path) -> Path:
@@ -408,9 +425,9 @@ class ComplianceSummary:
         if n_fail:
             self.verdict = (f"FAIL: {n_fail} of {len(f)} requirements fail "
                             f"({', '.join(res.failed)})")
-        elif n_na:
-            self.verdict = (f"NOT SHOWN: none fails, but {n_na} of {len(f)} could not be "
-                            f"assessed ({', '.join(res.not_assessed)})")
+            if n_na:
+                self.verdict += (f"; {n_na} of them cannot be shown to comply from these "
+                                 f"data ({', '.join(res.not_assessed)}; see the notes)")
         else:
             self.verdict = f"PASS: all {len(f)} requirements pass"
         self.notes = [f"{r}: {n}" for r, n in zip(f["requirement"], f["note"]) if n]
@@ -447,8 +464,9 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
 
     Parameters
     ----------
-    source : Scenario, PowerTrace, DataFrame or path-like
-        A scenario (every Monte Carlo draw is evaluated), a trace, canonical telemetry,
+    source : Scenario, ForecastResult, PowerTrace, DataFrame or path-like
+        A scenario (every Monte Carlo draw is evaluated), a forecast already run (its
+        first ``draws`` draws, no engine run), a trace, canonical telemetry,
         a store folder, a canonical Parquet file or a scenario YAML.
     spec : RequirementSpec, Compliance or path-like
         The requirements.
@@ -472,6 +490,7 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
     -------
     ComplianceResult
     """
+    from .results import ForecastResult
     from .scenario import Scenario, read_scenario
 
     check = spec if isinstance(spec, Compliance) else Compliance(spec, sags=sags)
@@ -479,6 +498,19 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
         check = Compliance(spec.spec, sags=sags)
     if isinstance(source, (str, Path)) and Path(source).suffix.lower() in (".yaml", ".yml"):
         source = read_scenario(source)
+    if isinstance(source, ForecastResult):          # a forecast already run: no rerun
+        rows, first = [], None
+        for d in range(min(source.draws, int(draws))):
+            dp = PowerTrace(d, source.tick_s, source.start_utc, source.it_w[d],
+                            source.facility_w[d],
+                            source.events[source.events["draw"] == d].reset_index(drop=True))
+            first = first or dp
+            rows.append(check.evaluate(dp))
+        tick = float(source.tick_s)
+        return check.result(pd.DataFrame(rows), tick_s=tick, native_interval_s=tick,
+                            duration_s=source.n_ticks * tick,
+                            description=f"forecast of scenario {source.scenario.name!r}, "
+                                        f"{len(rows)} draws, seed {source.seed}", trace=first)
     if isinstance(source, Scenario):
         if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
             raise PowerlabError(f"draws must be an integer >= 1, got {draws!r}")

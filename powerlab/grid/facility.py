@@ -91,7 +91,7 @@ def cooling_response(target_w: np.ndarray, tick_s: float, time_constant_s: float
 
 def facility_power(it_w: np.ndarray, tick_s: float, pue_steady: np.ndarray, *,
                    electrical_loss_fraction: float, cooling_time_constant_s: float,
-                   base_load_w: float) -> FacilityPower:
+                   base_load_w: float, parts: bool = True) -> FacilityPower:
     """Facility power from IT power (losses, lagging cooling, base load).
 
     Parameters
@@ -108,14 +108,21 @@ def facility_power(it_w: np.ndarray, tick_s: float, pue_steady: np.ndarray, *,
         Cooling lag [s].
     base_load_w : float
         Constant non-IT load [W].
+    parts : bool, default True
+        Also return the losses and cooling (False: ``None``, less memory).
 
     Returns
     -------
     FacilityPower
     """
     it = np.asarray(it_w, float)
-    losses = electrical_loss_fraction * it
     share = np.maximum(np.asarray(pue_steady, float) - 1.0 - electrical_loss_fraction, 0.0)
-    cooling = cooling_response(it * share, tick_s, cooling_time_constant_s)
-    fac = it + losses + cooling + base_load_w
-    return FacilityPower(fac, losses, cooling, float(base_load_w))
+    target = it * share
+    cooling = cooling_response(target, tick_s, cooling_time_constant_s)
+    del target
+    fac = it * (1.0 + electrical_loss_fraction)
+    fac += cooling
+    fac += base_load_w
+    if not parts:
+        return FacilityPower(fac, None, None, float(base_load_w))
+    return FacilityPower(fac, electrical_loss_fraction * it, cooling, float(base_load_w))

@@ -187,29 +187,12 @@ class JobPlan:
     lost_ticks: int
 
 
-def _steps_rle(length: int, period: int, compute: int) -> tuple[np.ndarray, np.ndarray]:
-    """Compute/comm runs of a block of ``length`` ticks of steps."""
-    if compute <= 0 or compute >= period:
-        st = COMPUTE if compute >= period else COMM
-        return np.array([st]), np.array([length])
-    n_full, rem = divmod(length, period)
-    states = np.tile(np.array([COMPUTE, COMM]), n_full)
-    lens = np.tile(np.array([compute, period - compute]), n_full)
-    if rem:
-        if rem <= compute:
-            states = np.append(states, COMPUTE)
-            lens = np.append(lens, rem)
-        else:
-            states = np.append(states, [COMPUTE, COMM])
-            lens = np.append(lens, [compute, rem - compute])
-    return states, lens
-
-
 def _expand_blocks(blocks: list, period: int, compute: int
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Run-length states and lengths of a list of ``(state, start, length)`` blocks, the
-    training blocks split into compute/comm runs of steps (as :func:`_steps_rle`, for
-    all blocks at once)."""
+    training blocks split into compute/comm runs of steps (``C`` ticks of compute, then
+    ``P - C`` of communication; a partial last step computes first), for all blocks at
+    once."""
     if not blocks:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     arr = np.array(blocks, dtype=np.int64).reshape(-1, 3)
@@ -438,8 +421,9 @@ def _scatter_steps(diff: list, plan: JobPlan, levels: np.ndarray, rnd: JobDraw,
     at, step = at[nz], step[nz]
     if not len(at):
         return
-    offs = rnd.offset_ticks
-    counts = rnd.offset_counts.astype(float)
+    used = rnd.offset_counts > 0  # offsets no GPU drew add nothing
+    offs = rnd.offset_ticks[used]
+    counts = rnd.offset_counts[used].astype(float)
     idx = np.clip((at[:, None] + offs[None, :]).ravel(), 0, n)
     w = (step[:, None] * counts[None, :]).ravel()
     diff.append((idx, w))
@@ -650,9 +634,13 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
             if diff:
                 idx = np.concatenate([a for a, _ in diff])
                 w = np.concatenate([b for _, b in diff])
-                dense += np.cumsum(np.bincount(idx, weights=w, minlength=n + 1)[:n])
+                steps = np.bincount(idx, weights=w, minlength=n + 1)
+                del idx, w
+                np.cumsum(steps, out=steps)
+                dense += steps[:n]
+                del steps
             if rise > 0:
-                dense = first_order_ticks(dense, tick, rise)
+                dense = first_order_ticks(dense, tick, rise, overwrite=True)
         apply_dark(dense, dplan, scenario)  # disturbances hook: tripped nodes draw nothing
         if keep_ticks:
             it[d] = dense

@@ -132,10 +132,14 @@ class Reducer:
         self.counts = np.diff(np.append(self.edges, n_ticks))
         m = len(self.edges)
         site = scenario.site
-        times = pd.date_range(start_utc, periods=n_ticks,
-                              freq=pd.Timedelta(seconds=tick_s), unit="ns")
-        self.pue = site.pue_at(times) if site.cooling is not None else float(site.pue)
-        del times
+        if site.cooling is not None:
+            times = pd.date_range(start_utc, periods=n_ticks,
+                                  freq=pd.Timedelta(seconds=tick_s), unit="ns")
+            self.pue = site.pue_at(times)
+            del times
+        else:
+            self.pue = float(site.pue)
+        self._dx = np.empty(n_ticks)
         self.means = {s: np.empty((draws, m)) for s in SCOPES}
         self.vmin = {s: np.full(m, np.inf) for s in SCOPES}
         self.vmax = {s: np.full(m, -np.inf) for s in SCOPES}
@@ -149,12 +153,10 @@ class Reducer:
     def add(self, d: int, it_w: np.ndarray) -> None:
         """Reduce draw ``d`` from its per-tick IT power [W]."""
         site = self.scenario.site
-        fp = facility_power(it_w, self.tick_s, self.pue,
-                            electrical_loss_fraction=site.electrical_loss_fraction,
-                            cooling_time_constant_s=site.cooling_time_constant_s,
-                            base_load_w=site.base_load_w)
-        fac = fp.facility_w
-        del fp
+        fac = facility_power(it_w, self.tick_s, self.pue,
+                             electrical_loss_fraction=site.electrical_loss_fraction,
+                             cooling_time_constant_s=site.cooling_time_constant_s,
+                             base_load_w=site.base_load_w, parts=False).facility_w
         self.pue_realised[d] = (fac.sum() - site.base_load_w * len(fac)) / it_w.sum()
         bat = self.scenario.mitigations.battery
         if bat is not None:
@@ -172,7 +174,10 @@ class Reducer:
             bmin = np.minimum.reduceat(x, e)
             np.maximum(self.vmax[sc], bmax, out=self.vmax[sc])
             np.minimum(self.vmin[sc], bmin, out=self.vmin[sc])
-            dx = np.diff(x, prepend=x[:1]) / self.tick_s
+            dx = self._dx
+            dx[0] = 0.0
+            np.subtract(x[1:], x[:-1], out=dx[1:])
+            dx *= 1.0 / self.tick_s
             up_b = np.maximum.reduceat(dx, e)
             dn_b = -np.minimum.reduceat(dx, e)
             np.maximum(self.up[sc], np.maximum(up_b, 0.0), out=self.up[sc])
@@ -196,7 +201,6 @@ class Reducer:
                 row[f"band_{k}_w2"] = (bands[k] * f) ** 2
             row["band_3_30hz_rms_w"] = bands["3_30hz"] * f
             self.rows.append(row)
-            del dx
 
     def interval_means(self, scope: str, resolution_s: float) -> np.ndarray:
         """Per draw, the mean power of each interval of ``resolution_s`` (a whole number

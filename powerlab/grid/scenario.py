@@ -454,9 +454,10 @@ def _site(s: Section) -> Site:
         c.finish()
     else:
         pue = s.number("pue", 1.2, lo=1.0, hi=5.0)
-    loss = s.number("electrical_loss_fraction", 0.04, lo=0.0, hi=0.5)
     lowest = cooling.pue_at_reference if cooling is not None else pue
-    if lowest < 1.0 + loss:
+    # default 0.04, but never more than the PUE's overhead (pue: 1.0 means IT only)
+    loss = s.number("electrical_loss_fraction", min(0.04, lowest - 1.0), lo=0.0, hi=0.5)
+    if lowest < 1.0 + loss - 1e-12:
         raise s.error("electrical_loss_fraction",
                       f"electrical losses of {loss:g} x IT do not fit in a PUE of "
                       f"{lowest:g}; set site.electrical_loss_fraction <= {lowest - 1:g}")

@@ -138,7 +138,8 @@ def first_order_rle(values: np.ndarray, lengths: np.ndarray, tick_s: float,
     return y
 
 
-def first_order_ticks(demand_w: np.ndarray, tick_s: float, tau_s: float) -> np.ndarray:
+def first_order_ticks(demand_w: np.ndarray, tick_s: float, tau_s: float,
+                      overwrite: bool = False) -> np.ndarray:
     """Per-tick mean of a symmetric first-order response to a demand held over each tick
     [W].
 
@@ -156,12 +157,14 @@ def first_order_ticks(demand_w: np.ndarray, tick_s: float, tau_s: float) -> np.n
         Tick [s].
     tau_s : float
         Time constant (0: the demand itself) [s].
+    overwrite : bool, default False
+        Reuse ``demand_w`` (a float64 array) for the result.
     """
     from scipy import signal
 
     v = np.asarray(demand_w, float)
     if tau_s <= 0 or v.shape[-1] < 2:
-        return v.copy()
+        return v if overwrite else v.copy()
     a = math.exp(-tick_s / tau_s)
     g = tau_s / tick_s * -math.expm1(-tick_s / tau_s)
     # s[k] for k >= 1 from v[k-1]; s[0] = v[0] (steady)
@@ -169,4 +172,8 @@ def first_order_ticks(demand_w: np.ndarray, tick_s: float, tau_s: float) -> np.n
     s[..., 0] = v[..., 0]
     zi = (a * v[..., :1])  # so that the first output is a v[0] + (1 - a) v[0] = v[0]
     s[..., 1:], _ = signal.lfilter([1.0 - a], [1.0, -a], v[..., :-1], axis=-1, zi=zi)
-    return g * s + (1.0 - g) * v
+    s *= g
+    out = v if overwrite else v.copy()
+    out *= 1.0 - g
+    out += s
+    return out

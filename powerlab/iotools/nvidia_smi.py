@@ -341,9 +341,9 @@ def _build_frame(cols: dict, utc: pd.DatetimeIndex, gpu: np.ndarray, order: np.n
 
 
 def _read_cells(data: bytes, start: int, end: int, ncol: int, path, text,
-                first_data_line: int, use_threads: bool = True) -> pa.Table:
+                first_data_line: int, use_threads: bool = False) -> pa.Table:
     """Split the CSV body ``data[start:end]`` into string columns (pyarrow CSV reader,
-    on all cores, without copying the body)."""
+    one thread like pandas (threads gained nothing on 2 busy cores), no copy of the body)."""
     cols = [f"c{i}" for i in range(ncol)]
     bad: list = []
 
@@ -589,6 +589,19 @@ def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_li
                          f"consistent query size (the commonest, {n} rows, holds "
                          f"{int(by_rows[n]):,} of {n_rows:,} rows); add 'index' to the "
                          "--query-gpu list", path=path)
+    # another steady query size (three or more chunks of one other size in a row: a GPU
+    # lost or added) is not a damaged query here and there: nothing tells which GPU
+    run_start = np.r_[True, lens[1:] != lens[:-1]]
+    run_id = np.cumsum(run_start) - 1
+    run_len = np.bincount(run_id)
+    steady = (run_len[run_id] >= 3) & (lens != n)
+    if lens[steady].sum() > 0.1 * n_rows:
+        m = int(np.bincount(lens[steady], weights=lens[steady]).argmax())
+        raise ParseError(f"the queries change size: {int(by_rows[n]):,} rows lie in {n}-row "
+                         f"queries and {int(lens[steady][lens[steady] == m].sum()):,} in "
+                         f"runs of {m}-row ones (a GPU lost or added during the log?); "
+                         "without an 'index' field the GPU of a row cannot be told; add "
+                         "'index' to the --query-gpu list", path=path)
     rep = np.zeros(len(starts), dtype=bool)
     if repeats is not None and repeats.any():
         # two identical lines in one query: a duplicated line (with another line of the

@@ -366,3 +366,53 @@ table.pl-table th {{ white-space: normal; vertical-align: bottom; }}
 </body>
 </html>
 """
+
+
+def interconnection_section(rep: Report, compliance: Any, sizing: Any = None,
+                            resonance: Any = None, *, heading: str = "Interconnection",
+                            note: str | None = None) -> Report:
+    """Add the interconnection section: compliance table, cheapest passing mitigation and
+    its cost, resonance table (results objects of ``powerlab.grid``; nothing computed)."""
+    rep.heading(heading)
+    sf = compliance.summary_frame()
+    failed = compliance.failed
+    rep.text(f"Requirement spec {compliance.spec.name!r}, {compliance.description}: "
+             + (f"{len(failed)} of {len(sf)} requirements fail ({', '.join(failed)})."
+                if failed else f"all {len(sf)} requirements pass."))
+    cols = ["requirement", "limit", "value", "unit", "exceed_probability", "verdict",
+            "illustrative", "note"]
+    rep.table(sf[cols], "Compliance: value is the worst draw; a requirement the data cannot "
+                        "show met fails with no value (see note). Limits marked "
+                        "illustrative are assumptions, not a utility's numbers.")
+    if sizing is not None:
+        if sizing.found:
+            c = sizing.cheapest
+            rep.figures({
+                "cheapest passing mitigation": c["option"],
+                "extra energy": f"{c['extra_energy_megawatt_hours_per_day']:.2f} MWh/day",
+                "throughput loss": f"{c['throughput_loss_pct']:.2f} %",
+                "storage": f"{c['storage_megawatt_hours']:.2f} MWh, "
+                           f"{c['storage_megawatts']:.1f} MW",
+                "cost (illustrative prices)": f"${c['cost_usd_per_day']:,.0f}/day",
+                "engine runs / option evaluations":
+                    f"{sizing.engine_runs} / {sizing.evaluations}"})
+            cols = ["option", "extra_energy_megawatt_hours_per_day", "throughput_loss_pct",
+                    "storage_megawatt_hours", "cost_usd_per_day"]
+            rep.table(sizing.options[cols], "Pareto set of passing options, cheapest first.",
+                      max_rows=10)
+        else:
+            rep.text("No option of the searched space passes: " + sizing.summary()
+                     .splitlines()[-1])
+    if note:
+        rep.text(note)
+    if resonance is not None:
+        h = resonance.harmonics
+        hits = h[h["modes"].fillna("").astype(str) != ""]
+        rep.table(resonance.summary_frame(), "Resonance screening: periodic components, "
+                                             "their hits in the grid mode bands and the "
+                                             "step period or stagger that clears them.")
+        if len(hits):
+            rep.table(hits, "Harmonics in a grid mode band (amplitudes in MW; resolved "
+                            "False: above the data's Nyquist frequency, 1/k assumed).",
+                      max_rows=15)
+    return rep
