@@ -43,6 +43,8 @@ COMPONENTS = {
     "aggregate": ("`powerlab aggregate` and the fleet aggregations", "n/a (read only)"),
     "cli": ("every subcommand's argument and path mistakes",
             "n/a (refused before any write)"),
+    "reliability": ("failure rates, MTBF, hazard model and cross-device quality checks",
+                    "n/a (read only)"),
 }
 
 

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 NB_DIR = REPO / "notebooks"
 NOTEBOOKS = ["01_collect_and_explore.ipynb", "02_time_of_day_dvfs.ipynb",
              "03_power_swing_forecast.ipynb", "04_facilities_export.ipynb",
-             "05_interconnection_planner.ipynb"]
+             "05_interconnection_planner.ipynb", "06_reliability.ipynb"]
 
 _RUNNER = textwrap.dedent("""
     import json, sys, time
@@ -128,3 +128,8 @@ def test_numbers_answer_the_questions(executed):
     out5 = _stdout(executed["05_interconnection_planner.ipynb"][0])
     assert "FAIL: 6 of 6 requirements fail" in out5 and "Cheapest passing option" in out5
     assert "cheapest option passes on draw 1: True" in out5
+    out6 = _stdout(executed["06_reliability.ipynb"][0])
+    assert "for 3 of 4 GPU causes with failures" in out6
+    assert "inside its 95 % interval in 39 of 40 fleets" in out6
+    assert "a 16,384-GPU job: interrupted every 2.98 h" in out6
+    assert "443 interruptions per draw (range 398-465), effective training time 92.2%" in out6

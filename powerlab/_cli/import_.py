@@ -62,6 +62,7 @@ def run(args) -> int:
     from ..telemetry.store import atomic_write_bytes, write_store
 
     total = 0
+    imported = []
     unreadable: list[str] = []
     for src in args.sources:
         if not src.exists():
@@ -89,6 +90,7 @@ def run(args) -> int:
         payload = json.dumps(meta, indent=1).encode()
         atomic_write_bytes(record, lambda tmp, b=payload: Path(tmp).write_bytes(b))
         total += rows
+        imported.append(df)
         dup = f"; {len(df) - rows:,} already in the store" if rows < len(df) else ""
         print(f"{src}: {rows:,} rows ({fmt}) -> {len(files)} file(s){dup}")
         bad = df.attrs.get("unreadable_files") or []
@@ -98,4 +100,16 @@ def run(args) -> int:
     print(f"imported {total:,} rows into {args.out}"
           + (f"; {len(unreadable)} unreadable file(s) skipped: {', '.join(unreadable)}"
              if unreadable else ""))
+    if imported:
+        # compare the imported devices with everything the store holds over their span
+        # (a copied file imported under another host name is caught on its second import)
+        import pandas as pd
+
+        from ..telemetry.store import read_store
+        from ._quality import warn_identical_devices
+
+        new = pd.concat([d["timestamp"] for d in imported])
+        span = read_store(args.out, start=new.min(), end=new.max() + pd.Timedelta(1, "ns"),
+                          columns=["timestamp", "host", "scope", "gpu_index", "power_w"])
+        warn_identical_devices(span)
     return 0

@@ -64,6 +64,9 @@ def run(args) -> int:
             raise PowerlabError(f"{path}: no such file or store")
     df = pd.concat(frames, ignore_index=True)
     s = summarize(df)
+    from ._quality import warn_identical_devices
+
+    warn_identical_devices(df)
     with pd.option_context("display.width", 160, "display.max_rows", 200):
         print(s.to_string(index=False))
     span = (df["timestamp"].max() - df["timestamp"].min()).total_seconds()

@@ -10,6 +10,8 @@ Modules
 :mod:`~powerlab.throughput.stragglers`    GPUs that hold a synchronous job back
 :mod:`~powerlab.throughput.synth`         the synthetic twin of a training run
 :mod:`~powerlab.throughput.twin_physics`  the twin's parameters and physics
+:mod:`~powerlab.throughput.reliability`   failure rates per GPU-hour, job MTBF
+:mod:`~powerlab.throughput.hazard`        hazard model of failures vs temperature, power
 
 This wing imports only :mod:`powerlab.telemetry` (and :mod:`powerlab.exceptions`).
 """
@@ -34,6 +36,12 @@ _EXPORTS = {
     ),
     "twin_physics": (
         "TwinParameters",
+    ),
+    "reliability": (
+        "FailureRates", "failure_rates", "garwood_interval", "job_mtbf", "llama3_rates",
+    ),
+    "hazard": (
+        "HazardResult", "exposure_table", "fit_hazard", "simulate_fleet_failures",
     ),
 }
 
