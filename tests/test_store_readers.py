@@ -20,7 +20,8 @@ import pytest
 from powerlab.collect.collector import Collector, read_devices, read_events
 from powerlab.exceptions import StoreError
 from powerlab.telemetry.store import read_store, write_store
-from powerlab.telemetry.storefiles import store_format, upgrade_store
+from powerlab.telemetry.store_upgrade import upgrade_store
+from powerlab.telemetry.storefiles import store_format
 
 from .conftest import REPO, make_telemetry
 from .fake_nvml_util import fake_libdir, fake_nvml  # noqa: F401  (fixtures)

@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_upgrade(args) -> int:
-    from ..telemetry.storefiles import FORMAT, upgrade_store
+    from ..telemetry.store_upgrade import upgrade_store
+    from ..telemetry.storefiles import FORMAT
 
     stats = upgrade_store(args.store)
     if stats["format"] == FORMAT:

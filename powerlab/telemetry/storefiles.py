@@ -19,7 +19,8 @@ and ``STORE/**/*.parquet`` globs (DuckDB, polars) read exactly the telemetry: ev
 file holds all its columns, ``host`` included, with pandas' dtypes in its metadata.
 
 Format 1 (``date=YYYY-MM-DD/host=H/part-*.parquet``, side tables in ``events/`` and
-``devices/``) is still read; :func:`upgrade_store` converts it in place.
+``devices/``) is still read; :func:`powerlab.telemetry.store_upgrade.upgrade_store` converts it in
+place.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from ..exceptions import DataQualityWarning, StoreError
 
 __all__ = ["FORMAT", "META", "file_crc", "is_store", "list_files", "partition_lock",
            "partition_of", "side_table_dir", "side_table_files", "store_format",
-           "upgrade_store", "verify_crc"]
+           "verify_crc"]
 
 #: The store format written by this version.
 FORMAT = 2
@@ -319,70 +320,3 @@ def clean_temporaries(folder: Path) -> int:
                 except OSError:
                     pass
     return n
-
-
-# --------------------------------------------------------------------------- upgrade
-
-def upgrade_store(root: str | os.PathLike) -> dict:
-    """Convert a format-1 store to format 2 in place (idempotent, safe to re-run after a
-    crash: rows are written through the de-duplicating writer before the old file is
-    removed).
-
-    Returns
-    -------
-    dict
-        ``files`` (telemetry files converted), ``rows``, ``side_files`` moved and the
-        ``format`` before.
-    """
-    import pyarrow.parquet as pq
-
-    from .store import write_store
-
-    root = Path(root)
-    if not root.is_dir():
-        raise StoreError(f"no store at {root}")
-    before = store_format(root)
-    if before is None:
-        raise StoreError(f"{root} holds no powerlab store (no date folders, no "
-                         f"{META}/.format.json)")
-    stats = {"format": before, "files": 0, "rows": 0, "side_files": 0}
-    if before == FORMAT:
-        return stats
-    for ddir in sorted(root.glob("date=*")):
-        for hdir in sorted(ddir.glob("host=*")):
-            for f in sorted(hdir.glob("part-*.parquet")):
-                try:
-                    df = pq.read_table(f).to_pandas()
-                except Exception as exc:
-                    raise StoreError(f"cannot read store file {f}: {exc}") from exc
-                write_store(df, root, _upgrading=True)
-                f.unlink()
-                stats["files"] += 1
-                stats["rows"] += len(df)
-            for p in hdir.glob(f"{TMP_PREFIX}*"):
-                p.unlink()
-            _rmdir(hdir)
-        _rmdir(ddir)
-    for kind in ("events", "devices"):
-        old = root / kind
-        if old.is_dir():
-            new = side_table_dir(root, kind)
-            new.mkdir(parents=True, exist_ok=True)
-            for f in sorted(old.glob(f"{kind}-*.parquet")):
-                os.replace(f, new / (f.name.removesuffix(".parquet") + ".pq"))
-                stats["side_files"] += 1
-            for p in old.glob(f"{TMP_PREFIX}*"):
-                p.unlink()
-            _rmdir(old)
-    write_format_marker(root)
-    fsync_dir(root)
-    return stats
-
-
-def _rmdir(path: Path) -> None:
-    try:
-        path.rmdir()
-    except OSError as exc:
-        raise StoreError(f"upgrade: {path} still holds files that are not telemetry "
-                         f"({', '.join(sorted(p.name for p in path.iterdir())[:5])}); "
-                         "move them away and run the upgrade again") from exc
