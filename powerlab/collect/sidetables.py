@@ -67,17 +67,21 @@ def read_events(root: str | Path) -> pd.DataFrame:
 
 def write_side_table(root: Path, kind: str, frame: pd.DataFrame) -> Path:
     """Write a side table (``events``, ``devices``) of a store as a new Parquet file,
-    atomically (see store.atomic_write_bytes)."""
+    atomically (see store.atomic_write_bytes); temporary files that a killed writer of
+    this host left in the folder are removed first."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from ..telemetry.store import atomic_write_bytes
-    from ..telemetry.storefiles import side_table_dir
+    from ..telemetry.storefiles import clean_dead_temporaries, owner_tag, side_table_dir
 
     stamp = frame["timestamp"].min().strftime("%Y%m%dT%H%M%S%fZ")
-    path = side_table_dir(root, kind) / f"{kind}-{stamp}-{uuid.uuid4().hex[:12]}.pq"
+    folder = side_table_dir(root, kind)
+    # several collectors share this folder: only leftovers of dead writers are removed
+    clean_dead_temporaries(folder)
+    path = folder / f"{kind}-{stamp}-{uuid.uuid4().hex[:12]}.pq"
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    return atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
+    return atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp), tag=owner_tag())
 
 
 def _read_side_table(root, kind: str, empty: pd.DataFrame, sort_by: list[str]) -> pd.DataFrame:

@@ -60,7 +60,8 @@ __all__ = [
 _TMP_PREFIX = TMP_PREFIX
 
 
-def atomic_write_bytes(path: str | os.PathLike, write, *, fsync: bool = True) -> Path:
+def atomic_write_bytes(path: str | os.PathLike, write, *, fsync: bool = True,
+                       tag: str = "") -> Path:
     """Write a file atomically: ``write(tmp_path)`` fills a temporary file, then rename.
 
     Parameters
@@ -71,6 +72,9 @@ def atomic_write_bytes(path: str | os.PathLike, write, *, fsync: bool = True) ->
         Called with the temporary path; must create and close the file.
     fsync : bool, default True
         fsync the file and its folder (durability across power loss).
+    tag : str, optional
+        Put in the temporary file's name (``storefiles.owner_tag()`` in folders shared by
+        several writers, so a dead writer's leftovers can be told apart).
 
     Raises
     ------
@@ -80,7 +84,7 @@ def atomic_write_bytes(path: str | os.PathLike, write, *, fsync: bool = True) ->
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f"{_TMP_PREFIX}{uuid.uuid4().hex}-{path.name}.partial"
+    tmp = path.parent / f"{_TMP_PREFIX}{tag}{uuid.uuid4().hex}-{path.name}.partial"
     try:
         write(tmp)
         if fsync:

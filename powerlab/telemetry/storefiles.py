@@ -42,9 +42,21 @@ import pandas as pd
 
 from ..exceptions import DataQualityWarning, StoreError
 
-__all__ = ["FORMAT", "META", "file_crc", "is_store", "list_files", "partition_lock",
-           "partition_of", "side_table_dir", "side_table_files", "store_format",
-           "verify_crc"]
+__all__ = [
+    "FORMAT",
+    "META",
+    "clean_dead_temporaries",
+    "file_crc",
+    "is_store",
+    "list_files",
+    "owner_tag",
+    "partition_lock",
+    "partition_of",
+    "side_table_dir",
+    "side_table_files",
+    "store_format",
+    "verify_crc",
+]
 
 #: The store format written by this version.
 FORMAT = 2
@@ -305,6 +317,46 @@ def release_locks() -> None:
         if held is not None and held.timer is not None:
             held.timer.cancel()
         _release(key)
+
+
+def owner_tag() -> str:
+    """``host~pid~`` of this process, put in the name of temporary files in folders that
+    several writers share (side tables), so that :func:`clean_dead_temporaries` can tell
+    a dead writer's leftovers from a live writer's work in progress."""
+    import socket
+
+    host = re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname())
+    return f"{host}~{os.getpid()}~"
+
+
+def clean_dead_temporaries(folder: Path) -> int:
+    """Remove temporary files left in a shared folder by writers of this host that are no
+    longer running (their ``host~pid~`` tag names a process that does not exist).
+    Leftovers of other hosts (a shared file system) are left alone.  Returns how many
+    were removed."""
+    me = owner_tag().split("~")[0]
+    n = 0
+    if not folder.is_dir():
+        return 0
+    for p in folder.iterdir():
+        if not p.name.startswith(TMP_PREFIX):
+            continue
+        parts = p.name[len(TMP_PREFIX):].split("~")
+        if len(parts) < 3 or parts[0] != me or not parts[1].isdigit():
+            continue
+        try:
+            os.kill(int(parts[1]), 0)
+            continue  # alive (or not ours to signal): keep
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        try:
+            p.unlink()
+            n += 1
+        except OSError:
+            pass
+    return n
 
 
 def clean_temporaries(folder: Path) -> int:
