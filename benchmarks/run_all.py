@@ -82,6 +82,10 @@ def _fmt(v, spec: str = ".3g") -> str:
 
 
 def _table(result: dict) -> str:
+    if not isinstance(result.get("rows"), list):  # a flat result: one key per figure
+        lines = ["| figure | value |", "|---|---|"]
+        lines += [f"| {k} | {_fmt(v)} |" for k, v in result.items() if k != "benchmark"]
+        return "\n".join(lines)
     head = ("| case | size | time min [s] | time median [s] | peak [MiB] | baseline [s] "
             "| ratio | target | met |\n|---|---|---|---|---|---|---|---|---|")
     lines = [head]

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import ParseError, PowerlabError
+from .dcgm import PROMETHEUS_VARIABLE_MAP
 
 __all__ = ["PROMETHEUS_QUERY_MAP", "read_prometheus"]
 
@@ -50,19 +51,11 @@ __all__ = ["PROMETHEUS_QUERY_MAP", "read_prometheus"]
 #: ``power_w`` comes from ``DCGM_FI_DEV_POWER_USAGE_INSTANT`` where a GPU has that series,
 #: otherwise from ``DCGM_FI_DEV_POWER_USAGE`` (dcgm-exporter's default power metric).
 PROMETHEUS_QUERY_MAP: dict[str, tuple[str, str, float]] = {
+    # the exposition reader's table, with the two power series told apart
+    **{k: v for k, v in PROMETHEUS_VARIABLE_MAP.items()
+       if k not in ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "DCGM_FI_DEV_FAN_SPEED")},
     "DCGM_FI_DEV_POWER_USAGE_INSTANT": ("power_w", "W", 1.0),
     "DCGM_FI_DEV_POWER_USAGE": ("power_avg_w", "W", 1.0),
-    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("energy_j", "mJ", 1e-3),
-    "DCGM_FI_DEV_SM_CLOCK": ("clock_sm_mhz", "MHz", 1.0),
-    "DCGM_FI_DEV_MEM_CLOCK": ("clock_mem_mhz", "MHz", 1.0),
-    "DCGM_FI_DEV_GPU_TEMP": ("temp_gpu_c", "C", 1.0),
-    "DCGM_FI_DEV_MEMORY_TEMP": ("temp_mem_c", "C", 1.0),
-    "DCGM_FI_DEV_GPU_UTIL": ("util_gpu_pct", "%", 1.0),
-    "DCGM_FI_DEV_MEM_COPY_UTIL": ("util_mem_pct", "%", 1.0),
-    "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("power_limit_w", "W", 1.0),
-    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": ("throttle_reasons", "bitmask", 1.0),
-    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": ("throttle_reasons", "bitmask", 1.0),
-    "DCGM_FI_DEV_FB_USED": ("memory_used_bytes", "MiB", 1024.0 * 1024.0),
 }
 
 #: Prometheus' limit on the points of one range-query series.
