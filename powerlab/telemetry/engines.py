@@ -1,9 +1,11 @@
 """Where a fleet aggregation runs: pandas in this process, or Dask.
 
-Dask is an extra (``pip install 'powerlab[dask]'``).  Every aggregation of
-:mod:`powerlab.telemetry.aggregate` and :mod:`powerlab.telemetry.jobs` takes
-``engine="auto" | "dask" | "pandas"``: ``auto`` uses Dask for a store when it is
-installed and pandas otherwise; both run the same kernels and give the same numbers.
+Dask is an extra (``pip install 'powerlab[dask]'``).  The power aggregations
+(:func:`powerlab.telemetry.aggregate.power_sums`, :func:`powerlab.telemetry.jobs.job_power`,
+and so ``powerlab aggregate``) take ``engine="auto" | "dask" | "pandas"``: ``auto`` uses
+Dask for a store when it is installed and pandas otherwise; both run the same kernels and
+give the same numbers.  The other aggregations of a store path (``resample_gpu``,
+``peer_stats``, ``quality_masks``) still need Dask; give them a frame to stay in pandas.
 An aggregation that finds nothing to aggregate says why (:class:`EmptyResultWarning`)
 instead of returning an empty table in silence.
 """
