@@ -32,8 +32,10 @@ if PROMETHEUS_OK:
     NOTEBOOKS = ALL_NOTEBOOKS
 
 _RUNNER = textwrap.dedent("""
-    import json, sys, time
+    import json, sys, tempfile, time
+    from pathlib import Path
     import nbformat
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
@@ -44,7 +46,11 @@ _RUNNER = textwrap.dedent("""
     t0 = time.perf_counter()
     error = None
     try:
-        NotebookClient(nb, kernel_name="python3", timeout=240,
+        # kernels talk over private IPC sockets, not TCP ports: notebooks run in parallel
+        # and 07 starts servers of its own, so TCP ports picked by bind-and-release race
+        ipc = Path(tempfile.mkdtemp(prefix="nb-kernel-")) / "kernel"
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=str(ipc))
+        NotebookClient(nb, km=km, kernel_name="python3", timeout=240,
                        resources={"metadata": {"path": sys.argv[4]}}).execute()
     except CellExecutionError as exc:
         error = str(exc)[-4000:]
