@@ -45,11 +45,9 @@ TARGET_RATE_FRAC = 0.98
 SLOW = {g: 1.0 for g in ("temperature", "clocks", "utilization", "power_limit")}
 
 
-def sleep_floor(seconds: float) -> tuple[float, float]:
-    """CPU per iteration [us] and rate [Hz] of a bare sleep-to-deadline loop at 1 kHz."""
-    from powerlab.collect.collector import _fine_timer_slack
-
-    _fine_timer_slack()  # as the collector's sampling thread does
+def _deadline_loop(seconds: float, work=None) -> tuple[float, float]:
+    """CPU per iteration [us] and rate [Hz] of a sleep-to-deadline loop at 1 kHz that
+    calls ``work()`` after each wake-up (nothing when None)."""
     mono, sleep = time.monotonic, time.sleep
     t0 = mono()
     k = n = 0
@@ -61,30 +59,26 @@ def sleep_floor(seconds: float) -> tuple[float, float]:
         target = t0 + k * INTERVAL_S
         if target > now:
             sleep(target - now)
+        if work is not None:
+            work()
         k += 1
         n += 1
     return (time.process_time() - c0) / n * 1e6, n / (mono() - t0)
+
+
+def sleep_floor(seconds: float) -> tuple[float, float]:
+    """CPU per iteration [us] and rate [Hz] of a bare sleep-to-deadline loop at 1 kHz."""
+    from powerlab.collect.collector import _fine_timer_slack
+
+    _fine_timer_slack()  # as the collector's sampling thread does
+    return _deadline_loop(seconds)
 
 
 def read_floor(dev, seconds: float) -> float:
     """CPU per iteration [us] of the sleep-to-deadline loop plus one ``Device.read`` of
     the power group: a GPU read right after a wake-up costs several times a warm one
     (cold caches), which the fixed cost per tick includes."""
-    mono, sleep = time.monotonic, time.sleep
-    t0 = mono()
-    k = n = 0
-    c0 = time.process_time()
-    while True:
-        now = mono()
-        if now - t0 >= seconds:
-            break
-        target = t0 + k * INTERVAL_S
-        if target > now:
-            sleep(target - now)
-        dev.read(1)
-        k += 1
-        n += 1
-    return (time.process_time() - c0) / n * 1e6
+    return _deadline_loop(seconds, lambda: dev.read(1))[0]
 
 
 def collector_run(Collector, n_gpus: int, seconds: float, store: Path) -> dict:

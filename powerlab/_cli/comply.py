@@ -72,11 +72,9 @@ def _time(text, what):
     return ts
 
 
-def run(args) -> int:
+def check_draws_out_sags(args) -> None:
+    """The checks ``comply`` and ``size-mitigation`` share: --draws, --out, --sags."""
     from ..exceptions import PowerlabError
-    from ..grid.powertrace import open_source
-    from ..grid.requirements import read_requirements
-    from ..grid.scenario import Scenario
 
     if args.draws < 1:
         raise PowerlabError(f"--draws must be >= 1, got {args.draws}")
@@ -84,6 +82,15 @@ def run(args) -> int:
         raise PowerlabError(f"--out {args.out} exists and is not a folder")
     if args.sags is not None and not args.sags.is_file():
         raise PowerlabError(f"--sags {args.sags}: no such file")
+
+
+def run(args) -> int:
+    from ..exceptions import PowerlabError
+    from ..grid.powertrace import open_source
+    from ..grid.requirements import read_requirements
+    from ..grid.scenario import Scenario
+
+    check_draws_out_sags(args)
     spec = read_requirements(args.requirements)
     source = open_source(args.source)
     sags = read_sags(args.sags) if args.sags is not None else None

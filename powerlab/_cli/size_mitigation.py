@@ -38,14 +38,9 @@ def run(args) -> int:
     from ..exceptions import PowerlabError
     from ..grid.requirements import read_requirements
     from ..grid.scenario import read_scenario
-    from .comply import read_sags
+    from .comply import check_draws_out_sags, read_sags
 
-    if args.draws < 1:
-        raise PowerlabError(f"--draws must be >= 1, got {args.draws}")
-    if args.out.exists() and not args.out.is_dir():
-        raise PowerlabError(f"--out {args.out} exists and is not a folder")
-    if args.sags is not None and not args.sags.is_file():
-        raise PowerlabError(f"--sags {args.sags}: no such file")
+    check_draws_out_sags(args)
     if args.tick_s is not None and not args.tick_s > 0:
         raise PowerlabError(f"--tick-s must be > 0, got {args.tick_s}")
     spec = read_requirements(args.requirements)

@@ -389,12 +389,7 @@ class ComplianceResult:
         """Write ``out_dir/compliance.csv`` and ``out_dir/compliance_summary.txt``."""
         from ..telemetry.store import atomic_write_bytes
 
-        out = Path(out_dir)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise PowerlabError(f"cannot create the output folder {out}: "
-                                f"{exc.strerror or exc}") from None
+        out = output_folder(out_dir)
         csv = self.to_csv(out / "compliance.csv")
         text = str(self.summary()) + "\n"
         txt = atomic_write_bytes(out / "compliance_summary.txt",
@@ -537,3 +532,14 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
     return check.result(values, tick_s=trace.tick_s, native_interval_s=trace.native_interval_s,
                         duration_s=trace.duration_s, description=trace.description,
                         trace=trace)
+
+
+def output_folder(out_dir) -> Path:
+    """Create an output folder (and its parents); a one-line PowerlabError if it cannot."""
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PowerlabError(f"cannot create the output folder {out}: "
+                            f"{exc.strerror or exc}") from None
+    return out

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import AnalysisError, ParseError, PowerlabError
+from ..telemetry.storefiles import fsync_dir, fsync_file
 from .planner import clock_edges, ramp_into_tick
 
 __all__ = [
@@ -197,10 +198,8 @@ def facilities_frame(result, resolution="15min") -> pd.DataFrame:
                                             * tick / 3.6e9)
         for name, win, sign in _RAMPS:
             scale = (1.0 if win == 1.0 else 60.0) / 1e6
-            try:
-                best = np.full(n, np.nan)
-                for d in range(x.shape[0]):
-                    best = np.fmax(best, sign * ramp_into_tick(x[d], tick, win))
+            try:  # the largest ramp over draws at each boundary tick (NaN: undefined)
+                best = np.fmax.reduce(sign * ramp_into_tick(x, tick, win), axis=0)
             except AnalysisError:  # the tick does not divide the window
                 best = np.full(n, np.nan)
             val = np.fmax.reduceat(best, edges)
@@ -238,22 +237,9 @@ def _csv_text(df: pd.DataFrame, tz: str) -> str:
 
 def _write_temp(path: Path, data: bytes) -> Path:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+    tmp.write_bytes(data)
+    fsync_file(tmp)
     return tmp
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _job_figures(result) -> dict:
@@ -360,10 +346,10 @@ def write_facilities_csv(result, path, resolution="15min",
     # the old sidecar goes first: a crash from here on leaves a CSV without a sidecar
     # (the reader says so), never a new CSV described by an old sidecar
     jpath.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     os.replace(tmp_csv, path)
     os.replace(tmp_json, jpath)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return path, jpath
 
 

@@ -531,13 +531,9 @@ class SizingResult:
     def write(self, out_dir) -> tuple[Path, Path]:
         """Write ``mitigation_options.csv`` and ``mitigation_summary.txt``."""
         from ..telemetry.store import atomic_write_bytes
+        from .compliance import output_folder
 
-        out = Path(out_dir)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise PowerlabError(f"cannot create the output folder {out}: "
-                                f"{exc.strerror or exc}") from None
+        out = output_folder(out_dir)
         text = self.options.to_csv(index=False, float_format="%.6g")
         csv = atomic_write_bytes(out / "mitigation_options.csv",
                                  lambda tmp: Path(tmp).write_text(text, "utf-8"))

@@ -103,30 +103,24 @@ def _resampled(data, bin_ns: int, means: Sequence[str] | None, energy: bool | No
                throttle: bool | None, start, end, hosts, partition_rows: int,
                scope: str | None = None, uuid: bool = True, engine: str = "auto"):
     """(kind, frame) of per-device bins: kind 'pandas' or 'dask'."""
-    if isinstance(data, (str, os.PathLike)) and resolve_engine(engine) == "pandas":
+    if isinstance(data, (str, os.PathLike)):
         from .schema import CORE_COLUMNS
 
         if means is None:
             means = [c for c in MEAN_COLUMNS if c in set(CORE_COLUMNS)]
         energy = True if energy is None else energy
         throttle = True if throttle is None else throttle
-        data = store_frame(data, columns_for([*means, *(["energy_j"] if energy else []),
-                                              *(["throttle_reasons"] if throttle else [])]),
-                           start, end, hosts)
-    if isinstance(data, (str, os.PathLike)):
-        from .schema import CORE_COLUMNS
-
-        present = set(CORE_COLUMNS)
-        src = store_groups(data, start, end, hosts, partition_rows)
-        if means is None:
-            means = [c for c in MEAN_COLUMNS if c in present]
-        energy = True if energy is None else energy
-        throttle = True if throttle is None else throttle
         cols = columns_for([*means, *(["energy_j"] if energy else []),
                              *(["throttle_reasons"] if throttle else [])])
-        if not uuid:
-            cols.remove("gpu_uuid")
-        return "dask", _resample_store(src, cols, bin_ns, means, energy, throttle, scope)
+        if resolve_engine(engine) == "pandas":
+            # read in this process, then the in-memory path below: the same kernels
+            data = store_frame(data, cols, start, end, hosts)
+        else:
+            if not uuid:
+                cols.remove("gpu_uuid")
+            src = store_groups(data, start, end, hosts, partition_rows)
+            return "dask", _resample_store(src, cols, bin_ns, means, energy, throttle,
+                                           scope)
     if is_dask(data):
         check_columns(data.columns, ID_COLUMNS, "dask input")
         means = _pick_means(data.columns, means)

@@ -39,6 +39,7 @@ from .storefiles import (
     clean_temporaries,
     file_crc,
     fsync_dir,
+    fsync_file,
     partition_dir,
     partition_lock,
     partition_of,
@@ -88,11 +89,7 @@ def atomic_write_bytes(path: str | os.PathLike, write, *, fsync: bool = True,
     try:
         write(tmp)
         if fsync:
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_file(tmp)
         os.replace(tmp, path)
         if fsync:
             fsync_dir(path.parent)
@@ -248,11 +245,7 @@ def _write_part(part: pd.DataFrame, folder: Path, compression: str, fsync: bool)
     try:
         pq.write_table(table, tmp, compression=compression, write_page_checksum=True)
         if fsync:
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_file(tmp)
         target = folder / f"{stem}-c{file_crc(tmp):08x}.parquet"
         os.replace(tmp, target)
         if fsync:

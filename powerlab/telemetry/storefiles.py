@@ -47,6 +47,8 @@ __all__ = [
     "META",
     "clean_dead_temporaries",
     "file_crc",
+    "fsync_dir",
+    "fsync_file",
     "is_store",
     "list_files",
     "owner_tag",
@@ -84,6 +86,15 @@ def safe_host(host: str) -> str:
 
 def unsafe_host(name: str) -> str:
     return urllib.parse.unquote(name, encoding="utf-8", errors="replace")
+
+
+def fsync_file(path: Path) -> None:
+    """fsync a closed file by path (its data reaches the disk before a rename)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(path: Path) -> None:
