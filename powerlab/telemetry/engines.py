@@ -108,3 +108,149 @@ def warn_if_empty(result, what: str, data, *, scope, start=None, end=None,
     if isinstance(result, pd.DataFrame) and len(result) == 0:
         warnings.warn(explain_empty(what, data, scope=scope, start=start, end=end,
                                     hosts=hosts), EmptyResultWarning, stacklevel=3)
+
+
+# ------------------------------------------- power sums of a store, streamed by folder
+
+#: Columns the streaming power sums read from each store file.
+_SUM_COLUMNS = ["timestamp", "host", "scope", "gpu_index", "power_w"]
+
+
+def _folders(files) -> list[tuple[str, tuple[str, ...]]]:
+    """(host, files) runs of consecutive files of one date/host folder."""
+    from .storefiles import partition_of
+
+    runs: list[tuple[str, list[str]]] = []
+    for f in files:
+        host = partition_of(f)[1]
+        if runs and runs[-1][0] == host:
+            runs[-1][1].append(f)
+        else:
+            runs.append((host, [f]))
+    return [(h, tuple(fs)) for h, fs in runs]
+
+
+def _group_means(files, start, end, bin_ns: int, scope: str | None):
+    """[(host, DeviceMeans)] of one partition's folders (hosts in store order)."""
+    from .binning import DeviceMeans
+    from .store import read_tables
+
+    out = []
+    for host, fs in _folders(files):
+        tables = read_tables(fs, columns=_SUM_COLUMNS, start=start, end=end,
+                             read_dictionary=["host", "scope"])
+        m = DeviceMeans(tables, bin_ns, "power_w", scope)
+        if len(m):
+            out.append((host, m))
+    return out
+
+
+class _SumSpec:
+    """How devices map to result keys: by cluster, host or rack, with or without scope."""
+
+    def __init__(self, by: str, racks: pd.Series | None, with_scope: bool):
+        self.by, self.racks, self.with_scope = by, racks, with_scope
+        self.key_names = [*({"cluster": [], "host": ["host"], "rack": ["rack"]}[by]),
+                          *(["scope"] if with_scope else [])]
+
+    def fold(self, acc, group):
+        """Add one partition's device means to ``acc`` (a BinSums) in device order."""
+        from .binning import BinSums
+
+        acc = acc if acc is not None else (BinSums(), set())
+        sums, missing = acc
+        for host, m in group:
+            head: tuple = ()
+            if self.by == "host":
+                head = (host,)
+            elif self.by == "rack":
+                rack = self.racks.get(host, pd.NA) if self.racks is not None else pd.NA
+                if pd.isna(rack):
+                    missing.add(host)
+                    continue
+                head = (str(rack),)
+            if not self.with_scope or len(set(m.dev_scope.tolist())) == 1:
+                key = (*head, m.scopes[m.dev_scope[0]]) if self.with_scope else head
+                sums.add(key, m.bins, m.means)     # devices in order: one call
+                continue
+            for d in range(len(m)):
+                a, b = m.dev_bounds[d], m.dev_bounds[d + 1]
+                sums.add((*head, m.scopes[m.dev_scope[d]]), m.bins[a:b], m.means[a:b])
+        return acc
+
+    def fold_copy(self, acc, group):
+        """:meth:`fold` into a copy (a Dask task never changes its inputs)."""
+        if acc is not None:
+            acc = (acc[0].copy(), set(acc[1]))
+        return self.fold(acc, group)
+
+    def frame(self, acc, bin_ns: int) -> pd.DataFrame:
+        from .binning import BinSums
+
+        sums, missing = acc if acc is not None else (BinSums(), set())
+        if missing:
+            from ..exceptions import SchemaError, Violation
+
+            raise SchemaError([Violation("host", f"no rack for host(s) {sorted(missing)}"
+                                                 " in the rack mapping")],
+                              source="rack mapping")
+        return sums.frame(self.key_names, bin_ns)
+
+
+def _date_runs(src) -> list[tuple[str, list]]:
+    runs: list[tuple[str, list]] = []
+    for g in src.groups:
+        if runs and runs[-1][0] == g.date:
+            runs[-1][1].append(g)
+        else:
+            runs.append((g.date, [g]))
+    return runs
+
+
+def store_power_sums(root, bin_ns: int, *, by: str, racks: pd.Series | None,
+                     scope: str, start, end, hosts, engine: str,
+                     partition_rows: int = 2_000_000):
+    """Per-bin power sums of a store, streamed folder by folder (no full frame in memory).
+
+    Each date/host folder is read with only the columns needed, reduced to per (device,
+    bin) means (:class:`~powerlab.telemetry.binning.DeviceMeans`) and added into the bins
+    of its date (:class:`~powerlab.telemetry.binning.BinSums`) in (host, scope, gpu_index)
+    order, which gives bit for bit the pandas path's sums.  ``engine="pandas"`` runs it
+    here, holding one folder and the result; ``"dask"`` reads and reduces the partitions
+    in parallel and folds each date's partitions in a chain of small tasks (no shuffle).
+
+    Returns ``("pandas", frame)`` or ``("dask", lazy frame)``, not yet canonical.
+    """
+    from .partitions import store_groups
+
+    spec = _SumSpec(by, racks, scope == "all")
+    scope_f = None if scope == "all" else scope
+    if resolve_engine(engine) == "pandas":
+        src = store_groups(root, start, end, hosts, 2**62)
+        frames = []
+        for _date, groups in _date_runs(src):
+            acc = None
+            for g in groups:
+                acc = spec.fold(acc, _group_means(g.files, src.start, src.end, bin_ns,
+                                                  scope_f))
+            frames.append(spec.frame(acc, bin_ns))
+        empty = spec.frame(None, bin_ns)
+        frames = [f for f in frames if len(f)]
+        return "pandas", (pd.concat(frames, ignore_index=True) if frames else empty)
+    import dask
+    import dask.dataframe as dd
+
+    src = store_groups(root, start, end, hosts, partition_rows)
+    meta = spec.frame(None, bin_ns)
+    if not src.groups:
+        return "dask", dd.from_pandas(meta, npartitions=1)
+    means = dask.delayed(_group_means, pure=True)
+    fold = dask.delayed(spec.fold_copy, pure=True)
+    final = dask.delayed(spec.frame, pure=True)
+    parts = []
+    for _date, groups in _date_runs(src):
+        acc = None
+        for g in groups:
+            acc = fold(acc, means(g.files, src.start, src.end, bin_ns, scope_f))
+        parts.append(final(acc, bin_ns))
+    return "dask", dd.from_delayed(parts, meta=meta, verify_meta=False)
