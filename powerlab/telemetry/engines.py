@@ -197,14 +197,49 @@ class _SumSpec:
         return sums.frame(self.key_names, bin_ns)
 
 
-def _date_runs(src) -> list[tuple[str, list]]:
-    runs: list[tuple[str, list]] = []
-    for g in src.groups:
-        if runs and runs[-1][0] == g.date:
-            runs[-1][1].append(g)
+def _store_parts(root, start, end, hosts, partition_rows: int):
+    """``(start, end, [(date, files), ...])``: whole date/host folders, hosts in order, cut
+    into partitions of about ``partition_rows`` rows within a date.
+
+    Rows are estimated from file sizes (one footer gives the bytes per row), so planning
+    costs a directory listing, not a footer read per file.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .store import _as_utc as _utc
+    from .store import list_files
+    from .storefiles import partition_of
+
+    if partition_rows < 1:
+        raise PowerlabError("partition_rows must be at least 1 [rows]")
+    start, end = _utc(start), _utc(end)
+    by_folder: dict[tuple[str, str], list] = {}
+    for f in list_files(root, start=start, end=end, hosts=hosts):
+        by_folder.setdefault(partition_of(f), []).append(f)
+    folders = sorted(by_folder.items())
+    per_byte = None
+    parts: list[tuple[str, list]] = []
+    size = 0.0
+    for (date, _host), fs in folders:
+        if partition_rows < 2**62:
+            nbytes = sum(os.path.getsize(f) for f in fs)
+            if per_byte is None:
+                try:
+                    per_byte = (pq.read_metadata(fs[0]).num_rows
+                                / max(os.path.getsize(fs[0]), 1))
+                except (OSError, ValueError, pa.ArrowException):
+                    per_byte = 0.0     # a damaged file: the reader names it later
+            rows = nbytes * per_byte
         else:
-            runs.append((g.date, [g]))
-    return runs
+            rows = 0.0
+        if not parts or parts[-1][0] != date or (size + rows > partition_rows
+                                                  and parts[-1][1]):
+            parts.append((date, []))
+            size = 0.0
+        parts[-1][1].extend(str(f) for f in fs)
+        size += rows
+    return start, end, [(d, tuple(fs)) for d, fs in parts]
 
 
 def store_power_sums(root, bin_ns: int, *, by: str, racks: pd.Series | None,
@@ -221,36 +256,37 @@ def store_power_sums(root, bin_ns: int, *, by: str, racks: pd.Series | None,
 
     Returns ``("pandas", frame)`` or ``("dask", lazy frame)``, not yet canonical.
     """
-    from .partitions import store_groups
-
     spec = _SumSpec(by, racks, scope == "all")
     scope_f = None if scope == "all" else scope
-    if resolve_engine(engine) == "pandas":
-        src = store_groups(root, start, end, hosts, 2**62)
+    pandas = resolve_engine(engine) == "pandas"
+    start, end, parts = _store_parts(root, start, end, hosts,
+                                     2**62 if pandas else partition_rows)
+    dates = list(dict.fromkeys(d for d, _ in parts))
+    if pandas:
         frames = []
-        for _date, groups in _date_runs(src):
+        for date in dates:
             acc = None
-            for g in groups:
-                acc = spec.fold(acc, _group_means(g.files, src.start, src.end, bin_ns,
-                                                  scope_f))
+            for d, files in parts:
+                if d == date:
+                    acc = spec.fold(acc, _group_means(files, start, end, bin_ns, scope_f))
             frames.append(spec.frame(acc, bin_ns))
-        empty = spec.frame(None, bin_ns)
         frames = [f for f in frames if len(f)]
-        return "pandas", (pd.concat(frames, ignore_index=True) if frames else empty)
+        return "pandas", (pd.concat(frames, ignore_index=True) if frames
+                          else spec.frame(None, bin_ns))
     import dask
     import dask.dataframe as dd
 
-    src = store_groups(root, start, end, hosts, partition_rows)
     meta = spec.frame(None, bin_ns)
-    if not src.groups:
+    if not parts:
         return "dask", dd.from_pandas(meta, npartitions=1)
     means = dask.delayed(_group_means, pure=True)
     fold = dask.delayed(spec.fold_copy, pure=True)
     final = dask.delayed(spec.frame, pure=True)
-    parts = []
-    for _date, groups in _date_runs(src):
+    out = []
+    for date in dates:                  # dates are independent; a date's parts in order
         acc = None
-        for g in groups:
-            acc = fold(acc, means(g.files, src.start, src.end, bin_ns, scope_f))
-        parts.append(final(acc, bin_ns))
-    return "dask", dd.from_delayed(parts, meta=meta, verify_meta=False)
+        for d, files in parts:
+            if d == date:
+                acc = fold(acc, means(files, start, end, bin_ns, scope_f))
+        out.append(final(acc, bin_ns))
+    return "dask", dd.from_delayed(out, meta=meta, verify_meta=False)
