@@ -15,8 +15,9 @@ ways:
 
 Each engine runs ``--repeat`` (>= 3) times per size; it prints min and median, rows/s, the
 ratio Dask/DuckDB (target <= 2) and the pandas engine's rows/s (target >= 5 M/s), both
-judged at the largest size, the peak RSS of the whole process tree (main process +
-workers, sampled every 50 ms with psutil) during each step, checks that the three answers
+judged at the largest size, the peak RSS (sampled every 50 ms with psutil) during each
+step: of this process for DuckDB and pandas, of the process tree (with the two idle-or-busy
+workers) for Dask, checks that the three answers
 agree (pandas and Dask bit for bit, DuckDB and the ground truth to 1e-6), exits 1 on a
 miss, and ends with ``RESULT {json}`` (every size: a scaling table).  Each store is deleted
 after its size.
@@ -126,13 +127,15 @@ def generate_store(root: str | os.PathLike, n_hosts: int, seconds: int, *,
 
 
 class PeakRSS:
-    """Peak resident memory of this process and all its children, sampled in a thread."""
+    """Peak resident memory of this process (and all its children: ``tree``), sampled in
+    a thread."""
 
-    def __init__(self, interval_s: float = 0.05):
+    def __init__(self, interval_s: float = 0.05, tree: bool = True):
         import psutil
 
         self._proc = psutil.Process()
         self.interval_s = interval_s
+        self.tree = tree
         self.peak = 0
         self._stop = threading.Event()
 
@@ -140,7 +143,7 @@ class PeakRSS:
         import psutil
 
         total = 0
-        for p in [self._proc, *self._proc.children(recursive=True)]:
+        for p in [self._proc, *(self._proc.children(recursive=True) if self.tree else [])]:
             with contextlib.suppress(psutil.Error):  # a worker may exit meanwhile
                 total += p.memory_info().rss
         return total
@@ -212,7 +215,7 @@ def _one_size(root: Path, n_hosts: int, seconds: int, args) -> dict:
     reps = max(3, args.repeat)
     times: dict[str, list[float]] = {"duckdb": [], "dask": [], "pandas": []}
     peaks: dict[str, int] = {}
-    with PeakRSS() as m:                                  # DuckDB baseline
+    with PeakRSS(tree=False) as m:                        # DuckDB baseline (in process)
         for _ in range(reps):
             t = time.perf_counter()
             duck = run_duckdb(root, threads=args.workers)
@@ -225,7 +228,7 @@ def _one_size(root: Path, n_hosts: int, seconds: int, args) -> dict:
             dsk = power_sums(root, "1min", engine="dask")
             times["dask"].append(time.perf_counter() - t)
     peaks["dask"] = m.peak
-    with PeakRSS() as m:                                  # pandas, streamed, this process
+    with PeakRSS(tree=False) as m:                        # pandas, streamed, this process
         for _ in range(reps):
             t = time.perf_counter()
             pdf = power_sums(root, "1min", engine="pandas")

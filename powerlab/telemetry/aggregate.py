@@ -10,8 +10,11 @@ Every function here accepts
 
 and returns the same numbers, dtypes and row order whichever way it was called (the
 Dask paths run the very same per-partition kernels as the pandas path, on partitions
-arranged so that every (device, time bin) lies in exactly one partition, and finish with
-a shuffle by time bin so that cross-device sums add the same values in the same order).
+arranged so that every (device, time bin) lies in exactly one partition; sums across
+devices are compensated sums that add the device means in (host, scope, gpu_index) order
+on every path, :func:`powerlab.telemetry.binning.kahan_add`).  :func:`power_sums` of a
+store never builds the full frame: it streams folder by folder from Arrow
+(:func:`powerlab.telemetry.engines.store_power_sums`), on pandas or Dask.
 
 Conventions
 -----------

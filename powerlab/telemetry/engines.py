@@ -4,7 +4,10 @@ Dask is an extra (``pip install 'powerlab[dask]'``).  The power aggregations
 (:func:`powerlab.telemetry.aggregate.power_sums`, :func:`powerlab.telemetry.jobs.job_power`,
 and so ``powerlab aggregate``) take ``engine="auto" | "dask" | "pandas"``: ``auto`` uses
 Dask for a store when it is installed and pandas otherwise; both run the same kernels and
-give the same numbers.  The other aggregations of a store path (``resample_gpu``,
+give the same numbers.  :func:`store_power_sums` streams a store folder by folder (only
+the columns needed, straight from Arrow, memory bounded by one folder and the result);
+on Dask the partitions are reduced in parallel and each date's partial sums are folded in
+a chain of small tasks, without a shuffle.  The other aggregations of a store path (``resample_gpu``,
 ``peer_stats``, ``quality_masks``) still need Dask; give them a frame to stay in pandas.
 An aggregation that finds nothing to aggregate says why (:class:`EmptyResultWarning`)
 instead of returning an empty table in silence.
@@ -22,7 +25,7 @@ import pandas as pd
 from ..exceptions import DataQualityWarning, PowerlabError
 
 __all__ = ["ENGINES", "EmptyResultWarning", "dask_available", "explain_empty",
-           "resolve_engine", "store_frame"]
+           "resolve_engine", "store_frame", "store_power_sums"]
 
 ENGINES = ("auto", "dask", "pandas")
 
