@@ -133,19 +133,23 @@ def _folders(files) -> list[tuple[str, tuple[str, ...]]]:
     return [(h, tuple(fs)) for h, fs in runs]
 
 
-def _group_means(files, start, end, bin_ns: int, scope: str | None):
-    """[(host, DeviceMeans)] of one partition's folders (hosts in store order)."""
+def _iter_means(files, start, end, bin_ns: int, scope: str | None):
+    """(host, DeviceMeans) of each folder among ``files`` (hosts in store order), one
+    folder read at a time."""
     from .binning import DeviceMeans
     from .store import read_tables
 
-    out = []
     for host, fs in _folders(files):
         tables = read_tables(fs, columns=_SUM_COLUMNS, start=start, end=end,
                              read_dictionary=["host", "scope"])
         m = DeviceMeans(tables, bin_ns, "power_w", scope)
         if len(m):
-            out.append((host, m))
-    return out
+            yield host, m
+
+
+def _group_means(files, start, end, bin_ns: int, scope: str | None):
+    """[(host, DeviceMeans)] of one partition's folders (a Dask task)."""
+    return list(_iter_means(files, start, end, bin_ns, scope))
 
 
 class _SumSpec:
@@ -267,11 +271,12 @@ def store_power_sums(root, bin_ns: int, *, by: str, racks: pd.Series | None,
     dates = list(dict.fromkeys(d for d, _ in parts))
     if pandas:
         frames = []
-        for date in dates:
+        for date in dates:              # one folder in memory at a time, and the sums
             acc = None
             for d, files in parts:
                 if d == date:
-                    acc = spec.fold(acc, _group_means(files, start, end, bin_ns, scope_f))
+                    for item in _iter_means(files, start, end, bin_ns, scope_f):
+                        acc = spec.fold(acc, [item])
             frames.append(spec.frame(acc, bin_ns))
         frames = [f for f in frames if len(f)]
         return "pandas", (pd.concat(frames, ignore_index=True) if frames
@@ -286,6 +291,10 @@ def store_power_sums(root, bin_ns: int, *, by: str, racks: pd.Series | None,
     fold = dask.delayed(spec.fold_copy, pure=True)
     final = dask.delayed(spec.frame, pure=True)
     out = []
+    if by == "host":                    # a host's bins lie in one partition: no chain
+        for _d, files in parts:
+            out.append(final(fold(None, means(files, start, end, bin_ns, scope_f)), bin_ns))
+        return "dask", dd.from_delayed(out, meta=meta, verify_meta=False)
     for date in dates:                  # dates are independent; a date's parts in order
         acc = None
         for d, files in parts:
