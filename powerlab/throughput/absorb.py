@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..exceptions import AnalysisError
+
 __all__ = ["AbsorbedFit", "fit_absorbed"]
 
 ERRORS = ("ar", "hac", "ols")
@@ -203,7 +205,9 @@ def fit_absorbed(y: np.ndarray, Z: np.ndarray, seg: np.ndarray, errors: str = "a
     """
     from statsmodels.regression.linear_model import OLS, yule_walker
     if errors not in ERRORS:
-        raise ValueError(f"errors must be one of {ERRORS}, got {errors!r}")
+        raise AnalysisError(f"errors must be one of {ERRORS}, got {errors!r}")
+    if errors == "ar" and not (isinstance(ar_order, (int, np.integer)) and ar_order >= 1):
+        raise AnalysisError(f"ar_order must be a positive integer, got {ar_order!r}")
     y = np.asarray(y, np.float64)
     Z = np.asarray(Z, np.float64)
     Z = Z[:, None] if Z.ndim == 1 else Z
