@@ -30,8 +30,16 @@ The search (structured, monotone)
 2. Per-GPU options: for every (floor, hysteresis, filler, stagger) of the grid, the
    fastest ramp rate (same up and down; the cheapest in delayed work) that passes,
    found by bisection over the sorted rates, assuming a slower ramp never hurts.
+   For the five cheapest of these, ramp-up and ramp-down apart: the fastest ramp-up that
+   passes with the ramp-down kept (the ramp-up limit delays work), then the fastest
+   ramp-down with that ramp-up (the ramp-down limit burns energy).
 3. Storage: for every (duration, control window) of the grid, the smallest battery power
    that passes, by bisection over the sorted powers.
+4. Smoothing with storage: each weak smoothing setting (a floor alone, a ramp-down limit
+   alone) that fails on its own and costs less than the cheapest passing option so far,
+   with the smallest storage that then passes, for the two cheapest storage shapes of
+   step 3.  Storage that would make the pair dearer than the cheapest option so far is
+   not tried, so the Pareto set is complete near the cheapest option, not far from it.
 Every evaluated option that passes is priced; the Pareto set over (extra energy,
 throughput loss, storage MWh) is kept and ordered by :class:`CostModel` cost.
 
@@ -592,11 +600,29 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
                         model=model)
 
 
-def _search(s: _Search, model: SiteModel, grid: SearchGrid) -> None:
+def _rate_chain(base: MitigationOption, field_name: str, rates: list[float]
+                ) -> list[MitigationOption]:
+    """``base`` with one rate set to off, then each rate from fast (weak) to slow (strong)."""
+    return [dataclasses.replace(base, **{field_name: float(r)}) for r in [0.0, *rates]]
+
+
+def _cost_of(s: _Search, opt: MitigationOption) -> float:
+    return float(s.evaluate(opt)["cost_usd_per_day"])
+
+
+def _cheapest_passing_cost(s: _Search) -> float:
+    costs = [r["cost_usd_per_day"] for r in s.rows.values() if r["passes"]]
+    return min(costs) if costs else math.inf
+
+
+def _search(s: _Search, model: SiteModel, grid: SearchGrid, *,
+            refine_rates: int = 5, hybrid_storage: int = 2) -> None:
     together = len({j.start_utc for j in model.scenario.jobs}) < len(model.scenario.jobs)
     staggers = sorted(set(grid.stagger_s)) if together else [0.0]
     rates = [r for r in grid.ramp_w_per_s if r > 0]
-    rates = sorted(rates, reverse=True)              # fast (weak) to slow (strong)
+    rates = sorted(set(rates), reverse=True)         # fast (weak) to slow (strong)
+    hits = []
+    # 2. per-GPU options: the fastest symmetric ramp rate that passes, per base setting
     for fl in sorted(set(grid.floor_pct_tdp)):
         for h in sorted(set(grid.hysteresis_ms)):
             for fill in sorted(set(grid.filler)):
@@ -609,19 +635,57 @@ def _search(s: _Search, model: SiteModel, grid: SearchGrid) -> None:
                                       for r in rates]
                     hit = s.first_passing(chain)
                     if hit is not None and hit.ramp_up_w_per_s > 0:
-                        # the ramp-up limit delays work; try without it (ramp-down only)
-                        s.evaluate(dataclasses.replace(hit, ramp_up_w_per_s=0.0))
+                        hits.append(hit)
+    # 2b. ramp-up and ramp-down apart (the ramp-up limit delays work, the ramp-down limit
+    # burns energy): for the cheapest symmetric hits, the fastest ramp-up that passes with
+    # the ramp-down kept, then the fastest ramp-down with that ramp-up (coordinate search)
+    for hit in sorted(hits, key=lambda o: _cost_of(s, o))[:refine_rates]:
+        r = hit.ramp_up_w_per_s
+        faster = [x for x in rates if x >= r]         # off, then fast ... r (passes)
+        up = s.first_passing(_rate_chain(hit, "ramp_up_w_per_s", faster))
+        s.first_passing(_rate_chain(up, "ramp_down_w_per_s", faster))
+    # 3. storage alone: the smallest power that passes, per (duration, control window)
     peak = max(float(np.max(model.facility(MitigationOption(), d, 0.0)[0]))
                for d in range(model.draws))
     powers = sorted(set(grid.battery_power_fraction))
+
+    def storage_chain(base: MitigationOption, dur: float, win: float):
+        out = []
+        for f in powers:
+            p_mw = round(f * peak / 1e6, 3)
+            out.append(dataclasses.replace(
+                base, battery_power_megawatts=p_mw,
+                battery_energy_megawatt_hours=round(p_mw * dur, 4),
+                battery_round_trip_efficiency=grid.battery_round_trip_efficiency,
+                battery_window_s=float(win)))
+        return out
+
+    stores = []
     for dur in sorted(set(grid.battery_duration_h)):
         for win in sorted(set(grid.battery_window_s)):
-            chain = []
-            for f in powers:
-                p_mw = round(f * peak / 1e6, 3)
-                chain.append(MitigationOption(
-                    battery_power_megawatts=p_mw,
-                    battery_energy_megawatt_hours=round(p_mw * dur, 4),
-                    battery_round_trip_efficiency=grid.battery_round_trip_efficiency,
-                    battery_window_s=float(win)))
+            hit = s.first_passing(storage_chain(MitigationOption(), dur, win))
+            if hit is not None:
+                stores.append((_cost_of(s, hit), dur, win))
+    # 4. smoothing together with storage: a weak (cheap) smoothing setting that fails on
+    # its own, with the smallest storage that then passes.  Only combinations that can
+    # still beat the cheapest passing option are tried: a base whose own cost is already
+    # higher is skipped, and the storage chain is cut where storage capital alone would
+    # make the pair dearer (so the CSV's Pareto set is complete near the cheapest option,
+    # not far from it).
+    pairs = [(d, w) for _, d, w in sorted(stores)[:hybrid_storage]] or [
+        (d, w) for d in sorted(set(grid.battery_duration_h))[-1:]
+        for w in sorted(set(grid.battery_window_s))[:1]]
+    bases = [MitigationOption(gpu_power_floor_pct_tdp=float(f))
+             for f in sorted(set(grid.floor_pct_tdp)) if f > 0]
+    bases += [MitigationOption(ramp_down_w_per_s=float(r)) for r in rates]
+    c = s.cost
+    for base in bases:
+        best = _cheapest_passing_cost(s)
+        row = s.evaluate(base)
+        if row["passes"] or row["cost_usd_per_day"] >= best:
+            continue
+        for dur, win in pairs:
+            chain = [o for o in storage_chain(base, dur, win) if row["cost_usd_per_day"]
+                     + o.battery_energy_megawatt_hours * c.storage_usd_per_megawatt_hour_day
+                     + o.battery_power_megawatts * c.storage_usd_per_megawatt_day < best]
             s.first_passing(chain)
