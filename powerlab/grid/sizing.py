@@ -227,6 +227,8 @@ class SiteModel:
     draws: int = 0
     evaluations: int = 0
     cache: dict = field(default_factory=dict)
+    sag_events: list = field(default_factory=list)   # per draw: voltage_sag event rows
+    notes: list = field(default_factory=list)
 
     @classmethod
     def build(cls, scenario, *, draws: int, seed: int, tick_s: float | None,
@@ -243,6 +245,7 @@ class SiteModel:
         constant = (hw.cluster_gpus - used) * hw.gpu_idle_w + hw.nodes * hw.node_overhead_w
         series, active, runs = {}, [], 0
         pue = start = tick = None
+        sags: list = []
         for ji, job in enumerate(sc0.jobs):
             for fill in ((False, True) if filler else (False,)):
                 j = dataclasses.replace(job, comm_w=max(job.comm_w, job.compute_w)) \
@@ -254,11 +257,45 @@ class SiteModel:
                 series[(ji, fill)] = (np.asarray(res.it_w) - own) / j.gpus
                 if pue is None:
                     pue, start, tick = np.asarray(res.pue, float), res.start_utc, res.tick_s
+                    sags = _sag_rows(res.events, draws)
             t = start + pd.to_timedelta(np.arange(len(pue)) * tick, unit="s")
             active.append(np.asarray((t >= job.start_utc) & (
                 t < job.start_utc + pd.Timedelta(seconds=job.duration_s))))
+        notes = []
+        if len(sc0.jobs) > 1 and any(d.trip_fraction > 0
+                                     for d in getattr(sc0, "disturbances", ())):
+            notes.append("voltage sags that trip nodes are drawn per job run: with several "
+                         "jobs the tripped nodes differ from a whole-site forecast's, so "
+                         "ride-through values are approximate (re-check the chosen option "
+                         "with comply)")
         return cls(sc0, float(tick), start, pue, float(sc0.site.base_load_w), constant,
-                   series, active, engine_runs=runs, draws=draws)
+                   series, active, engine_runs=runs, draws=draws, sag_events=sags,
+                   notes=notes)
+
+    def grid_w(self, fac: np.ndarray, it: np.ndarray, opt: MitigationOption
+               ) -> tuple[np.ndarray, float]:
+        """(power at the point of interconnection [W], its energy with storage recharge
+        [J]): storage dispatch on the facility power, then load carried by UPS batteries
+        during voltage sags, as the engine does (``ForecastResult.facility_w``)."""
+        from .disturbances import ups_transfer_w
+
+        grid, e_j = _grid_energy(fac, self.tick_s, opt)
+        ups = ups_transfer_w(self.scenario, it[None, :], self.start_utc, self.tick_s)
+        if ups is None:
+            return grid, e_j
+        return grid - ups[0], e_j - float(ups[0].sum() * self.tick_s)
+
+    def trace(self, opt: MitigationOption, d: int, filler_loss_pct: float,
+              description: str = "") -> tuple[PowerTrace, float, float]:
+        """(power trace with the draw's sag events, grid energy [J], throughput loss [%])
+        of one option in draw ``d``."""
+        fac, it, loss_pct = self.facility(opt, d, filler_loss_pct)
+        grid, e_j = self.grid_w(fac, it, opt)
+        ev = self.sag_events[d] if self.sag_events else None
+        kw = {"events": ev} if ev is not None else {}
+        return (PowerTrace(d, self.tick_s, self.start_utc, it, grid, description=description,
+                           **kw), e_j, loss_pct)
+
 
     @property
     def days(self) -> float:
@@ -321,6 +358,16 @@ class SiteModel:
         return fac, it, loss_pct
 
 
+def _sag_rows(events: pd.DataFrame, draws: int) -> list:
+    """Per draw, the forecast's ``voltage_sag`` event rows (empty list without sags)."""
+    if events is None or not len(events) or "residual_voltage_pu" not in events.columns:
+        return []
+    sag = events[events["event"] == "voltage_sag"]
+    if not len(sag):
+        return []
+    return [sag[sag["draw"] == d].reset_index(drop=True) for d in range(draws)]
+
+
 def _grid_energy(fac: np.ndarray, tick_s: float, opt: MitigationOption
                  ) -> tuple[np.ndarray, float]:
     """(grid power [W], grid energy with storage recharge [J])."""
@@ -371,9 +418,7 @@ class _Search:
         m = self.m
         vals, energy, loss = [], [], []
         for d in range(m.draws):
-            fac, it, loss_pct = m.facility(opt, d, self.cost.filler_throughput_loss_pct)
-            grid, e_j = _grid_energy(fac, m.tick_s, opt)
-            dp = PowerTrace(d, m.tick_s, m.start_utc, it, grid)
+            dp, e_j, loss_pct = m.trace(opt, d, self.cost.filler_throughput_loss_pct)
             vals.append(self.check.evaluate(dp))
             energy.append(e_j)
             loss.append(loss_pct)
@@ -493,11 +538,9 @@ class SizingResult:
         opt = self.option(option) if isinstance(option, (int, np.integer)) else option
         if not 0 <= draw < m.draws:
             raise PowerlabError(f"draw must be in 0..{m.draws - 1}, got {draw}")
-        fac, it, _ = m.facility(opt, draw, self.cost.filler_throughput_loss_pct)
-        grid, _ = _grid_energy(fac, m.tick_s, opt)
-        return PowerTrace(draw, m.tick_s, m.start_utc, it, grid,
-                          description=f"{self.description}, draw {draw}, with "
-                                      f"{opt.label()}")
+        return m.trace(opt, draw, self.cost.filler_throughput_loss_pct,
+                       description=f"{self.description}, draw {draw}, with "
+                                   f"{opt.label()}")[0]
 
     def summary(self) -> str:
         """Text summary."""
@@ -509,6 +552,8 @@ class SizingResult:
                  (f"{'option evaluations':<24}{len(self.evaluated)} options x {self.draws} "
                  f"draws = {self.evaluations}"),
                  f"{'unmitigated fails':<24}{base['requirements_failed'] or '-'}", ""]
+        if self._model is not None:
+            lines[-1:-1] = [f"note: {n}" for n in self._model.notes]
         if self.found:
             c = self.cheapest
             lines.append(f"Cheapest passing option: {c['option']}")
