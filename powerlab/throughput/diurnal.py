@@ -1,6 +1,7 @@
 """The time-of-day regression behind :func:`powerlab.throughput.dvfs.fit_time_of_day`.
 
-Series preparation (run segments from gaps), the design (one level per run segment plus
+Series preparation (run segments from gaps), the design (one level per run segment,
+absorbed rather than held as dummy columns -- :mod:`powerlab.throughput.absorb` -- plus
 Fourier terms of the local, daylight-saving aware hour from
 :class:`statsmodels.tsa.deterministic.CalendarFourier`), fits with AR(p)/HAC/OLS errors,
 the day-block (clustered by local day) test and the bias-corrected bootstrap interval.
@@ -22,7 +23,7 @@ from ..exceptions import AnalysisError, SchemaError, Violation
 __all__ = ["ERRORS", "MAX_AR", "MINUTES", "Design", "bc_interval", "check_site_tz",
            "day_block_test", "detect_segments", "fit_daily_profile", "fit_with_errors",
            "fourier_terms", "grid_basis", "info_criterion", "local_naive",
-           "segment_dummies", "select_ar_order", "series_from"]
+           "select_ar_order", "series_from"]
 
 ERRORS = ("ar", "hac", "ols")
 MINUTES = np.arange(1440) / 60.0   # evaluation grid of local hours
@@ -226,13 +227,6 @@ class Design:
         if self.fourier is not None and self.fourier.shape[1] >= 2 * order:
             return self.fourier[:, :2 * order]
         return fourier_terms(self.local, order)
-
-
-def segment_dummies(seg: np.ndarray) -> np.ndarray:
-    u, inv = np.unique(seg, return_inverse=True)
-    d = np.zeros((len(seg), len(u)))
-    d[np.arange(len(seg)), inv] = 1.0
-    return d
 
 
 def fit_daily_profile(design: Design, order: int, errors, ar_order, hac_lags, extra=None):

@@ -127,6 +127,11 @@ class TimeOfDayResult:
         MSTL decomposition (series of two weeks or more).
     timings : dict
         Seconds spent per stage.
+    results : powerlab.throughput.absorb.AbsorbedFit
+        The selected fit: Fourier coefficients and covariance, one level per segment,
+        AR coefficients, log-likelihood and BIC -- the numbers of statsmodels' fit with one
+        dummy column per segment, with the levels absorbed (linear in the span and in the
+        number of segments).
     """
 
     def __init__(self, **kw):
