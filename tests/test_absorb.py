@@ -87,7 +87,6 @@ def test_segment_inside_the_dropped_whitening_rows():
     _close(fit.bic, ref.bic, "BIC")
 
 
-@pytest.mark.bad_input("analysis")
 def test_fit_absorbed_bad_options():
     y, Z, seg = _data(n=200, n_seg=3)
     with pytest.raises(AnalysisError, match="errors must be"):
