@@ -535,3 +535,37 @@ def test_device_means_unsorted_files_duplicates_and_absent_columns(tmp_path):
         got = ag.power_sums(tmp_path, freq, by="host", engine="pandas")
         pd.testing.assert_frame_equal(got, ref, check_exact=True)
         assert (got["n_gpus"] == 4).all()
+
+
+def test_store_sums_read_one_folder_at_a_time_and_only_needed_columns(store, frame,
+                                                                      monkeypatch):
+    """The pandas engine never holds more than one date/host folder of telemetry: each
+    read is one folder's files, projected to the five columns the sums need, and the
+    folder's device means are folded before the next folder is read."""
+    from powerlab.telemetry import binning
+    from powerlab.telemetry import store as store_mod
+    from powerlab.telemetry.storefiles import partition_of
+
+    calls, live, peak = [], set(), [0]
+    real_read, real_add = store_mod.read_tables, binning.BinSums.add
+
+    def read(files, **kw):
+        calls.append(([partition_of(f) for f in files], list(kw["columns"])))
+        live.add(len(calls))
+        peak[0] = max(peak[0], len(live))
+        return real_read(files, **kw)
+
+    def add(self, *a):
+        live.clear()                      # the folder read last is folded now
+        return real_add(self, *a)
+
+    monkeypatch.setattr(store_mod, "read_tables", read)
+    monkeypatch.setattr(binning.BinSums, "add", add)
+    got = ag.power_sums(store, "1min", engine="pandas")
+    pd.testing.assert_frame_equal(got, ag.power_sums(frame, "1min"), check_exact=True)
+    folders = [set(parts) for parts, _ in calls]
+    assert all(len(f) == 1 for f in folders)                   # one folder per read
+    assert len(calls) == len({next(iter(f)) for f in folders}) == 5   # each read once
+    assert all(cols == ["timestamp", "host", "scope", "gpu_index", "power_w"]
+               for _, cols in calls)
+    assert peak[0] == 1
