@@ -569,3 +569,26 @@ def test_store_sums_read_one_folder_at_a_time_and_only_needed_columns(store, fra
     assert all(cols == ["timestamp", "host", "scope", "gpu_index", "power_w"]
                for _, cols in calls)
     assert peak[0] == 1
+
+
+@pytest.mark.bad_input("aggregate")
+def test_store_sums_refuse_a_file_with_rows_without_timestamp(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from powerlab.telemetry.storefiles import file_crc
+
+    t = pd.date_range("2024-05-18T00:00:00Z", periods=4, freq="1s")
+    df = conform(_gpu_frame("h", 0, t, np.full(4, 300.0), np.nan))
+    write_store(df, tmp_path, fsync=False)
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    ts = pa.array([None, *t[1:].as_unit("ns")], type=table.schema.field("timestamp").type)
+    table = table.set_column(0, "timestamp", ts)
+    folder = tmp_path / "2024-05-18" / "h"
+    tmp = folder / "x.tmp"
+    pq.write_table(table, tmp)
+    tmp.rename(folder / f"part-20240518T000000000000Z-nots-c{file_crc(tmp):08x}.parquet")
+    for engine in ("pandas", "dask"):
+        with dask.config.set(scheduler="sync"), \
+                pytest.raises(StoreError, match=r"without a timestamp .*2024-05-18.h"):
+            ag.power_sums(tmp_path, "1min", engine=engine)

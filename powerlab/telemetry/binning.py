@@ -16,8 +16,9 @@ import pandas as pd
 
 from ..exceptions import PowerlabError
 
-__all__ = ["DAY_NS", "DEVICE_KEY", "BinSums", "DeviceMeans", "SortedDevices", "bin_width_ns", "energy_fix", "energy_kernel",
-           "energy_tail", "factor", "merge_tail", "resample_kernel", "utc_series"]
+__all__ = ["DAY_NS", "DEVICE_KEY", "BinSums", "DeviceMeans", "SortedDevices", "bin_width_ns",
+           "energy_fix", "energy_kernel", "energy_tail", "factor", "kahan_add", "merge_tail",
+           "resample_kernel", "utc_series"]
 
 #: A device: one (host, scope, gpu_index).
 DEVICE_KEY = ["host", "scope", "gpu_index"]

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ..exceptions import DataQualityWarning, PowerlabError
+from ..exceptions import DataQualityWarning, PowerlabError, StoreError
 
 __all__ = ["ENGINES", "EmptyResultWarning", "dask_available", "explain_empty",
            "resolve_engine", "store_frame", "store_power_sums"]
@@ -142,7 +142,10 @@ def _iter_means(files, start, end, bin_ns: int, scope: str | None):
     for host, fs in _folders(files):
         tables = read_tables(fs, columns=_SUM_COLUMNS, start=start, end=end,
                              read_dictionary=["host", "scope"])
-        m = DeviceMeans(tables, bin_ns, "power_w", scope)
+        try:
+            m = DeviceMeans(tables, bin_ns, "power_w", scope)
+        except StoreError as exc:
+            raise StoreError(f"{exc} (in {os.path.dirname(fs[0])})") from exc
         if len(m):
             yield host, m
 
