@@ -37,7 +37,12 @@ aggregated over time do.  :func:`find_stragglers`:
 
 A GPU slower from before the record starts with no other evidence (a "silent" straggler)
 is indistinguishable from a slow leakage bin unless its deficit exceeds ``z_threshold``
-times the fleet's spread; docs/throughput_methods.md gives the measured recall per cause.
+times the fleet's spread -- within one record.  :func:`straggler_baseline` learns each
+chip's offset from an earlier healthy record (keyed by ``gpu_uuid``, else by host and
+``gpu_index``), and ``find_stragglers(telemetry, baseline=...)`` then tests the *change*
+of each chip's offset, centred on the change of its host's other chips, so a chip that was
+always slow is not flagged and one that became slower before the record starts is.
+docs/throughput_methods.md gives the measured recall per cause, with and without one.
 
 References
 ----------
@@ -59,7 +64,8 @@ from ..exceptions import AnalysisError, SchemaError, Violation
 from ..telemetry.schema import THROTTLE_REASONS
 from .failslow import cusum_episodes
 
-__all__ = ["StragglerResult", "find_stragglers"]
+__all__ = ["StragglerBaseline", "StragglerResult", "find_stragglers",
+           "straggler_baseline"]
 
 #: metric -> (harmful direction, floor of the between-GPU scale, relative offset?)
 _METRICS = {
@@ -97,7 +103,11 @@ class StragglerResult:
         cost is computed from), throttle_excess_share, throttled_clock_drop_pct,
         power_limit_offset_pct, top_throttle_reason and its share, episodes (number of
         fail-slow episodes), cost_step_pct (job step-time increase due to this GPU alone)
-        [%].
+        [%].  With a ``baseline`` also: baseline (which test the GPU had: ``baseline``,
+        ``baseline, moved to other peers``, ``peer test: not in baseline``, ``peer test:
+        too few baseline chips on host``), baseline_flagged (a straggler in the baseline
+        record), clock_change_pct (change of its clock offset since the baseline, centred
+        on its host's other baseline chips) [%], clock_change_se [%], clock_change_z.
     scores : pandas.DataFrame
         The same evidence for every GPU (``flagged`` column).
     episodes : pandas.DataFrame
@@ -126,6 +136,10 @@ class StragglerResult:
         lines = [(f"Straggler GPUs: {len(self.flags)} of {n} flagged (persistent offsets "
                   f"over {p['window_s']:g} s windows, |z| > {p['z_threshold']:g}; "
                   f"fail-slow drops >= {p['min_shift_pct']:g} %)")]
+        if "baseline_chips" in p:
+            lines.append(f"  baseline ({p['baseline_key']}): {p['baseline_chips']} GPUs "
+                         f"tested on the change of their clock offset, "
+                         f"{p['peer_test_chips']} against today's peers only")
         for _, r in self.flags.iterrows():
             lines.append(
                 f"  {r['host']} GPU {r['gpu_index']} ({r['gpu_uuid']}): {r['reasons']}; "
@@ -133,7 +147,11 @@ class StragglerResult:
                 f"temp z {r['temp_gpu_c_z']:+.1f}, power z {r['power_w_z']:+.1f}; top "
                 f"throttle {r['top_throttle_reason']} "
                 f"({100 * r['top_throttle_share']:.0f} %); cost {r['cost_step_pct']:.2f} % "
-                "of step time")
+                "of step time" + (
+                    f"; change vs baseline {r['clock_change_pct']:+.2f} % (z "
+                    f"{r['clock_change_z']:+.1f})" if np.isfinite(
+                        r.get("clock_change_pct", np.nan)) else "")
+                + (f" [{r['baseline']}]" if "baseline" in r else ""))
         for _, e in self.episodes.iterrows():
             lines.append(f"  fail-slow {e['host']} GPU {e['gpu_index']}: {e['shift_pct']:+.2f}"
                          f" % from {e['onset']:%Y-%m-%d %H:%M} UTC for "
@@ -152,6 +170,63 @@ class StragglerResult:
         return (f"<div><h4>Straggler GPUs ({len(self.flags)} of {len(self.scores)})</h4>"
                 f"{table}<p>{html.escape('Total cost: ')}"
                 f"{self.cost_step_pct_total:.3g} % of step time</p></div>")
+
+
+@dataclass(frozen=True)
+class StragglerBaseline:
+    """Each chip's persistent clock offset against its peers, learned from an earlier
+    healthy record by :func:`straggler_baseline`, for :func:`find_stragglers`.
+
+    Attributes
+    ----------
+    chips : pandas.DataFrame
+        One row per chip: chip_key (its identity, see ``key``), host, gpu_index, gpu_uuid,
+        clock_sm_mhz_offset (median over windows of its clock against the fleet median
+        at the same moments, *not* host-centred, so that the host's conditions cancel
+        against its peers' later) [%], clock_sm_mhz_se (its standard error) [%],
+        n_windows, flagged and reasons (a straggler in the baseline record itself, by
+        :func:`find_stragglers`).
+    key : str
+        ``"gpu_uuid"`` when every busy row of the record carried one, else
+        ``"host/gpu_index"`` (the slot: a chip moved or replaced under the same slot is
+        then taken for the old one).
+    host_ref_sd_pct : float
+        Spread of the hosts' median offsets in the record [%]: the extra uncertainty of a
+        chip that has moved to other peers since (its old host's conditions are in its
+        offset and cannot be told apart from its hostmates' leakage within one record).
+    start, end : pandas.Timestamp
+        The record's span (UTC).
+    params : dict
+        The options it was learned with.
+    """
+
+    chips: pd.DataFrame
+    key: str
+    host_ref_sd_pct: float
+    start: pd.Timestamp
+    end: pd.Timestamp
+    params: dict
+
+    def summary_frame(self) -> pd.DataFrame:
+        """The per-chip baseline (a copy of :attr:`chips`)."""
+        return self.chips.copy()
+
+    def summary(self) -> str:
+        """Text summary: what the baseline holds and which of its chips were stragglers."""
+        c = self.chips
+        lines = [(f"Straggler baseline: {len(c)} chips keyed by {self.key}, "
+                 f"{self.start:%Y-%m-%d %H:%M} to {self.end:%Y-%m-%d %H:%M} UTC; clock "
+                 f"offsets {c['clock_sm_mhz_offset'].min():+.2f} to "
+                 f"{c['clock_sm_mhz_offset'].max():+.2f} %, median se "
+                 f"{c['clock_sm_mhz_se'].median():.3f} %; moved-chip reference "
+                 f"sd {self.host_ref_sd_pct:.2f} %")]
+        for _, r in c[c["flagged"]].iterrows():
+            lines.append(f"  straggler in the baseline record: {r['chip_key']} "
+                         f"({r['host']} GPU {r['gpu_index']}): {r['reasons']}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.summary()
 
 
 def _step_time(f_slow: np.ndarray, f_ref: float, phi: float) -> np.ndarray:
@@ -226,12 +301,145 @@ def _group_median(a, loo):
     return np.nanmedian(a[:, others], axis=2)
 
 
+def straggler_baseline(telemetry: pd.DataFrame, *, window_s: float = 900.0,
+                       z_threshold: float = 4.0, min_peers: int = 4,
+                       min_samples: int = 10) -> StragglerBaseline:
+    """Learn each chip's persistent clock offset from an earlier, healthy record.
+
+    Within one record a GPU slower from before the record starts, with no other
+    evidence, looks like a chip binned at the slow end of the leakage spread.  An
+    earlier record of the same chips (burn-in, last week's store) tells the two apart:
+    :func:`find_stragglers` with ``baseline=`` tests how each chip's offset has *changed*.
+
+    Parameters
+    ----------
+    telemetry : pandas.DataFrame
+        The earlier record, canonical schema as for :func:`find_stragglers`.  Chips are
+        keyed by ``gpu_uuid`` when every busy row has one, else by ``host`` and
+        ``gpu_index``.
+    window_s, z_threshold, min_peers, min_samples
+        As in :func:`find_stragglers` (also used to mark stragglers in this record).
+
+    Returns
+    -------
+    StragglerBaseline
+
+    Notes
+    -----
+    The offset is the median over windows of the chip's clock against the fleet median
+    at the same moments [%]; its standard error ``1.2533 MAD / sqrt(n_windows)`` of its
+    host-centred windows.  A straggler in the baseline record is kept and marked
+    (``flagged``): its offset becomes its norm, so a silent slowdown that was already
+    there is not found later by its change -- :func:`find_stragglers` therefore still
+    applies the peer test to it.
+    """
+    res, raw = _find(telemetry, metrics=("clock_sm_mhz", "temp_gpu_c", "power_w"),
+                     z_threshold=z_threshold, window_s=window_s, min_shift_pct=1.0,
+                     min_throttle_share=0.05, cusum_h=8.0, compute_fraction=0.8,
+                     min_peers=min_peers, min_samples=min_samples, baseline=None)
+    gu, uuid = raw["gu"], raw["uuid"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        b = np.nanmedian(raw["win_raw"], axis=0)
+        n_win = np.isfinite(raw["win"]).sum(axis=0)
+        se = 1.2533 * _nanmad(raw["win"]) / np.sqrt(np.maximum(n_win, 1))
+    sc = res.scores
+    ok = np.isfinite(b) & (sc["n_samples"].to_numpy() >= min_samples)
+    has_uuid = not pd.isna(uuid).any()
+    key = "gpu_uuid" if has_uuid else "host/gpu_index"
+    keys = _chip_keys(key, gu, uuid)
+    if pd.Index(keys).has_duplicates:
+        raise AnalysisError("straggler_baseline: the same gpu_uuid on two slots; chips "
+                            "need a unique identity")
+    chips = pd.DataFrame({
+        "chip_key": pd.array(keys, dtype="string"), "host": sc["host"],
+        "gpu_index": sc["gpu_index"], "gpu_uuid": sc["gpu_uuid"],
+        "clock_sm_mhz_offset": b, "clock_sm_mhz_se": se, "n_windows": n_win,
+        "flagged": sc["flagged"].to_numpy(), "reasons": sc["reasons"]})[ok]
+    hosts = chips.groupby("host")["clock_sm_mhz_offset"].median()
+    ref = (median_abs_deviation(hosts, scale="normal") if len(hosts) >= 3 else
+           median_abs_deviation(chips["clock_sm_mhz_offset"], scale="normal"))
+    ts = telemetry["timestamp"]
+    return StragglerBaseline(chips=chips.reset_index(drop=True), key=key,
+                             host_ref_sd_pct=float(ref), start=ts.min(), end=ts.max(),
+                             params={"window_s": window_s, "z_threshold": z_threshold,
+                                     "min_peers": min_peers, "min_samples": min_samples})
+
+
+def _chip_keys(key, gu, uuid):
+    if key == "gpu_uuid":
+        return np.array([None if pd.isna(u) else str(u) for u in uuid], dtype=object)
+    return np.array([f"{h}/{g}" for h, g in gu], dtype=object)
+
+
+def _match_baseline(baseline, gu, uuid, host_code, min_peers):
+    """Today's GPUs (in ``gu`` order) against the baseline's chips: which are tested on
+    their change, with which offset, uncertainty and status."""
+    if baseline is None:
+        return None
+    if not isinstance(baseline, StragglerBaseline):
+        raise AnalysisError("baseline must be a StragglerBaseline (from "
+                            "straggler_baseline)")
+    n_g = len(gu)
+    chips = baseline.chips
+    keys = _chip_keys(baseline.key, gu, uuid)
+    idx = pd.Index(chips["chip_key"].astype(object)).get_indexer(
+        pd.Index(keys, dtype=object))
+    idx[pd.isna(keys)] = -1
+    matched = idx >= 0
+    n_host = np.bincount(host_code, weights=matched, minlength=host_code.max() + 1)
+    use = matched & (n_host[host_code] >= 4)
+    if use.sum() < min_peers + 1:
+        use[:] = False
+    host_b = np.where(matched, chips["host"].astype(object).to_numpy()[idx], None)
+    moved = np.zeros(n_g, dtype=bool)
+    for g in np.flatnonzero(use):
+        peers = host_b[(host_code == host_code[g]) & use & (np.arange(n_g) != g)]
+        same = np.mean(peers == host_b[g]) if len(peers) else 0.0
+        moved[g] = same < 0.5
+    pick = np.where(matched, idx, 0)
+    status = np.where(use & ~moved, "baseline", np.where(
+        use, "baseline, moved to other peers", np.where(
+            matched, "peer test: too few baseline chips on host",
+            "peer test: not in baseline")))
+    return {
+        "use": use, "moved": moved, "status": status,
+        "offset": np.where(matched, chips["clock_sm_mhz_offset"].to_numpy()[pick], np.nan),
+        "se": np.where(matched, chips["clock_sm_mhz_se"].to_numpy()[pick], np.nan),
+        "suspect": matched & chips["flagged"].to_numpy(dtype=bool)[pick],
+        "ref": np.where(moved, baseline.host_ref_sd_pct, 0.0)}
+
+
+def _baseline_change(base, win_raw, win_loo, host_code, *, floor):
+    """Each chip's change of clock offset since the baseline, centred on the change of
+    the other baseline chips of its host (their conditions then and now cancel) [%]."""
+    use = base["use"]
+    d = win_raw - base["offset"][None, :]
+    d[:, ~use] = np.nan
+    dc = np.full_like(d, np.nan)
+    for h in np.unique(host_code[use]):
+        cols = np.flatnonzero((host_code == h) & use)
+        dc[:, cols] = d[:, cols] - _group_median(d[:, cols], True)
+    n = np.isfinite(dc).sum(axis=0)
+    ch = np.nanmedian(dc, axis=0)
+    se = np.sqrt((1.2533 * _nanmad(dc) / np.sqrt(np.maximum(n, 1))) ** 2
+                 + base["se"] ** 2 + base["ref"] ** 2)
+    spread = max(float(median_abs_deviation(ch[use], scale="normal")), floor) \
+        if use.any() else floor
+    z = (ch - np.nanmedian(ch[use])) / np.sqrt(spread ** 2 + se ** 2) if use.any() \
+        else ch * np.nan
+    return {"clock_change_pct": np.where(use, ch, np.nan),
+            "clock_change_se": np.where(use, se, np.nan),
+            "clock_change_z": np.where(use, z, np.nan)}
+
+
 def find_stragglers(telemetry: pd.DataFrame, *,
                     metrics: tuple[str, ...] = ("clock_sm_mhz", "temp_gpu_c", "power_w"),
                     z_threshold: float = 4.0, window_s: float = 900.0,
                     min_shift_pct: float = 1.0, min_throttle_share: float = 0.05,
                     cusum_h: float = 8.0, compute_fraction: float = 0.8,
-                    min_peers: int = 4, min_samples: int = 10) -> StragglerResult:
+                    min_peers: int = 4, min_samples: int = 10,
+                    baseline: StragglerBaseline | None = None) -> StragglerResult:
     """Flag GPUs that deviate persistently from their peers, and fail-slow episodes.
 
     Parameters
@@ -263,6 +471,16 @@ def find_stragglers(telemetry: pd.DataFrame, *,
         Fewest GPUs at a timestamp for it to be scored.
     min_samples : int
         Fewest scored samples for a GPU to be judged.
+    baseline : StragglerBaseline, optional
+        Each chip's persistent clock offset learned from an earlier healthy record
+        (:func:`straggler_baseline`).  A chip found in it is tested on the *change* of its
+        offset since then ("clock dropped vs baseline": z of the change below
+        ``-z_threshold`` and a drop of at least ``min_shift_pct``) instead of on its offset
+        against today's peers, so a chip that was always slow is not flagged and one that
+        became slower before this record starts is.  Chips not in the baseline (or on a
+        host with fewer than four chips in it) keep the peer test; the ``baseline`` column
+        of :attr:`StragglerResult.flags` says which test each GPU had.  Throttle,
+        temperature, power-limit and fail-slow evidence apply to every GPU either way.
 
     Returns
     -------
@@ -275,6 +493,15 @@ def find_stragglers(telemetry: pd.DataFrame, *,
     powerlab.exceptions.AnalysisError
         Too few GPUs or samples, or bad options.
     """
+    return _find(telemetry, metrics=metrics, z_threshold=z_threshold, window_s=window_s,
+                 min_shift_pct=min_shift_pct, min_throttle_share=min_throttle_share,
+                 cusum_h=cusum_h, compute_fraction=compute_fraction, min_peers=min_peers,
+                 min_samples=min_samples, baseline=baseline)[0]
+
+
+def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throttle_share,
+          cusum_h, compute_fraction, min_peers, min_samples, baseline):
+    """find_stragglers, also returning the clock window matrices the baseline learns."""
     _check(telemetry, metrics, z_threshold, compute_fraction, window_s)
     tel = _busy(telemetry)
     if tel.empty:
@@ -293,6 +520,10 @@ def find_stragglers(telemetry: pd.DataFrame, *,
                             "compare each GPU with its peers")
     host_code = pd.factorize(gu.get_level_values(0))[0]
     pos_code = np.asarray(gu.get_level_values(1), dtype=np.int64)
+
+    uuid = (tel.groupby(gcode)["gpu_uuid"].first().reindex(range(n_g)).to_numpy()
+            if "gpu_uuid" in tel.columns else np.full(n_g, pd.NA))
+    bl = _match_baseline(baseline, gu, uuid, host_code, min_peers)
 
     def matrix(col, fill=np.nan, dtype=float):
         a = np.full((n_t, n_g), fill, dtype=dtype)
@@ -327,6 +558,8 @@ def find_stragglers(telemetry: pd.DataFrame, *,
             cnt = grp.count().to_numpy()
             full = np.nanmedian(np.where(cnt > 0, cnt, np.nan))
             win[cnt < max(2, 0.5 * full)] = np.nan
+            if m == "clock_sm_mhz":
+                win_raw = win.copy()
             win_own = _center(win, host_code, pos_code)
             win = _center(win, host_code, pos_code, loo=True)
             n_valid = np.isfinite(o).sum(axis=0)
@@ -338,16 +571,32 @@ def find_stragglers(telemetry: pd.DataFrame, *,
             z = (loc - np.nanmedian(loc)) / np.sqrt(spread ** 2 + se ** 2)
             out[f"{m}_offset"], out[f"{m}_se"], out[f"{m}_z"] = loc, se, z
             if m == "clock_sm_mhz":
-                win_clock, o_clock = win_own, o
+                win_clock, o_clock, win_clock_loo = win_own, o, win
                 out["n_samples"] = n_valid
             ok = n_valid >= min_samples
             harm = {"low": -z, "high": z, "both": np.abs(z)}[direction]
             if m in metrics and m != "power_w":
                 hit = ok & (harm > z_threshold)
+                if m == "clock_sm_mhz" and bl is not None:
+                    # chips tested against their own baseline leave the peer test,
+                    # except those that were stragglers in the baseline record already
+                    hit &= ~bl["use"] | bl["suspect"]
                 flagged |= hit
                 score = np.where(ok, np.fmax(score, harm), score)
                 for i in np.flatnonzero(hit):
                     reasons[i].append(_LABEL[m])
+
+        if bl is not None:
+            change = _baseline_change(bl, win_raw, win, host_code, floor=0.1)
+            out.update(baseline=bl["status"], baseline_flagged=bl["suspect"],
+                       **change)
+            drop = change["clock_change_pct"] - np.nanmedian(change["clock_change_pct"])
+            hit = (out["n_samples"] >= min_samples) & bl["use"] & (
+                change["clock_change_z"] < -z_threshold) & (drop <= -min_shift_pct)
+            for i in np.flatnonzero(hit):
+                reasons[i].append("clock dropped vs baseline")
+            flagged |= hit
+            score = np.where(hit, np.fmax(score, -change["clock_change_z"]), score)
 
         clock = mat["clock_sm_mhz"]
         row_med = np.nanmedian(clock, axis=1)
@@ -393,6 +642,11 @@ def find_stragglers(telemetry: pd.DataFrame, *,
     # a lower power limit: near the cap's operating point dynamic power goes as f^3
     # (P ~ C V^2 f with V ~ f), so the clock lost is a third of the power limit's deficit
     lost = np.fmax(lost, np.where(np.isfinite(loff), np.maximum(-loff, 0) / 3, 0))
+    if bl is not None:
+        # a chip slower than its own baseline loses at least the drop
+        ch = out["clock_change_pct"]
+        lost = np.fmax(lost, np.where(bl["use"] & np.isfinite(ch),
+                                      np.maximum(np.nanmedian(ch) - ch, 0), 0))
     deficit = np.where(flagged, np.maximum(np.nanmedian(out["clock_sm_mhz_offset"])
                                            - out["clock_sm_mhz_offset"], lost), 0.0)
     repair = np.zeros_like(clock)
@@ -452,8 +706,6 @@ def find_stragglers(telemetry: pd.DataFrame, *,
                      - 1.0) if flagged.any() else 0.0
     out["cost_step_pct"] = cost
 
-    uuid = (tel.groupby(gcode)["gpu_uuid"].first().reindex(range(n_g)).to_numpy()
-            if "gpu_uuid" in tel.columns else np.full(n_g, pd.NA))
     scores = pd.DataFrame({
         "host": pd.array(gu.get_level_values(0), dtype="string"),
         "gpu_index": pd.array(gu.get_level_values(1), dtype="Int16"),
@@ -478,5 +730,9 @@ def find_stragglers(telemetry: pd.DataFrame, *,
               "min_shift_pct": min_shift_pct, "min_throttle_share": min_throttle_share,
               "cusum_h": cusum_h, "compute_fraction": compute_fraction,
               "min_peers": min_peers, "min_samples": min_samples}
-    return StragglerResult(flags=flags, scores=scores, episodes=episodes,
-                           cost_step_pct_total=float(total), params=params)
+    if bl is not None:
+        params.update(baseline_key=baseline.key, baseline_chips=int(bl["use"].sum()),
+                      peer_test_chips=int((~bl["use"]).sum()))
+    result = StragglerResult(flags=flags, scores=scores, episodes=episodes,
+                             cost_step_pct_total=float(total), params=params)
+    return result, {"win_raw": win_raw, "win": win_clock_loo, "gu": gu, "uuid": uuid}
