@@ -84,6 +84,10 @@ _REASONS = {k: THROTTLE_REASONS[k] for k in ("sw_power_cap", "hw_slowdown",
 _SLOWING = np.uint64(sum(THROTTLE_REASONS[k] for k in (
     "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
     "hw_power_brake_slowdown")))
+#: metrics tested on their change since a baseline: (change column, floor of the
+#: between-chip scale of the change, smallest harmful change, its sign, reason)
+_CHANGE = {"clock_sm_mhz": ("clock_change_pct", 0.1, None, -1, "clock dropped vs baseline"),
+           "temp_gpu_c": ("temp_change_c", 0.25, 2.0, +1, "hotter than baseline")}
 _LABEL = {"clock_sm_mhz": "clock low", "temp_gpu_c": "hot", "temp_mem_c": "HBM hot",
           "power_w": "power off-peer"}
 
@@ -107,7 +111,9 @@ class StragglerResult:
         ``baseline, moved to other peers``, ``peer test: not in baseline``, ``peer test:
         too few baseline chips on host``), baseline_flagged (a straggler in the baseline
         record), clock_change_pct (change of its clock offset since the baseline, centred
-        on its host's other baseline chips) [%], clock_change_se [%], clock_change_z.
+        on its host's other baseline chips) [%], clock_change_se_pct [%], clock_change_z,
+        and temp_change_c, temp_change_se_c [degC], temp_change_z for the die
+        temperature.
     scores : pandas.DataFrame
         The same evidence for every GPU (``flagged`` column).
     episodes : pandas.DataFrame
@@ -184,16 +190,18 @@ class StragglerBaseline:
         clock_sm_mhz_offset (median over windows of its clock against the fleet median
         at the same moments, *not* host-centred, so that the host's conditions cancel
         against its peers' later) [%], clock_sm_mhz_se (its standard error) [%],
+        temp_gpu_c_offset and temp_gpu_c_se likewise [degC] (when the record has them),
         n_windows, flagged and reasons (a straggler in the baseline record itself, by
         :func:`find_stragglers`).
     key : str
         ``"gpu_uuid"`` when every busy row of the record carried one, else
         ``"host/gpu_index"`` (the slot: a chip moved or replaced under the same slot is
         then taken for the old one).
-    host_ref_sd_pct : float
-        Spread of the hosts' median offsets in the record [%]: the extra uncertainty of a
-        chip that has moved to other peers since (its old host's conditions are in its
-        offset and cannot be told apart from its hostmates' leakage within one record).
+    host_ref_sd : dict
+        Per metric, the spread of the hosts' median offsets in the record (clock [%],
+        temperature [degC]): the extra uncertainty of a chip that has moved to other peers
+        since (its old host's conditions are in its offset and cannot be told apart from
+        its hostmates' own offsets within one record).
     start, end : pandas.Timestamp
         The record's span (UTC).
     params : dict
@@ -202,7 +210,7 @@ class StragglerBaseline:
 
     chips: pd.DataFrame
     key: str
-    host_ref_sd_pct: float
+    host_ref_sd: dict
     start: pd.Timestamp
     end: pd.Timestamp
     params: dict
@@ -219,7 +227,7 @@ class StragglerBaseline:
                  f"offsets {c['clock_sm_mhz_offset'].min():+.2f} to "
                  f"{c['clock_sm_mhz_offset'].max():+.2f} %, median se "
                  f"{c['clock_sm_mhz_se'].median():.3f} %; moved-chip reference "
-                 f"sd {self.host_ref_sd_pct:.2f} %")]
+                 f"sd {self.host_ref_sd['clock_sm_mhz']:.2f} %")]
         for _, r in c[c["flagged"]].iterrows():
             lines.append(f"  straggler in the baseline record: {r['chip_key']} "
                          f"({r['host']} GPU {r['gpu_index']}): {r['reasons']}")
@@ -329,22 +337,30 @@ def straggler_baseline(telemetry: pd.DataFrame, *, window_s: float = 900.0,
     The offset is the median over windows of the chip's clock against the fleet median
     at the same moments [%]; its standard error ``1.2533 MAD / sqrt(n_windows)`` of its
     host-centred windows.  A straggler in the baseline record is kept and marked
-    (``flagged``): its offset becomes its norm, so a silent slowdown that was already
+    (``flagged``): its offsets become its norm, so a silent slowdown that was already
     there is not found later by its change -- :func:`find_stragglers` therefore still
-    applies the peer test to it.
+    applies the peer clock test to it (its temperature is judged by its change only).
     """
-    res, raw = _find(telemetry, metrics=("clock_sm_mhz", "temp_gpu_c", "power_w"),
+    ms = ("clock_sm_mhz", "temp_gpu_c") if "temp_gpu_c" in telemetry.columns else \
+        ("clock_sm_mhz",)
+    res, raw = _find(telemetry, metrics=ms + (("power_w",) if "power_w" in
+                                              telemetry.columns else ()),
                      z_threshold=z_threshold, window_s=window_s, min_shift_pct=1.0,
                      min_throttle_share=0.05, cusum_h=8.0, compute_fraction=0.8,
                      min_peers=min_peers, min_samples=min_samples, baseline=None)
     gu, uuid = raw["gu"], raw["uuid"]
+    cols = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        b = np.nanmedian(raw["win_raw"], axis=0)
-        n_win = np.isfinite(raw["win"]).sum(axis=0)
-        se = 1.2533 * _nanmad(raw["win"]) / np.sqrt(np.maximum(n_win, 1))
+        for m in ms:
+            n_win = np.isfinite(raw["win"][m]).sum(axis=0)
+            cols[f"{m}_offset"] = np.nanmedian(raw["win_raw"][m], axis=0)
+            cols[f"{m}_se"] = 1.2533 * _nanmad(raw["win"][m]) / np.sqrt(
+                np.maximum(n_win, 1))
+        n_win = np.isfinite(raw["win"]["clock_sm_mhz"]).sum(axis=0)
     sc = res.scores
-    ok = np.isfinite(b) & (sc["n_samples"].to_numpy() >= min_samples)
+    ok = np.isfinite(cols["clock_sm_mhz_offset"]) & (
+        sc["n_samples"].to_numpy() >= min_samples)
     has_uuid = not pd.isna(uuid).any()
     key = "gpu_uuid" if has_uuid else "host/gpu_index"
     keys = _chip_keys(key, gu, uuid)
@@ -354,14 +370,16 @@ def straggler_baseline(telemetry: pd.DataFrame, *, window_s: float = 900.0,
     chips = pd.DataFrame({
         "chip_key": pd.array(keys, dtype="string"), "host": sc["host"],
         "gpu_index": sc["gpu_index"], "gpu_uuid": sc["gpu_uuid"],
-        "clock_sm_mhz_offset": b, "clock_sm_mhz_se": se, "n_windows": n_win,
+        **cols, "n_windows": n_win,
         "flagged": sc["flagged"].to_numpy(), "reasons": sc["reasons"]})[ok]
-    hosts = chips.groupby("host")["clock_sm_mhz_offset"].median()
-    ref = (median_abs_deviation(hosts, scale="normal") if len(hosts) >= 3 else
-           median_abs_deviation(chips["clock_sm_mhz_offset"], scale="normal"))
+    ref = {}
+    for m in ms:
+        hosts = chips.groupby("host")[f"{m}_offset"].median()
+        ref[m] = float(median_abs_deviation(hosts, scale="normal") if len(hosts) >= 3
+                       else median_abs_deviation(chips[f"{m}_offset"], scale="normal"))
     ts = telemetry["timestamp"]
     return StragglerBaseline(chips=chips.reset_index(drop=True), key=key,
-                             host_ref_sd_pct=float(ref), start=ts.min(), end=ts.max(),
+                             host_ref_sd=ref, start=ts.min(), end=ts.max(),
                              params={"window_s": window_s, "z_threshold": z_threshold,
                                      "min_peers": min_peers, "min_samples": min_samples})
 
@@ -372,7 +390,7 @@ def _chip_keys(key, gu, uuid):
     return np.array([f"{h}/{g}" for h, g in gu], dtype=object)
 
 
-def _match_baseline(baseline, gu, uuid, host_code, min_peers):
+def _match_baseline(baseline, gu, uuid, host_code, min_peers, metrics):
     """Today's GPUs (in ``gu`` order) against the baseline's chips: which are tested on
     their change, with which offset, uncertainty and status."""
     if baseline is None:
@@ -382,6 +400,7 @@ def _match_baseline(baseline, gu, uuid, host_code, min_peers):
                             "straggler_baseline)")
     n_g = len(gu)
     chips = baseline.chips
+    ms = [m for m in baseline.host_ref_sd if m == "clock_sm_mhz" or m in metrics]
     keys = _chip_keys(baseline.key, gu, uuid)
     idx = pd.Index(chips["chip_key"].astype(object)).get_indexer(
         pd.Index(keys, dtype=object))
@@ -404,17 +423,20 @@ def _match_baseline(baseline, gu, uuid, host_code, min_peers):
             "peer test: not in baseline")))
     return {
         "use": use, "moved": moved, "status": status,
-        "offset": np.where(matched, chips["clock_sm_mhz_offset"].to_numpy()[pick], np.nan),
-        "se": np.where(matched, chips["clock_sm_mhz_se"].to_numpy()[pick], np.nan),
-        "suspect": matched & chips["flagged"].to_numpy(dtype=bool)[pick],
-        "ref": np.where(moved, baseline.host_ref_sd_pct, 0.0)}
+        "offset": {m: np.where(matched, chips[f"{m}_offset"].to_numpy()[pick], np.nan)
+                   for m in ms},
+        "se": {m: np.where(matched, chips[f"{m}_se"].to_numpy()[pick], np.nan)
+               for m in ms},
+        "ref": {m: baseline.host_ref_sd[m] for m in ms},
+        "suspect": matched & chips["flagged"].to_numpy(dtype=bool)[pick]}
 
 
-def _baseline_change(base, win_raw, win_loo, host_code, *, floor):
-    """Each chip's change of clock offset since the baseline, centred on the change of
-    the other baseline chips of its host (their conditions then and now cancel) [%]."""
+def _baseline_change(base, metric, win_raw, host_code, *, floor):
+    """Each chip's change of offset since the baseline, centred on the change of the
+    other baseline chips of its host (their conditions then and now cancel): change,
+    its standard error and its robust z against the other chips' changes."""
     use = base["use"]
-    d = win_raw - base["offset"][None, :]
+    d = win_raw - base["offset"][metric][None, :]
     d[:, ~use] = np.nan
     dc = np.full_like(d, np.nan)
     for h in np.unique(host_code[use]):
@@ -423,15 +445,13 @@ def _baseline_change(base, win_raw, win_loo, host_code, *, floor):
     n = np.isfinite(dc).sum(axis=0)
     ch = np.nanmedian(dc, axis=0)
     se = np.sqrt((1.2533 * _nanmad(dc) / np.sqrt(np.maximum(n, 1))) ** 2
-                 + base["se"] ** 2 + base["ref"] ** 2)
-    spread = max(float(median_abs_deviation(ch[use], scale="normal")), floor) \
-        if use.any() else floor
-    z = (ch - np.nanmedian(ch[use])) / np.sqrt(spread ** 2 + se ** 2) if use.any() \
-        else ch * np.nan
-    return {"clock_change_pct": np.where(use, ch, np.nan),
-            "clock_change_se": np.where(use, se, np.nan),
-            "clock_change_z": np.where(use, z, np.nan)}
-
+                 + base["se"][metric] ** 2 + (base["moved"] * base["ref"][metric]) ** 2)
+    if not use.any():
+        nan = np.full(len(use), np.nan)
+        return nan, nan, nan
+    spread = max(float(median_abs_deviation(ch[use], scale="normal")), floor)
+    z = (ch - np.nanmedian(ch[use])) / np.sqrt(spread ** 2 + se ** 2)
+    return tuple(np.where(use, a, np.nan) for a in (ch, se, z))
 
 def find_stragglers(telemetry: pd.DataFrame, *,
                     metrics: tuple[str, ...] = ("clock_sm_mhz", "temp_gpu_c", "power_w"),
@@ -523,7 +543,7 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
 
     uuid = (tel.groupby(gcode)["gpu_uuid"].first().reindex(range(n_g)).to_numpy()
             if "gpu_uuid" in tel.columns else np.full(n_g, pd.NA))
-    bl = _match_baseline(baseline, gu, uuid, host_code, min_peers)
+    bl = _match_baseline(baseline, gu, uuid, host_code, min_peers, metrics)
 
     def matrix(col, fill=np.nan, dtype=float):
         a = np.full((n_t, n_g), fill, dtype=dtype)
@@ -535,7 +555,7 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
     wcode = (tu_ok - tu_ok[0]) // int(window_s * 1e9) if len(tu_ok) else tu_ok
     n_w = int(wcode.max()) + 1 if len(tu_ok) else 0
     wstart = tu_ok[0] + np.arange(n_w) * int(window_s * 1e9) if n_w else np.array([])
-    out, win_clock = {}, None
+    out, win_clock, win_raw, win_loo = {}, None, {}, {}
     flagged = np.zeros(n_g, dtype=bool)
     reasons = [[] for _ in range(n_g)]
     score = np.zeros(n_g)
@@ -558,8 +578,7 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
             cnt = grp.count().to_numpy()
             full = np.nanmedian(np.where(cnt > 0, cnt, np.nan))
             win[cnt < max(2, 0.5 * full)] = np.nan
-            if m == "clock_sm_mhz":
-                win_raw = win.copy()
+            win_raw[m] = win.copy()
             win_own = _center(win, host_code, pos_code)
             win = _center(win, host_code, pos_code, loo=True)
             n_valid = np.isfinite(o).sum(axis=0)
@@ -570,33 +589,40 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
                                                     nan_policy="omit")), floor)
             z = (loc - np.nanmedian(loc)) / np.sqrt(spread ** 2 + se ** 2)
             out[f"{m}_offset"], out[f"{m}_se"], out[f"{m}_z"] = loc, se, z
+            win_loo[m] = win
             if m == "clock_sm_mhz":
-                win_clock, o_clock, win_clock_loo = win_own, o, win
+                win_clock, o_clock = win_own, o
                 out["n_samples"] = n_valid
             ok = n_valid >= min_samples
             harm = {"low": -z, "high": z, "both": np.abs(z)}[direction]
             if m in metrics and m != "power_w":
                 hit = ok & (harm > z_threshold)
-                if m == "clock_sm_mhz" and bl is not None:
-                    # chips tested against their own baseline leave the peer test,
-                    # except those that were stragglers in the baseline record already
-                    hit &= ~bl["use"] | bl["suspect"]
+                if bl is not None and m in bl["offset"]:
+                    # chips tested against their own baseline leave the peer test; a
+                    # chip that was a straggler in the baseline record already keeps the
+                    # clock test (a deficit it always had still costs the job), while
+                    # its heat, if no greater than then, is its norm
+                    hit &= ~bl["use"] | (bl["suspect"] & (m == "clock_sm_mhz"))
                 flagged |= hit
                 score = np.where(ok, np.fmax(score, harm), score)
                 for i in np.flatnonzero(hit):
                     reasons[i].append(_LABEL[m])
 
         if bl is not None:
-            change = _baseline_change(bl, win_raw, win, host_code, floor=0.1)
-            out.update(baseline=bl["status"], baseline_flagged=bl["suspect"],
-                       **change)
-            drop = change["clock_change_pct"] - np.nanmedian(change["clock_change_pct"])
-            hit = (out["n_samples"] >= min_samples) & bl["use"] & (
-                change["clock_change_z"] < -z_threshold) & (drop <= -min_shift_pct)
-            for i in np.flatnonzero(hit):
-                reasons[i].append("clock dropped vs baseline")
-            flagged |= hit
-            score = np.where(hit, np.fmax(score, -change["clock_change_z"]), score)
+            out.update(baseline=bl["status"], baseline_flagged=bl["suspect"])
+            for m in bl["offset"]:
+                col, floor, least, sign, label = _CHANGE[m]
+                least = min_shift_pct if least is None else least
+                ch, se, z = _baseline_change(bl, m, win_raw[m], host_code, floor=floor)
+                stem, unit = col.rsplit("_", 1)
+                out[col], out[f"{stem}_se_{unit}"], out[f"{stem}_z"] = ch, se, z
+                move = sign * (ch - np.nanmedian(ch))
+                hit = (out["n_samples"] >= min_samples) & bl["use"] & (
+                    sign * z > z_threshold) & (move >= least)
+                for i in np.flatnonzero(hit):
+                    reasons[i].append(label)
+                flagged |= hit
+                score = np.where(hit, np.fmax(score, sign * z), score)
 
         clock = mat["clock_sm_mhz"]
         row_med = np.nanmedian(clock, axis=1)
@@ -642,7 +668,7 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
     # a lower power limit: near the cap's operating point dynamic power goes as f^3
     # (P ~ C V^2 f with V ~ f), so the clock lost is a third of the power limit's deficit
     lost = np.fmax(lost, np.where(np.isfinite(loff), np.maximum(-loff, 0) / 3, 0))
-    if bl is not None:
+    if bl is not None and bl["use"].any():
         # a chip slower than its own baseline loses at least the drop
         ch = out["clock_change_pct"]
         lost = np.fmax(lost, np.where(bl["use"] & np.isfinite(ch),
@@ -735,4 +761,4 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
                       peer_test_chips=int((~bl["use"]).sum()))
     result = StragglerResult(flags=flags, scores=scores, episodes=episodes,
                              cost_step_pct_total=float(total), params=params)
-    return result, {"win_raw": win_raw, "win": win_clock_loo, "gu": gu, "uuid": uuid}
+    return result, {"win_raw": win_raw, "win": win_loo, "gu": gu, "uuid": uuid}
