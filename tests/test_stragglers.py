@@ -198,6 +198,32 @@ def test_fail_slow_episode_onset_delay_and_duration():
     assert 0 < res.cost_step_pct_total < 0.8 * 2.0 * 6 / 24 + 0.05
 
 
+def test_fleet_sim_chips_outlive_a_record():
+    """Same chip_seed, other run seeds: the same chips (uuids, leakage, heatsinks), the
+    same 20-25 MHz spread; another chip_seed: other chips; swapped slots move them."""
+    def per_gpu(fleet):
+        tel = fleet.telemetry
+        # die temperature above the host's median GPU (host inlets differ per run)
+        t = tel["temp_gpu_c"] - tel.groupby(["timestamp", "host"])["temp_gpu_c"].transform(
+            "median")
+        g = tel.assign(t=t).groupby("gpu_uuid", sort=False)
+        return g["clock_sm_mhz"].mean(), g["t"].mean()
+
+    a, b = _fleet(1, chip_seed=5, hours=6), _fleet(2, chip_seed=5, hours=6, hot_host=2)
+    other = _fleet(1, chip_seed=6, hours=6)
+    (ca, ta), (cb, tb), (co, _) = per_gpu(a), per_gpu(b), per_gpu(other)
+    assert list(ca.index) == list(cb.index) and ca.index[9] == "GPU-c5-9"
+    assert np.corrcoef(ca, cb[ca.index])[0, 1] > 0.9
+    assert np.corrcoef(ta, tb)[0, 1] > 0.8
+    assert abs(np.corrcoef(ca, co.to_numpy())[0, 1]) < 0.5
+    assert 20 <= a.leak_sd_mhz == b.leak_sd_mhz <= 25
+    chips = np.arange(64)
+    chips[[0, 63]] = [63, 0]
+    swapped = _fleet(2, chip_seed=5, hours=6, chips=chips).telemetry
+    first = swapped.groupby(["host", "gpu_index"])["gpu_uuid"].first()
+    assert first[("node000", 0)] == "GPU-c5-63" and first[("node007", 7)] == "GPU-c5-0"
+
+
 # --- per-chip baseline: an earlier healthy record of the same chips (fleet_sim chip_seed) ---
 
 def _pair(seed, *, today=(), burn=(), hot_burn=None, hot_today=None, **kw):

@@ -29,7 +29,7 @@ _EXPORTS = {
         "decompose_seasonal",
     ),
     "stragglers": (
-        "StragglerResult", "find_stragglers",
+        "StragglerBaseline", "StragglerResult", "find_stragglers", "straggler_baseline",
     ),
     "synth": (
         "TwinResult", "TwinTruth", "simulate_training", "sinusoidal_ambient",
