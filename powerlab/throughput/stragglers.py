@@ -62,6 +62,14 @@ from scipy.stats import median_abs_deviation
 
 from ..exceptions import AnalysisError, SchemaError, Violation
 from ..telemetry.schema import THROTTLE_REASONS
+from ._robust import group_median, nanmad
+from .chip_baseline import (
+    CHANGE_TESTS,
+    StragglerBaseline,
+    baseline_change,
+    chip_keys,
+    match_baseline,
+)
 from .failslow import cusum_episodes
 
 __all__ = ["StragglerBaseline", "StragglerResult", "find_stragglers",
@@ -84,10 +92,6 @@ _REASONS = {k: THROTTLE_REASONS[k] for k in ("sw_power_cap", "hw_slowdown",
 _SLOWING = np.uint64(sum(THROTTLE_REASONS[k] for k in (
     "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
     "hw_power_brake_slowdown")))
-#: metrics tested on their change since a baseline: (change column, floor of the
-#: between-chip scale of the change, smallest harmful change, its sign, reason)
-_CHANGE = {"clock_sm_mhz": ("clock_change_pct", 0.1, None, -1, "clock dropped vs baseline"),
-           "temp_gpu_c": ("temp_change_c", 0.25, 2.0, +1, "hotter than baseline")}
 _LABEL = {"clock_sm_mhz": "clock low", "temp_gpu_c": "hot", "temp_mem_c": "HBM hot",
           "power_w": "power off-peer"}
 
@@ -178,65 +182,6 @@ class StragglerResult:
                 f"{self.cost_step_pct_total:.3g} % of step time</p></div>")
 
 
-@dataclass(frozen=True)
-class StragglerBaseline:
-    """Each chip's persistent clock offset against its peers, learned from an earlier
-    healthy record by :func:`straggler_baseline`, for :func:`find_stragglers`.
-
-    Attributes
-    ----------
-    chips : pandas.DataFrame
-        One row per chip: chip_key (its identity, see ``key``), host, gpu_index, gpu_uuid,
-        clock_sm_mhz_offset (median over windows of its clock against the fleet median
-        at the same moments, *not* host-centred, so that the host's conditions cancel
-        against its peers' later) [%], clock_sm_mhz_se (its standard error) [%],
-        temp_gpu_c_offset and temp_gpu_c_se likewise [degC] (when the record has them),
-        n_windows, flagged and reasons (a straggler in the baseline record itself, by
-        :func:`find_stragglers`).
-    key : str
-        ``"gpu_uuid"`` when every busy row of the record carried one, else
-        ``"host/gpu_index"`` (the slot: a chip moved or replaced under the same slot is
-        then taken for the old one).
-    host_ref_sd : dict
-        Per metric, the spread of the hosts' median offsets in the record (clock [%],
-        temperature [degC]): the extra uncertainty of a chip that has moved to other peers
-        since (its old host's conditions are in its offset and cannot be told apart from
-        its hostmates' own offsets within one record).
-    start, end : pandas.Timestamp
-        The record's span (UTC).
-    params : dict
-        The options it was learned with.
-    """
-
-    chips: pd.DataFrame
-    key: str
-    host_ref_sd: dict
-    start: pd.Timestamp
-    end: pd.Timestamp
-    params: dict
-
-    def summary_frame(self) -> pd.DataFrame:
-        """The per-chip baseline (a copy of :attr:`chips`)."""
-        return self.chips.copy()
-
-    def summary(self) -> str:
-        """Text summary: what the baseline holds and which of its chips were stragglers."""
-        c = self.chips
-        lines = [(f"Straggler baseline: {len(c)} chips keyed by {self.key}, "
-                 f"{self.start:%Y-%m-%d %H:%M} to {self.end:%Y-%m-%d %H:%M} UTC; clock "
-                 f"offsets {c['clock_sm_mhz_offset'].min():+.2f} to "
-                 f"{c['clock_sm_mhz_offset'].max():+.2f} %, median se "
-                 f"{c['clock_sm_mhz_se'].median():.3f} %; moved-chip reference "
-                 f"sd {self.host_ref_sd['clock_sm_mhz']:.2f} %")]
-        for _, r in c[c["flagged"]].iterrows():
-            lines.append(f"  straggler in the baseline record: {r['chip_key']} "
-                         f"({r['host']} GPU {r['gpu_index']}): {r['reasons']}")
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return self.summary()
-
-
 def _step_time(f_slow: np.ndarray, f_ref: float, phi: float) -> np.ndarray:
     return phi * f_ref / f_slow + 1.0 - phi
 
@@ -269,13 +214,6 @@ def _busy(tel):
     return tel[keep]
 
 
-def _nanmad(x, axis=0):
-    """Normal-consistent MAD along an axis, NaN-aware (numpy's nanmedian is much faster
-    here than ``scipy.stats.median_abs_deviation(nan_policy="omit")``, which loops)."""
-    med = np.nanmedian(x, axis=axis, keepdims=True)
-    return 1.482602218505602 * np.nanmedian(np.abs(x - med), axis=axis)
-
-
 def _center(win, host_code, pos_code, *, loo=False):
     """Centre window offsets (windows x GPUs) on each host, then on board position.
 
@@ -288,25 +226,15 @@ def _center(win, host_code, pos_code, *, loo=False):
         cols = np.flatnonzero(host_code == h)
         if len(cols) < 4:
             continue
-        win[:, cols] -= _group_median(ref[:, cols], loo)
+        win[:, cols] -= group_median(ref[:, cols], loo)
     loc = np.nanmedian(win, axis=0)
     if len(np.unique(host_code)) >= 3:
         for p in np.unique(pos_code):
             cols = np.flatnonzero(pos_code == p)
             if len(cols) < 3:
                 continue
-            win[:, cols] -= _group_median(loc[cols][None, :], loo)
+            win[:, cols] -= group_median(loc[cols][None, :], loo)
     return win
-
-
-def _group_median(a, loo):
-    """Median across the columns of ``a`` (rows x m): the same for every column, or with
-    ``loo`` each column's median of the other columns (one vectorised call)."""
-    m = a.shape[1]
-    if not loo:
-        return np.nanmedian(a, axis=1, keepdims=True)
-    others = np.array([[j for j in range(m) if j != i] for i in range(m)])
-    return np.nanmedian(a[:, others], axis=2)
 
 
 def straggler_baseline(telemetry: pd.DataFrame, *, window_s: float = 900.0,
@@ -355,7 +283,7 @@ def straggler_baseline(telemetry: pd.DataFrame, *, window_s: float = 900.0,
         for m in ms:
             n_win = np.isfinite(raw["win"][m]).sum(axis=0)
             cols[f"{m}_offset"] = np.nanmedian(raw["win_raw"][m], axis=0)
-            cols[f"{m}_se"] = 1.2533 * _nanmad(raw["win"][m]) / np.sqrt(
+            cols[f"{m}_se"] = 1.2533 * nanmad(raw["win"][m]) / np.sqrt(
                 np.maximum(n_win, 1))
         n_win = np.isfinite(raw["win"]["clock_sm_mhz"]).sum(axis=0)
     sc = res.scores
@@ -363,7 +291,7 @@ def straggler_baseline(telemetry: pd.DataFrame, *, window_s: float = 900.0,
         sc["n_samples"].to_numpy() >= min_samples)
     has_uuid = not pd.isna(uuid).any()
     key = "gpu_uuid" if has_uuid else "host/gpu_index"
-    keys = _chip_keys(key, gu, uuid)
+    keys = chip_keys(key, gu, uuid)
     if pd.Index(keys).has_duplicates:
         raise AnalysisError("straggler_baseline: the same gpu_uuid on two slots; chips "
                             "need a unique identity")
@@ -383,75 +311,6 @@ def straggler_baseline(telemetry: pd.DataFrame, *, window_s: float = 900.0,
                              params={"window_s": window_s, "z_threshold": z_threshold,
                                      "min_peers": min_peers, "min_samples": min_samples})
 
-
-def _chip_keys(key, gu, uuid):
-    if key == "gpu_uuid":
-        return np.array([None if pd.isna(u) else str(u) for u in uuid], dtype=object)
-    return np.array([f"{h}/{g}" for h, g in gu], dtype=object)
-
-
-def _match_baseline(baseline, gu, uuid, host_code, min_peers, metrics):
-    """Today's GPUs (in ``gu`` order) against the baseline's chips: which are tested on
-    their change, with which offset, uncertainty and status."""
-    if baseline is None:
-        return None
-    if not isinstance(baseline, StragglerBaseline):
-        raise AnalysisError("baseline must be a StragglerBaseline (from "
-                            "straggler_baseline)")
-    n_g = len(gu)
-    chips = baseline.chips
-    ms = [m for m in baseline.host_ref_sd if m == "clock_sm_mhz" or m in metrics]
-    keys = _chip_keys(baseline.key, gu, uuid)
-    idx = pd.Index(chips["chip_key"].astype(object)).get_indexer(
-        pd.Index(keys, dtype=object))
-    idx[pd.isna(keys)] = -1
-    matched = idx >= 0
-    n_host = np.bincount(host_code, weights=matched, minlength=host_code.max() + 1)
-    use = matched & (n_host[host_code] >= 4)
-    if use.sum() < min_peers + 1:
-        use[:] = False
-    host_b = np.where(matched, chips["host"].astype(object).to_numpy()[idx], None)
-    moved = np.zeros(n_g, dtype=bool)
-    for g in np.flatnonzero(use):
-        peers = host_b[(host_code == host_code[g]) & use & (np.arange(n_g) != g)]
-        same = np.mean(peers == host_b[g]) if len(peers) else 0.0
-        moved[g] = same < 0.5
-    pick = np.where(matched, idx, 0)
-    status = np.where(use & ~moved, "baseline", np.where(
-        use, "baseline, moved to other peers", np.where(
-            matched, "peer test: too few baseline chips on host",
-            "peer test: not in baseline")))
-    return {
-        "use": use, "moved": moved, "status": status,
-        "offset": {m: np.where(matched, chips[f"{m}_offset"].to_numpy()[pick], np.nan)
-                   for m in ms},
-        "se": {m: np.where(matched, chips[f"{m}_se"].to_numpy()[pick], np.nan)
-               for m in ms},
-        "ref": {m: baseline.host_ref_sd[m] for m in ms},
-        "suspect": matched & chips["flagged"].to_numpy(dtype=bool)[pick]}
-
-
-def _baseline_change(base, metric, win_raw, host_code, *, floor):
-    """Each chip's change of offset since the baseline, centred on the change of the
-    other baseline chips of its host (their conditions then and now cancel): change,
-    its standard error and its robust z against the other chips' changes."""
-    use = base["use"]
-    d = win_raw - base["offset"][metric][None, :]
-    d[:, ~use] = np.nan
-    dc = np.full_like(d, np.nan)
-    for h in np.unique(host_code[use]):
-        cols = np.flatnonzero((host_code == h) & use)
-        dc[:, cols] = d[:, cols] - _group_median(d[:, cols], True)
-    n = np.isfinite(dc).sum(axis=0)
-    ch = np.nanmedian(dc, axis=0)
-    se = np.sqrt((1.2533 * _nanmad(dc) / np.sqrt(np.maximum(n, 1))) ** 2
-                 + base["se"][metric] ** 2 + (base["moved"] * base["ref"][metric]) ** 2)
-    if not use.any():
-        nan = np.full(len(use), np.nan)
-        return nan, nan, nan
-    spread = max(float(median_abs_deviation(ch[use], scale="normal")), floor)
-    z = (ch - np.nanmedian(ch[use])) / np.sqrt(spread ** 2 + se ** 2)
-    return tuple(np.where(use, a, np.nan) for a in (ch, se, z))
 
 def find_stragglers(telemetry: pd.DataFrame, *,
                     metrics: tuple[str, ...] = ("clock_sm_mhz", "temp_gpu_c", "power_w"),
@@ -543,7 +402,7 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
 
     uuid = (tel.groupby(gcode)["gpu_uuid"].first().reindex(range(n_g)).to_numpy()
             if "gpu_uuid" in tel.columns else np.full(n_g, pd.NA))
-    bl = _match_baseline(baseline, gu, uuid, host_code, min_peers, metrics)
+    bl = match_baseline(baseline, gu, uuid, host_code, min_peers, metrics)
 
     def matrix(col, fill=np.nan, dtype=float):
         a = np.full((n_t, n_g), fill, dtype=dtype)
@@ -570,7 +429,7 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
             o = 100.0 * (x / med - 1.0) if rel else x - med
             # clip far outliers per GPU (spikes), then window means
             c = np.nanmedian(o, axis=0)
-            s = np.maximum(_nanmad(o), floor)
+            s = np.maximum(nanmad(o), floor)
             o = np.clip(o, c - 8 * s, c + 8 * s)
             frame = pd.DataFrame(o)
             grp = frame.groupby(wcode)
@@ -584,7 +443,7 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
             n_valid = np.isfinite(o).sum(axis=0)
             n_win = np.isfinite(win).sum(axis=0)
             loc = np.nanmedian(win, axis=0)
-            se = 1.2533 * _nanmad(win) / np.sqrt(np.maximum(n_win, 1))
+            se = 1.2533 * nanmad(win) / np.sqrt(np.maximum(n_win, 1))
             spread = max(float(median_abs_deviation(loc, scale="normal",
                                                     nan_policy="omit")), floor)
             z = (loc - np.nanmedian(loc)) / np.sqrt(spread ** 2 + se ** 2)
@@ -611,9 +470,9 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
         if bl is not None:
             out.update(baseline=bl["status"], baseline_flagged=bl["suspect"])
             for m in bl["offset"]:
-                col, floor, least, sign, label = _CHANGE[m]
+                col, floor, least, sign, label = CHANGE_TESTS[m]
                 least = min_shift_pct if least is None else least
-                ch, se, z = _baseline_change(bl, m, win_raw[m], host_code, floor=floor)
+                ch, se, z = baseline_change(bl, m, win_raw[m], host_code, floor=floor)
                 stem, unit = col.rsplit("_", 1)
                 out[col], out[f"{stem}_se_{unit}"], out[f"{stem}_z"] = ch, se, z
                 move = sign * (ch - np.nanmedian(ch))
