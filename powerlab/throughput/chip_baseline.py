@@ -95,15 +95,23 @@ class StragglerBaseline:
         return self.summary()
 
 
-def chip_keys(key, gu, uuid):
+def chip_keys(key: str, gu: pd.MultiIndex, uuid: np.ndarray) -> np.ndarray:
+    """Chip identities of the GPUs ``gu`` (host, gpu_index): their ``gpu_uuid`` (None
+    where missing) for ``key == "gpu_uuid"``, else ``"host/gpu_index"``."""
     if key == "gpu_uuid":
         return np.array([None if pd.isna(u) else str(u) for u in uuid], dtype=object)
     return np.array([f"{h}/{g}" for h, g in gu], dtype=object)
 
 
-def match_baseline(baseline, gu, uuid, host_code, min_peers, metrics):
+def match_baseline(baseline: StragglerBaseline | None, gu: pd.MultiIndex,
+                   uuid: np.ndarray, host_code: np.ndarray, min_peers: int,
+                   metrics: tuple[str, ...]) -> dict | None:
     """Today's GPUs (in ``gu`` order) against the baseline's chips: which are tested on
-    their change, with which offset, uncertainty and status."""
+    their change (``use``: in the baseline, on a host with at least 4 baseline chips,
+    and more than ``min_peers`` such GPUs in all), which have moved to other peers
+    (fewer than half of their current hostmates shared their baseline host), their
+    baseline offsets and standard errors per metric, the moved-chip uncertainty, the
+    chips flagged in the baseline record (``suspect``) and a status line each."""
     if baseline is None:
         return None
     if not isinstance(baseline, StragglerBaseline):
@@ -142,10 +150,16 @@ def match_baseline(baseline, gu, uuid, host_code, min_peers, metrics):
         "suspect": matched & chips["flagged"].to_numpy(dtype=bool)[pick]}
 
 
-def baseline_change(base, metric, win_raw, host_code, *, floor):
+def baseline_change(base: dict, metric: str, win_raw: np.ndarray, host_code: np.ndarray,
+                    *, floor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each chip's change of offset since the baseline, centred on the change of the
     other baseline chips of its host (their conditions then and now cancel): change,
-    its standard error and its robust z against the other chips' changes."""
+    its standard error and its robust z against the other chips' changes (scale
+    floored at ``floor``); NaN for chips not tested this way.
+
+    ``win_raw`` holds today's window offsets against the fleet median (windows x GPUs,
+    not host-centred), in the unit of the baseline's offsets for ``metric``.
+    """
     use = base["use"]
     d = win_raw - base["offset"][metric][None, :]
     d[:, ~use] = np.nan
