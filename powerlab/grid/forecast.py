@@ -55,6 +55,8 @@ import pandas as pd
 from scipy import signal, special
 
 from ..exceptions import PowerlabError, ScenarioError
+from .chunks import chunk_ticks as _chunk_len
+from .chunks import dense_chunks, it_power_chunks, job_steps
 from .disturbances import add_sag_events, apply_dark, check_ups_needs_ticks, disturbance_plan
 from .interruptions import (
     cause_rows,
@@ -67,7 +69,7 @@ from .reduction import Reducer
 from .results import ForecastResult
 from .scenario import Job, Scenario
 from .timebase import to_ticks
-from .transients import first_order_rle, first_order_ticks
+from .transients import first_order_rle
 
 __all__ = [
     "STATES",
@@ -399,36 +401,6 @@ def _slew_rle(values: np.ndarray, lengths: np.ndarray, step_w: float) -> np.ndar
     return y0[idx] + np.sign(d)[idx] * np.minimum(step_w * (pos + 1), np.abs(d)[idx])
 
 
-def _scatter_steps(diff: list, plan: JobPlan, levels: np.ndarray, rnd: JobDraw,
-                   n: int) -> None:
-    """Append a job's demand steps, spread over its GPUs' offsets, to ``diff``: a list of
-    ``(tick, step [W])`` arrays of a difference series.
-
-    The job's demand above idle is ``sum_j c[j] * x[k - j]`` with ``x`` piecewise
-    constant; its tick-to-tick difference is the steps of ``x`` at the run starts,
-    spread by the offset histogram ``c``.  Steps before tick 0 land on tick 0, steps at
-    or after ``n`` are dropped (``n`` collects them).  ``cumsum`` of the scattered
-    steps gives the demand.
-    """
-    if not len(plan.states):
-        return
-    idle = levels[IDLE]
-    vals = levels[plan.states] - idle
-    ends = plan.starts[-1] + plan.lengths[-1]
-    at = np.append(plan.starts, ends)
-    step = np.diff(np.concatenate([[0.0], vals, [0.0]]))
-    nz = step != 0.0
-    at, step = at[nz], step[nz]
-    if not len(at):
-        return
-    used = rnd.offset_counts > 0  # offsets no GPU drew add nothing
-    offs = rnd.offset_ticks[used]
-    counts = rnd.offset_counts[used].astype(float)
-    idx = np.clip((at[:, None] + offs[None, :]).ravel(), 0, n)
-    w = (step[:, None] * counts[None, :]).ravel()
-    diff.append((idx, w))
-
-
 def _add_dense(out: np.ndarray, plan: JobPlan, levels: np.ndarray, rnd: JobDraw, n: int,
                s: int, slew: float, tick: float, rise: float, fall: float) -> float:
     """Add a job's power to ``out`` tick by tick (ramp limiter or unequal rise and fall
@@ -474,6 +446,14 @@ def _add_dense(out: np.ndarray, plan: JobPlan, levels: np.ndarray, rnd: JobDraw,
 
 
 # --------------------------------------------------------------------------- engine
+
+
+def _shifted(dplan, first_tick: int):
+    """A disturbance plan's outages in ticks from ``first_tick`` (for one chunk)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(dark=[(a - first_tick, b - first_tick, nodes)
+                                 for a, b, nodes in dplan.dark])
 
 
 def _job_ticks(scenario: Scenario, t0: pd.Timestamp, tick: float
@@ -532,7 +512,8 @@ def _default_memory_limit() -> int:
 
 def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
              tick_s: float | None = None, memory_limit_bytes: int | None = None,
-             keep_ticks: bool = True, reduce_s: float = 1.0) -> ForecastResult:
+             keep_ticks: bool = True, reduce_s: float = 1.0,
+             chunk_ticks: int | None = None) -> ForecastResult:
     """Forecast the site's IT and facility power over the scenario's horizon.
 
     Parameters
@@ -556,6 +537,11 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
         the intervals, not with draws x ticks.
     reduce_s : float, default 1
         Interval of the reduction when ``keep_ticks`` is False [s].
+    chunk_ticks : int, optional
+        Ticks per chunk in which each draw's power is built and reduced (default
+        65,536, rounded up to whole reduction intervals; :mod:`powerlab.grid.chunks`).
+        The per-tick power does not depend on it; the reduced figures only through
+        floating-point summation order (relative 1e-9 or better).
 
     Returns
     -------
@@ -603,9 +589,10 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     thr = []
     istats, causes = [], []  # interruptions hook
     check_ups_needs_ticks(scenario, keep_ticks)  # disturbances hook
+    chunk = _chunk_len(chunk_ticks, red.per if red is not None else 1)
     for d in range(draws):
-        diff: list = []
-        dense = np.full(n, constant_w + (job_idle_w if linear else 0.0), dtype=float)
+        parts: list = []
+        dense = None if linear else np.full(n, constant_w, dtype=float)
         dplan = disturbance_plan(scenario, t0, tick, seed, d)  # disturbances hook
         for ji, job in enumerate(scenario.jobs):
             s, e, delay_s = jticks[ji]
@@ -621,7 +608,7 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
                                      max(s, e - to_ticks(job.shutdown_s, tick)), d))
             # <<< interruptions hook
             if linear:
-                _scatter_steps(diff, plan, levels[ji], rnd, n)
+                parts.append(job_steps(plan, levels[ji], rnd, IDLE))
                 deficit = 0.0
             else:
                 deficit = _add_dense(dense, plan, levels[ji], rnd, n, s, slew, tick,
@@ -630,23 +617,23 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
                 events.append((d, tk, job.name, name, dur * tick))
             thr.append((d, job.name, job.gpus, plan.train_ticks * tick,
                         plan.lost_ticks * tick, deficit * tick, delay_s))
-        if linear:
-            if diff:
-                idx = np.concatenate([a for a, _ in diff])
-                w = np.concatenate([b for _, b in diff])
-                steps = np.bincount(idx, weights=w, minlength=n + 1)
-                del idx, w
-                np.cumsum(steps, out=steps)
-                dense += steps[:n]
-                del steps
-            if rise > 0:
-                dense = first_order_ticks(dense, tick, rise, overwrite=True)
-        apply_dark(dense, dplan, scenario)  # disturbances hook: tripped nodes draw nothing
-        if keep_ticks:
-            it[d] = dense
+        if linear:  # disturbances hook: tripped nodes draw nothing
+            dark = None if dplan is None else (
+                lambda x, a, dplan=dplan: apply_dark(x, _shifted(dplan, a), scenario))
+            chunks = it_power_chunks(parts, n, constant_w + job_idle_w, tick, rise, chunk,
+                                     dark)
         else:
-            red.add(d, dense)
-        del dense, diff
+            apply_dark(dense, dplan, scenario)  # disturbances hook
+            chunks = dense_chunks(dense, chunk)
+        dr = red.draw(d) if red is not None else None
+        for a, x in chunks:
+            if keep_ticks:
+                it[d, a:a + len(x)] = x
+            else:
+                dr.feed(a, x)
+        if dr is not None:
+            dr.finish()
+        del dense, parts, chunks
     ev = pd.DataFrame(events, columns=["draw", "tick", "job", "event", "duration_s"])
     ev = ev[(ev["tick"] >= 0) & (ev["tick"] <= n)].copy()
     ev.insert(1, "timestamp", t0 + pd.to_timedelta(ev["tick"].to_numpy() * tick, unit="s"))

@@ -24,12 +24,14 @@ each draw's IT power to a :class:`Reducer` and forgets it; the reducer keeps, pe
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
+from scipy import signal
 
 from ..exceptions import PowerlabError
 from .battery import battery_dispatch
-from .facility import facility_power
 from .swings import BANDS_HZ, GRID_BANDS_HZ, RAMP_WINDOWS, band_rms, dominant_frequency, spectrum
 from .timebase import to_ticks
 
@@ -38,53 +40,128 @@ __all__ = ["Reducer"]
 SCOPES = ("facility", "it")
 
 
-def _window_ramps_fast(x: np.ndarray, tick_s: float, tick_up: float,
-                       tick_down: float) -> dict:
-    """Ramps over the named windows from one cumulative sum (see RAMP_WINDOWS); a window
-    of one tick is the tick-to-tick ramp (``tick_up``, ``tick_down`` [W/s])."""
-    c = np.concatenate([[0.0], np.cumsum(x - x[0])])
-    out = {}
-    for suffix, (win, per) in RAMP_WINDOWS.items():
-        w = win / tick_s
-        wi = round(w)
-        if abs(w - wi) > 1e-6 * max(w, 1.0) or wi < 1 or len(x) < 2 * wi:
-            out[f"ramp_up_{suffix}"] = out[f"ramp_down_{suffix}"] = float("nan")
-            continue
-        if wi == 1:
-            out[f"ramp_up_{suffix}"] = tick_up * per
-            out[f"ramp_down_{suffix}"] = tick_down * per
-            continue
-        means = (c[wi:] - c[:-wi]) / wi
-        r = (means[wi:] - means[:-wi]) / win * per
-        out[f"ramp_up_{suffix}"] = float(max(r.max(), 0.0))
-        out[f"ramp_down_{suffix}"] = float(max(-r.min(), 0.0))
-    return out
+class _RampStream:
+    """Ramps over the named windows of :data:`RAMP_WINDOWS` (every alignment), fed chunk
+    by chunk: the largest rise and fall between adjacent window means.
+
+    Each chunk is joined to the last ``2 w - 1`` ticks of the previous ones and summed
+    cumulatively relative to the draw's first value (partial sums over a chunk, not
+    the horizon: better conditioned than one cumulative sum).  A window of one tick is
+    the tick-to-tick ramp, which the caller supplies.
+    """
+
+    def __init__(self, n: int, tick_s: float):
+        self.tick_s = tick_s
+        self.wins = {}
+        for suffix, (win, per) in RAMP_WINDOWS.items():
+            w = win / tick_s
+            wi = round(w)
+            ok = abs(w - wi) <= 1e-6 * max(w, 1.0) and wi >= 1 and n >= 2 * wi
+            self.wins[suffix] = (wi if ok else 0, win, per)
+        self.tail_len = max([2 * wi - 1 for wi, _, _ in self.wins.values() if wi > 1],
+                            default=0)
+        self.tail = np.empty(0)
+        self.ref = None
+        self.hi = {k: -np.inf for k in self.wins}
+        self.lo = {k: np.inf for k in self.wins}
+
+    def feed(self, x: np.ndarray) -> None:
+        if not self.tail_len:
+            return
+        if self.ref is None:
+            self.ref = float(x[0])
+        ext = np.concatenate([self.tail, x])
+        t = len(self.tail)
+        self.tail = ext[-self.tail_len:].copy()
+        ext -= self.ref
+        c = np.empty(len(ext) + 1)
+        c[0] = 0.0
+        np.cumsum(ext, out=c[1:])
+        end = len(ext)
+        for k, (wi, _, _) in self.wins.items():
+            if wi < 2:
+                continue
+            e0 = max(t + 1, 2 * wi)   # window pairs ending in this chunk
+            if e0 > end:
+                continue
+            sums = c[e0 - wi:end + 1] - c[e0 - 2 * wi:end + 1 - wi]
+            r = sums[wi:] - sums[:-wi]
+            self.hi[k] = max(self.hi[k], float(r.max()))
+            self.lo[k] = min(self.lo[k], float(r.min()))
+
+    def result(self, tick_up: float, tick_down: float) -> dict:
+        """``ramp_up_<suffix>``, ``ramp_down_<suffix>``; NaN where the window is not a
+        whole number of ticks or the horizon is shorter than two windows."""
+        out = {}
+        for k, (wi, win, per) in self.wins.items():
+            if wi == 0:
+                up = down = float("nan")
+            elif wi == 1:
+                up, down = tick_up * per, tick_down * per
+            else:
+                up = max(self.hi[k] / wi / win * per, 0.0)
+                down = max(-self.lo[k] / wi / win * per, 0.0)
+            out[f"ramp_up_{k}"] = float(up)
+            out[f"ramp_down_{k}"] = float(down)
+        return out
 
 
-def _welch(x: np.ndarray, tick_s: float, segment_s: float = 50.0) -> pd.DataFrame:
+class _WelchStream:
     """:func:`powerlab.grid.swings.spectrum` (Welch: Hann window, half overlap, mean
-    removed per segment, one-sided density), vectorised over segments."""
-    from scipy.signal import get_window
+    removed per segment, one-sided density), fed chunk by chunk: each segment is
+    transformed once all its ticks have arrived; the ticks of segments still open are
+    carried to the next chunk."""
 
-    nper = int(2 ** np.ceil(np.log2(max(segment_s / tick_s, 8))))
-    nper = min(nper, len(x))
-    step = nper - nper // 2
-    n_seg = (len(x) - nper) // step + 1
-    if n_seg < 2:
-        return spectrum(x, tick_s, segment_s)
-    win = get_window("hann", nper)
-    fs = 1.0 / tick_s
-    freqs = np.fft.rfftfreq(nper, tick_s)
-    acc = np.zeros(len(freqs))
-    for a in range(0, n_seg, 4096):   # bounded temporaries
-        b = min(n_seg, a + 4096)
-        segs = np.lib.stride_tricks.sliding_window_view(x, nper)[a * step:(b - 1) * step + 1
-                                                                  :step]
-        segs = segs - segs.mean(axis=1, keepdims=True)
-        acc += (np.abs(np.fft.rfft(segs * win, axis=1)) ** 2).sum(axis=0)
-    p = acc / n_seg / (fs * (win * win).sum())
-    p[1:-1 if nper % 2 == 0 else None] *= 2.0
-    return pd.DataFrame({"frequency_hz": freqs, "psd_w2_per_hz": p})
+    def __init__(self, n: int, tick_s: float, segment_s: float = 50.0):
+        from scipy.signal import get_window
+
+        self.n, self.tick_s, self.segment_s = n, tick_s, segment_s
+        nper = int(2 ** np.ceil(np.log2(max(segment_s / tick_s, 8))))
+        self.nper = min(nper, n)
+        self.step = self.nper - self.nper // 2
+        self.n_seg = (n - self.nper) // self.step + 1
+        self.whole = self.n_seg < 2   # too short for two segments: scipy on the whole
+        self.win = get_window("hann", self.nper)
+        self.batch = max(1, 2**18 // self.nper)
+        self.acc = np.zeros(self.nper // 2 + 1)
+        self.pending = np.empty(0)
+        self.done = 0           # segments transformed
+        self.seen = 0           # ticks received
+
+    def feed(self, x: np.ndarray) -> None:
+        if self.whole:
+            self.pending = np.concatenate([self.pending, x])
+            return
+        buf = np.concatenate([self.pending, x]) if len(self.pending) else x
+        first = self.done * self.step          # tick of buf[0]
+        self.seen += len(x)
+        ready = min(self.n_seg, (self.seen - self.nper) // self.step + 1) \
+            if self.seen >= self.nper else 0
+        nper, step = self.nper, self.step
+        j = 0
+        if ready > self.done:
+            view = np.lib.stride_tricks.sliding_window_view(buf, nper)[::step]
+        while self.done + j < ready:
+            b = min(ready - self.done, j + self.batch)
+            segs = view[j:b] - view[j:b].mean(axis=1, keepdims=True)
+            segs *= self.win
+            z = np.fft.rfft(segs, axis=1)
+            zz = z.view(np.float64)
+            np.multiply(zz, zz, out=zz)
+            self.acc += zz.reshape(b - j, -1, 2).sum(axis=(0, 2))
+            j = b
+        self.done += j
+        keep = self.done * step - first
+        self.pending = buf[keep:].copy() if self.done < self.n_seg else np.empty(0)
+
+    def result(self) -> pd.DataFrame:
+        if self.whole:
+            return spectrum(self.pending, self.tick_s, self.segment_s)
+        fs = 1.0 / self.tick_s
+        p = self.acc / self.n_seg / (fs * (self.win * self.win).sum())
+        p[1:-1 if self.nper % 2 == 0 else None] *= 2.0
+        return pd.DataFrame({"frequency_hz": np.fft.rfftfreq(self.nper, self.tick_s),
+                             "psd_w2_per_hz": p})
 
 
 def _aligned_swing(bmax: np.ndarray, bmin: np.ndarray, k: int) -> float:
@@ -139,7 +216,10 @@ class Reducer:
             del times
         else:
             self.pue = float(site.pue)
-        self._dx = np.empty(n_ticks)
+        self._dx = np.empty(0)
+        self._edges_by_len: dict[int, np.ndarray] = {}
+        self.bmax_buf = {s: np.empty(m) for s in SCOPES}
+        self.bmin_buf = {s: np.empty(m) for s in SCOPES}
         self.means = {s: np.empty((draws, m)) for s in SCOPES}
         self.vmin = {s: np.full(m, np.inf) for s in SCOPES}
         self.vmax = {s: np.full(m, -np.inf) for s in SCOPES}
@@ -150,57 +230,33 @@ class Reducer:
         self.battery_drain_j = np.zeros(draws)
         self.rows: list[dict] = []
 
-    def add(self, d: int, it_w: np.ndarray) -> None:
-        """Reduce draw ``d`` from its per-tick IT power [W]."""
-        site = self.scenario.site
-        fac = facility_power(it_w, self.tick_s, self.pue,
-                             electrical_loss_fraction=site.electrical_loss_fraction,
-                             cooling_time_constant_s=site.cooling_time_constant_s,
-                             base_load_w=site.base_load_w, parts=False).facility_w
-        self.pue_realised[d] = (fac.sum() - site.base_load_w * len(fac)) / it_w.sum()
-        bat = self.scenario.mitigations.battery
-        if bat is not None:
-            out, soc = battery_dispatch(fac, self.tick_s, bat)
-            self.battery_drain_j[d] = (bat.initial_soc_fraction * bat.energy_megawatt_hours
-                                       * 3.6e9 - soc[-1])
-            fac = fac - out
-        spec = _welch(it_w, self.tick_s)
-        bands = {k: band_rms(spec, *v) for k, v in BANDS_HZ.items()}
-        bands["3_30hz"] = band_rms(spec, *GRID_BANDS_HZ["3_30hz"])
-        for sc, x in (("facility", fac), ("it", it_w)):
-            e = self.edges
-            self.means[sc][d] = np.add.reduceat(x, e) / self.counts
-            bmax = np.maximum.reduceat(x, e)
-            bmin = np.minimum.reduceat(x, e)
-            np.maximum(self.vmax[sc], bmax, out=self.vmax[sc])
-            np.minimum(self.vmin[sc], bmin, out=self.vmin[sc])
-            dx = self._dx
-            dx[0] = 0.0
-            np.subtract(x[1:], x[:-1], out=dx[1:])
-            dx *= 1.0 / self.tick_s
-            up_b = np.maximum.reduceat(dx, e)
-            dn_b = -np.minimum.reduceat(dx, e)
-            np.maximum(self.up[sc], np.maximum(up_b, 0.0), out=self.up[sc])
-            np.maximum(self.down[sc], np.maximum(dn_b, 0.0), out=self.down[sc])
-            self.energy[sc][d] = float(x.sum()) * self.tick_s
-            f = 1.0 + site.electrical_loss_fraction if sc == "facility" else 1.0
-            row = {"scope": sc, "draw": d, "peak_w": float(x.max()),
-                   "min_w": float(x.min())}
-            for w in (1, 10, 60):
-                row[f"swing_{w}s_w"] = _aligned_swing(bmax, bmin,
-                                                      round(w / self.reduce_s))
-            row["ramp_up_w_per_s"] = float(max(up_b.max(), 0.0))
-            row["ramp_down_w_per_s"] = float(max(dn_b.max(), 0.0))
-            row.update(_window_ramps_fast(x, self.tick_s, row["ramp_up_w_per_s"],
-                                          row["ramp_down_w_per_s"]))
-            fr = spec["frequency_hz"].to_numpy()
-            ps = spec["psd_w2_per_hz"].to_numpy()
-            row["dominant_frequency_hz"] = dominant_frequency(fr, ps)
-            for k in BANDS_HZ:
-                row[f"band_{k}_rms_w"] = bands[k] * f
-                row[f"band_{k}_w2"] = (bands[k] * f) ** 2
-            row["band_3_30hz_rms_w"] = bands["3_30hz"] * f
-            self.rows.append(row)
+    def add(self, d: int, it_w: np.ndarray, chunk: int | None = None) -> None:
+        """Reduce draw ``d`` from its whole per-tick IT power [W] (in chunks)."""
+        from .chunks import chunk_ticks, dense_chunks
+
+        dr = self.draw(d)
+        for a, x in dense_chunks(it_w, chunk_ticks(chunk, self.per)):
+            dr.feed(a, x)
+        dr.finish()
+
+    def local_edges(self, length: int) -> np.ndarray:
+        """First tick of each base interval within a chunk of ``length`` ticks."""
+        e = self._edges_by_len.get(length)
+        if e is None:
+            e = self._edges_by_len[length] = np.arange(0, length, self.per)
+        return e
+
+    def dx_buffer(self, length: int) -> np.ndarray:
+        """A reused scratch array of ``length`` ticks."""
+        if len(self._dx) < length:
+            self._dx = np.empty(length)
+        return self._dx[:length]
+
+    def draw(self, d: int) -> _DrawReduction:
+        """Start reducing draw ``d``: feed its IT power chunk by chunk
+        (``feed(first_tick, it_w)``, chunks a whole number of base intervals long
+        except the last), then ``finish()``."""
+        return _DrawReduction(self, d)
 
     def interval_means(self, scope: str, resolution_s: float) -> np.ndarray:
         """Per draw, the mean power of each interval of ``resolution_s`` (a whole number
@@ -225,3 +281,142 @@ class Reducer:
         """First tick of each interval of ``resolution_s`` [-]."""
         k = to_ticks(resolution_s, self.reduce_s)
         return self.edges[::k]
+
+
+class _ScopeStats:
+    """The per-draw statistics of one scope, fed chunk by chunk (see :class:`Reducer`)."""
+
+    def __init__(self, red: Reducer, d: int, scope: str, bmax: np.ndarray,
+                 bmin: np.ndarray):
+        self.red, self.d, self.scope = red, d, scope
+        self.bmax, self.bmin = bmax, bmin  # per base interval, this draw
+        self.prev = None
+        self.total = 0.0
+        self.up = 0.0
+        self.down = 0.0
+        self.ramps = _RampStream(red.n_ticks, red.tick_s)
+
+    def feed(self, a: int, x: np.ndarray) -> None:
+        red, sc = self.red, self.scope
+        per = red.per
+        i0 = a // per
+        e = red.local_edges(len(x))
+        i1 = i0 + len(e)
+        red.means[sc][self.d, i0:i1] = np.add.reduceat(x, e) / red.counts[i0:i1]
+        bmax = self.bmax[i0:i1]
+        bmin = self.bmin[i0:i1]
+        bmax[:] = np.maximum.reduceat(x, e)
+        bmin[:] = np.minimum.reduceat(x, e)
+        np.maximum(red.vmax[sc][i0:i1], bmax, out=red.vmax[sc][i0:i1])
+        np.minimum(red.vmin[sc][i0:i1], bmin, out=red.vmin[sc][i0:i1])
+        dx = red.dx_buffer(len(x))
+        dx[0] = 0.0 if self.prev is None else x[0] - self.prev
+        np.subtract(x[1:], x[:-1], out=dx[1:])
+        dx *= 1.0 / red.tick_s
+        up_b = np.maximum.reduceat(dx, e)
+        dn_b = np.minimum.reduceat(dx, e)
+        np.negative(dn_b, out=dn_b)
+        np.maximum(red.up[sc][i0:i1], np.maximum(up_b, 0.0), out=red.up[sc][i0:i1])
+        np.maximum(red.down[sc][i0:i1], np.maximum(dn_b, 0.0), out=red.down[sc][i0:i1])
+        self.up = max(self.up, float(up_b.max()))
+        self.down = max(self.down, float(dn_b.max()))
+        self.total += float(x.sum())
+        self.prev = float(x[-1])
+        self.ramps.feed(x)
+
+    def finish(self, spec: pd.DataFrame, bands: dict) -> None:
+        red, sc = self.red, self.scope
+        site = red.scenario.site
+        red.energy[sc][self.d] = self.total * red.tick_s
+        f = 1.0 + site.electrical_loss_fraction if sc == "facility" else 1.0
+        row = {"scope": sc, "draw": self.d, "peak_w": float(self.bmax.max()),
+               "min_w": float(self.bmin.min())}
+        for w in (1, 10, 60):
+            row[f"swing_{w}s_w"] = _aligned_swing(self.bmax, self.bmin,
+                                                  round(w / red.reduce_s))
+        row["ramp_up_w_per_s"] = float(max(self.up, 0.0))
+        row["ramp_down_w_per_s"] = float(max(self.down, 0.0))
+        row.update(self.ramps.result(row["ramp_up_w_per_s"], row["ramp_down_w_per_s"]))
+        fr = spec["frequency_hz"].to_numpy()
+        ps = spec["psd_w2_per_hz"].to_numpy()
+        row["dominant_frequency_hz"] = dominant_frequency(fr, ps)
+        for k in BANDS_HZ:
+            row[f"band_{k}_rms_w"] = bands[k] * f
+            row[f"band_{k}_w2"] = (bands[k] * f) ** 2
+        row["band_3_30hz_rms_w"] = bands["3_30hz"] * f
+        red.rows.append(row)
+
+
+class _DrawReduction:
+    """One draw being reduced: facility power (losses, the cooling lag carried across
+    chunks, base load) and both scopes' statistics, chunk by chunk.  With a battery the
+    facility power of the whole draw is kept until ``finish()`` (the dispatch needs it
+    all) and reduced then."""
+
+    def __init__(self, red: Reducer, d: int):
+        self.red, self.d = red, d
+        site = red.scenario.site
+        self.site = site
+        m = len(red.edges)
+        self.stats = {sc: _ScopeStats(red, d, sc, red.bmax_buf[sc][:m], red.bmin_buf[sc][:m])
+                      for sc in SCOPES}
+        self.welch = _WelchStream(red.n_ticks, red.tick_s)
+        tau = site.cooling_time_constant_s
+        self.ca = math.exp(-red.tick_s / tau) if tau > 0 else 0.0
+        self.zi = None
+        self.it_sum = 0.0
+        self.fac_sum = 0.0
+        self.battery = red.scenario.mitigations.battery
+        self.fac_all = np.empty(red.n_ticks) if self.battery is not None else None
+
+    def _facility(self, a: int, it: np.ndarray) -> np.ndarray:
+        """:func:`powerlab.grid.facility.facility_power` of a chunk, the cooling
+        filter's state carried from the previous chunk."""
+        site, red = self.site, self.red
+        pue = red.pue if np.ndim(red.pue) == 0 else red.pue[a:a + len(it)]
+        share = np.maximum(np.asarray(pue, float) - 1.0 - site.electrical_loss_fraction,
+                           0.0)
+        target = it * share
+        if site.cooling_time_constant_s > 0:
+            ca = self.ca
+            if self.zi is None:
+                self.zi = signal.lfilter_zi([1.0 - ca], [1.0, -ca]) * target[:1]
+            cooling, self.zi = signal.lfilter([1.0 - ca], [1.0, -ca], target, zi=self.zi)
+        else:
+            cooling = target
+        fac = it * (1.0 + site.electrical_loss_fraction)
+        fac += cooling
+        fac += site.base_load_w
+        return fac
+
+    def feed(self, a: int, it: np.ndarray) -> None:
+        fac = self._facility(a, it)
+        self.it_sum += float(it.sum())
+        self.fac_sum += float(fac.sum())
+        self.welch.feed(it)
+        self.stats["it"].feed(a, it)
+        if self.fac_all is not None:
+            self.fac_all[a:a + len(it)] = fac
+        else:
+            self.stats["facility"].feed(a, fac)
+
+    def finish(self) -> None:
+        red, d, site = self.red, self.d, self.site
+        red.pue_realised[d] = (self.fac_sum - site.base_load_w * red.n_ticks) / self.it_sum
+        if self.fac_all is not None:
+            from .chunks import chunk_ticks, dense_chunks
+
+            bat = self.battery
+            out, soc = battery_dispatch(self.fac_all, red.tick_s, bat)
+            red.battery_drain_j[d] = (bat.initial_soc_fraction * bat.energy_megawatt_hours
+                                      * 3.6e9 - soc[-1])
+            self.fac_all -= out
+            del out, soc
+            for a, x in dense_chunks(self.fac_all, chunk_ticks(None, red.per)):
+                self.stats["facility"].feed(a, x)
+            self.fac_all = None
+        spec = self.welch.result()
+        bands = {k: band_rms(spec, *v) for k, v in BANDS_HZ.items()}
+        bands["3_30hz"] = band_rms(spec, *GRID_BANDS_HZ["3_30hz"])
+        for sc in ("facility", "it"):
+            self.stats[sc].finish(spec, bands)
