@@ -70,50 +70,55 @@ def job_steps(plan, levels: np.ndarray, rnd, idle_state: int) -> tuple | None:
 
 
 class _Scatter:
-    """Per chunk, the sum of every job's steps spread over its offsets (reused
-    buffers; the entries of each tick are added in job, step, offset order)."""
+    """Per chunk, the sum of every job's steps spread over its offsets, in reused
+    buffers.  Each tick's entries are added one by one in a fixed order (job, offset,
+    step: ``numpy.add.at`` is sequential), so that a tick's sum never depends on where
+    the chunks start."""
 
     def __init__(self, parts: list):
         self.parts = [p for p in parts if p is not None]
         self.pad = max((int(p[2][-1] - p[2][0]) for p in self.parts), default=0) + 1
         self.idx = np.empty(0, np.int64)
         self.w = np.empty(0)
+        self.out = np.empty(0)
 
     def chunk(self, a: int, b: int) -> np.ndarray:
-        """Steps landing on ticks ``a..b-1`` (steps before tick 0 land on tick 0)."""
+        """Steps landing on ticks ``a..b-1`` (steps before tick 0 land on tick 0); a
+        view of a reused buffer."""
         pad = self.pad
         rows = []
         total = 0
         for at, step, offs, counts in self.parts:
             r0 = 0 if a == 0 else int(np.searchsorted(at, a - offs[-1], "left"))
             r1 = int(np.searchsorted(at, b - offs[0], "left"))
-            if r1 > r0:
-                rows.append((r0, r1))
-                total += (r1 - r0) * len(offs)
-            else:
-                rows.append(None)
+            rows.append((r0, r1))
+            total += max(0, r1 - r0) * len(offs)
         if total > len(self.idx):
             size = max(total, 2 * len(self.idx))
             self.idx = np.empty(size, np.int64)
             self.w = np.empty(size)
         k = 0
-        for (at, step, offs, counts), rr in zip(self.parts, rows):
-            if rr is None:
+        for (at, step, offs, counts), (r0, r1) in zip(self.parts, rows):
+            if r1 <= r0:
                 continue
-            r0, r1 = rr
             m = (r1 - r0) * len(offs)
-            shape = (r1 - r0, len(offs))
-            np.add(at[r0:r1, None], offs[None, :] + (pad - a),
+            shape = (len(offs), r1 - r0)   # offset-major: long inner loops
+            np.add(offs[:, None] + (pad - a), at[None, r0:r1],
                    out=self.idx[k:k + m].reshape(shape))
-            np.multiply(step[r0:r1, None], counts[None, :],
+            np.multiply(counts[:, None], step[None, r0:r1],
                         out=self.w[k:k + m].reshape(shape))
             k += m
-        if k == 0:
-            return np.zeros(b - a)
-        idx = self.idx[:k]
-        if a == 0:
-            np.maximum(idx, pad, out=idx)
-        return np.bincount(idx, weights=self.w[:k], minlength=b - a + pad)[pad:pad + b - a]
+        size = b - a + 2 * pad + 1
+        if len(self.out) < size:
+            self.out = np.empty(max(size, 2 * len(self.out)))
+        out = self.out[:size]
+        out.fill(0.0)
+        if k:
+            idx = self.idx[:k]
+            if a == 0:
+                np.maximum(idx, pad, out=idx)
+            np.add.at(out, idx, self.w[:k])
+        return out[pad:pad + b - a]
 
 
 def it_power_chunks(parts: list, n: int, base_w: float, tick_s: float, tau_s: float,

@@ -203,21 +203,33 @@ def _expand_blocks(blocks: list, period: int, compute: int
     if compute <= 0 or compute >= period:
         one = COMPUTE if compute >= period else COMM
         return np.where(train, one, st), ln.copy()
+    # every whole step of every training block, as one tiled compute/comm pattern;
+    # then the other blocks and the partial last steps inserted where they belong
     n_full, rem = np.divmod(ln, period)
-    runs = np.where(train, 2 * n_full + np.where(rem == 0, 0, np.where(rem <= compute, 1, 2)),
-                    1)
-    blk = np.repeat(np.arange(len(st)), runs)
-    pos = np.arange(int(runs.sum())) - np.repeat(np.cumsum(runs) - runs, runs)
-    is_train = train[blk]
-    even = pos % 2 == 0
-    states = np.where(is_train, np.where(even, COMPUTE, COMM), st[blk])
-    lengths = np.where(is_train, np.where(even, compute, period - compute), ln[blk])
-    # the partial step at the end of a block: compute up to rem, then comm
-    last_full = 2 * n_full[blk]
-    part = is_train & (pos >= last_full)
-    lengths = np.where(part & even, np.minimum(rem[blk], compute), lengths)
-    lengths = np.where(part & ~even, rem[blk] - compute, lengths)
-    return states.astype(np.int64), lengths.astype(np.int64)
+    n_full = np.where(train, n_full, 0)
+    pairs_before = np.cumsum(n_full) - n_full          # whole steps of earlier blocks
+    total = int(n_full.sum())
+    states = np.tile(np.array([COMPUTE, COMM], np.int64), total)
+    lengths = np.tile(np.array([compute, period - compute], np.int64), total)
+    at, ins_st, ins_ln = [], [], []
+    for i in range(len(st)):
+        if not train[i]:
+            at.append(2 * pairs_before[i])
+            ins_st.append(st[i])
+            ins_ln.append(ln[i])
+        elif rem[i]:
+            end = 2 * (pairs_before[i] + n_full[i])
+            at.append(end)
+            ins_st.append(COMPUTE)
+            ins_ln.append(min(rem[i], compute))
+            if rem[i] > compute:
+                at.append(end)
+                ins_st.append(COMM)
+                ins_ln.append(rem[i] - compute)
+    if at:
+        states = np.insert(states, at, ins_st)
+        lengths = np.insert(lengths, at, ins_ln)
+    return states, lengths
 
 
 def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
