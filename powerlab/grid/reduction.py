@@ -77,9 +77,10 @@ class _RampStream:
     """Ramps over the named windows of :data:`RAMP_WINDOWS` (every alignment), fed chunk
     by chunk: the largest rise and fall between adjacent window means.
 
-    Each chunk is joined to the last ``2 w - 1`` ticks of the previous ones and summed
-    cumulatively relative to the draw's first value (partial sums over a chunk, not
-    the horizon: better conditioned than one cumulative sum).  A window of one tick is
+    Each chunk's power, less the draw's first value, is summed cumulatively from the
+    chunk's start and joined to the sums over the last ``2 w - 1`` ticks before it
+    (partial sums over a chunk, not the horizon: better conditioned than one
+    cumulative sum).  A window of one tick is
     the tick-to-tick ramp, which the caller supplies.
     """
 
@@ -94,7 +95,7 @@ class _RampStream:
             self.wins[suffix] = (wi if ok else 0, win, per)
         self.tail_len = max([2 * wi - 1 for wi, _, _ in self.wins.values() if wi > 1],
                             default=0)
-        self.tail = np.empty(0)
+        self.ctail = np.zeros(1)
         self.ref = None
         self.hi = {k: -np.inf for k in self.wins}
         self.lo = {k: np.inf for k in self.wins}
@@ -104,17 +105,17 @@ class _RampStream:
             return
         if self.ref is None:
             self.ref = float(x[0])
-        sc = self.scratch
-        t = len(self.tail)
+        t = len(self.ctail) - 1
         end = t + len(x)
-        ext = sc.get("ramp_ext", end)
-        ext[:t] = self.tail
-        ext[t:] = x
-        self.tail = ext[-self.tail_len:].copy()
-        ext -= self.ref
-        c = sc.get("ramp_cumsum", end + 1)
-        c[0] = 0.0
-        np.cumsum(ext, out=c[1:])
+        # c: cumulative sum of (power - ref) over the carried tail and this chunk,
+        # zero at the chunk's start (the tail's values re-based on it)
+        c = self.scratch.get("ramp_cumsum", end + 1)
+        c[:t + 1] = self.ctail
+        np.subtract(x, self.ref, out=c[t + 1:])
+        np.cumsum(c[t + 1:], out=c[t + 1:])
+        keep = min(self.tail_len, end)
+        self.ctail = c[end - keep:] - c[end]
+        sc = self.scratch
         for k, (wi, _, _) in self.wins.items():
             if wi < 2:
                 continue
@@ -209,17 +210,26 @@ class _WelchStream:
                              "psd_w2_per_hz": p})
 
 
+def _window_extreme(ufunc, x: np.ndarray, k: int) -> np.ndarray:
+    """``ufunc`` (maximum or minimum) over every window of ``k`` consecutive values,
+    one per window start: the extreme of two overlapping power-of-two windows
+    (a sparse table, ``log2 k`` vector passes)."""
+    span = 1
+    m = x
+    while 2 * span <= k:
+        m = ufunc(m[:-span], m[span:])
+        span *= 2
+    n_win = len(x) - k + 1
+    return ufunc(m[:n_win], m[k - span:k - span + n_win])
+
+
 def _aligned_swing(bmax: np.ndarray, bmin: np.ndarray, k: int) -> float:
     """Largest max-minus-min over ``k`` consecutive base intervals [W]."""
-    from scipy.ndimage import maximum_filter1d, minimum_filter1d
-
     k = max(1, min(k, len(bmax)))
     if k == 1:
         return float((bmax - bmin).max())
-    origin = -(k // 2)
-    mx = maximum_filter1d(bmax, k, origin=origin, mode="nearest")
-    mn = minimum_filter1d(bmin, k, origin=origin, mode="nearest")
-    return float((mx - mn)[:len(bmax) - k + 1].max())
+    return float((_window_extreme(np.maximum, bmax, k)
+                  - _window_extreme(np.minimum, bmin, k)).max())
 
 
 class Reducer:
