@@ -362,17 +362,19 @@ class _ScopeStats:
         dx = tmp.get("dx", len(x))
         dx[0] = 0.0 if self.prev is None else x[0] - self.prev
         np.subtract(x[1:], x[:-1], out=dx[1:])
-        dx *= 1.0 / red.tick_s
+        # the rate is the difference times 1/tick: a positive factor keeps the extremes
+        # (rounding is monotone), so scale the k extremes, not the ticks
         up_b = _per_interval(np.maximum, dx, e, per, tmp.get("up_b", k))
         dn_b = _per_interval(np.minimum, dx, e, per, tmp.get("dn_b", k))
-        np.negative(dn_b, out=dn_b)
+        up_b *= 1.0 / red.tick_s
+        dn_b *= -1.0 / red.tick_s
         self.up = max(self.up, float(up_b.max()))
         self.down = max(self.down, float(dn_b.max()))
         np.maximum(up_b, 0.0, out=up_b)
         np.maximum(dn_b, 0.0, out=dn_b)
         np.maximum(red.up[sc][i0:i1], up_b, out=red.up[sc][i0:i1])
         np.maximum(red.down[sc][i0:i1], dn_b, out=red.down[sc][i0:i1])
-        self.total += float(x.sum())
+        self.total += float(sums.sum())
         self.prev = float(x[-1])
         self.ramps.feed(x)
 
@@ -416,7 +418,6 @@ class _DrawReduction:
         tau = site.cooling_time_constant_s
         self.ca = math.exp(-red.tick_s / tau) if tau > 0 else 0.0
         self.zi = None
-        self.it_sum = 0.0
         self.fac_sum = 0.0
         self.battery = red.scenario.mitigations.battery
         self.fac_all = np.empty(red.n_ticks) if self.battery is not None else None
@@ -445,18 +446,19 @@ class _DrawReduction:
 
     def feed(self, a: int, it: np.ndarray) -> None:
         fac = self._facility(a, it)
-        self.it_sum += float(it.sum())
-        self.fac_sum += float(fac.sum())
         self.welch.feed(it)
         self.stats["it"].feed(a, it)
-        if self.fac_all is not None:
+        if self.fac_all is not None:   # the battery needs the whole draw
             self.fac_all[a:a + len(it)] = fac
+            self.fac_sum += float(fac.sum())
         else:
             self.stats["facility"].feed(a, fac)
 
     def finish(self) -> None:
         red, d, site = self.red, self.d, self.site
-        red.pue_realised[d] = (self.fac_sum - site.base_load_w * red.n_ticks) / self.it_sum
+        fac_sum = self.fac_sum if self.fac_all is not None else self.stats["facility"].total
+        red.pue_realised[d] = ((fac_sum - site.base_load_w * red.n_ticks)
+                               / self.stats["it"].total)
         if self.fac_all is not None:
             from .chunks import chunk_ticks, dense_chunks
 
