@@ -596,7 +596,8 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     levels = [job_levels(job, scenario) for job in scenario.jobs]
     job_idle_w = sum(job.gpus * hw.gpu_idle_w for job in scenario.jobs)
     it = np.empty((draws, n)) if keep_ticks else None
-    red = None if keep_ticks else Reducer(scenario, n, tick, t0, draws, reduce_s)
+    red = None if keep_ticks else Reducer(scenario, n, tick, t0, draws, reduce_s,
+                                              chunk_ticks)
     events = []
     thr = []
     istats, causes = [], []  # interruptions hook

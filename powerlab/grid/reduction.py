@@ -47,8 +47,12 @@ def _per_interval(ufunc, x: np.ndarray, edges: np.ndarray, per: int, out: np.nda
     shorter).  Short intervals are reduced column by column over a ``(k, per)`` view:
     ``reduceat`` loops over intervals and costs about 6 ns a tick at ``per = 10``."""
     k = len(edges)
-    if per > 16 or len(x) != k * per:
+    if per > 16:
         return ufunc.reduceat(x, edges, out=out)
+    if len(x) != k * per:   # the horizon's last, partial interval: on its own
+        _per_interval(ufunc, x[:(k - 1) * per], edges[:k - 1], per, out[:k - 1])
+        out[k - 1] = ufunc.reduce(x[(k - 1) * per:])
+        return out
     y = x.reshape(k, per)
     if per == 1:
         out[:] = y[:, 0]
@@ -245,10 +249,13 @@ class Reducer:
     draws : int
     reduce_s : float
         Base interval, a whole number of ticks [s].
+    chunk_ticks : int, optional
+        Chunk length for what the reducer cuts itself (a battery site's facility
+        power), as :func:`powerlab.grid.chunks.chunk_ticks` [-].
     """
 
     def __init__(self, scenario, n_ticks: int, tick_s: float, start_utc, draws: int,
-                 reduce_s: float = 1.0):
+                 reduce_s: float = 1.0, chunk_ticks: int | None = None):
         per = to_ticks(reduce_s, tick_s)
         if per < 1 or abs(per * tick_s - reduce_s) > 1e-6 * reduce_s:
             raise PowerlabError(f"reduce_s = {reduce_s:g} s is not a whole number of "
@@ -260,6 +267,7 @@ class Reducer:
         self.draws = draws
         self.reduce_s = reduce_s
         self.per = per
+        self.chunk_ticks = chunk_ticks
         self.edges = np.arange(0, n_ticks, per)
         self.counts = np.diff(np.append(self.edges, n_ticks))
         m = len(self.edges)
@@ -290,7 +298,7 @@ class Reducer:
         from .chunks import chunk_ticks, dense_chunks
 
         dr = self.draw(d)
-        for a, x in dense_chunks(it_w, chunk_ticks(chunk, self.per)):
+        for a, x in dense_chunks(it_w, chunk_ticks(chunk or self.chunk_ticks, self.per)):
             dr.feed(a, x)
         dr.finish()
 
@@ -468,7 +476,7 @@ class _DrawReduction:
                                       * 3.6e9 - soc[-1])
             self.fac_all -= out
             del out, soc
-            for a, x in dense_chunks(self.fac_all, chunk_ticks(None, red.per)):
+            for a, x in dense_chunks(self.fac_all, chunk_ticks(red.chunk_ticks, red.per)):
                 self.stats["facility"].feed(a, x)
             self.fac_all = None
         spec = self.welch.result()
