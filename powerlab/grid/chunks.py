@@ -65,7 +65,8 @@ def job_steps(plan, levels: np.ndarray, rnd, idle_state: int) -> tuple | None:
     if not len(at):
         return None
     used = rnd.offset_counts > 0  # offsets no GPU drew add nothing
-    return (at.astype(np.int64), step, rnd.offset_ticks[used].astype(np.int64),
+    return (at.astype(np.int64, copy=False), step,
+            rnd.offset_ticks[used].astype(np.int64, copy=False),
             rnd.offset_counts[used].astype(float))
 
 

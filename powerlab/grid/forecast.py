@@ -371,10 +371,14 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
         events.append((stop_train, "shutdown", end_tick - stop_train))
     events.append((end_tick, "stop", 0))
     states, lengths = _expand_blocks(blocks, P, C)
-    starts = start_tick + np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(lengths) \
-        else np.zeros(0, np.int64)
-    return JobPlan(states.astype(np.int64), starts.astype(np.int64),
-                   lengths.astype(np.int64), events, train, lost)
+    states = states.astype(np.int64, copy=False)
+    lengths = lengths.astype(np.int64, copy=False)
+    starts = np.empty(len(lengths), np.int64)
+    if len(lengths):
+        starts[0] = 0
+        np.cumsum(lengths[:-1], out=starts[1:])
+        starts += start_tick
+    return JobPlan(states, starts, lengths, events, train, lost)
 
 
 def job_levels(job: Job, scenario: Scenario) -> np.ndarray:
