@@ -76,38 +76,44 @@ class _Scatter:
     step: ``numpy.add.at`` is sequential), so that a tick's sum never depends on where
     the chunks start."""
 
-    def __init__(self, parts: list):
+    def __init__(self, parts: list, n: int, chunk: int):
         self.parts = [p for p in parts if p is not None]
         self.pad = max((int(p[2][-1] - p[2][0]) for p in self.parts), default=0) + 1
         self.idx = np.empty(0, np.int64)
         self.w = np.empty(0)
         self.out = np.empty(0)
+        # per job, the steps whose spread touches each chunk: rows r0[i]..r1[i]-1
+        first = np.arange(0, n, chunk)
+        last = np.minimum(first + chunk, n)
+        self.rows = []
+        for at, step, offs, counts in self.parts:
+            r0 = np.searchsorted(at, first - offs[-1], "left")
+            r0[0] = 0   # steps before tick 0 land on tick 0
+            r1 = np.searchsorted(at, last - offs[0], "left")
+            self.rows.append((r0.tolist(), r1.tolist(), offs[:, None], counts[:, None]))
+        self.chunk_len = chunk
 
     def chunk(self, a: int, b: int) -> np.ndarray:
         """Steps landing on ticks ``a..b-1`` (steps before tick 0 land on tick 0); a
         view of a reused buffer."""
         pad = self.pad
-        rows = []
+        i = a // self.chunk_len
         total = 0
-        for at, step, offs, counts in self.parts:
-            r0 = 0 if a == 0 else int(np.searchsorted(at, a - offs[-1], "left"))
-            r1 = int(np.searchsorted(at, b - offs[0], "left"))
-            rows.append((r0, r1))
-            total += max(0, r1 - r0) * len(offs)
+        for (at, step, offs, counts), (r0, r1, _, _) in zip(self.parts, self.rows):
+            total += max(0, r1[i] - r0[i]) * len(offs)
         if total > len(self.idx):
             size = max(total, 2 * len(self.idx))
             self.idx = np.empty(size, np.int64)
             self.w = np.empty(size)
         k = 0
-        for (at, step, offs, counts), (r0, r1) in zip(self.parts, rows):
-            if r1 <= r0:
+        for (at, step, _, _), (r0, r1, offs, counts) in zip(self.parts, self.rows):
+            lo, hi = r0[i], r1[i]
+            if hi <= lo:
                 continue
-            m = (r1 - r0) * len(offs)
-            shape = (len(offs), r1 - r0)   # offset-major: long inner loops
-            np.add(offs[:, None] + (pad - a), at[None, r0:r1],
-                   out=self.idx[k:k + m].reshape(shape))
-            np.multiply(counts[:, None], step[None, r0:r1],
-                        out=self.w[k:k + m].reshape(shape))
+            m = (hi - lo) * len(offs)
+            shape = (len(offs), hi - lo)   # offset-major: long inner loops
+            np.add(offs + (pad - a), at[lo:hi], out=self.idx[k:k + m].reshape(shape))
+            np.multiply(counts, step[lo:hi], out=self.w[k:k + m].reshape(shape))
             k += m
         size = b - a + 2 * pad + 1
         if len(self.out) < size:
@@ -144,7 +150,7 @@ def it_power_chunks(parts: list, n: int, base_w: float, tick_s: float, tau_s: fl
 
     The arrays yielded are reused: use each before asking for the next.
     """
-    scat = _Scatter(parts)
+    scat = _Scatter(parts, n, chunk)
     carry = 0.0
     if tau_s > 0:
         ca = math.exp(-tick_s / tau_s)
