@@ -47,6 +47,7 @@ any) delivers.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -118,6 +119,14 @@ def jitter_probabilities(jitter_s: float, tick_s: float) -> tuple[np.ndarray, np
     The normal distribution of standard deviation ``jitter_s`` is truncated at 4 sigma
     and discretised on ticks (offset ``j`` gets the mass of ``[(j-1/2), (j+1/2)) * tick``).
     """
+    offs, p = _jitter_table(float(jitter_s), float(tick_s))
+    return offs.copy(), p.copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _jitter_table(jitter_s: float, tick_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`jitter_probabilities`, computed once per (jitter, tick): every job of
+    every draw asks for it."""
     if jitter_s <= 0:
         return np.zeros(1, np.int64), np.ones(1)
     big_j = math.ceil(4.0 * jitter_s / tick_s)
