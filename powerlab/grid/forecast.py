@@ -56,8 +56,8 @@ import pandas as pd
 from scipy import signal, special
 
 from ..exceptions import PowerlabError, ScenarioError
+from .chunks import DEFAULT_CHUNK_TICKS, dense_chunks, it_power_chunks, job_steps
 from .chunks import chunk_ticks as _chunk_len
-from .chunks import dense_chunks, it_power_chunks, job_steps
 from .disturbances import add_sag_events, apply_dark, check_ups_needs_ticks, disturbance_plan
 from .interruptions import (
     cause_rows,
@@ -512,9 +512,10 @@ def memory_estimate_bytes(scenario: Scenario, draws: int, tick_s: float,
 
     Keeping the ticks: ``draws x ticks x 8 B x 5`` (IT, facility, losses, cooling and its
     target per draw and tick) plus one draw being built with its temporaries
-    (``8 x 8 B`` per tick).  Reducing as it goes: per draw and base interval two means,
-    per base interval eight extremes, plus one draw's per-tick series and temporaries
-    (``12 x 8 B`` per tick).
+    (``8 x 8 B`` per tick).  Reducing as it goes (:mod:`powerlab.grid.chunks`): per draw
+    and base interval two means, per base interval twelve extremes, the chunk work
+    arrays (``32 x 8 B`` per tick of a chunk), and, where a draw must exist whole (a
+    ramp limiter or unequal rise and fall, a battery), ``3 x 8 B`` per tick.
     """
     n = to_ticks((scenario.end_utc - scenario.start_utc).total_seconds(), tick_s)
     widest = max((math.ceil(4.0 * j.jitter_s / tick_s) for j in scenario.jobs), default=0)
@@ -522,7 +523,13 @@ def memory_estimate_bytes(scenario: Scenario, draws: int, tick_s: float,
         per_draw = (n + 2 * widest + 2) * 8 * 8
         return int(draws) * n * 8 * _ARRAYS_PER_DRAW_TICK + per_draw
     m = math.ceil(n * tick_s / reduce_s)
-    return int(draws) * m * 8 * 2 + m * 8 * 8 + (n + 2 * widest + 2) * 8 * 12
+    mit = scenario.mitigations
+    hw = scenario.hardware
+    whole = (mit.gpu_ramp_limit_w_per_s > 0 or mit.battery is not None
+             or hw.gpu_rise_time_constant_s != hw.gpu_fall_time_constant_s)
+    chunk = min(n, DEFAULT_CHUNK_TICKS) + 2 * widest + 2
+    return (int(draws) * m * 8 * 2 + m * 8 * 12 + chunk * 8 * 32
+            + ((n + 2 * widest + 2) * 8 * 3 if whole else 0))
 
 
 def _default_memory_limit() -> int:

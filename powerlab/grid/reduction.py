@@ -2,8 +2,16 @@
 
 A forecast that keeps every draw's per-tick power holds ``draws x ticks`` numbers (7 days
 at 100 ms, 20 draws: 121 million per scope).  With ``keep_ticks=False`` the engine hands
-each draw's IT power to a :class:`Reducer` and forgets it; the reducer keeps, per scope
-(``it``, ``facility``):
+each draw's IT power to a :class:`Reducer` one chunk at a time
+(:mod:`powerlab.grid.chunks`, 65,536 ticks by default) and forgets it; no array as long
+as the horizon is ever built.  Every pass over a chunk stays in the CPU cache and reuses
+its work arrays.  What crosses a chunk boundary is carried: the cooling filter's state,
+the last tick (tick-to-tick ramps), the cumulative sums of the last ``2 w - 1`` ticks
+(ramps over windows of ``w`` ticks) and the ticks of Welch segments still open.  Chunks
+are whole base intervals, so per-interval figures never depend on the chunk length;
+per-draw figures do only through the order of floating-point sums (relative 1e-9 or
+better, ``tests/test_forecast.py``).  The reducer keeps, per scope (``it``,
+``facility``):
 
 - per draw and base interval (``reduce_s``, default 1 s): the interval mean (interval
   means at any multiple of ``reduce_s`` and the quantile bands derive from these);
