@@ -5,6 +5,8 @@ Modules
 -------
 :mod:`~powerlab.throughput.dvfs`          fit_time_of_day and its results, attribution
 :mod:`~powerlab.throughput.diurnal`       the regression behind it (design, errors, tests)
+:mod:`~powerlab.throughput.absorb`        regressions with segment levels absorbed (FWL)
+:mod:`~powerlab.throughput.changepoints`  gapless level shifts (CUSUM, binary segmentation)
 :mod:`~powerlab.throughput.throttling`    slowest clocks and throttle shares by local hour
 :mod:`~powerlab.throughput.seasonal`      MSTL decomposition (daily and weekly parts)
 :mod:`~powerlab.throughput.stragglers`    GPUs that hold a synchronous job back
