@@ -29,6 +29,8 @@ import math
 import numpy as np
 from scipy import signal
 
+from ..exceptions import PowerlabError
+
 __all__ = ["DEFAULT_CHUNK_TICKS", "chunk_ticks", "dense_chunks", "it_power_chunks",
            "job_steps"]
 
@@ -41,7 +43,8 @@ def chunk_ticks(requested: int | None, per: int) -> int:
     whole number of ``per`` ticks (the reduction's base interval) [-]."""
     k = DEFAULT_CHUNK_TICKS if requested is None else int(requested)
     if k < 1:
-        raise ValueError(f"chunk_ticks must be >= 1, got {requested}")
+        raise PowerlabError(f"chunk_ticks must be a whole number of ticks >= 1, got "
+                            f"{requested!r}")
     return max(per, -(-k // per) * per)
 
 
