@@ -4,16 +4,18 @@ The engine never needs a draw's whole per-tick IT power at once: it builds the p
 one *chunk* of ticks (default 65,536, a few hundred kB per array, so that every pass
 over it stays in the CPU cache), hands it to the reduction or the per-tick result, and
 moves on.  The chunks carry their state across the boundary, so they join into exactly
-the series the whole-horizon computation gives (the same floating-point operations in
-the same order: bit for bit, see ``tests/test_forecast.py``):
+the series the whole-horizon computation gives (each tick's value is computed by the
+same floating-point operations in the same order whatever the chunk length: bit for
+bit, see ``tests/test_forecast.py``):
 
 - the jobs' demand steps, spread over their GPUs' offsets (:func:`job_steps`), are
   scattered per chunk (every step whose spread touches the chunk; each chunk's sums in
   the same order as one scatter over the horizon) and summed cumulatively with the
   previous chunk's last value carried in;
 - the symmetric first-order GPU transient (:func:`powerlab.grid.transients.
-  first_order_ticks`) runs as an IIR filter whose state is carried from chunk to chunk
-  (``scipy.signal.lfilter`` with ``zi``);
+  first_order_ticks`, equal to it within 1e-15 relative) runs as one ARMA(1, 1) filter
+  of the demand whose state is carried from chunk to chunk (``scipy.signal.lfilter``
+  with ``zi``);
 - tripped nodes' power (:func:`powerlab.grid.disturbances.apply_dark`) is removed where
   a chunk meets an outage.
 
@@ -156,12 +158,15 @@ def it_power_chunks(parts: list, n: int, base_w: float, tick_s: float, tau_s: fl
     scat = _Scatter(parts, n, chunk)
     carry = 0.0
     if tau_s > 0:
+        # the tick mean (1 - g) v[k] + g s[k] of the lagged state s[k] = a s[k-1] +
+        # (1 - a) v[k-1] (transients.first_order_ticks) as one ARMA(1, 1) filter of the
+        # demand, starting steady: one pass, its state carried across chunks
         ca = math.exp(-tick_s / tau_s)
         g = tau_s / tick_s * -math.expm1(-tick_s / tau_s)
-        b_f, a_f = [1.0 - ca], [1.0, -ca]
+        b_f = [1.0 - g, g * (1.0 - ca) - ca * (1.0 - g)]
+        a_f = [1.0, -ca]
+        zi_unit = signal.lfilter_zi(b_f, a_f)
     zi = None
-    prev = 0.0
-    inp = np.empty(chunk)
     for a in range(0, n, chunk):
         b = min(n, a + chunk)
         v = scat.chunk(a, b) if scat.parts else np.zeros(b - a)
@@ -170,21 +175,9 @@ def it_power_chunks(parts: list, n: int, base_w: float, tick_s: float, tau_s: fl
         carry = float(v[-1])
         v += base_w
         if tau_s > 0:
-            L = b - a
-            s = np.empty(L)
-            if zi is None:  # steady start: the state at tick 0 is the demand there
-                s[0] = v[0]
-                zi = np.array([ca * v[0]])
-                if L > 1:
-                    s[1:], zi = signal.lfilter(b_f, a_f, v[:L - 1], zi=zi)
-            else:
-                inp[0] = prev
-                inp[1:L] = v[:L - 1]
-                s[:], zi = signal.lfilter(b_f, a_f, inp[:L], zi=zi)
-            prev = float(v[-1])
-            s *= g
-            v *= 1.0 - g
-            v += s
+            if zi is None:
+                zi = zi_unit * v[0]
+            v, zi = signal.lfilter(b_f, a_f, v, zi=zi)
         if dark is not None:
             dark(v, a)
         yield a, v

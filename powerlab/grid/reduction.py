@@ -439,9 +439,23 @@ class _DrawReduction:
         self.fac_all = np.empty(red.n_ticks) if self.battery is not None else None
 
     def _facility(self, a: int, it: np.ndarray) -> np.ndarray:
-        """:func:`powerlab.grid.facility.facility_power` of a chunk, the cooling
-        filter's state carried from the previous chunk."""
+        """:func:`powerlab.grid.facility.facility_power` of a chunk (equal within
+        1e-15 relative), the cooling filter's state carried from the previous chunk."""
         site, red = self.site, self.red
+        loss = site.electrical_loss_fraction
+        if np.ndim(red.pue) == 0 and site.cooling_time_constant_s > 0:
+            # constant PUE: the cooling filter takes the IT power with the share folded
+            # into its gain (one pass less; not one ARMA filter for the facility,
+            # whose input terms cancel to 1e-11 with a lag of minutes)
+            ca = self.ca
+            if self.zi is None:
+                share = max(float(red.pue) - 1.0 - loss, 0.0)
+                self.ab = ([share * (1.0 - ca)], [1.0, -ca])
+                self.zi = signal.lfilter_zi([1.0 - ca], [1.0, -ca]) * (share * it[:1])
+            fac, self.zi = signal.lfilter(*self.ab, it, zi=self.zi)
+            fac += site.base_load_w
+            fac += np.multiply(it, 1.0 + loss, out=red.scratch.get("facility", len(it)))
+            return fac
         pue = red.pue if np.ndim(red.pue) == 0 else red.pue[a:a + len(it)]
         share = np.maximum(np.asarray(pue, float) - 1.0 - site.electrical_loss_fraction,
                            0.0)
