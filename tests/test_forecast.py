@@ -377,6 +377,15 @@ def test_chunked_runs_equal_the_whole_horizon_and_each_other(mit):
             np.testing.assert_allclose(red.energy_j(scope), one.energy_j(scope),
                                        rtol=1e-12)
         np.testing.assert_allclose(red.pue_realised, one.pue_realised, rtol=1e-12)
+    # reducing the kept ticks afterwards (Reducer.add, whole arrays cut into chunks)
+    from powerlab.grid.reduction import Reducer
+
+    again = Reducer(sc, one.n_ticks, one.tick_s, sc.start_utc, 2, chunk_ticks=1000)
+    for d in range(2):
+        again.add(d, one.it_w[d])
+    rows = pd.DataFrame(again.rows).sort_values(["scope", "draw"]).reset_index(drop=True)
+    np.testing.assert_allclose(rows[num].to_numpy(float),
+                               red_one.metrics[num].to_numpy(float), rtol=1e-9)
     # against the per-tick path, whose metrics come from whole arrays
     full = one.metrics
     ramps = [c for c in num if c.startswith("ramp_")]
