@@ -349,6 +349,14 @@ def test_reducing_as_it_goes_gives_the_same_numbers(mit):
         red.summary_frame(0.5)
 
 
+@pytest.mark.bad_input("scenario")
+@pytest.mark.parametrize("bad", [0, -5, 2.5, "1000", True])
+def test_chunk_length_must_be_a_whole_number_of_ticks(bad):
+    sc = read_scenario(SCEN / "small.yaml")
+    with pytest.raises(PowerlabError, match="chunk_ticks must be a whole number"):
+        forecast(sc, draws=1, chunk_ticks=bad)
+
+
 @pytest.mark.parametrize("mit", [None, MITIGATED], ids=["plain", "all-mitigations"])
 def test_chunked_runs_equal_the_whole_horizon_and_each_other(mit):
     """Chunks (powerlab.grid.chunks) carry their state across boundaries: the per-tick

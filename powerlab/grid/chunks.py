@@ -43,10 +43,11 @@ DEFAULT_CHUNK_TICKS = 65_536
 def chunk_ticks(requested: int | None, per: int) -> int:
     """Chunk length: ``requested`` (default :data:`DEFAULT_CHUNK_TICKS`) rounded up to a
     whole number of ``per`` ticks (the reduction's base interval) [-]."""
-    k = DEFAULT_CHUNK_TICKS if requested is None else int(requested)
-    if k < 1:
+    k = DEFAULT_CHUNK_TICKS if requested is None else requested
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise PowerlabError(f"chunk_ticks must be a whole number of ticks >= 1, got "
                             f"{requested!r}")
+    k = int(k)
     return max(per, -(-k // per) * per)
 
 
