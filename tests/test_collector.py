@@ -565,7 +565,10 @@ def test_sigkill_at_random_moments_loses_at_most_one_flush_interval(fake_libdir,
             validate(df)
             for _, part in df.groupby("gpu_index"):
                 mono = part["monotonic_s"].to_numpy()
-                assert np.diff(mono).max() < 5 * interval  # no hole in what was kept
+                # no hole in what was kept: a lost batch would leave a gap of at least a
+            # flush interval; shorter gaps are ticks the OS did not schedule (a loaded
+            # 2-core machine stalled 0.1 s once), not data lost
+            assert np.diff(mono).max() < flush, np.diff(mono).max()
         losses.append(lost)
         assert lost <= flush + slack, (run, lost)
     assert len(read_store(store)) > 0
@@ -604,7 +607,10 @@ def test_sigkill_on_a_slow_disk_loses_at_most_a_flush_interval_plus_a_write(fake
         lost = t_kill - df["timestamp"].max().value * 1e-9
         for _, part in df.groupby("gpu_index"):
             mono = part["monotonic_s"].to_numpy()
-            assert np.diff(mono).max() < 5 * interval  # no hole in what was kept
+            # no hole in what was kept: a lost batch would leave a gap of at least a
+            # flush interval; shorter gaps are ticks the OS did not schedule (a loaded
+            # 2-core machine stalled 0.1 s once), not data lost
+            assert np.diff(mono).max() < flush, np.diff(mono).max()
         losses.append(lost)
         assert lost <= bound, (run, lost, bound)
     assert (tmp_path / "fsync.log").read_text().count("\n") >= 12  # the shim was in effect
