@@ -1,6 +1,6 @@
 """Benchmark: the collector's CPU per tick and per GPU-sample at 1 kHz, on the fake NVML.
 
-Run:  python benchmarks/bench_collector.py [--seconds 3] [--repeat 3]
+Run:  python benchmarks/bench_collector.py [--seconds 10] [--repeat 3]
 
 CPU time of this process (all threads, ``time.process_time``), each figure the min and
 median of ``--repeat`` runs, all in the same run of this script:
@@ -10,8 +10,12 @@ median of ``--repeat`` runs, all in the same run of this script:
    the same loop with one ``Device.read`` of the power group per wake-up (shown: a read
    right after a wake-up runs on cold caches and costs several warm reads).
 2. the collector at 1 kHz on 1 GPU and on 8 GPUs, power read every tick (one
-   ``nvmlDeviceGetFieldValues`` call per GPU), the slower signal groups once a second,
-   writing to a Parquet store every 10 s: CPU per tick.  The fixed cost per tick is the
+   ``nvmlDeviceGetFieldValues`` call per GPU into reused records, decoded in bulk every
+   0.1 s: ``powerlab.collect.batch``), the slower signal groups once a second (asked for
+   with ``signal_intervals_s``), writing to a Parquet store at the default flush interval
+   (10 s): CPU per tick, all threads.  Each measured window (``--seconds``, default 10 s,
+   starting 0.5 s after start) holds one flush: the store write's CPU (frame building,
+   the store's conform/validate/dedupe, Parquet, fsync) is part of the figure.  The fixed cost per tick is the
    1-GPU figure minus one GPU-sample's cost (the slope between 1 and 8 GPUs); it is given
    with and without the sleep floor.
 
@@ -42,6 +46,7 @@ INTERVAL_S = 0.001
 TARGET_FIXED_US = 40.0
 TARGET_CORE_PCT = 10.0
 TARGET_RATE_FRAC = 0.98
+FLUSH_S = 10.0  # the Collector default; each measured window holds one store write
 SLOW = {g: 1.0 for g in ("temperature", "clocks", "utilization", "power_limit")}
 
 
@@ -83,7 +88,7 @@ def read_floor(dev, seconds: float) -> float:
 
 def collector_run(Collector, n_gpus: int, seconds: float, store: Path) -> dict:
     c = Collector(store, interval_s=INTERVAL_S, gpus=list(range(n_gpus)),
-                  signal_intervals_s=SLOW, flush_interval_s=10.0, host="bench")
+                  signal_intervals_s=SLOW, flush_interval_s=FLUSH_S, host="bench")
     c.start()
     time.sleep(0.5)  # settle: start-up is not per-tick cost
     t0, c0, w0 = c._ticks, time.process_time(), time.perf_counter()
@@ -96,7 +101,9 @@ def collector_run(Collector, n_gpus: int, seconds: float, store: Path) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=3.0, help="per run [s]")
+    ap.add_argument("--seconds", type=float, default=10.0,
+                    help="per collector run [s]; >= 10 includes a store write")
+    ap.add_argument("--floor-seconds", type=float, default=3.0, help="per floor run [s]")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
     if args.repeat < 3:
@@ -115,8 +122,8 @@ def main(argv=None) -> int:
     floor, rfloor, runs = [], [], {1: [], 8: []}
     dev0 = nvml.Device(0)
     for r in range(args.repeat):  # interleaved, so that load changes hit every case
-        floor.append(sleep_floor(args.seconds))
-        rfloor.append(read_floor(dev0, args.seconds))
+        floor.append(sleep_floor(args.floor_seconds))
+        rfloor.append(read_floor(dev0, args.floor_seconds))
         for n in (1, 8):
             runs[n].append(collector_run(Collector, n, args.seconds, tmp / f"s{n}-{r}"))
 

@@ -898,8 +898,10 @@ def test_batch_whole_array_and_per_gpu_decoding_agree(fake_nvml):
     fake_nvml({"gpus": 3, "gpu*.power_mw": "0:150000 0.005:420000 0.011:260000 @0.017"})
     a = _filled_batch(3, 12)
     b = _clone(a)
-    rows_a, failed_a = a.digest()  # every GPU in every tick: whole-batch arrays
-    rows_b, failed_b = b._general()  # the general path, GPU by GPU
+    chunk_a, failed_a = a.digest()  # every GPU in every tick: whole-batch arrays
+    chunk_b, failed_b = b._general()  # the general path, GPU by GPU
+    rows_a = [chunk_a.row(q) for q in range(len(chunk_a))]
+    rows_b = [chunk_b.row(q) for q in range(len(chunk_b))]
     assert failed_a == failed_b == []
     assert len(rows_a) == 36 and [r[:7] for r in rows_a] == [r[:7] for r in rows_b]
     assert [r[15:] for r in rows_a] == [r[15:] for r in rows_b]
@@ -915,7 +917,8 @@ def test_batch_per_field_error_takes_the_gpu_out_at_that_sample(fake_nvml):
     b = _filled_batch(2, 5)
     b.rec[2, 1, 0]["ret"] = 15  # GPU 1's power field at tick 2: GPU is lost
     b.rec[3, 0, 1]["ret"] = 3  # GPU 0's second field, tick 3: not supported -> NaN
-    rows, failed = b.digest()
+    chunk, failed = b.digest()
+    rows = [chunk.row(q) for q in range(len(chunk))]
     assert [(pos, ret) for pos, ret, _w, _m in failed] == [(1, 15)]
     assert failed[0][2] > 0
     got = [(r[1], k) for k, r in enumerate(rows)]

@@ -31,6 +31,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import nvml
+from .sidetables import NAT
+from .slots import Chunk
 
 __all__ = ["FV_DTYPE", "PowerBatch", "decode_values"]
 
@@ -156,8 +158,9 @@ class PowerBatch:
         """
         n, t, g = len(self.j), self.i, self.n
         failed: list = []
+        rows: Chunk | list
         if not n:
-            rows: list = []
+            rows = []
         elif (n == t * g and self._uniform()
               and not self.rec[:t, :, :self.calls[0][2]]["ret"].any()):
             rows = self._dense(t)
@@ -172,7 +175,7 @@ class PowerBatch:
         return first is not None and all(
             p is not None and p[3] == first[3] and p[4] == first[4] for p in self.plans)
 
-    def _dense(self, t: int) -> list[tuple]:
+    def _dense(self, t: int) -> Chunk:
         """Every GPU in every tick, one plan, no error: whole-batch arrays (t, n)."""
         g = self.n
         rec = self.rec[:t]
@@ -185,12 +188,11 @@ class PowerBatch:
         wall = self.wall
         mono = np.asarray(self.mono, dtype=np.float64).reshape(t, g)
         slots = self.slots
-        nan_col = [math.nan] * (t * g)
-        none_col = [None] * (t * g)
-        ts_lists = [none_col if x is None else x.ravel().tolist() for x in tsv]
-        rows = list(zip(wall, [s.index for s in slots] * t, [s.uuid for s in slots] * t,
-                        mono.ravel().tolist(), *(v.ravel().tolist() for v in vals),
-                        *([nan_col] * 4), none_col, *([nan_col] * 3), *ts_lists, none_col))
+        rows = _chunk(np.asarray(wall, dtype=np.int64),
+                      np.tile(np.array([s.index for s in slots], dtype=np.int16), t),
+                      [s.uuid for s in slots] * t, mono.ravel(),
+                      [v.ravel() for v in vals],
+                      [None if x is None else x.ravel() for x in tsv])
         p, e = vals[0], vals[2]
         tp = None if tsv[0] is None else tsv[0] * 1e-6
         if tsv[2] is not None:
@@ -250,10 +252,10 @@ class PowerBatch:
             slot.e_int += inc[pos]
             slot.int_n += t - 1
             slot.p_prev, slot.p_t = p1[pos], tp1[pos]
-            slot.latest[_POWER_MASK] = rows[last_row + pos]
+            slot.latest[_POWER_MASK] = rows.row(last_row + pos)
         return rows
 
-    def _general(self) -> tuple[list[tuple], list]:
+    def _general(self) -> tuple[Chunk | list, list]:
         """Any batch: GPUs missing from some ticks, per-field returns, mixed plans."""
         j = np.asarray(self.j, dtype=np.intp)
         pos_all = j % self.n
@@ -291,28 +293,25 @@ class PowerBatch:
                 vals[col][sel] = v
                 tsv[ts_slot, sel] = r["timestamp"]
                 tsok[ts_slot, sel] = ok
-        ts_lists = []
-        for t in range(3):
-            lst = tsv[t].tolist()
-            if not tsok[t].all():
-                for q in np.flatnonzero(~tsok[t]).tolist():
-                    lst[q] = None
-            ts_lists.append(lst)
         slots = self.slots
         pl = pos_all.tolist()
-        index = [slots[p].index for p in pl]
-        uuid = [slots[p].uuid for p in pl]
-        nan_col = [math.nan] * n
-        none_col = [None] * n
-        rows = list(zip(wall, index, uuid, mono.tolist(), *(v.tolist() for v in vals),
-                        *([nan_col] * 4), none_col, *([nan_col] * 3),
-                        *ts_lists, none_col))
+        rows = _chunk(np.asarray(wall, dtype=np.int64),
+                      np.array([slots[p].index for p in pl], dtype=np.int16),
+                      [slots[p].uuid for p in pl], mono, vals,
+                      [np.where(tsok[k], tsv[k], NAT) for k in range(3)])
         for pos, sel in groups:
             _account(slots[pos], rows, sel, mono[sel], vals, tsv, tsok, wall)
         return rows, failed
 
 
-def _account(slot, rows: list[tuple], sel: np.ndarray, m: np.ndarray, vals, tsv, tsok,
+def _chunk(wall, index, uuid, mono, vals, ts) -> Chunk:
+    """The bulk path's samples as a :class:`~powerlab.collect.slots.Chunk`: only the
+    power group's columns are read (the others None: NaN, NA, NaT)."""
+    return Chunk((wall, index, uuid, mono, *vals, *([None] * (_NS - 3)), *ts,
+                  *([None] * (_NT - 3))), len(wall))
+
+
+def _account(slot, rows: Chunk, sel: np.ndarray, m: np.ndarray, vals, tsv, tsok,
              wall: list[int]) -> None:
     """Rates, jitter, energy two ways and the latest row of one GPU's samples ``sel``,
     exactly as the per-tick loop keeps them (see :class:`powerlab.collect.slots.Slot`)."""
@@ -368,4 +367,4 @@ def _account(slot, rows: list[tuple], sel: np.ndarray, m: np.ndarray, vals, tsv,
                 slot.int_n += len(pv) - 1
             slot.p_prev = float(pv[-1])
             slot.p_t = float(tv[-1])
-    slot.latest[_POWER_MASK] = rows[int(sel[-1])]
+    slot.latest[_POWER_MASK] = rows.row(int(sel[-1]))

@@ -70,11 +70,14 @@ from .slots import (
     I_POWER,
     I_TS_ENERGY,
     I_TS_POWER,
+    Chunk,
     Slot,
+    first_wall,
     gpu_table,
     is_full,
+    last_wall,
     latest_by_gpu,
-    rows_to_frame,
+    parts_to_frame,
 )
 
 __all__ = ["DEVICE_COLUMNS", "EVENT_COLUMNS", "Collector", "CollectorReport", "read_devices",
@@ -230,8 +233,11 @@ class Collector(FaultHandling):
         self._started = False
         self._stopped = False
         self._slots: list[Slot] = []
-        self._buffer: list[tuple] = []
-        self._recent: collections.deque = collections.deque(maxlen=1)
+        self._buffer: list = []  # parts: a tick's row tuples or a batch's Chunk
+        self._buffer_n = 0
+        self._recent: collections.deque = collections.deque()  # parts, as _buffer
+        self._recent_n = 0
+        self._recent_max = 16
         self._events: list[dict] = []
         self._all_events: list[dict] = []
         self._recovered: queue.SimpleQueue = queue.SimpleQueue()
@@ -306,8 +312,7 @@ class Collector(FaultHandling):
                     self._httpd.shutdown()
                     self._httpd.server_close()
                 raise
-        self._recent = collections.deque(
-            maxlen=max(16, int(self.window_s / self.interval_s + 1) * len(self._slots)))
+        self._recent_max = max(16, int(self.window_s / self.interval_s + 1) * len(self._slots))
         self._max_rows = max(1, math.ceil(self.max_buffer_s / self.interval_s)) * len(self._slots)
         self._event(None, "start", f"collecting GPUs {idx} every {self.interval_s:g} s")
         self._started = True
@@ -413,12 +418,18 @@ class Collector(FaultHandling):
         seconds : float, optional
             Keep only the last ``seconds`` [s] (by the monotonic clock).
         """
+        from ..telemetry.schema import conform
+
         with self._lock:
-            rows = list(self._recent)
-        if seconds is not None and rows:
-            cut = time.monotonic() - float(seconds)
-            rows = [r for r in rows if r[3] >= cut]
-        return rows_to_frame(rows, self.host)
+            parts = list(self._recent)
+        frame = parts_to_frame(parts, self.host, conformed=False)
+        if len(frame) > self._recent_max:
+            frame = frame.iloc[-self._recent_max:]
+        if seconds is not None and len(frame):
+            frame = frame[frame["monotonic_s"].to_numpy() >= time.monotonic() - float(seconds)]
+        if not len(frame):
+            return parts_to_frame([], self.host)
+        return conform(frame.reset_index(drop=True))
 
     def events(self) -> pd.DataFrame:
         """Status events of this run so far."""
@@ -656,18 +667,27 @@ class Collector(FaultHandling):
                 self._fail(self._slots[pos], nvml.error_for(ret), w, m)
         return False
 
-    def _keep(self, rows: list[tuple]) -> None:
-        """Add a tick's samples to the store buffer (bounded) and the live window."""
+    def _keep(self, rows: list[tuple] | Chunk) -> None:
+        """Add a tick's samples (or a batch's, see :mod:`.batch`) to the store buffer
+        (bounded) and the live window."""
+        n = len(rows)
+        if not n:
+            return
         with self._lock:
-            if self.out is not None and rows:
-                if len(self._buffer) < self._max_rows:
-                    self._buffer.extend(rows)
+            if self.out is not None:
+                if self._buffer_n < self._max_rows:
+                    self._buffer.append(rows)
+                    self._buffer_n += n
                 else:  # the store is behind by more than max_buffer_s: drop, count
                     if not self._dropped:
-                        self._dropped_span = [rows[0][0], rows[0][0]]
-                    self._dropped += len(rows)
-                    self._dropped_span[1] = rows[-1][0]
-            self._recent.extend(rows)
+                        self._dropped_span = [first_wall(rows), first_wall(rows)]
+                    self._dropped += n
+                    self._dropped_span[1] = last_wall(rows)
+            recent = self._recent
+            recent.append(rows)
+            self._recent_n += n
+            while self._recent_n - len(recent[0]) >= self._recent_max:
+                self._recent_n -= len(recent.popleft())
 
     def _flush(self) -> None:
         """Hand the buffered samples and events to the writer thread."""
@@ -682,6 +702,7 @@ class Collector(FaultHandling):
                         wall_ns=t1)
         with self._lock:
             rows, self._buffer = self._buffer, []
+            self._buffer_n = 0
             events, self._events = self._events, []
         if self.out is not None and (rows or events):
             self._writing = True
@@ -701,15 +722,15 @@ class Collector(FaultHandling):
                 continue
             try:
                 if rows:
-                    frame = rows_to_frame(rows, self.host, conformed=False)
+                    frame = parts_to_frame(rows, self.host, conformed=False)
                     files = writer(frame, self.out)
                     self._files.extend(files)
-                    self._rows_written += len(rows)
+                    self._rows_written += len(frame)
                 if events:
                     self._write_events(events)
             except Exception as exc:  # noqa: BLE001 - any failure to record stops it
-                first = pd.Timestamp(rows[0][0], unit="ns", tz="UTC") if rows else None
-                lost = len(rows)
+                first = pd.Timestamp(first_wall(rows[0]), unit="ns", tz="UTC") if rows else None
+                lost = sum(len(p) for p in rows)
                 full = " (the disk is full or a size limit was hit)" if is_full(exc) else ""
                 msg = (f"collector stopped: cannot write to store {self.out}{full}: {exc}. "
                        f"Files written before are intact ({self._rows_written} samples in "
