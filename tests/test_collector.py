@@ -925,3 +925,30 @@ def test_batch_per_field_error_takes_the_gpu_out_at_that_sample(fake_nvml):
     assert [g for g, _ in got].count(1) == 2 and [g for g, _ in got].count(0) == 5
     r03 = [r for r in rows if r[1] == 0][3]
     assert math.isnan(r03[5]) and r03[16] is None and not math.isnan(r03[4])
+
+
+def test_power_only_ticks_in_bulk_a_hung_call_does_not_stall_the_others(fake_nvml,
+                                                                        monkeypatch):
+    """As test_a_hung_nvml_call_does_not_stall_the_other_gpus, on the bulk path: the
+    watchdog keeps the hung tick's earlier samples, the new sampling thread gets fresh
+    records (the hung call may still write into the old ones) and nothing is doubled."""
+    monkeypatch.setenv("FAKE_NVML_HANG", "1@0.5-1.2")
+    sc = fake_nvml({"gpus": 3})
+    reads = _count_reads(monkeypatch)
+    c = Collector(None, interval_s=0.02, hang_timeout_s=0.2, retry_backoff_s=(0.1, 0.2),
+                  signal_intervals_s=SLOW_GROUPS)
+    with c:
+        time.sleep(2.0)
+    df = c.recent()
+    assert len(reads) < 0.35 * len(df)
+    for g in (0, 2):
+        mono = df[df["gpu_index"] == g]["monotonic_s"].to_numpy()
+        assert np.all(np.diff(mono) > 0) and np.diff(mono).max() < 0.2 + 0.15
+        assert len(mono) > 0.8 * 2.0 / 0.02, len(mono)
+    kinds = list(c.events().query("gpu_index == 1")["kind"])
+    assert kinds[0] == "hang" and kinds[-1] == "recovered", kinds
+    p1 = df[df["gpu_index"] == 1]
+    t1 = (_us(p1["nvml_time_power"]) - sc.init_us) * 1e-6
+    assert not ((t1 > 0.5) & (t1 < 1.2)).any() and (t1 >= 1.2).sum() > 10
+    assert np.all(np.diff(p1["monotonic_s"].to_numpy()) > 0)
+    assert not df.duplicated(["gpu_index", "timestamp"]).any()

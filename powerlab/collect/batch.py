@@ -105,6 +105,7 @@ class PowerBatch:
         self.views: list[list] = [[None] * self.n for _ in range(self.ticks)]
         self.plans: list = [None] * self.n
         self.calls: list = [None] * self.n
+        self.args: list[list] = [[] for _ in range(self.ticks)]
         self.j: list[int] = []
         self.wall: list[int] = []
         self.mono: list[float] = []
@@ -120,6 +121,7 @@ class PowerBatch:
         self._ready = None
         if plan is None:
             self.calls[pos] = None
+            self._args()
             return
         fn, handle, arr_type, ids, _cols = plan
         for i in range(self.ticks):
@@ -127,6 +129,15 @@ class PowerBatch:
             self.views[i][pos] = arr_type.from_buffer(
                 self._mem, ((i * self.n + pos) * _KMAX) * FV_DTYPE.itemsize)
         self.calls[pos] = (fn, handle, len(ids))
+        self._args()
+
+    def _args(self) -> None:
+        """``args[i]``: per GPU that the batch can read, ``(slot, fn, handle, count,
+        records, flat index)`` for tick ``i`` -- the sampling loop's whole work per GPU."""
+        n = self.n
+        self.args = [[(self.slots[pos], *self.calls[pos], self.views[i][pos], i * n + pos)
+                      for pos in range(n) if self.calls[pos] is not None]
+                     for i in range(self.ticks)]
 
     @property
     def ready(self) -> bool:
@@ -227,7 +238,7 @@ class PowerBatch:
         tp0, tp1 = tp[0].tolist(), tp[-1].tolist()
         e0, e1 = e[0].tolist(), e[-1].tolist()
         te0, te1 = te[0].tolist(), te[-1].tolist()
-        last_row = (t - 1) * g
+        latest = rows.rows(range((t - 1) * g, t * g))
         for pos, slot in enumerate(slots):
             if slot.n:
                 dt = m0[pos] - slot.last
@@ -252,7 +263,7 @@ class PowerBatch:
             slot.e_int += inc[pos]
             slot.int_n += t - 1
             slot.p_prev, slot.p_t = p1[pos], tp1[pos]
-            slot.latest[_POWER_MASK] = rows.row(last_row + pos)
+            slot.latest[_POWER_MASK] = latest[pos]
         return rows
 
     def _general(self) -> tuple[Chunk | list, list]:

@@ -638,26 +638,24 @@ class Collector(FaultHandling):
         """One power-only tick: a raw field-value call per GPU into the batch (decoded
         later, in bulk).  True when the watchdog replaced this thread meanwhile."""
         i = batch.i
-        views, calls, base = batch.views[i], batch.calls, i * batch.n
         jl, wl, ml = batch.j, batch.wall, batch.mono
         wall, mono, call_lock = time.time_ns, time.monotonic, self._call_lock
         failed = []
-        for pos, slot in enumerate(self._slots):
+        for slot, fn, h, count, records, j in batch.args[i]:
             if slot.device is None:
                 continue
-            fn, h, k = calls[pos]
             w = wall()
             m = mono()
             self._call = (slot, m)
-            ret = fn(h, k, views[pos])
+            ret = fn(h, count, records)
             with call_lock:
                 if self._gen != gen:
                     return True
                 self._call = None
             if ret:
-                failed.append((pos, ret, w, m))
+                failed.append((j % batch.n, ret, w, m))
                 continue
-            jl.append(base + pos)
+            jl.append(j)
             wl.append(w)
             ml.append(m)
         batch.i = i + 1

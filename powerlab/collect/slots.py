@@ -59,15 +59,22 @@ class Chunk:
 
     def row(self, q: int) -> tuple:
         """Sample ``q`` as a row tuple (as the per-tick path builds them)."""
-        out = []
+        return self.rows([q])[0]
+
+    def rows(self, qs: Sequence[int]) -> list[tuple]:
+        """Samples ``qs`` as row tuples (as the per-tick path builds them)."""
+        cols = []
+        k = len(qs)
         for c, col in enumerate(self.columns):
             if col is None:
-                out.append(None if c == _I_THROTTLE or c >= _I_TS0 else math.nan)
+                cols.append([None if c == _I_THROTTLE or c >= _I_TS0 else math.nan] * k)
                 continue
-            v = col[q]
-            v = v.item() if hasattr(v, "item") else v
-            out.append(None if c >= _I_TS0 and v == NAT else v)
-        return tuple(out)
+            v = np.asarray(col)[list(qs)].tolist() if isinstance(col, np.ndarray) else [
+                col[q] for q in qs]
+            if c >= _I_TS0:
+                v = [None if x == NAT else x for x in v]
+            cols.append(v)
+        return list(zip(*cols))
 
 
 def first_wall(part) -> int:
