@@ -138,10 +138,13 @@ def main(argv=None) -> int:
     fixed = (one[0] - per_gpu[0], one[1] - per_gpu[1])
     fixed_beyond = (fixed[0] - floor_us[0], fixed[1] - floor_us[1])
     core8 = stat([x["core_pct"] for x in runs[8]])
+    # CPU per tick at the full 1 kHz (a loaded machine that misses ticks spends less CPU
+    # per second than it would at 1 kHz: the check uses this, the larger figure)
+    core8_1k = (eight[0] * 1e-6 / INTERVAL_S * 100, eight[1] * 1e-6 / INTERVAL_S * 100)
     rate8 = stat([x["tick_hz"] for x in runs[8]])
     rate8_best = max(x["tick_hz"] for x in runs[8])
     ok_fixed = fixed_beyond[0] <= TARGET_FIXED_US
-    ok_core = core8[0] <= TARGET_CORE_PCT
+    ok_core = max(core8[0], core8_1k[0]) < TARGET_CORE_PCT
     ok_rate = rate8_best >= TARGET_RATE_FRAC / INTERVAL_S
     print(f"sleep floor at 1 kHz: {floor_us[0]:.1f} us/tick min, {floor_us[1]:.1f} median "
           f"(rate {statistics.median(f[1] for f in floor):.0f} Hz); with one power read "
@@ -152,7 +155,8 @@ def main(argv=None) -> int:
     print(f"fixed cost per tick: {fixed[0]:.1f} / {fixed[1]:.1f} us, beyond the sleep "
           f"floor {fixed_beyond[0]:.1f} / {fixed_beyond[1]:.1f} us (target <= "
           f"{TARGET_FIXED_US:g}): {'PASS' if ok_fixed else 'MISS'}")
-    print(f"8 GPUs at 1 kHz: {core8[0]:.1f} / {core8[1]:.1f} % of one core (target < "
+    print(f"8 GPUs at 1 kHz: {core8[0]:.1f} / {core8[1]:.1f} % of one core as run, "
+          f"{core8_1k[0]:.1f} / {core8_1k[1]:.1f} % at the CPU per tick times 1 kHz (target < "
           f"{TARGET_CORE_PCT:g}): {'PASS' if ok_core else 'MISS'}; achieved {rate8[0]:.0f} / "
           f"{rate8[1]:.0f} Hz, best {rate8_best:.0f} (target >= "
           f"{TARGET_RATE_FRAC / INTERVAL_S:.0f}): {'PASS' if ok_rate else 'MISS'}")
@@ -165,7 +169,7 @@ def main(argv=None) -> int:
         {"case": "8 GPUs at 1 kHz, CPU per tick", "size": "8 GPUs",
          "time_s_min": eight[0] * 1e-6, "time_s_median": eight[1] * 1e-6, "peak_mib": None,
          "baseline_s": floor_us[0] * 1e-6, "ratio": eight[0] / floor_us[0],
-         "target": f"< {TARGET_CORE_PCT:g} % of one core (got {core8[0]:.1f} %)",
+         "target": f"< {TARGET_CORE_PCT:g} % of one core (got {max(core8[0], core8_1k[0]):.1f} %)",
          "pass": ok_core},
         {"case": "8 GPUs at 1 kHz, achieved tick rate [Hz]", "size": "8 GPUs",
          "time_s_min": 1 / rate8_best, "time_s_median": 1 / rate8[1], "peak_mib": None,

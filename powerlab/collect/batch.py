@@ -4,12 +4,15 @@ At 1 kHz most of a collector's ticks read only the power group (``power_w``,
 ``power_avg_w``, ``energy_j``) when the slower groups are given their own intervals
 (``signal_intervals_s``; nothing is slowed unless asked).  For those ticks the sampling
 loop makes one ``nvmlDeviceGetFieldValues`` call per GPU straight into a preallocated
-array of ``nvmlFieldValue_t`` records reused across ticks (NVML reads ``fieldId`` and
-``scopeId`` and writes the other members; NVML API Reference Guide, "Field Value
-Queries", ``nvmlDeviceGetFieldValues``: "values: Array of count structs; fieldId and
-scopeId are input, the rest is output"; each record carries its own ``nvmlReturn``,
-``timestamp`` and ``valueType``), and keeps only the wall and monotonic clocks of the
-call in Python.  Every ``batch_s`` (0.1 s), before any tick that reads other groups,
+array of ``nvmlFieldValue_t`` records reused across ticks, and keeps only the wall and
+monotonic clocks of the call in Python.  NVML semantics relied on (NVML API Reference
+Guide, section "Field Value Queries", ``nvmlDeviceGetFieldValues``, and the
+``nvmlFieldValue_t`` data structure): each record's ``fieldId`` must be filled in before
+the call (here once, when a GPU is attached); the call returns ``NVML_SUCCESS`` when any
+value was populated, so each record's own ``nvmlReturn`` is checked; each record carries
+its ``valueType`` (which member of the value union is set) and ``timestamp`` [us].  The
+field ids are checked again at each digest and filled in anew should a library ever
+overwrite them.  Every ``batch_s`` (0.1 s), before any tick that reads other groups,
 before a GPU fails or recovers, at every flush and at stop, :meth:`PowerBatch.digest`
 decodes the records of all those ticks at once with numpy and returns the same sample
 rows, with the same values, as :meth:`powerlab.collect.nvml.Device.read` would have,
@@ -111,6 +114,7 @@ class PowerBatch:
         self.mono: list[float] = []
         self.i = 0
         self._ready: bool | None = None
+        self._ids = np.zeros((self.n, _KMAX), dtype=np.uint32)  # requested field ids
         for pos, slot in enumerate(self.slots):
             self.attach(pos, slot.device)
 
@@ -124,6 +128,8 @@ class PowerBatch:
             self._args()
             return
         fn, handle, arr_type, ids, _cols = plan
+        self._ids[pos] = 0
+        self._ids[pos, :len(ids)] = ids
         for i in range(self.ticks):
             self.rec[i, pos, :len(ids)]["fieldId"] = ids
             self.views[i][pos] = arr_type.from_buffer(
@@ -177,6 +183,8 @@ class PowerBatch:
             rows = self._dense(t)
         else:
             rows, failed = self._general()
+        if t and not (self.rec[:t]["fieldId"] == self._ids).all():
+            self.rec["fieldId"] = self._ids  # the library wrote over them: ask anew
         self.j, self.wall, self.mono = [], [], []
         self.i = 0
         return rows, failed
