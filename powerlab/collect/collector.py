@@ -736,7 +736,7 @@ class Collector(FaultHandling):
                 continue
             try:
                 if rows:
-                    frame = parts_to_frame(rows, self.host, conformed=False)
+                    frame = parts_to_frame(rows, self.host, conformed=False, by_gpu=True)
                     files = writer(frame, self.out)
                     self._files.extend(files)
                     self._rows_written += len(frame)

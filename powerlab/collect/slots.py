@@ -106,9 +106,12 @@ def _ts_piece(v, n: int) -> np.ndarray:
         return np.array([NAT if x is None else x for x in v], dtype=np.int64)
 
 
-def parts_to_frame(parts: Sequence, host: str, conformed: bool = True) -> pd.DataFrame:
+def parts_to_frame(parts: Sequence, host: str, conformed: bool = True,
+                   by_gpu: bool = False) -> pd.DataFrame:
     """Samples in parts (row-tuple lists and :class:`Chunk` s) as one telemetry frame, in
-    the parts' order (conformed and sorted when asked)."""
+    the parts' order, or with ``by_gpu`` in the store's order (GPU, then time: what
+    :func:`~powerlab.telemetry.schema.conform` sorts into, so the store's sort and its
+    Parquet encoding have less to do); conformed and sorted when asked."""
     from ..telemetry.schema import conform, empty_frame
 
     parts = [p for p in parts if len(p)]
@@ -124,17 +127,22 @@ def parts_to_frame(parts: Sequence, host: str, conformed: bool = True) -> pd.Dat
 
     def column(c: int, conv) -> np.ndarray:
         got = [conv(cols[c], k) for cols, k in pieces]
-        return got[0] if len(got) == 1 else np.concatenate(got)
+        out = got[0] if len(got) == 1 else np.concatenate(got)
+        return out if order is None else out[order]
 
+    order = None
     wall = column(0, lambda v, k: np.asarray(v, dtype=np.int64))
-    uuids = [u for cols, _k in pieces for u in cols[2]]
+    gpu = column(1, lambda v, k: np.asarray(v, dtype=np.int16))
+    if by_gpu:
+        order = np.lexsort((wall, gpu))
+        wall, gpu = wall[order], gpu[order]
+    uuids = np.fromiter((u for cols, _k in pieces for u in cols[2]), dtype=object, count=n)
     data: dict[str, object] = {
         "timestamp": pd.Series(wall.view("datetime64[ns]")).dt.tz_localize("UTC"),
         "host": pd.array([host] * n, dtype="string"),
         "scope": pd.array(["gpu"] * n, dtype="string"),
-        "gpu_index": pd.array(column(1, lambda v, k: np.asarray(v, dtype=np.int16)),
-                              dtype="Int16"),
-        "gpu_uuid": pd.array(uuids, dtype="string"),
+        "gpu_index": pd.array(gpu, dtype="Int16"),
+        "gpu_uuid": pd.array(uuids if order is None else uuids[order], dtype="string"),
         "monotonic_s": column(3, _float_piece),
     }
     for c, name in enumerate(nvml.SAMPLE_COLUMNS, start=4):
@@ -149,7 +157,10 @@ def parts_to_frame(parts: Sequence, host: str, conformed: bool = True) -> pd.Dat
                     arr = pd.array(list(v), dtype="UInt64")
                     vals.append(arr.to_numpy(dtype=np.uint64, na_value=0))
                     mask.append(np.asarray(arr.isna()))
-            data[name] = pd.arrays.IntegerArray(np.concatenate(vals), np.concatenate(mask))
+            vals_a, mask_a = np.concatenate(vals), np.concatenate(mask)
+            if order is not None:
+                vals_a, mask_a = vals_a[order], mask_a[order]
+            data[name] = pd.arrays.IntegerArray(vals_a, mask_a)
         else:
             data[name] = column(c, _float_piece)
     for c, name in enumerate(nvml.TIMESTAMP_COLUMNS, start=4 + _NS):
