@@ -644,6 +644,8 @@ class Collector(FaultHandling):
     def _digest(self) -> None:
         """Decode the power-only ticks recorded so far into rows (:mod:`.batch`)."""
         self._digest_t = time.monotonic()
+        if not self._batch.i and not self._batch.j:
+            return  # nothing recorded since the last digest
         rows, failed = self._batch.digest()
         if rows:
             self._keep(rows)

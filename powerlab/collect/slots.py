@@ -122,7 +122,13 @@ def parts_to_frame(parts: Sequence, host: str, conformed: bool = True,
         for c in nvml.TIMESTAMP_COLUMNS:
             out[c] = pd.Series([], dtype="datetime64[ns, UTC]")
         return conform(out)
-    pieces = [(p.columns if isinstance(p, Chunk) else list(zip(*p)), len(p)) for p in parts]
+    merged: list = []  # runs of per-tick row lists joined: one transposition each
+    for p in parts:
+        if isinstance(p, Chunk) or not merged or isinstance(merged[-1], Chunk):
+            merged.append(p if isinstance(p, Chunk) else list(p))
+        else:
+            merged[-1].extend(p)
+    pieces = [(p.columns if isinstance(p, Chunk) else list(zip(*p)), len(p)) for p in merged]
     n = sum(k for _, k in pieces)
 
     def column(c: int, conv) -> np.ndarray:
