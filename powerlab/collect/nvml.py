@@ -13,6 +13,10 @@ gives the rest of powerlab a small typed surface:
   and :meth:`Device.read`, which samples one GPU with one ``nvmlDeviceGetFieldValues``
   call (instant power, average power, total energy, memory temperature, keeping NVML's
   per-field timestamps) plus individual calls for the rest;
+* :attr:`Device.power_batch`: what a power-only read needs as one raw call (the
+  library's ``nvmlDeviceGetFieldValues`` entry point, the handle, the record array type,
+  the field ids and where each value goes), for the bulk path of
+  :mod:`powerlab.collect.batch`; None where a power column needs an individual call;
 * units converted right here: mW -> W, mJ -> J.  A quantity the GPU does not support is
   NaN, never 0.
 
