@@ -1,6 +1,6 @@
 """Benchmark: the collector's CPU per tick and per GPU-sample at 1 kHz, on the fake NVML.
 
-Run:  python benchmarks/bench_collector.py [--seconds 3] [--repeat 3]
+Run:  python benchmarks/bench_collector.py [--seconds 10] [--repeat 3]
 
 CPU time of this process (all threads, ``time.process_time``), each figure the min and
 median of ``--repeat`` runs, all in the same run of this script:
@@ -10,8 +10,12 @@ median of ``--repeat`` runs, all in the same run of this script:
    the same loop with one ``Device.read`` of the power group per wake-up (shown: a read
    right after a wake-up runs on cold caches and costs several warm reads).
 2. the collector at 1 kHz on 1 GPU and on 8 GPUs, power read every tick (one
-   ``nvmlDeviceGetFieldValues`` call per GPU), the slower signal groups once a second,
-   writing to a Parquet store every 10 s: CPU per tick.  The fixed cost per tick is the
+   ``nvmlDeviceGetFieldValues`` call per GPU into reused records, decoded in bulk every
+   0.1 s: ``powerlab.collect.batch``), the slower signal groups once a second (asked for
+   with ``signal_intervals_s``), writing to a Parquet store at the default flush interval
+   (10 s): CPU per tick, all threads.  Each measured window (``--seconds``, default 10 s,
+   starting 0.5 s after start) holds one flush: the store write's CPU (frame building,
+   the store's conform/validate/dedupe, Parquet, fsync) is part of the figure.  The fixed cost per tick is the
    1-GPU figure minus one GPU-sample's cost (the slope between 1 and 8 GPUs); it is given
    with and without the sleep floor.
 
@@ -42,6 +46,7 @@ INTERVAL_S = 0.001
 TARGET_FIXED_US = 40.0
 TARGET_CORE_PCT = 10.0
 TARGET_RATE_FRAC = 0.98
+FLUSH_S = 10.0  # the Collector default; each measured window holds one store write
 SLOW = {g: 1.0 for g in ("temperature", "clocks", "utilization", "power_limit")}
 
 
@@ -83,7 +88,7 @@ def read_floor(dev, seconds: float) -> float:
 
 def collector_run(Collector, n_gpus: int, seconds: float, store: Path) -> dict:
     c = Collector(store, interval_s=INTERVAL_S, gpus=list(range(n_gpus)),
-                  signal_intervals_s=SLOW, flush_interval_s=10.0, host="bench")
+                  signal_intervals_s=SLOW, flush_interval_s=FLUSH_S, host="bench")
     c.start()
     time.sleep(0.5)  # settle: start-up is not per-tick cost
     t0, c0, w0 = c._ticks, time.process_time(), time.perf_counter()
@@ -96,7 +101,9 @@ def collector_run(Collector, n_gpus: int, seconds: float, store: Path) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=3.0, help="per run [s]")
+    ap.add_argument("--seconds", type=float, default=10.0,
+                    help="per collector run [s]; >= 10 includes a store write")
+    ap.add_argument("--floor-seconds", type=float, default=3.0, help="per floor run [s]")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
     if args.repeat < 3:
@@ -115,8 +122,8 @@ def main(argv=None) -> int:
     floor, rfloor, runs = [], [], {1: [], 8: []}
     dev0 = nvml.Device(0)
     for r in range(args.repeat):  # interleaved, so that load changes hit every case
-        floor.append(sleep_floor(args.seconds))
-        rfloor.append(read_floor(dev0, args.seconds))
+        floor.append(sleep_floor(args.floor_seconds))
+        rfloor.append(read_floor(dev0, args.floor_seconds))
         for n in (1, 8):
             runs[n].append(collector_run(Collector, n, args.seconds, tmp / f"s{n}-{r}"))
 
@@ -131,10 +138,13 @@ def main(argv=None) -> int:
     fixed = (one[0] - per_gpu[0], one[1] - per_gpu[1])
     fixed_beyond = (fixed[0] - floor_us[0], fixed[1] - floor_us[1])
     core8 = stat([x["core_pct"] for x in runs[8]])
+    # CPU per tick at the full 1 kHz (a loaded machine that misses ticks spends less CPU
+    # per second than it would at 1 kHz: the check uses this, the larger figure)
+    core8_1k = (eight[0] * 1e-6 / INTERVAL_S * 100, eight[1] * 1e-6 / INTERVAL_S * 100)
     rate8 = stat([x["tick_hz"] for x in runs[8]])
     rate8_best = max(x["tick_hz"] for x in runs[8])
     ok_fixed = fixed_beyond[0] <= TARGET_FIXED_US
-    ok_core = core8[0] <= TARGET_CORE_PCT
+    ok_core = max(core8[0], core8_1k[0]) < TARGET_CORE_PCT
     ok_rate = rate8_best >= TARGET_RATE_FRAC / INTERVAL_S
     print(f"sleep floor at 1 kHz: {floor_us[0]:.1f} us/tick min, {floor_us[1]:.1f} median "
           f"(rate {statistics.median(f[1] for f in floor):.0f} Hz); with one power read "
@@ -145,7 +155,8 @@ def main(argv=None) -> int:
     print(f"fixed cost per tick: {fixed[0]:.1f} / {fixed[1]:.1f} us, beyond the sleep "
           f"floor {fixed_beyond[0]:.1f} / {fixed_beyond[1]:.1f} us (target <= "
           f"{TARGET_FIXED_US:g}): {'PASS' if ok_fixed else 'MISS'}")
-    print(f"8 GPUs at 1 kHz: {core8[0]:.1f} / {core8[1]:.1f} % of one core (target < "
+    print(f"8 GPUs at 1 kHz: {core8[0]:.1f} / {core8[1]:.1f} % of one core as run, "
+          f"{core8_1k[0]:.1f} / {core8_1k[1]:.1f} % at the CPU per tick times 1 kHz (target < "
           f"{TARGET_CORE_PCT:g}): {'PASS' if ok_core else 'MISS'}; achieved {rate8[0]:.0f} / "
           f"{rate8[1]:.0f} Hz, best {rate8_best:.0f} (target >= "
           f"{TARGET_RATE_FRAC / INTERVAL_S:.0f}): {'PASS' if ok_rate else 'MISS'}")
@@ -158,7 +169,7 @@ def main(argv=None) -> int:
         {"case": "8 GPUs at 1 kHz, CPU per tick", "size": "8 GPUs",
          "time_s_min": eight[0] * 1e-6, "time_s_median": eight[1] * 1e-6, "peak_mib": None,
          "baseline_s": floor_us[0] * 1e-6, "ratio": eight[0] / floor_us[0],
-         "target": f"< {TARGET_CORE_PCT:g} % of one core (got {core8[0]:.1f} %)",
+         "target": f"< {TARGET_CORE_PCT:g} % of one core (got {max(core8[0], core8_1k[0]):.1f} %)",
          "pass": ok_core},
         {"case": "8 GPUs at 1 kHz, achieved tick rate [Hz]", "size": "8 GPUs",
          "time_s_min": 1 / rate8_best, "time_s_median": 1 / rate8[1], "peak_mib": None,

@@ -768,3 +768,193 @@ def test_static_device_facts_are_recorded_once_per_start(fake_nvml, tmp_path):
         time.sleep(0.1)
     assert len(read_devices(store)) == 4
     validate(read_store(store))
+
+
+# ------------------------------------------------------------- power-only ticks in bulk
+# With the slower signal groups given their own intervals, the ticks that read only the
+# power group go through powerlab.collect.batch (one raw nvmlDeviceGetFieldValues call
+# per GPU, decoded in bulk): the same values, events and energy figures as before.
+
+SLOW_GROUPS = {g: 0.1 for g in ("temperature", "clocks", "utilization", "power_limit")}
+
+
+def _count_reads(monkeypatch) -> list:
+    from powerlab.collect import nvml as nvml_mod
+
+    calls: list = []
+    orig = nvml_mod.Device.read
+
+    def read(self, groups=nvml_mod.ALL_GROUPS):
+        calls.append(groups)
+        return orig(self, groups)
+
+    monkeypatch.setattr(nvml_mod.Device, "read", read)
+    return calls
+
+
+def test_power_only_ticks_in_bulk_match_the_scenario_exactly(fake_nvml, tmp_path,
+                                                             monkeypatch):
+    sc = fake_nvml(SCENARIO)
+    reads = _count_reads(monkeypatch)
+    store = tmp_path / "store"
+    c = Collector(store, interval_s=0.02, flush_interval_s=0.3, host="node-a",
+                  signal_intervals_s=SLOW_GROUPS)
+    with c:
+        time.sleep(1.2)
+        live = c.recent()
+        assert len(live) >= 3 * 20
+        validate(live)
+    report = c.report()
+    df = read_store(store)
+    validate(df)
+    assert len(df) == report.rows_written == int(report.gpus["samples"].sum())
+    assert check_exact(df, sc) > 4 * len(df)
+    # only the ticks that read the slower groups went through Device.read
+    assert 0 < len(reads) < 0.35 * len(df), (len(reads), len(df))
+    assert df["power_w"].notna().all() and 0.1 < df["temp_gpu_c"].notna().mean() < 0.3
+    g = report.gpus.set_index("gpu_index")
+    assert ((g["achieved_rate_hz"] > 35) & (g["achieved_rate_hz"] < 51)).all()
+    assert (g["rate_temperature_hz"] / g["rate_power_hz"]).between(0.15, 0.25).all()
+    for gi in (0, 1, 2):
+        part = df[df["gpu_index"] == gi]
+        mono = part["monotonic_s"].to_numpy()
+        assert np.all(np.diff(mono) > 0)
+        d = np.diff(mono)
+        assert g.loc[gi, "interval_mean_s"] == pytest.approx(d.mean(), rel=1e-9)
+        assert g.loc[gi, "max_gap_s"] == pytest.approx(d.max(), rel=1e-12)
+        te = _us(part["nvml_time_energy"]) - sc.init_us
+        assert g.loc[gi, "energy_counter_j"] == pytest.approx(
+            (sc.energy_mj(gi, te[-1]) - sc.energy_mj(gi, te[0])) * 1e-3, abs=1e-9)
+        tp = _us(part["nvml_time_power"]) * 1e-6
+        p = part["power_w"].to_numpy()
+        trap = float(np.sum(0.5 * (p[1:] + p[:-1]) * np.diff(tp)))
+        assert g.loc[gi, "energy_integrated_j"] == pytest.approx(trap, rel=1e-9)
+    assert 45 < g.loc[2, "energy_disagreement_pct"] < 90  # GPU 2's counter at 60 %
+
+
+def test_power_only_ticks_in_bulk_lost_gpu_and_counter_reset(fake_nvml, monkeypatch):
+    sc = fake_nvml({"gpus": 3, "gpu1.fault": "lost@0.4-0.9", "gpu2.fault": "lost@0.5",
+                    "gpu0.power_mw": "0:200000 0.3:500000 @0.6", "gpu0.energy_reset_s": 0.55})
+    reads = _count_reads(monkeypatch)
+    c = Collector(None, interval_s=0.02, retry_backoff_s=(0.1, 0.4),
+                  signal_intervals_s=SLOW_GROUPS)
+    with c:
+        time.sleep(1.6)
+    df = c.recent()
+    ev = c.events()
+    assert len(reads) < 0.35 * len(df)
+    p0 = df[df["gpu_index"] == 0]
+    assert np.diff(p0["monotonic_s"].to_numpy()).max() < 0.15 and len(p0) > 0.8 * 1.6 / 0.02
+    kinds1 = list(ev[ev["gpu_index"] == 1]["kind"])
+    assert kinds1[0] == "lost" and kinds1[-1] == "recovered", kinds1
+    p1 = df[df["gpu_index"] == 1]
+    t1 = (_us(p1["nvml_time_power"]) - sc.init_us) * 1e-6
+    assert not ((t1 >= 0.4) & (t1 < 0.9)).any() and (t1 >= 0.9).sum() > 5
+    t2 = (_us(df[df["gpu_index"] == 2]["nvml_time_power"]) - sc.init_us) * 1e-6
+    assert t2.max() < 0.5
+    # GPU 0's counter restarts at 0.55 s: two stretches added, never a negative energy
+    te = _us(p0["nvml_time_energy"]) - sc.init_us
+    after = te >= 550_000
+    expect_j = ((sc.energy_mj(0, te[~after][-1]) - sc.energy_mj(0, te[0]))
+                + (sc.energy_mj(0, te[-1]) - sc.energy_mj(0, te[after][0]))) * 1e-3
+    g = c.report().gpus.set_index("gpu_index")
+    assert g.loc[0, "energy_counter_j"] == pytest.approx(expect_j, abs=1e-9)
+
+
+def _filled_batch(n_gpus: int, ticks: int):
+    from powerlab.collect import nvml as nvml_mod
+    from powerlab.collect.batch import PowerBatch
+    from powerlab.collect.slots import Slot
+
+    slots = []
+    for i in range(n_gpus):
+        s = Slot(i)
+        s.device = nvml_mod.Device(i)
+        s.uuid = s.device.uuid
+        slots.append(s)
+    b = PowerBatch(slots, ticks)
+    for i in range(ticks):
+        for pos in range(n_gpus):
+            fn, h, k = b.calls[pos]
+            b.wall.append(time.time_ns())
+            b.mono.append(time.monotonic())
+            assert fn(h, k, b.views[i][pos]) == 0
+            b.j.append(i * n_gpus + pos)
+            time.sleep(0.001)
+        b.i = i + 1
+    return b
+
+
+def _clone(b):
+    from powerlab.collect.batch import PowerBatch
+    from powerlab.collect.slots import Slot
+
+    slots = []
+    for s in b.slots:
+        t = Slot(s.index)
+        t.device, t.uuid = s.device, s.uuid
+        slots.append(t)
+    c = PowerBatch(slots, b.ticks)
+    c.rec[...] = b.rec
+    c.j, c.wall, c.mono, c.i = list(b.j), list(b.wall), list(b.mono), b.i
+    return c
+
+
+def test_batch_whole_array_and_per_gpu_decoding_agree(fake_nvml):
+    fake_nvml({"gpus": 3, "gpu*.power_mw": "0:150000 0.005:420000 0.011:260000 @0.017"})
+    a = _filled_batch(3, 12)
+    b = _clone(a)
+    chunk_a, failed_a = a.digest()  # every GPU in every tick: whole-batch arrays
+    chunk_b, failed_b = b._general()  # the general path, GPU by GPU
+    rows_a = [chunk_a.row(q) for q in range(len(chunk_a))]
+    rows_b = [chunk_b.row(q) for q in range(len(chunk_b))]
+    assert failed_a == failed_b == []
+    assert len(rows_a) == 36 and [r[:7] for r in rows_a] == [r[:7] for r in rows_b]
+    assert [r[15:] for r in rows_a] == [r[15:] for r in rows_b]
+    for sa, sb in zip(a.slots, b.slots):
+        for attr in ("n", "first", "last", "sum_dt", "sum_dt2", "max_dt", "e_int", "int_n",
+                     "e_first", "e_last", "p_prev", "p_t"):
+            assert getattr(sa, attr) == pytest.approx(getattr(sb, attr), rel=1e-12), attr
+        assert sa.latest[1] == sb.latest[1] and sa.e_int > 0
+
+
+def test_batch_per_field_error_takes_the_gpu_out_at_that_sample(fake_nvml):
+    fake_nvml({"gpus": 2})
+    b = _filled_batch(2, 5)
+    b.rec[2, 1, 0]["ret"] = 15  # GPU 1's power field at tick 2: GPU is lost
+    b.rec[3, 0, 1]["ret"] = 3  # GPU 0's second field, tick 3: not supported -> NaN
+    chunk, failed = b.digest()
+    rows = [chunk.row(q) for q in range(len(chunk))]
+    assert [(pos, ret) for pos, ret, _w, _m in failed] == [(1, 15)]
+    assert failed[0][2] > 0
+    got = [(r[1], k) for k, r in enumerate(rows)]
+    assert [g for g, _ in got].count(1) == 2 and [g for g, _ in got].count(0) == 5
+    r03 = [r for r in rows if r[1] == 0][3]
+    assert math.isnan(r03[5]) and r03[16] is None and not math.isnan(r03[4])
+
+
+def test_power_only_ticks_in_bulk_a_hung_call_does_not_stall_the_others(fake_nvml,
+                                                                        monkeypatch):
+    """As test_a_hung_nvml_call_does_not_stall_the_other_gpus, on the bulk path: the
+    watchdog keeps the hung tick's earlier samples, the new sampling thread gets fresh
+    records (the hung call may still write into the old ones) and nothing is doubled."""
+    monkeypatch.setenv("FAKE_NVML_HANG", "1@0.5-1.2")
+    sc = fake_nvml({"gpus": 3})
+    reads = _count_reads(monkeypatch)
+    c = Collector(None, interval_s=0.02, hang_timeout_s=0.2, retry_backoff_s=(0.1, 0.2),
+                  signal_intervals_s=SLOW_GROUPS)
+    with c:
+        time.sleep(2.0)
+    df = c.recent()
+    assert len(reads) < 0.35 * len(df)
+    for g in (0, 2):
+        mono = df[df["gpu_index"] == g]["monotonic_s"].to_numpy()
+        assert np.all(np.diff(mono) > 0) and np.diff(mono).max() < 0.2 + 0.15
+        assert len(mono) > 0.8 * 2.0 / 0.02, len(mono)
+    kinds = list(c.events().query("gpu_index == 1")["kind"])
+    assert kinds[0] == "hang" and kinds[-1] == "recovered", kinds
+    p1 = df[df["gpu_index"] == 1]
+    t1 = (_us(p1["nvml_time_power"]) - sc.init_us) * 1e-6
+    assert not ((t1 > 0.5) & (t1 < 1.2)).any() and (t1 >= 1.2).sum() > 10
+    assert np.all(np.diff(p1["monotonic_s"].to_numpy()) > 0)
+    assert not df.duplicated(["gpu_index", "timestamp"]).any()

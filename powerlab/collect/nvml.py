@@ -13,6 +13,10 @@ gives the rest of powerlab a small typed surface:
   and :meth:`Device.read`, which samples one GPU with one ``nvmlDeviceGetFieldValues``
   call (instant power, average power, total energy, memory temperature, keeping NVML's
   per-field timestamps) plus individual calls for the rest;
+* :attr:`Device.power_batch`: what a power-only read needs as one raw call (the
+  library's ``nvmlDeviceGetFieldValues`` entry point, the handle, the record array type,
+  the field ids and where each value goes), for the bulk path of
+  :mod:`powerlab.collect.batch`; None where a power column needs an individual call;
 * units converted right here: mW -> W, mJ -> J.  A quantity the GPU does not support is
   NaN, never 0.
 
@@ -50,6 +54,7 @@ __all__ = [
     "XidWatcher",
     "device_count",
     "driver_version",
+    "error_for",
     "init",
     "is_available",
     "nvml_errors",
@@ -85,6 +90,7 @@ ALL_GROUPS = sum(_GROUP_BIT.values())
 _SUCCESS = 0
 _ERR_UNINITIALIZED = 1
 _ERR_NOT_SUPPORTED = 3
+ERR_NOT_SUPPORTED = _ERR_NOT_SUPPORTED  # for powerlab.collect.batch
 _ERR_NO_PERMISSION = 4
 _ERR_DRIVER_NOT_LOADED = 9
 _ERR_TIMEOUT = 10
@@ -456,6 +462,13 @@ class Device:
                 pass
         self._power_avg_call = caps["power_avg_w"] == "call"
         self._energy_call = caps["energy_j"] == "call"
+        # a power-only read as one raw call (see powerlab.collect.batch): the library's
+        # entry point, the handle, the record array type, field ids and where each goes
+        ids, slots, arr_type, _t = self._plans[1]
+        self.power_batch = (
+            (self._fv_fn, self.handle, arr_type, tuple(ids), tuple(slots))
+            if self._fv_fn is not None and ids and not self._power_avg_call
+            and not self._energy_call else None)
         self._has = {c: caps[c] != "unsupported" for c in caps}
 
     # -- per-tick read --------------------------------------------------------------
@@ -534,6 +547,11 @@ class Device:
 
     def __repr__(self) -> str:
         return f"Device(index={self.index}, name={self.info.name!r}, uuid={self.info.uuid!r})"
+
+
+def error_for(ret: int) -> NVMLError:
+    """The powerlab exception for an NVML return code (as :func:`nvml_errors` raises it)."""
+    return _to_powerlab(pynvml.NVMLError(ret))
 
 
 def group_mask(names: Iterable[str]) -> int:

@@ -18,8 +18,8 @@ import pandas as pd
 
 from ..exceptions import StoreError
 
-__all__ = ["DEVICE_COLUMNS", "EVENT_COLUMNS", "events_frame", "read_devices", "read_events",
-           "ts_column", "write_side_table"]
+__all__ = ["DEVICE_COLUMNS", "EVENT_COLUMNS", "device_facts_frame", "events_frame",
+           "read_devices", "read_events", "ts_column", "write_side_table"]
 
 #: int64 of NaT (a timestamp not read).
 NAT = np.iinfo(np.int64).min
@@ -117,3 +117,23 @@ def read_devices(root: str | Path) -> pd.DataFrame:
     """
     return _read_side_table(root, "devices", pd.DataFrame(columns=list(DEVICE_COLUMNS)),
                             ["timestamp", "host", "gpu_index"])
+
+
+def device_facts_frame(devices: dict, host: str) -> pd.DataFrame:
+    """Static facts of opened GPUs (``{index: Device}``), one row each, stamped now."""
+    import json
+
+    rows = []
+    now = pd.Timestamp.now(tz="UTC")
+    for i, dev in sorted(devices.items()):
+        info = dev.info
+        rows.append({"timestamp": now, "host": host, "gpu_index": i,
+                     "gpu_uuid": info.uuid, "name": info.name, "serial": info.serial,
+                     "tdp_w": float(info.tdp_w), "driver_version": info.driver_version,
+                     "pci_bus_id": info.pci_bus_id,
+                     "capabilities": json.dumps(dict(info.capabilities), sort_keys=True)})
+    df = pd.DataFrame(rows, columns=list(DEVICE_COLUMNS))
+    return df.astype({"host": "string", "gpu_index": "Int16", "gpu_uuid": "string",
+                      "name": "string", "serial": "string", "tdp_w": "float64",
+                      "driver_version": "string", "capabilities": "string",
+                      "pci_bus_id": "string"})

@@ -19,9 +19,11 @@ import pandas as pd
 
 from . import nvml
 from .metrics import DCGM_FIELDS
-from .sidetables import ts_column
+from .sidetables import NAT, ts_column
 
-__all__ = ["I_ENERGY", "I_POWER", "I_TS_ENERGY", "I_TS_POWER", "ROW_COLS", "Slot", "gpu_table", "is_full", "latest_by_gpu", "rows_to_frame"]
+__all__ = ["I_ENERGY", "I_POWER", "I_TS_ENERGY", "I_TS_POWER", "ROW_COLS", "Chunk", "Slot",
+           "first_wall", "gpu_table", "is_full", "last_wall", "latest_by_gpu",
+           "parts_to_frame", "rows_to_frame"]
 
 ROW_COLS = ("_wall_ns", "gpu_index", "gpu_uuid", "monotonic_s", *nvml.SAMPLE_COLUMNS,
             *nvml.TIMESTAMP_COLUMNS)
@@ -30,6 +32,8 @@ I_POWER = 4 + nvml.SAMPLE_COLUMNS.index("power_w")
 I_ENERGY = 4 + nvml.SAMPLE_COLUMNS.index("energy_j")
 I_TS_POWER = 4 + _NS + nvml.TIMESTAMP_COLUMNS.index("nvml_time_power")
 I_TS_ENERGY = 4 + _NS + nvml.TIMESTAMP_COLUMNS.index("nvml_time_energy")
+_I_THROTTLE = 4 + nvml.SAMPLE_COLUMNS.index("throttle_reasons")
+_I_TS0 = 4 + _NS
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _GROUP_BIT = {c: 1 << gi for gi, cols in enumerate(nvml.GROUPS.values()) for c in cols}
 _METRIC_COLUMNS = tuple(f[1] for f in DCGM_FIELDS if f[1] in _GROUP_BIT)
@@ -38,34 +42,135 @@ _POS = {c: i for i, c in enumerate(ROW_COLS)}
 # ---------------------------------------------------------------------------- frames
 
 
+class Chunk:
+    """Samples as columns (the layout of :data:`ROW_COLS`), as the bulk path of
+    :mod:`powerlab.collect.batch` decodes them: numpy arrays (timestamps as int64 with
+    :data:`~powerlab.collect.sidetables.NAT` for "not read"), lists, or None for a column
+    not read in any of them (NaN, NA or NaT)."""
+
+    __slots__ = ("columns", "n")
+
+    def __init__(self, columns: Sequence, n: int):
+        self.columns = columns
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def row(self, q: int) -> tuple:
+        """Sample ``q`` as a row tuple (as the per-tick path builds them)."""
+        return self.rows([q])[0]
+
+    def rows(self, qs: Sequence[int]) -> list[tuple]:
+        """Samples ``qs`` as row tuples (as the per-tick path builds them)."""
+        cols = []
+        k = len(qs)
+        for c, col in enumerate(self.columns):
+            if col is None:
+                cols.append([None if c == _I_THROTTLE or c >= _I_TS0 else math.nan] * k)
+                continue
+            v = np.asarray(col)[list(qs)].tolist() if isinstance(col, np.ndarray) else [
+                col[q] for q in qs]
+            if c >= _I_TS0:
+                v = [None if x == NAT else x for x in v]
+            cols.append(v)
+        return list(zip(*cols))
+
+
+def first_wall(part) -> int:
+    """Wall clock [ns] of the first sample of a part (a row list or a :class:`Chunk`)."""
+    return int(part.columns[0][0]) if isinstance(part, Chunk) else part[0][0]
+
+
+def last_wall(part) -> int:
+    return int(part.columns[0][-1]) if isinstance(part, Chunk) else part[-1][0]
+
+
 def rows_to_frame(rows: Sequence[tuple], host: str, conformed: bool = True) -> pd.DataFrame:
     """Samples (row tuples) as a telemetry frame (conformed and sorted when asked)."""
+    return parts_to_frame([rows], host, conformed)
+
+
+def _float_piece(v, n: int) -> np.ndarray:
+    return np.full(n, math.nan) if v is None else np.asarray(v, dtype="float64")
+
+
+def _ts_piece(v, n: int) -> np.ndarray:
+    if v is None:
+        return np.full(n, NAT, dtype=np.int64)
+    if isinstance(v, np.ndarray):
+        return v
+    try:
+        return np.array(v, dtype=np.int64)
+    except TypeError:  # None (not read) present
+        return np.array([NAT if x is None else x for x in v], dtype=np.int64)
+
+
+def parts_to_frame(parts: Sequence, host: str, conformed: bool = True,
+                   by_gpu: bool = False) -> pd.DataFrame:
+    """Samples in parts (row-tuple lists and :class:`Chunk` s) as one telemetry frame, in
+    the parts' order, or with ``by_gpu`` in the store's order (GPU, then time: what
+    :func:`~powerlab.telemetry.schema.conform` sorts into, so the store's sort and its
+    Parquet encoding have less to do); conformed and sorted when asked."""
     from ..telemetry.schema import conform, empty_frame
 
-    if not rows:
+    parts = [p for p in parts if len(p)]
+    if not parts:
         out = empty_frame()
         for c in ("monotonic_s", "power_avg_w", "util_mem_pct"):
             out[c] = pd.Series([], dtype="float64")
         for c in nvml.TIMESTAMP_COLUMNS:
             out[c] = pd.Series([], dtype="datetime64[ns, UTC]")
         return conform(out)
-    cols = list(zip(*rows))
-    wall = np.fromiter(cols[0], dtype=np.int64, count=len(rows))
+    merged: list = []  # runs of per-tick row lists joined: one transposition each
+    for p in parts:
+        if isinstance(p, Chunk) or not merged or isinstance(merged[-1], Chunk):
+            merged.append(p if isinstance(p, Chunk) else list(p))
+        else:
+            merged[-1].extend(p)
+    pieces = [(p.columns if isinstance(p, Chunk) else list(zip(*p)), len(p)) for p in merged]
+    n = sum(k for _, k in pieces)
+
+    def column(c: int, conv) -> np.ndarray:
+        got = [conv(cols[c], k) for cols, k in pieces]
+        out = got[0] if len(got) == 1 else np.concatenate(got)
+        return out if order is None else out[order]
+
+    order = None
+    wall = column(0, lambda v, k: np.asarray(v, dtype=np.int64))
+    gpu = column(1, lambda v, k: np.asarray(v, dtype=np.int16))
+    if by_gpu:
+        order = np.lexsort((wall, gpu))
+        wall, gpu = wall[order], gpu[order]
+    uuids = np.fromiter((u for cols, _k in pieces for u in cols[2]), dtype=object, count=n)
     data: dict[str, object] = {
         "timestamp": pd.Series(wall.view("datetime64[ns]")).dt.tz_localize("UTC"),
-        "host": pd.array([host] * len(rows), dtype="string"),
-        "scope": pd.array(["gpu"] * len(rows), dtype="string"),
-        "gpu_index": pd.array(cols[1], dtype="Int16"),
-        "gpu_uuid": pd.array(cols[2], dtype="string"),
-        "monotonic_s": np.asarray(cols[3], dtype="float64"),
+        "host": pd.array([host] * n, dtype="string"),
+        "scope": pd.array(["gpu"] * n, dtype="string"),
+        "gpu_index": pd.array(gpu, dtype="Int16"),
+        "gpu_uuid": pd.array(uuids if order is None else uuids[order], dtype="string"),
+        "monotonic_s": column(3, _float_piece),
     }
-    for name, col in zip(nvml.SAMPLE_COLUMNS, cols[4:4 + _NS]):
+    for c, name in enumerate(nvml.SAMPLE_COLUMNS, start=4):
         if name == "throttle_reasons":
-            data[name] = pd.array(col, dtype="UInt64")
+            vals, mask = [], []
+            for cols, k in pieces:
+                v = cols[c]
+                if v is None:
+                    vals.append(np.zeros(k, dtype=np.uint64))
+                    mask.append(np.ones(k, dtype=bool))
+                else:
+                    arr = pd.array(list(v), dtype="UInt64")
+                    vals.append(arr.to_numpy(dtype=np.uint64, na_value=0))
+                    mask.append(np.asarray(arr.isna()))
+            vals_a, mask_a = np.concatenate(vals), np.concatenate(mask)
+            if order is not None:
+                vals_a, mask_a = vals_a[order], mask_a[order]
+            data[name] = pd.arrays.IntegerArray(vals_a, mask_a)
         else:
-            data[name] = np.asarray(col, dtype="float64")
-    for name, col in zip(nvml.TIMESTAMP_COLUMNS, cols[4 + _NS:]):
-        data[name] = ts_column(col, 1000)
+            data[name] = column(c, _float_piece)
+    for c, name in enumerate(nvml.TIMESTAMP_COLUMNS, start=4 + _NS):
+        data[name] = ts_column(column(c, _ts_piece), 1000)
     frame = pd.DataFrame(data)
     return conform(frame) if conformed else frame
 
