@@ -388,14 +388,6 @@ def _parse_timestamps(arr: pa.Array, tz, path, column, row_line):
         r = int(np.flatnonzero(~zoned.to_numpy(zero_copy_only=False))[0])
         raise ParseError("some timestamps carry a time zone and some do not", path=path,
                          line=row_line(r), column=column)
-    ns = None if n_zoned else _smi_times_ns(s)
-    if ns is not None:  # every value proven 'YYYY/MM/DD HH:MM:SS.fff' and a real time
-        if tz is None:
-            raise ParseError("timestamps have no time zone (nvidia-smi prints local "
-                             "wall-clock time); pass tz=, e.g. tz='America/New_York' or "
-                             "tz='UTC', naming the zone of the machine that wrote the log",
-                             path=path, column=column)
-        return localize(pd.DatetimeIndex(ns.view("datetime64[ns]")), tz)
     iso = _replace_byte(s, b"/", b"-")
     target = pa.timestamp("ns", tz="UTC") if n_zoned else pa.timestamp("ns")
     try:
@@ -416,62 +408,6 @@ def _parse_timestamps(arr: pa.Array, tz, path, column, row_line):
                          "the zone of the machine that wrote the log", path=path,
                          column=column)
     return localize(pd.DatetimeIndex(ns.view("datetime64[ns]")), tz)
-
-
-#: nvidia-smi's timestamp 'YYYY/MM/DD HH:MM:SS.fff': byte positions of the digits and
-#: of the separators
-_TS_WIDTH = 23
-_TS_DIGITS = np.array([0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20, 21, 22])
-_TS_SEPARATORS = {4: b"/", 7: b"/", 10: b" ", 13: b":", 16: b":", 19: b"."}
-_TS_SCALE = np.array([1000, 100, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 100, 10, 1],
-                     dtype=np.int64)
-_DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
-
-
-def _smi_times_ns(arr: pa.Array) -> np.ndarray | None:
-    """Naive nanoseconds of timestamps all in nvidia-smi's own format, or ``None``.
-
-    The fast path: when every value is exactly 23 bytes, the body is one ``(n, 23)``
-    byte matrix, read with a few vectorised numpy operations instead of rewriting and
-    casting strings.  Every value is checked (separators, digits, month 1-12, the day
-    within its month (leap years included), hour < 24, minute < 60, second < 60); if any
-    check fails, ``None`` sends the column to the general path, which reads what it can
-    and names the line of what it cannot.  So the fast path never accepts a value the
-    general path would refuse, and gives the same instants for those it accepts.
-    """
-    n = len(arr)
-    if not n or arr.null_count or not isinstance(arr, pa.StringArray):
-        return None
-    _, offsets, data = arr.buffers()
-    off = np.frombuffer(offsets, dtype=np.int32, count=n + 1, offset=arr.offset * 4)
-    if off[-1] - off[0] != _TS_WIDTH * n or (np.diff(off) != _TS_WIDTH).any():
-        return None
-    b = np.frombuffer(data, dtype=np.uint8, count=_TS_WIDTH * n,
-                      offset=int(off[0])).reshape(n, _TS_WIDTH)
-    for pos, ch in _TS_SEPARATORS.items():
-        if (b[:, pos] != ch[0]).any():
-            return None
-    d = b[:, _TS_DIGITS] - np.uint8(48)  # wraps below '0' to >= 208
-    if (d > 9).any():
-        return None
-    v = d.astype(np.int64) * _TS_SCALE
-    year = v[:, 0:4].sum(axis=1)
-    month, day = v[:, 4] + v[:, 5], v[:, 6] + v[:, 7]
-    hour, minute, sec = v[:, 8] + v[:, 9], v[:, 10] + v[:, 11], v[:, 12] + v[:, 13]
-    ms = v[:, 14:17].sum(axis=1)
-    if ((month < 1) | (month > 12) | (hour > 23) | (minute > 59) | (sec > 59)
-            | (year < 1678) | (year > 2261)).any():  # the datetime64[ns] years
-        return None
-    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
-    if ((day < 1) | (day > _DAYS_IN_MONTH[month] + (leap & (month == 2)))).any():
-        return None
-    # days since 1970-01-01 of the civil date (H. Hinnant's days_from_civil)
-    y = year - (month <= 2)
-    era = y // 400
-    yoe = y - era * 400
-    doy = (153 * (month + np.where(month > 2, -3, 9)) + 2) // 5 + day - 1
-    days = era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
-    return (((days * 24 + hour) * 60 + minute) * 60 + sec) * 1_000_000_000 + ms * 1_000_000
 
 
 def _replace_byte(arr: pa.Array, old: bytes, new: bytes) -> pa.Array:
