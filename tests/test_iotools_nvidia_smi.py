@@ -508,3 +508,34 @@ def test_threaded_conversion_gives_the_same_frame_warnings_and_first_error(monke
     lines[17] = lines[17].rstrip("\n") + ", 5\n"
     (e_seq, _), (e_par, _) = _parse_both_ways(monkeypatch, HEAD + "".join(lines))
     assert str(e_seq) == str(e_par) and e_par.line == 19 and "5 field(s)" in str(e_par)
+
+
+@pytest.mark.parametrize("cells, unit", [
+    ([" 72.5 W", " 1e3 W", " nan W", " +5 W", " .5 W"], "W"), ([" inf", " 5."], None),
+    ([" NA"], None), ([" N/A"], None), ([" -"], None), ([" [N/A]", " 1 W"], "W"),
+    (["72.5 W"], "W"), (["  72.5 W"], "W"), ([" 72.5"], "W"), ([" 1 W", " 2"], "W"),
+    ([" W"], "W"), ([" "], None), ([" 72.5  W"], "W"), ([" 0x1F"], None),
+])
+def test_fast_float_cells_agree_with_the_general_path(cells, unit):
+    """The one-slice-one-cast path takes only cells it reads exactly as the general
+    path does (values equal, NaN where NaN); everything else goes the general way."""
+    import pyarrow as pa
+
+    from powerlab.iotools import _common
+
+    arr = pa.array(cells)
+    fast = _common._float_cells_fast(arr, " " + unit if unit else "")
+    try:
+        general = _common.strings_to_float(arr, unit=unit, path=None, column="c",
+                                           row_line=lambda r: r + 2, expected="a number",
+                                           allow_empty=False)
+    except ParseError:
+        general = None
+    if fast is not None:
+        assert general is not None
+        np.testing.assert_array_equal(fast, general)
+    # the cases the fast path must leave alone: sentinels, other spacing, no unit, errors
+    takes = all(c.startswith(" ") and not c.startswith("  ") and c.strip() not in
+                ("NA", "N/A", "-", "", "W") and not c.strip().startswith(("[", "0x"))
+                and c.endswith(" " + unit if unit else "") and "  " not in c for c in cells)
+    assert (fast is not None) == takes
