@@ -87,6 +87,9 @@ _MAX_GPUS = 64
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
 _PARALLEL_ROWS = 200_000 if _WORKERS >= 4 else 10 ** 18
 _PARALLEL_BYTES = 8 << 20 if _WORKERS >= 4 else 10 ** 18
+#: On one thread the body is parsed as one block: one chunk per column, nothing to
+#: concatenate afterwards
+_ONE_BLOCK = True
 
 
 def read_nvidia_smi(path, *, tz=None, n_gpus: int | None = None, host: str | None = None,
@@ -389,10 +392,13 @@ def _read_cells(data: bytes, start: int, end: int, ncol: int, path, text,
     size = end - start
     if not size or (size < 4096 and data[start:end].isspace()):
         return pa.table({c: pa.array([], pa.string()) for c in cols})
+    block = 1 << 22
+    if _ONE_BLOCK and not use_threads:  # (under 1 GiB: 32-bit string offsets)
+        block = min(max(block, size + 1), 1 << 30)
     table = pacsv.read_csv(
         pa.BufferReader(pa.py_buffer(data).slice(start, size)),
         read_options=pacsv.ReadOptions(column_names=cols, use_threads=use_threads,
-                                       block_size=1 << 22),
+                                       block_size=block),
         parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
         convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in cols},
                                              strings_can_be_null=False,
