@@ -28,6 +28,15 @@ A straggler is one GPU slower by ``slowdown_pct`` through one cause:
   cause).
 
 It starts at ``onset_h`` and lasts ``duration_h`` (default: to the end).
+
+**Chips that outlive a record.**  With ``chip_seed`` the chips' own properties -- leakage
+bin (and the fleet's leakage spread), heatsink offset, power offset -- come from that seed,
+one chip at a time (``numpy.random.default_rng([chip_seed, chip])``), and everything else
+(inlet, workload, noise, the hot host) from ``seed``: a burn-in record and a later record
+with the same ``chip_seed`` hold the same chips.  ``chips`` places chip numbers in the
+slots (host-major, ``n_hosts * gpus_per_host``; default ``0, 1, ...``), so a later record
+can swap, replace or add chips; ``gpu_uuid`` is then the chip's (``GPU-c<chip_seed>-<chip>``),
+not the slot's.  Without ``chip_seed`` the run seed draws everything, as before.
 """
 
 from __future__ import annotations
@@ -64,12 +73,21 @@ class Fleet:
     host_names: list = field(default_factory=list)
 
 
+def _chip(chip_seed: int, chip: int) -> tuple[float, float, float]:
+    """One chip's own properties: leakage (in units of the fleet's spread), heatsink
+    offset [degC], power offset below the cap [W]."""
+    r = np.random.default_rng([chip_seed, chip])
+    return (float(r.normal()), float(r.normal(0, 1.2)),
+            float(min(abs(r.standard_t(3)) * 6.0, 60.0)))
+
+
 def simulate_fleet(seed: int, *, hours: float = 24.0, interval_s: float = 60.0,
                    n_hosts: int = 8, gpus_per_host: int = 8,
                    stragglers: list[Straggler] | None = None,
                    hot_host: int | None = None, hot_host_c: float = 7.0,
                    leak_sd_mhz: float | None = None,
-                   start: str = "2025-07-01") -> Fleet:
+                   start: str = "2025-07-01", chip_seed: int | None = None,
+                   chips: np.ndarray | list | None = None) -> Fleet:
     rng = np.random.default_rng(seed)
     n_t = round(hours * 3600 / interval_s)
     n_g = n_hosts * gpus_per_host
@@ -90,6 +108,14 @@ def simulate_fleet(seed: int, *, hours: float = 24.0, interval_s: float = 60.0,
     leak_sd = rng.uniform(20.0, 25.0) if leak_sd_mhz is None else leak_sd_mhz
     leak = leak_sd * (leak - leak.mean()) / leak.std()
     p_off = np.minimum(np.abs(rng.standard_t(3, n_g)) * 6.0, 60.0)
+    if chip_seed is not None:
+        chips = np.arange(n_g) if chips is None else np.asarray(chips, dtype=np.int64)
+        if chips.shape != (n_g,):
+            raise ValueError(f"chips: need {n_g} chip numbers, one per slot")
+        leak_sd = (np.random.default_rng([chip_seed, 1 << 30]).uniform(20.0, 25.0)
+                   if leak_sd_mhz is None else leak_sd_mhz)
+        props = np.array([_chip(chip_seed, int(c)) for c in chips])
+        leak, sink, p_off = leak_sd * props[:, 0], props[:, 1], props[:, 2]
     limit = np.full((n_t, n_g), CAP_W)
 
     # workload: phases common to the fleet (kernel mix), shared by all GPUs of the job
@@ -137,14 +163,15 @@ def simulate_fleet(seed: int, *, hours: float = 24.0, interval_s: float = 60.0,
     bits |= bits_extra
 
     names = [f"node{h:03d}" for h in range(n_hosts)]
+    uuids = (np.array([f"GPU-{names[h]}-{p}" for h, p in zip(host, pos)])
+             if chip_seed is None else np.array([f"GPU-c{chip_seed}-{c}" for c in chips]))
     ts = pd.Timestamp(start, tz="UTC") + pd.to_timedelta(t_s, unit="s")
     tel = pd.DataFrame({
         "timestamp": np.repeat(ts.to_numpy(), n_g),
         "host": pd.array(np.tile(np.array(names)[host], n_t), dtype="string"),
         "scope": "gpu",
         "gpu_index": pd.array(np.tile(pos, n_t), dtype="Int16"),
-        "gpu_uuid": pd.array([f"GPU-{names[h]}-{p}" for h, p in zip(
-            np.tile(host, n_t), np.tile(pos, n_t))], dtype="string"),
+        "gpu_uuid": pd.array(np.tile(uuids, n_t), dtype="string"),
         "power_w": power.ravel(),
         "clock_sm_mhz": clock.ravel(),
         "temp_gpu_c": temp.ravel(),

@@ -133,6 +133,23 @@ def test_hash_identifies_content():
      "do not fit in a PUE"),
     (lambda d: d["hardware"].__setitem__("gpu_rise_time_constant_s", -0.1),
      "hardware.gpu_rise_time_constant_s", ">="),
+    # unit slips (x1000) on numbers that had no upper bound
+    (lambda d: d["site"].__setitem__("base_load_w", 1.5e12), "site.base_load_w", "must be <="),
+    (lambda d: d["hardware"].__setitem__("node_overhead_w", 2.5e6),
+     "hardware.node_overhead_w", "must be <="),
+    (lambda d: d["hardware"].__setitem__("gpus_per_node", 8000), "hardware.gpus_per_node",
+     "must be <="),
+    (lambda d: d["hardware"].__setitem__("gpu_tdp_w", 700_000), "hardware.gpu_tdp_w",
+     "must be <="),
+    (lambda d: d.setdefault("mitigations", {}).__setitem__("gpu_ramp_limit_w_per_s", 1e9),
+     "mitigations.gpu_ramp_limit_w_per_s", "must be <="),
+    (lambda d: d.setdefault("mitigations", {}).__setitem__("stagger_starts_s", 1e9),
+     "mitigations.stagger_starts_s", "must be <="),
+    (lambda d: d.setdefault("mitigations", {}).__setitem__(
+        "battery", {"power_megawatts": 2e7, "energy_megawatt_hours": 10}),
+     "mitigations.battery.power_megawatts", "must be <="),
+    (lambda d: d.setdefault("limits", {}).__setitem__("ramp_up_megawatts_per_s", 5e6),
+     "limits.ramp_up_megawatts_per_s", "must be <="),
 ])
 def test_absurd_sizes_are_refused_naming_the_key(mutate, key, words):
     d = _doc()
@@ -166,3 +183,30 @@ def test_electrical_losses_default_within_the_pue():
     sc = parse_scenario(d)
     assert sc.site.electrical_loss_fraction == 0.04
     assert sc.site.cooling_time_constant_s == 300.0
+
+
+def test_an_empty_key_reads_as_absent():
+    """``cooling:`` or ``failures:`` left empty is the same as leaving the key out (it was
+    refused as an "unknown key")."""
+    d = _doc()
+    d["site"].pop("cooling", None)
+    plain = parse_scenario(d)
+    d["site"]["cooling"] = None
+    assert parse_scenario(d).site == plain.site
+    d = _doc()
+    d["site"].pop("pue", None)
+    d["site"]["cooling"] = {"pue_at_reference": 1.2}
+    with_cooling = parse_scenario(d)
+    d["site"]["pue"] = None
+    assert parse_scenario(d).site == with_cooling.site
+    d = _doc()
+    d["interruptions"] = {"model": "llama3"}
+    for j in d["jobs"]:
+        j.pop("failures", None)
+    site_level = parse_scenario(d)
+    d["jobs"][0]["failures"] = None
+    assert parse_scenario(d).jobs[0] == site_level.jobs[0]
+    # a misspelt key is still refused
+    d["jobs"][0]["failurs"] = None
+    with pytest.raises(ScenarioError, match="unknown key"):
+        parse_scenario(d)

@@ -196,3 +196,187 @@ def test_fail_slow_episode_onset_delay_and_duration():
     # the job pays the episode only while it lasts: ~ compute share x 2 % x 6/24,
     # bounded by the deficit against the next slowest GPU
     assert 0 < res.cost_step_pct_total < 0.8 * 2.0 * 6 / 24 + 0.05
+
+
+def test_fleet_sim_chips_outlive_a_record():
+    """Same chip_seed, other run seeds: the same chips (uuids, leakage, heatsinks), the
+    same 20-25 MHz spread; another chip_seed: other chips; swapped slots move them."""
+    def per_gpu(fleet):
+        tel = fleet.telemetry
+        # die temperature above the host's median GPU (host inlets differ per run)
+        t = tel["temp_gpu_c"] - tel.groupby(["timestamp", "host"])["temp_gpu_c"].transform(
+            "median")
+        g = tel.assign(t=t).groupby("gpu_uuid", sort=False)
+        return g["clock_sm_mhz"].mean(), g["t"].mean()
+
+    a, b = _fleet(1, chip_seed=5, hours=6), _fleet(2, chip_seed=5, hours=6, hot_host=2)
+    other = _fleet(1, chip_seed=6, hours=6)
+    (ca, ta), (cb, tb), (co, _) = per_gpu(a), per_gpu(b), per_gpu(other)
+    assert list(ca.index) == list(cb.index) and ca.index[9] == "GPU-c5-9"
+    assert np.corrcoef(ca, cb[ca.index])[0, 1] > 0.9
+    assert np.corrcoef(ta, tb)[0, 1] > 0.8
+    assert abs(np.corrcoef(ca, co.to_numpy())[0, 1]) < 0.5
+    assert 20 <= a.leak_sd_mhz == b.leak_sd_mhz <= 25
+    chips = np.arange(64)
+    chips[[0, 63]] = [63, 0]
+    swapped = _fleet(2, chip_seed=5, hours=6, chips=chips).telemetry
+    first = swapped.groupby(["host", "gpu_index"])["gpu_uuid"].first()
+    assert first[("node000", 0)] == "GPU-c5-63" and first[("node007", 7)] == "GPU-c5-0"
+
+
+# --- per-chip baseline: an earlier healthy record of the same chips (fleet_sim chip_seed) ---
+
+def _pair(seed, *, today=(), burn=(), hot_burn=None, hot_today=None, **kw):
+    """A burn-in record and a later record of the same chips (other run seeds)."""
+    from powerlab.throughput.stragglers import straggler_baseline
+
+    chip_seed = 70 + seed
+    b = straggler_baseline(_fleet(3000 + seed, chip_seed=chip_seed, hot_host=hot_burn,
+                                  stragglers=list(burn)).telemetry)
+    fleet = _fleet(4000 + seed, chip_seed=chip_seed, hot_host=hot_today,
+                   stragglers=list(today), **kw)
+    return b, fleet
+
+
+def _keys(res):
+    return set(zip(res.flags["host"], res.flags["gpu_index"]))
+
+
+def test_baseline_finds_a_silent_straggler_slow_from_the_start():
+    """Recall of the 2 % silent straggler present from the first sample: with a baseline
+    it is found in every seed (without one it looks like a slow leakage bin), and no
+    other GPU is flagged; hot hosts differ between the two records."""
+    from .fleet_sim import Straggler
+
+    hits = false = 0
+    for seed in range(3):
+        host, gpu = (3 * seed + 1) % 8, (5 * seed + 2) % 8
+        b, fleet = _pair(seed, today=[Straggler(host, gpu, 2.0, "silent")],
+                         hot_burn=seed % 8 if seed != 1 else None,
+                         hot_today=(seed + 4) % 8 if seed != 2 else None)
+        res = find_stragglers(fleet.telemetry, baseline=b)
+        key = (fleet.host_names[host], gpu)
+        hits += key in _keys(res)
+        false += len(_keys(res) - {key})
+        f = res.flags.set_index(["host", "gpu_index"]).loc[key]
+        assert "clock dropped vs baseline" in f["reasons"] and f["baseline"] == "baseline"
+        assert f["clock_change_pct"] == pytest.approx(-2.0, abs=0.15)
+        assert f["clock_change_se_pct"] < 0.1 and f["clock_change_z"] < -4
+        assert 1.8 < f["clock_deficit_pct"] < 6.0
+        assert "change vs baseline" in res.summary()
+        assert res.params["baseline_chips"] == 64
+    assert hits == 3 and false == 0
+
+
+def test_baseline_clean_fleets_give_no_flags():
+    """Null case: clean records with a baseline, a hot host in the baseline only, today
+    only, or both -- no flag, and every chip's change within 0.3 % of its host's."""
+    for seed, (hb, ht) in enumerate([(2, None), (None, 5), (6, 6)]):
+        b, fleet = _pair(10 + seed, hot_burn=hb, hot_today=ht)
+        res = find_stragglers(fleet.telemetry, baseline=b)
+        assert res.flags.empty, res.summary()
+        assert res.scores["clock_change_pct"].abs().max() < 0.3
+        assert (res.scores["baseline"] == "baseline").all()
+
+
+def test_baseline_chip_always_slow_and_baseline_with_stragglers():
+    """A chip 2 % slow in both records is its own norm (not flagged); a chip 10 % slow in
+    both was already flagged in the baseline record, stays marked there and keeps the
+    peer test (flagged as before); a thermal straggler of the baseline that is healthy
+    now is not flagged and does not disturb its host's peers."""
+    from .fleet_sim import Straggler
+
+    always = [Straggler(2, 5, 2.0, "silent"), Straggler(4, 1, 10.0, "silent")]
+    b, fleet = _pair(20, burn=[*always, Straggler(6, 3, 3.0, "thermal")],
+                     today=always, hot_today=3)
+    marked = b.chips.set_index("chip_key")
+    assert set(marked.index[marked["flagged"]]) == {"GPU-c90-33", "GPU-c90-51"}
+    assert "baseline record" in b.summary() and len(b.summary_frame()) == 64
+    res = find_stragglers(fleet.telemetry, baseline=b)
+    assert _keys(res) == {("node004", 1)}
+    f = res.flags.iloc[0]
+    assert "clock low" in f["reasons"] and f["baseline_flagged"]
+    sc = res.scores.set_index(["host", "gpu_index"])
+    assert abs(sc.loc[("node002", 5), "clock_change_pct"]) < 0.3
+    # the recovered thermal straggler gained what it had lost
+    assert sc.loc[("node006", 3), "clock_change_pct"] > 1.0
+
+
+def test_baseline_from_another_fleet_composition():
+    """Baseline of 6 hosts, today 8 hosts with two chips swapped between hosts: the 16
+    new chips keep the peer test (said in the flags), the swapped chips are tested with
+    the extra uncertainty of their old host's conditions, and a silent from-the-start
+    straggler among the known chips is still found, with no false flag."""
+    from powerlab.throughput.stragglers import straggler_baseline
+
+    from .fleet_sim import Straggler
+
+    b = straggler_baseline(_fleet(1, chip_seed=7, n_hosts=6, hot_host=2).telemetry)
+    chips = np.arange(64)
+    chips[[5, 20]] = chips[[20, 5]]
+    fleet = _fleet(2, chip_seed=7, chips=chips, hot_host=5,
+                   stragglers=[Straggler(1, 3, 2.0, "silent")])
+    res = find_stragglers(fleet.telemetry, baseline=b)
+    assert _keys(res) == {("node001", 3)}
+    sc = res.scores.set_index(["host", "gpu_index"])
+    assert sc["baseline"].value_counts().to_dict() == {
+        "baseline": 46, "peer test: not in baseline": 16,
+        "baseline, moved to other peers": 2}
+    assert sc.loc[("node000", 5), "baseline"] == "baseline, moved to other peers"
+    assert sc.loc[("node007", 0), "baseline"] == "peer test: not in baseline"
+    assert np.isnan(sc.loc[("node007", 0), "clock_change_pct"])
+    moved = sc.loc[[("node000", 5), ("node002", 4)], "clock_change_se_pct"]
+    assert (moved > b.host_ref_sd["clock_sm_mhz"] - 1e-9).all()
+    assert res.params["peer_test_chips"] == 16
+
+
+def test_baseline_results_stable_across_window_lengths():
+    """The same GPU flagged and its change within 0.1 % at 10, 15 and 30 min windows
+    (baseline and record each at that window, and a 15-min baseline for all; 12-h
+    records)."""
+    from powerlab.throughput.stragglers import straggler_baseline
+
+    from .fleet_sim import Straggler
+
+    burn = _fleet(5, chip_seed=8, hot_host=4, hours=12).telemetry
+    fleet = _fleet(6, chip_seed=8, hours=12, stragglers=[Straggler(3, 6, 2.0, "silent")])
+    b15 = straggler_baseline(burn)
+    changes = []
+    for w in (600.0, 900.0, 1800.0):
+        for b in (straggler_baseline(burn, window_s=w), b15):
+            res = find_stragglers(fleet.telemetry, baseline=b, window_s=w)
+            assert _keys(res) == {("node003", 6)}
+            changes.append(res.flags["clock_change_pct"].iloc[0])
+    assert np.ptp(changes) < 0.1
+
+
+def test_without_a_baseline_the_flags_table_is_unchanged():
+    fleet = _fleet(900, hot_host=None)
+    res = find_stragglers(fleet.telemetry)
+    assert not {"baseline", "clock_change_pct", "baseline_flagged"} & set(res.flags.columns)
+    assert "baseline_chips" not in res.params
+
+
+@pytest.mark.bad_input("reliability")
+def test_baseline_bad_input():
+    from powerlab.throughput.stragglers import straggler_baseline
+
+    fleet = _fleet(1, chip_seed=3, hours=6)
+    tel = fleet.telemetry
+    with pytest.raises(AnalysisError, match="StragglerBaseline"):
+        find_stragglers(tel, baseline=tel)
+    dup = tel.assign(gpu_uuid=tel["gpu_uuid"].where(tel["gpu_index"] != 1, "GPU-same")
+                     .where(tel["gpu_index"] != 2, "GPU-same"))
+    with pytest.raises(AnalysisError, match="unique identity"):
+        straggler_baseline(dup)
+    b = straggler_baseline(tel)
+    assert b.key == "gpu_uuid"
+    # keyed by uuid, today without uuids: nothing matches, every GPU keeps the peer test
+    res = find_stragglers(tel.drop(columns="gpu_uuid"), baseline=b)
+    assert (res.scores["baseline"] == "peer test: not in baseline").all()
+    assert res.params["baseline_chips"] == 0
+    # no uuids in the baseline record: keyed by slot
+    bs = straggler_baseline(tel.drop(columns="gpu_uuid"))
+    assert bs.key == "host/gpu_index" and bs.chips["chip_key"].iloc[0] == "node000/0"
+    res = find_stragglers(tel, baseline=bs)
+    assert (res.scores["baseline"] == "baseline").all()

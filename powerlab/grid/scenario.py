@@ -412,6 +412,11 @@ class Scenario:
 #: Bounds on sizes that no real site reaches, so that a typo fails before any allocation.
 MAX_GPUS = 10_000_000          # the largest announced sites hold ~1M GPUs
 MAX_SPAN_S = 366 * 86400.0     # a forecast horizon or job allocation of at most a year
+# Upper bounds that catch typos (a unit slip of 1000x), far above any real site:
+MAX_SITE_W = 10e9               # 10 GW: the largest announced AI campuses are ~1-5 GW
+MAX_GPU_W = 5000.0              # one accelerator package (B200/GB200: 1.0-1.2 kW)
+MAX_GPUS_PER_NODE = 1024        # a "node" may be a whole rack (NVL72: 72 GPUs)
+MAX_NODE_OVERHEAD_W = 200_000.0  # non-GPU power of one node or rack (NVL72 rack ~ 20-30 kW)
 YEARS = (1970, 2200)           # timestamps of a forecast
 
 
@@ -461,7 +466,8 @@ def _site(s: Section) -> Site:
         raise s.error("electrical_loss_fraction",
                       f"electrical losses of {loss:g} x IT do not fit in a PUE of "
                       f"{lowest:g}; set site.electrical_loss_fraction <= {lowest - 1:g}")
-    site = Site(tz=tz, pue=pue, cooling=cooling, base_load_w=s.number("base_load_w", 0.0),
+    site = Site(tz=tz, pue=pue, cooling=cooling,
+                base_load_w=s.number("base_load_w", 0.0, hi=MAX_SITE_W),
                 electrical_loss_fraction=loss,
                 cooling_time_constant_s=s.number("cooling_time_constant_s", 300.0,
                                                  lo=0.0, hi=86400.0))
@@ -475,9 +481,9 @@ def _hardware(s: Section) -> dict:
         "gpu_idle_w": s.number("gpu_idle_w", 75.0),
         "gpu_compute_w": s.number("gpu_compute_w", 650.0),
         "gpu_comm_w": s.number("gpu_comm_w", 250.0),
-        "gpu_tdp_w": s.number("gpu_tdp_w", 700.0, lo=0.0, lo_open=True),
-        "gpus_per_node": s.integer("gpus_per_node", 8),
-        "node_overhead_w": s.number("node_overhead_w", 2500.0),
+        "gpu_tdp_w": s.number("gpu_tdp_w", 700.0, lo=0.0, lo_open=True, hi=MAX_GPU_W),
+        "gpus_per_node": s.integer("gpus_per_node", 8, hi=MAX_GPUS_PER_NODE),
+        "node_overhead_w": s.number("node_overhead_w", 2500.0, hi=MAX_NODE_OVERHEAD_W),
         "cluster_gpus": s.integer("cluster_gpus", 0, lo=0, hi=MAX_GPUS),
         "gpu_rise_time_constant_s": s.number("gpu_rise_time_constant_s", 0.03, lo=0.0,
                                              hi=10.0),
@@ -573,12 +579,13 @@ def _mitigations(s: Section) -> Mitigations:
     if s.has("battery"):
         b = s.section("battery")
         battery = Battery(
-            power_megawatts=b.number("power_megawatts", required=True, lo=0.0, lo_open=True),
+            power_megawatts=b.number("power_megawatts", required=True, lo=0.0, lo_open=True,
+                                     hi=MAX_SITE_W / 1e6),
             energy_megawatt_hours=b.number("energy_megawatt_hours", required=True, lo=0.0,
-                                           lo_open=True),
+                                           lo_open=True, hi=MAX_SITE_W / 1e6 * 24 * 7),
             round_trip_efficiency=b.number("round_trip_efficiency", 0.9, lo=0.0,
                                            lo_open=True, hi=1.0),
-            window_s=b.number("window_s", 60.0, lo=0.0, lo_open=True),
+            window_s=b.number("window_s", 60.0, lo=0.0, lo_open=True, hi=86400.0),
             initial_soc_fraction=b.number("initial_soc_fraction", 0.5, hi=1.0),
         )
         b.finish()
@@ -586,8 +593,8 @@ def _mitigations(s: Section) -> Mitigations:
         s.raw("battery")
     m = Mitigations(
         gpu_power_floor_pct_tdp=s.number("gpu_power_floor_pct_tdp", 0.0, hi=100.0),
-        gpu_ramp_limit_w_per_s=s.number("gpu_ramp_limit_w_per_s", 0.0),
-        stagger_starts_s=s.number("stagger_starts_s", 0.0),
+        gpu_ramp_limit_w_per_s=s.number("gpu_ramp_limit_w_per_s", 0.0, hi=MAX_GPU_W * 1000),
+        stagger_starts_s=s.number("stagger_starts_s", 0.0, hi=MAX_SPAN_S),
         battery=battery,
     )
     s.finish()
@@ -598,7 +605,7 @@ def _limits(s: Section) -> Limits:
     scope = s.string("scope", "facility")
     if scope not in ("facility", "it"):
         raise s.error("scope", f"expected 'facility' or 'it', got {scope!r}")
-    kw = {f.name: s.number(f.name, 0.0) for f in dataclasses.fields(Limits)
+    kw = {f.name: s.number(f.name, 0.0, hi=MAX_SITE_W / 1e6) for f in dataclasses.fields(Limits)
           if f.name != "scope"}
     s.finish()
     return Limits(scope=scope, **kw)

@@ -30,8 +30,16 @@ The search (structured, monotone)
 2. Per-GPU options: for every (floor, hysteresis, filler, stagger) of the grid, the
    fastest ramp rate (same up and down; the cheapest in delayed work) that passes,
    found by bisection over the sorted rates, assuming a slower ramp never hurts.
+   For the five cheapest of these, ramp-up and ramp-down apart: the fastest ramp-up that
+   passes with the ramp-down kept (the ramp-up limit delays work), then the fastest
+   ramp-down with that ramp-up (the ramp-down limit burns energy).
 3. Storage: for every (duration, control window) of the grid, the smallest battery power
    that passes, by bisection over the sorted powers.
+4. Smoothing with storage: each weak smoothing setting (a floor alone, a ramp-down limit
+   alone) that fails on its own and costs less than the cheapest passing option so far,
+   with the smallest storage that then passes, for the two cheapest storage shapes of
+   step 3.  Storage that would make the pair dearer than the cheapest option so far is
+   not tried, so the Pareto set is complete near the cheapest option, not far from it.
 Every evaluated option that passes is priced; the Pareto set over (extra energy,
 throughput loss, storage MWh) is kept and ordered by :class:`CostModel` cost.
 
@@ -219,6 +227,8 @@ class SiteModel:
     draws: int = 0
     evaluations: int = 0
     cache: dict = field(default_factory=dict)
+    sag_events: list = field(default_factory=list)   # per draw: voltage_sag event rows
+    notes: list = field(default_factory=list)
 
     @classmethod
     def build(cls, scenario, *, draws: int, seed: int, tick_s: float | None,
@@ -235,6 +245,7 @@ class SiteModel:
         constant = (hw.cluster_gpus - used) * hw.gpu_idle_w + hw.nodes * hw.node_overhead_w
         series, active, runs = {}, [], 0
         pue = start = tick = None
+        sags: list = []
         for ji, job in enumerate(sc0.jobs):
             for fill in ((False, True) if filler else (False,)):
                 j = dataclasses.replace(job, comm_w=max(job.comm_w, job.compute_w)) \
@@ -246,11 +257,45 @@ class SiteModel:
                 series[(ji, fill)] = (np.asarray(res.it_w) - own) / j.gpus
                 if pue is None:
                     pue, start, tick = np.asarray(res.pue, float), res.start_utc, res.tick_s
+                    sags = _sag_rows(res.events, draws)
             t = start + pd.to_timedelta(np.arange(len(pue)) * tick, unit="s")
             active.append(np.asarray((t >= job.start_utc) & (
                 t < job.start_utc + pd.Timedelta(seconds=job.duration_s))))
+        notes = []
+        if len(sc0.jobs) > 1 and any(d.trip_fraction > 0
+                                     for d in getattr(sc0, "disturbances", ())):
+            notes.append("voltage sags that trip nodes are drawn per job run: with several "
+                         "jobs the tripped nodes differ from a whole-site forecast's, so "
+                         "ride-through values are approximate (re-check the chosen option "
+                         "with comply)")
         return cls(sc0, float(tick), start, pue, float(sc0.site.base_load_w), constant,
-                   series, active, engine_runs=runs, draws=draws)
+                   series, active, engine_runs=runs, draws=draws, sag_events=sags,
+                   notes=notes)
+
+    def grid_w(self, fac: np.ndarray, it: np.ndarray, opt: MitigationOption
+               ) -> tuple[np.ndarray, float]:
+        """(power at the point of interconnection [W], its energy with storage recharge
+        [J]): storage dispatch on the facility power, then load carried by UPS batteries
+        during voltage sags, as the engine does (``ForecastResult.facility_w``)."""
+        from .disturbances import ups_transfer_w
+
+        grid, e_j = _grid_energy(fac, self.tick_s, opt)
+        ups = ups_transfer_w(self.scenario, it[None, :], self.start_utc, self.tick_s)
+        if ups is None:
+            return grid, e_j
+        return grid - ups[0], e_j - float(ups[0].sum() * self.tick_s)
+
+    def trace(self, opt: MitigationOption, d: int, filler_loss_pct: float,
+              description: str = "") -> tuple[PowerTrace, float, float]:
+        """(power trace with the draw's sag events, grid energy [J], throughput loss [%])
+        of one option in draw ``d``."""
+        fac, it, loss_pct = self.facility(opt, d, filler_loss_pct)
+        grid, e_j = self.grid_w(fac, it, opt)
+        ev = self.sag_events[d] if self.sag_events else None
+        kw = {"events": ev} if ev is not None else {}
+        return (PowerTrace(d, self.tick_s, self.start_utc, it, grid, description=description,
+                           **kw), e_j, loss_pct)
+
 
     @property
     def days(self) -> float:
@@ -313,6 +358,16 @@ class SiteModel:
         return fac, it, loss_pct
 
 
+def _sag_rows(events: pd.DataFrame, draws: int) -> list:
+    """Per draw, the forecast's ``voltage_sag`` event rows (empty list without sags)."""
+    if events is None or not len(events) or "residual_voltage_pu" not in events.columns:
+        return []
+    sag = events[events["event"] == "voltage_sag"]
+    if not len(sag):
+        return []
+    return [sag[sag["draw"] == d].reset_index(drop=True) for d in range(draws)]
+
+
 def _grid_energy(fac: np.ndarray, tick_s: float, opt: MitigationOption
                  ) -> tuple[np.ndarray, float]:
     """(grid power [W], grid energy with storage recharge [J])."""
@@ -363,9 +418,7 @@ class _Search:
         m = self.m
         vals, energy, loss = [], [], []
         for d in range(m.draws):
-            fac, it, loss_pct = m.facility(opt, d, self.cost.filler_throughput_loss_pct)
-            grid, e_j = _grid_energy(fac, m.tick_s, opt)
-            dp = PowerTrace(d, m.tick_s, m.start_utc, it, grid)
+            dp, e_j, loss_pct = m.trace(opt, d, self.cost.filler_throughput_loss_pct)
             vals.append(self.check.evaluate(dp))
             energy.append(e_j)
             loss.append(loss_pct)
@@ -485,11 +538,9 @@ class SizingResult:
         opt = self.option(option) if isinstance(option, (int, np.integer)) else option
         if not 0 <= draw < m.draws:
             raise PowerlabError(f"draw must be in 0..{m.draws - 1}, got {draw}")
-        fac, it, _ = m.facility(opt, draw, self.cost.filler_throughput_loss_pct)
-        grid, _ = _grid_energy(fac, m.tick_s, opt)
-        return PowerTrace(draw, m.tick_s, m.start_utc, it, grid,
-                          description=f"{self.description}, draw {draw}, with "
-                                      f"{opt.label()}")
+        return m.trace(opt, draw, self.cost.filler_throughput_loss_pct,
+                       description=f"{self.description}, draw {draw}, with "
+                                   f"{opt.label()}")[0]
 
     def summary(self) -> str:
         """Text summary."""
@@ -501,6 +552,8 @@ class SizingResult:
                  (f"{'option evaluations':<24}{len(self.evaluated)} options x {self.draws} "
                  f"draws = {self.evaluations}"),
                  f"{'unmitigated fails':<24}{base['requirements_failed'] or '-'}", ""]
+        if self._model is not None:
+            lines[-1:-1] = [f"note: {n}" for n in self._model.notes]
         if self.found:
             c = self.cheapest
             lines.append(f"Cheapest passing option: {c['option']}")
@@ -592,11 +645,29 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
                         model=model)
 
 
-def _search(s: _Search, model: SiteModel, grid: SearchGrid) -> None:
+def _rate_chain(base: MitigationOption, field_name: str, rates: list[float]
+                ) -> list[MitigationOption]:
+    """``base`` with one rate set to off, then each rate from fast (weak) to slow (strong)."""
+    return [dataclasses.replace(base, **{field_name: float(r)}) for r in [0.0, *rates]]
+
+
+def _cost_of(s: _Search, opt: MitigationOption) -> float:
+    return float(s.evaluate(opt)["cost_usd_per_day"])
+
+
+def _cheapest_passing_cost(s: _Search) -> float:
+    costs = [r["cost_usd_per_day"] for r in s.rows.values() if r["passes"]]
+    return min(costs) if costs else math.inf
+
+
+def _search(s: _Search, model: SiteModel, grid: SearchGrid, *,
+            refine_rates: int = 5, hybrid_storage: int = 2) -> None:
     together = len({j.start_utc for j in model.scenario.jobs}) < len(model.scenario.jobs)
     staggers = sorted(set(grid.stagger_s)) if together else [0.0]
     rates = [r for r in grid.ramp_w_per_s if r > 0]
-    rates = sorted(rates, reverse=True)              # fast (weak) to slow (strong)
+    rates = sorted(set(rates), reverse=True)         # fast (weak) to slow (strong)
+    hits = []
+    # 2. per-GPU options: the fastest symmetric ramp rate that passes, per base setting
     for fl in sorted(set(grid.floor_pct_tdp)):
         for h in sorted(set(grid.hysteresis_ms)):
             for fill in sorted(set(grid.filler)):
@@ -609,19 +680,57 @@ def _search(s: _Search, model: SiteModel, grid: SearchGrid) -> None:
                                       for r in rates]
                     hit = s.first_passing(chain)
                     if hit is not None and hit.ramp_up_w_per_s > 0:
-                        # the ramp-up limit delays work; try without it (ramp-down only)
-                        s.evaluate(dataclasses.replace(hit, ramp_up_w_per_s=0.0))
+                        hits.append(hit)
+    # 2b. ramp-up and ramp-down apart (the ramp-up limit delays work, the ramp-down limit
+    # burns energy): for the cheapest symmetric hits, the fastest ramp-up that passes with
+    # the ramp-down kept, then the fastest ramp-down with that ramp-up (coordinate search)
+    for hit in sorted(hits, key=lambda o: _cost_of(s, o))[:refine_rates]:
+        r = hit.ramp_up_w_per_s
+        faster = [x for x in rates if x >= r]         # off, then fast ... r (passes)
+        up = s.first_passing(_rate_chain(hit, "ramp_up_w_per_s", faster))
+        s.first_passing(_rate_chain(up, "ramp_down_w_per_s", faster))
+    # 3. storage alone: the smallest power that passes, per (duration, control window)
     peak = max(float(np.max(model.facility(MitigationOption(), d, 0.0)[0]))
                for d in range(model.draws))
     powers = sorted(set(grid.battery_power_fraction))
+
+    def storage_chain(base: MitigationOption, dur: float, win: float):
+        out = []
+        for f in powers:
+            p_mw = round(f * peak / 1e6, 3)
+            out.append(dataclasses.replace(
+                base, battery_power_megawatts=p_mw,
+                battery_energy_megawatt_hours=round(p_mw * dur, 4),
+                battery_round_trip_efficiency=grid.battery_round_trip_efficiency,
+                battery_window_s=float(win)))
+        return out
+
+    stores = []
     for dur in sorted(set(grid.battery_duration_h)):
         for win in sorted(set(grid.battery_window_s)):
-            chain = []
-            for f in powers:
-                p_mw = round(f * peak / 1e6, 3)
-                chain.append(MitigationOption(
-                    battery_power_megawatts=p_mw,
-                    battery_energy_megawatt_hours=round(p_mw * dur, 4),
-                    battery_round_trip_efficiency=grid.battery_round_trip_efficiency,
-                    battery_window_s=float(win)))
+            hit = s.first_passing(storage_chain(MitigationOption(), dur, win))
+            if hit is not None:
+                stores.append((_cost_of(s, hit), dur, win))
+    # 4. smoothing together with storage: a weak (cheap) smoothing setting that fails on
+    # its own, with the smallest storage that then passes.  Only combinations that can
+    # still beat the cheapest passing option are tried: a base whose own cost is already
+    # higher is skipped, and the storage chain is cut where storage capital alone would
+    # make the pair dearer (so the CSV's Pareto set is complete near the cheapest option,
+    # not far from it).
+    pairs = [(d, w) for _, d, w in sorted(stores)[:hybrid_storage]] or [
+        (d, w) for d in sorted(set(grid.battery_duration_h))[-1:]
+        for w in sorted(set(grid.battery_window_s))[:1]]
+    bases = [MitigationOption(gpu_power_floor_pct_tdp=float(f))
+             for f in sorted(set(grid.floor_pct_tdp)) if f > 0]
+    bases += [MitigationOption(ramp_down_w_per_s=float(r)) for r in rates]
+    c = s.cost
+    for base in bases:
+        best = _cheapest_passing_cost(s)
+        row = s.evaluate(base)
+        if row["passes"] or row["cost_usd_per_day"] >= best:
+            continue
+        for dur, win in pairs:
+            chain = [o for o in storage_chain(base, dur, win) if row["cost_usd_per_day"]
+                     + o.battery_energy_megawatt_hours * c.storage_usd_per_megawatt_hour_day
+                     + o.battery_power_megawatts * c.storage_usd_per_megawatt_day < best]
             s.first_passing(chain)

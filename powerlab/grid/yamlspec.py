@@ -192,6 +192,11 @@ class Section:
         return self.error_cls(msg, key=self.key(name), path=self.source)
 
     def has(self, name: str) -> bool:
+        """Whether ``name`` holds a value.  An empty key (``cooling:`` with nothing after
+        it) reads as absent: it is marked as seen, so :meth:`finish` does not call it
+        unknown."""
+        if name in self.data and self.data[name] is None:
+            self.used.add(name)
         return self.data.get(name) is not None
 
     def raw(self, name: str, default=None):

@@ -5,9 +5,12 @@ Modules
 -------
 :mod:`~powerlab.throughput.dvfs`          fit_time_of_day and its results, attribution
 :mod:`~powerlab.throughput.diurnal`       the regression behind it (design, errors, tests)
+:mod:`~powerlab.throughput.absorb`        regressions with segment levels absorbed (FWL)
+:mod:`~powerlab.throughput.changepoints`  gapless level shifts (CUSUM, binary segmentation)
 :mod:`~powerlab.throughput.throttling`    slowest clocks and throttle shares by local hour
 :mod:`~powerlab.throughput.seasonal`      MSTL decomposition (daily and weekly parts)
 :mod:`~powerlab.throughput.stragglers`    GPUs that hold a synchronous job back
+:mod:`~powerlab.throughput.chip_baseline` each chip's offsets from an earlier record
 :mod:`~powerlab.throughput.synth`         the synthetic twin of a training run
 :mod:`~powerlab.throughput.twin_physics`  the twin's parameters and physics
 :mod:`~powerlab.throughput.reliability`   failure rates per GPU-hour, job MTBF
@@ -29,7 +32,10 @@ _EXPORTS = {
         "decompose_seasonal",
     ),
     "stragglers": (
-        "StragglerResult", "find_stragglers",
+        "StragglerResult", "find_stragglers", "straggler_baseline",
+    ),
+    "chip_baseline": (
+        "StragglerBaseline",
     ),
     "synth": (
         "TwinResult", "TwinTruth", "simulate_training", "sinusoidal_ambient",

@@ -1,6 +1,7 @@
 """The time-of-day regression behind :func:`powerlab.throughput.dvfs.fit_time_of_day`.
 
-Series preparation (run segments from gaps), the design (one level per run segment plus
+Series preparation (run segments from gaps), the design (one level per run segment,
+absorbed rather than held as dummy columns -- :mod:`powerlab.throughput.absorb` -- plus
 Fourier terms of the local, daylight-saving aware hour from
 :class:`statsmodels.tsa.deterministic.CalendarFourier`), fits with AR(p)/HAC/OLS errors,
 the day-block (clustered by local day) test and the bias-corrected bootstrap interval.
@@ -22,7 +23,7 @@ from ..exceptions import AnalysisError, SchemaError, Violation
 __all__ = ["ERRORS", "MAX_AR", "MINUTES", "Design", "bc_interval", "check_site_tz",
            "day_block_test", "detect_segments", "fit_daily_profile", "fit_with_errors",
            "fourier_terms", "grid_basis", "info_criterion", "local_naive",
-           "segment_dummies", "select_ar_order", "series_from"]
+           "select_ar_order", "series_from"]
 
 ERRORS = ("ar", "hac", "ols")
 MINUTES = np.arange(1440) / 60.0   # evaluation grid of local hours
@@ -127,20 +128,16 @@ def grid_basis(order: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- models
-def fit_with_errors(y, X, errors, ar_order, hac_lags):
-    """Fit one regression; returns statsmodels results (with .bic, .params, .cov_params)."""
-    from statsmodels.regression.linear_model import GLSAR, OLS
-    n = len(y)
-    lags = hac_lags if hac_lags is not None else int(np.floor(4 * (n / 100.0) ** (2 / 9)))
-    if errors == "ols":
-        return OLS(y, X).fit()
-    if errors == "hac":
-        return OLS(y, X).fit(cov_type="HAC", cov_kwds={"maxlags": lags})
-    model = GLSAR(y, X, rho=ar_order)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.iterative_fit(maxiter=8)
-    return model.fit(cov_type="HAC", cov_kwds={"maxlags": lags})
+def fit_with_errors(y, Z, seg, errors, ar_order, hac_lags):
+    """Fit ``y`` on one level per segment + ``Z`` with the chosen errors.
+
+    The levels are absorbed (:func:`powerlab.throughput.absorb.fit_absorbed`): the
+    numbers are those of statsmodels' ``OLS`` / ``OLS(cov_type="HAC")`` /
+    ``GLSAR(rho=ar_order).iterative_fit(maxiter=8)`` + ``fit(cov_type="HAC")`` on the
+    explicit dummy design, at O(n q) instead of O(n (S + q)^2) per fit.
+    """
+    from .absorb import fit_absorbed
+    return fit_absorbed(y, Z, seg, errors, ar_order, hac_lags, maxiter=8)
 
 
 MAX_AR = 3   # largest AR order considered by ar_order="aic"
@@ -152,10 +149,11 @@ def select_ar_order(design: Design, order: int, max_ar: int = MAX_AR) -> int:
     All candidate orders are compared on the same sample (``ar_select_order``), so the
     criterion is comparable across orders; order 0 is not allowed (the fit is GLS).
     """
-    from statsmodels.regression.linear_model import OLS
     from statsmodels.tsa.ar_model import ar_select_order
-    X = np.column_stack([design.levels, fourier_terms(design.local, order)])
-    u = np.asarray(OLS(design.y, X).fit().resid)
+
+    from .changepoints import demeaned_fit
+    # the OLS residuals of the dummy regression, levels absorbed (Frisch-Waugh-Lovell)
+    _, u = demeaned_fit(design.y, design.terms(order), design.seg)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         lags = ar_select_order(u, maxlag=max_ar, ic="aic", trend="n").ar_lags
@@ -174,7 +172,7 @@ def day_block_test(design: Design, order: int):
     the noise correlation time is well below a day.  Returns ``(pvalue, T2, G)``;
     ``pvalue`` is NaN with fewer than ``q + 2`` days.
     """
-    F = fourier_terms(design.local, order)
+    F = design.terms(order)
     q = F.shape[1]
     day = design.local.normalize().asi8
     _, g = np.unique(day, return_inverse=True)
@@ -218,28 +216,32 @@ class Design:
     t_ns: np.ndarray       # interval mean time
     n_steps: np.ndarray    # steps per interval
     local: pd.DatetimeIndex
-    levels: np.ndarray     # (n, n_seg) dummies
+    fourier: np.ndarray | None = None   # Fourier terms up to the largest order, cached
 
+    @property
+    def n_segments(self) -> int:
+        return len(np.unique(self.seg))
 
-def segment_dummies(seg: np.ndarray) -> np.ndarray:
-    u, inv = np.unique(seg, return_inverse=True)
-    d = np.zeros((len(seg), len(u)))
-    d[np.arange(len(seg)), inv] = 1.0
-    return d
+    def terms(self, order: int) -> np.ndarray:
+        """Daily Fourier columns of ``order`` harmonics (``sin(1), cos(1), ...``)."""
+        if self.fourier is not None and self.fourier.shape[1] >= 2 * order:
+            return self.fourier[:, :2 * order]
+        return fourier_terms(self.local, order)
 
 
 def fit_daily_profile(design: Design, order: int, errors, ar_order, hac_lags, extra=None):
-    X = [design.levels]
-    if extra is not None:
-        X.append(extra[:, None] if extra.ndim == 1 else extra)
-    F = fourier_terms(design.local, order)
-    X.append(F)
-    X = np.column_stack(X)
-    res = fit_with_errors(design.y, X, errors, ar_order, hac_lags)
+    """Levels per segment (absorbed) + optional ``extra`` columns + ``order`` harmonics.
+
+    Returns ``(fit, b, V, params, cov)``: the :class:`~powerlab.throughput.absorb.AbsorbedFit`,
+    the Fourier coefficients and their covariance, and coefficients and covariance of
+    all non-level columns (``extra`` first, then the Fourier terms).
+    """
+    Z = [] if extra is None else [extra[:, None] if extra.ndim == 1 else extra]
+    F = design.terms(order)
+    Z = np.column_stack([*Z, F]) if Z else F
+    res = fit_with_errors(design.y, Z, design.seg, errors, ar_order, hac_lags)
     k = F.shape[1]
-    params = np.asarray(res.params)
-    cov = np.asarray(res.cov_params())
-    return res, params[-k:], cov[-k:, -k:], params, cov
+    return res, res.params[-k:], res.cov[-k:, -k:], res.params, res.cov
 
 
 def bc_interval(draws: np.ndarray, estimate: float, alpha: float) -> tuple[float, float]:

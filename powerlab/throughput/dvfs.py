@@ -67,12 +67,10 @@ from .diurnal import (
     day_block_test,
     detect_segments,
     fit_daily_profile,
-    fit_with_errors,
     fourier_terms,
     grid_basis,
     info_criterion,
     local_naive,
-    segment_dummies,
     select_ar_order,
     series_from,
 )
@@ -129,6 +127,11 @@ class TimeOfDayResult:
         MSTL decomposition (series of two weeks or more).
     timings : dict
         Seconds spent per stage.
+    results : powerlab.throughput.absorb.AbsorbedFit
+        The selected fit: Fourier coefficients and covariance, one level per segment,
+        AR coefficients, log-likelihood and BIC -- the numbers of statsmodels' fit with one
+        dummy column per segment, with the levels absorbed (linear in the span and in the
+        number of segments).
     """
 
     def __init__(self, **kw):
@@ -466,12 +469,13 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
     # --- gapless level shifts become segment boundaries
     t1 = time.perf_counter()
     seg_model, shifts = sm_, []
+    fourier_max = fourier_terms(local, max_order)
     if shift_alpha is not None:
         seg_model, shifts = level_shifts(
-            ym, fourier_terms(local, max_order), sm_, alpha=shift_alpha,
+            ym, fourier_max, sm_, alpha=shift_alpha,
             min_size=max(3, int(3600e9 // interval_ns)))
     design = Design(y=ym, seg=seg_model, t_ns=tm, n_steps=cnt, local=local,
-                    levels=segment_dummies(seg_model))
+                    fourier=fourier_max)
     counts.update(n_intervals=len(ym), n_segments=n_seg, n_level_shifts=len(shifts))
     timings["level_shifts"] = time.perf_counter() - t1
 
@@ -489,7 +493,7 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
     best = min(ics.values())
     order = min(k for k, v in ics.items() if v <= best + 2.0)
     res, b, V, _, _ = fits[order]
-    rho = np.atleast_1d(res.model.rho).copy() if errors == "ar" else None
+    rho = np.atleast_1d(res.rho).copy() if errors == "ar" else None
     timings["fit"] = time.perf_counter() - t2
 
     # --- profile, amplitude, test, bootstrap
@@ -596,7 +600,7 @@ def _change_point_table(design: Design, shifts, order, mean_y, site_tz) -> pd.Da
             "timestamp": pd.Series([], dtype="datetime64[ns, UTC]"),
             "local_time": pd.Series([], dtype=f"datetime64[ns, {site_tz}]"),
             "shift_pct": pd.Series([], dtype=float), "pvalue": pd.Series([], dtype=float)})
-    F = fourier_terms(design.local, order)
+    F = design.terms(order)
     coef, _ = demeaned_fit(design.y, F, design.seg)
     base = design.y - F @ coef
     level = pd.Series(base).groupby(design.seg).mean()
@@ -651,23 +655,22 @@ def _attribution(design: Design, order, hac_lags, telemetry, ambient, clock_quan
     G = grid_basis(order)
     for name, m in med.items():
         ok = np.isfinite(m)
-        if ok.sum() < design.levels.shape[1] + 2 * order + 10 or np.nanstd(m) == 0:
+        if ok.sum() < design.n_segments + 2 * order + 10 or np.nanstd(m) == 0:
             continue
         sub = Design(y=design.y[ok], seg=design.seg[ok], t_ns=design.t_ns[ok],
-                      n_steps=design.n_steps[ok], local=design.local[ok],
-                      levels=segment_dummies(design.seg[ok]))
+                     n_steps=design.n_steps[ok], local=design.local[ok],
+                     fourier=design.terms(order)[ok])
         _, b_tot, _, _, _ = fit_daily_profile(sub, order, errors, ar_order, hac_lags)
         _, b_dir, _, p_all, c_all = fit_daily_profile(sub, order, errors, ar_order, hac_lags,
                                                  extra=m[ok])
-        ncoef = sub.levels.shape[1]
-        coef, se = float(p_all[ncoef]), float(np.sqrt(c_all[ncoef, ncoef]))
+        # the mediator is the first non-level column (the levels are absorbed)
+        coef, se = float(p_all[0]), float(np.sqrt(c_all[0, 0]))
         tot = G @ b_tot
         dire = G @ b_dir
         share = float(np.dot(tot - dire, tot) / np.dot(tot, tot)) if np.any(tot) else np.nan
         # the mediator's own daily swing (a-path), point estimate
-        am = fit_with_errors(m[ok], np.column_stack([sub.levels, fourier_terms(sub.local, order)]), "ols",
-                  ar_order, hac_lags)
-        mprof = G @ np.asarray(am.params)[-G.shape[1]:]
+        a_coef, _ = demeaned_fit(m[ok], sub.terms(order), sub.seg)
+        mprof = G @ a_coef
         mean_y = float(np.mean(sub.y))
         rows.append({"mediator": name, "unit": units[name], "coef": coef, "se": se,
                      "pvalue": float(2 * stats.norm.sf(abs(coef / se))) if se > 0 else np.nan,

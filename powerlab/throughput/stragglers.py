@@ -37,7 +37,12 @@ aggregated over time do.  :func:`find_stragglers`:
 
 A GPU slower from before the record starts with no other evidence (a "silent" straggler)
 is indistinguishable from a slow leakage bin unless its deficit exceeds ``z_threshold``
-times the fleet's spread; docs/throughput_methods.md gives the measured recall per cause.
+times the fleet's spread -- within one record.  :func:`straggler_baseline` learns each
+chip's offset from an earlier healthy record (keyed by ``gpu_uuid``, else by host and
+``gpu_index``), and ``find_stragglers(telemetry, baseline=...)`` then tests the *change*
+of each chip's offset, centred on the change of its host's other chips, so a chip that was
+always slow is not flagged and one that became slower before the record starts is.
+docs/throughput_methods.md gives the measured recall per cause, with and without one.
 
 References
 ----------
@@ -57,9 +62,18 @@ from scipy.stats import median_abs_deviation
 
 from ..exceptions import AnalysisError, SchemaError, Violation
 from ..telemetry.schema import THROTTLE_REASONS
+from ._robust import group_median, nanmad
+from .chip_baseline import (
+    CHANGE_TESTS,
+    StragglerBaseline,
+    baseline_change,
+    chip_keys,
+    match_baseline,
+)
 from .failslow import cusum_episodes
 
-__all__ = ["StragglerResult", "find_stragglers"]
+__all__ = ["StragglerBaseline", "StragglerResult", "find_stragglers",
+           "straggler_baseline"]
 
 #: metric -> (harmful direction, floor of the between-GPU scale, relative offset?)
 _METRICS = {
@@ -97,7 +111,13 @@ class StragglerResult:
         cost is computed from), throttle_excess_share, throttled_clock_drop_pct,
         power_limit_offset_pct, top_throttle_reason and its share, episodes (number of
         fail-slow episodes), cost_step_pct (job step-time increase due to this GPU alone)
-        [%].
+        [%].  With a ``baseline`` also: baseline (which test the GPU had: ``baseline``,
+        ``baseline, moved to other peers``, ``peer test: not in baseline``, ``peer test:
+        too few baseline chips on host``), baseline_flagged (a straggler in the baseline
+        record), clock_change_pct (change of its clock offset since the baseline, centred
+        on its host's other baseline chips) [%], clock_change_se_pct [%], clock_change_z,
+        and temp_change_c, temp_change_se_c [degC], temp_change_z for the die
+        temperature.
     scores : pandas.DataFrame
         The same evidence for every GPU (``flagged`` column).
     episodes : pandas.DataFrame
@@ -126,6 +146,10 @@ class StragglerResult:
         lines = [(f"Straggler GPUs: {len(self.flags)} of {n} flagged (persistent offsets "
                   f"over {p['window_s']:g} s windows, |z| > {p['z_threshold']:g}; "
                   f"fail-slow drops >= {p['min_shift_pct']:g} %)")]
+        if "baseline_chips" in p:
+            lines.append(f"  baseline ({p['baseline_key']}): {p['baseline_chips']} GPUs "
+                         f"tested on the change of their clock offset, "
+                         f"{p['peer_test_chips']} against today's peers only")
         for _, r in self.flags.iterrows():
             lines.append(
                 f"  {r['host']} GPU {r['gpu_index']} ({r['gpu_uuid']}): {r['reasons']}; "
@@ -133,7 +157,11 @@ class StragglerResult:
                 f"temp z {r['temp_gpu_c_z']:+.1f}, power z {r['power_w_z']:+.1f}; top "
                 f"throttle {r['top_throttle_reason']} "
                 f"({100 * r['top_throttle_share']:.0f} %); cost {r['cost_step_pct']:.2f} % "
-                "of step time")
+                "of step time" + (
+                    f"; change vs baseline {r['clock_change_pct']:+.2f} % (z "
+                    f"{r['clock_change_z']:+.1f})" if np.isfinite(
+                        r.get("clock_change_pct", np.nan)) else "")
+                + (f" [{r['baseline']}]" if "baseline" in r else ""))
         for _, e in self.episodes.iterrows():
             lines.append(f"  fail-slow {e['host']} GPU {e['gpu_index']}: {e['shift_pct']:+.2f}"
                          f" % from {e['onset']:%Y-%m-%d %H:%M} UTC for "
@@ -186,13 +214,6 @@ def _busy(tel):
     return tel[keep]
 
 
-def _nanmad(x, axis=0):
-    """Normal-consistent MAD along an axis, NaN-aware (numpy's nanmedian is much faster
-    here than ``scipy.stats.median_abs_deviation(nan_policy="omit")``, which loops)."""
-    med = np.nanmedian(x, axis=axis, keepdims=True)
-    return 1.482602218505602 * np.nanmedian(np.abs(x - med), axis=axis)
-
-
 def _center(win, host_code, pos_code, *, loo=False):
     """Centre window offsets (windows x GPUs) on each host, then on board position.
 
@@ -205,25 +226,90 @@ def _center(win, host_code, pos_code, *, loo=False):
         cols = np.flatnonzero(host_code == h)
         if len(cols) < 4:
             continue
-        win[:, cols] -= _group_median(ref[:, cols], loo)
+        win[:, cols] -= group_median(ref[:, cols], loo)
     loc = np.nanmedian(win, axis=0)
     if len(np.unique(host_code)) >= 3:
         for p in np.unique(pos_code):
             cols = np.flatnonzero(pos_code == p)
             if len(cols) < 3:
                 continue
-            win[:, cols] -= _group_median(loc[cols][None, :], loo)
+            win[:, cols] -= group_median(loc[cols][None, :], loo)
     return win
 
 
-def _group_median(a, loo):
-    """Median across the columns of ``a`` (rows x m): the same for every column, or with
-    ``loo`` each column's median of the other columns (one vectorised call)."""
-    m = a.shape[1]
-    if not loo:
-        return np.nanmedian(a, axis=1, keepdims=True)
-    others = np.array([[j for j in range(m) if j != i] for i in range(m)])
-    return np.nanmedian(a[:, others], axis=2)
+def straggler_baseline(telemetry: pd.DataFrame, *, window_s: float = 900.0,
+                       z_threshold: float = 4.0, min_peers: int = 4,
+                       min_samples: int = 10) -> StragglerBaseline:
+    """Learn each chip's persistent clock offset from an earlier, healthy record.
+
+    Within one record a GPU slower from before the record starts, with no other
+    evidence, looks like a chip binned at the slow end of the leakage spread.  An
+    earlier record of the same chips (burn-in, last week's store) tells the two apart:
+    :func:`find_stragglers` with ``baseline=`` tests how each chip's offset has *changed*.
+
+    Parameters
+    ----------
+    telemetry : pandas.DataFrame
+        The earlier record, canonical schema as for :func:`find_stragglers`.  Chips are
+        keyed by ``gpu_uuid`` when every busy row has one, else by ``host`` and
+        ``gpu_index``.
+    window_s, z_threshold, min_peers, min_samples
+        As in :func:`find_stragglers` (also used to mark stragglers in this record).
+
+    Returns
+    -------
+    StragglerBaseline
+
+    Notes
+    -----
+    The offset is the median over windows of the chip's clock against the fleet median
+    at the same moments [%]; its standard error ``1.2533 MAD / sqrt(n_windows)`` of its
+    host-centred windows.  A straggler in the baseline record is kept and marked
+    (``flagged``): its offsets become its norm, so a silent slowdown that was already
+    there is not found later by its change -- :func:`find_stragglers` therefore still
+    applies the peer clock test to it (its temperature is judged by its change only).
+    """
+    ms = ("clock_sm_mhz", "temp_gpu_c") if "temp_gpu_c" in telemetry.columns else \
+        ("clock_sm_mhz",)
+    res, raw = _find(telemetry, metrics=ms + (("power_w",) if "power_w" in
+                                              telemetry.columns else ()),
+                     z_threshold=z_threshold, window_s=window_s, min_shift_pct=1.0,
+                     min_throttle_share=0.05, cusum_h=8.0, compute_fraction=0.8,
+                     min_peers=min_peers, min_samples=min_samples, baseline=None)
+    gu, uuid = raw["gu"], raw["uuid"]
+    cols = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for m in ms:
+            n_win = np.isfinite(raw["win"][m]).sum(axis=0)
+            cols[f"{m}_offset"] = np.nanmedian(raw["win_raw"][m], axis=0)
+            cols[f"{m}_se"] = 1.2533 * nanmad(raw["win"][m]) / np.sqrt(
+                np.maximum(n_win, 1))
+        n_win = np.isfinite(raw["win"]["clock_sm_mhz"]).sum(axis=0)
+    sc = res.scores
+    ok = np.isfinite(cols["clock_sm_mhz_offset"]) & (
+        sc["n_samples"].to_numpy() >= min_samples)
+    has_uuid = not pd.isna(uuid).any()
+    key = "gpu_uuid" if has_uuid else "host/gpu_index"
+    keys = chip_keys(key, gu, uuid)
+    if pd.Index(keys).has_duplicates:
+        raise AnalysisError("straggler_baseline: the same gpu_uuid on two slots; chips "
+                            "need a unique identity")
+    chips = pd.DataFrame({
+        "chip_key": pd.array(keys, dtype="string"), "host": sc["host"],
+        "gpu_index": sc["gpu_index"], "gpu_uuid": sc["gpu_uuid"],
+        **cols, "n_windows": n_win,
+        "flagged": sc["flagged"].to_numpy(), "reasons": sc["reasons"]})[ok]
+    ref = {}
+    for m in ms:
+        hosts = chips.groupby("host")[f"{m}_offset"].median()
+        ref[m] = float(median_abs_deviation(hosts, scale="normal") if len(hosts) >= 3
+                       else median_abs_deviation(chips[f"{m}_offset"], scale="normal"))
+    ts = telemetry["timestamp"]
+    return StragglerBaseline(chips=chips.reset_index(drop=True), key=key,
+                             host_ref_sd=ref, start=ts.min(), end=ts.max(),
+                             params={"window_s": window_s, "z_threshold": z_threshold,
+                                     "min_peers": min_peers, "min_samples": min_samples})
 
 
 def find_stragglers(telemetry: pd.DataFrame, *,
@@ -231,7 +317,8 @@ def find_stragglers(telemetry: pd.DataFrame, *,
                     z_threshold: float = 4.0, window_s: float = 900.0,
                     min_shift_pct: float = 1.0, min_throttle_share: float = 0.05,
                     cusum_h: float = 8.0, compute_fraction: float = 0.8,
-                    min_peers: int = 4, min_samples: int = 10) -> StragglerResult:
+                    min_peers: int = 4, min_samples: int = 10,
+                    baseline: StragglerBaseline | None = None) -> StragglerResult:
     """Flag GPUs that deviate persistently from their peers, and fail-slow episodes.
 
     Parameters
@@ -263,6 +350,16 @@ def find_stragglers(telemetry: pd.DataFrame, *,
         Fewest GPUs at a timestamp for it to be scored.
     min_samples : int
         Fewest scored samples for a GPU to be judged.
+    baseline : StragglerBaseline, optional
+        Each chip's persistent clock offset learned from an earlier healthy record
+        (:func:`straggler_baseline`).  A chip found in it is tested on the *change* of its
+        offset since then ("clock dropped vs baseline": z of the change below
+        ``-z_threshold`` and a drop of at least ``min_shift_pct``) instead of on its offset
+        against today's peers, so a chip that was always slow is not flagged and one that
+        became slower before this record starts is.  Chips not in the baseline (or on a
+        host with fewer than four chips in it) keep the peer test; the ``baseline`` column
+        of :attr:`StragglerResult.flags` says which test each GPU had.  Throttle,
+        temperature, power-limit and fail-slow evidence apply to every GPU either way.
 
     Returns
     -------
@@ -275,6 +372,15 @@ def find_stragglers(telemetry: pd.DataFrame, *,
     powerlab.exceptions.AnalysisError
         Too few GPUs or samples, or bad options.
     """
+    return _find(telemetry, metrics=metrics, z_threshold=z_threshold, window_s=window_s,
+                 min_shift_pct=min_shift_pct, min_throttle_share=min_throttle_share,
+                 cusum_h=cusum_h, compute_fraction=compute_fraction, min_peers=min_peers,
+                 min_samples=min_samples, baseline=baseline)[0]
+
+
+def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throttle_share,
+          cusum_h, compute_fraction, min_peers, min_samples, baseline):
+    """find_stragglers, also returning the clock window matrices the baseline learns."""
     _check(telemetry, metrics, z_threshold, compute_fraction, window_s)
     tel = _busy(telemetry)
     if tel.empty:
@@ -294,6 +400,10 @@ def find_stragglers(telemetry: pd.DataFrame, *,
     host_code = pd.factorize(gu.get_level_values(0))[0]
     pos_code = np.asarray(gu.get_level_values(1), dtype=np.int64)
 
+    uuid = (tel.groupby(gcode)["gpu_uuid"].first().reindex(range(n_g)).to_numpy()
+            if "gpu_uuid" in tel.columns else np.full(n_g, pd.NA))
+    bl = match_baseline(baseline, gu, uuid, host_code, min_peers, metrics)
+
     def matrix(col, fill=np.nan, dtype=float):
         a = np.full((n_t, n_g), fill, dtype=dtype)
         a[tcode, gcode] = tel[col].to_numpy(dtype=dtype, na_value=fill)
@@ -304,7 +414,7 @@ def find_stragglers(telemetry: pd.DataFrame, *,
     wcode = (tu_ok - tu_ok[0]) // int(window_s * 1e9) if len(tu_ok) else tu_ok
     n_w = int(wcode.max()) + 1 if len(tu_ok) else 0
     wstart = tu_ok[0] + np.arange(n_w) * int(window_s * 1e9) if n_w else np.array([])
-    out, win_clock = {}, None
+    out, win_clock, win_raw, win_loo = {}, None, {}, {}
     flagged = np.zeros(n_g, dtype=bool)
     reasons = [[] for _ in range(n_g)]
     score = np.zeros(n_g)
@@ -319,7 +429,7 @@ def find_stragglers(telemetry: pd.DataFrame, *,
             o = 100.0 * (x / med - 1.0) if rel else x - med
             # clip far outliers per GPU (spikes), then window means
             c = np.nanmedian(o, axis=0)
-            s = np.maximum(_nanmad(o), floor)
+            s = np.maximum(nanmad(o), floor)
             o = np.clip(o, c - 8 * s, c + 8 * s)
             frame = pd.DataFrame(o)
             grp = frame.groupby(wcode)
@@ -327,16 +437,18 @@ def find_stragglers(telemetry: pd.DataFrame, *,
             cnt = grp.count().to_numpy()
             full = np.nanmedian(np.where(cnt > 0, cnt, np.nan))
             win[cnt < max(2, 0.5 * full)] = np.nan
+            win_raw[m] = win.copy()
             win_own = _center(win, host_code, pos_code)
             win = _center(win, host_code, pos_code, loo=True)
             n_valid = np.isfinite(o).sum(axis=0)
             n_win = np.isfinite(win).sum(axis=0)
             loc = np.nanmedian(win, axis=0)
-            se = 1.2533 * _nanmad(win) / np.sqrt(np.maximum(n_win, 1))
+            se = 1.2533 * nanmad(win) / np.sqrt(np.maximum(n_win, 1))
             spread = max(float(median_abs_deviation(loc, scale="normal",
                                                     nan_policy="omit")), floor)
             z = (loc - np.nanmedian(loc)) / np.sqrt(spread ** 2 + se ** 2)
             out[f"{m}_offset"], out[f"{m}_se"], out[f"{m}_z"] = loc, se, z
+            win_loo[m] = win
             if m == "clock_sm_mhz":
                 win_clock, o_clock = win_own, o
                 out["n_samples"] = n_valid
@@ -344,10 +456,32 @@ def find_stragglers(telemetry: pd.DataFrame, *,
             harm = {"low": -z, "high": z, "both": np.abs(z)}[direction]
             if m in metrics and m != "power_w":
                 hit = ok & (harm > z_threshold)
+                if bl is not None and m in bl["offset"]:
+                    # chips tested against their own baseline leave the peer test; a
+                    # chip that was a straggler in the baseline record already keeps the
+                    # clock test (a deficit it always had still costs the job), while
+                    # its heat, if no greater than then, is its norm
+                    hit &= ~bl["use"] | (bl["suspect"] & (m == "clock_sm_mhz"))
                 flagged |= hit
                 score = np.where(ok, np.fmax(score, harm), score)
                 for i in np.flatnonzero(hit):
                     reasons[i].append(_LABEL[m])
+
+        if bl is not None:
+            out.update(baseline=bl["status"], baseline_flagged=bl["suspect"])
+            for m in bl["offset"]:
+                col, floor, least, sign, label = CHANGE_TESTS[m]
+                least = min_shift_pct if least is None else least
+                ch, se, z = baseline_change(bl, m, win_raw[m], host_code, floor=floor)
+                stem, unit = col.rsplit("_", 1)
+                out[col], out[f"{stem}_se_{unit}"], out[f"{stem}_z"] = ch, se, z
+                move = sign * (ch - np.nanmedian(ch))
+                hit = (out["n_samples"] >= min_samples) & bl["use"] & (
+                    sign * z > z_threshold) & (move >= least)
+                for i in np.flatnonzero(hit):
+                    reasons[i].append(label)
+                flagged |= hit
+                score = np.where(hit, np.fmax(score, sign * z), score)
 
         clock = mat["clock_sm_mhz"]
         row_med = np.nanmedian(clock, axis=1)
@@ -393,6 +527,11 @@ def find_stragglers(telemetry: pd.DataFrame, *,
     # a lower power limit: near the cap's operating point dynamic power goes as f^3
     # (P ~ C V^2 f with V ~ f), so the clock lost is a third of the power limit's deficit
     lost = np.fmax(lost, np.where(np.isfinite(loff), np.maximum(-loff, 0) / 3, 0))
+    if bl is not None and bl["use"].any():
+        # a chip slower than its own baseline loses at least the drop
+        ch = out["clock_change_pct"]
+        lost = np.fmax(lost, np.where(bl["use"] & np.isfinite(ch),
+                                      np.maximum(np.nanmedian(ch) - ch, 0), 0))
     deficit = np.where(flagged, np.maximum(np.nanmedian(out["clock_sm_mhz_offset"])
                                            - out["clock_sm_mhz_offset"], lost), 0.0)
     repair = np.zeros_like(clock)
@@ -452,8 +591,6 @@ def find_stragglers(telemetry: pd.DataFrame, *,
                      - 1.0) if flagged.any() else 0.0
     out["cost_step_pct"] = cost
 
-    uuid = (tel.groupby(gcode)["gpu_uuid"].first().reindex(range(n_g)).to_numpy()
-            if "gpu_uuid" in tel.columns else np.full(n_g, pd.NA))
     scores = pd.DataFrame({
         "host": pd.array(gu.get_level_values(0), dtype="string"),
         "gpu_index": pd.array(gu.get_level_values(1), dtype="Int16"),
@@ -478,5 +615,9 @@ def find_stragglers(telemetry: pd.DataFrame, *,
               "min_shift_pct": min_shift_pct, "min_throttle_share": min_throttle_share,
               "cusum_h": cusum_h, "compute_fraction": compute_fraction,
               "min_peers": min_peers, "min_samples": min_samples}
-    return StragglerResult(flags=flags, scores=scores, episodes=episodes,
-                           cost_step_pct_total=float(total), params=params)
+    if bl is not None:
+        params.update(baseline_key=baseline.key, baseline_chips=int(bl["use"].sum()),
+                      peer_test_chips=int((~bl["use"]).sum()))
+    result = StragglerResult(flags=flags, scores=scores, episodes=episodes,
+                             cost_step_pct_total=float(total), params=params)
+    return result, {"win_raw": win_raw, "win": win_loo, "gu": gu, "uuid": uuid}
