@@ -476,12 +476,10 @@ def _one_array(col: pa.ChunkedArray) -> pa.Array:
 
 
 def _repeat_string(value: str, n: int) -> pd.Series:
-    """A ``string`` Series holding ``value`` n times, built straight from its buffers."""
-    encoded = value.encode("utf-8")
-    offsets = np.arange(n + 1, dtype=np.int64) * len(encoded)
-    arr = pa.Array.from_buffers(pa.large_string(), n,
-                                [None, pa.py_buffer(offsets), pa.py_buffer(encoded * n)])
-    return pd.Series(pd.arrays.ArrowStringArray(arr))
+    """A ``string`` Series holding ``value`` n times (``pyarrow.repeat``: no Python loop,
+    and faster than building the offsets with numpy)."""
+    return pd.Series(pd.arrays.ArrowStringArray(pa.repeat(pa.scalar(value, pa.large_string()),
+                                                          n)))
 
 
 def _index_from_bus_id(bus: np.ndarray, path, row_line) -> np.ndarray:
