@@ -281,7 +281,8 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
                            & (g_sorted[1:] == g_sorted[:-1])).any():
         # rows that name their GPU but are out of time order in the file
         order = order[np.lexsort((t_sorted, g_sorted))]
-    df = _build_frame(cols, utc, gpu, order, host, len(order))
+        t_sorted, g_sorted = utc.asi8[order], gpu[order]
+    df = _build_frame(cols, t_sorted, g_sorted, gpu, order, host)
     df = schema.conform(df, sort=False)
     return schema.validate(df, source=str(path) if path is not None else "nvidia-smi output")
 
@@ -333,29 +334,42 @@ def _run_jobs(jobs: dict[str, tuple], *, parallel: bool) -> dict:
             raise
 
 
-def _build_frame(cols: dict, utc: pd.DatetimeIndex, gpu: np.ndarray, order: np.ndarray,
-                 host: str, n: int) -> pd.DataFrame:
+def _build_frame(cols: dict, t_sorted: np.ndarray, g_sorted: np.ndarray, gpu: np.ndarray,
+                 order: np.ndarray, host: str) -> pd.DataFrame:
     """The canonical frame, rows taken in ``order``, every column in its schema dtype.
 
-    The float64 measurement columns are written straight into one 2-D block (the layout
-    pandas would consolidate them into), so neither the constructor nor
-    :func:`schema.conform` has to copy or convert anything.
+    ``t_sorted`` and ``g_sorted`` are the UTC nanoseconds and the GPU indices already
+    taken in ``order``; ``gpu`` is the GPU of each file row (-1 for rows not kept: they
+    are the ones ``order`` leaves out).  The float64 measurement columns are written
+    straight into one 2-D block (the layout pandas would consolidate them into), so
+    neither the constructor nor :func:`schema.conform` has to copy or convert anything.
+    They are scattered (``out[dest] = values``: values read in file order, one write
+    stream per GPU) rather than gathered (``values[order]``: the file read once per GPU
+    with a stride), about 3x faster per column on millions of rows.
     """
+    n = len(order)
     names = [c for c in schema.MEASUREMENT_COLUMNS
              if c in cols or schema.GLOSSARY[c].core]
     floats = [c for c in names if schema.GLOSSARY[c].dtype == "float64"]
-    block = np.empty((len(floats), n))
+    skip = len(gpu) - n  # rows not kept go to the first `skip` columns of the block
+    full = np.empty((len(floats), len(gpu)))
+    block = full[:, skip:]
+    if any(name in cols for name in floats):
+        dest = np.empty(len(gpu), dtype=np.intp)
+        dest[order] = np.arange(skip, len(gpu))
+        if skip:
+            dest[gpu < 0] = np.arange(skip)
     for i, name in enumerate(floats):
         if name in cols:
-            np.take(np.asarray(cols[name], dtype=np.float64), order, out=block[i])
+            full[i][dest] = np.asarray(cols[name], dtype=np.float64)
         else:
             block[i] = np.nan
     df = pd.DataFrame(block.T, columns=floats, copy=False)
     others = {
-        "timestamp": pd.Series(utc[order], dtype="datetime64[ns, UTC]"),
+        "timestamp": pd.Series(t_sorted.view("datetime64[ns]"), dtype="datetime64[ns, UTC]"),
         "host": _repeat_string(host, n),
         "scope": _repeat_string("gpu", n),
-        "gpu_index": pd.Series(pd.array(gpu[order].astype(np.int16), dtype="Int16")),
+        "gpu_index": pd.Series(pd.array(g_sorted.astype(np.int16), dtype="Int16")),
         "gpu_uuid": pd.Series(cols["gpu_uuid"][order], dtype="string")
         if "gpu_uuid" in cols else pd.Series(pd.arrays.ArrowStringArray(
             pa.nulls(n, pa.large_string()))),
