@@ -1,25 +1,32 @@
 """Benchmark: per-minute cluster power of a >=200-million-row store, pandas vs Dask vs DuckDB.
 
-Generates a store in the powerlab layout (``date=YYYY-MM-DD/host=H/part-*.parquet``,
-written directly with pyarrow, zstd), then aggregates it to per-minute cluster power
-(the sum over GPUs of each GPU's mean power in the minute) three ways:
+Generates a store in the powerlab layout (format 2: ``YYYY-MM-DD/HOST/part-*-c<crc32>.parquet``,
+written directly with pyarrow, zstd, each file named with its CRC-32 as ``write_store``
+names it, so the readers' integrity checks are paid as in real use), then aggregates it to
+per-minute cluster power (the sum over GPUs of each GPU's mean power in the minute) three
+ways:
 
 * pandas: :func:`powerlab.telemetry.aggregate.power_sums` on the store path with
-  ``engine="pandas"`` (no Dask), on as many hosts as fit in ``--pandas-gib`` of memory;
+  ``engine="pandas"`` (no Dask; streamed folder by folder, so the whole store);
 * Dask: :func:`powerlab.telemetry.aggregate.power_sums` on the store path, on a
   ``distributed.LocalCluster`` of 2 single-threaded worker processes;
 * DuckDB: the same two-level aggregation in SQL over the same Parquet files, 2 threads
   (the bare-engine baseline).
 
-Each engine runs ``--repeat`` (>= 3) times; it prints min and median, rows/s, the ratio
-Dask/DuckDB (target <= 2), the pandas engine's rows/s (target >= 5 M/s), the peak RSS of the whole process tree
-(main process + workers, sampled every 50 ms with psutil) during each step, checks
-that the three answers agree, exits 1 on a missed target, and ends with ``RESULT {json}``.  The store is deleted at the end.
+Each engine runs ``--repeat`` (>= 3) times per size; it prints min and median, rows/s, the
+ratio Dask/DuckDB (target <= 2) and the pandas engine's rows/s (target >= 5 M/s), both
+judged at the largest size, the peak RSS (sampled every 50 ms with psutil) during each
+step: of this process for DuckDB and pandas, of the process tree (with the two idle-or-busy
+workers) for Dask, checks that the three answers
+agree (pandas and Dask bit for bit, DuckDB and the ground truth to 1e-6), exits 1 on a
+miss, and ends with ``RESULT {json}`` (every size: a scaling table).  Each store is deleted
+after its size.
 
 Usage::
 
-    python benchmarks/bench_aggregate.py                 # 16,384 GPUs x 12,240 s = 200.5 M rows
-    python benchmarks/bench_aggregate.py --rows 5e6      # quick run
+    python benchmarks/bench_aggregate.py                    # 16,384 GPUs x 12,240 s = 200.5 M rows
+    python benchmarks/bench_aggregate.py --rows 5e6         # quick run
+    python benchmarks/bench_aggregate.py --rows 5e6,2e7,5e7,2e8   # scaling
     python benchmarks/bench_aggregate.py --dir /scratch/store --keep
 """
 
@@ -59,6 +66,8 @@ def generate_store(root: str | os.PathLike, n_hosts: int, seconds: int, *,
     GPU ``(h, g)`` draws ``base[h, g] + (t mod 60)`` watts at second ``t`` since the
     epoch, so each full minute's per-GPU mean is ``base + 29.5`` W exactly.
     """
+    from powerlab.telemetry.storefiles import file_crc
+
     root = Path(root)
     rng = np.random.default_rng(seed)
     schema = _schema()
@@ -102,10 +111,13 @@ def generate_store(root: str | os.PathLike, n_hosts: int, seconds: int, *,
                 pa.array(util), pa.array(np.full(n, 700.0)),
                 pa.array(zeros_u, type=pa.uint64()),
             ], schema=schema)
-            folder = root / f"date={date}" / f"host={host}"
+            folder = root / date / host
             folder.mkdir(parents=True, exist_ok=True)
-            pq.write_table(table, folder / f"part-{date.replace('-', '')}-bench.parquet",
-                           compression=compression, row_group_size=1 << 20)
+            tmp = folder / ".tmp-bench.partial"
+            pq.write_table(table, tmp, compression=compression, row_group_size=1 << 20,
+                           write_page_checksum=True)
+            tmp.rename(folder / f"part-{date.replace('-', '')}T000000000000Z-bench-"
+                                f"c{file_crc(tmp):08x}.parquet")
             rows += n
     minutes = (ts_all // (60 * 10**9)) * 60 * 10**9
     per_min = pd.Series(1, index=minutes).groupby(level=0).size()
@@ -115,13 +127,15 @@ def generate_store(root: str | os.PathLike, n_hosts: int, seconds: int, *,
 
 
 class PeakRSS:
-    """Peak resident memory of this process and all its children, sampled in a thread."""
+    """Peak resident memory of this process (and all its children: ``tree``), sampled in
+    a thread."""
 
-    def __init__(self, interval_s: float = 0.05):
+    def __init__(self, interval_s: float = 0.05, tree: bool = True):
         import psutil
 
         self._proc = psutil.Process()
         self.interval_s = interval_s
+        self.tree = tree
         self.peak = 0
         self._stop = threading.Event()
 
@@ -129,7 +143,7 @@ class PeakRSS:
         import psutil
 
         total = 0
-        for p in [self._proc, *self._proc.children(recursive=True)]:
+        for p in [self._proc, *(self._proc.children(recursive=True) if self.tree else [])]:
             with contextlib.suppress(psutil.Error):  # a worker may exit meanwhile
                 total += p.memory_info().rss
         return total
@@ -164,7 +178,7 @@ def run_duckdb(root: Path, threads: int = 2) -> pd.DataFrame:
         SELECT bin AS timestamp, sum(p) AS power_w, count(p) AS n_gpus FROM (
             SELECT host, scope, gpu_index, time_bucket(INTERVAL 1 minute, timestamp) AS bin,
                    avg(power_w) AS p
-            FROM read_parquet('{root}/date=*/host=*/part-*.parquet', hive_partitioning=false)
+            FROM read_parquet('{root}/*/*/part-*.parquet', hive_partitioning=false)
             WHERE scope = 'gpu'
             GROUP BY ALL)
         GROUP BY bin ORDER BY bin"""
@@ -173,29 +187,23 @@ def run_duckdb(root: Path, threads: int = 2) -> pd.DataFrame:
     return out
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=float, default=None,
-                    help="target rows (default: 16,384 GPUs x 12,240 s = 200.5 M)")
-    ap.add_argument("--dir", default=None, help="where to write the store (default: a "
-                    "temporary folder under $TMPDIR)")
-    ap.add_argument("--keep", action="store_true", help="keep the store afterwards")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--memory-limit", default="2GiB", help="per Dask worker")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per engine (at least 3)")
-    ap.add_argument("--pandas-gib", type=float, default=1.5,
-                    help="memory budget of the pandas run (it reads as many hosts as fit)")
-    args = ap.parse_args(argv)
+def _sizes(spec: str | None) -> list[tuple[int, int]]:
+    """(hosts, seconds) per asked size: ~3.4 h at 1 Hz, fewer GPUs for fewer rows."""
+    out = []
+    for tok in (spec.split(",") if spec else [None]):
+        n_gpus, seconds = 16_384, 12_240
+        if tok is not None:
+            rows = float(tok)
+            n_gpus = max(GPUS_PER_HOST, int(rows // seconds) // GPUS_PER_HOST * GPUS_PER_HOST)
+            seconds = max(120, min(seconds, int(rows // n_gpus)))
+        out.append((n_gpus // GPUS_PER_HOST, seconds))
+    return out
 
-    n_gpus, seconds = 16_384, 12_240
-    if args.rows is not None:  # fewer hosts, same ~3.4 h (or fewer seconds when tiny)
-        n_gpus = max(GPUS_PER_HOST, int(args.rows // seconds) // GPUS_PER_HOST
-                     * GPUS_PER_HOST)
-        seconds = max(120, min(seconds, int(args.rows // n_gpus)))
-    n_hosts = n_gpus // GPUS_PER_HOST
-    parent = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="powerlab-bench-"))
-    root = parent / "store" if args.dir is None else parent
-    print(f"generating {n_hosts} hosts x {GPUS_PER_HOST} GPUs x {seconds} s at 1 Hz "
+
+def _one_size(root: Path, n_hosts: int, seconds: int, args) -> dict:
+    from powerlab.telemetry.aggregate import power_sums
+
+    print(f"\ngenerating {n_hosts} hosts x {GPUS_PER_HOST} GPUs x {seconds} s at 1 Hz "
           f"into {root} ...", flush=True)
     t = time.perf_counter()
     gen = generate_store(root, n_hosts, seconds)
@@ -203,96 +211,122 @@ def main(argv=None) -> int:
     disk = sum(f.stat().st_size for f in root.rglob("*.parquet"))
     rows = gen["rows"]
     print(f"  {rows:,} rows, {_gib(disk)} on disk, {t_gen:.1f} s "
-          f"({rows / t_gen / 1e6:.1f} M rows/s)")
+          f"({rows / t_gen / 1e6:.1f} M rows/s); load {os.getloadavg()[0]:.2f}", flush=True)
+    reps = max(3, args.repeat)
+    times: dict[str, list[float]] = {"duckdb": [], "dask": [], "pandas": []}
+    peaks: dict[str, int] = {}
+    with PeakRSS(tree=False) as m:                        # DuckDB baseline (in process)
+        for _ in range(reps):
+            t = time.perf_counter()
+            duck = run_duckdb(root, threads=args.workers)
+            times["duckdb"].append(time.perf_counter() - t)
+    peaks["duckdb"] = m.peak
+    with PeakRSS() as m:                                  # Dask on the worker processes
+        power_sums(root, "1min", hosts=["node00000"])     # warm-up: worker imports
+        for _ in range(reps):
+            t = time.perf_counter()
+            dsk = power_sums(root, "1min", engine="dask")
+            times["dask"].append(time.perf_counter() - t)
+    peaks["dask"] = m.peak
+    with PeakRSS(tree=False) as m:                        # pandas, streamed, this process
+        for _ in range(reps):
+            t = time.perf_counter()
+            pdf = power_sums(root, "1min", engine="pandas")
+            times["pandas"].append(time.perf_counter() - t)
+    peaks["pandas"] = m.peak
+    truth = gen["truth_full_minutes"]
+    got = dsk.set_index("timestamp")["power_w"].reindex(truth.index)
+    err_truth = float(np.max(np.abs(got.to_numpy() - truth.to_numpy())))
+    duck_s = duck.set_index(pd.to_datetime(duck["timestamp"], utc=True))["power_w"]
+    err_duck = float(np.max(np.abs(duck_s.reindex(dsk["timestamp"]).to_numpy()
+                                   - dsk["power_w"].to_numpy())))
+    same = pdf.equals(dsk)
+    ok = (err_truth < 1e-6 * truth.abs().max() and err_duck < 1e-6 * truth.abs().max()
+          and same and bool(pdf["n_gpus"].max() == n_hosts * GPUS_PER_HOST))
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    print(f"{'engine':<8} {'rows':>14} {'min s':>8} {'median s':>9} {'M rows/s':>9} "
+          f"{'peak RSS':>10}")
+    for k in ("pandas", "dask", "duckdb"):
+        print(f"{k:<8} {rows:>14,} {min(times[k]):>8.2f} {med[k]:>9.2f} "
+              f"{rows / med[k] / 1e6:>9.2f} {_gib(peaks[k]):>10}")
+    print(f"Dask / DuckDB {med['dask'] / med['duckdb']:.2f}; pandas "
+          f"{rows / med['pandas'] / 1e6:.2f} M rows/s; max |Dask - truth| {err_truth:.3g} W, "
+          f"max |Dask - DuckDB| {err_duck:.3g} W over {len(dsk)} minutes; pandas == Dask "
+          f"bit for bit: {same}; load {os.getloadavg()[0]:.2f}", flush=True)
+    return {"rows": rows, "disk": disk, "times": times, "med": med, "peaks": peaks, "ok": ok}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", default=None,
+                    help="target rows, or several separated by commas for a scaling table "
+                         "(default: 16,384 GPUs x 12,240 s = 200.5 M)")
+    ap.add_argument("--dir", default=None, help="where to write the store (default: a "
+                    "temporary folder under $TMPDIR)")
+    ap.add_argument("--keep", action="store_true", help="keep the (last) store afterwards")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--memory-limit", default="2GiB", help="per Dask worker")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per engine (at least 3)")
+    args = ap.parse_args(argv)
+
+    from distributed import Client, LocalCluster
+
+    sizes = _sizes(args.rows)
+    parent = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="powerlab-bench-"))
+    runs = []
     try:
-        from powerlab.telemetry.aggregate import power_sums
-
-        reps = max(3, args.repeat)
-        times: dict[str, list[float]] = {"duckdb": [], "dask": [], "pandas": []}
-        peaks: dict[str, int] = {}
-        # --- DuckDB baseline
-        with PeakRSS() as m:
-            for _ in range(reps):
-                t = time.perf_counter()
-                duck = run_duckdb(root, threads=args.workers)
-                times["duckdb"].append(time.perf_counter() - t)
-        peaks["duckdb"] = m.peak
-
-        # --- Dask on a LocalCluster of worker processes
-        from distributed import Client, LocalCluster
-
-        with PeakRSS() as m, LocalCluster(
-                n_workers=args.workers, threads_per_worker=1, processes=True,
-                memory_limit=args.memory_limit, dashboard_address=None) as lc, \
-                Client(lc) as client:
+        with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                          memory_limit=args.memory_limit, dashboard_address=None) as lc, \
+                Client(lc) as client:  # the default client of power_sums
             client.wait_for_workers(args.workers)
-            power_sums(root, "1min", hosts=["node00000"])  # warm-up: worker imports
-            for _ in range(reps):
-                t = time.perf_counter()
-                dsk = power_sums(root, "1min", engine="dask")
-                times["dask"].append(time.perf_counter() - t)
-        peaks["dask"] = m.peak
-
-        # --- pandas (no Dask) on the hosts that fit in memory
-        bytes_per_row = 120  # measured peak of the pandas engine per row (float + keys)
-        fit_hosts = max(1, min(n_hosts, int(args.pandas_gib * 2**30 / bytes_per_row
-                                            / (GPUS_PER_HOST * seconds))))
-        hosts = [f"node{h:05d}" for h in range(fit_hosts)]
-        with PeakRSS() as m:
-            for _ in range(reps):
-                t = time.perf_counter()
-                pdf = power_sums(root, "1min", hosts=hosts, engine="pandas")
-                times["pandas"].append(time.perf_counter() - t)
-        peaks["pandas"] = m.peak
-        pd_rows = fit_hosts * GPUS_PER_HOST * seconds
-
-        # --- agreement
-        truth = gen["truth_full_minutes"]
-        got = dsk.set_index("timestamp")["power_w"].reindex(truth.index)
-        err_truth = float(np.max(np.abs(got.to_numpy() - truth.to_numpy())))
-        duck_s = duck.set_index(pd.to_datetime(duck["timestamp"], utc=True))["power_w"]
-        err_duck = float(np.max(np.abs(duck_s.reindex(dsk["timestamp"]).to_numpy()
-                                       - dsk["power_w"].to_numpy())))
-        med = {k: float(np.median(v)) for k, v in times.items()}
-        print()
-        print(f"{'engine':<8} {'rows':>14} {'min s':>8} {'median s':>9} {'M rows/s':>9} "
-              f"{'peak RSS':>10}")
-        for k, r in (("pandas", pd_rows), ("dask", rows), ("duckdb", rows)):
-            note = f"  ({fit_hosts} of {n_hosts} hosts)" if k == "pandas" else ""
-            print(f"{k:<8} {r:>14,} {min(times[k]):>8.2f} {med[k]:>9.2f} "
-                  f"{r / med[k] / 1e6:>9.2f} {_gib(peaks[k]):>10}{note}")
-        ratio = med["dask"] / med["duckdb"]
-        pd_rate = pd_rows / med["pandas"]
-        ok_ratio, ok_rate = ratio <= 2.0, pd_rate >= 5e6
-        print(f"\nDask / DuckDB median time ratio: {ratio:.2f} (target <= 2): "
-              f"{'met' if ok_ratio else 'MISSED'}")
-        print(f"pandas engine: {pd_rate / 1e6:.2f} M rows/s (target >= 5): "
-              f"{'met' if ok_rate else 'MISSED'}")
-        print(f"max |Dask - ground truth| over full minutes: {err_truth:.3g} W")
-        print(f"max |Dask - DuckDB|: {err_duck:.3g} W over {len(dsk)} minutes")
-        pd_ok = bool(pdf["n_gpus"].max() == fit_hosts * GPUS_PER_HOST)
-        print(f"pandas subset GPUs per minute as expected: {pd_ok}")
-        ok = err_truth < 1e-6 * truth.abs().max() and err_duck < 1e-6 * truth.abs().max()
-        mib = 2**20
-        result = {"benchmark": "aggregate", "rows": [
-            {"case": "DuckDB (baseline), 2 threads", "size": rows,
-             "time_s_min": min(times["duckdb"]), "time_s_median": med["duckdb"],
-             "peak_mib": peaks["duckdb"] / mib},
-            {"case": f"Dask, {args.workers} worker processes", "size": rows,
-             "time_s_min": min(times["dask"]), "time_s_median": med["dask"],
-             "peak_mib": peaks["dask"] / mib, "baseline_s": med["duckdb"], "ratio": ratio,
-             "target": "<= 2x DuckDB", "pass": ok_ratio},
-            {"case": "pandas engine (no Dask)", "size": pd_rows,
-             "time_s_min": min(times["pandas"]), "time_s_median": med["pandas"],
-             "peak_mib": peaks["pandas"] / mib, "target": ">= 5M rows/s",
-             "ratio": pd_rate / 5e6, "pass": ok_rate},
-        ]}
-        print("RESULT " + json.dumps(result))
-        return 0 if (ok and pd_ok and ok_ratio and ok_rate) else 1
+            for i, (n_hosts, seconds) in enumerate(sizes):
+                root = parent / f"store{i}"
+                try:
+                    runs.append(_one_size(root, n_hosts, seconds, args))
+                finally:
+                    if not (args.keep and i == len(sizes) - 1):
+                        shutil.rmtree(root, ignore_errors=True)
     finally:
-        if not args.keep:
-            shutil.rmtree(parent if args.dir is None else root, ignore_errors=True)
-            print(f"removed {root}")
+        if args.dir is None and not args.keep:
+            shutil.rmtree(parent, ignore_errors=True)
+    last = runs[-1]
+    ratio = last["med"]["dask"] / last["med"]["duckdb"]
+    pd_rate = last["rows"] / last["med"]["pandas"]
+    ok_ratio, ok_rate = ratio <= 2.0, pd_rate >= 5e6
+    print("\nscaling (median s; M rows/s; peak RSS):")
+    print(f"{'rows':>14} {'disk':>9} {'DuckDB':>16} {'Dask':>22} {'pandas':>22}")
+    for r in runs:
+        m, p = r["med"], r["peaks"]
+        print(f"{r['rows']:>14,} {_gib(r['disk']):>9} {m['duckdb']:>7.2f} {_gib(p['duckdb']):>8} "
+              f"{m['dask']:>7.2f} x{m['dask'] / m['duckdb']:<4.2f} {_gib(p['dask']):>9} "
+              f"{m['pandas']:>7.2f} {r['rows'] / m['pandas'] / 1e6:>5.1f}M {_gib(p['pandas']):>8}")
+    print(f"\nat {last['rows']:,} rows: Dask / DuckDB median time ratio {ratio:.2f} (target <= 2): "
+          f"{'met' if ok_ratio else 'MISSED'}")
+    print(f"pandas engine: {pd_rate / 1e6:.2f} M rows/s (target >= 5): "
+          f"{'met' if ok_rate else 'MISSED'}")
+    print(f"answers agree at every size: {all(r['ok'] for r in runs)}")
+    mib = 2**20
+    rows_out = []
+    for r in runs:
+        big = r is last
+        t, m, p = r["times"], r["med"], r["peaks"]
+        rows_out += [
+            {"case": "DuckDB (baseline), 2 threads", "size": r["rows"],
+             "time_s_min": min(t["duckdb"]), "time_s_median": m["duckdb"],
+             "peak_mib": p["duckdb"] / mib},
+            {"case": f"Dask, {args.workers} worker processes", "size": r["rows"],
+             "time_s_min": min(t["dask"]), "time_s_median": m["dask"],
+             "peak_mib": p["dask"] / mib, "baseline_s": m["duckdb"],
+             "ratio": m["dask"] / m["duckdb"], "target": "<= 2x DuckDB",
+             "pass": (m["dask"] / m["duckdb"] <= 2.0) if big else None},
+            {"case": "pandas engine (no Dask)", "size": r["rows"],
+             "time_s_min": min(t["pandas"]), "time_s_median": m["pandas"],
+             "peak_mib": p["pandas"] / mib, "target": ">= 5M rows/s",
+             "ratio": r["rows"] / m["pandas"] / 5e6,
+             "pass": (r["rows"] / m["pandas"] >= 5e6) if big else None},
+        ]
+    print("RESULT " + json.dumps({"benchmark": "aggregate", "rows": rows_out}))
+    return 0 if (all(r["ok"] for r in runs) and ok_ratio and ok_rate) else 1
 
 
 if __name__ == "__main__":

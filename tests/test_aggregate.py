@@ -428,3 +428,167 @@ def test_memory_bounded_on_store_several_times_worker_memory(client, tmp_path):
     truth = gen["truth_full_minutes"]
     got = res.set_index("timestamp")["power_w"].reindex(truth.index)
     np.testing.assert_allclose(got.to_numpy(), truth.to_numpy(), rtol=1e-12)
+
+
+# ------------------------------------------------- streamed store sums (issue 16)
+
+@pytest.mark.parametrize("scope", ["gpu", "node", "all"])
+@pytest.mark.parametrize("by", ["cluster", "host", "rack"])
+def test_store_sums_streamed_equal_frame_path_for_every_engine_and_partitioning(
+        store, frame, by, scope):
+    """The streamed store path (folder by folder, chained per date on Dask) gives the
+    frame path's bits, whatever the partition size and engine."""
+    racks = {"n1": "r1", "rack b/n 2": "r2"} if by == "rack" else None
+    kw = {"by": by, "racks": racks, "scope": scope}
+    ref = ag.power_sums(frame, "30s", **kw)
+    assert len(ref) > 0
+    got = [ag.power_sums(store, "30s", engine="pandas", **kw)]
+    with dask.config.set(scheduler="sync"):
+        for rows in (500, 2_000_000):
+            got.append(ag.power_sums(store, "30s", engine="dask", partition_rows=rows, **kw))
+    for g in got:
+        pd.testing.assert_frame_equal(g, ref, check_exact=True)
+
+
+def test_store_sums_streamed_hosts_and_range_and_missing_rack(store, frame):
+    kw = {"hosts": ["n1"], "start": pd.Timestamp("2024-05-17T23:59:30Z"),
+              "end": pd.Timestamp("2024-05-18T00:01:40Z")}
+    ref = ag.power_sums(frame, "10s", by="host", **kw)
+    assert set(ref["host"]) == {"n1"} and len(ref) == 13
+    pd.testing.assert_frame_equal(ag.power_sums(store, "10s", by="host", engine="pandas",
+                                                **kw), ref, check_exact=True)
+    for engine in ("pandas", "dask"):
+        with dask.config.set(scheduler="sync"), \
+                pytest.raises(SchemaError, match=r"no rack for host\(s\) \['rack b/n 2'\]"):
+            ag.power_sums(store, by="rack", racks={"n1": "r1"}, engine=engine)
+
+
+def _kahan_reference(values_by_cell):
+    out = {}
+    for cell, vals in values_by_cell.items():
+        s = c = 0.0
+        n = 0
+        for x in vals:
+            if np.isnan(x):
+                continue
+            n += 1
+            y = x - c
+            t = s + y
+            c = (t - s) - y
+            s = t
+        out[cell] = (s if n else np.nan, n)
+    return out
+
+
+def test_kahan_add_is_ordered_and_continues_exactly_across_calls():
+    from powerlab.telemetry.binning import kahan_add
+
+    rng = np.random.default_rng(16)
+    n, n_cells = 20_000, 37
+    cells = rng.integers(0, n_cells, n)
+    vals = rng.choice([1e16, 1.0, -1e16, 3.3, 1e-5, np.nan, 2.5e8], n) * rng.random(n)
+    per_cell: dict[int, list] = {}
+    for c, v in zip(cells.tolist(), vals.tolist()):
+        per_cell.setdefault(c, []).append(v)
+    ref = _kahan_reference(per_cell)
+    one = [np.zeros(n_cells), np.zeros(n_cells), np.zeros(n_cells, np.int64)]
+    kahan_add(*one, cells, vals)
+    split = [np.zeros(n_cells), np.zeros(n_cells), np.zeros(n_cells, np.int64)]
+    for a, b in [(0, 7), (7, 7), (7, 5_000), (5_000, 12_345), (12_345, n)]:
+        kahan_add(*split, cells[a:b], vals[a:b])
+    for c, (s, k) in ref.items():
+        assert one[2][c] == k == split[2][c]
+        assert one[0][c] == s == split[0][c] or (np.isnan(s) and k == 0)
+    # plain left-to-right addition loses what compensation keeps
+    plain = {c: sum(v for v in vs if not np.isnan(v)) for c, vs in per_cell.items()}
+    assert any(plain[c] != one[0][c] for c in plain)
+
+
+def test_device_means_unsorted_files_duplicates_and_absent_columns(tmp_path):
+    """A folder whose files are out of order, repeat samples and lack optional columns:
+    the streamed kernel matches resample_gpu on the frame read_store returns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from powerlab.telemetry.storefiles import file_crc
+
+    t = pd.date_range("2024-05-18T00:00:00Z", periods=200, freq="1s")
+    rng = np.random.default_rng(3)
+    df = conform(pd.concat([_gpu_frame("h", g, t, 300 + 50 * rng.random(200), np.nan,
+                                       seed=g) for g in range(3)], ignore_index=True))
+    write_store(df.sample(frac=1.0, random_state=1), tmp_path, fsync=False)
+    # a second file by hand: an earlier sample of GPU 1 repeated (other power), GPU 7
+    # only here, and no power_limit_w column; rows in reverse time order
+    extra = df[(df["gpu_index"] == 1) & (df["timestamp"] < t[50])].copy()
+    extra["power_w"] += 9.0
+    g7 = df[df["gpu_index"] == 0].assign(gpu_index=7, gpu_uuid="GPU-7")
+    g7 = conform(g7).astype({"gpu_index": "Int16"})
+    more = pd.concat([extra, g7], ignore_index=True).iloc[::-1].drop(columns="power_limit_w")
+    folder = next(p.parent for p in tmp_path.rglob("part-*.parquet"))
+    tmp = folder / "x.tmp"
+    pq.write_table(pa.Table.from_pandas(more, preserve_index=False), tmp)
+    tmp.rename(folder / f"part-20240518T000000000000Z-zzzz-c{file_crc(tmp):08x}.parquet")
+    frame = read_store(tmp_path)
+    assert frame["gpu_index"].nunique() == 4
+    for freq in ("1s", "8s", "1min"):
+        ref = ag.power_sums(frame, freq, by="host")
+        got = ag.power_sums(tmp_path, freq, by="host", engine="pandas")
+        pd.testing.assert_frame_equal(got, ref, check_exact=True)
+        assert (got["n_gpus"] == 4).all()
+
+
+def test_store_sums_read_one_folder_at_a_time_and_only_needed_columns(store, frame,
+                                                                      monkeypatch):
+    """The pandas engine never holds more than one date/host folder of telemetry: each
+    read is one folder's files, projected to the five columns the sums need, and the
+    folder's device means are folded before the next folder is read."""
+    from powerlab.telemetry import binning
+    from powerlab.telemetry import store as store_mod
+    from powerlab.telemetry.storefiles import partition_of
+
+    calls, live, peak = [], set(), [0]
+    real_read, real_add = store_mod.read_tables, binning.BinSums.add
+
+    def read(files, **kw):
+        calls.append(([partition_of(f) for f in files], list(kw["columns"])))
+        live.add(len(calls))
+        peak[0] = max(peak[0], len(live))
+        return real_read(files, **kw)
+
+    def add(self, *a):
+        live.clear()                      # the folder read last is folded now
+        return real_add(self, *a)
+
+    monkeypatch.setattr(store_mod, "read_tables", read)
+    monkeypatch.setattr(binning.BinSums, "add", add)
+    got = ag.power_sums(store, "1min", engine="pandas")
+    pd.testing.assert_frame_equal(got, ag.power_sums(frame, "1min"), check_exact=True)
+    folders = [set(parts) for parts, _ in calls]
+    assert all(len(f) == 1 for f in folders)                   # one folder per read
+    assert len(calls) == len({next(iter(f)) for f in folders}) == 5   # each read once
+    assert all(cols == ["timestamp", "host", "scope", "gpu_index", "power_w"]
+               for _, cols in calls)
+    assert peak[0] == 1
+
+
+@pytest.mark.bad_input("aggregate")
+def test_store_sums_refuse_a_file_with_rows_without_timestamp(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from powerlab.telemetry.storefiles import file_crc
+
+    t = pd.date_range("2024-05-18T00:00:00Z", periods=4, freq="1s")
+    df = conform(_gpu_frame("h", 0, t, np.full(4, 300.0), np.nan))
+    write_store(df, tmp_path, fsync=False)
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    ts = pa.array([None, *t[1:].as_unit("ns")], type=table.schema.field("timestamp").type)
+    table = table.set_column(0, "timestamp", ts)
+    folder = tmp_path / "2024-05-18" / "h"
+    tmp = folder / "x.tmp"
+    pq.write_table(table, tmp)
+    tmp.rename(folder / f"part-20240518T000000000000Z-nots-c{file_crc(tmp):08x}.parquet")
+    for engine in ("pandas", "dask"):
+        with dask.config.set(scheduler="sync"), \
+                pytest.raises(StoreError, match=r"without a timestamp .*2024-05-18.h"):
+            ag.power_sums(tmp_path, "1min", engine=engine)

@@ -347,3 +347,61 @@ def test_reducing_as_it_goes_gives_the_same_numbers(mit):
         red.power_w("it")
     with pytest.raises(PowerlabError, match="reduction intervals"):
         red.summary_frame(0.5)
+
+
+@pytest.mark.bad_input("scenario")
+@pytest.mark.parametrize("bad", [0, -5, 2.5, "1000", True])
+def test_chunk_length_must_be_a_whole_number_of_ticks(bad):
+    sc = read_scenario(SCEN / "small.yaml")
+    with pytest.raises(PowerlabError, match="chunk_ticks must be a whole number"):
+        forecast(sc, draws=1, chunk_ticks=bad)
+
+
+@pytest.mark.parametrize("mit", [None, MITIGATED], ids=["plain", "all-mitigations"])
+def test_chunked_runs_equal_the_whole_horizon_and_each_other(mit):
+    """Chunks (powerlab.grid.chunks) carry their state across boundaries: the per-tick
+    power is bit for bit the same for any chunk length; per-interval figures too (no
+    interval straddles a chunk); the per-draw metrics differ only in summation order
+    (rtol 1e-9), and match the per-tick path (swings.swing_metrics on whole arrays)."""
+    sc = _small(mit)   # 24,000 ticks of 0.1 s; 1-min ramps need 1,199 ticks of carry
+    one = forecast(sc, draws=2, seed=3, chunk_ticks=10**8)        # a single chunk
+    red_one = forecast(sc, draws=2, seed=3, keep_ticks=False, chunk_ticks=10**8)
+    exact = ["peak_w", "min_w", "swing_1s_w", "swing_10s_w", "swing_60s_w",
+             "ramp_up_w_per_s", "ramp_down_w_per_s"]
+    num = [c for c in red_one.metrics.columns if c not in ("scope", "draw")]
+    close = [c for c in num if c not in exact]
+    for chunk in (777, 1000, 4096):   # 777 rounds up to 780 (whole 1-s intervals)
+        part = forecast(sc, draws=2, seed=3, chunk_ticks=chunk)
+        np.testing.assert_array_equal(part.it_w, one.it_w)
+        red = forecast(sc, draws=2, seed=3, keep_ticks=False, chunk_ticks=chunk)
+        for resol in ("1s", "1min"):
+            pd.testing.assert_frame_equal(red.summary_frame(resol),
+                                          red_one.summary_frame(resol))
+        a, b = red.metrics, red_one.metrics
+        np.testing.assert_array_equal(a[exact].to_numpy(float), b[exact].to_numpy(float))
+        np.testing.assert_allclose(a[close].to_numpy(float), b[close].to_numpy(float),
+                                   rtol=1e-9)
+        for scope in ("facility", "it"):
+            np.testing.assert_allclose(red.energy_j(scope), one.energy_j(scope),
+                                       rtol=1e-12)
+        np.testing.assert_allclose(red.pue_realised, one.pue_realised, rtol=1e-12)
+    # reducing the kept ticks afterwards (Reducer.add, whole arrays cut into chunks)
+    from powerlab.grid.reduction import Reducer
+
+    again = Reducer(sc, one.n_ticks, one.tick_s, sc.start_utc, 2, chunk_ticks=1000)
+    for d in range(2):
+        again.add(d, one.it_w[d])
+    rows = pd.DataFrame(again.rows).sort_values(["scope", "draw"]).reset_index(drop=True)
+    np.testing.assert_allclose(rows[num].to_numpy(float),
+                               red_one.metrics[num].to_numpy(float), rtol=1e-9)
+    # against the per-tick path, whose metrics come from whole arrays
+    full = one.metrics
+    ramps = [c for c in num if c.startswith("ramp_")]
+    np.testing.assert_allclose(red.metrics[ramps].to_numpy(float),
+                               full[ramps].to_numpy(float), rtol=1e-9)
+    it_r, it_f = red.metrics[red.metrics["scope"] == "it"], full[full["scope"] == "it"]
+    for band in ("band_0p1_2hz_rms_w", "band_2_20hz_rms_w"):
+        np.testing.assert_allclose(it_r[band], it_f[band], rtol=1e-9)
+    # not vacuous: the power moves, and the chunks cut through ramps and spectra
+    assert (full["ramp_up_w_per_min_1min"] > 0).all()
+    assert (it_f["band_0p1_2hz_rms_w"] > 0).all()

@@ -9,6 +9,7 @@ Modules
 :mod:`~powerlab.grid.meter`        what an interval-averaging meter would read of a forecast
 :mod:`~powerlab.grid.timebase`     the engine's discrete time grid
 :mod:`~powerlab.grid.forecast`     the engine: per-job templates, jitter, failures
+:mod:`~powerlab.grid.chunks`       one draw's IT power built chunk by chunk (state carried)
 :mod:`~powerlab.grid.transients`   GPU power rising and falling with a first-order lag
 :mod:`~powerlab.grid.facility`     IT -> electrical losses -> lagging cooling -> base load
 :mod:`~powerlab.grid.reduction`    reducing each draw as it is computed (keep_ticks=False)

@@ -47,6 +47,7 @@ any) delivers.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -55,6 +56,8 @@ import pandas as pd
 from scipy import signal, special
 
 from ..exceptions import PowerlabError, ScenarioError
+from .chunks import DEFAULT_CHUNK_TICKS, dense_chunks, it_power_chunks, job_steps
+from .chunks import chunk_ticks as _chunk_len
 from .disturbances import add_sag_events, apply_dark, check_ups_needs_ticks, disturbance_plan
 from .interruptions import (
     cause_rows,
@@ -67,7 +70,7 @@ from .reduction import Reducer
 from .results import ForecastResult
 from .scenario import Job, Scenario
 from .timebase import to_ticks
-from .transients import first_order_rle, first_order_ticks
+from .transients import first_order_rle
 
 __all__ = [
     "STATES",
@@ -116,6 +119,14 @@ def jitter_probabilities(jitter_s: float, tick_s: float) -> tuple[np.ndarray, np
     The normal distribution of standard deviation ``jitter_s`` is truncated at 4 sigma
     and discretised on ticks (offset ``j`` gets the mass of ``[(j-1/2), (j+1/2)) * tick``).
     """
+    offs, p = _jitter_table(float(jitter_s), float(tick_s))
+    return offs.copy(), p.copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _jitter_table(jitter_s: float, tick_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`jitter_probabilities`, computed once per (jitter, tick): every job of
+    every draw asks for it."""
     if jitter_s <= 0:
         return np.zeros(1, np.int64), np.ones(1)
     big_j = math.ceil(4.0 * jitter_s / tick_s)
@@ -201,21 +212,33 @@ def _expand_blocks(blocks: list, period: int, compute: int
     if compute <= 0 or compute >= period:
         one = COMPUTE if compute >= period else COMM
         return np.where(train, one, st), ln.copy()
+    # every whole step of every training block, as one tiled compute/comm pattern;
+    # then the other blocks and the partial last steps inserted where they belong
     n_full, rem = np.divmod(ln, period)
-    runs = np.where(train, 2 * n_full + np.where(rem == 0, 0, np.where(rem <= compute, 1, 2)),
-                    1)
-    blk = np.repeat(np.arange(len(st)), runs)
-    pos = np.arange(int(runs.sum())) - np.repeat(np.cumsum(runs) - runs, runs)
-    is_train = train[blk]
-    even = pos % 2 == 0
-    states = np.where(is_train, np.where(even, COMPUTE, COMM), st[blk])
-    lengths = np.where(is_train, np.where(even, compute, period - compute), ln[blk])
-    # the partial step at the end of a block: compute up to rem, then comm
-    last_full = 2 * n_full[blk]
-    part = is_train & (pos >= last_full)
-    lengths = np.where(part & even, np.minimum(rem[blk], compute), lengths)
-    lengths = np.where(part & ~even, rem[blk] - compute, lengths)
-    return states.astype(np.int64), lengths.astype(np.int64)
+    n_full = np.where(train, n_full, 0)
+    pairs_before = np.cumsum(n_full) - n_full          # whole steps of earlier blocks
+    total = int(n_full.sum())
+    states = np.tile(np.array([COMPUTE, COMM], np.int64), total)
+    lengths = np.tile(np.array([compute, period - compute], np.int64), total)
+    at, ins_st, ins_ln = [], [], []
+    for i in range(len(st)):
+        if not train[i]:
+            at.append(2 * pairs_before[i])
+            ins_st.append(st[i])
+            ins_ln.append(ln[i])
+        elif rem[i]:
+            end = 2 * (pairs_before[i] + n_full[i])
+            at.append(end)
+            ins_st.append(COMPUTE)
+            ins_ln.append(min(rem[i], compute))
+            if rem[i] > compute:
+                at.append(end)
+                ins_st.append(COMM)
+                ins_ln.append(rem[i] - compute)
+    if at:
+        states = np.insert(states, at, ins_st)
+        lengths = np.insert(lengths, at, ins_ln)
+    return states, lengths
 
 
 def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
@@ -357,10 +380,14 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
         events.append((stop_train, "shutdown", end_tick - stop_train))
     events.append((end_tick, "stop", 0))
     states, lengths = _expand_blocks(blocks, P, C)
-    starts = start_tick + np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(lengths) \
-        else np.zeros(0, np.int64)
-    return JobPlan(states.astype(np.int64), starts.astype(np.int64),
-                   lengths.astype(np.int64), events, train, lost)
+    states = states.astype(np.int64, copy=False)
+    lengths = lengths.astype(np.int64, copy=False)
+    starts = np.empty(len(lengths), np.int64)
+    if len(lengths):
+        starts[0] = 0
+        np.cumsum(lengths[:-1], out=starts[1:])
+        starts += start_tick
+    return JobPlan(states, starts, lengths, events, train, lost)
 
 
 def job_levels(job: Job, scenario: Scenario) -> np.ndarray:
@@ -397,36 +424,6 @@ def _slew_rle(values: np.ndarray, lengths: np.ndarray, step_w: float) -> np.ndar
     idx = np.repeat(np.arange(n), lengths)
     pos = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     return y0[idx] + np.sign(d)[idx] * np.minimum(step_w * (pos + 1), np.abs(d)[idx])
-
-
-def _scatter_steps(diff: list, plan: JobPlan, levels: np.ndarray, rnd: JobDraw,
-                   n: int) -> None:
-    """Append a job's demand steps, spread over its GPUs' offsets, to ``diff``: a list of
-    ``(tick, step [W])`` arrays of a difference series.
-
-    The job's demand above idle is ``sum_j c[j] * x[k - j]`` with ``x`` piecewise
-    constant; its tick-to-tick difference is the steps of ``x`` at the run starts,
-    spread by the offset histogram ``c``.  Steps before tick 0 land on tick 0, steps at
-    or after ``n`` are dropped (``n`` collects them).  ``cumsum`` of the scattered
-    steps gives the demand.
-    """
-    if not len(plan.states):
-        return
-    idle = levels[IDLE]
-    vals = levels[plan.states] - idle
-    ends = plan.starts[-1] + plan.lengths[-1]
-    at = np.append(plan.starts, ends)
-    step = np.diff(np.concatenate([[0.0], vals, [0.0]]))
-    nz = step != 0.0
-    at, step = at[nz], step[nz]
-    if not len(at):
-        return
-    used = rnd.offset_counts > 0  # offsets no GPU drew add nothing
-    offs = rnd.offset_ticks[used]
-    counts = rnd.offset_counts[used].astype(float)
-    idx = np.clip((at[:, None] + offs[None, :]).ravel(), 0, n)
-    w = (step[:, None] * counts[None, :]).ravel()
-    diff.append((idx, w))
 
 
 def _add_dense(out: np.ndarray, plan: JobPlan, levels: np.ndarray, rnd: JobDraw, n: int,
@@ -476,6 +473,14 @@ def _add_dense(out: np.ndarray, plan: JobPlan, levels: np.ndarray, rnd: JobDraw,
 # --------------------------------------------------------------------------- engine
 
 
+def _shifted(dplan, first_tick: int):
+    """A disturbance plan's outages in ticks from ``first_tick`` (for one chunk)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(dark=[(a - first_tick, b - first_tick, nodes)
+                                 for a, b, nodes in dplan.dark])
+
+
 def _job_ticks(scenario: Scenario, t0: pd.Timestamp, tick: float
                ) -> list[tuple[int, int, float]]:
     """(start_tick, end_tick, staggered_s) of every job after staggering."""
@@ -507,9 +512,10 @@ def memory_estimate_bytes(scenario: Scenario, draws: int, tick_s: float,
 
     Keeping the ticks: ``draws x ticks x 8 B x 5`` (IT, facility, losses, cooling and its
     target per draw and tick) plus one draw being built with its temporaries
-    (``8 x 8 B`` per tick).  Reducing as it goes: per draw and base interval two means,
-    per base interval eight extremes, plus one draw's per-tick series and temporaries
-    (``12 x 8 B`` per tick).
+    (``8 x 8 B`` per tick).  Reducing as it goes (:mod:`powerlab.grid.chunks`): per draw
+    and base interval two means, per base interval twelve extremes, the chunk work
+    arrays (``32 x 8 B`` per tick of a chunk), and, where a draw must exist whole (a
+    ramp limiter or unequal rise and fall, a battery), ``3 x 8 B`` per tick.
     """
     n = to_ticks((scenario.end_utc - scenario.start_utc).total_seconds(), tick_s)
     widest = max((math.ceil(4.0 * j.jitter_s / tick_s) for j in scenario.jobs), default=0)
@@ -517,7 +523,13 @@ def memory_estimate_bytes(scenario: Scenario, draws: int, tick_s: float,
         per_draw = (n + 2 * widest + 2) * 8 * 8
         return int(draws) * n * 8 * _ARRAYS_PER_DRAW_TICK + per_draw
     m = math.ceil(n * tick_s / reduce_s)
-    return int(draws) * m * 8 * 2 + m * 8 * 8 + (n + 2 * widest + 2) * 8 * 12
+    mit = scenario.mitigations
+    hw = scenario.hardware
+    whole = (mit.gpu_ramp_limit_w_per_s > 0 or mit.battery is not None
+             or hw.gpu_rise_time_constant_s != hw.gpu_fall_time_constant_s)
+    chunk = min(n, DEFAULT_CHUNK_TICKS) + 2 * widest + 2
+    return (int(draws) * m * 8 * 2 + m * 8 * 12 + chunk * 8 * 32
+            + ((n + 2 * widest + 2) * 8 * 3 if whole else 0))
 
 
 def _default_memory_limit() -> int:
@@ -532,7 +544,8 @@ def _default_memory_limit() -> int:
 
 def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
              tick_s: float | None = None, memory_limit_bytes: int | None = None,
-             keep_ticks: bool = True, reduce_s: float = 1.0) -> ForecastResult:
+             keep_ticks: bool = True, reduce_s: float = 1.0,
+             chunk_ticks: int | None = None) -> ForecastResult:
     """Forecast the site's IT and facility power over the scenario's horizon.
 
     Parameters
@@ -556,6 +569,11 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
         the intervals, not with draws x ticks.
     reduce_s : float, default 1
         Interval of the reduction when ``keep_ticks`` is False [s].
+    chunk_ticks : int, optional
+        Ticks per chunk in which each draw's power is built and reduced (default
+        65,536, rounded up to whole reduction intervals; :mod:`powerlab.grid.chunks`).
+        The per-tick power does not depend on it; the reduced figures only through
+        floating-point summation order (relative 1e-9 or better).
 
     Returns
     -------
@@ -598,14 +616,16 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     levels = [job_levels(job, scenario) for job in scenario.jobs]
     job_idle_w = sum(job.gpus * hw.gpu_idle_w for job in scenario.jobs)
     it = np.empty((draws, n)) if keep_ticks else None
-    red = None if keep_ticks else Reducer(scenario, n, tick, t0, draws, reduce_s)
+    red = None if keep_ticks else Reducer(scenario, n, tick, t0, draws, reduce_s,
+                                              chunk_ticks)
     events = []
     thr = []
     istats, causes = [], []  # interruptions hook
     check_ups_needs_ticks(scenario, keep_ticks)  # disturbances hook
+    chunk = _chunk_len(chunk_ticks, red.per if red is not None else 1)
     for d in range(draws):
-        diff: list = []
-        dense = np.full(n, constant_w + (job_idle_w if linear else 0.0), dtype=float)
+        parts: list = []
+        dense = None if linear else np.full(n, constant_w, dtype=float)
         dplan = disturbance_plan(scenario, t0, tick, seed, d)  # disturbances hook
         for ji, job in enumerate(scenario.jobs):
             s, e, delay_s = jticks[ji]
@@ -621,7 +641,7 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
                                      max(s, e - to_ticks(job.shutdown_s, tick)), d))
             # <<< interruptions hook
             if linear:
-                _scatter_steps(diff, plan, levels[ji], rnd, n)
+                parts.append(job_steps(plan, levels[ji], rnd, IDLE))
                 deficit = 0.0
             else:
                 deficit = _add_dense(dense, plan, levels[ji], rnd, n, s, slew, tick,
@@ -630,23 +650,23 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
                 events.append((d, tk, job.name, name, dur * tick))
             thr.append((d, job.name, job.gpus, plan.train_ticks * tick,
                         plan.lost_ticks * tick, deficit * tick, delay_s))
-        if linear:
-            if diff:
-                idx = np.concatenate([a for a, _ in diff])
-                w = np.concatenate([b for _, b in diff])
-                steps = np.bincount(idx, weights=w, minlength=n + 1)
-                del idx, w
-                np.cumsum(steps, out=steps)
-                dense += steps[:n]
-                del steps
-            if rise > 0:
-                dense = first_order_ticks(dense, tick, rise, overwrite=True)
-        apply_dark(dense, dplan, scenario)  # disturbances hook: tripped nodes draw nothing
-        if keep_ticks:
-            it[d] = dense
+        if linear:  # disturbances hook: tripped nodes draw nothing
+            dark = None if dplan is None else (
+                lambda x, a, dplan=dplan: apply_dark(x, _shifted(dplan, a), scenario))
+            chunks = it_power_chunks(parts, n, constant_w + job_idle_w, tick, rise, chunk,
+                                     dark)
         else:
-            red.add(d, dense)
-        del dense, diff
+            apply_dark(dense, dplan, scenario)  # disturbances hook
+            chunks = dense_chunks(dense, chunk)
+        dr = red.draw(d) if red is not None else None
+        for a, x in chunks:
+            if keep_ticks:
+                it[d, a:a + len(x)] = x
+            else:
+                dr.feed(a, x)
+        if dr is not None:
+            dr.finish()
+        del dense, parts, chunks
     ev = pd.DataFrame(events, columns=["draw", "tick", "job", "event", "duration_s"])
     ev = ev[(ev["tick"] >= 0) & (ev["tick"] <= n)].copy()
     ev.insert(1, "timestamp", t0 + pd.to_timedelta(ev["tick"].to_numpy() * tick, unit="s"))

@@ -2,8 +2,16 @@
 
 A forecast that keeps every draw's per-tick power holds ``draws x ticks`` numbers (7 days
 at 100 ms, 20 draws: 121 million per scope).  With ``keep_ticks=False`` the engine hands
-each draw's IT power to a :class:`Reducer` and forgets it; the reducer keeps, per scope
-(``it``, ``facility``):
+each draw's IT power to a :class:`Reducer` one chunk at a time
+(:mod:`powerlab.grid.chunks`, 65,536 ticks by default) and forgets it; no array as long
+as the horizon is ever built.  Every pass over a chunk stays in the CPU cache and reuses
+its work arrays.  What crosses a chunk boundary is carried: the cooling filter's state,
+the last tick (tick-to-tick ramps), the cumulative sums of the last ``2 w - 1`` ticks
+(ramps over windows of ``w`` ticks) and the ticks of Welch segments still open.  Chunks
+are whole base intervals, so per-interval figures never depend on the chunk length;
+per-draw figures do only through the order of floating-point sums (relative 1e-9 or
+better, ``tests/test_forecast.py``).  The reducer keeps, per scope (``it``,
+``facility``):
 
 - per draw and base interval (``reduce_s``, default 1 s): the interval mean (interval
   means at any multiple of ``reduce_s`` and the quantile bands derive from these);
@@ -24,12 +32,15 @@ each draw's IT power to a :class:`Reducer` and forgets it; the reducer keeps, pe
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
+from scipy import fft as sp_fft
+from scipy import signal
 
 from ..exceptions import PowerlabError
 from .battery import battery_dispatch
-from .facility import facility_power
 from .swings import BANDS_HZ, GRID_BANDS_HZ, RAMP_WINDOWS, band_rms, dominant_frequency, spectrum
 from .timebase import to_ticks
 
@@ -38,66 +49,199 @@ __all__ = ["Reducer"]
 SCOPES = ("facility", "it")
 
 
-def _window_ramps_fast(x: np.ndarray, tick_s: float, tick_up: float,
-                       tick_down: float) -> dict:
-    """Ramps over the named windows from one cumulative sum (see RAMP_WINDOWS); a window
-    of one tick is the tick-to-tick ramp (``tick_up``, ``tick_down`` [W/s])."""
-    c = np.concatenate([[0.0], np.cumsum(x - x[0])])
-    out = {}
-    for suffix, (win, per) in RAMP_WINDOWS.items():
-        w = win / tick_s
-        wi = round(w)
-        if abs(w - wi) > 1e-6 * max(w, 1.0) or wi < 1 or len(x) < 2 * wi:
-            out[f"ramp_up_{suffix}"] = out[f"ramp_down_{suffix}"] = float("nan")
-            continue
-        if wi == 1:
-            out[f"ramp_up_{suffix}"] = tick_up * per
-            out[f"ramp_down_{suffix}"] = tick_down * per
-            continue
-        means = (c[wi:] - c[:-wi]) / wi
-        r = (means[wi:] - means[:-wi]) / win * per
-        out[f"ramp_up_{suffix}"] = float(max(r.max(), 0.0))
-        out[f"ramp_down_{suffix}"] = float(max(-r.min(), 0.0))
+def _per_interval(ufunc, x: np.ndarray, edges: np.ndarray, per: int, out: np.ndarray
+                  ) -> np.ndarray:
+    """``ufunc.reduceat(x, edges)`` for intervals of ``per`` ticks (the last may be
+    shorter).  Short intervals are reduced column by column over a ``(k, per)`` view:
+    ``reduceat`` loops over intervals and costs about 6 ns a tick at ``per = 10``."""
+    k = len(edges)
+    if per > 16:
+        return ufunc.reduceat(x, edges, out=out)
+    if len(x) != k * per:   # the horizon's last, partial interval: on its own
+        _per_interval(ufunc, x[:(k - 1) * per], edges[:k - 1], per, out[:k - 1])
+        out[k - 1] = ufunc.reduce(x[(k - 1) * per:])
+        return out
+    y = x.reshape(k, per)
+    if per == 1:
+        out[:] = y[:, 0]
+        return out
+    ufunc(y[:, 0], y[:, 1], out=out)
+    for j in range(2, per):
+        ufunc(out, y[:, j], out=out)
     return out
 
 
-def _welch(x: np.ndarray, tick_s: float, segment_s: float = 50.0) -> pd.DataFrame:
-    """:func:`powerlab.grid.swings.spectrum` (Welch: Hann window, half overlap, mean
-    removed per segment, one-sided density), vectorised over segments."""
-    from scipy.signal import get_window
+class _Scratch:
+    """Named work arrays reused from chunk to chunk (no fresh temporaries per chunk:
+    large fresh arrays cost page faults on every use)."""
 
-    nper = int(2 ** np.ceil(np.log2(max(segment_s / tick_s, 8))))
-    nper = min(nper, len(x))
-    step = nper - nper // 2
-    n_seg = (len(x) - nper) // step + 1
-    if n_seg < 2:
-        return spectrum(x, tick_s, segment_s)
-    win = get_window("hann", nper)
-    fs = 1.0 / tick_s
-    freqs = np.fft.rfftfreq(nper, tick_s)
-    acc = np.zeros(len(freqs))
-    for a in range(0, n_seg, 4096):   # bounded temporaries
-        b = min(n_seg, a + 4096)
-        segs = np.lib.stride_tricks.sliding_window_view(x, nper)[a * step:(b - 1) * step + 1
-                                                                  :step]
-        segs = segs - segs.mean(axis=1, keepdims=True)
-        acc += (np.abs(np.fft.rfft(segs * win, axis=1)) ** 2).sum(axis=0)
-    p = acc / n_seg / (fs * (win * win).sum())
-    p[1:-1 if nper % 2 == 0 else None] *= 2.0
-    return pd.DataFrame({"frequency_hz": freqs, "psd_w2_per_hz": p})
+    def __init__(self):
+        self._bufs: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, size: int, dtype=np.float64) -> np.ndarray:
+        buf = self._bufs.get(name)
+        if buf is None or len(buf) < size:
+            buf = self._bufs[name] = np.empty(max(size, 1), dtype)
+        return buf[:size]
+
+
+class _RampStream:
+    """Ramps over the named windows of :data:`RAMP_WINDOWS` (every alignment), fed chunk
+    by chunk: the largest rise and fall between adjacent window means.
+
+    Each chunk's power, less the draw's first value, is summed cumulatively from the
+    chunk's start and joined to the sums over the last ``2 w - 1`` ticks before it
+    (partial sums over a chunk, not the horizon: better conditioned than one
+    cumulative sum).  A window of one tick is
+    the tick-to-tick ramp, which the caller supplies.
+    """
+
+    def __init__(self, n: int, tick_s: float, scratch: _Scratch):
+        self.tick_s = tick_s
+        self.scratch = scratch
+        self.wins = {}
+        for suffix, (win, per) in RAMP_WINDOWS.items():
+            w = win / tick_s
+            wi = round(w)
+            ok = abs(w - wi) <= 1e-6 * max(w, 1.0) and wi >= 1 and n >= 2 * wi
+            self.wins[suffix] = (wi if ok else 0, win, per)
+        self.tail_len = max([2 * wi - 1 for wi, _, _ in self.wins.values() if wi > 1],
+                            default=0)
+        self.ctail = np.zeros(1)
+        self.ref = None
+        self.hi = {k: -np.inf for k in self.wins}
+        self.lo = {k: np.inf for k in self.wins}
+
+    def feed(self, x: np.ndarray) -> None:
+        if not self.tail_len:
+            return
+        if self.ref is None:
+            self.ref = float(x[0])
+        t = len(self.ctail) - 1
+        end = t + len(x)
+        # c: cumulative sum of (power - ref) over the carried tail and this chunk,
+        # zero at the chunk's start (the tail's values re-based on it)
+        c = self.scratch.get("ramp_cumsum", end + 1)
+        c[:t + 1] = self.ctail
+        np.subtract(x, self.ref, out=c[t + 1:])
+        np.cumsum(c[t + 1:], out=c[t + 1:])
+        keep = min(self.tail_len, end)
+        self.ctail = c[end - keep:] - c[end]
+        sc = self.scratch
+        for k, (wi, _, _) in self.wins.items():
+            if wi < 2:
+                continue
+            e0 = max(t + 1, 2 * wi)   # window pairs ending in this chunk
+            if e0 > end:
+                continue
+            m = end + 1 - e0
+            sums = np.subtract(c[e0 - wi:end + 1], c[e0 - 2 * wi:end + 1 - wi],
+                               out=sc.get("ramp_sums", m + wi))
+            r = np.subtract(sums[wi:], sums[:-wi], out=sc.get("ramp_r", m))
+            self.hi[k] = max(self.hi[k], float(r.max()))
+            self.lo[k] = min(self.lo[k], float(r.min()))
+
+    def result(self, tick_up: float, tick_down: float) -> dict:
+        """``ramp_up_<suffix>``, ``ramp_down_<suffix>``; NaN where the window is not a
+        whole number of ticks or the horizon is shorter than two windows."""
+        out = {}
+        for k, (wi, win, per) in self.wins.items():
+            if wi == 0:
+                up = down = float("nan")
+            elif wi == 1:
+                up, down = tick_up * per, tick_down * per
+            else:
+                up = max(self.hi[k] / wi / win * per, 0.0)
+                down = max(-self.lo[k] / wi / win * per, 0.0)
+            out[f"ramp_up_{k}"] = float(up)
+            out[f"ramp_down_{k}"] = float(down)
+        return out
+
+
+class _WelchStream:
+    """:func:`powerlab.grid.swings.spectrum` (Welch: Hann window, half overlap, mean
+    removed per segment, one-sided density), fed chunk by chunk: each segment is
+    transformed once all its ticks have arrived; the ticks of segments still open are
+    carried to the next chunk."""
+
+    def __init__(self, n: int, tick_s: float, scratch: _Scratch, segment_s: float = 50.0):
+        from scipy.signal import get_window
+
+        self.scratch = scratch
+        self.n, self.tick_s, self.segment_s = n, tick_s, segment_s
+        nper = int(2 ** np.ceil(np.log2(max(segment_s / tick_s, 8))))
+        self.nper = min(nper, n)
+        self.step = self.nper - self.nper // 2
+        self.n_seg = (n - self.nper) // self.step + 1
+        self.whole = self.n_seg < 2   # too short for two segments: scipy on the whole
+        self.win = get_window("hann", self.nper)
+        self.batch = max(1, 2**15 // self.nper)
+        self.acc = np.zeros(self.nper // 2 + 1)
+        self.pending = np.empty(0)
+        self.done = 0           # segments transformed
+        self.seen = 0           # ticks received
+
+    def feed(self, x: np.ndarray) -> None:
+        if self.whole:
+            self.pending = np.concatenate([self.pending, x])
+            return
+        first = self.done * self.step          # tick of the first pending value
+        t = len(self.pending)
+        buf = self.scratch.get("welch_buf", t + len(x))
+        buf[:t] = self.pending
+        buf[t:] = x
+        self.seen += len(x)
+        ready = min(self.n_seg, (self.seen - self.nper) // self.step + 1) \
+            if self.seen >= self.nper else 0
+        nper, step = self.nper, self.step
+        j = 0
+        if ready > self.done:
+            view = np.lib.stride_tricks.sliding_window_view(buf, nper)[::step]
+        while self.done + j < ready:
+            b = min(ready - self.done, j + self.batch)
+            segs = self.scratch.get("welch_segs", (b - j) * nper).reshape(b - j, nper)
+            np.subtract(view[j:b], view[j:b].mean(axis=1, keepdims=True), out=segs)
+            segs *= self.win
+            zz = sp_fft.rfft(segs, axis=1, overwrite_x=True).view(np.float64)
+            np.multiply(zz, zz, out=zz)        # re^2, im^2 side by side
+            col = zz.sum(axis=0) if b - j > 1 else zz[0]
+            self.acc += col[0::2]
+            self.acc += col[1::2]
+            j = b
+        self.done += j
+        keep = self.done * step - first
+        self.pending = buf[keep:].copy() if self.done < self.n_seg else np.empty(0)
+
+    def result(self) -> pd.DataFrame:
+        if self.whole:
+            return spectrum(self.pending, self.tick_s, self.segment_s)
+        fs = 1.0 / self.tick_s
+        p = self.acc / self.n_seg / (fs * (self.win * self.win).sum())
+        p[1:-1 if self.nper % 2 == 0 else None] *= 2.0
+        return pd.DataFrame({"frequency_hz": np.fft.rfftfreq(self.nper, self.tick_s),
+                             "psd_w2_per_hz": p})
+
+
+def _window_extreme(ufunc, x: np.ndarray, k: int) -> np.ndarray:
+    """``ufunc`` (maximum or minimum) over every window of ``k`` consecutive values,
+    one per window start: the extreme of two overlapping power-of-two windows
+    (a sparse table, ``log2 k`` vector passes)."""
+    span = 1
+    m = x
+    while 2 * span <= k:
+        m = ufunc(m[:-span], m[span:])
+        span *= 2
+    n_win = len(x) - k + 1
+    return ufunc(m[:n_win], m[k - span:k - span + n_win])
 
 
 def _aligned_swing(bmax: np.ndarray, bmin: np.ndarray, k: int) -> float:
     """Largest max-minus-min over ``k`` consecutive base intervals [W]."""
-    from scipy.ndimage import maximum_filter1d, minimum_filter1d
-
     k = max(1, min(k, len(bmax)))
     if k == 1:
         return float((bmax - bmin).max())
-    origin = -(k // 2)
-    mx = maximum_filter1d(bmax, k, origin=origin, mode="nearest")
-    mn = minimum_filter1d(bmin, k, origin=origin, mode="nearest")
-    return float((mx - mn)[:len(bmax) - k + 1].max())
+    return float((_window_extreme(np.maximum, bmax, k)
+                  - _window_extreme(np.minimum, bmin, k)).max())
 
 
 class Reducer:
@@ -113,10 +257,13 @@ class Reducer:
     draws : int
     reduce_s : float
         Base interval, a whole number of ticks [s].
+    chunk_ticks : int, optional
+        Chunk length for what the reducer cuts itself (a battery site's facility
+        power), as :func:`powerlab.grid.chunks.chunk_ticks` [-].
     """
 
     def __init__(self, scenario, n_ticks: int, tick_s: float, start_utc, draws: int,
-                 reduce_s: float = 1.0):
+                 reduce_s: float = 1.0, chunk_ticks: int | None = None):
         per = to_ticks(reduce_s, tick_s)
         if per < 1 or abs(per * tick_s - reduce_s) > 1e-6 * reduce_s:
             raise PowerlabError(f"reduce_s = {reduce_s:g} s is not a whole number of "
@@ -128,6 +275,7 @@ class Reducer:
         self.draws = draws
         self.reduce_s = reduce_s
         self.per = per
+        self.chunk_ticks = chunk_ticks
         self.edges = np.arange(0, n_ticks, per)
         self.counts = np.diff(np.append(self.edges, n_ticks))
         m = len(self.edges)
@@ -139,7 +287,10 @@ class Reducer:
             del times
         else:
             self.pue = float(site.pue)
-        self._dx = np.empty(n_ticks)
+        self.scratch = _Scratch()
+        self._edges_by_len: dict[int, np.ndarray] = {}
+        self.bmax_buf = {s: np.empty(m) for s in SCOPES}
+        self.bmin_buf = {s: np.empty(m) for s in SCOPES}
         self.means = {s: np.empty((draws, m)) for s in SCOPES}
         self.vmin = {s: np.full(m, np.inf) for s in SCOPES}
         self.vmax = {s: np.full(m, -np.inf) for s in SCOPES}
@@ -150,57 +301,27 @@ class Reducer:
         self.battery_drain_j = np.zeros(draws)
         self.rows: list[dict] = []
 
-    def add(self, d: int, it_w: np.ndarray) -> None:
-        """Reduce draw ``d`` from its per-tick IT power [W]."""
-        site = self.scenario.site
-        fac = facility_power(it_w, self.tick_s, self.pue,
-                             electrical_loss_fraction=site.electrical_loss_fraction,
-                             cooling_time_constant_s=site.cooling_time_constant_s,
-                             base_load_w=site.base_load_w, parts=False).facility_w
-        self.pue_realised[d] = (fac.sum() - site.base_load_w * len(fac)) / it_w.sum()
-        bat = self.scenario.mitigations.battery
-        if bat is not None:
-            out, soc = battery_dispatch(fac, self.tick_s, bat)
-            self.battery_drain_j[d] = (bat.initial_soc_fraction * bat.energy_megawatt_hours
-                                       * 3.6e9 - soc[-1])
-            fac = fac - out
-        spec = _welch(it_w, self.tick_s)
-        bands = {k: band_rms(spec, *v) for k, v in BANDS_HZ.items()}
-        bands["3_30hz"] = band_rms(spec, *GRID_BANDS_HZ["3_30hz"])
-        for sc, x in (("facility", fac), ("it", it_w)):
-            e = self.edges
-            self.means[sc][d] = np.add.reduceat(x, e) / self.counts
-            bmax = np.maximum.reduceat(x, e)
-            bmin = np.minimum.reduceat(x, e)
-            np.maximum(self.vmax[sc], bmax, out=self.vmax[sc])
-            np.minimum(self.vmin[sc], bmin, out=self.vmin[sc])
-            dx = self._dx
-            dx[0] = 0.0
-            np.subtract(x[1:], x[:-1], out=dx[1:])
-            dx *= 1.0 / self.tick_s
-            up_b = np.maximum.reduceat(dx, e)
-            dn_b = -np.minimum.reduceat(dx, e)
-            np.maximum(self.up[sc], np.maximum(up_b, 0.0), out=self.up[sc])
-            np.maximum(self.down[sc], np.maximum(dn_b, 0.0), out=self.down[sc])
-            self.energy[sc][d] = float(x.sum()) * self.tick_s
-            f = 1.0 + site.electrical_loss_fraction if sc == "facility" else 1.0
-            row = {"scope": sc, "draw": d, "peak_w": float(x.max()),
-                   "min_w": float(x.min())}
-            for w in (1, 10, 60):
-                row[f"swing_{w}s_w"] = _aligned_swing(bmax, bmin,
-                                                      round(w / self.reduce_s))
-            row["ramp_up_w_per_s"] = float(max(up_b.max(), 0.0))
-            row["ramp_down_w_per_s"] = float(max(dn_b.max(), 0.0))
-            row.update(_window_ramps_fast(x, self.tick_s, row["ramp_up_w_per_s"],
-                                          row["ramp_down_w_per_s"]))
-            fr = spec["frequency_hz"].to_numpy()
-            ps = spec["psd_w2_per_hz"].to_numpy()
-            row["dominant_frequency_hz"] = dominant_frequency(fr, ps)
-            for k in BANDS_HZ:
-                row[f"band_{k}_rms_w"] = bands[k] * f
-                row[f"band_{k}_w2"] = (bands[k] * f) ** 2
-            row["band_3_30hz_rms_w"] = bands["3_30hz"] * f
-            self.rows.append(row)
+    def add(self, d: int, it_w: np.ndarray, chunk: int | None = None) -> None:
+        """Reduce draw ``d`` from its whole per-tick IT power [W] (in chunks)."""
+        from .chunks import chunk_ticks, dense_chunks
+
+        dr = self.draw(d)
+        for a, x in dense_chunks(it_w, chunk_ticks(chunk or self.chunk_ticks, self.per)):
+            dr.feed(a, x)
+        dr.finish()
+
+    def local_edges(self, length: int) -> np.ndarray:
+        """First tick of each base interval within a chunk of ``length`` ticks."""
+        e = self._edges_by_len.get(length)
+        if e is None:
+            e = self._edges_by_len[length] = np.arange(0, length, self.per)
+        return e
+
+    def draw(self, d: int) -> _DrawReduction:
+        """Start reducing draw ``d``: feed its IT power chunk by chunk
+        (``feed(first_tick, it_w)``, chunks a whole number of base intervals long
+        except the last), then ``finish()``."""
+        return _DrawReduction(self, d)
 
     def interval_means(self, scope: str, resolution_s: float) -> np.ndarray:
         """Per draw, the mean power of each interval of ``resolution_s`` (a whole number
@@ -225,3 +346,163 @@ class Reducer:
         """First tick of each interval of ``resolution_s`` [-]."""
         k = to_ticks(resolution_s, self.reduce_s)
         return self.edges[::k]
+
+
+class _ScopeStats:
+    """The per-draw statistics of one scope, fed chunk by chunk (see :class:`Reducer`)."""
+
+    def __init__(self, red: Reducer, d: int, scope: str, bmax: np.ndarray,
+                 bmin: np.ndarray):
+        self.red, self.d, self.scope = red, d, scope
+        self.bmax, self.bmin = bmax, bmin  # per base interval, this draw
+        self.prev = None
+        self.total = 0.0
+        self.up = 0.0
+        self.down = 0.0
+        self.ramps = _RampStream(red.n_ticks, red.tick_s, red.scratch)
+
+    def feed(self, a: int, x: np.ndarray) -> None:
+        red, sc = self.red, self.scope
+        tmp = red.scratch
+        i0 = a // red.per
+        e = red.local_edges(len(x))
+        i1 = i0 + len(e)
+        k = len(e)
+        per = red.per
+        sums = _per_interval(np.add, x, e, per, tmp.get("sums", k))
+        np.divide(sums, red.counts[i0:i1], out=red.means[sc][self.d, i0:i1])
+        bmax = _per_interval(np.maximum, x, e, per, self.bmax[i0:i1])
+        bmin = _per_interval(np.minimum, x, e, per, self.bmin[i0:i1])
+        np.maximum(red.vmax[sc][i0:i1], bmax, out=red.vmax[sc][i0:i1])
+        np.minimum(red.vmin[sc][i0:i1], bmin, out=red.vmin[sc][i0:i1])
+        dx = tmp.get("dx", len(x))
+        dx[0] = 0.0 if self.prev is None else x[0] - self.prev
+        np.subtract(x[1:], x[:-1], out=dx[1:])
+        # the rate is the difference times 1/tick: a positive factor keeps the extremes
+        # (rounding is monotone), so scale the k extremes, not the ticks
+        up_b = _per_interval(np.maximum, dx, e, per, tmp.get("up_b", k))
+        dn_b = _per_interval(np.minimum, dx, e, per, tmp.get("dn_b", k))
+        up_b *= 1.0 / red.tick_s
+        dn_b *= -1.0 / red.tick_s
+        self.up = max(self.up, float(up_b.max()))
+        self.down = max(self.down, float(dn_b.max()))
+        np.maximum(up_b, 0.0, out=up_b)
+        np.maximum(dn_b, 0.0, out=dn_b)
+        np.maximum(red.up[sc][i0:i1], up_b, out=red.up[sc][i0:i1])
+        np.maximum(red.down[sc][i0:i1], dn_b, out=red.down[sc][i0:i1])
+        self.total += float(sums.sum())
+        self.prev = float(x[-1])
+        self.ramps.feed(x)
+
+    def finish(self, spec: pd.DataFrame, bands: dict) -> None:
+        red, sc = self.red, self.scope
+        site = red.scenario.site
+        red.energy[sc][self.d] = self.total * red.tick_s
+        f = 1.0 + site.electrical_loss_fraction if sc == "facility" else 1.0
+        row = {"scope": sc, "draw": self.d, "peak_w": float(self.bmax.max()),
+               "min_w": float(self.bmin.min())}
+        for w in (1, 10, 60):
+            row[f"swing_{w}s_w"] = _aligned_swing(self.bmax, self.bmin,
+                                                  round(w / red.reduce_s))
+        row["ramp_up_w_per_s"] = float(max(self.up, 0.0))
+        row["ramp_down_w_per_s"] = float(max(self.down, 0.0))
+        row.update(self.ramps.result(row["ramp_up_w_per_s"], row["ramp_down_w_per_s"]))
+        fr = spec["frequency_hz"].to_numpy()
+        ps = spec["psd_w2_per_hz"].to_numpy()
+        row["dominant_frequency_hz"] = dominant_frequency(fr, ps)
+        for k in BANDS_HZ:
+            row[f"band_{k}_rms_w"] = bands[k] * f
+            row[f"band_{k}_w2"] = (bands[k] * f) ** 2
+        row["band_3_30hz_rms_w"] = bands["3_30hz"] * f
+        red.rows.append(row)
+
+
+class _DrawReduction:
+    """One draw being reduced: facility power (losses, the cooling lag carried across
+    chunks, base load) and both scopes' statistics, chunk by chunk.  With a battery the
+    facility power of the whole draw is kept until ``finish()`` (the dispatch needs it
+    all) and reduced then."""
+
+    def __init__(self, red: Reducer, d: int):
+        self.red, self.d = red, d
+        site = red.scenario.site
+        self.site = site
+        m = len(red.edges)
+        self.stats = {sc: _ScopeStats(red, d, sc, red.bmax_buf[sc][:m], red.bmin_buf[sc][:m])
+                      for sc in SCOPES}
+        self.welch = _WelchStream(red.n_ticks, red.tick_s, red.scratch)
+        tau = site.cooling_time_constant_s
+        self.ca = math.exp(-red.tick_s / tau) if tau > 0 else 0.0
+        self.zi = None
+        self.fac_sum = 0.0
+        self.battery = red.scenario.mitigations.battery
+        self.fac_all = np.empty(red.n_ticks) if self.battery is not None else None
+
+    def _facility(self, a: int, it: np.ndarray) -> np.ndarray:
+        """:func:`powerlab.grid.facility.facility_power` of a chunk (equal within
+        1e-15 relative), the cooling filter's state carried from the previous chunk."""
+        site, red = self.site, self.red
+        loss = site.electrical_loss_fraction
+        if np.ndim(red.pue) == 0 and site.cooling_time_constant_s > 0:
+            # constant PUE: the cooling filter takes the IT power with the share folded
+            # into its gain (one pass less; not one ARMA filter for the facility,
+            # whose input terms cancel to 1e-11 with a lag of minutes)
+            ca = self.ca
+            if self.zi is None:
+                share = max(float(red.pue) - 1.0 - loss, 0.0)
+                self.ab = ([share * (1.0 - ca)], [1.0, -ca])
+                self.zi = signal.lfilter_zi([1.0 - ca], [1.0, -ca]) * (share * it[:1])
+            fac, self.zi = signal.lfilter(*self.ab, it, zi=self.zi)
+            fac += site.base_load_w
+            fac += np.multiply(it, 1.0 + loss, out=red.scratch.get("facility", len(it)))
+            return fac
+        pue = red.pue if np.ndim(red.pue) == 0 else red.pue[a:a + len(it)]
+        share = np.maximum(np.asarray(pue, float) - 1.0 - site.electrical_loss_fraction,
+                           0.0)
+        tmp = red.scratch
+        target = np.multiply(it, share, out=tmp.get("target", len(it)))
+        if site.cooling_time_constant_s > 0:
+            ca = self.ca
+            if self.zi is None:
+                self.zi = signal.lfilter_zi([1.0 - ca], [1.0, -ca]) * target[:1]
+            cooling, self.zi = signal.lfilter([1.0 - ca], [1.0, -ca], target, zi=self.zi)
+        else:
+            cooling = target
+        fac = np.multiply(it, 1.0 + site.electrical_loss_fraction,
+                          out=tmp.get("facility", len(it)))
+        fac += cooling
+        fac += site.base_load_w
+        return fac
+
+    def feed(self, a: int, it: np.ndarray) -> None:
+        fac = self._facility(a, it)
+        self.welch.feed(it)
+        self.stats["it"].feed(a, it)
+        if self.fac_all is not None:   # the battery needs the whole draw
+            self.fac_all[a:a + len(it)] = fac
+            self.fac_sum += float(fac.sum())
+        else:
+            self.stats["facility"].feed(a, fac)
+
+    def finish(self) -> None:
+        red, d, site = self.red, self.d, self.site
+        fac_sum = self.fac_sum if self.fac_all is not None else self.stats["facility"].total
+        red.pue_realised[d] = ((fac_sum - site.base_load_w * red.n_ticks)
+                               / self.stats["it"].total)
+        if self.fac_all is not None:
+            from .chunks import chunk_ticks, dense_chunks
+
+            bat = self.battery
+            out, soc = battery_dispatch(self.fac_all, red.tick_s, bat)
+            red.battery_drain_j[d] = (bat.initial_soc_fraction * bat.energy_megawatt_hours
+                                      * 3.6e9 - soc[-1])
+            self.fac_all -= out
+            del out, soc
+            for a, x in dense_chunks(self.fac_all, chunk_ticks(red.chunk_ticks, red.per)):
+                self.stats["facility"].feed(a, x)
+            self.fac_all = None
+        spec = self.welch.result()
+        bands = {k: band_rms(spec, *v) for k, v in BANDS_HZ.items()}
+        bands["3_30hz"] = band_rms(spec, *GRID_BANDS_HZ["3_30hz"])
+        for sc in ("facility", "it"):
+            self.stats[sc].finish(spec, bands)

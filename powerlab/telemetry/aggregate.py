@@ -10,8 +10,11 @@ Every function here accepts
 
 and returns the same numbers, dtypes and row order whichever way it was called (the
 Dask paths run the very same per-partition kernels as the pandas path, on partitions
-arranged so that every (device, time bin) lies in exactly one partition, and finish with
-a shuffle by time bin so that cross-device sums add the same values in the same order).
+arranged so that every (device, time bin) lies in exactly one partition; sums across
+devices are compensated sums that add the device means in (host, scope, gpu_index) order
+on every path, :func:`powerlab.telemetry.binning.kahan_add`).  :func:`power_sums` of a
+store never builds the full frame: it streams folder by folder from Arrow
+(:func:`powerlab.telemetry.engines.store_power_sums`), on pandas or Dask.
 
 Conventions
 -----------
@@ -34,6 +37,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from ..exceptions import PowerlabError, SchemaError, Violation
@@ -42,10 +46,11 @@ from .binning import (
     bin_width_ns,
     energy_fix,
     energy_tail,
+    kahan_add,
     merge_tail,
     resample_kernel,
 )
-from .engines import resolve_engine, store_frame, warn_if_empty
+from .engines import resolve_engine, store_frame, store_power_sums, warn_if_empty
 from .partitions import (
     ID_COLUMNS,
     StoreGroup,
@@ -330,10 +335,14 @@ def _sum_kernel(part: pd.DataFrame, keys: Sequence[str], value: str) -> pd.DataF
                                    if k not in keys]]
     part = part.sort_values(order, kind="stable", na_position="first")
     g = part.groupby(["timestamp", *keys], sort=True, observed=True, dropna=False)
-    out = pd.DataFrame({
-        value: g[value].sum(min_count=1),
-        "n_gpus": g[value].count().astype("int64"),
-    }).reset_index()
+    # compensated sums in device order (binning.kahan_add): the store paths add the same
+    # values in the same order, so every path gives the same bits
+    n = g.ngroups
+    s, c, k = np.zeros(n), np.zeros(n), np.zeros(n, np.int64)
+    kahan_add(s, c, k, g.ngroup().to_numpy(dtype=np.int64),
+              part[value].to_numpy(dtype=np.float64, na_value=np.nan))
+    out = pd.DataFrame({value: np.where(k >= 1, s, np.nan), "n_gpus": k},
+                       index=g.size().index).reset_index()
     out = out[[*keys, "timestamp", value, "n_gpus"]] if keys else out
     for c in keys:
         out[c] = out[c].astype("string")
@@ -401,11 +410,20 @@ def power_sums(data, freq: str = "1min", *, by: str = "cluster", racks=None,
     if scope not in ("gpu", "node", "all"):
         raise PowerlabError(f"scope={scope!r}: expected 'gpu', 'node' or 'all'")
     bin_ns = bin_width_ns(freq)
-    kind, frame = _resampled(data, bin_ns, ["power_w"], False, False, start, end, hosts,
-                             partition_rows, scope=None if scope == "all" else scope,
-                             uuid=False, engine=engine)
-    keys = [*keys, "scope"] if scope == "all" else keys
-    out = _finish(kind, _sum_by(kind, frame, keys, "power_w", racks), compute)
+    if isinstance(data, (str, os.PathLike)):
+        # a store: streamed folder by folder, straight from Arrow (the same sums)
+        kind, res = store_power_sums(data, bin_ns, by=by, scope=scope, start=start,
+                                     end=end, hosts=hosts, engine=engine,
+                                     racks=_rack_map(racks) if by == "rack" else None,
+                                     partition_rows=partition_rows)
+        out = _finish(kind, res, compute)
+    else:
+        kind, frame = _resampled(data, bin_ns, ["power_w"], False, False, start, end,
+                                 hosts, partition_rows,
+                                 scope=None if scope == "all" else scope, uuid=False,
+                                 engine=engine)
+        keys = [*keys, "scope"] if scope == "all" else keys
+        out = _finish(kind, _sum_by(kind, frame, keys, "power_w", racks), compute)
     if compute:
         warn_if_empty(out, "power_sums", data, scope=scope, start=start, end=end,
                       hosts=hosts)

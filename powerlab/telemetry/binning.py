@@ -16,8 +16,9 @@ import pandas as pd
 
 from ..exceptions import PowerlabError
 
-__all__ = ["DAY_NS", "DEVICE_KEY", "SortedDevices", "bin_width_ns", "energy_fix", "energy_kernel",
-           "energy_tail", "factor", "merge_tail", "resample_kernel", "utc_series"]
+__all__ = ["DAY_NS", "DEVICE_KEY", "BinSums", "DeviceMeans", "SortedDevices", "bin_width_ns",
+           "energy_fix", "energy_kernel", "energy_tail", "factor", "kahan_add", "merge_tail",
+           "resample_kernel", "utc_series"]
 
 #: A device: one (host, scope, gpu_index).
 DEVICE_KEY = ["host", "scope", "gpu_index"]
@@ -252,3 +253,239 @@ def merge_tail(prev: pd.DataFrame | None, *tails: pd.DataFrame) -> pd.DataFrame:
         return tails[0].iloc[:0] if tails else pd.DataFrame()
     c = pd.concat(frames, ignore_index=True).sort_values("timestamp", kind="stable")
     return c.groupby(DEVICE_KEY, dropna=False, observed=True, sort=False).tail(1)
+
+
+# ------------------------------------------------- streaming sums of device means (stores)
+
+class DeviceMeans:
+    """Per (device, bin) means of one host's telemetry read straight from Arrow tables.
+
+    The tables are one store folder's files (one date, one host) in file order.  Rows are
+    put in device-then-time order (stable, so a duplicate (device, timestamp) keeps its
+    first sample), and each device's bins are reduced exactly as :func:`resample_kernel`
+    reduces them (the same ``numpy.add.reduceat`` over the same values), so the means are
+    bit for bit those of the pandas path.
+
+    Attributes: ``scopes`` (sorted scope names), per device ``dev_scope`` (index into
+    ``scopes``) and ``dev_gpu`` (gpu_index, -1 for NA), ``dev_bounds`` (offsets of each
+    device's bins), and per (device, bin) ``bins`` (bin numbers since the epoch) and
+    ``means`` (NaN where no valid reading) [W].
+    """
+
+    def __init__(self, tables, bin_ns: int, column: str = "power_w",
+                 scope: str | None = None):
+        batches = [rb for t in tables for rb in t.to_batches() if rb.num_rows]
+        cols = [_batch_columns(rb, column) for rb in batches]
+        names = {v for c in cols for v in c[1]}
+        self.scopes = sorted(names - {None})
+        if None in names:
+            self.scopes.insert(0, None)                     # NA sorts first, as in pandas
+        rank = {s: i for i, s in enumerate(self.scopes)}
+        want = rank.get(scope, -1)
+        ts_parts, code_parts, val_parts = [], [], []
+        for ts, dict_names, sc_idx, gi, val in cols:
+            lut = np.array([rank[s] for s in dict_names] or [0], np.int64)
+            sco = lut[sc_idx]
+            code = sco * 65_536 + (gi.astype(np.int64) + 1)
+            if scope is not None:
+                keep = sco == want
+                if not keep.all():
+                    code, ts, val = code[keep], ts[keep], val[keep]
+            ts_parts.append(ts)
+            code_parts.append(code)
+            val_parts.append(val)
+
+        def cat(parts, dtype):
+            return np.concatenate(parts) if len(parts) != 1 else parts[0] if parts \
+                else np.zeros(0, dtype)
+
+        ts = cat(ts_parts, np.int64)
+        code = cat(code_parts, np.int64)
+        val = cat(val_parts, np.float64)
+        n = len(ts)
+        if n > 1:
+            dc, dt = np.diff(code), np.diff(ts)
+            if not np.all((dc > 0) | ((dc == 0) & (dt >= 0))):
+                pos = np.lexsort((ts, code))
+                ts, code, val = ts[pos], code[pos], val[pos]
+                dc, dt = np.diff(code), np.diff(ts)
+            dup = (dc == 0) & (dt == 0)
+            if dup.any():
+                keep = np.append(True, ~dup)
+                ts, code, val = ts[keep], code[keep], val[keep]
+                n = len(ts)
+        b = ts // bin_ns
+        new = np.ones(n, dtype=bool)
+        new[1:] = (code[1:] != code[:-1]) | (b[1:] != b[:-1])
+        starts = np.flatnonzero(new)
+        if len(starts):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ok = ~np.isnan(val)
+                if ok.all():
+                    s = np.add.reduceat(val, starts)
+                    k = np.diff(np.append(starts, n))
+                else:
+                    s = np.add.reduceat(np.where(ok, val, 0.0), starts)
+                    k = np.add.reduceat(ok.astype(np.int64), starts)
+                self.means = s / k
+        else:
+            self.means = np.zeros(0)
+        self.bins = b[starts]
+        gcode = code[starts]
+        dnew = np.ones(len(gcode), dtype=bool)
+        dnew[1:] = gcode[1:] != gcode[:-1]
+        first = np.flatnonzero(dnew)
+        self.dev_bounds = np.append(first, len(gcode))
+        self.dev_scope = gcode[first] // 65_536
+        self.dev_gpu = gcode[first] % 65_536 - 1
+        self.rows = n
+
+    def __len__(self) -> int:
+        return len(self.dev_scope)
+
+
+def _batch_columns(rb, column: str):
+    """(timestamps [ns], scope dictionary, scope indices, gpu_index (-1 for NA), values)
+    of one record batch; absent optional columns read as NA, as :func:`read_files` does."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..exceptions import StoreError
+
+    n = rb.num_rows
+    names = rb.schema.names
+    ts = rb.column("timestamp")
+    if ts.null_count:
+        raise StoreError("a store file holds rows without a timestamp")
+    ts = ts.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    if "scope" in names:
+        sc = rb.column("scope")
+        if not pa.types.is_dictionary(sc.type):
+            sc = pc.dictionary_encode(sc)
+        dict_names = sc.dictionary.to_pylist()
+        idx = sc.indices
+        if sc.null_count:
+            dict_names = [*dict_names, None]
+            idx = pc.fill_null(idx, len(dict_names) - 1)
+        idx = idx.to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
+    else:
+        dict_names, idx = [None], np.zeros(n, np.intp)
+    gi = (pc.fill_null(rb.column("gpu_index"), -1).to_numpy(zero_copy_only=False)
+          if "gpu_index" in names else np.full(n, -1, np.int64))
+    val = (rb.column(column).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+           if column in names else np.full(n, np.nan))
+    return ts, dict_names, idx, gi, val
+
+
+def kahan_add(s: np.ndarray, c: np.ndarray, k: np.ndarray, cells: np.ndarray,
+              values: np.ndarray) -> None:
+    """Add ``values`` into cells ``cells`` of the running compensated sums ``s`` (with
+    compensations ``c`` and counts ``k``), in the order given; NaN values are skipped.
+
+    The order matters in floating point: the j-th value of a cell is added in round j, so
+    every cell sees its values in input order whatever the partitioning, and a later call
+    continues exactly where an earlier one stopped.
+    """
+    ok = ~np.isnan(values)
+    if not ok.all():
+        cells, values = cells[ok], values[ok]
+    n = len(cells)
+    if not n:
+        return
+    order = np.argsort(cells, kind="stable")
+    sc = cells[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = sc[1:] != sc[:-1]
+    run_start = np.flatnonzero(first)
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n) - np.repeat(run_start, np.diff(np.append(run_start, n)))
+    if rank.max() == 0:
+        rounds = [np.arange(n)]
+    else:
+        by_rank = np.argsort(rank, kind="stable")
+        bounds = np.searchsorted(rank[by_rank], np.arange(rank.max() + 2))
+        rounds = [by_rank[bounds[r]:bounds[r + 1]] for r in range(len(bounds) - 1)]
+    for sel in rounds:
+        i, v = cells[sel], values[sel]
+        k[i] += 1
+        si = s[i]
+        y = v - c[i]
+        t = si + y
+        with np.errstate(invalid="ignore"):
+            comp = (t - si) - y
+        comp[np.isnan(comp)] = 0.0                   # an infinite value: keep it
+        c[i] = comp
+        s[i] = t
+
+
+class BinSums:
+    """Sums of device means per (key, bin), added device by device in device order.
+
+    Each cell adds its values with the compensated (Kahan) summation of pandas'
+    ``groupby(...).sum()``, in the order the devices are added, so adding devices in
+    (host, scope, gpu_index) order gives bit for bit what sorting every (device, bin) mean
+    by ``[timestamp, keys, host, scope, gpu_index]`` and calling ``groupby().sum()`` gives.
+    Memory is one span of bins per key, not the input.
+    """
+
+    def __init__(self):
+        self._cells: dict[tuple, list] = {}
+
+    def _span(self, key: tuple, lo: int, hi: int) -> list:
+        cell = self._cells.get(key)
+        if cell is None:
+            cell = [lo, np.zeros(hi - lo), np.zeros(hi - lo), np.zeros(hi - lo, np.int64),
+                    np.zeros(hi - lo, bool)]
+            self._cells[key] = cell
+            return cell
+        old_lo, old_n = cell[0], len(cell[1])
+        if lo >= old_lo and hi <= old_lo + old_n:
+            return cell
+        new_lo, new_hi = min(lo, old_lo), max(hi, old_lo + old_n)
+        grow = max(new_hi - new_lo, 2 * old_n)           # amortised growth
+        new_hi = new_lo + grow if hi > old_lo + old_n else new_hi
+        new_lo = new_hi - grow if lo < old_lo else new_lo
+        off = old_lo - new_lo
+        for j in range(1, 5):
+            arr = np.zeros(new_hi - new_lo, dtype=cell[j].dtype)
+            arr[off:off + old_n] = cell[j]
+            cell[j] = arr
+        cell[0] = new_lo
+        return cell
+
+    def add(self, key: tuple, bins: np.ndarray, values: np.ndarray) -> None:
+        """Add device bin means in device order (a bin repeats once per device; NaN adds
+        nothing but the cell)."""
+        if not len(bins):
+            return
+        lo, s, c, k, seen = self._span(key, int(bins.min()), int(bins.max()) + 1)
+        i = bins - lo
+        seen[i] = True
+        kahan_add(s, c, k, i, values)
+
+    def frame(self, key_names: Sequence[str], bin_ns: int) -> pd.DataFrame:
+        """``[*key_names], timestamp, power_w, n_gpus`` of every cell with a device bin."""
+        cols: dict[str, list] = {c: [] for c in [*key_names, "timestamp", "power_w", "n_gpus"]}
+        for key in sorted(self._cells, key=lambda k: tuple((x is not None, x) for x in k)):
+            lo, s, _, k, seen = self._cells[key]
+            idx = np.flatnonzero(seen)
+            for name, v in zip(key_names, key):
+                cols[name].append(np.full(len(idx), v, dtype=object))
+            cols["timestamp"].append((idx + lo) * bin_ns)
+            cols["power_w"].append(np.where(k[idx] >= 1, s[idx], np.nan))
+            cols["n_gpus"].append(k[idx])
+        cat = (lambda p, dt: np.concatenate(p) if p else np.zeros(0, dt))
+        out = {name: pd.array(cat(cols[name], object), dtype="string") for name in key_names}
+        out["timestamp"] = utc_series(cat(cols["timestamp"], np.int64))
+        out["power_w"] = pd.Series(cat(cols["power_w"], np.float64))
+        out["n_gpus"] = pd.Series(cat(cols["n_gpus"], np.int64))
+        return pd.DataFrame({k: (v if isinstance(v, pd.Series) else pd.Series(v))
+                             for k, v in out.items()})
+
+    def copy(self) -> BinSums:
+        new = BinSums()
+        new._cells = {k: [c[0], *(a.copy() for a in c[1:])] for k, c in self._cells.items()}
+        return new
+
+    def __len__(self) -> int:
+        return len(self._cells)

@@ -4,7 +4,10 @@ Dask is an extra (``pip install 'powerlab[dask]'``).  The power aggregations
 (:func:`powerlab.telemetry.aggregate.power_sums`, :func:`powerlab.telemetry.jobs.job_power`,
 and so ``powerlab aggregate``) take ``engine="auto" | "dask" | "pandas"``: ``auto`` uses
 Dask for a store when it is installed and pandas otherwise; both run the same kernels and
-give the same numbers.  The other aggregations of a store path (``resample_gpu``,
+give the same numbers.  :func:`store_power_sums` streams a store folder by folder (only
+the columns needed, straight from Arrow, memory bounded by one folder and the result);
+on Dask the partitions are reduced in parallel and each date's partial sums are folded in
+a chain of small tasks, without a shuffle.  The other aggregations of a store path (``resample_gpu``,
 ``peer_stats``, ``quality_masks``) still need Dask; give them a frame to stay in pandas.
 An aggregation that finds nothing to aggregate says why (:class:`EmptyResultWarning`)
 instead of returning an empty table in silence.
@@ -19,10 +22,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ..exceptions import DataQualityWarning, PowerlabError
+from ..exceptions import DataQualityWarning, PowerlabError, StoreError
 
 __all__ = ["ENGINES", "EmptyResultWarning", "dask_available", "explain_empty",
-           "resolve_engine", "store_frame"]
+           "resolve_engine", "store_frame", "store_power_sums"]
 
 ENGINES = ("auto", "dask", "pandas")
 
@@ -108,3 +111,197 @@ def warn_if_empty(result, what: str, data, *, scope, start=None, end=None,
     if isinstance(result, pd.DataFrame) and len(result) == 0:
         warnings.warn(explain_empty(what, data, scope=scope, start=start, end=end,
                                     hosts=hosts), EmptyResultWarning, stacklevel=3)
+
+
+# ------------------------------------------- power sums of a store, streamed by folder
+
+#: Columns the streaming power sums read from each store file.
+_SUM_COLUMNS = ["timestamp", "host", "scope", "gpu_index", "power_w"]
+
+
+def _folders(files) -> list[tuple[str, tuple[str, ...]]]:
+    """(host, files) runs of consecutive files of one date/host folder."""
+    from .storefiles import partition_of
+
+    runs: list[tuple[str, list[str]]] = []
+    for f in files:
+        host = partition_of(f)[1]
+        if runs and runs[-1][0] == host:
+            runs[-1][1].append(f)
+        else:
+            runs.append((host, [f]))
+    return [(h, tuple(fs)) for h, fs in runs]
+
+
+def _iter_means(files, start, end, bin_ns: int, scope: str | None):
+    """(host, DeviceMeans) of each folder among ``files`` (hosts in store order), one
+    folder read at a time."""
+    from .binning import DeviceMeans
+    from .store import read_tables
+
+    for host, fs in _folders(files):
+        tables = read_tables(fs, columns=_SUM_COLUMNS, start=start, end=end,
+                             read_dictionary=["host", "scope"])
+        try:
+            m = DeviceMeans(tables, bin_ns, "power_w", scope)
+        except StoreError as exc:
+            raise StoreError(f"{exc} (in {os.path.dirname(fs[0])})") from exc
+        if len(m):
+            yield host, m
+
+
+def _group_means(files, start, end, bin_ns: int, scope: str | None):
+    """[(host, DeviceMeans)] of one partition's folders (a Dask task)."""
+    return list(_iter_means(files, start, end, bin_ns, scope))
+
+
+class _SumSpec:
+    """How devices map to result keys: by cluster, host or rack, with or without scope."""
+
+    def __init__(self, by: str, racks: pd.Series | None, with_scope: bool):
+        self.by, self.racks, self.with_scope = by, racks, with_scope
+        self.key_names = [*({"cluster": [], "host": ["host"], "rack": ["rack"]}[by]),
+                          *(["scope"] if with_scope else [])]
+
+    def fold(self, acc, group):
+        """Add one partition's device means to ``acc`` (a BinSums) in device order."""
+        from .binning import BinSums
+
+        acc = acc if acc is not None else (BinSums(), set())
+        sums, missing = acc
+        for host, m in group:
+            head: tuple = ()
+            if self.by == "host":
+                head = (host,)
+            elif self.by == "rack":
+                rack = self.racks.get(host, pd.NA) if self.racks is not None else pd.NA
+                if pd.isna(rack):
+                    missing.add(host)
+                    continue
+                head = (str(rack),)
+            if not self.with_scope or len(set(m.dev_scope.tolist())) == 1:
+                key = (*head, m.scopes[m.dev_scope[0]]) if self.with_scope else head
+                sums.add(key, m.bins, m.means)     # devices in order: one call
+                continue
+            for d in range(len(m)):
+                a, b = m.dev_bounds[d], m.dev_bounds[d + 1]
+                sums.add((*head, m.scopes[m.dev_scope[d]]), m.bins[a:b], m.means[a:b])
+        return acc
+
+    def fold_copy(self, acc, group):
+        """:meth:`fold` into a copy (a Dask task never changes its inputs)."""
+        if acc is not None:
+            acc = (acc[0].copy(), set(acc[1]))
+        return self.fold(acc, group)
+
+    def frame(self, acc, bin_ns: int) -> pd.DataFrame:
+        from .binning import BinSums
+
+        sums, missing = acc if acc is not None else (BinSums(), set())
+        if missing:
+            from ..exceptions import SchemaError, Violation
+
+            raise SchemaError([Violation("host", f"no rack for host(s) {sorted(missing)}"
+                                                 " in the rack mapping")],
+                              source="rack mapping")
+        return sums.frame(self.key_names, bin_ns)
+
+
+def _store_parts(root, start, end, hosts, partition_rows: int):
+    """``(start, end, [(date, files), ...])``: whole date/host folders, hosts in order, cut
+    into partitions of about ``partition_rows`` rows within a date.
+
+    Rows are estimated from file sizes (one footer gives the bytes per row), so planning
+    costs a directory listing, not a footer read per file.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .store import _as_utc as _utc
+    from .store import list_files
+    from .storefiles import partition_of
+
+    if partition_rows < 1:
+        raise PowerlabError("partition_rows must be at least 1 [rows]")
+    start, end = _utc(start), _utc(end)
+    by_folder: dict[tuple[str, str], list] = {}
+    for f in list_files(root, start=start, end=end, hosts=hosts):
+        by_folder.setdefault(partition_of(f), []).append(f)
+    folders = sorted(by_folder.items())
+    per_byte = None
+    parts: list[tuple[str, list]] = []
+    size = 0.0
+    for (date, _host), fs in folders:
+        if partition_rows < 2**62:
+            nbytes = sum(os.path.getsize(f) for f in fs)
+            if per_byte is None:
+                try:
+                    per_byte = (pq.read_metadata(fs[0]).num_rows
+                                / max(os.path.getsize(fs[0]), 1))
+                except (OSError, ValueError, pa.ArrowException):
+                    per_byte = 0.0     # a damaged file: the reader names it later
+            rows = nbytes * per_byte
+        else:
+            rows = 0.0
+        if not parts or parts[-1][0] != date or (size + rows > partition_rows
+                                                  and parts[-1][1]):
+            parts.append((date, []))
+            size = 0.0
+        parts[-1][1].extend(str(f) for f in fs)
+        size += rows
+    return start, end, [(d, tuple(fs)) for d, fs in parts]
+
+
+def store_power_sums(root, bin_ns: int, *, by: str, racks: pd.Series | None,
+                     scope: str, start, end, hosts, engine: str,
+                     partition_rows: int = 2_000_000):
+    """Per-bin power sums of a store, streamed folder by folder (no full frame in memory).
+
+    Each date/host folder is read with only the columns needed, reduced to per (device,
+    bin) means (:class:`~powerlab.telemetry.binning.DeviceMeans`) and added into the bins
+    of its date (:class:`~powerlab.telemetry.binning.BinSums`) in (host, scope, gpu_index)
+    order, which gives bit for bit the pandas path's sums.  ``engine="pandas"`` runs it
+    here, holding one folder and the result; ``"dask"`` reads and reduces the partitions
+    in parallel and folds each date's partitions in a chain of small tasks (no shuffle).
+
+    Returns ``("pandas", frame)`` or ``("dask", lazy frame)``, not yet canonical.
+    """
+    spec = _SumSpec(by, racks, scope == "all")
+    scope_f = None if scope == "all" else scope
+    pandas = resolve_engine(engine) == "pandas"
+    start, end, parts = _store_parts(root, start, end, hosts,
+                                     2**62 if pandas else partition_rows)
+    dates = list(dict.fromkeys(d for d, _ in parts))
+    if pandas:
+        frames = []
+        for date in dates:              # one folder in memory at a time, and the sums
+            acc = None
+            for d, files in parts:
+                if d == date:
+                    for item in _iter_means(files, start, end, bin_ns, scope_f):
+                        acc = spec.fold(acc, [item])
+            frames.append(spec.frame(acc, bin_ns))
+        frames = [f for f in frames if len(f)]
+        return "pandas", (pd.concat(frames, ignore_index=True) if frames
+                          else spec.frame(None, bin_ns))
+    import dask
+    import dask.dataframe as dd
+
+    meta = spec.frame(None, bin_ns)
+    if not parts:
+        return "dask", dd.from_pandas(meta, npartitions=1)
+    means = dask.delayed(_group_means, pure=True)
+    fold = dask.delayed(spec.fold_copy, pure=True)
+    final = dask.delayed(spec.frame, pure=True)
+    out = []
+    if by == "host":                    # a host's bins lie in one partition: no chain
+        for _d, files in parts:
+            out.append(final(fold(None, means(files, start, end, bin_ns, scope_f)), bin_ns))
+        return "dask", dd.from_delayed(out, meta=meta, verify_meta=False)
+    for date in dates:                  # dates are independent; a date's parts in order
+        acc = None
+        for d, files in parts:
+            if d == date:
+                acc = fold(acc, means(files, start, end, bin_ns, scope_f))
+        out.append(final(acc, bin_ns))
+    return "dask", dd.from_delayed(out, meta=meta, verify_meta=False)
