@@ -13,14 +13,17 @@ The readers do all their checks (GPU attribution, units, impossible values, the 
 their DataQualityWarnings are silenced here, not skipped.  Each case runs ``--repeat``
 times (>= 3), baseline and reader interleaved; the ratio is of the minima, min and median
 are printed.  Exits 1 on a missed target; the last line is ``RESULT {json}``
-(benchmarks/run_all.py).
+(benchmarks/run_all.py).  ``--profile`` adds a cProfile breakdown of the nvidia-smi
+reader on the synthetic log.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import gzip
 import json
+import pstats
 import re
 import statistics
 import sys
@@ -147,6 +150,9 @@ def main(argv=None) -> int:
                     help="rows of the synthetic nvidia-smi log (default 6e6)")
     ap.add_argument("--memory", action="store_true",
                     help="also measure the readers' peak traced memory (slow)")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print a cProfile breakdown (by own time) of one "
+                         "read_nvidia_smi of the synthetic log")
     args = ap.parse_args(argv)
     repeat = max(3, args.repeat)
     warnings.simplefilter("ignore", DataQualityWarning)
@@ -169,6 +175,10 @@ def main(argv=None) -> int:
             "pandas.read_csv": lambda: pd.read_csv(f),
             "read_nvidia_smi": lambda: read_nvidia_smi(f, tz="UTC"),
         }, 1.5, repeat, args.memory)
+        if args.profile:
+            prof = cProfile.Profile()
+            prof.runcall(read_nvidia_smi, f, tz="UTC")
+            pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(15)
 
     folder = MLPERF_REAL if MLPERF_REAL.is_dir() else MLPERF_BUNDLED
     n_files = sum(1 for p in folder.iterdir() if _NODE.match(p.name))

@@ -465,3 +465,77 @@ def test_queries_changing_size_are_an_error_not_relabelled():
     rows = rows[:8 * 30] + [r for i, r in enumerate(rows[8 * 30:]) if i % 8 != 3]
     with pytest.raises(ParseError, match="queries change size"):
         parse_nvidia_smi(HEAD + "".join(rows), tz="UTC")
+
+
+def _parse_both_ways(monkeypatch, text: str, **kw):
+    """``parse_nvidia_smi(text)`` on one thread and on several (thresholds set to 0):
+    the frames, or the errors, and the warnings of the two runs."""
+    from powerlab.iotools import nvidia_smi
+
+    out = []
+    for parallel in (False, True):
+        monkeypatch.setattr(nvidia_smi, "_PARALLEL_ROWS", 0 if parallel else 10 ** 12)
+        monkeypatch.setattr(nvidia_smi, "_PARALLEL_BYTES", 0 if parallel else 10 ** 12)
+        monkeypatch.setattr(nvidia_smi, "_WORKERS", 4)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DataQualityWarning)
+            try:
+                res = parse_nvidia_smi(text, tz="UTC", **kw)
+            except ParseError as exc:
+                res = exc
+        out.append((res, [str(w.message) for w in caught]))
+    return out
+
+
+def test_threaded_conversion_gives_the_same_frame_warnings_and_first_error(monkeypatch):
+    # the same frame and warning, without a GPU field (attribution by row order)
+    rows = _synthetic_rows(4, 60, seed=3)
+    del rows[41]
+    (seq, w_seq), (par, w_par) = _parse_both_ways(monkeypatch, HEAD + "".join(rows))
+    assert 0 < len(seq) < len(rows) and len(seq) % 4 == 0
+    pd.testing.assert_frame_equal(seq, par)
+    assert w_seq == w_par and len(w_seq) == 1 and "dropped" in w_seq[0]
+    # bad cells in two fields: both runs name the first field in the sequential order
+    # (timestamp before power.draw), whichever thread finishes first
+    lines = "".join(rows[:30]).splitlines(keepends=True)
+    lines[20] = lines[20].replace(" W,", " Q,")                  # power.draw, line 22
+    lines[25] = "2025/07/27 00:00:99.000" + lines[25][23:]      # timestamp, line 27
+    (e_seq, _), (e_par, _) = _parse_both_ways(monkeypatch, HEAD + "".join(lines))
+    assert isinstance(e_seq, ParseError) and isinstance(e_par, ParseError)
+    assert str(e_seq) == str(e_par) and e_par.column == "timestamp" and e_par.line == 27
+    # a malformed row found by pyarrow's threaded CSV reader still names its line
+    lines = "".join(rows[:30]).splitlines(keepends=True)
+    lines[17] = lines[17].rstrip("\n") + ", 5\n"
+    (e_seq, _), (e_par, _) = _parse_both_ways(monkeypatch, HEAD + "".join(lines))
+    assert str(e_seq) == str(e_par) and e_par.line == 19 and "5 field(s)" in str(e_par)
+
+
+@pytest.mark.parametrize("cells, unit", [
+    ([" 72.5 W", " 1e3 W", " nan W", " +5 W", " .5 W"], "W"), ([" inf", " 5."], None),
+    ([" NA"], None), ([" N/A"], None), ([" -"], None), ([" [N/A]", " 1 W"], "W"),
+    (["72.5 W"], "W"), (["  72.5 W"], "W"), ([" 72.5"], "W"), ([" 1 W", " 2"], "W"),
+    ([" W"], "W"), ([" "], None), ([" 72.5  W"], "W"), ([" 0x1F"], None),
+])
+def test_fast_float_cells_agree_with_the_general_path(cells, unit):
+    """The one-slice-one-cast path takes only cells it reads exactly as the general
+    path does (values equal, NaN where NaN); everything else goes the general way."""
+    import pyarrow as pa
+
+    from powerlab.iotools import _common
+
+    arr = pa.array(cells)
+    fast = _common._float_cells_fast(arr, " " + unit if unit else "")
+    try:
+        general = _common.strings_to_float(arr, unit=unit, path=None, column="c",
+                                           row_line=lambda r: r + 2, expected="a number",
+                                           allow_empty=False)
+    except ParseError:
+        general = None
+    if fast is not None:
+        assert general is not None
+        np.testing.assert_array_equal(fast, general)
+    # the cases the fast path must leave alone: sentinels, other spacing, no unit, errors
+    takes = all(c.startswith(" ") and not c.startswith("  ") and c.strip() not in
+                ("NA", "N/A", "-", "", "W") and not c.strip().startswith(("[", "0x"))
+                and c.endswith(" " + unit if unit else "") and "  " not in c for c in cells)
+    assert (fast is not None) == takes

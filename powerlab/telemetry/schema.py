@@ -266,7 +266,9 @@ def _device_codes(df, factorized: dict | None = None) -> np.ndarray:
     code = np.zeros(len(df["host"]), dtype=np.int64)
     for c in ("host", "scope", "gpu_index"):
         k, uniq = factorized[c] if c in factorized else _factorize(df[c])
-        code = code * (len(uniq) + 1) + (k.astype(np.int64) + 1)
+        code *= len(uniq) + 1  # in place: code * (len(uniq) + 1) + k + 1
+        code += k
+        code += 1
     return code
 
 
@@ -352,8 +354,9 @@ def validate(df: pd.DataFrame, *, source: str | None = None, strict_optional: bo
             v.append(Violation("timestamp", "missing timestamps", tuple(bad)))
     if "scope" in typed_ok:
         sc_codes, sc_uniq = _factorize(series["scope"])
-        known = [i for i, u in enumerate(sc_uniq) if u in SCOPES]
-        bad = idx[~np.isin(sc_codes, known)]  # NA (code -1) is unknown too
+        # a lookup table per code, NA (code -1, the last entry) unknown too
+        known = np.array([u in SCOPES for u in sc_uniq] + [False])
+        bad = idx[~known[sc_codes]]
         if len(bad):
             v.append(Violation("scope", f"unknown scope, expected one of {SCOPES}", tuple(bad)))
         is_node = (sc_codes == sc_uniq.index("node") if "node" in sc_uniq
