@@ -320,22 +320,19 @@ def read_tables(files: Sequence[str | os.PathLike], *, columns: Sequence[str] | 
             buf = pa.py_buffer(data)
             md = pq.read_metadata(pa.BufferReader(buf))
             names = set(md.schema.names)
-            pf = pq.ParquetFile(pa.BufferReader(buf), metadata=md,
-                                page_checksum_verification=True,
-                                read_dictionary=[c for c in read_dictionary if c in names]
-                                or None)
             if not all(c in names for c in _REQUIRED):
                 raise StoreError(f"{f} is not a powerlab telemetry file (it has no "
                                  f"{' or '.join(c for c in _REQUIRED if c not in names)} "
                                  "column); move it out of the store")
             cols = None if columns is None else [c for c in columns if c in names]
+            dicts = [c for c in read_dictionary if c in names] or None
             if filters:
-                t = pq.read_table(
-                    pa.BufferReader(buf), columns=cols, filters=filters,
-                    page_checksum_verification=True,
-                    read_dictionary=[c for c in read_dictionary if c in names] or None)
-            else:   # no row filter: the file reader alone (less overhead per file)
-                t = pf.read(columns=cols)
+                t = pq.read_table(pa.BufferReader(buf), columns=cols, filters=filters,
+                                  page_checksum_verification=True, read_dictionary=dicts)
+            else:   # no row filter: the file reader alone, on the footer already parsed
+                t = pq.ParquetFile(pa.BufferReader(buf), metadata=md,
+                                   page_checksum_verification=True,
+                                   read_dictionary=dicts).read(columns=cols)
         except (OSError, pa.ArrowException, ValueError) as exc:
             raise StoreError(f"cannot read store file {f}: {exc}") from exc
         if t.num_rows:

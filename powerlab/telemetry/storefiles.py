@@ -362,24 +362,22 @@ def clean_dead_temporaries(folder: Path) -> int:
             pass
         except PermissionError:
             continue
-        try:
-            p.unlink()
-            n += 1
-        except OSError:
-            pass
+        n += _unlink(p)
     return n
+
+
+def _unlink(p: Path) -> bool:
+    """Remove a leftover file; False when it is already gone or cannot be removed."""
+    try:
+        p.unlink()
+        return True
+    except OSError:
+        return False
 
 
 def clean_temporaries(folder: Path) -> int:
     """Remove temporary files a killed writer left in a partition folder (call with the
     partition's lock held).  Returns how many were removed."""
-    n = 0
-    if folder.is_dir():
-        for p in folder.iterdir():
-            if p.name.startswith(TMP_PREFIX):
-                try:
-                    p.unlink()
-                    n += 1
-                except OSError:
-                    pass
-    return n
+    if not folder.is_dir():
+        return 0
+    return sum(_unlink(p) for p in folder.iterdir() if p.name.startswith(TMP_PREFIX))
