@@ -421,10 +421,10 @@ def kahan_add(s: np.ndarray, c: np.ndarray, k: np.ndarray, cells: np.ndarray,
 class BinSums:
     """Sums of device means per (key, bin), added device by device in device order.
 
-    Each cell adds its values with the compensated (Kahan) summation of pandas'
-    ``groupby(...).sum()``, in the order the devices are added, so adding devices in
-    (host, scope, gpu_index) order gives bit for bit what sorting every (device, bin) mean
-    by ``[timestamp, keys, host, scope, gpu_index]`` and calling ``groupby().sum()`` gives.
+    Each cell adds its values with :func:`kahan_add` in the order the devices are added,
+    so adding devices in (host, scope, gpu_index) order gives bit for bit what the frame
+    path's ``aggregate._sum_kernel`` gives (the same compensated sum over the same order;
+    pandas' own ``groupby().sum()`` rounds differently and is not used).
     Memory is one span of bins per key, not the input.
     """
 

@@ -271,15 +271,16 @@ def store_power_sums(root, bin_ns: int, *, by: str, racks: pd.Series | None,
     pandas = resolve_engine(engine) == "pandas"
     start, end, parts = _store_parts(root, start, end, hosts,
                                      2**62 if pandas else partition_rows)
-    dates = list(dict.fromkeys(d for d, _ in parts))
+    by_date: dict = {}                  # a date's parts, in store order
+    for d, files in parts:
+        by_date.setdefault(d, []).append(files)
     if pandas:
         frames = []
-        for date in dates:              # one folder in memory at a time, and the sums
+        for date_parts in by_date.values():   # one folder in memory at a time, and the sums
             acc = None
-            for d, files in parts:
-                if d == date:
-                    for item in _iter_means(files, start, end, bin_ns, scope_f):
-                        acc = spec.fold(acc, [item])
+            for files in date_parts:
+                for item in _iter_means(files, start, end, bin_ns, scope_f):
+                    acc = spec.fold(acc, [item])
             frames.append(spec.frame(acc, bin_ns))
         frames = [f for f in frames if len(f)]
         return "pandas", (pd.concat(frames, ignore_index=True) if frames
@@ -298,10 +299,9 @@ def store_power_sums(root, bin_ns: int, *, by: str, racks: pd.Series | None,
         for _d, files in parts:
             out.append(final(fold(None, means(files, start, end, bin_ns, scope_f)), bin_ns))
         return "dask", dd.from_delayed(out, meta=meta, verify_meta=False)
-    for date in dates:                  # dates are independent; a date's parts in order
+    for date_parts in by_date.values():   # dates are independent; a date's parts in order
         acc = None
-        for d, files in parts:
-            if d == date:
-                acc = fold(acc, means(files, start, end, bin_ns, scope_f))
+        for files in date_parts:
+            acc = fold(acc, means(files, start, end, bin_ns, scope_f))
         out.append(final(acc, bin_ns))
     return "dask", dd.from_delayed(out, meta=meta, verify_meta=False)
