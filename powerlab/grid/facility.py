@@ -59,6 +59,13 @@ class FacilityPower:
     base_load_w: float
 
 
+def cooling_filter(tick_s: float, time_constant_s: float) -> tuple[list, list]:
+    """``(b, a)`` of the cooling plant's first-order lag sampled at ``tick_s``, for
+    :func:`scipy.signal.lfilter` (``time_constant_s > 0``)."""
+    a = math.exp(-tick_s / time_constant_s)
+    return [1.0 - a], [1.0, -a]
+
+
 def cooling_response(target_w: np.ndarray, tick_s: float, time_constant_s: float
                      ) -> np.ndarray:
     """First-order response of the cooling power to its target, along the last axis [W].
@@ -80,9 +87,7 @@ def cooling_response(target_w: np.ndarray, tick_s: float, time_constant_s: float
     u = np.asarray(target_w, float)
     if time_constant_s <= 0:
         return u.copy()
-    a = math.exp(-tick_s / time_constant_s)
-    b = [1.0 - a]
-    den = [1.0, -a]
+    b, den = cooling_filter(tick_s, time_constant_s)
     zi = signal.lfilter_zi(b, den)  # steady state for a unit input
     zi = zi * u[..., :1]
     y, _ = signal.lfilter(b, den, u, axis=-1, zi=zi)

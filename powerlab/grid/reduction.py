@@ -32,8 +32,6 @@ better, ``tests/test_forecast.py``).  The reducer keeps, per scope (``it``,
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 from scipy import fft as sp_fft
@@ -41,6 +39,7 @@ from scipy import signal
 
 from ..exceptions import PowerlabError
 from .battery import battery_dispatch
+from .facility import cooling_filter
 from .swings import BANDS_HZ, GRID_BANDS_HZ, RAMP_WINDOWS, band_rms, dominant_frequency, spectrum
 from .timebase import to_ticks
 
@@ -432,7 +431,7 @@ class _DrawReduction:
                       for sc in SCOPES}
         self.welch = _WelchStream(red.n_ticks, red.tick_s, red.scratch)
         tau = site.cooling_time_constant_s
-        self.ca = math.exp(-red.tick_s / tau) if tau > 0 else 0.0
+        self.ba = cooling_filter(red.tick_s, tau) if tau > 0 else None
         self.zi = None
         self.fac_sum = 0.0
         self.battery = red.scenario.mitigations.battery
@@ -447,11 +446,11 @@ class _DrawReduction:
             # constant PUE: the cooling filter takes the IT power with the share folded
             # into its gain (one pass less; not one ARMA filter for the facility,
             # whose input terms cancel to 1e-11 with a lag of minutes)
-            ca = self.ca
+            b, a_ = self.ba
             if self.zi is None:
                 share = max(float(red.pue) - 1.0 - loss, 0.0)
-                self.ab = ([share * (1.0 - ca)], [1.0, -ca])
-                self.zi = signal.lfilter_zi([1.0 - ca], [1.0, -ca]) * (share * it[:1])
+                self.ab = ([share * b[0]], a_)
+                self.zi = signal.lfilter_zi(b, a_) * (share * it[:1])
             fac, self.zi = signal.lfilter(*self.ab, it, zi=self.zi)
             fac += site.base_load_w
             fac += np.multiply(it, 1.0 + loss, out=red.scratch.get("facility", len(it)))
@@ -462,10 +461,9 @@ class _DrawReduction:
         tmp = red.scratch
         target = np.multiply(it, share, out=tmp.get("target", len(it)))
         if site.cooling_time_constant_s > 0:
-            ca = self.ca
             if self.zi is None:
-                self.zi = signal.lfilter_zi([1.0 - ca], [1.0, -ca]) * target[:1]
-            cooling, self.zi = signal.lfilter([1.0 - ca], [1.0, -ca], target, zi=self.zi)
+                self.zi = signal.lfilter_zi(*self.ba) * target[:1]
+            cooling, self.zi = signal.lfilter(*self.ba, target, zi=self.zi)
         else:
             cooling = target
         fac = np.multiply(it, 1.0 + site.electrical_loss_fraction,
