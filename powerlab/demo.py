@@ -544,7 +544,6 @@ def interconnection_study(res, *, spec=None, seed: int = 1, draws: int = 3,
     seed, draws, sizing_draws : int
         Seed and draws of the mitigation search, draws checked [-].
     """
-    import dataclasses as _dc
 
     from .grid.compliance import Compliance, comply
     from .grid.requirements import read_requirements
@@ -559,10 +558,8 @@ def interconnection_study(res, *, spec=None, seed: int = 1, draws: int = 3,
         spec = read_requirements(spec)
     chk = comply(res, spec, draws=draws)
     tick = float(res.tick_s)
-    plan = Compliance(spec).plan(tick, tick, res.n_ticks * tick)
-    keep = tuple(r for r in spec.requirements if plan[r.name][0] == "ok")
-    dropped = [r.name for r in spec.requirements if plan[r.name][0] != "ok"]
-    sub = _dc.replace(spec, requirements=keep)
+    sub, dropped = Compliance(spec).assessable(tick, tick, res.n_ticks * tick)
+    keep = sub.requirements
     grid = SearchGrid(floor_pct_tdp=(0, 90), ramp_w_per_s=(0, 60, 15, 8, 4),
                       hysteresis_ms=(0,), filler=(False,), stagger_s=(0,),
                       battery_power_fraction=(0.4, 0.8, 1.0), battery_duration_h=(0.05,),

@@ -147,6 +147,16 @@ class Compliance:
             self._plans[key] = {r.name: _plan(r, *key) for r in self.spec.requirements}
         return self._plans[key]
 
+    def assessable(self, tick_s: float, native_interval_s: float, duration_s: float):
+        """``(spec, dropped)``: the spec cut to the requirements series of this tick,
+        native interval and length can show met, and the names of those left out."""
+        import dataclasses
+
+        plan = self.plan(tick_s, native_interval_s, duration_s)
+        keep = tuple(r for r in self.spec.requirements if plan[r.name][0] == "ok")
+        dropped = [r.name for r in self.spec.requirements if plan[r.name][0] != "ok"]
+        return dataclasses.replace(self.spec, requirements=keep), dropped
+
     def _sags(self, dp) -> pd.DataFrame | None:
         ev = getattr(dp, "events", None)
         own = None
