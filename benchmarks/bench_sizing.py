@@ -1,7 +1,7 @@
 """Benchmark of the mitigation search (``powerlab size-mitigation``, issue 13).
 
 The search prices each option by array arithmetic on per-job series from a few engine
-runs (:mod:`powerlab.grid.sizing`) instead of running the engine per option.  This
+runs (:mod:`powerlab.interconnect.sizing`) instead of running the engine per option.  This
 benchmark checks that design claim and its scaling on the bundled Llama-3-like site
 (``data/scenarios/llama3_16k_h100.yaml``, 16,384 GPUs) against the bundled
 ``choukse2025_forms.yaml`` requirements a 0.1-s forecast can assess:
@@ -32,11 +32,11 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from powerlab.data import bundled_path
-from powerlab.grid.compliance import Compliance
+from powerlab.interconnect.compliance import Compliance
 from powerlab.grid.forecast import forecast
-from powerlab.grid.requirements import read_requirements
+from powerlab.interconnect.requirements import read_requirements
 from powerlab.grid.scenario import read_scenario
-from powerlab.grid.sizing import SearchGrid, size_mitigation
+from powerlab.interconnect.sizing import SearchGrid, size_mitigation
 
 GRID = SearchGrid(floor_pct_tdp=(0, 40, 80, 90), ramp_w_per_s=(0, 500, 60, 15, 4),
                   hysteresis_ms=(0, 4000), filler=(False,), stagger_s=(0,),

@@ -545,10 +545,10 @@ def interconnection_study(res, *, spec=None, seed: int = 1, draws: int = 3,
         Seed and draws of the mitigation search, draws checked [-].
     """
 
-    from .grid.compliance import Compliance, comply
-    from .grid.requirements import read_requirements
-    from .grid.resonance import screen_resonance
-    from .grid.sizing import SearchGrid, size_mitigation
+    from .interconnect.compliance import Compliance, comply
+    from .interconnect.requirements import read_requirements
+    from .interconnect.resonance import screen_resonance
+    from .interconnect.sizing import SearchGrid, size_mitigation
 
     if spec is None:
         from .data import bundled_path

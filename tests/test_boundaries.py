@@ -57,7 +57,8 @@ def test_single_module_imports_boundary(module, owner):
 
 
 # --------------------------------------------------------------------------- wings
-# Data flows one way:  iotools/, collect/ -> telemetry/ -> grid/, throughput/ -> viz/
+# Data flows one way:
+#   iotools/, collect/ -> telemetry/ -> grid/, throughput/ -> interconnect/ -> viz/
 # with the command line and the demo on top.  Base modules everyone may import:
 BASE = {"powerlab", "powerlab.exceptions", "powerlab._lazy"}
 #: wing -> the wings its modules may import (besides their own wing and BASE)
@@ -67,8 +68,10 @@ ALLOWED = {
     "collect": {"telemetry"},
     "throughput": {"telemetry"},
     "grid": {"telemetry"},
-    "viz": {"telemetry", "throughput", "grid"},
-    "top": {"telemetry", "iotools", "collect", "throughput", "grid", "viz", "top"},
+    "interconnect": {"telemetry", "grid"},
+    "viz": {"telemetry", "throughput", "grid", "interconnect"},
+    "top": {"telemetry", "iotools", "collect", "throughput", "grid", "interconnect", "viz",
+            "top"},
 }
 MAX_LINES = 800
 
@@ -211,3 +214,42 @@ def test_no_module_over_the_size_limit():
     long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines (split them where a seam exists): {long}"
+
+
+def private_names_from(source: str, module: str, is_package: bool, wing: str) -> list[str]:
+    """Names starting with ``_`` that ``source`` imports from modules of ``wing``."""
+    tree = ast.parse(source)
+    package = module if is_package else module.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package.split(".")
+            base = base[: len(base) - (node.level - 1)]
+            target = ".".join(base + ([node.module] if node.module else []))
+        else:
+            target = node.module or ""
+        if target.split(".")[:2] != ["powerlab", wing]:
+            continue
+        out += [f"{target}.{a.name}" for a in node.names if a.name.startswith("_")]
+    return out
+
+
+def test_the_private_name_check_sees_relative_and_absolute_forms():
+    src = ("from ..grid.forecast import _job_ticks, forecast\n"
+           "def f():\n    from powerlab.grid.ramps import _x\n"
+           "from .compliance import _local\n")
+    assert private_names_from(src, "powerlab.interconnect.sizing", False, "grid") == [
+        "powerlab.grid.forecast._job_ticks", "powerlab.grid.ramps._x"]
+
+
+def test_interconnect_reads_grid_through_public_names_only():
+    """The interconnect wing sits downstream of grid: it may use grid's public names, never
+    its private helpers (grid may change those freely), and grid imports nothing from it
+    (the direction test above)."""
+    bad = []
+    for p in sorted((PACKAGE / "interconnect").rglob("*.py")):
+        bad += private_names_from(p.read_text(encoding="utf-8"), module_name(p),
+                                  p.name == "__init__.py", "grid")
+    assert not bad, f"interconnect imports private names of grid: {bad}"

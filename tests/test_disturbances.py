@@ -8,11 +8,11 @@ import pytest
 import yaml
 
 from powerlab.exceptions import ScenarioError
-from powerlab.grid.compliance import Compliance
+from powerlab.interconnect.compliance import Compliance
 from powerlab.grid.disturbances import disturbance_plan, disturbance_summary
 from powerlab.grid.forecast import forecast
-from powerlab.grid.powertrace import for_each_draw
-from powerlab.grid.requirements import parse_requirements
+from powerlab.interconnect.powertrace import for_each_draw
+from powerlab.interconnect.requirements import parse_requirements
 from powerlab.grid.scenario import parse_scenario
 
 SCEN = Path(__file__).parents[1] / "data" / "scenarios"

@@ -21,8 +21,8 @@ import pytest
 
 from powerlab import cli
 from powerlab.exceptions import PowerlabError
-from powerlab.grid.gridstudy import playback_frame, write_grid_playback
-from powerlab.grid.powertrace import PowerTrace
+from powerlab.interconnect.gridstudy import playback_frame, write_grid_playback
+from powerlab.interconnect.powertrace import PowerTrace
 from powerlab.telemetry.schema import conform
 
 REPO = Path(__file__).resolve().parents[1]

@@ -387,8 +387,8 @@ def _injection_report() -> Report:
 
 
 def test_interconnection_section_draws_the_results_it_is_given():
-    from powerlab.grid.compliance import Compliance
-    from powerlab.grid.requirements import parse_requirements
+    from powerlab.interconnect.compliance import Compliance
+    from powerlab.interconnect.requirements import parse_requirements
     from powerlab.viz.report import interconnection_section
 
     spec = parse_requirements({"name": "spec-x", "requirements": [

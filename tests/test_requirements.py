@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from powerlab.exceptions import ScenarioError
-from powerlab.grid.requirements import KINDS, parse_requirements, read_requirements
+from powerlab.interconnect.requirements import KINDS, parse_requirements, read_requirements
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "data" / "requirements").glob("*.yaml"))

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from powerlab.exceptions import PowerlabError
-from powerlab.grid.powertrace import PowerTrace, trace_from_telemetry
-from powerlab.grid.requirements import parse_requirements
-from powerlab.grid.resonance import (
+from powerlab.interconnect.powertrace import PowerTrace, trace_from_telemetry
+from powerlab.interconnect.requirements import parse_requirements
+from powerlab.interconnect.resonance import (
     harmonic_amplitudes,
     periodic_components,
     screen_resonance,

@@ -13,11 +13,11 @@ import pytest
 
 from powerlab import cli
 from powerlab.exceptions import PowerlabError
-from powerlab.grid.compliance import Compliance, comply
+from powerlab.interconnect.compliance import Compliance, comply
 from powerlab.grid.forecast import forecast
-from powerlab.grid.requirements import parse_requirements
+from powerlab.interconnect.requirements import parse_requirements
 from powerlab.grid.scenario import Battery, Mitigations, parse_scenario
-from powerlab.grid.sizing import (
+from powerlab.interconnect.sizing import (
     COST_AXES,
     MitigationOption,
     SearchGrid,
@@ -25,7 +25,7 @@ from powerlab.grid.sizing import (
     pareto_front,
     size_mitigation,
 )
-from powerlab.grid.smoothing import smooth_power
+from powerlab.interconnect.smoothing import smooth_power
 
 SCENARIO = """
 name: sizing-test
@@ -79,7 +79,7 @@ SMALL_GRID = SearchGrid(floor_pct_tdp=(0, 60, 90), ramp_w_per_s=(0, 500, 125, 30
 
 
 def _brute(x, tick, floor, up, down, hyst_s, active):
-    """The smoothing model tick by tick (the definition in grid/smoothing.py)."""
+    """The smoothing model tick by tick (the definition in interconnect/smoothing.py)."""
     hold = math.floor(hyst_s / tick + 0.5 + 1e-9)
     y = None
     below = 0
@@ -159,7 +159,7 @@ def test_fast_path_is_close_to_the_engine_with_jitter():
     opt = MitigationOption(gpu_power_floor_pct_tdp=60, ramp_up_w_per_s=100,
                            ramp_down_w_per_s=100)
     fac, it, _ = m.facility(opt, 0, 5.0)
-    from powerlab.grid.powertrace import PowerTrace
+    from powerlab.interconnect.powertrace import PowerTrace
 
     fast = check.evaluate(PowerTrace(0, m.tick_s, m.start_utc, it, fac))
     res = forecast(sc.replace(mitigations=Mitigations(gpu_power_floor_pct_tdp=60,

@@ -86,8 +86,8 @@ def check_draws_out_sags(args) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
-    from ..grid.powertrace import open_source
-    from ..grid.requirements import read_requirements
+    from ..interconnect.powertrace import open_source
+    from ..interconnect.requirements import read_requirements
     from ..grid.scenario import Scenario
 
     check_draws_out_sags(args)
@@ -99,8 +99,8 @@ def run(args) -> int:
                                          or start is not None or end is not None):
         raise PowerlabError("--pue, --base-load-w, --start and --end apply to measured "
                             "telemetry; a scenario sets its own PUE, base load and horizon")
-    from ..grid.compliance import comply  # scipy: only once the inputs are read
-    from ..grid.resonance import screen_resonance
+    from ..interconnect.compliance import comply  # scipy: only once the inputs are read
+    from ..interconnect.resonance import screen_resonance
     from ..telemetry.store import atomic_write_bytes
 
     res = comply(source, spec, draws=args.draws, seed=args.seed, tick_s=args.tick_s,

@@ -40,8 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
-    from ..grid.gridstudy import step_ticks, write_grid_playback
-    from ..grid.powertrace import forecast_trace, open_source, trace_from_telemetry
+    from ..interconnect.gridstudy import step_ticks, write_grid_playback
+    from ..interconnect.powertrace import forecast_trace, open_source, trace_from_telemetry
     from ..grid.scenario import Scenario
 
     if args.draw < 0:

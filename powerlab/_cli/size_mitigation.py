@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
-    from ..grid.requirements import read_requirements
+    from ..interconnect.requirements import read_requirements
     from ..grid.scenario import read_scenario
     from .comply import check_draws_out_sags, read_sags
 
@@ -46,8 +46,8 @@ def run(args) -> int:
     spec = read_requirements(args.requirements)
     scenario = read_scenario(args.scenario)
     sags = read_sags(args.sags) if args.sags is not None else None
-    from ..grid.compliance import Compliance  # scipy: only once the inputs are read
-    from ..grid.sizing import size_mitigation
+    from ..interconnect.compliance import Compliance  # scipy: only once the inputs are read
+    from ..interconnect.sizing import size_mitigation
 
     res = size_mitigation(scenario, Compliance(spec, sags=sags), draws=args.draws,
                           seed=args.seed, tick_s=args.tick_s)

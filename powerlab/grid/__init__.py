@@ -1,5 +1,7 @@
 """Facility power: scenarios, calibration on measured power, the forecast engine, swing
-metrics, mitigations and the exports handed to facilities teams.
+metrics, mitigations and the exports handed to facilities teams.  What a utility asks of
+the site (requirement specs, compliance, mitigation sizing, study exports) is the
+downstream wing :mod:`powerlab.interconnect`.
 
 Modules
 -------
@@ -19,17 +21,10 @@ Modules
 :mod:`~powerlab.grid.disturbances` voltage sags: trips, UPS ride-through, recovery
 :mod:`~powerlab.grid.battery`      battery dispatch at the point of interconnection
 :mod:`~powerlab.grid.results`      ForecastResult and its summary
+:mod:`~powerlab.grid.ramps`        ramps of window means (one definition for every wing)
 :mod:`~powerlab.grid.swings`       swings, ramps, spectrum, limit checks
 :mod:`~powerlab.grid.mitigations`  what-ifs: what each mitigation removes and costs
 :mod:`~powerlab.grid.export`       the facilities CSV and its JSON sidecar
-:mod:`~powerlab.grid.requirements` interconnection requirement specs (YAML): limits, sources
-:mod:`~powerlab.grid.loadmetrics`  ramps of means, deviation, band oscillation, steps, sags
-:mod:`~powerlab.grid.powertrace`   one regular power series: a forecast draw or measured data
-:mod:`~powerlab.grid.compliance`   a power series or a forecast checked against a spec
-:mod:`~powerlab.grid.resonance`    harmonics of the load against the grid's mode bands
-:mod:`~powerlab.grid.gridstudy`    playback files for PSCAD, PowerFactory and CSV
-:mod:`~powerlab.grid.smoothing`    NVML-style GPU power smoothing (floor, ramps, hysteresis)
-:mod:`~powerlab.grid.sizing`       the cheapest mitigations that meet a requirement spec
 
 The engine function is :func:`powerlab.grid.forecast.forecast` (the name ``forecast`` in
 this package is the module).  This wing imports only :mod:`powerlab.telemetry` (and
@@ -73,6 +68,9 @@ _EXPORTS = {
     "results": (
         "ForecastResult", "ForecastSummary",
     ),
+    "ramps": (
+        "ramp_of_means",
+    ),
     "swings": (
         "check_limits", "swing_metrics",
     ),
@@ -81,32 +79,6 @@ _EXPORTS = {
     ),
     "export": (
         "facilities_frame", "read_facilities_csv", "write_facilities_csv",
-    ),
-    "requirements": (
-        "GridMode", "Requirement", "RequirementSpec", "parse_requirements",
-        "read_requirements",
-    ),
-    "loadmetrics": (
-        "band_oscillation", "largest_deviation", "largest_step", "ramp_of_means",
-        "sag_load_loss",
-    ),
-    "powertrace": (
-        "PowerTrace", "for_each_draw", "forecast_trace", "trace_from_telemetry",
-    ),
-    "compliance": (
-        "Compliance", "ComplianceResult", "comply",
-    ),
-    "resonance": (
-        "ResonanceResult", "screen_resonance",
-    ),
-    "gridstudy": (
-        "playback_frame", "write_grid_playback",
-    ),
-    "smoothing": (
-        "smooth_power",
-    ),
-    "sizing": (
-        "CostModel", "MitigationOption", "SearchGrid", "SizingResult", "size_mitigation",
     ),
 }
 

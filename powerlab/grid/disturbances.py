@@ -20,7 +20,7 @@ does to the site, per Monte Carlo draw:
 
 The forecast shows the MW lost at the point of interconnection and the recovery ramp;
 each sag is an event row (``event == "voltage_sag"``, ``residual_voltage_pu``,
-``duration_s``) that :mod:`powerlab.grid.compliance` ride-through checks read, and
+``duration_s``) that :mod:`powerlab.interconnect.compliance` ride-through checks read, and
 :func:`disturbance_summary` reports per sag the load lost (median and worst credible
 over draws, [W]), the recovery time and the largest recovery ramp over 1-s means.
 
@@ -263,7 +263,7 @@ def disturbance_summary(res, scope: str = "facility") -> pd.DataFrame:
 
     Columns: ``residual_voltage_pu``, ``duration_s``, ``load_loss_w_median`` and
     ``load_loss_w_max`` (over draws, measured from the mean of the second before the
-    sag, as :func:`powerlab.grid.loadmetrics.sag_load_loss` does) [W],
+    sag, as :func:`powerlab.interconnect.loadmetrics.sag_load_loss` does) [W],
     ``load_loss_w_worst_credible`` (the largest over draws of the highest power in the
     minute before the sag minus the lowest after it: the sag striking at the top of a
     step) [W],

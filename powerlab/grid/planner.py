@@ -4,7 +4,7 @@
   15-minute demand interval (the billing demand of most tariffs);
 - **energy** [MWh] over the horizon;
 - **largest ramp** [MW/min]: the largest change between adjacent 1-minute means, over all
-  alignments of the averaging blocks (:func:`powerlab.grid.loadmetrics.ramp_of_means`),
+  alignments of the averaging blocks (:func:`powerlab.grid.ramps.ramp_of_means`),
   and likewise [MW/s] between adjacent 1-second means;
 - **load factor** [-]: mean power over the horizon divided by the 15-minute peak demand.
 
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import AnalysisError, PowerlabError
-from .loadmetrics import ramp_of_means, whole_ticks
+from .ramps import ramp_of_means, whole_ticks
 
 __all__ = [
     "DEMAND_INTERVAL_S",
@@ -74,7 +74,7 @@ def ramp_into_tick(power_w: np.ndarray, tick_s: float, window_s: float) -> np.nd
 
     Element ``b`` is ``(mean(x[b:b+w]) - mean(x[b-w:b])) / window_s`` with ``w`` the
     window in ticks; NaN where either window leaves the series.  The largest absolute
-    value equals :func:`~powerlab.grid.loadmetrics.ramp_of_means`.
+    value equals :func:`~powerlab.grid.ramps.ramp_of_means`.
     """
     x = np.asarray(power_w, dtype=float)
     w = whole_ticks(window_s, tick_s)

@@ -22,7 +22,7 @@ from scipy import signal
 from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
 from ..exceptions import PowerlabError
-from .loadmetrics import ramp_of_means
+from .ramps import ramp_of_means
 from .scenario import Limits
 
 __all__ = [

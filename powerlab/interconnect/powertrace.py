@@ -178,7 +178,7 @@ def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
     DataFrame
         One row per draw, in draw order, columns from ``fn``'s mappings.
     """
-    from .forecast import forecast
+    from ..grid.forecast import forecast
 
     res = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s)
     fac = res.power_w("facility")
@@ -406,7 +406,7 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
 def open_source(path: str | Path):
     """Read what a command was given: a scenario YAML (returns a ``Scenario``) or measured
     telemetry (a store folder or a canonical ``.parquet`` file; returns a DataFrame)."""
-    from .scenario import read_scenario
+    from ..grid.scenario import read_scenario
 
     p = Path(path)
     if p.suffix.lower() in (".yaml", ".yml"):

@@ -128,8 +128,8 @@ def write_grid_playback(trace, path, fmt: str, *, step_s: float = 1.0,
     Parameters
     ----------
     trace : PowerTrace
-        One forecast draw (:func:`~powerlab.grid.powertrace.forecast_trace`) or a measured
-        trace (:func:`~powerlab.grid.powertrace.trace_from_telemetry`).
+        One forecast draw (:func:`~powerlab.interconnect.powertrace.forecast_trace`) or a measured
+        trace (:func:`~powerlab.interconnect.powertrace.trace_from_telemetry`).
     path : path-like
         File to write.
     fmt : {'pscad', 'powerfactory', 'csv'}

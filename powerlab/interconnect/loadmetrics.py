@@ -1,7 +1,7 @@
 """The metrics a utility asks of a large load, on a regular power series.
 
 Each function takes power sampled every ``tick_s`` seconds (one draw of a forecast, or a
-measured trace resampled by :func:`powerlab.grid.powertrace.trace_from_telemetry`) and
+measured trace resampled by :func:`powerlab.interconnect.powertrace.trace_from_telemetry`) and
 returns one number in SI units (W, or W/s):
 
 - :func:`ramp_of_means` - largest change between adjacent ``window_s`` means, per second
@@ -35,6 +35,7 @@ from scipy import signal
 from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
 from ..exceptions import AnalysisError
+from ..grid.ramps import pick_direction, power_series, ramp_of_means, whole_ticks
 
 __all__ = [
     "band_oscillation",
@@ -50,70 +51,6 @@ __all__ = [
 
 #: Order of the Butterworth band-pass used for peak-to-peak (applied forward and backward).
 BANDPASS_ORDER = 6
-
-
-def _series(power_w) -> np.ndarray:
-    x = np.asarray(power_w, dtype=float)
-    if x.ndim != 1 or len(x) < 2:
-        raise AnalysisError("expected a 1-D power series of at least two samples")
-    if not np.isfinite(x).all():
-        raise AnalysisError("the power series contains NaN or infinite values")
-    return x
-
-
-def whole_ticks(window_s: float, tick_s: float) -> int:
-    """``window_s`` in ticks, refusing a window that is not a whole number of ticks [-]."""
-    k = round(window_s / tick_s)
-    if k < 1 or abs(k * tick_s - window_s) > 1e-6 * max(window_s, tick_s):
-        raise AnalysisError(f"window {window_s:g} s is not a whole number of ticks of "
-                            f"{tick_s:g} s")
-    return int(k)
-
-
-def _direction(up: float, down: float, direction: str) -> float:
-    if direction == "up":
-        return up
-    if direction == "down":
-        return down
-    if direction == "both":
-        return max(up, down)
-    raise AnalysisError(f"direction must be 'up', 'down' or 'both', got {direction!r}")
-
-
-def ramp_of_means(power_w, tick_s: float, window_s: float, direction: str = "both") -> float:
-    """Largest ramp between adjacent ``window_s`` means [W/s].
-
-    The mean over every window ``[t, t + window_s)`` is compared with the mean over the
-    next window ``[t + window_s, t + 2 window_s)``, for every start ``t`` on the tick grid
-    (so the result is the worst over all alignments of a meter's averaging blocks); the
-    ramp is their difference divided by ``window_s``.  A ramp "over 1-min means" in MW/min
-    is this value times 60 / 1e6.
-
-    Parameters
-    ----------
-    power_w : array_like
-        Power, one value per tick [W].
-    tick_s : float
-        Sample spacing [s].
-    window_s : float
-        Averaging window, a whole number of ticks [s].
-    direction : {'up', 'down', 'both'}
-        Rises, falls (returned as a positive number) or the larger of the two.
-
-    Returns
-    -------
-    float
-        The largest ramp [W/s], >= 0.
-    """
-    x = _series(power_w)
-    w = whole_ticks(window_s, tick_s)
-    if len(x) < 2 * w:
-        raise AnalysisError(f"{len(x) * tick_s:g} s of data is shorter than two "
-                            f"{window_s:g}-s windows")
-    c = np.concatenate([[0.0], np.cumsum(x - x[0])])
-    means = (c[w:] - c[:-w]) / w
-    d = (means[w:] - means[:-w]) / window_s
-    return _direction(float(max(d.max(), 0.0)), float(max(-d.min(), 0.0)), direction)
 
 
 def largest_deviation(power_w, tick_s: float, window_s: float) -> float:
@@ -136,7 +73,7 @@ def largest_deviation(power_w, tick_s: float, window_s: float) -> float:
     float
         The largest deviation [W].
     """
-    x = _series(power_w)
+    x = power_series(power_w)
     n = whole_ticks(window_s, tick_s) + 1
     if len(x) < n:
         raise AnalysisError(f"{(len(x) - 1) * tick_s:g} s of data is shorter than the "
@@ -161,7 +98,7 @@ def welch_psd(power_w, tick_s: float, segment_s: float) -> tuple[np.ndarray, np.
     (ndarray, ndarray)
         Frequencies [Hz] and the density [W^2/Hz].
     """
-    x = _series(power_w)
+    x = power_series(power_w)
     nper = min(len(x), round(segment_s / tick_s))
     return signal.welch(x, fs=1.0 / tick_s, nperseg=nper, detrend="constant")
 
@@ -210,7 +147,7 @@ def band_oscillation(power_w, tick_s: float, band_hz: tuple[float, float],
     float
         [W]; 0 when the band lies wholly above the Nyquist frequency.
     """
-    x = _series(power_w)
+    x = power_series(power_w)
     lo, hi = float(band_hz[0]), float(band_hz[1])
     if not 0 < lo < hi:
         raise AnalysisError(f"band must satisfy 0 < lo < hi, got ({lo:g}, {hi:g})")
@@ -259,13 +196,13 @@ def largest_step(power_w, tick_s: float, within_s: float, direction: str = "both
     float
         [W], >= 0.
     """
-    x = _series(power_w)
+    x = power_series(power_w)
     w = whole_ticks(within_s, tick_s)
     if len(x) <= w:
         raise AnalysisError(f"{(len(x) - 1) * tick_s:g} s of data is shorter than "
                             f"{within_s:g} s")
     d = x[w:] - x[:-w]
-    return _direction(float(max(d.max(), 0.0)), float(max(-d.min(), 0.0)), direction)
+    return pick_direction(float(max(d.max(), 0.0)), float(max(-d.min(), 0.0)), direction)
 
 
 def sag_load_loss(power_w, tick_s: float, start_utc, sags: pd.DataFrame, *,
@@ -302,7 +239,7 @@ def sag_load_loss(power_w, tick_s: float, start_utc, sags: pd.DataFrame, *,
         The largest load loss [W] (NaN when no covered sag lies in the series) and the
         number of covered sags evaluated.
     """
-    x = _series(power_w)
+    x = power_series(power_w)
     if sags is None or len(sags) == 0:
         return math.nan, 0
     t0 = pd.Timestamp(start_utc)

@@ -1,7 +1,7 @@
 """GPU power smoothing as NVIDIA documents it for GB200/GB300 (NVML power smoothing).
 
 A pure function on one power series: :func:`smooth_power`.  The mitigation search
-(:mod:`powerlab.grid.sizing`) applies it to the per-GPU mean power of each job of a
+(:mod:`powerlab.interconnect.sizing`) applies it to the per-GPU mean power of each job of a
 forecast draw, so that trying a smoothing profile costs array arithmetic rather than an
 engine run.
 

@@ -1,7 +1,7 @@
 """Size the cheapest mitigation that makes a site meet a utility's requirements.
 
 :func:`size_mitigation` searches the mitigation space of issue 13 — NVML-style GPU power
-smoothing (:mod:`powerlab.grid.smoothing`: floor % of TDP, ramp-up and ramp-down W/s,
+smoothing (:mod:`powerlab.interconnect.smoothing`: floor % of TDP, ramp-up and ramp-down W/s,
 ramp-down hysteresis ms), a filler workload that holds GPU power during communication
 waits, staggered starts of jobs that start together, and a battery or supercapacitor at
 the point of interconnection (MW, MWh, round-trip efficiency, control window) — and
@@ -14,12 +14,12 @@ The engine is run once per job and filler setting (:func:`~powerlab.grid.forecas
 public API, no mitigation switched on): job ``j`` alone on the cluster gives its per-GPU
 mean power ``g_j = (IT_j - constant_j) / gpus_j`` per draw, with ``constant_j`` the
 power of the GPUs in no job and of the nodes.  An option is then array arithmetic per
-draw: :func:`~powerlab.grid.smoothing.smooth_power` on ``g_j`` (while the job holds its
+draw: :func:`~powerlab.interconnect.smoothing.smooth_power` on ``g_j`` (while the job holds its
 GPUs), a shift by the job's stagger delay, ``IT = constant + sum_j gpus_j g_j``,
 facility power from IT through the engine's public facility model
 (:func:`~powerlab.grid.facility.facility_power`: losses, lagging cooling, base load), then
 :func:`~powerlab.grid.battery.battery_dispatch`, then
-:meth:`~powerlab.grid.compliance.Compliance.evaluate`.  Smoothing the *mean* of a job's
+:meth:`~powerlab.interconnect.compliance.Compliance.evaluate`.  Smoothing the *mean* of a job's
 GPUs instead of each GPU is exact without timing jitter and an approximation with it
 (the per-GPU offsets spread each edge over a few ticks); ``tests/test_sizing.py``
 compares it with the engine's own per-GPU floor and ramp limit.
@@ -234,8 +234,8 @@ class SiteModel:
     def build(cls, scenario, *, draws: int, seed: int, tick_s: float | None,
               filler: bool) -> SiteModel:
         """Run the engine once per job (and per filler setting)."""
-        from .forecast import forecast
-        from .scenario import Mitigations
+        from ..grid.forecast import forecast
+        from ..grid.scenario import Mitigations
 
         sc0 = scenario.replace(mitigations=Mitigations(),
                                horizon_start_utc=scenario.start_utc,
@@ -277,7 +277,7 @@ class SiteModel:
         """(power at the point of interconnection [W], its energy with storage recharge
         [J]): storage dispatch on the facility power, then load carried by UPS batteries
         during voltage sags, as the engine does (``ForecastResult.facility_w``)."""
-        from .disturbances import ups_transfer_w
+        from ..grid.disturbances import ups_transfer_w
 
         grid, e_j = _grid_energy(fac, self.tick_s, opt)
         ups = ups_transfer_w(self.scenario, it[None, :], self.start_utc, self.tick_s)
@@ -348,7 +348,7 @@ class SiteModel:
             lost_gpu_s += job.gpus * alloc_s * frac
             total_gpu_s += job.gpus * alloc_s
         loss_pct = 100.0 * lost_gpu_s / total_gpu_s if total_gpu_s else 0.0
-        from .facility import facility_power
+        from ..grid.facility import facility_power
 
         site = sc.site
         fac = facility_power(it, self.tick_s, self.pue,
@@ -373,8 +373,8 @@ def _grid_energy(fac: np.ndarray, tick_s: float, opt: MitigationOption
     """(grid power [W], grid energy with storage recharge [J])."""
     if not opt.battery:
         return fac, float(fac.sum() * tick_s)
-    from .battery import battery_dispatch
-    from .scenario import Battery
+    from ..grid.battery import battery_dispatch
+    from ..grid.scenario import Battery
 
     bat = Battery(power_megawatts=opt.battery_power_megawatts,
                   energy_megawatt_hours=opt.battery_energy_megawatt_hours,
@@ -619,7 +619,7 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
     -------
     SizingResult
     """
-    from .scenario import Scenario, read_scenario
+    from ..grid.scenario import Scenario, read_scenario
 
     if isinstance(scenario, (str, Path)):
         scenario = read_scenario(scenario)

@@ -2,10 +2,10 @@
 
 Three layers (pvlib style):
 
-- the metric functions of :mod:`powerlab.grid.loadmetrics`;
-- :class:`Compliance` holds a parsed :class:`~powerlab.grid.requirements.RequirementSpec`
+- the metric functions of :mod:`powerlab.interconnect.loadmetrics`;
+- :class:`Compliance` holds a parsed :class:`~powerlab.interconnect.requirements.RequirementSpec`
   and evaluates it on one power series (a ``DrawPower`` of the engine or a
-  :class:`~powerlab.grid.powertrace.PowerTrace`): ``Compliance(spec).evaluate(dp)``
+  :class:`~powerlab.interconnect.powertrace.PowerTrace`): ``Compliance(spec).evaluate(dp)``
   returns ``{requirement: value}``, cheap enough to call for every draw of every option
   a mitigation search tries, and shaped as the engine's ``on_draw`` callback;
 - :func:`comply` runs it on a scenario (every Monte Carlo draw), a measured telemetry
@@ -13,7 +13,7 @@ Three layers (pvlib style):
   ``summary_frame()``, ``write(dir)`` for ``compliance.csv``).
 
 All RMS band requirements of a spec are read off one Welch spectrum whose segments suit
-the lowest band (:func:`~powerlab.grid.loadmetrics.welch_segment_s`), so that a search
+the lowest band (:func:`~powerlab.interconnect.loadmetrics.welch_segment_s`), so that a search
 evaluating many options pays for one spectrum per series.
 
 Verdicts
@@ -489,14 +489,14 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
         ride-through requirements.
     start, end, max_gap_s
         Telemetry only: time range and longest bridged gap (see
-        :func:`~powerlab.grid.powertrace.trace_from_telemetry`).
+        :func:`~powerlab.interconnect.powertrace.trace_from_telemetry`).
 
     Returns
     -------
     ComplianceResult
     """
-    from .results import ForecastResult
-    from .scenario import Scenario, read_scenario
+    from ..grid.results import ForecastResult
+    from ..grid.scenario import Scenario, read_scenario
 
     check = spec if isinstance(spec, Compliance) else Compliance(spec, sags=sags)
     if sags is not None and isinstance(spec, Compliance):

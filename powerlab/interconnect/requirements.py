@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exceptions import ScenarioError
-from .yamlspec import Section, load_yaml
+from ..grid.yamlspec import Section, load_yaml
 
 __all__ = [
     "KINDS",

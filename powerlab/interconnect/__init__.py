@@ -1,0 +1,51 @@
+"""Interconnection: what a utility asks of a large load, checked on a forecast or on
+measured telemetry, and the cheapest mitigation that meets it.
+
+Modules
+-------
+:mod:`~powerlab.interconnect.requirements` interconnection requirement specs (YAML): limits, sources
+:mod:`~powerlab.interconnect.loadmetrics`  ramps of means, deviation, band oscillation, steps, sags
+:mod:`~powerlab.interconnect.powertrace`   one regular power series: a forecast draw or measured data
+:mod:`~powerlab.interconnect.compliance`   a power series or a forecast checked against a spec
+:mod:`~powerlab.interconnect.resonance`    harmonics of the load against the grid's mode bands
+:mod:`~powerlab.interconnect.gridstudy`    playback files for PSCAD, PowerFactory and CSV
+:mod:`~powerlab.interconnect.smoothing`    NVML-style GPU power smoothing (floor, ramps, hysteresis)
+:mod:`~powerlab.interconnect.sizing`       the cheapest mitigations that meet a requirement spec
+
+Data flows one way: this wing reads the site model and the forecast engine of
+:mod:`powerlab.grid` (and :mod:`powerlab.telemetry` for measured data) through their
+public names; neither of those imports anything from here.
+"""
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "requirements": (
+        "GridMode", "Requirement", "RequirementSpec", "parse_requirements",
+        "read_requirements",
+    ),
+    "loadmetrics": (
+        "band_oscillation", "largest_deviation", "largest_step", "ramp_of_means",
+        "sag_load_loss",
+    ),
+    "powertrace": (
+        "PowerTrace", "for_each_draw", "forecast_trace", "trace_from_telemetry",
+    ),
+    "compliance": (
+        "Compliance", "ComplianceResult", "comply",
+    ),
+    "resonance": (
+        "ResonanceResult", "screen_resonance",
+    ),
+    "gridstudy": (
+        "playback_frame", "write_grid_playback",
+    ),
+    "smoothing": (
+        "smooth_power",
+    ),
+    "sizing": (
+        "CostModel", "MitigationOption", "SearchGrid", "SizingResult", "size_mitigation",
+    ),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
