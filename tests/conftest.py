@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +10,8 @@ import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+#: ../shared/data beside the checkout; POWERLAB_SHARED_DATA points elsewhere (a worktree).
+SHARED_DATA = Path(os.environ.get("POWERLAB_SHARED_DATA", REPO.parent / "shared" / "data"))
 TEST_DATA = Path(__file__).resolve().parent / "data"
 
 
