@@ -277,7 +277,8 @@ def _score_window(cal, power, events, *, job_start, startup, t0, t1, duration_s,
 
 def backtest_split(power: pd.DataFrame, events=None, *, split: float = 0.5,
                    meter_interval_s: float | None = None, gpus_per_node: int = 8,
-                   source: str | None = None) -> BacktestResult:
+                   source: str | None = None, events_source: str | None = None
+                   ) -> BacktestResult:
     """Calibrate on the recording up to ``split`` (fraction of the run), forecast the rest.
 
     Parameters
@@ -299,8 +300,10 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float = 0.5,
     name = source or "the recording"
     if not 0 < split < 1:
         raise PowerlabError(f"--split must be between 0 and 1, got {split!r}")
+    evname = events_source or getattr(events, "path", None) or "the events log"
     cal_all = calibrate_job(power, events=events, meter_interval_s=meter_interval_s,
-                            gpus_per_node=gpus_per_node, source=name)
+                            gpus_per_node=gpus_per_node, source=name,
+                            events_source=evname)
     r0, r1 = cal_all.job_start, cal_all.job_end
     cut = r0 + (r1 - r0) * split
     past = None
@@ -314,7 +317,7 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float = 0.5,
         n_past = int(((ev_all["start_utc"] >= cal_all.training_start)
                       & (ev_all["stop_utc"] < cut)).sum())
         if len(ev_all) and n_past == 0:
-            raise AnalysisError(f"{name}: the split at {split:g} of the run ({cut}) leaves "
+            raise AnalysisError(f"{evname}: the split at {split:g} of the run ({cut}) leaves "
                                 f"no complete evaluation before it to calibrate (the log "
                                 f"has {len(ev_all)}, the first ending "
                                 f"{ev_all['stop_utc'].min()}); move the split later")

@@ -222,19 +222,25 @@ class Calibration:
                       duration_s: float | None = None, horizon=None,
                       tick_s: float | None = None) -> dict:
         """A whole scenario (PUE 1, no losses, no base load: IT power is what the node
-        meters measure) replaying the job; ``tick_s`` default: the step cut into whole
-        ticks of at most 0.1 s."""
+        meters measure) replaying the job.
+
+        Default ``tick_s`` 0.1 s and a horizon on whole minutes around the job, so that
+        the facilities export (``powerlab forecast``) can cut it into clock intervals;
+        the engine then rounds the step to whole ticks (a backtest passes a tick that
+        cuts the step into whole ticks)."""
         job = self.job(name=name, start=start, duration_s=duration_s)
-        step = job["step_time_s"]
-        tick = tick_s if tick_s is not None else step / math.ceil(step / 0.1)
+        tick = tick_s if tick_s is not None else 0.1
+        if horizon is None:
+            a = pd.Timestamp(job["start_utc"])
+            horizon = (a.floor("1min"),
+                       (a + pd.Timedelta(seconds=job["duration_s"])).ceil("1min"))
         spec = {"name": f"{name}-replay",
+                "horizon": {"start_utc": pd.Timestamp(horizon[0]).isoformat(),
+                            "end_utc": pd.Timestamp(horizon[1]).isoformat()},
                 "simulation": {"tick_s": float(tick)},
                 "site": {"pue": 1.0, "electrical_loss_fraction": 0.0},
                 "hardware": {**self.hardware(), "cluster_gpus": self.gpus},
                 "jobs": [job]}
-        if horizon is not None:
-            spec["horizon"] = {"start_utc": pd.Timestamp(horizon[0]).isoformat(),
-                               "end_utc": pd.Timestamp(horizon[1]).isoformat()}
         return spec
 
     def notes(self) -> list[str]:
@@ -287,9 +293,12 @@ class Calibration:
                f"# {split}",
                *[f"# NOTE: {n}" for n in self.notes()],
                f"name: {spec['name']}",
+               "horizon:",
+               row("start_utc", spec["horizon"]["start_utc"], "the job's minute", 2),
+               row("end_utc", spec["horizon"]["end_utc"], "", 2),
                "simulation:",
                row("tick_s", spec["simulation"]["tick_s"],
-                   "whole ticks per step (engine rounds the step to ticks)", 2),
+                   "the engine rounds the step to whole ticks", 2),
                "site:",
                row("pue", 1.0, "prior: the recording is IT (node AC) power", 2),
                row("electrical_loss_fraction", 0.0, "prior: none behind the node meters",
@@ -358,8 +367,8 @@ def _run_bounds(events) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
     return first("run_start"), first("run_stop")
 
 
-def run_window(telemetry: pd.DataFrame, events=None, *, name: str = "the telemetry"
-               ) -> tuple[pd.Timestamp, pd.Timestamp]:
+def run_window(telemetry: pd.DataFrame, events=None, *, name: str = "the telemetry",
+               events_source: str | None = None) -> tuple[pd.Timestamp, pd.Timestamp]:
     """The run's window: ``run_start`` .. ``run_stop`` of the events where the readings
     cover them (within 30 s), else the readings' span.
 
@@ -374,8 +383,9 @@ def run_window(telemetry: pd.DataFrame, events=None, *, name: str = "the telemet
         evi = eval_intervals(events)
         marks = [t for t in (r0, r1) if t is not None] + list(evi["start_utc"])
         if marks and (max(marks) < t_lo or min(marks) > t_hi):
-            raise AnalysisError(f"{name}: the events log ({min(marks)} .. {max(marks)}) "
-                                f"does not overlap the readings ({t_lo} .. {t_hi}): a log "
+            what = events_source or getattr(events, "path", None) or "the events log"
+            raise AnalysisError(f"{what}: its events ({min(marks)} .. {max(marks)}) do not "
+                                f"overlap the readings of {name} ({t_lo} .. {t_hi}): a log "
                                 "of another run?")
     a = r0 if r0 is not None and r0 >= t_lo - pd.Timedelta(seconds=30) else t_lo
     b = r1 if r1 is not None and r1 <= t_hi + pd.Timedelta(seconds=30) else t_hi
@@ -384,7 +394,8 @@ def run_window(telemetry: pd.DataFrame, events=None, *, name: str = "the telemet
 
 def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
                   meter_interval_s: float | None = None, gpus_per_node: int = 8,
-                  source: str | None = None) -> Calibration:
+                  source: str | None = None, events_source: str | None = None
+                  ) -> Calibration:
     """Calibrate a scenario job (profile, start-up, evaluations) from a recording.
 
     Parameters
@@ -401,8 +412,8 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
         Interval of the readings [s]; default from ``telemetry.attrs["meter_interval_s"]``
         or the readings' median spacing.
     gpus_per_node : int, default 8
-    source : str, optional
-        Name of the recording (error messages).
+    source, events_source : str, optional
+        Names of the recording and of the events log (error messages).
 
     Returns
     -------
@@ -424,7 +435,7 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
     scope = "node" if "node" in scopes else str(scopes[0])
     df = df[df["scope"] == scope]
     r0, r1 = _run_bounds(events)
-    job_start, job_end = run_window(df, events, name=name)
+    job_start, job_end = run_window(df, events, name=name, events_source=events_source)
     job_start = pd.Timestamp(start) if start is not None else job_start
     job_end = pd.Timestamp(end) if end is not None else job_end
     if job_end <= job_start:
