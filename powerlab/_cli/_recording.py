@@ -28,8 +28,11 @@ def read_power(paths, *, tz: str | None = None):
             raise ParseError("no such file, folder or store", path=path)
         if not isinstance(df, pd.DataFrame) or "power_w" not in df or \
                 df["power_w"].notna().sum() == 0:
-            what = " (a training log? pass it as --events)" if not isinstance(
-                df, pd.DataFrame) else ""
+            what = ""
+            if not isinstance(df, pd.DataFrame):
+                keys = set(getattr(df, "events", pd.DataFrame({"key": []}))["key"])
+                what = (" (a training log? pass it as --events)" if "run_start" in keys
+                        else " (no power_reading events)")
             raise ParseError(f"no power readings{what}", path=path)
         for k, v in df.attrs.items():
             if isinstance(v, dict):

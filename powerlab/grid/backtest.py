@@ -183,7 +183,10 @@ def score(measured: pd.Series, forecast: pd.Series, *, step_time_s: float, evals
     def swing(x):
         s = pd.Series(np.where(train, x.to_numpy(), np.nan), index=idx)
         roll = s.rolling(n_step, center=True, min_periods=n_step)
-        return float(np.nanmedian(roll.min())), float(np.nanmedian(roll.max()))
+        lo, hi = roll.min().dropna(), roll.max().dropna()
+        if lo.empty:  # no whole step of training between the evaluations
+            return np.nan, np.nan
+        return float(lo.median()), float(hi.median())
 
     if train.sum() > 2 * n_step:
         (tm, pm), (tf, pf) = swing(ym), swing(yf)
