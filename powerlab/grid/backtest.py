@@ -10,7 +10,9 @@ Two modes, the same scoring:
 
 The forecast job restarts where the forecaster stands: in a time split at the end of the
 last evaluation before the split (no start-up; the engine counts steps and evaluations
-from there), in a run-to-run backtest at the test run's ``run_start`` with the calibrated
+from there) or, when an evaluation is under way at the split, at its start with a
+start-up as long as a calibrated evaluation at the evaluation level; in a run-to-run
+backtest at the test run's ``run_start`` with the calibrated
 start-up.  The forecast runs at PUE 1 and is read **through the recording's own meters**
 (:func:`powerlab.grid.meter.meter_forecast` at each node's own reading instants, each
 node's share ``1 / nodes``); measured and forecast readings are then summed holding each
@@ -130,9 +132,11 @@ def _forecast_through_meters(cal: Calibration, power: pd.DataFrame, *, job_start
     spec = cal.scenario_spec(name="backtest", start=job_start, duration_s=duration_s,
                              horizon=horizon, tick_s=step / math.ceil(step / 0.01))
     job = spec["jobs"][0]
-    if not startup and "startup_s" in job:
+    if startup is False and "startup_s" in job:
         job.pop("startup_s")
         job["power"].pop("startup_w", None)
+    elif isinstance(startup, tuple):  # (seconds, per-GPU level): an evaluation under way
+        job["startup_s"], job["power"]["startup_w"] = float(startup[0]), float(startup[1])
     res = forecast(parse_scenario(spec), draws=1, seed=0)
     w = cal.meter_interval_s
     lo = pd.Timestamp(horizon[0]) + pd.Timedelta(seconds=w)
@@ -326,21 +330,27 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float = 0.5,
                                 f"{ev_all['stop_utc'].min()}); move the split later")
     # an evaluation begun but not ended at the split is known to be running: the
     # calibration stops at its start (its readings are not training)
-    end = cut
+    end = running = cut
     if past is not None and "key" in past:
         st = past.loc[past["key"] == "eval_start", "timestamp"]
         sp = past.loc[past["key"] == "eval_stop", "timestamp"]
         if len(st) and (sp.empty or st.max() > sp.max()):
-            end = min(cut, st.max())
+            end = running = min(cut, st.max())
     cal = calibrate_job(power, events=past, start=r0, end=end,
                         meter_interval_s=cal_all.meter_interval_s,
                         gpus_per_node=gpus_per_node, source=name)
-    # the job resumes at the end of the last evaluation known at the split
+    # the job resumes at the end of the last evaluation known at the split; an evaluation
+    # under way at the split is the resumed job's start-up, as long as a calibrated one
     done = ev_all[ev_all["stop_utc"] < cut] if ev_all is not None else None
     job_start = done["stop_utc"].max() if done is not None and len(done) else \
         cal.training_start
+    startup = False
+    job = cal.job()
+    if running < cut and "eval" in job:
+        job_start = running
+        startup = (job["eval"]["duration_s"], job["power"]["eval_w"])
     dur = (r1 - job_start).total_seconds() + 60.0
-    table, ser = _score_window(cal, power, events, job_start=job_start, startup=False,
+    table, ser = _score_window(cal, power, events, job_start=job_start, startup=startup,
                                t0=cut, t1=r1, duration_s=dur, run="split")
     return BacktestResult(metrics=table, calibration=cal, series={"split": ser},
                           mode="split")
