@@ -79,6 +79,8 @@ class BacktestResult:
     series : dict
         Run -> DataFrame of ``measured_w`` and ``forecast_w`` on the 0.1-s grid (summed
         meters).
+    forecast_evals : dict
+        Run -> start times of the forecast's evaluations (UTC).
     mode : str
         ``'split'`` or ``'runs'``.
     ramp_resolved : bool
@@ -90,6 +92,7 @@ class BacktestResult:
     calibration: Calibration
     series: dict = field(repr=False)
     mode: str = "split"
+    forecast_evals: dict = field(default_factory=dict, repr=False)
 
     @property
     def ramp_resolved(self) -> bool:
@@ -279,7 +282,8 @@ def _score_window(cal, power, events, *, job_start, startup, t0, t1, duration_s,
         if "event" in res.events else None
     sc = score(ym, yf, step_time_s=cal.fit.step_time_s, evals=events,
                forecast_evals=fev, meter_interval_s=w)
-    return _table(run, sc), pd.DataFrame({"measured_w": ym, "forecast_w": yf})
+    return (_table(run, sc), pd.DataFrame({"measured_w": ym, "forecast_w": yf}),
+            pd.DatetimeIndex(fev if fev is not None else []))
 
 
 def backtest_split(power: pd.DataFrame, events=None, *, split: float = 0.5,
@@ -350,10 +354,11 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float = 0.5,
         job_start = running
         startup = (job["eval"]["duration_s"], job["power"]["eval_w"])
     dur = (r1 - job_start).total_seconds() + 60.0
-    table, ser = _score_window(cal, power, events, job_start=job_start, startup=startup,
-                               t0=cut, t1=r1, duration_s=dur, run="split")
+    table, ser, fev = _score_window(cal, power, events, job_start=job_start,
+                                    startup=startup, t0=cut, t1=r1, duration_s=dur,
+                                    run="split")
     return BacktestResult(metrics=table, calibration=cal, series={"split": ser},
-                          mode="split")
+                          mode="split", forecast_evals={"split": fev})
 
 
 def backtest_runs(train: list, test: list, *, meter_interval_s: float | None = None,
@@ -401,14 +406,16 @@ def backtest_runs(train: list, test: list, *, meter_interval_s: float | None = N
         cal.startup_s = float(np.mean([c.startup_s for _, c in parts]))
         cal.device_startup_w = float(np.nanmean([c.device_startup_w for _, c in parts]))
         cal.devices = first.devices
-    tables, series = [], {}
+    tables, series, fevs = [], {}, {}
     for nm, p, e in test:
         if e is None:
             raise PowerlabError(f"{nm}: a run-to-run backtest needs each run's events log")
         r0, r1 = run_window(p, e, name=str(nm))  # its own start and stop events only
-        t, s = _score_window(cal, p, e, job_start=r0, startup=True, t0=r0, t1=r1,
-                             duration_s=(r1 - r0).total_seconds() + 60.0, run=str(nm))
+        t, s, fev = _score_window(cal, p, e, job_start=r0, startup=True, t0=r0, t1=r1,
+                                  duration_s=(r1 - r0).total_seconds() + 60.0,
+                                  run=str(nm))
         tables.append(t)
         series[str(nm)] = s
+        fevs[str(nm)] = fev
     return BacktestResult(metrics=pd.concat(tables, ignore_index=True), calibration=cal,
-                          series=series, mode="runs")
+                          series=series, mode="runs", forecast_evals=fevs)
