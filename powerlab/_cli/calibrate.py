@@ -64,11 +64,14 @@ def run(args) -> int:
         raise PowerlabError(f"--out {args.out}: folder {args.out.parent} does not exist")
     if args.gpus_per_node < 1:
         raise PowerlabError(f"--gpus-per-node must be >= 1, got {args.gpus_per_node}")
+    start, end = _utc(args.start, "--start"), _utc(args.end, "--end")
+    if args.meter_interval is not None and not args.meter_interval > 0:
+        raise PowerlabError(f"--meter-interval must be > 0 seconds, got {args.meter_interval}")
     power = read_power(args.power, tz=args.tz)
     events = read_events(args.events) if args.events else None
     src = ", ".join(str(p) for p in args.power)
-    cal = calibrate_job(power, events=events, start=_utc(args.start, "--start"),
-                        end=_utc(args.end, "--end"), meter_interval_s=args.meter_interval,
+    cal = calibrate_job(power, events=events, start=start,
+                        end=end, meter_interval_s=args.meter_interval,
                         gpus_per_node=args.gpus_per_node, source=src,
                         events_source=str(args.events) if args.events else None)
     text = cal.to_yaml(name=args.name, source=src + (f" with events {args.events}"
