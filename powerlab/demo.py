@@ -246,11 +246,11 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
     """
     from . import viz
     from .data import bundled_path
+    from .grid.calibrate import calibrate_job
     from .grid.export import read_facilities_csv, write_facilities_csv
     from .grid.forecast import forecast
     from .grid.mitigations import compare_mitigations
     from .grid.planner import planner_summary
-    from .grid.calibrate import calibrate_job
     from .grid.scenario import Battery, Mitigations
     from .grid.swings import check_limits
     from .iotools import read_mllog, read_mlperf_power, read_weather

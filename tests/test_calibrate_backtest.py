@@ -207,7 +207,7 @@ def test_calibrate_writes_a_yaml_that_forecast_runs_unchanged(tmp_path, run0):
 @pytest.mark.slow  # renders the chart when the charts extra is installed
 def test_backtest_cli_writes_its_table_and_summary(tmp_path, run0):
     pdir, log, _, _ = run0
-    rc, stdout, err = _cli("backtest", pdir, "--events", log, "--out", tmp_path / "bt")
+    rc, _, err = _cli("backtest", pdir, "--events", log, "--out", tmp_path / "bt")
     assert rc == 0, err
     t = pd.read_csv(tmp_path / "bt" / "backtest.csv")
     assert {"energy_j", "mape_1min_pct", "bias_1min_pct", "step_trough_w", "step_peak_w",

@@ -10,13 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import signal
 
 from powerlab.exceptions import AnalysisError, PowerlabError, SchemaError
-from powerlab.grid.forecast import forecast
-from powerlab.grid.meter import Meter, meter_forecast, sum_meters
 from powerlab.grid.profile import Prior, eval_intervals, fit_profile, otsu_threshold
-from powerlab.grid.scenario import parse_scenario
 
 MLPERF = Path(__file__).parents[1] / "data" / "mlperf-gpt3-64node"
 T0 = pd.Timestamp("2025-01-01T00:00:00Z")

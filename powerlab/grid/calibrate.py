@@ -102,7 +102,7 @@ def fisher_g_test(x: np.ndarray) -> tuple[float, int]:
     if i.sum() <= 0:
         return 1.0, 0
     g = float(i.max() / i.sum())
-    b = int(math.floor(1.0 / g))
+    b = math.floor(1.0 / g)
     p = 0.0
     for j in range(1, min(b, m) + 1):
         term = math.comb(m, j) * (1.0 - j * g) ** (m - 1)
@@ -264,11 +264,11 @@ class Calibration:
 
     def summary(self) -> str:
         """Text summary: the fit, the start-up and the notes."""
-        lines = [f"Calibrated job: {self.gpus} GPUs ({self.devices} {self.fit.scope}s), "
-                 f"from {self.job_start} to {self.job_end}",
-                 f"start-up {self.startup_s:.1f} s at {self.device_startup_w:,.0f} W per "
-                 f"{self.fit.scope}; meter interval {self.meter_interval_s:g} s; periodic "
-                 f"step p = {self.periodic_p_value:.2g}",
+        lines = [(f"Calibrated job: {self.gpus} GPUs ({self.devices} {self.fit.scope}s), "
+                  f"from {self.job_start} to {self.job_end}"),
+                 (f"start-up {self.startup_s:.1f} s at {self.device_startup_w:,.0f} W per "
+                  f"{self.fit.scope}; meter interval {self.meter_interval_s:g} s; periodic "
+                  f"step p = {self.periodic_p_value:.2g}"),
                  self.fit.summary()]
         lines += [f"Note: {n}" for n in self.notes() if n not in self.fit.notes()]
         return "\n".join(lines)
@@ -287,7 +287,7 @@ class Calibration:
         hw = spec["hardware"]
         job = spec["jobs"][0]
         split = ("node power not split (no idle period or hardware data): per-GPU "
-                 "levels are 1/{} of node power".format(f.gpus_per_node)
+                 f"levels are 1/{f.gpus_per_node} of node power"
                  if f.scope == "node" and not f.has_split else f"split: {f.split}")
         out = [f"# Calibrated by powerlab calibrate from {source}",
                f"# {split}",

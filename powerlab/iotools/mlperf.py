@@ -279,7 +279,7 @@ def clock_offsets(telemetry: pd.DataFrame, *, max_lag_s: float = 5.0,
     y = np.vstack(series)
     ref = np.median(y, axis=0)
     ref = ref - ref.mean()
-    k = int(round(max_lag_s / grid_s))
+    k = round(max_lag_s / grid_s)
     out = []
     for row in y:
         x = row - row.mean()
@@ -531,7 +531,7 @@ def _step(v):
     list (BERT logs ``"step": [epoch, step]``); ``None`` otherwise."""
     if isinstance(v, (list, tuple)) and v:
         v = v[-1]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
         return None
     return int(v)
 
