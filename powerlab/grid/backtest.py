@@ -143,8 +143,13 @@ def _forecast_through_meters(cal: Calibration, power: pd.DataFrame, *, job_start
     res = forecast(parse_scenario(spec), draws=1, seed=0)
     w = cal.meter_interval_s
     lo = pd.Timestamp(horizon[0]) + pd.Timedelta(seconds=w)
-    meas = power.loc[(power["timestamp"] >= lo) & (power["timestamp"] <= horizon[1]),
-                     ["timestamp", "host", "power_w"]].dropna()
+    sel = power.loc[(power["timestamp"] >= lo) & (power["timestamp"] <= horizon[1])]
+    sel = sel[sel["scope"] == cal.fit.scope] if "scope" in sel else sel
+    meas = sel[["timestamp", "host", "power_w"]].copy()
+    if cal.fit.scope == "gpu" and "gpu_index" in sel:  # one meter per GPU
+        meas["host"] = (sel["host"].astype(str) + "/"
+                        + sel["gpu_index"].astype("string").fillna(""))
+    meas = meas.dropna()
     if meas.empty:
         raise AnalysisError("no readings in the forecast window")
     n = meas["host"].nunique()

@@ -247,14 +247,20 @@ class Calibration:
         """What the data could not tell, in words."""
         out = list(self.fit.notes())
         if not self.has_periodic_step:
-            out.append(f"no periodic step in the readings (Fisher g-test p = "
-                       f"{self.periodic_p_value:.2g}, dip energy "
-                       f"{self.fit.step_dip_energy_j:,.0f} J, window "
-                       f"{(self.job_end - self.training_start).total_seconds():.0f} s): "
-                       f"the step period "
-                       f"({self.fit.step_time_s:.3g} s), duty cycle and dip are the "
-                       "periodogram's largest line in noise, not a measured step; energy "
-                       "and levels still hold, swings and ramps from the step do not.")
+            f = self.fit
+            steps = (self.job_end - self.training_start).total_seconds() / f.step_time_s
+            why = []
+            if self.periodic_p_value >= PERIODIC_ALPHA:
+                why.append(f"no significant line (Fisher g-test p = "
+                           f"{self.periodic_p_value:.2g})")
+            if steps < MIN_STEPS:
+                why.append(f"only {steps:.1f} steps of {f.step_time_s:.3g} s in the window "
+                           f"(< {MIN_STEPS})")
+            if not f.step_dip_energy_j > 0:
+                why.append("no dip below the compute level")
+            out.append(f"no periodic step claimed: {'; '.join(why)}. The job is modelled "
+                       "at its flat training mean: energy and levels hold, swings and "
+                       "ramps from a step are not forecast.")
         if self.eval_source.startswith("overlapping"):
             out.append("evaluations are shorter than the meter can show: their level is the "
                        "mean of the readings that overlap them, a blurred value.")
@@ -444,9 +450,13 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
         iv = telemetry.attrs.get("meter_interval_s")
         if isinstance(iv, dict) and iv:
             meter_interval_s = float(np.median(list(iv.values())))
-        else:
-            t = df.sort_values("timestamp").groupby("host", observed=True)["timestamp"]
+        else:  # the median spacing of each device's readings
+            keys = ["host"] + (["gpu_index"] if scope == "gpu" else [])
+            t = df.sort_values("timestamp").groupby(keys, observed=True)["timestamp"]
             meter_interval_s = float(np.nanmedian(t.diff().dt.total_seconds()))
+    if not (np.isfinite(meter_interval_s) and meter_interval_s > 0):
+        raise PowerlabError(f"{name}: cannot tell the readings' interval "
+                            f"({meter_interval_s!r} s); give meter_interval_s")
     w = float(meter_interval_s)
     inwin = df[(df["timestamp"] >= job_start) & (df["timestamp"] <= job_end)]
     if inwin["timestamp"].nunique() < 20:
