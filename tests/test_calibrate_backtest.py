@@ -282,3 +282,20 @@ def test_b200_bert_split_and_run_to_run(shared_data):
     rr = backtest_runs(runs[:1], runs[1:])
     e = rr.metrics.loc[rr.metrics["metric"] == "energy_j", "error_pct"]
     assert len(e) == 2 and e.abs().max() < 3.0
+
+
+def test_calibrate_reads_a_store(tmp_path, run0):
+    """The same recording from a powerlab store (attrs are not kept there: the reading
+    interval comes from the readings' spacing) gives the same job."""
+    from powerlab.telemetry.store import write_store
+
+    pdir, log, power, _ = run0
+    write_store(power, tmp_path / "store")
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    assert _cli("calibrate", pdir, "--events", log, "--out", a)[0] == 0
+    rc, _, err = _cli("calibrate", tmp_path / "store", "--events", log, "--out", b)
+    assert rc == 0, err
+    ja = parse_scenario(a.read_text()).jobs[0]
+    jb = parse_scenario(b.read_text()).jobs[0]
+    assert jb.compute_w == pytest.approx(ja.compute_w, rel=1e-3)
+    assert jb.step_time_s == pytest.approx(ja.step_time_s, rel=1e-3)
