@@ -183,6 +183,14 @@ def test_run_to_run_forecasts_from_the_test_runs_own_start(tmp_path, run0):
                       [("r1", read_mlperf_power(pdir), read_mllog(lg))])
     assert abs(r.value("energy_j", run="r1")) < 1.5
     assert r.value("mape_1min_pct", "forecast", run="r1") < 2.0
+    # two training runs (6 h apart) calibrate together: their nodes count as devices,
+    # each run from the end of its own start-up
+    p2, l2 = _write_run(tmp_path, shift_ms=6 * 3600 * 1000, seed=5, name="result_2")
+    r2 = backtest_runs([("r0", power, log), ("r2", read_mlperf_power(p2), read_mllog(l2))],
+                       [("r1", read_mlperf_power(pdir), read_mllog(lg))])
+    assert r2.calibration.fit.devices == 6 and r2.calibration.has_periodic_step
+    assert r2.calibration.startup_s == pytest.approx(STARTUP_S, abs=4.5)
+    assert abs(r2.value("energy_j", run="r1")) < 1.5
 
 
 # ----------------------------------------------------------------------------- the CLI

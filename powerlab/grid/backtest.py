@@ -400,14 +400,19 @@ def backtest_runs(train: list, test: list, *, meter_interval_s: float | None = N
                             source=names[0])
     else:
         first = parts[0][1]
-        both = pd.concat([q for q, _ in parts], ignore_index=True)
+        # each run from the end of its own start-up; their nodes count as devices
+        both = pd.concat([q[q["timestamp"] >= c.training_start] for q, c in parts],
+                         ignore_index=True)
         both = both.sort_values(["host", "timestamp"], kind="stable").reset_index(drop=True)
         ev = pd.concat(evs, ignore_index=True).sort_values("timestamp")
         cal = calibrate_job(both, events=ev.assign(key=ev["key"].where(
             ~ev["key"].isin(["run_start", "run_stop"]))), start=min(c.job_start for _, c
                                                                    in parts),
             end=max(c.job_end for _, c in parts), meter_interval_s=first.meter_interval_s,
-            gpus_per_node=gpus_per_node, source="+".join(names))
+            gpus_per_node=gpus_per_node, source="+".join(names),
+            training_start=min(c.training_start for _, c in parts))
+        # the step test of the runs taken together: every run must show it
+        cal.periodic_p_value = float(max(c.periodic_p_value for _, c in parts))
         cal.startup_s = float(np.mean([c.startup_s for _, c in parts]))
         cal.device_startup_w = float(np.nanmean([c.device_startup_w for _, c in parts]))
         cal.devices = first.devices

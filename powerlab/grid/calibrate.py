@@ -400,8 +400,8 @@ def run_window(telemetry: pd.DataFrame, events=None, *, name: str = "the telemet
 
 def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
                   meter_interval_s: float | None = None, gpus_per_node: int = 8,
-                  source: str | None = None, events_source: str | None = None
-                  ) -> Calibration:
+                  source: str | None = None, events_source: str | None = None,
+                  training_start=None) -> Calibration:
     """Calibrate a scenario job (profile, start-up, evaluations) from a recording.
 
     Parameters
@@ -420,6 +420,9 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
     gpus_per_node : int, default 8
     source, events_source : str, optional
         Names of the recording and of the events log (error messages).
+    training_start : timestamp, optional
+        End of the start-up when known (several runs calibrated together); default:
+        detected from the summed readings.
 
     Returns
     -------
@@ -471,6 +474,8 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
     t = y.index
     reached = np.flatnonzero(y.to_numpy() >= STARTUP_LEVEL_FRACTION * level)
     t_train = t[reached[0]] if len(reached) else t[0]
+    if training_start is not None:
+        t_train = pd.Timestamp(training_start)
     startup_s = max(0.0, (t_train - job_start).total_seconds())
     if startup_s < w:
         startup_s, t_train = 0.0, job_start
