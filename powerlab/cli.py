@@ -20,6 +20,8 @@ COMMAND_MODULES = [
     "collect",
     "import_",
     "forecast",
+    "calibrate",
+    "backtest",
     "demo",
     "aggregate",
     "comply",

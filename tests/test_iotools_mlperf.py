@@ -42,9 +42,97 @@ def test_broken_power_log_counts_skipped_lines():
 @pytest.fixture(scope="module")
 def run64():
     assert (RUN / "power").is_dir(), "bundled MLPerf data missing"
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always", DataQualityWarning)
+        df = read_mlperf_power(RUN / "power")
+    # the only warning: 30 pairs of node logs hold the same readings (byte-identical
+    # files in the submission; the submitter's total_power.txt counts both)
+    assert [str(w.message).count(" = ") for w in rec] == [30]
+    return df
+
+
+def test_64_node_run_identical_logs_and_clock_offsets(run64):
+    assert ["node_1", "node_6"] in run64.attrs["identical_logs"]
+    assert len(run64.attrs["identical_logs"]) == 30
+    assert set(run64.attrs["meter_interval_s"].values()) <= {2.001, 2.004, 2.005, 2.006,
+                                                            2.007}
+    off = pd.Series(run64.attrs["clock_offsets_s"])
+    assert len(off) == 64 and off.abs().max() < 2.5   # "differ by up to 2 s"
+    # identical logs have identical offsets: the estimate is a function of the readings
+    assert off["node_1"] == off["node_6"]
+    sw = run64.attrs["switch_power"]
+    assert [r["switch"] for r in sw] == ["sw_0"] and sw[0]["power_w"] == 59570.0
+    assert "sw_0" not in set(run64["host"])       # a switch is never a node
+
+
+def test_repeated_readings_are_dropped_or_averaged_by_rule(tmp_path):
+    """MLPerf logs repeat a reading with the same time_ms (v4.0 LoRA, run 5742_5)."""
+    line = (':::MLLOG {{"namespace": "", "time_ms": {t}, "event_type": "POINT_IN_TIME", '
+            '"key": "power_reading", "value": {v}, "metadata": ""}}\n')
+    t0 = 1715898830912
+    rows = [(t0, 4000), (t0 + 2000, 5000), (t0 + 2000, 5000), (t0 + 4000, 6000),
+            (t0 + 4000, 6200), (t0 + 6000, 6100)]
+    f = tmp_path / "node_3.txt"
+    f.write_text("".join(line.format(t=t, v=v) for t, v in rows))
+    with pytest.warns(DataQualityWarning, match=r"node_3.txt: dropped 1 exactly repeated.*"
+                      r"averaged 1 instant.*200 W apart"):
+        df = read_mlperf_power(f)
+    assert df["power_w"].tolist() == [4000.0, 5000.0, 6100.0, 6100.0]
+    assert df.attrs["meter_interval_s"] == {"node_3": 2.0}
+    assert df.attrs["repeated_readings"] == {"node_3": 2}
+
+
+def test_clock_offsets_recover_known_shifts():
+    """Offsets of 2-s interval-mean meters reading one workload through shifted clocks."""
+    from powerlab.iotools.mlperf import clock_offsets
+
+    t0 = pd.Timestamp("2025-01-01", tz="UTC")
+    rng = np.random.default_rng(0)
+    fine = np.arange(0, 600, 0.01)
+    base = np.where(fine % 10 < 8, 7000.0, 5500.0) - np.where(fine % 97 < 5, 1500.0, 0.0)
+    cum = np.r_[0.0, np.cumsum(base) * 0.01]
+    shifts = [0.0, 0.5, -1.2, 2.0, 0.0, 0.0]
+    rows = []
+    for i, d in enumerate(shifts):
+        tr = np.arange(rng.uniform(3, 5), 595, 2.0)
+        e = np.interp(tr - d, np.r_[fine, 600.0], cum) - np.interp(tr - d - 2, np.r_[
+            fine, 600.0], cum)
+        rows.append(pd.DataFrame({"timestamp": t0 + pd.to_timedelta(tr, unit="s"),
+                                  "host": f"n{i}", "power_w": e / 2.0}))
+    off = clock_offsets(pd.concat(rows, ignore_index=True))
+    assert off.to_numpy() == pytest.approx(np.array(shifts), abs=0.2)
+    # null case: no shift, no offset
+    same = pd.concat([r.assign(host=f"m{i}") for i, r in enumerate([rows[0]] * 3)])
+    assert clock_offsets(same).abs().max() < 0.05
+
+
+def test_every_shared_mlperf_log_reads(shared_data):
+    """Every power folder and training log in ../shared/data reads (v4.0 and v5.0 layouts,
+    rank-prefixed or not, gzip or not)."""
+    roots = sorted(shared_data.glob("mlperf-*"))
+    assert roots
+    folders = sorted({f.parent for r in roots for f in r.rglob("node_*.txt*")})
+    logs = sorted(f for r in roots for f in r.rglob("result_*.txt*") if f.is_file())
+    assert len(folders) >= 36 and len(logs) >= 36
     with warnings.catch_warnings():
-        warnings.simplefilter("error", DataQualityWarning)
-        return read_mlperf_power(RUN / "power")
+        warnings.simplefilter("ignore", DataQualityWarning)
+        for d in folders:
+            df = read_mlperf_power(d)
+            assert len(df) > 100 and (df["scope"] == "node").all(), d
+            assert set(df.attrs["meter_interval_s"].values()) <= set(
+                np.round(np.arange(0.9, 2.1, 0.001), 3)), d
+        for f in logs:
+            r = read_mllog(f)
+            assert r.run_start is not None and r.duration_s > 100, f
+            assert len(r.evals) >= 2 and r.evals["duration_s"].gt(0).all(), f
+    b200 = read_mlperf_power(shared_data / "mlperf-v50-lenovo-8xb200" / "bert" / "power"
+                             / "result_0")
+    assert b200.attrs["meter_interval_s"] == {"node_0": 1.0}
+    bert = read_mllog(shared_data / "mlperf-v50-lenovo-8xb200" / "bert" / "result_0.txt.gz")
+    assert bert.steps["step"].notna().sum() == 0 or bert.steps["step"].dtype == "Int64"
+    ret = read_mllog(shared_data / "mlperf-v50-lenovo-8xb200" / "retinanet"
+                     / "result_0.txt.gz")
+    assert ret.blocks.empty and len(ret.evals) == 4       # no block events in this log
 
 
 def test_64_node_run_counts_units_and_energy(run64):

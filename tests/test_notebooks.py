@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 NB_DIR = REPO / "notebooks"
 NOTEBOOKS = ["01_collect_and_explore.ipynb", "02_time_of_day_dvfs.ipynb",
              "03_power_swing_forecast.ipynb", "04_facilities_export.ipynb",
-             "05_interconnection_planner.ipynb", "06_reliability.ipynb"]
+             "05_interconnection_planner.ipynb", "06_reliability.ipynb",
+             "08_calibrate_backtest_b200.ipynb"]
 # 07 runs a real Prometheus server and the collector on the fake NVML library (built
 # with a C compiler); .ci/run installs the server
 PROMETHEUS_NB = "07_prometheus_jobs.ipynb"
@@ -153,6 +154,8 @@ def test_numbers_answer_the_questions(executed):
         out7 = _stdout(executed[PROMETHEUS_NB][0])
         # both routes agree with the collectors' 100-ms records within the 1-s sampling
         assert "both within it: True" in out7, out7
+    out8 = _stdout(executed["08_calibrate_backtest_b200.ipynb"][0])
+    assert "within the targets (2 %, 2 %, 3 %): True" in out8, out8
     out6 = _stdout(executed["06_reliability.ipynb"][0])
     assert "for 3 of 4 GPU causes with failures" in out6
     assert "inside its 95 % interval in 39 of 40 fleets" in out6

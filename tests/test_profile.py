@@ -10,13 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import signal
 
 from powerlab.exceptions import AnalysisError, PowerlabError, SchemaError
-from powerlab.grid.forecast import forecast
-from powerlab.grid.meter import Meter, meter_forecast, sum_meters
 from powerlab.grid.profile import Prior, eval_intervals, fit_profile, otsu_threshold
-from powerlab.grid.scenario import parse_scenario
 
 MLPERF = Path(__file__).parents[1] / "data" / "mlperf-gpt3-64node"
 T0 = pd.Timestamp("2025-01-01T00:00:00Z")
@@ -284,107 +280,61 @@ def mlperf(mlperf_gpt3):
     return mlperf_gpt3
 
 
-def backtest(power=None, log=None, *, ticks_per_step: int = 1000, grid_s: float = 0.1
-             ) -> dict:
-    """Fit on the first half of the 64-node GPT-3 run with first-half events only,
-    forecast the second half, and score it through the 2-s node meters (their sum held on a
-    ``grid_s`` grid)."""
+def backtest(power=None, log=None, *, grid_s: float = 0.1) -> dict:
+    """The public time-split backtest (:func:`powerlab.grid.backtest.backtest_split`, what
+    ``powerlab backtest`` runs) of the 64-node GPT-3 run at mid-run, plus the step's phase
+    and period computed here from its series (summed 2-s node meters on a ``grid_s``
+    grid)."""
+    from powerlab.grid.backtest import backtest_split
+
     if power is None:
         power, log = _read_mlperf()
-    run0, run1 = log.run_start, log.run_stop
-    mid = run0 + (run1 - run0) / 2
-    past = log.events[log.events["timestamp"] < mid]  # what was known at mid-run
-    fit = fit_profile(power, events=past, start=run0, end=mid, meter_interval_s=2.0)
-    nodes = int(power["host"].nunique())
-    job0 = past.loc[past["key"] == "block_start", "timestamp"].min()  # training starts
-    sc = parse_scenario({
-        "name": "mlperf-gpt3-backtest",
-        "horizon": {"start_utc": mid.isoformat(), "end_utc": run1.isoformat()},
-        # a whole number of ticks per step: rounding the step would drift the cadence
-        "simulation": {"tick_s": fit.step_time_s / ticks_per_step},
-        "site": {"pue": 1.0, "electrical_loss_fraction": 0.0},
-        "hardware": fit.hardware_kwargs(),  # no split: node power shared among its GPUs
-        "jobs": [{"name": "gpt3", "gpus": 8 * nodes, "start_utc": job0.isoformat(),
-                  "duration_s": (run1 - job0).total_seconds() + 60, **fit.job_kwargs()}],
-    })
-    res = forecast(sc, draws=1, seed=0)
-    # every node's meter reads the forecast at that node's own reading instants
-    first = mid + pd.Timedelta(seconds=2)  # whole 2-s interval inside the forecast
-    meas = power.loc[(power["timestamp"] >= first) & (power["timestamp"] <= run1),
-                     ["timestamp", "host", "power_w"]]
-    fc = pd.concat([meter_forecast(res, Meter(2.0), times=g["timestamp"], share=1 / nodes)
-                    .assign(host=h) for h, g in meas.groupby("host")], ignore_index=True)
-    start = mid + pd.Timedelta(seconds=6)
-    ym = sum_meters(meas, every_s=grid_s, start=start, end=run1)
-    yf = sum_meters(fc, every_s=grid_s, start=start, end=run1)
-    out = {"fit": fit, "nodes": nodes, "evals_fitted": fit.evals_used}
-    # 1-minute means
-    mm = ym.groupby(ym.index.floor("1min")).agg(["mean", "size"])
-    full = mm.index[mm["size"] == round(60 / grid_s)]
-    y, f = mm.loc[full, "mean"].to_numpy(), yf.groupby(yf.index.floor("1min")).mean()[full]
-    f = f.to_numpy()
-    out.update(minutes=len(full), mape_1min_pct=100 * np.mean(np.abs(f - y) / y),
-               bias_1min_pct=100 * np.mean((f - y) / y), mean_measured_kw=y.mean() / 1e3)
-    # evaluation dips: 60 s before the start against the evaluation, same windows for both
+    r = backtest_split(power, log, split=0.5)
+    fit = r.calibration.fit
+    m = r.metrics.set_index("metric")
+    ser = r.series["split"]
+    ym, yf = ser["measured_w"], ser["forecast_w"]
+    out = {"fit": fit, "result": r, "nodes": int(power["host"].nunique()),
+           "evals_fitted": fit.evals_used,
+           "minutes": int(len(ym) * grid_s // 60),
+           "mape_1min_pct": m.loc["mape_1min_pct", "forecast"],
+           "bias_1min_pct": m.loc["bias_1min_pct", "forecast"],
+           "energy_error_pct": m.loc["energy_j", "error_pct"],
+           "eval_dip_error_pct": m.loc["eval_dip_depth_w", "error_pct"],
+           "eval_timing_max_s": m.loc["eval_start_error_s", "forecast"],
+           "trough_measured_kw": m.loc["step_trough_w", "measured"] / 1e3,
+           "peak_measured_kw": m.loc["step_peak_w", "measured"] / 1e3,
+           "trough_forecast_kw": m.loc["step_trough_w", "forecast"] / 1e3,
+           "peak_forecast_kw": m.loc["step_peak_w", "forecast"] / 1e3,
+           "swing_error_pct": m.loc["step_swing_w", "error_pct"],
+           "period_measured_s": m.loc["step_period_s", "measured"],
+           "period_forecast_s": m.loc["step_period_s", "forecast"]}
+    for k in ("up", "down"):
+        for w in ("measured", "forecast"):
+            out[f"ramp_{k}_{w}_kw_per_s"] = m.loc[f"ramp_{k}_1s_w_per_s", w] / 1e3
+    # phase: lag of the forecast behind the measurement, cross-correlation in training
     evi = eval_intervals(log)
-    later = evi[(evi["start_utc"] > start + pd.Timedelta(seconds=60))
-                & (evi["stop_utc"] < run1)]
-
-    def dip(x, a, b):
-        before = x[(x.index >= a - pd.Timedelta(seconds=60)) & (x.index < a)].mean()
-        return before - x[(x.index >= a + pd.Timedelta(seconds=4)) & (x.index < b)].mean()
-
-    dm = np.mean([dip(ym, a, b) for a, b in zip(later["start_utc"], later["stop_utc"])])
-    dp = np.mean([dip(yf, a, b) for a, b in zip(later["start_utc"], later["stop_utc"])])
-    fev = res.events.loc[res.events["event"] == "eval", "timestamp"]
-    lag_ev = np.array([(fev - a).dt.total_seconds().to_numpy()[
-        np.argmin(np.abs((fev - a).dt.total_seconds().to_numpy()))] for a in later["start_utc"]])
-    out.update(evals=len(later), eval_dip_measured_kw=dm / 1e3, eval_dip_forecast_kw=dp / 1e3,
-               eval_dip_error_pct=100 * (dp - dm) / dm, eval_timing_mean_s=lag_ev.mean(),
-               eval_timing_max_s=np.abs(lag_ev).max())
-    # the step oscillation, in training only (3 s before an evaluation to 15 s after it)
     idx = ym.index
     train = np.ones(len(idx), bool)
     for a, b in zip(evi["start_utc"], evi["stop_utc"]):
         train &= ~((idx >= a - pd.Timedelta(seconds=3)) & (idx < b + pd.Timedelta(seconds=15)))
     n_step = round(fit.step_time_s / grid_s)
-
-    def swing(x):  # median over time of the lowest and highest value within a step
-        s = pd.Series(np.where(train, x.to_numpy(), np.nan), index=idx)
-        roll = s.rolling(n_step, center=True, min_periods=n_step)
-        return np.nanmedian(roll.min()), np.nanmedian(roll.max())
-
-    (tm, pm), (tf, pf) = swing(ym), swing(yf)
-    out.update(trough_measured_kw=tm / 1e3, peak_measured_kw=pm / 1e3,
-               trough_forecast_kw=tf / 1e3, peak_forecast_kw=pf / 1e3,
-               swing_error_pct=100 * ((pf - tf) - (pm - tm)) / (pm - tm))
-
-    def period(x):
-        v = x.to_numpy()
-        fr, pxx = signal.periodogram(v, fs=1 / grid_s, window="hann", nfft=2 ** 20,
-                                     detrend="linear")
-        band = (fr > 1 / 20) & (fr < 1 / 5)
-        return 1.0 / fr[band][np.argmax(pxx[band])]
-
-    out.update(period_measured_s=period(ym), period_forecast_s=period(yf))
-    # phase: lag of the forecast behind the measurement, cross-correlation in training
-    a = np.where(train, ym.to_numpy() - ym[train].mean(), 0.0)
-    b = np.where(train, yf.to_numpy() - yf[train].mean(), 0.0)
+    x = np.where(train, ym.to_numpy() - ym[train].mean(), 0.0)
+    y = np.where(train, yf.to_numpy() - yf[train].mean(), 0.0)
     lags = np.arange(-(n_step // 2), n_step // 2 + 1)
-    cc = [np.einsum("i,i->", a[max(0, -k):len(a) - max(0, k)], b[max(0, k):len(b) - max(0, -k)])
+    cc = [np.einsum("i,i->", x[max(0, -k):len(x) - max(0, k)], y[max(0, k):len(y) - max(0, -k)])
           for k in lags]
     out["step_lag_s"] = grid_s * lags[int(np.argmax(cc))]
-    # what the first-half fit predicts: the engine ends its dips with the steps
+    # what the first-half fit predicts: the engine ends its dips with the steps; the
+    # forecast evaluations' mean timing error shifts them all
+    later = evi[(evi["start_utc"] > idx[0] + pd.Timedelta(seconds=60))
+                & (evi["stop_utc"] < idx[-1])]
+    fev = r.forecast_evals["split"]
+    lag_ev = np.array([((fev - a).total_seconds().to_numpy())[
+        np.argmin(np.abs((fev - a).total_seconds().to_numpy()))] for a in later["start_utc"]])
+    out.update(evals=len(later), eval_timing_mean_s=lag_ev.mean())
     out["step_lag_predicted_s"] = lag_ev.mean() - (fit.step_dip_center_s
                                                    + fit.step_dip_duration_s / 2)
-
-    def ramps(x):  # largest change between consecutive 1-s means [W/s]
-        d = np.diff(x.groupby(x.index.floor("1s")).mean().to_numpy())
-        return d.max(), -d.min()
-
-    (um, dm_), (uf, df_) = ramps(ym), ramps(yf)
-    out.update(ramp_up_measured_kw_per_s=um / 1e3, ramp_up_forecast_kw_per_s=uf / 1e3,
-               ramp_down_measured_kw_per_s=dm_ / 1e3, ramp_down_forecast_kw_per_s=df_ / 1e3)
     return out
 
 
@@ -442,6 +392,7 @@ def test_mlperf_levels_do_not_depend_on_which_half_is_fitted(mlperf, mlperf_back
 
 if __name__ == "__main__":  # pragma: no cover - prints the numbers for the docs
     r = backtest()
+    r.pop("result")
     print(r.pop("fit").summary())
     for k, v in r.items():
         print(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}")

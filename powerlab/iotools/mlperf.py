@@ -39,6 +39,7 @@ __all__ = [
     "STEP_VARIABLE_MAP",
     "VARIABLE_MAP",
     "MLLogResult",
+    "clock_offsets",
     "parse_mllog",
     "parse_mlperf_power",
     "read_mllog",
@@ -59,6 +60,9 @@ STEP_VARIABLE_MAP: dict[str, str] = {
 }
 
 _NODE = re.compile(r"^node_(\d+)\.txt(?:\.gz)?$")
+_SWITCH = re.compile(r"^sw_(\d+)\.txt(?:\.gz)?$")
+#: MLLOG keys of switch (interconnect) power: kept apart, never added to a node.
+SWITCH_KEYS = ("interconnect_power_est",)
 
 
 def _events(text: str, path) -> tuple[list[tuple], int, str | None]:
@@ -113,8 +117,29 @@ def _warn_bad(path, bad, first_bad, what="MLLOG line(s)"):
                      f"(first at {first_bad})", stacklevel=4)
 
 
-def read_mlperf_power(path_or_dir, *, host: str | None = None) -> pd.DataFrame:
+def read_mlperf_power(path_or_dir, *, host: str | None = None,
+                      align_clocks: bool = False) -> pd.DataFrame:
     """Read MLPerf node power logs (``power_reading`` events) as node-scope telemetry.
+
+    Real logs of different submitters are read as they come:
+
+    - **repeated readings**: a reading repeated with the same ``time_ms`` and value is
+      dropped; readings at one instant with different values are averaged (their mean is
+      the reading).  Both are counted in one
+      :class:`~powerlab.exceptions.DataQualityWarning` per file and in
+      ``attrs["repeated_readings"]``;
+    - **host** from the file name (``node_12.txt`` -> ``"node_12"``), never from the
+      events' metadata (a v5.0 log says ``"host": "node_0"`` in every file);
+    - **switch logs** (``sw_N.txt``, or ``interconnect_power_est`` events in any file)
+      stay switches: they are returned apart in ``attrs["switch_power"]`` (records of
+      ``switch``, ``time_utc``, ``power_w``), never added to a node;
+    - **meter interval** per file: the median spacing of its readings, in
+      ``attrs["meter_interval_s"]`` (host -> seconds; 2.0 s for the v4.0 logs, 1.0 s for
+      v5.0);
+    - **identical node logs** (two files with the same readings at the same instants) are
+      kept and named in a warning and ``attrs["identical_logs"]``;
+    - **clock offsets** between nodes are estimated (:func:`clock_offsets`) and reported in
+      ``attrs["clock_offsets_s"]``; ``align_clocks=True`` subtracts them.
 
     Parameters
     ----------
@@ -124,6 +149,8 @@ def read_mlperf_power(path_or_dir, *, host: str | None = None) -> pd.DataFrame:
     host : str, optional
         Host name for a single file.  Default: the file name (``node_12.txt`` ->
         ``"node_12"``).
+    align_clocks : bool, default False
+        Shift each node's timestamps by its estimated clock offset.
 
     Returns
     -------
@@ -132,22 +159,27 @@ def read_mlperf_power(path_or_dir, *, host: str | None = None) -> pd.DataFrame:
         ``timestamp`` from ``time_ms`` (Unix epoch milliseconds, UTC).
     """
     p = Path(path_or_dir)
+    switches = []
     if p.is_dir():
         files = sorted((f for f in p.iterdir() if _NODE.match(f.name)),
                        key=lambda f: int(_NODE.match(f.name).group(1)))
+        switches = sorted(f for f in p.iterdir() if _SWITCH.match(f.name))
         if not files:
             raise ParseError("no node_*.txt power logs in this directory", path=p)
         if host is not None and len(files) > 1:
             raise ParseError("host= names one node; it cannot be given for a directory of "
                              f"{len(files)} node logs", path=p)
+    elif not p.exists():
+        raise ParseError("no such file or directory", path=p)
     else:
         files = [p]
     ts, ws, hosts, codes, unreadable = [], [], [], [], []
+    intervals, repeats, sw_rows, digests = {}, {}, [], {}
     for f in files:
         h = host if host is not None else strip_gz(f.name).rsplit(".", 1)[0]
         try:
             text, _ = read_text(f)
-            t, w = _power_arrays(text, f)
+            t, w, info = _power_arrays(text, f)
         except ParseError as exc:
             if len(files) == 1:
                 raise
@@ -157,17 +189,120 @@ def read_mlperf_power(path_or_dir, *, host: str | None = None) -> pd.DataFrame:
         hosts.append(h)
         ts.append(t)
         ws.append(w)
+        intervals[h] = info["meter_interval_s"]
+        repeats[h] = info["repeated"]
+        sw_rows += [(h, tt, ww) for tt, ww in info["switch"]]
+        digests.setdefault((t.tobytes(), w.tobytes()), []).append(h)
     if not ts:
         raise ParseError(f"none of the {len(files)} node power logs is readable: "
                          + "; ".join(unreadable), path=p)
+    for f in switches:
+        try:
+            text, _ = read_text(f)
+        except ParseError:
+            continue
+        name = strip_gz(f.name).rsplit(".", 1)[0]
+        sw_rows += [(name, tt, ww) for tt, ww in _switch_events(text, f)]
     df = _node_frame(np.concatenate(ts), np.concatenate(ws), hosts, np.concatenate(codes))
     df = schema.conform(df)
     df = schema.validate(df, source=str(p))
     if unreadable:
         warn_quality(f"{p}: skipped {len(unreadable)} of {len(files)} node power logs that "
                      f"cannot be read: {'; '.join(unreadable)}", stacklevel=3)
+    same = [tuple(v) for v in digests.values() if len(v) > 1]
+    if same:
+        warn_quality(f"{p}: node logs with identical readings (same instants and values): "
+                     + "; ".join(" = ".join(g) for g in same)
+                     + " -- one meter logged under several names? kept as read",
+                     stacklevel=3)
+    offsets = clock_offsets(df) if len(hosts) > 1 else pd.Series(
+        {hosts[0]: 0.0}, name="clock_offset_s")
+    if align_clocks and len(hosts) > 1:
+        shift = df["host"].map(offsets).astype("float64").to_numpy()
+        df["timestamp"] = df["timestamp"] - pd.to_timedelta(shift, unit="s")
+        df = schema.conform(df)
     df.attrs["unreadable_files"] = [u.split(" (", 1)[0] for u in unreadable]
+    df.attrs["meter_interval_s"] = intervals
+    df.attrs["repeated_readings"] = repeats
+    df.attrs["identical_logs"] = [list(g) for g in same]
+    df.attrs["clock_offsets_s"] = offsets.to_dict()
+    df.attrs["clocks_aligned"] = bool(align_clocks and len(hosts) > 1)
+    df.attrs["switch_power"] = [  # plain values: attrs travel into Parquet metadata
+        {"switch": r[0], "time_utc": pd.Timestamp(r[1], unit="ms", tz="UTC").isoformat(),
+         "power_w": r[2]} for r in sw_rows]
     return df
+
+
+def clock_offsets(telemetry: pd.DataFrame, *, max_lag_s: float = 5.0,
+                  grid_s: float = 0.1) -> pd.Series:
+    """Clock offset of each node against the others, from their common workload [s].
+
+    Each node's readings are interpolated onto a common ``grid_s`` grid; its offset is the
+    lag (within ``+-max_lag_s``, refined by a parabola through the peak) that maximises the
+    cross-correlation of its demeaned series with the median of all nodes.  A positive
+    offset means the node's clock runs ahead: the same workload change carries a later
+    timestamp there; ``timestamp - offset`` puts it on the common clock.  The median over
+    nodes is 0 by construction of the reference only approximately, so offsets are
+    reported relative to their median.
+
+    Parameters
+    ----------
+    telemetry : DataFrame
+        Node-scope telemetry of one job (``timestamp``, ``host``, ``power_w``).
+    max_lag_s : float, default 5
+        Largest offset searched [s].
+    grid_s : float, default 0.1
+        Resolution of the common grid [s].
+
+    Returns
+    -------
+    pandas.Series
+        Offset per host [s], named ``clock_offset_s``.
+
+    References
+    ----------
+    .. [1] J. S. Bendat and A. G. Piersol, *Random Data*, 4th ed., Wiley, 2010, ch. 5
+       (cross-correlation and time-delay estimation).
+    """
+    from scipy import signal
+
+    df = telemetry[telemetry["power_w"].notna()]
+    t_ns = df["timestamp"].to_numpy("datetime64[ns]").astype(np.int64)
+    t0, t1 = t_ns.min(), t_ns.max()
+    grid = np.arange(0.0, (t1 - t0) / 1e9, grid_s)
+    hosts, series = [], []
+    for h, g in df.groupby("host", sort=True, observed=True):
+        tt = (g["timestamp"].to_numpy("datetime64[ns]").astype(np.int64) - t0) / 1e9
+        o = np.argsort(tt)
+        hosts.append(str(h))
+        series.append(np.interp(grid, tt[o], g["power_w"].to_numpy(float)[o]))
+    y = np.vstack(series)
+    ref = np.median(y, axis=0)
+    ref = ref - ref.mean()
+    k = round(max_lag_s / grid_s)
+    out = []
+    for row in y:
+        x = row - row.mean()
+        cc = signal.correlate(x, ref, mode="full", method="fft")
+        mid = len(ref) - 1
+        win = cc[mid - k: mid + k + 1]
+        j = int(np.argmax(win))
+        shift = 0.0
+        if 0 < j < len(win) - 1:
+            a, b, c = win[j - 1], win[j], win[j + 1]
+            den = a - 2 * b + c
+            shift = 0.5 * (a - c) / den if den != 0 else 0.0
+        out.append((j - k + shift) * grid_s)
+    off = np.asarray(out)
+    return pd.Series(off - np.median(off), index=hosts, name="clock_offset_s")
+
+
+def _switch_events(text: str, path) -> list[tuple[int, float]]:
+    """``(time_ms, power_w)`` of the switch power estimates in one log."""
+    events, _, _ = _events(text, path)
+    return [(int(ev["time_ms"]), float(ev["value"])) for _, _, ev in events
+            if ev["key"] in SWITCH_KEYS and isinstance(ev.get("value"), (int, float))
+            and not isinstance(ev.get("value"), bool)]
 
 
 def _why(exc: ParseError, f: Path) -> str:
@@ -184,11 +319,18 @@ def parse_mlperf_power(text_or_buffer, *, host: str = "node", path=None) -> pd.D
     return schema.validate(df, source=str(path or "MLLOG text"))
 
 
-def _power_arrays(text: str, path) -> tuple[np.ndarray, np.ndarray]:
-    """``(time_ms, power_w)`` of one node log's power readings, impossible ones masked."""
+def _power_arrays(text: str, path) -> tuple[np.ndarray, np.ndarray, dict]:
+    """``(time_ms, power_w, info)`` of one node log's power readings, sorted in time, one
+    per instant, impossible ones masked; ``info``: ``meter_interval_s``, ``repeated``
+    (readings dropped or merged) and ``switch`` (``(time_ms, W)`` switch estimates)."""
     events, bad, first_bad = _events(text, path)
-    t, w = [], []
+    t, w, sw = [], [], []
     for lineno, _, ev in events:
+        if ev["key"] in SWITCH_KEYS:
+            v = ev.get("value")
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                sw.append((int(ev["time_ms"]), float(v)))
+            continue
         spec = VARIABLE_MAP.get(ev["key"])
         if spec is None:
             continue
@@ -205,9 +347,39 @@ def _power_arrays(text: str, path) -> tuple[np.ndarray, np.ndarray]:
                          + (f" ({bad} malformed MLLOG line(s), first at {first_bad})"
                             if bad else ""), path=path)
     _warn_bad(path, bad, first_bad)
-    cols = {"power_w": np.asarray(w, dtype="float64")}
+    t, w, n_exact, n_conflict, spread = _one_per_instant(np.asarray(t, dtype=np.int64),
+                                                         np.asarray(w, dtype="float64"))
+    if n_exact or n_conflict:
+        warn_quality(f"{path or 'MLLOG text'}: dropped {n_exact} exactly repeated power "
+                     f"reading(s); averaged {n_conflict} instant(s) with different readings"
+                     + (f" (up to {spread:g} W apart)" if n_conflict else ""), stacklevel=4)
+    cols = {"power_w": w}
     mask_impossible(cols, node=True, path=path, what="MLLOG text")
-    return np.asarray(t, dtype=np.int64), cols["power_w"]
+    dt = np.diff(t)
+    interval = float(np.median(dt)) / 1e3 if len(dt) else float("nan")
+    return t, cols["power_w"], {"meter_interval_s": round(interval, 3),
+                                "repeated": n_exact + n_conflict, "switch": sw}
+
+
+def _one_per_instant(t: np.ndarray, w: np.ndarray):
+    """Sort by time; drop exact repeats, average different readings at one instant.
+
+    Returns ``t, w, exact repeats dropped, instants averaged, largest spread [W]``.
+    """
+    o = np.argsort(t, kind="stable")
+    t, w = t[o], w[o]
+    if len(t) < 2 or not (np.diff(t) == 0).any():
+        return t, w, 0, 0, 0.0
+    pair = np.lexsort((w, t))
+    t2, w2 = t[pair], w[pair]
+    exact = np.r_[False, (np.diff(t2) == 0) & (np.diff(w2) == 0)]
+    t2, w2 = t2[~exact], w2[~exact]
+    uniq, first, counts = np.unique(t2, return_index=True, return_counts=True)
+    mean = np.add.reduceat(w2, first) / counts
+    spread = np.maximum.reduceat(w2, first) - np.minimum.reduceat(w2, first)
+    multi = counts > 1
+    return (uniq, mean, int(exact.sum()), int(multi.sum()),
+            float(spread[multi].max()) if multi.any() else 0.0)
 
 
 def _node_frame(t: np.ndarray, w: np.ndarray, hosts: list[str],
@@ -228,7 +400,7 @@ def _node_frame(t: np.ndarray, w: np.ndarray, hosts: list[str],
 
 
 def _power_frame(text: str, host: str, path) -> pd.DataFrame:
-    t, w = _power_arrays(text, path)
+    t, w, _ = _power_arrays(text, path)
     return _node_frame(t, w, [host], np.zeros(len(t), dtype=np.int32))
 
 
@@ -309,6 +481,8 @@ class MLLogResult:
             out = a.merge(b[[key, "stop"]], on=key, how="outer")
         else:
             out = pd.concat([a, b[["stop"]]], axis=1)
+        for c in ("start", "stop"):  # a log without these events has empty object columns
+            out[c] = pd.to_datetime(out[c], utc=True).astype("datetime64[ns, UTC]")
         out["duration_s"] = (out["stop"] - out["start"]).dt.total_seconds()
         if kind == "eval":
             acc = ev[ev["key"] == "eval_accuracy"]
@@ -350,6 +524,16 @@ class MLLogResult:
     def _repr_html_(self) -> str:
         import html
         return "<pre>" + html.escape(self.summary()) + "</pre>"
+
+
+def _step(v):
+    """The step number of a ``tracked_stats`` event: an integer, or the last integer of a
+    list (BERT logs ``"step": [epoch, step]``); ``None`` otherwise."""
+    if isinstance(v, (list, tuple)) and v:
+        v = v[-1]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+        return None
+    return int(v)
 
 
 def read_mllog(path) -> MLLogResult:
@@ -394,7 +578,7 @@ def parse_mllog(text_or_buffer, *, path=None) -> MLLogResult:
     ts = ev[ev["key"] == "tracked_stats"]
     recs = []
     for t, rank, val, meta in zip(ts["timestamp"], ts["rank"], ts["value"], ts["metadata"]):
-        r = {"timestamp": t, "rank": rank, "step": meta.get("step")}
+        r = {"timestamp": t, "rank": rank, "step": _step(meta.get("step"))}
         if isinstance(val, dict):
             for k, v in val.items():
                 r[STEP_VARIABLE_MAP.get(k, re.sub(r"\W+", "_", k.replace(" in s", "_s")))] = v

@@ -1,0 +1,83 @@
+"""``powerlab calibrate``: fit a job's power profile from its telemetry and write it as a
+scenario that ``powerlab forecast`` runs unchanged."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="fit a job power profile from telemetry and write it as a scenario YAML",
+        description="Fit a job's power profile (levels with their uncertainty, step period, "
+                    "duty cycle, step dip, evaluations, start-up) from its power telemetry "
+                    "(any supported format, MLPerf node logs, or a store) and, optionally, "
+                    "its MLPerf training log; write a scenario with the job and the "
+                    "hardware block it implies, each number commented with its source. "
+                    "'powerlab forecast' runs the file unchanged. Prints what the data "
+                    "cannot tell.",
+    )
+    p.add_argument("power", nargs="+", type=Path,
+                   help="power telemetry: files, folders of MLPerf node logs, or a store")
+    p.add_argument("--events", type=Path, help="MLPerf training log (result_*.txt[.gz])")
+    p.add_argument("--start", help="calibration window start (UTC, ISO 8601)")
+    p.add_argument("--end", help="calibration window end (UTC, ISO 8601)")
+    p.add_argument("--gpus-per-node", type=int, default=8,
+                   help="GPUs per node for node-level telemetry (default 8)")
+    p.add_argument("--meter-interval", type=float,
+                   help="interval of the readings [s] (default: detected per file)")
+    p.add_argument("--name", default="calibrated", help="job name in the scenario")
+    p.add_argument("--tz", help="time zone of zone-less timestamps in the sources")
+    p.add_argument("--out", type=Path, required=True, help="scenario YAML to write")
+    p.set_defaults(func=run)
+
+
+def _utc(text, what):
+    import pandas as pd
+
+    from ..exceptions import PowerlabError
+
+    if text is None:
+        return None
+    try:
+        t = pd.Timestamp(text)
+    except (TypeError, ValueError):
+        raise PowerlabError(f"{what} {text!r} is not a time") from None
+    if t.tzinfo is None:
+        raise PowerlabError(f"{what} {text!r} has no time zone; give UTC, e.g. "
+                            "2024-05-17T15:40:00Z")
+    return t
+
+
+def run(args) -> int:
+    from ..exceptions import PowerlabError
+    from ..grid.calibrate import calibrate_job
+    from ..grid.scenario import parse_scenario
+    from ._recording import read_events, read_power
+
+    if args.out.suffix.lower() not in (".yaml", ".yml"):
+        raise PowerlabError(f"--out {args.out}: the scenario is a YAML file; name it "
+                            "'*.yaml'")
+    if not args.out.parent.is_dir():
+        raise PowerlabError(f"--out {args.out}: folder {args.out.parent} does not exist")
+    if args.gpus_per_node < 1:
+        raise PowerlabError(f"--gpus-per-node must be >= 1, got {args.gpus_per_node}")
+    start, end = _utc(args.start, "--start"), _utc(args.end, "--end")
+    if args.meter_interval is not None and not args.meter_interval > 0:
+        raise PowerlabError(f"--meter-interval must be > 0 seconds, got {args.meter_interval}")
+    power = read_power(args.power, tz=args.tz)
+    events = read_events(args.events) if args.events else None
+    src = ", ".join(str(p) for p in args.power)
+    cal = calibrate_job(power, events=events, start=start,
+                        end=end, meter_interval_s=args.meter_interval,
+                        gpus_per_node=args.gpus_per_node, source=src,
+                        events_source=str(args.events) if args.events else None)
+    text = cal.to_yaml(name=args.name, source=src + (f" with events {args.events}"
+                                                      if args.events else ""))
+    parse_scenario(text, path=args.out)  # what forecast will read must parse
+    args.out.write_text(text, encoding="utf-8")
+    print(cal.summary())
+    print(f"wrote {args.out}")
+    return 0

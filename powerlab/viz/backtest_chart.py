@@ -1,0 +1,49 @@
+"""Chart of a backtest: measured against forecast power through the recording's meters."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..exceptions import SchemaError, Violation
+from .render import PALETTE, alt, sized
+
+__all__ = ["backtest_chart"]
+
+
+def backtest_chart(series: pd.DataFrame, *, title: str | None = None, every_s: float = 1.0,
+                   width: int | None = None, height: int | None = None) -> alt.Chart:
+    """Measured and forecast power (summed node meters) over the scored window.
+
+    Parameters
+    ----------
+    series : pandas.DataFrame
+        ``measured_w`` and ``forecast_w`` [W] on a time index (UTC), as in
+        :attr:`powerlab.grid.backtest.BacktestResult.series`.
+    title : str, optional
+    every_s : float, default 1
+        Means over this interval are drawn [s].
+    width, height : int, optional
+
+    Returns
+    -------
+    altair.Chart
+    """
+    miss = [c for c in ("measured_w", "forecast_w") if c not in series.columns]
+    if miss or not isinstance(series.index, pd.DatetimeIndex):
+        raise SchemaError([Violation(c, "required by backtest_chart") for c in miss]
+                          or [Violation("index", "must be a DatetimeIndex")])
+    s = series.groupby(series.index.floor(f"{every_s}s")).mean()
+    long = s.rename(columns={"measured_w": "measured", "forecast_w": "forecast"}) \
+        .rename_axis("timestamp").reset_index().melt("timestamp", var_name="series",
+                                                     value_name="power_kw")
+    long["power_kw"] = long["power_kw"] / 1e3
+    long["timestamp"] = long["timestamp"].dt.tz_convert("UTC").dt.tz_localize(None)
+    chart = alt.Chart(long).mark_line(strokeWidth=1).encode(
+        x=alt.X("timestamp:T", title="time (UTC)"),
+        y=alt.Y("power_kw:Q", title="power [kW]", scale=alt.Scale(zero=False)),
+        color=alt.Color("series:N", scale=alt.Scale(domain=["measured", "forecast"],
+                                                    range=[PALETTE[0], PALETTE[1]])),
+        tooltip=["timestamp:T", "series:N", alt.Tooltip("power_kw:Q", format=",.2f")],
+    ).properties(title=alt.Title(title or "Backtest: measured vs forecast",
+                                 subtitle=f"{every_s:g}-s means of the summed meters"))
+    return sized(chart, width, height)
