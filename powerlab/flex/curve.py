@@ -330,6 +330,10 @@ def fit_curve(telemetry: pd.DataFrame, steps: pd.DataFrame, *, gpu_model: str = 
     top = pts["power_limit_w"].round().max()
     p_ref = float(pts.loc[pts["power_limit_w"].round() == top, "power_w"].mean())
     u = np.minimum(np.log(pts["power_w"].to_numpy() / p_ref), 0.0)
+    if np.ptp(u) < np.log(1 / 0.9):
+        raise AnalysisError("the GPUs' power varies by less than 10 % across the power "
+                            "limits (the limits do not bind): the data cannot show the "
+                            "curve; use prior_curve")
     x = np.column_stack([np.ones(len(u)), u, u * u])
     y = np.log(pts["step_rate_per_s"].to_numpy())
     res = sm.OLS(y, x).fit(cov_type="HC3")

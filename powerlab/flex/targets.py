@@ -134,6 +134,8 @@ def _time(text, tz: str | None, where: dict) -> pd.Timestamp:
 
 
 def _cap_w(value, where: dict) -> float:
+    if value is None or str(value).strip() == "":
+        raise ParseError("missing cap (every target needs one; none is dropped)", **where)
     try:
         v = float(value)
     except (TypeError, ValueError):
