@@ -113,7 +113,7 @@ def _band_t(values: np.ndarray) -> tuple[float, float]:
 def _similar_days(power: pd.Series, start, end, *, x: int, y: int, site_tz: str,
                   event_days: set) -> tuple[float, float, list]:
     loc0 = start.tz_convert(site_tz)
-    weekend = loc0.dayofweek >= 5
+    weekend = loc0.day_of_week >= 5
     off0 = start - loc0.normalize().tz_convert("UTC")
     length = end - start
     bins = power.index
@@ -125,7 +125,7 @@ def _similar_days(power: pd.Series, start, end, *, x: int, y: int, site_tz: str,
         day = (day - pd.Timedelta(days=1)).normalize()
         day = day.tz_localize(None).tz_localize(site_tz, ambiguous=True,
                                                  nonexistent="shift_forward")
-        if (day.dayofweek >= 5) != weekend or day.date() in event_days:
+        if (day.day_of_week >= 5) != weekend or day.date() in event_days:
             continue
         w0 = day.tz_convert("UTC") + off0
         seg = power[(power.index >= w0) & (power.index < w0 + length)].dropna()
