@@ -69,7 +69,7 @@ def main() -> int:
     _, full_w, _ = site_power_range_w(sc)
     tg = _trajectory(sc, full_w)
     base, _ = _timed(lambda: forecast(sc, draws=args.draws, seed=0, tick_s=1.0), args.runs)
-    t, plan = _timed(lambda: plan_curtailment(sc, tg, spec=spec, draws=args.draws,
+    t, _plan = _timed(lambda: plan_curtailment(sc, tg, spec=spec, draws=args.draws,
                                               simulate=False), args.runs)
     ts, sim = _timed(lambda: plan_curtailment(sc, tg, spec=spec, draws=args.draws),
                      args.runs)

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
-
-from pathlib import Path
 
 from powerlab.flex import flex_offer, plan_curtailment, random_targets
 from powerlab.flex.levers import site_power_range_w
@@ -53,7 +53,7 @@ def test_offer_25pct_within_30s_for_3h_with_cost_and_band(sc):
     assert rows.loc[rows["lever"] == "storage", "shed_megawatts"].iloc[0] == 0  # no battery
     # a second implementation from the definition: shed = GPUs x (job power - capped
     # power) while training, scaled by the share of time training in the window
-    _, full, _ = site_power_range_w(sc)
+    _, _full, _ = site_power_range_w(sc)
     job = sc.jobs[0]
     rate = 1 - b["step_rate_loss_pct"] / 100
     cf = 1 - (1 - job.compute_fraction) * rate
@@ -100,7 +100,7 @@ def test_one_target_known_answer_and_null_case(sc, ercot):
     assert (m <= 0.8 * full).all() and (m[up] > 0.75 * full).all()
     assert t["lost_gpu_hours"].iloc[0] > 0
     assert t["lost_gpu_hours"].iloc[1] == 0              # a cap above the site: no cost
-    col = [c for c in plan.schedule.columns if c.startswith("power_limit_w[")][0]
+    col = next(c for c in plan.schedule.columns if c.startswith("power_limit_w["))
     during = plan.schedule.loc[i, col]
     assert during.notna().all() and (during < 650).all()
 
@@ -116,10 +116,10 @@ def test_late_notice_is_a_late_response_not_a_silent_pass(sc, ercot):
 
 
 def test_target_below_the_capping_floor_pauses_the_job(sc, ercot):
-    floor, full, _ = site_power_range_w(sc)
+    _floor, full, _ = site_power_range_w(sc)
     tg = _targets([("2025-07-01T08:00Z", "2025-07-01T08:20Z", 0.5 * full, None)])
     plan = plan_curtailment(sc, tg, spec=ercot, draws=3)
-    paused = [c for c in plan.schedule.columns if c.startswith("paused[")][0]
+    paused = next(c for c in plan.schedule.columns if c.startswith("paused["))
     assert plan.schedule[paused].any()
     assert plan.targets["met"].all() and plan.restart_gpu_hours > 0
     assert plan.ramp_violations == 0

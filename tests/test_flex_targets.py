@@ -12,7 +12,7 @@ from powerlab.exceptions import ParseError
 from powerlab.flex import parse_openadr_event, read_targets
 
 NOW = pd.Timestamp("2025-07-01T00:00Z")
-KW = dict(floor_w=6e6, max_w=17e6, now=NOW)
+KW = {"floor_w": 6e6, "max_w": 17e6, "now": NOW}
 
 
 def _csv(tmp_path, text, name="t.csv"):
@@ -76,8 +76,8 @@ def test_openadr3_event_intervals_follow_the_event_period(tmp_path):
      "below the site's floor"),
     ("start_utc,end_utc,cap_megawatts\n2025-06-30T01:00Z,2025-06-30T01:05Z,10\n",
      "in the past"),
-    ("start_utc,end_utc,cap_megawatts\n2025-07-01T01:00Z,2025-07-01T01:10Z,10\n"
-     "2025-07-01T01:05Z,2025-07-01T01:15Z,11\n", "overlap"),
+    (("start_utc,end_utc,cap_megawatts\n2025-07-01T01:00Z,2025-07-01T01:10Z,10\n"
+     "2025-07-01T01:05Z,2025-07-01T01:15Z,11\n"), "overlap"),
     ("start_utc,end_utc,cap_megawatts\n2025-07-01 01:00 Mars/Olympus,2025-07-01T01:05Z,10\n",
      "unknown time zone"),
     ("start_utc,end_utc,cap_megawatts\n2025-07-01 01:00,2025-07-01 01:05,10\n",

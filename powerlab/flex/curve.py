@@ -191,9 +191,9 @@ class PowerThroughputCurve:
         """Text summary: source, coefficients with standard errors, the curve."""
         se = np.sqrt(np.diag(self.cov))
         head = [f"Power-throughput curve ({self.source})",
-                f"GPU model: {self.gpu_model or 'unknown'}   P_ref = {self.p_ref_w:.0f} W"
+                (f"GPU model: {self.gpu_model or 'unknown'}   P_ref = {self.p_ref_w:.0f} W"
                 f"   kappa = {self.kappa:.3f}   limits {self.min_limit_w:.0f}-"
-                f"{self.max_limit_w:.0f} W",
+                f"{self.max_limit_w:.0f} W"),
                 f"log r = b1 log y + b2 (log y)^2:  b1 = {self.b[0]:.4f} (se {se[0]:.4f}),"
                 f" b2 = {self.b[1]:.4f} (se {se[1]:.4f})"
                 + (f",  R^2 = {self.rsquared:.4f}" if np.isfinite(self.rsquared) else "")

@@ -119,12 +119,12 @@ class FlexOffer:
     def summary(self) -> str:
         """Headline (25 % of IT power within 30 s for 3 h) and the table."""
         a = self.assumptions
-        lines = [f"Flexibility offer: IT power {self.it_power_w / 1e6:.2f} MW, hold window "
+        lines = [(f"Flexibility offer: IT power {self.it_power_w / 1e6:.2f} MW, hold window "
                  f"{self.window[0]:%Y-%m-%d %H:%M} - {self.window[1]:%H:%M} UTC, "
-                 f"{self.draws} draws",
-                 f"Response assumptions: power cap {a.power_cap_response_s:g} s, clock lock "
+                 f"{self.draws} draws"),
+                 (f"Response assumptions: power cap {a.power_cap_response_s:g} s, clock lock "
                  f"{a.clock_lock_response_s:g} s, pause = on-demand checkpoint + "
-                 f"{a.pause_drain_s:g} s"]
+                 f"{a.pause_drain_s:g} s")]
         b = self.best(30.0, 3 * 3600.0, 25.0)
         if b is None:
             lines.append("No lever sheds 25 % of IT power within 30 s for 3 h.")
@@ -217,8 +217,8 @@ def flex_offer(scenario: Scenario, curves=None, *, hold_s: float = 3 * 3600.0,
         w1 = min(w0 + pd.Timedelta(seconds=hold_s), scenario.end_utc)
         if not scenario.start_utc <= w0 < w1:
             raise PowerlabError(f"start {w0} is outside the scenario's horizon")
-    i0 = int(round((w0 - scenario.start_utc).total_seconds() / tick_s))
-    i1 = int(round((w1 - scenario.start_utc).total_seconds() / tick_s))
+    i0 = round((w0 - scenario.start_utc).total_seconds() / tick_s)
+    i1 = round((w1 - scenario.start_utc).total_seconds() / tick_s)
     hold_max = (scenario.end_utc - w0).total_seconds()
     _, full_w, _ = site_power_range_w(scenario)
     base = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s)

@@ -172,18 +172,18 @@ class CurtailmentPlan:
     def summary(self) -> str:
         t = self.targets
         lines = [
-            f"Curtailment plan: {len(t)} targets ({self.scope} power), {self.draws} draws, "
-            f"response {self.response_s:g} s, trailing {self.averaging_s:g}-s means",
-            f"Targets met in every draw: {t['met'].sum()} of {len(t)} "
+            (f"Curtailment plan: {len(t)} targets ({self.scope} power), {self.draws} draws, "
+            f"response {self.response_s:g} s, trailing {self.averaging_s:g}-s means"),
+            (f"Targets met in every draw: {t['met'].sum()} of {len(t)} "
             f"({100 * self.share_met:.1f} %); target-draw pairs met: "
-            f"{100 * t['met_share'].mean():.2f} %",
-            f"Worst overshoot: {t['worst_overshoot_megawatts'].max():.3f} MW; worst "
-            f"response time: {t['response_time_s'].max():.0f} s",
-            f"Lost training: {self.lost_gpu_hours:.0f} GPU-h (curve band "
+            f"{100 * t['met_share'].mean():.2f} %"),
+            (f"Worst overshoot: {t['worst_overshoot_megawatts'].max():.3f} MW; worst "
+            f"response time: {t['response_time_s'].max():.0f} s"),
+            (f"Lost training: {self.lost_gpu_hours:.0f} GPU-h (curve band "
             f"{self.lost_gpu_hours_lower:.0f}-{self.lost_gpu_hours_upper:.0f}), of which "
-            f"{self.restart_gpu_hours:.0f} GPU-h restarting paused jobs",
-            f"Planned ramp rates (IT): down {self.rate_down_w_per_s * 60 / 1e6:.2f} MW/min, "
-            f"up {self.rate_up_w_per_s * 60 / 1e6:.2f} MW/min",
+            f"{self.restart_gpu_hours:.0f} GPU-h restarting paused jobs"),
+            (f"Planned ramp rates (IT): down {self.rate_down_w_per_s * 60 / 1e6:.2f} MW/min, "
+            f"up {self.rate_up_w_per_s * 60 / 1e6:.2f} MW/min"),
         ]
         if len(self.ramps):
             lines.append("Ramp requirements (plan-caused violations over all draws):")
@@ -201,7 +201,7 @@ class CurtailmentPlan:
     def timeline(self, every_s: float = 10.0) -> pd.DataFrame:
         """Tidy frame for a chart: ``timestamp, series, power_megawatts`` (baseline mean,
         planned mean and 90th percentile over draws, the cap) every ``every_s``."""
-        k = max(1, int(round(every_s / self.tick_s)))
+        k = max(1, round(every_s / self.tick_s))
         ts = self.times[::k]
         parts = {"baseline mean": self.baseline_w.mean(axis=0)[::k],
                  "plan mean": self.plan_w.mean(axis=0)[::k],
@@ -218,7 +218,7 @@ class CurtailmentPlan:
         if out.exists() and not out.is_dir():
             raise PowerlabError(f"{out} exists and is not a folder")
         out.mkdir(parents=True, exist_ok=True)
-        k = max(1, int(round(10.0 / self.tick_s)))
+        k = max(1, round(10.0 / self.tick_s))
         paths = [out / "plan_targets.csv", out / "plan_schedule.csv", out / "plan_ramps.csv",
                  out / "plan_summary.txt"]
         self.targets.to_csv(paths[0], index=False, float_format="%.6g")
@@ -275,7 +275,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     a = assumptions or LeverAssumptions()
     cv = job_curves(scenario, curves)
     t0 = scenario.start_utc
-    n = int(round((scenario.end_utc - t0).total_seconds() / tick_s))
+    n = round((scenario.end_utc - t0).total_seconds() / tick_s)
     times = pd.date_range(t0, periods=n, freq=pd.Timedelta(seconds=tick_s))
     site = scenario.site
     pue = np.asarray(site.pue_at(times), float) * np.ones(n)
@@ -307,8 +307,8 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     cap_scope = np.full(n, np.inf)
     notice_idx = np.zeros(len(f), np.int64)
     for i, r in enumerate(f.itertuples()):
-        i0 = int(math.floor((r.start_utc - t0).total_seconds() / tick_s))
-        i1 = int(math.ceil((r.end_utc - t0).total_seconds() / tick_s))
+        i0 = math.floor((r.start_utc - t0).total_seconds() / tick_s)
+        i1 = math.ceil((r.end_utc - t0).total_seconds() / tick_s)
         i0c, i1c = max(i0, 0), min(i1, n)
         if i1c <= i0c:
             continue
@@ -319,12 +319,12 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
         # at the cap early enough that the trailing mean judged from start + response
         # holds no pre-start power (and, for facility caps, the cooling has followed)
         early = lead + max(0.0, averaging_s - response_s)
-        j0 = max(0, i0 - int(round(early / tick_s)))
+        j0 = max(0, i0 - round(early / tick_s))
         env[j0:i1c] = np.minimum(env[j0:i1c], c)
         nt = r.notice_utc
         ni = 0 if pd.isna(nt) else max(0, int((nt - t0).total_seconds() // tick_s))
         notice_idx[i] = ni
-        k_span = int(math.ceil(max(alloc.full_w - c, 0) / (r_down * tick_s))) + 1
+        k_span = math.ceil(max(alloc.full_w - c, 0) / (r_down * tick_s)) + 1
         a0 = max(ni, j0 - k_span, 0)
         if a0 < j0:
             k = np.arange(a0, j0)
@@ -346,8 +346,8 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
                             for j, t in zip(alloc.jobs, alloc.tables)])
         runs = np.flatnonzero(np.diff(np.concatenate([[0], need_pause.astype(int), [0]])))
         for s, e in zip(runs[::2], runs[1::2]):
-            s0 = max(0, s - int(round(max(j.checkpoint_duration_s for j in alloc.jobs)
-                                      / tick_s)))
+            s0 = max(0, s - round(max(j.checkpoint_duration_s for j in alloc.jobs)
+                                      / tick_s))
             got = 0.0
             need = float((alloc.cap_floor_w - p[s:e]).max())
             for ji in order:
@@ -381,12 +381,12 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
         starts = np.flatnonzero(np.diff(np.concatenate([[0], paused[ji].astype(int)])) == 1)
         restart_gh += len(starts) * j.gpus * (j.startup_s + j.checkpoint_duration_s) / 3600
     lost += restart_gh
-    out = dict(scenario=scenario, schedule=sched, times=times, tick_s=tick_s,
-               scope=targets.scope, response_s=response_s, averaging_s=averaging_s,
-               draws=draws, lost_gpu_hours=lost[0], lost_gpu_hours_lower=lost[1],
-               lost_gpu_hours_upper=lost[2], restart_gpu_hours=restart_gh,
-               rate_down_w_per_s=r_down, rate_up_w_per_s=r_up, cap_w=cap_scope,
-               curves=cv, targets_in=f)
+    out = {"scenario": scenario, "schedule": sched, "times": times, "tick_s": tick_s,
+               "scope": targets.scope, "response_s": response_s, "averaging_s": averaging_s,
+               "draws": draws, "lost_gpu_hours": lost[0], "lost_gpu_hours_lower": lost[1],
+               "lost_gpu_hours_upper": lost[2], "restart_gpu_hours": restart_gh,
+               "rate_down_w_per_s": r_down, "rate_up_w_per_s": r_up, "cap_w": cap_scope,
+               "curves": cv, "targets_in": f}
     if not simulate:
         out.update(targets=pd.DataFrame(), ramps=pd.DataFrame(), baseline_w=None,
                    plan_w=None)
@@ -416,14 +416,14 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
                          base_load_w=site.base_load_w, parts=False).facility_w
     plan_scope = fac if targets.scope == "facility" else it
     base_scope = base.power_w(targets.scope)
-    wa = max(1, int(round(averaging_s / tick_s)))
+    wa = max(1, round(averaging_s / tick_s))
     tm = _trailing_mean(plan_scope, wa)
     rows = []
     for i, r in enumerate(f.itertuples()):
-        i0 = max(0, int(math.floor((r.start_utc - t0).total_seconds() / tick_s)))
-        i1 = min(n, int(math.ceil((r.end_utc - t0).total_seconds() / tick_s)))
+        i0 = max(0, math.floor((r.start_utc - t0).total_seconds() / tick_s))
+        i1 = min(n, math.ceil((r.end_utc - t0).total_seconds() / tick_s))
         seg = tm[:, i0:i1] - r.cap_w
-        ir = min(int(math.ceil(response_s / tick_s)), i1 - i0 - 1)
+        ir = min(math.ceil(response_s / tick_s), i1 - i0 - 1)
         over = seg > 1e-6
         met = ~over[:, ir:].any(axis=1)
         last_over = np.where(over.any(axis=1),

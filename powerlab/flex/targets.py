@@ -101,7 +101,7 @@ def _zone(tz: str | None, where: dict):
 
     try:
         zoneinfo.ZoneInfo(str(tz))
-    except Exception:
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
         raise ParseError(f"unknown time zone {tz!r} (an IANA name such as "
                          "'America/Chicago' expected)", **where) from None
     return str(tz)
@@ -127,7 +127,7 @@ def _time(text, tz: str | None, where: dict) -> pd.Timestamp:
                              "or give tz", **where)
         try:
             ts = ts.tz_localize(tz)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - pytz/pandas DST errors differ by version
             raise ParseError(f"time {text!r} does not exist in {tz}: {exc}",
                              **where) from None
     return ts.tz_convert("UTC")

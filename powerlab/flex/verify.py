@@ -139,7 +139,7 @@ def _similar_days(power: pd.Series, start, end, *, x: int, y: int, site_tz: str,
                             f"window recorded) before {loc0.date()}; the method needs {y}")
     top = sorted(picks, key=lambda p: -p[1])[:x]
     vals = np.array([p[1] for p in top])
-    sd, half = _band_t(vals)
+    _sd, half = _band_t(vals)
     return float(vals.mean()), half, [p[0] for p in top]
 
 
@@ -163,8 +163,8 @@ class Verification:
 
     def summary(self) -> str:
         f = self.frame
-        lines = ["Measurement and verification: credited MW = baseline - measured "
-                 "(90 % band of the baseline)"]
+        lines = [("Measurement and verification: credited MW = baseline - measured "
+                 "(90 % band of the baseline)")]
         for m, g in f.groupby("method", sort=False):
             lines.append(f"{m}: credited {g['credited_megawatts'].mean():.3f} MW on average "
                          f"over {len(g)} interval(s), band "
@@ -228,7 +228,7 @@ def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_
 
     try:
         zoneinfo.ZoneInfo(site_tz)
-    except Exception:
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
         raise PowerlabError(f"unknown time zone {site_tz!r}") from None
     ev = events.sort_values("start_utc")
     event_days = {t.tz_convert(site_tz).date() for t in ev["start_utc"]}
