@@ -17,7 +17,7 @@ restart_risk_probability, note``.
 
 References
 ----------
-.. [1] Texas Senate Bill 6 (89th Legislature, 2025), Utilities Code 39.170: ERCOT may
+.. [1] Texas Senate Bill 6 (89th Legislature, 2025): ERCOT may
    direct large loads (>= 75 MW) to curtail in an emergency.
 .. [2] Emerald AI, "Emerald Conductor" demonstrations: ~25 % for 3 h on a 256-GPU
    cluster (Phoenix, 2025); > 30 % within 30 s, held up to 10 h, on 96 GPUs (London,
