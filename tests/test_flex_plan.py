@@ -132,3 +132,11 @@ def test_plan_is_stable_when_the_tick_changes(sc, ercot):
     b = plan_curtailment(sc, tg, spec=ercot, draws=3, tick_s=2.0)
     assert a.targets["met"].all() and b.targets["met"].all()
     assert np.isclose(a.lost_gpu_hours, b.lost_gpu_hours, rtol=0.03)
+
+
+def test_demo_reports_the_flexibility_offer():
+    from powerlab.demo import demo_scenario, flex_figures
+
+    f = flex_figures(demo_scenario(hours=2), draws=2)
+    assert f["flex_hold_s"] == 5400 and f["flex_shed_pct_of_it"] >= 25
+    assert 0 < f["flex_step_rate_loss_pct"] < 50 and f["flex_power_limit_w"] <= 300
