@@ -125,3 +125,19 @@ def test_charts_draw_the_flex_frames():
                        "lever": ["power_cap"] * 2, "step_rate_loss_pct": [10.0, 20.0]})
     d = flex_offer_chart(rf).to_dict()
     assert d["encoding"]["x"]["scale"]["type"] == "log"
+
+
+def test_site_power_from_a_telemetry_store(tmp_path):
+    """A store's site power is the sum over GPUs of each GPU's mean power per minute."""
+    from powerlab.flex import twin_capping_campaign
+    from powerlab.flex.verify import read_site_power
+    from powerlab.telemetry import write_store
+
+    tel, _ = twin_capping_campaign([700, 400], hours_each=0.5, rounds=1, seed=5)
+    write_store(tel, tmp_path / "store")
+    s = read_site_power(tmp_path / "store")
+    ref = tel.set_index("timestamp").groupby("gpu_uuid")["power_w"].resample("1min").mean() \
+        .groupby(level=1).sum()
+    common = s.index.intersection(ref.index)
+    assert len(common) > 50
+    assert np.allclose(s[common], ref[common], rtol=1e-9)

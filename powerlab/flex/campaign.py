@@ -64,14 +64,26 @@ def twin_capping_campaign(limits_w: Sequence[float], *, hours_each: float = 1.0,
     t0 = pd.Timestamp(start)
     t0 = t0.tz_localize("UTC") if t0.tz is None else t0.tz_convert("UTC")
     tels, steps = [], []
+    uuids = None
     for i, lim in enumerate(limits_w):
-        run = simulate_training(t0 + pd.Timedelta(hours=hours_each * i),
+        a = t0 + pd.Timedelta(hours=hours_each * i)
+        b = a + pd.Timedelta(hours=hours_each)
+        run = simulate_training(a,
                                 days=hours_each / 24.0, n_hosts=n_hosts,
                                 gpus_per_host=gpus_per_host, stragglers=0,
                                 telemetry_interval_s=telemetry_interval_s, seed=seed + i,
                                 power_limit_w=float(lim), **twin)
-        tels.append(run.telemetry)
-        st = run.steps.copy()
+        tel = run.telemetry
+        tel = tel[(tel["timestamp"] >= a) & (tel["timestamp"] < b)].copy()
+        # one fleet: the GPUs keep their identity from run to run (each run draws its
+        # own thermal-resistance sample, a 3 % spread)
+        key = tel["host"].astype(str) + "/" + tel["gpu_index"].astype(str)
+        if uuids is None:
+            uuids = dict(zip(key, tel["gpu_uuid"].astype(str)))
+        tel["gpu_uuid"] = pd.array(key.map(uuids), dtype="string")
+        tels.append(tel)
+        st = run.steps
+        st = st[st["timestamp"] < b].copy()
         st["power_limit_w"] = float(lim)
         steps.append(st)
     return (pd.concat(tels, ignore_index=True), pd.concat(steps, ignore_index=True))
