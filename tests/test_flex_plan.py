@@ -152,3 +152,26 @@ def test_facility_scope_caps_account_for_losses_and_cooling(sc, ercot):
     i = (plan.times >= "2025-07-01T15:01Z") & (plan.times < "2025-07-01T15:10Z")
     assert (plan.plan_w[:, i].mean(axis=1) <= 13e6).all()
     assert (plan.baseline_w[:, i].mean(axis=1) > 13e6).any()     # the cap did bind
+
+
+def test_two_jobs_share_the_shed_and_only_pay_while_they_run():
+    """small.yaml: two jobs (768 and 256 GPUs) from 12:05; the finetune ends at 13:05.
+    The shed is split over both (5-W notches by lost step rate per watt); a target after
+    the finetune has ended costs it nothing."""
+    from powerlab.interconnect import read_requirements as rr
+
+    small = read_scenario(REPO / "data/scenarios/small.yaml")
+    spec = rr(REPO / "data/requirements/small_site_example.yaml")
+    _, full, _ = site_power_range_w(small)
+    tg = _targets([("2025-06-02T12:30Z", "2025-06-02T12:40Z", 0.75 * full, None),
+                   ("2025-06-02T13:20Z", "2025-06-02T13:30Z", 0.85 * full, None)])
+    plan = plan_curtailment(small, tg, spec=spec, draws=3)
+    assert plan.targets["met"].all() and plan.ramp_violations == 0
+    s = plan.schedule.set_index("timestamp")
+    during = s.loc["2025-06-02T12:31Z":"2025-06-02T12:39Z"]
+    assert during["power_limit_w[pretrain]"].notna().all()
+    assert during["power_limit_w[finetune]"].notna().all()
+    # the second target's lost GPU-hours come from the pretrain job alone
+    t2 = plan.targets.iloc[1]
+    lim = s.loc["2025-06-02T13:20Z":"2025-06-02T13:30Z", "power_limit_w[pretrain]"]
+    assert lim.notna().all() and 0 < t2["lost_gpu_hours"] <= 768 * 10 / 60

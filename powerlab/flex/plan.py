@@ -368,16 +368,18 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     lost = np.zeros(3)
     restart_gh = 0.0
     share = base.throughput.groupby("job")["effective_training_time"].mean()
+    # a lever costs training only while its job holds its GPUs
+    alive = np.array([(times >= j.start_utc) & (times < j.end_utc) for j in alloc.jobs])
     for ji, j in enumerate(alloc.jobs):
         c = cv[j.name]
         lim = limits[ji]
-        act = ~paused[ji] & (lim < alloc.tables[ji][0][0])
+        act = ~paused[ji] & (lim < alloc.tables[ji][0][0]) & alive[ji]
         sh = float(share.get(j.name, 1.0))
         if act.any():
             rr = c.relative_rate(np.minimum(j.compute_w, c.power_at_limit(lim[act])))
             for q, col in enumerate(("rate_mean", "rate_upper", "rate_lower")):
                 lost[q] += j.gpus * sh * float((1 - rr[col]).sum()) * tick_s / 3600
-        lost += j.gpus * paused[ji].sum() * tick_s / 3600
+        lost += j.gpus * (paused[ji] & alive[ji]).sum() * tick_s / 3600
         starts = np.flatnonzero(np.diff(np.concatenate([[0], paused[ji].astype(int)])) == 1)
         restart_gh += len(starts) * j.gpus * (j.startup_s + j.checkpoint_duration_s) / 3600
     lost += restart_gh
@@ -435,8 +437,8 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
             jb = alloc.jobs[ji]
             lv = limits[ji, i0:i1]
             rr = job_rate(cv[jb.name], jb, lv)
-            lost_t += jb.gpus * float((1 - np.where(paused[ji, i0:i1], 0.0, rr)).sum()) \
-                * tick_s / 3600
+            lost_t += jb.gpus * float(((1 - np.where(paused[ji, i0:i1], 0.0, rr))
+                                       * alive[ji, i0:i1]).sum()) * tick_s / 3600
         rows.append({"start_utc": r.start_utc, "end_utc": r.end_utc,
                      "cap_megawatts": r.cap_w / 1e6, "source": r.source,
                      "met_share": float(met.mean()), "met": bool(met.all()),
