@@ -496,6 +496,19 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
 
         interconnection_section(rep, ic.compliance, ic.sizing, ic.resonance,
                                 heading="3b. Interconnection requirements", note=ic.note)
+    if fig.get("flex_shed_megawatts"):
+        rep.heading("3c. Flexibility: what the site can shed")
+        rep.text("Question: can the site shed a quarter of its IT power within 30 s when the "
+                 "grid asks, and at what training cost? Method: powerlab.flex.flex_offer "
+                 "(the forecast engine with every GPU power-capped, same draws as the "
+                 "baseline; step-rate cost from the H100 prior curve, an assumption; "
+                 "docs/flexibility.md). The full offer: powerlab flex offer SCENARIO.")
+        rep.figures({"cheapest cap shedding >= 25 % within 30 s":
+                         f"{fig['flex_power_limit_w']:.0f} W per GPU",
+                     "shed over the window": f"{fig['flex_shed_megawatts']:.2f} MW "
+                                             f"({fig['flex_shed_pct_of_it']:.1f} % of IT)",
+                     "held (window)": f"{fig['flex_hold_s'] / 3600:.1f} h",
+                     "step rate lost": f"{fig['flex_step_rate_loss_pct']:.1f} %"})
     rep.heading("4. Time-of-day effect (synthetic twin, real weather)")
     rep.text("Question: does throughput depend on the time of day, by how much, and "
              "through what? Method: fit_time_of_day (segment levels plus daily Fourier "

@@ -319,11 +319,12 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
         # at the cap early enough that the trailing mean judged from start + response
         # holds no pre-start power (and, for facility caps, the cooling has followed)
         early = lead + max(0.0, averaging_s - response_s)
-        j0 = max(0, i0 - round(early / tick_s))
-        env[j0:i1c] = np.minimum(env[j0:i1c], c)
         nt = r.notice_utc
         ni = 0 if pd.isna(nt) else max(0, int((nt - t0).total_seconds() // tick_s))
         notice_idx[i] = ni
+        # never acted on before it is known
+        j0 = max(0, i0 - round(early / tick_s), min(ni, i0c))
+        env[j0:i1c] = np.minimum(env[j0:i1c], c)
         k_span = math.ceil(max(alloc.full_w - c, 0) / (r_down * tick_s)) + 1
         a0 = max(ni, j0 - k_span, 0)
         if a0 < j0:
