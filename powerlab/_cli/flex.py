@@ -73,6 +73,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="scenario YAML for the forecast_counterfactual baseline")
     v.add_argument("--scope", choices=("gpu", "node"), default="gpu",
                    help="telemetry rows summed into site power (default gpu)")
+    v.add_argument("--forecast-scope", choices=("it", "facility"), default="it",
+                   help="forecast power the measurement is compared with (default it)")
     v.set_defaults(func=run_verify)
 
 
@@ -172,7 +174,8 @@ def run_verify(args) -> int:
         sc = read_scenario(args.scenario)
     power = read_site_power(args.store, scope=args.scope)
     methods = args.method or ["high_10_of_10", "pre_event_mean"]
-    res = verify_event(power, ev.frame, methods=methods, site_tz=args.site_tz, scenario=sc)
+    res = verify_event(power, ev.frame, methods=methods, site_tz=args.site_tz, scenario=sc,
+                       forecast_scope=args.forecast_scope)
     paths = res.write(args.out)
     print(res.summary())
     print("wrote " + ", ".join(str(p) for p in paths))

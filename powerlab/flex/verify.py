@@ -197,7 +197,8 @@ class Verification:
 
 def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_event_mean"),
                  site_tz: str = "UTC", lookback_s: float = 3600.0, scenario=None,
-                 draws: int = 20, seed: int = 0) -> Verification:
+                 forecast_scope: str = "it", draws: int = 20, seed: int = 0
+                 ) -> Verification:
     """Credited MW of each event interval by each named baseline method.
 
     Parameters
@@ -214,6 +215,8 @@ def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_
         Window of ``pre_event_mean`` [s].
     scenario : Scenario, optional
         Needed by ``forecast_counterfactual``.
+    forecast_scope : {'it', 'facility'}
+        Which forecast power the measured power is compared with (the meter's scope).
     draws, seed : int
         Forecast draws and seed.
 
@@ -221,6 +224,9 @@ def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_
     -------
     Verification
     """
+    if forecast_scope not in ("it", "facility"):
+        raise PowerlabError(f"forecast_scope must be 'it' or 'facility', got "
+                            f"{forecast_scope!r}")
     bad = [m for m in methods if m not in BASELINE_METHODS]
     if bad:
         raise PowerlabError(f"unknown baseline method(s) {bad}; known: {BASELINE_METHODS}")
@@ -269,7 +275,7 @@ def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_
                     sel = (tt >= r.start_utc) & (tt < r.end_utc)
                     if not sel.any():
                         raise AnalysisError("the event is outside the scenario's horizon")
-                    wm = res.power_w("it")[:, sel].mean(axis=1)
+                    wm = res.power_w(forecast_scope)[:, sel].mean(axis=1)
                     b = float(wm.mean())
                     lo, hi = float(np.quantile(wm, 0.05)), float(np.quantile(wm, 0.95))
                     half = (hi - lo) / 2
