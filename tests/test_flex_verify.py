@@ -141,3 +141,25 @@ def test_site_power_from_a_telemetry_store(tmp_path):
     common = s.index.intersection(ref.index)
     assert len(common) > 50
     assert np.allclose(s[common], ref[common], rtol=1e-9)
+
+
+def test_forecast_counterfactual_credits_a_known_shed():
+    """The forecast counterfactual (the engine's draws without the event) credits a site
+    whose measured power is another realisation of the same scenario (another seed) less
+    a known 0.2 MW over the event: the credit's band covers 0.2 MW."""
+    from powerlab.grid import read_scenario
+    from powerlab.grid.forecast import forecast
+
+    sc = read_scenario(REPO / "data/scenarios/small.yaml")
+    ev = pd.DataFrame({"start_utc": [pd.Timestamp("2025-06-02T12:30Z")],
+                       "end_utc": [pd.Timestamp("2025-06-02T13:00Z")], "cap_w": [1e6]})
+    other = forecast(sc, draws=1, seed=99, tick_s=1.0)
+    meas = pd.Series(other.it_w[0], index=other.times)
+    m = (meas.index >= ev["start_utc"][0]) & (meas.index < ev["end_utc"][0])
+    meas[m] -= 0.2e6
+    v = verify_event(meas.resample("1min").mean(), ev, methods=["forecast_counterfactual"],
+                     scenario=sc, draws=20).frame.iloc[0]
+    assert v["credited_megawatts_lower"] <= 0.2 <= v["credited_megawatts_upper"]
+    assert abs(v["credited_megawatts"] - 0.2) < 0.1
+    with pytest.raises(AnalysisError, match="scenario"):
+        verify_event(meas.resample("1min").mean(), ev, methods=["forecast_counterfactual"])
