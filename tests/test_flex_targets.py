@@ -98,6 +98,12 @@ def test_bad_openadr_events(tmp_path):
     bad.pop("programID")
     with pytest.raises(ParseError, match="not an OpenADR 3 event"):
         parse_openadr_event(json.dumps(bad))
+    mixed = json.loads(json.dumps(EVENT))
+    mixed["intervals"][1]["payloads"][0]["type"] = "PRICE"
+    from powerlab.exceptions import DataQualityWarning
+
+    with pytest.warns(DataQualityWarning, match=r"intervals \[1\] carry no"):
+        assert len(parse_openadr_event(json.dumps(mixed))) == 2
     price = json.loads(json.dumps(EVENT))
     for iv in price["intervals"]:
         iv["payloads"][0]["type"] = "PRICE"

@@ -262,6 +262,7 @@ def parse_openadr_event(doc, *, tz: str | None = None, path=None) -> pd.DataFram
         dflt = ev.get("intervalPeriod")
         nxt = None
         found = 0
+        skipped: list[int] = []
         for k, iv in enumerate(ev["intervals"]):
             where = {"path": path, "column": f"events[{e}]/intervals[{k}]"}
             per = iv.get("intervalPeriod")
@@ -277,6 +278,7 @@ def parse_openadr_event(doc, *, tz: str | None = None, path=None) -> pd.DataFram
             nxt = t0 + dur
             caps = [p for p in iv["payloads"] if p["type"] == "IMPORT_CAPACITY_LIMIT"]
             if not caps:
+                skipped.append(k)
                 continue
             vals = caps[0]["values"]
             if len(vals) != 1:
@@ -294,6 +296,14 @@ def parse_openadr_event(doc, *, tz: str | None = None, path=None) -> pd.DataFram
             raise ParseError("event has no IMPORT_CAPACITY_LIMIT payload (the only "
                              "payload type a curtailment target is read from)", path=path,
                              column=f"events[{e}]")
+        if skipped:
+            import warnings
+
+            from ..exceptions import DataQualityWarning
+
+            warnings.warn(f"{path or 'event'}: events[{e}] intervals {skipped} carry no "
+                          "IMPORT_CAPACITY_LIMIT payload and set no cap", DataQualityWarning,
+                          stacklevel=2)
     return pd.DataFrame(rows)
 
 
