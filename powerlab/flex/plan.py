@@ -276,6 +276,11 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     cv = job_curves(scenario, curves)
     t0 = scenario.start_utc
     n = round((scenario.end_utc - t0).total_seconds() / tick_s)
+    if simulate and draws * n > 60_000_000:
+        raise PowerlabError(
+            f"simulating {draws} draws x {n:,} ticks of {tick_s:g} s holds about "
+            f"{draws * n * 8 * 6 / 2**30:.0f} GiB; use fewer draws, a coarser tick_s or a "
+            "shorter horizon (or simulate=False for the plan alone)")
     times = pd.date_range(t0, periods=n, freq=pd.Timedelta(seconds=tick_s))
     site = scenario.site
     pue = np.asarray(site.pue_at(times), float) * np.ones(n)
