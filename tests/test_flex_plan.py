@@ -85,6 +85,10 @@ def test_plan_meets_200_random_targets_without_ramp_violations(sc, ercot):
 
 
 def test_one_target_known_answer_and_null_case(sc, ercot):
+    """Definition (docs/flexibility.md): a target is met in a draw when the trailing 60-s
+    mean of IT power is at or under the cap from start + 30 s to the end.  Checked here
+    independently on the simulated power (the window mean under the cap in every draw),
+    and a cap above the site's power costs nothing (the null case)."""
     _, full, _ = site_power_range_w(sc)
     tg = _targets([("2025-07-01T06:00Z", "2025-07-01T06:30Z", 0.8 * full, None),
                    ("2025-07-01T12:00Z", "2025-07-01T12:05Z", 1.05 * full, None)])
