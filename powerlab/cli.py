@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "export_grid",
     "store",
     "size_mitigation",
+    "flex",
 ]
 
 

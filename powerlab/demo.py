@@ -318,7 +318,8 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
     viol = violation_probabilities(violations, res)
     fig["limit_violation_probability_per_draw"] = (
         float(viol["probability_per_draw"].max()) if len(viol) else 0.0)
-    with prog.step("mitigations", "comparing mitigations (floor, ramp limit, battery)"):
+    with prog.step("mitigations", "comparing mitigations (floor, ramp limit, battery) and "
+                                  "the flexibility offer"):
         variants = {
             "power floor 60% TDP": Mitigations(gpu_power_floor_pct_tdp=60.0),
             "GPU ramp limit 2 kW/s": Mitigations(gpu_ramp_limit_w_per_s=2000.0),
@@ -326,6 +327,7 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
                 power_megawatts=15.0, energy_megawatt_hours=5.0, window_s=120.0)),
         }
         mit = compare_mitigations(scen, variants, draws=3, seed=seed)
+        fig.update(flex_figures(scen, draws=min(draws, 3), seed=seed))
 
     with prog.step("interconnection", "checking interconnection requirements, sizing the "
                                       "cheapest mitigation, screening resonance"):
@@ -371,6 +373,24 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
                       timings_s=prog.timings, profile=prof, forecast=res, limits=violations,
                       mitigations=mit, time_of_day=tod, stragglers=strag,
                       interconnection=ic)
+
+
+def flex_figures(scen, *, draws: int = 3, seed: int = 1) -> dict[str, float]:
+    """The cheapest power cap shedding >= 25 % of IT power within 30 s over the demo's
+    hold window (up to 3 h; :func:`powerlab.flex.offer.flex_offer`, prior curve)."""
+    from .flex.offer import default_window, flex_offer
+
+    w0, w1 = default_window(scen, 3 * 3600.0)
+    hold = (w1 - w0).total_seconds()
+    off = flex_offer(scen, hold_s=hold, levels_w=[500, 400, 300, 250, 200], draws=draws,
+                     seed=seed)
+    b = off.best(30.0, hold, 25.0)
+    if b is None:
+        return {"flex_hold_s": hold, "flex_shed_megawatts": 0.0}
+    return {"flex_hold_s": hold, "flex_shed_megawatts": float(b["shed_megawatts"]),
+            "flex_shed_pct_of_it": float(b["shed_pct_of_it"]),
+            "flex_power_limit_w": float(b["power_limit_w"]),
+            "flex_step_rate_loss_pct": float(b["step_rate_loss_pct"])}
 
 
 def violation_probabilities(violations: pd.DataFrame, res) -> pd.DataFrame:
@@ -485,6 +505,19 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
 
         interconnection_section(rep, ic.compliance, ic.sizing, ic.resonance,
                                 heading="3b. Interconnection requirements", note=ic.note)
+    if fig.get("flex_shed_megawatts"):
+        rep.heading("3c. Flexibility: what the site can shed")
+        rep.text("Question: can the site shed a quarter of its IT power within 30 s when the "
+                 "grid asks, and at what training cost? Method: powerlab.flex.flex_offer "
+                 "(the forecast engine with every GPU power-capped, same draws as the "
+                 "baseline; step-rate cost from the H100 prior curve, an assumption; "
+                 "docs/flexibility.md). The full offer: powerlab flex offer SCENARIO.")
+        rep.figures({"cheapest cap shedding >= 25 % within 30 s":
+                         f"{fig['flex_power_limit_w']:.0f} W per GPU",
+                     "shed over the window": f"{fig['flex_shed_megawatts']:.2f} MW "
+                                             f"({fig['flex_shed_pct_of_it']:.1f} % of IT)",
+                     "held (window)": f"{fig['flex_hold_s'] / 3600:.1f} h",
+                     "step rate lost": f"{fig['flex_step_rate_loss_pct']:.1f} %"})
     rep.heading("4. Time-of-day effect (synthetic twin, real weather)")
     rep.text("Question: does throughput depend on the time of day, by how much, and "
              "through what? Method: fit_time_of_day (segment levels plus daily Fourier "

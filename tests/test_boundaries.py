@@ -58,7 +58,7 @@ def test_single_module_imports_boundary(module, owner):
 
 # --------------------------------------------------------------------------- wings
 # Data flows one way:
-#   iotools/, collect/ -> telemetry/ -> grid/, throughput/ -> interconnect/ -> viz/
+#   iotools/, collect/ -> telemetry/ -> grid/, throughput/ -> interconnect/ -> flex/ -> viz/
 # with the command line and the demo on top.  Base modules everyone may import:
 BASE = {"powerlab", "powerlab.exceptions", "powerlab._lazy"}
 #: wing -> the wings its modules may import (besides their own wing and BASE)
@@ -69,9 +69,10 @@ ALLOWED = {
     "throughput": {"telemetry"},
     "grid": {"telemetry"},
     "interconnect": {"telemetry", "grid"},
-    "viz": {"telemetry", "throughput", "grid", "interconnect"},
-    "top": {"telemetry", "iotools", "collect", "throughput", "grid", "interconnect", "viz",
-            "top"},
+    "flex": {"telemetry", "grid", "throughput", "interconnect"},
+    "viz": {"telemetry", "throughput", "grid", "interconnect", "flex"},
+    "top": {"telemetry", "iotools", "collect", "throughput", "grid", "interconnect", "flex",
+            "viz", "top"},
 }
 MAX_LINES = 800
 
@@ -253,3 +254,14 @@ def test_interconnect_reads_grid_through_public_names_only():
         bad += private_names_from(p.read_text(encoding="utf-8"), module_name(p),
                                   p.name == "__init__.py", "grid")
     assert not bad, f"interconnect imports private names of grid: {bad}"
+
+
+def test_flex_reads_grid_and_interconnect_through_public_names_only():
+    """The flex wing sits downstream of grid, throughput and interconnect: it uses their
+    public names only."""
+    bad = []
+    for p in sorted((PACKAGE / "flex").rglob("*.py")):
+        for wing in ("grid", "interconnect", "throughput"):
+            bad += private_names_from(p.read_text(encoding="utf-8"), module_name(p),
+                                      p.name == "__init__.py", wing)
+    assert not bad, f"flex imports private names: {bad}"

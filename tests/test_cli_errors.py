@@ -102,6 +102,17 @@ def _cases(tmp: str) -> list:
          "draws"),
         (["size-mitigation", SMALL, "--requirements", REQ, "--out", f"{tmp}/bad.yaml"],
          "not a folder"),
+        (["flex"], "required"),
+        (["flex", "plan", SMALL, "--requirements", REQ, "--out", tmp], "--target"),
+        (["flex", "plan", SMALL, "--target", "/nonexistent/t.csv", "--requirements", REQ,
+          "--out", tmp], "no such file"),
+        (["flex", "plan", SMALL, "--target", bad_yaml, "--requirements", REQ, "--out", tmp],
+         "expected a .csv"),
+        (["flex", "plan", SMALL, "--target", f"{tmp}/dir.csv", "--requirements", REQ,
+          "--out", tmp], "cannot read"),
+        (["flex", "offer", SMALL, "--out", tmp, "--draws", "0"], "draws"),
+        (["flex", "verify", "/nonexistent/store", "--event", "/nonexistent/e.csv", "--out",
+          tmp], "no such file"),
     ]
 
 

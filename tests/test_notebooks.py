@@ -23,7 +23,7 @@ NB_DIR = REPO / "notebooks"
 NOTEBOOKS = ["01_collect_and_explore.ipynb", "02_time_of_day_dvfs.ipynb",
              "03_power_swing_forecast.ipynb", "04_facilities_export.ipynb",
              "05_interconnection_planner.ipynb", "06_reliability.ipynb",
-             "08_calibrate_backtest_b200.ipynb"]
+             "08_calibrate_backtest_b200.ipynb", "09_flexibility.ipynb"]
 # 07 runs a real Prometheus server and the collector on the fake NVML library (built
 # with a C compiler); .ci/run installs the server
 PROMETHEUS_NB = "07_prometheus_jobs.ipynb"
@@ -161,3 +161,13 @@ def test_numbers_answer_the_questions(executed):
     assert "inside its 95 % interval in 39 of 40 fleets" in out6
     assert "a 16,384-GPU job: interrupted every 2.98 h" in out6
     assert "443 interruptions per draw (range 398-465), effective training time 92.2%" in out6
+
+
+def test_flexibility_notebook_answers(executed):
+    """Notebook 08 prints the figures of issue 23."""
+    out8 = _stdout(executed["09_flexibility.ipynb"][0])
+    # the curve's cost on held-out limits is within 10 % of the twin's truth
+    assert float(out8.split("held-out cost error: at most ")[1].split(" %")[0]) <= 10.0
+    assert "Cheapest >= 25 % within 30 s for 3 h: power_cap" in out8
+    assert "Targets met in every draw: 200 of 200" in out8
+    assert out8.count("Verdict: every target met, no ramp violated") == 2

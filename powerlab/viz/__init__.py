@@ -15,6 +15,7 @@ Modules
 :mod:`~powerlab.viz.telemetry_charts`  telemetry over time
 :mod:`~powerlab.viz.grid_charts`       facility power forecasts and mitigations
 :mod:`~powerlab.viz.throughput_charts` time of day and stragglers
+:mod:`~powerlab.viz.flex_charts`       flexibility offer, power-throughput curve, curtailment plan
 :mod:`~powerlab.viz.report`            self-contained offline HTML report
 
 Chart functions (re-exported here)
@@ -31,6 +32,9 @@ Chart functions (re-exported here)
 :func:`forecast_charts`          ForecastResult -> timeline, ramps, spectrum
 :func:`time_of_day_charts`       TimeOfDayResult -> hour-of-day profile, throttle shares
 :func:`stragglers_chart`         StragglerResult -> heat map
+:func:`flex_offer_chart`         MW sheddable against response time, per hold duration
+:func:`flex_curve_chart`         step-rate loss against the power limit, with its band
+:func:`flex_plan_chart`          a curtailment plan's power against its caps
 
 The names are resolved on first use, so ``import powerlab.viz.report`` does not import
 altair.
@@ -47,6 +51,7 @@ _EXPORTS = {
                     "ramp_rate_chart", "spectrum_chart"),
     "throughput_charts": ("hour_of_day_chart", "straggler_heatmap", "stragglers_chart",
                           "throttle_share_chart", "time_of_day_charts"),
+    "flex_charts": ("flex_curve_chart", "flex_offer_chart", "flex_plan_chart"),
     "report": ("Report", "write_report"),
 }
 

@@ -1,0 +1,357 @@
+"""Power-throughput curve of a training job: step rate as a function of GPU power.
+
+A job slowed by a power limit (or a locked clock) draws less power and steps more
+slowly.  The curve relates the two *relative* to the job's unconstrained operating point:
+
+.. math:: \\log r(y) = b_1 \\log y + b_2 (\\log y)^2, \\qquad y = P / P_{ref} \\le 1,
+
+where ``P`` is the mean power a busy GPU draws [W], ``P_ref`` the power it draws at the
+highest (least binding) limit seen, and ``r`` the step rate relative to the rate there
+(``r = 1`` for ``y >= 1``: a limit above what the job draws changes nothing).  It is a
+smooth, data-driven shape (a quadratic in log-log coordinates), deliberately not a
+physical DVFS law: the coefficients come from the fleet's own telemetry where it has
+power-cap variation (:func:`fit_curve`), otherwise from a stated prior per GPU model
+(:func:`prior_curve`, :data:`PRIORS`).
+
+Fitting (:func:`curve_points`, :func:`fit_curve`): the training log's productive steps
+are matched to the power limit in force (telemetry ``power_limit_w``) and cut into blocks
+of ``block_s``; each block gives a mean step rate, the mean power and SM clock of its
+busy GPUs and the share of samples with the ``sw_power_cap`` throttle reason.  The
+coefficients are an ordinary least-squares fit (statsmodels, HC3 covariance) of
+``log rate`` on ``[1, u, u^2]``, ``u = log(P / P_ref)``; the intercept absorbs the
+reference rate, so the relative rate and its confidence band depend on ``b`` only.
+
+The power drawn at a limit ``L`` is ``min(kappa L, P_ref)``, with ``kappa`` the median
+ratio of power to limit in blocks where the power cap binds (1 for the prior).
+
+References
+----------
+.. [1] J. You, J.-W. Chung, M. Chowdhury, "Zeus: Understanding and Optimizing GPU Energy
+   Consumption of DNN Training", USENIX NSDI 2023 (training throughput against the GPU
+   power limit).
+.. [2] NVIDIA, "NVML API Reference Guide": ``nvmlDeviceSetPowerManagementLimit``,
+   ``nvmlDeviceSetGpuLockedClocks``, clock event reason ``SwPowerCap``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import AnalysisError, PowerlabError
+from ..telemetry.schema import THROTTLE_REASONS
+
+__all__ = ["PRIORS", "CurvePrior", "PowerThroughputCurve", "curve_points", "fit_curve",
+           "prior_curve"]
+
+
+@dataclass(frozen=True)
+class CurvePrior:
+    """A stated prior curve for a GPU model when the fleet has no power-cap variation.
+
+    Attributes
+    ----------
+    b1, b1_sd : float
+        Log-log slope of step rate on power and its standard deviation [-].
+    min_limit_w, max_limit_w : float
+        The power-limit range the driver accepts [W].
+    source : str
+        Where the numbers come from.
+    """
+
+    b1: float
+    b1_sd: float
+    min_limit_w: float
+    max_limit_w: float
+    source: str
+
+
+#: Priors by GPU model (matched by prefix of the scenario's ``hardware.gpu_model``).
+PRIORS: dict[str, CurvePrior] = {
+    "H100": CurvePrior(
+        0.30, 0.12, 200.0, 700.0,
+        "assumption: a ~0.3 log-log slope (20 % less power costs ~7 % step rate) within "
+        "the range of power-limit sweeps of training jobs (You et al., Zeus, NSDI 2023); "
+        "sd 0.12 covers compute- to communication-bound jobs; H100 SXM limit range "
+        "200-700 W (nvidia-smi -q, Power Limits)"),
+    "A100": CurvePrior(
+        0.30, 0.12, 100.0, 400.0,
+        "assumption as for H100; A100 SXM limit range 100-400 W (nvidia-smi -q)"),
+    "B200": CurvePrior(
+        0.30, 0.15, 200.0, 1000.0,
+        "assumption as for H100 with a wider sd (no published sweep known to us); "
+        "limit range assumed 200-1000 W"),
+}
+
+
+def _prior_for(gpu_model: str) -> CurvePrior:
+    for key, pr in PRIORS.items():
+        if str(gpu_model).upper().startswith(key):
+            return pr
+    raise PowerlabError(f"no prior power-throughput curve for GPU model {gpu_model!r} "
+                        f"(known: {', '.join(PRIORS)}); fit one from telemetry with "
+                        "power-cap variation (powerlab.flex.fit_curve)")
+
+
+@dataclass
+class PowerThroughputCurve:
+    """Relative step rate against GPU power, with its uncertainty (results object).
+
+    Attributes
+    ----------
+    b : ndarray
+        ``[b1, b2]`` [-].
+    cov : ndarray
+        Their 2 x 2 covariance [-].
+    p_ref_w : float
+        Power drawn at the reference (least binding) operating point [W].
+    kappa : float
+        Power drawn per watt of a binding limit [-].
+    min_limit_w, max_limit_w : float
+        Limit range of the GPU [W].
+    source : str
+        ``"fit"`` or ``"prior"``, with where the numbers come from.
+    points : pandas.DataFrame
+        The blocks the fit used (empty for a prior).
+    clock : tuple or None
+        ``(c0, c1)`` of ``log clock = c0 + c1 u`` (None: no clock data).
+    """
+
+    b: np.ndarray
+    cov: np.ndarray
+    p_ref_w: float
+    kappa: float
+    min_limit_w: float
+    max_limit_w: float
+    source: str
+    gpu_model: str = ""
+    points: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    clock: tuple | None = None
+    rsquared: float = float("nan")
+
+    # -- predictions --------------------------------------------------------------------
+    def relative_rate(self, power_w, alpha: float = 0.1) -> pd.DataFrame:
+        """Step rate relative to the reference at mean GPU power ``power_w`` [W].
+
+        Returns a frame with ``power_w``, ``rate_mean``, ``rate_lower``, ``rate_upper``
+        (a ``1 - alpha`` pointwise band from the coefficients' covariance, delta method
+        in the log) [-].
+        """
+        from scipy import stats
+
+        p = np.atleast_1d(np.asarray(power_w, float))
+        if (p <= 0).any():
+            raise AnalysisError("power must be positive to evaluate the curve")
+        u = np.minimum(np.log(p / self.p_ref_w), 0.0)
+        x = np.column_stack([u, u * u])
+        m = x @ self.b
+        se = np.sqrt(np.einsum("ij,jk,ik->i", x, self.cov, x))
+        z = stats.norm.ppf(1 - alpha / 2)
+        return pd.DataFrame({"power_w": p, "rate_mean": np.exp(m),
+                             "rate_lower": np.exp(m - z * se),
+                             "rate_upper": np.minimum(np.exp(m + z * se), 1.0)})
+
+    def power_at_limit(self, limit_w) -> np.ndarray:
+        """Mean power a busy GPU draws under a power limit [W]."""
+        lim = np.asarray(limit_w, float)
+        return np.minimum(self.kappa * lim, self.p_ref_w)
+
+    def limit_for_power(self, power_w) -> np.ndarray:
+        """Power limit that holds a busy GPU at ``power_w`` (clipped to the GPU's range)
+        [W]."""
+        return np.clip(np.asarray(power_w, float) / self.kappa, self.min_limit_w,
+                       self.max_limit_w)
+
+    def clock_at_power(self, power_w) -> np.ndarray:
+        """SM clock at which a busy GPU draws ``power_w`` [MHz] (NaN without clock
+        data)."""
+        p = np.asarray(power_w, float)
+        if self.clock is None:
+            return np.full(p.shape, np.nan)
+        u = np.minimum(np.log(p / self.p_ref_w), 0.0)
+        return np.exp(self.clock[0] + self.clock[1] * u)
+
+    def summary_frame(self, limits_w=None, alpha: float = 0.1) -> pd.DataFrame:
+        """One row per power limit: power drawn, relative rate with its band and the
+        step-rate loss [%] (default limits: the GPU's range in 50-W steps)."""
+        if limits_w is None:
+            limits_w = np.arange(self.max_limit_w, self.min_limit_w - 1e-9, -50.0)
+        lim = np.asarray(limits_w, float)
+        rr = self.relative_rate(self.power_at_limit(lim), alpha)
+        rr.insert(0, "power_limit_w", lim)
+        rr["step_rate_loss_pct"] = 100.0 * (1.0 - rr["rate_mean"])
+        rr["step_rate_loss_pct_lower"] = 100.0 * (1.0 - rr["rate_upper"])
+        rr["step_rate_loss_pct_upper"] = 100.0 * (1.0 - rr["rate_lower"])
+        rr["clock_sm_mhz"] = self.clock_at_power(rr["power_w"].to_numpy())
+        return rr
+
+    def summary(self) -> str:
+        """Text summary: source, coefficients with standard errors, the curve."""
+        se = np.sqrt(np.diag(self.cov))
+        head = [f"Power-throughput curve ({self.source})",
+                (f"GPU model: {self.gpu_model or 'unknown'}   P_ref = {self.p_ref_w:.0f} W"
+                f"   kappa = {self.kappa:.3f}   limits {self.min_limit_w:.0f}-"
+                f"{self.max_limit_w:.0f} W"),
+                f"log r = b1 log y + b2 (log y)^2:  b1 = {self.b[0]:.4f} (se {se[0]:.4f}),"
+                f" b2 = {self.b[1]:.4f} (se {se[1]:.4f})"
+                + (f",  R^2 = {self.rsquared:.4f}" if np.isfinite(self.rsquared) else "")
+                + (f",  {len(self.points)} blocks" if len(self.points) else "")]
+        tab = self.summary_frame()[["power_limit_w", "power_w", "step_rate_loss_pct",
+                                    "step_rate_loss_pct_lower", "step_rate_loss_pct_upper"]]
+        return "\n".join(head) + "\n" + tab.to_string(index=False, float_format="%.2f")
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def _repr_html_(self) -> str:
+        return "<pre>" + self.summary() + "</pre>"
+
+
+def prior_curve(gpu_model: str, p_ref_w: float) -> PowerThroughputCurve:
+    """The stated prior curve of a GPU model around a job's unconstrained power.
+
+    Parameters
+    ----------
+    gpu_model : str
+        GPU model (prefix-matched against :data:`PRIORS`, e.g. ``"H100-SXM-80GB"``).
+    p_ref_w : float
+        Power a busy GPU of the job draws without a binding limit [W].
+
+    Returns
+    -------
+    PowerThroughputCurve
+    """
+    pr = _prior_for(gpu_model)
+    if not p_ref_w > 0:
+        raise PowerlabError(f"p_ref_w must be positive, got {p_ref_w}")
+    cov = np.diag([pr.b1_sd ** 2, 1e-12])
+    return PowerThroughputCurve(np.array([pr.b1, 0.0]), cov, float(p_ref_w), 1.0,
+                                pr.min_limit_w, pr.max_limit_w, "prior: " + pr.source,
+                                str(gpu_model),
+                                clock=(np.log(1980.0), 1.0 / 3.0))
+
+
+def curve_points(telemetry: pd.DataFrame, steps: pd.DataFrame, *, block_s: float = 600.0
+                 ) -> pd.DataFrame:
+    """Blocks of productive steps with their power limit, power, clock and step rate.
+
+    Parameters
+    ----------
+    telemetry : pandas.DataFrame
+        Canonical GPU telemetry with ``power_w``, ``power_limit_w`` and, where recorded,
+        ``clock_sm_mhz``, ``throttle_reasons``, ``util_gpu_pct``.
+    steps : pandas.DataFrame
+        Training log: ``timestamp`` (UTC, end of step), ``duration_s`` and, optionally,
+        ``phase`` (only ``train`` steps are used).
+    block_s : float
+        Block length [s].
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``start, power_limit_w, power_w, clock_sm_mhz, power_cap_share, step_time_s,
+        step_rate_per_s, n_steps``, one row per block with at least 5 steps.
+    """
+    need = {"timestamp", "power_w", "power_limit_w"}
+    if not need <= set(telemetry.columns):
+        raise AnalysisError(f"telemetry needs columns {sorted(need)}; missing "
+                            f"{sorted(need - set(telemetry.columns))}")
+    if not {"timestamp", "duration_s"} <= set(steps.columns):
+        raise AnalysisError("steps need 'timestamp' and 'duration_s' columns")
+    tel = telemetry
+    busy = np.ones(len(tel), bool)
+    if "throttle_reasons" in tel:
+        bits = tel["throttle_reasons"].fillna(0).to_numpy(dtype=np.uint64)
+        busy &= (bits & np.uint64(THROTTLE_REASONS["gpu_idle"])) == 0
+        cap = ((bits & np.uint64(THROTTLE_REASONS["sw_power_cap"])) != 0).astype(float)
+    else:
+        cap = np.full(len(tel), np.nan)
+    if "util_gpu_pct" in tel:
+        busy &= tel["util_gpu_pct"].fillna(0).to_numpy(float) > 0
+    t_ns = tel["timestamp"].dt.tz_convert("UTC").astype("int64").to_numpy()
+    blk = (t_ns // int(block_s * 1e9))
+    tf = pd.DataFrame({"block": blk, "power_w": tel["power_w"].to_numpy(float),
+                       "power_limit_w": tel["power_limit_w"].to_numpy(float),
+                       "clock_sm_mhz": (tel["clock_sm_mhz"].to_numpy(float)
+                                        if "clock_sm_mhz" in tel else np.nan),
+                       "cap": cap})[busy]
+    tb = tf.groupby("block").agg(power_w=("power_w", "mean"),
+                                 power_limit_w=("power_limit_w", "median"),
+                                 limit_spread_w=("power_limit_w", lambda s: s.max() - s.min()),
+                                 clock_sm_mhz=("clock_sm_mhz", "mean"),
+                                 power_cap_share=("cap", "mean"))
+    st = steps
+    if "phase" in st:
+        st = st[st["phase"].astype(str) == "train"]
+    s_ns = st["timestamp"].dt.tz_convert("UTC").astype("int64").to_numpy()
+    sb = pd.DataFrame({"block": s_ns // int(block_s * 1e9),
+                       "duration_s": st["duration_s"].to_numpy(float)})
+    sb = sb.groupby("block").agg(step_time_s=("duration_s", "mean"),
+                                 n_steps=("duration_s", "size"))
+    out = tb.join(sb, how="inner")
+    # a block where the limit changed is not one operating point
+    out = out[(out["n_steps"] >= 5) & (out["limit_spread_w"] <= 1.0)]
+    out = out.drop(columns="limit_spread_w")
+    out["step_rate_per_s"] = 1.0 / out["step_time_s"]
+    out.insert(0, "start", pd.to_datetime(out.index * int(block_s * 1e9), utc=True))
+    return out.reset_index(drop=True)
+
+
+def fit_curve(telemetry: pd.DataFrame, steps: pd.DataFrame, *, gpu_model: str = "",
+              block_s: float = 600.0, min_limits: int = 3) -> PowerThroughputCurve:
+    """Fit the power-throughput curve from telemetry with power-cap variation.
+
+    Parameters
+    ----------
+    telemetry, steps : pandas.DataFrame
+        See :func:`curve_points`.
+    gpu_model : str, optional
+        Model name; sets the limit range from :data:`PRIORS` when known.
+    block_s : float
+        Block length [s].
+    min_limits : int
+        Distinct power limits needed (fewer: :class:`AnalysisError`; use
+        :func:`prior_curve`).
+
+    Returns
+    -------
+    PowerThroughputCurve
+    """
+    import statsmodels.api as sm
+
+    pts = curve_points(telemetry, steps, block_s=block_s)
+    n_lim = pts["power_limit_w"].round().nunique() if len(pts) else 0
+    if n_lim < min_limits:
+        raise AnalysisError(f"the data show {n_lim} distinct power limit(s) with enough "
+                            f"steps; a fit needs at least {min_limits} (use prior_curve "
+                            "for a GPU model without power-cap variation)")
+    top = pts["power_limit_w"].round().max()
+    p_ref = float(pts.loc[pts["power_limit_w"].round() == top, "power_w"].mean())
+    u = np.minimum(np.log(pts["power_w"].to_numpy() / p_ref), 0.0)
+    if np.ptp(u) < np.log(1 / 0.9):
+        raise AnalysisError("the GPUs' power varies by less than 10 % across the power "
+                            "limits (the limits do not bind): the data cannot show the "
+                            "curve; use prior_curve")
+    x = np.column_stack([np.ones(len(u)), u, u * u])
+    y = np.log(pts["step_rate_per_s"].to_numpy())
+    res = sm.OLS(y, x).fit(cov_type="HC3")
+    capped = pts["power_cap_share"] > 0.5
+    kappa = float(np.median(pts.loc[capped, "power_w"] / pts.loc[capped, "power_limit_w"])
+                  ) if capped.any() else 1.0
+    clock = None
+    if pts["clock_sm_mhz"].notna().all():
+        cres = sm.OLS(np.log(pts["clock_sm_mhz"].to_numpy()),
+                      np.column_stack([np.ones(len(u)), u])).fit()
+        clock = (float(cres.params[0]), float(cres.params[1]))
+    try:
+        pr = _prior_for(gpu_model)
+        lo, hi = pr.min_limit_w, pr.max_limit_w
+    except PowerlabError:
+        lo, hi = float(pts["power_limit_w"].min()), float(pts["power_limit_w"].max())
+    return PowerThroughputCurve(np.asarray(res.params[1:]), np.asarray(res.cov_params())[1:, 1:],
+                                p_ref, kappa, lo, hi,
+                                f"fit: OLS (HC3) on {len(pts)} blocks of {block_s:g} s at "
+                                f"{n_lim} power limits", gpu_model, pts, clock,
+                                float(res.rsquared))

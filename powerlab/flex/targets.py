@@ -1,0 +1,397 @@
+"""Target trajectories: the power caps a site is asked to stay under, and when.
+
+Two sources:
+
+* **CSV** (``read_targets`` on a ``.csv``), either one row per target
+  (``start_utc, end_utc, cap_megawatts`` or ``start_utc, duration_s, cap_megawatts``) or
+  a trajectory (``timestamp, cap_megawatts``: each cap holds until the next row; the
+  last row has an empty cap and closes the trajectory).  An optional ``notice_utc``
+  column says when each target became known (default: known in advance).
+* **OpenADR 3 event JSON** (``.json``; :func:`parse_openadr_event`): an event object, a
+  list of them, or ``{"program": ..., "events": [...]}``, as in the OpenADR 3 OpenAPI
+  specification: ``programID``, ``intervalPeriod {start, duration}``,
+  ``payloadDescriptors [{payloadType, units}]``, ``intervals [{id, intervalPeriod?,
+  payloads [{type, values}]}]``.  Each interval with an ``IMPORT_CAPACITY_LIMIT``
+  payload is one target; an interval without its own period follows the previous one
+  (the event's period gives the first start and every duration).  ``createdDateTime``
+  is the notice.  The document is checked against a JSON schema of those fields first.
+
+Every problem is one line: a :class:`~powerlab.exceptions.ParseError` naming the file and
+the line (CSV) or the JSON path: a time without a zone (unless ``tz`` is given) or an
+unknown zone, a cap above the site's maximum power or below its floor, a target that
+ends before the plan starts (in the past) or after the horizon, overlapping targets, a
+missing cap.  Nothing is dropped silently.
+
+References
+----------
+.. [1] OpenADR Alliance, "OpenADR 3.0 Specification" and its OpenAPI definition
+   (``openadr3.yaml``: schemas ``event``, ``intervalPeriod``, ``interval``,
+   ``valuesMap``, ``eventPayloadDescriptor``; payload type ``IMPORT_CAPACITY_LIMIT``),
+   2023.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import ParseError, PowerlabError
+
+__all__ = ["Targets", "check_targets", "parse_openadr_event", "random_targets",
+           "read_targets"]
+
+_UNITS = {"W": 1.0, "KW": 1e3, "MW": 1e6}
+
+#: JSON schema of the OpenADR 3 event fields read here (a subset of openadr3.yaml).
+_PERIOD = {"type": "object", "required": ["start"],
+           "properties": {"start": {"type": "string"}, "duration": {"type": "string"},
+                          "randomizeStart": {"type": "string"}}}
+EVENT_SCHEMA = {
+    "type": "object",
+    "required": ["programID", "intervals"],
+    "properties": {
+        "programID": {"type": "string"},
+        "eventName": {"type": ["string", "null"]},
+        "createdDateTime": {"type": "string"},
+        "intervalPeriod": _PERIOD,
+        "payloadDescriptors": {"type": "array", "items": {
+            "type": "object", "required": ["payloadType"],
+            "properties": {"payloadType": {"type": "string"},
+                           "units": {"type": ["string", "null"]}}}},
+        "intervals": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["id", "payloads"],
+            "properties": {"id": {"type": "integer"}, "intervalPeriod": _PERIOD,
+                           "payloads": {"type": "array", "minItems": 1, "items": {
+                               "type": "object", "required": ["type", "values"],
+                               "properties": {"type": {"type": "string"},
+                                              "values": {"type": "array",
+                                                         "minItems": 1}}}}}}},
+    },
+}
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Power caps over time.
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        ``start_utc, end_utc, cap_w, notice_utc, source`` sorted by start (``notice_utc``
+        NaT: known in advance).
+    scope : str
+        ``"it"`` or ``"facility"``: which power the caps apply to.
+    """
+
+    frame: pd.DataFrame
+    scope: str = "it"
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+
+def _zone(tz: str | None, where: dict):
+    if tz is None:
+        return None
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(str(tz))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
+        raise ParseError(f"unknown time zone {tz!r} (an IANA name such as "
+                         "'America/Chicago' expected)", **where) from None
+    return str(tz)
+
+
+def _time(text, tz: str | None, where: dict) -> pd.Timestamp:
+    if text is None or (isinstance(text, float) and np.isnan(text)) or str(text).strip() == "":
+        raise ParseError("missing time", **where)
+    s = str(text).strip()
+    # an IANA zone written after the time ("2025-07-01 10:00 America/Chicago")
+    parts = s.rsplit(" ", 1)
+    if len(parts) == 2 and "/" in parts[1]:
+        s, tz = parts[0], _zone(parts[1], where)
+    try:
+        ts = pd.Timestamp(s)
+    except (ValueError, TypeError):
+        raise ParseError(f"{text!r} is not an ISO 8601 time", **where) from None
+    if ts is pd.NaT:
+        raise ParseError("missing time", **where)
+    if ts.tz is None:
+        if tz is None:
+            raise ParseError(f"time {text!r} has no time zone; write it in UTC with a 'Z' "
+                             "or give tz", **where)
+        try:
+            ts = ts.tz_localize(tz)
+        except Exception as exc:  # noqa: BLE001 - pytz/pandas DST errors differ by version
+            raise ParseError(f"time {text!r} does not exist in {tz}: {exc}",
+                             **where) from None
+    return ts.tz_convert("UTC")
+
+
+def _cap_w(value, where: dict) -> float:
+    if value is None or str(value).strip() == "":
+        raise ParseError("missing cap (every target needs one; none is dropped)", **where)
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ParseError(f"cap {value!r} is not a number", **where) from None
+    if not np.isfinite(v):
+        raise ParseError("missing or non-finite cap (every target needs one)", **where)
+    return v * 1e6
+
+
+def _read_csv(path: Path, tz: str | None) -> pd.DataFrame:
+    try:
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False, comment="#")
+    except FileNotFoundError:
+        raise ParseError("no such file", path=path) from None
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise ParseError(f"cannot read as CSV: {exc}", path=path) from None
+    cols = {c.strip(): c for c in raw.columns}
+    if "cap_megawatts" not in cols:
+        bad = [c for c in cols if c.lower() in ("cap_mw", "mw", "cap")]
+        hint = f" (found {bad[0]!r}: units are spelled out)" if bad else ""
+        raise ParseError(f"no 'cap_megawatts' column{hint}", path=path, line=1)
+    rows = []
+    traj = "timestamp" in cols
+    if not traj and "start_utc" not in cols:
+        raise ParseError("expected columns start_utc + end_utc (or duration_s) + "
+                         "cap_megawatts, or timestamp + cap_megawatts", path=path, line=1)
+    n = len(raw)
+    if n == 0:
+        raise ParseError("no targets in the file", path=path, line=1)
+    for i in range(n):
+        rec = {k: raw[c].iloc[i].strip() for k, c in cols.items()}
+        where = {"path": path, "line": i + 2}
+        notice = (_time(rec["notice_utc"], tz, {**where, "column": "notice_utc"})
+                  if rec.get("notice_utc") else pd.NaT)
+        if traj:
+            t = _time(rec["timestamp"], tz, {**where, "column": "timestamp"})
+            if i == n - 1:
+                if rec["cap_megawatts"] != "":
+                    raise ParseError("the last row of a trajectory closes it: leave its "
+                                     "cap_megawatts empty", **where, column="cap_megawatts")
+                rows[-1]["end_utc"] = t if rows else None
+                if not rows:
+                    raise ParseError("a trajectory needs at least two rows", **where)
+                break
+            cap = _cap_w(rec["cap_megawatts"], {**where, "column": "cap_megawatts"})
+            if rows:
+                rows[-1]["end_utc"] = t
+            rows.append({"start_utc": t, "end_utc": None, "cap_w": cap,
+                         "notice_utc": notice, "source": f"{path.name}:{i + 2}"})
+        else:
+            t0 = _time(rec["start_utc"], tz, {**where, "column": "start_utc"})
+            if rec.get("end_utc"):
+                t1 = _time(rec["end_utc"], tz, {**where, "column": "end_utc"})
+            elif rec.get("duration_s"):
+                try:
+                    t1 = t0 + pd.Timedelta(seconds=float(rec["duration_s"]))
+                except ValueError:
+                    raise ParseError(f"duration_s {rec['duration_s']!r} is not a number",
+                                     **where, column="duration_s") from None
+            else:
+                raise ParseError("each target needs end_utc or duration_s", **where)
+            cap = _cap_w(rec["cap_megawatts"], {**where, "column": "cap_megawatts"})
+            rows.append({"start_utc": t0, "end_utc": t1, "cap_w": cap,
+                         "notice_utc": notice, "source": f"{path.name}:{i + 2}"})
+    return pd.DataFrame(rows)
+
+
+def _duration(text, where: dict) -> pd.Timedelta:
+    try:
+        d = pd.Timedelta(str(text))
+    except (ValueError, TypeError):
+        raise ParseError(f"duration {text!r} is not an ISO 8601 duration (e.g. 'PT5M')",
+                         **where) from None
+    if d <= pd.Timedelta(0):
+        raise ParseError(f"duration {text!r} must be positive", **where)
+    return d
+
+
+def parse_openadr_event(doc, *, tz: str | None = None, path=None) -> pd.DataFrame:
+    """Targets from OpenADR 3 event JSON (text, bytes or the parsed object).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``start_utc, end_utc, cap_w, notice_utc, source``, one row per interval with an
+        ``IMPORT_CAPACITY_LIMIT`` payload.
+    """
+    import jsonschema
+
+    if isinstance(doc, (str, bytes)):
+        try:
+            doc = json.loads(doc)
+        except ValueError as exc:
+            raise ParseError(f"not JSON: {exc}", path=path) from None
+    events = doc
+    if isinstance(doc, dict) and "events" in doc:
+        events = doc["events"]
+    if isinstance(events, dict):
+        events = [events]
+    if not isinstance(events, list) or not events:
+        raise ParseError("expected an OpenADR 3 event object, a list of events or "
+                         "{'events': [...]}", path=path)
+    rows = []
+    for e, ev in enumerate(events):
+        try:
+            jsonschema.validate(ev, EVENT_SCHEMA)
+        except jsonschema.ValidationError as exc:
+            loc = "/".join(str(p) for p in exc.absolute_path)
+            raise ParseError(f"not an OpenADR 3 event: {exc.message}",
+                             path=path, column=f"events[{e}]/{loc}".rstrip("/")) from None
+        name = ev.get("eventName") or ev.get("id") or f"event {e}"
+        units = 1e3  # OpenADR capacity limits are usually in KW
+        for pd_ in ev.get("payloadDescriptors") or []:
+            if pd_.get("payloadType") == "IMPORT_CAPACITY_LIMIT" and pd_.get("units"):
+                u = str(pd_["units"]).upper()
+                if u not in _UNITS:
+                    raise ParseError(f"unit {pd_['units']!r} of IMPORT_CAPACITY_LIMIT not "
+                                     f"one of {sorted(_UNITS)}", path=path,
+                                     column=f"events[{e}]/payloadDescriptors")
+                units = _UNITS[u]
+        notice = (_time(ev["createdDateTime"], tz,
+                        {"path": path, "column": f"events[{e}]/createdDateTime"})
+                  if ev.get("createdDateTime") else pd.NaT)
+        dflt = ev.get("intervalPeriod")
+        nxt = None
+        found = 0
+        skipped: list[int] = []
+        for k, iv in enumerate(ev["intervals"]):
+            where = {"path": path, "column": f"events[{e}]/intervals[{k}]"}
+            per = iv.get("intervalPeriod")
+            if per is not None:
+                t0 = _time(per["start"], tz, where)
+                dur = _duration(per.get("duration") or (dflt or {}).get("duration"), where)
+            elif dflt is not None:
+                t0 = nxt if nxt is not None else _time(dflt["start"], tz, where)
+                dur = _duration(dflt.get("duration"), where)
+            else:
+                raise ParseError("interval has no intervalPeriod and the event none",
+                                 **where)
+            nxt = t0 + dur
+            caps = [p for p in iv["payloads"] if p["type"] == "IMPORT_CAPACITY_LIMIT"]
+            if not caps:
+                skipped.append(k)
+                continue
+            vals = caps[0]["values"]
+            if len(vals) != 1:
+                raise ParseError(f"IMPORT_CAPACITY_LIMIT has {len(vals)} values; one "
+                                 "expected", **where)
+            try:
+                cap = float(vals[0]) * units
+            except (TypeError, ValueError):
+                raise ParseError(f"capacity limit {vals[0]!r} is not a number",
+                                 **where) from None
+            rows.append({"start_utc": t0, "end_utc": t0 + dur, "cap_w": cap,
+                         "notice_utc": notice, "source": f"{name}/intervals[{k}]"})
+            found += 1
+        if not found:
+            raise ParseError("event has no IMPORT_CAPACITY_LIMIT payload (the only "
+                             "payload type a curtailment target is read from)", path=path,
+                             column=f"events[{e}]")
+        if skipped:
+            import warnings
+
+            from ..exceptions import DataQualityWarning
+
+            warnings.warn(f"{path or 'event'}: events[{e}] intervals {skipped} carry no "
+                          "IMPORT_CAPACITY_LIMIT payload and set no cap", DataQualityWarning,
+                          stacklevel=2)
+    return pd.DataFrame(rows)
+
+
+def check_targets(frame: pd.DataFrame, *, floor_w: float, max_w: float,
+                  now: pd.Timestamp, horizon_end: pd.Timestamp | None = None,
+                  path=None) -> pd.DataFrame:
+    """Refuse (one-line :class:`ParseError`) targets that cannot be planned; returns the
+    frame sorted by start."""
+    f = frame.sort_values("start_utc", kind="stable").reset_index(drop=True)
+    for _, r in f.iterrows():
+        where = {"path": path, "column": r["source"]}
+        if not r["end_utc"] > r["start_utc"]:
+            raise ParseError("target ends before it starts", **where)
+        if r["cap_w"] > max_w:
+            raise ParseError(f"cap {r['cap_w'] / 1e6:.3f} MW is above the site's maximum "
+                             f"power {max_w / 1e6:.3f} MW", **where)
+        if r["cap_w"] < floor_w:
+            raise ParseError(f"cap {r['cap_w'] / 1e6:.3f} MW is below the site's floor "
+                             f"{floor_w / 1e6:.3f} MW (every job paused)", **where)
+        if r["end_utc"] <= now:
+            raise ParseError(f"target ends at {r['end_utc']}, before the plan starts "
+                             f"({now}): an event in the past", **where)
+        if horizon_end is not None and r["start_utc"] >= horizon_end:
+            raise ParseError(f"target starts at {r['start_utc']}, after the horizon ends "
+                             f"({horizon_end})", **where)
+    if len(f) > 1:
+        over = np.flatnonzero(f["start_utc"].to_numpy()[1:] < f["end_utc"].to_numpy()[:-1])
+        if len(over):
+            a, b = f.iloc[over[0]], f.iloc[over[0] + 1]
+            raise ParseError(f"targets overlap: {a['source']} ({a['start_utc']} - "
+                             f"{a['end_utc']}) and {b['source']} (from {b['start_utc']})",
+                             path=path)
+    return f
+
+
+def read_targets(path, *, floor_w: float, max_w: float, now=None, horizon_end=None,
+                 tz: str | None = None, scope: str = "it") -> Targets:
+    """Read and check a target file (``.csv`` or OpenADR 3 ``.json``).
+
+    Parameters
+    ----------
+    path : str or Path
+    floor_w, max_w : float
+        The site's floor and maximum power in the targets' scope [W].
+    now : pandas.Timestamp, optional
+        When the plan starts; a target ending before it is in the past (default: the
+        wall clock).
+    horizon_end : pandas.Timestamp, optional
+        A target starting after it is refused.
+    tz : str, optional
+        IANA zone for times written without one.
+    scope : {'it', 'facility'}
+    """
+    path = Path(path)
+    if scope not in ("it", "facility"):
+        raise PowerlabError(f"scope must be 'it' or 'facility', got {scope!r}")
+    tz = _zone(tz, {"path": path})
+    if path.suffix.lower() == ".json":
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ParseError("no such file", path=path) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ParseError(f"cannot read: {exc}", path=path) from None
+        frame = parse_openadr_event(text, tz=tz, path=path)
+    elif path.suffix.lower() == ".csv":
+        frame = _read_csv(path, tz)
+    else:
+        raise ParseError("expected a .csv target trajectory or an OpenADR 3 .json event",
+                         path=path)
+    now = pd.Timestamp.now(tz="UTC") if now is None else pd.Timestamp(now)
+    return Targets(check_targets(frame, floor_w=floor_w, max_w=max_w, now=now,
+                                 horizon_end=horizon_end, path=path), scope)
+
+
+def random_targets(start, end, reference_w: float, *, n: int = 200,
+                   duration_s: float = 300.0, low_fraction: float = 0.6,
+                   high_fraction: float = 1.0, seed: int = 0) -> Targets:
+    """``n`` non-overlapping targets of ``duration_s`` on a grid of whole durations
+    between ``start`` and ``end``, caps uniform in [low, high] x ``reference_w``."""
+    t0, t1 = pd.Timestamp(start), pd.Timestamp(end)
+    slots = int((t1 - t0).total_seconds() // duration_s)
+    if slots < n:
+        raise PowerlabError(f"{n} targets of {duration_s:g} s do not fit in {t0} - {t1}")
+    rng = np.random.default_rng(seed)
+    k = np.sort(rng.choice(slots, size=n, replace=False))
+    s = t0 + pd.to_timedelta(k * duration_s, unit="s")
+    caps = reference_w * rng.uniform(low_fraction, high_fraction, n)
+    return Targets(pd.DataFrame({"start_utc": s, "end_utc": s + pd.Timedelta(seconds=duration_s),
+                                 "cap_w": caps, "notice_utc": pd.NaT,
+                                 "source": [f"random[{i}]" for i in range(n)]}), "it")

@@ -1,0 +1,297 @@
+"""Measurement and verification of a curtailment event: credited MW = baseline - measured.
+
+The baseline is what the site would have drawn without the event; it is never measured,
+so it is estimated by a *named method*, with its uncertainty stated:
+
+``high_10_of_10``
+    The mean over the event window's clock times of the 10 highest-consumption of the
+    last 10 similar days (same day type, weekday or weekend, in the site's time zone,
+    before the event day, with no event of their own and at least 90 % of the window
+    recorded) — the "10-in-10" customer baseline of utility demand-response programmes.
+``high_4_of_5``
+    The same with the 4 highest of the last 5 similar days (the "high 4 of 5" form).
+``pre_event_mean``
+    The mean over the ``lookback_s`` before the event (meter before / meter after).
+``forecast_counterfactual``
+    The forecast engine's site power without the event over the window (mean of the
+    draws), given the scenario; its 5-95 % range over draws is the band.
+
+Uncertainty: for the day-matching methods, a 90 % prediction band
+``t(0.95, x-1) s sqrt(1 + 1/x)`` around the mean of the ``x`` day means (``s`` their
+standard deviation: a new day differs from the average of ``x`` days by that much); for
+``pre_event_mean``, ``1.645 s_b`` with ``s_b`` the standard deviation of its 5-minute
+block means; for the forecast, the draws' quantiles.  The credited MW carries the band of
+its baseline (the meter's own error is taken as negligible beside it).
+
+References
+----------
+.. [1] NAESB WEQ Business Practice Standards, Measurement and Verification of Demand
+   Response (WEQ-015): baseline types (Maximum Base Load, Meter Before/Meter After,
+   Baseline Type-I: interval meter, similar days).
+.. [2] California ISO, "10 in 10 non-event day selection" customer load baseline
+   (Business Practice Manual for Metering, Demand Response); PJM Manual 11, "High 4 of
+   5" customer baseline load.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import AnalysisError, ParseError, PowerlabError
+
+__all__ = ["BASELINE_METHODS", "Verification", "read_site_power", "verify_event"]
+
+BASELINE_METHODS = ("high_10_of_10", "high_4_of_5", "pre_event_mean",
+                    "forecast_counterfactual")
+
+
+def read_site_power(source, *, freq: str = "1min", scope: str = "gpu") -> pd.Series:
+    """Site power per ``freq`` bin [W], indexed by UTC time, from a meter CSV
+    (``timestamp`` and ``power_w`` or ``power_megawatts``), a telemetry store folder or a
+    canonical Parquet file (summed over devices, :func:`powerlab.telemetry.power_sums`),
+    or a frame / series already in memory."""
+    if isinstance(source, pd.Series):
+        s = source
+    elif isinstance(source, pd.DataFrame) and "timestamp" in source and \
+            "power_w" in source and "gpu_index" not in source:
+        s = source.set_index("timestamp")["power_w"]
+    else:
+        path = Path(source) if not isinstance(source, pd.DataFrame) else None
+        if path is not None and path.suffix.lower() == ".csv":
+            try:
+                df = pd.read_csv(path)
+            except FileNotFoundError:
+                raise ParseError("no such file", path=path) from None
+            except (OSError, ValueError, UnicodeDecodeError) as exc:
+                raise ParseError(f"cannot read as CSV: {exc}", path=path) from None
+            if "timestamp" not in df:
+                raise ParseError("no 'timestamp' column", path=path, line=1)
+            if "power_w" in df:
+                v = pd.to_numeric(df["power_w"], errors="coerce")
+            elif "power_megawatts" in df:
+                v = pd.to_numeric(df["power_megawatts"], errors="coerce") * 1e6
+            else:
+                raise ParseError("no 'power_w' or 'power_megawatts' column", path=path,
+                                 line=1)
+            try:
+                ts = pd.to_datetime(df["timestamp"], utc=False)
+            except (ValueError, TypeError) as exc:
+                raise ParseError(f"timestamps not ISO 8601: {exc}", path=path,
+                                 column="timestamp") from None
+            if getattr(ts.dt, "tz", None) is None:
+                raise ParseError("timestamps have no time zone (write them in UTC with a "
+                                 "'Z')", path=path, column="timestamp")
+            s = pd.Series(v.to_numpy(), index=ts.dt.tz_convert("UTC"))
+        else:
+            from ..telemetry.aggregate import power_sums
+
+            if path is not None and not path.exists():
+                raise PowerlabError(f"{path}: no such store, Parquet or CSV file")
+            agg = power_sums(source if path is None else path, freq, by="cluster",
+                             scope=scope, engine="pandas")
+            if agg.empty:
+                raise AnalysisError("no power readings in the telemetry")
+            s = agg.set_index("timestamp")["power_w"]
+    if not isinstance(s.index, pd.DatetimeIndex) or s.index.tz is None:
+        raise PowerlabError("site power must be indexed by tz-aware timestamps")
+    s = s.astype(float).sort_index()
+    return s.tz_convert("UTC").resample(freq).mean().rename("power_w")
+
+
+def _band_t(values: np.ndarray) -> tuple[float, float]:
+    from scipy import stats
+
+    x = len(values)
+    sd = float(np.std(values, ddof=1)) if x > 1 else float("nan")
+    half = float(stats.t.ppf(0.95, x - 1) * sd * np.sqrt(1 + 1 / x)) if x > 1 else np.nan
+    return sd, half
+
+
+def _similar_days(power: pd.Series, start, end, *, x: int, y: int, site_tz: str,
+                  event_days: set) -> tuple[float, float, list]:
+    loc0 = start.tz_convert(site_tz)
+    weekend = loc0.day_of_week >= 5
+    off0 = start - loc0.normalize().tz_convert("UTC")
+    length = end - start
+    bins = power.index
+    dt = (bins[1] - bins[0]) if len(bins) > 1 else pd.Timedelta(minutes=1)
+    need = max(1, int(0.9 * length / dt))
+    picks = []
+    day = loc0.normalize()
+    for _ in range(60):
+        day = (day - pd.Timedelta(days=1)).normalize()
+        day = day.tz_localize(None).tz_localize(site_tz, ambiguous=True,
+                                                 nonexistent="shift_forward")
+        if (day.day_of_week >= 5) != weekend or day.date() in event_days:
+            continue
+        w0 = day.tz_convert("UTC") + off0
+        seg = power[(power.index >= w0) & (power.index < w0 + length)].dropna()
+        if len(seg) < need:
+            continue
+        picks.append((str(day.date()), float(seg.mean())))
+        if len(picks) == y:
+            break
+    if len(picks) < y:
+        raise AnalysisError(f"only {len(picks)} similar days (same day type, no event, "
+                            f"window recorded) before {loc0.date()}; the method needs {y}")
+    top = sorted(picks, key=lambda p: -p[1])[:x]
+    vals = np.array([p[1] for p in top])
+    _sd, half = _band_t(vals)
+    return float(vals.mean()), half, [p[0] for p in top]
+
+
+class Verification:
+    """Credited MW of each event interval under each baseline method (results object).
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        ``start_utc, end_utc, cap_megawatts, method, baseline_megawatts,
+        baseline_band_megawatts, measured_megawatts, credited_megawatts,
+        credited_megawatts_lower, credited_megawatts_upper, cap_met, days``.
+    """
+
+    def __init__(self, frame: pd.DataFrame, notes: dict):
+        self.frame = frame
+        self.notes = notes
+
+    def summary_frame(self) -> pd.DataFrame:
+        return self.frame.copy()
+
+    def summary(self) -> str:
+        f = self.frame
+        lines = [("Measurement and verification: credited MW = baseline - measured "
+                 "(90 % band of the baseline)")]
+        for m, g in f.groupby("method", sort=False):
+            lines.append(f"{m}: credited {g['credited_megawatts'].mean():.3f} MW on average "
+                         f"over {len(g)} interval(s), band "
+                         f"[{g['credited_megawatts_lower'].mean():.3f}, "
+                         f"{g['credited_megawatts_upper'].mean():.3f}] MW")
+        for m, why in self.notes.items():
+            lines.append(f"{m}: not computed: {why}")
+        cols = ["start_utc", "method", "baseline_megawatts", "measured_megawatts",
+                "credited_megawatts", "credited_megawatts_lower", "credited_megawatts_upper",
+                "cap_met"]
+        lines.append(f[cols].to_string(index=False, float_format="%.3f"))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def _repr_html_(self) -> str:
+        return "<pre>" + self.summary() + "</pre>"
+
+    def write(self, out_dir) -> list[Path]:
+        out = Path(out_dir)
+        if out.exists() and not out.is_dir():
+            raise PowerlabError(f"{out} exists and is not a folder")
+        out.mkdir(parents=True, exist_ok=True)
+        p1, p2 = out / "verification.csv", out / "verification_summary.txt"
+        self.frame.to_csv(p1, index=False, float_format="%.6g")
+        p2.write_text(self.summary() + "\n", encoding="utf-8")
+        return [p1, p2]
+
+
+def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_event_mean"),
+                 site_tz: str = "UTC", lookback_s: float = 3600.0, scenario=None,
+                 forecast_scope: str = "it", draws: int = 20, seed: int = 0
+                 ) -> Verification:
+    """Credited MW of each event interval by each named baseline method.
+
+    Parameters
+    ----------
+    power : pandas.Series
+        Measured site power [W] on a regular UTC grid (:func:`read_site_power`).
+    events : pandas.DataFrame
+        ``start_utc, end_utc, cap_w`` (e.g. :attr:`powerlab.flex.targets.Targets.frame`).
+    methods : sequence of str
+        Names from :data:`BASELINE_METHODS`.
+    site_tz : str
+        Site time zone (day types of the similar days).
+    lookback_s : float
+        Window of ``pre_event_mean`` [s].
+    scenario : Scenario, optional
+        Needed by ``forecast_counterfactual``.
+    forecast_scope : {'it', 'facility'}
+        Which forecast power the measured power is compared with (the meter's scope).
+    draws, seed : int
+        Forecast draws and seed.
+
+    Returns
+    -------
+    Verification
+    """
+    if forecast_scope not in ("it", "facility"):
+        raise PowerlabError(f"forecast_scope must be 'it' or 'facility', got "
+                            f"{forecast_scope!r}")
+    bad = [m for m in methods if m not in BASELINE_METHODS]
+    if bad:
+        raise PowerlabError(f"unknown baseline method(s) {bad}; known: {BASELINE_METHODS}")
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(site_tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
+        raise PowerlabError(f"unknown time zone {site_tz!r}") from None
+    ev = events.sort_values("start_utc")
+    event_days = {t.tz_convert(site_tz).date() for t in ev["start_utc"]}
+    res = None
+    rows, notes = [], {}
+    for r in ev.itertuples():
+        seg = power[(power.index >= r.start_utc) & (power.index < r.end_utc)].dropna()
+        if seg.empty:
+            raise AnalysisError(f"no measured power in the event {r.start_utc} - "
+                                f"{r.end_utc}")
+        meas = float(seg.mean())
+        for m in methods:
+            try:
+                days = ""
+                if m in ("high_10_of_10", "high_4_of_5"):
+                    x, y = (10, 10) if m == "high_10_of_10" else (4, 5)
+                    b, half, dl = _similar_days(power, r.start_utc, r.end_utc, x=x, y=y,
+                                                site_tz=site_tz, event_days=event_days)
+                    lo, hi = b - half, b + half
+                    days = " ".join(dl)
+                elif m == "pre_event_mean":
+                    t0 = r.start_utc - pd.Timedelta(seconds=lookback_s)
+                    pre = power[(power.index >= t0) & (power.index < r.start_utc)].dropna()
+                    if len(pre) < 2:
+                        raise AnalysisError("no measured power in the lookback window")
+                    b = float(pre.mean())
+                    blocks = pre.resample("5min").mean().dropna()
+                    half = 1.645 * float(blocks.std(ddof=1)) if len(blocks) > 1 else np.nan
+                    lo, hi = b - half, b + half
+                else:
+                    if scenario is None:
+                        raise AnalysisError("needs the scenario (--scenario)")
+                    if res is None:
+                        from ..grid.forecast import forecast
+
+                        res = forecast(scenario, draws=draws, seed=seed, tick_s=1.0)
+                    tt = res.times
+                    sel = (tt >= r.start_utc) & (tt < r.end_utc)
+                    if not sel.any():
+                        raise AnalysisError("the event is outside the scenario's horizon")
+                    wm = res.power_w(forecast_scope)[:, sel].mean(axis=1)
+                    b = float(wm.mean())
+                    lo, hi = float(np.quantile(wm, 0.05)), float(np.quantile(wm, 0.95))
+                    half = (hi - lo) / 2
+            except AnalysisError as exc:
+                notes[m] = str(exc)
+                continue
+            rows.append({"start_utc": r.start_utc, "end_utc": r.end_utc,
+                         "cap_megawatts": r.cap_w / 1e6, "method": m,
+                         "baseline_megawatts": b / 1e6,
+                         "baseline_band_megawatts": half / 1e6,
+                         "measured_megawatts": meas / 1e6,
+                         "credited_megawatts": (b - meas) / 1e6,
+                         "credited_megawatts_lower": (lo - meas) / 1e6,
+                         "credited_megawatts_upper": (hi - meas) / 1e6,
+                         "cap_met": bool(meas <= r.cap_w), "days": days})
+    if not rows:
+        raise AnalysisError("no baseline method could be computed: " + "; ".join(
+            f"{k}: {v}" for k, v in notes.items()))
+    return Verification(pd.DataFrame(rows), notes)

@@ -1,0 +1,113 @@
+"""Target trajectories (powerlab.flex.targets): CSV and OpenADR 3 event JSON, and the
+one-line errors for targets that cannot be planned."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from powerlab.exceptions import ParseError
+from powerlab.flex import parse_openadr_event, read_targets
+
+NOW = pd.Timestamp("2025-07-01T00:00Z")
+KW = {"floor_w": 6e6, "max_w": 17e6, "now": NOW}
+
+
+def _csv(tmp_path, text, name="t.csv"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_csv_targets_and_trajectory(tmp_path):
+    t = read_targets(_csv(tmp_path, "start_utc,end_utc,cap_megawatts\n"
+                                    "2025-07-01T02:00Z,2025-07-01T02:05Z,12\n"
+                                    "2025-07-01T01:00Z,,10\n".replace(",,10", ",2025-07-01T01:10Z,10")),
+                     **KW)
+    f = t.frame
+    assert list(f["cap_w"]) == [10e6, 12e6]                  # sorted by start
+    assert f["start_utc"].iloc[0] == pd.Timestamp("2025-07-01T01:00Z")
+    tr = read_targets(_csv(tmp_path, "timestamp,cap_megawatts\n"
+                                     "2025-07-01T01:00Z,11\n2025-07-01T01:05Z,9\n"
+                                     "2025-07-01T01:10Z,\n", "tr.csv"), **KW)
+    assert list(tr.frame["cap_w"]) == [11e6, 9e6]
+    assert tr.frame["end_utc"].iloc[-1] == pd.Timestamp("2025-07-01T01:10Z")
+    loc = read_targets(_csv(tmp_path, "start_utc,duration_s,cap_megawatts\n"
+                                      "2025-07-01 03:00,300,12\n", "loc.csv"),
+                       tz="America/Chicago", **KW)
+    assert loc.frame["start_utc"].iloc[0] == pd.Timestamp("2025-07-01T08:00Z")  # CDT
+
+
+EVENT = {
+    "objectType": "EVENT", "programID": "ercot-lel", "eventName": "curtail",
+    "createdDateTime": "2025-07-01T00:30:00Z",
+    "payloadDescriptors": [{"objectType": "EVENT_PAYLOAD_DESCRIPTOR",
+                            "payloadType": "IMPORT_CAPACITY_LIMIT", "units": "KW"}],
+    "intervalPeriod": {"start": "2025-07-01T01:00:00Z", "duration": "PT5M"},
+    "intervals": [{"id": 0, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [11000]}]},
+                  {"id": 1, "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [10000]}]},
+                  {"id": 2, "intervalPeriod": {"start": "2025-07-01T02:00:00Z",
+                                               "duration": "PT10M"},
+                   "payloads": [{"type": "IMPORT_CAPACITY_LIMIT", "values": [12000]}]}],
+}
+
+
+def test_openadr3_event_intervals_follow_the_event_period(tmp_path):
+    """OpenADR 3: an event's intervalPeriod sets the start and duration of intervals that
+    have none; intervals follow one another in order."""
+    f = parse_openadr_event(json.dumps(EVENT))
+    assert list(f["cap_w"]) == [11e6, 10e6, 12e6]             # KW -> W
+    assert list(f["start_utc"]) == [pd.Timestamp("2025-07-01T01:00Z"),
+                                    pd.Timestamp("2025-07-01T01:05Z"),
+                                    pd.Timestamp("2025-07-01T02:00Z")]
+    assert f["end_utc"].iloc[2] == pd.Timestamp("2025-07-01T02:10Z")
+    assert (f["notice_utc"] == pd.Timestamp("2025-07-01T00:30Z")).all()
+    p = tmp_path / "ev.json"
+    p.write_text(json.dumps({"program": {"programName": "x"}, "events": [EVENT]}))
+    assert len(read_targets(p, **KW)) == 3
+
+
+@pytest.mark.parametrize("text,match", [
+    ("start_utc,end_utc,cap_megawatts\n2025-07-01T01:00Z,2025-07-01T01:05Z,18\n",
+     "above the site's maximum"),
+    ("start_utc,end_utc,cap_megawatts\n2025-07-01T01:00Z,2025-07-01T01:05Z,5\n",
+     "below the site's floor"),
+    ("start_utc,end_utc,cap_megawatts\n2025-06-30T01:00Z,2025-06-30T01:05Z,10\n",
+     "in the past"),
+    (("start_utc,end_utc,cap_megawatts\n2025-07-01T01:00Z,2025-07-01T01:10Z,10\n"
+     "2025-07-01T01:05Z,2025-07-01T01:15Z,11\n"), "overlap"),
+    ("start_utc,end_utc,cap_megawatts\n2025-07-01 01:00 Mars/Olympus,2025-07-01T01:05Z,10\n",
+     "unknown time zone"),
+    ("start_utc,end_utc,cap_megawatts\n2025-07-01 01:00,2025-07-01 01:05,10\n",
+     "no time zone"),
+    ("start_utc,end_utc,cap_megawatts\n2025-07-01T01:00Z,2025-07-01T01:05Z,\n",
+     "missing cap"),
+    ("start_utc,end_utc,cap_mw\n2025-07-01T01:00Z,2025-07-01T01:05Z,10\n",
+     "units are spelled out"),
+])
+def test_bad_targets_are_one_line_errors(tmp_path, text, match):
+    with pytest.raises(ParseError, match=match) as e:
+        read_targets(_csv(tmp_path, text), **KW)
+    assert "\n" not in str(e.value) and "t.csv" in str(e.value)
+
+
+def test_bad_openadr_events(tmp_path):
+    bad = dict(EVENT)
+    bad.pop("programID")
+    with pytest.raises(ParseError, match="not an OpenADR 3 event"):
+        parse_openadr_event(json.dumps(bad))
+    mixed = json.loads(json.dumps(EVENT))
+    mixed["intervals"][1]["payloads"][0]["type"] = "PRICE"
+    from powerlab.exceptions import DataQualityWarning
+
+    with pytest.warns(DataQualityWarning, match=r"intervals \[1\] carry no"):
+        assert len(parse_openadr_event(json.dumps(mixed))) == 2
+    price = json.loads(json.dumps(EVENT))
+    for iv in price["intervals"]:
+        iv["payloads"][0]["type"] = "PRICE"
+    with pytest.raises(ParseError, match="no IMPORT_CAPACITY_LIMIT"):
+        parse_openadr_event(json.dumps(price))
+    with pytest.raises(ParseError, match="unknown time zone"):
+        read_targets(_csv(tmp_path, "start_utc,end_utc,cap_megawatts\n"), tz="Nowhere/X", **KW)
