@@ -462,7 +462,14 @@ def band_oscillation(power_w, tick_s: float, band_hz: tuple[float, float],
 
 
 def largest_step(power_w, tick_s: float, within_s: float, direction: str = "both") -> float:
-    """Largest net change of the power between samples ``within_s`` apart [W].
+    """Largest change of the power completed within ``within_s`` [W].
+
+    Up: the largest ``x[j] - x[i]`` over sample pairs with ``0 < t_j - t_i <=
+    within_s``; down: the largest ``x[i] - x[j]`` (as a positive number).  Any pair
+    counts, not only samples exactly ``within_s`` apart, so a load that jumps and comes
+    back within ``within_s`` is seen (issue 20: the independent reference
+    ``tests/reference/refmetrics.py`` reads "within" so; the earlier net change over
+    exactly ``within_s`` missed it).
 
     Parameters
     ----------
@@ -481,12 +488,18 @@ def largest_step(power_w, tick_s: float, within_s: float, direction: str = "both
         [W], >= 0.
     """
     x = power_series(power_w)
-    w = whole_ticks(within_s, tick_s)
-    if len(x) <= w:
+    k = whole_ticks(within_s, tick_s)
+    if len(x) <= k:
         raise AnalysisError(f"{(len(x) - 1) * tick_s:g} s of data is shorter than "
                             f"{within_s:g} s")
-    d = x[w:] - x[:-w]
-    return pick_direction(float(max(d.max(), 0.0)), float(max(-d.min(), 0.0)), direction)
+    # trailing extremes over x[j-k .. j] from centred filters of k + 1 samples, shifted
+    c = (k + 1) // 2
+    lo = np.concatenate([np.minimum.accumulate(x[:k]),
+                         minimum_filter1d(x, k + 1, mode="nearest")[c:len(x) - k + c]])
+    hi = np.concatenate([np.maximum.accumulate(x[:k]),
+                         maximum_filter1d(x, k + 1, mode="nearest")[c:len(x) - k + c]])
+    up, down = float((x - lo).max()), float((hi - x).max())    # j = i gives 0
+    return pick_direction(max(up, 0.0), max(down, 0.0), direction)
 
 
 def sag_load_loss(power_w, tick_s: float, start_utc, sags: pd.DataFrame, *,
