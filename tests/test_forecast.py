@@ -171,7 +171,8 @@ def test_results_object_frames_and_summary():
     assert (sf["power_w_mean"] <= sf["power_w_max"] + 1e-6).all()
     assert sf["events"].str.contains("pretrain:checkpoint").any()
     text = str(res.summary())
-    for word in ("largest swing in 1 s", "max ramp up", "dominant frequency",
+    for word in ("largest swing in 1 s", "max ramp: ramp_up_w_per_s_1s (largest rise "
+                 "between adjacent 1-s means", "ramp_up_w_per_s_tick", "dominant frequency",
                  "0.1-2 Hz", "checkpoint"):
         assert word in text
     assert "<table" in res._repr_html_()
@@ -325,7 +326,7 @@ def test_reducing_as_it_goes_gives_the_same_numbers(mit):
                                    rtol=1e-9)
         assert (a["events"] == b["events"]).all()
     ma, mb = full.metrics, red.metrics
-    exact = ["peak_w", "min_w", "ramp_up_w_per_s", "ramp_down_w_per_s",
+    exact = ["peak_w", "min_w", "ramp_up_w_per_s_tick", "ramp_down_w_per_s_tick",
              "ramp_up_w_per_s_1s", "ramp_down_w_per_s_1s", "ramp_up_w_per_min_1min",
              "ramp_down_w_per_min_1min"]
     np.testing.assert_allclose(mb[exact].to_numpy(float), ma[exact].to_numpy(float),
@@ -366,7 +367,7 @@ def test_chunked_runs_equal_the_whole_horizon_and_each_other(mit):
     one = forecast(sc, draws=2, seed=3, chunk_ticks=10**8)        # a single chunk
     red_one = forecast(sc, draws=2, seed=3, keep_ticks=False, chunk_ticks=10**8)
     exact = ["peak_w", "min_w", "swing_1s_w", "swing_10s_w", "swing_60s_w",
-             "ramp_up_w_per_s", "ramp_down_w_per_s"]
+             "ramp_up_w_per_s_tick", "ramp_down_w_per_s_tick"]
     num = [c for c in red_one.metrics.columns if c not in ("scope", "draw")]
     close = [c for c in num if c not in exact]
     for chunk in (777, 1000, 4096):   # 777 rounds up to 780 (whole 1-s intervals)

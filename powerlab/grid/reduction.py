@@ -439,9 +439,10 @@ class _ScopeStats:
         row = {"scope": sc, "draw": self.d, "peak_w": float(self.bmax.max()),
                "min_w": float(self.bmin.min())}
         row.update(self.swings.result())
-        row["ramp_up_w_per_s"] = float(max(self.up, 0.0))
-        row["ramp_down_w_per_s"] = float(max(self.down, 0.0))
-        row.update(self.ramps.result(row["ramp_up_w_per_s"], row["ramp_down_w_per_s"]))
+        row["ramp_up_w_per_s_tick"] = float(max(self.up, 0.0))
+        row["ramp_down_w_per_s_tick"] = float(max(self.down, 0.0))
+        row.update(self.ramps.result(row["ramp_up_w_per_s_tick"],
+                                     row["ramp_down_w_per_s_tick"]))
         fr = spec["frequency_hz"].to_numpy()
         ps = spec["psd_w2_per_hz"].to_numpy()
         row["dominant_frequency_hz"] = dominant_frequency(fr, ps)
