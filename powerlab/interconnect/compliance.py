@@ -60,7 +60,8 @@ __all__ = [
 
 #: Columns of ``compliance.csv``.
 COMPLIANCE_COLUMNS = ("requirement", "metric", "window_s", "limit", "value", "unit",
-                      "exceed_probability", "verdict")
+                      "exceed_probability", "verdict", "worst_window_start_utc",
+                      "share_of_windows_over_limit")
 
 _OK, _PARTIAL, _NO = "ok", "partial", "no"
 
@@ -401,6 +402,10 @@ class ComplianceResult:
                 note = (note + "; " if note else "") + extra
             if not assessed:
                 when, share = pd.NaT, math.nan
+            elif r.kind == "oscillation" and pd.notna(when):
+                note = (f"worst {r.window_s:g}-s window from {when:%Y-%m-%d %H:%M:%S} UTC; "
+                        f"{share:.2%} of the windows over the limit"
+                        + ("; " + note if note else ""))
             rows.append({
                 "requirement": r.name, "kind": r.kind, "metric": metric_name(self.spec, r),
                 "window_s": r.window_s, "limit": r.limit, "value": value, "unit": r.unit,
@@ -432,7 +437,9 @@ class ComplianceResult:
         return when, share
 
     def summary_frame(self) -> pd.DataFrame:
-        """One row per requirement: the ``compliance.csv`` columns, then
+        """One row per requirement: the ``compliance.csv`` columns (for an oscillation
+        requirement ``worst_window_start_utc`` and ``share_of_windows_over_limit`` of the
+        reported draw; NaT/NaN for the other kinds), then
         ``exceed_probability_upper95`` (one-sided 95 % Clopper-Pearson bound over the
         draws), ``value_median``, ``value_worst``, ``assessed`` (False: the data cannot show the
         requirement met, verdict ``fail``, value NaN), ``draws_assessed``, ``exceedances``,
