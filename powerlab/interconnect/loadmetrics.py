@@ -6,11 +6,15 @@ returns one number in SI units (W, or W/s):
 
 - :func:`ramp_of_means` - largest change between adjacent ``window_s`` means, per second
   (ramps "over 1-s means" or "over 1-min means");
-- :func:`largest_deviation` - largest max-minus-min within any ``window_s`` (the allowed
-  short-term deviation);
-- :func:`band_oscillation` - RMS (Welch) or peak-to-peak (zero-phase Butterworth
-  band-pass) of the oscillation in a frequency band;
-- :func:`largest_step` - largest net change between samples ``within_s`` apart;
+- :func:`largest_deviation` - largest max-minus-min within any ``window_s`` (the
+  short-term deviation read as a limit of its own);
+- :func:`gated_ramp`, :func:`deviation_beyond_allowance` - the short-term deviation read
+  as Choukse et al.'s allowance before ramp constraints are triggered;
+- :func:`band_windows`, :func:`band_oscillation` - RMS or peak-to-peak of the
+  band-passed power (zero-phase Butterworth, half power at the edges) in every sliding
+  window, and the worst window;
+- :func:`largest_step` - largest change between any two samples at most ``within_s``
+  apart;
 - :func:`sag_load_loss` - the load lost during and after voltage sags.
 
 Windows must be whole numbers of ticks; a series too short for a window raises
@@ -47,15 +51,15 @@ __all__ = [
     "band_rms",
     "band_windows",
     "default_band_window_s",
-    "settle_s",
     "deviation_around",
     "deviation_beyond_allowance",
     "gated_ramp",
-    "ramp_at_boundaries",
     "largest_deviation",
     "largest_step",
+    "ramp_at_boundaries",
     "ramp_of_means",
     "sag_load_loss",
+    "settle_s",
     "welch_psd",
     "welch_segment_s",
     "whole_ticks",
@@ -273,8 +277,13 @@ def band_filter(band_hz: tuple[float, float], fs_hz: float) -> np.ndarray:
     nyq = 0.5 * fs_hz
     n = BANDPASS_ORDER
     omega_e = (math.sqrt(2.0) - 1.0) ** (1.0 / (2 * n))
-    warp = lambda f: 2.0 * fs_hz * math.tan(math.pi * f / fs_hz)         # noqa: E731
-    unwarp = lambda w: fs_hz / math.pi * math.atan(w / (2.0 * fs_hz))   # noqa: E731
+
+    def warp(f):
+        return 2.0 * fs_hz * math.tan(math.pi * f / fs_hz)
+
+    def unwarp(w):
+        return fs_hz / math.pi * math.atan(w / (2.0 * fs_hz))
+
     if hi >= 0.95 * nyq:
         return signal.butter(n, unwarp(warp(lo) * omega_e), btype="highpass", fs=fs_hz,
                              output="sos")
