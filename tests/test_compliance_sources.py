@@ -211,3 +211,28 @@ def test_an_aliased_oscillation_is_reported_with_a_named_warning():
         "requirement")
     assert sf2.loc["low", "value"] == pytest.approx(0.5 * 0.0474 / math.sqrt(2), rel=0.05)
     assert "interval means" in sf2.loc["low", "note"]
+
+
+def test_comply_command_says_how_the_readings_were_sampled(tmp_path, capsys):
+    """The command line takes readings as instantaneous (NVML's power) unless told they
+    are interval means; the summary names the aliasing either way, and a scenario (whose
+    ticks are interval means) refuses the telemetry-only flag."""
+    from powerlab import cli
+
+    frame = _telemetry(lambda t: 20 * MW + 0.5 * MW * np.sin(2 * np.pi * 10.5 * t))
+    pq = tmp_path / "t.parquet"
+    frame.to_parquet(pq)
+    req = tmp_path / "r.yaml"
+    req.write_text("name: r\nscope: it\nrequirements:\n  - {name: low, kind: oscillation, "
+                   "band_hz: [0.1, 2], measure: rms, limit: 0.1, unit: MW, source: t, "
+                   "illustrative: true}\n")
+    assert cli.main(["comply", str(pq), "--requirements", str(req), "--out",
+                     str(tmp_path / "a")]) == 1
+    out = capsys.readouterr().out
+    assert "aliasing" in out and "instantaneous" in out
+    assert cli.main(["comply", str(pq), "--requirements", str(req), "--out",
+                     str(tmp_path / "b"), "--interval-means"]) == 1
+    assert "interval means" in capsys.readouterr().out
+    assert cli.main(["comply", "data/scenarios/small.yaml", "--requirements", str(req),
+                     "--out", str(tmp_path / "c"), "--interval-means"]) == 2
+    assert "--interval-means" in capsys.readouterr().err

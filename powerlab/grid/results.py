@@ -349,9 +349,9 @@ class ForecastSummary:
                     ("ramp_down_w_per_min_1min", "MW/min"),
                     ("ramp_up_w_per_s_100ms", "MW/s"), ("ramp_up_w_per_s_tick", "MW/s"))},
                 "dominant_frequency_hz": "dominant frequency [Hz]",
-                "band_0p1_2hz_rms_w": "RMS in 0.1-2 Hz [MW]",
-                "band_2_20hz_rms_w": "RMS in 2-20 Hz [MW]",
-                "band_3_30hz_rms_w": "RMS in 3-30 Hz [MW]"}
+                "band_0p1_2hz_rms_w": "RMS in 0.1-2 Hz, whole-horizon Welch [MW]",
+                "band_2_20hz_rms_w": "RMS in 2-20 Hz, whole-horizon Welch [MW]",
+                "band_3_30hz_rms_w": "RMS in 3-30 Hz, whole-horizon Welch [MW]"}
         rows = {}
         for sc_name in ("facility", "it"):
             sub = m[m["scope"] == sc_name]
