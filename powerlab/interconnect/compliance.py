@@ -173,7 +173,16 @@ class Compliance:
         length; status ``ok``, ``partial`` or ``no`` (see the module docstring)."""
         key = (float(tick_s), float(native_interval_s), float(duration_s))
         if key not in self._plans:
-            self._plans[key] = {r.name: _plan(r, *key) for r in self.spec.requirements}
+            plan = {r.name: _plan(r, *key) for r in self.spec.requirements}
+            for r in self.spec.requirements:   # an allowance needs a ramp limit to trigger
+                gated = self.spec.gated_ramps(r)
+                if gated and plan[r.name][0] == _OK and all(plan[g.name][0] != _OK
+                                                            for g in gated):
+                    plan[r.name] = (_NO, (
+                        "it is the allowance before the ramp limits "
+                        f"({', '.join(g.name for g in gated)}), which these data cannot "
+                        "assess"))
+            self._plans[key] = plan
         return self._plans[key]
 
     def assessable(self, tick_s: float, native_interval_s: float, duration_s: float):
