@@ -12,9 +12,13 @@ Three layers (pvlib style):
   frame, a store or a trace, and returns a :class:`ComplianceResult` (``summary()``,
   ``summary_frame()``, ``write(dir)`` for ``compliance.csv``).
 
-All RMS band requirements of a spec are read off one Welch spectrum whose segments suit
-the lowest band (:func:`~powerlab.interconnect.loadmetrics.welch_segment_s`), so that a search
-evaluating many options pays for one spectrum per series.
+Oscillation requirements are read over sliding windows of the band-passed power
+(:func:`~powerlab.interconnect.loadmetrics.band_windows`): the value is the worst window,
+and the result says when it starts and what share of the windows exceed the limit.  A
+``deviation`` requirement is, by default, the allowance before the ramp limits are
+triggered (:data:`~powerlab.interconnect.requirements.DEVIATION_RULES`).  For measured
+telemetry each oscillation row's note says what the sampling shows of its band and names
+the aliasing of faster content (:func:`~powerlab.interconnect.powertrace.band_visibility`).
 
 Verdicts
 --------
