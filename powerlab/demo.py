@@ -250,7 +250,7 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
     from .grid.export import read_facilities_csv, write_facilities_csv
     from .grid.forecast import forecast
     from .grid.mitigations import compare_mitigations
-    from .grid.planner import planner_summary
+    from .grid.planner import PLANNER_FIGURES, planner_summary
     from .grid.scenario import Battery, Mitigations
     from .grid.swings import check_limits
     from .iotools import read_mllog, read_mlperf_power, read_weather
@@ -313,7 +313,8 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
     plan = planner_summary(res)["median"]
     fig.update(peak_demand_megawatts_15min=float(plan["15-min peak demand [MW]"]),
                energy_megawatt_hours=float(plan["energy [MWh]"]),
-               ramp_megawatts_per_min_1min=float(plan["largest ramp, 1-min means [MW/min]"]),
+               ramp_megawatts_per_min_1min=float(
+                   plan[PLANNER_FIGURES["ramp_megawatts_per_min_1min"][0]]),
                load_factor=float(plan["load factor [-]"]))
     viol = violation_probabilities(violations, res)
     fig["limit_violation_probability_per_draw"] = (
@@ -412,6 +413,7 @@ def violation_probabilities(violations: pd.DataFrame, res) -> pd.DataFrame:
 
 def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, tc, fig,
                   csv, viz, ic=None):
+    from .grid.ramps import ramp_label
     from .viz.report import Report
 
     lo, hi = tod.amplitude_ci_pct
@@ -472,9 +474,9 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
                      f"{fig['scenario_node_compute_w']:,.0f} / "
                      f"{fig['node_compute_w']:,.0f} W",
                  "largest swing in 60 s": f"{fig['swing_60s_megawatts']:.1f} MW",
-                 "largest ramp up (1-s means)":
+                 ramp_label("ramp_up_megawatts_per_s_1s"):
                      f"{fig['ramp_up_megawatts_per_s_1s']:.1f} MW/s",
-                 "largest ramp down (1-s means)":
+                 ramp_label("ramp_down_megawatts_per_s_1s"):
                      f"{fig['ramp_down_megawatts_per_s_1s']:.1f} MW/s",
                  "dominant oscillation": f"{fig['dominant_frequency_hz']:.3f} Hz",
                  "P(a limit is violated), per draw":
@@ -482,7 +484,7 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
                 caption="Facility scope, median over draws.")
     rep.figures({"15-min peak demand": f"{fig['peak_demand_megawatts_15min']:.1f} MW",
                  "energy": f"{fig['energy_megawatt_hours']:,.0f} MWh",
-                 "largest ramp (1-min means)":
+                 ramp_label("ramp_megawatts_per_min_1min"):
                      f"{fig['ramp_megawatts_per_min_1min']:.1f} MW/min",
                  "load factor": f"{fig['load_factor']:.2f}"},
                 caption="Planner figures: facility scope, median over draws; demand over "

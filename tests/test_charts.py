@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -392,7 +394,13 @@ def test_forecast_charts_adapter(small_forecast):
     assert len(ev) == min(200, int((res.events["draw"] == 0).sum()))
     ramps = out["ramps"].to_dict()
     hist = next(pd.DataFrame(v) for v in ramps["datasets"].values() if "count" in v[0])
-    assert hist["count"].sum() == res.n_ticks - 1
+    # the ramps the limits apply to: between adjacent 1-s means, at every tick boundary
+    # where both means fit (n - 2 w + 1 of them, w = 10 ticks), the largest equal to the
+    # metric of the same name (issue 20, item 10)
+    assert hist["count"].sum() == res.n_ticks - 2 * 10 + 1
+    m0 = res.metrics.query("scope == 'facility' and draw == 0").iloc[0]
+    assert hist["bin_end"].max() >= m0["ramp_up_w_per_s_1s"] / 1e6
+    assert "1-s means" in json.dumps(ramps)
     lim = res.scenario.limits
     rules = next(pd.DataFrame(v) for v in ramps["datasets"].values() if "x" in v[0])
     assert sorted(rules["x"]) == [-lim.ramp_down_megawatts_per_s, lim.ramp_up_megawatts_per_s]

@@ -38,8 +38,11 @@ def test_mitigation_whatifs_report_reduction_and_cost():
     assert t.loc["floor", "swing_1s_reduction_pct"] > 10
     assert t.loc["floor", "extra_energy_megawatt_hours"] > 0
     assert t.loc["floor", "throughput_loss_pct"] == pytest.approx(0.0, abs=1e-9)
-    # ramp limit: slower ramps, costs throughput
-    assert t.loc["ramp", "ramp_up_reduction_pct"] > 50
+    # ramp limit: slower ramps, costs throughput.  The table's ramps are over 1-s means
+    # (ramp_up_megawatts_per_s_1s): a step stretched into a ramp of T < 1 s keeps
+    # 1 - T / 4 s of its 1-s-means ramp, so the reduction is modest (a tick-to-tick
+    # figure would show > 50 %)
+    assert t.loc["ramp", "ramp_up_reduction_pct"] > 10
     assert t.loc["ramp", "throughput_loss_pct"] > 0
     # stagger: the second job trains less
     assert t.loc["stagger", "throughput_loss_pct"] > 0

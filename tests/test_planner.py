@@ -57,3 +57,43 @@ def test_too_short_for_a_window_is_nan_not_a_number():
     assert np.isnan(f["peak_demand_megawatts_15min"]) and np.isnan(f["load_factor"])
     assert np.isnan(f["ramp_megawatts_per_min_1min"])
     assert f["energy_megawatt_hours"] == pytest.approx(5 * 100 / 3600)
+
+
+def test_each_ramp_figure_has_one_name_and_definition_in_csv_report_and_summary():
+    """Issue 20, item 10: a figure is "the largest change between adjacent 1-s means"
+    (ramp_up_w_per_s_1s in the metrics, ramp_up_megawatts_per_s_1s in figures,
+    facility_ramp_up_megawatts_per_s_1s_max in the facilities CSV) or "between adjacent
+    ticks" (ramp_up_w_per_s_tick), never an unnamed "ramp".  A 5 MW step with 0.1-s
+    ticks is 5 MW/s over 1-s means and 50 MW/s tick to tick: the two figures carry
+    different names and both reconcile with their definition, and the CSV's worst
+    interval equals the worst draw of the metric of the same name."""
+    from powerlab.grid.export import facilities_frame
+    from powerlab.grid.forecast import forecast
+    from powerlab.grid.ramps import RAMP_DEFINITIONS, ramp_label
+    from powerlab.grid.scenario import read_scenario
+    from powerlab.grid.swings import swing_metrics
+    from powerlab.viz.prepare import axis_label
+
+    x = np.r_[np.full(3000, 20e6), np.full(3000, 25e6)]
+    m = swing_metrics(x, 0.1)
+    assert m["ramp_up_w_per_s_1s"] == pytest.approx(5e6)
+    assert m["ramp_up_w_per_s_tick"] == pytest.approx(50e6)
+    assert "ramp_up_w_per_s" not in m                      # no unnamed figure
+    assert set(RAMP_DEFINITIONS) == {"1s", "100ms", "1min", "tick"}
+    assert ramp_label("ramp_up_megawatts_per_s_1s") == (
+        "ramp_up_megawatts_per_s_1s (largest rise between adjacent 1-s means, every "
+        "alignment on the tick grid)")
+    assert "adjacent ticks" in ramp_label("ramp_up_w_per_s_tick")
+    assert axis_label("ramp_megawatts_per_s_1s") == "ramp, 1-s means [MW/s]"
+    res = forecast(read_scenario("data/scenarios/small.yaml"), draws=2, seed=1)
+    fac = res.metrics[res.metrics["scope"] == "facility"]
+    csv = facilities_frame(res, "1min")
+    for d in ("up", "down"):
+        worst = fac[f"ramp_{d}_w_per_s_1s"].max() / 1e6
+        assert csv[f"facility_ramp_{d}_megawatts_per_s_1s_max"].max() == pytest.approx(
+            worst, rel=1e-9)
+        assert worst < fac[f"ramp_{d}_w_per_s_tick"].max() / 1e6   # named apart
+    text = str(res.summary())
+    assert "ramp_up_w_per_s_1s (largest rise between adjacent 1-s means" in text
+    assert "ramp_up_w_per_s_tick (largest rise between adjacent ticks" in text
+    assert "ramp_megawatts_per_s_1s (largest change between adjacent 1-s means)" in text

@@ -56,9 +56,9 @@ def test_units_convert_to_si_and_metric_names():
     assert spec["r2"].limit_si == pytest.approx(10e6 / 60)  # MW/min -> W/s
     assert spec["o"].limit_si == 5e5 and spec["o"].band_hz == (0.1, 2.0)
     assert spec["s"].window_s == 1.0 and spec["rt"].window_s == 0.5
-    assert math.isnan(spec["o"].window_s)
+    assert spec["o"].window_s == 60.0                       # the stated default
     assert spec["r2"].metric == "ramp_down_of_60s_means"
-    assert spec["o"].metric == "band_rms_0.1_2hz"
+    assert spec["o"].metric == "band_rms_0.1_2hz_worst_60s_window"
     assert spec.scope == "facility" and spec.max_exceed_probability == 0.0
     assert len(spec.hash()) == 64 and spec.hash() == parse_requirements(GOOD).hash()
 

@@ -36,6 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sags", type=Path, default=None,
                    help="CSV of voltage sags (timestamp, duration_s, residual_voltage_pu) "
                         "for the ride-through requirements")
+    p.add_argument("--interval-means", action="store_true",
+                   help="telemetry only: each reading is the mean over the interval before "
+                        "it (e.g. from energy counters); default: instantaneous readings, "
+                        "as NVML reports power, whose faster content folds into the bands "
+                        "(the summary names the aliasing)")
     p.add_argument("--start", default=None, help="telemetry only: first time (ISO 8601 UTC)")
     p.add_argument("--end", default=None, help="telemetry only: end time (ISO 8601 UTC)")
     p.add_argument("--quiet", action="store_true", help="do not print the summaries")
@@ -96,15 +101,18 @@ def run(args) -> int:
     sags = read_sags(args.sags) if args.sags is not None else None
     start, end = _time(args.start, "--start"), _time(args.end, "--end")
     if isinstance(source, Scenario) and (args.pue is not None or args.base_load_w
-                                         or start is not None or end is not None):
-        raise PowerlabError("--pue, --base-load-w, --start and --end apply to measured "
-                            "telemetry; a scenario sets its own PUE, base load and horizon")
+                                         or start is not None or end is not None
+                                         or args.interval_means):
+        raise PowerlabError("--pue, --base-load-w, --start, --end and --interval-means "
+                            "apply to measured telemetry; a scenario sets its own PUE, base "
+                            "load and horizon, and its ticks are interval means")
     from ..interconnect.compliance import comply  # scipy: only once the inputs are read
     from ..interconnect.resonance import screen_resonance
     from ..telemetry.store import atomic_write_bytes
 
     res = comply(source, spec, draws=args.draws, seed=args.seed, tick_s=args.tick_s,
-                 pue=args.pue, base_load_w=args.base_load_w, sags=sags, start=start, end=end)
+                 pue=args.pue, base_load_w=args.base_load_w, sags=sags, start=start, end=end,
+                 sampling="interval_mean" if args.interval_means else "instantaneous")
     csv, txt = res.write(args.out)
     written = [csv, txt]
     summaries = [str(res.summary())]

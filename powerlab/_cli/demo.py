@@ -48,11 +48,12 @@ def run(args) -> int:
     f = res.figures
     print(f"peak facility power     {f['peak_megawatts']:.1f} MW")
     print(f"largest swing in 1 s    {f['swing_1s_megawatts']:.1f} MW")
-    print(f"ramp up / down (1-s)    {f['ramp_up_megawatts_per_s_1s']:.1f} / "
-          f"{f['ramp_down_megawatts_per_s_1s']:.1f} MW/s")
+    print(f"ramp_up/down_megawatts_per_s_1s  {f['ramp_up_megawatts_per_s_1s']:.1f} / "
+          f"{f['ramp_down_megawatts_per_s_1s']:.1f} MW/s (adjacent 1-s means)")
     print(f"15-min peak demand      {f['peak_demand_megawatts_15min']:.1f} MW")
     print(f"energy                  {f['energy_megawatt_hours']:,.0f} MWh")
-    print(f"largest ramp (1-min)    {f['ramp_megawatts_per_min_1min']:.1f} MW/min")
+    print(f"ramp_megawatts_per_min_1min      {f['ramp_megawatts_per_min_1min']:.1f} MW/min "
+          "(adjacent 1-min means)")
     print(f"load factor             {f['load_factor']:.2f}")
     print(f"time-of-day amplitude   {f['tod_amplitude_pct']:.2f} % "
           f"[{f['tod_amplitude_ci_low_pct']:.2f}, {f['tod_amplitude_ci_high_pct']:.2f}]")

@@ -57,8 +57,10 @@ def compare_mitigations(scenario: Scenario, variants: Mapping[str, Mitigations] 
     -------
     DataFrame
         Indexed by variant (``baseline`` first): median over draws of
-        ``swing_1s_megawatts``, ``swing_60s_megawatts``, ``ramp_up_megawatts_per_s``,
-        ``ramp_down_megawatts_per_s``, ``band_0p1_2hz_rms_megawatts``, their reductions
+        ``swing_1s_megawatts``, ``swing_60s_megawatts``, ``ramp_up_megawatts_per_s_1s``,
+        ``ramp_down_megawatts_per_s_1s`` (largest rise and fall between adjacent 1-s
+        means, :data:`powerlab.grid.ramps.RAMP_DEFINITIONS`, the figures of the report and
+        summary of the same names), ``band_0p1_2hz_rms_megawatts``, their reductions
         in % of the baseline (``*_reduction_pct``), and the costs:
         ``extra_energy_megawatt_hours`` (mean over draws, scope energy minus baseline;
         for a battery, including the grid energy that restores its initial state of
@@ -88,8 +90,8 @@ def compare_mitigations(scenario: Scenario, variants: Mapping[str, Mitigations] 
         rows[name] = {
             "swing_1s_megawatts": ms["swing_1s_w"].median() / 1e6,
             "swing_60s_megawatts": ms["swing_60s_w"].median() / 1e6,
-            "ramp_up_megawatts_per_s": ms["ramp_up_w_per_s"].median() / 1e6,
-            "ramp_down_megawatts_per_s": ms["ramp_down_w_per_s"].median() / 1e6,
+            "ramp_up_megawatts_per_s_1s": ms["ramp_up_w_per_s_1s"].median() / 1e6,
+            "ramp_down_megawatts_per_s_1s": ms["ramp_down_w_per_s_1s"].median() / 1e6,
             "band_0p1_2hz_rms_megawatts": ms["band_0p1_2hz_rms_w"].median() / 1e6,
             "_energy": res.energy_j(scope) + (res.battery_recharge_j if scope == "facility"
                                               else 0.0),
@@ -99,8 +101,8 @@ def compare_mitigations(scenario: Scenario, variants: Mapping[str, Mitigations] 
     out = []
     for name, r in rows.items():
         row = {"variant": name}
-        for k in ("swing_1s_megawatts", "swing_60s_megawatts", "ramp_up_megawatts_per_s",
-                  "ramp_down_megawatts_per_s", "band_0p1_2hz_rms_megawatts"):
+        for k in ("swing_1s_megawatts", "swing_60s_megawatts", "ramp_up_megawatts_per_s_1s",
+                  "ramp_down_megawatts_per_s_1s", "band_0p1_2hz_rms_megawatts"):
             row[k] = r[k]
             row[k.rsplit("_megawatts", 1)[0] + "_reduction_pct"] = (
                 100.0 * (1 - r[k] / base[k]) if base[k] > 0 else 0.0)

@@ -39,8 +39,11 @@ DEMAND_INTERVAL_S = 900.0
 PLANNER_FIGURES = {
     "peak_demand_megawatts_15min": ("15-min peak demand [MW]", 1.0),
     "energy_megawatt_hours": ("energy [MWh]", 1.0),
-    "ramp_megawatts_per_min_1min": ("largest ramp, 1-min means [MW/min]", 1.0),
-    "ramp_megawatts_per_s_1s": ("largest ramp, 1-s means [MW/s]", 1.0),
+    "ramp_megawatts_per_min_1min": (
+        ("ramp_megawatts_per_min_1min (largest change between adjacent 1-min means) "
+         "[MW/min]"), 1.0),
+    "ramp_megawatts_per_s_1s": (
+        "ramp_megawatts_per_s_1s (largest change between adjacent 1-s means) [MW/s]", 1.0),
     "load_factor": ("load factor [-]", 1.0),
 }
 

@@ -11,7 +11,33 @@ import numpy as np
 
 from ..exceptions import AnalysisError
 
-__all__ = ["pick_direction", "power_series", "ramp_of_means", "whole_ticks"]
+__all__ = ["RAMP_DEFINITIONS", "pick_direction", "power_series", "ramp_label", "ramp_of_means",
+           "whole_ticks"]
+
+#: The one definition of each ramp figure, by the window suffix every name carries
+#: (``ramp_up_w_per_s_1s`` in the metrics, ``ramp_up_megawatts_per_s_1s`` in figures,
+#: ``facility_ramp_up_megawatts_per_s_1s_max`` in the facilities CSV): suffix ->
+#: (what is differenced, the rate unit).  The same names in CSV, report and summary
+#: (issue 20, item 10).
+RAMP_DEFINITIONS = {
+    "1s": ("adjacent 1-s means, every alignment on the tick grid", "per s"),
+    "100ms": ("adjacent 100-ms means, every alignment on the tick grid", "per s"),
+    "1min": ("adjacent 1-min means, every alignment on the tick grid", "per min"),
+    "tick": ("adjacent ticks (depends on the tick: not a utility's measure)", "per s"),
+}
+
+
+def ramp_label(name: str, statistic: str = "") -> str:
+    """``name`` with its definition from :data:`RAMP_DEFINITIONS`, for reports and
+    summaries: ``"ramp_up_megawatts_per_s_1s (largest rise between adjacent 1-s means,
+    every alignment on the tick grid; median over draws)"``."""
+    suffix = name.rsplit("_", 1)[-1]
+    if name.endswith("_max"):                      # a CSV column: the window is before it
+        suffix = name[:-4].rsplit("_", 1)[-1]
+    what, _ = RAMP_DEFINITIONS[suffix]
+    move = "fall" if "_down_" in name else ("rise" if "_up_" in name else "change")
+    text = f"largest {move} between {what}"
+    return f"{name} ({text}{'; ' + statistic if statistic else ''})"
 
 
 def power_series(power_w) -> np.ndarray:

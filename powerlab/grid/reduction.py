@@ -7,7 +7,8 @@ each draw's IT power to a :class:`Reducer` one chunk at a time
 as the horizon is ever built.  Every pass over a chunk stays in the CPU cache and reuses
 its work arrays.  What crosses a chunk boundary is carried: the cooling filter's state,
 the last tick (tick-to-tick ramps), the cumulative sums of the last ``2 w - 1`` ticks
-(ramps over windows of ``w`` ticks) and the ticks of Welch segments still open.  Chunks
+(ramps over windows of ``w`` ticks), the last ticks of the longest swing window and
+the ticks of Welch segments still open.  Chunks
 are whole base intervals, so per-interval figures never depend on the chunk length;
 per-draw figures do only through the order of floating-point sums (relative 1e-9 or
 better, ``tests/test_forecast.py``).  The reducer keeps, per scope (``it``,
@@ -20,11 +21,12 @@ better, ``tests/test_forecast.py``).  The reducer keeps, per scope (``it``,
 - per draw: energy, realised PUE, and the swing metrics of
   :func:`powerlab.grid.swings.swing_metrics` under these rules:
 
-  * ``peak_w``, ``min_w``, tick-to-tick ramps and the ramps over named windows
-    (100 ms, 1 s, 1 min means, every alignment) are exact, as with the ticks kept;
-  * the swings ``swing_{1,10,60}s_w`` are the largest max-minus-min over windows
-    *aligned to the base-interval grid* (a lower bound of the sliding-window swing,
-    equal to it when the extremes fall inside one aligned window);
+  * ``peak_w``, ``min_w``, tick-to-tick ramps, the ramps over named windows
+    (100 ms, 1 s, 1 min means, every alignment) and the swings ``swing_{1,10,60}s_w``
+    (sliding windows, every start: the last ``60 s / tick`` ticks are carried across
+    chunks) are exact, as with the ticks kept, whatever the alignment of the load's
+    steps to the base intervals (issue 20: windows aligned to whole seconds read a
+    job-start swing of 9.55 MW as 0.58 MW, since job starts fall on whole seconds);
   * band RMS values come from the Welch spectrum of the IT power; the facility's are
     ``1 + electrical_loss_fraction`` times the IT's (the cooling, lagging by minutes,
     adds less than ``share / (2 pi f tau)`` of the IT oscillation above 0.1 Hz).
@@ -221,26 +223,60 @@ class _WelchStream:
                              "psd_w2_per_hz": p})
 
 
-def _window_extreme(ufunc, x: np.ndarray, k: int) -> np.ndarray:
-    """``ufunc`` (maximum or minimum) over every window of ``k`` consecutive values,
-    one per window start: the extreme of two overlapping power-of-two windows
-    (a sparse table, ``log2 k`` vector passes)."""
-    span = 1
-    m = x
-    while 2 * span <= k:
-        m = ufunc(m[:-span], m[span:])
-        span *= 2
-    n_win = len(x) - k + 1
-    return ufunc(m[:n_win], m[k - span:k - span + n_win])
+def _window_swings(x: np.ndarray, sizes: list[int]) -> list[float]:
+    """Largest max-minus-min over every window of ``k`` consecutive values, for each
+    ``k`` of ``sizes`` (each at most ``len(x)``): one sparse table of power-of-two
+    windows shared by all sizes (``log2 max(sizes)`` vector passes for the max and as
+    many for the min), each window the extreme of two overlapping power-of-two ones."""
+    order = sorted(set(sizes))
+    out: dict[int, float] = {}
+    span, hi, lo = 1, x, x
+    for k in order:
+        while 2 * span <= k:
+            hi = np.maximum(hi[:-span], hi[span:])
+            lo = np.minimum(lo[:-span], lo[span:])
+            span *= 2
+        n_win = len(x) - k + 1
+        out[k] = float((np.maximum(hi[:n_win], hi[k - span:k - span + n_win])
+                        - np.minimum(lo[:n_win], lo[k - span:k - span + n_win])).max())
+    return [out[k] for k in sizes]
 
 
-def _aligned_swing(bmax: np.ndarray, bmin: np.ndarray, k: int) -> float:
-    """Largest max-minus-min over ``k`` consecutive base intervals [W]."""
-    k = max(1, min(k, len(bmax)))
-    if k == 1:
-        return float((bmax - bmin).max())
-    return float((_window_extreme(np.maximum, bmax, k)
-                  - _window_extreme(np.minimum, bmin, k)).max())
+class _SwingStream:
+    """The sliding-window swings ``swing_{1,10,60}s_w`` of
+    :func:`powerlab.grid.swings.largest_swing` (windows of ``round(w / tick) + 1``
+    ticks, every start), fed chunk by chunk: each chunk is joined to the last
+    ``k_max - 1`` ticks before it, so every window of the horizon is seen whole in some
+    chunk; exactly the per-tick values, whatever the alignment of the load's steps."""
+
+    WINDOWS_S = (1, 10, 60)
+
+    def __init__(self, tick_s: float, scratch: _Scratch):
+        self.sizes = [max(2, round(w / tick_s) + 1) for w in self.WINDOWS_S]
+        self.keep = max(self.sizes) - 1
+        self.scratch = scratch
+        self.tail = np.empty(0)
+        self.best = [0.0] * len(self.sizes)
+        self.seen = 0
+        self.hi, self.lo = -np.inf, np.inf
+
+    def feed(self, x: np.ndarray) -> None:
+        t = len(self.tail)
+        buf = self.scratch.get("swing_buf", t + len(x))
+        buf[:t] = self.tail
+        buf[t:] = x
+        self.seen += len(x)
+        self.hi, self.lo = max(self.hi, float(x.max())), min(self.lo, float(x.min()))
+        fit = [k for k in self.sizes if k <= len(buf)]
+        if fit:
+            got = dict(zip(fit, _window_swings(buf, fit)))
+            self.best = [max(b, got.get(k, 0.0)) for b, k in zip(self.best, self.sizes)]
+        self.tail = buf[len(buf) - min(self.keep, len(buf)):].copy()
+
+    def result(self) -> dict:
+        """``swing_{w}s_w``; a horizon shorter than a window gives its whole swing."""
+        return {f"swing_{w}s_w": (b if self.seen >= k else self.hi - self.lo)
+                for w, k, b in zip(self.WINDOWS_S, self.sizes, self.best)}
 
 
 class Reducer:
@@ -359,6 +395,7 @@ class _ScopeStats:
         self.up = 0.0
         self.down = 0.0
         self.ramps = _RampStream(red.n_ticks, red.tick_s, red.scratch)
+        self.swings = _SwingStream(red.tick_s, red.scratch)
 
     def feed(self, a: int, x: np.ndarray) -> None:
         red, sc = self.red, self.scope
@@ -392,6 +429,7 @@ class _ScopeStats:
         self.total += float(sums.sum())
         self.prev = float(x[-1])
         self.ramps.feed(x)
+        self.swings.feed(x)
 
     def finish(self, spec: pd.DataFrame, bands: dict) -> None:
         red, sc = self.red, self.scope
@@ -400,12 +438,11 @@ class _ScopeStats:
         f = 1.0 + site.electrical_loss_fraction if sc == "facility" else 1.0
         row = {"scope": sc, "draw": self.d, "peak_w": float(self.bmax.max()),
                "min_w": float(self.bmin.min())}
-        for w in (1, 10, 60):
-            row[f"swing_{w}s_w"] = _aligned_swing(self.bmax, self.bmin,
-                                                  round(w / red.reduce_s))
-        row["ramp_up_w_per_s"] = float(max(self.up, 0.0))
-        row["ramp_down_w_per_s"] = float(max(self.down, 0.0))
-        row.update(self.ramps.result(row["ramp_up_w_per_s"], row["ramp_down_w_per_s"]))
+        row.update(self.swings.result())
+        row["ramp_up_w_per_s_tick"] = float(max(self.up, 0.0))
+        row["ramp_down_w_per_s_tick"] = float(max(self.down, 0.0))
+        row.update(self.ramps.result(row["ramp_up_w_per_s_tick"],
+                                     row["ramp_down_w_per_s_tick"]))
         fr = spec["frequency_hz"].to_numpy()
         ps = spec["psd_w2_per_hz"].to_numpy()
         row["dominant_frequency_hz"] = dominant_frequency(fr, ps)

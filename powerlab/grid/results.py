@@ -17,6 +17,7 @@ from ..exceptions import PowerlabError
 from .battery import battery_dispatch
 from .facility import facility_power
 from .planner import planner_summary
+from .ramps import ramp_label
 from .swings import GRID_BANDS_HZ, resolved_bands, swing_metrics
 from .timebase import interval_edges, parse_resolution
 
@@ -342,16 +343,15 @@ class ForecastSummary:
                 "swing_1s_w": "largest swing in 1 s [MW]",
                 "swing_10s_w": "largest swing in 10 s [MW]",
                 "swing_60s_w": "largest swing in 60 s [MW]",
-                "ramp_up_w_per_s_1s": "max ramp up over 1-s means [MW/s]",
-                "ramp_down_w_per_s_1s": "max ramp down over 1-s means [MW/s]",
-                "ramp_up_w_per_min_1min": "max ramp up over 1-min means [MW/min]",
-                "ramp_down_w_per_min_1min": "max ramp down over 1-min means [MW/min]",
-                "ramp_up_w_per_s_100ms": "max ramp up over 100-ms means [MW/s]",
-                "ramp_up_w_per_s": "max ramp up tick to tick [MW/s]",
+                **{k: f"max ramp: {ramp_label(k)} [{u}]" for k, u in (
+                    ("ramp_up_w_per_s_1s", "MW/s"), ("ramp_down_w_per_s_1s", "MW/s"),
+                    ("ramp_up_w_per_min_1min", "MW/min"),
+                    ("ramp_down_w_per_min_1min", "MW/min"),
+                    ("ramp_up_w_per_s_100ms", "MW/s"), ("ramp_up_w_per_s_tick", "MW/s"))},
                 "dominant_frequency_hz": "dominant frequency [Hz]",
-                "band_0p1_2hz_rms_w": "RMS in 0.1-2 Hz [MW]",
-                "band_2_20hz_rms_w": "RMS in 2-20 Hz [MW]",
-                "band_3_30hz_rms_w": "RMS in 3-30 Hz [MW]"}
+                "band_0p1_2hz_rms_w": "RMS in 0.1-2 Hz, whole-horizon Welch [MW]",
+                "band_2_20hz_rms_w": "RMS in 2-20 Hz, whole-horizon Welch [MW]",
+                "band_3_30hz_rms_w": "RMS in 3-30 Hz, whole-horizon Welch [MW]"}
         rows = {}
         for sc_name in ("facility", "it"):
             sub = m[m["scope"] == sc_name]

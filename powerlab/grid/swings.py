@@ -221,8 +221,8 @@ def swing_metrics(power_w, tick_s: float) -> dict:
     -------
     dict
         ``peak_w``, ``min_w``, ``swing_1s_w``, ``swing_10s_w``, ``swing_60s_w`` [W],
-        ``ramp_up_w_per_s``, ``ramp_down_w_per_s`` (tick to tick: depends on the tick)
-        [W/s], the ramps over named windows of :func:`window_ramps`
+        ``ramp_up_w_per_s_tick``, ``ramp_down_w_per_s_tick`` (tick to tick: depends on
+        the tick) [W/s], the ramps over named windows of :func:`window_ramps`
         (``ramp_up_w_per_s_1s``, ``ramp_down_w_per_min_1min``, ...), ``dominant_frequency_hz``
         [Hz] (strongest line of the Welch PSD, see :func:`dominant_frequency`),
         ``band_0p1_2hz_rms_w``, ``band_2_20hz_rms_w`` [W] and the matching band
@@ -241,8 +241,8 @@ def swing_metrics(power_w, tick_s: float) -> dict:
         "swing_1s_w": largest_swing(x, tick_s, 1.0),
         "swing_10s_w": largest_swing(x, tick_s, 10.0),
         "swing_60s_w": largest_swing(x, tick_s, 60.0),
-        "ramp_up_w_per_s": up,
-        "ramp_down_w_per_s": down,
+        "ramp_up_w_per_s_tick": up,
+        "ramp_down_w_per_s_tick": down,
         **window_ramps(x, tick_s),
         "dominant_frequency_hz": dom,
     }

@@ -21,15 +21,16 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "requirements": (
-        "GridMode", "Requirement", "RequirementSpec", "parse_requirements",
+        "DEVIATION_RULES", "GridMode", "Requirement", "RequirementSpec", "parse_requirements",
         "read_requirements",
     ),
     "loadmetrics": (
-        "band_oscillation", "largest_deviation", "largest_step", "ramp_of_means",
-        "sag_load_loss",
+        "band_oscillation", "band_windows", "gated_ramp", "largest_deviation",
+        "largest_step", "ramp_of_means", "sag_load_loss",
     ),
     "powertrace": (
-        "PowerTrace", "for_each_draw", "forecast_trace", "trace_from_telemetry",
+        "PowerTrace", "band_visibility", "for_each_draw", "forecast_trace",
+        "trace_from_telemetry",
     ),
     "compliance": (
         "Compliance", "ComplianceResult", "comply",

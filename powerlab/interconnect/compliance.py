@@ -12,9 +12,13 @@ Three layers (pvlib style):
   frame, a store or a trace, and returns a :class:`ComplianceResult` (``summary()``,
   ``summary_frame()``, ``write(dir)`` for ``compliance.csv``).
 
-All RMS band requirements of a spec are read off one Welch spectrum whose segments suit
-the lowest band (:func:`~powerlab.interconnect.loadmetrics.welch_segment_s`), so that a search
-evaluating many options pays for one spectrum per series.
+Oscillation requirements are read over sliding windows of the band-passed power
+(:func:`~powerlab.interconnect.loadmetrics.band_windows`): the value is the worst window,
+and the result says when it starts and what share of the windows exceed the limit.  A
+``deviation`` requirement is, by default, the allowance before the ramp limits are
+triggered (:data:`~powerlab.interconnect.requirements.DEVIATION_RULES`).  For measured
+telemetry each oscillation row's note says what the sampling shows of its band and names
+the aliasing of faster content (:func:`~powerlab.interconnect.powertrace.band_visibility`).
 
 Verdicts
 --------
@@ -47,7 +51,7 @@ import pandas as pd
 
 from ..exceptions import AnalysisError, PowerlabError
 from . import loadmetrics as lm
-from .powertrace import PowerTrace, for_each_draw, trace_from_telemetry
+from .powertrace import PowerTrace, band_visibility, for_each_draw, trace_from_telemetry
 from .requirements import Requirement, RequirementSpec, read_requirements
 
 __all__ = [
@@ -60,7 +64,8 @@ __all__ = [
 
 #: Columns of ``compliance.csv``.
 COMPLIANCE_COLUMNS = ("requirement", "metric", "window_s", "limit", "value", "unit",
-                      "exceed_probability", "verdict")
+                      "exceed_probability", "verdict", "worst_window_start_utc",
+                      "share_of_windows_over_limit")
 
 _OK, _PARTIAL, _NO = "ok", "partial", "no"
 
@@ -89,14 +94,47 @@ def _plan(req: Requirement, tick_s: float, native_s: float, duration_s: float
         if lo >= nyq:
             return _NO, (f"band {lo:g}-{hi:g} Hz lies above {nyq:g} Hz, the Nyquist "
                          f"frequency of {res:g}-s samples")
-        if duration_s < 4.0 / lo:
-            return _NO, f"{duration_s:g} s of data is shorter than four periods of {lo:g} Hz"
+        try:
+            lm.whole_ticks(req.window_s, tick_s)
+        except AnalysisError as exc:
+            return _NO, str(exc)
+        need = req.window_s + 2 * lm.settle_s(lo)
+        if duration_s < need * (1 - 1e-9):
+            return _NO, (f"{duration_s:g} s of data is shorter than the {req.window_s:g}-s "
+                         f"window plus {lm.settle_s(lo):g} s at each end (the band "
+                         "filter's transients)")
         if hi > nyq:
             note = (f"band cut at {nyq:g} Hz (Nyquist frequency of {res:g}-s samples); "
                     f"value over {lo:g}-{nyq:g} Hz only")
             return (_PARTIAL if req.measure == "rms" else _NO), note
         return _OK, ""
     return _OK, ""   # ride_through: decided per draw by the sags present
+
+
+def metric_name(spec: RequirementSpec, req: Requirement) -> str:
+    """The ``metric`` column of a requirement: :attr:`Requirement.metric`, qualified where
+    the spec's ``deviation_rule`` changes what is measured."""
+    if req.kind == "ramp" and spec.allowances(req):
+        gates = "_".join(f"{d.window_s:g}s" for d in spec.allowances(req))
+        return f"{req.metric}_beyond_deviation_allowance_{gates}"
+    if req.kind == "deviation" and spec.deviation_rule == "allowance_before_ramp":
+        return f"{req.metric}_where_a_ramp_limit_is_exceeded"
+    return req.metric
+
+
+def _rule_note(spec: RequirementSpec, req: Requirement) -> str:
+    """How the deviation rule shaped a ramp or deviation row ('' when it did not)."""
+    if req.kind == "ramp" and spec.allowances(req):
+        names = ", ".join(d.name for d in spec.allowances(req))
+        return (f"ramps count only where the power leaves the short-term deviation "
+                f"allowance ({names}; Choukse et al. 2025: deviation allowed before ramp "
+                "constraints are triggered)")
+    if req.kind == "deviation" and spec.deviation_rule == "allowance_before_ramp":
+        names = ", ".join(g.name for g in spec.gated_ramps(req))
+        return (f"allowance before the ramp limits ({names}) are triggered: fails only "
+                "where the power leaves it and breaks a ramp limit there (deviation_rule: "
+                "separate_limit checks it as a limit of its own)")
+    return ""
 
 
 class Compliance:
@@ -127,11 +165,6 @@ class Compliance:
                                np.zeros(2), None)
             self.sags = dummy.with_sags(sags).events
         self._plans: dict[tuple, dict[str, tuple[str, str]]] = {}
-        # all RMS bands share one Welch spectrum, with segments long enough for the
-        # lowest band (a longer segment only refines the higher ones)
-        lows = [r.band_hz[0] for r in spec.requirements
-                if r.kind == "oscillation" and r.measure == "rms"]
-        self._segment_s = max((lm.welch_segment_s(lo) for lo in lows), default=64.0)
 
     @property
     def names(self) -> list[str]:
@@ -144,7 +177,16 @@ class Compliance:
         length; status ``ok``, ``partial`` or ``no`` (see the module docstring)."""
         key = (float(tick_s), float(native_interval_s), float(duration_s))
         if key not in self._plans:
-            self._plans[key] = {r.name: _plan(r, *key) for r in self.spec.requirements}
+            plan = {r.name: _plan(r, *key) for r in self.spec.requirements}
+            for r in self.spec.requirements:   # an allowance needs a ramp limit to trigger
+                gated = self.spec.gated_ramps(r)
+                if gated and plan[r.name][0] == _OK and all(plan[g.name][0] != _OK
+                                                            for g in gated):
+                    plan[r.name] = (_NO, (
+                        "it is the allowance before the ramp limits "
+                        f"({', '.join(g.name for g in gated)}), which these data cannot "
+                        "assess"))
+            self._plans[key] = plan
         return self._plans[key]
 
     def assessable(self, tick_s: float, native_interval_s: float, duration_s: float):
@@ -180,6 +222,15 @@ class Compliance:
         dict
             ``{requirement name: value}``; NaN where the series cannot assess it.
         """
+        return self.evaluate_details(dp)[0]
+
+    __call__ = evaluate
+
+    def evaluate_details(self, dp) -> tuple[dict[str, float], dict[str, float]]:
+        """:meth:`evaluate`, and for every windowed oscillation requirement where its worst
+        window starts (``"<name>.worst_window_start_s"``, seconds from the first sample)
+        and the share of its windows over the limit (``"<name>.share_of_windows_over_limit"``).
+        """
         tick = float(dp.tick_s)
         x = dp.it_w if self.spec.scope == "it" else dp.facility_w
         if x is None:
@@ -188,24 +239,31 @@ class Compliance:
         native = float(getattr(dp, "native_interval_s", tick))
         plan = self.plan(tick, native, len(x) * tick)
         out: dict[str, float] = {}
-        sags = psd = None
-        for r in self.spec.requirements:
+        detail: dict[str, float] = {}
+        sags = None
+        spec = self.spec
+        for r in spec.requirements:
             status, _ = plan[r.name]
             if status == _NO:
                 out[r.name] = math.nan
                 continue
             if r.kind == "ramp":
-                v = lm.ramp_of_means(x, tick, r.window_s, r.direction)
+                gates = [(d.window_s, d.limit_si) for d in spec.allowances(r)
+                         if plan[d.name][0] == _OK]
+                v = (lm.gated_ramp(x, tick, r.window_s, r.direction, gates) if gates
+                     else lm.ramp_of_means(x, tick, r.window_s, r.direction))
             elif r.kind == "deviation":
-                v = lm.largest_deviation(x, tick, r.window_s)
+                ramps = [(g.window_s, g.direction, g.limit_si) for g in spec.gated_ramps(r)
+                         if plan[g.name][0] == _OK]
+                v = (lm.deviation_beyond_allowance(x, tick, r.window_s, r.limit_si, ramps)
+                     if spec.deviation_rule == "allowance_before_ramp"
+                     else lm.largest_deviation(x, tick, r.window_s))
             elif r.kind == "oscillation":   # cut at the Nyquist frequency of the data
                 band = (r.band_hz[0], min(r.band_hz[1], 0.5 / max(tick, native)))
-                if r.measure == "rms":           # one spectrum for every RMS band
-                    if psd is None:
-                        psd = lm.welch_psd(x, tick, self._segment_s)
-                    v = lm.band_rms(*psd, band)
-                else:
-                    v = lm.band_oscillation(x, tick, band, r.measure)
+                bw = lm.band_windows(x, tick, band, r.window_s, r.measure)
+                v = bw.worst_w
+                detail[f"{r.name}.worst_window_start_s"] = bw.worst_start_s
+                detail[f"{r.name}.share_of_windows_over_limit"] = bw.share_over(r.limit_si)
             elif r.kind == "step":
                 v = lm.largest_step(x, tick, r.window_s, r.direction)
             else:
@@ -215,9 +273,7 @@ class Compliance:
                                         residual_voltage_pu=r.residual_voltage_pu,
                                         sag_duration_s=r.window_s, observe_s=r.observe_s)
             out[r.name] = v / r.unit_factor
-        return out
-
-    __call__ = evaluate
+        return out, detail
 
     def passes(self, dp) -> bool:
         """Whether one series is shown to meet every requirement (a requirement the series
@@ -234,17 +290,27 @@ class Compliance:
                 if plan[r.name][0] != _OK or not vals[r.name] <= r.limit]
 
     def result(self, values: pd.DataFrame, *, tick_s: float, native_interval_s: float,
-               duration_s: float, description: str = "", trace=None) -> ComplianceResult:
+               duration_s: float, description: str = "", trace=None,
+               sampling: str = "interval_mean") -> ComplianceResult:
         """Assemble a :class:`ComplianceResult` from per-draw values (one row per draw,
-        a column per requirement, as :meth:`evaluate` returns them)."""
+        a column per requirement, as :meth:`evaluate` returns them; the detail columns
+        of :meth:`evaluate_details` may be there too).  ``sampling``: how the data were
+        sampled (``interval_mean`` or ``instantaneous``, see
+        :attr:`~powerlab.interconnect.powertrace.PowerTrace.sampling`)."""
         missing = [n for n in self.names if n not in values.columns]
         if missing:
             raise PowerlabError(f"per-draw values lack requirement(s) {missing}")
+        details = values[[c for c in values.columns if "." in str(c)]]
         return ComplianceResult(self.spec, values[self.names].reset_index(drop=True),
                                 self.plan(tick_s, native_interval_s, duration_s),
                                 tick_s=tick_s, native_interval_s=native_interval_s,
                                 duration_s=duration_s, description=description,
-                                trace=trace)
+                                trace=trace, details=details.reset_index(drop=True),
+                                sampling=sampling)
+
+    def _row(self, dp) -> dict[str, float]:
+        vals, detail = self.evaluate_details(dp)
+        return {**vals, **detail}
 
 
 def _order_value(vals: np.ndarray, p_max: float) -> float:
@@ -280,10 +346,15 @@ class ComplianceResult:
     def __init__(self, spec: RequirementSpec, draw_values: pd.DataFrame,
                  plan: Mapping[str, tuple[str, str]], *, tick_s: float,
                  native_interval_s: float, duration_s: float, description: str = "",
-                 trace=None):
+                 trace=None, details: pd.DataFrame | None = None,
+                 sampling: str = "interval_mean"):
         self.spec = spec
         self.trace = trace
         self.draw_values = draw_values
+        self.draw_details = details if details is not None else pd.DataFrame(
+            index=draw_values.index)
+        self.sampling = sampling
+        self.start_utc = getattr(trace, "start_utc", None)
         self.tick_s = tick_s
         self.native_interval_s = native_interval_s
         self.duration_s = duration_s
@@ -304,10 +375,12 @@ class ComplianceResult:
             vals = self.draw_values[r.name].to_numpy(float)
             ok = vals[np.isfinite(vals)]
             n = len(ok)
-            value = prob = upper = med = worst = math.nan
+            value = prob = upper = med = worst = share = math.nan
+            when = pd.NaT
             k = 0
             if n:
                 value = _order_value(ok, p_max)
+                when, share = self._window_detail(r, vals, value)
                 k = int((ok > r.limit).sum())
                 prob = k / n
                 upper = _upper95(k, n)
@@ -333,21 +406,53 @@ class ComplianceResult:
             if r.kind == "ride_through" and n and n < self.draws:
                 note = (note + "; " if note else "") + (
                     f"{n} of {self.draws} draws hold a covered sag")
+            extra = _rule_note(self.spec, r) if assessed else ""
+            if r.kind == "oscillation":
+                extra = "; ".join(t for t in (extra, band_visibility(
+                    r.band_hz, max(self.tick_s, self.native_interval_s),
+                    self.sampling)) if t)
+            if extra:
+                note = (note + "; " if note else "") + extra
+            if not assessed:
+                when, share = pd.NaT, math.nan
+            elif r.kind == "oscillation" and pd.notna(when):
+                note = (f"worst {r.window_s:g}-s window from {when:%Y-%m-%d %H:%M:%S} UTC; "
+                        f"{share:.2%} of the windows over the limit"
+                        + ("; " + note if note else ""))
             rows.append({
-                "requirement": r.name, "kind": r.kind, "metric": r.metric,
+                "requirement": r.name, "kind": r.kind, "metric": metric_name(self.spec, r),
                 "window_s": r.window_s, "limit": r.limit, "value": value, "unit": r.unit,
                 "exceed_probability": prob, "verdict": verdict,
                 "exceed_probability_upper95": upper, "value_median": med,
                 "value_worst": worst, "assessed": assessed, "draws_assessed": n,
-                "exceedances": k,
+                "exceedances": k, "worst_window_start_utc": when,
+                "share_of_windows_over_limit": share,
                 "illustrative": r.illustrative, "source": r.source, "note": note})
         df = pd.DataFrame(rows)
         for c in ("requirement", "kind", "metric", "unit", "verdict", "source", "note"):
             df[c] = df[c].astype("string")
+        df["worst_window_start_utc"] = pd.to_datetime(df["worst_window_start_utc"],
+                                                      utc=True)
         return df
 
+    def _window_detail(self, r: Requirement, vals: np.ndarray, value: float):
+        """(start of the worst window [UTC], share of windows over the limit) of the
+        draw whose value is reported; (NaT, NaN) for a requirement without windows."""
+        col = f"{r.name}.worst_window_start_s"
+        if r.kind != "oscillation" or col not in self.draw_details.columns:
+            return pd.NaT, math.nan
+        d = int(np.flatnonzero(vals == value)[0])
+        start = float(self.draw_details[col].iloc[d])
+        share = float(self.draw_details[f"{r.name}.share_of_windows_over_limit"].iloc[d])
+        t0 = self.start_utc
+        when = (pd.Timestamp(t0) + pd.Timedelta(seconds=start)) if t0 is not None \
+            else pd.NaT
+        return when, share
+
     def summary_frame(self) -> pd.DataFrame:
-        """One row per requirement: the ``compliance.csv`` columns, then
+        """One row per requirement: the ``compliance.csv`` columns (for an oscillation
+        requirement ``worst_window_start_utc`` and ``share_of_windows_over_limit`` of the
+        reported draw; NaT/NaN for the other kinds), then
         ``exceed_probability_upper95`` (one-sided 95 % Clopper-Pearson bound over the
         draws), ``value_median``, ``value_worst``, ``assessed`` (False: the data cannot show the
         requirement met, verdict ``fail``, value NaN), ``draws_assessed``, ``exceedances``,
@@ -464,7 +569,8 @@ class ComplianceSummary:
 def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None = None,
            pue: float | None = None, base_load_w: float = 0.0,
            sags: pd.DataFrame | None = None, start=None, end=None,
-           max_gap_s: float | None = None) -> ComplianceResult:
+           max_gap_s: float | None = None, sampling: str = "instantaneous"
+           ) -> ComplianceResult:
     """Evaluate a scenario's forecast or a measured trace against a requirement spec.
 
     Parameters
@@ -490,6 +596,10 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
     start, end, max_gap_s
         Telemetry only: time range and longest bridged gap (see
         :func:`~powerlab.interconnect.powertrace.trace_from_telemetry`).
+    sampling : {'instantaneous', 'interval_mean'}
+        Telemetry only: whether each reading is the power at its time (NVML's
+        instantaneous power: content above the Nyquist frequency folds into the bands, a
+        warning names the aliasing) or the mean over the interval before it.
 
     Returns
     -------
@@ -510,7 +620,7 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
                             source.facility_w[d],
                             source.events[source.events["draw"] == d].reset_index(drop=True))
             first = first or dp
-            rows.append(check.evaluate(dp))
+            rows.append(check._row(dp))
         tick = float(source.tick_s)
         return check.result(pd.DataFrame(rows), tick_s=tick, native_interval_s=tick,
                             duration_s=source.n_ticks * tick,
@@ -524,7 +634,7 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
         def fn(dp):
             if not first:
                 first.append(dp)
-            return check.evaluate(dp)
+            return check._row(dp)
 
         values = for_each_draw(source, fn, draws=int(draws), seed=seed, tick_s=tick_s)
         dp = first[0]
@@ -537,11 +647,12 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
         trace = source
     else:
         trace = trace_from_telemetry(source, tick_s=tick_s, pue=pue, base_load_w=base_load_w,
-                                     start=start, end=end, max_gap_s=max_gap_s)
-    values = pd.DataFrame([check.evaluate(trace)])
+                                     start=start, end=end, max_gap_s=max_gap_s,
+                                     sampling=sampling)
+    values = pd.DataFrame([check._row(trace)])
     return check.result(values, tick_s=trace.tick_s, native_interval_s=trace.native_interval_s,
                         duration_s=trace.duration_s, description=trace.description,
-                        trace=trace)
+                        trace=trace, sampling=trace.sampling)
 
 
 def output_folder(out_dir) -> Path:

@@ -6,11 +6,15 @@ returns one number in SI units (W, or W/s):
 
 - :func:`ramp_of_means` - largest change between adjacent ``window_s`` means, per second
   (ramps "over 1-s means" or "over 1-min means");
-- :func:`largest_deviation` - largest max-minus-min within any ``window_s`` (the allowed
-  short-term deviation);
-- :func:`band_oscillation` - RMS (Welch) or peak-to-peak (zero-phase Butterworth
-  band-pass) of the oscillation in a frequency band;
-- :func:`largest_step` - largest net change between samples ``within_s`` apart;
+- :func:`largest_deviation` - largest max-minus-min within any ``window_s`` (the
+  short-term deviation read as a limit of its own);
+- :func:`gated_ramp`, :func:`deviation_beyond_allowance` - the short-term deviation read
+  as Choukse et al.'s allowance before ramp constraints are triggered;
+- :func:`band_windows`, :func:`band_oscillation` - RMS or peak-to-peak of the
+  band-passed power (zero-phase Butterworth, half power at the edges) in every sliding
+  window, and the worst window;
+- :func:`largest_step` - largest change between any two samples at most ``within_s``
+  apart;
 - :func:`sag_load_loss` - the load lost during and after voltage sags.
 
 Windows must be whole numbers of ticks; a series too short for a window raises
@@ -27,7 +31,9 @@ References
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -38,19 +44,32 @@ from ..exceptions import AnalysisError
 from ..grid.ramps import pick_direction, power_series, ramp_of_means, whole_ticks
 
 __all__ = [
+    "BandWindows",
+    "band_filter",
     "band_oscillation",
+    "band_passed",
     "band_rms",
+    "band_windows",
+    "default_band_window_s",
+    "deviation_around",
+    "deviation_beyond_allowance",
+    "gated_ramp",
     "largest_deviation",
     "largest_step",
+    "ramp_at_boundaries",
     "ramp_of_means",
     "sag_load_loss",
+    "settle_s",
     "welch_psd",
     "welch_segment_s",
     "whole_ticks",
 ]
 
-#: Order of the Butterworth band-pass used for peak-to-peak (applied forward and backward).
-BANDPASS_ORDER = 6
+#: Order (per edge) of the Butterworth band-pass of :func:`band_passed` (run forward and
+#: backward: twice the attenuation in dB).
+BANDPASS_ORDER = 10
+
+_MEASURES = ("rms", "peak_to_peak")
 
 
 def largest_deviation(power_w, tick_s: float, window_s: float) -> float:
@@ -83,6 +102,122 @@ def largest_deviation(power_w, tick_s: float, window_s: float) -> float:
                   - minimum_filter1d(x, n, mode="nearest")).max())
 
 
+def ramp_at_boundaries(power_w, tick_s: float, window_s: float) -> np.ndarray:
+    """Ramp across every boundary of adjacent ``window_s`` means [W/s].
+
+    Element ``j`` is ``(mean(x[b:b+w]) - mean(x[b-w:b])) / window_s`` at the boundary
+    ``b = j + w`` (``w`` ticks per window): the series whose largest value
+    :func:`ramp_of_means` returns (positive: a rise).
+    """
+    x = power_series(power_w)
+    w = whole_ticks(window_s, tick_s)
+    if len(x) < 2 * w:
+        raise AnalysisError(f"{len(x) * tick_s:g} s of data is shorter than two "
+                            f"{window_s:g}-s windows")
+    c = np.concatenate([[0.0], np.cumsum(x - x[0])])
+    means = (c[w:] - c[:-w]) / w
+    return (means[w:] - means[:-w]) / window_s
+
+
+def deviation_around(power_w, tick_s: float, window_s: float) -> np.ndarray:
+    """Max minus min of the power over the ``window_s`` centred on each tick boundary [W].
+
+    Element ``b`` covers ticks ``b - m .. b + m - 1`` (``m = window_s / (2 tick_s)``, a
+    whole number of ticks; cut at the ends of the series): the T seconds around the
+    boundary between ticks ``b - 1`` and ``b``.
+    """
+    x = power_series(power_w)
+    m = whole_ticks(window_s / 2.0, tick_s)
+    return (maximum_filter1d(x, 2 * m, mode="nearest")
+            - minimum_filter1d(x, 2 * m, mode="nearest"))
+
+
+def gated_ramp(power_w, tick_s: float, window_s: float, direction: str,
+               allowances) -> float:
+    """Largest ramp of ``window_s`` means where a short-term deviation allowance is
+    exceeded [W/s] (Choukse et al. 2025: the deviation allowed before ramp constraints
+    are triggered).
+
+    A ramp across a boundary counts only when, for at least one allowance ``(T, D)``,
+    the power moves by more than ``D`` (max minus min) within the ``T`` seconds centred
+    on that boundary (:func:`deviation_around`); changes that stay within every
+    allowance do not trigger the ramp constraint.  0 when nothing triggers it.
+
+    Parameters
+    ----------
+    power_w : array_like
+        Power, one value per tick [W].
+    tick_s : float
+        Sample spacing [s].
+    window_s : float
+        Averaging window of the ramp [s].
+    direction : {'up', 'down', 'both'}
+    allowances : iterable of (float, float)
+        ``(T [s], D [W])`` pairs, ``T >= 2 window_s``.
+
+    Returns
+    -------
+    float
+        [W/s], >= 0.
+    """
+    r = ramp_at_boundaries(power_w, tick_s, window_s)
+    on = _triggered(power_w, tick_s, window_s, allowances)
+    if not on.any():
+        return 0.0
+    rr = r[on]
+    return pick_direction(float(max(rr.max(), 0.0)), float(max(-rr.min(), 0.0)), direction)
+
+
+def _triggered(power_w, tick_s: float, window_s: float, allowances) -> np.ndarray:
+    """Boundaries (as :func:`ramp_at_boundaries`) where some allowance is exceeded."""
+    x = power_series(power_w)
+    w = whole_ticks(window_s, tick_s)
+    on = np.zeros(len(x) - 2 * w + 1, dtype=bool)
+    for t_s, d_w in allowances:
+        on |= deviation_around(x, tick_s, t_s)[w:len(x) - w + 1] > d_w
+    return on
+
+
+def deviation_beyond_allowance(power_w, tick_s: float, window_s: float, limit_w: float,
+                               ramps) -> float:
+    """The short-term deviation read as an allowance (Choukse et al. 2025) [W].
+
+    The largest max-minus-min within the ``window_s`` centred on a boundary where one of
+    ``ramps`` exceeds its limit; 0 when no ramp exceeds its limit where the power moves by
+    more than ``limit_w``.  So the value exceeds ``limit_w`` exactly when the power leaves
+    the allowance *and* breaks a ramp limit there: a deviation beyond the allowance that
+    keeps to the ramp limits complies.
+
+    Parameters
+    ----------
+    power_w : array_like
+        Power, one value per tick [W].
+    tick_s : float
+        Sample spacing [s].
+    window_s, limit_w : float
+        The allowance ``T`` [s] and ``D`` [W].
+    ramps : iterable of (float, str, float)
+        ``(window_s [s], direction, limit [W/s])`` of the ramp requirements it gates.
+
+    Returns
+    -------
+    float
+        [W], >= 0.
+    """
+    x = power_series(power_w)
+    dev = deviation_around(x, tick_s, window_s)
+    worst = 0.0
+    for win, direction, lim in ramps:
+        w = whole_ticks(win, tick_s)
+        r = ramp_at_boundaries(x, tick_s, win)
+        over = {"up": r > lim, "down": -r > lim}.get(direction, np.abs(r) > lim)
+        d = dev[w:len(x) - w + 1][over]
+        d = d[d > limit_w]
+        if len(d):
+            worst = max(worst, float(d.max()))
+    return worst
+
+
 def welch_segment_s(f_lo_hz: float) -> float:
     """Welch segment length used for a band starting at ``f_lo_hz``: eight periods of the
     lowest frequency, at least 64 s [s]."""
@@ -106,31 +241,198 @@ def welch_psd(power_w, tick_s: float, segment_s: float) -> tuple[np.ndarray, np.
 def band_rms(frequency_hz: np.ndarray, psd_w2_per_hz: np.ndarray,
              band_hz: tuple[float, float]) -> float:
     """RMS of the oscillation in a band from a power spectral density [W]: the square
-    root of the density summed over the band's bins times the bin width."""
+    root of the density summed over the band's bins times the bin width (a whole-record
+    figure: see :func:`band_windows` for the windowed measure the requirements use)."""
     f = np.asarray(frequency_hz)
     m = (f >= band_hz[0]) & (f <= band_hz[1])
     return float(math.sqrt(np.asarray(psd_w2_per_hz)[m].sum() * (f[1] - f[0])))
 
 
+def settle_s(f_lo_hz: float) -> float:
+    """Time left out at each end of a record by :func:`band_windows`: three periods of
+    the band's low edge, where the band filter's start and end transients can exceed
+    0.5 % of a sine's amplitude [s]."""
+    return 3.0 / f_lo_hz
+
+
+def default_band_window_s(f_lo_hz: float) -> float:
+    """Default window of an oscillation requirement: 60 s, or six periods of the band's
+    low edge when that is longer (a powerlab assumption; the sources give no window) [s]."""
+    return max(60.0, 6.0 / f_lo_hz)
+
+
+@functools.lru_cache(maxsize=64)
+def band_filter(band_hz: tuple[float, float], fs_hz: float) -> np.ndarray:
+    """Second-order sections of the band-pass filter of :func:`band_passed`.
+
+    A Butterworth band-pass of order :data:`BANDPASS_ORDER` per edge (a high-pass when
+    the band's top lies at or above 95 % of the Nyquist frequency), its design edges
+    widened so that, run forward and backward, its *power* response is exactly one half
+    at the requested edges (a sine on an edge counts half).  The widening is computed in
+    the bilinear transform's pre-warped frequencies, where the analog band-pass is
+    geometrically symmetric: ``|H|^2 = 1 / (1 + Omega^(2N))``, ``Omega = (w^2 - w0^2) /
+    (w B)``; ``|H|^4 = 1/2`` at the edges needs ``Omega_edge = (sqrt(2) - 1)^(1/(2N))``.
+    """
+    lo, hi = band_hz
+    nyq = 0.5 * fs_hz
+    n = BANDPASS_ORDER
+    omega_e = (math.sqrt(2.0) - 1.0) ** (1.0 / (2 * n))
+
+    def warp(f):
+        return 2.0 * fs_hz * math.tan(math.pi * f / fs_hz)
+
+    def unwarp(w):
+        return fs_hz / math.pi * math.atan(w / (2.0 * fs_hz))
+
+    if hi >= 0.95 * nyq:
+        return signal.butter(n, unwarp(warp(lo) * omega_e), btype="highpass", fs=fs_hz,
+                             output="sos")
+    wl, wh = warp(lo), warp(hi)
+    w0sq, b = wl * wh, (wh - wl) / omega_e
+    wh2 = b / 2.0 + math.sqrt(b * b / 4.0 + w0sq)
+    edges = [unwarp(wh2 - b), min(unwarp(wh2), 0.999 * nyq)]
+    return signal.butter(n, edges, btype="bandpass", fs=fs_hz, output="sos")
+
+
+def band_passed(power_w, tick_s: float, band_hz: tuple[float, float]) -> np.ndarray:
+    """The part of the power inside a frequency band, zero phase [W].
+
+    The mean is removed and the series is filtered forward and backward
+    (:func:`scipy.signal.sosfiltfilt`, odd extension of three low-edge periods) by
+    :func:`band_filter`.  Power response (measured, ``tests/test_compliance.py``): 0.5 at
+    each edge; at most 4 % of a sine's power at 0.9 x the low edge and at most 6 % at
+    1.1 x the high edge pass (the leakage); at least 90 % passes from 1.1 x the low edge
+    to 0.9 x the high edge, and 100 % (within 0.1 %) at the band's geometric centre.
+    The filter's start and end transients last about three low-edge periods
+    (:func:`settle_s`), which :func:`band_windows` leaves out; in the windows it keeps, a
+    sine at 0.9 x the low edge reads at most 5 % of its power (worst window).
+
+    Parameters
+    ----------
+    power_w : array_like
+        Power, one value per tick [W].
+    tick_s : float
+        Sample spacing [s].
+    band_hz : (float, float)
+        ``(lo, hi)``, ``0 < lo < hi < 1 / (2 tick_s)`` [Hz].
+    """
+    x = power_series(power_w)
+    lo, hi = float(band_hz[0]), float(band_hz[1])
+    fs = 1.0 / tick_s
+    if not 0 < lo < hi or lo >= 0.5 * fs:
+        raise AnalysisError(f"band ({lo:g}, {hi:g}) Hz: expected 0 < lo < hi and lo below "
+                            f"the Nyquist frequency {0.5 * fs:g} Hz")
+    sos = band_filter((lo, min(hi, 0.5 * fs)), fs)
+    return signal.sosfiltfilt(sos, x - x.mean(), padtype="odd",
+                              padlen=min(len(x) - 1, round(3 * fs / lo)))
+
+
+@dataclass(frozen=True)
+class BandWindows:
+    """The band-limited oscillation in every sliding window of a series.
+
+    Attributes
+    ----------
+    start_s : ndarray
+        Start of each window, from the first sample [s].
+    value_w : ndarray
+        RMS (or peak-to-peak) of the band-passed power in each window [W].
+    window_s : float
+        Window length [s].
+    measure : str
+        ``rms`` or ``peak_to_peak``.
+    """
+
+    start_s: np.ndarray
+    value_w: np.ndarray
+    window_s: float
+    measure: str
+
+    @property
+    def worst_w(self) -> float:
+        """The largest window value [W]."""
+        return float(self.value_w.max())
+
+    @property
+    def worst_start_s(self) -> float:
+        """Start of the (first) worst window [s]."""
+        return float(self.start_s[int(np.argmax(self.value_w))])
+
+    def share_over(self, limit_w: float) -> float:
+        """Share of the windows whose value exceeds ``limit_w`` [-]."""
+        return float((self.value_w > limit_w).mean())
+
+
+def band_windows(power_w, tick_s: float, band_hz: tuple[float, float], window_s: float,
+                 measure: str = "rms", step_s: float | None = None) -> BandWindows:
+    """Band-limited oscillation over sliding windows (:class:`BandWindows`).
+
+    The power is band-passed once over the whole record (:func:`band_passed`); then, in
+    each window of ``window_s`` starting every ``step_s`` (windows within
+    :func:`settle_s` of either end of the record, where the filter's transients are,
+    are left out): ``rms`` is the root mean square
+    of the band-passed power (a sinusoid of amplitude ``A`` in the band: ``A / sqrt(2)``),
+    ``peak_to_peak`` its max minus min (``2 A``).  A burst is read at its own strength in
+    the window that holds it, whatever the record's length (a whole-record spectrum
+    dilutes it by the record length).  The band is cut at the Nyquist frequency.
+
+    Parameters
+    ----------
+    power_w : array_like
+        Power, one value per tick [W].
+    tick_s : float
+        Sample spacing [s].
+    band_hz : (float, float)
+        ``(lo, hi)`` [Hz].
+    window_s : float
+        Window length, a whole number of ticks, at most the record [s].
+    measure : {'rms', 'peak_to_peak'}
+    step_s : float, optional
+        Spacing of window starts (default one tick: every window) [s].
+
+    Returns
+    -------
+    BandWindows
+        All zeros when the band lies wholly above the Nyquist frequency.
+
+    References
+    ----------
+    .. [1] E. Choukse et al., "Power Stabilization for AI Training Datacenters",
+       arXiv:2508.14318, 2025 (oscillation limits per frequency band).
+    """
+    x = power_series(power_w)
+    if measure not in _MEASURES:
+        raise AnalysisError(f"measure must be 'rms' or 'peak_to_peak', got {measure!r}")
+    w = whole_ticks(window_s, tick_s)
+    step = 1 if step_s is None else whole_ticks(step_s, tick_s)
+    edge = math.ceil(settle_s(band_hz[0]) / tick_s - 1e-9)
+    if len(x) < w + 2 * edge:
+        raise AnalysisError(f"{len(x) * tick_s:g} s of data is shorter than the "
+                            f"{window_s:g}-s window plus {settle_s(band_hz[0]):g} s at each "
+                            "end (the band filter's transients)")
+    starts = np.arange(edge, len(x) - edge - w + 1, step)
+    if float(band_hz[0]) >= 0.5 / tick_s:
+        return BandWindows(starts * tick_s, np.zeros(len(starts)), float(window_s), measure)
+    y = band_passed(x, tick_s, band_hz)
+    if measure == "rms":
+        c = np.concatenate([[0.0], np.cumsum(y * y)])
+        ms = (c[starts + w] - c[starts]) / w
+        v = np.sqrt(np.maximum(ms, 0.0))
+    else:
+        k = min(w, len(y))
+        origin = -(k // 2)          # window [i, i + k)
+        v = (maximum_filter1d(y, k, origin=origin, mode="nearest")
+             - minimum_filter1d(y, k, origin=origin, mode="nearest"))[starts]
+    return BandWindows(starts * tick_s, v, float(window_s), measure)
+
+
 def band_oscillation(power_w, tick_s: float, band_hz: tuple[float, float],
-                     measure: str = "rms") -> float:
-    """RMS or peak-to-peak of the oscillation in a frequency band [W].
+                     measure: str = "rms", window_s: float | None = None) -> float:
+    """Worst-window RMS or peak-to-peak of the oscillation in a frequency band [W].
 
-    ``rms``: the square root of the Welch power spectral density (Hann window, segments
-    of :func:`welch_segment_s` with half overlap, mean removed per segment) integrated
-    over the band - the standard deviation of the in-band component; a sinusoid of
-    amplitude ``A`` in the band gives ``A / sqrt(2)``.
-
-    ``peak_to_peak``: the series is band-passed with a Butterworth filter of order
-    :data:`BANDPASS_ORDER` applied forward and backward (zero phase,
-    :func:`scipy.signal.sosfiltfilt`, even padding of three low-edge periods), the first
-    and last 1.5 periods of the low edge are left out (filter transients), and the
-    largest max-minus-min of the filtered series within one period of the band's low edge
-    is returned; a sinusoid of amplitude ``A`` well inside the band gives ``2 A`` (less
-    near the band edges, where the Butterworth response rolls off: to about 0.77 at 95 %
-    of the upper edge).
-
-    The band is cut at the Nyquist frequency ``1 / (2 tick_s)``.
+    The largest value of :func:`band_windows` over windows of ``window_s`` (default
+    :func:`default_band_window_s`, cut to the record).  0 when the band lies wholly
+    above the Nyquist frequency ``1 / (2 tick_s)``.
 
     Parameters
     ----------
@@ -141,44 +443,42 @@ def band_oscillation(power_w, tick_s: float, band_hz: tuple[float, float],
     band_hz : (float, float)
         Band ``(lo, hi)``, ``0 < lo < hi`` [Hz].
     measure : {'rms', 'peak_to_peak'}
+    window_s : float, optional
+        Window length [s].
 
     Returns
     -------
     float
-        [W]; 0 when the band lies wholly above the Nyquist frequency.
+        [W].
     """
     x = power_series(power_w)
     lo, hi = float(band_hz[0]), float(band_hz[1])
     if not 0 < lo < hi:
         raise AnalysisError(f"band must satisfy 0 < lo < hi, got ({lo:g}, {hi:g})")
-    fs = 1.0 / tick_s
-    nyq = 0.5 * fs
-    if lo >= nyq:
+    if measure not in _MEASURES:
+        raise AnalysisError(f"measure must be 'rms' or 'peak_to_peak', got {measure!r}")
+    if lo >= 0.5 / tick_s:
         return 0.0
     duration = len(x) * tick_s
-    if duration < 4.0 / lo:
-        raise AnalysisError(f"{duration:g} s of data is shorter than four periods of "
-                            f"{lo:g} Hz, the band's low edge")
-    if measure == "rms":
-        return band_rms(*welch_psd(x, tick_s, welch_segment_s(lo)), (lo, hi))
-    if measure == "peak_to_peak":
-        if hi >= 0.95 * nyq:
-            sos = signal.butter(BANDPASS_ORDER, lo, btype="highpass", fs=fs, output="sos")
-        else:
-            sos = signal.butter(BANDPASS_ORDER, [lo, hi], btype="bandpass", fs=fs,
-                                output="sos")
-        y = signal.sosfiltfilt(sos, x - x.mean(), padtype="even",
-                               padlen=min(len(x) - 1, round(3 * fs / lo)))
-        edge = round(1.5 * fs / lo)                 # the filter's start and end transients
-        y = y[edge:len(y) - edge]
-        n = min(len(y), max(2, round(fs / lo) + 1))
-        return float((maximum_filter1d(y, n, mode="nearest")
-                      - minimum_filter1d(y, n, mode="nearest")).max())
-    raise AnalysisError(f"measure must be 'rms' or 'peak_to_peak', got {measure!r}")
+    if duration < 2.0 / lo + 2 * settle_s(lo):
+        raise AnalysisError(f"{duration:g} s of data is shorter than two periods of "
+                            f"{lo:g} Hz, the band's low edge, plus {settle_s(lo):g} s at "
+                            "each end (the band filter's transients)")
+    if window_s is None:
+        window_s = min(default_band_window_s(lo), duration - 2 * settle_s(lo))
+        window_s = tick_s * max(1, math.floor(window_s / tick_s + 1e-9))
+    return band_windows(x, tick_s, (lo, hi), window_s, measure).worst_w
 
 
 def largest_step(power_w, tick_s: float, within_s: float, direction: str = "both") -> float:
-    """Largest net change of the power between samples ``within_s`` apart [W].
+    """Largest change of the power completed within ``within_s`` [W].
+
+    Up: the largest ``x[j] - x[i]`` over sample pairs with ``0 < t_j - t_i <=
+    within_s``; down: the largest ``x[i] - x[j]`` (as a positive number).  Any pair
+    counts, not only samples exactly ``within_s`` apart, so a load that jumps and comes
+    back within ``within_s`` is seen (issue 20: the independent reference
+    ``tests/reference/refmetrics.py`` reads "within" so; the earlier net change over
+    exactly ``within_s`` missed it).
 
     Parameters
     ----------
@@ -197,12 +497,18 @@ def largest_step(power_w, tick_s: float, within_s: float, direction: str = "both
         [W], >= 0.
     """
     x = power_series(power_w)
-    w = whole_ticks(within_s, tick_s)
-    if len(x) <= w:
+    k = whole_ticks(within_s, tick_s)
+    if len(x) <= k:
         raise AnalysisError(f"{(len(x) - 1) * tick_s:g} s of data is shorter than "
                             f"{within_s:g} s")
-    d = x[w:] - x[:-w]
-    return pick_direction(float(max(d.max(), 0.0)), float(max(-d.min(), 0.0)), direction)
+    # trailing extremes over x[j-k .. j] from centred filters of k + 1 samples, shifted
+    c = (k + 1) // 2
+    lo = np.concatenate([np.minimum.accumulate(x[:k]),
+                         minimum_filter1d(x, k + 1, mode="nearest")[c:len(x) - k + c]])
+    hi = np.concatenate([np.maximum.accumulate(x[:k]),
+                         maximum_filter1d(x, k + 1, mode="nearest")[c:len(x) - k + c]])
+    up, down = float((x - lo).max()), float((hi - x).max())    # j = i gives 0
+    return pick_direction(max(up, 0.0), max(down, 0.0), direction)
 
 
 def sag_load_loss(power_w, tick_s: float, start_utc, sags: pd.DataFrame, *,

@@ -25,13 +25,18 @@ import pandas as pd
 from ..exceptions import AnalysisError, PowerlabError, ScenarioError
 
 __all__ = [
+    "SAMPLINGS",
     "PowerTrace",
+    "band_visibility",
     "for_each_draw",
     "forecast_trace",
     "open_source",
     "read_telemetry",
     "trace_from_telemetry",
 ]
+
+#: How the values of a trace were sampled (see :attr:`PowerTrace.sampling`).
+SAMPLINGS = ("interval_mean", "instantaneous")
 
 _NICE_TICKS_S = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
@@ -67,6 +72,12 @@ class PowerTrace:
         measured sample interval for telemetry); nothing faster than it is resolved [s].
     description : str
         Where the series comes from and how it was resampled.
+    sampling : str
+        ``interval_mean`` (each value is the mean power over its interval, as the
+        engine's ticks are) or ``instantaneous`` (each value is the power at one moment,
+        as NVML's power readings are): instantaneous samples fold content above the
+        Nyquist frequency into the bands below it at full strength (aliasing), interval
+        means attenuate it (:func:`band_visibility`).
     """
 
     draw: int
@@ -77,8 +88,12 @@ class PowerTrace:
     events: pd.DataFrame = field(default_factory=_no_events)
     native_interval_s: float = math.nan
     description: str = ""
+    sampling: str = "interval_mean"
 
     def __post_init__(self):
+        if self.sampling not in SAMPLINGS:
+            raise PowerlabError(f"sampling must be one of {', '.join(SAMPLINGS)}, got "
+                                f"{self.sampling!r}")
         for name in ("it_w", "facility_w"):
             a = getattr(self, name)
             if a is None:
@@ -144,7 +159,50 @@ class PowerTrace:
         s["event"] = "voltage_sag"
         ev = pd.concat([self.events, s], ignore_index=True) if len(self.events) else s
         return PowerTrace(self.draw, self.tick_s, self.start_utc, self.it_w, self.facility_w,
-                          ev, self.native_interval_s, self.description)
+                          ev, self.native_interval_s, self.description, self.sampling)
+
+
+def band_visibility(band_hz: tuple[float, float], interval_s: float,
+                    sampling: str) -> str:
+    """What samples every ``interval_s`` can show of a frequency band, in words ('' when
+    nothing needs saying: interval means that resolve the whole band).
+
+    Samples every ``dt`` resolve up to the Nyquist frequency ``fs / 2`` (``fs = 1 / dt``).
+    Content at ``f`` above it reappears at ``|f - k fs|`` (the nearest multiple ``k``):
+    into a resolved band ``[lo, hi]`` fold ``k fs - hi .. k fs - lo`` and
+    ``k fs + lo .. k fs + hi``.  Instantaneous samples fold it at full strength (a
+    10.5-Hz oscillation sampled every 0.1 s reads as 0.5 Hz); a mean over each interval
+    first multiplies its amplitude by ``|sin(pi f dt) / (pi f dt)|``, which the text gives
+    as the largest factor over the first folded ranges.
+
+    Parameters
+    ----------
+    band_hz : (float, float)
+        ``(lo, hi)`` [Hz].
+    interval_s : float
+        Sample spacing of the data (the larger of the tick and the native interval) [s].
+    sampling : {'interval_mean', 'instantaneous'}
+    """
+    lo, hi = float(band_hz[0]), float(band_hz[1])
+    fs = 1.0 / interval_s
+    nyq = 0.5 * fs
+    if lo >= nyq:
+        return ""                         # not resolved at all: the plan says so
+    top = min(hi, nyq)
+    shown = (f"samples every {interval_s:g} s show {lo:g}-{top:g} Hz of the band "
+             f"(Nyquist {nyq:g} Hz)")
+    folds = (f"content at {fs - top:g}-{fs - lo:g} Hz and {fs + lo:g}-{fs + top:g} Hz "
+             f"(and around every multiple of {fs:g} Hz) folds into {lo:g}-{top:g} Hz")
+    if sampling == "instantaneous":
+        return (f"aliasing: {shown}; the readings are instantaneous, so {folds} at full "
+                "strength and is counted as in-band content")
+    f = np.linspace(fs - top, fs + top, 201)
+    f = f[np.abs(f - fs) >= lo]
+    gain = float(np.max(np.abs(np.sinc(f * interval_s))))
+    if top < hi or gain > 0.05:
+        return (f"{shown}; interval means: {folds} reduced to at most {gain:.0%} of its "
+                "amplitude (aliasing)")
+    return ""
 
 
 # --------------------------------------------------------------------------- forecast
@@ -281,7 +339,8 @@ def _nice_tick(interval_s: float) -> float:
 
 def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "auto",
                          max_gap_s: float | None = None, start=None, end=None,
-                         pue: float | None = None, base_load_w: float = 0.0) -> PowerTrace:
+                         pue: float | None = None, base_load_w: float = 0.0,
+                         sampling: str = "instantaneous") -> PowerTrace:
     """Resample measured power onto a regular grid and add the devices up.
 
     How, honestly:
@@ -318,11 +377,19 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
         When given, ``facility_w = it_w * pue + base_load_w``; else ``facility_w`` is None.
     base_load_w : float, default 0
         Non-IT load added to facility power [W].
+    sampling : {'instantaneous', 'interval_mean'}
+        What each reading is: the power at its time (default: NVML power readings are
+        instantaneous; content above the Nyquist frequency then folds into the bands
+        at full strength, and the compliance notes name the aliasing) or the mean over
+        the interval before it (e.g. from energy-counter differences).
 
     Returns
     -------
     PowerTrace
     """
+    if sampling not in SAMPLINGS:
+        raise PowerlabError(f"sampling must be one of {', '.join(SAMPLINGS)}, got "
+                            f"{sampling!r}")
     start, end = _utc(start, "start"), _utc(end, "end")
     if not isinstance(data, pd.DataFrame):
         data = read_telemetry(data, start=start, end=end)
@@ -400,7 +467,8 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
         desc += f"; facility = IT x {pue:g} + {base_load_w:g} W"
     return PowerTrace(draw=0, tick_s=tick, start_utc=pd.Timestamp(first, tz="UTC"),
                       it_w=total, facility_w=fac, native_interval_s=native,
-                      description=desc)
+                      description=desc + f"; readings taken as {sampling.replace('_', ' ')}s",
+                      sampling=sampling)
 
 
 def open_source(path: str | Path):

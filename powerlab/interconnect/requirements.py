@@ -11,8 +11,11 @@ safe YAML reader, :func:`powerlab.grid.yamlspec.load_yaml`).
 Kinds of requirement (``kind``) and their keys::
 
     ramp          window_s (means window), direction, limit in MW/s or MW/min
-    deviation     window_s (T), limit in MW: largest max-minus-min within T s
-    oscillation   band_hz [lo, hi], measure (rms | peak_to_peak), limit in MW
+    deviation     window_s (T), limit in MW: the short-term deviation allowed within T s
+                  (see deviation_rule)
+    oscillation   band_hz [lo, hi], measure (rms | peak_to_peak), window_s (default
+                  60 s, or six periods of lo when longer), limit in MW: the worst
+                  window's RMS or peak-to-peak of the band-passed power
     step          within_s, direction, limit in MW: largest net change within within_s
     ride_through  residual_voltage_pu, sag_duration_s, observe_s, limit in MW: the
                   largest load loss allowed for a voltage sag down to residual_voltage_pu
@@ -28,6 +31,7 @@ Layout of the YAML document::
     description: str
     scope: facility | it              # which power the limits apply to (default facility)
     max_exceed_probability: 0.0       # share of Monte Carlo draws allowed over a limit
+    deviation_rule: allowance_before_ramp   # or separate_limit (see DEVIATION_RULES)
     requirements: [{name, kind, limit, unit, source, illustrative, ...kind's keys}]
     grid_modes: [{name, band_hz: [lo, hi], min_amplitude_megawatts, source, illustrative}]
 """
@@ -46,6 +50,7 @@ from ..exceptions import ScenarioError
 from ..grid.yamlspec import Section, load_yaml
 
 __all__ = [
+    "DEVIATION_RULES",
     "KINDS",
     "UNITS",
     "GridMode",
@@ -66,6 +71,15 @@ UNITS = {
     "step": {"MW": 1e6, "kW": 1e3},
     "ride_through": {"MW": 1e6, "kW": 1e3},
 }
+
+#: How a ``deviation`` requirement is read.  ``allowance_before_ramp`` (the default, the
+#: source's meaning): Choukse et al. 2025 give the short-term deviation as the deviation
+#: allowed *before ramp constraints are triggered*, so changes that stay within it are
+#: exempt from the ramp limits, and it fails only where the power leaves it and breaks a
+#: ramp limit there.  ``separate_limit`` (stricter, powerlab's reading before issue 20):
+#: a limit of its own on the largest max-minus-min within T, the ramp limits applying
+#: to every change.
+DEVIATION_RULES = ("allowance_before_ramp", "separate_limit")
 
 _DIRECTIONS = ("up", "down", "both")
 _MEASURES = ("rms", "peak_to_peak")
@@ -92,7 +106,9 @@ class Requirement:
     window_s : float
         ``ramp``: length of the means whose successive differences are the ramp [s];
         ``deviation``: the window T [s]; ``step``: the time within which a change counts
-        as one step [s]; ``ride_through``: the sag duration [s]; NaN for ``oscillation``.
+        as one step [s]; ``ride_through``: the sag duration [s]; ``oscillation``: the
+        sliding window over which the band-limited RMS or peak-to-peak is taken (default
+        :func:`~powerlab.interconnect.loadmetrics.default_band_window_s`) [s].
     direction : str
         ``up``, ``down`` or ``both`` (ramps and steps).
     band_hz : tuple of float or None
@@ -139,7 +155,7 @@ class Requirement:
             return f"max_minus_min_within_{self.window_s:g}s"
         if self.kind == "oscillation":
             lo, hi = self.band_hz
-            return f"band_{self.measure}_{lo:g}_{hi:g}hz"
+            return f"band_{self.measure}_{lo:g}_{hi:g}hz_worst_{self.window_s:g}s_window"
         if self.kind == "step":
             return f"largest_step{d}_within_{self.window_s:g}s"
         return (f"load_loss_in_sag_to_{self.residual_voltage_pu:g}pu_for_"
@@ -182,6 +198,8 @@ class RequirementSpec:
         A requirement fails when more than this share of Monte Carlo draws exceed its
         limit (0: any draw over the limit fails it) [-].
     requirements : tuple of Requirement
+    deviation_rule : str
+        One of :data:`DEVIATION_RULES`.
     grid_modes : tuple of GridMode
     source : str or None
         The file read.
@@ -194,6 +212,20 @@ class RequirementSpec:
     requirements: tuple[Requirement, ...]
     grid_modes: tuple[GridMode, ...] = ()
     source: str | None = None
+    deviation_rule: str = "allowance_before_ramp"
+
+    def gated_ramps(self, deviation: Requirement) -> tuple[Requirement, ...]:
+        """The ramp requirements a ``deviation`` requirement is the allowance of (under
+        ``allowance_before_ramp``): those whose two averaging windows fit in its T."""
+        if self.deviation_rule != "allowance_before_ramp" or deviation.kind != "deviation":
+            return ()
+        return tuple(r for r in self.requirements
+                     if r.kind == "ramp" and 2 * r.window_s <= deviation.window_s * (1 + 1e-9))
+
+    def allowances(self, ramp: Requirement) -> tuple[Requirement, ...]:
+        """The ``deviation`` requirements that gate a ramp requirement (empty under
+        ``separate_limit``, or when none has ``T >= 2 window_s``)."""
+        return tuple(d for d in self.requirements if ramp in self.gated_ramps(d))
 
     def to_dict(self) -> dict:
         """Plain, JSON-ready dictionary of the spec."""
@@ -270,8 +302,16 @@ def _requirement(s: Section) -> Requirement:
     elif kind == "deviation":
         kw["window_s"] = s.number("window_s", required=True, lo=0.0, lo_open=True)
     elif kind == "oscillation":
+        from .loadmetrics import default_band_window_s
+
         kw["band_hz"] = _band(s)
         kw["measure"] = _choice(s, "measure", _MEASURES, None)
+        lo = kw["band_hz"][0]
+        kw["window_s"] = s.number("window_s", default_band_window_s(lo), lo=0.0,
+                                  lo_open=True)
+        if kw["window_s"] < 2.0 / lo * (1 - 1e-9):
+            raise s.error("window_s", f"must hold at least two periods of the band's low "
+                          f"edge ({2.0 / lo:g} s for {lo:g} Hz), got {kw['window_s']:g}")
     elif kind == "step":
         kw["window_s"] = s.number("within_s", 1.0, lo=0.0, lo_open=True)
         kw["direction"] = _choice(s, "direction", _DIRECTIONS, "both")
@@ -333,6 +373,7 @@ def parse_requirements(source: str | Mapping, *, path: str | Path | None = None
     description = top.string("description", "")
     scope = _choice(top, "scope", ("facility", "it"), "facility")
     p_max = top.number("max_exceed_probability", 0.0, hi=1.0)
+    rule = _choice(top, "deviation_rule", DEVIATION_RULES, DEVIATION_RULES[0])
     if p_max >= 1.0:
         raise top.error("max_exceed_probability", "must be below 1 (1 would let every "
                         "draw exceed every limit)")
@@ -352,9 +393,18 @@ def parse_requirements(source: str | Mapping, *, path: str | Path | None = None
     modes = tuple(_mode(Section(m, f"grid_modes[{i}]", src)) for i, m in enumerate(raw_modes))
     _unique(modes, "grid_modes", src)
     top.finish()
-    return RequirementSpec(name=name, description=description, scope=scope,
+    spec = RequirementSpec(name=name, description=description, scope=scope,
                            max_exceed_probability=p_max, requirements=reqs,
-                           grid_modes=modes, source=src)
+                           grid_modes=modes, source=src, deviation_rule=rule)
+    for i, r in enumerate(reqs):
+        if r.kind == "deviation" and rule == DEVIATION_RULES[0] and not spec.gated_ramps(r):
+            raise ScenarioError(
+                f"deviation {r.name!r} is read as the allowance before ramp limits are "
+                f"triggered (Choukse et al. 2025), but no ramp requirement has windows that "
+                f"fit in its {r.window_s:g} s (2 x window_s <= {r.window_s:g}); add one, or "
+                "set deviation_rule: separate_limit to check it as a limit of its own",
+                key=f"requirements[{i}].window_s", path=src)
+    return spec
 
 
 def read_requirements(path: str | Path) -> RequirementSpec:

@@ -423,8 +423,10 @@ def forecast_charts(result: Any, *, scope: str = "facility", draw: int = 0,
     -------
     dict
         ``"timeline"`` (:func:`facility_chart`: mean across draws, p10–p90 band, events
-        of ``draw``), ``"ramps"`` (:func:`ramp_rate_chart` of the tick-to-tick ramps of
-        ``draw``, scenario ramp limits marked) and ``"spectrum"`` (:func:`spectrum_chart`
+        of ``draw``), ``"ramps"`` (:func:`ramp_rate_chart` of ``draw``'s ramps between
+        adjacent 1-s means at every tick boundary, ``ramp_megawatts_per_s_1s``, which the
+        scenario's ramp limits marked on it apply to; tick to tick when the tick does not
+        divide 1 s) and ``"spectrum"`` (:func:`spectrum_chart`
         of ``draw`` with the band RMS against the scenario limits).
     """
     from ..grid.swings import BANDS_HZ, spectrum
@@ -447,11 +449,23 @@ def forecast_charts(result: Any, *, scope: str = "facility", draw: int = 0,
     x = result.power_w(scope)[draw]
     lim = result.scenario.limits
     applies = lim.scope == scope
-    ramps = pd.DataFrame({"ramp_megawatts_per_s": np.diff(x) / result.tick_s / 1e6})
+    # the ramps the scenario's limits apply to (grid.swings.check_limits): between
+    # adjacent 1-s means at every tick boundary, tick to tick when the tick does not
+    # divide 1 s (names and definitions: grid.ramps.RAMP_DEFINITIONS)
+    from ..grid.planner import ramp_into_tick
+
+    tick = result.tick_s
+    if abs(round(1.0 / tick) * tick - 1.0) < 1e-9:
+        name, r = "ramp_megawatts_per_s_1s", ramp_into_tick(x, tick, 1.0) / 1e6
+        what = "between adjacent 1-s means, every alignment"
+    else:
+        name, r = "ramp_megawatts_per_s_tick", np.diff(x) / tick / 1e6
+        what = f"tick to tick ({tick:g} s)"
+    ramps = pd.DataFrame({name: r[np.isfinite(r)]})
     up, down = lim.ramp_up_megawatts_per_s, lim.ramp_down_megawatts_per_s
     out["ramps"] = ramp_rate_chart(
-        ramps, limit=(down, up) if applies and (up > 0 or down > 0) else None,
-        title=f"Ramp rates, {scope} (draw {draw}, {result.tick_s:g} s ticks)")
+        ramps, value=name, limit=(down, up) if applies and (up > 0 or down > 0) else None,
+        title=f"Ramp rates {what}, {scope} (draw {draw})")
     spec_df = spectrum(x, result.tick_s)
     spec_df = pd.DataFrame({"frequency_hz": spec_df["frequency_hz"],
                             "psd_megawatts2_per_hz": spec_df["psd_w2_per_hz"] / 1e12})

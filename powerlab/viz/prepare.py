@@ -7,6 +7,7 @@ of detail that fits the row budget) live here, testable without a renderer.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,10 +30,18 @@ def require_columns(df: pd.DataFrame, columns: Sequence[str], what: str) -> None
         raise SchemaError([Violation(c, f"missing column needed by {what}") for c in missing])
 
 
+#: A ramp figure's name: ``ramp[_up|_down]_megawatts_per_<s|min>_<window>`` (the windows
+#: of :data:`powerlab.grid.ramps.RAMP_DEFINITIONS`).
+_RAMP_NAME = re.compile(r"^(?P<name>.*)_megawatts_per_(?P<per>s|min)_(?P<win>1s|100ms|1min|tick)$")
+
+
 def unit_of(column: str) -> str:
     col = GLOSSARY.get(column)
     if col is not None and col.unit:
         return "°C" if col.unit == "degC" else col.unit
+    m = _RAMP_NAME.match(column)
+    if m:
+        return f"MW/{m['per']}"
     for suffix, unit in (("_megawatts_per_s", "MW/s"), ("_megawatts", "MW"), ("_w", "W"),
                          ("_mhz", "MHz"), ("_c", "°C"), ("_pct", "%"), ("_hz", "Hz"),
                          ("_s", "s"), ("_j", "J")):
@@ -49,6 +58,11 @@ def axis_label(column: str) -> str:
              "energy_j": "energy", "power_avg_w": "average power"}
     unit = unit_of(column)
     name = names.get(column)
+    m = _RAMP_NAME.match(column)
+    if name is None and m:
+        win = {"1s": "1-s means", "100ms": "100-ms means", "1min": "1-min means",
+               "tick": "tick to tick"}[m["win"]]
+        name = f"{m['name'].replace('_', ' ')}, {win}"
     if name is None:
         name = column
         for suffix in ("_megawatts_per_s", "_megawatts", "_mhz", "_pct", "_hz", "_w", "_c",
