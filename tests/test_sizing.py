@@ -16,7 +16,7 @@ from powerlab.exceptions import PowerlabError
 from powerlab.interconnect.compliance import Compliance, comply
 from powerlab.grid.forecast import forecast
 from powerlab.interconnect.requirements import parse_requirements
-from powerlab.grid.scenario import Battery, Mitigations, parse_scenario
+from powerlab.grid.scenario import Mitigations, parse_scenario
 from powerlab.interconnect.sizing import (
     COST_AXES,
     MitigationOption,
@@ -26,6 +26,7 @@ from powerlab.interconnect.sizing import (
     size_mitigation,
 )
 from powerlab.interconnect.smoothing import smooth_power
+from powerlab.interconnect.storage import storage_battery
 
 SCENARIO = """
 name: sizing-test
@@ -33,6 +34,7 @@ horizon: {start_utc: "2025-06-02T12:00:00Z", end_utc: "2025-06-02T12:40:00Z"}
 simulation: {tick_s: 0.1}
 site: {tz: UTC, base_load_w: 100000, pue: 1.2}
 hardware:
+  gpu_model: GB200           # NVML power smoothing: Blackwell or newer
   gpu_idle_w: 75
   gpu_compute_w: 650
   gpu_comm_w: 250
@@ -138,8 +140,8 @@ def test_fast_path_reproduces_the_engine_without_jitter():
     from powerlab.grid.forecast import forecast
 
     for opt, mit in [(MitigationOption(), Mitigations()),
-                     (MitigationOption(gpu_power_floor_pct_tdp=60, ramp_up_w_per_s=200,
-                                       ramp_down_w_per_s=200),
+                     (MitigationOption(percent_tmp_floor=60, ramp_up_rate_w_per_s=200,
+                                       ramp_down_rate_w_per_s=200),
                       Mitigations(gpu_power_floor_pct_tdp=60, gpu_ramp_limit_w_per_s=200))]:
         res = forecast(sc.replace(mitigations=mit), draws=2, seed=0)
         for d in range(2):
@@ -156,8 +158,8 @@ def test_fast_path_is_close_to_the_engine_with_jitter():
     sc = scenario(0.05)
     check = Compliance(spec())
     m = SiteModel.build(sc, draws=1, seed=0, tick_s=None, filler=False)
-    opt = MitigationOption(gpu_power_floor_pct_tdp=60, ramp_up_w_per_s=100,
-                           ramp_down_w_per_s=100)
+    opt = MitigationOption(percent_tmp_floor=60, ramp_up_rate_w_per_s=100,
+                           ramp_down_rate_w_per_s=100)
     fac, it, _ = m.facility(opt, 0, 5.0)
     from powerlab.interconnect.powertrace import PowerTrace
 
@@ -191,16 +193,15 @@ def test_a_site_that_fails_a_ramp_limit_gets_a_passing_option(failing):
     assert top["requirements_passed"] == "ramp_1s;dev_10s;step_1s"
     assert top["cost_usd_per_day"] > 0
     # independent check: the engine itself, with the same settings, passes comply
-    for _, row in res.options.iterrows():
+    for i, row in res.options.iterrows():
         if row["ramp_down_hysteresis_ms"] or row["filler"] or (
-                row["ramp_up_w_per_s"] != row["ramp_down_w_per_s"]):
+                row["ramp_up_rate_w_per_s"] != row["ramp_down_rate_w_per_s"]):
             continue                                     # not expressible in the engine
         bat = None
-        if row["battery_power_megawatts"] > 0:
-            bat = Battery(row["battery_power_megawatts"], row["battery_energy_megawatt_hours"],
-                          row["battery_round_trip_efficiency"], row["battery_window_s"])
-        mit = Mitigations(gpu_power_floor_pct_tdp=row["gpu_power_floor_pct_tdp"],
-                          gpu_ramp_limit_w_per_s=row["ramp_up_w_per_s"], battery=bat)
+        if row["battery_power_megawatts"] > 0:   # the class's SOC bounds and converter
+            bat = storage_battery(res.option(i))
+        mit = Mitigations(gpu_power_floor_pct_tdp=row["percent_tmp_floor"],
+                          gpu_ramp_limit_w_per_s=row["ramp_up_rate_w_per_s"], battery=bat)
         chk = comply(sc.replace(mitigations=mit), spec(), draws=2, seed=0)
         assert chk.passed, (row["option"], chk.summary_frame()[["requirement", "value"]])
 
@@ -254,24 +255,67 @@ def test_the_answer_is_stable_when_the_grid_is_refined(failing):
     assert len(fine.evaluated) > len(coarse.evaluated)
 
 
-def test_no_option_when_a_requirement_cannot_be_shown_met(tmp_path):
-    """A ride-through requirement without a sag in the forecast cannot pass: exit 1."""
+def test_an_unassessable_spec_stops_before_the_search_with_the_command(tmp_path, capsys):
+    """Issue 20, item 9: "Check assessability first: run at the tick the spec needs
+    (--tick-s auto) or stop at once with the command to run."  A ride-through requirement
+    on a scenario without a voltage sag, and a 3-30 Hz band at a 0.1-s tick (Nyquist
+    5 Hz): no engine run, no option evaluated, exit 3, the reason and the command."""
+    import yaml
+
     d = {"name": "rt", "requirements": [{
         "name": "rt", "kind": "ride_through", "residual_voltage_pu": 0.7,
         "sag_duration_s": 0.5, "observe_s": 1, "limit": 1, "unit": "MW", "source": "t",
-        "illustrative": True}]}
-    import yaml
-
+        "illustrative": True}, {
+        "name": "hf", "kind": "oscillation", "band_hz": [3, 30], "measure": "rms",
+        "limit": 0.1, "unit": "MW", "source": "t", "illustrative": True}]}
     req = tmp_path / "rt.yaml"
     req.write_text(yaml.safe_dump(d))
     scn = tmp_path / "s.yaml"
-    scn.write_text(SCENARIO.replace("JITTER", "0.02").replace("12:40:00", "12:10:00"))
+    scn.write_text(SCENARIO.replace("JITTER", "0.02"))
+    res = size_mitigation(scn, req, draws=1)
+    assert res.status == "not_assessable"
+    assert res.engine_runs == 0 and res.evaluations == 0 and res.evaluated.empty
+    a = res.assessability
+    assert set(a.reasons) == {"rt", "hf"} and a.needed_tick_s == 0.01
+    assert a.args == ["--tick-s", "0.01"] and a.edits       # a sag is a scenario edit
     rc = cli.main(["size-mitigation", str(scn), "--requirements", str(req), "--out",
                    str(tmp_path / "o"), "--draws", "1", "--quiet"])
-    assert rc == 1
+    out = capsys.readouterr().out
+    assert rc == 3
+    assert "NOT ASSESSABLE" in out and "band cut at 5 Hz" in out and "no voltage sag" in out
+    assert f"size-mitigation {scn} --requirements {req} --out {tmp_path / 'o'} --tick-s 0.01" \
+        in out
+    assert "engine runs: 0; option evaluations: 0" in out
     assert pd.read_csv(tmp_path / "o" / "mitigation_options.csv").empty
-    text = (tmp_path / "o" / "mitigation_summary.txt").read_text()
-    assert "NO passing option" in text and "rt: cannot be shown met" in text
+
+
+def test_tick_auto_runs_at_the_tick_the_spec_needs():
+    """``tick_s='auto'`` picks the largest tick at which every requirement is assessable
+    (0.01 s for 3-30 Hz: Nyquist 50 Hz); the search then runs and the band is assessed."""
+    sc = scenario(0.02).replace(horizon_end_utc=pd.Timestamp("2025-06-02T12:06:00Z"))
+    hf = parse_requirements({"name": "hf", "requirements": [{
+        "name": "hf", "kind": "oscillation", "band_hz": [3, 30], "measure": "rms",
+        "limit": 100, "unit": "MW", "source": "t", "illustrative": True}]})
+    assert size_mitigation(sc, hf, draws=1).status == "not_assessable"
+    res = size_mitigation(sc, hf, draws=1, tick_s="auto", grid=SMALL_GRID)
+    assert res.assessability.tick_s == 0.01 and res._model.tick_s == 0.01
+    assert res.status == "no_mitigation_needed"
+    assert "hf" in res.evaluated.iloc[0]["requirements_passed"]
+    assert "NO MITIGATION NEEDED" in res.summary()
+
+
+def test_hours_beyond_the_search_budget_are_cut_with_the_command():
+    """A horizon too long for the needed tick stops with --hours in the command."""
+    from powerlab.interconnect.assessability import assess
+
+    sc = scenario(0.02)
+    hf = Compliance(parse_requirements({"name": "hf", "requirements": [{
+        "name": "hf", "kind": "oscillation", "band_hz": [3, 30], "measure": "rms",
+        "limit": 1, "unit": "MW", "source": "t", "illustrative": True}]}))
+    a = assess(sc, hf, 0.1, max_ticks_per_draw=100_000)    # 40 min at 0.01 s: 240,000
+    assert a.args == ["--tick-s", "0.01", "--hours", "0.2"]    # 1,000 s -> 0.2 h
+    assert "2.4e+05 ticks per draw" in a.reasons["horizon"]
+    assert assess(sc, hf, 0.01, max_ticks_per_draw=300_000).ok
 
 
 def test_cli_writes_the_options_and_exits_0(tmp_path, capsys):
@@ -288,7 +332,7 @@ def test_cli_writes_the_options_and_exits_0(tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0 and "engine runs: 2" in out and "Cheapest passing option" in out
     opts = pd.read_csv(tmp_path / "o" / "mitigation_options.csv")
-    for col in ("gpu_power_floor_pct_tdp", "ramp_up_w_per_s", "ramp_down_w_per_s",
+    for col in ("percent_tmp_floor", "ramp_up_rate_w_per_s", "ramp_down_rate_w_per_s",
                 "ramp_down_hysteresis_ms", "filler", "stagger_starts_s",
                 "battery_power_megawatts", "battery_energy_megawatt_hours",
                 "extra_energy_megawatt_hours_per_day", "throughput_loss_pct",
@@ -306,9 +350,9 @@ def test_bad_arguments_are_refused():
 
 
 def test_options_are_hashable_values():
-    a = MitigationOption(gpu_power_floor_pct_tdp=60)
-    assert a == dataclasses.replace(MitigationOption(), gpu_power_floor_pct_tdp=60)
-    assert "floor 60 % TDP" in a.label() and MitigationOption().label() == "none"
+    a = MitigationOption(percent_tmp_floor=60)
+    assert a == dataclasses.replace(MitigationOption(), percent_tmp_floor=60)
+    assert "floor 60 % TMP" in a.label() and MitigationOption().label() == "none"
 
 
 # ------------------------------------------------- rates apart; smoothing with storage
@@ -329,8 +373,8 @@ def slow_starts():
 
 
 def _kind(ev):
-    smooth = (ev["gpu_power_floor_pct_tdp"] > 0) | (ev["ramp_up_w_per_s"] > 0) | (
-        ev["ramp_down_w_per_s"] > 0)
+    smooth = (ev["percent_tmp_floor"] > 0) | (ev["ramp_up_rate_w_per_s"] > 0) | (
+        ev["ramp_down_rate_w_per_s"] > 0)
     store = ev["battery_power_megawatts"] > 0
     return smooth & ~store, store & ~smooth, smooth & store
 
@@ -344,49 +388,57 @@ def test_smoothing_with_storage_beats_either_alone_where_it_should(slow_starts):
     assert best_hybrid < ev[smooth & ok]["cost_usd_per_day"].min()
     assert not (store & ok).any() or best_hybrid < ev[store & ok]["cost_usd_per_day"].min()
     top = res.cheapest
-    assert top["gpu_power_floor_pct_tdp"] > 0 and top["battery_power_megawatts"] > 0
+    assert top["percent_tmp_floor"] > 0 and top["battery_power_megawatts"] > 0
     assert top["cost_usd_per_day"] == pytest.approx(best_hybrid)
     # its floor alone fails, and so does its storage alone
     opt = res.option(0)
     for part in (dataclasses.replace(opt, battery_power_megawatts=0.0,
                                      battery_energy_megawatt_hours=0.0),
-                 dataclasses.replace(opt, gpu_power_floor_pct_tdp=0.0)):
+                 dataclasses.replace(opt, percent_tmp_floor=0.0)):
         assert not comply(res.trace(part, draw=0), spec()).passed, part.label()
     # the engine itself, floor and battery switched on in the scenario, passes comply
-    bat = Battery(top["battery_power_megawatts"], top["battery_energy_megawatt_hours"],
-                  top["battery_round_trip_efficiency"], top["battery_window_s"])
-    mit = Mitigations(gpu_power_floor_pct_tdp=top["gpu_power_floor_pct_tdp"], battery=bat)
+    bat = storage_battery(res.option(0))
+    mit = Mitigations(gpu_power_floor_pct_tdp=top["percent_tmp_floor"], battery=bat)
     chk = comply(sc.replace(mitigations=mit), spec(), draws=2, seed=0)
     assert chk.passed, chk.summary_frame()[["requirement", "value"]]
 
 
 def test_hybrids_are_not_tried_where_they_cannot_be_cheapest(failing):
-    """On the fast-start site storage alone is cheapest (~$18/day): every smoothing setting
-    costs more on its own, so no pair is evaluated."""
+    """On the fast-start site storage alone is cheapest (a 60-s supercapacitor, ~$33/day):
+    a smoothing setting is paired with storage only when it fails alone and costs less
+    than that, so every pair tried has such a base."""
     _, res = failing
-    both = _kind(res.evaluated)[2]
-    assert res.cheapest["option"].startswith("storage")
-    assert not both.any()
+    ev = res.evaluated
+    both = _kind(ev)[2]
+    assert res.cheapest["option"].split(" storage ")[0] in ("li-ion", "supercapacitor")
+    best = res.cheapest["cost_usd_per_day"]
+    for _, row in ev[both].iterrows():
+        alone = ev[(ev["percent_tmp_floor"] == row["percent_tmp_floor"])
+                   & (ev["ramp_down_rate_w_per_s"] == row["ramp_down_rate_w_per_s"])
+                   & (ev["ramp_up_rate_w_per_s"] == row["ramp_up_rate_w_per_s"])
+                   & (ev["battery_power_megawatts"] == 0) & ~ev["filler"]]
+        assert len(alone) == 1 and not alone["passes"].iloc[0]
+        assert alone["cost_usd_per_day"].iloc[0] < best
 
 
 def test_ramp_up_and_ramp_down_are_searched_apart(failing, slow_starts):
     for _, res in (failing, slow_starts):
         ev = res.evaluated
-        smooth = ev[(ev["ramp_up_w_per_s"] > 0) | (ev["ramp_down_w_per_s"] > 0)]
-        up, down = smooth["ramp_up_w_per_s"], smooth["ramp_down_w_per_s"]
+        smooth = ev[(ev["ramp_up_rate_w_per_s"] > 0) | (ev["ramp_down_rate_w_per_s"] > 0)]
+        up, down = smooth["ramp_up_rate_w_per_s"], smooth["ramp_down_rate_w_per_s"]
         assert ((up > 0) & (up != down)).any()   # a ramp-up rate with another ramp-down
         # the ramp-up-off variant of a passing symmetric option is always tried
-        sym = smooth[(smooth["ramp_up_w_per_s"] == smooth["ramp_down_w_per_s"])
+        sym = smooth[(smooth["ramp_up_rate_w_per_s"] == smooth["ramp_down_rate_w_per_s"])
                      & smooth["passes"] & (smooth["battery_power_megawatts"] == 0)]
         cheap = sym.nsmallest(5, "cost_usd_per_day")
         for _, row in cheap.iterrows():
-            same = ev[(ev["gpu_power_floor_pct_tdp"] == row["gpu_power_floor_pct_tdp"])
+            same = ev[(ev["percent_tmp_floor"] == row["percent_tmp_floor"])
                       & (ev["ramp_down_hysteresis_ms"] == row["ramp_down_hysteresis_ms"])
                       & (ev["filler"] == row["filler"])
                       & (ev["stagger_starts_s"] == row["stagger_starts_s"])
                       & (ev["battery_power_megawatts"] == 0)]
-            assert (same["ramp_up_w_per_s"] == 0).any() or (
-                same["ramp_up_w_per_s"] > row["ramp_up_w_per_s"]).any()
+            assert (same["ramp_up_rate_w_per_s"] == 0).any() or (
+                same["ramp_up_rate_w_per_s"] > row["ramp_up_rate_w_per_s"]).any()
 
 
 # ------------------------------------------------------------ voltage sags in the search

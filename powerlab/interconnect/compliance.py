@@ -211,9 +211,18 @@ class Compliance:
             else:
                 if sags is None:
                     sags = self._sags(dp)
-                v, _ = lm.sag_load_loss(x, tick, dp.start_utc, sags,
-                                        residual_voltage_pu=r.residual_voltage_pu,
-                                        sag_duration_s=r.window_s, observe_s=r.observe_s)
+                base = getattr(dp, "without_sags", None)
+                if base is not None:    # a forecast: against the same draw without sags
+                    from .ridethrough import counterfactual_sag_loss
+
+                    v, _ = counterfactual_sag_loss(
+                        x, base.power_w(self.spec.scope), tick, dp.start_utc, sags,
+                        residual_voltage_pu=r.residual_voltage_pu,
+                        sag_duration_s=r.window_s, observe_s=r.observe_s)
+                else:
+                    v, _ = lm.sag_load_loss(x, tick, dp.start_utc, sags,
+                                            residual_voltage_pu=r.residual_voltage_pu,
+                                            sag_duration_s=r.window_s, observe_s=r.observe_s)
             out[r.name] = v / r.unit_factor
         return out
 
