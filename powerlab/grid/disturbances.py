@@ -347,8 +347,8 @@ def disturbance_summary(res, scope: str = "facility", baseline=None) -> pd.DataF
         / ``_max`` (over draws; :func:`sag_load_loss_vs_baseline` with 1 s after the sag,
         or until the UPS has returned the load and 1 s more) [W], ``load_loss_w_median``
         and ``load_loss_w_max`` (the larger of the two) [W], ``tripped_jobs_median`` [-],
-        ``recovery_s_median`` (from the sag until the power is back within 5 % of the
-        lost load of the sag-free power) [s], ``recovery_ramp_w_per_s_max`` (largest rise
+        ``recovery_s_median`` (from the lowest power until it is back within 5 % of the
+        lost load of the mean over the second before the sag) [s], ``recovery_ramp_w_per_s_max`` (largest rise
         between consecutive 1-s means within the hour after the sag) [W/s] and
         ``baseline`` (what the loss is measured against: ``BASELINE_FORECAST``).
     """
@@ -369,6 +369,7 @@ def disturbance_summary(res, scope: str = "facility", baseline=None) -> pd.DataF
         raise ScenarioError("the baseline forecast differs in draws or ticks", key="baseline")
     tick = res.tick_s
     n = x.shape[1]
+    pre = max(1, round(1.0 / tick))
     ev = res.events
     rows = {}
     for sag in sags:
@@ -381,12 +382,16 @@ def disturbance_summary(res, scope: str = "facility", baseline=None) -> pd.DataF
             dl, af = sag_load_loss_vs_baseline(x[d], x0[d], tick, a, sag.duration_s, observe)
             during.append(dl)
             after.append(af)
-            gap = x0[d, a:] - x[d, a:]
             loss = max(dl, af)
             if loss > 0:
-                worst = int(np.argmax(gap[:max(1, to_ticks(sag.duration_s + observe, tick))]))
-                back = np.flatnonzero(gap[worst:] <= 0.05 * loss)
-                recs.append((worst + back[0]) * tick if len(back) else math.nan)
+                # back within 5 % of the lost load of the level before the sag (the
+                # sag-free draw is no target here: a restarted job's steps run out of
+                # phase with it)
+                before = float(x[d, max(0, a - pre):a].mean()) if a > 0 else float(x[d, a])
+                low = int(np.argmin(x[d, a:min(n, a + to_ticks(
+                    sag.duration_s + observe, tick) + 1)]))
+                back = np.flatnonzero(x[d, a + low:] >= before - 0.05 * loss)
+                recs.append((low + back[0]) * tick if len(back) else math.nan)
             else:
                 recs.append(0.0)
             sm = _second_means(x[d], tick, a, min(n, a + to_ticks(3600.0, tick)))
