@@ -337,7 +337,7 @@ def disturbance_summary(res, scope: str = "facility", baseline=None) -> pd.DataF
     scope : {'facility', 'it'}
     baseline : ForecastResult, optional
         The same forecast without disturbances (same seed, draws and tick); default: run
-        it (one more engine run).
+        it (one more engine run, ``res.sag_free()``, which the engine attaches).
 
     Returns
     -------
@@ -359,10 +359,11 @@ def disturbance_summary(res, scope: str = "facility", baseline=None) -> pd.DataF
         return pd.DataFrame({"note": [("the load lost in voltage sags needs "
                                        "forecast(..., keep_ticks=True)")]})
     if baseline is None:
-        from .forecast import forecast
-
-        baseline = forecast(without_disturbances(res.scenario), draws=res.draws,
-                            seed=res.seed, tick_s=res.tick_s)
+        rerun = getattr(res, "sag_free", None)    # set by the engine (forecast.py)
+        if rerun is None:
+            raise ScenarioError("the load lost in a sag needs the same forecast without "
+                                "the disturbances: pass baseline=", key="baseline")
+        baseline = rerun()
     x = res.power_w(scope)
     x0 = baseline.power_w(scope)
     if x0.shape != x.shape:
