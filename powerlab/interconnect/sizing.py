@@ -230,7 +230,7 @@ class SearchGrid:
         from .storage import clamp_duration_h, technology
 
         ds = self.battery_duration_h or technology(tech).durations_h
-        return sorted({round(clamp_duration_h(tech, d), 9) for d in ds})
+        return sorted({clamp_duration_h(tech, d) for d in ds})
 
     def refined(self) -> SearchGrid:
         """A grid with a midpoint between neighbouring settings (for stability checks)."""
