@@ -582,7 +582,7 @@ def test_a_20c_three_minute_li_ion_battery_is_refused():
         storage_battery(dataclasses.replace(bad, storage_technology="supercapacitor"))
     ok = storage_battery(dataclasses.replace(bad, battery_energy_megawatt_hours=5.0))
     assert (ok.soc_min_fraction, ok.soc_max_fraction, ok.initial_soc_fraction,
-            ok.converter_response_s) == (0.1, 0.9, 0.5, 0.2)
+            ok.converter_response_s) == (0.1, 0.9, 0.5, 0.05)
 
 
 def test_the_search_offers_only_buildable_storage(failing):

@@ -1,17 +1,32 @@
 """Size the cheapest mitigation that makes a site meet a utility's requirements.
 
-:func:`size_mitigation` searches the mitigation space of issue 13 — NVML-style GPU power
-smoothing (:mod:`powerlab.interconnect.smoothing`: floor % of TDP, ramp-up and ramp-down W/s,
-ramp-down hysteresis ms), a filler workload that holds GPU power during communication
-waits, staggered starts of jobs that start together, and a battery or supercapacitor at
-the point of interconnection (MW, MWh, round-trip efficiency, control window) — and
+:func:`size_mitigation` searches the mitigation space of issue 13 — NVML power smoothing
+(:mod:`powerlab.interconnect.smoothing`, NVML's profile parameters under their names and
+units; offered only on Blackwell or newer GPUs, by the scenario's ``gpu_model``), a filler
+workload that holds GPU power during communication waits, staggered starts of jobs that
+start together, and storage of a technology class (:mod:`powerlab.interconnect.storage`:
+Li-ion, supercapacitor, rack power-supply storage, each with its C-rate and duration
+range, state-of-charge bounds and converter response; MW, MWh, control window) — and
 returns a :class:`SizingResult` whose ``options`` frame is the Pareto set of passing
 options, cheapest first (``mitigation_options.csv``).
+
+Assessability first
+-------------------
+Before any engine run, :func:`~powerlab.interconnect.assessability.assess` checks that a
+forecast at the tick and horizon can show every requirement met (a band below the tick's
+Nyquist frequency, whole-tick windows, a voltage sag in the scenario for a ride-through
+requirement).  If not, the result's status is ``not_assessable``, with no engine run and
+no evaluation, and it says why and which command can assess the spec (``--tick-s 0.01``,
+``--hours``, a sag to add); ``tick_s='auto'`` runs at the largest tick that can.  The
+status tells ``no_mitigation_needed`` (the site passes as it is) from ``options_found``
+and ``none_passes``.
 
 How an option is evaluated (fast path)
 --------------------------------------
 The engine is run once per job and filler setting (:func:`~powerlab.grid.forecast.forecast`,
-public API, no mitigation switched on): job ``j`` alone on the cluster gives its per-GPU
+public API, no mitigation switched on; :class:`~powerlab.interconnect.sitemodel.SiteModel`),
+and once more without the scenario's voltage sags when it has any (the ride-through
+counterfactual, :mod:`powerlab.interconnect.ridethrough`): job ``j`` alone on the cluster gives its per-GPU
 mean power ``g_j = (IT_j - constant_j) / gpus_j`` per draw, with ``constant_j`` the
 power of the GPUs in no job and of the nodes.  An option is then array arithmetic per
 draw: :func:`~powerlab.interconnect.smoothing.smooth_power` on ``g_j`` (while the job holds its
@@ -33,10 +48,11 @@ The search (structured, monotone)
    For the five cheapest of these, ramp-up and ramp-down apart: the fastest ramp-up that
    passes with the ramp-down kept (the ramp-up limit delays work), then the fastest
    ramp-down with that ramp-up (the ramp-down limit burns energy).
-3. Storage: for every (duration, control window) of the grid, the smallest battery power
-   that passes, by bisection over the sorted powers.
+3. Storage: for every technology the site can have, and every (duration within the
+   class's range, control window) of the grid, the smallest power that passes, by
+   bisection over the sorted powers.
 4. Smoothing with storage: each weak smoothing setting (a floor alone, a ramp-down limit
-   alone) that fails on its own and costs less than the cheapest passing option so far,
+   alone; Blackwell or newer only) that fails on its own and costs less than the cheapest passing option so far,
    with the smallest storage that then passes, for the two cheapest storage shapes of
    step 3.  Storage that would make the pair dearer than the cheapest option so far is
    not tried, so the Pareto set is complete near the cheapest option, not far from it.
@@ -51,6 +67,8 @@ battery recharge included (mean over draws, per day of horizon).
 al. 2025) on the jobs it runs with, plus the stagger delay as a share of each job's
 allocation, plus work delayed by the ramp-up limit (power withheld below the demand as a
 share of the job's power above idle) — GPU-hours weighted.
+Storage capital per day comes from its technology class
+(:data:`~powerlab.interconnect.storage.TECHNOLOGIES`).
 The dollar weights of :class:`CostModel` are illustrative assumptions, not prices.
 """
 

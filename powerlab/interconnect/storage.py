@@ -101,19 +101,20 @@ class StorageTechnology:
 TECHNOLOGIES: dict[str, StorageTechnology] = {t.name: t for t in (
     StorageTechnology(
         "li-ion", min_duration_h=0.25, max_duration_h=10.0, soc_min_fraction=0.1,
-        soc_max_fraction=0.9, round_trip_efficiency=0.86, converter_response_s=0.2,
+        soc_max_fraction=0.9, round_trip_efficiency=0.86, converter_response_s=0.05,
         usd_per_megawatt_hour_day=82.0, usd_per_megawatt_day=41.0,
         durations_h=(0.25, 1.0),
         note="grid Li-ion (PNNL 2022: 2-10 h systems, RTE mid-80s %); 4 C (15 min) is "
              "taken as the most power-dense grid product (assumption); SOC 10-90 %; "
-             "inverter response 0.2 s; $300k/MWh + $150k/MW over 10 years"),
+             "inverter response 50 ms (about three 60-Hz cycles of a load-following "
+             "control loop: assumption); $300k/MWh + $150k/MW over 10 years"),
     StorageTechnology(
         "supercapacitor", min_duration_h=2 / 3600, max_duration_h=60 / 3600,
         soc_min_fraction=0.25, soc_max_fraction=1.0, round_trip_efficiency=0.95,
-        converter_response_s=0.02, usd_per_megawatt_hour_day=2740.0,
+        converter_response_s=0.01, usd_per_megawatt_hour_day=2740.0,
         usd_per_megawatt_day=27.0, durations_h=(10 / 3600, 30 / 3600),
         note="seconds of energy (Simon & Gogotsi 2008); energy ~ V^2, converter down to "
-             "half voltage -> 25 % SOC floor; 20 ms converter; $10M/MWh + $100k/MW "
+             "half voltage -> 25 % SOC floor; 10 ms converter; $10M/MWh + $100k/MW "
              "over 10 years (assumption)"),
     StorageTechnology(
         "rack-psu", min_duration_h=0.5 / 3600, max_duration_h=10 / 3600,
