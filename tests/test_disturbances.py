@@ -249,6 +249,10 @@ def test_a_sag_the_load_ignores_loses_nothing_and_passes_a_tight_limit():
          "source": "test", "illustrative": True}]})
     chk = comply(sc, spec, draws=2, seed=1)
     assert chk.passed and chk.summary_frame()["value"].iloc[0] == 0.0
+    assert "baseline: the same forecast draw without the voltage sags" in \
+        chk.summary_frame()["note"].iloc[0]
+    again = comply(res, spec)             # a forecast already run: its sag-free twin too
+    assert again.passed and again.summary_frame()["value"].iloc[0] == 0.0
     # the old reading of the same draws: the workload's own swing fails the limit
     ev = res.events[(res.events["event"] == "voltage_sag") & (res.events["draw"] == 0)]
     fac = res.facility_w[0]
@@ -256,6 +260,12 @@ def test_a_sag_the_load_ignores_loses_nothing_and_passes_a_tight_limit():
                             residual_voltage_pu=0.7, sag_duration_s=0.5)[0]
            for k in range(len(ev))]
     assert max(old) > 0.1e6 and min(old) >= 0.0
+    # measured telemetry has no twin: the old baseline, and the result says so
+    from powerlab.interconnect.powertrace import PowerTrace
+
+    meas = PowerTrace(0, res.tick_s, res.start_utc, res.it_w[0], fac).with_sags(ev)
+    note = comply(meas, spec).summary_frame()["note"].iloc[0]
+    assert "baseline: mean power over the second before the sag" in note
 
 
 def test_ups_ride_through_loss_during_and_after_the_sag_known_answer():
