@@ -213,10 +213,11 @@ class Compliance:
                     sags = self._sags(dp)
                 base = getattr(dp, "without_sags", None)
                 if base is not None:    # a forecast: against the same draw without sags
-                    from .ridethrough import counterfactual_sag_loss
+                    from .ridethrough import counterfactual_sag_loss, simulated_sags
 
                     v, _ = counterfactual_sag_loss(
-                        x, base.power_w(self.spec.scope), tick, dp.start_utc, sags,
+                        x, base.power_w(self.spec.scope), tick, dp.start_utc,
+                        simulated_sags(dp),
                         residual_voltage_pu=r.residual_voltage_pu,
                         sag_duration_s=r.window_s, observe_s=r.observe_s)
                 else:

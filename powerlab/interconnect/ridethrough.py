@@ -27,7 +27,21 @@ import math
 import numpy as np
 import pandas as pd
 
-__all__ = ["counterfactual_sag_loss"]
+__all__ = ["counterfactual_sag_loss", "simulated_sags"]
+
+
+def simulated_sags(dp) -> pd.DataFrame | None:
+    """The voltage sags a forecast draw simulated (its own ``voltage_sag`` events).
+
+    Sags given from outside (measured, ``Compliance(spec, sags=...)``) are not among
+    them: the engine did not simulate what they do, so against the sag-free twin they
+    would read a loss of 0 that nothing supports.
+    """
+    ev = getattr(dp, "events", None)
+    if ev is None or not len(ev) or "residual_voltage_pu" not in ev.columns:
+        return None
+    own = ev[ev["event"] == "voltage_sag"]
+    return own if len(own) else None
 
 
 def counterfactual_sag_loss(power_w, baseline_w, tick_s: float, start_utc,
