@@ -560,7 +560,12 @@ def test_smoothing_is_offered_only_where_the_gpus_have_it():
     with pytest.raises(PowerlabError, match="no NVML power smoothing"):
         res.trace(MitigationOption(percent_tmp_floor=60))
     gb = size_mitigation(sc, spec(), draws=1, seed=0, grid=SMALL_GRID).evaluated
-    assert (gb["percent_tmp_floor"] > 0).any()
+    smooth = gb[gb["percent_tmp_floor"] > 0]
+    assert len(smooth) and (smooth["requires"].str.startswith("Blackwell or newer")).all()
+    assert (gb.loc[gb["option"] == "none", "requires"] == "").all()
+    rack = MitigationOption(storage_technology="rack-psu", battery_power_megawatts=1.0,
+                            battery_energy_megawatt_hours=1.0 / 1200)
+    assert rack.requires() == "GB300 racks (rack-psu storage)"
 
 
 # ------------------------------------------------------------ storage classes (20.8)

@@ -180,6 +180,19 @@ class MitigationOption:
         """Whether storage is on."""
         return self.battery_power_megawatts > 0 and self.battery_energy_megawatt_hours > 0
 
+    def requires(self) -> str:
+        """The hardware the option needs (``""``: any site)."""
+        from .storage import TECHNOLOGIES
+
+        need = []
+        if self.smoothing:
+            need.append("Blackwell or newer GPUs (NVML power smoothing)")
+        if self.battery:
+            t = TECHNOLOGIES.get(self.storage_technology or "li-ion")
+            if t is not None and t.requires_gpu:
+                need.append(f"{t.requires_gpu} racks ({t.name} storage)")
+        return "; ".join(need)
+
     def label(self) -> str:
         """Short human description."""
         parts = []
@@ -321,7 +334,7 @@ class _Search:
         extra_mwh_day = float(np.mean(np.array(energy) - self._base_energy)) / 3.6e9 / m.days
         v = res.verdicts
         sf = res.summary_frame().set_index("requirement")
-        row = {"option": opt.label(), **dataclasses.asdict(opt),
+        row = {"option": opt.label(), "requires": opt.requires(), **dataclasses.asdict(opt),
                "extra_energy_megawatt_hours_per_day": extra_mwh_day,
                "throughput_loss_pct": float(np.mean(loss)),
                "storage_megawatt_hours": opt.battery_energy_megawatt_hours if opt.battery
@@ -393,7 +406,7 @@ class SizingResult:
         self._model = model
         self.assessability = assessability
         if evaluated is None or not len(evaluated):
-            evaluated = pd.DataFrame(columns=["option", *OPTION_COLUMNS, *COST_AXES,
+            evaluated = pd.DataFrame(columns=["option", "requires", *OPTION_COLUMNS, *COST_AXES,
                                               "storage_megawatts", "cost_usd_per_day",
                                               "passes", "requirements_passed",
                                               "requirements_failed",
@@ -410,7 +423,7 @@ class SizingResult:
         if len(ok):
             ok = ok[pareto_front(ok)]
             ok = ok.sort_values(["cost_usd_per_day", *COST_AXES], kind="stable")
-        cols = ["option", *OPTION_COLUMNS, *COST_AXES, "storage_megawatts",
+        cols = ["option", "requires", *OPTION_COLUMNS, *COST_AXES, "storage_megawatts",
                 "cost_usd_per_day", "requirements_passed"]
         self.options = ok[cols].reset_index(drop=True)
 
