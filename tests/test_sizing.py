@@ -347,6 +347,28 @@ def test_bad_arguments_are_refused():
         size_mitigation(scenario(), spec(), draws=0)
     with pytest.raises(PowerlabError, match="scenario"):
         size_mitigation(42, spec())
+    with pytest.raises(PowerlabError, match="'auto'"):
+        size_mitigation(scenario(), spec(), tick_s="fast")
+    with pytest.raises(PowerlabError, match="hours"):
+        size_mitigation(scenario(), spec(), hours=-1)
+
+
+@pytest.mark.bad_input("requirements")
+def test_bad_tick_and_hours_on_the_command_line(tmp_path, capsys):
+    import yaml
+
+    scn = tmp_path / "s.yaml"
+    scn.write_text(SCENARIO.replace("JITTER", "0.02"))
+    req = tmp_path / "r.yaml"
+    req.write_text(yaml.safe_dump({"name": "t", "requirements": [
+        {"name": "step_1s", "kind": "step", "within_s": 1, "limit": 0.15, "unit": "MW",
+         "source": "test", "illustrative": True}]}))
+    base = ["size-mitigation", str(scn), "--requirements", str(req), "--out",
+            str(tmp_path / "o")]
+    assert cli.main([*base, "--tick-s", "fast"]) == 2
+    assert "'auto'" in capsys.readouterr().err
+    assert cli.main([*base, "--hours", "0"]) == 2
+    assert "--hours" in capsys.readouterr().err
 
 
 def test_options_are_hashable_values():
