@@ -672,3 +672,16 @@ def test_converter_response_is_a_first_order_lag():
         y[i] = a * (y[i - 1] if i else 0.0) + (1 - a) * cmd[i]
     np.testing.assert_allclose(b, y, rtol=1e-12, atol=1e-6)
     assert b[10] == pytest.approx((1 - a) * fast[10]) and b[10] > 0
+
+
+@pytest.mark.bad_input("scenario")
+def test_battery_soc_bounds_must_hold_the_initial_state():
+    from powerlab.exceptions import ScenarioError
+
+    doc = SCENARIO.replace("JITTER", "0") + """
+mitigations:
+  battery: {power_megawatts: 1, energy_megawatt_hours: 1, soc_min_fraction: 0.6}
+"""
+    with pytest.raises(ScenarioError, match="soc_min_fraction <= initial_soc_fraction") as e:
+        parse_scenario(doc)
+    assert "mitigations.battery.initial_soc_fraction" in str(e.value)
