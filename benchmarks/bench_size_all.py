@@ -75,9 +75,13 @@ def main() -> int:
                 ok &= hit
                 cmd = next((ln.split("run: ", 1)[1] for ln in out.splitlines()
                             if "run: powerlab" in ln), "")
-                rows.append({"scenario": sc.name, "requirements": rq.name, "time_s": dt,
-                             "ratio_to_baseline": dt / base_s, "rc": rc, "status": status,
-                             "target_met": hit, "command": cmd})
+                rows.append({"case": f"{sc.stem} x {rq.stem}", "size": status,
+                             "time_s_min": dt, "time_s_median": dt, "peak_mib": None,
+                             "baseline_s": base_s, "ratio": dt / base_s,
+                             "target": (f"stop < {STOP_TARGET_S:g} s" if rc == 3
+                                        else "report"), "pass": hit,
+                             "scenario": sc.name, "requirements": rq.name, "time_s": dt,
+                             "rc": rc, "command": cmd})
                 print(f"{sc.name:<28}{rq.name:<36}{dt:8.2f}{dt / base_s:8.1f}  {rc:>2}  "
                       f"{status}{'' if hit else '  <-- MISSED'}")
                 if cmd:
