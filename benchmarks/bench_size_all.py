@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 STOP_TARGET_S = 10.0
-STATUS = {0: "options / none needed", 1: "none passes", 2: "bad input", 3: "not assessable"}
+STATUS = {0: "options_found", 1: "none_passes", 2: "bad input", 3: "not_assessable"}
 
 
 def _run(argv: list[str], timeout: float) -> tuple[float, int, str]:
@@ -66,7 +66,9 @@ def main() -> int:
                         "--requirements", str(rq.relative_to(ROOT)), "--out", str(outdir),
                         "--draws", str(args.draws), "--quiet"]
                 dt, rc, out = _run(argv, args.timeout)
-                status = STATUS.get(rc, f"error ({out.strip().splitlines()[-1:]})")
+                status = next((ln.split("status: ", 1)[1].split(";")[0]
+                               for ln in out.splitlines() if ln.startswith("status: ")),
+                              STATUS.get(rc, f"error ({out.strip().splitlines()[-1:]})"))
                 hit = True
                 if rc == 3:
                     hit = dt < STOP_TARGET_S and "run: powerlab size-mitigation" in out
