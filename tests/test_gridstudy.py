@@ -93,13 +93,17 @@ def test_powerfactory_elmfile_format(ramp_trace, tmp_path):
 
 def test_csv_names_units_and_reads_back(ramp_trace, tmp_path):
     p = write_grid_playback(ramp_trace, tmp_path / "p.csv", "csv", step_s=1.0)
-    df = pd.read_csv(p)
+    assert p.read_text().startswith("# represents 0-0.5 Hz (Nyquist frequency of 1-s steps)")
+    df = pd.read_csv(p, comment="#")
     assert list(df.columns) == ["time_s", "timestamp_utc", "power_megawatts"]
     ts = pd.to_datetime(df["timestamp_utc"], utc=True)
-    assert ts.iloc[0] == T0 and (ts.diff().dropna() == pd.Timedelta(seconds=1)).all()
+    # stamped at the midpoint of each block's ten samples (0.0 ... 0.9 s -> 0.45 s)
+    assert ts.iloc[0] == T0 + pd.Timedelta(seconds=0.45)
+    assert (ts.diff().dropna() == pd.Timedelta(seconds=1)).all()
     assert df["timestamp_utc"].str.endswith("Z").all()
     np.testing.assert_allclose(df["power_megawatts"],
-                               playback_frame(ramp_trace)["power_megawatts"], atol=1e-6)
+                               playback_frame(ramp_trace, step_s=1.0)["power_megawatts"],
+                               atol=1e-6)
 
 
 @pytest.mark.parametrize("step_s,words", [
@@ -173,3 +177,46 @@ def test_export_grid_unknown_source_kind(tmp_path, capsys):
     rc = cli.main(["export-grid", str(src), "--format", "csv", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and "powerlab import" in err and len(err.strip().splitlines()) == 1
+
+
+def _fit(t, y, f_hz):
+    """Amplitude and phase of a sine at f_hz fitted by least squares [-], [rad]."""
+    a = np.column_stack([np.sin(2 * np.pi * f_hz * t), np.cos(2 * np.pi * f_hz * t),
+                         np.ones_like(t)])
+    c = np.linalg.lstsq(a, y, rcond=None)[0]
+    return float(np.hypot(c[0], c[1])), float(np.arctan2(c[1], c[0]))
+
+
+def test_exports_keep_1_and_2_hz_and_do_not_lag(tmp_path):
+    """Issue 20, item 5: "Grid-study exports default to 1-s block means stamped at the
+    block start: 1 and 2 Hz content exports as 0, 0.25-0.5 Hz peak-to-peak x 0.64, 0.5 s
+    lag.  Default to the forecast tick; when asked to resample, stamp block midpoints and
+    write the band the file can represent into its header."  Known answers: at the
+    default step a 1 Hz and a 2 Hz sine of 1 MW each come back at 1 MW and in phase;
+    resampled to 1 s, a 0.25 Hz sine comes back with the amplitude of a 10-tick mean,
+    sin(pi f K dt) / (K sin(pi f dt)) = 0.9012, and no lag at the midpoint stamps."""
+    t = np.arange(0, 120, 0.1)
+    x = 20e6 + 1e6 * np.sin(2 * np.pi * 1.0 * t) + 1e6 * np.sin(2 * np.pi * 2.0 * t + 0.3)
+    tr = PowerTrace(0, 0.1, T0, x, x)
+    p = write_grid_playback(tr, tmp_path / "d.csv", "csv")
+    assert "represents 0-5 Hz" in p.read_text().splitlines()[0]
+    df = pd.read_csv(p, comment="#")
+    ts = (pd.to_datetime(df["timestamp_utc"], utc=True) - T0).dt.total_seconds().to_numpy()
+    y = df["power_megawatts"].to_numpy() * 1e6
+    for f, ph in ((1.0, 0.0), (2.0, 0.3)):
+        amp, phase = _fit(ts, y - 1e6 * np.sin(2 * np.pi * (3 - f) * ts + (0.3 - ph)), f)
+        assert amp == pytest.approx(1e6, rel=1e-3) and phase == pytest.approx(ph, abs=1e-3)
+    data = check_pscad(write_grid_playback(tr, tmp_path / "d.txt", "pscad").read_text(), 0.1)
+    assert len(data) == len(t)                      # every tick, nothing averaged
+    # resampled: the 0.25 Hz content keeps the 10-tick mean's gain, with no lag
+    slow = 20e6 + 1e6 * np.sin(2 * np.pi * 0.25 * t)
+    df = playback_frame(PowerTrace(0, 0.1, T0, slow, slow), step_s=1.0)
+    ts = (df["timestamp_utc"] - T0).dt.total_seconds().to_numpy()
+    amp, phase = _fit(ts, df["power_megawatts"].to_numpy() * 1e6, 0.25)
+    gain = np.sin(np.pi * 0.25 * 1.0) / (10 * np.sin(np.pi * 0.25 * 0.1))
+    assert gain == pytest.approx(0.9012, abs=1e-4)
+    assert amp == pytest.approx(1e6 * gain, rel=1e-6) and abs(phase) < 1e-6
+    head = write_grid_playback(PowerTrace(0, 0.1, T0, slow, slow), tmp_path / "s.txt",
+                               "pscad", step_s=1.0).read_text().splitlines()[0]
+    assert "represents 0-0.5 Hz" in head and "0.64 of the amplitude at 0.5 Hz" in head
+    assert "t = 0 at 2025-06-01T00:00:00.450000+00:00" in head

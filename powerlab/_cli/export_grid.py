@@ -16,15 +16,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                     ".parquet file) as a playback file: PSCAD File Read (comment line, time "
                     "[s] then P [MW]), PowerFactory measurement file (ElmFile: first line "
                     "the number of variables, then time [s] and P [MW]) or a plain CSV with "
-                    "units in its header. Power is averaged over each playback step.",
+                    "units in its header. By default every tick of the series is written; "
+                    "with --step-s the power is averaged over each step and stamped at the "
+                    "block midpoint, and the header says which band the file represents.",
     )
     p.add_argument("source", type=Path,
                    help="scenario YAML, telemetry store folder or canonical .parquet file")
     p.add_argument("--format", required=True, choices=["pscad", "powerfactory", "csv"],
                    dest="fmt", help="file layout")
     p.add_argument("--out", type=Path, required=True, help="file to write")
-    p.add_argument("--step-s", type=float, default=1.0,
-                   help="playback step, a whole number of ticks, e.g. 1 or 0.1 (default 1) [s]")
+    p.add_argument("--step-s", type=float, default=None,
+                   help="playback step, a whole number of ticks, e.g. 1 (default: the tick, "
+                        "no resampling) [s]")
     p.add_argument("--scope", choices=["facility", "it"], default="facility",
                    help="facility (point of interconnection, default) or IT power")
     p.add_argument("--draw", type=int, default=0, help="forecast draw to export (default 0)")
@@ -51,7 +54,8 @@ def run(args) -> int:
         if args.pue is not None or args.base_load_w:
             raise PowerlabError("--pue and --base-load-w apply to measured telemetry; a "
                                 "scenario sets its own")
-        step_ticks(args.step_s, args.tick_s or source.tick_s)   # before the forecast runs
+        if args.step_s is not None:     # before the forecast runs
+            step_ticks(args.step_s, args.tick_s or source.tick_s)
         trace = forecast_trace(source, draw=args.draw, seed=args.seed, tick_s=args.tick_s)
     else:
         if args.draw:
@@ -61,5 +65,9 @@ def run(args) -> int:
                                      base_load_w=args.base_load_w)
     path = write_grid_playback(trace, args.out, args.fmt, step_s=args.step_s,
                                scope=args.scope)
-    print(f"wrote {path} ({args.fmt}, {args.scope} power, {args.step_s:g}-s steps)")
+    from ..interconnect.gridstudy import represented_band
+
+    step = trace.tick_s if args.step_s is None else args.step_s
+    print(f"wrote {path} ({args.fmt}, {args.scope} power, {step:g}-s steps; "
+          f"{represented_band(step, trace.tick_s)[2]})")
     return 0

@@ -1,6 +1,9 @@
-"""``powerlab size-mitigation``: search GPU power smoothing, a filler workload, staggered
-starts and storage for the cheapest options that make a scenario meet a requirement spec;
-exit 0 when a passing option exists, 1 when none does, 2 on bad input."""
+"""``powerlab size-mitigation``: search NVML power smoothing (Blackwell or newer), a filler
+workload, staggered starts and storage for the cheapest options that make a scenario meet
+a requirement spec.  Checks first that a forecast at the tick can assess the spec; exit 0
+when a passing option exists (or none is needed), 1 when none passes, 2 on bad input, 3
+when the spec cannot be assessed (the search is not run; the summary gives the command
+that can assess it)."""
 
 from __future__ import annotations
 
@@ -18,15 +21,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "starts and a battery/supercapacitor by applying them to the forecast's "
                     "per-draw job power arrays. Writes DIR/mitigation_options.csv (the "
                     "Pareto set of passing options, cheapest first) and "
-                    "DIR/mitigation_summary.txt. Exit code 0: a passing option exists; "
-                    "1: none; 2: bad input.",
+                    "DIR/mitigation_summary.txt. Before any engine run it checks that a "
+                    "forecast at the tick can assess every requirement; if not it stops "
+                    "with the reason and the command that can. Exit code 0: a passing "
+                    "option exists or none is needed; 1: none passes; 2: bad input; 3: "
+                    "not assessable (search not run).",
     )
     p.add_argument("scenario", type=Path, help="scenario YAML")
     p.add_argument("--requirements", type=Path, required=True, help="requirement spec YAML")
     p.add_argument("--out", type=Path, required=True, help="output folder")
     p.add_argument("--draws", type=int, default=3, help="Monte Carlo draws (default 3)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--tick-s", type=float, default=None, help="engine tick [s]")
+    p.add_argument("--tick-s", default=None,
+                   help="engine tick [s], or 'auto': the largest tick at which the spec can "
+                        "be assessed (e.g. 0.01 s for a 3-30 Hz band)")
+    p.add_argument("--hours", type=float, default=None,
+                   help="search over the first HOURS of the horizon only [h]")
     p.add_argument("--sags", type=Path, default=None,
                    help="CSV of voltage sags (timestamp, duration_s, residual_voltage_pu) "
                         "within the horizon, for the ride-through requirements")
@@ -41,8 +51,17 @@ def run(args) -> int:
     from .comply import check_draws_out_sags, read_sags
 
     check_draws_out_sags(args)
-    if args.tick_s is not None and not args.tick_s > 0:
-        raise PowerlabError(f"--tick-s must be > 0, got {args.tick_s}")
+    tick = args.tick_s
+    if tick is not None and tick != "auto":
+        try:
+            tick = float(tick)
+        except ValueError:
+            raise PowerlabError(f"--tick-s must be a number of seconds or 'auto', got "
+                                f"{args.tick_s!r}") from None
+        if not tick > 0:
+            raise PowerlabError(f"--tick-s must be > 0, got {args.tick_s}")
+    if args.hours is not None and not args.hours > 0:
+        raise PowerlabError(f"--hours must be > 0, got {args.hours}")
     spec = read_requirements(args.requirements)
     scenario = read_scenario(args.scenario)
     sags = read_sags(args.sags) if args.sags is not None else None
@@ -50,10 +69,13 @@ def run(args) -> int:
     from ..interconnect.sizing import size_mitigation
 
     res = size_mitigation(scenario, Compliance(spec, sags=sags), draws=args.draws,
-                          seed=args.seed, tick_s=args.tick_s)
-    csv, txt = res.write(args.out)
-    if not args.quiet:
-        print(res.summary())
-    print(f"engine runs: {res.engine_runs}; option evaluations: {res.evaluations}")
+                          seed=args.seed, tick_s=tick, hours=args.hours)
+    paths = {"scenario": args.scenario, "requirements": args.requirements, "out": args.out}
+    csv, txt = res.write(args.out, **paths)
+    if not args.quiet or res.status == "not_assessable":
+        print(res.summary(**paths))
+    print(f"status: {res.status}; engine runs: {res.engine_runs}; option evaluations: "
+          f"{res.evaluations}")
     print(f"wrote {csv}, {txt}")
-    return 0 if res.found else 1
+    return {"no_mitigation_needed": 0, "options_found": 0, "none_passes": 1,
+            "not_assessable": 3}[res.status]

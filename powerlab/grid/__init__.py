@@ -63,7 +63,7 @@ _EXPORTS = {
         "simulate_interruptions",
     ),
     "disturbances": (
-        "VoltageSag", "disturbance_summary",
+        "VoltageSag", "disturbance_summary", "sag_load_loss_vs_baseline",
     ),
     "results": (
         "ForecastResult", "ForecastSummary",

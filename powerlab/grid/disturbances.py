@@ -21,8 +21,21 @@ does to the site, per Monte Carlo draw:
 The forecast shows the MW lost at the point of interconnection and the recovery ramp;
 each sag is an event row (``event == "voltage_sag"``, ``residual_voltage_pu``,
 ``duration_s``) that :mod:`powerlab.interconnect.compliance` ride-through checks read, and
-:func:`disturbance_summary` reports per sag the load lost (median and worst credible
-over draws, [W]), the recovery time and the largest recovery ramp over 1-s means.
+:func:`disturbance_summary` reports per sag the load lost, during the sag and after it
+apart (median and max over draws, [W]), the recovery time and the largest recovery ramp
+over 1-s means.
+
+Load lost is a counterfactual
+-----------------------------
+The load a sag takes off the grid is the power the site would have drawn without the sag
+minus the power it drew (:func:`sag_load_loss_vs_baseline`): the engine runs the same
+draw twice, with and without the disturbances (the same seed gives the same workload),
+so a training job's own swing (a step ending during the sag) is not counted as load lost,
+and a sag that changes nothing reads 0 exactly.  "1-s mean before the sag minus the
+lowest power after it" counted that swing: a load that ignores the sag read 0.068 MW
+median (issue 20, item 3).  Measured telemetry has no counterfactual; its baseline is the
+mean over the second before the sag, and what it reports says so
+(``BASELINE_MEASURED``).
 
 Without disturbances nothing changes: no random numbers are drawn, no power is touched.
 """
@@ -42,13 +55,24 @@ from .yamlspec import Section
 __all__ = [
     "DisturbancePlan",
     "VoltageSag",
+    "BASELINE_FORECAST",
+    "BASELINE_MEASURED",
     "add_sag_events",
     "check_ups_needs_ticks",
     "disturbance_plan",
     "disturbance_summary",
     "parse_disturbances",
+    "sag_load_loss_vs_baseline",
     "ups_transfer_w",
+    "without_disturbances",
 ]
+
+#: What a forecast's ride-through load loss is measured against.
+BASELINE_FORECAST = ("the same forecast draw without the voltage sags (same seed): "
+                     "load lost = power without the sag - power with it")
+#: What a measured trace's ride-through load loss is measured against.
+BASELINE_MEASURED = ("mean power over the second before the sag (measured telemetry has "
+                     "no sag-free counterfactual; the workload's own swing is counted)")
 
 
 @dataclass(frozen=True)
@@ -258,21 +282,75 @@ def _second_means(x: np.ndarray, tick_s: float, a: int, b: int) -> np.ndarray:
     return seg[:m * per].reshape(m, per).mean(axis=1) if m else seg
 
 
-def disturbance_summary(res, scope: str = "facility") -> pd.DataFrame:
+def without_disturbances(scenario):
+    """The scenario with no disturbances (the counterfactual of a ride-through)."""
+    return scenario.replace(disturbances=())
+
+
+def sag_load_loss_vs_baseline(power_w: np.ndarray, baseline_w: np.ndarray, tick_s: float,
+                              sag_tick: int, duration_s: float, observe_s: float = 1.0
+                              ) -> tuple[float, float]:
+    """Load a voltage sag takes off the grid: ``(during the sag, after it)`` [W].
+
+    ``loss(t) = baseline(t) - power(t)`` where ``baseline`` is the power the site draws
+    in the same draw without the sag.  During the sag: the largest ``loss`` from the
+    sag's first tick to its end; after it: the largest ``loss`` from its end to
+    ``observe_s`` later (the load not yet back once the voltage has recovered).  Both are
+    at least 0, and exactly 0 for a sag that changes nothing.
+
+    Parameters
+    ----------
+    power_w, baseline_w : ndarray
+        Power with and without the sag, one value per tick [W].
+    tick_s : float
+        [s].
+    sag_tick : int
+        First tick of the sag [-].
+    duration_s, observe_s : float
+        Length of the sag, and the time after it still counted [s].
+
+    Returns
+    -------
+    (float, float)
+        [W], [W]; NaN when the sag lies outside the series.
+    """
+    x = np.asarray(power_w, dtype=float)
+    b = np.asarray(baseline_w, dtype=float)
+    n = len(x)
+    if sag_tick < 0 or sag_tick >= n:
+        return math.nan, math.nan
+    end = min(n, sag_tick + max(1, math.ceil(duration_s / tick_s - 1e-9)))
+    obs = min(n, end + max(0, math.ceil(observe_s / tick_s - 1e-9)))
+    d = b - x
+    during = max(0.0, float(d[sag_tick:end].max()))
+    after = max(0.0, float(d[end:obs].max())) if obs > end else 0.0
+    return during, after
+
+
+def disturbance_summary(res, scope: str = "facility", baseline=None) -> pd.DataFrame:
     """Per sag: load lost at the point of interconnection and the recovery.
 
-    Columns: ``residual_voltage_pu``, ``duration_s``, ``load_loss_w_median`` and
-    ``load_loss_w_max`` (over draws, measured from the mean of the second before the
-    sag, as :func:`powerlab.interconnect.loadmetrics.sag_load_loss` does) [W],
-    ``load_loss_w_worst_credible`` (the largest over draws of the highest power in the
-    minute before the sag minus the lowest after it: the sag striking at the top of a
-    step) [W],
-    ``tripped_jobs_median`` [-], ``recovery_s_median`` (from the sag until the power is
-    back within 5 % of the lost load of its pre-sag level) [s] and
-    ``recovery_ramp_w_per_s_max`` (largest rise between consecutive 1-s means within
-    the hour after the sag) [W/s].  The load lost is the mean power over the second
-    before the sag minus the lowest power from its start to 1 s after the UPS has
-    returned the load (or the outage of tripped nodes ends, whichever is earlier).
+    Parameters
+    ----------
+    res : ForecastResult
+        A forecast with disturbances (kept ticks).
+    scope : {'facility', 'it'}
+    baseline : ForecastResult, optional
+        The same forecast without disturbances (same seed, draws and tick); default: run
+        it (one more engine run, ``res.sag_free()``, which the engine attaches).
+
+    Returns
+    -------
+    DataFrame
+        One row per sag: ``residual_voltage_pu``, ``duration_s``,
+        ``load_loss_during_sag_w_median`` / ``_max`` and ``load_loss_after_sag_w_median``
+        / ``_max`` (over draws; :func:`sag_load_loss_vs_baseline` with 1 s after the sag,
+        or until the UPS has returned the load and 1 s more) [W], ``load_loss_w_median``
+        and ``load_loss_w_max`` (the larger of the two) [W], ``tripped_jobs_median`` [-],
+        ``recovery_s_median`` (from the lowest power until it is back within 5 % of the
+        lost load of the mean over the second before the sag) [s], ``recovery_ramp_w_per_s_max`` (largest rise
+        between consecutive 1-s means within the hour after the sag) [W/s] and
+        ``baseline`` (what the loss is measured against: ``BASELINE_FORECAST``).
     """
     sags = getattr(res.scenario, "disturbances", ())
     if not sags:
@@ -280,7 +358,16 @@ def disturbance_summary(res, scope: str = "facility") -> pd.DataFrame:
     if not getattr(res, "keeps_ticks", True):
         return pd.DataFrame({"note": [("the load lost in voltage sags needs "
                                        "forecast(..., keep_ticks=True)")]})
+    if baseline is None:
+        rerun = getattr(res, "sag_free", None)    # set by the engine (forecast.py)
+        if rerun is None:
+            raise ScenarioError("the load lost in a sag needs the same forecast without "
+                                "the disturbances: pass baseline=", key="baseline")
+        baseline = rerun()
     x = res.power_w(scope)
+    x0 = baseline.power_w(scope)
+    if x0.shape != x.shape:
+        raise ScenarioError("the baseline forecast differs in draws or ticks", key="baseline")
     tick = res.tick_s
     n = x.shape[1]
     pre = max(1, round(1.0 / tick))
@@ -288,41 +375,44 @@ def disturbance_summary(res, scope: str = "facility") -> pd.DataFrame:
     rows = {}
     for sag in sags:
         a = _sag_tick(sag, res.start_utc, tick)
-        if a - pre < 0 or a >= n:
+        if a < 0 or a >= n:
             continue
-        window = max(sag.duration_s + sag.ups_return_s, sag.duration_s) + 1.0
-        if sag.trip_fraction > 0:
-            window = max(window, min(sag.outage_s, 60.0))
-        b = min(n, a + max(1, to_ticks(window, tick)))
-        losses, recs, ramps, tripped = [], [], [], []
-        peak_pre = max(1, to_ticks(60.0, tick))
-        worst = []
+        observe = 1.0 + sag.ups_return_s
+        during, after, recs, ramps, tripped = [], [], [], [], []
         for d in range(res.draws):
-            before = float(x[d, a - pre:a].mean())
-            lowest = float(x[d, a:b].min())
-            loss = max(0.0, before - lowest)
-            losses.append(loss)
-            worst.append(max(0.0, float(x[d, max(0, a - peak_pre):a].max()) - lowest))
-            after = x[d, a:]
-            back = np.flatnonzero(after >= before - 0.05 * loss) if loss > 0 else [0]
-            # first tick after the lowest point that is back near the pre-sag level
-            low = int(np.argmin(x[d, a:b]))
-            later = [k for k in back if k >= low] if loss > 0 else [0]
-            recs.append(later[0] * tick if len(later) else math.nan)
+            dl, af = sag_load_loss_vs_baseline(x[d], x0[d], tick, a, sag.duration_s, observe)
+            during.append(dl)
+            after.append(af)
+            loss = max(dl, af)
+            if loss > 0:
+                # back within 5 % of the lost load of the level before the sag (the
+                # sag-free draw is no target here: a restarted job's steps run out of
+                # phase with it)
+                before = float(x[d, max(0, a - pre):a].mean()) if a > 0 else float(x[d, a])
+                low = int(np.argmin(x[d, a:min(n, a + to_ticks(
+                    sag.duration_s + observe, tick) + 1)]))
+                back = np.flatnonzero(x[d, a + low:] >= before - 0.05 * loss)
+                recs.append((low + back[0]) * tick if len(back) else math.nan)
+            else:
+                recs.append(0.0)
             sm = _second_means(x[d], tick, a, min(n, a + to_ticks(3600.0, tick)))
             ramps.append(float(np.max(np.diff(sm), initial=0.0)))
-            t_ev = ev[(ev["draw"] == d) & (ev["event"] == "trip")
-                      & (ev["tick"] == a)]
+            t_ev = ev[(ev["draw"] == d) & (ev["event"] == "trip") & (ev["tick"] == a)]
             tripped.append(len(t_ev))
+        both = np.maximum(during, after)
         rows[sag.name] = {
             "at_utc": sag.at_utc, "residual_voltage_pu": sag.residual_voltage_pu,
             "duration_s": sag.duration_s,
-            "load_loss_w_median": float(np.median(losses)),
-            "load_loss_w_max": float(np.max(losses)),
-            "load_loss_w_worst_credible": float(np.max(worst)),
+            "load_loss_during_sag_w_median": float(np.median(during)),
+            "load_loss_during_sag_w_max": float(np.max(during)),
+            "load_loss_after_sag_w_median": float(np.median(after)),
+            "load_loss_after_sag_w_max": float(np.max(after)),
+            "load_loss_w_median": float(np.median(both)),
+            "load_loss_w_max": float(np.max(both)),
             "tripped_jobs_median": float(np.median(tripped)),
             "recovery_s_median": float(np.nanmedian(recs)) if np.isfinite(recs).any()
             else math.nan,
             "recovery_ramp_w_per_s_max": float(np.max(ramps)),
+            "baseline": BASELINE_FORECAST,
         }
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("sag")

@@ -682,6 +682,11 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     res = ForecastResult(scenario, it, tick, t0, draws, seed, ev, tp, reduced=red)
     res.interruptions = interruption_frame(causes, t0, tick)
     # <<< interruptions hook
+    if scenario.disturbances:   # the ride-through counterfactual, run on demand
+        res.sag_free = functools.partial(
+            forecast, scenario.replace(disturbances=()), draws=draws, seed=seed,
+            tick_s=tick_s, memory_limit_bytes=memory_limit_bytes, keep_ticks=keep_ticks,
+            reduce_s=reduce_s, chunk_ticks=chunk_ticks)
     return res
 
 

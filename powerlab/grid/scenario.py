@@ -26,7 +26,9 @@ Layout of the YAML document::
                                             # its own (powerlab.grid.interruptions)
     mitigations: {gpu_power_floor_pct_tdp, gpu_ramp_limit_w_per_s, stagger_starts_s,
                   battery: {power_megawatts, energy_megawatt_hours,
-                            round_trip_efficiency, window_s, initial_soc_fraction}}
+                            round_trip_efficiency, window_s, initial_soc_fraction,
+                            soc_min_fraction, soc_max_fraction,
+                            converter_response_s}}
     disturbances: [{name, type: voltage_sag, at_utc, residual_voltage_pu, duration_s,
                     trip_fraction, ups_fraction, ups_return_s, outage_s}]
                                             # (powerlab.grid.disturbances)
@@ -281,6 +283,13 @@ class Battery:
         Length of the trailing moving average the battery holds the grid to [s].
     initial_soc_fraction : float
         State of charge at the start of the horizon [-].
+    soc_min_fraction, soc_max_fraction : float
+        State-of-charge bounds the dispatch keeps (a Li-ion system is usually held
+        within 10-90 %, a supercapacitor above a quarter of its energy, where its
+        voltage halves) [-].
+    converter_response_s : float
+        Time constant of the power converter's first-order response to a new power
+        command (0: instantaneous) [s].
     """
 
     power_megawatts: float
@@ -288,6 +297,9 @@ class Battery:
     round_trip_efficiency: float = 0.9
     window_s: float = 60.0
     initial_soc_fraction: float = 0.5
+    soc_min_fraction: float = 0.0
+    soc_max_fraction: float = 1.0
+    converter_response_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -587,7 +599,15 @@ def _mitigations(s: Section) -> Mitigations:
                                            lo_open=True, hi=1.0),
             window_s=b.number("window_s", 60.0, lo=0.0, lo_open=True, hi=86400.0),
             initial_soc_fraction=b.number("initial_soc_fraction", 0.5, hi=1.0),
+            soc_min_fraction=b.number("soc_min_fraction", 0.0, hi=1.0),
+            soc_max_fraction=b.number("soc_max_fraction", 1.0, hi=1.0),
+            converter_response_s=b.number("converter_response_s", 0.0, hi=60.0),
         )
+        if not (battery.soc_min_fraction <= battery.initial_soc_fraction
+                <= battery.soc_max_fraction) or battery.soc_min_fraction >= \
+                battery.soc_max_fraction:
+            raise b.error("initial_soc_fraction", "needs soc_min_fraction <= "
+                          "initial_soc_fraction <= soc_max_fraction, with min < max")
         b.finish()
     else:
         s.raw("battery")

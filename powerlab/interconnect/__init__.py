@@ -9,7 +9,11 @@ Modules
 :mod:`~powerlab.interconnect.compliance`   a power series or a forecast checked against a spec
 :mod:`~powerlab.interconnect.resonance`    harmonics of the load against the grid's mode bands
 :mod:`~powerlab.interconnect.gridstudy`    playback files for PSCAD, PowerFactory and CSV
-:mod:`~powerlab.interconnect.smoothing`    NVML-style GPU power smoothing (floor, ramps, hysteresis)
+:mod:`~powerlab.interconnect.ridethrough`  ride-through load loss against the sag-free forecast
+:mod:`~powerlab.interconnect.smoothing`    NVML power smoothing (8 profile params; Blackwell or newer)
+:mod:`~powerlab.interconnect.storage`      storage technology classes: C-rate, SOC bounds, converter
+:mod:`~powerlab.interconnect.assessability` can a forecast at this tick assess a spec? (no engine run)
+:mod:`~powerlab.interconnect.sitemodel`    per-job forecast series for fast option evaluation
 :mod:`~powerlab.interconnect.sizing`       the cheapest mitigations that meet a requirement spec
 
 Data flows one way: this wing reads the site model and the forecast engine of
@@ -39,10 +43,19 @@ _EXPORTS = {
         "ResonanceResult", "screen_resonance",
     ),
     "gridstudy": (
-        "playback_frame", "write_grid_playback",
+        "playback_frame", "represented_band", "write_grid_playback",
+    ),
+    "ridethrough": (
+        "counterfactual_sag_loss",
     ),
     "smoothing": (
-        "smooth_power",
+        "SmoothingProfile", "smooth_power", "smoothing_support",
+    ),
+    "storage": (
+        "StorageTechnology", "TECHNOLOGIES", "storage_battery",
+    ),
+    "assessability": (
+        "Assessability", "assess",
     ),
     "sizing": (
         "CostModel", "MitigationOption", "SearchGrid", "SizingResult", "size_mitigation",

@@ -2,9 +2,18 @@
 
 A grid study replays the site's active power at the point of interconnection as a time
 series.  The playback is one trajectory - one forecast draw or a measured trace - never a
-quantile across draws, which no real site would follow.  :func:`playback_frame` averages
-the series over blocks of ``step_s`` (a whole number of ticks; a partial last block is
-dropped, and nothing finer than the tick is invented), and the writers lay it out:
+quantile across draws, which no real site would follow.
+
+By default the file holds the series at its own tick (a 0.1-s forecast: every tick, the
+band up to 5 Hz).  Asked to resample (``step_s`` a whole number of ticks),
+:func:`playback_frame` averages blocks of ticks and stamps each mean at the **midpoint**
+of its samples (the mean of their times), so the playback does not lag the series; a
+partial last block is dropped, and nothing finer than the tick is invented.  Block means
+of 1 s stamped at the block start exported 1 and 2 Hz content as 0, 0.25-0.5 Hz content
+at 0.64 x its peak-to-peak, 0.5 s late (issue 20, item 5).  Every file that has a header
+says which band it can represent (:func:`represented_band`): 0 Hz up to the Nyquist
+frequency of its step, and for block means the frequency they pass at -3 dB.  The
+writers lay it out:
 
 ``pscad``
     PSCAD Master Library *File Read* component, "pre-defined time step" mode: the first
@@ -17,8 +26,8 @@ dropped, and nothing finer than the tick is invented), and the writers lay it ou
     blank, ``.`` as decimal separator, no empty line, at most 1024 characters a line.
     Time-characteristic (``ChaTime``) files read the same two columns.
 ``csv``
-    Plain CSV with one header line naming the units: ``time_s, timestamp_utc,
-    power_megawatts``.
+    Plain CSV: one comment line (``#``) with the represented band, then one header line
+    naming the units: ``time_s, timestamp_utc, power_megawatts``.
 
 References
 ----------
@@ -42,6 +51,7 @@ from ..exceptions import PowerlabError
 __all__ = [
     "FORMATS",
     "playback_frame",
+    "represented_band",
     "step_ticks",
     "write_grid_playback",
 ]
@@ -65,34 +75,64 @@ def step_ticks(step_s: float, tick_s: float) -> int:
     return k
 
 
-def playback_frame(trace, *, step_s: float = 1.0, scope: str = "facility") -> pd.DataFrame:
-    """The playback series: block means of the trace's power over ``step_s``.
+def represented_band(step_s: float, tick_s: float) -> tuple[float, float, str]:
+    """What a playback of ``step_s`` steps from a ``tick_s`` series can represent.
+
+    Returns
+    -------
+    (float, float, str)
+        The Nyquist frequency of the step ``0.5 / step_s`` [Hz], the frequency its block
+        means pass at -3 dB (the Nyquist frequency when nothing is averaged) [Hz], and
+        one line saying so.
+    """
+    k = step_ticks(step_s, tick_s)
+    nyq = 0.5 / step_s
+    if k == 1:
+        return nyq, nyq, (f"represents 0-{nyq:g} Hz (Nyquist frequency of the "
+                          f"{step_s:g}-s series, not resampled)")
+    f = np.linspace(1e-9, nyq, 20001)        # amplitude response of a K-tick mean [-]
+    gain = np.abs(np.sin(np.pi * f * k * tick_s) / (k * np.sin(np.pi * f * tick_s)))
+    f3 = float(f[np.flatnonzero(gain >= 2 ** -0.5)[-1]])
+    return nyq, f3, (f"represents 0-{nyq:g} Hz (Nyquist frequency of {step_s:g}-s steps); "
+                     f"{step_s:g}-s means of {tick_s:g}-s ticks pass {f3:.3g} Hz at -3 dB "
+                     f"and {float(gain[-1]):.2f} of the amplitude at {nyq:g} Hz; content "
+                     "above is lost; stamped at block midpoints")
+
+
+def playback_frame(trace, *, step_s: float | None = None,
+                   scope: str = "facility") -> pd.DataFrame:
+    """The playback series: the trace at its tick, or block means over ``step_s``.
 
     Parameters
     ----------
     trace : PowerTrace
         One forecast draw or a measured trace.
-    step_s : float, default 1
-        Playback step, a whole number of the trace's ticks (0.1 s or 1 s usually) [s].
+    step_s : float, optional
+        Playback step, a whole number of the trace's ticks (default: the tick, no
+        resampling) [s].
     scope : {'facility', 'it'}
         Which power (facility: at the point of interconnection).
 
     Returns
     -------
     DataFrame
-        ``time_s`` (from 0), ``timestamp_utc`` (start of each block), ``power_megawatts``
+        ``time_s`` (from 0 at the first row), ``timestamp_utc`` (the midpoint of each
+        block's samples; the sample's own time without resampling), ``power_megawatts``
         (mean over the block).
     """
     x = np.asarray(trace.power_w(scope), dtype=float)
+    step_s = float(trace.tick_s) if step_s is None else step_s
     k = step_ticks(step_s, trace.tick_s)
     n = len(x) // k
     if n < 2:
         raise PowerlabError(f"the series holds fewer than two {step_s:g}-s steps")
     means = x[: n * k].reshape(n, k).mean(axis=1)
+    mid_s = (k - 1) / 2 * trace.tick_s          # mean time of a block's samples
     t = np.arange(n) * step_s
     return pd.DataFrame({
         "time_s": t,
-        "timestamp_utc": pd.Timestamp(trace.start_utc) + pd.to_timedelta(t, unit="s"),
+        "timestamp_utc": pd.Timestamp(trace.start_utc) + pd.to_timedelta(t + mid_s,
+                                                                         unit="s"),
         "power_megawatts": means / 1e6,
     })
 
@@ -112,50 +152,60 @@ def _powerfactory(frame: pd.DataFrame) -> str:
     return "1\n" + buf.getvalue()
 
 
-def _csv(frame: pd.DataFrame) -> str:
+def _csv(frame: pd.DataFrame, band: str) -> str:
     out = pd.DataFrame({
         "time_s": frame["time_s"].map("{:.6f}".format),
         "timestamp_utc": frame["timestamp_utc"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "power_megawatts": frame["power_megawatts"].map("{:.6f}".format),
     })
-    return out.to_csv(index=False, lineterminator="\n")
+    return "# " + band + "\n" + out.to_csv(index=False, lineterminator="\n")
 
 
-def write_grid_playback(trace, path, fmt: str, *, step_s: float = 1.0,
+def write_grid_playback(trace, path, fmt: str, *, step_s: float | None = None,
                         scope: str = "facility") -> Path:
     """Write the site's power playback for a grid-study tool (atomically).
 
     Parameters
     ----------
     trace : PowerTrace
-        One forecast draw (:func:`~powerlab.interconnect.powertrace.forecast_trace`) or a measured
-        trace (:func:`~powerlab.interconnect.powertrace.trace_from_telemetry`).
+        One forecast draw (:func:`~powerlab.interconnect.powertrace.forecast_trace`) or a
+        measured trace (:func:`~powerlab.interconnect.powertrace.trace_from_telemetry`).
     path : path-like
         File to write.
     fmt : {'pscad', 'powerfactory', 'csv'}
         Layout (see the module docstring).
-    step_s : float, default 1
-        Playback step, a whole number of ticks [s].
+    step_s : float, optional
+        Playback step, a whole number of ticks (default: the trace's tick) [s].
     scope : {'facility', 'it'}
 
     Returns
     -------
     Path
+
+    Notes
+    -----
+    PSCAD and CSV files carry the represented band in their header; PowerFactory's
+    ElmFile has no comment line (its first line is the number of variables), so for it
+    the band is what :func:`represented_band` (and ``powerlab export-grid``) says.  Time
+    0 of a PSCAD or PowerFactory file is the first row's stamp (a block midpoint when
+    resampled), which the PSCAD header gives in UTC.
     """
     from ..telemetry.store import atomic_write_bytes
 
     if fmt not in FORMATS:
         raise PowerlabError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     frame = playback_frame(trace, step_s=step_s, scope=scope)
+    step = float(trace.tick_s) if step_s is None else float(step_s)
+    band = represented_band(step, trace.tick_s)[2]
+    t0 = frame["timestamp_utc"].iloc[0]
     if fmt == "pscad":
         title = (f"powerlab {scope} power playback; columns: time [s], P [MW]; t = 0 at "
-                 f"{pd.Timestamp(trace.start_utc).isoformat()}; step {step_s:g} s; "
-                 f"{trace.description}")
+                 f"{t0.isoformat()}; step {step:g} s; {band}; {trace.description}")
         text = _pscad(frame, title)
     elif fmt == "powerfactory":
         text = _powerfactory(frame)
     else:
-        text = _csv(frame)
+        text = _csv(frame, band)
     p = Path(path)
     if p.is_dir():
         raise PowerlabError(f"{p} is a folder; give a file name")

@@ -78,6 +78,10 @@ class PowerTrace:
         as NVML's power readings are): instantaneous samples fold content above the
         Nyquist frequency into the bands below it at full strength (aliasing), interval
         means attenuate it (:func:`band_visibility`).
+    without_sags : PowerTrace or None
+        The same draw forecast without the scenario's voltage sags (the ride-through
+        counterfactual, :func:`powerlab.grid.disturbances.sag_load_loss_vs_baseline`);
+        None for measured telemetry, whose baseline is the power before the sag.
     """
 
     draw: int
@@ -89,6 +93,7 @@ class PowerTrace:
     native_interval_s: float = math.nan
     description: str = ""
     sampling: str = "interval_mean"
+    without_sags: PowerTrace | None = None
 
     def __post_init__(self):
         if self.sampling not in SAMPLINGS:
@@ -159,7 +164,8 @@ class PowerTrace:
         s["event"] = "voltage_sag"
         ev = pd.concat([self.events, s], ignore_index=True) if len(self.events) else s
         return PowerTrace(self.draw, self.tick_s, self.start_utc, self.it_w, self.facility_w,
-                          ev, self.native_interval_s, self.description, self.sampling)
+                          ev, self.native_interval_s, self.description, self.sampling,
+                          self.without_sags)
 
 
 def band_visibility(band_hz: tuple[float, float], interval_s: float,
@@ -242,12 +248,19 @@ def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
     fac = res.power_w("facility")
     it = res.it_w
     ev = res.events
+    base = None
+    if getattr(scenario, "disturbances", ()):   # ride-through counterfactual (issue 20.3)
+        base = forecast(scenario.replace(disturbances=()), draws=draws, seed=seed,
+                        tick_s=tick_s)
     rows = []
     for d in range(res.draws):
+        b0 = None if base is None else PowerTrace(
+            d, res.tick_s, res.start_utc, base.it_w[d], base.power_w("facility")[d])
         dp = PowerTrace(draw=d, tick_s=res.tick_s, start_utc=res.start_utc, it_w=it[d],
                         facility_w=fac[d],
                         events=ev[ev["draw"] == d].reset_index(drop=True),
-                        description=f"forecast of scenario {scenario.name!r}, draw {d}")
+                        description=f"forecast of scenario {scenario.name!r}, draw {d}",
+                        without_sags=b0)
         rows.append(dict(fn(dp)))
     return pd.DataFrame(rows, index=pd.RangeIndex(len(rows), name="draw"))
 

@@ -1,17 +1,32 @@
 """Size the cheapest mitigation that makes a site meet a utility's requirements.
 
-:func:`size_mitigation` searches the mitigation space of issue 13 — NVML-style GPU power
-smoothing (:mod:`powerlab.interconnect.smoothing`: floor % of TDP, ramp-up and ramp-down W/s,
-ramp-down hysteresis ms), a filler workload that holds GPU power during communication
-waits, staggered starts of jobs that start together, and a battery or supercapacitor at
-the point of interconnection (MW, MWh, round-trip efficiency, control window) — and
+:func:`size_mitigation` searches the mitigation space of issue 13 — NVML power smoothing
+(:mod:`powerlab.interconnect.smoothing`, NVML's profile parameters under their names and
+units; offered only on Blackwell or newer GPUs, by the scenario's ``gpu_model``), a filler
+workload that holds GPU power during communication waits, staggered starts of jobs that
+start together, and storage of a technology class (:mod:`powerlab.interconnect.storage`:
+Li-ion, supercapacitor, rack power-supply storage, each with its C-rate and duration
+range, state-of-charge bounds and converter response; MW, MWh, control window) — and
 returns a :class:`SizingResult` whose ``options`` frame is the Pareto set of passing
 options, cheapest first (``mitigation_options.csv``).
+
+Assessability first
+-------------------
+Before any engine run, :func:`~powerlab.interconnect.assessability.assess` checks that a
+forecast at the tick and horizon can show every requirement met (a band below the tick's
+Nyquist frequency, whole-tick windows, a voltage sag in the scenario for a ride-through
+requirement).  If not, the result's status is ``not_assessable``, with no engine run and
+no evaluation, and it says why and which command can assess the spec (``--tick-s 0.01``,
+``--hours``, a sag to add); ``tick_s='auto'`` runs at the largest tick that can.  The
+status tells ``no_mitigation_needed`` (the site passes as it is) from ``options_found``
+and ``none_passes``.
 
 How an option is evaluated (fast path)
 --------------------------------------
 The engine is run once per job and filler setting (:func:`~powerlab.grid.forecast.forecast`,
-public API, no mitigation switched on): job ``j`` alone on the cluster gives its per-GPU
+public API, no mitigation switched on; :class:`~powerlab.interconnect.sitemodel.SiteModel`),
+and once more without the scenario's voltage sags when it has any (the ride-through
+counterfactual, :mod:`powerlab.interconnect.ridethrough`): job ``j`` alone on the cluster gives its per-GPU
 mean power ``g_j = (IT_j - constant_j) / gpus_j`` per draw, with ``constant_j`` the
 power of the GPUs in no job and of the nodes.  An option is then array arithmetic per
 draw: :func:`~powerlab.interconnect.smoothing.smooth_power` on ``g_j`` (while the job holds its
@@ -33,10 +48,11 @@ The search (structured, monotone)
    For the five cheapest of these, ramp-up and ramp-down apart: the fastest ramp-up that
    passes with the ramp-down kept (the ramp-up limit delays work), then the fastest
    ramp-down with that ramp-up (the ramp-down limit burns energy).
-3. Storage: for every (duration, control window) of the grid, the smallest battery power
-   that passes, by bisection over the sorted powers.
+3. Storage: for every technology the site can have, and every (duration within the
+   class's range, control window) of the grid, the smallest power that passes, by
+   bisection over the sorted powers.
 4. Smoothing with storage: each weak smoothing setting (a floor alone, a ramp-down limit
-   alone) that fails on its own and costs less than the cheapest passing option so far,
+   alone; Blackwell or newer only) that fails on its own and costs less than the cheapest passing option so far,
    with the smallest storage that then passes, for the two cheapest storage shapes of
    step 3.  Storage that would make the pair dearer than the cheapest option so far is
    not tried, so the Pareto set is complete near the cheapest option, not far from it.
@@ -51,6 +67,8 @@ battery recharge included (mean over draws, per day of horizon).
 al. 2025) on the jobs it runs with, plus the stagger delay as a share of each job's
 allocation, plus work delayed by the ramp-up limit (power withheld below the demand as a
 share of the job's power above idle) — GPU-hours weighted.
+Storage capital per day comes from its technology class
+(:data:`~powerlab.interconnect.storage.TECHNOLOGIES`).
 The dollar weights of :class:`CostModel` are illustrative assumptions, not prices.
 """
 
@@ -59,7 +77,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +86,8 @@ import pandas as pd
 from ..exceptions import PowerlabError
 from .compliance import Compliance
 from .powertrace import PowerTrace
+from .sitemodel import SiteModel
+from .storage import TECHNOLOGIES, storage_battery
 
 __all__ = [
     "CostModel",
@@ -79,10 +99,15 @@ __all__ = [
     "size_mitigation",
 ]
 
-OPTION_COLUMNS = ("gpu_power_floor_pct_tdp", "ramp_up_w_per_s", "ramp_down_w_per_s",
-                  "ramp_down_hysteresis_ms", "filler", "stagger_starts_s",
-                  "battery_power_megawatts", "battery_energy_megawatt_hours",
-                  "battery_round_trip_efficiency", "battery_window_s")
+OPTION_COLUMNS = ("percent_tmp_floor", "ramp_up_rate_w_per_s", "ramp_down_rate_w_per_s",
+                  "ramp_down_hysteresis_ms", "secondary_power_floor_w",
+                  "primary_floor_act_win_mult", "primary_floor_tar_win_mult",
+                  "primary_floor_act_offset_w", "filler", "stagger_starts_s",
+                  "storage_technology", "battery_power_megawatts",
+                  "battery_energy_megawatt_hours", "battery_round_trip_efficiency",
+                  "battery_window_s")
+#: What a search can end with (``SizingResult.status``).
+STATUSES = ("no_mitigation_needed", "options_found", "none_passes", "not_assessable")
 COST_AXES = ("extra_energy_megawatt_hours_per_day", "throughput_loss_pct",
              "storage_megawatt_hours")
 
@@ -93,30 +118,40 @@ class MitigationOption:
 
     Attributes
     ----------
-    gpu_power_floor_pct_tdp : float
-        Smoothing floor while a job holds a GPU [% of TDP].
-    ramp_up_w_per_s, ramp_down_w_per_s : float
-        Per-GPU smoothing rates [W/s].
-    ramp_down_hysteresis_ms : float
-        Hold before ramping down [ms].
+    percent_tmp_floor, ramp_up_rate_w_per_s, ramp_down_rate_w_per_s,
+    ramp_down_hysteresis_ms, secondary_power_floor_w, primary_floor_act_win_mult,
+    primary_floor_tar_win_mult, primary_floor_act_offset_w : float
+        The NVML power-smoothing profile, NVML's names and units
+        (:class:`~powerlab.interconnect.smoothing.SmoothingProfile`; the total module
+        power is taken as the GPU's TDP): floor [% of TMP], ramp rates [W/s], ramp-down
+        hysteresis [ms], secondary floor [W], floor window multipliers [-], activation
+        offset [W].  Blackwell or newer only.
     filler : bool
         A filler workload holds GPU power at the compute level during communication waits.
     stagger_starts_s : float
         Jobs that start together start this far apart, in file order [s].
+    storage_technology : str
+        Class of the storage (:data:`~powerlab.interconnect.storage.TECHNOLOGIES`:
+        C-rate, state-of-charge bounds, converter response); ``""`` without storage.
     battery_power_megawatts, battery_energy_megawatt_hours : float
         Storage at the point of interconnection [MW], [MWh] (0: none).
     battery_round_trip_efficiency : float
-        [-].
+        The class's [-].
     battery_window_s : float
         Trailing moving average the storage holds the grid to [s].
     """
 
-    gpu_power_floor_pct_tdp: float = 0.0
-    ramp_up_w_per_s: float = 0.0
-    ramp_down_w_per_s: float = 0.0
+    percent_tmp_floor: float = 0.0
+    ramp_up_rate_w_per_s: float = 0.0
+    ramp_down_rate_w_per_s: float = 0.0
     ramp_down_hysteresis_ms: float = 0.0
+    secondary_power_floor_w: float = 0.0
+    primary_floor_act_win_mult: float = 0.0
+    primary_floor_tar_win_mult: float = 0.0
+    primary_floor_act_offset_w: float = 0.0
     filler: bool = False
     stagger_starts_s: float = 0.0
+    storage_technology: str = ""
     battery_power_megawatts: float = 0.0
     battery_energy_megawatt_hours: float = 0.0
     battery_round_trip_efficiency: float = 0.9
@@ -125,32 +160,61 @@ class MitigationOption:
     @property
     def smoothing(self) -> bool:
         """Whether GPU power smoothing is on."""
-        return bool(self.gpu_power_floor_pct_tdp or self.ramp_up_w_per_s
-                    or self.ramp_down_w_per_s or self.ramp_down_hysteresis_ms)
+        return bool(self.percent_tmp_floor or self.ramp_up_rate_w_per_s
+                    or self.ramp_down_rate_w_per_s or self.ramp_down_hysteresis_ms
+                    or self.secondary_power_floor_w)
+
+    @property
+    def profile(self):
+        """The NVML power-smoothing profile of the option."""
+        from .smoothing import SmoothingProfile
+
+        return SmoothingProfile(**{f: getattr(self, f) for f in (
+            "percent_tmp_floor", "ramp_up_rate_w_per_s", "ramp_down_rate_w_per_s",
+            "ramp_down_hysteresis_ms", "secondary_power_floor_w",
+            "primary_floor_act_win_mult", "primary_floor_tar_win_mult",
+            "primary_floor_act_offset_w")})
 
     @property
     def battery(self) -> bool:
         """Whether storage is on."""
         return self.battery_power_megawatts > 0 and self.battery_energy_megawatt_hours > 0
 
+    def requires(self) -> str:
+        """The hardware the option needs (``""``: any site)."""
+        from .storage import TECHNOLOGIES
+
+        need = []
+        if self.smoothing:
+            need.append("Blackwell or newer GPUs (NVML power smoothing)")
+        if self.battery:
+            t = TECHNOLOGIES.get(self.storage_technology or "li-ion")
+            if t is not None and t.requires_gpu:
+                need.append(f"{t.requires_gpu} racks ({t.name} storage)")
+        return "; ".join(need)
+
     def label(self) -> str:
         """Short human description."""
         parts = []
         if self.smoothing:
             s = []
-            if self.gpu_power_floor_pct_tdp:
-                s.append(f"floor {self.gpu_power_floor_pct_tdp:g} % TDP")
-            if self.ramp_up_w_per_s or self.ramp_down_w_per_s:
-                s.append(f"ramp {self.ramp_up_w_per_s:g}/{self.ramp_down_w_per_s:g} W/s")
+            if self.percent_tmp_floor:
+                s.append(f"floor {self.percent_tmp_floor:g} % TMP")
+            if self.ramp_up_rate_w_per_s or self.ramp_down_rate_w_per_s:
+                s.append(f"ramp {self.ramp_up_rate_w_per_s:g}/"
+                         f"{self.ramp_down_rate_w_per_s:g} W/s")
             if self.ramp_down_hysteresis_ms:
                 s.append(f"hysteresis {self.ramp_down_hysteresis_ms:g} ms")
-            parts.append("smoothing (" + ", ".join(s) + ")")
+            if self.secondary_power_floor_w:
+                s.append(f"secondary floor {self.secondary_power_floor_w:g} W")
+            parts.append("NVML power smoothing (" + ", ".join(s) + ")")
         if self.filler:
             parts.append("filler")
         if self.stagger_starts_s:
             parts.append(f"stagger {self.stagger_starts_s:g} s")
         if self.battery:
-            parts.append(f"storage {self.battery_power_megawatts:g} MW / "
+            parts.append(f"{self.storage_technology or 'li-ion'} storage "
+                         f"{self.battery_power_megawatts:g} MW / "
                          f"{self.battery_energy_megawatt_hours:g} MWh, "
                          f"{self.battery_window_s:g}-s window")
         return " + ".join(parts) or "none"
@@ -167,17 +231,12 @@ class CostModel:
     gpu_hour_usd : float
         Value of one GPU-hour of training [$/GPU-h]; throughput loss is priced as the
         GPU-hours it wastes.
-    storage_usd_per_megawatt_hour_day, storage_usd_per_megawatt_day : float
-        Storage capital cost per day of life, per MWh and per MW [$/(MWh day)],
-        [$/(MW day)] (e.g. $300k/MWh and $150k/MW over 10 years).
     filler_throughput_loss_pct : float
         Throughput the filler workload costs (about 5 %, Choukse et al. 2025) [%].
     """
 
     energy_usd_per_megawatt_hour: float = 80.0
     gpu_hour_usd: float = 2.0
-    storage_usd_per_megawatt_hour_day: float = 82.0
-    storage_usd_per_megawatt_day: float = 41.0
     filler_throughput_loss_pct: float = 5.0
 
 
@@ -191,9 +250,18 @@ class SearchGrid:
     filler: tuple[bool, ...] = (False, True)
     stagger_s: tuple[float, ...] = (0, 30, 120, 600)
     battery_power_fraction: tuple[float, ...] = (0.05, 0.1, 0.2, 0.4, 0.8)
-    battery_duration_h: tuple[float, ...] = (0.05, 0.25)
+    #: durations tried per technology (None: each class's own ``durations_h``); a
+    #: duration outside a class's buildable range is moved to its nearest end
+    battery_duration_h: tuple[float, ...] | None = None
     battery_window_s: tuple[float, ...] = (10, 60)
-    battery_round_trip_efficiency: float = 0.9
+    storage: tuple[str, ...] = ("li-ion", "supercapacitor", "rack-psu")
+
+    def durations_h(self, tech: str) -> list[float]:
+        """Durations tried for one storage class [h]."""
+        from .storage import clamp_duration_h, technology
+
+        ds = self.battery_duration_h or technology(tech).durations_h
+        return sorted({clamp_duration_h(tech, d) for d in ds})
 
     def refined(self) -> SearchGrid:
         """A grid with a midpoint between neighbouring settings (for stability checks)."""
@@ -211,180 +279,13 @@ class SearchGrid:
             battery_power_fraction=mid(self.battery_power_fraction, True))
 
 
-@dataclass
-class SiteModel:
-    """Per-draw, per-job series of a forecast, ready for fast option evaluation."""
-
-    scenario: object
-    tick_s: float
-    start_utc: pd.Timestamp
-    pue: np.ndarray
-    base_load_w: float
-    constant_w: float
-    gpu_mean_w: dict            # (job index, filler) -> array (draws, ticks)
-    active: list                # per job: bool array (ticks) while the job holds GPUs
-    engine_runs: int = 0
-    draws: int = 0
-    evaluations: int = 0
-    cache: dict = field(default_factory=dict)
-    sag_events: list = field(default_factory=list)   # per draw: voltage_sag event rows
-    notes: list = field(default_factory=list)
-
-    @classmethod
-    def build(cls, scenario, *, draws: int, seed: int, tick_s: float | None,
-              filler: bool) -> SiteModel:
-        """Run the engine once per job (and per filler setting)."""
-        from ..grid.forecast import forecast
-        from ..grid.scenario import Mitigations
-
-        sc0 = scenario.replace(mitigations=Mitigations(),
-                               horizon_start_utc=scenario.start_utc,
-                               horizon_end_utc=scenario.end_utc)
-        hw = sc0.hardware
-        used = sum(j.gpus for j in sc0.jobs)
-        constant = (hw.cluster_gpus - used) * hw.gpu_idle_w + hw.nodes * hw.node_overhead_w
-        series, active, runs = {}, [], 0
-        pue = start = tick = None
-        sags: list = []
-        for ji, job in enumerate(sc0.jobs):
-            for fill in ((False, True) if filler else (False,)):
-                j = dataclasses.replace(job, comm_w=max(job.comm_w, job.compute_w)) \
-                    if fill else job
-                sub = sc0.replace(jobs=(j,))
-                res = forecast(sub, draws=draws, seed=seed, tick_s=tick_s)
-                runs += 1
-                own = (hw.cluster_gpus - j.gpus) * hw.gpu_idle_w + hw.nodes * hw.node_overhead_w
-                series[(ji, fill)] = (np.asarray(res.it_w) - own) / j.gpus
-                if pue is None:
-                    pue, start, tick = np.asarray(res.pue, float), res.start_utc, res.tick_s
-                    sags = _sag_rows(res.events, draws)
-            t = start + pd.to_timedelta(np.arange(len(pue)) * tick, unit="s")
-            active.append(np.asarray((t >= job.start_utc) & (
-                t < job.start_utc + pd.Timedelta(seconds=job.duration_s))))
-        notes = []
-        if len(sc0.jobs) > 1 and any(d.trip_fraction > 0
-                                     for d in getattr(sc0, "disturbances", ())):
-            notes.append("voltage sags that trip nodes are drawn per job run: with several "
-                         "jobs the tripped nodes differ from a whole-site forecast's, so "
-                         "ride-through values are approximate (re-check the chosen option "
-                         "with comply)")
-        return cls(sc0, float(tick), start, pue, float(sc0.site.base_load_w), constant,
-                   series, active, engine_runs=runs, draws=draws, sag_events=sags,
-                   notes=notes)
-
-    def grid_w(self, fac: np.ndarray, it: np.ndarray, opt: MitigationOption
-               ) -> tuple[np.ndarray, float]:
-        """(power at the point of interconnection [W], its energy with storage recharge
-        [J]): storage dispatch on the facility power, then load carried by UPS batteries
-        during voltage sags, as the engine does (``ForecastResult.facility_w``)."""
-        from ..grid.disturbances import ups_transfer_w
-
-        grid, e_j = _grid_energy(fac, self.tick_s, opt)
-        ups = ups_transfer_w(self.scenario, it[None, :], self.start_utc, self.tick_s)
-        if ups is None:
-            return grid, e_j
-        return grid - ups[0], e_j - float(ups[0].sum() * self.tick_s)
-
-    def trace(self, opt: MitigationOption, d: int, filler_loss_pct: float,
-              description: str = "") -> tuple[PowerTrace, float, float]:
-        """(power trace with the draw's sag events, grid energy [J], throughput loss [%])
-        of one option in draw ``d``."""
-        fac, it, loss_pct = self.facility(opt, d, filler_loss_pct)
-        grid, e_j = self.grid_w(fac, it, opt)
-        ev = self.sag_events[d] if self.sag_events else None
-        kw = {"events": ev} if ev is not None else {}
-        return (PowerTrace(d, self.tick_s, self.start_utc, it, grid, description=description,
-                           **kw), e_j, loss_pct)
-
-
-    @property
-    def days(self) -> float:
-        """Horizon length [d]."""
-        return len(self.pue) * self.tick_s / 86400.0
-
-    def stagger_delays_s(self, stagger_s: float) -> list[float]:
-        """Start delay of each job: rank among jobs starting together x stagger [s]."""
-        seen: dict = {}
-        out = []
-        for job in self.scenario.jobs:
-            k = seen.get(job.start_utc, 0)
-            seen[job.start_utc] = k + 1
-            out.append(k * stagger_s)
-        return out
-
-    def facility(self, opt: MitigationOption, d: int, filler_loss_pct: float
-                 ) -> tuple[np.ndarray, np.ndarray, float]:
-        """(facility power before storage [W], IT power [W], throughput loss [%]) of one
-        option in draw ``d``."""
-        from .smoothing import smooth_power
-
-        sc = self.scenario
-        hw = sc.hardware
-        it = np.full(len(self.pue), self.constant_w)
-        delays = self.stagger_delays_s(opt.stagger_starts_s)
-        lost_gpu_s = total_gpu_s = 0.0
-        for ji, job in enumerate(sc.jobs):
-            g = self.gpu_mean_w[(ji, bool(opt.filler))][d]
-            act = self.active[ji]
-            if opt.smoothing:
-                y = smooth_power(g, self.tick_s,
-                                 floor_w=opt.gpu_power_floor_pct_tdp / 100 * hw.gpu_tdp_w,
-                                 ramp_up_w_per_s=opt.ramp_up_w_per_s,
-                                 ramp_down_w_per_s=opt.ramp_down_w_per_s,
-                                 hysteresis_s=opt.ramp_down_hysteresis_ms / 1000, active=act)
-                above = np.maximum(g - hw.gpu_idle_w, 0)[act].sum()
-                deficit = np.maximum(g - y, 0)[act].sum()
-                ramp_frac = deficit / above if above > 0 else 0.0
-            else:
-                y, ramp_frac = g, 0.0
-            k = round(delays[ji] / self.tick_s)
-            if k > 0:
-                y = np.concatenate([np.full(min(k, len(y)), hw.gpu_idle_w), y[:len(y) - k]])
-            it += job.gpus * y
-            alloc_s = job.duration_s
-            frac = ramp_frac + min(delays[ji], alloc_s) / alloc_s
-            if opt.filler:
-                frac += filler_loss_pct / 100
-            lost_gpu_s += job.gpus * alloc_s * frac
-            total_gpu_s += job.gpus * alloc_s
-        loss_pct = 100.0 * lost_gpu_s / total_gpu_s if total_gpu_s else 0.0
-        from ..grid.facility import facility_power
-
-        site = sc.site
-        fac = facility_power(it, self.tick_s, self.pue,
-                             electrical_loss_fraction=site.electrical_loss_fraction,
-                             cooling_time_constant_s=site.cooling_time_constant_s,
-                             base_load_w=site.base_load_w).facility_w
-        return fac, it, loss_pct
-
-
-def _sag_rows(events: pd.DataFrame, draws: int) -> list:
-    """Per draw, the forecast's ``voltage_sag`` event rows (empty list without sags)."""
-    if events is None or not len(events) or "residual_voltage_pu" not in events.columns:
-        return []
-    sag = events[events["event"] == "voltage_sag"]
-    if not len(sag):
-        return []
-    return [sag[sag["draw"] == d].reset_index(drop=True) for d in range(draws)]
-
-
-def _grid_energy(fac: np.ndarray, tick_s: float, opt: MitigationOption
-                 ) -> tuple[np.ndarray, float]:
-    """(grid power [W], grid energy with storage recharge [J])."""
+def storage_cost_usd_per_day(opt: MitigationOption) -> float:
+    """Capital cost per day of an option's storage, from its technology class [$/d]."""
     if not opt.battery:
-        return fac, float(fac.sum() * tick_s)
-    from ..grid.battery import battery_dispatch
-    from ..grid.scenario import Battery
-
-    bat = Battery(power_megawatts=opt.battery_power_megawatts,
-                  energy_megawatt_hours=opt.battery_energy_megawatt_hours,
-                  round_trip_efficiency=opt.battery_round_trip_efficiency,
-                  window_s=opt.battery_window_s)
-    b, soc = battery_dispatch(fac, tick_s, bat)
-    drain = bat.initial_soc_fraction * bat.energy_megawatt_hours * 3.6e9 - soc[-1]
-    recharge = max(drain, 0.0) / bat.round_trip_efficiency + min(drain, 0.0)
-    grid = fac - b
-    return grid, float(grid.sum() * tick_s + recharge)
+        return 0.0
+    t = TECHNOLOGIES[opt.storage_technology or "li-ion"]
+    return (opt.battery_energy_megawatt_hours * t.usd_per_megawatt_hour_day
+            + opt.battery_power_megawatts * t.usd_per_megawatt_day)
 
 
 def pareto_front(frame: pd.DataFrame, axes=COST_AXES) -> np.ndarray:
@@ -433,7 +334,7 @@ class _Search:
         extra_mwh_day = float(np.mean(np.array(energy) - self._base_energy)) / 3.6e9 / m.days
         v = res.verdicts
         sf = res.summary_frame().set_index("requirement")
-        row = {"option": opt.label(), **dataclasses.asdict(opt),
+        row = {"option": opt.label(), "requires": opt.requires(), **dataclasses.asdict(opt),
                "extra_energy_megawatt_hours_per_day": extra_mwh_day,
                "throughput_loss_pct": float(np.mean(loss)),
                "storage_megawatt_hours": opt.battery_energy_megawatt_hours if opt.battery
@@ -449,11 +350,13 @@ class _Search:
         row["cost_usd_per_day"] = (
             max(extra_mwh_day, 0.0) * c.energy_usd_per_megawatt_hour
             + row["throughput_loss_pct"] / 100 * gpus * 24 * c.gpu_hour_usd
-            + row["storage_megawatt_hours"] * c.storage_usd_per_megawatt_hour_day
-            + row["storage_megawatts"] * c.storage_usd_per_megawatt_day)
+            + storage_cost_usd_per_day(opt))
         if not opt.battery:
             row["battery_energy_megawatt_hours"] = row["battery_power_megawatts"] = 0.0
             row["battery_round_trip_efficiency"] = row["battery_window_s"] = math.nan
+            row["storage_technology"] = ""
+        else:
+            row["battery_round_trip_efficiency"] = storage_battery(opt).round_trip_efficiency
         self.rows[opt] = row
         return row
 
@@ -488,13 +391,27 @@ class SizingResult:
         Forecast engine runs [-].
     evaluations : int
         Option x draw evaluations (array arithmetic and one compliance check each) [-].
+    status : str
+        ``no_mitigation_needed`` (the site passes as it is), ``options_found``,
+        ``none_passes`` (the search found no passing option) or ``not_assessable`` (the
+        spec cannot be shown met by a forecast at this tick and horizon: the search was
+        not run; :attr:`assessability` says why and what to run).
+    assessability : Assessability
     """
 
     def __init__(self, spec, evaluated: pd.DataFrame, *, engine_runs: int, evaluations: int,
                  draws: int, seed: int, description: str, cost: CostModel,
-                 model: SiteModel | None = None):
+                 model: SiteModel | None = None, assessability=None):
         self.spec = spec
         self._model = model
+        self.assessability = assessability
+        if evaluated is None or not len(evaluated):
+            evaluated = pd.DataFrame(columns=["option", "requires", *OPTION_COLUMNS, *COST_AXES,
+                                              "storage_megawatts", "cost_usd_per_day",
+                                              "passes", "requirements_passed",
+                                              "requirements_failed",
+                                              "requirements_not_shown"])
+            evaluated["passes"] = evaluated["passes"].astype(bool)
         self.evaluated = evaluated
         self.engine_runs = engine_runs
         self.evaluations = evaluations
@@ -506,7 +423,7 @@ class SizingResult:
         if len(ok):
             ok = ok[pareto_front(ok)]
             ok = ok.sort_values(["cost_usd_per_day", *COST_AXES], kind="stable")
-        cols = ["option", *OPTION_COLUMNS, *COST_AXES, "storage_megawatts",
+        cols = ["option", "requires", *OPTION_COLUMNS, *COST_AXES, "storage_megawatts",
                 "cost_usd_per_day", "requirements_passed"]
         self.options = ok[cols].reset_index(drop=True)
 
@@ -514,6 +431,16 @@ class SizingResult:
     def found(self) -> bool:
         """Whether a passing option exists."""
         return len(self.options) > 0
+
+    @property
+    def status(self) -> str:
+        """See the class docstring."""
+        if self.assessability is not None and not self.assessability.ok:
+            return "not_assessable"
+        if not self.found:
+            return "none_passes"
+        return ("no_mitigation_needed" if self.options.iloc[0]["option"] == "none"
+                else "options_found")
 
     @property
     def cheapest(self) -> pd.Series | None:
@@ -525,8 +452,10 @@ class SizingResult:
         row = self.options.iloc[i]
         kw = {f.name: row[f.name] for f in dataclasses.fields(MitigationOption)}
         if not kw["battery_power_megawatts"] > 0:
-            kw.update(battery_round_trip_efficiency=0.9, battery_window_s=60.0)
-        kw = {k: (bool(v) if k == "filler" else float(v)) for k, v in kw.items()}
+            kw.update(battery_round_trip_efficiency=0.9, battery_window_s=60.0,
+                      storage_technology="")
+        kw = {k: (bool(v) if k == "filler" else v if k == "storage_technology"
+                  else float(v)) for k, v in kw.items()}
         return MitigationOption(**kw)
 
     def trace(self, option: MitigationOption | int = 0, draw: int = 0) -> PowerTrace:
@@ -542,19 +471,27 @@ class SizingResult:
                        description=f"{self.description}, draw {draw}, with "
                                    f"{opt.label()}")[0]
 
-    def summary(self) -> str:
-        """Text summary."""
-        base = self.evaluated.iloc[0]
+    def summary(self, **command_kw) -> str:
+        """Text summary (``command_kw``: scenario, requirements and out paths for the
+        command printed when the spec cannot be assessed)."""
         lines = ["Mitigation sizing", "=" * 17,
                  f"{'requirement spec':<24}{self.spec.name}",
                  f"{'evaluated':<24}{self.description}",
                  f"{'engine runs':<24}{self.engine_runs}",
                  (f"{'option evaluations':<24}{len(self.evaluated)} options x {self.draws} "
-                 f"draws = {self.evaluations}"),
-                 f"{'unmitigated fails':<24}{base['requirements_failed'] or '-'}", ""]
+                  f"draws = {self.evaluations}"), ""]
+        if self.status == "not_assessable":
+            lines[-1:-1] = ["", "NOT ASSESSABLE: the search was not run (a forecast at this "
+                            "tick and horizon cannot show these requirements met)",
+                            self.assessability.text(**command_kw)]
+            return "\n".join(lines)
+        base = self.evaluated.iloc[0]
+        lines[-1:-1] = [f"{'unmitigated fails':<24}{base['requirements_failed'] or '-'}"]
         if self._model is not None:
             lines[-1:-1] = [f"note: {n}" for n in self._model.notes]
-        if self.found:
+        if self.status == "no_mitigation_needed":
+            lines.append("NO MITIGATION NEEDED: the site as it is meets every requirement")
+        elif self.found:
             c = self.cheapest
             lines.append(f"Cheapest passing option: {c['option']}")
             lines.append(f"  extra energy {c['extra_energy_megawatt_hours_per_day']:.3g} MWh/day, "
@@ -564,24 +501,17 @@ class SizingResult:
             lines.append(f"{len(self.options)} Pareto-optimal passing option(s) in "
                          "mitigation_options.csv")
         else:
-            lines.append("NO passing option in the searched space")
+            lines.append("NONE PASSES: no option in the searched space meets every "
+                         "requirement")
             worst = self.evaluated["requirements_failed"].str.split(";").explode()
             lines.append("Requirements failed most often: " + ", ".join(
                 worst.value_counts().index[:5]))
-            sets = [set(x.split(";")) - {""} for x in self.evaluated["requirements_not_shown"]]
-            never = set.intersection(*sets) if sets else set()
-            if never:
-                lines.append(
-                    f"{', '.join(sorted(never))}: cannot be shown met by this forecast in "
-                    "any option (a band above the tick's Nyquist frequency, or a "
-                    "ride-through requirement without a voltage sag): use a finer tick "
-                    "(e.g. --tick-s 0.01 for 3-30 Hz) or give --sags")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
         return self.summary()
 
-    def write(self, out_dir) -> tuple[Path, Path]:
+    def write(self, out_dir, **command_kw) -> tuple[Path, Path]:
         """Write ``mitigation_options.csv`` and ``mitigation_summary.txt``."""
         from ..telemetry.store import atomic_write_bytes
         from .compliance import output_folder
@@ -590,16 +520,22 @@ class SizingResult:
         text = self.options.to_csv(index=False, float_format="%.6g")
         csv = atomic_write_bytes(out / "mitigation_options.csv",
                                  lambda tmp: Path(tmp).write_text(text, "utf-8"))
-        summ = self.summary() + "\n"
+        summ = self.summary(**command_kw) + "\n"
         txt = atomic_write_bytes(out / "mitigation_summary.txt",
                                  lambda tmp: Path(tmp).write_text(summ, "utf-8"))
         return csv, txt
 
 
 def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
-                    tick_s: float | None = None, grid: SearchGrid | None = None,
-                    cost: CostModel | None = None) -> SizingResult:
+                    tick_s: float | str | None = None, grid: SearchGrid | None = None,
+                    cost: CostModel | None = None, hours: float | None = None
+                    ) -> SizingResult:
     """Search the mitigation space for the cheapest options that meet a requirement spec.
+
+    First, without running the engine, whether a forecast at the tick can show every
+    requirement met (:func:`~powerlab.interconnect.assessability.assess`); when it cannot,
+    the result has status ``not_assessable``, no engine run and no evaluation, and says
+    why and which command can assess it.
 
     Parameters
     ----------
@@ -610,16 +546,20 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
         Monte Carlo draws every option is evaluated on; an option passes when the spec's
         ``max_exceed_probability`` holds over them [-].
     seed : int, default 0
-    tick_s : float, optional
-        Engine tick [s].
+    tick_s : float or 'auto', optional
+        Engine tick (default the scenario's); ``'auto'``: the largest tick at which the
+        spec can be assessed [s].
     grid : SearchGrid, optional
     cost : CostModel, optional
+    hours : float, optional
+        Search over the first ``hours`` of the scenario's horizon only [h].
 
     Returns
     -------
     SizingResult
     """
     from ..grid.scenario import Scenario, read_scenario
+    from .assessability import assess
 
     if isinstance(scenario, (str, Path)):
         scenario = read_scenario(scenario)
@@ -627,9 +567,32 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
         raise PowerlabError("size_mitigation needs a scenario (a forecast to mitigate)")
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
         raise PowerlabError(f"draws must be an integer >= 1, got {draws!r}")
+    if hours is not None:
+        if not (isinstance(hours, (int, float)) and math.isfinite(hours) and hours > 0):
+            raise PowerlabError(f"hours must be a positive number, got {hours!r}")
+        end = min(pd.Timestamp(scenario.end_utc),
+                  pd.Timestamp(scenario.start_utc) + pd.Timedelta(hours=hours))
+        scenario = scenario.replace(horizon_start_utc=scenario.start_utc,
+                                    horizon_end_utc=end)
     check = spec if isinstance(spec, Compliance) else Compliance(spec)
     grid = grid or SearchGrid()
     cost = cost or CostModel()
+    if isinstance(tick_s, str):
+        if tick_s != "auto":
+            raise PowerlabError(f"tick_s must be a number of seconds or 'auto', got "
+                                f"{tick_s!r}")
+        from .assessability import needed_tick_s
+
+        dur = (pd.Timestamp(scenario.end_utc) - pd.Timestamp(scenario.start_utc)
+               ).total_seconds()
+        tick_s = needed_tick_s(check, dur, scenario.tick_s) or scenario.tick_s
+    found = assess(scenario, check, tick_s)
+    desc = (f"forecast of scenario {scenario.name!r}, {draws} draws, seed {seed}, tick "
+            f"{found.tick_s:g} s")
+    if not found.ok:
+        return SizingResult(check.spec, None, engine_runs=0, evaluations=0,
+                            draws=int(draws), seed=seed, description=desc, cost=cost,
+                            assessability=found)
     model = SiteModel.build(scenario, draws=int(draws), seed=seed, tick_s=tick_s,
                             filler=True in grid.filler)
     s = _Search(model, check, cost)
@@ -640,9 +603,7 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
                        for r in s.rows.values()])
     return SizingResult(check.spec, ev, engine_runs=model.engine_runs,
                         evaluations=model.evaluations, draws=int(draws), seed=seed,
-                        description=f"forecast of scenario {scenario.name!r}, {draws} draws, "
-                                    f"seed {seed}, tick {model.tick_s:g} s", cost=cost,
-                        model=model)
+                        description=desc, cost=cost, model=model, assessability=found)
 
 
 def _rate_chain(base: MitigationOption, field_name: str, rates: list[float]
@@ -662,75 +623,87 @@ def _cheapest_passing_cost(s: _Search) -> float:
 
 def _search(s: _Search, model: SiteModel, grid: SearchGrid, *,
             refine_rates: int = 5, hybrid_storage: int = 2) -> None:
+    from .storage import available_storage
+
     together = len({j.start_utc for j in model.scenario.jobs}) < len(model.scenario.jobs)
     staggers = sorted(set(grid.stagger_s)) if together else [0.0]
-    rates = [r for r in grid.ramp_w_per_s if r > 0]
+    # NVML power smoothing only where the GPUs have it (Blackwell or newer)
+    floors = sorted(set(grid.floor_pct_tdp)) if model.smoothing_ok else [0.0]
+    hysts = sorted(set(grid.hysteresis_ms)) if model.smoothing_ok else [0.0]
+    rates = [r for r in grid.ramp_w_per_s if r > 0] if model.smoothing_ok else []
     rates = sorted(set(rates), reverse=True)         # fast (weak) to slow (strong)
     hits = []
     # 2. per-GPU options: the fastest symmetric ramp rate that passes, per base setting
-    for fl in sorted(set(grid.floor_pct_tdp)):
-        for h in sorted(set(grid.hysteresis_ms)):
+    for fl in floors:
+        for h in hysts:
             for fill in sorted(set(grid.filler)):
                 for st in staggers:
-                    base = MitigationOption(gpu_power_floor_pct_tdp=float(fl),
+                    base = MitigationOption(percent_tmp_floor=float(fl),
                                             ramp_down_hysteresis_ms=float(h),
                                             filler=bool(fill), stagger_starts_s=float(st))
-                    chain = [base] + [dataclasses.replace(base, ramp_up_w_per_s=float(r),
-                                                          ramp_down_w_per_s=float(r))
+                    chain = [base] + [dataclasses.replace(base, ramp_up_rate_w_per_s=float(r),
+                                                          ramp_down_rate_w_per_s=float(r))
                                       for r in rates]
                     hit = s.first_passing(chain)
-                    if hit is not None and hit.ramp_up_w_per_s > 0:
+                    if hit is not None and hit.ramp_up_rate_w_per_s > 0:
                         hits.append(hit)
     # 2b. ramp-up and ramp-down apart (the ramp-up limit delays work, the ramp-down limit
     # burns energy): for the cheapest symmetric hits, the fastest ramp-up that passes with
     # the ramp-down kept, then the fastest ramp-down with that ramp-up (coordinate search)
     for hit in sorted(hits, key=lambda o: _cost_of(s, o))[:refine_rates]:
-        r = hit.ramp_up_w_per_s
+        r = hit.ramp_up_rate_w_per_s
         faster = [x for x in rates if x >= r]         # off, then fast ... r (passes)
-        up = s.first_passing(_rate_chain(hit, "ramp_up_w_per_s", faster))
-        s.first_passing(_rate_chain(up, "ramp_down_w_per_s", faster))
-    # 3. storage alone: the smallest power that passes, per (duration, control window)
+        up = s.first_passing(_rate_chain(hit, "ramp_up_rate_w_per_s", faster))
+        s.first_passing(_rate_chain(up, "ramp_down_rate_w_per_s", faster))
+    # 3. storage alone, per technology class the site can have: the smallest power that
+    # passes, per (duration within the class's range, control window)
     peak = max(float(np.max(model.facility(MitigationOption(), d, 0.0)[0]))
                for d in range(model.draws))
     powers = sorted(set(grid.battery_power_fraction))
+    techs, why = available_storage(model.scenario.hardware.gpu_model)
+    techs = [t for t in grid.storage if t in techs]
+    for n in why:
+        if n not in model.notes:
+            model.notes.append(n)
 
-    def storage_chain(base: MitigationOption, dur: float, win: float):
+    def storage_chain(base: MitigationOption, tech: str, dur: float, win: float):
         out = []
         for f in powers:
             p_mw = round(f * peak / 1e6, 3)
+            if p_mw <= 0:
+                continue
             out.append(dataclasses.replace(
-                base, battery_power_megawatts=p_mw,
-                battery_energy_megawatt_hours=round(p_mw * dur, 4),
-                battery_round_trip_efficiency=grid.battery_round_trip_efficiency,
+                base, storage_technology=tech, battery_power_megawatts=p_mw,
+                battery_energy_megawatt_hours=p_mw * dur,
+                battery_round_trip_efficiency=TECHNOLOGIES[tech].round_trip_efficiency,
                 battery_window_s=float(win)))
         return out
 
     stores = []
-    for dur in sorted(set(grid.battery_duration_h)):
-        for win in sorted(set(grid.battery_window_s)):
-            hit = s.first_passing(storage_chain(MitigationOption(), dur, win))
-            if hit is not None:
-                stores.append((_cost_of(s, hit), dur, win))
+    for tech in techs:
+        for dur in grid.durations_h(tech):
+            for win in sorted(set(grid.battery_window_s)):
+                hit = s.first_passing(storage_chain(MitigationOption(), tech, dur, win))
+                if hit is not None:
+                    stores.append((_cost_of(s, hit), tech, dur, win))
     # 4. smoothing together with storage: a weak (cheap) smoothing setting that fails on
     # its own, with the smallest storage that then passes.  Only combinations that can
     # still beat the cheapest passing option are tried: a base whose own cost is already
     # higher is skipped, and the storage chain is cut where storage capital alone would
     # make the pair dearer (so the CSV's Pareto set is complete near the cheapest option,
     # not far from it).
-    pairs = [(d, w) for _, d, w in sorted(stores)[:hybrid_storage]] or [
-        (d, w) for d in sorted(set(grid.battery_duration_h))[-1:]
-        for w in sorted(set(grid.battery_window_s))[:1]]
-    bases = [MitigationOption(gpu_power_floor_pct_tdp=float(f))
-             for f in sorted(set(grid.floor_pct_tdp)) if f > 0]
-    bases += [MitigationOption(ramp_down_w_per_s=float(r)) for r in rates]
-    c = s.cost
+    if not model.smoothing_ok or not techs:
+        return
+    pairs = [(t, d, w) for _, t, d, w in sorted(stores)[:hybrid_storage]] or [
+        (techs[0], grid.durations_h(techs[0])[-1], sorted(set(grid.battery_window_s))[0])]
+    bases = [MitigationOption(percent_tmp_floor=float(f)) for f in floors if f > 0]
+    bases += [MitigationOption(ramp_down_rate_w_per_s=float(r)) for r in rates]
     for base in bases:
         best = _cheapest_passing_cost(s)
         row = s.evaluate(base)
         if row["passes"] or row["cost_usd_per_day"] >= best:
             continue
-        for dur, win in pairs:
-            chain = [o for o in storage_chain(base, dur, win) if row["cost_usd_per_day"]
-                     + o.battery_energy_megawatt_hours * c.storage_usd_per_megawatt_hour_day
-                     + o.battery_power_megawatts * c.storage_usd_per_megawatt_day < best]
+        for tech, dur, win in pairs:
+            chain = [o for o in storage_chain(base, tech, dur, win) if row["cost_usd_per_day"]
+                     + storage_cost_usd_per_day(o) < best]
             s.first_passing(chain)

@@ -1,19 +1,53 @@
-"""GPU power smoothing as NVIDIA documents it for GB200/GB300 (NVML power smoothing).
+"""GPU power smoothing as NVIDIA documents it for Blackwell and newer (NVML power smoothing).
 
-A pure function on one power series: :func:`smooth_power`.  The mitigation search
-(:mod:`powerlab.interconnect.sizing`) applies it to the per-GPU mean power of each job of a
-forecast draw, so that trying a smoothing profile costs array arithmetic rather than an
-engine run.
+A pure function on one power series, :func:`smooth_power`, and the profile it models,
+:class:`SmoothingProfile`, whose fields carry NVML's parameter names and units.  The
+mitigation search (:mod:`powerlab.interconnect.sizing`) applies it to the per-GPU mean
+power of each job of a forecast draw, so that trying a profile costs array arithmetic
+rather than an engine run, and offers it only on hardware that has it
+(:func:`smoothing_support`, by the scenario's ``gpu_model``).
+
+Which hardware
+--------------
+NVML's power-smoothing functions are documented "for Blackwell or newer fully supported
+devices" ([1]_, [2]_).  Hopper (H100, H200, GH200) and older do not have them: a site of
+H100s cannot be mitigated by NVML power smoothing, whatever a slide says.
+:data:`NVML_PROFILE_PARAMS` says per parameter which NVML release lists it: the first four
+are in every header with power smoothing (``NVML_POWER_SMOOTHING_NUM_PROFILE_PARAMS``
+4, e.g. CUDA 12.9's NVML), the last four appear with 8 profile parameters (NVML API
+reference R590).
 
 Model
 -----
-NVML exposes a power-smoothing profile with four parameters (NVML API reference,
-"Power Smoothing Information"; units from ``nvmlDevicePowerSmoothingUpdatePresetProfileParam``):
-a power floor in percent of the total module power (TMP), a ramp-up rate [W/s], a
-ramp-down rate [W/s] and a ramp-down hysteresis [ms].  Choukse et al. (2025) describe the
-floor as settable between 20 % and 90 % of TDP on GB200/GB300.  Modelled here, per tick:
+The profile's eight parameters ([1]_; units from
+``nvmlDevicePowerSmoothingUpdatePresetProfileParam``, [2]_), with powerlab's field names:
 
-- the target is the workload's power, raised to the floor while a job holds the GPU;
+=====  ===========================================  ===============================
+index  NVML parameter                               field [unit]
+=====  ===========================================  ===============================
+0      ``PERCENT_TMP_FLOOR``                        ``percent_tmp_floor`` [% of TMP]
+1      ``RAMP_UP_RATE``                             ``ramp_up_rate_w_per_s`` [W/s]
+2      ``RAMP_DOWN_RATE``                           ``ramp_down_rate_w_per_s`` [W/s]
+3      ``RAMP_DOWN_HYSTERESIS``                     ``ramp_down_hysteresis_ms`` [ms]
+4      ``SECONDARY_POWER_FLOOR``                    ``secondary_power_floor_w`` [W]
+5      ``PRIMARY_FLOOR_ACT_WIN_MULT``               ``primary_floor_act_win_mult`` [-]
+6      ``PRIMARY_FLOOR_TAR_WIN_MULT``               ``primary_floor_tar_win_mult`` [-]
+7      ``PRIMARY_FLOOR_ACT_OFFSET``                 ``primary_floor_act_offset_w`` [W]
+=====  ===========================================  ===============================
+
+Modelled per tick (the first four as before; TMP, the total module power, is taken as the
+GPU's TDP):
+
+- the primary floor is ``percent_tmp_floor`` of TMP; while a job holds the GPU and the
+  primary floor is engaged the target is the workload's power raised to it, otherwise the
+  workload's power raised to the secondary floor (while a job holds the GPU);
+- **powerlab's assumption** for the floor windows, whose base window NVML does not
+  publish: the primary floor engages once the workload's mean power over the trailing
+  ``primary_floor_act_win_mult x window_base_s`` reaches the primary floor plus
+  ``primary_floor_act_offset_w``, and disengages once the mean over the trailing
+  ``primary_floor_tar_win_mult x window_base_s`` falls below that level (or the job
+  releases the GPU); multipliers 0 (default) mean the floor is engaged whenever a job
+  holds the GPU (``window_base_s`` 1 s, an assumption);
 - when the target is above the current power, power rises toward it at most at the
   ramp-up rate (0: unlimited);
 - when the target falls below the current power, power is held for the hysteresis time,
@@ -21,32 +55,144 @@ floor as settable between 20 % and 90 % of TDP on GB200/GB300.  Modelled here, p
   back at or above the current power restarts the hysteresis.
 
 Power held above the workload's demand is burnt (extra energy); power withheld below the
-demand by the ramp-up limit is work delayed (throughput).  The firmware's internal
-controller (activation windows and offsets) is not public and is not modelled.
+demand by the ramp-up limit is work delayed (throughput).
 
 References
 ----------
-.. [1] NVIDIA, NVML API Reference, "Power Smoothing Information",
+.. [1] NVIDIA, NVML API Reference, "Power Smoothing Information" (R590),
    https://docs.nvidia.com/deploy/nvml-api/group__nvmlPowerSmoothing.html
 .. [2] NVIDIA cuda-python, ``cuda.bindings.nvml.device_power_smoothing_update_preset_profile_param``
-   (floor 0-100 %, ramp rates W/s, hysteresis ms).
+   ("For Blackwell or newer fully supported devices"; PERCENT_TMP_FLOOR 0-100 %, ramp
+   rates W/s, hysteresis ms).
 .. [3] E. Choukse et al., "Power Stabilization for AI Training Datacenters", 2025,
-   arXiv:2508.14318.
+   arXiv:2508.14318 (floor settable 20-90 % of TDP on GB200/GB300).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["smooth_power"]
+__all__ = ["GENERATIONS", "NVML_PROFILE_PARAMS", "SmoothingProfile", "gpu_generation",
+           "smooth_power", "smoothing_support"]
+
+#: GPU generations in order; the first name fragment of ``gpu_model`` that matches wins.
+GENERATIONS = ("Volta", "Ampere", "Ada", "Hopper", "Blackwell", "Blackwell Ultra", "Rubin")
+_MODEL_GENERATION = (("GB300", "Blackwell Ultra"), ("B300", "Blackwell Ultra"),
+                     ("GB200", "Blackwell"), ("B200", "Blackwell"), ("B100", "Blackwell"),
+                     ("RTX PRO 6000", "Blackwell"), ("VR200", "Rubin"), ("R100", "Rubin"),
+                     ("R200", "Rubin"), ("RUBIN", "Rubin"), ("GH200", "Hopper"),
+                     ("H200", "Hopper"), ("H100", "Hopper"), ("H800", "Hopper"),
+                     ("H20", "Hopper"), ("L40", "Ada"), ("L4", "Ada"), ("A100", "Ampere"),
+                     ("A800", "Ampere"), ("A40", "Ampere"), ("A30", "Ampere"),
+                     ("A10", "Ampere"), ("V100", "Volta"))
+
+#: NVML profile parameters: field -> (NVML macro, index, unit, what it needs).
+NVML_PROFILE_PARAMS = {
+    "percent_tmp_floor": ("NVML_POWER_SMOOTHING_PROFILE_PARAM_PERCENT_TMP_FLOOR", 0,
+                          "% of TMP", "Blackwell or newer; NVML with 4 profile params"),
+    "ramp_up_rate_w_per_s": ("NVML_POWER_SMOOTHING_PROFILE_PARAM_RAMP_UP_RATE", 1, "W/s",
+                             "Blackwell or newer; NVML with 4 profile params"),
+    "ramp_down_rate_w_per_s": ("NVML_POWER_SMOOTHING_PROFILE_PARAM_RAMP_DOWN_RATE", 2,
+                               "W/s", "Blackwell or newer; NVML with 4 profile params"),
+    "ramp_down_hysteresis_ms": ("NVML_POWER_SMOOTHING_PROFILE_PARAM_RAMP_DOWN_HYSTERESIS", 3,
+                                "ms", "Blackwell or newer; NVML with 4 profile params"),
+    "secondary_power_floor_w": ("NVML_POWER_SMOOTHING_PROFILE_PARAM_SECONDARY_POWER_FLOOR",
+                                4, "W", "Blackwell or newer; NVML with 8 profile params"),
+    "primary_floor_act_win_mult": (
+        "NVML_POWER_SMOOTHING_PROFILE_PARAM_PRIMARY_FLOOR_ACT_WIN_MULT", 5, "-",
+        "Blackwell or newer; NVML with 8 profile params"),
+    "primary_floor_tar_win_mult": (
+        "NVML_POWER_SMOOTHING_PROFILE_PARAM_PRIMARY_FLOOR_TAR_WIN_MULT", 6, "-",
+        "Blackwell or newer; NVML with 8 profile params"),
+    "primary_floor_act_offset_w": (
+        "NVML_POWER_SMOOTHING_PROFILE_PARAM_PRIMARY_FLOOR_ACT_OFFSET", 7, "W",
+        "Blackwell or newer; NVML with 8 profile params"),
+}
+
+
+def gpu_generation(gpu_model: str) -> str | None:
+    """The GPU generation of a model name (``"H100-SXM-80GB"`` -> ``"Hopper"``), None
+    when powerlab does not know the name."""
+    m = (gpu_model or "").upper()
+    for frag, gen in _MODEL_GENERATION:
+        if frag in m:
+            return gen
+    return None
+
+
+def smoothing_support(gpu_model: str) -> tuple[bool, str]:
+    """(whether NVML power smoothing exists on this GPU, the reason)."""
+    gen = gpu_generation(gpu_model)
+    if gen is None:
+        return False, (f"NVML power smoothing not offered: GPU model {gpu_model!r} is not "
+                       "one powerlab knows the generation of (it needs Blackwell or newer)")
+    if GENERATIONS.index(gen) < GENERATIONS.index("Blackwell"):
+        return False, (f"NVML power smoothing not offered: {gpu_model} is {gen}; NVML "
+                       "documents power smoothing for Blackwell or newer")
+    return True, f"{gpu_model} is {gen}: NVML power smoothing available"
+
+
+@dataclass(frozen=True)
+class SmoothingProfile:
+    """One NVML power-smoothing profile (field names and units: the module docstring).
+
+    ``tmp_w`` is the total module power the floor percentage refers to [W].
+    """
+
+    percent_tmp_floor: float = 0.0
+    ramp_up_rate_w_per_s: float = 0.0
+    ramp_down_rate_w_per_s: float = 0.0
+    ramp_down_hysteresis_ms: float = 0.0
+    secondary_power_floor_w: float = 0.0
+    primary_floor_act_win_mult: float = 0.0
+    primary_floor_tar_win_mult: float = 0.0
+    primary_floor_act_offset_w: float = 0.0
+
+    def apply(self, power_w: np.ndarray, tick_s: float, tmp_w: float, *,
+              active: np.ndarray | None = None, window_base_s: float = 1.0) -> np.ndarray:
+        """:func:`smooth_power` with this profile [W]."""
+        return smooth_power(
+            power_w, tick_s, floor_w=self.percent_tmp_floor / 100.0 * tmp_w,
+            ramp_up_w_per_s=self.ramp_up_rate_w_per_s,
+            ramp_down_w_per_s=self.ramp_down_rate_w_per_s,
+            hysteresis_s=self.ramp_down_hysteresis_ms / 1000.0, active=active,
+            secondary_floor_w=self.secondary_power_floor_w,
+            act_window_s=self.primary_floor_act_win_mult * window_base_s,
+            tar_window_s=self.primary_floor_tar_win_mult * window_base_s,
+            act_offset_w=self.primary_floor_act_offset_w)
+
+
+def _trailing_mean(x: np.ndarray, n: int) -> np.ndarray:
+    cs = np.concatenate([[0.0], np.cumsum(x)])
+    k = np.arange(1, len(x) + 1)
+    lo = np.maximum(0, k - n)
+    return (cs[k] - cs[lo]) / (k - lo)
+
+
+def _engaged(x, tick_s, active, level, act_window_s, tar_window_s):
+    """Ticks at which the primary floor is engaged (see the module docstring)."""
+    act = np.ones(len(x), bool) if active is None else np.asarray(active, bool)
+    if act_window_s <= 0 and tar_window_s <= 0:
+        return act
+    on = act & (_trailing_mean(x, max(1, round(act_window_s / tick_s))) >= level
+                if act_window_s > 0 else act)
+    off = ~act
+    if tar_window_s > 0:
+        off = off | (_trailing_mean(x, max(1, round(tar_window_s / tick_s))) < level)
+    k = np.arange(len(x))
+    last_on = np.maximum.accumulate(np.where(on, k, -1))
+    last_off = np.maximum.accumulate(np.where(off & ~on, k, -1))
+    return (last_on > last_off) & act
 
 
 def smooth_power(power_w: np.ndarray, tick_s: float, *, floor_w: float = 0.0,
                  ramp_up_w_per_s: float = 0.0, ramp_down_w_per_s: float = 0.0,
-                 hysteresis_s: float = 0.0, active: np.ndarray | None = None
-                 ) -> np.ndarray:
+                 hysteresis_s: float = 0.0, active: np.ndarray | None = None,
+                 secondary_floor_w: float = 0.0, act_window_s: float = 0.0,
+                 tar_window_s: float = 0.0, act_offset_w: float = 0.0) -> np.ndarray:
     """Power of a GPU under NVML-style power smoothing.
 
     Parameters
@@ -63,6 +209,13 @@ def smooth_power(power_w: np.ndarray, tick_s: float, *, floor_w: float = 0.0,
         How long power is held after the target falls before ramping down [s].
     active : ndarray of bool, optional
         Ticks at which the floor applies (a job holds the GPU); default every tick.
+    secondary_floor_w : float, default 0
+        Floor while a job holds the GPU and the primary floor is not engaged [W].
+    act_window_s, tar_window_s : float, default 0
+        Engage and release windows of the primary floor (0: engaged whenever ``active``)
+        [s].
+    act_offset_w : float, default 0
+        Engage level above the primary floor [W].
 
     Returns
     -------
@@ -80,9 +233,12 @@ def smooth_power(power_w: np.ndarray, tick_s: float, *, floor_w: float = 0.0,
     if n == 0:
         return x.copy()
     t = x
-    if floor_w > 0:
-        t = np.maximum(x, floor_w) if active is None else np.where(active, np.maximum(
-            x, floor_w), x)
+    if floor_w > 0 or secondary_floor_w > 0:
+        eng = _engaged(x, tick_s, active, floor_w + act_offset_w, act_window_s,
+                       tar_window_s)
+        held = np.ones(n, bool) if active is None else np.asarray(active, bool)
+        t = np.where(eng, np.maximum(x, floor_w),
+                     np.where(held, np.maximum(x, secondary_floor_w), x))
     if ramp_up_w_per_s <= 0 and ramp_down_w_per_s <= 0 and hysteresis_s <= 0:
         return np.array(t, dtype=float)
     big = math.inf
