@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "export_grid",
     "store",
     "size_mitigation",
+    "study_package",
 ]
 
 

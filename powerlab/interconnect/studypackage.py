@@ -23,9 +23,10 @@ a scenario's forecast (every Monte Carlo draw) or from measured telemetry.
 
 Exceedance probability: with ``D`` draws, the value "exceeded with probability p" is the
 empirical ``1 - p`` quantile of the per-draw values (linear interpolation between order
-statistics, :func:`numpy.quantile`); with 20 draws, p below 0.05 is not resolved and the
-largest draw is reported instead (``exceed_probability`` 0, "largest of D draws").  A
-measured trace is one draw.
+statistics, :func:`numpy.quantile`), reported only where ``p D >= 1`` (with 20 draws, p
+below 0.05 is not resolved); the largest draw is always reported too
+(``exceed_probability`` 0, "largest of D draws").  A measured trace is one draw: only its
+value is reported.
 """
 
 from __future__ import annotations
@@ -143,9 +144,9 @@ def _envelope(per_draw: pd.DataFrame, probabilities) -> pd.DataFrame:
         v = per_draw[col].to_numpy(float)
         ok = v[np.isfinite(v)]
         for p in probabilities:
-            if n > 1 and p * n < 1 - 1e-9:
+            if n == 1 or p * n < 1 - 1e-9:
                 continue    # not resolved by this many draws: the largest draw stands
-            val = float(np.quantile(ok, 1 - p)) if len(ok) and n > 1 else math.nan
+            val = float(np.quantile(ok, 1 - p)) if len(ok) else math.nan
             rows.append((col, val, unit, p, f"value exceeded in {p:.0%} of draws",
                          definition, source))
         rows.append((col, float(ok.max()) if len(ok) else math.nan, unit, 0.0,
@@ -481,6 +482,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
         else:
             short_start = pd.Timestamp(short_start_utc)
         short_start = short_start.floor("s")
+        skip = 0.0 if short_start_utc is not None else 40.0
         short_end = min(short_start + pd.Timedelta(seconds=short_window_s),
                         trace.start_utc + pd.Timedelta(seconds=trace.duration_s))
         short_start = short_end - pd.Timedelta(seconds=short_window_s)
