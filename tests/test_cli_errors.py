@@ -92,6 +92,13 @@ def _cases(tmp: str) -> list:
          "draws"),
         (["size-mitigation", SMALL, "--requirements", REQ, "--out", f"{tmp}/bad.yaml"],
          "not a folder"),
+        (["study-package"], "required"),
+        (["study-package", SMALL, "--requirements", bad_yaml, "--out", tmp],
+         "not valid YAML"),
+        (["study-package", SMALL, "--requirements", REQ, "--out", tmp, "--draws", "0"],
+         "draws"),
+        (["study-package", SMALL, "--requirements", REQ, "--out", f"{tmp}/bad.yaml"],
+         "not a folder"),
     ]
 
 
