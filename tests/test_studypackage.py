@@ -269,6 +269,22 @@ def _has_comtrade() -> bool:
     return True
 
 
+def test_short_window_is_the_same_load_as_the_whole_horizon(small):
+    """The short window is forecast again over its own horizon: at the same tick its IT
+    power equals the whole-horizon forecast's, and its facility power does too once the
+    cooling lag (which starts at steady state at a horizon's start) is warmed up for three
+    time constants: within e^-3 of the start-up error, here under 0.1 % of the power."""
+    start = pd.Timestamp("2025-06-02T12:50:00Z")
+    pkg = study_package(small, SPEC, draws=1, short_tick_s=0.1, short_window_s=120,
+                        short_start_utc=start, ride_through=False)
+    st, tr = pkg.short_trace, pkg.trace
+    assert st.start_utc == start and st.duration_s == pytest.approx(120.0)
+    i0 = int(round((start - tr.start_utc).total_seconds() / tr.tick_s))
+    n = st.n_ticks
+    np.testing.assert_allclose(st.it_w, tr.it_w[i0:i0 + n], rtol=1e-9)
+    np.testing.assert_allclose(st.facility_w, tr.facility_w[i0:i0 + n], rtol=1e-3)
+
+
 def test_study_package_of_a_measured_trace_is_one_draw(small):
     from powerlab.interconnect.powertrace import forecast_trace
 

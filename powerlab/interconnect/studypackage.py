@@ -482,11 +482,17 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
         else:
             short_start = pd.Timestamp(short_start_utc)
         short_start = short_start.floor("s")
+        short_window_s = min(float(short_window_s), math.floor(trace.duration_s))
         skip = 0.0 if short_start_utc is not None else 40.0
         short_end = min(short_start + pd.Timedelta(seconds=short_window_s),
                         trace.start_utc + pd.Timedelta(seconds=trace.duration_s))
         short_start = short_end - pd.Timedelta(seconds=short_window_s)
-        win = source.replace(horizon_start_utc=short_start, horizon_end_utc=short_end)
+        # the cooling plant's lag starts at its steady state at a horizon's start: warm it
+        # up for three time constants (5 % of the start-up error left) before the window
+        warm = 3.0 * float(source.site.cooling_time_constant_s)
+        warm_start = max(trace.start_utc, short_start - pd.Timedelta(seconds=warm)).floor("s")
+        k0 = int(round((short_start - warm_start).total_seconds() / short_tick_s))
+        win = source.replace(horizon_start_utc=warm_start, horizon_end_utc=short_end)
         shorts: list[PowerTrace] = []
         psds: list[np.ndarray] = []
         pmu_rows = []
@@ -494,6 +500,13 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
 
         def short_fn(dp):
             nonlocal freq
+            ev = dp.events
+            if len(ev):
+                ev = ev[ev["timestamp"] >= short_start].reset_index(drop=True)
+            dp = PowerTrace(dp.draw, dp.tick_s, short_start, dp.it_w[k0:],
+                            dp.facility_w[k0:], ev,
+                            description=f"{dp.description}, tick {dp.tick_s:g} s, "
+                                        f"{short_window_s:g} s from {short_start.isoformat()}")
             x = dp.power_w(scope)
             k = int(round(skip / dp.tick_s)) if len(x) * dp.tick_s >= 4 * skip else 0
             freq, s = lm.welch_psd(x[k:], dp.tick_s, min(64.0, short_window_s / 4))
