@@ -331,6 +331,7 @@ class StudyPackage:
     trace: PowerTrace
     notes: list = field(default_factory=list)
     timings_s: dict = field(default_factory=dict)
+    pmu_gains: pd.DataFrame | None = None
 
     def summary_frame(self) -> pd.DataFrame:
         """Every figure with its unit, exceedance probability, definition and source."""
@@ -549,6 +550,11 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
     pmu = pmu_power(short.power_w(scope), short.tick_s, short.start_utc,
                     f0_hz=f0_hz, reporting_rate_fps=reporting_rate_fps)
     pmu_figs = _pmu_envelope(pd.DataFrame(pmu_rows), f0_hz, reporting_rate_fps)
+    gain_f = np.array([0.1, 1.0, 2.0, 5.0, 10.0, *OBSERVED_LINES_HZ, 30.0])
+    pmu_gains = pd.DataFrame({"frequency_hz": gain_f, **{
+        f"gain_{c.lower()}_class": modulation_gain(gain_f, c, f0_hz=f0_hz,
+                                                   reporting_rate_fps=reporting_rate_fps)
+        for c in ("P", "M")}})
     figures = pd.concat([figures, pmu_figs], ignore_index=True)
 
     rt = None
@@ -570,7 +576,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
                         per_draw=per_draw, figures=figures, energisation=energ,
                         short_trace=short, spectrum=spectrum, lines=lines, pmu=pmu,
                         pmu_figures=pmu_figs, ride_through=rt, trace=trace, notes=notes,
-                        timings_s=timings)
+                        timings_s=timings, pmu_gains=pmu_gains)
 
 
 def _schedule_or_note(peak_w, ramps, step, within, max_block_w, notes):

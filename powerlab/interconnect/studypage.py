@@ -50,7 +50,7 @@ def _num(v, fmt="{:.3g}") -> str:
 def _table(df: pd.DataFrame, fmt: dict | None = None, index: bool = False) -> str:
     fmt = fmt or {}
     d = df.reset_index() if index else df
-    head = "".join(f"<th>{_e(c)}</th>" for c in d.columns)
+    head = "".join(f"<th>{_e(c).replace('_', '_<wbr>')}</th>" for c in d.columns)
     body = []
     for _, row in d.iterrows():
         cells = []
@@ -150,7 +150,12 @@ def package_html(pkg, files: dict | None = None) -> str:
                  "14.7 Hz or 23 Hz (frequencies at which utilities have observed "
                  "data-center oscillations) are flagged. The PMU columns multiply by the "
                  "reference filters' gain.</p>")
-    ln = pkg.lines.head(25)
+    ln = pkg.lines
+    if len(ln):
+        flagged = ln["near_observed_hz"] != ""
+        ln = ln[(ln.index < 15) | flagged]
+        parts.append(f"<p>The 15 strongest of {len(pkg.lines)} lines and every flagged one "
+                     "(all in spectrum_lines.csv).</p>")
     parts.append(_table(ln) if len(ln) else "<p>No line above 1 kW.</p>")
     near = pkg.lines[pkg.lines["near_observed_hz"] != ""] if len(pkg.lines) else pkg.lines
     parts.append(f"<p class='{'flag' if len(near) else 'meta'}'>Lines near 14.7 / 23 Hz: "
@@ -162,6 +167,11 @@ def package_html(pkg, files: dict | None = None) -> str:
                  "nominal, constant power factor), next to the raw forecast.</p>")
     parts.append(_table(pkg.pmu_figures[["figure", "value", "unit", "statistic",
                                          "definition"]]))
+    if pkg.pmu_gains is not None:
+        parts.append("<p>Share of a power oscillation at each frequency that the reference "
+                     "filters pass (magnitude response, C37.118.1 Annex C):</p>")
+        parts.append(_table(pkg.pmu_gains, fmt={c: "{:.3f}" for c in pkg.pmu_gains.columns
+                                                if c != "frequency_hz"}))
     if pkg.ride_through is not None:
         rt = pkg.ride_through
         a = rt.attrs
@@ -174,7 +184,20 @@ def package_html(pkg, files: dict | None = None) -> str:
                      f"{a['ups_fraction']:g} of the untripped load; tripped nodes are "
                      f"dark {a['outage_s']:g} s. 'After' covers {a['after_s']:g} s after "
                      "the sag; recovery: 1-min means back within 5 % of the loss.</p>")
-        parts.append(_table(rt.drop(columns=["draws"])))
+        lost = rt.assign(load_lost=np.maximum(rt["load_lost_megawatts_during_sag_max"],
+                                              rt["load_lost_megawatts_after_sag_max"]))
+        for what, col, fmt in (("Load lost [MW], largest over draws of during or 'after'",
+                                "load_lost", "{:.3g}"),
+                               ("Recovery time [s], median over draws", "recovery_s_median",
+                                "{:.4g}")):
+            m = lost.pivot(index="residual_voltage_pu", columns="duration_s", values=col)
+            m.columns = [f"{c:g} s" for c in m.columns]
+            m.index = [f"{v:g} pu" for v in m.index]
+            m = m.rename_axis("residual voltage")
+            parts.append(f"<p><b>{_e(what)}</b> (rows: residual voltage; columns: sag "
+                         f"duration; {int(rt['draws'].iloc[0])} draws; full table in "
+                         "ride_through.csv)</p>")
+            parts.append(_table(m, fmt={c: fmt for c in m.columns}, index=True))
     if files:
         parts.append("<h2>Files</h2><ul>" + "".join(
             f"<li>{_e(Path(p).name)}: {_e(what)}</li>" for what, p in files.items()
@@ -224,6 +247,8 @@ def write_package(pkg, out) -> dict:
             timestamp_utc=pkg.pmu["timestamp_utc"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
             if "timestamp_utc" in pkg.pmu else pkg.pmu),
     }
+    if pkg.pmu_gains is not None:
+        files["PMU filter gains"] = csv("pmu_filter_gain.csv", pkg.pmu_gains)
     if pkg.ride_through is not None:
         files["ride-through table"] = csv("ride_through.csv", pkg.ride_through)
     st = pkg.short_trace
