@@ -311,3 +311,33 @@ def test_cli_study_package(tmp_path, capsys):
                str(tmp_path / "o"), "--draws", "0"])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "--draws" in err
+
+
+def test_cli_study_package_of_measured_telemetry(tmp_path, capsys):
+    """Measured telemetry (a canonical Parquet file, two nodes sampled every 0.1 s, a
+    1.5-Hz oscillation of 800 W each): one trace, facility = IT x PUE; the 1.5-Hz line is
+    found with its amplitude (2 x 800 W x 1.3), and the summary says that 0.1-s readings
+    cannot show lines near 30 Hz."""
+    from powerlab.cli import main
+    from powerlab.telemetry.schema import conform
+
+    t = np.arange(0, 600, 0.1)
+    t0 = pd.Timestamp("2025-07-01T00:00:00Z")
+    frame = conform(pd.concat([pd.DataFrame({
+        "timestamp": t0 + pd.to_timedelta(t, unit="s"), "host": h, "scope": "node",
+        "power_w": 5000.0 + 800.0 * np.sin(2 * np.pi * 1.5 * t)}) for h in ("n0", "n1")],
+        ignore_index=True))
+    pq = tmp_path / "t.parquet"
+    frame.to_parquet(pq)
+    rc = main(["study-package", str(pq), "--requirements", str(SPEC), "--out",
+               str(tmp_path / "m"), "--pue", "1.3"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "resolve oscillation only up to 5 Hz" in out and "one trace" in out
+    lines = pd.read_csv(tmp_path / "m" / "spectrum_lines.csv")
+    assert lines["frequency_hz"].iloc[0] == pytest.approx(1.5, abs=0.02)
+    assert lines["amplitude_megawatts"].iloc[0] == pytest.approx(2 * 800 * 1.3 / 1e6, rel=0.05)
+    figs = pd.read_csv(tmp_path / "m" / "figures.csv")
+    peak = figs.loc[figs["figure"] == "peak_power_megawatts", "value"].iloc[0]
+    assert peak == pytest.approx(2 * 5800 * 1.3 / 1e6, rel=0.01)
+    assert not (tmp_path / "m" / "ride_through.csv").exists()

@@ -310,7 +310,7 @@ def ride_through_table(scenario, at_utc, *, residual_voltages_pu=(0.0, 0.5, 0.7,
 # --------------------------------------------------------------------------- the package
 
 
-@dataclass
+@dataclass(repr=False)
 class StudyPackage:
     """Results of :func:`study_package` (read :meth:`summary`; tables as attributes)."""
 
@@ -332,6 +332,14 @@ class StudyPackage:
     notes: list = field(default_factory=list)
     timings_s: dict = field(default_factory=dict)
     pmu_gains: pd.DataFrame | None = None
+
+    def __repr__(self) -> str:
+        return (f"<StudyPackage of {self.source}: {len(self.figures)} figures, "
+                f"{len(self.lines)} spectrum lines, ride-through "
+                f"{'table' if self.ride_through is not None else 'not done'}>")
+
+    def _repr_html_(self) -> str:
+        return self.summary()._repr_html_()
 
     def summary_frame(self) -> pd.DataFrame:
         """Every figure with its unit, exceedance probability, definition and source."""
