@@ -19,7 +19,11 @@ from powerlab.interconnect.loadmetrics import largest_step, welch_psd
 from powerlab.interconnect.pmu import modulation_gain, pmu_filter, pmu_power
 from powerlab.interconnect.requirements import read_requirements
 from powerlab.interconnect.studypackage import (
-    itic_rides_through, ride_through_table, spectrum_lines, study_package)
+    itic_rides_through,
+    ride_through_table,
+    spectrum_lines,
+    study_package,
+)
 
 SPEC = bundled_path("requirements", "choukse2025_forms.yaml")
 START = pd.Timestamp("2025-07-01T02:00:00Z")
@@ -279,7 +283,7 @@ def test_short_window_is_the_same_load_as_the_whole_horizon(small):
                         short_start_utc=start, ride_through=False)
     st, tr = pkg.short_trace, pkg.trace
     assert st.start_utc == start and st.duration_s == pytest.approx(120.0)
-    i0 = int(round((start - tr.start_utc).total_seconds() / tr.tick_s))
+    i0 = round((start - tr.start_utc).total_seconds() / tr.tick_s)
     n = st.n_ticks
     np.testing.assert_allclose(st.it_w, tr.it_w[i0:i0 + n], rtol=1e-9)
     np.testing.assert_allclose(st.facility_w, tr.facility_w[i0:i0 + n], rtol=1e-3)

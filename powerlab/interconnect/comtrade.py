@@ -135,8 +135,8 @@ def write_comtrade(path, channels: Mapping[str, np.ndarray], tick_s: float, star
         if v.ndim != 1 or not np.isfinite(v).all():
             raise PowerlabError(f"channel {k!r}: expected finite 1-D values")
     uu = _field(unit, "unit", 32)
-    lines = [f"{_field(station_name, 'station name')},{_field(rec_dev_id, 'device id')},"
-             f"{rev_year}",
+    lines = [(f"{_field(station_name, 'station name')},{_field(rec_dev_id, 'device id')},"
+             f"{rev_year}"),
              f"{len(data)},{len(data)}A,0D"]
     ints, resolution = [], {}
     for i, (name, v) in enumerate(data.items(), start=1):
@@ -214,7 +214,8 @@ def read_comtrade(path) -> pd.DataFrame:
     rec = comtrade.Comtrade(ignore_warnings=True)
     try:
         rec.load(str(p), str(p.with_suffix(".dat")))
-    except Exception as exc:   # the reader raises bare Exceptions on malformed files
+    except (comtrade.ComtradeError, ValueError, IndexError, KeyError, TypeError, OSError,
+            UnicodeDecodeError) as exc:
         raise ParseError(f"cannot read as COMTRADE: {exc}", path=p) from None
     out = pd.DataFrame({"time_s": np.asarray(rec.time, dtype=float)})
     for name, values in zip(rec.analog_channel_ids, rec.analog):

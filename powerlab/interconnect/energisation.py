@@ -102,8 +102,8 @@ def schedule_power(schedule: pd.DataFrame, tick_s: float, *, hold_s: float = 120
     """The staircase of a schedule on a regular grid, starting one ``hold_s`` at zero
     before the first block and holding the peak ``hold_s`` after the last [W]."""
     t_end = float(schedule["time_s"].iloc[-1]) + 2 * hold_s
-    n = int(round(t_end / tick_s)) + 1
+    n = round(t_end / tick_s) + 1
     x = np.zeros(n)
     for t, b in zip(schedule["time_s"], schedule["block_megawatts"]):
-        x[int(round((t + hold_s) / tick_s)):] += b * 1e6
+        x[round((t + hold_s) / tick_s):] += b * 1e6
     return x

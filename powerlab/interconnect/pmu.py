@@ -180,7 +180,7 @@ def pmu_power(power_w, tick_s: float, start_utc=None, *, classes=("P", "M"),
         raise PowerlabError("give at least one PMU class")
     fs = SAMPLES_PER_CYCLE * float(f0_hz)
     duration = (len(x) - 1) * tick_s
-    t = np.arange(int(math.floor(duration * fs + 1e-9)) + 1) / fs
+    t = np.arange(math.floor(duration * fs + 1e-9) + 1) / fs
     p = np.interp(t, np.arange(len(x)) * tick_s, x)
     w0 = 2 * np.pi * f0_hz
     wave = math.sqrt(2.0) * p * np.cos(w0 * t)
@@ -189,7 +189,7 @@ def pmu_power(power_w, tick_s: float, start_utc=None, *, classes=("P", "M"),
     if abs(frame_step - round(frame_step)) > 1e-9:
         raise PowerlabError(f"{reporting_rate_fps} frames/s is not a whole number of "
                             f"samples at {fs:g} Hz")
-    frame_step = int(round(frame_step))
+    frame_step = round(frame_step)
     out = {}
     centres = None
     for c in cls:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -69,15 +68,15 @@ PER_DRAW_COLUMNS = {
         "powerlab forecast engine (one value per draw)"),
     "ramp_up_megawatts_per_s_1s_means": (
         "MW/s", "largest rise between adjacent 1-s means, every alignment, per second",
-        "form: Choukse et al. 2025 (arXiv:2508.14318), ramp rate in MW/s; "
-        "powerlab.grid.ramps.ramp_of_means"),
+        ("form: Choukse et al. 2025 (arXiv:2508.14318), ramp rate in MW/s; "
+        "powerlab.grid.ramps.ramp_of_means")),
     "ramp_down_megawatts_per_s_1s_means": (
         "MW/s", "largest fall between adjacent 1-s means, every alignment, per second",
         "as above"),
     "ramp_up_megawatts_per_min_1min_means": (
         "MW/min", "largest rise between adjacent 1-min means, every alignment, per minute",
-        "form: 1-min ramp limits of large-load requirements (e.g. ERCOT studies); "
-        "powerlab.grid.ramps.ramp_of_means"),
+        ("form: 1-min ramp limits of large-load requirements (e.g. ERCOT studies); "
+        "powerlab.grid.ramps.ramp_of_means")),
     "ramp_down_megawatts_per_min_1min_means": (
         "MW/min", "largest fall between adjacent 1-min means, every alignment, per minute",
         "as above"),
@@ -179,7 +178,7 @@ def spectrum_lines(frequency_hz, psd_w2_per_hz, *, min_prominence_db: float = 10
     if len(f) < 3:
         return pd.DataFrame(columns=["frequency_hz", "amplitude_megawatts", "prominence_db"])
     df = f[1] - f[0]
-    k = max(1, int(round(neighbourhood_hz / df)))
+    k = max(1, round(neighbourhood_hz / df))
     from scipy.ndimage import median_filter
 
     floor = median_filter(s, size=2 * k + 1, mode="nearest")
@@ -250,7 +249,7 @@ def ride_through_table(scenario, at_utc, *, residual_voltages_pu=(0.0, 0.5, 0.7,
                             disturbances=())
     r0 = forecast(base, draws=draws, seed=seed, tick_s=tick)
     p0 = r0.power_w(scope)
-    a = int(round((at - window0).total_seconds() / tick))
+    a = round((at - window0).total_seconds() / tick)
     per_s = max(1, round(1.0 / tick))
     per_min = 60 * per_s
     rows = []
@@ -266,8 +265,8 @@ def ride_through_table(scenario, at_utc, *, residual_voltages_pu=(0.0, 0.5, 0.7,
             r1 = forecast(base.replace(disturbances=(sag,)), draws=draws, seed=seed,
                           tick_s=tick)
             p1 = r1.power_w(scope)
-            b = a + max(1, int(round(d / tick)))
-            c = min(p0.shape[1], b + max(1, int(round(after_s / tick))))
+            b = a + max(1, round(d / tick))
+            c = min(p0.shape[1], b + max(1, round(after_s / tick)))
             during, after, rec = [], [], []
             for k in range(draws):
                 lost = p0[k] - p1[k]
@@ -379,9 +378,9 @@ def _limits(spec: RequirementSpec) -> tuple[dict, float | None, float]:
     for r in spec.requirements:
         if r.kind == "ramp" and r.direction in ("up", "both"):
             ramps[r.window_s] = min(ramps.get(r.window_s, math.inf), r.limit_si)
-        if r.kind == "step" and r.direction in ("up", "both"):
-            if step is None or r.limit_si < step:
-                step, within = r.limit_si, r.window_s
+        if r.kind == "step" and r.direction in ("up", "both") and (
+                step is None or r.limit_si < step):
+            step, within = r.limit_si, r.window_s
     return ramps, step, within
 
 
@@ -500,7 +499,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
         # up for three time constants (5 % of the start-up error left) before the window
         warm = 3.0 * float(source.site.cooling_time_constant_s)
         warm_start = max(trace.start_utc, short_start - pd.Timedelta(seconds=warm)).floor("s")
-        k0 = int(round((short_start - warm_start).total_seconds() / short_tick_s))
+        k0 = round((short_start - warm_start).total_seconds() / short_tick_s)
         win = source.replace(horizon_start_utc=warm_start, horizon_end_utc=short_end)
         shorts: list[PowerTrace] = []
         psds: list[np.ndarray] = []
@@ -517,7 +516,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
                             description=f"{dp.description}, tick {dp.tick_s:g} s, "
                                         f"{short_window_s:g} s from {short_start.isoformat()}")
             x = dp.power_w(scope)
-            k = int(round(skip / dp.tick_s)) if len(x) * dp.tick_s >= 4 * skip else 0
+            k = round(skip / dp.tick_s) if len(x) * dp.tick_s >= 4 * skip else 0
             freq, s = lm.welch_psd(x[k:], dp.tick_s, min(64.0, short_window_s / 4))
             psds.append(s)
             if dp.draw == 0:
@@ -572,8 +571,8 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
               trace.start_utc + pd.Timedelta(
                   seconds=float(np.argmax(trace.power_w(scope))) * trace.tick_s))
         sags = getattr(source, "disturbances", ())
-        ups = dict(ups_fraction=sags[0].ups_fraction, ups_return_s=sags[0].ups_return_s,
-                   outage_s=sags[0].outage_s) if sags else {}
+        ups = {"ups_fraction": sags[0].ups_fraction, "ups_return_s": sags[0].ups_return_s,
+                   "outage_s": sags[0].outage_s} if sags else {}
         rt = ride_through_table(source, at.floor("s"), draws=ride_through_draws,
                                 seed=seed, tick_s=tick_s, scope=scope, **ups)
         timings["ride_through"] = time.perf_counter() - t0

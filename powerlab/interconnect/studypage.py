@@ -118,15 +118,15 @@ def package_html(pkg, files: dict | None = None) -> str:
     from .. import __version__
 
     spec = pkg.spec
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+    parts = [(f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              f"<title>Large-load study package: {_e(pkg.source)}</title>"
-             f"<style>{_CSS}</style></head><body>",
+             f"<style>{_CSS}</style></head><body>"),
              "<h1>Large-load study package</h1>",
-             f"<p class='meta'>{_e(pkg.source)}<br>Requirement spec: {_e(spec.name)} "
+             (f"<p class='meta'>{_e(pkg.source)}<br>Requirement spec: {_e(spec.name)} "
              f"({_e(spec.description)}); power at the {_e(pkg.scope)} scope"
              f"{' (point of interconnection)' if pkg.scope == 'facility' else ''}.<br>"
              f"powerlab {_e(__version__)}; generated "
-             f"{_e(pd.Timestamp.now(tz='UTC').strftime('%Y-%m-%d %H:%M UTC'))}.</p>"]
+             f"{_e(pd.Timestamp.now(tz='UTC').strftime('%Y-%m-%d %H:%M UTC'))}.</p>")]
     parts.append("<h2>1. Peak, ramps and steps by exceedance probability</h2>"
                  f"<p>Over {pkg.draws} Monte Carlo draw(s): the value exceeded with the "
                  "column's probability (empirical quantile over draws) and the largest "
