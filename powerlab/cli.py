@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "store",
     "size_mitigation",
     "flex",
+    "study_package",
 ]
 
 

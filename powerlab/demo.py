@@ -101,6 +101,7 @@ class DemoResult:
     time_of_day: Any = field(repr=False, default=None)
     interconnection: Any = field(repr=False, default=None)
     stragglers: Any = field(repr=False, default=None)
+    study_package: Any = field(repr=False, default=None)
 
 
 class _Progress:
@@ -259,7 +260,7 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
     from .throughput.synth import simulate_training
 
     out = _writable_folder(out)  # before minutes of work, not after
-    prog = _Progress(progress, 8)
+    prog = _Progress(progress, 9)
     fig: dict[str, float] = {}
 
     with prog.step("read", "reading the MLPerf GPT-3 power logs (64 nodes) and training log"):
@@ -369,11 +370,33 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
         rep = _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, tc,
                             fig, csv, viz, ic)
         report = rep.write(out / "powerlab_demo_report.html")
-    prog.say(f"wrote {report}\n      {csv}\n      {sidecar}")
+    with prog.step("study_package", "writing the large-load study package of the bundled "
+                                    "16k-GPU scenario"):
+        pkg, pkg_files = study_package_step(out / "study_package", hours=hours,
+                                            draws=draws, seed=seed)
+    fig.update(study_peak_megawatts=float(pkg.per_draw["peak_power_megawatts"].max()),
+               study_ride_through_sags_losing_load=float(
+                   (pkg.ride_through["load_lost_megawatts_during_sag_max"] > 0).sum()))
+    prog.say(f"wrote {report}\n      {csv}\n      {sidecar}\n      {pkg_files['page']}")
     return DemoResult(out=out, report=report, csv=csv, sidecar=sidecar, figures=fig,
                       timings_s=prog.timings, profile=prof, forecast=res, limits=violations,
                       mitigations=mit, time_of_day=tod, stragglers=strag,
-                      interconnection=ic)
+                      interconnection=ic, study_package=pkg)
+
+
+def study_package_step(out: Path, *, hours: float, draws: int, seed: int):
+    """The large-load study package of the bundled 16k-GPU scenario
+    (``data/scenarios/llama3_16k_h100.yaml``, its first ``hours``) against the bundled
+    requirement spec, written into ``out`` (issue 20 section 2)."""
+    from .data import bundled_path
+    from .grid.scenario import read_scenario
+    from .interconnect.studypackage import study_package
+
+    scen = read_scenario(bundled_path("scenarios", "llama3_16k_h100.yaml"))
+    scen = scen.replace(horizon_end_utc=scen.start_utc + pd.Timedelta(hours=hours))
+    pkg = study_package(scen, bundled_path("requirements", REQUIREMENTS), draws=draws,
+                        seed=seed, ride_through_draws=2)
+    return pkg, pkg.write(out)
 
 
 def flex_figures(scen, *, draws: int = 3, seed: int = 1) -> dict[str, float]:

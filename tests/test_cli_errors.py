@@ -113,6 +113,13 @@ def _cases(tmp: str) -> list:
         (["flex", "offer", SMALL, "--out", tmp, "--draws", "0"], "draws"),
         (["flex", "verify", "/nonexistent/store", "--event", "/nonexistent/e.csv", "--out",
           tmp], "no such file"),
+        (["study-package"], "required"),
+        (["study-package", SMALL, "--requirements", bad_yaml, "--out", tmp],
+         "not valid YAML"),
+        (["study-package", SMALL, "--requirements", REQ, "--out", tmp, "--draws", "0"],
+         "draws"),
+        (["study-package", SMALL, "--requirements", REQ, "--out", f"{tmp}/bad.yaml"],
+         "not a folder"),
     ]
 
 

@@ -39,9 +39,9 @@ def test_outputs_and_progress(demo):
     out, stdout, stderr = demo
     names = sorted(p.name for p in out.iterdir())
     assert names == ["facilities_forecast.csv", "facilities_forecast.json",
-                     "powerlab_demo_report.html"]
-    steps = re.findall(r"^\[(\d)/8\] .* \d+\.\d s$", stderr, flags=re.MULTILINE)
-    assert steps == [str(i) for i in range(1, 9)], stderr
+                     "powerlab_demo_report.html", "study_package"]
+    steps = re.findall(r"^\[(\d)/9\] .* \d+\.\d s$", stderr, flags=re.MULTILINE)
+    assert steps == [str(i) for i in range(1, 10)], stderr
     assert "report" in stdout and str(out / "powerlab_demo_report.html") in stdout
 
 
@@ -139,9 +139,28 @@ def test_report_has_the_interconnection_section(demo):
     assert "cheapest passing mitigation" in html and "/day" in html
     assert "engine runs / option evaluations" in html
     assert "Resonance screening" in html
-    t = re.search(r"^\[\d/8\] checking interconnection.* (\d+\.\d) s$", stderr,
+    t = re.search(r"^\[\d/9\] checking interconnection.* (\d+\.\d) s$", stderr,
                   flags=re.MULTILINE)
     assert t is not None, stderr
+
+
+def test_study_package_of_the_16k_scenario(demo):
+    """Issue 20 section 2: the demo writes the large-load study package of the bundled
+    16k-GPU scenario: figures with definitions and exceedance probabilities, the playback
+    files (PSCAD, PowerFactory, COMTRADE) and the printable page."""
+    out, _, _ = demo
+    pkg = out / "study_package"
+    figs = pd.read_csv(pkg / "figures.csv")
+    assert {"figure", "value", "unit", "exceed_probability", "definition",
+            "source"} <= set(figs.columns)
+    peak = figs[figs["figure"] == "peak_power_megawatts"]["value"].max()
+    assert 15 < peak < 30          # 16,384 H100s with their nodes and cooling: ~22 MW
+    for name in ("playback_short_pscad.txt", "playback_short_powerfactory.txt",
+                 "playback_short_comtrade.cfg", "playback_short_comtrade.dat",
+                 "ride_through.csv", "energisation_schedule.csv", "pmu.csv"):
+        assert (pkg / name).stat().st_size > 0, name
+    page = (pkg / "study_package.html").read_text(encoding="utf-8")
+    assert "llama3-like-16k-h100" in page and "@media print" in page
 
 
 def test_report_renders_offline_in_chromium(demo, tmp_path):

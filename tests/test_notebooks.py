@@ -150,6 +150,7 @@ def test_numbers_answer_the_questions(executed):
     out5 = _stdout(executed["05_interconnection_planner.ipynb"][0])
     assert "FAIL: 6 of 6 requirements fail" in out5 and "Cheapest passing option" in out5
     assert "cheapest option passes on draw 1: True" in out5
+    assert "Large-load study package" in out5 and "COMTRADE read back" in out5
     if PROMETHEUS_OK:
         out7 = _stdout(executed[PROMETHEUS_NB][0])
         # both routes agree with the collectors' 100-ms records within the 1-s sampling

@@ -15,6 +15,11 @@ Modules
 :mod:`~powerlab.interconnect.assessability` can a forecast at this tick assess a spec? (no engine run)
 :mod:`~powerlab.interconnect.sitemodel`    per-job forecast series for fast option evaluation
 :mod:`~powerlab.interconnect.sizing`       the cheapest mitigations that meet a requirement spec
+:mod:`~powerlab.interconnect.pmu`          what P- and M-class reference PMUs (C37.118.1) report
+:mod:`~powerlab.interconnect.comtrade`     COMTRADE (C37.111) ASCII records: writer, reader
+:mod:`~powerlab.interconnect.energisation` staircase energisation within ramp and step limits
+:mod:`~powerlab.interconnect.studypackage` the large-load study package
+:mod:`~powerlab.interconnect.studypage`    its text summary, printable page and files
 
 Data flows one way: this wing reads the site model and the forecast engine of
 :mod:`powerlab.grid` (and :mod:`powerlab.telemetry` for measured data) through their
@@ -59,6 +64,18 @@ _EXPORTS = {
     ),
     "sizing": (
         "CostModel", "MitigationOption", "SearchGrid", "SizingResult", "size_mitigation",
+    ),
+    "pmu": (
+        "modulation_gain", "pmu_filter", "pmu_power",
+    ),
+    "comtrade": (
+        "read_comtrade", "write_comtrade", "write_trace_comtrade",
+    ),
+    "energisation": (
+        "energisation_schedule", "schedule_power",
+    ),
+    "studypackage": (
+        "StudyPackage", "ride_through_table", "spectrum_lines", "study_package",
     ),
 }
 

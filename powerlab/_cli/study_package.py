@@ -1,0 +1,86 @@
+"""``powerlab study-package``: the large-load study package of a scenario's forecast or of
+measured telemetry (figures with definitions, sources and exceedance probabilities, an
+energisation schedule, the oscillation spectrum and its lines, the PMU view, a
+ride-through table, PSCAD/PowerFactory/COMTRADE playback files and a printable page)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "study-package",
+        help="write what an interconnection study asks of a large load",
+        description="Build the large-load study package of a scenario (every Monte Carlo "
+                    "draw of its forecast, plus a short window at --short-tick-s for the "
+                    "spectrum and the PMU view, and a ride-through table from the "
+                    "disturbance model) or of measured telemetry (a store folder or a "
+                    "canonical .parquet file). Writes CSV tables, PSCAD, PowerFactory and "
+                    "COMTRADE playback files, summary.txt and study_package.html into "
+                    "--out. Exit code 0 on success, 2 on bad input.",
+    )
+    p.add_argument("source", type=Path,
+                   help="scenario YAML, telemetry store folder or canonical .parquet file")
+    p.add_argument("--requirements", type=Path, required=True, help="requirement spec YAML")
+    p.add_argument("--out", type=Path, required=True, help="output folder")
+    p.add_argument("--draws", type=int, default=20, help="Monte Carlo draws (default 20)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--tick-s", type=float, default=None,
+                   help="tick of the whole-horizon forecast (default: the scenario's) [s]")
+    p.add_argument("--short-tick-s", type=float, default=0.01,
+                   help="tick of the short window (spectrum, PMU view; default 0.01) [s]")
+    p.add_argument("--short-window-s", type=float, default=300.0,
+                   help="length of the short window (default 300) [s]")
+    p.add_argument("--ride-through-draws", type=int, default=3,
+                   help="draws per sag of the ride-through table (default 3; 0: no table)")
+    p.add_argument("--f0-hz", type=float, default=60.0, choices=[50.0, 60.0],
+                   help="nominal grid frequency for the PMU view (default 60) [Hz]")
+    p.add_argument("--reporting-rate", type=int, default=60,
+                   help="PMU reporting rate (default 60) [frames/s]")
+    p.add_argument("--pue", type=float, default=None,
+                   help="telemetry only: facility power = IT power x PUE + base load")
+    p.add_argument("--base-load-w", type=float, default=0.0,
+                   help="telemetry only: non-IT load added to facility power [W]")
+    p.add_argument("--start", default=None, help="telemetry only: first time (ISO 8601 UTC)")
+    p.add_argument("--end", default=None, help="telemetry only: end time (ISO 8601 UTC)")
+    p.add_argument("--quiet", action="store_true", help="do not print the summary")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..exceptions import PowerlabError
+    from ..grid.scenario import Scenario
+    from ..interconnect.powertrace import open_source
+    from ..interconnect.requirements import read_requirements
+    from .comply import _time
+
+    if args.draws < 1:
+        raise PowerlabError(f"--draws must be >= 1, got {args.draws}")
+    if args.ride_through_draws < 0:
+        raise PowerlabError(f"--ride-through-draws must be >= 0, got {args.ride_through_draws}")
+    if not (args.short_tick_s > 0 and args.short_window_s > 0):
+        raise PowerlabError("--short-tick-s and --short-window-s must be positive")
+    if args.out.exists() and not args.out.is_dir():
+        raise PowerlabError(f"--out {args.out} exists and is not a folder")
+    spec = read_requirements(args.requirements)
+    source = open_source(args.source)
+    start, end = _time(args.start, "--start"), _time(args.end, "--end")
+    if isinstance(source, Scenario) and (args.pue is not None or args.base_load_w
+                                         or start is not None or end is not None):
+        raise PowerlabError("--pue, --base-load-w, --start and --end apply to measured "
+                            "telemetry; a scenario sets its own PUE, base load and horizon")
+    from ..interconnect.studypackage import study_package
+
+    pkg = study_package(source, spec, draws=args.draws, seed=args.seed, tick_s=args.tick_s,
+                        short_tick_s=args.short_tick_s, short_window_s=args.short_window_s,
+                        ride_through=args.ride_through_draws > 0,
+                        ride_through_draws=max(1, args.ride_through_draws),
+                        f0_hz=args.f0_hz, reporting_rate_fps=args.reporting_rate,
+                        pue=args.pue, base_load_w=args.base_load_w, start=start, end=end)
+    files = pkg.write(args.out)
+    if not args.quiet:
+        print(pkg.summary())
+    print(f"wrote {len(files)} files into {args.out} (open {files['page'].name})")
+    return 0

@@ -1,0 +1,217 @@
+"""What a phasor measurement unit (PMU) reports of a site's power: the IEEE C37.118.1
+reference phasor estimators (P class and M class) applied to the site's current.
+
+A PMU at the point of interconnection samples the voltage and current waveforms and
+reports phasors ``Fs`` times a second (the reporting rate, frames per second).  The
+standard's reference model (IEEE C37.118.1-2011 Annex C, with Amendment 1 of 2014;
+IEC/IEEE 60255-118-1:2018 Annex D) estimates a phasor by quadrature demodulation at the
+nominal frequency ``f0`` and a symmetric low-pass FIR filter ``W(k)``,
+``k = -N/2 ... N/2``, of the demodulated samples::
+
+    X(i) = sqrt(2) / G * sum_k x(i + k) W(k) exp(-j w0 (i + k) dt),   G = sum_k W(k)
+
+P class (protection, fast):  ``W(k) = 1 - 2 |k| / (N + 2)``, ``N = 2 (Fsamples / f0 - 1)``:
+a triangle two nominal cycles long.
+
+M class (measurement, anti-aliased):  ``W(k) = sin(2 pi 2 Ffr k / Fsamples) /
+(2 pi 2 Ffr k / Fsamples) * h(k)``, ``W(0) = 1``, ``h`` a Hamming window of ``N + 1``
+points; the reference frequency ``Ffr`` and the order ``N`` depend on the reporting rate
+(:data:`M_CLASS_60HZ`, for ``Fsamples = 960`` Hz).
+
+How powerlab uses it (assumptions, stated): the voltage stays at nominal magnitude and
+frequency and the power factor is constant, so the site's current amplitude is
+proportional to its active power; the current waveform ``sqrt(2) P(t) cos(w0 t)`` is
+sampled at ``Fsamples = 16 f0`` (the power linearly interpolated between ticks), passed
+through the reference estimator, and the phasor magnitude, reported at the frame times
+(the estimate is time-stamped at the window centre, as the standard's reference model
+does), is the power the PMU shows.  An oscillation of the power at ``fm`` then appears
+multiplied by the filter's gain at ``fm`` (:func:`modulation_gain`), plus the small
+leakage of the ``2 f0`` image that the real estimator has too.  Off-nominal frequency
+and the P-class magnitude correction (which is 1 at nominal frequency) are not modelled.
+
+References
+----------
+.. [1] IEEE Std C37.118.1-2011, "IEEE Standard for Synchrophasor Measurements for Power
+   Systems", Annex C (reference signal processing model), and IEEE Std C37.118.1a-2014
+   (Amendment 1), Table C.1.
+.. [2] IEC/IEEE 60255-118-1:2018, "Measuring relays and protection equipment - Part
+   118-1: Synchrophasor for power systems - Measurements", Annex D.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import signal
+
+from ..exceptions import PowerlabError
+
+__all__ = [
+    "CLASSES",
+    "M_CLASS_60HZ",
+    "SAMPLES_PER_CYCLE",
+    "modulation_gain",
+    "pmu_filter",
+    "pmu_power",
+]
+
+#: Performance classes of IEEE C37.118.1.
+CLASSES = ("P", "M")
+
+#: Samples per nominal cycle of the reference model (960 Hz at 60 Hz) [-].
+SAMPLES_PER_CYCLE = 16
+
+#: M-class reference filter for 60-Hz systems sampled at 960 Hz, by reporting rate
+#: [frames/s]: (``Ffr`` [Hz], filter order ``N`` [-]); IEEE C37.118.1a-2014 Table C.1, as
+#: reproduced in IEC/IEEE 60255-118-1 Annex D (Table D.1).
+M_CLASS_60HZ = {10: (1.779, 968), 12: (2.125, 816), 15: (2.64, 662), 20: (3.5, 502),
+                30: (5.02, 306), 60: (8.19, 164), 120: (16.25, 70)}
+
+
+def _check(pmu_class: str, f0_hz: float, reporting_rate_fps: int) -> str:
+    c = str(pmu_class).upper()
+    if c not in CLASSES:
+        raise PowerlabError(f"PMU class must be 'P' or 'M', got {pmu_class!r}")
+    if f0_hz not in (50, 60):
+        raise PowerlabError(f"nominal frequency must be 50 or 60 Hz, got {f0_hz!r}")
+    if c == "M":
+        if f0_hz != 60:
+            raise PowerlabError("the M-class reference filter is tabulated here for 60-Hz "
+                                "systems only (C37.118.1a Table C.1 at 960 Hz sampling); "
+                                "use the P class or f0_hz=60")
+        if reporting_rate_fps not in M_CLASS_60HZ:
+            raise PowerlabError(f"M-class reporting rate must be one of "
+                                f"{sorted(M_CLASS_60HZ)} frames/s, got {reporting_rate_fps!r}")
+    elif not (isinstance(reporting_rate_fps, (int, np.integer)) and reporting_rate_fps > 0):
+        raise PowerlabError(f"reporting rate must be a positive whole number of frames/s, "
+                            f"got {reporting_rate_fps!r}")
+    return c
+
+
+def pmu_filter(pmu_class: str = "P", *, f0_hz: float = 60.0,
+               reporting_rate_fps: int = 60) -> tuple[np.ndarray, float]:
+    """The reference filter weights ``W(k)``, ``k = -N/2 ... N/2``, and the sampling rate.
+
+    Parameters
+    ----------
+    pmu_class : {'P', 'M'}
+    f0_hz : {50, 60}
+        Nominal system frequency [Hz].
+    reporting_rate_fps : int, default 60
+        Reporting rate Fs (the M class's filter depends on it) [frames/s].
+
+    Returns
+    -------
+    (ndarray, float)
+        The weights (not normalised; ``G = W.sum()``) [-] and ``Fsamples`` [Hz].
+
+    References
+    ----------
+    .. [1] IEEE Std C37.118.1-2011 Annex C, equations for the P-class triangular and the
+       M-class Hamming-windowed sinc filters; C37.118.1a-2014 Table C.1.
+    """
+    c = _check(pmu_class, f0_hz, reporting_rate_fps)
+    fs = SAMPLES_PER_CYCLE * float(f0_hz)
+    if c == "P":
+        n = 2 * (SAMPLES_PER_CYCLE - 1)
+        k = np.arange(-n // 2, n // 2 + 1)
+        return 1.0 - 2.0 * np.abs(k) / (n + 2), fs
+    ffr, n = M_CLASS_60HZ[int(reporting_rate_fps)]
+    k = np.arange(-n // 2, n // 2 + 1)
+    arg = 2 * np.pi * 2 * ffr * k / fs
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sinc = np.where(k == 0, 1.0, np.sin(arg) / arg)
+    return sinc * np.hamming(n + 1), fs
+
+
+def modulation_gain(frequency_hz, pmu_class: str = "P", *, f0_hz: float = 60.0,
+                    reporting_rate_fps: int = 60) -> np.ndarray:
+    """Magnitude response of the reference filter to a modulation at ``frequency_hz``:
+    ``|sum_k W(k) exp(-j 2 pi f k / Fsamples)| / sum_k W(k)`` [-].
+
+    A power oscillation of amplitude ``A`` at ``f`` is reported with amplitude
+    ``A * modulation_gain(f)`` (before the reporting rate's aliasing).
+    """
+    w, fs = pmu_filter(pmu_class, f0_hz=f0_hz, reporting_rate_fps=reporting_rate_fps)
+    f = np.atleast_1d(np.asarray(frequency_hz, dtype=float))
+    n = (len(w) - 1) // 2
+    k = np.arange(-n, n + 1)
+    # symmetric filter: the response is real, sum W(k) cos(2 pi f k / fs)
+    h = np.cos(2 * np.pi * np.outer(f, k) / fs) @ w / w.sum()
+    return np.abs(h)
+
+
+def pmu_power(power_w, tick_s: float, start_utc=None, *, classes=("P", "M"),
+              f0_hz: float = 60.0, reporting_rate_fps: int = 60) -> pd.DataFrame:
+    """The site's active power as P-class and M-class reference PMUs report it.
+
+    Parameters
+    ----------
+    power_w : array_like
+        Power, one value per tick [W] (instantaneous values; linearly interpolated onto
+        the PMU's sampling grid).
+    tick_s : float
+        Spacing of ``power_w`` [s].
+    start_utc : pandas.Timestamp, optional
+        Time of the first sample (for the ``timestamp_utc`` column).
+    classes : sequence of {'P', 'M'}
+    f0_hz : {50, 60}
+        Nominal frequency [Hz].
+    reporting_rate_fps : int, default 60
+        Frames per second [1/s].
+
+    Returns
+    -------
+    DataFrame
+        One row per reported frame whose filter window lies inside the series:
+        ``time_s`` (from the first sample), ``timestamp_utc`` (when ``start_utc`` is
+        given), ``power_megawatts_raw`` (the series at the frame time) and
+        ``power_megawatts_pmu_p_class`` / ``..._m_class``.
+    """
+    x = np.asarray(power_w, dtype=float)
+    if x.ndim != 1 or len(x) < 2 or not np.isfinite(x).all():
+        raise PowerlabError("expected a finite 1-D power series of at least two samples")
+    if not (math.isfinite(tick_s) and tick_s > 0):
+        raise PowerlabError(f"tick_s must be a positive number, got {tick_s!r}")
+    cls = [_check(c, f0_hz, reporting_rate_fps) for c in classes]
+    if not cls:
+        raise PowerlabError("give at least one PMU class")
+    fs = SAMPLES_PER_CYCLE * float(f0_hz)
+    duration = (len(x) - 1) * tick_s
+    t = np.arange(math.floor(duration * fs + 1e-9) + 1) / fs
+    p = np.interp(t, np.arange(len(x)) * tick_s, x)
+    w0 = 2 * np.pi * f0_hz
+    wave = math.sqrt(2.0) * p * np.cos(w0 * t)
+    demod = wave * np.exp(-1j * w0 * t)
+    frame_step = fs / reporting_rate_fps
+    if abs(frame_step - round(frame_step)) > 1e-9:
+        raise PowerlabError(f"{reporting_rate_fps} frames/s is not a whole number of "
+                            f"samples at {fs:g} Hz")
+    frame_step = round(frame_step)
+    out = {}
+    centres = None
+    for c in cls:
+        w, _ = pmu_filter(c, f0_hz=f0_hz, reporting_rate_fps=reporting_rate_fps)
+        half = (len(w) - 1) // 2
+        est = math.sqrt(2.0) / w.sum() * signal.fftconvolve(demod, w[::-1], mode="valid")
+        # est[j] is the estimate centred on sample j + half; frames on multiples of step
+        idx = np.arange(0, len(t), frame_step)
+        idx = idx[(idx >= half) & (idx < len(t) - half)]
+        if centres is None:
+            centres = idx
+        # the longest filter decides which frames every class can report
+        centres = np.intersect1d(centres, idx)
+        out[c] = (idx, np.abs(est[idx - half]))
+    if centres is None or len(centres) == 0:
+        raise PowerlabError(f"{duration:g} s of data is shorter than the PMU filter window")
+    frame = {"time_s": t[centres]}
+    if start_utc is not None:
+        frame["timestamp_utc"] = pd.Timestamp(start_utc) + pd.to_timedelta(t[centres],
+                                                                             unit="s")
+    frame["power_megawatts_raw"] = p[centres] / 1e6
+    for c, (idx, val) in out.items():
+        keep = np.isin(idx, centres)
+        frame[f"power_megawatts_pmu_{c.lower()}_class"] = val[keep] / 1e6
+    return pd.DataFrame(frame)
