@@ -69,6 +69,7 @@ from .interruptions import (
 from .reduction import Reducer
 from .results import ForecastResult
 from .scenario import Job, Scenario
+from .stagger import stagger_delay_ticks
 from .timebase import to_ticks
 from .transients import first_order_rle
 
@@ -483,20 +484,12 @@ def _shifted(dplan, first_tick: int):
 
 def _job_ticks(scenario: Scenario, t0: pd.Timestamp, tick: float
                ) -> list[tuple[int, int, float]]:
-    """(start_tick, end_tick, staggered_s) of every job after staggering."""
+    """(start_tick, end_tick, staggered_s) of every job after staggering
+    (:func:`powerlab.grid.stagger.stagger_delay_ticks`)."""
     out = []
-    stagger = scenario.mitigations.stagger_starts_s
-    seen: dict[int, int] = {}
-    for job in scenario.jobs:
+    for job, delay in zip(scenario.jobs, stagger_delay_ticks(scenario, t0, tick)):
         s = to_ticks((job.start_utc - t0).total_seconds(), tick)
         e = s + to_ticks(job.duration_s, tick)
-        delay = 0
-        if stagger > 0:
-            key = round((job.start_utc - t0).total_seconds())
-            rank = seen.get(key, 0)
-            seen[key] = rank + 1
-            delay = min(to_ticks(rank * stagger, tick),
-                        max(0, e - s - to_ticks(job.startup_s + job.shutdown_s, tick) - 1))
         out.append((s + delay, e, delay * tick))
     return out
 

@@ -135,14 +135,12 @@ class SiteModel:
         return len(self.pue) * self.tick_s / 86400.0
 
     def stagger_delays_s(self, stagger_s: float) -> list[float]:
-        """Start delay of each job: rank among jobs starting together x stagger [s]."""
-        seen: dict = {}
-        out = []
-        for job in self.scenario.jobs:
-            k = seen.get(job.start_utc, 0)
-            seen[job.start_utc] = k + 1
-            out.append(k * stagger_s)
-        return out
+        """Start delay of each job under a stagger of ``stagger_s`` [s]: the engine's rule
+        (:func:`powerlab.grid.stagger.stagger_delay_ticks`), capped as the engine caps it."""
+        from ..grid.stagger import stagger_delay_ticks
+
+        return [k * self.tick_s for k in stagger_delay_ticks(self.scenario, self.start_utc,
+                                                             self.tick_s, stagger_s)]
 
     def facility(self, opt: MitigationOption, d: int, filler_loss_pct: float,
                  no_sag: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
