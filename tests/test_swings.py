@@ -122,3 +122,21 @@ def test_dominant_frequency_is_the_step_rhythm_even_between_bins():
     # a pure tone between bins is located to well within one bin (0.0195 Hz)
     y = np.sin(2 * np.pi * 0.1667 * t)
     assert swing_metrics(y, tick)["dominant_frequency_hz"] == pytest.approx(0.1667, abs=0.005)
+
+
+def test_one_band_rms_rule_half_open_bands_never_share_a_bin():
+    """Band RMS exists once (issue 26): ``band_rms`` on a spectrum frame and
+    ``psd_band_rms`` on arrays are the same rule, and two bands sharing an edge split a
+    spectrum's variance without counting the edge bin twice."""
+    from powerlab.grid.swings import psd_band_rms
+
+    rng = np.random.default_rng(3)
+    tick = 0.1
+    x = rng.normal(0.0, 1e5, 36000)
+    spec = spectrum(x, tick)
+    f, p = spec["frequency_hz"].to_numpy(), spec["psd_w2_per_hz"].to_numpy()
+    assert band_rms(spec, 0.1, 2.0) == psd_band_rms(f, p, (0.1, 2.0))
+    edge = f[np.argmin(np.abs(f - 2.0))]
+    lo, hi = psd_band_rms(f, p, (0.1, edge)), psd_band_rms(f, p, (edge, 4.0))
+    both = psd_band_rms(f, p, (0.1, 4.0))
+    assert lo**2 + hi**2 == pytest.approx(both**2, rel=1e-12)

@@ -30,6 +30,7 @@ __all__ = [
     "GRID_BANDS_HZ",
     "RAMP_WINDOWS",
     "band_rms",
+    "psd_band_rms",
     "check_limits",
     "events_table",
     "largest_swing",
@@ -176,19 +177,37 @@ def spectrum(power_w, tick_s: float, segment_s: float = 50.0) -> pd.DataFrame:
     return pd.DataFrame({"frequency_hz": f, "psd_w2_per_hz": p})
 
 
-def band_rms(spec: pd.DataFrame, f_lo_hz: float, f_hi_hz: float) -> float:
-    """RMS amplitude of the oscillation between ``f_lo_hz`` and ``f_hi_hz`` [W].
+def psd_band_rms(frequency_hz, psd_w2_per_hz, band_hz: tuple[float, float]) -> float:
+    """RMS amplitude of the oscillation in a band from a power spectral density [W].
 
-    The square root of the PSD integrated over the band (its variance); the band is cut
-    at the Nyquist frequency of the series.
+    The square root of the density summed over the bins with ``lo <= f < hi`` times the
+    bin width (the band's variance); half-open, so adjacent bands sharing an edge never
+    count a bin twice.  The one band-RMS rule of powerlab: the forecast's swing metrics
+    (:func:`band_rms`) and the interconnection checks' whole-record figure use it.
+
+    Parameters
+    ----------
+    frequency_hz : array_like
+        Evenly spaced bin frequencies [Hz].
+    psd_w2_per_hz : array_like
+        One-sided power spectral density [W^2/Hz].
+    band_hz : (float, float)
+        ``(lo, hi)`` [Hz].
     """
-    f = spec["frequency_hz"].to_numpy()
-    p = spec["psd_w2_per_hz"].to_numpy()
+    f = np.asarray(frequency_hz, dtype=float)
+    p = np.asarray(psd_w2_per_hz, dtype=float)
     if len(f) < 2:
         return 0.0
-    df = f[1] - f[0]
-    m = (f >= f_lo_hz) & (f < f_hi_hz)
-    return float(np.sqrt(p[m].sum() * df))
+    m = (f >= band_hz[0]) & (f < band_hz[1])
+    return float(np.sqrt(p[m].sum() * (f[1] - f[0])))
+
+
+def band_rms(spec: pd.DataFrame, f_lo_hz: float, f_hi_hz: float) -> float:
+    """RMS amplitude of the oscillation between ``f_lo_hz`` and ``f_hi_hz`` [W], from a
+    :func:`spectrum` frame (:func:`psd_band_rms`; the band is cut at the Nyquist frequency
+    of the series by the spectrum itself)."""
+    return psd_band_rms(spec["frequency_hz"].to_numpy(), spec["psd_w2_per_hz"].to_numpy(),
+                        (f_lo_hz, f_hi_hz))
 
 
 def dominant_frequency(frequency_hz, psd) -> float:

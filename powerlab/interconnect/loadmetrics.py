@@ -48,7 +48,6 @@ __all__ = [
     "band_filter",
     "band_oscillation",
     "band_passed",
-    "band_rms",
     "band_windows",
     "default_band_window_s",
     "deviation_around",
@@ -236,16 +235,6 @@ def welch_psd(power_w, tick_s: float, segment_s: float) -> tuple[np.ndarray, np.
     x = power_series(power_w)
     nper = min(len(x), round(segment_s / tick_s))
     return signal.welch(x, fs=1.0 / tick_s, nperseg=nper, detrend="constant")
-
-
-def band_rms(frequency_hz: np.ndarray, psd_w2_per_hz: np.ndarray,
-             band_hz: tuple[float, float]) -> float:
-    """RMS of the oscillation in a band from a power spectral density [W]: the square
-    root of the density summed over the band's bins times the bin width (a whole-record
-    figure: see :func:`band_windows` for the windowed measure the requirements use)."""
-    f = np.asarray(frequency_hz)
-    m = (f >= band_hz[0]) & (f <= band_hz[1])
-    return float(math.sqrt(np.asarray(psd_w2_per_hz)[m].sum() * (f[1] - f[0])))
 
 
 def settle_s(f_lo_hz: float) -> float:
