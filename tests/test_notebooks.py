@@ -151,10 +151,28 @@ def test_numbers_answer_the_questions(executed):
     assert "cheapest option passes on draw 1: True" in out5
     if PROMETHEUS_OK:
         out7 = _stdout(executed[PROMETHEUS_NB][0])
-        # both routes agree with the collectors' 100-ms records within the 1-s sampling
-        assert "both within it: True" in out7, out7
+        # both routes agree with the collectors' 100-ms records within the bounds the run
+        # derives from its own scrape and tick gaps (no wall-clock assumption)
+        assert "both within their sampling bounds: True" in out7, out7
     out6 = _stdout(executed["06_reliability.ipynb"][0])
     assert "for 3 of 4 GPU causes with failures" in out6
     assert "inside its 95 % interval in 39 of 40 fleets" in out6
     assert "a 16,384-GPU job: interrupted every 2.98 h" in out6
     assert "443 interruptions per draw (range 398-465), effective training time 92.2%" in out6
+
+
+def test_notebooks_import_nothing_from_the_tests():
+    """What a notebook needs ships in the package (e.g. the simulated NVML library in
+    powerlab.collect.fake), so it runs from an installed powerlab without this checkout's
+    tests/ folder."""
+    import tomllib
+
+    for name in ALL_NOTEBOOKS:
+        nb = nbformat.read(NB_DIR / name, as_version=4)
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        assert "from tests" not in code and "import tests" not in code, name
+    from powerlab.collect import fake
+
+    assert fake.SOURCE.is_file() and fake.SOURCE.parent == REPO / "powerlab" / "collect"
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "collect/fake_nvml.c" in data["package-data"]["powerlab"]
