@@ -119,6 +119,7 @@ def check_exact(df: pd.DataFrame, sc: FakeScenario) -> int:
     return checked
 
 
+@pytest.mark.slow
 def test_collector_values_match_the_scenario_exactly(fake_nvml, tmp_path):
     sc = fake_nvml(SCENARIO)
     store = tmp_path / "store"
@@ -225,6 +226,7 @@ def test_timeouts_and_unknown_errors_are_recorded_and_recovered(fake_nvml):
         assert not ((t >= 0.3) & (t < end)).any() and (t >= end).sum() > 5
 
 
+@pytest.mark.slow
 def test_a_hung_nvml_call_does_not_stall_the_other_gpus(fake_nvml, monkeypatch):
     """GPU 1's calls block from 0.5 s to 1.5 s after init (FAKE_NVML_HANG): the watchdog
     takes it out after hang_timeout_s, the other GPUs keep their rate, GPU 1 comes back
@@ -523,6 +525,7 @@ def test_cli_nvml_missing_or_no_gpu_is_one_line_error(fake_libdir, tmp_path):
         assert not (tmp_path / "store").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_cli_flushes_and_exits_cleanly_on_signal(fake_libdir, tmp_path, sig):
     sc_path = write_scenario(tmp_path / "s.txt", {"gpus": 2})
@@ -542,6 +545,7 @@ def test_cli_flushes_and_exits_cleanly_on_signal(fake_libdir, tmp_path, sig):
     assert list(read_events(store)["kind"]) == ["start", "stop"]
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_loses_at_most_one_flush_interval(fake_libdir, tmp_path):
     sc_path = write_scenario(tmp_path / "s.txt", {"gpus": 2})
     env = fake_env(fake_libdir, sc_path)
@@ -575,6 +579,7 @@ def test_sigkill_at_random_moments_loses_at_most_one_flush_interval(fake_libdir,
     print(json.dumps({"sigkill_lost_s": [round(x, 3) for x in losses]}))
 
 
+@pytest.mark.slow
 def test_sigkill_on_a_slow_disk_loses_at_most_a_flush_interval_plus_a_write(fake_libdir,
                                                                           tmp_path):
     """fsync slowed to 0.3 s (an LD_PRELOAD shim) with a 0.2 s flush interval: the disk
@@ -618,6 +623,7 @@ def test_sigkill_on_a_slow_disk_loses_at_most_a_flush_interval_plus_a_write(fake
                       "bound_s": bound}))
 
 
+@pytest.mark.slow
 def test_store_far_behind_drops_newest_samples_and_counts_them(fake_nvml, tmp_path):
     """A store that takes 0.8 s per write with max_buffer_s = 0.3: the buffer never holds
     more than 0.3 s of samples; what could not be kept is counted exactly."""
@@ -933,6 +939,7 @@ def test_batch_per_field_error_takes_the_gpu_out_at_that_sample(fake_nvml):
     assert math.isnan(r03[5]) and r03[16] is None and not math.isnan(r03[4])
 
 
+@pytest.mark.slow
 def test_power_only_ticks_in_bulk_a_hung_call_does_not_stall_the_others(fake_nvml,
                                                                         monkeypatch):
     """As test_a_hung_nvml_call_does_not_stall_the_other_gpus, on the bulk path: the

@@ -35,6 +35,7 @@ def demo(tmp_path_factory):
     return out, stdout.getvalue(), stderr.getvalue()
 
 
+@pytest.mark.slow
 def test_outputs_and_progress(demo):
     out, stdout, stderr = demo
     names = sorted(p.name for p in out.iterdir())
@@ -144,6 +145,7 @@ def test_report_has_the_interconnection_section(demo):
     assert t is not None, stderr
 
 
+@pytest.mark.slow
 def test_report_renders_offline_in_chromium(demo, tmp_path):
     exe = _find_chromium()
     if exe is None:

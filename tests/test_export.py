@@ -142,6 +142,7 @@ def test_read_by_pandas_without_options_and_by_the_csv_module(result, tmp_path):
     assert len(rows) - 1 == len(df) == 8
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("soffice") is None,
                     reason="LibreOffice (Debian package libreoffice-calc) is not installed")
 def test_libreoffice_reads_dates_as_dates_and_numbers_as_numbers(result, tmp_path):
@@ -265,6 +266,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_a_killed_writer_never_leaves_a_new_csv_beside_an_old_sidecar(tmp_path):
     out = tmp_path / "pair.csv"
     rng = random.Random(7)

@@ -88,6 +88,7 @@ def _stdout(nb) -> str:
                    for o in c.get("outputs", []) if o.get("name") == "stdout")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_top_to_bottom(executed, name):
     nb, meta = executed[name]
@@ -137,6 +138,7 @@ def test_notebooks_are_stored_without_outputs():
         assert nb.metadata["kernelspec"]["name"] == "python3"
 
 
+@pytest.mark.slow
 def test_numbers_answer_the_questions(executed):
     """Each notebook prints the number that answers its question; spot-check them."""
     out1 = _stdout(executed["01_collect_and_explore.ipynb"][0])

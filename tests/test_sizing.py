@@ -245,6 +245,7 @@ def test_a_passing_site_gets_the_zero_cost_option_first():
     assert top["extra_energy_megawatt_hours_per_day"] == 0
 
 
+@pytest.mark.slow
 def test_the_answer_is_stable_when_the_grid_is_refined(failing):
     sc, coarse = failing
     fine = size_mitigation(sc, spec(), draws=2, seed=0, grid=SMALL_GRID.refined())
@@ -274,6 +275,7 @@ def test_no_option_when_a_requirement_cannot_be_shown_met(tmp_path):
     assert "NO passing option" in text and "rt: cannot be shown met" in text
 
 
+@pytest.mark.slow
 def test_cli_writes_the_options_and_exits_0(tmp_path, capsys):
     import yaml
 
