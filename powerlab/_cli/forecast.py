@@ -22,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="interval of the CSV rows (default 15min)")
     p.add_argument("--draws", type=int, default=20, help="Monte Carlo draws (default 20)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--quiet", action="store_true", help="do not print the summary")
+    p.add_argument("--quiet", action="store_true",
+                   help="print neither the summary nor the size, estimate and progress "
+                        "(shown on standard error when the run may take 2 s or more)")
     p.set_defaults(func=run)
 
 
@@ -42,7 +44,8 @@ def run(args) -> int:
     if args.out.is_dir() or args.out.with_suffix(".json").is_dir():
         raise PowerlabError(f"--out {args.out}: it or its sidecar path is a folder")
     scen = read_scenario(args.scenario)
-    res = forecast(scen, draws=args.draws, seed=args.seed)
+    res = forecast(scen, draws=args.draws, seed=args.seed,
+                   progress=False if args.quiet else None)
     csv, side = write_facilities_csv(res, args.out, args.resolution)
     if not args.quiet:
         print(res.summary())
