@@ -16,7 +16,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "assumptions and the scenario hash. Prints the summary.",
     )
     p.add_argument("scenario", type=Path, help="scenario YAML file")
-    p.add_argument("--out", type=Path, required=True, help="CSV file to write")
+    p.add_argument("--out", type=Path, required=True,
+                   help="file to write: a .csv (with its .json sidecar) or, with --format "
+                        "xlsx, an Excel workbook")
+    p.add_argument("--format", choices=["csv", "xlsx"], default="csv",
+                   help="csv (default; spreadsheet-safe text, docs/facilities_csv.md) or "
+                        "xlsx (date cells, a units row and an 'about' sheet; needs "
+                        "openpyxl)")
     p.add_argument("--resolution", choices=["1s", "1min", "5min", "15min", "30min", "1h"],
                    default="15min",
                    help="interval of the CSV rows (default 15min)")
@@ -30,15 +36,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError, ScenarioError
-    from ..grid.export import write_facilities_csv
+    from ..grid.export import write_facilities_csv, write_facilities_xlsx
     from ..grid.forecast import forecast
     from ..grid.scenario import read_scenario
 
     if args.draws < 1:
         raise ScenarioError(f"--draws must be >= 1, got {args.draws}", key="--draws")
-    if args.out.suffix.lower() != ".csv":
+    if args.format == "csv" and args.out.suffix.lower() != ".csv":
         raise PowerlabError(f"--out {args.out}: the facilities export is a CSV file; name "
-                            "it '*.csv'")
+                            "it '*.csv' (or --format xlsx for an Excel workbook)")
+    if args.format == "xlsx" and args.out.suffix.lower() != ".xlsx":
+        raise PowerlabError(f"--out {args.out}: --format xlsx writes an Excel workbook; "
+                            "name it '*.xlsx'")
     if not args.out.parent.is_dir():
         raise PowerlabError(f"--out {args.out}: folder {args.out.parent} does not exist")
     if args.out.is_dir() or args.out.with_suffix(".json").is_dir():
@@ -46,8 +55,11 @@ def run(args) -> int:
     scen = read_scenario(args.scenario)
     res = forecast(scen, draws=args.draws, seed=args.seed,
                    progress=False if args.quiet else None)
-    csv, side = write_facilities_csv(res, args.out, args.resolution)
+    if args.format == "xlsx":
+        written = str(write_facilities_xlsx(res, args.out, args.resolution))
+    else:
+        written = " and ".join(map(str, write_facilities_csv(res, args.out, args.resolution)))
     if not args.quiet:
         print(res.summary())
-    print(f"wrote {csv} and {side}")
+    print(f"wrote {written}")
     return 0

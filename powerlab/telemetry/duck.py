@@ -35,7 +35,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from ..exceptions import PowerlabError, SchemaError, StoreError, Violation
+from ..exceptions import SchemaError, StoreError, Violation
 
 __all__ = ["duckdb_job_power", "duckdb_power_sums"]
 
