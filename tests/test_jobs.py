@@ -321,15 +321,14 @@ def test_scheduler_that_never_answers_or_speaks_http_fails_within_the_timeout(
     write_store(_cluster_frame(), root, fsync=False)
     srv = _Server(greeting)
     try:
-        t0 = time.monotonic()
         p = _run(["aggregate", str(root), "--scheduler", f"tcp://127.0.0.1:{srv.port}",
                   "--timeout-s", "1", "--out", str(tmp_path / "x.csv")])
-        took = time.monotonic() - t0
     finally:
         srv.close()
     assert p.returncode == 2, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and match in p.stderr, p.stderr
-    assert took < 30
+    # it gave up at its 1-s timeout (the message says so); a hang would end in _run's
+    # subprocess timeout, an error, so no wall-clock bound is asserted
 
 
 def test_a_real_scheduler_passes_the_probe(tmp_path):
