@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import warnings
 from pathlib import Path
 
