@@ -93,8 +93,8 @@ def test_forecast_prints_size_and_progress_or_nothing(capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("forecast: 72,000 ticks of 0.1 s x 4 draws = 288,000 tick-draws")
     assert err[-1].startswith("forecast  4/4 draws  100%")
-    forecast(sc, draws=4, progress=False)
-    forecast(sc, draws=4)               # estimated well under 2 s: quiet by default
+    forecast(sc, draws=4)                   # quiet by default (loops of forecasts)
+    forecast(sc, draws=4, progress=None)    # estimated well under 2 s: quiet
     assert capsys.readouterr().err == ""
     mine = Progress(4, "size-mitigation", "draw", stream=io.StringIO(), tty=False)
     forecast(sc, draws=4, progress=mine)   # a caller's bar is updated, left open

@@ -565,7 +565,7 @@ def _progress_bar(progress, draws: int, n: int, tick: float, est_bytes: int):
 def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
              tick_s: float | None = None, memory_limit_bytes: int | None = None,
              keep_ticks: bool = True, reduce_s: float = 1.0,
-             chunk_ticks: int | None = None, progress=None) -> ForecastResult:
+             chunk_ticks: int | None = None, progress=False) -> ForecastResult:
     """Forecast the site's IT and facility power over the scenario's horizon.
 
     Parameters
@@ -594,11 +594,12 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
         65,536, rounded up to whole reduction intervals; :mod:`powerlab.grid.chunks`).
         The per-tick power does not depend on it; the reduced figures only through
         floating-point summation order (relative 1e-9 or better).
-    progress : bool or powerlab._progress.Progress, optional
+    progress : bool, None or powerlab._progress.Progress, default False
         Show the size (ticks x draws), an estimate and then draws done, rate and time
-        left on standard error (:mod:`powerlab._progress`); default: only when the
-        estimate is 2 s or more.  ``False`` is quiet; a ``Progress`` (total = draws) is
-        updated and left open for the caller.
+        left on standard error (:mod:`powerlab._progress`): ``True`` always, ``None``
+        when the estimate is 2 s or more (what ``powerlab forecast`` passes), ``False``
+        never (the default, so that loops of forecasts such as a mitigation search stay
+        quiet); a ``Progress`` (total = draws) is updated and left open for the caller.
 
     Returns
     -------
