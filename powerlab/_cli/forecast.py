@@ -55,6 +55,12 @@ def run(args) -> int:
     scen = read_scenario(args.scenario)
     res = forecast(scen, draws=args.draws, seed=args.seed,
                    progress=False if args.quiet else None)
+    from .._progress import Progress
+    from ..grid.forecast import _TICK_DRAWS_PER_S
+
+    big = res.n_ticks * res.draws / _TICK_DRAWS_PER_S >= 2.0
+    Progress(0, "forecast", enabled=big and not args.quiet).phase(
+        f"writing {args.out} ({args.resolution} rows)")
     if args.format == "xlsx":
         written = str(write_facilities_xlsx(res, args.out, args.resolution))
     else:
