@@ -55,6 +55,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's powerlab
+
 GPUS_PER_HOST = 8
 START = pd.Timestamp("2024-05-17T22:30:00Z")  # crosses midnight UTC: 2 date partitions
 

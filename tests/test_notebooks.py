@@ -42,7 +42,9 @@ _RUNNER = textwrap.dedent("""
     src, dst, meta = sys.argv[1:4]
     nb = nbformat.read(src, as_version=4)
     # probe: which interpreter runs the kernel
-    nb.cells.append(nbformat.v4.new_code_cell("import sys; print('KERNEL', sys.executable)"))
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import sys, os, powerlab; print('KERNEL', sys.executable); "
+        "print('POWERLAB', os.path.dirname(powerlab.__file__))"))
     t0 = time.perf_counter()
     error = None
     try:
@@ -63,13 +65,20 @@ _RUNNER = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory) -> dict[str, tuple[nbformat.NotebookNode, dict]]:
     tmp = tmp_path_factory.mktemp("notebooks")
+    # the kernels import the powerlab of this checkout, whatever else is installed (a
+    # worktree beside an editable install of another checkout ran that one's code)
+    import os
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
     procs = {}
     t0 = time.perf_counter()
     for name in NOTEBOOKS:
         dst, meta = tmp / name, tmp / f"{name}.json"
         procs[name] = (subprocess.Popen(
             [sys.executable, "-c", _RUNNER, str(NB_DIR / name), str(dst), str(meta),
-             str(NB_DIR)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
+             str(NB_DIR)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=env),
             dst, meta)
     out = {}
     for name, (proc, dst, meta) in procs.items():
@@ -108,8 +117,9 @@ def test_notebook_runs_top_to_bottom(executed, name):
     # an executed notebook stays small (issue: 1.2-5 MB when every output had the bundle)
     size = len(nbformat.writes(nb).encode())
     assert size < 1_000_000, f"{name}: executed notebook is {size / 1e6:.2f} MB"
-    # the kernel was this venv's interpreter
+    # the kernel was this venv's interpreter, importing this checkout's powerlab
     assert f"KERNEL {sys.executable}" in _stdout(nb)
+    assert f"POWERLAB {REPO / 'powerlab'}" in _stdout(nb)
 
 
 def test_notebooks_read_like_reports():
