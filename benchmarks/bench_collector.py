@@ -40,7 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.fake_nvml_util import build_fake_nvml, use_in_process, write_scenario
+from powerlab.collect.fake import build_fake_nvml, use_in_process, write_scenario
 
 INTERVAL_S = 0.001
 TARGET_FIXED_US = 40.0

@@ -100,30 +100,33 @@ def frame(store):
     return read_store(store)
 
 
-def _three(fn, store, frame):
-    """The same call on a pandas frame, a store path and a Dask frame, all computed."""
+def _three(fn, store, frame, engine="pandas"):
+    """The same call on a pandas frame, a store path (on ``engine`` where the call takes
+    one) and a Dask frame, all computed."""
     with dask.config.set(scheduler="sync"):
         a = fn(frame)
-        b = fn(store)
+        b = fn(store, engine=engine)
         c = fn(dd.from_pandas(frame, npartitions=3))
     return a, b, c
 
 
 CALLS = {
-    "resample_1s": lambda x: ag.resample_gpu(x, "1s"),
-    "resample_1min": lambda x: ag.resample_gpu(x, "1min", partition_rows=500),
-    "cluster": lambda x: ag.power_sums(x, "1min"),
-    "host": lambda x: ag.power_sums(x, "1min", by="host"),
-    "rack": lambda x: ag.power_sums(x, "15s", by="rack",
-                                    racks={"n1": "r1", "rack b/n 2": "r2"}),
-    "node": lambda x: ag.power_sums(x, "1min", by="host", scope="node"),
-    "peer": lambda x: ag.peer_stats(x, "10s"),
-    "masks": lambda x: ag.quality_masks(x, 1.5, stale_min_run=5, partition_rows=500),
-    "jobs": lambda x: jobs_mod.job_power(x, _jobs(), "30s"),
-    "range": lambda x: ag.power_sums(x, "1s", by="host", hosts=["rack b/n 2"],
-                                     start=pd.Timestamp("2024-05-17T23:59:30Z"),
-                                     end=pd.Timestamp("2024-05-18T00:00:40Z")),
+    "resample_1s": lambda x, **kw: ag.resample_gpu(x, "1s"),
+    "resample_1min": lambda x, **kw: ag.resample_gpu(x, "1min", partition_rows=500),
+    "cluster": lambda x, **kw: ag.power_sums(x, "1min", **kw),
+    "host": lambda x, **kw: ag.power_sums(x, "1min", by="host", **kw),
+    "rack": lambda x, **kw: ag.power_sums(x, "15s", by="rack",
+                                          racks={"n1": "r1", "rack b/n 2": "r2"}, **kw),
+    "node": lambda x, **kw: ag.power_sums(x, "1min", by="host", scope="node", **kw),
+    "peer": lambda x, **kw: ag.peer_stats(x, "10s"),
+    "masks": lambda x, **kw: ag.quality_masks(x, 1.5, stale_min_run=5, partition_rows=500),
+    "jobs": lambda x, **kw: jobs_mod.job_power(x, _jobs(), "30s", **kw),
+    "range": lambda x, **kw: ag.power_sums(x, "1s", by="host", hosts=["rack b/n 2"],
+                                           start=pd.Timestamp("2024-05-17T23:59:30Z"),
+                                           end=pd.Timestamp("2024-05-18T00:00:40Z"), **kw),
 }
+#: the calls with a DuckDB form (the default engine of a store)
+DUCKDB_CALLS = ["cluster", "host", "rack", "node", "jobs", "range"]
 
 
 def _jobs() -> pd.DataFrame:
@@ -146,6 +149,24 @@ def test_pandas_store_and_dask_frame_paths_identical(name, store, frame):
     assert isinstance(a.index, pd.RangeIndex)
     pd.testing.assert_frame_equal(a, b, check_exact=True)
     pd.testing.assert_frame_equal(a, c, check_exact=True)
+
+
+@pytest.mark.parametrize("name", DUCKDB_CALLS)
+def test_duckdb_engine_gives_the_same_answers(name, store, frame):
+    """DuckDB (the default engine of a store) gives the pandas engine's keys, bins,
+    n_gpus, dtypes and row order exactly, and its power to 1e-12 relative (DuckDB adds
+    in another order); the store holds every edge of _edges (NaN readings, a gap and
+    counter resets across midnight, node rows, duplicates written later)."""
+    ref = CALLS[name](frame)
+    auto = CALLS[name](store)                      # engine="auto" is DuckDB
+    duck = CALLS[name](store, engine="duckdb")
+    assert len(ref) > 0
+    pd.testing.assert_frame_equal(auto, duck, check_exact=True)
+    pd.testing.assert_frame_equal(duck.drop(columns="power_w"), ref.drop(columns="power_w"),
+                                  check_exact=True)
+    np.testing.assert_allclose(duck["power_w"].to_numpy(), ref["power_w"].to_numpy(),
+                               rtol=1e-12, atol=0)
+    assert duck["power_w"].isna().tolist() == ref["power_w"].isna().tolist()
 
 
 def test_resample_against_plain_pandas(frame):
@@ -368,12 +389,13 @@ def test_cli_scheduler_option_runs_on_an_existing_cluster(store, frame, tmp_path
     assert "wrote" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_local_cluster_with_worker_processes_matches_pandas(client, store, frame):
     assert len(client.scheduler_info()["workers"]) == 2
     for name in ("resample_1min", "host", "masks", "peer"):
-        got = CALLS[name](store)               # runs on the cluster (the default client)
+        got = CALLS[name](store, engine="dask")   # runs on the cluster (the default client)
         pd.testing.assert_frame_equal(got, CALLS[name](frame), check_exact=True)
-    lazy = ag.power_sums(store, "1min", compute=False)
+    lazy = ag.power_sums(store, "1min", compute=False, engine="dask")
     pd.testing.assert_frame_equal(ag.collect(lazy, client=client), CALLS["cluster"](frame))
 
 
@@ -403,6 +425,7 @@ class _WorkerMemoryPeak:
         return {a: round(v / 2**20, 1) for a, v in self.peak.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(150)
 def test_memory_bounded_on_store_several_times_worker_memory(client, tmp_path):
     """Scaled down from the issue's 2 GiB workers: 480 MiB workers, a >=3x larger store."""
@@ -457,7 +480,7 @@ def test_store_sums_streamed_hosts_and_range_and_missing_rack(store, frame):
     assert set(ref["host"]) == {"n1"} and len(ref) == 13
     pd.testing.assert_frame_equal(ag.power_sums(store, "10s", by="host", engine="pandas",
                                                 **kw), ref, check_exact=True)
-    for engine in ("pandas", "dask"):
+    for engine in ("pandas", "dask", "duckdb"):
         with dask.config.set(scheduler="sync"), \
                 pytest.raises(SchemaError, match=r"no rack for host\(s\) \['rack b/n 2'\]"):
             ag.power_sums(store, by="rack", racks={"n1": "r1"}, engine=engine)
@@ -535,6 +558,53 @@ def test_device_means_unsorted_files_duplicates_and_absent_columns(tmp_path):
         got = ag.power_sums(tmp_path, freq, by="host", engine="pandas")
         pd.testing.assert_frame_equal(got, ref, check_exact=True)
         assert (got["n_gpus"] == 4).all()
+        # DuckDB: the files overlap in time, so it keeps the first of each repeated sample
+        _same_but_last_bits(ag.power_sums(tmp_path, freq, by="host", engine="duckdb"), ref)
+
+
+def _same_but_last_bits(got: pd.DataFrame, ref: pd.DataFrame) -> None:
+    """Equal keys, bins, counts, dtypes and order; power to 1e-12 relative."""
+    assert len(ref) > 0
+    pd.testing.assert_frame_equal(got.drop(columns="power_w"), ref.drop(columns="power_w"),
+                                  check_exact=True)
+    np.testing.assert_allclose(got["power_w"].to_numpy(), ref["power_w"].to_numpy(),
+                               rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("scope", ["gpu", "node", "all"])
+def test_duckdb_one_file_per_folder_skips_deduplication_and_agrees(tmp_path, scope):
+    """A store written in one go (one file per date/host folder, no overlap: DuckDB's
+    direct path) gives the frame path's answer for every grouping; a second, disjoint
+    file in a folder keeps the direct path; an overlapping one with repeated samples
+    (other values) switches to first-kept de-duplication, so the repeats change nothing."""
+    from powerlab.telemetry import duck
+
+    df, _ = _edges()
+    write_store(df, tmp_path, fsync=False)
+    files = sorted(str(p) for p in tmp_path.rglob("part-*.parquet"))
+    assert not duck._overlapping(files)
+    racks = {"n1": "r1", "rack b/n 2": "r2"}
+    for by in ("cluster", "host", "rack"):
+        ref = ag.power_sums(df, "20s", by=by, racks=racks, scope=scope)
+        _same_but_last_bits(ag.power_sums(tmp_path, "20s", by=by, racks=racks, scope=scope,
+                                          engine="duckdb"), ref)
+    later = df[df["timestamp"] >= "2024-05-20T00:00:30Z"]
+    assert len(later) and later["host"].nunique() == 1
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from powerlab.telemetry.storefiles import file_crc
+
+    folder = next(p.parent for p in tmp_path.rglob("part-*.parquet") if "2024-05-20" in str(p))
+    tmp = folder / "x.tmp"
+    pq.write_table(pa.Table.from_pandas(later.assign(power_w=later["power_w"] + 50.0),
+                                        preserve_index=False), tmp)
+    tmp.rename(folder / f"part-20240520T235959000000Z-zzzz-c{file_crc(tmp):08x}.parquet")
+    files = sorted(str(p) for p in tmp_path.rglob("part-*.parquet"))
+    assert duck._overlapping(files)
+    ref = ag.power_sums(df, "20s", by="host", scope=scope)
+    _same_but_last_bits(ag.power_sums(tmp_path, "20s", by="host", scope=scope,
+                                      engine="duckdb"), ref)
 
 
 def test_store_sums_read_one_folder_at_a_time_and_only_needed_columns(store, frame,
@@ -588,7 +658,7 @@ def test_store_sums_refuse_a_file_with_rows_without_timestamp(tmp_path):
     tmp = folder / "x.tmp"
     pq.write_table(table, tmp)
     tmp.rename(folder / f"part-20240518T000000000000Z-nots-c{file_crc(tmp):08x}.parquet")
-    for engine in ("pandas", "dask"):
+    for engine in ("pandas", "dask", "duckdb"):
         with dask.config.set(scheduler="sync"), \
                 pytest.raises(StoreError, match=r"without a timestamp .*2024-05-18.h"):
             ag.power_sums(tmp_path, "1min", engine=engine)

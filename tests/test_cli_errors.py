@@ -126,6 +126,7 @@ def _cases(tmp: str) -> list:
 CASE_IDS = [" ".join(a) or "(no arguments)" for a, _ in _cases("T")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [pytest.param(i, id=name, marks=pytest.mark.bad_input("cli"))
                                   for i, name in enumerate(CASE_IDS)])
 def test_bad_invocation_is_one_clean_line(case, tmp_path):

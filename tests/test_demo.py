@@ -35,6 +35,7 @@ def demo(tmp_path_factory):
     return out, stdout.getvalue(), stderr.getvalue()
 
 
+@pytest.mark.slow
 def test_outputs_and_progress(demo):
     out, stdout, stderr = demo
     names = sorted(p.name for p in out.iterdir())
@@ -45,6 +46,7 @@ def test_outputs_and_progress(demo):
     assert "report" in stdout and str(out / "powerlab_demo_report.html") in stdout
 
 
+@pytest.mark.slow
 def test_facilities_csv_and_sidecar(demo):
     out, stdout, _ = demo
     df = read_facilities_csv(out / "facilities_forecast.csv")
@@ -90,6 +92,7 @@ def measured_node_power(mlperf_gpt3):
     return {"nodes": len(mean), "train_mean_w": mean.mean(), "compute_w": high.mean()}
 
 
+@pytest.mark.slow
 def test_scenario_reproduces_the_measured_node_power(demo, measured_node_power):
     out, _, _ = demo
     meas = measured_node_power
@@ -113,6 +116,7 @@ def test_scenario_reproduces_the_measured_node_power(demo, measured_node_power):
         meas["compute_w"], rel=0.03)
 
 
+@pytest.mark.slow
 def test_report_is_self_contained(demo):
     out, _, _ = demo
     html = (out / "powerlab_demo_report.html").read_text(encoding="utf-8")
@@ -126,6 +130,7 @@ def test_report_is_self_contained(demo):
     assert "window.vegaEmbed" in html
 
 
+@pytest.mark.slow
 def test_report_has_the_interconnection_section(demo):
     """Issue 13 item 7: which limits the 16k site fails, the cheapest fix and its cost,
     the resonance table."""
@@ -144,6 +149,7 @@ def test_report_has_the_interconnection_section(demo):
     assert t is not None, stderr
 
 
+@pytest.mark.slow
 def test_study_package_of_the_16k_scenario(demo):
     """Issue 20 section 2: the demo writes the large-load study package of the bundled
     16k-GPU scenario: figures with definitions and exceedance probabilities, the playback
@@ -163,6 +169,7 @@ def test_study_package_of_the_16k_scenario(demo):
     assert "llama3-like-16k-h100" in page and "@media print" in page
 
 
+@pytest.mark.slow
 def test_report_renders_offline_in_chromium(demo, tmp_path):
     exe = _find_chromium()
     if exe is None:

@@ -31,6 +31,7 @@ def _hour_diff(a: float, b: float) -> float:
 
 
 # ----------------------------------------------------------------------------- validation
+@pytest.mark.slow
 def test_amplitude_trough_and_coverage_against_truth():
     """True amplitudes 0.5-3 %: estimate within 0.15 pp, trough within 1 h, 95 % CI
     covers the truth in at least 90 % of seeds."""
@@ -62,6 +63,7 @@ def _null_run(seed: int, noise_corr_s: float):
                              telemetry=False)
 
 
+@pytest.mark.slow
 def test_null_false_positive_rate_and_naive_ols():
     """No time-of-day effect, strongly autocorrelated noise (1 h) and restarts: p < 0.05
     in at most 7 % of 100 seeds; naive OLS standard errors reject far more often (40
@@ -86,6 +88,7 @@ def test_null_false_positive_rate_and_naive_ols():
     assert fp_ols >= 0.5 and fp_ols > 5 * max(fp_ar, 0.01)
 
 
+@pytest.mark.slow
 def test_null_false_positive_rate_long_noise_correlation():
     """Noise correlated over 3 h (AR(1) GLS alone over-rejects: its coefficient is biased
     towards zero and misses low-frequency power): the reported p-value, which also
@@ -338,6 +341,7 @@ def _step_run(seed: int, size: float):
     return st, at
 
 
+@pytest.mark.slow
 def test_level_shift_at_14h_does_not_pass_for_a_daily_effect():
     """5 % and 10 % steps at 14:00 on null logs: the shift is found within 15 min with
     its size in >= 80 % of 20 seeds (a step a few hours before a restart gap is weak

@@ -31,7 +31,7 @@ from powerlab.grid.scenario import parse_scenario, read_scenario
 
 SCEN = Path(__file__).parents[1] / "data" / "scenarios"
 TZ = "America/New_York"  # small.yaml's site
-LOCAL = f"interval_start_local_{TZ}"
+LOCAL = "interval_start_local_America__New_York"   # no '/' in a column name
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_columns_times_and_round_trip_at_the_stated_resolution(result, tmp_path)
     first = lines[1].split(",")
     # spreadsheet-native times; 12:00 UTC is 08:00 in New York in June (EDT)
     assert first[:4] == ["2025-06-02 12:00:00", "2025-06-02 12:15:00",
-                         "2025-06-02 08:00:00", "-04:00"]
+                         "2025-06-02 08:00:00", "UTC-04:00"]
     back = read_facilities_csv(csv)
     expect = facilities_frame(result, "15min")
     assert len(back) == len(expect) == 8
@@ -69,7 +69,7 @@ def test_columns_times_and_round_trip_at_the_stated_resolution(result, tmp_path)
     for cell in first[4:-1]:
         assert cell == "" or len(cell.split(".")[1]) in (3, 6)
     meta = json.loads(side.read_text())
-    assert meta["format_version"] == 2 and meta["time_zone"] == TZ
+    assert meta["format_version"] == 3 and meta["time_zone"] == TZ
     assert meta["columns"] == facilities_columns(TZ)
     assert set(meta["units"]) == set(facilities_columns(TZ))
     assert meta["scenario_hash_sha256"] == result.scenario.hash()
@@ -124,7 +124,7 @@ def test_clock_alignment_partial_first_row_and_dst(tmp_path):
         rows = list(stdcsv.DictReader(fh))
     local = [(r[LOCAL][11:16], r["utc_offset_local"]) for r in rows]
     # 01:15 local appears twice, told apart by the offset
-    assert ("01:15", "-04:00") in local and ("01:15", "-05:00") in local
+    assert ("01:15", "UTC-04:00") in local and ("01:15", "UTC-05:00") in local
 
 
 def test_read_by_pandas_without_options_and_by_the_csv_module(result, tmp_path):
@@ -142,6 +142,7 @@ def test_read_by_pandas_without_options_and_by_the_csv_module(result, tmp_path):
     assert len(rows) - 1 == len(df) == 8
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("soffice") is None,
                     reason="LibreOffice (Debian package libreoffice-calc) is not installed")
 def test_libreoffice_reads_dates_as_dates_and_numbers_as_numbers(result, tmp_path):
@@ -161,6 +162,9 @@ def test_libreoffice_reads_dates_as_dates_and_numbers_as_numbers(result, tmp_pat
     import datetime as dt
     assert isinstance(row[0], dt.datetime) and row[0] == dt.datetime(2025, 6, 2, 12, 0)
     assert isinstance(row[2], dt.datetime) and row[2] == dt.datetime(2025, 6, 2, 8, 0)
+    # the offset stays text (format 2's "-04:00" became a duration of -4 h in Calc)
+    assert row[3] == "UTC-04:00"
+    assert not any("/" in h for h in header)
     for i, name in enumerate(header):
         if "megawatt" in name and row[i] is not None:
             assert isinstance(row[i], (int, float)), name
@@ -265,6 +269,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_a_killed_writer_never_leaves_a_new_csv_beside_an_old_sidecar(tmp_path):
     out = tmp_path / "pair.csv"
     rng = random.Random(7)
@@ -309,3 +314,69 @@ def test_cli_forecast_end_to_end(tmp_path, capsys):
     assert rc == 2
     assert "jobs[0].gpus" in capsys.readouterr().err
     assert not (tmp_path / "b.csv").exists()
+
+
+def test_xlsx_has_date_cells_a_units_row_and_an_about_sheet(result, tmp_path):
+    """Read back with openpyxl: the same table as the CSV, times as date-time cells."""
+    import datetime as dt
+
+    openpyxl = pytest.importorskip("openpyxl")
+    from powerlab.grid.export import write_facilities_xlsx
+
+    path = write_facilities_xlsx(result, tmp_path / "site.xlsx", "15min",
+                                 generated_utc=pd.Timestamp("2026-01-02T03:04:05Z"))
+    wb = openpyxl.load_workbook(path)
+    assert wb.sheetnames == ["facilities", "about"]
+    ws = wb["facilities"]
+    rows = [[c.value for c in r] for r in ws.iter_rows()]
+    assert rows[0] == facilities_columns(TZ) and not any("/" in h for h in rows[0])
+    units = dict(zip(rows[0], rows[1]))
+    assert units["interval_start_utc"] == "UTC" and units[LOCAL] == TZ
+    assert units["facility_power_megawatts_mean"] == "MW"
+    assert units["it_energy_megawatt_hours"] == "MWh"
+    assert units["facility_ramp_up_megawatts_per_min_1min_max"] == "MW/min"
+    csv, _ = write_facilities_csv(result, tmp_path / "site.csv", "15min")
+    back = read_facilities_csv(csv)
+    assert len(rows) - 2 == len(back)
+    first = rows[2]
+    assert first[0] == dt.datetime(2025, 6, 2, 12, 0) and first[2] == dt.datetime(2025, 6, 2, 8)
+    assert ws["A3"].is_date and ws["C3"].is_date and ws["A3"].number_format.startswith("yyyy")
+    assert first[3] == "UTC-04:00"
+    for j, name in enumerate(rows[0][4:-1], start=4):
+        col = [r[j] for r in rows[2:]]
+        want = back[name].to_numpy()
+        got = np.array([np.nan if v is None else v for v in col], dtype=float)
+        np.testing.assert_array_equal(got, want, err_msg=name)   # the CSV's rounding
+    about = {r[0].value: r[1].value for r in wb["about"].iter_rows(min_row=2)
+             if r[0].value and not r[0].value.startswith(("assumption", "unit of", "job "))}
+    meta = json.loads(csv.with_suffix(".json").read_text())
+    for key in ("format_version", "time_zone", "draws", "seed", "scenario_hash_sha256",
+                "powerlab_version"):
+        assert about[key] == meta[key], key
+    assert about["generated_utc"] == "2026-01-02T03:04:05Z"
+    units_about = {r[0].value[len("unit of "):]: r[1].value
+                   for r in wb["about"].iter_rows(min_row=2)
+                   if r[0].value and r[0].value.startswith("unit of ")}
+    assert units_about == meta["units"]
+
+
+def test_cli_forecast_format_xlsx(tmp_path, capsys):
+    pytest.importorskip("openpyxl")
+    from powerlab.cli import main
+
+    out = tmp_path / "f.xlsx"
+    assert main(["forecast", str(SCEN / "small.yaml"), "--out", str(out), "--format", "xlsx",
+                 "--resolution", "1h", "--quiet"]) == 0
+    assert out.is_file() and "wrote" in capsys.readouterr().out
+    assert main(["forecast", str(SCEN / "small.yaml"), "--out", str(tmp_path / "f.csv"),
+                 "--format", "xlsx"]) == 2
+    assert "name it '*.xlsx'" in capsys.readouterr().err
+
+
+def test_format_2_column_names_still_read(result, tmp_path):
+    """A format-2 CSV named the zone with its slash; the reader still takes it."""
+    csv, _ = write_facilities_csv(result, tmp_path / "v2.csv", "15min")
+    text = csv.read_text().replace(LOCAL, "interval_start_local_America/New_York", 1)
+    csv.write_text(text)
+    back = read_facilities_csv(csv, verify=False)
+    assert str(back["interval_start_local_America/New_York"].dt.tz) == TZ

@@ -81,6 +81,7 @@ def server(tmp_path_factory):
     log.close()
 
 
+@pytest.mark.slow
 def test_lists_the_notebooks(server):
     base, token, _ = server
     status, ctype, body = _get(f"{base}/api/contents/notebooks?content=1", token)

@@ -6,6 +6,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,6 +47,7 @@ def test_ci_runs_the_readme_test_command_verbatim():
     assert m2, "README must mark its main-job command with <!-- main-command -->"
 
 
+@pytest.mark.slow
 def test_console_script_help_for_every_subcommand():
     from powerlab.cli import COMMAND_MODULES, build_parser
 

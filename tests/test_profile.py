@@ -343,6 +343,7 @@ def mlperf_backtest(mlperf):
     return backtest(*mlperf)
 
 
+@pytest.mark.slow
 def test_mlperf_backtest_through_the_meter(mlperf_backtest):
     b = mlperf_backtest
     f = b["fit"]

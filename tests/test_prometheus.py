@@ -85,6 +85,7 @@ scrape_configs:
             p.kill()
 
 
+@pytest.mark.slow
 def test_collector_prometheus_round_trip_matches_the_store(fake_nvml, prometheus_server,
                                                           tmp_path):
     fake_nvml({"gpus": 2, "gpu*.power_mw": "0:200000 1:450000 2:300000 @3",

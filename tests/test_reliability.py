@@ -110,6 +110,7 @@ def test_hazard_recovers_one_fleet():
 N_SEEDS = 100
 
 
+@pytest.mark.slow
 def test_hazard_ratio_coverage_over_seeds():
     """HR 1.5 per 10 °C (power: none) is inside the 95 % interval in >= 90 % of seeds."""
     hits_t = hits_p = 0
@@ -123,6 +124,7 @@ def test_hazard_ratio_coverage_over_seeds():
     assert hits_p / N_SEEDS >= 0.90
 
 
+@pytest.mark.slow
 def test_null_fleets_reject_at_the_nominal_rate():
     rejections = 0
     for seed in range(N_SEEDS):

@@ -3,9 +3,12 @@ bad-input cases (regenerate with ``python -m tests.reliability_tally --write``).
 
 from __future__ import annotations
 
+import pytest
+
 from .reliability_tally import COMPONENTS, DOC, END, START, block, tally
 
 
+@pytest.mark.slow
 def test_reliability_table_matches_the_suite():
     cases = tally()
     assert sum(len(v) for v in cases.values()) > 50

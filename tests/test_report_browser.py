@@ -262,6 +262,7 @@ def _all_kinds_report() -> Report:
     return rep
 
 
+@pytest.mark.slow
 def test_every_chart_kind_renders_offline(browser, tmp_path):
     rep = _all_kinds_report()
     path = rep.write(tmp_path / "all.html")
@@ -480,6 +481,7 @@ def _wide_report() -> Report:
     return rep
 
 
+@pytest.mark.slow
 def test_report_prints_to_pdf_without_clipping(browser, tmp_path):
     """Print media at the A4 printable width: no table, chart or preformatted block is
     wider than the page, cards and tables are kept whole, and Chromium prints a PDF."""

@@ -249,6 +249,7 @@ def test_a_passing_site_gets_the_zero_cost_option_first():
     assert top["extra_energy_megawatt_hours_per_day"] == 0
 
 
+@pytest.mark.slow
 def test_the_answer_is_stable_when_the_grid_is_refined(failing):
     sc, coarse = failing
     fine = size_mitigation(sc, spec(), draws=2, seed=0, grid=SMALL_GRID.refined())
@@ -321,6 +322,7 @@ def test_hours_beyond_the_search_budget_are_cut_with_the_command():
     assert assess(sc, hf, 0.01, max_ticks_per_draw=300_000).ok
 
 
+@pytest.mark.slow
 def test_cli_writes_the_options_and_exits_0(tmp_path, capsys):
     import yaml
 

@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("numpy", "pandas", "pyarrow", "scipy", "statsmodels", "altair", "dask", "yaml",
          "pynvml", "prometheus_client", "vl_convert", "duckdb", "polars")
 
@@ -42,5 +44,6 @@ def test_cli_help_is_light():
     assert not (mods & set(HEAVY)), sorted(mods & set(HEAVY))
 
 
+@pytest.mark.slow
 def test_the_probe_sees_a_heavy_import():
     assert "pandas" in _modules("import powerlab.telemetry.schema")

@@ -133,6 +133,7 @@ def _summary_samples(store: Path) -> int:
     return int(last.split(" samples")[0].replace(",", ""))
 
 
+@pytest.mark.slow
 @pytest.mark.bad_input("store")
 def test_reimporting_the_same_samples_never_duplicates(tmp_path, shared_data):
     src = shared_data / MLPERF_RUN / "node_8.txt"
@@ -153,6 +154,7 @@ def test_reimporting_the_same_samples_never_duplicates(tmp_path, shared_data):
     assert _summary_samples(store) == n
 
 
+@pytest.mark.slow
 @pytest.mark.bad_input("store")
 def test_a_grown_log_adds_only_its_new_samples(tmp_path, shared_data):
     lines = (shared_data / MLPERF_RUN / "node_8.txt").read_text().splitlines(keepends=True)

@@ -137,6 +137,7 @@ def test_v1_store_is_read_and_upgraded(tmp_path, telemetry):
     assert len(read_store(store)) == len(telemetry) + 3
 
 
+@pytest.mark.slow
 @pytest.mark.bad_input("store")
 @pytest.mark.parametrize("args, msg", [
     (["store", "upgrade"], "STORE"),

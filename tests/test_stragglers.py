@@ -14,6 +14,7 @@ KW = {"days": 2, "n_hosts": 4, "gpus_per_host": 8, "step_time_s": 60,
       "telemetry_interval_s": 300, "amplitude_pct": 1.5}
 
 
+@pytest.mark.slow
 def test_recall_of_injected_stragglers():
     found = injected = 0
     for seed in range(20):
@@ -43,6 +44,7 @@ def test_recall_of_injected_stragglers():
     assert found / injected >= 0.95
 
 
+@pytest.mark.slow
 def test_clean_fleet_gives_no_flags():
     clean = 0
     for seed in range(40):
@@ -131,6 +133,7 @@ def test_fleet_sim_is_a_realistic_capped_fleet():
     assert set(np.unique(tel["clock_sm_mhz"] % 15)) == {0}           # 15 MHz bins
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cause", ["thermal", "power", "hw_slowdown", "silent_onset"])
 def test_recall_one_gpu_two_pct_slower(cause):
     """Recall >= 0.9 for one GPU 2 % slower in 24 h of 1-min telemetry (64 GPUs, a hot
@@ -161,6 +164,7 @@ def test_recall_one_gpu_two_pct_slower(cause):
     assert false == 0
 
 
+@pytest.mark.slow
 def test_false_alarms_on_clean_fleets_with_a_hot_host():
     """<= 1 false alarm per 1,000 GPU-days: 0 or 1 in 16 clean fleet-days (1,024
     GPU-days), half of them with a host 7 degC hotter than the rest."""

@@ -1,5 +1,5 @@
-"""``powerlab aggregate``: power of the cluster, hosts, racks or jobs from a store (pandas or
-Dask)."""
+"""``powerlab aggregate``: power of the cluster, hosts, racks or jobs from a store (DuckDB,
+pandas or Dask)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "the cluster, each host, rack or job per time bin: the sum over devices "
                     "of each device's mean power in the bin. --scope node adds node AC "
                     "power (what facilities meter; MLPerf logs hold only this). Runs on "
-                    "pandas in this process, or on Dask (the dask extra): local threads, a "
-                    "local cluster of --workers processes, or a running cluster "
-                    "(--scheduler).",
+                    "DuckDB (default) or pandas in this process, or on Dask (the dask "
+                    "extra): local threads, a local cluster of --workers processes, or a "
+                    "running cluster (--scheduler).",
     )
     p.add_argument("store", type=Path, help="store folder (date=YYYY-MM-DD/host=H/...)")
     p.add_argument("--freq", default="1min", help="bin width dividing a day (default 1min)")
@@ -38,8 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--start", help="first time, ISO 8601 with zone (e.g. 2024-05-17T00:00Z)")
     p.add_argument("--end", help="end time (exclusive), ISO 8601 with zone")
     p.add_argument("--out", type=Path, required=True, help="output file, .parquet or .csv")
-    p.add_argument("--engine", choices=["auto", "dask", "pandas"], default="auto",
-                   help="where to compute (default auto: Dask if installed, else pandas)")
+    p.add_argument("--engine", choices=["auto", "duckdb", "dask", "pandas"], default="auto",
+                   help="where to compute (default auto: DuckDB, the fastest on one "
+                        "machine; dask for a cluster; pandas needs neither)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="address of a running Dask scheduler (tcp://host:8786)")
@@ -49,7 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="memory limit per local worker (with --workers; default 2GiB)")
     p.add_argument("--timeout-s", type=float, default=20.0,
                    help="seconds to wait for the scheduler to answer (default 20)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", "--no-progress", dest="no_progress", action="store_true",
+                   help="no size, estimate or progress (on a terminal: done/total, rate "
+                        "and time left; in logs: a line per phase)")
     p.set_defaults(func=run)
 
 
@@ -195,8 +198,9 @@ def _check_args(args):
     if (distributed or args.engine == "dask") and not dask_available():
         raise PowerlabError("--scheduler, --workers and --engine dask need the Dask extra: "
                             "pip install 'powerlab[dask]'")
-    if distributed and args.engine == "pandas":
-        raise PowerlabError("--engine pandas runs in this process; drop --scheduler/--workers")
+    if distributed and args.engine in ("pandas", "duckdb"):
+        raise PowerlabError(f"--engine {args.engine} runs in this process; drop "
+                            "--scheduler/--workers")
     if args.workers:
         from dask.utils import parse_bytes
 
@@ -208,6 +212,27 @@ def _check_args(args):
     if not args.store.is_dir():
         raise PowerlabError(f"store {args.store}: no such folder")
     return start, end
+
+
+#: Rough rows per second of the in-process engines, for the up-front estimate
+#: (benchmarks/bench_aggregate.py on a 2-core machine, taken low so it errs long).
+_ROWS_PER_S = {"duckdb": 1e7, "pandas": 5e6}
+
+
+def _progress(args, engine: str, start, end):
+    """The size, an estimate and the progress of an in-process aggregation (Dask shows
+    its own)."""
+    from .._progress import Progress
+    from ..telemetry.engines import estimate_rows, store_files
+
+    quiet = args.no_progress or engine == "dask"
+    files = [] if quiet else store_files(args.store, start, end)[0]
+    rows = estimate_rows(files)
+    bar = Progress(rows, "aggregate", "row", enabled=not quiet)
+    bar.announce(f"{len(files):,} files, about {rows:,} rows; --by {args.by}, "
+                 f"--freq {args.freq}, --scope {args.scope}",
+                 estimate_s=rows / _ROWS_PER_S.get(engine, 5e6))
+    return bar
 
 
 def _job_map(args):
@@ -232,16 +257,23 @@ def run(args) -> int:
     from ..telemetry.engines import resolve_engine
 
     engine = "dask" if (args.scheduler or args.workers) else resolve_engine(args.engine)
-    compute = engine == "pandas"
-    if args.by == "job":
-        lazy = jb.job_power(args.store, _job_map(args), args.freq, start=start, end=end,
-                            compute=compute, engine=engine, scope=args.scope)
-    else:
-        racks = None
-        if args.racks is not None:
-            racks = _read_csv(args.racks, ["host", "rack"], "host->rack map")
-        lazy = ag.power_sums(args.store, args.freq, by=args.by, racks=racks, start=start,
-                             end=end, compute=compute, engine=engine, scope=args.scope)
+    compute = engine in ("pandas", "duckdb")
+    jobs = _job_map(args) if args.by == "job" else None
+    racks = None
+    if args.racks is not None:
+        racks = _read_csv(args.racks, ["host", "rack"], "host->rack map")
+    with _progress(args, engine, start, end) as bar:
+        bar.phase(f"aggregating on {engine}")
+        if args.by == "job":
+            lazy = jb.job_power(args.store, jobs, args.freq, start=start, end=end,
+                                compute=compute, engine=engine, scope=args.scope,
+                                progress=bar)
+        else:
+            lazy = ag.power_sums(args.store, args.freq, by=args.by, racks=racks, start=start,
+                                 end=end, compute=compute, engine=engine, scope=args.scope,
+                                 progress=bar)
+        if compute:
+            bar.set_fraction(1.0)
 
     with contextlib.ExitStack() as stack:
         if compute:

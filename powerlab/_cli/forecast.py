@@ -16,35 +16,56 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "assumptions and the scenario hash. Prints the summary.",
     )
     p.add_argument("scenario", type=Path, help="scenario YAML file")
-    p.add_argument("--out", type=Path, required=True, help="CSV file to write")
+    p.add_argument("--out", type=Path, required=True,
+                   help="file to write: a .csv (with its .json sidecar) or, with --format "
+                        "xlsx, an Excel workbook")
+    p.add_argument("--format", choices=["csv", "xlsx"], default="csv",
+                   help="csv (default; spreadsheet-safe text, docs/facilities_csv.md) or "
+                        "xlsx (date cells, a units row and an 'about' sheet; needs "
+                        "openpyxl)")
     p.add_argument("--resolution", choices=["1s", "1min", "5min", "15min", "30min", "1h"],
                    default="15min",
                    help="interval of the CSV rows (default 15min)")
     p.add_argument("--draws", type=int, default=20, help="Monte Carlo draws (default 20)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--quiet", action="store_true", help="do not print the summary")
+    p.add_argument("--quiet", action="store_true",
+                   help="print neither the summary nor the size, estimate and progress "
+                        "(shown on standard error when the run may take 2 s or more)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from ..exceptions import PowerlabError, ScenarioError
-    from ..grid.export import write_facilities_csv
+    from ..grid.export import write_facilities_csv, write_facilities_xlsx
     from ..grid.forecast import forecast
     from ..grid.scenario import read_scenario
 
     if args.draws < 1:
         raise ScenarioError(f"--draws must be >= 1, got {args.draws}", key="--draws")
-    if args.out.suffix.lower() != ".csv":
+    if args.format == "csv" and args.out.suffix.lower() != ".csv":
         raise PowerlabError(f"--out {args.out}: the facilities export is a CSV file; name "
-                            "it '*.csv'")
+                            "it '*.csv' (or --format xlsx for an Excel workbook)")
+    if args.format == "xlsx" and args.out.suffix.lower() != ".xlsx":
+        raise PowerlabError(f"--out {args.out}: --format xlsx writes an Excel workbook; "
+                            "name it '*.xlsx'")
     if not args.out.parent.is_dir():
         raise PowerlabError(f"--out {args.out}: folder {args.out.parent} does not exist")
     if args.out.is_dir() or args.out.with_suffix(".json").is_dir():
         raise PowerlabError(f"--out {args.out}: it or its sidecar path is a folder")
     scen = read_scenario(args.scenario)
-    res = forecast(scen, draws=args.draws, seed=args.seed)
-    csv, side = write_facilities_csv(res, args.out, args.resolution)
+    res = forecast(scen, draws=args.draws, seed=args.seed,
+                   progress=False if args.quiet else None)
+    from .._progress import Progress
+    from ..grid.forecast import _TICK_DRAWS_PER_S
+
+    big = res.n_ticks * res.draws / _TICK_DRAWS_PER_S >= 2.0
+    Progress(0, "forecast", enabled=big and not args.quiet).phase(
+        f"writing {args.out} ({args.resolution} rows)")
+    if args.format == "xlsx":
+        written = str(write_facilities_xlsx(res, args.out, args.resolution))
+    else:
+        written = " and ".join(map(str, write_facilities_csv(res, args.out, args.resolution)))
     if not args.quiet:
         print(res.summary())
-    print(f"wrote {csv} and {side}")
+    print(f"wrote {written}")
     return 0

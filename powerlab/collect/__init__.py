@@ -8,6 +8,7 @@ Modules
 :mod:`~powerlab.collect.metrics`     the ``/metrics`` endpoint under dcgm-exporter's names
 :mod:`~powerlab.collect.slots`       per-GPU state of a running collector, frames and tables
 :mod:`~powerlab.collect.run_report`  what a run achieved (rates, jitter, energy both ways)
+:mod:`~powerlab.collect.fake`        a simulated NVML library (C, built on demand) for demos and tests
 
 This wing imports only :mod:`powerlab.telemetry` (and :mod:`powerlab.exceptions`).
 """

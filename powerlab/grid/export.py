@@ -1,15 +1,21 @@
 """Facilities export of a power forecast: a spreadsheet-native CSV plus a JSON sidecar.
 
-Format version 2, documented column by column in ``docs/facilities_csv.md``:
+Format version 3, documented column by column in ``docs/facilities_csv.md``:
 
 - one row per clock-aligned interval (1 s, 1 min, 5 min, 15 min, 30 min or 1 h);
 - interval start and end in UTC and the start in the site's local time, written
   ``YYYY-MM-DD HH:MM:SS`` (read as dates by spreadsheets), the zone named in the column
-  name, plus the local UTC offset (so the repeated hour of a DST change is unambiguous);
+  name (``/`` written ``__``: no slash in a column name), plus the local UTC offset as
+  text ``UTC-05:00`` (so the repeated hour of a DST change is unambiguous, and no
+  spreadsheet reads it as a duration);
 - facility and IT power side by side (mean, min, max, p10, p50, p90 in MW), energy per
   interval (MWh), ramps over named windows (MW/s between adjacent 1-s means, MW/min
   between adjacent 1-min means), and the events of draw 0;
 - numbers written with fixed decimals (:data:`DECIMALS`), never in exponent form.
+
+:func:`write_facilities_xlsx` writes the same table as an Excel workbook (openpyxl):
+real date-time cells, a units row under the header, and an ``about`` sheet with the
+sidecar's facts.
 
 The sidecar ``<name>.json`` holds the units, the rounding, the time zone, the scenario
 hash, the powerlab version, the generation time and the CSV's SHA-256, which
@@ -42,9 +48,10 @@ __all__ = [
     "read_facilities_csv",
     "sanitize_cell",
     "write_facilities_csv",
+    "write_facilities_xlsx",
 ]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 #: Row intervals a facilities CSV may have: name -> seconds.
 RESOLUTIONS = {"1s": 1.0, "1min": 60.0, "5min": 300.0, "15min": 900.0, "30min": 1800.0,
@@ -64,7 +71,14 @@ _DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _local_col(tz: str) -> str:
-    return f"interval_start_local_{tz}"
+    """``interval_start_local_<zone>`` with the zone's ``/`` written ``__`` (IANA names
+    never hold ``__``), so that no column name holds a slash."""
+    return f"interval_start_local_{tz.replace('/', '__')}"
+
+
+def _zone_of(column: str) -> str:
+    """The IANA zone named by a local-time column (format 3 ``__`` or format 2 ``/``)."""
+    return column[len("interval_start_local_"):].replace("__", "/")
 
 
 def facilities_columns(tz: str) -> list[str]:
@@ -83,7 +97,7 @@ def _units(tz: str) -> dict:
          "interval_end_utc": "UTC, end of the interval (exclusive)",
          _local_col(tz): f"local time in {tz}, start of the interval",
          "utc_offset_local": "offset of the local time from UTC at the interval start, "
-                             "+HH:MM"}
+                             "text UTC+HH:MM or UTC-HH:MM"}
     for s in SCOPES:
         what = ("facility (grid) power: IT x PUE + base load - battery" if s == "facility"
                 else "IT power: GPUs, nodes and idle GPUs")
@@ -184,7 +198,7 @@ def facilities_frame(result, resolution="15min") -> pd.DataFrame:
     local = starts.tz_convert(tz)
     off = local.strftime("%z")
     out = {"interval_start_utc": starts, "interval_end_utc": ends, _local_col(tz): local,
-           "utc_offset_local": [o[:3] + ":" + o[3:] for o in off]}
+           "utc_offset_local": ["UTC" + o[:3] + ":" + o[3:] for o in off]}
     for s in SCOPES:
         x = result.power_w(s)
         means = np.add.reduceat(x, edges, axis=1) / counts
@@ -254,49 +268,14 @@ def _job_figures(result) -> dict:
             for job, r in g[["effective_training_time", "interruptions"]].median().iterrows()}
 
 
-def write_facilities_csv(result, path, resolution="15min",
-                         generated_utc: pd.Timestamp | None = None) -> tuple[Path, Path]:
-    """Write the facilities CSV and its JSON sidecar as a consistent pair.
-
-    Parameters
-    ----------
-    result : ForecastResult
-    path : str or Path
-        The CSV file, named ``*.csv``; the sidecar is the same name with ``.json``.
-    resolution : {'1s', '1min', '5min', '15min', '30min', '1h'}, default '15min'
-        Interval of the rows.
-    generated_utc : Timestamp, optional
-        Generation time to record (default: now).
-
-    Returns
-    -------
-    (Path, Path)
-        The CSV and the sidecar.
-
-    Raises
-    ------
-    PowerlabError
-        Before anything is written: a name that does not end in ``.csv``, a missing
-        folder, a CSV or sidecar path that is a folder, an unknown resolution.
-    """
+def _sidecar(result, df: pd.DataFrame, res_s: float, file_name: str, sha256: str | None,
+             gen: pd.Timestamp) -> dict:
+    """The facts of an export (units, rounding, scenario, provenance): the CSV's JSON
+    sidecar, the workbook's ``about`` sheet."""
     from .. import __version__
 
-    path = Path(path)
-    jpath = path.with_suffix(".json")
-    if path.suffix.lower() != ".csv":
-        raise PowerlabError(f"cannot write {path}: the facilities export is a CSV file; "
-                            "name it '*.csv' (spreadsheets open it directly)")
-    if not path.parent.is_dir():
-        raise PowerlabError(f"cannot write {path}: folder {path.parent} does not exist")
-    for p in (path, jpath):
-        if p.is_dir():
-            raise PowerlabError(f"cannot write {p}: it is a folder")
-    res_s = _resolution_s(resolution)
-    tz = result.scenario.site.tz
-    df = facilities_frame(result, res_s)
-    csv = _csv_text(df, tz).encode("utf-8")
     sc = result.scenario
-    gen = generated_utc if generated_utc is not None else pd.Timestamp.now(tz="UTC")
+    tz = sc.site.tz
     notes = []
     if df[[f"facility_{n}" for n, w, _ in _RAMPS if w == 1.0]].isna().all().all():
         notes.append(f"The engine tick ({result.tick_s:g} s) does not divide 1 s: the "
@@ -304,8 +283,8 @@ def write_facilities_csv(result, path, resolution="15min",
     side = {
         "format": "powerlab facilities CSV",
         "format_version": FORMAT_VERSION,
-        "file": path.name,
-        "csv_sha256": hashlib.sha256(csv).hexdigest(),
+        "file": file_name,
+        "csv_sha256": sha256,
         "rows": len(df),
         "time_zone": tz,
         "time_format": "YYYY-MM-DD HH:MM:SS",
@@ -336,6 +315,50 @@ def write_facilities_csv(result, path, resolution="15min",
         "jobs": _job_figures(result),
         "scenario": sc.to_dict(),
     }
+    return side
+
+
+def write_facilities_csv(result, path, resolution="15min",
+                         generated_utc: pd.Timestamp | None = None) -> tuple[Path, Path]:
+    """Write the facilities CSV and its JSON sidecar as a consistent pair.
+
+    Parameters
+    ----------
+    result : ForecastResult
+    path : str or Path
+        The CSV file, named ``*.csv``; the sidecar is the same name with ``.json``.
+    resolution : {'1s', '1min', '5min', '15min', '30min', '1h'}, default '15min'
+        Interval of the rows.
+    generated_utc : Timestamp, optional
+        Generation time to record (default: now).
+
+    Returns
+    -------
+    (Path, Path)
+        The CSV and the sidecar.
+
+    Raises
+    ------
+    PowerlabError
+        Before anything is written: a name that does not end in ``.csv``, a missing
+        folder, a CSV or sidecar path that is a folder, an unknown resolution.
+    """
+    path = Path(path)
+    jpath = path.with_suffix(".json")
+    if path.suffix.lower() != ".csv":
+        raise PowerlabError(f"cannot write {path}: the facilities export is a CSV file; "
+                            "name it '*.csv' (spreadsheets open it directly)")
+    if not path.parent.is_dir():
+        raise PowerlabError(f"cannot write {path}: folder {path.parent} does not exist")
+    for p in (path, jpath):
+        if p.is_dir():
+            raise PowerlabError(f"cannot write {p}: it is a folder")
+    res_s = _resolution_s(resolution)
+    tz = result.scenario.site.tz
+    df = facilities_frame(result, res_s)
+    csv = _csv_text(df, tz).encode("utf-8")
+    gen = generated_utc if generated_utc is not None else pd.Timestamp.now(tz="UTC")
+    side = _sidecar(result, df, res_s, path.name, hashlib.sha256(csv).hexdigest(), gen)
     data = json.dumps(side, indent=2, default=str).encode("utf-8")
     tmp_csv = _write_temp(path, csv)
     try:
@@ -351,6 +374,119 @@ def write_facilities_csv(result, path, resolution="15min",
     os.replace(tmp_json, jpath)
     fsync_dir(path.parent)
     return path, jpath
+
+
+def write_facilities_xlsx(result, path, resolution="15min",
+                          generated_utc: pd.Timestamp | None = None) -> Path:
+    """Write the facilities table as an Excel workbook (``.xlsx``, with openpyxl).
+
+    Sheet ``facilities``: the columns of :func:`facilities_columns`, a units row under the
+    header (``UTC``, the zone, ``MW``, ``MWh``, ``MW/s``, ``MW/min``, ``text``), then one
+    row per interval: times as date-time cells (UTC, and the site's local time, without
+    a zone as spreadsheets hold them), numbers as number cells rounded as in the CSV
+    (:data:`DECIMALS`) and shown with that many decimals, blanks where undefined.  Sheet
+    ``about``: what the CSV's sidecar holds (format, time zone, units of every column,
+    rounding, draws, seed, scenario name and hash, powerlab version, generation time,
+    assumptions), one fact per row.  Written to a temporary file and renamed into place.
+
+    Parameters
+    ----------
+    result : ForecastResult
+    path : str or Path
+        The workbook, named ``*.xlsx``.
+    resolution, generated_utc
+        As in :func:`write_facilities_csv`.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    PowerlabError
+        A name that does not end in ``.xlsx``, a missing folder, a path that is a folder,
+        an unknown resolution, or openpyxl missing (``pip install 'powerlab[xlsx]'``).
+    """
+    path = Path(path)
+    if path.suffix.lower() != ".xlsx":
+        raise PowerlabError(f"cannot write {path}: name the workbook '*.xlsx'")
+    if not path.parent.is_dir():
+        raise PowerlabError(f"cannot write {path}: folder {path.parent} does not exist")
+    if path.is_dir():
+        raise PowerlabError(f"cannot write {path}: it is a folder")
+    try:
+        from openpyxl import Workbook
+        from openpyxl.styles import Font
+    except ImportError:
+        raise PowerlabError("--format xlsx needs openpyxl: pip install 'powerlab[xlsx]'"
+                            ) from None
+    res_s = _resolution_s(resolution)
+    tz = result.scenario.site.tz
+    df = facilities_frame(result, res_s)
+    gen = generated_utc if generated_utc is not None else pd.Timestamp.now(tz="UTC")
+    side = _sidecar(result, df, res_s, path.name, None, gen)
+    side["format"] = "powerlab facilities workbook"
+    cols = facilities_columns(tz)
+    units = ["UTC", "UTC", tz, "text"] + [
+        "MWh" if "energy" in c else "MW/s" if "per_s" in c else "MW/min" if "per_min" in c
+        else "MW" for c in cols[4:-1]] + ["text"]
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "facilities"
+    ws.append(cols)
+    ws.append(units)
+    for cell in ws[1]:
+        cell.font = Font(bold=True)
+    for cell in ws[2]:
+        cell.font = Font(italic=True)
+    ws.freeze_panes = "A3"
+    times = [pd.DatetimeIndex(df[c]).tz_localize(None).to_pydatetime()
+             for c in cols[:3]]
+    nums = {c: np.round(df[c].to_numpy(dtype=float), _decimals(c)) + 0.0 for c in cols[4:-1]}
+    events = df["events"].fillna("").astype(str).map(sanitize_cell).tolist()
+    offs = df["utc_offset_local"].tolist()
+    for i in range(len(df)):
+        row = [times[0][i], times[1][i], times[2][i], offs[i]]
+        row += [None if np.isnan(nums[c][i]) else float(nums[c][i]) for c in cols[4:-1]]
+        row.append(events[i] or None)
+        ws.append(row)
+    fmt = {c: "0." + "0" * _decimals(c) for c in cols[4:-1]}
+    for j, c in enumerate(cols, start=1):
+        letter = ws.cell(row=1, column=j).column_letter
+        ws.column_dimensions[letter].width = max(12, min(len(c) + 2, 40))
+        number_format = ("yyyy-mm-dd hh:mm:ss" if j <= 3 else fmt.get(c))
+        if number_format:
+            for cell in ws[letter][2:]:
+                cell.number_format = number_format
+    about = wb.create_sheet("about")
+    about.append(["fact", "value"])
+    for cell in about[1]:
+        cell.font = Font(bold=True)
+    for key in ("format", "format_version", "file", "rows", "time_zone", "time_format",
+                "interval_alignment", "resolution_s", "engine_tick_s", "draws", "seed",
+                "scenario_name", "scenario_hash_sha256", "scenario_file", "powerlab_version",
+                "generated_utc"):
+        about.append([key, side.get(key)])
+    for k, v in side["rounding"].items():
+        about.append([f"rounding of {k}", v])
+    for a in side["assumptions"]:
+        about.append(["assumption", a])
+    for c in cols:
+        about.append([f"unit of {c}", side["units"][c]])
+    for job, figs in side["jobs"].items():
+        for k, v in figs.items():
+            about.append([f"job {job}: {k} (median over draws)", v])
+    about.column_dimensions["A"].width = 48
+    about.column_dimensions["B"].width = 100
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        wb.save(tmp)
+        fsync_file(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
+    return path
 
 
 def _read_sidecar(path: Path) -> dict:
@@ -411,8 +547,10 @@ def read_facilities_csv(path, *, verify: bool = True) -> pd.DataFrame:
     if len(local) != 1:
         raise ParseError("expected one column 'interval_start_local_<IANA zone>'",
                          path=path, line=1)
-    tz = local[0][len("interval_start_local_"):]
+    tz = _zone_of(local[0])
     expected = facilities_columns(tz)
+    if local[0] != _local_col(tz):            # format 2: the zone's slash as written
+        expected[2] = local[0]
     missing = [c for c in expected if c not in raw.columns]
     if missing:
         raise ParseError(f"missing column(s) {missing}; expected {expected}", path=path,
@@ -428,7 +566,11 @@ def read_facilities_csv(path, *, verify: bool = True) -> pd.DataFrame:
         out[c] = vals
     out["interval_start_utc"] = out["interval_start_utc"].dt.tz_localize("UTC")
     out["interval_end_utc"] = out["interval_end_utc"].dt.tz_localize("UTC")
-    out[local[0]] = out["interval_start_utc"].dt.tz_convert(tz)
+    try:
+        out[local[0]] = out["interval_start_utc"].dt.tz_convert(tz)
+    except Exception as exc:
+        raise ParseError(f"column {local[0]!r} does not name an IANA time zone ({tz!r})",
+                         path=path, line=1) from exc
     out["utc_offset_local"] = raw["utc_offset_local"].astype("string")
     ramps = {f"{s}_{n}" for s in SCOPES for n, _, _ in _RAMPS}
     for c in expected[4:-1]:

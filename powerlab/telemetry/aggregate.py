@@ -117,7 +117,7 @@ def _resampled(data, bin_ns: int, means: Sequence[str] | None, energy: bool | No
         throttle = True if throttle is None else throttle
         cols = columns_for([*means, *(["energy_j"] if energy else []),
                              *(["throttle_reasons"] if throttle else [])])
-        if resolve_engine(engine) == "pandas":
+        if resolve_engine(engine, duckdb=False) == "pandas":
             # read in this process, then the in-memory path below: the same kernels
             data = store_frame(data, cols, start, end, hosts)
         else:
@@ -366,7 +366,7 @@ def _sum_by(kind: str, frame, keys: Sequence[str], value: str, racks=None):
 def power_sums(data, freq: str = "1min", *, by: str = "cluster", racks=None,
                scope: str = "gpu", start=None, end=None, hosts: Sequence[str] | None = None,
                compute: bool = True, partition_rows: int = 2_000_000,
-               engine: str = "auto") -> pd.DataFrame:
+               engine: str = "auto", progress=None) -> pd.DataFrame:
     """Power of the cluster, each host or each rack per time bin.
 
     Parameters
@@ -385,9 +385,11 @@ def power_sums(data, freq: str = "1min", *, by: str = "cluster", racks=None,
         with a ``scope`` column (never added together: node power includes its GPUs).
     start, end, hosts, compute, partition_rows
         As in :func:`resample_gpu`.
-    engine : {"auto", "dask", "pandas"}, default "auto"
-        Where a store is aggregated (:mod:`powerlab.telemetry.engines`); frames given
-        in memory run where they are.
+    engine : {"auto", "duckdb", "dask", "pandas"}, default "auto"
+        Where a store is aggregated (:mod:`powerlab.telemetry.engines`; ``auto``:
+        DuckDB); frames given in memory run where they are.
+    progress : powerlab._progress.Progress, optional
+        Updated with the fraction done while DuckDB aggregates a store (total: rows).
 
     Returns
     -------
@@ -415,7 +417,7 @@ def power_sums(data, freq: str = "1min", *, by: str = "cluster", racks=None,
         kind, res = store_power_sums(data, bin_ns, by=by, scope=scope, start=start,
                                      end=end, hosts=hosts, engine=engine,
                                      racks=_rack_map(racks) if by == "rack" else None,
-                                     partition_rows=partition_rows)
+                                     partition_rows=partition_rows, progress=progress)
         out = _finish(kind, res, compute)
     else:
         kind, frame = _resampled(data, bin_ns, ["power_w"], False, False, start, end,

@@ -1,14 +1,19 @@
-"""Where a fleet aggregation runs: pandas in this process, or Dask.
+"""Where a fleet aggregation runs: DuckDB or pandas in this process, or Dask.
 
-Dask is an extra (``pip install 'powerlab[dask]'``).  The power aggregations
-(:func:`powerlab.telemetry.aggregate.power_sums`, :func:`powerlab.telemetry.jobs.job_power`,
-and so ``powerlab aggregate``) take ``engine="auto" | "dask" | "pandas"``: ``auto`` uses
-Dask for a store when it is installed and pandas otherwise; both run the same kernels and
-give the same numbers.  :func:`store_power_sums` streams a store folder by folder (only
-the columns needed, straight from Arrow, memory bounded by one folder and the result);
-on Dask the partitions are reduced in parallel and each date's partial sums are folded in
-a chain of small tasks, without a shuffle.  The other aggregations of a store path (``resample_gpu``,
-``peer_stats``, ``quality_masks``) still need Dask; give them a frame to stay in pandas.
+The power aggregations of a store (:func:`powerlab.telemetry.aggregate.power_sums`,
+:func:`powerlab.telemetry.jobs.job_power`, and so ``powerlab aggregate``) take
+``engine="auto" | "duckdb" | "dask" | "pandas"``: ``auto`` is DuckDB
+(:mod:`powerlab.telemetry.duck`, one SQL query over the store's Parquet files; a core
+dependency), the fastest on one machine; Dask (an extra, ``pip install 'powerlab[dask]'``)
+spreads the work over a cluster's workers; pandas needs neither.  Pandas and Dask run the
+same kernels and give the same bits; DuckDB gives the same keys, bins, counts and order
+and the same power to 1e-12 relative (another order of floating-point additions).
+On pandas and Dask, :func:`store_power_sums` streams a store folder by folder (only the
+columns needed, straight from Arrow, memory bounded by one folder and the result); on
+Dask the partitions are reduced in parallel and each date's partial sums are folded in a
+chain of small tasks, without a shuffle.  The other aggregations of a store path
+(``resample_gpu``, ``peer_stats``, ``quality_masks``) still need Dask; give them a frame
+to stay in pandas.
 An aggregation that finds nothing to aggregate says why (:class:`EmptyResultWarning`)
 instead of returning an empty table in silence.
 """
@@ -24,14 +29,23 @@ import pandas as pd
 
 from ..exceptions import DataQualityWarning, PowerlabError, StoreError
 
-__all__ = ["ENGINES", "EmptyResultWarning", "dask_available", "explain_empty",
-           "resolve_engine", "store_frame", "store_power_sums"]
+__all__ = ["ENGINES", "EmptyResultWarning", "dask_available", "duckdb_available",
+           "estimate_rows", "explain_empty", "resolve_engine", "store_files", "store_frame",
+           "store_power_sums"]
 
-ENGINES = ("auto", "dask", "pandas")
+ENGINES = ("auto", "duckdb", "dask", "pandas")
 
 
 class EmptyResultWarning(DataQualityWarning):
     """An aggregation produced no rows; the message says why and what to change."""
+
+
+def duckdb_available() -> bool:
+    """Whether DuckDB (a core dependency) can be imported."""
+    try:
+        return importlib.util.find_spec("duckdb") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def dask_available() -> bool:
@@ -42,21 +56,34 @@ def dask_available() -> bool:
         return False
 
 
-def resolve_engine(engine: str) -> str:
-    """``'dask'`` or ``'pandas'`` for ``engine`` in :data:`ENGINES`.
+def resolve_engine(engine: str, *, duckdb: bool = True) -> str:
+    """``'duckdb'``, ``'dask'`` or ``'pandas'`` for ``engine`` in :data:`ENGINES`.
+
+    ``auto`` is DuckDB where the aggregation has a DuckDB form (``duckdb=True``: the power
+    sums of a store), else Dask when installed, else pandas.
 
     Raises
     ------
     PowerlabError
-        An unknown engine, or ``'dask'`` without the Dask extra.
+        An unknown engine, ``'dask'`` without the Dask extra, ``'duckdb'`` without
+        DuckDB or for an aggregation without a DuckDB form.
     """
     if engine not in ENGINES:
         raise PowerlabError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if engine == "auto":
+        if duckdb and duckdb_available():
+            return "duckdb"
         return "dask" if dask_available() else "pandas"
     if engine == "dask" and not dask_available():
         raise PowerlabError("engine='dask' needs the Dask extra: pip install "
                             "'powerlab[dask]' (or use engine='pandas')")
+    if engine == "duckdb":
+        if not duckdb:
+            raise PowerlabError("engine='duckdb' runs the power sums of a store "
+                                "(power_sums, job_power); use 'pandas' or 'dask' here")
+        if not duckdb_available():
+            raise PowerlabError("engine='duckdb' needs DuckDB: pip install duckdb "
+                                "(or use engine='pandas')")
     return engine
 
 
@@ -252,9 +279,36 @@ def _store_parts(root, start, end, hosts, partition_rows: int):
     return start, end, [(d, tuple(fs)) for d, fs in parts]
 
 
+def _fraction_of(progress):
+    """The ``set_fraction`` of a :class:`powerlab._progress.Progress`, else None."""
+    return getattr(progress, "set_fraction", None) if progress else None
+
+
+def store_files(root, start=None, end=None, hosts=None) -> tuple[list[str], object, object]:
+    """``(files, start, end)``: a store's files in ``[start, end)`` for ``hosts`` (whole
+    date/host folders, in store order) and the range as UTC timestamps."""
+    start, end, parts = _store_parts(root, start, end, hosts, 2**62)
+    return [f for _d, fs in parts for f in fs], start, end
+
+
+def estimate_rows(files) -> int:
+    """Rows of ``files`` estimated from their sizes (one footer gives the rows per byte)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = list(files)
+    if not files:
+        return 0
+    try:
+        per_byte = pq.read_metadata(files[0]).num_rows / max(os.path.getsize(files[0]), 1)
+    except (OSError, ValueError, pa.ArrowException):
+        return 0                              # a damaged file: the reader names it later
+    return int(sum(os.path.getsize(f) for f in files) * per_byte)
+
+
 def store_power_sums(root, bin_ns: int, *, by: str, racks: pd.Series | None,
                      scope: str, start, end, hosts, engine: str,
-                     partition_rows: int = 2_000_000):
+                     partition_rows: int = 2_000_000, progress=None):
     """Per-bin power sums of a store, streamed folder by folder (no full frame in memory).
 
     Each date/host folder is read with only the columns needed, reduced to per (device,
@@ -268,6 +322,13 @@ def store_power_sums(root, bin_ns: int, *, by: str, racks: pd.Series | None,
     """
     spec = _SumSpec(by, racks, scope == "all")
     scope_f = None if scope == "all" else scope
+    if resolve_engine(engine) == "duckdb":
+        from .duck import duckdb_power_sums
+
+        files, start, end = store_files(root, start, end, hosts)
+        return "pandas", duckdb_power_sums(files, bin_ns, by=by, racks=racks, scope=scope,
+                                           start=start, end=end,
+                                           on_progress=_fraction_of(progress))
     pandas = resolve_engine(engine) == "pandas"
     start, end, parts = _store_parts(root, start, end, hosts,
                                      2**62 if pandas else partition_rows)

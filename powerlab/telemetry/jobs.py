@@ -19,7 +19,7 @@ import pandas as pd
 from ..exceptions import PowerlabError, SchemaError, Violation
 from .aggregate import _finish, _sum_by
 from .binning import SortedDevices, bin_width_ns, utc_series
-from .engines import resolve_engine, store_frame, warn_if_empty
+from .engines import resolve_engine, store_files, store_frame, warn_if_empty
 from .partitions import (
     ID_COLUMNS,
     StoreGroup,
@@ -155,7 +155,7 @@ def _read_job(group: StoreGroup, cols, start, end, jobs, bin_ns, scope="gpu"):
 def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, start=None, end=None,
               hosts: Sequence[str] | None = None, compute: bool = True,
               partition_rows: int = 2_000_000, engine: str = "auto",
-              scope: str = "gpu") -> pd.DataFrame:
+              scope: str = "gpu", progress=None) -> pd.DataFrame:
     """Power of each job per time bin, from a GPU -> job mapping.
 
     Parameters
@@ -166,7 +166,7 @@ def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, start=None, end=N
         Columns ``host``, ``gpu_index``, ``job_id``, ``start``, ``end`` (tz-aware): the
         GPU belonged to the job for ``start <= timestamp < end``; jobs on one GPU must
         not overlap.
-    freq, start, end, hosts, compute, partition_rows, engine
+    freq, start, end, hosts, compute, partition_rows, engine, progress
         As in :func:`powerlab.telemetry.aggregate.power_sums`.
     scope : {"gpu", "node"}, default "gpu"
         Attribute GPU board power per GPU, or node AC power per node (a node's power
@@ -187,7 +187,20 @@ def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, start=None, end=N
     jt = _job_table(jobs)
     if scope == "node":
         jt = _node_jobs(jt)
-    if isinstance(data, (str, os.PathLike)) and resolve_engine(engine) == "pandas":
+    eng = resolve_engine(engine) if isinstance(data, (str, os.PathLike)) else None
+    if eng == "duckdb":
+        from .duck import duckdb_job_power
+
+        files, s_u, e_u = store_files(data, start, end, hosts)
+        out = _finish("pandas", duckdb_job_power(
+            files, jt, bin_ns, scope=scope, start=s_u, end=e_u,
+            on_progress=getattr(progress, "set_fraction", None) if progress else None),
+            compute)
+        if compute:
+            warn_if_empty(out, "job_power", data, scope=scope, start=start, end=end,
+                          hosts=hosts)
+        return out
+    if eng == "pandas":
         data = store_frame(data, columns_for(["power_w"]), start, end, hosts)
     if isinstance(data, (str, os.PathLike)):
         import dask.dataframe as dd

@@ -41,7 +41,7 @@
  * Waveform: "V" (constant) or "T:V T:V ... [@PERIOD]": piecewise constant, value V from
  * time T [s since init]; repeats every PERIOD seconds when given.  Values are integers
  * (decimal or 0x hex).  All times are handled in integer microseconds, so a Python model
- * of the same rules (tests/fake_nvml_util.py) reproduces every value exactly.
+ * of the same rules (powerlab/collect/fake.py) reproduces every value exactly.
  *
  * Energy counter [mJ] at time t: energy0_mj + scale% of the sum over completed steps
  * j < floor(t / step) of power_mw(j * step) * step_us / 1e6 (integer arithmetic).

@@ -1,0 +1,179 @@
+"""Progress of long work: done/total, rate and time left on a terminal, a line per phase
+in logs, nothing when quiet.
+
+One small class for every long command (``powerlab forecast``, ``powerlab aggregate``;
+any search loop can use it the same way)::
+
+    from powerlab._progress import Progress
+
+    with Progress(total=draws, what="forecast", unit="draw", enabled=not quiet) as bar:
+        bar.announce(f"{ticks:,} ticks x {draws} draws", estimate_s=ticks * draws / 5e6)
+        for d in range(draws):
+            ...
+            bar.update()
+
+On a terminal (the stream is a TTY) one line is redrawn in place, at most every
+``min_interval_s``: ``forecast  7/20 draws  35%  0.81 draw/s  8 s elapsed  ~16 s left``.
+Elsewhere (a log file, a pipe, a notebook cell) it prints whole lines only: the
+announcement, one line per :meth:`Progress.phase`, one at each tenth of the total and a
+last line, so a log stays short whatever the total.  ``enabled=False`` prints nothing.
+Leaving the ``with`` block by an exception (Ctrl-C included) ends the line with what was
+done so far (``interrupted after 7/20 draws``) and lets the exception through, so the
+caller decides what a partial result means.
+
+Only the standard library is used, so any wing may import it (a base module, like
+:mod:`powerlab.exceptions`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+__all__ = ["Progress", "format_duration"]
+
+
+def format_duration(seconds: float) -> str:
+    """``"45 s"``, ``"3 min 20 s"``, ``"2 h 05 min"``: a duration for people."""
+    s = max(0.0, float(seconds))
+    if s < 60:
+        return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
+    if s < 3600:
+        m, r = divmod(int(round(s)), 60)
+        return f"{m} min {r:02d} s"
+    h, r = divmod(int(round(s)), 3600)
+    return f"{h} h {r // 60:02d} min"
+
+
+class Progress:
+    """Progress of ``total`` units of work.
+
+    Parameters
+    ----------
+    total : int
+        Units to do (draws, files, evaluations) [-]; 0 or None when unknown (then only
+        phases and the count are shown).
+    what : str
+        What is running, first word of every line (e.g. ``"forecast"``).
+    unit : str, default "step"
+        Name of one unit, singular (``"draw"``); an ``s`` is added for counts.
+    enabled : bool, default True
+        False prints nothing (``--quiet``, ``progress=False``).
+    stream : file-like, optional
+        Where to print (default ``sys.stderr``, so standard output stays the result).
+    tty : bool, optional
+        Redraw one line in place; default: whether ``stream`` is a terminal.
+    min_interval_s : float, default 0.2
+        Shortest time between two redraws on a terminal [s].
+    clock : callable, optional
+        Monotonic clock [s] (default :func:`time.monotonic`).
+    """
+
+    def __init__(self, total: int | None, what: str, unit: str = "step", *,
+                 enabled: bool = True, stream=None, tty: bool | None = None,
+                 min_interval_s: float = 0.2, clock=time.monotonic):
+        self.total = int(total) if total else 0
+        self.what, self.unit, self.enabled = what, unit, bool(enabled)
+        self.stream = stream if stream is not None else sys.stderr
+        if tty is None:
+            isatty = getattr(self.stream, "isatty", None)
+            tty = bool(isatty()) if callable(isatty) else False
+        self.tty = tty
+        self.min_interval_s = float(min_interval_s)
+        self._clock = clock
+        self.done = 0
+        self._t0 = clock()
+        self._last_draw = -float("inf")
+        self._next_tenth = 1
+        self._open_line = False
+        self.closed = False
+
+    # -- what callers use
+    def announce(self, size: str, estimate_s: float | None = None) -> None:
+        """Say how big the work is before it starts (and roughly how long it may take)."""
+        est = f"; about {format_duration(estimate_s)}" if estimate_s is not None else ""
+        self._line(f"{self.what}: {size}{est}")
+
+    def phase(self, name: str) -> None:
+        """A named step of the work began (a line on a terminal and in logs alike)."""
+        self._line(f"{self.what}: {name}")
+
+    def set_fraction(self, fraction: float) -> None:
+        """The work is ``fraction`` (0..1) done, e.g. as an engine reports it."""
+        if self.total and 0.0 <= fraction <= 1.0:
+            self.update(int(fraction * self.total) - self.done)
+
+    def update(self, n: int = 1) -> None:
+        """``n`` more units are done."""
+        self.done += int(n)
+        if not self.enabled:
+            return
+        now = self._clock()
+        if self.tty:
+            if now - self._last_draw >= self.min_interval_s or self.done == self.total:
+                self._last_draw = now
+                self._write("\r" + self.status() + "\033[K")
+                self._open_line = True
+        elif self.total:
+            crossed = False
+            while self._next_tenth <= 10 and self.done * 10 >= self._next_tenth * self.total:
+                crossed = crossed or self.done < self.total
+                self._next_tenth += 1
+            if crossed:                  # one line per tenth reached (the last by close())
+                self._line(self.status())
+
+    def close(self, interrupted: bool = False) -> None:
+        """End the display: a last line with the count, rate and time taken."""
+        if self.closed:
+            return
+        self.closed = True
+        tail = self.status(final=True)
+        if interrupted:
+            tail = (f"{self.what}: interrupted after {self.done:,}"
+                    f"{f'/{self.total:,}' if self.total else ''} {self._units(self.done)}")
+        self._line(tail)
+
+    # -- formatting
+    def _units(self, n: int) -> str:
+        return self.unit if n == 1 else f"{self.unit}s"
+
+    @property
+    def elapsed_s(self) -> float:
+        return self._clock() - self._t0
+
+    def status(self, final: bool = False) -> str:
+        """The status text: done/total, percent, rate, time elapsed and left."""
+        el = self.elapsed_s
+        rate = self.done / el if el > 0 else 0.0
+        parts = [self.what,
+                 f"{self.done:,}/{self.total:,} {self._units(self.total)}" if self.total
+                 else f"{self.done:,} {self._units(self.done)}"]
+        if self.total:
+            parts.append(f"{100.0 * self.done / self.total:.0f}%")
+        if rate > 0:
+            parts.append(f"{rate:.3g} {self.unit}/s" if rate >= 1
+                         else f"{1 / rate:.3g} s/{self.unit}")
+        parts.append(f"{format_duration(el)} {'in all' if final else 'elapsed'}")
+        if not final and self.total and 0 < self.done < self.total and rate > 0:
+            parts.append(f"~{format_duration((self.total - self.done) / rate)} left")
+        return "  ".join(parts)
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):      # a closed pipe: progress is never fatal
+            self.enabled = False
+
+    def _line(self, text: str) -> None:
+        if not self.enabled:
+            return
+        prefix = "\r\033[K" if (self.tty and self._open_line) else ""
+        self._open_line = False
+        self._write(prefix + text + "\n")
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close(interrupted=exc_type is not None)
