@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import median_abs_deviation
+from scipy.stats import median_abs_deviation, norm
 
 from ..exceptions import AnalysisError, SchemaError, Violation
 from ..telemetry.schema import THROTTLE_REASONS
@@ -70,7 +70,16 @@ from .chip_baseline import (
     chip_keys,
     match_baseline,
 )
-from .failslow import cusum_episodes
+from .evidence import (
+    BIT_GROUPS,
+    bit_share_z,
+    cause_of,
+    combine_evidence,
+    expected_share_given_temp,
+)
+from .failslow import cusum_episodes, drop_episodes
+from .fleet_levels import group_stragglers
+from .straggler_cost import job_cost
 
 __all__ = ["StragglerBaseline", "StragglerResult", "find_stragglers",
            "straggler_baseline"]
@@ -94,6 +103,12 @@ _SLOWING = np.uint64(sum(THROTTLE_REASONS[k] for k in (
     "hw_power_brake_slowdown")))
 _LABEL = {"clock_sm_mhz": "clock low", "temp_gpu_c": "hot", "temp_mem_c": "HBM hot",
           "power_w": "power off-peer"}
+#: metric -> evidence channel (evidence.combine_evidence)
+_CHANNEL = {"clock_sm_mhz": "clock", "temp_gpu_c": "temp", "temp_mem_c": "hbm"}
+_CHANNEL_LABEL = {"clock": "clock low", "temp": "hot", "hbm": "HBM hot",
+                  "thermal_bits": "throttled", "hw_bits": "throttled",
+                  "power_limit": "power limit low"}
+_CHANGE_LABEL = {"clock": "clock dropped vs baseline", "temp": "hotter than baseline"}
 
 
 @dataclass(frozen=True)
@@ -134,6 +149,9 @@ class StragglerResult:
     episodes: pd.DataFrame
     cost_step_pct_total: float
     params: dict
+    hosts: pd.DataFrame = None
+    racks: pd.DataFrame = None
+    lost: pd.DataFrame = None
 
     def summary_frame(self) -> pd.DataFrame:
         """The flagged GPUs (a copy of :attr:`flags`)."""
@@ -180,10 +198,6 @@ class StragglerResult:
         return (f"<div><h4>Straggler GPUs ({len(self.flags)} of {len(self.scores)})</h4>"
                 f"{table}<p>{html.escape('Total cost: ')}"
                 f"{self.cost_step_pct_total:.3g} % of step time</p></div>")
-
-
-def _step_time(f_slow: np.ndarray, f_ref: float, phi: float) -> np.ndarray:
-    return phi * f_ref / f_slow + 1.0 - phi
 
 
 def _check(telemetry, metrics, z_threshold, compute_fraction, window_s):
@@ -410,14 +424,23 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
         return a
 
     rows = np.bincount(tcode, minlength=n_t) >= min_peers
+    # compute phases only: moments where the fleet's median power (or utilisation) is
+    # well below its usual level are checkpoints or evaluation, where clocks float up to
+    # each chip's boost headroom and say nothing about stragglers
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for col, frac in (("power_w", 0.85), ("util_gpu_pct", 0.9)):
+            if col in tel.columns:
+                med = np.nanmedian(matrix(col), axis=1)
+                typical = np.nanmedian(med[rows]) if rows.any() else np.nan
+                if np.isfinite(typical) and typical > 0:
+                    rows &= ~(med < frac * typical)
     tu_ok = tu[rows]
     wcode = (tu_ok - tu_ok[0]) // int(window_s * 1e9) if len(tu_ok) else tu_ok
     n_w = int(wcode.max()) + 1 if len(tu_ok) else 0
     wstart = tu_ok[0] + np.arange(n_w) * int(window_s * 1e9) if n_w else np.array([])
     out, win_clock, win_raw, win_loo = {}, None, {}, {}
-    flagged = np.zeros(n_g, dtype=bool)
-    reasons = [[] for _ in range(n_g)]
-    score = np.zeros(n_g)
+    chan, change_hit = {}, {}
     mat = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -455,17 +478,15 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
             ok = n_valid >= min_samples
             harm = {"low": -z, "high": z, "both": np.abs(z)}[direction]
             if m in metrics and m != "power_w":
-                hit = ok & (harm > z_threshold)
+                h = np.where(ok, harm, 0.0)
                 if bl is not None and m in bl["offset"]:
                     # chips tested against their own baseline leave the peer test; a
                     # chip that was a straggler in the baseline record already keeps the
                     # clock test (a deficit it always had still costs the job), while
                     # its heat, if no greater than then, is its norm
-                    hit &= ~bl["use"] | (bl["suspect"] & (m == "clock_sm_mhz"))
-                flagged |= hit
-                score = np.where(ok, np.fmax(score, harm), score)
-                for i in np.flatnonzero(hit):
-                    reasons[i].append(_LABEL[m])
+                    h = np.where(~bl["use"] | (bl["suspect"] & (m == "clock_sm_mhz")),
+                                 h, 0.0)
+                chan[_CHANNEL[m]] = h
 
         if bl is not None:
             out.update(baseline=bl["status"], baseline_flagged=bl["suspect"])
@@ -476,50 +497,104 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
                 stem, unit = col.rsplit("_", 1)
                 out[col], out[f"{stem}_se_{unit}"], out[f"{stem}_z"] = ch, se, z
                 move = sign * (ch - np.nanmedian(ch))
-                hit = (out["n_samples"] >= min_samples) & bl["use"] & (
-                    sign * z > z_threshold) & (move >= least)
-                for i in np.flatnonzero(hit):
-                    reasons[i].append(label)
-                flagged |= hit
-                score = np.where(hit, np.fmax(score, sign * z), score)
+                h = np.where((out["n_samples"] >= min_samples) & bl["use"]
+                             & (move >= least), np.nan_to_num(sign * z), 0.0)
+                key = _CHANNEL[m]
+                chan[key] = np.fmax(chan.get(key, 0.0), h)
+                change_hit[key] = h > z_threshold
 
         clock = mat["clock_sm_mhz"]
         row_med = np.nanmedian(clock, axis=1)
         f_ref = float(np.nanmedian(row_med))
         gpu_ok = out["n_samples"] >= min_samples
 
-        # slowing throttle bits in excess of the host's, with a measured clock drop
+        # slowing throttle bits: their share of samples against the host's other GPUs
+        # (evidence on their own; the clock drop while set is reported, not required)
         b = matrix("throttle_reasons", 0, np.uint64)[rows] if "throttle_reasons" in \
             tel.columns else np.zeros_like(clock, dtype=np.uint64)
         present = np.isfinite(clock)
         slow = ((b & _SLOWING) != 0) & present
-        share = slow.sum(axis=0) / np.maximum(present.sum(axis=0), 1)
-        host_share = np.array([np.median(share[host_code == h]) for h in host_code])
-        excess = share - host_share
+        _, excess, _ = bit_share_z(b, present, wcode, host_code, _SLOWING)
         drop = (np.nanmean(np.where(slow, o_clock, np.nan), axis=0)
                 - np.nanmean(np.where(~slow & present, o_clock, np.nan), axis=0))
-        hit = gpu_ok & (excess >= min_throttle_share) & (drop <= -min_shift_pct / 2)
         out["throttle_excess_share"], out["throttled_clock_drop_pct"] = excess, drop
-        for i in np.flatnonzero(hit):
-            reasons[i].append("throttled")
-        flagged |= hit
-        score = np.where(hit, np.fmax(score, z_threshold), score)
+        bit_share = {}
+        for name, mask in BIT_GROUPS.items():
+            # thermal bits beyond what the GPU's own temperatures explain (a hot host
+            # throttles more); the heat itself is the temperature channel's evidence
+            exp = (expected_share_given_temp(((b & mask) != 0) & present,
+                                             mat["temp_gpu_c"])
+                   if name == "thermal_bits" and "temp_gpu_c" in mat else None)
+            sh, ex, zb = bit_share_z(b, present, wcode, host_code, mask, expected=exp)
+            bit_share[name] = sh
+            out[f"{name}_excess_share"] = ex
+            out[f"{name}_z"] = zb
+            # a bit share below min_throttle_share over the host's is not evidence
+            chan[name] = np.where(gpu_ok & (ex >= min_throttle_share), zb, 0.0)
 
         # enforced power limit below the fleet's
         if "power_limit_w" in tel.columns:
             lim = matrix("power_limit_w")[rows]
             lmed = np.nanmedian(lim, axis=1, keepdims=True)
             loff = np.nanmedian(100.0 * (lim / lmed - 1.0), axis=0)
-            hit = gpu_ok & (loff <= -2.0)
-            for i in np.flatnonzero(hit):
-                reasons[i].append("power limit low")
-            flagged |= hit
-            score = np.where(hit, np.fmax(score, z_threshold), score)
+            lz = -loff / max(float(nanmad(loff)), 0.5)
+            chan["power_limit"] = np.where(gpu_ok, np.nan_to_num(lz), 0.0)
+            out["power_limit_z"] = lz
         else:
             loff = np.full(n_g, np.nan)
+            out["power_limit_z"] = loff
         out["power_limit_offset_pct"] = loff
 
-    # fail-slow episodes on the window clock offsets
+    chan.setdefault("clock", np.zeros(n_g))
+    score, p_value, best = combine_evidence(chan)
+    flagged = gpu_ok & (score > z_threshold)
+    reasons = [[] for _ in range(n_g)]
+    for key, label in _CHANNEL_LABEL.items():
+        if key not in chan:
+            continue
+        for i in np.flatnonzero(flagged & (chan[key] > z_threshold)):
+            reasons[i].append(change_hit.get(key, np.zeros(n_g, bool))[i]
+                              and _CHANGE_LABEL[key] or label)
+    for i in np.flatnonzero(flagged):
+        if not reasons[i]:
+            other = best[i].split("+")[-1]
+            reasons[i].append(f"clock low + {_CHANNEL_LABEL[other]} (combined)")
+    cause = cause_of(chan)
+
+    # fail-slow onsets (CUSUM against the first windows) and intermittent episodes
+    # (runs below the GPU's own median level)
+    eps, n_eps = [], np.zeros(n_g, dtype=int)
+    repair = np.zeros_like(clock)
+    win_end = np.append(wstart[1:], tu_ok[-1] + 1) if n_w else wstart
+    for g in range(n_g):
+        if not gpu_ok[g]:
+            continue
+        found = [dict(e, kind="onset") for e in cusum_episodes(
+            win_clock[:, g], min_shift_pct=min_shift_pct, h=cusum_h)]
+        covered = np.zeros(n_w, dtype=bool)
+        for e in found:
+            covered[e["onset"]:e["end"]] = True
+        for e in drop_episodes(win_clock[:, g], min_shift_pct=min_shift_pct):
+            if not covered[e["onset"]:e["end"]].any():
+                found.append(dict(e, kind="episode", detected=e["end"] - 1))
+        for e in sorted(found, key=lambda e: e["onset"]):
+            n_eps[g] += 1
+            end_ns = win_end[e["end"] - 1] if e["ongoing"] else wstart[e["end"]]
+            eps.append({"host": gu[g][0], "gpu_index": gu[g][1], "kind": e["kind"],
+                        "onset": wstart[e["onset"]],
+                        "detected": win_end[e["detected"]], "end": end_ns,
+                        "duration_s": (end_ns - wstart[e["onset"]]) / 1e9,
+                        "ongoing": e["ongoing"], "shift_pct": e["shift_pct"]})
+            inside = (wcode >= e["onset"]) & (wcode < e["end"])
+            repair[inside, g] = -e["shift_pct"]
+    has_ep = n_eps > 0
+    for i in np.flatnonzero(has_ep & ~flagged):
+        kinds = {e["kind"] for e in eps if (e["host"], e["gpu_index"]) == gu[i]}
+        reasons[i].append("intermittent" if kinds == {"episode"} and n_eps[i] > 1
+                          else "fail-slow")
+    score = np.where(has_ep & ~flagged, np.fmax(score, z_threshold), score)
+    flagged |= has_ep
+
     # measured deficit: the persistent offset below the fleet's median GPU, or the clock
     # lost while throttled (drop x excess share) where that is larger -- a throttled GPU
     # on a fast leakage bin still loses what its throttling costs
@@ -532,29 +607,8 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
         ch = out["clock_change_pct"]
         lost = np.fmax(lost, np.where(bl["use"] & np.isfinite(ch),
                                       np.maximum(np.nanmedian(ch) - ch, 0), 0))
-    deficit = np.where(flagged, np.maximum(np.nanmedian(out["clock_sm_mhz_offset"])
-                                           - out["clock_sm_mhz_offset"], lost), 0.0)
-    repair = np.zeros_like(clock)
-    eps, n_eps = [], np.zeros(n_g, dtype=int)
-    win_end = np.append(wstart[1:], tu_ok[-1] + 1) if n_w else wstart
-    for g in range(n_g):
-        if not gpu_ok[g]:
-            continue
-        for e in cusum_episodes(win_clock[:, g], min_shift_pct=min_shift_pct, h=cusum_h):
-            n_eps[g] += 1
-            end_ns = win_end[e["end"] - 1] if e["ongoing"] else wstart[e["end"]]
-            eps.append({"host": gu[g][0], "gpu_index": gu[g][1],
-                        "onset": wstart[e["onset"]],
-                        "detected": win_end[e["detected"]], "end": end_ns,
-                        "duration_s": (end_ns - wstart[e["onset"]]) / 1e9,
-                        "ongoing": e["ongoing"], "shift_pct": e["shift_pct"]})
-            inside = (wcode >= e["onset"]) & (wcode < e["end"])
-            repair[inside, g] = -e["shift_pct"]
-    has_ep = n_eps > 0
-    for i in np.flatnonzero(has_ep & ~flagged):
-        reasons[i].append("fail-slow")
-    score = np.where(has_ep, np.fmax(score, z_threshold), score)
-    flagged |= has_ep
+    deficit = np.where(flagged & ~has_ep, np.maximum(
+        np.nanmedian(out["clock_sm_mhz_offset"]) - out["clock_sm_mhz_offset"], lost), 0.0)
     repair = np.where(has_ep[None, :], repair, deficit[None, :])
     out["episodes"] = n_eps
     out["clock_deficit_pct"] = np.where(has_ep, -np.array(
@@ -562,41 +616,77 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
          for g in range(n_g)]), deficit)
     out["clock_deficit_mhz"] = out["clock_deficit_pct"] / 100 * f_ref
     out["evidence_z"] = score
+    out["score"] = score
+    out["p_value"] = p_value
+    out["expected_false_alarms"] = np.minimum(n_g * p_value, n_g)
+    out["best_evidence"] = best
+    out["cause"] = np.where(flagged, cause, "")
 
     # top throttle reason: the largest share in excess of the fleet's median GPU
     top_name = np.array(["none"] * n_g, dtype=object)
     top_share = np.zeros(n_g)
-    best = np.zeros(n_g)
+    top_ex = np.zeros(n_g)
     for name, bit in _REASONS.items():
         sh = ((b & np.uint64(bit)) != 0).sum(axis=0) / np.maximum(present.sum(axis=0), 1)
         ex = sh - np.median(sh)
-        better = ex > best
-        top_name[better], top_share[better], best[better] = name, sh[better], ex[better]
+        better = ex > top_ex
+        top_name[better], top_share[better], top_ex[better] = name, sh[better], ex[better]
     out["top_throttle_reason"] = top_name
     out["top_throttle_share"] = top_share
 
-    # cost to the job's step time, from the measured clock deficits
-    ok_rows = np.isfinite(row_med)
-    fill = np.where(np.isfinite(clock), clock, row_med[:, None])[ok_rows]
-    fixed = fill * (1.0 + repair[ok_rows] / 100.0)
-    base = _step_time(fill.min(axis=1), f_ref, compute_fraction).mean()
-    cost = np.zeros(n_g)
-    for i in np.flatnonzero(flagged):
-        alt = fill.copy()
-        alt[:, i] = fixed[:, i]
-        cost[i] = 100.0 * (base / _step_time(alt.min(axis=1), f_ref,
-                                             compute_fraction).mean() - 1.0)
-    alt = np.where(flagged[None, :], fixed, fill)
-    total = 100.0 * (base / _step_time(alt.min(axis=1), f_ref, compute_fraction).mean()
-                     - 1.0) if flagged.any() else 0.0
+    # slow hosts (and racks) against the fleet, beyond what their temperature explains
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        raw_off = {m: np.nanmedian(win_raw[m], axis=0) if m in win_raw else None
+                   for m in ("clock_sm_mhz", "temp_gpu_c", "power_w")}
+    n_hosts = len(np.unique(host_code))
+    # the same expected false alarms per GPU of fleet as the GPU test
+    z_group = float(norm.isf(min(norm.sf(z_threshold) * n_g / max(n_hosts, 1), 0.5)))
+    levels = {}
+    if raw_off["temp_gpu_c"] is not None and n_hosts >= 3:
+        kw = dict(clock_off=raw_off["clock_sm_mhz"], temp_off=raw_off["temp_gpu_c"],
+                  power_off=raw_off["power_w"],
+                  limit_off=loff if np.isfinite(loff).any() else None,
+                  hw_share=bit_share["hw_bits"])
+        levels["host"] = group_stragglers(np.asarray(gu.get_level_values(0)), pos_code,
+                                          z_threshold=z_group, **kw)
+        if "rack" in tel.columns:
+            rack = tel.groupby(gcode)["rack"].first().reindex(range(n_g)).astype(str)
+            n_racks = rack.nunique()
+            if n_racks >= 3:
+                z_rack = float(norm.isf(min(norm.sf(z_threshold) * n_g / n_racks, 0.5)))
+                levels["rack"] = group_stragglers(rack.to_numpy(), pos_code,
+                                                  z_threshold=z_rack, **kw)
+    host_deficit = np.zeros(n_g)
+    if "host" in levels:
+        hl = levels["host"].set_index("group")
+        bad = hl.index[hl["flagged"]]
+        hosts_arr = np.asarray(gu.get_level_values(0)).astype(str)
+        for h in bad:
+            host_deficit[hosts_arr == h] = max(-hl.loc[h, "clock_residual_pct"], 0.0)
+
+    cost, total, lost_tbl = job_cost(clock, row_med, repair, flagged, host_deficit,
+                                     np.where(has_ep, np.where(cause == "unexplained",
+                                                               "fail-slow", cause),
+                                              np.where(flagged, cause, "")),
+                                     f_ref=f_ref, compute_fraction=compute_fraction,
+                                     interval_s=_interval_s(tu_ok))
     out["cost_step_pct"] = cost
+    # a GPU slower than its peers from before the record starts, with nothing else to
+    # show it, is found only beyond z_threshold times the leakage spread
+    spread_pct = float(median_abs_deviation(out["clock_sm_mhz_offset"], scale="normal",
+                                            nan_policy="omit"))
+    silent_limit = z_threshold * max(spread_pct, _METRICS["clock_sm_mhz"][1])
+    out["identifiable"] = np.where(
+        flagged, "flagged", np.where(-out["clock_sm_mhz_z"] > 1.0,
+                                     "not identifiable without a baseline", ""))
 
     scores = pd.DataFrame({
         "host": pd.array(gu.get_level_values(0), dtype="string"),
         "gpu_index": pd.array(gu.get_level_values(1), dtype="Int16"),
         "gpu_uuid": pd.array(uuid, dtype="string"),
         "flagged": flagged,
-        "reasons": [", ".join(r) for r in reasons],
+        "reasons": [", ".join(dict.fromkeys(r)) for r in reasons],
         **out,
     })
     for m in ("clock_sm_mhz", "temp_gpu_c", "power_w"):
@@ -605,8 +695,9 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
                 scores[f"{m}_{suf}"] = np.nan
     flags = scores[scores["flagged"]].drop(columns="flagged")
     flags = flags.sort_values("cost_step_pct", ascending=False).reset_index(drop=True)
-    episodes = pd.DataFrame(eps, columns=["host", "gpu_index", "onset", "detected", "end",
-                                          "duration_s", "ongoing", "shift_pct"])
+    episodes = pd.DataFrame(eps, columns=["host", "gpu_index", "kind", "onset",
+                                          "detected", "end", "duration_s", "ongoing",
+                                          "shift_pct"])
     for c in ("onset", "detected", "end"):
         episodes[c] = pd.to_datetime(episodes[c].astype("int64"), utc=True)
     episodes["host"] = episodes["host"].astype("string")
@@ -614,10 +705,19 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
     params = {"metrics": tuple(metrics), "z_threshold": z_threshold, "window_s": window_s,
               "min_shift_pct": min_shift_pct, "min_throttle_share": min_throttle_share,
               "cusum_h": cusum_h, "compute_fraction": compute_fraction,
-              "min_peers": min_peers, "min_samples": min_samples}
+              "min_peers": min_peers, "min_samples": min_samples,
+              "host_z_threshold": z_group, "silent_limit_pct": silent_limit,
+              "clock_spread_pct": spread_pct}
     if bl is not None:
         params.update(baseline_key=baseline.key, baseline_chips=int(bl["use"].sum()),
                       peer_test_chips=int((~bl["use"]).sum()))
+    empty = pd.DataFrame(columns=["group", "flagged"])
     result = StragglerResult(flags=flags, scores=scores, episodes=episodes,
-                             cost_step_pct_total=float(total), params=params)
+                             cost_step_pct_total=float(total), params=params,
+                             hosts=levels.get("host", empty), racks=levels.get("rack", empty),
+                             lost=lost_tbl)
     return result, {"win_raw": win_raw, "win": win_loo, "gu": gu, "uuid": uuid}
+
+
+def _interval_s(tu_ok) -> float:
+    return float(np.median(np.diff(tu_ok)) / 1e9) if len(tu_ok) > 1 else 0.0
