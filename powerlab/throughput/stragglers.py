@@ -228,26 +228,40 @@ def _busy(tel):
     return tel[keep]
 
 
-def _center(win, host_code, pos_code, *, loo=False):
+def _center(win, host_code, pos_code, *, loo=False, exclude=None):
     """Centre window offsets (windows x GPUs) on each host, then on board position.
 
     With ``loo`` each GPU is centred on the median of the *other* GPUs of its host (and
     of its position): the residual spread is then not shrunk by the GPU's own weight in
-    the median, so the robust z keeps its normal-theory tail."""
+    the median, so the robust z keeps its normal-theory tail.  GPUs in ``exclude``
+    (stragglers of a first pass) are centred but left out of the others' references: on
+    a 4-GPU host one straggler whose clock dips 60 % of the time would otherwise move
+    its hostmates' reference and make their normal periods look like episodes."""
     win = win.copy()
     ref = win.copy()
+    ex = np.zeros(win.shape[1], bool) if exclude is None else np.asarray(exclude, bool)
     for h in np.unique(host_code):
         cols = np.flatnonzero(host_code == h)
         if len(cols) < 4:
             continue
-        win[:, cols] -= group_median(ref[:, cols], loo)
+        if ex[cols].any() and (~ex[cols]).sum() >= 3:
+            for i in cols:
+                others = [j for j in cols if j != i and not ex[j]]
+                win[:, i] -= np.nanmedian(ref[:, others], axis=1)
+        else:
+            win[:, cols] -= group_median(ref[:, cols], loo)
     loc = np.nanmedian(win, axis=0)
     if len(np.unique(host_code)) >= 3:
         for p in np.unique(pos_code):
-            cols = np.flatnonzero(pos_code == p)
+            cols = np.flatnonzero((pos_code == p) & ~ex)
             if len(cols) < 3:
                 continue
-            win[:, cols] -= group_median(loc[cols][None, :], loo)
+            if loo:
+                med = np.array([np.nanmedian(loc[[j for j in cols if j != i]])
+                                for i in np.flatnonzero(pos_code == p)])
+            else:
+                med = np.nanmedian(loc[cols])
+            win[:, pos_code == p] -= med
     return win
 
 
@@ -393,8 +407,11 @@ def find_stragglers(telemetry: pd.DataFrame, *,
 
 
 def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throttle_share,
-          cusum_h, compute_fraction, min_peers, min_samples, baseline):
-    """find_stragglers, also returning the clock window matrices the baseline learns."""
+          cusum_h, compute_fraction, min_peers, min_samples, baseline, _exclude=None):
+    """find_stragglers, also returning the clock window matrices the baseline learns.
+
+    Two passes: GPUs flagged on persistent evidence in the first are left out of their
+    hostmates' references in the second (:func:`_center`)."""
     _check(telemetry, metrics, z_threshold, compute_fraction, window_s)
     tel = _busy(telemetry)
     if tel.empty:
@@ -461,8 +478,7 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
             full = np.nanmedian(np.where(cnt > 0, cnt, np.nan))
             win[cnt < max(2, 0.5 * full)] = np.nan
             win_raw[m] = win.copy()
-            win_own = _center(win, host_code, pos_code)
-            win = _center(win, host_code, pos_code, loo=True)
+            win = _center(win, host_code, pos_code, loo=True, exclude=_exclude)
             n_valid = np.isfinite(o).sum(axis=0)
             n_win = np.isfinite(win).sum(axis=0)
             loc = np.nanmedian(win, axis=0)
@@ -473,7 +489,9 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
             out[f"{m}_offset"], out[f"{m}_se"], out[f"{m}_z"] = loc, se, z
             win_loo[m] = win
             if m == "clock_sm_mhz":
-                win_clock, o_clock = win_own, o
+                # episodes on the leave-one-out host-centred windows: centring on a
+                # median that includes the GPU itself follows its own drop part of the way
+                win_clock, o_clock = win, o
                 out["n_samples"] = n_valid
             ok = n_valid >= min_samples
             harm = {"low": -z, "high": z, "both": np.abs(z)}[direction]
@@ -594,6 +612,12 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
                           else "fail-slow")
     score = np.where(has_ep & ~flagged, np.fmax(score, z_threshold), score)
     flagged |= has_ep
+    if _exclude is None and flagged.any() and n_g > 2 * min_peers:
+        return _find(telemetry, metrics=metrics, z_threshold=z_threshold,
+                     window_s=window_s, min_shift_pct=min_shift_pct,
+                     min_throttle_share=min_throttle_share, cusum_h=cusum_h,
+                     compute_fraction=compute_fraction, min_peers=min_peers,
+                     min_samples=min_samples, baseline=baseline, _exclude=flagged)
 
     # measured deficit: the persistent offset below the fleet's median GPU, or the clock
     # lost while throttled (drop x excess share) where that is larger -- a throttled GPU
