@@ -584,6 +584,7 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
     eps, n_eps = [], np.zeros(n_g, dtype=int)
     repair = np.zeros_like(clock)
     win_end = np.append(wstart[1:], tu_ok[-1] + 1) if n_w else wstart
+    found_by = {}
     for g in range(n_g):
         if not gpu_ok[g]:
             continue
@@ -595,6 +596,9 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
         for e in drop_episodes(win_clock[:, g], min_shift_pct=min_shift_pct):
             if not covered[e["onset"]:e["end"]].any():
                 found.append(dict(e, kind="episode", detected=e["end"] - 1))
+        found_by[g] = found
+    found_by = _drop_shared(found_by, host_code, n_w)
+    for g, found in found_by.items():
         for e in sorted(found, key=lambda e: e["onset"]):
             n_eps[g] += 1
             end_ns = win_end[e["end"] - 1] if e["ongoing"] else wstart[e["end"]]
@@ -741,6 +745,30 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
                              hosts=levels.get("host", empty), racks=levels.get("rack", empty),
                              lost=lost_tbl)
     return result, {"win_raw": win_raw, "win": win_loo, "gu": gu, "uuid": uuid}
+
+
+def _drop_shared(found_by: dict, host_code: np.ndarray, n_w: int) -> dict:
+    """Drop episodes that two or more GPUs of a host share (at least half of the
+    episode's windows covered by another hostmate's episode).  Similarity across
+    machines (Minder): a drop seen on several GPUs of a host at once is the host's (or
+    the mirror image, in its hostmates' references, of one GPU's rise), not a GPU
+    fault; the fleet median has already removed what the whole fleet shares."""
+    masks = {}
+    for g, found in found_by.items():
+        for k, e in enumerate(found):
+            m = np.zeros(n_w, dtype=bool)
+            m[e["onset"]:e["end"]] = True
+            masks[(g, k)] = m
+    out = {}
+    for g, found in found_by.items():
+        mates = [h for h in found_by if h != g and host_code[h] == host_code[g]]
+        union = np.zeros(n_w, dtype=bool)
+        for h in mates:
+            for k in range(len(found_by[h])):
+                union |= masks[(h, k)]
+        out[g] = [e for k, e in enumerate(found)
+                  if not (union[masks[(g, k)]].mean() >= 0.5)]
+    return out
 
 
 def _interval_s(tu_ok) -> float:
