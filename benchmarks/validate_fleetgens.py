@@ -43,10 +43,10 @@ sys.path.insert(0, str(ROOT / "tests" / "fleetgens"))
 
 CASES = ("clean", "clean_hot_host", "gpu_thermal", "gpu_throttle_bits", "gpu_power_limit",
          "gpu_low_clock", "host_slow", "intermittent", "silent_from_start")
-SHAPES = [dict(interval_s=60.0, hours=24.0, n_hosts=8, gpus_per_host=8),
-          dict(interval_s=300.0, hours=72.0, n_hosts=16, gpus_per_host=8),
-          dict(interval_s=60.0, hours=24.0, n_hosts=16, gpus_per_host=4),
-          dict(interval_s=300.0, hours=72.0, n_hosts=32, gpus_per_host=4)]
+SHAPES = [{"interval_s": 60.0, "hours": 24.0, "n_hosts": 8, "gpus_per_host": 8},
+          {"interval_s": 300.0, "hours": 72.0, "n_hosts": 16, "gpus_per_host": 8},
+          {"interval_s": 60.0, "hours": 24.0, "n_hosts": 16, "gpus_per_host": 4},
+          {"interval_s": 300.0, "hours": 72.0, "n_hosts": 32, "gpus_per_host": 4}]
 
 
 def shape(seed: int) -> dict:

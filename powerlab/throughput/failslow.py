@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import median_abs_deviation
 
-__all__ = ["cusum_episodes", "drop_episodes"]
+__all__ = ["cusum_episodes", "drop_episodes", "drop_shared"]
 
 
 def cusum_episodes(x: np.ndarray, *, min_shift_pct: float = 1.0, h: float = 8.0,
@@ -172,4 +172,28 @@ def drop_episodes(x: np.ndarray, *, min_shift_pct: float = 1.0, min_windows: int
             out.append({"onset": int(ok[a]), "end": int(ok[b]) if b < len(v) else len(x),
                         "ongoing": bool(b >= len(v)), "shift_pct": float(-seg.mean()),
                         "z": zsum})
+    return out
+
+
+def drop_shared(found_by: dict, host_code: np.ndarray, n_w: int) -> dict:
+    """Drop episodes that two or more GPUs of a host share (at least half of the
+    episode's windows covered by another hostmate's episode).  Similarity across
+    machines (Minder): a drop seen on several GPUs of a host at once is the host's (or
+    the mirror image, in its hostmates' references, of one GPU's rise), not a GPU
+    fault; the fleet median has already removed what the whole fleet shares."""
+    masks = {}
+    for g, found in found_by.items():
+        for k, e in enumerate(found):
+            m = np.zeros(n_w, dtype=bool)
+            m[e["onset"]:e["end"]] = True
+            masks[(g, k)] = m
+    out = {}
+    for g, found in found_by.items():
+        mates = [h for h in found_by if h != g and host_code[h] == host_code[g]]
+        union = np.zeros(n_w, dtype=bool)
+        for h in mates:
+            for k in range(len(found_by[h])):
+                union |= masks[(h, k)]
+        out[g] = [e for k, e in enumerate(found)
+                  if not (union[masks[(g, k)]].mean() >= 0.5)]
     return out

@@ -77,7 +77,7 @@ from .evidence import (
     combine_evidence,
     expected_share_given_temp,
 )
-from .failslow import cusum_episodes, drop_episodes
+from .failslow import cusum_episodes, drop_episodes, drop_shared
 from .fleet_levels import group_stragglers
 from .straggler_cost import job_cost
 
@@ -126,7 +126,14 @@ class StragglerResult:
         cost is computed from), throttle_excess_share, throttled_clock_drop_pct,
         power_limit_offset_pct, top_throttle_reason and its share, episodes (number of
         fail-slow episodes), cost_step_pct (job step-time increase due to this GPU alone)
-        [%].  With a ``baseline`` also: baseline (which test the GPU had: ``baseline``,
+        [%], score (combined evidence [robust sigma], :mod:`~.evidence`), p_value
+        (Sidak over the channels), expected_false_alarms (``n_gpus * p_value``),
+        best_evidence (the channel or pair that gives the score), cause (thermal, power
+        cap, hardware slowdown, unexplained), ``thermal_bits_*`` and ``hw_bits_*``
+        (excess share of those bits, thermal beyond what the GPU's temperature explains,
+        and its z), power_limit_z, identifiable ("flagged", "not identifiable without a
+        baseline" for an unflagged GPU whose clock is low but within the spread).  With
+        a ``baseline`` also: baseline (which test the GPU had: ``baseline``,
         ``baseline, moved to other peers``, ``peer test: not in baseline``, ``peer test:
         too few baseline chips on host``), baseline_flagged (a straggler in the baseline
         record), clock_change_pct (change of its clock offset since the baseline, centred
@@ -141,7 +148,15 @@ class StragglerResult:
     cost_step_pct_total : float
         Job step-time increase due to all flagged GPUs together [%].
     params : dict
-        The thresholds used.
+        The thresholds used, ``host_z_threshold`` (the host test's, for the same expected
+        false alarms per GPU of fleet), ``clock_spread_pct`` and ``silent_limit_pct``
+        (the smallest silent from-the-start deficit identifiable without a baseline).
+    hosts, racks : pandas.DataFrame
+        Hosts (and racks, with a ``rack`` column) against the fleet, beyond what their
+        temperature explains (:func:`~powerlab.throughput.fleet_levels.group_stragglers`).
+    lost : pandas.DataFrame
+        GPU-hours and step time lost by cause
+        (:func:`~powerlab.throughput.straggler_cost.job_cost`).
     """
 
     flags: pd.DataFrame
@@ -185,9 +200,30 @@ class StragglerResult:
                          f" % from {e['onset']:%Y-%m-%d %H:%M} UTC for "
                          f"{e['duration_s'] / 3600:.1f} h"
                          f"{' (ongoing)' if e['ongoing'] else ''}")
+        for level, tbl in (("host", self.hosts), ("rack", self.racks)):
+            if tbl is None or not len(tbl):
+                continue
+            for _, h in tbl[tbl["flagged"]].iterrows():
+                lines.append(
+                    f"  slow {level} {h['group']}: clock {h['clock_residual_pct']:+.2f} % "
+                    f"beyond its temperature ({h['temp_offset_c']:+.1f} degC explains "
+                    f"{h['clock_explained_pct']:+.2f} %), score {h['score']:.1f} "
+                    f"({h['best_evidence']}), cause {h['cause']}")
+        if self.lost is not None and len(self.lost) > 1:
+            for _, r in self.lost.iterrows():
+                lines.append(f"  lost to {r['cause']}: {r['gpu_hours_own']:.2f} GPU-h own, "
+                             f"step time +{r['step_cost_pct']:.2f} % = "
+                             f"{r['job_gpu_hours']:.1f} job GPU-h")
         if len(self.flags):
             lines.append(f"All flagged GPUs together cost {self.cost_step_pct_total:.2f} % "
                          "of step time")
+        if "silent_limit_pct" in p:
+            lines.append(
+                f"A GPU slower than its peers by less than {p['silent_limit_pct']:.2f} % "
+                f"({p['z_threshold']:g} x the clock spread of "
+                f"{p['clock_spread_pct']:.2f} %) from before the record starts, with no "
+                "heat, throttle-bit, power-limit or onset evidence, is not identifiable "
+                "without a baseline (straggler_baseline)")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -597,7 +633,7 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
             if not covered[e["onset"]:e["end"]].any():
                 found.append(dict(e, kind="episode", detected=e["end"] - 1))
         found_by[g] = found
-    found_by = _drop_shared(found_by, host_code, n_w)
+    found_by = drop_shared(found_by, host_code, n_w)
     for g, found in found_by.items():
         for e in sorted(found, key=lambda e: e["onset"]):
             n_eps[g] += 1
@@ -672,10 +708,10 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
     z_group = float(norm.isf(min(norm.sf(z_threshold) * n_g / max(n_hosts, 1), 0.5)))
     levels = {}
     if raw_off["temp_gpu_c"] is not None and n_hosts >= 3:
-        kw = dict(clock_off=raw_off["clock_sm_mhz"], temp_off=raw_off["temp_gpu_c"],
-                  power_off=raw_off["power_w"],
-                  limit_off=loff if np.isfinite(loff).any() else None,
-                  hw_share=bit_share["hw_bits"])
+        kw = {"clock_off": raw_off["clock_sm_mhz"], "temp_off": raw_off["temp_gpu_c"],
+                  "power_off": raw_off["power_w"],
+                  "limit_off": loff if np.isfinite(loff).any() else None,
+                  "hw_share": bit_share["hw_bits"]}
         levels["host"] = group_stragglers(np.asarray(gu.get_level_values(0)), pos_code,
                                           z_threshold=z_group, **kw)
         if "rack" in tel.columns:
@@ -745,30 +781,6 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
                              hosts=levels.get("host", empty), racks=levels.get("rack", empty),
                              lost=lost_tbl)
     return result, {"win_raw": win_raw, "win": win_loo, "gu": gu, "uuid": uuid}
-
-
-def _drop_shared(found_by: dict, host_code: np.ndarray, n_w: int) -> dict:
-    """Drop episodes that two or more GPUs of a host share (at least half of the
-    episode's windows covered by another hostmate's episode).  Similarity across
-    machines (Minder): a drop seen on several GPUs of a host at once is the host's (or
-    the mirror image, in its hostmates' references, of one GPU's rise), not a GPU
-    fault; the fleet median has already removed what the whole fleet shares."""
-    masks = {}
-    for g, found in found_by.items():
-        for k, e in enumerate(found):
-            m = np.zeros(n_w, dtype=bool)
-            m[e["onset"]:e["end"]] = True
-            masks[(g, k)] = m
-    out = {}
-    for g, found in found_by.items():
-        mates = [h for h in found_by if h != g and host_code[h] == host_code[g]]
-        union = np.zeros(n_w, dtype=bool)
-        for h in mates:
-            for k in range(len(found_by[h])):
-                union |= masks[(h, k)]
-        out[g] = [e for k, e in enumerate(found)
-                  if not (union[masks[(g, k)]].mean() >= 0.5)]
-    return out
 
 
 def _interval_s(tu_ok) -> float:
