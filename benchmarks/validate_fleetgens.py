@@ -92,7 +92,7 @@ def run_one(gen: str, case: str, seed: int) -> dict:
             g = next(iter(slow_g))
             if g in sc.index:
                 r = sc.loc[g]
-                out.update(cause=str(r["cause"]), score=float(r["score"]),
+                out.update(cause=str(r["cause"]), score=float(r["evidence_z"]),
                            clock_z=float(r["clock_sm_mhz_z"]),
                            temp_z=float(r["temp_gpu_c_z"]),
                            marked=str(r["identifiable"]))

@@ -126,7 +126,7 @@ class StragglerResult:
         cost is computed from), throttle_excess_share, throttled_clock_drop_pct,
         power_limit_offset_pct, top_throttle_reason and its share, episodes (number of
         fail-slow episodes), cost_step_pct (job step-time increase due to this GPU alone)
-        [%], score (combined evidence [robust sigma], :mod:`~.evidence`), p_value
+        [%], evidence_z (the combined score [robust sigma], :mod:`~.evidence`), p_value
         (Sidak over the channels), expected_false_alarms (``n_gpus * p_value``),
         best_evidence (the channel or pair that gives the score), cause (thermal, power
         cap, hardware slowdown, unexplained), ``thermal_bits_*`` and ``hw_bits_*``
@@ -680,7 +680,6 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
          for g in range(n_g)]), deficit)
     out["clock_deficit_mhz"] = out["clock_deficit_pct"] / 100 * f_ref
     out["evidence_z"] = score
-    out["score"] = score
     out["p_value"] = p_value
     out["expected_false_alarms"] = np.minimum(n_g * p_value, n_g)
     out["best_evidence"] = best
