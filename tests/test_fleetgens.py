@@ -143,3 +143,22 @@ def test_step_cost_and_gpu_hours_lost_by_cause():
     assert lost.loc["all", "job_gpu_hours"] <= 64 * 24 * 0.03
     assert np.isfinite(lost[["gpu_hours_own", "step_cost_pct", "job_gpu_hours"]]
                        .to_numpy(float)).all()
+
+
+def test_racks_against_the_site():
+    """With a ``rack`` column, racks are scored like hosts: racks of one host each give
+    the same verdict as the hosts; racks of two hosts on a clean fleet with a hot host
+    flag nothing."""
+    import fleetgen_A
+
+    tel, truth = fleetgen_A.generate(2, "host_slow", **SMALL)
+    res = find_stragglers(tel.assign(rack=tel["host"].astype(str).str.replace("node",
+                                                                                "rack")))
+    assert set(res.racks.loc[res.racks["flagged"], "group"]) == {
+        h.replace("node", "rack") for h in truth["slow_hosts"]}
+    assert "slow rack" in res.summary()
+    tel, _ = fleetgen_A.generate(2, "clean_hot_host", **SMALL)
+    hosts = sorted(tel["host"].astype(str).unique())
+    rack_of = {h: f"rack{i // 2}" for i, h in enumerate(hosts)}
+    res = find_stragglers(tel.assign(rack=tel["host"].astype(str).map(rack_of)))
+    assert len(res.racks) == 4 and not res.racks["flagged"].any()
