@@ -22,8 +22,8 @@ Physical model (H100-SXM-like, one synchronous data-parallel training job)
   interval-mean clock can sit between bins.  Leakage spread is what creates the
   ~15 MHz (sd) fleet clock spread at equal power.
 * SwThermalSlowdown (0x20): when the die would exceed the slowdown threshold
-  (operator-set GPU target temperature, 78 C here) the driver lowers the clock so the
-  die sits 1 C below the threshold, i.e. the power is limited to (T_thr - 1 - T_in)/R.
+  (operator-set GPU target temperature, 79.5 C here) the driver lowers the clock so the
+  die sits 0.3 C below the threshold, i.e. the power is limited to (T_thr - 0.3 - T_in)/R.
   SwPowerCap (0x4) is set whenever the power limit binds (most samples; not during
   checkpoint dips when the clock reaches boost).  Bits are those of the last
   sub-instant ("seen at the sampling instant").
@@ -43,7 +43,7 @@ noise draws):
 * gpu_thermal: degraded thermal interface (R_tim raised) -> hotter die, more leakage,
   SwThermalSlowdown when over threshold; R_tim is bisected to give 2 % loss.  The GPU
   is placed in an upstream (cool) slot; it comes out ~4-6 C hotter than its host peers
-  with the bit in roughly half to two-thirds of the samples.
+  with the bit in ~55-75 % of the samples (fleet threshold, so it varies by seed).
 * gpu_throttle_bits: HW power brake (0x80).  The GPU's power delivery is marginal: a
   2-state Markov "brake-stress" process is on in ~40 % of samples (mean dwell ~5 min);
   during it the brake line is asserted (bit seen at the sampling instant) and the
@@ -74,8 +74,8 @@ F_BIN = 15.0
 P_TDP = 700.0
 MEM_CLK = 2619.0
 BETA = 0.025
-T_THR = 78.0
-T_HYST = 1.0
+T_THR = 79.5
+T_HYST = 0.3
 K_SUB = 4
 START = pd.Timestamp("2026-03-02 00:00:00", tz="UTC")
 
@@ -89,20 +89,21 @@ def _power(f, T, a, C, Lk, dV):
     return a * C * V * V * f + Lk * V * np.exp(BETA * (T - 70.0)) + 60.0 + 50.0 * a
 
 
-def _solve_f(Ptarget, T, a, C, Lk, dV, iters=22):
-    """Frequency at which power at die temperature T equals Ptarget (bisection)."""
-    lo = np.full(np.broadcast(Ptarget, T, a, C, Lk, dV).shape, F_MIN)
-    hi = np.full_like(lo, F_MAX)
+def _solve_f(Ptarget, T, a, C, Lk, dV, iters=6):
+    """Frequency at which power at die temperature T equals Ptarget (Newton on the
+    smooth cubic; V/f curve is linear in the operating range)."""
+    sl = 0.35 / 1180.0
     g = Lk * np.exp(BETA * (T - 70.0))
-    pot = 60.0 + 50.0 * a
+    aC = a * C
+    rhs = Ptarget - (60.0 + 50.0 * a)
+    v0 = 0.65 + dV - 800.0 * sl
+    f = np.full(np.broadcast(Ptarget, T, a, C, Lk, dV).shape, 1750.0)
     for _ in range(iters):
-        mid = 0.5 * (lo + hi)
-        V = _volt(mid, dV)
-        p = a * C * V * V * mid + g * V + pot
-        over = p > Ptarget
-        hi = np.where(over, mid, hi)
-        lo = np.where(over, lo, mid)
-    return lo
+        V = v0 + sl * f
+        p = aC * V * V * f + g * V - rhs
+        dp = aC * (2.0 * V * sl * f + V * V) + g * sl
+        f = f - p / dp
+    return np.clip(f, F_MIN, F_MAX)
 
 
 def _simulate(a, C, Lk, dV, Tin, R, Plim):
@@ -124,9 +125,12 @@ def _simulate(a, C, Lk, dV, Tin, R, Plim):
     therm = Tu > T_THR
     if therm.any():
         Tt = T_THR - T_HYST
-        Pth = (Tt - Tin) / R
-        ft = _solve_f(Pth, Tt, a, C, Lk, dV)
-        f = np.where(therm, np.minimum(f, ft), f)
+        sh = f.shape
+        sub = lambda x: np.broadcast_to(x, sh)[therm]
+        Pth = (Tt - sub(Tin)) / sub(R)
+        ft = _solve_f(Pth, Tt, sub(a), sub(C), sub(Lk), sub(dV))
+        f = f.copy()
+        f[therm] = np.minimum(f[therm], ft)
         Tu = np.where(therm, Tt, Tu)
     capped = ~unc
     # 4) quantise down to the 15 MHz bins, settle power/temperature once
@@ -242,7 +246,8 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         return _simulate(a[:, :, idx], C_, Lk_, dV_, Tin[:, idx], R, Pl)
 
     # healthy reference of the whole fleet (used to choose stragglers / calibrate)
-    fq0, _, _, _, _ = sim_cols(np.arange(n))
+    ref_out = sim_cols(np.arange(n))
+    fq0 = ref_out[0]
     clk0 = fq0.mean(axis=0)                                  # (nt, n)
     chip_clk = clk0.mean(axis=0)                             # (n,)
 
@@ -361,14 +366,20 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         truth["slow_hosts"] = []
     truth["slowdown_pct"] = float(target) if case not in ("clean", "clean_hot_host") else 0.0
 
-    # ---- final fleet simulation with faults applied
-    if dV_t is not None:
-        dVfull = np.broadcast_to(dV[None, None, :], (1, nt, n)).copy()
-        dVfull[0, :, dV_t[0]] = dV_t[1]
-    else:
-        dVfull = dV
+    # ---- final fleet simulation with faults applied (only changed GPUs re-simulated)
     R = R_tim[None, :] + R_sink
-    fq, P, T, capped, therm = _simulate(a, C, Lk, dVfull, Tin, R, Plim)
+    fq, P, T, capped, therm = ref_out
+    if case in ("host_slow",):
+        chg = np.where(host_of == hs)[0]
+    elif sg is not None and case != "gpu_throttle_bits":
+        chg = np.array([sg])
+    else:
+        chg = np.array([], dtype=int)
+    if len(chg):
+        dVc = dV[chg] if dV_t is None else dV_t[1][None, :, None]
+        out = sim_cols(chg, dV_=dVc)
+        for full, part in zip((fq, P, T, capped, therm), out):
+            full[:, :, chg] = part
     clk = fq.mean(axis=0)
     pw = P.mean(axis=0)
     tdie = T.mean(axis=0)
