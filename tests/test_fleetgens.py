@@ -78,7 +78,7 @@ def test_host_one_pct_slow_is_flagged_as_a_host(gen):
 @pytest.mark.parametrize("gen", ["A", pytest.param("B", marks=pytest.mark.slow),
                                  pytest.param("C", marks=[pytest.mark.slow, pytest.mark.xfail(
                                      reason="held-out miss, docs/throughput_methods.md: C "
-                                     "clamps the die at 77 degC under thermal slowdown, so "
+                                     "holds the die just below its slowdown threshold, so "
                                      "the hot host's throttling GPU is not explained by "
                                      "its temperature", strict=False)])])
 def test_clean_fleet_with_a_hot_host_gives_no_flags(gen):
