@@ -12,13 +12,16 @@ FORMAT_CHOICES = ["auto", "nvidia-smi", "dcgm-dmon", "dcgm-prom", "mlperf-power"
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "import",
-        help="convert telemetry files (nvidia-smi, DCGM, MLPerf power) into a store",
+        help="convert telemetry files (nvidia-smi, DCGM, MLPerf power) and XID logs into "
+             "a store",
         description="Read each source with the matching powerlab.iotools reader (the "
                     "format is recognised from the content unless --format is given), "
                     "validate it against the canonical schema and append it to the "
                     "Parquet store at --out. Prints the rows imported per source. A source "
                     "already imported into the store with the same options (same content "
-                    "hash) is skipped, so re-running an import never duplicates samples.",
+                    "hash) is skipped, so re-running an import never duplicates samples. "
+                    "Kernel 'NVRM: Xid' logs and dcgm-exporter XID text go to the store's "
+                    "events (powerlab.telemetry.event_store), not its samples.",
     )
     p.add_argument("sources", nargs="+", type=Path, metavar="SRC",
                    help="files, or folders of MLPerf node_*.txt power logs")
@@ -58,7 +61,8 @@ def run(args) -> int:
     import pyarrow.parquet as pq
 
     from ..exceptions import ParseError
-    from ..iotools import TELEMETRY_FORMATS, read_any, sniff_format
+    from ..iotools import EVENT_FORMATS, TELEMETRY_FORMATS, read_any, sniff_format
+    from ..telemetry.event_store import write_events
     from ..telemetry.store import atomic_write_bytes, write_store
 
     total = 0
@@ -68,10 +72,10 @@ def run(args) -> int:
         if not src.exists():
             raise ParseError("no such file or folder", path=src)
         fmt = sniff_format(src) if args.format == "auto" else args.format
-        if fmt not in TELEMETRY_FORMATS:
+        if fmt not in TELEMETRY_FORMATS + EVENT_FORMATS:
             raise ParseError(f"recognised as '{fmt}', which is not GPU telemetry; "
-                             f"powerlab import takes {', '.join(TELEMETRY_FORMATS)}",
-                             path=src)
+                             "powerlab import takes "
+                             f"{', '.join(TELEMETRY_FORMATS + EVENT_FORMATS)}", path=src)
         options = {"format": fmt, "tz": args.tz, "host": args.host, "n_gpus": args.n_gpus}
         key = _source_key(src, options)
         record = args.out / "_imports" / f"{key}.json"
@@ -79,6 +83,15 @@ def run(args) -> int:
             when = json.loads(record.read_text()).get("imported_utc", "?")
             print(f"{src}: already imported into this store on {when} with the same options; "
                   "skipped (--force imports it again)")
+            continue
+        if fmt in EVENT_FORMATS:
+            ev = read_any(src, format=fmt)
+            if args.host and "host" in ev.columns:
+                ev["host"] = ev["host"].fillna(args.host)
+            path, n_ev = write_events(ev, args.out)
+            dup = f"; {len(ev) - n_ev:,} already in the store" if n_ev < len(ev) else ""
+            print(f"{src}: {n_ev:,} events ({fmt}) -> "
+                  f"{path.relative_to(args.out) if path else 'nothing new'}{dup}")
             continue
         df = read_any(src, format=fmt, tz=args.tz, host=args.host, n_gpus=args.n_gpus)
         files = write_store(df, args.out)  # drops the samples the store already holds

@@ -31,8 +31,10 @@ from .nvidia_smi import parse_nvidia_smi, read_nvidia_smi
 from .prometheus import PROMETHEUS_QUERY_MAP, read_prometheus
 from .slurm import expand_hostlist, read_sacct
 from .weather import parse_weather, read_weather
+from .xid import read_dcgm_xid, read_kernel_xid
 
 __all__ = [
+    "EVENT_FORMATS",
     "FORMATS",
     "PROMETHEUS_QUERY_MAP",
     "TELEMETRY_FORMATS",
@@ -64,9 +66,14 @@ FORMATS = {
     "mlperf-power": read_mlperf_power,
     "mllog": read_mllog,
     "weather": read_weather,
+    "kernel-xid": read_kernel_xid,
+    "dcgm-xid": read_dcgm_xid,
 }
 #: Formats that give canonical telemetry (what ``powerlab import`` accepts).
 TELEMETRY_FORMATS = ("nvidia-smi", "dcgm-dmon", "dcgm-prom", "mlperf-power")
+#: Formats that give GPU error events (``powerlab import`` writes them to the store's
+#: events, :mod:`powerlab.telemetry.event_store`).
+EVENT_FORMATS = ("kernel-xid", "dcgm-xid")
 
 _SMI_HEAD = re.compile(r"^\s*(timestamp|index|uuid|name|pci\.bus_id|power\.draw|"
                        r"utilization\.gpu|memory\.used|temperature\.gpu|clocks\.)", re.IGNORECASE)
@@ -98,8 +105,14 @@ def sniff_format(path) -> str:
     first = lines[0] if lines else ""
     if ":::MLLOG" in head:
         return "mlperf-power" if '"power_reading"' in head else "mllog"
+    if "NVRM: Xid" in head:
+        return "kernel-xid"
     if any(ln.lstrip().startswith("#Entity") for ln in lines[:50]):
         return "dcgm-dmon"
+    metrics = {ln.split("{")[0].split()[0] for ln in lines
+               if ln.startswith("DCGM_FI_")}
+    if metrics == {"DCGM_FI_DEV_XID_ERRORS"}:
+        return "dcgm-xid"
     if "DCGM_FI_" in head:
         return "dcgm-prom"
     if first.startswith("Time,") and "Temp" in first:
@@ -109,7 +122,8 @@ def sniff_format(path) -> str:
     if re.match(r"^\d{4}-\d\d-\d\d .*\|\s*Temp:", first):
         return "weather"
     raise ParseError("cannot tell the format from the content (expected nvidia-smi CSV, "
-                     "dcgmi dmon, dcgm-exporter, MLPerf MLLOG or weather CSV)", path=p)
+                     "dcgmi dmon, dcgm-exporter, MLPerf MLLOG, weather CSV, kernel "
+                     "'NVRM: Xid' log or dcgm-exporter XID text)", path=p)
 
 
 def read_any(path, *, format: str = "auto", **kw):

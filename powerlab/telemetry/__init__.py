@@ -7,6 +7,7 @@ Modules
 :mod:`~powerlab.telemetry.store`       crash-safe Parquet store partitioned by date and host
 :mod:`~powerlab.telemetry.quality`     boolean masks: gaps, stale readings, counter resets
 :mod:`~powerlab.telemetry.events`      GPU error events (XID) and interruption root causes
+:mod:`~powerlab.telemetry.event_store` those events kept in a store (``_events/``)
 :mod:`~powerlab.telemetry.aggregate`   resampling, power sums, peer statistics
 :mod:`~powerlab.telemetry.jobs`        power and energy per job (Slurm GPU -> job maps)
 :mod:`~powerlab.telemetry.engines`     where aggregations run: pandas or Dask
@@ -25,6 +26,9 @@ _EXPORTS = {
     "schema": (
         "CORE_COLUMNS", "GLOSSARY", "THROTTLE_REASONS", "conform", "empty_frame",
         "glossary_frame", "validate",
+    ),
+    "event_store": (
+        "read_events", "write_events",
     ),
     "store": (
         "atomic_write_bytes", "list_files", "read_store", "store_summary", "write_store",

@@ -10,11 +10,17 @@ Modules
 :mod:`~powerlab.throughput.throttling`    slowest clocks and throttle shares by local hour
 :mod:`~powerlab.throughput.seasonal`      MSTL decomposition (daily and weekly parts)
 :mod:`~powerlab.throughput.stragglers`    GPUs that hold a synchronous job back
+:mod:`~powerlab.throughput.evidence`      straggler evidence channels and their score
+:mod:`~powerlab.throughput.fleet_levels`  slow hosts and racks against the fleet
+:mod:`~powerlab.throughput.failslow`      fail-slow onsets and intermittent episodes
+:mod:`~powerlab.throughput.straggler_cost` step time and GPU-hours lost, by cause
 :mod:`~powerlab.throughput.chip_baseline` each chip's offsets from an earlier record
 :mod:`~powerlab.throughput.synth`         the synthetic twin of a training run
 :mod:`~powerlab.throughput.twin_physics`  the twin's parameters and physics
 :mod:`~powerlab.throughput.reliability`   failure rates per GPU-hour, job MTBF
 :mod:`~powerlab.throughput.hazard`        hazard model of failures vs temperature, power
+:mod:`~powerlab.throughput.survival`      Kaplan-Meier, Weibull, Cox (noisy covariates,
+                                          frailty), dispersion of failure counts
 
 This wing imports only :mod:`powerlab.telemetry` (and :mod:`powerlab.exceptions`).
 """
@@ -48,6 +54,10 @@ _EXPORTS = {
     ),
     "hazard": (
         "HazardResult", "exposure_table", "fit_hazard", "simulate_fleet_failures",
+    ),
+    "survival": (
+        "CoxResult", "DispersionResult", "WeibullResult", "dispersion_test", "fit_cox",
+        "fit_weibull", "kaplan_meier", "regression_calibration",
     ),
 }
 

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import median_abs_deviation
+from scipy.stats import median_abs_deviation, norm
 
 from ..exceptions import AnalysisError, SchemaError, Violation
 from ..telemetry.schema import THROTTLE_REASONS
@@ -70,7 +70,16 @@ from .chip_baseline import (
     chip_keys,
     match_baseline,
 )
-from .failslow import cusum_episodes
+from .evidence import (
+    BIT_GROUPS,
+    bit_share_z,
+    cause_of,
+    combine_evidence,
+    expected_share_given_temp,
+)
+from .failslow import cusum_episodes, drop_episodes, drop_shared
+from .fleet_levels import group_stragglers
+from .straggler_cost import job_cost
 
 __all__ = ["StragglerBaseline", "StragglerResult", "find_stragglers",
            "straggler_baseline"]
@@ -94,6 +103,12 @@ _SLOWING = np.uint64(sum(THROTTLE_REASONS[k] for k in (
     "hw_power_brake_slowdown")))
 _LABEL = {"clock_sm_mhz": "clock low", "temp_gpu_c": "hot", "temp_mem_c": "HBM hot",
           "power_w": "power off-peer"}
+#: metric -> evidence channel (evidence.combine_evidence)
+_CHANNEL = {"clock_sm_mhz": "clock", "temp_gpu_c": "temp", "temp_mem_c": "hbm"}
+_CHANNEL_LABEL = {"clock": "clock low", "temp": "hot", "hbm": "HBM hot",
+                  "thermal_bits": "throttled", "hw_bits": "throttled",
+                  "power_limit": "power limit low"}
+_CHANGE_LABEL = {"clock": "clock dropped vs baseline", "temp": "hotter than baseline"}
 
 
 @dataclass(frozen=True)
@@ -111,7 +126,14 @@ class StragglerResult:
         cost is computed from), throttle_excess_share, throttled_clock_drop_pct,
         power_limit_offset_pct, top_throttle_reason and its share, episodes (number of
         fail-slow episodes), cost_step_pct (job step-time increase due to this GPU alone)
-        [%].  With a ``baseline`` also: baseline (which test the GPU had: ``baseline``,
+        [%], evidence_z (the combined score [robust sigma], :mod:`~.evidence`), p_value
+        (Sidak over the channels), expected_false_alarms (``n_gpus * p_value``),
+        best_evidence (the channel or pair that gives the score), cause (thermal, power
+        cap, hardware slowdown, unexplained), ``thermal_bits_*`` and ``hw_bits_*``
+        (excess share of those bits, thermal beyond what the GPU's temperature explains,
+        and its z), power_limit_z, identifiable ("flagged", "not identifiable without a
+        baseline" for an unflagged GPU whose clock is low but within the spread).  With
+        a ``baseline`` also: baseline (which test the GPU had: ``baseline``,
         ``baseline, moved to other peers``, ``peer test: not in baseline``, ``peer test:
         too few baseline chips on host``), baseline_flagged (a straggler in the baseline
         record), clock_change_pct (change of its clock offset since the baseline, centred
@@ -126,7 +148,15 @@ class StragglerResult:
     cost_step_pct_total : float
         Job step-time increase due to all flagged GPUs together [%].
     params : dict
-        The thresholds used.
+        The thresholds used, ``host_z_threshold`` (the host test's, for the same expected
+        false alarms per GPU of fleet), ``clock_spread_pct`` and ``silent_limit_pct``
+        (the smallest silent from-the-start deficit identifiable without a baseline).
+    hosts, racks : pandas.DataFrame
+        Hosts (and racks, with a ``rack`` column) against the fleet, beyond what their
+        temperature explains (:func:`~powerlab.throughput.fleet_levels.group_stragglers`).
+    lost : pandas.DataFrame
+        GPU-hours and step time lost by cause
+        (:func:`~powerlab.throughput.straggler_cost.job_cost`).
     """
 
     flags: pd.DataFrame
@@ -134,6 +164,9 @@ class StragglerResult:
     episodes: pd.DataFrame
     cost_step_pct_total: float
     params: dict
+    hosts: pd.DataFrame = None
+    racks: pd.DataFrame = None
+    lost: pd.DataFrame = None
 
     def summary_frame(self) -> pd.DataFrame:
         """The flagged GPUs (a copy of :attr:`flags`)."""
@@ -167,9 +200,30 @@ class StragglerResult:
                          f" % from {e['onset']:%Y-%m-%d %H:%M} UTC for "
                          f"{e['duration_s'] / 3600:.1f} h"
                          f"{' (ongoing)' if e['ongoing'] else ''}")
+        for level, tbl in (("host", self.hosts), ("rack", self.racks)):
+            if tbl is None or not len(tbl):
+                continue
+            for _, h in tbl[tbl["flagged"]].iterrows():
+                lines.append(
+                    f"  slow {level} {h['group']}: clock {h['clock_residual_pct']:+.2f} % "
+                    f"beyond its temperature ({h['temp_offset_c']:+.1f} degC explains "
+                    f"{h['clock_explained_pct']:+.2f} %), score {h['score']:.1f} "
+                    f"({h['best_evidence']}), cause {h['cause']}")
+        if self.lost is not None and len(self.lost) > 1:
+            for _, r in self.lost.iterrows():
+                lines.append(f"  lost to {r['cause']}: {r['gpu_hours_own']:.2f} GPU-h own, "
+                             f"step time +{r['step_cost_pct']:.2f} % = "
+                             f"{r['job_gpu_hours']:.1f} job GPU-h")
         if len(self.flags):
             lines.append(f"All flagged GPUs together cost {self.cost_step_pct_total:.2f} % "
                          "of step time")
+        if "silent_limit_pct" in p:
+            lines.append(
+                f"A GPU slower than its peers by less than {p['silent_limit_pct']:.2f} % "
+                f"({p['z_threshold']:g} x the clock spread of "
+                f"{p['clock_spread_pct']:.2f} %) from before the record starts, with no "
+                "heat, throttle-bit, power-limit or onset evidence, is not identifiable "
+                "without a baseline (straggler_baseline)")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -180,10 +234,6 @@ class StragglerResult:
         return (f"<div><h4>Straggler GPUs ({len(self.flags)} of {len(self.scores)})</h4>"
                 f"{table}<p>{html.escape('Total cost: ')}"
                 f"{self.cost_step_pct_total:.3g} % of step time</p></div>")
-
-
-def _step_time(f_slow: np.ndarray, f_ref: float, phi: float) -> np.ndarray:
-    return phi * f_ref / f_slow + 1.0 - phi
 
 
 def _check(telemetry, metrics, z_threshold, compute_fraction, window_s):
@@ -214,26 +264,40 @@ def _busy(tel):
     return tel[keep]
 
 
-def _center(win, host_code, pos_code, *, loo=False):
+def _center(win, host_code, pos_code, *, loo=False, exclude=None):
     """Centre window offsets (windows x GPUs) on each host, then on board position.
 
     With ``loo`` each GPU is centred on the median of the *other* GPUs of its host (and
     of its position): the residual spread is then not shrunk by the GPU's own weight in
-    the median, so the robust z keeps its normal-theory tail."""
+    the median, so the robust z keeps its normal-theory tail.  GPUs in ``exclude``
+    (stragglers of a first pass) are centred but left out of the others' references: on
+    a 4-GPU host one straggler whose clock dips 60 % of the time would otherwise move
+    its hostmates' reference and make their normal periods look like episodes."""
     win = win.copy()
     ref = win.copy()
+    ex = np.zeros(win.shape[1], bool) if exclude is None else np.asarray(exclude, bool)
     for h in np.unique(host_code):
         cols = np.flatnonzero(host_code == h)
         if len(cols) < 4:
             continue
-        win[:, cols] -= group_median(ref[:, cols], loo)
+        if ex[cols].any() and (~ex[cols]).sum() >= 3:
+            for i in cols:
+                others = [j for j in cols if j != i and not ex[j]]
+                win[:, i] -= np.nanmedian(ref[:, others], axis=1)
+        else:
+            win[:, cols] -= group_median(ref[:, cols], loo)
     loc = np.nanmedian(win, axis=0)
     if len(np.unique(host_code)) >= 3:
         for p in np.unique(pos_code):
-            cols = np.flatnonzero(pos_code == p)
+            cols = np.flatnonzero((pos_code == p) & ~ex)
             if len(cols) < 3:
                 continue
-            win[:, cols] -= group_median(loc[cols][None, :], loo)
+            if loo:
+                med = np.array([np.nanmedian(loc[[j for j in cols if j != i]])
+                                for i in np.flatnonzero(pos_code == p)])
+            else:
+                med = np.nanmedian(loc[cols])
+            win[:, pos_code == p] -= med
     return win
 
 
@@ -379,8 +443,11 @@ def find_stragglers(telemetry: pd.DataFrame, *,
 
 
 def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throttle_share,
-          cusum_h, compute_fraction, min_peers, min_samples, baseline):
-    """find_stragglers, also returning the clock window matrices the baseline learns."""
+          cusum_h, compute_fraction, min_peers, min_samples, baseline, _exclude=None):
+    """find_stragglers, also returning the clock window matrices the baseline learns.
+
+    Two passes: GPUs flagged on persistent evidence in the first are left out of their
+    hostmates' references in the second (:func:`_center`)."""
     _check(telemetry, metrics, z_threshold, compute_fraction, window_s)
     tel = _busy(telemetry)
     if tel.empty:
@@ -410,14 +477,23 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
         return a
 
     rows = np.bincount(tcode, minlength=n_t) >= min_peers
+    # compute phases only: moments where the fleet's median power (or utilisation) is
+    # well below its usual level are checkpoints or evaluation, where clocks float up to
+    # each chip's boost headroom and say nothing about stragglers
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for col, frac in (("power_w", 0.85), ("util_gpu_pct", 0.9)):
+            if col in tel.columns:
+                med = np.nanmedian(matrix(col), axis=1)
+                typical = np.nanmedian(med[rows]) if rows.any() else np.nan
+                if np.isfinite(typical) and typical > 0:
+                    rows &= ~(med < frac * typical)
     tu_ok = tu[rows]
     wcode = (tu_ok - tu_ok[0]) // int(window_s * 1e9) if len(tu_ok) else tu_ok
     n_w = int(wcode.max()) + 1 if len(tu_ok) else 0
     wstart = tu_ok[0] + np.arange(n_w) * int(window_s * 1e9) if n_w else np.array([])
     out, win_clock, win_raw, win_loo = {}, None, {}, {}
-    flagged = np.zeros(n_g, dtype=bool)
-    reasons = [[] for _ in range(n_g)]
-    score = np.zeros(n_g)
+    chan, change_hit = {}, {}
     mat = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -438,8 +514,7 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
             full = np.nanmedian(np.where(cnt > 0, cnt, np.nan))
             win[cnt < max(2, 0.5 * full)] = np.nan
             win_raw[m] = win.copy()
-            win_own = _center(win, host_code, pos_code)
-            win = _center(win, host_code, pos_code, loo=True)
+            win = _center(win, host_code, pos_code, loo=True, exclude=_exclude)
             n_valid = np.isfinite(o).sum(axis=0)
             n_win = np.isfinite(win).sum(axis=0)
             loc = np.nanmedian(win, axis=0)
@@ -450,22 +525,22 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
             out[f"{m}_offset"], out[f"{m}_se"], out[f"{m}_z"] = loc, se, z
             win_loo[m] = win
             if m == "clock_sm_mhz":
-                win_clock, o_clock = win_own, o
+                # episodes on the leave-one-out host-centred windows: centring on a
+                # median that includes the GPU itself follows its own drop part of the way
+                win_clock, o_clock = win, o
                 out["n_samples"] = n_valid
             ok = n_valid >= min_samples
             harm = {"low": -z, "high": z, "both": np.abs(z)}[direction]
             if m in metrics and m != "power_w":
-                hit = ok & (harm > z_threshold)
+                h = np.where(ok, harm, 0.0)
                 if bl is not None and m in bl["offset"]:
                     # chips tested against their own baseline leave the peer test; a
                     # chip that was a straggler in the baseline record already keeps the
                     # clock test (a deficit it always had still costs the job), while
                     # its heat, if no greater than then, is its norm
-                    hit &= ~bl["use"] | (bl["suspect"] & (m == "clock_sm_mhz"))
-                flagged |= hit
-                score = np.where(ok, np.fmax(score, harm), score)
-                for i in np.flatnonzero(hit):
-                    reasons[i].append(_LABEL[m])
+                    h = np.where(~bl["use"] | (bl["suspect"] & (m == "clock_sm_mhz")),
+                                 h, 0.0)
+                chan[_CHANNEL[m]] = h
 
         if bl is not None:
             out.update(baseline=bl["status"], baseline_flagged=bl["suspect"])
@@ -476,50 +551,114 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
                 stem, unit = col.rsplit("_", 1)
                 out[col], out[f"{stem}_se_{unit}"], out[f"{stem}_z"] = ch, se, z
                 move = sign * (ch - np.nanmedian(ch))
-                hit = (out["n_samples"] >= min_samples) & bl["use"] & (
-                    sign * z > z_threshold) & (move >= least)
-                for i in np.flatnonzero(hit):
-                    reasons[i].append(label)
-                flagged |= hit
-                score = np.where(hit, np.fmax(score, sign * z), score)
+                h = np.where((out["n_samples"] >= min_samples) & bl["use"]
+                             & (move >= least), np.nan_to_num(sign * z), 0.0)
+                key = _CHANNEL[m]
+                chan[key] = np.fmax(chan.get(key, 0.0), h)
+                change_hit[key] = h > z_threshold
 
         clock = mat["clock_sm_mhz"]
         row_med = np.nanmedian(clock, axis=1)
         f_ref = float(np.nanmedian(row_med))
         gpu_ok = out["n_samples"] >= min_samples
 
-        # slowing throttle bits in excess of the host's, with a measured clock drop
+        # slowing throttle bits: their share of samples against the host's other GPUs
+        # (evidence on their own; the clock drop while set is reported, not required)
         b = matrix("throttle_reasons", 0, np.uint64)[rows] if "throttle_reasons" in \
             tel.columns else np.zeros_like(clock, dtype=np.uint64)
         present = np.isfinite(clock)
         slow = ((b & _SLOWING) != 0) & present
-        share = slow.sum(axis=0) / np.maximum(present.sum(axis=0), 1)
-        host_share = np.array([np.median(share[host_code == h]) for h in host_code])
-        excess = share - host_share
+        _, excess, _ = bit_share_z(b, present, wcode, host_code, _SLOWING)
         drop = (np.nanmean(np.where(slow, o_clock, np.nan), axis=0)
                 - np.nanmean(np.where(~slow & present, o_clock, np.nan), axis=0))
-        hit = gpu_ok & (excess >= min_throttle_share) & (drop <= -min_shift_pct / 2)
         out["throttle_excess_share"], out["throttled_clock_drop_pct"] = excess, drop
-        for i in np.flatnonzero(hit):
-            reasons[i].append("throttled")
-        flagged |= hit
-        score = np.where(hit, np.fmax(score, z_threshold), score)
+        bit_share = {}
+        for name, mask in BIT_GROUPS.items():
+            # thermal bits beyond what the GPU's own temperatures explain (a hot host
+            # throttles more); the heat itself is the temperature channel's evidence
+            exp = (expected_share_given_temp(((b & mask) != 0) & present,
+                                             mat["temp_gpu_c"])
+                   if name == "thermal_bits" and "temp_gpu_c" in mat else None)
+            sh, ex, zb = bit_share_z(b, present, wcode, host_code, mask, expected=exp)
+            bit_share[name] = sh
+            out[f"{name}_excess_share"] = ex
+            out[f"{name}_z"] = zb
+            # a bit share below min_throttle_share over the host's is not evidence
+            chan[name] = np.where(gpu_ok & (ex >= min_throttle_share), zb, 0.0)
 
         # enforced power limit below the fleet's
         if "power_limit_w" in tel.columns:
             lim = matrix("power_limit_w")[rows]
             lmed = np.nanmedian(lim, axis=1, keepdims=True)
             loff = np.nanmedian(100.0 * (lim / lmed - 1.0), axis=0)
-            hit = gpu_ok & (loff <= -2.0)
-            for i in np.flatnonzero(hit):
-                reasons[i].append("power limit low")
-            flagged |= hit
-            score = np.where(hit, np.fmax(score, z_threshold), score)
+            lz = -loff / max(float(nanmad(loff)), 0.5)
+            chan["power_limit"] = np.where(gpu_ok, np.nan_to_num(lz), 0.0)
+            out["power_limit_z"] = lz
         else:
             loff = np.full(n_g, np.nan)
+            out["power_limit_z"] = loff
         out["power_limit_offset_pct"] = loff
 
-    # fail-slow episodes on the window clock offsets
+    chan.setdefault("clock", np.zeros(n_g))
+    score, p_value, best = combine_evidence(chan)
+    flagged = gpu_ok & (score > z_threshold)
+    reasons = [[] for _ in range(n_g)]
+    for key, label in _CHANNEL_LABEL.items():
+        if key not in chan:
+            continue
+        for i in np.flatnonzero(flagged & (chan[key] > z_threshold)):
+            reasons[i].append(change_hit.get(key, np.zeros(n_g, bool))[i]
+                              and _CHANGE_LABEL[key] or label)
+    for i in np.flatnonzero(flagged):
+        if not reasons[i]:
+            other = best[i].split("+")[-1]
+            reasons[i].append(f"clock low + {_CHANNEL_LABEL[other]} (combined)")
+    cause = cause_of(chan)
+
+    # fail-slow onsets (CUSUM against the first windows) and intermittent episodes
+    # (runs below the GPU's own median level)
+    eps, n_eps = [], np.zeros(n_g, dtype=int)
+    repair = np.zeros_like(clock)
+    win_end = np.append(wstart[1:], tu_ok[-1] + 1) if n_w else wstart
+    found_by = {}
+    for g in range(n_g):
+        if not gpu_ok[g]:
+            continue
+        found = [dict(e, kind="onset") for e in cusum_episodes(
+            win_clock[:, g], min_shift_pct=min_shift_pct, h=cusum_h)]
+        covered = np.zeros(n_w, dtype=bool)
+        for e in found:
+            covered[e["onset"]:e["end"]] = True
+        for e in drop_episodes(win_clock[:, g], min_shift_pct=min_shift_pct):
+            if not covered[e["onset"]:e["end"]].any():
+                found.append(dict(e, kind="episode", detected=e["end"] - 1))
+        found_by[g] = found
+    found_by = drop_shared(found_by, host_code, n_w)
+    for g, found in found_by.items():
+        for e in sorted(found, key=lambda e: e["onset"]):
+            n_eps[g] += 1
+            end_ns = win_end[e["end"] - 1] if e["ongoing"] else wstart[e["end"]]
+            eps.append({"host": gu[g][0], "gpu_index": gu[g][1], "kind": e["kind"],
+                        "onset": wstart[e["onset"]],
+                        "detected": win_end[e["detected"]], "end": end_ns,
+                        "duration_s": (end_ns - wstart[e["onset"]]) / 1e9,
+                        "ongoing": e["ongoing"], "shift_pct": e["shift_pct"]})
+            inside = (wcode >= e["onset"]) & (wcode < e["end"])
+            repair[inside, g] = -e["shift_pct"]
+    has_ep = n_eps > 0
+    for i in np.flatnonzero(has_ep & ~flagged):
+        kinds = {e["kind"] for e in eps if (e["host"], e["gpu_index"]) == gu[i]}
+        reasons[i].append("intermittent" if kinds == {"episode"} and n_eps[i] > 1
+                          else "fail-slow")
+    score = np.where(has_ep & ~flagged, np.fmax(score, z_threshold), score)
+    flagged |= has_ep
+    if _exclude is None and flagged.any() and n_g > 2 * min_peers:
+        return _find(telemetry, metrics=metrics, z_threshold=z_threshold,
+                     window_s=window_s, min_shift_pct=min_shift_pct,
+                     min_throttle_share=min_throttle_share, cusum_h=cusum_h,
+                     compute_fraction=compute_fraction, min_peers=min_peers,
+                     min_samples=min_samples, baseline=baseline, _exclude=flagged)
+
     # measured deficit: the persistent offset below the fleet's median GPU, or the clock
     # lost while throttled (drop x excess share) where that is larger -- a throttled GPU
     # on a fast leakage bin still loses what its throttling costs
@@ -532,29 +671,8 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
         ch = out["clock_change_pct"]
         lost = np.fmax(lost, np.where(bl["use"] & np.isfinite(ch),
                                       np.maximum(np.nanmedian(ch) - ch, 0), 0))
-    deficit = np.where(flagged, np.maximum(np.nanmedian(out["clock_sm_mhz_offset"])
-                                           - out["clock_sm_mhz_offset"], lost), 0.0)
-    repair = np.zeros_like(clock)
-    eps, n_eps = [], np.zeros(n_g, dtype=int)
-    win_end = np.append(wstart[1:], tu_ok[-1] + 1) if n_w else wstart
-    for g in range(n_g):
-        if not gpu_ok[g]:
-            continue
-        for e in cusum_episodes(win_clock[:, g], min_shift_pct=min_shift_pct, h=cusum_h):
-            n_eps[g] += 1
-            end_ns = win_end[e["end"] - 1] if e["ongoing"] else wstart[e["end"]]
-            eps.append({"host": gu[g][0], "gpu_index": gu[g][1],
-                        "onset": wstart[e["onset"]],
-                        "detected": win_end[e["detected"]], "end": end_ns,
-                        "duration_s": (end_ns - wstart[e["onset"]]) / 1e9,
-                        "ongoing": e["ongoing"], "shift_pct": e["shift_pct"]})
-            inside = (wcode >= e["onset"]) & (wcode < e["end"])
-            repair[inside, g] = -e["shift_pct"]
-    has_ep = n_eps > 0
-    for i in np.flatnonzero(has_ep & ~flagged):
-        reasons[i].append("fail-slow")
-    score = np.where(has_ep, np.fmax(score, z_threshold), score)
-    flagged |= has_ep
+    deficit = np.where(flagged & ~has_ep, np.maximum(
+        np.nanmedian(out["clock_sm_mhz_offset"]) - out["clock_sm_mhz_offset"], lost), 0.0)
     repair = np.where(has_ep[None, :], repair, deficit[None, :])
     out["episodes"] = n_eps
     out["clock_deficit_pct"] = np.where(has_ep, -np.array(
@@ -562,41 +680,76 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
          for g in range(n_g)]), deficit)
     out["clock_deficit_mhz"] = out["clock_deficit_pct"] / 100 * f_ref
     out["evidence_z"] = score
+    out["p_value"] = p_value
+    out["expected_false_alarms"] = np.minimum(n_g * p_value, n_g)
+    out["best_evidence"] = best
+    out["cause"] = np.where(flagged, cause, "")
 
     # top throttle reason: the largest share in excess of the fleet's median GPU
     top_name = np.array(["none"] * n_g, dtype=object)
     top_share = np.zeros(n_g)
-    best = np.zeros(n_g)
+    top_ex = np.zeros(n_g)
     for name, bit in _REASONS.items():
         sh = ((b & np.uint64(bit)) != 0).sum(axis=0) / np.maximum(present.sum(axis=0), 1)
         ex = sh - np.median(sh)
-        better = ex > best
-        top_name[better], top_share[better], best[better] = name, sh[better], ex[better]
+        better = ex > top_ex
+        top_name[better], top_share[better], top_ex[better] = name, sh[better], ex[better]
     out["top_throttle_reason"] = top_name
     out["top_throttle_share"] = top_share
 
-    # cost to the job's step time, from the measured clock deficits
-    ok_rows = np.isfinite(row_med)
-    fill = np.where(np.isfinite(clock), clock, row_med[:, None])[ok_rows]
-    fixed = fill * (1.0 + repair[ok_rows] / 100.0)
-    base = _step_time(fill.min(axis=1), f_ref, compute_fraction).mean()
-    cost = np.zeros(n_g)
-    for i in np.flatnonzero(flagged):
-        alt = fill.copy()
-        alt[:, i] = fixed[:, i]
-        cost[i] = 100.0 * (base / _step_time(alt.min(axis=1), f_ref,
-                                             compute_fraction).mean() - 1.0)
-    alt = np.where(flagged[None, :], fixed, fill)
-    total = 100.0 * (base / _step_time(alt.min(axis=1), f_ref, compute_fraction).mean()
-                     - 1.0) if flagged.any() else 0.0
+    # slow hosts (and racks) against the fleet, beyond what their temperature explains
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        raw_off = {m: np.nanmedian(win_raw[m], axis=0) if m in win_raw else None
+                   for m in ("clock_sm_mhz", "temp_gpu_c", "power_w")}
+    n_hosts = len(np.unique(host_code))
+    # the same expected false alarms per GPU of fleet as the GPU test
+    z_group = float(norm.isf(min(norm.sf(z_threshold) * n_g / max(n_hosts, 1), 0.5)))
+    levels = {}
+    if raw_off["temp_gpu_c"] is not None and n_hosts >= 3:
+        kw = {"clock_off": raw_off["clock_sm_mhz"], "temp_off": raw_off["temp_gpu_c"],
+                  "power_off": raw_off["power_w"],
+                  "limit_off": loff if np.isfinite(loff).any() else None,
+                  "hw_share": bit_share["hw_bits"]}
+        levels["host"] = group_stragglers(np.asarray(gu.get_level_values(0)), pos_code,
+                                          z_threshold=z_group, **kw)
+        if "rack" in tel.columns:
+            rack = tel.groupby(gcode)["rack"].first().reindex(range(n_g)).astype(str)
+            n_racks = rack.nunique()
+            if n_racks >= 3:
+                z_rack = float(norm.isf(min(norm.sf(z_threshold) * n_g / n_racks, 0.5)))
+                levels["rack"] = group_stragglers(rack.to_numpy(), pos_code,
+                                                  z_threshold=z_rack, **kw)
+    host_deficit = np.zeros(n_g)
+    if "host" in levels:
+        hl = levels["host"].set_index("group")
+        bad = hl.index[hl["flagged"]]
+        hosts_arr = np.asarray(gu.get_level_values(0)).astype(str)
+        for h in bad:
+            host_deficit[hosts_arr == h] = max(-hl.loc[h, "clock_residual_pct"], 0.0)
+
+    cost, total, lost_tbl = job_cost(clock, row_med, repair, flagged, host_deficit,
+                                     np.where(has_ep, np.where(cause == "unexplained",
+                                                               "fail-slow", cause),
+                                              np.where(flagged, cause, "")),
+                                     f_ref=f_ref, compute_fraction=compute_fraction,
+                                     interval_s=_interval_s(tu_ok))
     out["cost_step_pct"] = cost
+    # a GPU slower than its peers from before the record starts, with nothing else to
+    # show it, is found only beyond z_threshold times the leakage spread
+    spread_pct = float(median_abs_deviation(out["clock_sm_mhz_offset"], scale="normal",
+                                            nan_policy="omit"))
+    silent_limit = z_threshold * max(spread_pct, _METRICS["clock_sm_mhz"][1])
+    out["identifiable"] = np.where(
+        flagged, "flagged", np.where(-out["clock_sm_mhz_z"] > 1.0,
+                                     "not identifiable without a baseline", ""))
 
     scores = pd.DataFrame({
         "host": pd.array(gu.get_level_values(0), dtype="string"),
         "gpu_index": pd.array(gu.get_level_values(1), dtype="Int16"),
         "gpu_uuid": pd.array(uuid, dtype="string"),
         "flagged": flagged,
-        "reasons": [", ".join(r) for r in reasons],
+        "reasons": [", ".join(dict.fromkeys(r)) for r in reasons],
         **out,
     })
     for m in ("clock_sm_mhz", "temp_gpu_c", "power_w"):
@@ -605,8 +758,9 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
                 scores[f"{m}_{suf}"] = np.nan
     flags = scores[scores["flagged"]].drop(columns="flagged")
     flags = flags.sort_values("cost_step_pct", ascending=False).reset_index(drop=True)
-    episodes = pd.DataFrame(eps, columns=["host", "gpu_index", "onset", "detected", "end",
-                                          "duration_s", "ongoing", "shift_pct"])
+    episodes = pd.DataFrame(eps, columns=["host", "gpu_index", "kind", "onset",
+                                          "detected", "end", "duration_s", "ongoing",
+                                          "shift_pct"])
     for c in ("onset", "detected", "end"):
         episodes[c] = pd.to_datetime(episodes[c].astype("int64"), utc=True)
     episodes["host"] = episodes["host"].astype("string")
@@ -614,10 +768,19 @@ def _find(telemetry, *, metrics, z_threshold, window_s, min_shift_pct, min_throt
     params = {"metrics": tuple(metrics), "z_threshold": z_threshold, "window_s": window_s,
               "min_shift_pct": min_shift_pct, "min_throttle_share": min_throttle_share,
               "cusum_h": cusum_h, "compute_fraction": compute_fraction,
-              "min_peers": min_peers, "min_samples": min_samples}
+              "min_peers": min_peers, "min_samples": min_samples,
+              "host_z_threshold": z_group, "silent_limit_pct": silent_limit,
+              "clock_spread_pct": spread_pct}
     if bl is not None:
         params.update(baseline_key=baseline.key, baseline_chips=int(bl["use"].sum()),
                       peer_test_chips=int((~bl["use"]).sum()))
+    empty = pd.DataFrame(columns=["group", "flagged"])
     result = StragglerResult(flags=flags, scores=scores, episodes=episodes,
-                             cost_step_pct_total=float(total), params=params)
+                             cost_step_pct_total=float(total), params=params,
+                             hosts=levels.get("host", empty), racks=levels.get("rack", empty),
+                             lost=lost_tbl)
     return result, {"win_raw": win_raw, "win": win_loo, "gu": gu, "uuid": uuid}
+
+
+def _interval_s(tu_ok) -> float:
+    return float(np.median(np.diff(tu_ok)) / 1e9) if len(tu_ok) > 1 else 0.0

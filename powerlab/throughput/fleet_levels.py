@@ -1,0 +1,151 @@
+"""Slow hosts and racks: groups of GPUs slower than the fleet, beyond what their inlet
+temperature explains.
+
+The GPU-level test centres each GPU on its host's other GPUs, so a whole host slowed by
+a host power cap or a slower host link is invisible to it (issue 22).  Here each group
+(host, or rack with a ``rack`` column) is compared with the fleet:
+
+1. Per GPU, its persistent offsets against the fleet median at the same moments (clock
+   [%], die temperature [degC], power [%]), with the board-position effect (median over
+   hosts of each position) removed when there are at least three groups.
+2. **Temperature explains part of the clock.**  Under a power cap a hotter chip leaks
+   more and clocks lower; the slope is fitted across all GPUs by a robust (Huber)
+   regression of clock offset on temperature offset (statsmodels ``RLM``), constrained
+   to be non-positive.  A hot host's clock deficit is the slope times its excess
+   temperature and is *explained*, not flagged.
+3. Per group the median over its GPUs (one straggler GPU does not move it) of the
+   residual clock, of power and of the enforced power limit, and the share of hardware
+   slowdown bits.  Robust z of each against the other groups (normal-consistent MAD,
+   floored at the GPU-level spread over :math:`\\sqrt{n}` and by the slope's
+   uncertainty times the group's temperature offset), combined as for GPUs
+   (:func:`~powerlab.throughput.evidence.combine_evidence`).
+4. A group is flagged when its score exceeds ``z_threshold``, chosen by the caller so
+   that the expected false alarms per GPU of fleet equal the GPU-level test's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import median_abs_deviation
+
+from .evidence import combine_evidence
+
+__all__ = ["group_stragglers", "temperature_slope"]
+
+
+def temperature_slope(clock_off: np.ndarray, temp_off: np.ndarray) -> tuple[float, float]:
+    """Robust slope of clock offset [%] on temperature offset [degC] across GPUs, and its
+    standard error; clipped at 0 (a hotter chip never clocks higher under a cap)."""
+    import statsmodels.api as sm
+
+    ok = np.isfinite(clock_off) & np.isfinite(temp_off)
+    if ok.sum() < 8 or np.std(temp_off[ok]) == 0:
+        return 0.0, 0.0
+    X = sm.add_constant(temp_off[ok])
+    fit = sm.RLM(clock_off[ok], X, M=sm.robust.norms.HuberT()).fit()
+    return min(float(fit.params[1]), 0.0), float(fit.bse[1])
+
+
+def _robust_z(v: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    med = np.nanmedian(v)
+    spread = float(median_abs_deviation(v, scale="normal", nan_policy="omit")) \
+        if np.isfinite(v).sum() >= 3 else 0.0
+    return (v - med) / np.sqrt(spread ** 2 + floor ** 2)
+
+
+def group_stragglers(group: np.ndarray, pos_code: np.ndarray, *, clock_off, temp_off,
+                     power_off=None, limit_off=None, hw_share=None,
+                     z_threshold: float = 3.5, min_gpus: int = 2) -> pd.DataFrame:
+    """Score groups of GPUs (hosts, racks) against the fleet.
+
+    Parameters
+    ----------
+    group : numpy.ndarray
+        Group label of each GPU.
+    pos_code : numpy.ndarray
+        Board position of each GPU.
+    clock_off, temp_off : numpy.ndarray
+        Each GPU's persistent offset against the fleet median: clock [%], die
+        temperature [degC] (not host-centred).
+    power_off, limit_off : numpy.ndarray, optional
+        Power and enforced power-limit offsets against the fleet median [%].
+    hw_share : numpy.ndarray, optional
+        Share of each GPU's samples with hardware slowdown / power-brake bits [-].
+    z_threshold : float
+        Score above which a group is flagged [-].
+    min_gpus : int
+        Fewest GPUs for a group to be scored.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group: group, n_gpus, clock_offset_pct (median raw clock offset),
+        temp_offset_c, clock_explained_pct (by its temperature), clock_residual_pct,
+        clock_z, power_z, power_limit_z, hw_bits_z, score, p_value, best_evidence,
+        flagged, cause.
+    """
+    clock_off = np.asarray(clock_off, float).copy()
+    temp_off = np.asarray(temp_off, float).copy()
+    labels, gcode = np.unique(np.asarray(group).astype(str), return_inverse=True)
+    n_grp = len(labels)
+    chans = {"clock": clock_off, "temp": temp_off}
+    for name, v in (("power", power_off), ("power_limit", limit_off),
+                    ("hw_bits", hw_share)):
+        if v is not None:
+            chans[name] = np.asarray(v, float).copy()
+    if n_grp >= 3:
+        for p in np.unique(pos_code):
+            cols = pos_code == p
+            if cols.sum() >= 3:
+                for k in ("clock", "temp", "power"):
+                    if k in chans:
+                        chans[k][cols] -= np.nanmedian(chans[k][cols])
+    slope, slope_se = temperature_slope(chans["clock"], chans["temp"])
+    resid = chans["clock"] - slope * chans["temp"]
+    gpu_sd = max(float(median_abs_deviation(resid, scale="normal", nan_policy="omit")),
+                 0.05)
+
+    def per_group(v):
+        return np.array([np.nanmedian(v[gcode == g]) if np.isfinite(v[gcode == g]).any()
+                         else np.nan for g in range(n_grp)])
+
+    n = np.bincount(gcode, minlength=n_grp)
+    t_g = per_group(chans["temp"])
+    c_g = per_group(chans["clock"])
+    r_g = per_group(resid)
+    # median of n: 1.2533 sigma / sqrt(n)
+    floor = 1.2533 * gpu_sd / np.sqrt(np.maximum(n, 1))
+    floor = np.sqrt(floor ** 2 + (slope_se * (t_g - np.nanmedian(t_g))) ** 2)
+    z = {"clock": -_robust_z(r_g, floor)}
+    if "power" in chans:
+        p_sd = max(float(median_abs_deviation(chans["power"], scale="normal",
+                                              nan_policy="omit")), 0.1)
+        z["power"] = -_robust_z(per_group(chans["power"]),
+                                1.2533 * p_sd / np.sqrt(np.maximum(n, 1)))
+    if "power_limit" in chans:
+        z["power_limit"] = -_robust_z(per_group(chans["power_limit"]),
+                                      np.full(n_grp, 0.5))
+    if "hw_bits" in chans:
+        z["hw_bits"] = _robust_z(per_group(chans["hw_bits"]), np.full(n_grp, 0.02))
+    # power alone is not evidence (a host that draws less is not slower): it only
+    # joins the clock
+    score, p, best = combine_evidence({k: v for k, v in z.items() if k != "power"})
+    if "power" in z:
+        pair = np.where((z["clock"] > 0) & (z["power"] > 0),
+                        (z["clock"] + z["power"]) / np.sqrt(2), -np.inf)
+        better = pair > score
+        score = np.where(better, pair, score)
+        best = np.where(better, "clock+power", best)
+    ok = n >= min_gpus
+    flagged = ok & (score > z_threshold)
+    cause = np.where(np.nan_to_num(z.get("power_limit", np.zeros(n_grp))) >= 2,
+                     "power cap", np.where(np.nan_to_num(z.get("hw_bits", np.zeros(n_grp)))
+                                           >= 2, "hardware slowdown", "unexplained"))
+    return pd.DataFrame({
+        "group": labels, "n_gpus": n, "clock_offset_pct": c_g, "temp_offset_c": t_g,
+        "clock_explained_pct": slope * t_g, "clock_residual_pct": r_g,
+        **{f"{k}_z": v for k, v in z.items()}, "score": score,
+        "p_value": np.minimum(p * 1.0, 1.0), "best_evidence": best,
+        "flagged": flagged, "cause": np.where(flagged, cause, ""),
+        "temp_slope_pct_per_c": slope})
