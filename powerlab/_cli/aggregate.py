@@ -50,6 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout-s", type=float, default=20.0,
                    help="seconds to wait for the scheduler to answer (default 20)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite an existing --out file (never an input)")
     p.set_defaults(func=run)
 
 
@@ -175,6 +177,16 @@ def _check_args(args):
         raise PowerlabError(f"--out {out}: expected a .parquet or .csv file name")
     if out.is_dir():
         raise PowerlabError(f"--out {out}: is a folder; give a file name")
+    from ._outputs import guard_outputs
+
+    guard_outputs([out], [args.store, args.jobs, args.sacct, args.racks], force=args.force)
+    try:
+        inside = out.resolve().is_relative_to(args.store.resolve())
+    except (OSError, RuntimeError):
+        inside = False
+    if inside:
+        raise PowerlabError(f"--out {out} is inside the store {args.store}; a file there "
+                            "would be read as a foreign file of the store")
     start, end = _time(args.start, "start"), _time(args.end, "end")
     if start is not None and end is not None and start >= end:
         raise PowerlabError(f"--start {args.start} is not before --end {args.end}")

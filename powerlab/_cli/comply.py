@@ -82,6 +82,15 @@ def check_draws_out_sags(args) -> None:
         raise PowerlabError(f"--out {args.out} exists and is not a folder")
     if args.sags is not None and not args.sags.is_file():
         raise PowerlabError(f"--sags {args.sags}: no such file")
+    from ._outputs import guard_outputs
+
+    # the fixed names inside the output folder are the command's own (rewritten on a
+    # re-run); none may be one of the inputs
+    names = ["compliance.csv", "compliance_summary.txt", "resonance.csv",
+             "mitigation_options.csv", "mitigation_summary.txt"]
+    src = getattr(args, "source", None) or getattr(args, "scenario", None)
+    for name in names:
+        guard_outputs([args.out / name], [src, args.requirements, args.sags], force=True)
 
 
 def run(args) -> int:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._outputs import add_force, guard_outputs
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -35,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="telemetry only: facility power = IT power x PUE + base load")
     p.add_argument("--base-load-w", type=float, default=0.0,
                    help="telemetry only: non-IT load added to facility power [W]")
+    add_force(p)
     p.set_defaults(func=run)
 
 
@@ -46,6 +49,7 @@ def run(args) -> int:
 
     if args.draw < 0:
         raise PowerlabError(f"--draw must be >= 0, got {args.draw}")
+    guard_outputs([args.out], [args.source], force=args.force)
     source = open_source(args.source)
     if isinstance(source, Scenario):
         if args.pue is not None or args.base_load_w:

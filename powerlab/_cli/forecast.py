@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._outputs import add_force, guard_outputs
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -23,6 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--draws", type=int, default=20, help="Monte Carlo draws (default 20)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--quiet", action="store_true", help="do not print the summary")
+    add_force(p)
     p.set_defaults(func=run)
 
 
@@ -41,6 +44,8 @@ def run(args) -> int:
         raise PowerlabError(f"--out {args.out}: folder {args.out.parent} does not exist")
     if args.out.is_dir() or args.out.with_suffix(".json").is_dir():
         raise PowerlabError(f"--out {args.out}: it or its sidecar path is a folder")
+    guard_outputs([args.out, args.out.with_suffix(".json")], [args.scenario],
+                  force=args.force)
     scen = read_scenario(args.scenario)
     res = forecast(scen, draws=args.draws, seed=args.seed)
     csv, side = write_facilities_csv(res, args.out, args.resolution)
