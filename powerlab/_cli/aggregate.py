@@ -177,16 +177,6 @@ def _check_args(args):
         raise PowerlabError(f"--out {out}: expected a .parquet or .csv file name")
     if out.is_dir():
         raise PowerlabError(f"--out {out}: is a folder; give a file name")
-    from ._outputs import guard_outputs
-
-    guard_outputs([out], [args.store, args.jobs, args.sacct, args.racks], force=args.force)
-    try:
-        inside = out.resolve().is_relative_to(args.store.resolve())
-    except (OSError, RuntimeError):
-        inside = False
-    if inside:
-        raise PowerlabError(f"--out {out} is inside the store {args.store}; a file there "
-                            "would be read as a foreign file of the store")
     start, end = _time(args.start, "start"), _time(args.end, "end")
     if start is not None and end is not None and start >= end:
         raise PowerlabError(f"--start {args.start} is not before --end {args.end}")
@@ -219,6 +209,16 @@ def _check_args(args):
                                 "such as 2GiB or 500MB") from None
     if not args.store.is_dir():
         raise PowerlabError(f"store {args.store}: no such folder")
+    from ._outputs import guard_outputs
+
+    guard_outputs([out], [args.store, args.jobs, args.sacct, args.racks], force=args.force)
+    try:
+        inside = out.resolve().is_relative_to(args.store.resolve())
+    except (OSError, RuntimeError):
+        inside = False
+    if inside:
+        raise PowerlabError(f"--out {out} is inside the store {args.store}; a file there "
+                            "would be read as a foreign file of the store")
     return start, end
 
 
