@@ -101,3 +101,64 @@ def test_comply_never_writes_its_report_over_an_input(tmp_path, capsys):
     rc = main(["comply", str(SMALL), "--requirements", str(req), "--out", str(tmp_path)])
     assert rc == 2 and "is the input" in _err(capsys)
     assert req.read_bytes() == before
+
+
+@pytest.mark.parametrize("args, words", [
+    (["forecast", str(SMALL), "--out", "X/f.csv", "--seed", "-1"], "outside 0 to 2**63"),
+    (["export-grid", str(SMALL), "--format", "csv", "--out", "X/g.csv", "--seed", "-1"],
+     "outside 0"),
+    (["comply", str(SMALL), "--requirements", str(REQ), "--out", "X", "--seed", "2e3"],
+     "not a whole number"),
+    (["import", "X/a.csv", "--out", "X/st", "--host", "h" * 300], "300 characters"),
+    (["import", "X/a.csv", "--out", "X/st", "--host", "a\x1b[2Jb"], "control characters"),
+])
+def test_cli_numbers_and_names_are_bounded(tmp_path, capsys, args, words):
+    args = [a.replace("X", str(tmp_path)) if a.startswith("X") else a for a in args]
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and words in err, err
+    assert len(err.splitlines()) == 1
+
+
+def test_demo_hours_bound(tmp_path, capsys):
+    pytest.importorskip("altair")
+    pytest.importorskip("vl_convert")
+    assert main(["demo", "--hours", "1e9", "--out", str(tmp_path / "d")]) == 2
+    assert "at most 8784" in _err(capsys)
+
+
+def test_utf16_scenario_and_fifo_input_are_one_line(tmp_path, capsys):
+    u16 = tmp_path / "u16.yaml"
+    u16.write_text(SMALL.read_text(), encoding="utf-16")
+    assert main(["forecast", str(u16), "--out", str(tmp_path / "f.csv")]) == 2
+    assert "UTF-16 text; save it as UTF-8" in _err(capsys)
+    fifo = tmp_path / "in.yaml"
+    os.mkfifo(fifo)                        # reading it would block for ever
+    assert main(["forecast", str(fifo), "--out", str(tmp_path / "f.csv")]) == 2
+    assert "not a regular file" in _err(capsys)
+    from powerlab.exceptions import ScenarioError
+    from powerlab.grid.scenario import read_scenario
+
+    with pytest.raises(ScenarioError, match="not a regular file"):
+        read_scenario(fifo)
+
+
+@pytest.mark.parametrize("errno_, words", [(28, "No space left"), (30, "Read-only")])
+def test_full_or_read_only_output_folder_is_one_line_and_leaves_nothing(
+        tmp_path, capsys, monkeypatch, errno_, words):
+    """The disk refuses the write (ENOSPC, EROFS; as root a chmod cannot show it)."""
+    import pathlib
+
+    real = pathlib.Path.write_bytes
+
+    def refuse(self, data):
+        if self.parent == tmp_path:
+            raise OSError(errno_, os.strerror(errno_), str(self))
+        return real(self, data)
+
+    monkeypatch.setattr(pathlib.Path, "write_bytes", refuse)
+    rc = main(["forecast", str(SMALL), "--out", str(tmp_path / "f.csv"), "--quiet",
+               "--draws", "1"])
+    assert rc == 2 and words in _err(capsys)
+    assert [p.name for p in tmp_path.iterdir()] == []

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._args import add_seed
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -26,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--requirements", type=Path, required=True, help="requirement spec YAML")
     p.add_argument("--out", type=Path, required=True, help="output folder")
     p.add_argument("--draws", type=int, default=20, help="Monte Carlo draws (default 20)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_seed(p)
     p.add_argument("--tick-s", type=float, default=None,
                    help="engine tick, or the grid measured telemetry is resampled to [s]")
     p.add_argument("--pue", type=float, default=None,
@@ -95,9 +97,9 @@ def check_draws_out_sags(args) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
+    from ..grid.scenario import Scenario
     from ..interconnect.powertrace import open_source
     from ..interconnect.requirements import read_requirements
-    from ..grid.scenario import Scenario
 
     check_draws_out_sags(args)
     spec = read_requirements(args.requirements)

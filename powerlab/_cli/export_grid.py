@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._args import add_seed
 from ._outputs import add_force, guard_outputs
 
 
@@ -30,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scope", choices=["facility", "it"], default="facility",
                    help="facility (point of interconnection, default) or IT power")
     p.add_argument("--draw", type=int, default=0, help="forecast draw to export (default 0)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_seed(p)
     p.add_argument("--tick-s", type=float, default=None,
                    help="engine tick, or the grid measured telemetry is resampled to [s]")
     p.add_argument("--pue", type=float, default=None,
@@ -43,9 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
+    from ..grid.scenario import Scenario
     from ..interconnect.gridstudy import step_ticks, write_grid_playback
     from ..interconnect.powertrace import forecast_trace, open_source, trace_from_telemetry
-    from ..grid.scenario import Scenario
 
     if args.draw < 0:
         raise PowerlabError(f"--draw must be >= 0, got {args.draw}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._args import add_seed
 from ._outputs import add_force, guard_outputs
 
 
@@ -23,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    default="15min",
                    help="interval of the CSV rows (default 15min)")
     p.add_argument("--draws", type=int, default=20, help="Monte Carlo draws (default 20)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_seed(p)
     p.add_argument("--quiet", action="store_true", help="do not print the summary")
     add_force(p)
     p.set_defaults(func=run)

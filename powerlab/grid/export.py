@@ -237,8 +237,12 @@ def _csv_text(df: pd.DataFrame, tz: str) -> str:
 
 def _write_temp(path: Path, data: bytes) -> Path:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    fsync_file(tmp)
+    try:
+        tmp.write_bytes(data)
+        fsync_file(tmp)
+    except BaseException:           # a full or read-only disk leaves nothing behind
+        tmp.unlink(missing_ok=True)
+        raise
     return tmp
 
 

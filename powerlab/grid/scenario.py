@@ -708,9 +708,7 @@ def read_scenario(path: str | Path) -> Scenario:
     -------
     Scenario
     """
+    from .yamlspec import read_yaml_text
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(f"cannot read scenario file: {exc.strerror}", path=p) from None
-    return parse_scenario(text, path=p)
+    return parse_scenario(read_yaml_text(p, what="scenario file"), path=p)
