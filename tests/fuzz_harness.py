@@ -93,6 +93,75 @@ def mutated(draw, seed: bytes) -> bytes:
     return bytes(data)
 
 
+_SCALARS = st.one_of(
+    st.sampled_from([None, True, False, 0, -1, 1, 2**31, 2**63, -2**63, 10**30, 1e308,
+                     -1e308, 1e-320, 0.5, float("inf"), float("-inf"), float("nan")]),
+    st.sampled_from(EXTREMES), st.integers(), st.floats(), st.text(max_size=20))
+_VALUES = st.recursive(_SCALARS, lambda kids: st.one_of(
+    st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=8), kids, max_size=4)),
+    max_leaves=12)
+
+
+def _paths(obj, prefix=()):
+    yield prefix
+    if len(prefix) > 12:               # not into a deep nest this harness made itself
+        return
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _paths(v, (*prefix, i))
+
+
+@st.composite
+def tree_mutated(draw, obj, dump: Callable[[object], bytes]) -> bytes:
+    """``obj`` (a parsed JSON/YAML document) with one to three nodes replaced by a value of
+    another type or an extreme (a string where an object is expected, a list where a
+    number is, 1e308, NaN, deep nesting, a key deleted), dumped back to bytes."""
+    import copy
+
+    doc = copy.deepcopy(obj)
+    for _ in range(draw(st.integers(1, 3))):
+        paths = [p for p in _paths(doc) if p]
+        if not paths:
+            break
+        path = paths[draw(st.integers(0, len(paths) - 1))]
+        parent = doc
+        for k in path[:-1]:
+            parent = parent[k]
+        op = draw(st.sampled_from(["replace", "replace", "replace", "delete", "deep"]))
+        if op == "delete":
+            del parent[path[-1]]
+        elif op == "deep":
+            depth = draw(st.integers(10, 3000))
+            v: object = 0
+            for _ in range(depth):
+                v = [v]
+            parent[path[-1]] = v
+        else:
+            parent[path[-1]] = draw(_VALUES)
+    try:
+        return dump(doc)[:MAX_INPUT]
+    except (ValueError, RecursionError, TypeError):
+        return b"{}"
+
+
+def _json_dump(doc) -> bytes:
+    return json.dumps(doc).encode()
+
+
+def _yaml_dump(doc) -> bytes:
+    import yaml
+
+    return yaml.safe_dump(doc, allow_unicode=True).encode()
+
+
+def either(seed: bytes, obj, dump) -> st.SearchStrategy:
+    """Byte mutations of the seed, or node mutations of its parsed document."""
+    return st.one_of(mutated(seed), tree_mutated(obj, dump))
+
+
 # --------------------------------------------------------------------------- outcomes
 class Deadline(BaseException):
     """The per-case deadline passed (a hang)."""
@@ -197,9 +266,16 @@ HEALTH = b"""+---------------------------+--------------------------------------
 """
 
 
-def _reader(name, component, seed: bytes, fn, fname="input.txt") -> Target:
-    return Target(name, component, lambda: mutated(seed),
-                  lambda data, work: fn(_file(work, data, fname)))
+def _reader(name, component, seed: bytes, fn, fname="input.txt", tree=None) -> Target:
+    """``tree``: (parsed document, dump) to add node mutations (JSON, YAML)."""
+    strat = (lambda: mutated(seed)) if tree is None else (lambda: either(seed, *tree))
+    return Target(name, component, strat, lambda data, work: fn(_file(work, data, fname)))
+
+
+def _yaml_tree(path: Path):
+    import yaml
+
+    return yaml.safe_load(path.read_text()), _yaml_dump
 
 
 def _facilities_pair(work: Path) -> tuple[bytes, bytes]:
@@ -266,15 +342,17 @@ def reader_targets() -> list[Target]:
         _reader("weather", "readers", _seed("weather_2025-06-04_excerpt.txt"), read_weather),
         _reader("sacct-parsable2", "readers", SACCT_TEXT,
                 lambda p: read_sacct(p, tz="America/Chicago")),
-        _reader("sacct-json", "readers", SACCT_JSON, read_sacct, "sacct.json"),
+        _reader("sacct-json", "readers", SACCT_JSON, read_sacct, "sacct.json",
+                (json.loads(SACCT_JSON), _json_dump)),
         _reader("xid-kernel", "readers", KERNEL,
                 lambda p: read_kernel_xid(p, boot_time="2025-07-02T09:00Z", errors="warn")),
         _reader("xid-dcgm", "readers", DCGM_XID, lambda p: read_dcgm_xid(p, errors="warn")),
         _reader("dcgm-health", "readers", HEALTH,
                 lambda p: read_dcgm_health(p, timestamp="2025-07-02T10:00Z")),
-        _reader("scenario", "scenario", SMALL.read_bytes(), read_scenario, "s.yaml"),
+        _reader("scenario", "scenario", SMALL.read_bytes(), read_scenario, "s.yaml",
+                _yaml_tree(SMALL)),
         _reader("requirements", "requirements", REQ.read_bytes(), read_requirements,
-                "r.yaml"),
+                "r.yaml", _yaml_tree(REQ)),
         Target("facilities-csv", "export", _pair_mutation, _facilities_call),
     ]
 
@@ -332,7 +410,8 @@ def prometheus_target() -> Target:
                         step="15s", timeout_s=5,
                         metrics=["DCGM_FI_DEV_POWER_USAGE_INSTANT", "DCGM_FI_DEV_GPU_TEMP"])
 
-    return Target("prometheus", "readers", lambda: mutated(PROM_SEED), call)
+    return Target("prometheus", "readers",
+                  lambda: either(PROM_SEED, json.loads(PROM_SEED), _json_dump), call)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -347,10 +426,18 @@ def _cli_paths(work: Path) -> list[str]:
         (work / "dir.csv").mkdir(exist_ok=True)
         (work / "store").mkdir(exist_ok=True)
         (work / "mut.yaml").write_bytes(SMALL.read_bytes()[:300])
+        from powerlab.telemetry.store import write_store
+
+        from .conftest import make_telemetry
+
+        tel = make_telemetry(2, 2, 120, period_s=1.0)
+        write_store(tel, work / "tstore", fsync=False)
+        tel.to_parquet(work / "t.parquet")
     return [str(SMALL), str(REQ), str(bad), str(work / "dir.csv"), str(work / "store"),
             str(work / "mut.yaml"), str(work / "nope.yaml"), str(work / "out.csv"),
             str(work / "outdir"), "/dev/null", str(REPO / "README.md"), str(work),
-            str(IOT / "nvidia_smi_constructed.csv"), str(work / "o.parquet")]
+            str(IOT / "nvidia_smi_constructed.csv"), str(work / "o.parquet"),
+            str(work / "tstore"), str(work / "t.parquet")]
 
 
 def _subparsers():
@@ -363,35 +450,55 @@ def _subparsers():
     return sub.choices
 
 
-@st.composite
-def cli_argv(draw, work: Path, command: str) -> list[str]:
-    p = _subparsers()[command]
-    paths = _cli_paths(work)
-    argv = [command]
+_GOOD_NUMBERS = ["1", "2", "0.5", "1", "2"]
+
+
+def _gen_args(draw, p, paths: list[str], argv: list[str]) -> None:
+    import argparse
+
     for a in p._actions:
-        if a.option_strings and a.option_strings[0] in ("-h", "--help"):
+        if a.option_strings and a.option_strings[0] in ("-h", "--help", "--version"):
+            continue
+        if isinstance(a, argparse._SubParsersAction):       # store ACTION ...
+            name = draw(st.sampled_from(sorted(a.choices)))
+            argv.append(name)
+            _gen_args(draw, a.choices[name], paths, argv)
             continue
         if not a.option_strings:                          # positional
-            if a.choices:
-                argv.append(draw(st.sampled_from(sorted(a.choices))))
-            else:
-                argv.append(draw(st.sampled_from(paths)))
+            good = {"store": [paths[14]], "paths": [paths[12], paths[14], paths[15]],
+                    "sources": [paths[12]]}.get(a.dest, [str(SMALL), paths[14], paths[15]])
+            argv.append(draw(st.sampled_from(good) | st.sampled_from(paths)))
             continue
-        if not a.required and not draw(st.booleans()):
+        if not a.required and draw(st.integers(0, 3)):   # an option in four
             continue
         opt = a.option_strings[-1]
         if a.nargs == 0:
             argv.append(opt)
         elif a.choices:
             argv += [opt, draw(st.sampled_from([*map(str, a.choices), "bogus"]))]
-        elif a.type in (int, float) or "interval" in opt or opt.endswith(("-s", "-w")):
-            argv += [opt, draw(st.sampled_from(_NUMBERS))]
         elif opt in ("--start", "--end"):
             argv += [opt, draw(st.sampled_from(["2025-07-01T00:00Z", "2025-07-01", "x",
                                                 "9999-12-31T00:00Z"]))]
+        elif opt == "--requirements":
+            argv += [opt, draw(st.sampled_from([str(REQ), str(REQ)]) | st.sampled_from(paths))]
+        elif opt == "--out":
+            fresh = str(Path(paths[11]) / f"o{draw(st.integers(0, 10**6))}")
+            argv += [opt, draw(st.sampled_from([fresh + ".csv", fresh, fresh + ".parquet",
+                                                paths[7]]) | st.sampled_from(paths))]
+        elif a.type in (int, float) or "interval" in opt or opt.endswith(("-s", "-w")) \
+                or opt in ("--seed", "--draws", "--draw", "--hours", "--pue", "--workers",
+                           "--gpus-per-node", "--n-gpus", "--prometheus-port"):
+            argv += [opt, draw(st.sampled_from(_GOOD_NUMBERS) | st.sampled_from(_NUMBERS))]
         else:
             argv += [opt, draw(st.sampled_from([*paths, *_NUMBERS, "a" * 300,
                                                 "tcp://127.0.0.1:1"]))]
+
+
+@st.composite
+def cli_argv(draw, work: Path, command: str) -> list[str]:
+    p = _subparsers()[command]
+    argv = [command]
+    _gen_args(draw, p, _cli_paths(work), argv)
     return argv
 
 

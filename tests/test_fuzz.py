@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from .fuzz_harness import _PROM, CLEAN, all_targets, run_case
 
 #: Examples per target in the suite (readers are fast; a CLI case may run a forecast).
-READER_EXAMPLES = 12
-CLI_EXAMPLES = 3
+READER_EXAMPLES = 40
+CLI_EXAMPLES = 6
 
 
 def _targets():

@@ -440,6 +440,13 @@ def read_facilities_csv(path, *, verify: bool = True) -> pd.DataFrame:
         raise ParseError("expected one column 'interval_start_local_<IANA zone>'",
                          path=path, line=1)
     tz = local[0][len("interval_start_local_"):]
+    try:
+        import zoneinfo
+
+        zoneinfo.ZoneInfo(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
+        raise ParseError(f"the local-time column names {tz!r}, not an IANA time zone",
+                         path=path, line=1, column=local[0]) from None
     expected = facilities_columns(tz)
     missing = [c for c in expected if c not in raw.columns]
     if missing:

@@ -162,6 +162,10 @@ def _parse(text: str, path) -> tuple[pd.DataFrame, str]:
             raise ParseError(f"column {c!r} is in a unit powerlab does not read; expected "
                              f"{known[base]!r} (export the data in metric units)",
                              path=path, line=header_idx + 1, column=c)
+    dup = sorted({c for c in header if header.count(c) > 1})
+    if dup:
+        raise ParseError(f"column(s) {dup} appear more than once in the header", path=path,
+                         line=header_idx + 1, column=dup[0])
     ncol = len(header)
     good, lineno = [], []
     wrong = 0
