@@ -59,3 +59,23 @@ def test_facilities_csv_with_an_unknown_zone_in_the_column_name(tmp_path):
     f.write_text("interval_start_utc,interval_end_utc,interval_start_local_Amer(New_York\n")
     with pytest.raises(ParseError, match="not an IANA time zone"):
         read_facilities_csv(f, verify=False)
+
+
+def test_an_empty_time_zone_is_one_parse_error(tmp_path):
+    """Was IndexError inside pandas (``powerlab summary FILE --tz ''``)."""
+    with pytest.raises(ParseError, match="unknown time zone"):
+        read_nvidia_smi(TEST_DATA / "iotools" / "nvidia_smi_constructed.csv", tz="")
+
+
+def test_weather_row_with_an_unclosed_quote_is_one_parse_error(tmp_path):
+    """Was pandas.errors.ParserError ('EOF inside string')."""
+    text = (TEST_DATA / "iotools" / "weather_2025-06-04_excerpt.txt").read_text()
+    lines = text.splitlines()
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("Time,"))
+    cells = lines[i + 2].split(",")
+    cells[1] = '"' + cells[1]
+    lines[i + 2] = ",".join(cells)
+    f = tmp_path / "w.txt"
+    f.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ParseError, match="cannot read the rows as CSV"):
+        read_weather(f)

@@ -140,7 +140,8 @@ def check_tz(tz, path=None):
         return tz
     try:
         pd.Timestamp(0).tz_localize(tz)
-    except (KeyError, ValueError, TypeError, OSError):  # ZoneInfoNotFoundError is a KeyError
+    except (KeyError, ValueError, TypeError, OSError, IndexError):  # ZoneInfoNotFoundError
+        # is a KeyError; an empty name is an IndexError inside pandas
         raise ParseError(f"unknown time zone {tz!r}; expected an IANA name such as "
                          "'America/New_York' or 'UTC'", path=path) from None
     return tz
