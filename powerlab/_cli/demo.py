@@ -43,7 +43,7 @@ def run(args) -> int:
     from ..demo import run_demo
 
     if not 0 < args.hours <= MAX_HOURS:
-        raise PowerlabError(f"--hours must be above 0 and at most {MAX_HOURS:g} (a year), "
+        raise PowerlabError(f"--hours must be positive and at most {MAX_HOURS:g} (a year), "
                             f"got {args.hours:g}")
     if args.draws < 1:
         raise PowerlabError(f"--draws must be at least 1, got {args.draws}")
