@@ -44,3 +44,21 @@ def test_a_tick_that_makes_too_many_ticks_is_refused_with_the_estimate(tmp_path,
                    str(tmp_path / "o"), "--tick-s", "0.0001"])
     err = capsys.readouterr().err
     assert rc == 2 and "GiB" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--freq", "1ns"], "bins per day"),
+    (["--freq", "1us"], "narrowest bin is 10 ms"),
+    (["--gpus-per-node", "100000000"], "1 to 1024"),
+    (["--workers", "100000"], "at most 256"),
+])
+def test_aggregate_numbers_are_bounded(tmp_path, capsys, args, words):
+    """``aggregate STORE --freq 1ns`` asked numpy for 67 GiB (a MemoryError traceback);
+    '1us' ran for minutes (found by benchmarks/fuzz.py's manual follow-up)."""
+    from powerlab.telemetry.store import write_store
+
+    write_store(_frame(60), tmp_path / "st", fsync=False)
+    rc = cli.main(["aggregate", str(tmp_path / "st"), "--out", str(tmp_path / "a.csv"),
+                   "--engine", "pandas", *args])
+    err = capsys.readouterr().err
+    assert rc == 2 and words in err and len(err.strip().splitlines()) == 1, err

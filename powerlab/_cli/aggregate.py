@@ -191,8 +191,10 @@ def _check_args(args):
         raise PowerlabError("--workers must be at least 1")
     if not args.timeout_s > 0:
         raise PowerlabError(f"--timeout-s must be positive, got {args.timeout_s:g}")
-    if args.gpus_per_node < 1:
-        raise PowerlabError("--gpus-per-node must be at least 1")
+    if not 1 <= args.gpus_per_node <= 1024:
+        raise PowerlabError(f"--gpus-per-node must be 1 to 1024, got {args.gpus_per_node}")
+    if args.workers is not None and args.workers > 256:
+        raise PowerlabError(f"--workers must be at most 256, got {args.workers}")
     distributed = args.scheduler or args.workers
     if (distributed or args.engine == "dask") and not dask_available():
         raise PowerlabError("--scheduler, --workers and --engine dask need the Dask extra: "
