@@ -62,3 +62,13 @@ def test_aggregate_numbers_are_bounded(tmp_path, capsys, args, words):
                    "--engine", "pandas", *args])
     err = capsys.readouterr().err
     assert rc == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("kw, words", [({"pue": 1e308}, "from 1 to 10"),
+                                       ({"pue": 1.2, "base_load_w": 1e308}, "10 GW")])
+def test_pue_and_base_load_are_bounded(kw, words):
+    """``comply STORE --pue 1e308`` overflowed to inf with a RuntimeWarning first."""
+    from powerlab.interconnect.powertrace import trace_from_telemetry
+
+    with pytest.raises(PowerlabError, match=words):
+        trace_from_telemetry(_frame(60), **kw)

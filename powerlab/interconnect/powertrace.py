@@ -354,10 +354,11 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
     df = df[(sc == scope).to_numpy() & df["power_w"].notna().to_numpy()]
     if df.empty:
         raise AnalysisError(f"no {scope}-scope power readings in the telemetry (and range)")
-    if pue is not None and not (math.isfinite(pue) and pue >= 1.0):
-        raise PowerlabError(f"pue must be a number >= 1, got {pue!r}")
-    if not (math.isfinite(base_load_w) and base_load_w >= 0):
-        raise PowerlabError(f"base_load_w must be >= 0, got {base_load_w!r}")
+    if pue is not None and not (math.isfinite(pue) and 1.0 <= pue <= 10.0):
+        raise PowerlabError(f"pue must be a number from 1 to 10, got {pue!r}")
+    if not (math.isfinite(base_load_w) and 0 <= base_load_w <= 10e9):
+        raise PowerlabError(f"base_load_w must be from 0 to 10 GW (1e10 W), got "
+                            f"{base_load_w!r}")
     t_ns = pd.to_datetime(df["timestamp"], utc=True).astype("datetime64[ns, UTC]")
     keys = ["host"] + (["gpu_index"] if scope == "gpu" and "gpu_index" in df.columns else [])
     frame = pd.DataFrame({"t": t_ns.astype("int64").to_numpy(),
