@@ -39,7 +39,8 @@ def test_fuzz_target(name, tmp_path, monkeypatch):
     target = next(t for t in all_targets(tmp_path) if t.name == name)
     cli = target.component == "cli"
 
-    @settings(max_examples=CLI_EXAMPLES if cli else READER_EXAMPLES, derandomize=True,
+    n = 2 if name == "cli demo" else CLI_EXAMPLES if cli else READER_EXAMPLES  # a demo runs
+    @settings(max_examples=n, derandomize=True,
               database=None, deadline=None, suppress_health_check=list(HealthCheck))
     @given(value=target.strategy())
     def prop(value):
