@@ -74,11 +74,21 @@ def main(argv: list[str] | None = None) -> int:
 
     _default_show = warnings.showwarning
     warnings.showwarning = _show
+    from ._cli._args import special_paths
+
     try:
+        bad = special_paths(args)
+        if bad:
+            raise PowerlabError(bad)
         rc = args.func(args)
     except PowerlabError as exc:
         msg = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         print(f"powerlab {args.command}: error: {msg}", file=sys.stderr)  # one line
+        return 2
+    except OSError as exc:   # the disk, not the input: full, read-only, permissions
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"powerlab {args.command}: error: {where}{exc.strerror or exc}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"powerlab {args.command}: interrupted", file=sys.stderr)

@@ -173,18 +173,20 @@ def test_libreoffice_reads_dates_as_dates_and_numbers_as_numbers(result, tmp_pat
         back["facility_power_megawatts_mean"].iloc[0])
 
 
-@pytest.mark.parametrize("text", ["=HYPERLINK(\"x\")", "+1", "-2", "@SUM(A1)", "\tx", "\rx"])
+@pytest.mark.parametrize("text", ["=HYPERLINK(\"x\")", "+1", "-2", "@SUM(A1)", "\tx", "\rx",
+                                  "\n=1+1", " \n@SUM(A1)", "\nx"])
 def test_formula_injection_is_neutralised(text, tmp_path):
     assert sanitize_cell(text) == "'" + text
     assert sanitize_cell("job:start") == "job:start"
     d = _small(end_utc="2025-06-02T12:30:00Z")
-    d["jobs"][0]["name"] = text.replace("\r", "=")  # a job name becomes an events cell
-    res = forecast(parse_scenario(d), draws=1)
-    res.events["job"] = res.events["job"].replace(d["jobs"][0]["name"], text)
+    d["jobs"][0]["name"] = "JOBNAME"  # a job name becomes an events cell (control
+    res = forecast(parse_scenario(d), draws=1)   # characters are refused in a scenario)
+    res.events["job"] = res.events["job"].replace("JOBNAME", text)
     csv, _ = write_facilities_csv(res, tmp_path / "x.csv", "15min")
     raw = pd.read_csv(csv, dtype=str, keep_default_na=False)
     cells = [c for c in raw["events"] if c]
-    assert cells and all(not c.startswith(("=", "+", "-", "@", "\t", "\r")) for c in cells)
+    assert cells and all(not c.lstrip(" \n").startswith(("=", "+", "-", "@", "\t", "\r", "\n"))
+                         for c in cells)
     back = read_facilities_csv(csv)
     assert back["events"].str.startswith(text).any()
 
@@ -380,3 +382,35 @@ def test_format_2_column_names_still_read(result, tmp_path):
     csv.write_text(text)
     back = read_facilities_csv(csv, verify=False)
     assert str(back["interval_start_local_America/New_York"].dt.tz) == TZ
+
+
+@pytest.mark.bad_input("export")
+def test_the_sidecar_s_own_fields_are_covered_by_its_checksum(result, tmp_path):
+    """Issue 24: editing the units or the time zone of the sidecar is caught, not only a
+    changed CSV."""
+    import json
+
+    csv, side = write_facilities_csv(result, tmp_path / "s.csv", "15min")
+    doc = json.loads(side.read_text())
+    assert doc["format_version"] == 3 and len(doc["sidecar_sha256"]) == 64
+    read_facilities_csv(csv)
+    for key, value in (("time_zone", "Europe/Paris"), ("units", {"x": "kW"})):
+        edited = dict(doc, **{key: value})
+        side.write_text(json.dumps(edited, indent=2))
+        with pytest.raises(ParseError, match="own fields"):
+            read_facilities_csv(csv)
+    side.write_text("[" * 100_000)
+    with pytest.raises(ParseError, match="cannot read the sidecar"):
+        read_facilities_csv(csv)
+
+
+@pytest.mark.bad_input("scenario")
+@pytest.mark.parametrize("name", ["a\x1b[31mb", "x\ny", "t\tab", "x" * 201])
+def test_job_names_with_control_characters_are_refused(name):
+    from powerlab.exceptions import ScenarioError
+
+    d = _small()
+    d["jobs"][0]["name"] = name
+    with pytest.raises(ScenarioError, match="printable") as e:
+        parse_scenario(d)
+    assert e.value.key == "jobs[0].name"

@@ -255,7 +255,8 @@ def test_cli_without_the_dask_extra_runs_on_pandas_and_explains_zero_rows(tmp_pa
     assert "wrote 0 rows" in p.stdout
     assert "warning: power_sums: no rows of scope 'gpu'" in p.stderr
     assert "--scope node" in p.stderr and "Traceback" not in p.stderr
-    p = _run(["aggregate", str(root), "--scope", "node", "--out", str(out)], block_dask=True)
+    p = _run(["aggregate", str(root), "--scope", "node", "--out", str(out), "--force"],
+             block_dask=True)
     assert p.returncode == 0 and "wrote 60 rows" in p.stdout, p.stderr
     p = _run(["aggregate", str(root), "--scheduler", "tcp://127.0.0.1:1", "--out", str(out)],
              block_dask=True)

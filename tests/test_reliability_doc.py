@@ -18,3 +18,19 @@ def test_reliability_table_matches_the_suite():
     current = doc[doc.index(START):doc.index(END) + len(END)]
     assert current == block(cases), ("docs/reliability.md is stale: run "
                                      "`python -m tests.reliability_tally --write`")
+
+
+def test_the_fuzz_table_comes_from_a_long_run_with_no_failure():
+    """benchmarks/fuzz.py --write rewrites the fuzz block from a run's own counts: at
+    least 2,000 generated cases, and 0 tracebacks, hangs, MemoryErrors and broken exits."""
+    import re
+
+    doc = DOC.read_text(encoding="utf-8")
+    a, b = doc.index("<!-- fuzz:start -->"), doc.index("<!-- fuzz:end -->")
+    total = next(ln for ln in doc[a:b].splitlines() if ln.startswith("| **all**"))
+    cells = [c.strip().strip("*") for c in total.strip("|").split("|")]
+    tried, ok, warned, error, tb, hang, mem, badexit = map(int, cells[2:10])
+    assert tried >= 2000
+    assert ok + warned + error == tried
+    assert tb == hang == mem == badexit == 0
+    assert re.search(r"hypothesis seed \d+", doc[a:b])

@@ -105,6 +105,18 @@ BAD = [
     ({**yaml.safe_load(GOOD), "grid_modes": [{"name": "m", "band_hz": [0.1, 2],
                                               "source": "s", "illustrative": True}]},
      "grid_modes[0].min_amplitude_megawatts", "required"),
+    # memory bombs (issue 24): bounded before anything is allocated, the cost named
+    (_doc(kind="oscillation", unit="MW", band_hz=[0.1, 1e9], measure="rms", window_s=None),
+     "requirements[0].band_hz", "samples per hour"),
+    (_doc(kind="oscillation", unit="MW", band_hz=[1e-9, 2], measure="rms", window_s=None),
+     "requirements[0].band_hz", "segment of"),
+    (_doc(window_s=1e12), "requirements[0].window_s", "<= 86400"),
+    (_doc(kind="step", unit="MW", within_s=1e12, window_s=None), "requirements[0].within_s",
+     "<= 86400"),
+    (_doc(kind="ride_through", unit="MW", residual_voltage_pu=0.5, sag_duration_s=1e15,
+          window_s=None), "requirements[0].sag_duration_s", "<= 600"),
+    (_doc(kind="ride_through", unit="MW", residual_voltage_pu=0.5, sag_duration_s=1,
+          observe_s=1e15, window_s=None), "requirements[0].observe_s", "<= 600"),
 ]
 
 

@@ -53,6 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", "--no-progress", dest="no_progress", action="store_true",
                    help="no size, estimate or progress (on a terminal: done/total, rate "
                         "and time left; in logs: a line per phase)")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite an existing --out file (never an input)")
     p.set_defaults(func=run)
 
 
@@ -192,8 +194,10 @@ def _check_args(args):
         raise PowerlabError("--workers must be at least 1")
     if not args.timeout_s > 0:
         raise PowerlabError(f"--timeout-s must be positive, got {args.timeout_s:g}")
-    if args.gpus_per_node < 1:
-        raise PowerlabError("--gpus-per-node must be at least 1")
+    if not 1 <= args.gpus_per_node <= 1024:
+        raise PowerlabError(f"--gpus-per-node must be 1 to 1024, got {args.gpus_per_node}")
+    if args.workers is not None and args.workers > 256:
+        raise PowerlabError(f"--workers must be at most 256, got {args.workers}")
     distributed = args.scheduler or args.workers
     if (distributed or args.engine == "dask") and not dask_available():
         raise PowerlabError("--scheduler, --workers and --engine dask need the Dask extra: "
@@ -211,6 +215,16 @@ def _check_args(args):
                                 "such as 2GiB or 500MB") from None
     if not args.store.is_dir():
         raise PowerlabError(f"store {args.store}: no such folder")
+    from ._outputs import guard_outputs
+
+    guard_outputs([out], [args.store, args.jobs, args.sacct, args.racks], force=args.force)
+    try:
+        inside = out.resolve().is_relative_to(args.store.resolve())
+    except (OSError, RuntimeError):
+        inside = False
+    if inside:
+        raise PowerlabError(f"--out {out} is inside the store {args.store}; a file there "
+                            "would be read as a foreign file of the store")
     return start, end
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from . import _args
+
 HELP = "record GPU power, energy, clocks, temperatures and throttle reasons via NVML"
 
 
@@ -64,7 +66,7 @@ def register(subparsers) -> None:
                    default=[], metavar="GROUP=S",
                    help="slower interval for a signal group (power, temperature, clocks, "
                         "utilization, power_limit), e.g. temperature=1; repeatable")
-    p.add_argument("--host", default=None, help="host name to record (default: this host)")
+    p.add_argument("--host", type=_args.host, default=None, help="host name to record (default: this host)")
     p.add_argument("--prometheus-port", type=int, default=None, metavar="P",
                    help="serve /metrics with DCGM-compatible names on port P")
     p.add_argument("--metrics-address", default="127.0.0.1", metavar="ADDR",

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._args import add_seed
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -26,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--requirements", type=Path, required=True, help="requirement spec YAML")
     p.add_argument("--out", type=Path, required=True, help="output folder")
     p.add_argument("--draws", type=int, default=20, help="Monte Carlo draws (default 20)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_seed(p)
     p.add_argument("--tick-s", type=float, default=None,
                    help="engine tick, or the grid measured telemetry is resampled to [s]")
     p.add_argument("--pue", type=float, default=None,
@@ -87,13 +89,22 @@ def check_draws_out_sags(args) -> None:
         raise PowerlabError(f"--out {args.out} exists and is not a folder")
     if args.sags is not None and not args.sags.is_file():
         raise PowerlabError(f"--sags {args.sags}: no such file")
+    from ._outputs import guard_outputs
+
+    # the fixed names inside the output folder are the command's own (rewritten on a
+    # re-run); none may be one of the inputs
+    names = ["compliance.csv", "compliance_summary.txt", "resonance.csv",
+             "mitigation_options.csv", "mitigation_summary.txt"]
+    src = getattr(args, "source", None) or getattr(args, "scenario", None)
+    for name in names:
+        guard_outputs([args.out / name], [src, args.requirements, args.sags], force=True)
 
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
+    from ..grid.scenario import Scenario
     from ..interconnect.powertrace import open_source
     from ..interconnect.requirements import read_requirements
-    from ..grid.scenario import Scenario
 
     check_draws_out_sags(args)
     spec = read_requirements(args.requirements)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+#: Longest demo horizon [h] (the scenario's bound on a forecast span: a year).
+MAX_HOURS = 366 * 24.0
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -39,8 +42,9 @@ def run(args) -> int:
                             "pip install 'powerlab[charts]'")
     from ..demo import run_demo
 
-    if not args.hours > 0:
-        raise PowerlabError(f"--hours must be positive, got {args.hours:g}")
+    if not 0 < args.hours <= MAX_HOURS:
+        raise PowerlabError(f"--hours must be positive and at most {MAX_HOURS:g} (a year), "
+                            f"got {args.hours:g}")
     if args.draws < 1:
         raise PowerlabError(f"--draws must be at least 1, got {args.draws}")
     res = run_demo(args.out, progress=None if args.quiet else sys.stderr, hours=args.hours,

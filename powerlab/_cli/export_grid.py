@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._args import add_seed
+from ._outputs import add_force, guard_outputs
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -31,24 +34,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scope", choices=["facility", "it"], default="facility",
                    help="facility (point of interconnection, default) or IT power")
     p.add_argument("--draw", type=int, default=0, help="forecast draw to export (default 0)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_seed(p)
     p.add_argument("--tick-s", type=float, default=None,
                    help="engine tick, or the grid measured telemetry is resampled to [s]")
     p.add_argument("--pue", type=float, default=None,
                    help="telemetry only: facility power = IT power x PUE + base load")
     p.add_argument("--base-load-w", type=float, default=0.0,
                    help="telemetry only: non-IT load added to facility power [W]")
+    add_force(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
+    from ..grid.scenario import Scenario
     from ..interconnect.gridstudy import step_ticks, write_grid_playback
     from ..interconnect.powertrace import forecast_trace, open_source, trace_from_telemetry
-    from ..grid.scenario import Scenario
 
     if args.draw < 0:
         raise PowerlabError(f"--draw must be >= 0, got {args.draw}")
+    guard_outputs([args.out], [args.source], force=args.force)
     source = open_source(args.source)
     if isinstance(source, Scenario):
         if args.pue is not None or args.base_load_w:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._args import add_seed
+from ._outputs import add_force, guard_outputs
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -27,10 +30,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    default="15min",
                    help="interval of the CSV rows (default 15min)")
     p.add_argument("--draws", type=int, default=20, help="Monte Carlo draws (default 20)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_seed(p)
     p.add_argument("--quiet", action="store_true",
                    help="print neither the summary nor the size, estimate and progress "
                         "(shown on standard error when the run may take 2 s or more)")
+    add_force(p)
     p.set_defaults(func=run)
 
 
@@ -52,6 +56,8 @@ def run(args) -> int:
         raise PowerlabError(f"--out {args.out}: folder {args.out.parent} does not exist")
     if args.out.is_dir() or args.out.with_suffix(".json").is_dir():
         raise PowerlabError(f"--out {args.out}: it or its sidecar path is a folder")
+    guard_outputs([args.out, args.out.with_suffix(".json")], [args.scenario],
+                  force=args.force)
     scen = read_scenario(args.scenario)
     res = forecast(scen, draws=args.draws, seed=args.seed,
                    progress=False if args.quiet else None)

@@ -6,6 +6,8 @@ import argparse
 from datetime import UTC
 from pathlib import Path
 
+from . import _args
+
 FORMAT_CHOICES = ["auto", "nvidia-smi", "dcgm-dmon", "dcgm-prom", "mlperf-power"]
 
 
@@ -30,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", default="auto", choices=FORMAT_CHOICES,
                    help="source format (default: recognise from the content)")
     p.add_argument("--tz", help="time zone of zone-less timestamps (nvidia-smi, dcgmi dmon)")
-    p.add_argument("--host", help="host name for sources that do not record it")
+    p.add_argument("--host", type=_args.host, help="host name for sources that do not record it")
     p.add_argument("--n-gpus", type=int, dest="n_gpus",
                    help="GPUs per nvidia-smi query for logs without index/uuid")
     p.add_argument("--force", action="store_true",

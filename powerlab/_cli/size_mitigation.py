@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._args import add_seed
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -31,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--requirements", type=Path, required=True, help="requirement spec YAML")
     p.add_argument("--out", type=Path, required=True, help="output folder")
     p.add_argument("--draws", type=int, default=3, help="Monte Carlo draws (default 3)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_seed(p)
     p.add_argument("--tick-s", default=None,
                    help="engine tick [s], or 'auto': the largest tick at which the spec can "
                         "be assessed (e.g. 0.01 s for a 3-30 Hz band)")
@@ -46,8 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
-    from ..interconnect.requirements import read_requirements
     from ..grid.scenario import read_scenario
+    from ..interconnect.requirements import read_requirements
     from .comply import check_draws_out_sags, read_sags
 
     check_draws_out_sags(args)

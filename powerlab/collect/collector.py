@@ -263,6 +263,7 @@ class Collector(FaultHandling):
         self._files: list[Path] = []
         self._threads: list[threading.Thread] = []
         self._httpd = None
+        self._last_collect: float | None = None
         self.devices: dict[int, nvml.Device] = {}
         self._ticks = 0
         self._missed = 0
@@ -313,8 +314,11 @@ class Collector(FaultHandling):
             raise NVMLError("no GPU could be opened: " + "; ".join(
                 e["message"] for e in self._events))
         if self.prometheus_port is not None:  # a bad address fails before the store
+            refresh = max(self.interval_s, BATCH_S)   # one snapshot per collection
             self._httpd = serve_metrics(lambda: latest_by_gpu(self._slots), self.host,
-                                        self.prometheus_port, self.prometheus_addr)
+                                        self.prometheus_port, self.prometheus_addr,
+                                        refresh_s=refresh, stale_s=3 * refresh,
+                                        last_collection=lambda: self._last_collect)
         if self.out is not None:  # fail now rather than at the first flush
             try:
                 try:
@@ -689,6 +693,7 @@ class Collector(FaultHandling):
         n = len(rows)
         if not n:
             return
+        self._last_collect = time.monotonic()   # /health: the latest collection
         with self._lock:
             if self.out is not None:
                 if self._buffer_n < self._max_rows:

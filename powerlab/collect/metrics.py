@@ -9,9 +9,13 @@ with ``prometheus_client``'s own number formatting), and dcgm-exporter's labels 
 ``DCGM_FI_DRIVER_VERSION``.
 
 The server is one asyncio thread, whatever the number of connections: idle connections
-cost a socket, not a thread; they are closed after ``idle_timeout_s``, and a connection
-beyond ``max_connections`` closes the oldest idle one (so idle connections can never lock
-a scraper out) or, when none is idle, is closed at once.  It binds ``127.0.0.1`` unless told
+cost a socket, not a thread; they are closed after ``idle_timeout_s``; a reply the client
+does not read within ``write_timeout_s`` drops the connection; a connection beyond
+``max_connections`` closes the oldest idle one, else the one stuck longest in a write (so
+neither idle nor non-reading clients can lock a scraper out).  Scrapes are served from an
+immutable snapshot rebuilt once per collection interval, never rendered per request;
+``/health`` is 503 before the first collection and when none is fresh within three
+intervals.  It binds ``127.0.0.1`` unless told
 otherwise (host names and GPU UUIDs are not for the whole network by default).
 
 References
@@ -29,6 +33,7 @@ import gzip
 import math
 import socket
 import threading
+import time
 from collections.abc import Callable
 
 from ..exceptions import PowerlabError
@@ -103,29 +108,62 @@ def exposition(gpus, host: str) -> bytes:
 
 
 class MetricsServer:
-    """A minimal HTTP/1.1 server for ``GET /metrics`` on one asyncio thread.
+    """A minimal HTTP/1.1 server for ``GET /metrics`` and ``GET /health`` on one asyncio
+    thread.
+
+    Scrapes are served from an immutable snapshot (the exposition and its gzip form),
+    rebuilt once per ``refresh_s`` by the server's own loop or handed over with
+    :meth:`publish`; a scrape never renders, so no number of clients costs more than
+    copying bytes.  Every write is bounded by ``write_timeout_s`` (a client that does not
+    read its replies is cut off), and a connection beyond ``max_connections`` evicts the
+    oldest idle one, else the one stuck longest in a write, so neither idle nor stuck
+    clients can lock a scraper out (issue 24: 70 pipelining clients that never read took
+    the endpoint down).
+
+    ``/health`` answers 200 while a collection is fresh, 503 before the first one and when
+    none came within ``stale_s`` (as dcgm-exporter's health endpoint does).
 
     Parameters
     ----------
     render : callable
-        Returns the exposition bytes; called once per scrape.
+        Returns the exposition bytes; called once per ``refresh_s`` in the server's loop.
     port : int
         TCP port (0: any free port).
     addr : str, default "127.0.0.1"
         Address to bind ("0.0.0.0" or "::" for every interface).
     max_connections : int, default 64
-        Most connections open at once; a new one beyond it evicts the oldest idle one.
+        Most connections open at once.
     idle_timeout_s : float, default 30.0
         A connection that sends no complete request for this long is closed [s].
+    write_timeout_s : float, default 5.0
+        Longest a reply may wait for the client to read it [s].
+    refresh_s : float, default 1.0
+        Interval of the snapshot [s].
+    last_collection : callable, optional
+        Returns the ``time.monotonic()`` of the latest collection, or None before the
+        first; without it, the latest snapshot counts as the collection.
+    stale_s : float, optional
+        ``/health`` fails when the latest collection is older [s]; default 3 x refresh_s.
     """
 
     def __init__(self, render: Callable[[], bytes], port: int, addr: str = "127.0.0.1",
-                 max_connections: int = 64, idle_timeout_s: float = 30.0):
+                 max_connections: int = 64, idle_timeout_s: float = 30.0,
+                 write_timeout_s: float = 5.0, refresh_s: float = 1.0,
+                 last_collection: Callable[[], float | None] | None = None,
+                 stale_s: float | None = None):
         self._render = render
         self.max_connections = int(max_connections)
         self.idle_timeout_s = float(idle_timeout_s)
+        self.write_timeout_s = float(write_timeout_s)
+        self.refresh_s = float(refresh_s)
+        self.stale_s = float(stale_s) if stale_s is not None else 3.0 * self.refresh_s
+        self._last_collection = last_collection
+        self._snapshot: tuple[bytes, bytes, float] | None = None  # body, gzip, monotonic
+        self.render_errors = 0
+        self.evicted = 0
         self._open = 0
-        self._idle: dict = {}  # writer -> None, oldest first: waiting for a request
+        self._idle: dict = {}     # writer -> None, oldest first: waiting for a request
+        self._writing: dict = {}  # writer -> monotonic start of its pending write
         try:
             infos = socket.getaddrinfo(addr, int(port), type=socket.SOCK_STREAM,
                                        flags=socket.AI_PASSIVE)
@@ -135,25 +173,59 @@ class MetricsServer:
             sock.bind(infos[0][4])
             sock.listen(128)
             sock.setblocking(False)
-        except (OSError, UnicodeError) as exc:
+        except (OSError, UnicodeError, OverflowError) as exc:
             raise PowerlabError(f"cannot serve /metrics on {addr}:{port}: "
                                 f"{getattr(exc, 'strerror', None) or exc}") from exc
         self._sock = sock
         self.server_address = sock.getsockname()
         self.server_port = self.server_address[1]
         self._loop = asyncio.new_event_loop()
+        self._loop.set_exception_handler(lambda loop, ctx: None)  # a dropped client
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="powerlab-metrics",
                                         daemon=True)
         self._thread.start()
         self._ready.wait(10)
 
+    # ------------------------------------------------------------------ snapshot
+    def publish(self, body: bytes) -> None:
+        """Serve ``body`` from now on (thread-safe: one tuple is swapped in)."""
+        body = bytes(body)
+        self._snapshot = (body, gzip.compress(body, compresslevel=1), time.monotonic())
+
+    def _refresh(self) -> None:
+        try:
+            self.publish(self._render())
+        except Exception:  # noqa: BLE001  (any render failure: keep the last snapshot; counted)
+            self.render_errors += 1
+
+    def health(self) -> tuple[int, bytes]:
+        """``(status, text)`` of ``/health``."""
+        now = time.monotonic()
+        if self._last_collection is not None:
+            last = self._last_collection()
+        else:
+            last = None if self._snapshot is None else self._snapshot[2]
+        if last is None:
+            return 503, b"no collection yet\n"
+        age = now - last
+        if age > self.stale_s:
+            return 503, f"stale: last collection {age:.1f} s ago\n".encode()
+        return 200, f"ok: last collection {age:.2f} s ago\n".encode()
+
+    # ------------------------------------------------------------------ serving
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
+
+        async def refresher():
+            while True:
+                self._refresh()
+                await asyncio.sleep(self.refresh_s)
 
         async def main():
             self._server = await asyncio.start_server(self._handle, sock=self._sock,
                                                       limit=16384)
+            self._refresher = asyncio.ensure_future(refresher())
             self._ready.set()
 
         self._loop.run_until_complete(main())
@@ -165,17 +237,29 @@ class MetricsServer:
         self._loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
         self._loop.close()
 
+    def _make_room(self) -> bool:
+        """At the connection limit: close the oldest idle connection, else the one stuck
+        longest in a write.  False when every connection is busy answering."""
+        if self._idle:
+            victim = next(iter(self._idle))
+            del self._idle[victim]
+        elif self._writing:
+            victim = min(self._writing, key=self._writing.get)
+            del self._writing[victim]
+        else:
+            return False
+        self.evicted += 1
+        victim.transport.abort()  # its handler sees the end of the stream and returns
+        return True
+
     async def _handle(self, reader: asyncio.StreamReader,
                       writer: asyncio.StreamWriter) -> None:
-        if self._open >= self.max_connections:
-            if not self._idle:
-                writer.close()
-                return
-            oldest = next(iter(self._idle))
-            del self._idle[oldest]
-            oldest.close()  # its handler sees the end of the stream and returns
+        if self._open >= self.max_connections and not self._make_room():
+            writer.transport.abort()
+            return
         self._open += 1
         try:
+            writer.transport.set_write_buffer_limits(high=64 * 1024)
             while True:
                 self._idle[writer] = None
                 try:
@@ -202,37 +286,58 @@ class MetricsServer:
                 if "content-length" in headers or "transfer-encoding" in headers:
                     close = True  # no request bodies here
                 path = target.split("?", 1)[0]
+                head_only = method == "HEAD"
                 if method not in ("GET", "HEAD"):
                     await self._respond(writer, 405, b"only GET\n", close=True)
                     return
-                if path not in ("/metrics", "/"):
-                    await self._respond(writer, 404, b"not found; try /metrics\n", close)
+                if path == "/health":
+                    status, text = self.health()
+                    ok = await self._respond(writer, status, text, close,
+                                             head_only=head_only)
+                elif path not in ("/metrics", "/"):
+                    ok = await self._respond(writer, 404, b"not found; try /metrics or "
+                                             b"/health\n", close, head_only=head_only)
+                elif (snap := self._snapshot) is None:
+                    ok = await self._respond(writer, 503, b"no collection yet\n", close,
+                                             head_only=head_only)
                 else:
-                    body = self._render()
                     gz = "gzip" in headers.get("accept-encoding", "")
-                    await self._respond(writer, 200, gzip.compress(body) if gz else body,
-                                        close, CONTENT_TYPE, gz, head_only=method == "HEAD")
-                if close:
+                    ok = await self._respond(writer, 200, snap[1] if gz else snap[0], close,
+                                             CONTENT_TYPE, gz, head_only=head_only)
+                if close or not ok:
                     return
         finally:
             self._open -= 1
-            writer.close()
+            self._idle.pop(writer, None)
+            self._writing.pop(writer, None)
+            if writer.transport.get_write_buffer_size():
+                writer.transport.abort()   # unread replies: no graceful close
+            else:
+                writer.close()
 
-    @staticmethod
-    async def _respond(writer, status: int, body: bytes, close: bool,
+    async def _respond(self, writer, status: int, body: bytes, close: bool,
                        ctype: str = "text/plain; charset=utf-8", gz: bool = False,
-                       head_only: bool = False) -> None:
+                       head_only: bool = False) -> bool:
+        """Write a reply; False when the client did not take it within write_timeout_s
+        (or is gone): the connection is then dropped."""
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found",
-                  405: "Method Not Allowed"}[status]
+                  405: "Method Not Allowed", 503: "Service Unavailable"}[status]
         hdr = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\n"
                f"Content-Length: {len(body)}\r\n"
                + ("Content-Encoding: gzip\r\n" if gz else "")
                + ("Connection: close\r\n" if close else "") + "\r\n")
+        if writer.transport.is_closing():
+            return False
         writer.write(hdr.encode() + (b"" if head_only else body))
+        self._writing[writer] = time.monotonic()
         try:
-            await writer.drain()
-        except ConnectionError:
-            pass
+            await asyncio.wait_for(writer.drain(), self.write_timeout_s)
+        except (TimeoutError, ConnectionError):
+            writer.transport.abort()
+            return False
+        finally:
+            self._writing.pop(writer, None)
+        return True
 
     def shutdown(self) -> None:
         """Stop serving (idempotent)."""
@@ -264,7 +369,8 @@ def serve_metrics(latest, host: str, port: int, addr: str = "127.0.0.1",
     addr : str, default "127.0.0.1"
         Address to bind.
     **kwargs
-        ``max_connections`` and ``idle_timeout_s`` of :class:`MetricsServer`.
+        ``max_connections``, ``idle_timeout_s``, ``write_timeout_s``, ``refresh_s``,
+        ``last_collection`` and ``stale_s`` of :class:`MetricsServer`.
 
     Returns
     -------

@@ -77,6 +77,8 @@ class CollectorReport:
         return self.summary()
 
     def _repr_html_(self) -> str:
-        err = f"<p><b>error:</b> {self.error}</p>" if self.error else ""
-        return (f"<p>{self.summary().splitlines()[0]}</p>"
+        import html  # error messages and host names come from outside (issue 24)
+
+        err = f"<p><b>error:</b> {html.escape(str(self.error))}</p>" if self.error else ""
+        return (f"<p>{html.escape(self.summary().splitlines()[0])}</p>"
                 f"{self.gpus.to_html(index=False)}{err}")

@@ -51,7 +51,8 @@ __all__ = [
     "write_facilities_xlsx",
 ]
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 3   # 3: no '/' in column names, text UTC offsets, and the sidecar
+                     # carries sidecar_sha256 over its own fields
 
 #: Row intervals a facilities CSV may have: name -> seconds.
 RESOLUTIONS = {"1s": 1.0, "1min": 60.0, "5min": 300.0, "15min": 900.0, "30min": 1800.0,
@@ -67,7 +68,7 @@ _RAMPS = (("ramp_up_megawatts_per_s_1s_max", 1.0, +1), ("ramp_down_megawatts_per
 #: Decimal places written per kind of column (the stated resolution of the numbers).
 DECIMALS = {"power": 3, "energy": 6, "ramp": 3}
 _TIME_FMT = "%Y-%m-%d %H:%M:%S"
-_DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
+_DANGEROUS = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
 def _local_col(tz: str) -> str:
@@ -128,13 +129,16 @@ def _decimals(col: str) -> int:
 def _needs_guard(text: str) -> bool:
     # apostrophes count too, so that a text that itself starts with the guard ("'=x")
     # is guarded again and reads back unchanged
-    return text.lstrip("'").startswith(_DANGEROUS)
+    # leading blanks and line breaks too: a spreadsheet may drop them and see the formula
+    t = text.lstrip("'")
+    return t.startswith(_DANGEROUS) or t.lstrip(" \t\r\n").startswith(_DANGEROUS)
 
 
 def sanitize_cell(text: str) -> str:
     """Neutralise a text cell a spreadsheet would evaluate as a formula.
 
-    Cells starting with ``= + - @``, tab or carriage return get a leading ``'``
+    Cells starting with ``= + - @``, tab, carriage return or line feed (or with one of
+    them after leading blanks and line breaks) get a leading ``'``
     (OWASP CSV injection guidance); so do cells whose text after leading apostrophes
     starts so, which keeps the guard reversible (``read_facilities_csv`` returns the
     original text).
@@ -251,8 +255,12 @@ def _csv_text(df: pd.DataFrame, tz: str) -> str:
 
 def _write_temp(path: Path, data: bytes) -> Path:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    fsync_file(tmp)
+    try:
+        tmp.write_bytes(data)
+        fsync_file(tmp)
+    except BaseException:           # a full or read-only disk leaves nothing behind
+        tmp.unlink(missing_ok=True)
+        raise
     return tmp
 
 
@@ -359,6 +367,7 @@ def write_facilities_csv(result, path, resolution="15min",
     csv = _csv_text(df, tz).encode("utf-8")
     gen = generated_utc if generated_utc is not None else pd.Timestamp.now(tz="UTC")
     side = _sidecar(result, df, res_s, path.name, hashlib.sha256(csv).hexdigest(), gen)
+    side["sidecar_sha256"] = sidecar_digest(side)
     data = json.dumps(side, indent=2, default=str).encode("utf-8")
     tmp_csv = _write_temp(path, csv)
     try:
@@ -489,15 +498,35 @@ def write_facilities_xlsx(result, path, resolution="15min",
     return path
 
 
+def sidecar_digest(side: dict) -> str:
+    """SHA-256 of a sidecar's own fields (all but ``sidecar_sha256``), over their canonical
+    JSON (sorted keys, no blanks): units, time zone and assumptions are covered, not only
+    the CSV."""
+    body = {k: v for k, v in side.items() if k != "sidecar_sha256"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def _read_sidecar(path: Path) -> dict:
     jpath = path.with_suffix(".json")
     if not jpath.is_file():
         raise ParseError(f"its JSON sidecar {jpath.name} is missing (it holds the units and "
                          "the checksum); pass verify=False to read the CSV alone", path=path)
     try:
-        return json.loads(jpath.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ParseError(f"cannot read the sidecar: {exc}", path=jpath) from None
+        side = json.loads(jpath.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ParseError(f"cannot read the sidecar: {str(exc)[:200]}", path=jpath) from None
+    if not isinstance(side, dict):
+        raise ParseError("the sidecar is not a JSON object", path=jpath)
+    version = side.get("format_version")
+    if isinstance(version, int) and version >= 3:
+        if side.get("sidecar_sha256") != sidecar_digest(side):
+            raise ParseError("the sidecar's own fields (units, time zone, ...) do not match "
+                             "its sidecar_sha256: it was edited after it was written",
+                             path=jpath)
+    elif "sidecar_sha256" in side or not isinstance(version, int):
+        raise ParseError(f"unexpected format_version {version!r}", path=jpath)
+    return side
 
 
 def read_facilities_csv(path, *, verify: bool = True) -> pd.DataFrame:
@@ -548,6 +577,13 @@ def read_facilities_csv(path, *, verify: bool = True) -> pd.DataFrame:
         raise ParseError("expected one column 'interval_start_local_<IANA zone>'",
                          path=path, line=1)
     tz = _zone_of(local[0])
+    try:
+        import zoneinfo
+
+        zoneinfo.ZoneInfo(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
+        raise ParseError(f"the local-time column names {tz!r}, not an IANA time zone",
+                         path=path, line=1, column=local[0]) from None
     expected = facilities_columns(tz)
     if local[0] != _local_col(tz):            # format 2: the zone's slash as written
         expected[2] = local[0]

@@ -422,6 +422,7 @@ class Scenario:
 # --------------------------------------------------------------------------- parsing
 
 #: Bounds on sizes that no real site reaches, so that a typo fails before any allocation.
+MAX_NAME_CHARS = 200            # a job or scenario name (it lands in CSV cells and reports)
 MAX_GPUS = 10_000_000          # the largest announced sites hold ~1M GPUs
 MAX_SPAN_S = 366 * 86400.0     # a forecast horizon or job allocation of at most a year
 # Upper bounds that catch typos (a unit slip of 1000x), far above any real site:
@@ -547,6 +548,10 @@ def _job_interruptions(s: Section, site_interruptions: InterruptionModel | None
 def _job(s: Section, hw: dict, index: int,
          site_interruptions: InterruptionModel | None = None) -> Job:
     name = s.string("name", f"job{index}")
+    if not name.isprintable() or len(name) > MAX_NAME_CHARS:
+        raise s.error("name", f"expected at most {MAX_NAME_CHARS} printable characters (no "
+                      f"control characters such as tab, line breaks or escapes), got "
+                      f"{name[:60]!r}")
     gpus = s.integer("gpus", hi=MAX_GPUS)
     start = _time(s, "start_utc")
     duration = s.number("duration_s", required=True, lo=0.0, lo_open=True, hi=MAX_SPAN_S)
@@ -657,6 +662,9 @@ def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> 
         data = source
     top = Section(data, "", src)
     name = top.string("name", "scenario")
+    if not name.isprintable() or len(name) > MAX_NAME_CHARS:
+        raise top.error("name", f"expected at most {MAX_NAME_CHARS} printable characters, "
+                        f"got {name[:60]!r}")
     description = top.string("description", "")
     site = _site(top.section("site"))
     hw = _hardware(top.section("hardware"))
@@ -728,9 +736,7 @@ def read_scenario(path: str | Path) -> Scenario:
     -------
     Scenario
     """
+    from .yamlspec import read_yaml_text
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(f"cannot read scenario file: {exc.strerror}", path=p) from None
-    return parse_scenario(text, path=p)
+    return parse_scenario(read_yaml_text(p, what="scenario file"), path=p)

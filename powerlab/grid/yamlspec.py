@@ -23,6 +23,7 @@ import difflib
 import math
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -102,6 +103,53 @@ def _error(exc: yaml.YAMLError, source: str | None, error_cls) -> Exception:
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
     problem = getattr(exc, "problem", None) or str(exc)
     return error_cls(f"not valid YAML{where}: {problem}", path=source)
+
+
+#: Largest YAML file read [bytes] (specs and scenarios are a few kB).
+MAX_FILE_BYTES = 16 * 2**20
+
+_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe\x00\x00", "UTF-32"),
+         (b"\xfe\xff", "UTF-16"), (b"\xff\xfe", "UTF-16"))
+
+
+def read_yaml_text(path, *, what: str, error_cls=ScenarioError) -> str:
+    """A YAML file's text: a regular file (a FIFO or device would block or never end), at
+    most :data:`MAX_FILE_BYTES`, UTF-8 (a UTF-8 byte-order mark is dropped; UTF-16/32 is
+    refused by name, with the way out).
+
+    Raises
+    ------
+    error_cls
+        Naming the file and what is wrong with it, on one line.
+    """
+    import os
+    import stat
+
+    p = Path(path)
+    try:
+        st = os.stat(p)
+        if stat.S_ISDIR(st.st_mode):
+            raise error_cls(f"cannot read {what}: is a folder", path=p)
+        if not stat.S_ISREG(st.st_mode):
+            raise error_cls(f"cannot read {what}: not a regular file (a FIFO, socket or "
+                            "device)", path=p)
+        if st.st_size > MAX_FILE_BYTES:
+            raise error_cls(f"{what} is {st.st_size:,} bytes; at most {MAX_FILE_BYTES:,}",
+                            path=p)
+        with open(p, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise error_cls(f"cannot read {what}: {exc.strerror or exc}", path=p) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise error_cls(f"{what} is larger than {MAX_FILE_BYTES:,} bytes", path=p)
+    for bom, enc in _BOMS:
+        if raw.startswith(bom):
+            raise error_cls(f"{what} is {enc} text; save it as UTF-8", path=p)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error_cls(f"{what} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                        path=p) from None
 
 
 def load_yaml(text: str, *, source: str | None = None, error_cls=ScenarioError) -> Any:

@@ -350,6 +350,12 @@ def _nice_tick(interval_s: float) -> float:
     return ok[-1] if ok else _NICE_TICKS_S[0]
 
 
+#: Most ticks of a measured trace (about 0.8 GiB of arrays at _BYTES_PER_TICK); the
+#: number of ticks is computed from the span and checked before anything is allocated.
+MAX_TRACE_TICKS = 20_000_000
+_BYTES_PER_TICK = 40       # grid (int64), its float copy, the interpolated sum, IT, facility
+
+
 def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "auto",
                          max_gap_s: float | None = None, start=None, end=None,
                          pue: float | None = None, base_load_w: float = 0.0,
@@ -428,10 +434,11 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
     df = df[(sc == scope).to_numpy() & df["power_w"].notna().to_numpy()]
     if df.empty:
         raise AnalysisError(f"no {scope}-scope power readings in the telemetry (and range)")
-    if pue is not None and not (math.isfinite(pue) and pue >= 1.0):
-        raise PowerlabError(f"pue must be a number >= 1, got {pue!r}")
-    if not (math.isfinite(base_load_w) and base_load_w >= 0):
-        raise PowerlabError(f"base_load_w must be >= 0, got {base_load_w!r}")
+    if pue is not None and not (math.isfinite(pue) and 1.0 <= pue <= 10.0):
+        raise PowerlabError(f"pue must be a number from 1 to 10, got {pue!r}")
+    if not (math.isfinite(base_load_w) and 0 <= base_load_w <= 10e9):
+        raise PowerlabError(f"base_load_w must be from 0 to 10 GW (1e10 W), got "
+                            f"{base_load_w!r}")
     t_ns = pd.to_datetime(df["timestamp"], utc=True).astype("datetime64[ns, UTC]")
     keys = ["host"] + (["gpu_index"] if scope == "gpu" and "gpu_index" in df.columns else [])
     frame = pd.DataFrame({"t": t_ns.astype("int64").to_numpy(),
@@ -457,6 +464,11 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
     n = (t_hi - first) // tick_ns + 1 if t_hi >= first else 0
     if n < 2:
         raise AnalysisError("the devices' readings do not overlap in time for two ticks")
+    if n > MAX_TRACE_TICKS:     # checked before the grid is allocated (issue 24)
+        raise PowerlabError(
+            f"tick_s {tick:g} over the {(t_hi - first) / 1e9:,.0f}-s span makes {n:,} ticks "
+            f"(about {n * _BYTES_PER_TICK / 2**30:,.1f} GiB); at most {MAX_TRACE_TICKS:,}: "
+            "use a larger tick or a shorter span (start/end)")
     grid = first + np.arange(n, dtype=np.int64) * tick_ns
     total = np.zeros(n)
     for (key, t, p), iv in zip(devices, intervals):

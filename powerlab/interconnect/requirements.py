@@ -81,6 +81,14 @@ UNITS = {
 #: to every change.
 DEVIATION_RULES = ("allowance_before_ramp", "separate_limit")
 
+#: Bounds of a spec's numbers (issue 24: a window of 1e12 s or a band up to 1e9 Hz asked
+#: for arrays of that many ticks before anything could say no).  Interconnection
+#: requirements speak of seconds to a day, bands of 0.01 Hz to a few hundred Hz, sags of
+#: at most seconds.
+MAX_WINDOW_S = 86_400.0
+MIN_BAND_HZ, MAX_BAND_HZ = 1e-3, 1_000.0
+MAX_SAG_S = 600.0
+
 _DIRECTIONS = ("up", "down", "both")
 _MEASURES = ("rms", "peak_to_peak")
 
@@ -275,6 +283,11 @@ def _band(s: Section, name: str = "band_hz") -> tuple[float, float]:
     lo, hi = float(val[0]), float(val[1])
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0 or hi <= lo:
         raise s.error(name, f"expected 0 < low < high (finite), got [{lo:g}, {hi:g}]")
+    if lo < MIN_BAND_HZ or hi > MAX_BAND_HZ:
+        raise s.error(name, f"expected a band within [{MIN_BAND_HZ:g}, {MAX_BAND_HZ:g}] Hz, "
+                      f"got [{lo:g}, {hi:g}] (a {hi:g}-Hz edge needs a {0.5 / hi:.3g}-s tick, "
+                      f"{2 * hi * 3600:,.0f} samples per hour of power; a {lo:g}-Hz edge a "
+                      f"spectrum segment of {8 / lo:,.0f} s)")
     return lo, hi
 
 
@@ -297,10 +310,10 @@ def _requirement(s: Section) -> Requirement:
     limit = s.number("limit", required=True)
     kw: dict = {}
     if kind == "ramp":
-        kw["window_s"] = s.number("window_s", required=True, lo=0.0, lo_open=True)
+        kw["window_s"] = s.number("window_s", required=True, lo=0.0, lo_open=True, hi=MAX_WINDOW_S)
         kw["direction"] = _choice(s, "direction", _DIRECTIONS, "both")
     elif kind == "deviation":
-        kw["window_s"] = s.number("window_s", required=True, lo=0.0, lo_open=True)
+        kw["window_s"] = s.number("window_s", required=True, lo=0.0, lo_open=True, hi=MAX_WINDOW_S)
     elif kind == "oscillation":
         from .loadmetrics import default_band_window_s
 
@@ -313,15 +326,15 @@ def _requirement(s: Section) -> Requirement:
             raise s.error("window_s", f"must hold at least two periods of the band's low "
                           f"edge ({2.0 / lo:g} s for {lo:g} Hz), got {kw['window_s']:g}")
     elif kind == "step":
-        kw["window_s"] = s.number("within_s", 1.0, lo=0.0, lo_open=True)
+        kw["window_s"] = s.number("within_s", 1.0, lo=0.0, lo_open=True, hi=MAX_WINDOW_S)
         kw["direction"] = _choice(s, "direction", _DIRECTIONS, "both")
     else:
         kw["residual_voltage_pu"] = s.number("residual_voltage_pu", required=True, hi=1.0)
         if kw["residual_voltage_pu"] >= 1.0:
             raise s.error("residual_voltage_pu", "must be below 1 pu (a sag lowers the "
                           "voltage; 0.7 means a sag to 70 % of nominal)")
-        kw["window_s"] = s.number("sag_duration_s", required=True, lo=0.0, lo_open=True)
-        kw["observe_s"] = s.number("observe_s", 1.0)
+        kw["window_s"] = s.number("sag_duration_s", required=True, lo=0.0, lo_open=True, hi=MAX_SAG_S)
+        kw["observe_s"] = s.number("observe_s", 1.0, hi=MAX_SAG_S)
     req = Requirement(name=name, kind=kind, limit=limit, unit=unit, source=_source(s),
                       illustrative=_flag(s, "illustrative"), **kw)
     s.finish()
@@ -419,12 +432,7 @@ def read_requirements(path: str | Path) -> RequirementSpec:
     -------
     RequirementSpec
     """
+    from ..grid.yamlspec import read_yaml_text
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(f"cannot read requirement spec: {exc.strerror}", path=p) from None
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                            path=p) from None
-    return parse_requirements(text, path=p)
+    return parse_requirements(read_yaml_text(p, what="requirement spec"), path=p)

@@ -140,7 +140,8 @@ def check_tz(tz, path=None):
         return tz
     try:
         pd.Timestamp(0).tz_localize(tz)
-    except (KeyError, ValueError, TypeError, OSError):  # ZoneInfoNotFoundError is a KeyError
+    except (KeyError, ValueError, TypeError, OSError, IndexError):  # ZoneInfoNotFoundError
+        # is a KeyError; an empty name is an IndexError inside pandas
         raise ParseError(f"unknown time zone {tz!r}; expected an IANA name such as "
                          "'America/New_York' or 'UTC'", path=path) from None
     return tz
@@ -284,6 +285,11 @@ def hex_to_uint64(arr: pa.Array, *, path, column: str, row_line) -> pd.Series:
                          "(expected e.g. 0x0000000000000004)", path=path, line=row_line(r),
                          column=column)
     s = pc.utf8_lpad(s, 16, "0")
+    nonascii = pc.invert(pc.string_is_ascii(s)).to_numpy(zero_copy_only=False)
+    if nonascii.any():                 # "S16" below would raise UnicodeEncodeError
+        r = int(np.flatnonzero(nonascii)[0])
+        raise ParseError(f"cannot read {arr[r].as_py()!r} as a hexadecimal bitmask",
+                         path=path, line=row_line(r), column=column)
     raw = np.frombuffer(s.to_numpy(zero_copy_only=False).astype("S16").tobytes(),
                         dtype=np.uint8).reshape(-1, 16)
     nib = _HEX[raw]

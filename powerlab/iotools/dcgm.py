@@ -349,7 +349,8 @@ def _locate_error(lines: list[str], parse, path):
             list(parse(line + "\n"))
         except (ValueError, IndexError, KeyError, TypeError):
             st = line.strip()
-            metric = st.split("{", 1)[0].split()[0] if st and not st.startswith("#") else None
+            head = st.split("{", 1)[0].split()
+            metric = head[0] if head and not st.startswith("#") else None
             spec = PROMETHEUS_VARIABLE_MAP.get(metric or "")
             value = (st.rsplit("}", 1)[-1] if "{" in st else st[len(metric or ""):]).split()
             if spec is not None and value and not _is_number(value[0]):

@@ -95,6 +95,8 @@ def _events(text: str, path) -> tuple[list[tuple], int, str | None]:
                     why, ev = "text after the JSON object", None
             except json.JSONDecodeError as exc:
                 why = f"malformed JSON ({exc.msg})"
+            except RecursionError:       # issue 24: a deeply nested value
+                why = "malformed JSON (nested too deeply)"
             if ev is not None:
                 tm = ev.get("time_ms") if isinstance(ev, dict) else None
                 if (tm is None or "key" not in ev or isinstance(tm, bool)

@@ -37,12 +37,13 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 
-from ..exceptions import ParseError, PowerlabError
+from ..exceptions import DataQualityWarning, ParseError, PowerlabError
 from .dcgm import PROMETHEUS_VARIABLE_MAP
 
 __all__ = ["PROMETHEUS_QUERY_MAP", "read_prometheus"]
@@ -87,43 +88,147 @@ def _step_s(step) -> float:
     return s
 
 
-def _get(url: str, params: dict, timeout_s: float) -> dict:
-    import urllib.error
+#: Largest answer read from one request [bytes] (``max_response_bytes``).
+MAX_RESPONSE_BYTES = 256 * 2**20
+#: Largest plausible power of one GPU [W]: values above (1e308, +Inf) are masked, counted.
+MAX_GPU_POWER_W = 5_000.0
+_MAX_REDIRECTS = 3
+
+
+def _fetch(full: str, timeout_s: float, max_bytes: int) -> bytes:
+    """GET ``full`` within one deadline for the whole exchange (a server dripping a byte
+    at a time cannot hold it), at most ``max_bytes``, following at most
+    :data:`_MAX_REDIRECTS` redirects and only to the same scheme."""
+    import http.client
+    import socket
+    import threading
+    import time
     import urllib.parse
-    import urllib.request
+
+    deadline = time.monotonic() + timeout_s
+    for _ in range(_MAX_REDIRECTS + 1):
+        parts = urllib.parse.urlsplit(full)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise PowerlabError(f"cannot reach Prometheus at {full[:200]}: only http:// "
+                                "and https:// URLs are read")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise PowerlabError(f"Prometheus at {parts.netloc} did not answer within "
+                                f"{timeout_s:g} s (timeout_s)")
+        cls = http.client.HTTPSConnection if parts.scheme == "https" \
+            else http.client.HTTPConnection
+        conn = cls(parts.hostname, parts.port, timeout=left)
+        fired = threading.Event()
+        held: list = []   # the socket (http.client drops conn.sock once the reply owns it)
+
+        def kill(conn=conn, fired=fired, held=held):
+            fired.set()
+            sock = conn.sock or (held[0] if held else None)
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        timer = threading.Timer(left, kill)
+        timer.daemon = True
+        timer.start()
+        try:
+            target = parts.path or "/"
+            conn.connect()
+            held.append(conn.sock)
+            conn.request("GET", target + (f"?{parts.query}" if parts.query else ""),
+                         headers={"Accept-Encoding": "identity", "Accept": "application/json"})
+            resp = conn.getresponse()
+            if 300 <= resp.status < 400 and resp.getheader("Location"):
+                nxt = urllib.parse.urljoin(full, resp.getheader("Location"))
+                if urllib.parse.urlsplit(nxt).scheme != parts.scheme:
+                    raise PowerlabError(f"Prometheus at {parts.netloc} redirected to "
+                                        f"{nxt[:200]!r}, another scheme; refused")
+                full = nxt
+                continue
+            length = resp.getheader("Content-Length")
+            if length and length.isdigit() and int(length) > max_bytes:
+                raise PowerlabError(f"Prometheus at {parts.netloc} answers {int(length):,} "
+                                    f"bytes; at most {max_bytes:,} (max_response_bytes): "
+                                    "narrow the range, step or selector")
+            chunks, n = [], 0
+            while True:
+                chunk = resp.read(1 << 16)
+                if not chunk:
+                    break
+                n += len(chunk)
+                if n > max_bytes:
+                    raise PowerlabError(f"Prometheus at {parts.netloc} answered more than "
+                                        f"{max_bytes:,} bytes (max_response_bytes): narrow "
+                                        "the range, step or selector")
+                chunks.append(chunk)
+            if fired.is_set():         # the deadline cut the answer short
+                raise OSError("deadline")
+            body = b"".join(chunks)
+            if resp.status >= 400:
+                try:
+                    detail = str(json.loads(body).get("error", ""))[:300]
+                except (ValueError, AttributeError, RecursionError):
+                    detail = ""
+                raise PowerlabError(f"Prometheus at {parts.netloc} answered HTTP "
+                                    f"{resp.status}" + (f": {detail}" if detail else ""))
+            return body
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            if fired.is_set():
+                raise PowerlabError(f"Prometheus at {parts.netloc} did not answer within "
+                                    f"{timeout_s:g} s (timeout_s)") from None
+            reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
+            raise PowerlabError(f"cannot reach Prometheus at {parts.netloc}: {reason}") \
+                from None
+        finally:
+            timer.cancel()
+            conn.close()
+    raise PowerlabError(f"Prometheus at {full[:200]}: more than {_MAX_REDIRECTS} redirects")
+
+
+def _get(url: str, params: dict, timeout_s: float,
+         max_bytes: int = MAX_RESPONSE_BYTES) -> dict:
+    import urllib.parse
 
     full = f"{url}/api/v1/query_range?{urllib.parse.urlencode(params)}"
-    try:
-        with urllib.request.urlopen(full, timeout=timeout_s) as resp:
-            body = resp.read()
-    except urllib.error.HTTPError as exc:
-        try:
-            detail = json.loads(exc.read()).get("error", "")
-        except (ValueError, OSError):
-            detail = ""
-        raise PowerlabError(f"Prometheus at {url} answered HTTP {exc.code} to "
-                            f"query_range {params['query']!r}"
-                            + (f": {detail}" if detail else "")) from exc
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise PowerlabError(f"cannot reach Prometheus at {url}: {reason}") from exc
+    body = _fetch(full, timeout_s, max_bytes)
     try:
         doc = json.loads(body)
         if doc["status"] != "success":
-            raise PowerlabError(f"Prometheus at {url}: {doc.get('error', doc['status'])}")
+            raise PowerlabError(f"Prometheus at {url}: "
+                                f"{str(doc.get('error', doc['status']))[:300]}")
         data = doc["data"]
-        if data["resultType"] != "matrix":
+        if data["resultType"] != "matrix" or not isinstance(data["result"], list):
             raise KeyError("resultType")
         return data
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise ParseError(f"{url}/api/v1/query_range: expected Prometheus' JSON answer "
                          f"(status, data.resultType 'matrix', data.result), got "
                          f"{body[:80]!r}") from exc
 
 
+def _series(series) -> tuple[dict, np.ndarray]:
+    """One series of a matrix answer: its labels and an (n, 2) array of (time, value);
+    ValueError/TypeError/AttributeError when it is not Prometheus' shape."""
+    lab = series.get("metric", {})
+    if not isinstance(lab, dict):
+        raise TypeError("metric is not an object")
+    vals = series.get("values", [])
+    if not isinstance(vals, list):
+        raise TypeError("values is not a list")
+    arr = np.array([(float(t), float(v)) for t, v in vals], dtype="float64").reshape(-1, 2)
+    if len(arr) and not np.isfinite(arr[:, 0]).all():
+        raise ValueError("a time is not finite")
+    if len(arr) and not (np.abs(arr[:, 0]) < 2**33).all():
+        raise ValueError("a time is not a Unix time")
+    return lab, arr
+
+
 def read_prometheus(url: str, start, end, step="15s", *, selector: str = "",
                     metrics: Iterable[str] | None = None, max_points: int = PROMETHEUS_MAX_POINTS,
-                    timeout_s: float = 60.0) -> pd.DataFrame:
+                    timeout_s: float = 60.0,
+                    max_response_bytes: int = MAX_RESPONSE_BYTES) -> pd.DataFrame:
     """Read dcgm-exporter metrics from a Prometheus server into canonical telemetry.
 
     Parameters
@@ -143,13 +248,19 @@ def read_prometheus(url: str, start, end, step="15s", *, selector: str = "",
     max_points : int, default 11000
         Most points per series in one request; longer ranges are split.
     timeout_s : float, default 60
-        Timeout of each HTTP request [s].
+        Deadline of each HTTP request, the whole exchange (connect, headers, body) [s].
+    max_response_bytes : int, default 256 MiB
+        Largest answer read from one request [bytes]; redirects are followed only to the
+        same scheme (at most 3).
 
     Returns
     -------
     pandas.DataFrame
         Canonical telemetry (``scope = "gpu"``), one row per GPU and evaluation time,
-        sorted by host, GPU and time.
+        sorted by host, GPU and time.  A ``DataQualityWarning`` counts what was left
+        out: non-finite values, power below 0 or above :data:`MAX_GPU_POWER_W` (masked to
+        NaN), series without a ``gpu`` label, and a second series for one GPU and metric
+        (the first one is kept).
 
     Raises
     ------
@@ -166,6 +277,10 @@ def read_prometheus(url: str, start, end, step="15s", *, selector: str = "",
     dt = _step_s(step)
     if int(max_points) < 2:
         raise PowerlabError(f"max_points must be at least 2, got {max_points}")
+    if not (isinstance(timeout_s, (int, float)) and 0 < timeout_s <= 3600):
+        raise PowerlabError(f"timeout_s must be in (0, 3600] s, got {timeout_s!r}")
+    if int(max_response_bytes) < 1:
+        raise PowerlabError(f"max_response_bytes must be positive, got {max_response_bytes}")
     names = list(PROMETHEUS_QUERY_MAP) if metrics is None else list(metrics)
     unknown = [m for m in names if m not in PROMETHEUS_QUERY_MAP]
     if unknown:
@@ -177,7 +292,11 @@ def read_prometheus(url: str, start, end, step="15s", *, selector: str = "",
     s0, s1 = t0.value / 1e9, t1.value / 1e9
     n_steps = math.floor((s1 - s0) / dt + 1e-9)
     per_req = int(max_points) - 1  # steps per request
+    if n_steps + 1 > 10_000_000:
+        raise PowerlabError(f"{n_steps + 1:,} steps of {dt:g} s from start to end; at most "
+                            "10,000,000 per series: raise step or shorten the range")
     frames = []
+    no_gpu, dup, masked, bad_series = 0, 0, 0, 0
     for name in names:
         col, _unit, factor = PROMETHEUS_QUERY_MAP[name]
         query = f"{name}{{{selector}}}"
@@ -185,17 +304,46 @@ def read_prometheus(url: str, start, end, step="15s", *, selector: str = "",
             a = s0 + k * dt
             b = s0 + min(k + per_req, n_steps) * dt
             data = _get(url, {"query": query, "start": f"{a:.3f}", "end": f"{b:.3f}",
-                              "step": f"{dt:g}"}, timeout_s)
+                              "step": f"{dt:g}"}, timeout_s, int(max_response_bytes))
+            seen = set()
             for series in data["result"]:
-                lab = series.get("metric", {})
-                vals = series.get("values", [])
-                if not vals or "gpu" not in lab:
+                try:
+                    lab, arr = _series(series)
+                except (ValueError, TypeError, AttributeError):
+                    bad_series += 1
                     continue
-                arr = np.array([(float(t), float(v)) for t, v in vals], dtype="float64")
+                if not len(arr):
+                    continue
+                gpu = str(lab.get("gpu", ""))
+                if not (gpu.isdigit() and len(gpu) <= 4):
+                    no_gpu += 1
+                    continue
+                host = str(lab.get("Hostname") or lab.get("instance", ""))
+                if (host, int(gpu)) in seen:
+                    dup += 1
+                    continue
+                seen.add((host, int(gpu)))
+                v = arr[:, 1] * factor
+                bad = ~np.isfinite(v)
+                if col in ("power_w", "power_avg_w"):
+                    bad |= (v < 0) | (v > MAX_GPU_POWER_W)
+                masked += int(bad.sum())
+                v[bad] = np.nan
+                uuid = lab.get("UUID")
                 frames.append(pd.DataFrame({
-                    "t": arr[:, 0], "host": lab.get("Hostname") or lab.get("instance", ""),
-                    "gpu": int(lab["gpu"]), "uuid": lab.get("UUID"), "col": col,
-                    "metric": name, "value": arr[:, 1] * factor}))
+                    "t": arr[:, 0], "host": host, "gpu": int(gpu),
+                    "uuid": None if uuid is None else str(uuid), "col": col,
+                    "metric": name, "value": v}))
+    what = [f"{n} {w}" for n, w in (
+        (masked, ("value(s) not finite or, for power, below 0 or above "
+                 f"{MAX_GPU_POWER_W:g} W (masked to NaN)")),
+        (no_gpu, "series without a numeric 'gpu' label (left out)"),
+        (dup, ("second series for one host, GPU and metric (left out; narrow the selector, "
+              "e.g. by job or instance)")),
+        (bad_series, "series not in Prometheus' matrix shape (left out)")) if n]
+    if what:
+        warnings.warn(f"Prometheus at {url}: " + "; ".join(what), DataQualityWarning,
+                      stacklevel=2)
     if not frames:
         return schema.conform(schema.empty_frame())
     long = pd.concat(frames, ignore_index=True)
@@ -206,8 +354,10 @@ def read_prometheus(url: str, start, end, step="15s", *, selector: str = "",
                         .drop_duplicates().to_numpy().tolist()))
     fallback = avg[[(h, g) not in inst_keys for h, g in zip(avg["host"], avg["gpu"])]]
     long = pd.concat([long, fallback.assign(col="power_w")], ignore_index=True)
-    wide = long.pivot_table(index=["t", "host", "gpu", "uuid"], columns="col",
-                            values="value", aggfunc="last").reset_index()
+    keys = ["t", "host", "gpu", "uuid", "col"]
+    # one value per key (the last); a masked (NaN) value keeps its row
+    wide = (long.drop_duplicates(keys, keep="last").set_index(keys)["value"]
+            .unstack("col").reset_index())
     out = pd.DataFrame({
         "timestamp": pd.to_datetime(np.round(wide["t"].to_numpy() * 1e3).astype("int64"),
                                     unit="ms", utc=True),

@@ -50,8 +50,19 @@ JOB_COLUMNS = ("job_id", "job_id_raw", "array_job_id", "array_task_id", "step", 
 _NO_TIME = {"", "unknown", "none", "n/a", "invalid"}
 _JOBID = re.compile(r"^(?P<base>\d+)(?:_(?P<task>\d+|\[[^\]]*\]))?(?:\+(?P<het>\d+))?"
                     r"(?:\.(?P<step>[A-Za-z0-9_+-]+))?$")
-_GPU_TRES = re.compile(r"(?:^|,)gres/gpu(?::[^=,]+)?=(\d+)")
+_GPU_TRES = re.compile(r"(?:^|,)gres/gpu(?::[^=,]+)?=([^,]*)")
+#: Most GPUs one job row may hold.
+MAX_JOB_GPUS = 10_000_000
 _IDX = re.compile(r"IDX:([0-9,\-]+)")
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?$")
+
+#: Most host names one host list may expand to (the largest Slurm clusters have some
+#: 10^4 nodes); checked from the range sizes before anything is expanded.
+MAX_HOSTS = 1_000_000
+#: Longest host name (RFC 1035: 253 characters for a full domain name).
+MAX_HOST_NAME = 253
+#: Most GPU indices of one node and the largest index (``IDX:0-7``).
+MAX_GPU_INDEX = 1023
 
 
 def expand_hostlist(expr: str) -> list[str]:
@@ -84,19 +95,47 @@ def expand_hostlist(expr: str) -> list[str]:
     if depth:
         raise ValueError(f"unbalanced '[' in host list {expr!r}")
     items.append(cur)
-    out = []
+    plans, total = [], 0
     for item in items:
         if not item:
             continue
         parts = re.split(r"(\[[^\]]*\])", item)
-        choices = []
+        plan, n = [], 1
         for part in parts:
             if part.startswith("["):
-                choices.append(_expand_range(part[1:-1], expr))
+                plan.append(part[1:-1])
+                n *= _range_count(part[1:-1], expr)
             elif part:
-                choices.append([part])
-        out.extend("".join(c) for c in itertools.product(*choices))
+                plan.append([part])
+        total += n
+        if total > MAX_HOSTS:
+            raise ValueError(f"host list {expr[:80]!r} expands to more than {MAX_HOSTS:,} "
+                             f"names (at least {total:,}); refusing to expand it")
+        plans.append(plan)
+    out = []
+    for plan in plans:
+        choices = [p if isinstance(p, list) else _expand_range(p, expr) for p in plan]
+        for c in itertools.product(*choices):
+            name = "".join(c)
+            if len(name) > MAX_HOST_NAME:
+                raise ValueError(f"host name {name[:40]!r}... is {len(name)} characters; "
+                                 f"at most {MAX_HOST_NAME}")
+            out.append(name)
     return out
+
+
+def _range_count(body: str, expr: str) -> int:
+    """How many names one bracket group expands to (validated, nothing allocated)."""
+    n = 0
+    for r in body.split(","):
+        a, sep, b = r.partition("-")
+        if not a.isdigit() or (sep and not b.isdigit()):
+            raise ValueError(f"bad range {r!r} in host list {expr[:80]!r}")
+        lo, hi = int(a), int(b) if sep else int(a)
+        if hi < lo:
+            raise ValueError(f"descending range {r!r} in host list {expr[:80]!r}")
+        n += hi - lo + 1
+    return n
 
 
 def _expand_range(body: str, expr: str) -> list[str]:
@@ -127,10 +166,19 @@ def _check_tz(tz: str, path) -> None:
 
 
 def _indices(text: str) -> list[int]:
-    out = []
+    """GPU indices ``0-3,6``: each at most MAX_GPU_INDEX, none twice (checked before any
+    range is expanded)."""
+    spans = []
     for r in text.split(","):
         a, sep, b = r.partition("-")
-        out.extend(range(int(a), int(b) + 1) if sep else [int(a)])
+        lo, hi = int(a), int(b) if sep else int(a)
+        if hi < lo or hi > MAX_GPU_INDEX:
+            raise ValueError(f"GPU index range {r!r}: expected ascending indices 0 to "
+                             f"{MAX_GPU_INDEX}")
+        spans.append((lo, hi))
+    out = [i for lo, hi in spans for i in range(lo, hi + 1)]
+    if len(set(out)) != len(out):
+        raise ValueError(f"GPU indices {text!r} name one GPU twice")
     return out
 
 
@@ -147,9 +195,14 @@ def _time(text: str, tz: str):
     t = text.strip()
     if t.lower() in _NO_TIME:
         return pd.NaT
-    ts = pd.Timestamp(t)  # raises ValueError
-    if ts.tzinfo is None:
-        ts = ts.tz_localize(tz, ambiguous="raise", nonexistent="raise")
+    if not _ISO.match(t):   # sacct prints ISO 8601; 07/02/2025 is ambiguous, never guessed
+        raise ValueError(f"{t[:40]!r} is not an ISO 8601 time (YYYY-MM-DDTHH:MM:SS)")
+    try:
+        ts = pd.Timestamp(t)  # raises ValueError
+        if ts.tzinfo is None:
+            ts = ts.tz_localize(tz, ambiguous="raise", nonexistent="raise")
+    except (ValueError, OverflowError) as exc:  # impossible, nonexistent or ambiguous
+        raise ValueError(f"{t!r} in {tz}: {exc}") from None
     return ts.tz_convert("UTC")
 
 
@@ -226,7 +279,7 @@ def read_sacct(path, *, tz: str | None = None) -> pd.DataFrame:
         raise ParseError(f"missing field(s) {missing}; run sacct --parsable2 --format="
                          f"{','.join(SACCT_FIELDS)}", path=path, line=1)
     col = {f: header.index(f) for f in SACCT_FIELDS if f in header}
-    rows = []
+    rows, mismatched = [], 0
     for n, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
@@ -254,6 +307,15 @@ def read_sacct(path, *, tz: str | None = None) -> pd.DataFrame:
         except ValueError as exc:
             raise ParseError(str(exc), path=path, line=n, column="NodeList") from None
         m = _GPU_TRES.search(get("AllocTRES"))
+        if m and not (m[1].isdigit() and len(m[1]) <= 12):
+            raise ParseError(f"GPU count {m[1]!r} is not a whole number >= 0", path=path,
+                             line=n, column="AllocTRES")
+        nn = get("NNodes")
+        if nn and not nn.isdigit():
+            raise ParseError(f"NNodes {nn!r} is not a whole number", path=path, line=n,
+                             column="NNodes")
+        if nn and hosts and int(nn) != len(hosts):
+            mismatched += 1
         state = get("State").split(" ")[0]
         rows.append({
             "job_id": jid.split(".")[0] if step else jid, "job_id_raw": get("JobIDRaw") or None,
@@ -265,11 +327,30 @@ def read_sacct(path, *, tz: str | None = None) -> pd.DataFrame:
             "hosts": hosts, "n_nodes": len(hosts),
             "gpus": int(m[1]) if m else (0 if get("AllocTRES") else None),
             "gpu_indices": None})
+        _check_row(rows[-1], path, n)
+    if mismatched:
+        warnings.warn(f"{path}: {mismatched} job row(s) have an NNodes that differs from "
+                      "the number of hosts in NodeList; the host list is used",
+                      DataQualityWarning, stacklevel=2)
     pending = sum(1 for r in rows if r["start"] is pd.NaT)
     if pending:
         warnings.warn(f"{path}: {pending} job row(s) have not started (no Start); they hold "
                       "no GPUs", DataQualityWarning, stacklevel=2)
     return _finish(rows)
+
+
+def _check_row(row: dict, path: Path, line=None, what: str = "") -> None:
+    """What no job row may say: an end before its start, a GPU count below 0 or above
+    MAX_JOB_GPUS."""
+    start, end = row["start"], row["end"]
+    where = {"line": line} if line is not None else {}
+    if start is not pd.NaT and end is not pd.NaT and end < start:
+        raise ParseError(f"{what}job {row['job_id']}: End {end} is before Start {start}",
+                         path=path, column="End", **where)
+    g = row["gpus"]
+    if g is not None and not 0 <= g <= MAX_JOB_GPUS:
+        raise ParseError(f"{what}job {row['job_id']}: GPU count {g} is outside 0 to "
+                         f"{MAX_JOB_GPUS:,}", path=path, column="AllocTRES", **where)
 
 
 def _num(v):
@@ -283,6 +364,8 @@ def _epoch(v):
     v = _num(v)
     if v in (None, 0):
         return pd.NaT
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 2**33:
+        raise ValueError(f"time {v!r} is not a Unix epoch between 1970 and 2242")
     return pd.Timestamp(int(v), unit="s", tz="UTC")
 
 
@@ -290,7 +373,10 @@ def _json_gpus(tres) -> int | None:
     alloc = (tres or {}).get("allocated") or []
     for t in alloc:
         if t.get("type") == "gres" and str(t.get("name", "")).split(":")[0] == "gpu":
-            return int(t.get("count") or 0)
+            n = t.get("count") or 0
+            if isinstance(n, bool) or not isinstance(n, int):
+                raise ValueError(f"GPU count {n!r} is not a whole number")
+            return n
     return 0 if alloc else None
 
 
@@ -305,18 +391,60 @@ def _json_step(s: dict, job: dict, j: dict) -> dict:
     state = s.get("state")
     state = state[0] if isinstance(state, list) and state else state
     t = s.get("time") or {}
-    hosts = tuple(expand_hostlist((s.get("nodes") or {}).get("range", "")))
-    return {**job, "step": name, "name": (s.get("step") or {}).get("name"),
+    hosts = tuple(expand_hostlist(_str((s.get("nodes") or {}).get("range", ""))))
+    nm = (s.get("step") or {}).get("name")
+    return {**job, "step": name, "name": None if nm is None else _str(nm),
             "state": str(state), "start": _epoch(t.get("start")),
             "end": _epoch(t.get("end")), "running": False, "hosts": hosts,
             "n_nodes": len(hosts), "gpus": _json_gpus(s.get("tres")), "gpu_indices": None}
 
 
+def _json_job(j: dict) -> dict:
+    """One job of ``sacct --json`` (raises KeyError/TypeError/ValueError/AttributeError
+    on a structure that is not sacct's)."""
+    if not isinstance(j, dict):
+        raise TypeError(f"a job is an object, got {type(j).__name__}")
+    base = str(_num(j["job_id"]))
+    arr = j.get("array") or {}
+    array_job = _num(arr.get("job_id"))
+    task = _num(arr.get("task_id"))
+    is_task = array_job not in (None, 0) and task is not None
+    jid = f"{array_job}_{task}" if is_task else base
+    state = (j.get("state") or {}).get("current")
+    state = state[0] if isinstance(state, list) and state else state
+    t = j.get("time") or {}
+    start, end = _epoch(t.get("start")), _epoch(t.get("end"))
+    hosts = tuple(expand_hostlist(_str(j.get("nodes") or "")))
+    idx = None
+    detail = j.get("gres_detail") or []
+    if detail and len(detail) == len(hosts):
+        found = [_IDX.search(_str(d)) for d in detail]
+        if all(found):
+            idx = {h: tuple(_indices(f[1])) for h, f in zip(hosts, found)}
+    running = str(state).upper() in ("RUNNING", "COMPLETING") or (
+        start is not pd.NaT and end is pd.NaT)
+    name, part = j.get("name"), j.get("partition")
+    return {"job_id": jid, "job_id_raw": base,
+            "array_job_id": str(array_job) if is_task else None,
+            "array_task_id": int(task) if is_task else None, "step": None,
+            "name": None if name is None else _str(name),
+            "partition": None if part is None else _str(part),
+            "state": str(state), "start": start, "end": pd.NaT if running else end,
+            "running": running, "hosts": hosts, "n_nodes": len(hosts),
+            "gpus": _json_gpus(j.get("tres")), "gpu_indices": idx}
+
+
+def _str(v) -> str:
+    if not isinstance(v, str):
+        raise TypeError(f"expected a string, got {type(v).__name__}")
+    return v
+
+
 def _read_json(text: str, path: Path) -> pd.DataFrame:
     try:
         doc = json.loads(text)
-    except ValueError as exc:
-        raise ParseError(f"not valid JSON: {exc}", path=path) from None
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(f"not valid JSON: {str(exc)[:200]}", path=path) from None
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
     if not isinstance(jobs, list):
         raise ParseError("expected sacct --json output: an object with a 'jobs' list",
@@ -324,37 +452,19 @@ def _read_json(text: str, path: Path) -> pd.DataFrame:
     rows = []
     for i, j in enumerate(jobs):
         try:
-            base = str(_num(j["job_id"]))
-            arr = j.get("array") or {}
-            array_job = _num(arr.get("job_id"))
-            task = _num(arr.get("task_id"))
-            is_task = array_job not in (None, 0) and task is not None
-            jid = f"{array_job}_{task}" if is_task else base
-            state = j.get("state", {}).get("current")
-            state = state[0] if isinstance(state, list) else state
-            t = j.get("time", {})
-            start, end = _epoch(t.get("start")), _epoch(t.get("end"))
-            hosts = tuple(expand_hostlist(j.get("nodes") or ""))
-            idx = None
-            detail = j.get("gres_detail") or []
-            if detail and len(detail) == len(hosts):
-                found = [_IDX.search(d) for d in detail]
-                if all(found):
-                    idx = {h: tuple(_indices(f[1])) for h, f in zip(hosts, found)}
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ParseError(f"jobs[{i}]: unexpected structure ({exc!r}); expected sacct "
-                             "--json output", path=path) from None
-        running = str(state).upper() in ("RUNNING", "COMPLETING") or (
-            start is not pd.NaT and end is pd.NaT)
-        rows.append({"job_id": jid, "job_id_raw": base,
-                     "array_job_id": str(array_job) if is_task else None,
-                     "array_task_id": int(task) if is_task else None, "step": None,
-                     "name": j.get("name"), "partition": j.get("partition"),
-                     "state": str(state), "start": start, "end": pd.NaT if running else end,
-                     "running": running, "hosts": hosts, "n_nodes": len(hosts),
-                     "gpus": _json_gpus(j.get("tres")), "gpu_indices": idx})
-        for s in j.get("steps") or []:
-            rows.append(_json_step(s, rows[-1], j))
+            job = _json_job(j)
+            _check_row(job, path, what=f"jobs[{i}]: ")
+            steps = [_json_step(st, job, j) for st in (j.get("steps") or [])]
+            for st in steps:
+                _check_row(st, path, what=f"jobs[{i}]: ")
+        except ParseError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError,
+                RecursionError) as exc:
+            raise ParseError(f"jobs[{i}]: unexpected structure ({str(exc)[:200]!r}); "
+                             "expected sacct --json output", path=path) from None
+        rows.append(job)
+        rows.extend(steps)
     df = _finish(rows)
     df.loc[df["start"].isna(), "running"] = False
     return df if len(df) else df.astype({c: df[c].dtype for c in df.columns})

@@ -162,6 +162,10 @@ def _parse(text: str, path) -> tuple[pd.DataFrame, str]:
             raise ParseError(f"column {c!r} is in a unit powerlab does not read; expected "
                              f"{known[base]!r} (export the data in metric units)",
                              path=path, line=header_idx + 1, column=c)
+    dup = sorted({c for c in header if header.count(c) > 1})
+    if dup:
+        raise ParseError(f"column(s) {dup} appear more than once in the header", path=path,
+                         line=header_idx + 1, column=dup[0])
     ncol = len(header)
     good, lineno = [], []
     wrong = 0
@@ -174,8 +178,12 @@ def _parse(text: str, path) -> tuple[pd.DataFrame, str]:
             continue
         good.append(ln)
         lineno.append(i + 1)
-    raw = pd.read_csv(io.StringIO("\n".join(good)), header=None, names=header, dtype=str,
-                      keep_default_na=False) if good else pd.DataFrame(columns=header)
+    try:
+        raw = pd.read_csv(io.StringIO("\n".join(good)), header=None, names=header, dtype=str,
+                          keep_default_na=False) if good else pd.DataFrame(columns=header)
+    except (ValueError, pd.errors.ParserError) as exc:   # e.g. a quote never closed
+        raise ParseError(f"cannot read the rows as CSV: {str(exc)[:200]}", path=path,
+                         line=lineno[0] if lineno else header_idx + 1) from None
     times = pd.to_datetime(raw[_TIME].str.strip(), format="%Y-%m-%d %H:%M", errors="coerce")
     bad_t = times.isna().to_numpy()
     if bad_t.any():

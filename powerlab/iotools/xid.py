@@ -61,6 +61,26 @@ _ISO = re.compile(r"^(?P<t>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d
 _PID = re.compile(r"^pid=(?P<pid>'?<?[\w-]+>?'?)\s*,\s*(?:name=(?P<name>[^,]*),\s*)?")
 
 
+#: Largest XID code read (NVIDIA's documented codes are below 200; the events table holds
+#: Int32) and largest GPU index (the table holds Int16).
+MAX_XID = 65_535
+MAX_GPU_INDEX = 1023
+
+
+def _xid_code(text: str) -> int:
+    if len(text) > 6 or int(text) > MAX_XID:
+        raise ValueError(f"XID {text[:20]!r} is above {MAX_XID} (not an NVIDIA XID code)")
+    return int(text)
+
+
+def _gpu(text):
+    if text is None or not text.isdigit():
+        return None
+    if len(text) > 5 or int(text) > MAX_GPU_INDEX:
+        raise ValueError(f"GPU index {text[:20]!r} is above {MAX_GPU_INDEX}")
+    return int(text)
+
+
 def normalize_pci_bus_id(pci: str) -> str:
     """A PCI bus id in nvidia-smi's form: ``0000:3b:00`` -> ``00000000:3B:00.0``.
 
@@ -155,34 +175,34 @@ def parse_kernel_xid(src, *, host: str | None = None, boot_time=None, tz: str = 
         if "NVRM: Xid" not in line:
             continue
         rest, ts, line_host = line.strip(), pd.NaT, host
-        if (m := _ISO.match(rest)) is not None:
-            ts = _utc(pd.Timestamp(m["t"].replace(",", ".")), tz)
-            line_host, rest = m["host"], rest[m.end():]
-        elif (m := _DMESG_T.match(rest)) is not None:
-            ts = _utc(pd.Timestamp(pd.to_datetime(m["t"], format="%a %b %d %H:%M:%S %Y")), tz)
-            rest = rest[m.end():]
-        elif (m := _DMESG_REL.match(rest)) is not None:
-            if boot is not None:
-                ts = boot + pd.to_timedelta(float(m["s"]), unit="s")
-            rest = rest[m.end():]
-        mx = _XID.search(rest)
-        if mx is None or not rest.startswith("NVRM: Xid"):
-            bad.append((lineno, line))
-            continue
         try:
+            if (m := _ISO.match(rest)) is not None:
+                ts = _utc(pd.Timestamp(m["t"].replace(",", ".")), tz)
+                line_host, rest = m["host"], rest[m.end():]
+            elif (m := _DMESG_T.match(rest)) is not None:
+                ts = _utc(pd.Timestamp(pd.to_datetime(m["t"], format="%a %b %d %H:%M:%S %Y")),
+                          tz)
+                rest = rest[m.end():]
+            elif (m := _DMESG_REL.match(rest)) is not None:
+                if boot is not None:
+                    ts = boot + pd.to_timedelta(float(m["s"]), unit="s")
+                rest = rest[m.end():]
+            mx = _XID.search(rest)
+            if mx is None or not rest.startswith("NVRM: Xid"):
+                raise ValueError("a line holding 'NVRM: Xid' is not 'NVRM: Xid "
+                                 f"(PCI:dddd:bb:dd): CODE, ...' (got {line.strip()[:120]!r})")
             pci = normalize_pci_bus_id(mx["pci"])
-        except ValueError:
-            bad.append((lineno, line))
+            code = _xid_code(mx["code"])
+        except (ValueError, OverflowError) as exc:  # impossible or nonexistent times too
+            bad.append((lineno, str(exc)[:300]))
             continue
         no_time += pd.isna(ts)
         msg = mx["rest"] or ""
         msg = _PID.sub("", msg, count=1)
         rows.append({"timestamp": ts, "host": line_host, "pci_bus_id": pci,
-                     "xid": int(mx["code"]), "message": msg, "source": "kernel_log"})
+                     "xid": code, "message": msg, "source": "kernel_log"})
     if bad:
-        lineno, line = bad[0]
-        what = ("a line holding 'NVRM: Xid' is not 'NVRM: Xid (PCI:dddd:bb:dd): CODE, ...' "
-                f"(got {line.strip()[:120]!r})")
+        lineno, what = bad[0]
         if errors == "raise":
             raise ParseError(what, path=name, line=lineno)
         warnings.warn(f"{name or '<text>'}: skipped {len(bad)} malformed Xid line(s); first "
@@ -241,26 +261,29 @@ def parse_dcgm_xid(src, *, timestamp=None, devices: pd.DataFrame | None = None,
             value = float(m["value"])
             if not np.isfinite(value) or value < 0 or value != int(value):
                 raise ValueError(f"XID value {m['value']!r} is not a non-negative integer")
-        except ValueError as exc:
+            if value > MAX_XID:
+                raise ValueError(f"XID {m['value'][:20]!r} is above {MAX_XID} (not an "
+                                 "NVIDIA XID code)")
+            labels = dict(_LABEL.findall(m["labels"]))
+            ts = (pd.Timestamp(int(m["ts"]), unit="ms", tz="UTC") if m["ts"] else default_ts)
+            gpu = labels.get("gpu")
+            gpu_index = _gpu(gpu)
+            pci = labels.get("pci_bus_id")
+            pci = normalize_pci_bus_id(pci) if pci else None
+        except (ValueError, OverflowError) as exc:
             if errors == "raise":
                 raise ParseError(str(exc), path=name, line=lineno) from None
             warnings.warn(f"{name or '<text>'} line {lineno}: skipped ({exc})",
                           DataQualityWarning, stacklevel=2)
             continue
-        labels = dict(_LABEL.findall(m["labels"]))
-        ts = (pd.Timestamp(int(m["ts"]), unit="ms", tz="UTC") if m["ts"] else default_ts)
-        gpu = labels.get("gpu")
         key = (labels.get("Hostname"), gpu, labels.get("UUID"))
         code = int(value)
         if code == 0 or last.get(key) == code:
             last[key] = code
             continue
         last[key] = code
-        pci = labels.get("pci_bus_id")
         rows.append({"timestamp": ts, "host": labels.get("Hostname"),
-                     "gpu_index": int(gpu) if gpu and gpu.isdigit() else None,
-                     "gpu_uuid": labels.get("UUID"),
-                     "pci_bus_id": normalize_pci_bus_id(pci) if pci else None,
+                     "gpu_index": gpu_index, "gpu_uuid": labels.get("UUID"), "pci_bus_id": pci,
                      "xid": code, "message": labels.get("err_msg", ""),
                      "source": "dcgm_xid"})
     return _frame(rows, devices)
@@ -322,7 +345,10 @@ def parse_dcgm_health(src, *, timestamp, host: str | None = None,
     rows, gpu, system, cur = [], None, None, None
     for lineno, line in enumerate(text.splitlines(), start=1):
         if (m := _H_GPU.search(line)) is not None:
-            gpu, system, cur = int(m["gpu"]), None, None
+            try:
+                gpu, system, cur = _gpu(m["gpu"]), None, None
+            except ValueError as exc:
+                raise ParseError(str(exc), path=name, line=lineno) from None
             continue
         if (m := _H_MSG.search(line)) is not None:
             if gpu is None or system is None:
@@ -344,7 +370,10 @@ def parse_dcgm_health(src, *, timestamp, host: str | None = None,
             cur["message"] = f"{cur['message']} {m['msg']}"
     for r in rows:
         if (mx := _XID_IN_TEXT.search(r["message"])) is not None:
-            r["xid"] = int(mx["code"])
+            try:
+                r["xid"] = _xid_code(mx["code"])
+            except ValueError as exc:
+                raise ParseError(str(exc), path=name) from None
             info = classify_xid(r["xid"])
             r["root_cause"] = info.root_cause or r["root_cause"]
     out = _frame(rows)

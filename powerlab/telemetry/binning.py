@@ -23,6 +23,9 @@ __all__ = ["DAY_NS", "DEVICE_KEY", "BinSums", "DeviceMeans", "SortedDevices", "b
 #: A device: one (host, scope, gpu_index).
 DEVICE_KEY = ["host", "scope", "gpu_index"]
 DAY_NS = 86_400 * 10**9
+#: Narrowest bin [ns]: 10 ms (the collector's finest useful interval); narrower bins
+#: allocate arrays of span / width values (issue 24: '1ns' asked for 67 GiB).
+MIN_BIN_NS = 10**7
 
 
 def bin_width_ns(freq: str | pd.Timedelta) -> int:
@@ -32,6 +35,11 @@ def bin_width_ns(freq: str | pd.Timedelta) -> int:
         raise PowerlabError(f"freq {freq!r} is not a time span (expected e.g. '1s', '1min', "
                             "'1h')") from exc
     ns = int(td.value)
+    if 0 < ns < MIN_BIN_NS:
+        per_day = DAY_NS // ns
+        raise PowerlabError(f"freq {freq!r} makes {per_day:,} bins per day (about "
+                            f"{per_day * 8 / 2**30:,.1f} GiB per array and day); the "
+                            f"narrowest bin is {MIN_BIN_NS / 1e6:g} ms")
     if ns <= 0 or DAY_NS % ns:
         raise PowerlabError(f"freq {freq!r} must be positive and divide one day "
                             "(e.g. '1s', '1min', '15min', '1h') so bins never straddle "

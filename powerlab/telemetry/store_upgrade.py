@@ -18,6 +18,7 @@ from .storefiles import (
     FORMAT,
     META,
     TMP_PREFIX,
+    UPGRADING,
     fsync_dir,
     side_table_dir,
     store_format,
@@ -48,8 +49,14 @@ def upgrade_store(root: str | os.PathLike) -> dict:
         raise StoreError(f"{root} holds no powerlab store (no date folders, no "
                          f"{META}/.format.json)")
     stats = {"format": before, "files": 0, "rows": 0, "side_files": 0}
-    if before == FORMAT:
+    if before == FORMAT and not (root / META / UPGRADING).exists():
         return stats
+    # mark the store as mid-upgrade first: until the marker goes, rows may be in both
+    # formats, and every read refuses the store (re-running the upgrade resumes)
+    marker = root / META / UPGRADING
+    marker.parent.mkdir(exist_ok=True)
+    marker.write_text('{"upgrading_from": 1}\n')
+    fsync_dir(marker.parent)
     for ddir in sorted(root.glob("date=*")):
         for hdir in sorted(ddir.glob("host=*")):
             for f in sorted(hdir.glob("part-*.parquet")):
@@ -77,6 +84,8 @@ def upgrade_store(root: str | os.PathLike) -> dict:
                 p.unlink()
             _rmdir(old)
     write_format_marker(root)
+    marker.unlink()
+    fsync_dir(marker.parent)
     fsync_dir(root)
     return stats
 

@@ -58,6 +58,7 @@ __all__ = [
     "side_table_files",
     "store_format",
     "verify_crc",
+    "verify_store",
 ]
 
 #: The store format written by this version.
@@ -68,6 +69,9 @@ TMP_PREFIX = ".tmp-"
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _PART_RE = re.compile(r"^part-.*\.parquet$")
 _CRC_RE = re.compile(r"-c([0-9a-f]{8})\.parquet$")
+#: Marker of an upgrade in progress (``_meta/.upgrading``): while it exists the store holds
+#: some rows in both formats, so reads refuse it until the upgrade is run again.
+UPGRADING = ".upgrading"
 #: Seconds a process keeps a partition's writer lock after its last write.
 LOCK_HOLD_S = 30.0
 
@@ -192,6 +196,10 @@ def list_files(root: str | os.PathLike, *, start=None, end=None,
         raise StoreError(f"no store at {root}")
     if isinstance(hosts, str):  # one host name, not a sequence of one-letter names
         hosts = [hosts]
+    if (root / META / UPGRADING).exists():
+        raise StoreError(f"an upgrade of the store {root} was interrupted: some rows are in "
+                         "both formats; run 'powerlab store upgrade "
+                         f"{root}' again (it resumes) before reading it")
     host_set = None if hosts is None else {str(h) for h in hosts}
     for p in root.iterdir():
         if p.is_file() and p.suffix == ".parquet":
@@ -208,12 +216,68 @@ def list_files(root: str | os.PathLike, *, start=None, end=None,
             continue
         if host_set is not None and host not in host_set:
             continue
+        format2 = not hdir.name.startswith("host=")
+        crcs: dict[str, Path] = {}
         for p in sorted(hdir.iterdir()):
             if _PART_RE.match(p.name):
+                m = _CRC_RE.search(p.name)
+                if format2 and m is None:   # read (page checksums), but said
+                    warnings.warn(f"store: {p} has no CRC-32 in its name (powerlab names "
+                                  "every file it writes part-...-c<crc32>.parquet: renamed, "
+                                  "or not written by powerlab?); read with its page "
+                                  "checksums only", DataQualityWarning, stacklevel=3)
+                if m is not None and m.group(1) in crcs:
+                    _stray(p, f"the same CRC-32 as {crcs[m.group(1)].name} in this folder "
+                              "(a copy: its rows would be read twice)")
+                    continue
+                if m is not None:
+                    crcs[m.group(1)] = p
                 files.append(p)
             elif not p.name.startswith(TMP_PREFIX):
                 _stray(p, "not a telemetry file (expected part-*.parquet)")
     return files
+
+
+def verify_store(root: str | os.PathLike) -> dict:
+    """Check every file of a store: the CRC-32 in each telemetry file's name against its
+    bytes, and every Parquet page checksum (telemetry and side tables) — what pandas,
+    DuckDB or pyarrow do not check by default.
+
+    Returns
+    -------
+    dict
+        ``files`` checked, ``bytes``, ``damaged`` (list of ``(path, why)``), ``foreign``
+        (files in the partition folders that are not powerlab part files, CRC-less or
+        copied part files, as in :func:`list_files`).
+    """
+    import pyarrow.parquet as pq
+
+    root = Path(root)
+    if not root.is_dir():
+        raise StoreError(f"no store at {root}")
+    if store_format(root) is None:
+        raise StoreError(f"{root} holds no powerlab store (no date folders, no "
+                         f"{META}/.format.json)")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DataQualityWarning)
+        files = list_files(root)
+    foreign = [str(w.message) for w in caught if issubclass(w.category, DataQualityWarning)]
+    side = [p for kind in ("events", "devices") for p in side_table_files(root, kind)]
+    out = {"files": 0, "bytes": 0, "damaged": [], "foreign": foreign}
+    for f in [*files, *side]:
+        out["files"] += 1
+        try:
+            data = f.read_bytes()
+            out["bytes"] += len(data)
+            verify_crc(f, data)
+            import io
+
+            pq.read_table(io.BytesIO(data), page_checksum_verification=True)
+        except StoreError as exc:
+            out["damaged"].append((str(f), str(exc)))
+        except Exception as exc:  # noqa: BLE001  (pyarrow's errors: OSError, ArrowInvalid)
+            out["damaged"].append((str(f), f"not a readable Parquet file: {str(exc)[:200]}"))
+    return out
 
 
 def side_table_dir(root: str | os.PathLike, kind: str) -> Path:

@@ -165,7 +165,9 @@ class FailureRates:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        return f"<pre>{self.summary()}</pre>"
+        import html  # categories and messages come from input (issue 24)
+
+        return f"<pre>{html.escape(self.summary())}</pre>"
 
     def __repr__(self) -> str:
         return self.summary()
