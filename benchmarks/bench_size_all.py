@@ -36,7 +36,7 @@ def _run(argv: list[str], timeout: float) -> tuple[float, int, str]:
     t0 = time.perf_counter()
     try:
         p = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True,
-                           text=True, timeout=timeout)
+                           text=True, timeout=timeout, check=False)
         rc, out = p.returncode, p.stdout + p.stderr
     except subprocess.TimeoutExpired:
         rc, out = -1, f"timed out after {timeout:g} s"

@@ -33,10 +33,10 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from powerlab.data import bundled_path
-from powerlab.interconnect.compliance import Compliance
 from powerlab.grid.forecast import forecast
-from powerlab.interconnect.requirements import read_requirements
 from powerlab.grid.scenario import read_scenario
+from powerlab.interconnect.compliance import Compliance
+from powerlab.interconnect.requirements import read_requirements
 from powerlab.interconnect.sizing import SearchGrid, size_mitigation
 
 GRID = SearchGrid(floor_pct_tdp=(0, 40, 80, 90), ramp_w_per_s=(0, 500, 60, 15, 4),

@@ -39,9 +39,9 @@ def format_duration(seconds: float) -> str:
     if s < 60:
         return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
     if s < 3600:
-        m, r = divmod(int(round(s)), 60)
+        m, r = divmod(round(s), 60)
         return f"{m} min {r:02d} s"
-    h, r = divmod(int(round(s)), 3600)
+    h, r = divmod(round(s), 3600)
     return f"{h} h {r // 60:02d} min"
 
 
@@ -172,7 +172,7 @@ class Progress:
         self._open_line = False
         self._write(prefix + text + "\n")
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> Progress:  # noqa: PYI034  (Python 3.11: no typing.Self needed)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

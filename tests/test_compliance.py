@@ -19,11 +19,11 @@ import pytest
 
 from powerlab import cli
 from powerlab.exceptions import AnalysisError, PowerlabError
+from powerlab.grid.scenario import parse_scenario
 from powerlab.interconnect import loadmetrics as lm
 from powerlab.interconnect.compliance import COMPLIANCE_COLUMNS, Compliance, comply
 from powerlab.interconnect.powertrace import PowerTrace, for_each_draw, trace_from_telemetry
 from powerlab.interconnect.requirements import parse_requirements
-from powerlab.grid.scenario import parse_scenario
 from powerlab.telemetry.schema import conform
 
 REPO = Path(__file__).resolve().parents[1]

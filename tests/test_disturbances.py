@@ -8,12 +8,12 @@ import pytest
 import yaml
 
 from powerlab.exceptions import ScenarioError
-from powerlab.interconnect.compliance import Compliance
 from powerlab.grid.disturbances import disturbance_plan, disturbance_summary
 from powerlab.grid.forecast import forecast
+from powerlab.grid.scenario import parse_scenario
+from powerlab.interconnect.compliance import Compliance
 from powerlab.interconnect.powertrace import for_each_draw
 from powerlab.interconnect.requirements import parse_requirements
-from powerlab.grid.scenario import parse_scenario
 
 SCEN = Path(__file__).parents[1] / "data" / "scenarios"
 SAG_AT = "2025-06-02T12:20:00Z"

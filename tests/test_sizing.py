@@ -13,10 +13,10 @@ import pytest
 
 from powerlab import cli
 from powerlab.exceptions import PowerlabError
-from powerlab.interconnect.compliance import Compliance, comply
 from powerlab.grid.forecast import forecast
-from powerlab.interconnect.requirements import parse_requirements
 from powerlab.grid.scenario import Mitigations, parse_scenario
+from powerlab.interconnect.compliance import Compliance, comply
+from powerlab.interconnect.requirements import parse_requirements
 from powerlab.interconnect.sizing import (
     COST_AXES,
     MitigationOption,

@@ -55,7 +55,7 @@ def battery_dispatch(power_w: np.ndarray, tick_s: float, battery: Battery
         target[0] = x[0]
     cmd = x - target
     if tau > 0 and len(cmd):
-        from scipy.signal import lfilter    # only with a converter lag: keeps imports light
+        from scipy.signal import lfilter  # only with a converter lag: keeps imports light
 
         a = math.exp(-tick_s / tau)
         cmd = lfilter([1.0 - a], [1.0, -a], cmd)

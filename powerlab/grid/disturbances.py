@@ -53,10 +53,10 @@ from .timebase import to_ticks
 from .yamlspec import Section
 
 __all__ = [
-    "DisturbancePlan",
-    "VoltageSag",
     "BASELINE_FORECAST",
     "BASELINE_MEASURED",
+    "DisturbancePlan",
+    "VoltageSag",
     "add_sag_events",
     "check_ups_needs_ticks",
     "disturbance_plan",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-__all__ = ["Assessability", "NICE_TICKS_S", "assess", "needed_tick_s"]
+__all__ = ["NICE_TICKS_S", "Assessability", "assess", "needed_tick_s"]
 
 #: Ticks ``--tick-s auto`` chooses from, coarsest first [s].
 NICE_TICKS_S = (1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001)

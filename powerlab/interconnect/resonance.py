@@ -418,9 +418,9 @@ def screen_resonance(source, spec, *, draw: int = 0, seed: int = 0,
     """
     from pathlib import Path
 
+    from ..grid.scenario import Scenario, read_scenario
     from .powertrace import PowerTrace, forecast_trace, trace_from_telemetry
     from .requirements import RequirementSpec, read_requirements
-    from ..grid.scenario import Scenario, read_scenario
 
     if not isinstance(spec, RequirementSpec):
         spec = read_requirements(spec)

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..exceptions import PowerlabError
 from .powertrace import PowerTrace
+
+if TYPE_CHECKING:
+    from .sizing import MitigationOption
 
 __all__ = ["SiteModel"]
 

@@ -481,8 +481,8 @@ class SizingResult:
                  (f"{'option evaluations':<24}{len(self.evaluated)} options x {self.draws} "
                   f"draws = {self.evaluations}"), ""]
         if self.status == "not_assessable":
-            lines[-1:-1] = ["", "NOT ASSESSABLE: the search was not run (a forecast at this "
-                            "tick and horizon cannot show these requirements met)",
+            lines[-1:-1] = ["", ("NOT ASSESSABLE: the search was not run (a forecast at this "
+                                 "tick and horizon cannot show these requirements met)"),
                             self.assessability.text(**command_kw)]
             return "\n".join(lines)
         base = self.evaluated.iloc[0]
@@ -695,7 +695,7 @@ def _search(s: _Search, model: SiteModel, grid: SearchGrid, *,
     if not model.smoothing_ok or not techs:
         return
     pairs = [(t, d, w) for _, t, d, w in sorted(stores)[:hybrid_storage]] or [
-        (techs[0], grid.durations_h(techs[0])[-1], sorted(set(grid.battery_window_s))[0])]
+        (techs[0], grid.durations_h(techs[0])[-1], min(set(grid.battery_window_s)))]
     bases = [MitigationOption(percent_tmp_floor=float(f)) for f in floors if f > 0]
     bases += [MitigationOption(ramp_down_rate_w_per_s=float(r)) for r in rates]
     for base in bases:

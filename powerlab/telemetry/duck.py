@@ -30,6 +30,7 @@ References
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import numpy as np
@@ -84,7 +85,7 @@ def _overlapping(files: list[str]) -> bool:
             if lo is not None:
                 spans.append((lo, hi))
         spans.sort()
-        if any(b[0] <= a[1] for a, b in zip(spans, spans[1:])):
+        if any(b[0] <= a[1] for a, b in itertools.pairwise(spans)):
             return True
     return False
 
@@ -157,7 +158,7 @@ def _watch(con, on_progress):
         while not stop.wait(0.2):
             try:
                 pct = con.query_progress()
-            except Exception:          # the query ended meanwhile: nothing to report
+            except Exception:  # noqa: BLE001  (the query ended meanwhile: nothing to report)
                 return
             if pct >= 0:
                 on_progress(pct / 100.0)
@@ -241,8 +242,8 @@ def duckdb_power_sums(files, bin_ns: int, *, by: str, racks: pd.Series | None, s
             return _result(out, keys, bin_ns)
         con.register("_racks", pd.DataFrame({"host": racks.index.astype(str),
                                              "rack": racks.astype(str).to_numpy()}))
-        _run(con, lambda u: (f"CREATE OR REPLACE TEMP TABLE _dev AS SELECT d.*, r.rack "
-                             f"FROM ({dev(u)[0]}) d LEFT JOIN _racks r USING (host)",
+        _run(con, lambda u: ((f"CREATE OR REPLACE TEMP TABLE _dev AS SELECT d.*, r.rack "
+                              f"FROM ({dev(u)[0]}) d LEFT JOIN _racks r USING (host)"),
                              dev(u)[1]), on_progress)
         missing = con.execute("SELECT DISTINCT host FROM _dev WHERE rack IS NULL "
                               "ORDER BY host").fetchall()

@@ -27,16 +27,16 @@ import numpy as np
 from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
 __all__ = [
-    "ramp_over_means_w_per_s",
-    "largest_step_w",
-    "short_term_deviation_ok",
-    "short_term_deviation_excess_w",
-    "band_rms_windows_w",
-    "band_power_gain",
     "band_edge_guard_s",
+    "band_power_gain",
+    "band_rms_windows_w",
+    "largest_step_w",
     "pmu_filter_taps",
     "pmu_magnitude",
+    "ramp_over_means_w_per_s",
     "ride_through_loss_w",
+    "short_term_deviation_excess_w",
+    "short_term_deviation_ok",
 ]
 
 
@@ -434,7 +434,7 @@ def ride_through_loss_w(power_with_sag_w, power_without_sag_w, tick_s, sag_start
         if hi <= lo:
             return 0.0
         v = float(np.max(loss[lo:hi]))
-        return v if v > 0.0 else 0.0
+        return max(0.0, v)
 
     return dict(during_w=worst(i0, i1), post_w=worst(i1, i2))
 
