@@ -90,3 +90,21 @@ def test_mllog_line_with_deeply_nested_json_is_skipped_and_counted():
     deep = ':::MLLOG {"key": "x", "value": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
     with pytest.warns(DataQualityWarning, match="nested too deeply"):
         parse_mllog(deep + good)
+
+
+def test_duckdb_aggregation_runs_when_no_progress_thread_can_start(tmp_path, monkeypatch):
+    """Found by the long fuzz run (benchmarks/fuzz.py, capped address space): DuckDB's
+    progress poller could not get a thread and `powerlab aggregate` ended in a
+    RuntimeError traceback. Progress is optional: the aggregation runs without it."""
+    import threading
+
+    from powerlab.telemetry import duck
+
+    def no_thread(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    seen = []
+    stop = duck._watch(object(), seen.append)   # would start the poller
+    assert not stop.is_set() and seen == []
+    stop.set()

@@ -163,7 +163,10 @@ def _watch(con, on_progress):
             if pct >= 0:
                 on_progress(pct / 100.0)
 
-    threading.Thread(target=poll, daemon=True, name="powerlab-duckdb-progress").start()
+    try:
+        threading.Thread(target=poll, daemon=True, name="powerlab-duckdb-progress").start()
+    except RuntimeError:    # no thread to be had (a capped address space): no progress,
+        pass                # the query itself runs as before
     return stop
 
 

@@ -280,8 +280,11 @@ def _store_parts(root, start, end, hosts, partition_rows: int):
 
 
 def _fraction_of(progress):
-    """The ``set_fraction`` of a :class:`powerlab._progress.Progress`, else None."""
-    return getattr(progress, "set_fraction", None) if progress else None
+    """The ``set_fraction`` of an enabled :class:`powerlab._progress.Progress`, else None
+    (a quiet run starts no progress poller)."""
+    if not progress or not getattr(progress, "enabled", True):
+        return None
+    return getattr(progress, "set_fraction", None)
 
 
 def store_files(root, start=None, end=None, hosts=None) -> tuple[list[str], object, object]:
