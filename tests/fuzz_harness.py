@@ -499,6 +499,11 @@ def cli_argv(draw, work: Path, command: str) -> list[str]:
     p = _subparsers()[command]
     argv = [command]
     _gen_args(draw, p, _cli_paths(work), argv)
+    if command == "collect" and "--duration-s" not in argv:
+        # collect records until it is stopped: where an earlier test in this process left
+        # pynvml bound to the fake NVML library, a valid command line would record for
+        # ever (seen as a 'hang' in one full-suite run); a bounded recording is the case
+        argv += ["--duration-s", "1"]
     return argv
 
 

@@ -114,5 +114,6 @@ def test_cli_aggregate_announces_and_phases_unless_quiet(tmp_path, capsys):
     assert err[0].startswith("aggregate: 4 files, about ") and "rows; --by cluster" in err[0]
     assert err[1] == "aggregate: aggregating on duckdb"
     assert err[-1].startswith("aggregate  ") and "100%" in err[-1]
-    assert cli_main(["aggregate", str(tmp_path / "s"), "--out", str(out), "--quiet"]) == 0
+    assert cli_main(["aggregate", str(tmp_path / "s"), "--out", str(out), "--quiet",
+                     "--force"]) == 0
     assert capsys.readouterr().err == ""

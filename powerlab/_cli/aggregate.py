@@ -180,6 +180,9 @@ def _check_args(args):
         raise PowerlabError(f"--out {out}: expected a .parquet or .csv file name")
     if out.is_dir():
         raise PowerlabError(f"--out {out}: is a folder; give a file name")
+    from ..telemetry.binning import bin_width_ns
+
+    bin_width_ns(args.freq)        # a bad or too narrow --freq: before any work is announced
     start, end = _time(args.start, "start"), _time(args.end, "end")
     if start is not None and end is not None and start >= end:
         raise PowerlabError(f"--start {args.start} is not before --end {args.end}")
