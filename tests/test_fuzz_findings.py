@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from powerlab.exceptions import ParseError
@@ -108,3 +110,17 @@ def test_duckdb_aggregation_runs_when_no_progress_thread_can_start(tmp_path, mon
     stop = duck._watch(object(), seen.append)   # would start the poller
     assert not stop.is_set() and seen == []
     stop.set()
+
+
+@pytest.mark.parametrize("kw", [{"seed": -1}, {"seed": 1.5}, {"seed": True}, {"seed": 2**63},
+                                {"draws": 2.5}, {"draws": 0}])
+def test_forecast_api_refuses_bad_seed_and_draws(kw):
+    """Issue 24 (left over from the CLI bound): forecast(seed=-1) raised numpy's
+    ValueError and seed=1.5 ran silently; both are a ScenarioError naming the key."""
+    from powerlab.exceptions import ScenarioError
+    from powerlab.grid.forecast import forecast
+    from powerlab.grid.scenario import read_scenario
+
+    sc = read_scenario(Path(__file__).parents[1] / "data" / "scenarios" / "small.yaml")
+    with pytest.raises(ScenarioError, match=next(iter(kw))):
+        forecast(sc, **kw)

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..exceptions import AnalysisError, ParseError, PowerlabError
+from ..exceptions import AnalysisError, DataQualityWarning, ParseError, PowerlabError
 from ..telemetry.storefiles import fsync_dir, fsync_file
 from .planner import clock_edges, ramp_into_tick
 
@@ -526,6 +526,12 @@ def _read_sidecar(path: Path) -> dict:
                              path=jpath)
     elif "sidecar_sha256" in side or not isinstance(version, int):
         raise ParseError(f"unexpected format_version {version!r}", path=jpath)
+    else:
+        import warnings
+
+        warnings.warn(f"{jpath.name}: format {version} sidecar (an older powerlab): its own "
+                      "fields (units, time zone) carry no checksum; only the CSV is verified",
+                      DataQualityWarning, stacklevel=3)
     return side
 
 

@@ -600,8 +600,12 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     """
     if not isinstance(scenario, Scenario):
         raise PowerlabError(f"forecast() needs a Scenario, got {type(scenario).__name__}")
-    if draws < 1:
-        raise ScenarioError(f"draws must be >= 1, got {draws}", key="draws")
+    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
+        raise ScenarioError(f"draws must be a whole number >= 1, got {draws!r}", key="draws")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) \
+            or not 0 <= seed < 2**63:
+        raise ScenarioError(f"seed must be a whole number from 0 to 2**63 - 1, got {seed!r}",
+                            key="seed")
     tick = float(tick_s if tick_s is not None else scenario.tick_s)
     if not tick > 0:
         raise ScenarioError(f"tick_s must be > 0, got {tick}", key="simulation.tick_s")
