@@ -81,7 +81,7 @@ PER_DRAW_COLUMNS = {
         "MW/min", "largest fall between adjacent 1-min means, every alignment, per minute",
         "as above"),
     "largest_step_megawatts_within_1s": (
-        "MW", "largest net change between samples 1 s apart (up or down)",
+        "MW", "largest change between any two samples at most 1 s apart (up or down)",
         "powerlab.interconnect.loadmetrics.largest_step"),
 }
 
