@@ -347,6 +347,7 @@ def test_metrics_bind_loopback_by_default_and_open_only_when_asked(fake_nvml):
         assert _scrape(c.metrics_port)  # reachable (here through the loopback)
 
 
+@pytest.mark.slow
 @pytest.mark.bad_input("collector")
 def test_250_idle_connections_cost_no_threads_and_cannot_lock_a_scraper_out(fake_nvml):
     import socket

@@ -106,6 +106,7 @@ def test_clock_offsets_recover_known_shifts():
     assert clock_offsets(same).abs().max() < 0.05
 
 
+@pytest.mark.slow
 def test_every_shared_mlperf_log_reads(shared_data):
     """Every power folder and training log in ../shared/data reads (v4.0 and v5.0 layouts,
     rank-prefixed or not, gzip or not)."""

@@ -177,6 +177,7 @@ def test_numbers_answer_the_questions(executed):
     assert "443 interruptions per draw (range 398-465), effective training time 92.2%" in out6
 
 
+@pytest.mark.slow
 def test_flexibility_notebook_answers(executed):
     """Notebook 08 prints the figures of issue 23."""
     out8 = _stdout(executed["09_flexibility.ipynb"][0])

@@ -95,6 +95,7 @@ def _read(url, **kw):
     return read_prometheus(url, START, END, step="15s", **kw)
 
 
+@pytest.mark.slow
 def test_a_server_dripping_a_byte_every_2_s_cannot_hold_the_deadline(fake):
     def drip(h):
         h.send_response(200)
