@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..exceptions import PowerlabError
 from .powertrace import PowerTrace
-
-if TYPE_CHECKING:
-    from .sizing import MitigationOption
 
 __all__ = ["SiteModel"]
 
@@ -99,7 +95,7 @@ class SiteModel:
                    series, active, engine_runs=runs, draws=draws, sag_events=sags,
                    notes=notes, gpu_mean_no_sag_w=no_sag, smoothing_ok=ok)
 
-    def grid_w(self, fac: np.ndarray, it: np.ndarray, opt: MitigationOption
+    def grid_w(self, fac: np.ndarray, it: np.ndarray, opt
                ) -> tuple[np.ndarray, float]:
         """(power at the point of interconnection [W], its energy with storage recharge
         [J]): storage dispatch on the facility power, then load carried by UPS batteries
@@ -113,7 +109,7 @@ class SiteModel:
             return grid, e_j
         return grid - ups[0], e_j - float(ups[0].sum() * self.tick_s)
 
-    def trace(self, opt: MitigationOption, d: int, filler_loss_pct: float,
+    def trace(self, opt, d: int, filler_loss_pct: float,
               description: str = "") -> tuple[PowerTrace, float, float]:
         """(power trace with the draw's sag events, grid energy [J], throughput loss [%])
         of one option in draw ``d``."""
@@ -146,7 +142,7 @@ class SiteModel:
         return [k * self.tick_s for k in stagger_delay_ticks(self.scenario, self.start_utc,
                                                              self.tick_s, stagger_s)]
 
-    def facility(self, opt: MitigationOption, d: int, filler_loss_pct: float,
+    def facility(self, opt, d: int, filler_loss_pct: float,
                  no_sag: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
         """(facility power before storage [W], IT power [W], throughput loss [%]) of one
         option in draw ``d`` (``no_sag``: of the same draw without the voltage sags)."""
