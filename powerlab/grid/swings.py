@@ -21,8 +21,7 @@ import pandas as pd
 from scipy import signal
 from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
-from ..exceptions import PowerlabError
-from .ramps import ramp_of_means
+from .ramps import power_series, ramp_of_means
 from .scenario import Limits
 
 __all__ = [
@@ -73,7 +72,7 @@ def window_ramps(power_w, tick_s: float) -> dict:
     """Ramps over the named windows of :data:`RAMP_WINDOWS`: ``ramp_up_<suffix>`` and
     ``ramp_down_<suffix>`` (positive numbers); NaN where the window is not a whole number
     of ticks or the series is shorter than two windows."""
-    x = _arr(power_w)
+    x = power_series(power_w)
     out = {}
     for suffix, (win, per) in RAMP_WINDOWS.items():
         w = win / tick_s
@@ -83,15 +82,6 @@ def window_ramps(power_w, tick_s: float) -> dict:
             out[f"ramp_{direction}_{suffix}"] = (
                 ramp_of_means(x, tick_s, win, direction) * per if ok else float("nan"))
     return out
-
-
-def _arr(power_w) -> np.ndarray:
-    x = np.asarray(power_w, dtype=float)
-    if x.ndim != 1 or len(x) < 2:
-        raise PowerlabError("expected a 1-D power series of at least two samples")
-    if not np.isfinite(x).all():
-        raise PowerlabError("the power series contains NaN or infinite values")
-    return x
 
 
 def _window_ticks(window_s: float, tick_s: float) -> int:
@@ -110,7 +100,7 @@ def swing_series(power_w, tick_s: float, window_s: float) -> np.ndarray:
     window_s : float
         Window length [s]; it spans ``round(window_s / tick_s) + 1`` samples.
     """
-    x = _arr(power_w)
+    x = power_series(power_w)
     n = min(_window_ticks(window_s, tick_s), len(x))
     origin = -(n // 2)  # window [i, i + n)
     mx = maximum_filter1d(x, n, origin=origin, mode="nearest")
@@ -143,7 +133,7 @@ def ramp_rates(power_w, tick_s: float) -> tuple[float, float]:
 
     Both are returned as non-negative numbers (a fall of 5 MW/s gives ``5e6``).
     """
-    x = _arr(power_w)
+    x = power_series(power_w)
     d = np.diff(x) / tick_s
     return float(max(d.max(), 0.0)), float(max(-d.min(), 0.0))
 
@@ -170,7 +160,7 @@ def spectrum(power_w, tick_s: float, segment_s: float = 50.0) -> pd.DataFrame:
     .. [1] P. Welch, "The use of the fast Fourier transform for the estimation of power
        spectra", IEEE Trans. Audio Electroacoustics 15(2), 70-73, 1967.
     """
-    x = _arr(power_w)
+    x = power_series(power_w)
     nper = int(2 ** np.ceil(np.log2(max(segment_s / tick_s, 8))))
     nper = min(nper, len(x))
     f, p = signal.welch(x, fs=1.0 / tick_s, nperseg=nper, detrend="constant")
@@ -248,7 +238,7 @@ def swing_metrics(power_w, tick_s: float) -> dict:
         energies ``band_*_w2`` (variance in the band) [W^2], and
         ``band_3_30hz_rms_w`` (cut at the Nyquist frequency, see :func:`resolved_bands`).
     """
-    x = _arr(power_w)
+    x = power_series(power_w)
     up, down = ramp_rates(x, tick_s)
     spec = spectrum(x, tick_s)
     f = spec["frequency_hz"].to_numpy()
