@@ -169,11 +169,9 @@ class MitigationOption:
         """The NVML power-smoothing profile of the option."""
         from .smoothing import SmoothingProfile
 
-        return SmoothingProfile(**{f: getattr(self, f) for f in (
-            "percent_tmp_floor", "ramp_up_rate_w_per_s", "ramp_down_rate_w_per_s",
-            "ramp_down_hysteresis_ms", "secondary_power_floor_w",
-            "primary_floor_act_win_mult", "primary_floor_tar_win_mult",
-            "primary_floor_act_offset_w")})
+        # the option's columns carry the profile's NVML names: one list, the profile's
+        return SmoothingProfile(**{f.name: getattr(self, f.name)
+                                   for f in dataclasses.fields(SmoothingProfile)})
 
     @property
     def battery(self) -> bool:
