@@ -58,22 +58,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _time(value, name):
-    import pandas as pd
-
-    from ..exceptions import PowerlabError
-
-    if value is None:
-        return None
-    try:
-        t = pd.Timestamp(value)
-    except ValueError as exc:
-        raise PowerlabError(f"--{name} {value!r} is not an ISO 8601 time") from exc
-    if t.tzinfo is None:
-        raise PowerlabError(f"--{name} {value!r} has no time zone; add one, e.g. 'Z'")
-    return t
-
-
 def _read_csv(path: Path, need: list[str], what: str):
     import pandas as pd
 
@@ -181,9 +165,11 @@ def _check_args(args):
     if out.is_dir():
         raise PowerlabError(f"--out {out}: is a folder; give a file name")
     from ..telemetry.binning import bin_width_ns
+    from ..telemetry.timeutil import to_utc
 
     bin_width_ns(args.freq)        # a bad or too narrow --freq: before any work is announced
-    start, end = _time(args.start, "start"), _time(args.end, "end")
+    start, end = (to_utc(args.start, what="--start", optional=True),
+                  to_utc(args.end, what="--end", optional=True))
     if start is not None and end is not None and start >= end:
         raise PowerlabError(f"--start {args.start} is not before --end {args.end}")
     if args.by == "job" and (args.jobs is None) == (args.sacct is None):

@@ -63,22 +63,6 @@ def read_sags(path: Path):
         raise ParseError(f"cannot read as CSV: {exc}", path=path) from None
 
 
-def _time(text, what):
-    import pandas as pd
-
-    from ..exceptions import PowerlabError
-
-    if text is None:
-        return None
-    try:
-        ts = pd.Timestamp(text)
-    except ValueError:
-        raise PowerlabError(f"{what} {text!r} is not an ISO 8601 time") from None
-    if ts.tzinfo is None:
-        raise PowerlabError(f"{what} {text!r} has no time zone; write it in UTC with a 'Z'")
-    return ts
-
-
 def check_draws_out_sags(args) -> None:
     """The checks ``comply`` and ``size-mitigation`` share: --draws, --out, --sags."""
     from ..exceptions import PowerlabError
@@ -105,12 +89,14 @@ def run(args) -> int:
     from ..grid.scenario import Scenario
     from ..interconnect.powertrace import open_source
     from ..interconnect.requirements import read_requirements
+    from ..telemetry.timeutil import to_utc
 
     check_draws_out_sags(args)
     spec = read_requirements(args.requirements)
     source = open_source(args.source)
     sags = read_sags(args.sags) if args.sags is not None else None
-    start, end = _time(args.start, "--start"), _time(args.end, "--end")
+    start, end = (to_utc(args.start, what="--start", optional=True),
+                  to_utc(args.end, what="--end", optional=True))
     if isinstance(source, Scenario) and (args.pue is not None or args.base_load_w
                                          or start is not None or end is not None
                                          or args.interval_means):

@@ -54,7 +54,7 @@ def run(args) -> int:
     from ..grid.scenario import Scenario
     from ..interconnect.powertrace import open_source
     from ..interconnect.requirements import read_requirements
-    from .comply import _time
+    from ..telemetry.timeutil import to_utc
 
     if args.draws < 1:
         raise PowerlabError(f"--draws must be >= 1, got {args.draws}")
@@ -66,7 +66,8 @@ def run(args) -> int:
         raise PowerlabError(f"--out {args.out} exists and is not a folder")
     spec = read_requirements(args.requirements)
     source = open_source(args.source)
-    start, end = _time(args.start, "--start"), _time(args.end, "--end")
+    start, end = (to_utc(args.start, what="--start", optional=True),
+                  to_utc(args.end, what="--end", optional=True))
     if isinstance(source, Scenario) and (args.pue is not None or args.base_load_w
                                          or start is not None or end is not None):
         raise PowerlabError("--pue, --base-load-w, --start and --end apply to measured "

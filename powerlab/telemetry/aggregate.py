@@ -64,7 +64,7 @@ from .partitions import (
     store_groups,
 )
 from .schema import empty_frame
-from .store import _as_utc as _utc
+from .timeutil import time_bound as _utc
 
 __all__ = [
     "collect",

@@ -31,7 +31,7 @@ from .partitions import (
     store_groups,
 )
 from .schema import empty_frame
-from .store import _as_utc as _utc
+from .timeutil import time_bound as _utc
 
 __all__ = ["gpu_job_map", "job_energy", "job_power"]
 

@@ -48,6 +48,7 @@ from .storefiles import (
     write_format_marker,
 )
 from .storefiles import list_files as _list_files
+from .timeutil import time_bound as _as_utc
 
 __all__ = [
     "atomic_write_bytes",
@@ -266,15 +267,6 @@ def _write_part(part: pd.DataFrame, folder: Path, compression: str, fsync: bool)
     ts = part["timestamp"].array.asi8
     _RANGES[str(target)] = (int(ts.min()), int(ts.max()))
     return target
-
-
-def _as_utc(t) -> pd.Timestamp | None:
-    if t is None:
-        return None
-    ts = pd.Timestamp(t)
-    if ts.tzinfo is None:
-        raise StoreError(f"time bound {t!r} has no time zone; give a tz-aware (UTC) time")
-    return ts.tz_convert("UTC")
 
 
 def list_files(root: str | os.PathLike, *, start=None, end=None,
