@@ -62,9 +62,9 @@ def run(args) -> int:
     res = forecast(scen, draws=args.draws, seed=args.seed,
                    progress=False if args.quiet else None)
     from .._progress import Progress
-    from ..grid.forecast import _TICK_DRAWS_PER_S
+    from ..grid.forecast import TICK_DRAWS_PER_S
 
-    big = res.n_ticks * res.draws / _TICK_DRAWS_PER_S >= 2.0
+    big = res.n_ticks * res.draws / TICK_DRAWS_PER_S >= 2.0
     Progress(0, "forecast", enabled=big and not args.quiet).phase(
         f"writing {args.out} ({args.resolution} rows)")
     if args.format == "xlsx":

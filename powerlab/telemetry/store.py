@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from ..exceptions import StoreError
 from .schema import CORE_COLUMNS, GLOSSARY, conform, empty_frame, validate
 from .storefiles import (
-    _PART_RE,
+    PART_RE,
     TMP_PREFIX,
     clean_temporaries,
     file_crc,
@@ -221,7 +221,7 @@ def _new_rows(part: pd.DataFrame, folder: Path) -> pd.DataFrame:
     lo, hi = int(ts.min()), int(ts.max())
     old = []
     for f in folder.iterdir():
-        if not _PART_RE.match(f.name):
+        if not PART_RE.match(f.name):
             continue
         flo, fhi = _time_range(f)
         if fhi < lo or flo > hi:

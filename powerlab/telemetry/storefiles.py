@@ -67,7 +67,8 @@ FORMAT = 2
 META = "_meta"
 TMP_PREFIX = ".tmp-"
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_PART_RE = re.compile(r"^part-.*\.parquet$")
+#: Names of a partition's data files (both store formats).
+PART_RE = re.compile(r"^part-.*\.parquet$")
 _CRC_RE = re.compile(r"-c([0-9a-f]{8})\.parquet$")
 #: Marker of an upgrade in progress (``_meta/.upgrading``): while it exists the store holds
 #: some rows in both formats, so reads refuse it until the upgrade is run again.
@@ -219,7 +220,7 @@ def list_files(root: str | os.PathLike, *, start=None, end=None,
         format2 = not hdir.name.startswith("host=")
         crcs: dict[str, Path] = {}
         for p in sorted(hdir.iterdir()):
-            if _PART_RE.match(p.name):
+            if PART_RE.match(p.name):
                 m = _CRC_RE.search(p.name)
                 if format2 and m is None:   # read (page checksums), but said
                     warnings.warn(f"store: {p} has no CRC-32 in its name (powerlab names "
