@@ -204,7 +204,7 @@ def _check_args(args):
                                 "such as 2GiB or 500MB") from None
     if not args.store.is_dir():
         raise PowerlabError(f"store {args.store}: no such folder")
-    from ._outputs import guard_outputs
+    from ..outputs import guard_outputs
 
     guard_outputs([out], [args.store, args.jobs, args.sacct, args.racks], force=args.force)
     try:

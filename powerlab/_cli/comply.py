@@ -66,15 +66,13 @@ def read_sags(path: Path):
 def check_draws_out_sags(args) -> None:
     """The checks ``comply`` and ``size-mitigation`` share: --draws, --out, --sags."""
     from ..exceptions import PowerlabError
+    from ..outputs import guard_outputs, output_folder
 
     if args.draws < 1:
         raise PowerlabError(f"--draws must be >= 1, got {args.draws}")
-    if args.out.exists() and not args.out.is_dir():
-        raise PowerlabError(f"--out {args.out} exists and is not a folder")
+    output_folder(args.out, create=False, what="--out")
     if args.sags is not None and not args.sags.is_file():
         raise PowerlabError(f"--sags {args.sags}: no such file")
-    from ._outputs import guard_outputs
-
     # the fixed names inside the output folder are the command's own (rewritten on a
     # re-run); none may be one of the inputs
     names = ["compliance.csv", "compliance_summary.txt", "resonance.csv",
@@ -105,7 +103,7 @@ def run(args) -> int:
                             "load and horizon, and its ticks are interval means")
     from ..interconnect.compliance import comply  # scipy: only once the inputs are read
     from ..interconnect.resonance import screen_resonance
-    from ..telemetry.store import atomic_write_bytes
+    from ..outputs import atomic_write
 
     res = comply(source, spec, draws=args.draws, seed=args.seed, tick_s=args.tick_s,
                  pue=args.pue, base_load_w=args.base_load_w, sags=sags, start=start, end=end,
@@ -120,8 +118,8 @@ def run(args) -> int:
             summaries.append(f"Resonance screening not done: {exc}")
         else:
             text = rz.harmonics.to_csv(index=False, float_format="%.6g")
-            written.append(atomic_write_bytes(args.out / "resonance.csv",
-                                              lambda tmp: Path(tmp).write_text(text)))
+            written.append(atomic_write(args.out / "resonance.csv",
+                                        lambda tmp: Path(tmp).write_text(text)))
             summaries.append(str(rz.summary()))
     if not args.quiet:
         print("\n\n".join(summaries))

@@ -86,11 +86,11 @@ def _common(p) -> None:
 
 def _check(args) -> None:
     from ..exceptions import PowerlabError
+    from ..outputs import output_folder
 
     if getattr(args, "draws", 1) < 1:
         raise PowerlabError(f"--draws must be >= 1, got {args.draws}")
-    if args.out.exists() and not args.out.is_dir():
-        raise PowerlabError(f"--out {args.out} exists and is not a folder")
+    output_folder(args.out, create=False, what="--out")
 
 
 def run_offer(args) -> int:

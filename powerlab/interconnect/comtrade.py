@@ -111,7 +111,7 @@ def write_comtrade(path, channels: Mapping[str, np.ndarray], tick_s: float, star
         ``cfg`` and ``dat`` (the paths) and ``resolution`` (channel name to the
         quantisation step ``a``, in ``unit``).
     """
-    from ..telemetry.store import atomic_write_bytes
+    from ..outputs import atomic_write
 
     if rev_year not in _REVISIONS:
         raise PowerlabError(f"rev_year must be 1999 or 2013, got {rev_year!r}")
@@ -165,10 +165,10 @@ def write_comtrade(path, channels: Mapping[str, np.ndarray], tick_s: float, star
     except OSError as exc:
         raise PowerlabError(f"cannot create the folder of {p}: {exc.strerror or exc}") \
             from None
-    cfg = atomic_write_bytes(p.with_name(p.name + ".cfg"),
-                             lambda tmp: Path(tmp).write_bytes(cfg_text.encode("ascii")))
-    dat = atomic_write_bytes(p.with_name(p.name + ".dat"),
-                             lambda tmp: Path(tmp).write_bytes(buf.getvalue().encode("ascii")))
+    cfg = atomic_write(p.with_name(p.name + ".cfg"),
+                       lambda tmp: Path(tmp).write_bytes(cfg_text.encode("ascii")))
+    dat = atomic_write(p.with_name(p.name + ".dat"),
+                       lambda tmp: Path(tmp).write_bytes(buf.getvalue().encode("ascii")))
     return {"cfg": cfg, "dat": dat, "resolution": resolution}
 
 

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..exceptions import StoreError
+from ..outputs import atomic_write as atomic_write_bytes  # the store's name for it
 from .schema import CORE_COLUMNS, GLOSSARY, conform, empty_frame, validate
 from .storefiles import (
     PART_RE,
@@ -60,53 +61,6 @@ __all__ = [
 ]
 
 _TMP_PREFIX = TMP_PREFIX
-
-
-def atomic_write_bytes(path: str | os.PathLike, write, *, fsync: bool = True,
-                       tag: str = "") -> Path:
-    """Write a file atomically: ``write(tmp_path)`` fills a temporary file, then rename.
-
-    Parameters
-    ----------
-    path : path-like
-        Final file name.
-    write : callable
-        Called with the temporary path; must create and close the file.
-    fsync : bool, default True
-        fsync the file and its folder (durability across power loss).
-    tag : str, optional
-        Put in the temporary file's name (``storefiles.owner_tag()`` in folders shared by
-        several writers, so a dead writer's leftovers can be told apart).
-
-    Raises
-    ------
-    powerlab.exceptions.StoreError
-        When the write fails (full disk, permissions); the temporary file is removed and
-        any earlier file of that name is untouched.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f"{_TMP_PREFIX}{tag}{uuid.uuid4().hex}-{path.name}.partial"
-    try:
-        write(tmp)
-        if fsync:
-            fsync_file(tmp)
-        os.replace(tmp, path)
-        if fsync:
-            fsync_dir(path.parent)
-    except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise StoreError(f"could not write {path}: {exc.strerror or exc}") from exc
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
-    return path
 
 
 def write_store(df: pd.DataFrame, root: str | os.PathLike, *, fsync: bool = True,

@@ -41,6 +41,7 @@ from typing import Self
 import pandas as pd
 
 from ..exceptions import DataQualityWarning, StoreError
+from ..outputs import TMP_PREFIX, fsync_dir, fsync_file  # re-exported: the store's helpers
 
 __all__ = [
     "FORMAT",
@@ -65,7 +66,6 @@ __all__ = [
 FORMAT = 2
 #: Folder of everything in a store that is not telemetry.
 META = "_meta"
-TMP_PREFIX = ".tmp-"
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 #: Names of a partition's data files (both store formats).
 PART_RE = re.compile(r"^part-.*\.parquet$")
@@ -91,26 +91,6 @@ def safe_host(host: str) -> str:
 
 def unsafe_host(name: str) -> str:
     return urllib.parse.unquote(name, encoding="utf-8", errors="replace")
-
-
-def fsync_file(path: Path) -> None:
-    """fsync a closed file by path (its data reaches the disk before a rename)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # --------------------------------------------------------------------------- layout
