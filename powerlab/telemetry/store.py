@@ -22,7 +22,9 @@ The round trip is exact, dtypes included: pandas' own metadata travels with each
 from __future__ import annotations
 
 import os
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -53,6 +55,7 @@ from .timeutil import time_bound as _as_utc
 
 __all__ = [
     "atomic_write_bytes",
+    "clear_cache",
     "list_files",
     "read_store",
     "read_tables",
@@ -127,14 +130,38 @@ def write_store(df: pd.DataFrame, root: str | os.PathLike, *, fsync: bool = True
 
 
 _KEY_COLUMNS = ["timestamp", "scope", "gpu_index", "gpu_uuid"]
+#: Most file time ranges :func:`_time_range` remembers (~250 bytes each: ~16 MB at most);
+#: the least recently used are forgotten first.
+RANGES_MAX = 65_536
 #: path -> (first, last) timestamp [ns] of a store file, from its footer (files are never
 #: rewritten: a name, which holds the file's CRC-32, stands for one content).
-_RANGES: dict[str, tuple[int, int]] = {}
+_RANGES: OrderedDict[str, tuple[int, int]] = OrderedDict()
+_RANGES_LOCK = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget the store files' time ranges remembered in this process (at most
+    :data:`RANGES_MAX`).  Only memory is freed: a range is read again from the file's
+    footer when needed, and since a store file is never rewritten under its name, a
+    remembered range is never stale."""
+    with _RANGES_LOCK:
+        _RANGES.clear()
+
+
+def _remember_range(key: str, got: tuple[int, int]) -> None:
+    with _RANGES_LOCK:
+        _RANGES[key] = got
+        _RANGES.move_to_end(key)
+        while len(_RANGES) > RANGES_MAX:
+            _RANGES.popitem(last=False)
 
 
 def _time_range(f: Path) -> tuple[int, int]:
     key = str(f)
-    got = _RANGES.get(key)
+    with _RANGES_LOCK:
+        got = _RANGES.get(key)
+        if got is not None:
+            _RANGES.move_to_end(key)
     if got is None:
         try:
             md = pq.read_metadata(f)
@@ -149,7 +176,7 @@ def _time_range(f: Path) -> tuple[int, int]:
             got = (min(lo), max(hi)) if lo else (0, -1)
         except (ValueError, OSError, pa.ArrowException):
             got = (np.iinfo(np.int64).min, np.iinfo(np.int64).max)  # read it to be sure
-        _RANGES[key] = got
+        _remember_range(key, got)
     return got
 
 
@@ -219,7 +246,7 @@ def _write_part(part: pd.DataFrame, folder: Path, compression: str, fsync: bool)
             pass
         raise
     ts = part["timestamp"].array.asi8
-    _RANGES[str(target)] = (int(ts.min()), int(ts.max()))
+    _remember_range(str(target), (int(ts.min()), int(ts.max())))
     return target
 
 
