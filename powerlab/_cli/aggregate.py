@@ -78,6 +78,7 @@ def _jobs(path: Path):
     import pandas as pd
 
     from ..exceptions import ParseError
+    from ..telemetry.timeutil import to_utc
 
     df = _read_csv(path, ["host", "gpu_index", "job_id", "start", "end"], "GPU->job map")
     out = df[["host", "job_id"]].copy()
@@ -91,14 +92,8 @@ def _jobs(path: Path):
     for c in ("start", "end"):
         vals = []
         for i, v in enumerate(df[c]):
-            try:
-                t = pd.Timestamp(v)
-            except ValueError:
-                t = None
-            if t is None or t is pd.NaT or t.tzinfo is None:
-                raise ParseError(f"{v!r} is not an ISO 8601 time with a zone", path=path,
-                                 line=i + 2, column=c)
-            vals.append(t.tz_convert("UTC"))
+            vals.append(to_utc(v, what="time", error=lambda msg, i=i, c=c: ParseError(
+                msg, path=path, line=i + 2, column=c)))
         out[c] = pd.to_datetime(pd.Series(vals, dtype=object), utc=True)
     return out
 

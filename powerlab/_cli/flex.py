@@ -94,21 +94,15 @@ def _check(args) -> None:
 
 
 def run_offer(args) -> int:
-    from ..exceptions import PowerlabError
     from ..grid.scenario import read_scenario
 
     _check(args)
     sc = read_scenario(args.scenario)
     start = None
     if args.start is not None:
-        import pandas as pd
+        from ..telemetry.timeutil import to_utc
 
-        try:
-            start = pd.Timestamp(args.start)
-        except ValueError:
-            raise PowerlabError(f"--start {args.start!r} is not an ISO 8601 time") from None
-        if start.tz is None:
-            raise PowerlabError(f"--start {args.start!r} has no time zone")
+        start = to_utc(args.start, what="--start")
     from ..flex.offer import flex_offer
 
     off = flex_offer(sc, hold_s=args.hold_s, start=start, draws=args.draws, seed=args.seed)

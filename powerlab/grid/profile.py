@@ -76,6 +76,7 @@ import pandas as pd
 from scipy import signal
 
 from ..exceptions import AnalysisError, PowerlabError, SchemaError, Violation
+from ..telemetry.timeutil import to_utc
 from .profile_fit import (
     GPU_IDLE_PRIOR,
     Prior,
@@ -145,12 +146,7 @@ def _intervals(windows, what: str) -> tuple[np.ndarray, np.ndarray]:
             raise PowerlabError(f"{what} must be (start, end) pairs of UTC times") from None
     s, e = [], []
     for a, b in pairs:
-        try:
-            ta, tb = pd.Timestamp(a), pd.Timestamp(b)
-        except (TypeError, ValueError):
-            raise PowerlabError(f"{what}: cannot read ({a!r}, {b!r}) as times") from None
-        if ta.tzinfo is None or tb.tzinfo is None:
-            raise PowerlabError(f"{what}: ({a}, {b}) has no time zone; give UTC times")
+        ta, tb = to_utc(a, what=f"{what} start"), to_utc(b, what=f"{what} end")
         if tb <= ta:
             raise PowerlabError(f"{what}: {tb} is not after {ta}")
         s.append(ta.value)

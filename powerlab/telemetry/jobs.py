@@ -32,6 +32,7 @@ from .partitions import (
 )
 from .schema import empty_frame
 from .timeutil import time_bound as _utc
+from .timeutil import to_utc
 
 __all__ = ["gpu_job_map", "job_energy", "job_power"]
 
@@ -271,9 +272,7 @@ def gpu_job_map(jobs: pd.DataFrame, gpus_per_node, *, until=None) -> pd.DataFram
     if missing:
         raise SchemaError([Violation(c, "missing column of the job table (read_sacct)")
                            for c in missing], source="job table")
-    until = pd.Timestamp.now(tz="UTC") if until is None else pd.Timestamp(until)
-    if until.tzinfo is None:
-        raise PowerlabError("until must be tz-aware")
+    until = pd.Timestamp.now(tz="UTC") if until is None else to_utc(until, what="until")
     per = (lambda h: int(gpus_per_node[h])) if hasattr(gpus_per_node, "__getitem__") \
         else (lambda h: int(gpus_per_node))
     alloc = jobs[jobs["step"].isna() & jobs["start"].notna()]
