@@ -336,3 +336,57 @@ def test_chart_times_are_tz_aware_utc():
     assert as_utc(s).iloc[0] == T
     with pytest.raises(SchemaError, match="column 'timestamp': timestamps must be tz-aware"):
         as_utc(s.dt.tz_localize(None))
+
+
+# values the Python API takes, and what the rule makes of them without a zone given
+API = [("2025-07-01T12:00:00+02:00", T), (pd.Timestamp("2025-07-01T10:00Z"), T),
+       ("2025-07-01T10:00:00", "no time zone"), ("07/01/2025 10:00", "not an ISO 8601"),
+       (1751364000, "number")]
+
+
+def _via_dmon(value, tz=None):
+    from powerlab.iotools.dcgm import read_dcgm_dmon
+
+    from .conftest import TEST_DATA
+
+    df = read_dcgm_dmon(TEST_DATA / "iotools" / "dcgmi_dmon_constructed.txt", start=value,
+                        tz=tz, delay_ms=1000, host="n1")
+    return df["timestamp"].min()
+
+
+def _via_comtrade(tmp_path, value):
+    from powerlab.interconnect.comtrade import read_comtrade, write_comtrade
+
+    r = write_comtrade(tmp_path / "r", {"P": np.array([1.0, 2.0])}, 0.1, value)
+    return pd.Timestamp(read_comtrade(r["cfg"]).attrs["start_utc"])
+
+
+def _via_kernel_log(value):
+    from powerlab.iotools.xid import parse_kernel_xid
+
+    text = "[   10.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=p, fallen off the bus\n"
+    ev = parse_kernel_xid(text, host="n1", boot_time=value)   # tz="UTC" by default
+    return ev["timestamp"].iloc[0] - pd.Timedelta(10, "s")
+
+
+def _via_job_map(value):
+    from powerlab.telemetry import gpu_job_map
+
+    jobs = pd.DataFrame({"job_id": ["1"], "step": [pd.NA], "start": [T - pd.Timedelta(1, "h")],
+                         "end": [pd.NaT], "hosts": [("n1",)], "gpus": [8]})
+    return gpu_job_map(jobs, 8, until=value)["end"].iloc[0]      # a running job ends then
+
+
+@pytest.mark.parametrize("value, expect", API, ids=_ids(API))
+def test_api_callers_agree(tmp_path, value, expect):
+    """dcgmi dmon ``start=``, COMTRADE ``start_utc``, ``gpu_job_map(until=)`` and a
+    kernel log's ``boot_time`` (read in UTC when naive, as that reader documents)."""
+    _check(_outcome(to_utc, value), expect, "to_utc")
+    _check(_outcome(_via_dmon, value), expect, "dcgmi dmon")
+    _check(_outcome(_via_comtrade, tmp_path, value), expect, "comtrade")
+    _check(_outcome(_via_job_map, value), expect, "gpu_job_map until")
+    ref_utc = _outcome(lambda v: to_utc(v, tz="UTC"), value)
+    _check(_outcome(_via_kernel_log, value),
+           ref_utc if isinstance(ref_utc, pd.Timestamp) else _kind(ref_utc), "kernel log")
+    if expect == "no time zone":         # dmon with tz= reads the naive start there
+        assert _via_dmon(value, tz=CHICAGO) == T + pd.Timedelta(5, "h")
