@@ -60,7 +60,8 @@ def test_single_module_imports_boundary(module, owner):
 # Data flows one way:
 #   iotools/, collect/ -> telemetry/ -> grid/, throughput/ -> interconnect/ -> flex/ -> viz/
 # with the command line and the demo on top.  Base modules everyone may import:
-BASE = {"powerlab", "powerlab.exceptions", "powerlab._lazy", "powerlab._progress"}
+BASE = {"powerlab", "powerlab.exceptions", "powerlab._lazy", "powerlab._progress",
+        "powerlab.outputs"}
 #: wing -> the wings its modules may import (besides their own wing and BASE)
 ALLOWED = {
     "telemetry": set(),
@@ -265,3 +266,58 @@ def test_flex_reads_grid_and_interconnect_through_public_names_only():
             bad += private_names_from(p.read_text(encoding="utf-8"), module_name(p),
                                       p.name == "__init__.py", wing)
     assert not bad, f"flex imports private names: {bad}"
+
+
+def private_imports(source: str, module: str, is_package: bool, known: set[str]) -> list[str]:
+    """``target._name`` for every private name ``source`` imports from another powerlab
+    module (relative and absolute forms, lazy imports inside functions included).  A
+    private *module* (``from . import _outputs``) is a package's internal helper and
+    allowed; ``__future__``-style dunder names are not private."""
+    tree = ast.parse(source)
+    package = module if is_package else module.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package.split(".")
+            base = base[: len(base) - (node.level - 1)]
+            target = ".".join(base + ([node.module] if node.module else []))
+        elif node.module and node.module.split(".")[0] == "powerlab":
+            target = node.module
+        else:
+            continue
+        if target == module:
+            continue
+        out += [f"{target}.{a.name}" for a in node.names
+                if a.name.startswith("_") and not a.name.startswith("__")
+                and f"{target}.{a.name}" not in known]
+    return out
+
+
+def test_the_private_import_check_catches_every_form():
+    known = {"powerlab.telemetry.store", "powerlab._cli._outputs", "powerlab._cli.comply",
+             "powerlab.grid.forecast"}
+    src = ("from .store import _as_utc as _utc, list_files\n"
+           "def f():\n    from powerlab.grid.forecast import _TICK_DRAWS_PER_S\n"
+           "    from ..grid import forecast\n"
+           "from .._cli import _outputs\n"
+           "from __future__ import annotations\n")
+    assert private_imports(src, "powerlab.telemetry.jobs", False, known) == [
+        "powerlab.telemetry.store._as_utc", "powerlab.grid.forecast._TICK_DRAWS_PER_S"]
+    # the package form: `from . import _x` in an __init__ names the package itself
+    assert private_imports("from .comply import _time\n", "powerlab._cli", True, known) == [
+        "powerlab._cli.comply._time"]
+    assert private_imports("from . import _time\n", "powerlab._cli.study_package", False,
+                           known) == ["powerlab._cli._time"]
+
+
+def test_no_module_imports_another_modules_private_name():
+    """A private name (``_x``) belongs to its module, which may change it freely; what
+    modules share is a public name (documented where it is defined)."""
+    files = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    known = set(files)
+    bad = [f"{m} imports {name}" for m, p in sorted(files.items())
+           for name in private_imports(p.read_text(encoding="utf-8"), m,
+                                       p.name == "__init__.py", known)]
+    assert not bad, "private names imported across modules:\n" + "\n".join(bad)

@@ -476,7 +476,7 @@ def _parse_both_ways(monkeypatch, text: str, **kw):
     for parallel in (False, True):
         monkeypatch.setattr(nvidia_smi, "_PARALLEL_ROWS", 0 if parallel else 10 ** 12)
         monkeypatch.setattr(nvidia_smi, "_PARALLEL_BYTES", 0 if parallel else 10 ** 12)
-        monkeypatch.setattr(nvidia_smi, "_WORKERS", 4)
+        monkeypatch.setattr(nvidia_smi, "_workers", lambda: 4)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", DataQualityWarning)
             try:
@@ -539,3 +539,18 @@ def test_fast_float_cells_agree_with_the_general_path(cells, unit):
                 ("NA", "N/A", "-", "", "W") and not c.strip().startswith(("[", "0x"))
                 and c.endswith(" " + unit if unit else "") and "  " not in c for c in cells)
     assert (fast is not None) == takes
+
+
+def test_threads_are_counted_when_a_file_is_read_not_at_import(monkeypatch):
+    """Issue 26 §6: the cores a parse may use follow the process's CPU affinity at the
+    time of the call (a container or ``taskset`` may change it after import)."""
+    import os
+
+    from powerlab.iotools import nvidia_smi
+
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no CPU affinity on this platform")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert nvidia_smi._workers() == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert nvidia_smi._workers() == nvidia_smi._MAX_WORKERS == 4

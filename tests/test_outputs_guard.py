@@ -1,5 +1,5 @@
 """No command writes over one of its inputs, nor over an existing file without --force
-(issue 24): one shared check, powerlab._cli._outputs.guard_outputs, made before any work."""
+(issue 24): one shared check, powerlab.outputs.guard_outputs, made before any work."""
 
 from __future__ import annotations
 

@@ -58,22 +58,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _time(value, name):
-    import pandas as pd
-
-    from ..exceptions import PowerlabError
-
-    if value is None:
-        return None
-    try:
-        t = pd.Timestamp(value)
-    except ValueError as exc:
-        raise PowerlabError(f"--{name} {value!r} is not an ISO 8601 time") from exc
-    if t.tzinfo is None:
-        raise PowerlabError(f"--{name} {value!r} has no time zone; add one, e.g. 'Z'")
-    return t
-
-
 def _read_csv(path: Path, need: list[str], what: str):
     import pandas as pd
 
@@ -94,6 +78,7 @@ def _jobs(path: Path):
     import pandas as pd
 
     from ..exceptions import ParseError
+    from ..telemetry.timeutil import to_utc
 
     df = _read_csv(path, ["host", "gpu_index", "job_id", "start", "end"], "GPU->job map")
     out = df[["host", "job_id"]].copy()
@@ -107,14 +92,8 @@ def _jobs(path: Path):
     for c in ("start", "end"):
         vals = []
         for i, v in enumerate(df[c]):
-            try:
-                t = pd.Timestamp(v)
-            except ValueError:
-                t = None
-            if t is None or t is pd.NaT or t.tzinfo is None:
-                raise ParseError(f"{v!r} is not an ISO 8601 time with a zone", path=path,
-                                 line=i + 2, column=c)
-            vals.append(t.tz_convert("UTC"))
+            vals.append(to_utc(v, what="time", error=lambda msg, i=i, c=c: ParseError(
+                msg, path=path, line=i + 2, column=c)))
         out[c] = pd.to_datetime(pd.Series(vals, dtype=object), utc=True)
     return out
 
@@ -181,9 +160,11 @@ def _check_args(args):
     if out.is_dir():
         raise PowerlabError(f"--out {out}: is a folder; give a file name")
     from ..telemetry.binning import bin_width_ns
+    from ..telemetry.timeutil import to_utc
 
     bin_width_ns(args.freq)        # a bad or too narrow --freq: before any work is announced
-    start, end = _time(args.start, "start"), _time(args.end, "end")
+    start, end = (to_utc(args.start, what="--start", optional=True),
+                  to_utc(args.end, what="--end", optional=True))
     if start is not None and end is not None and start >= end:
         raise PowerlabError(f"--start {args.start} is not before --end {args.end}")
     if args.by == "job" and (args.jobs is None) == (args.sacct is None):
@@ -218,7 +199,7 @@ def _check_args(args):
                                 "such as 2GiB or 500MB") from None
     if not args.store.is_dir():
         raise PowerlabError(f"store {args.store}: no such folder")
-    from ._outputs import guard_outputs
+    from ..outputs import guard_outputs
 
     guard_outputs([out], [args.store, args.jobs, args.sacct, args.racks], force=args.force)
     try:

@@ -50,6 +50,7 @@ def _run(spec: str, tz):
 def run(args) -> int:
     from ..exceptions import PowerlabError
     from ..grid.backtest import backtest_runs, backtest_split
+    from ..outputs import output_folder
     from ._recording import read_events, read_power
 
     runs_mode = bool(args.train_runs or args.test_runs)
@@ -60,8 +61,7 @@ def run(args) -> int:
         raise PowerlabError("run to run needs both --train-runs and --test-runs")
     if not runs_mode and not args.power:
         raise PowerlabError("give the recording (POWER) or --train-runs/--test-runs")
-    if args.out.exists() and not args.out.is_dir():
-        raise PowerlabError(f"--out {args.out}: exists and is not a folder")
+    output_folder(args.out, create=False, what="--out")
     if runs_mode:
         res = backtest_runs([_run(s, args.tz) for s in args.train_runs],
                             [_run(s, args.tz) for s in args.test_runs],

@@ -34,27 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _utc(text, what):
-    import pandas as pd
-
-    from ..exceptions import PowerlabError
-
-    if text is None:
-        return None
-    try:
-        t = pd.Timestamp(text)
-    except (TypeError, ValueError):
-        raise PowerlabError(f"{what} {text!r} is not a time") from None
-    if t.tzinfo is None:
-        raise PowerlabError(f"{what} {text!r} has no time zone; give UTC, e.g. "
-                            "2024-05-17T15:40:00Z")
-    return t
-
-
 def run(args) -> int:
     from ..exceptions import PowerlabError
     from ..grid.calibrate import calibrate_job
     from ..grid.scenario import parse_scenario
+    from ..telemetry.timeutil import to_utc
     from ._recording import read_events, read_power
 
     if args.out.suffix.lower() not in (".yaml", ".yml"):
@@ -64,7 +48,8 @@ def run(args) -> int:
         raise PowerlabError(f"--out {args.out}: folder {args.out.parent} does not exist")
     if args.gpus_per_node < 1:
         raise PowerlabError(f"--gpus-per-node must be >= 1, got {args.gpus_per_node}")
-    start, end = _utc(args.start, "--start"), _utc(args.end, "--end")
+    start, end = (to_utc(args.start, what="--start", optional=True),
+                  to_utc(args.end, what="--end", optional=True))
     if args.meter_interval is not None and not args.meter_interval > 0:
         raise PowerlabError(f"--meter-interval must be > 0 seconds, got {args.meter_interval}")
     power = read_power(args.power, tz=args.tz)

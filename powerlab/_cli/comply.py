@@ -63,34 +63,16 @@ def read_sags(path: Path):
         raise ParseError(f"cannot read as CSV: {exc}", path=path) from None
 
 
-def _time(text, what):
-    import pandas as pd
-
-    from ..exceptions import PowerlabError
-
-    if text is None:
-        return None
-    try:
-        ts = pd.Timestamp(text)
-    except ValueError:
-        raise PowerlabError(f"{what} {text!r} is not an ISO 8601 time") from None
-    if ts.tzinfo is None:
-        raise PowerlabError(f"{what} {text!r} has no time zone; write it in UTC with a 'Z'")
-    return ts
-
-
 def check_draws_out_sags(args) -> None:
     """The checks ``comply`` and ``size-mitigation`` share: --draws, --out, --sags."""
     from ..exceptions import PowerlabError
+    from ..outputs import guard_outputs, output_folder
 
     if args.draws < 1:
         raise PowerlabError(f"--draws must be >= 1, got {args.draws}")
-    if args.out.exists() and not args.out.is_dir():
-        raise PowerlabError(f"--out {args.out} exists and is not a folder")
+    output_folder(args.out, create=False, what="--out")
     if args.sags is not None and not args.sags.is_file():
         raise PowerlabError(f"--sags {args.sags}: no such file")
-    from ._outputs import guard_outputs
-
     # the fixed names inside the output folder are the command's own (rewritten on a
     # re-run); none may be one of the inputs
     names = ["compliance.csv", "compliance_summary.txt", "resonance.csv",
@@ -105,12 +87,14 @@ def run(args) -> int:
     from ..grid.scenario import Scenario
     from ..interconnect.powertrace import open_source
     from ..interconnect.requirements import read_requirements
+    from ..telemetry.timeutil import to_utc
 
     check_draws_out_sags(args)
     spec = read_requirements(args.requirements)
     source = open_source(args.source)
     sags = read_sags(args.sags) if args.sags is not None else None
-    start, end = _time(args.start, "--start"), _time(args.end, "--end")
+    start, end = (to_utc(args.start, what="--start", optional=True),
+                  to_utc(args.end, what="--end", optional=True))
     if isinstance(source, Scenario) and (args.pue is not None or args.base_load_w
                                          or start is not None or end is not None
                                          or args.interval_means):
@@ -119,7 +103,7 @@ def run(args) -> int:
                             "load and horizon, and its ticks are interval means")
     from ..interconnect.compliance import comply  # scipy: only once the inputs are read
     from ..interconnect.resonance import screen_resonance
-    from ..telemetry.store import atomic_write_bytes
+    from ..outputs import atomic_write
 
     res = comply(source, spec, draws=args.draws, seed=args.seed, tick_s=args.tick_s,
                  pue=args.pue, base_load_w=args.base_load_w, sags=sags, start=start, end=end,
@@ -134,8 +118,8 @@ def run(args) -> int:
             summaries.append(f"Resonance screening not done: {exc}")
         else:
             text = rz.harmonics.to_csv(index=False, float_format="%.6g")
-            written.append(atomic_write_bytes(args.out / "resonance.csv",
-                                              lambda tmp: Path(tmp).write_text(text)))
+            written.append(atomic_write(args.out / "resonance.csv",
+                                        lambda tmp: Path(tmp).write_text(text)))
             summaries.append(str(rz.summary()))
     if not args.quiet:
         print("\n\n".join(summaries))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..outputs import add_force, guard_outputs
 from ._args import add_seed
-from ._outputs import add_force, guard_outputs
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -86,29 +86,23 @@ def _common(p) -> None:
 
 def _check(args) -> None:
     from ..exceptions import PowerlabError
+    from ..outputs import output_folder
 
     if getattr(args, "draws", 1) < 1:
         raise PowerlabError(f"--draws must be >= 1, got {args.draws}")
-    if args.out.exists() and not args.out.is_dir():
-        raise PowerlabError(f"--out {args.out} exists and is not a folder")
+    output_folder(args.out, create=False, what="--out")
 
 
 def run_offer(args) -> int:
-    from ..exceptions import PowerlabError
     from ..grid.scenario import read_scenario
 
     _check(args)
     sc = read_scenario(args.scenario)
     start = None
     if args.start is not None:
-        import pandas as pd
+        from ..telemetry.timeutil import to_utc
 
-        try:
-            start = pd.Timestamp(args.start)
-        except ValueError:
-            raise PowerlabError(f"--start {args.start!r} is not an ISO 8601 time") from None
-        if start.tz is None:
-            raise PowerlabError(f"--start {args.start!r} has no time zone")
+        start = to_utc(args.start, what="--start")
     from ..flex.offer import flex_offer
 
     off = flex_offer(sc, hold_s=args.hold_s, start=start, draws=args.draws, seed=args.seed)

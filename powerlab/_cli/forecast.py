@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..outputs import add_force, guard_outputs
 from ._args import add_seed
-from ._outputs import add_force, guard_outputs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,9 +62,9 @@ def run(args) -> int:
     res = forecast(scen, draws=args.draws, seed=args.seed,
                    progress=False if args.quiet else None)
     from .._progress import Progress
-    from ..grid.forecast import _TICK_DRAWS_PER_S
+    from ..grid.forecast import TICK_DRAWS_PER_S
 
-    big = res.n_ticks * res.draws / _TICK_DRAWS_PER_S >= 2.0
+    big = res.n_ticks * res.draws / TICK_DRAWS_PER_S >= 2.0
     Progress(0, "forecast", enabled=big and not args.quiet).phase(
         f"writing {args.out} ({args.resolution} rows)")
     if args.format == "xlsx":

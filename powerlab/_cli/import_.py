@@ -64,8 +64,9 @@ def run(args) -> int:
 
     from ..exceptions import ParseError
     from ..iotools import EVENT_FORMATS, TELEMETRY_FORMATS, read_any, sniff_format
+    from ..outputs import atomic_write
     from ..telemetry.event_store import write_events
-    from ..telemetry.store import atomic_write_bytes, write_store
+    from ..telemetry.store import write_store
 
     total = 0
     imported = []
@@ -103,7 +104,7 @@ def run(args) -> int:
                 "files": [str(f.relative_to(args.out)) for f in files],
                 "imported_utc": datetime.now(UTC).isoformat(timespec="seconds")}
         payload = json.dumps(meta, indent=1).encode()
-        atomic_write_bytes(record, lambda tmp, b=payload: Path(tmp).write_bytes(b))
+        atomic_write(record, lambda tmp, b=payload: Path(tmp).write_bytes(b))
         total += rows
         imported.append(df)
         dup = f"; {len(df) - rows:,} already in the store" if rows < len(df) else ""

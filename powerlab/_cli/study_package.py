@@ -54,7 +54,8 @@ def run(args) -> int:
     from ..grid.scenario import Scenario
     from ..interconnect.powertrace import open_source
     from ..interconnect.requirements import read_requirements
-    from .comply import _time
+    from ..outputs import output_folder
+    from ..telemetry.timeutil import to_utc
 
     if args.draws < 1:
         raise PowerlabError(f"--draws must be >= 1, got {args.draws}")
@@ -62,11 +63,11 @@ def run(args) -> int:
         raise PowerlabError(f"--ride-through-draws must be >= 0, got {args.ride_through_draws}")
     if not (args.short_tick_s > 0 and args.short_window_s > 0):
         raise PowerlabError("--short-tick-s and --short-window-s must be positive")
-    if args.out.exists() and not args.out.is_dir():
-        raise PowerlabError(f"--out {args.out} exists and is not a folder")
+    output_folder(args.out, create=False, what="--out")
     spec = read_requirements(args.requirements)
     source = open_source(args.source)
-    start, end = _time(args.start, "--start"), _time(args.end, "--end")
+    start, end = (to_utc(args.start, what="--start", optional=True),
+                  to_utc(args.end, what="--end", optional=True))
     if isinstance(source, Scenario) and (args.pue is not None or args.base_load_w
                                          or start is not None or end is not None):
         raise PowerlabError("--pue, --base-load-w, --start and --end apply to measured "

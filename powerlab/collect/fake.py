@@ -24,11 +24,11 @@ import ctypes
 import os
 import shutil
 import subprocess
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..exceptions import PowerlabError
+from ..outputs import atomic_write
 
 __all__ = ["DEFAULTS", "LIBNAME", "SOURCE", "FakeScenario", "NoCompilerError", "Wave",
            "build_fake_nvml", "cache_dir", "energy_mj", "fake_env", "init_time_us",
@@ -77,14 +77,16 @@ def build_fake_nvml(build_dir: Path | None = None) -> Path:
     if cc is None:
         raise NoCompilerError("no C compiler (cc or gcc) to build the simulated NVML "
                               "library; install one (Debian: apt-get install gcc)")
-    build_dir.mkdir(parents=True, exist_ok=True)
-    tmp = build_dir / f".{LIBNAME}.{uuid.uuid4().hex}"
-    cmd = [cc, "-shared", "-fPIC", "-O2", "-Wall", f"-Wl,-soname,{LIBNAME}", "-o", str(tmp),
-           str(SOURCE), "-lpthread"]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        raise PowerlabError(f"building the simulated NVML library failed:\n{res.stderr}")
-    os.replace(tmp, lib)          # atomic: concurrent builders never see half a library
+
+    def compile_to(tmp: Path) -> None:
+        cmd = [cc, "-shared", "-fPIC", "-O2", "-Wall", f"-Wl,-soname,{LIBNAME}", "-o",
+               str(tmp), str(SOURCE), "-lpthread"]
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if res.returncode != 0:
+            raise PowerlabError(f"building the simulated NVML library failed:\n{res.stderr}")
+
+    # atomic: concurrent builders never see half a library
+    atomic_write(lib, compile_to, fsync=False)
     return build_dir
 
 

@@ -34,6 +34,7 @@ import pandas as pd
 from ..exceptions import PowerlabError
 from ..grid.forecast import forecast
 from ..grid.scenario import Scenario
+from ..outputs import output_folder
 from .levers import (
     LeverAssumptions,
     capped_scenario,
@@ -150,10 +151,7 @@ class FlexOffer:
 
     def write(self, out_dir) -> Path:
         """Write ``flex_offer.csv`` into ``out_dir`` (created); returns its path."""
-        out = Path(out_dir)
-        if out.exists() and not out.is_dir():
-            raise PowerlabError(f"{out} exists and is not a folder")
-        out.mkdir(parents=True, exist_ok=True)
+        out = output_folder(out_dir)
         path = out / "flex_offer.csv"
         self.rows.to_csv(path, index=False, float_format="%.6g")
         return path

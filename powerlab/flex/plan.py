@@ -55,6 +55,7 @@ from ..grid.facility import facility_power
 from ..grid.forecast import forecast
 from ..grid.ramps import whole_ticks
 from ..grid.scenario import Scenario
+from ..outputs import output_folder
 from .levers import (
     LeverAssumptions,
     capped_scenario,
@@ -214,10 +215,7 @@ class CurtailmentPlan:
     def write(self, out_dir) -> list[Path]:
         """Write ``plan_targets.csv``, ``plan_schedule.csv`` (every 10 s), ``plan_ramps.csv``
         and ``plan_summary.txt``; returns the paths."""
-        out = Path(out_dir)
-        if out.exists() and not out.is_dir():
-            raise PowerlabError(f"{out} exists and is not a folder")
-        out.mkdir(parents=True, exist_ok=True)
+        out = output_folder(out_dir)
         k = max(1, round(10.0 / self.tick_s))
         paths = [out / "plan_targets.csv", out / "plan_schedule.csv", out / "plan_ramps.csv",
                  out / "plan_summary.txt"]

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import ParseError, PowerlabError
+from ..telemetry.timeutil import to_utc
 
 __all__ = ["Targets", "check_targets", "parse_openadr_event", "random_targets",
            "read_targets"]
@@ -108,29 +109,16 @@ def _zone(tz: str | None, where: dict):
 
 
 def _time(text, tz: str | None, where: dict) -> pd.Timestamp:
+    """A target's time by :func:`~powerlab.telemetry.to_utc`; an IANA zone may follow it
+    ("2025-07-01 10:00 America/Chicago")."""
     if text is None or (isinstance(text, float) and np.isnan(text)) or str(text).strip() == "":
         raise ParseError("missing time", **where)
     s = str(text).strip()
-    # an IANA zone written after the time ("2025-07-01 10:00 America/Chicago")
     parts = s.rsplit(" ", 1)
     if len(parts) == 2 and "/" in parts[1]:
         s, tz = parts[0], _zone(parts[1], where)
-    try:
-        ts = pd.Timestamp(s)
-    except (ValueError, TypeError):
-        raise ParseError(f"{text!r} is not an ISO 8601 time", **where) from None
-    if ts is pd.NaT:
-        raise ParseError("missing time", **where)
-    if ts.tz is None:
-        if tz is None:
-            raise ParseError(f"time {text!r} has no time zone; write it in UTC with a 'Z' "
-                             "or give tz", **where)
-        try:
-            ts = ts.tz_localize(tz)
-        except Exception as exc:  # noqa: BLE001 - pytz/pandas DST errors differ by version
-            raise ParseError(f"time {text!r} does not exist in {tz}: {exc}",
-                             **where) from None
-    return ts.tz_convert("UTC")
+    return to_utc(s, tz=tz, what="time", hint="give tz",
+                  error=lambda msg: ParseError(msg, **where))
 
 
 def _cap_w(value, where: dict) -> float:

@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import AnalysisError, ParseError, PowerlabError
+from ..outputs import output_folder
 
 __all__ = ["BASELINE_METHODS", "Verification", "read_site_power", "verify_event"]
 
@@ -185,10 +186,7 @@ class Verification:
         return "<pre>" + self.summary() + "</pre>"
 
     def write(self, out_dir) -> list[Path]:
-        out = Path(out_dir)
-        if out.exists() and not out.is_dir():
-            raise PowerlabError(f"{out} exists and is not a folder")
-        out.mkdir(parents=True, exist_ok=True)
+        out = output_folder(out_dir)
         p1, p2 = out / "verification.csv", out / "verification_summary.txt"
         self.frame.to_csv(p1, index=False, float_format="%.6g")
         p2.write_text(self.summary() + "\n", encoding="utf-8")

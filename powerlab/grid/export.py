@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import AnalysisError, DataQualityWarning, ParseError, PowerlabError
-from ..telemetry.storefiles import fsync_dir, fsync_file
+from ..outputs import atomic_write, fsync_dir, write_temporary
 from .planner import clock_edges, ramp_into_tick
 
 __all__ = [
@@ -253,17 +253,6 @@ def _csv_text(df: pd.DataFrame, tz: str) -> str:
     return text.to_csv(index=False, lineterminator="\r\n")
 
 
-def _write_temp(path: Path, data: bytes) -> Path:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        fsync_file(tmp)
-    except BaseException:           # a full or read-only disk leaves nothing behind
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp
-
-
 def _job_figures(result) -> dict:
     """Per job: ``effective_training_time`` [-] and ``interruptions`` [-], medians over
     the draws (see :mod:`powerlab.grid.interruptions`)."""
@@ -369,9 +358,10 @@ def write_facilities_csv(result, path, resolution="15min",
     side = _sidecar(result, df, res_s, path.name, hashlib.sha256(csv).hexdigest(), gen)
     side["sidecar_sha256"] = sidecar_digest(side)
     data = json.dumps(side, indent=2, default=str).encode("utf-8")
-    tmp_csv = _write_temp(path, csv)
+    # a full or read-only disk leaves nothing behind
+    tmp_csv = write_temporary(path, lambda tmp: tmp.write_bytes(csv))
     try:
-        tmp_json = _write_temp(jpath, data)
+        tmp_json = write_temporary(jpath, lambda tmp: tmp.write_bytes(data))
     except BaseException:
         tmp_csv.unlink(missing_ok=True)
         raise
@@ -487,15 +477,7 @@ def write_facilities_xlsx(result, path, resolution="15min",
             about.append([f"job {job}: {k} (median over draws)", v])
     about.column_dimensions["A"].width = 48
     about.column_dimensions["B"].width = 100
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        wb.save(tmp)
-        fsync_file(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    fsync_dir(path.parent)
-    return path
+    return atomic_write(path, wb.save)
 
 
 def sidecar_digest(side: dict) -> str:

@@ -537,8 +537,9 @@ def _default_memory_limit() -> int:
 
 #: Rough engine throughput [ticks x draws per second] for the up-front estimate
 #: (benchmarks/bench_forecast.py: 24 h at 100 ms, 20 draws of 100,000 GPUs in about 2 s
-#: on a 2-core machine, i.e. ~9e6; taken lower so the estimate errs long).
-_TICK_DRAWS_PER_S = 5e6
+#: on a 2-core machine, i.e. ~9e6; taken lower so the estimate errs long).  The
+#: ``forecast`` command uses it too, to say up front that a run will take a while.
+TICK_DRAWS_PER_S = 5e6
 
 
 def _progress_bar(progress, draws: int, n: int, tick: float, est_bytes: int):
@@ -547,7 +548,7 @@ def _progress_bar(progress, draws: int, n: int, tick: float, est_bytes: int):
 
     if isinstance(progress, Progress):
         return progress, False
-    est_s = n * draws / _TICK_DRAWS_PER_S
+    est_s = n * draws / TICK_DRAWS_PER_S
     bar = Progress(draws, "forecast", "draw",
                    enabled=(est_s >= 2.0) if progress is None else bool(progress))
     bar.announce(f"{n:,} ticks of {tick:g} s x {draws:,} draws = {n * draws:,} tick-draws, "

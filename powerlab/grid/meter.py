@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import PowerlabError
+from ..telemetry.timeutil import to_utc
 
 __all__ = ["Meter", "meter_forecast", "meter_readings", "sum_meters", "tick_power"]
 
@@ -75,7 +76,7 @@ class Meter:
 
     def reading_times(self, start, end) -> pd.DatetimeIndex:
         """Reading instants whose whole interval lies within ``[start, end]`` (UTC)."""
-        start, end = _utc(start, "start"), _utc(end, "end")
+        start, end = to_utc(start, what="start"), to_utc(end, what="end")
         w = self.interval_s
         a = (start - _EPOCH).total_seconds() + w - self.phase_s
         b = (end - _EPOCH).total_seconds() - self.phase_s
@@ -88,16 +89,6 @@ class Meter:
         """Readings of this meter on a per-tick series (see :func:`meter_readings`)."""
         return meter_readings(power_w, interval_s=self.interval_s, phase_s=self.phase_s,
                               tick_s=tick_s, start_utc=start_utc, times=times)
-
-
-def _utc(t, what: str) -> pd.Timestamp:
-    try:
-        ts = pd.Timestamp(t)
-    except (TypeError, ValueError):
-        raise PowerlabError(f"{what} must be a timestamp, got {t!r}") from None
-    if ts.tzinfo is None:
-        raise PowerlabError(f"{what} {ts} has no time zone; give UTC times ('...Z')")
-    return ts.tz_convert("UTC")
 
 
 def _edges_and_power(power_w, tick_s, start_utc) -> tuple[np.ndarray, np.ndarray, pd.Timestamp]:
@@ -125,7 +116,7 @@ def _edges_and_power(power_w, tick_s, start_utc) -> tuple[np.ndarray, np.ndarray
             raise PowerlabError("an array of per-tick power needs tick_s and start_utc")
         if not tick_s > 0:
             raise PowerlabError(f"tick_s must be > 0, got {tick_s!r}")
-        t0 = _utc(start_utc, "start_utc")
+        t0 = to_utc(start_utc, what="start_utc")
         edges = np.arange(len(p) + 1) * float(tick_s)
     if not np.isfinite(p).all():
         raise PowerlabError("power_w holds NaN or infinite values; the meter averages "
@@ -315,10 +306,10 @@ def sum_meters(readings: pd.DataFrame, *, every_s: float = 1.0, start=None, end=
     t_ns = r["timestamp"].to_numpy("datetime64[ns]").astype(np.int64)
     groups = r.groupby(by, sort=True, observed=True).indices
     firsts = [t_ns[ix].min() for ix in groups.values()]
-    t_start = _utc(start, "start") if start is not None else pd.Timestamp(max(firsts),
-                                                                          tz="UTC")
-    t_end = _utc(end, "end") if end is not None else pd.Timestamp(t_ns.max(), tz="UTC") \
-        + pd.Timedelta(1, "ns")
+    t_start = to_utc(start, what="start") if start is not None \
+        else pd.Timestamp(max(firsts), tz="UTC")
+    t_end = to_utc(end, what="end") if end is not None \
+        else pd.Timestamp(t_ns.max(), tz="UTC") + pd.Timedelta(1, "ns")
     n = int(np.ceil((t_end - t_start).total_seconds() / every_s - 1e-9))
     if n < 1:
         raise PowerlabError("the grid between start and end is empty")

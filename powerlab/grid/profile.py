@@ -76,14 +76,15 @@ import pandas as pd
 from scipy import signal
 
 from ..exceptions import AnalysisError, PowerlabError, SchemaError, Violation
+from ..telemetry.timeutil import to_utc
 from .profile_fit import (
     GPU_IDLE_PRIOR,
     Prior,
     ProfileFit,
-    _apply_split,
-    _as_prior,
-    _param_rows,
-    _split_label,
+    apply_split,
+    as_prior,
+    param_rows,
+    split_label,
 )
 
 __all__ = ["GPU_IDLE_PRIOR", "Prior", "ProfileFit", "eval_intervals", "fit_profile",
@@ -145,12 +146,7 @@ def _intervals(windows, what: str) -> tuple[np.ndarray, np.ndarray]:
             raise PowerlabError(f"{what} must be (start, end) pairs of UTC times") from None
     s, e = [], []
     for a, b in pairs:
-        try:
-            ta, tb = pd.Timestamp(a), pd.Timestamp(b)
-        except (TypeError, ValueError):
-            raise PowerlabError(f"{what}: cannot read ({a!r}, {b!r}) as times") from None
-        if ta.tzinfo is None or tb.tzinfo is None:
-            raise PowerlabError(f"{what}: ({a}, {b}) has no time zone; give UTC times")
+        ta, tb = to_utc(a, what=f"{what} start"), to_utc(b, what=f"{what} end")
         if tb <= ta:
             raise PowerlabError(f"{what}: {tb} is not after {ta}")
         s.append(ta.value)
@@ -349,9 +345,9 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
         raise PowerlabError(f"meter_interval_s must be >= 0 seconds, got {meter_interval_s!r}")
     if not 0 < alpha < 1:
         raise PowerlabError(f"alpha must be in (0, 1), got {alpha!r}")
-    overhead_prior = _as_prior(node_overhead_w, "node_overhead_w", "hardware data")
-    idle_prior = _as_prior(gpu_idle_w, "gpu_idle_w", "hardware data")
-    dip_prior = _as_prior(dip_duration_s, "dip_duration_s", "hardware data")
+    overhead_prior = as_prior(node_overhead_w, "node_overhead_w", "hardware data")
+    idle_prior = as_prior(gpu_idle_w, "gpu_idle_w", "hardware data")
+    dip_prior = as_prior(dip_duration_s, "dip_duration_s", "hardware data")
     if overhead_prior is not None and idle is not None:
         raise PowerlabError("give either node_overhead_w or idle periods, not both")
     if scope == "gpu" and (overhead_prior is not None or idle is not None):
@@ -471,7 +467,7 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
             if not 0 < dip_prior.mean < period:
                 raise PowerlabError(f"dip_duration_s = {dip_prior.mean:g} s must be in "
                                     f"(0, step time {period:.3g} s)")
-            dip_src, dip_sd, dur = _split_label(dip_prior), dip_prior.sd, dip_prior.mean
+            dip_src, dip_sd, dur = split_label(dip_prior), dip_prior.sd, dip_prior.mean
         elif 1.5 * w_s <= d_obs < period:
             dip_src, dur = "measured", d_obs
         else:
@@ -548,14 +544,14 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
         gpus_per_node=gpus_per_node, alpha=alpha,
         params=pd.DataFrame(), periodogram=pd.DataFrame(
             {"period_s": 1.0 / freqs, "power": acc}), per_device=per)
-    fit.params = _param_rows(fit, rows_p)
+    fit.params = param_rows(fit, rows_p)
     if scope == "node" and overhead_prior is not None:
-        return _apply_split(fit, overhead_prior.mean, overhead_prior.sd,
-                            _split_label(overhead_prior), np.nan)
+        return apply_split(fit, overhead_prior.mean, overhead_prior.sd,
+                            split_label(overhead_prior), np.nan)
     if idle is not None:
         g = gpus_per_node
         overhead = node_idle - g * idle_prior.mean
         sd = float(np.hypot(np.nan_to_num(rows_p["node_idle_w"][1]), g * idle_prior.sd))
-        label = f"idle periods (node idle measured; GPU idle {_split_label(idle_prior)})"
-        return _apply_split(fit, overhead, sd, label, node_idle)
+        label = f"idle periods (node idle measured; GPU idle {split_label(idle_prior)})"
+        return apply_split(fit, overhead, sd, label, node_idle)
     return fit

@@ -51,7 +51,10 @@ GPU_IDLE_PRIOR = Prior(75.0, 25.0, "H100-SXM idle: ~70 W bare, ~120 W with a CUD
                                    "(nvidia-smi traces)")
 
 
-def _as_prior(value, what: str, given: str) -> Prior | None:
+def as_prior(value, what: str, given: str) -> Prior | None:
+    """``value`` as a :class:`Prior`: None and Priors as they are, a number as an exact
+    prior from ``given`` (a :class:`~powerlab.exceptions.PowerlabError` naming ``what``
+    otherwise).  Shared with :func:`~powerlab.grid.profile.fit_profile`."""
     if value is None or isinstance(value, Prior):
         return value
     try:
@@ -218,8 +221,8 @@ class ProfileFit:
         number, or a :class:`Prior`) [W]."""
         if self.scope != "node":
             raise PowerlabError("only node-scope fits are split into GPU and non-GPU power")
-        prior = _as_prior(node_overhead_w, "node_overhead_w", "hardware data")
-        return _apply_split(self, prior.mean, prior.sd, _split_label(prior), np.nan)
+        prior = as_prior(node_overhead_w, "node_overhead_w", "hardware data")
+        return apply_split(self, prior.mean, prior.sd, split_label(prior), np.nan)
 
     # -- tables ----------------------------------------------------------------------------
     def summary_frame(self) -> pd.DataFrame:
@@ -263,13 +266,14 @@ class ProfileFit:
                 + notes)
 
 
-def _split_label(prior: Prior) -> str:
+def split_label(prior: Prior) -> str:
+    """Where a node-power split's number came from, as :attr:`ProfileFit.split` says it."""
     if prior.sd == 0 and prior.source == "hardware data":
         return "hardware data"
     return f"prior: {prior.source}"
 
 
-def _param_rows(fit: ProfileFit, dev_rows: dict) -> pd.DataFrame:
+def param_rows(fit: ProfileFit, dev_rows: dict) -> pd.DataFrame:
     """The params table: device rows plus per-GPU rows from the split."""
     from scipy import stats
 
@@ -298,8 +302,11 @@ def _param_rows(fit: ProfileFit, dev_rows: dict) -> pd.DataFrame:
     return pd.DataFrame(out).set_index("parameter")
 
 
-def _apply_split(fit: ProfileFit, overhead: float, sd: float, label: str,
+def apply_split(fit: ProfileFit, overhead: float, sd: float, label: str,
                  node_idle: float) -> ProfileFit:
+    """``fit`` with node power split into ``overhead`` [W] (standard error ``sd`` [W],
+    source ``label``) and per-GPU power; an AnalysisError when the overhead exceeds the
+    nodes' lowest reading.  Shared with :func:`~powerlab.grid.profile.fit_profile`."""
     if np.isfinite(fit.node_lowest_w) and overhead > fit.node_lowest_w:
         raise AnalysisError(f"node power besides the GPUs of {overhead:,.0f} W is more than "
                             f"the nodes' lowest reading ({fit.node_lowest_w:,.0f} W, median "
@@ -312,6 +319,6 @@ def _apply_split(fit: ProfileFit, overhead: float, sd: float, label: str,
         eval_w=conv(fit.device_eval_w), node_idle_w=float(node_idle))
     dev = fit.params.loc[[i for i in fit.params.index
                           if i not in ("node_overhead_w", "compute_w", "comm_w", "eval_w")]]
-    new.params = _param_rows(new, {k: (r["value"], r["std_err"], r["source"], r["dof"])
+    new.params = param_rows(new, {k: (r["value"], r["std_err"], r["source"], r["dof"])
                                    for k, r in dev.iterrows()})
     return new

@@ -30,6 +30,7 @@ import pandas as pd
 import yaml
 
 from ..exceptions import ScenarioError
+from ..telemetry.timeutil import to_utc
 
 __all__ = ["MAX_ALIASES", "MAX_DEPTH", "MAX_NODES", "Section", "load_yaml"]
 
@@ -308,15 +309,9 @@ class Section:
                 raise self.error(name, "is required (ISO 8601 UTC time, e.g. "
                                  "'2024-05-17T15:00:00Z')")
             return None
-        try:
-            ts = pd.Timestamp(str(val))
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise self.error(name, f"expected an ISO 8601 time such as "
-                             f"'2024-05-17T15:00:00Z', got {val!r} ({exc})") from None
-        if ts.tzinfo is None:
-            raise self.error(name, f"time {val!r} has no time zone; write it in UTC with "
-                             "a trailing 'Z', e.g. '2024-05-17T15:00:00Z'")
-        return ts.tz_convert("UTC").as_unit("ns")
+        # YAML reads 2024-05-17T15:00:00Z as a datetime: its str() is ISO 8601 again
+        ts = to_utc(str(val), what="time", error=lambda msg: self.error(name, msg))
+        return ts.as_unit("ns")
 
     def section(self, name: str) -> Section:
         self.used.add(name)

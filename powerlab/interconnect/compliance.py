@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import AnalysisError, PowerlabError
+from ..outputs import output_folder  # re-exported: sizing writes through it too
 from . import loadmetrics as lm
 from .powertrace import PowerTrace, band_visibility, for_each_draw, trace_from_telemetry
 from .requirements import Requirement, RequirementSpec, read_requirements
@@ -511,20 +512,20 @@ class ComplianceResult:
 
     def to_csv(self, path) -> Path:
         """Write ``compliance.csv`` (columns :data:`COMPLIANCE_COLUMNS`) atomically."""
-        from ..telemetry.store import atomic_write_bytes
+        from ..outputs import atomic_write
 
         text = self._frame[list(COMPLIANCE_COLUMNS)].to_csv(index=False, float_format="%.6g")
-        return atomic_write_bytes(path, lambda tmp: Path(tmp).write_text(text, "utf-8"))
+        return atomic_write(path, lambda tmp: Path(tmp).write_text(text, "utf-8"))
 
     def write(self, out_dir) -> tuple[Path, Path]:
         """Write ``out_dir/compliance.csv`` and ``out_dir/compliance_summary.txt``."""
-        from ..telemetry.store import atomic_write_bytes
+        from ..outputs import atomic_write
 
         out = output_folder(out_dir)
         csv = self.to_csv(out / "compliance.csv")
         text = str(self.summary()) + "\n"
-        txt = atomic_write_bytes(out / "compliance_summary.txt",
-                                 lambda tmp: Path(tmp).write_text(text, "utf-8"))
+        txt = atomic_write(out / "compliance_summary.txt",
+                           lambda tmp: Path(tmp).write_text(text, "utf-8"))
         return csv, txt
 
 
@@ -676,14 +677,3 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
     return check.result(values, tick_s=trace.tick_s, native_interval_s=trace.native_interval_s,
                         duration_s=trace.duration_s, description=trace.description,
                         trace=trace, sampling=trace.sampling)
-
-
-def output_folder(out_dir) -> Path:
-    """Create an output folder (and its parents); a one-line PowerlabError if it cannot."""
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PowerlabError(f"cannot create the output folder {out}: "
-                            f"{exc.strerror or exc}") from None
-    return out

@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import ParseError, PowerlabError
+from ..telemetry.timeutil import to_utc
 
 __all__ = [
     "ASCII_MAX",
@@ -111,15 +112,13 @@ def write_comtrade(path, channels: Mapping[str, np.ndarray], tick_s: float, star
         ``cfg`` and ``dat`` (the paths) and ``resolution`` (channel name to the
         quantisation step ``a``, in ``unit``).
     """
-    from ..telemetry.store import atomic_write_bytes
+    from ..outputs import atomic_write
 
     if rev_year not in _REVISIONS:
         raise PowerlabError(f"rev_year must be 1999 or 2013, got {rev_year!r}")
     if not (isinstance(tick_s, (int, float)) and math.isfinite(tick_s) and tick_s > 0):
         raise PowerlabError(f"tick_s must be a positive number, got {tick_s!r}")
-    start = pd.Timestamp(start_utc)
-    if start.tzinfo is None:
-        raise PowerlabError("start_utc must be tz-aware (UTC)")
+    start = to_utc(start_utc, what="start_utc")
     if not channels:
         raise PowerlabError("a COMTRADE record needs at least one channel")
     data = {_field(k, "channel name"): np.asarray(v, dtype=float) for k, v in channels.items()}
@@ -165,10 +164,10 @@ def write_comtrade(path, channels: Mapping[str, np.ndarray], tick_s: float, star
     except OSError as exc:
         raise PowerlabError(f"cannot create the folder of {p}: {exc.strerror or exc}") \
             from None
-    cfg = atomic_write_bytes(p.with_name(p.name + ".cfg"),
-                             lambda tmp: Path(tmp).write_bytes(cfg_text.encode("ascii")))
-    dat = atomic_write_bytes(p.with_name(p.name + ".dat"),
-                             lambda tmp: Path(tmp).write_bytes(buf.getvalue().encode("ascii")))
+    cfg = atomic_write(p.with_name(p.name + ".cfg"),
+                       lambda tmp: Path(tmp).write_bytes(cfg_text.encode("ascii")))
+    dat = atomic_write(p.with_name(p.name + ".dat"),
+                       lambda tmp: Path(tmp).write_bytes(buf.getvalue().encode("ascii")))
     return {"cfg": cfg, "dat": dat, "resolution": resolution}
 
 

@@ -190,7 +190,7 @@ def write_grid_playback(trace, path, fmt: str, *, step_s: float | None = None,
     0 of a PSCAD or PowerFactory file is the first row's stamp (a block midpoint when
     resampled), which the PSCAD header gives in UTC.
     """
-    from ..telemetry.store import atomic_write_bytes
+    from ..outputs import atomic_write
 
     if fmt not in FORMATS:
         raise PowerlabError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
@@ -214,5 +214,5 @@ def write_grid_playback(trace, path, fmt: str, *, step_s: float | None = None,
     except OSError as exc:
         raise PowerlabError(f"cannot create the folder of {p}: {exc.strerror or exc}") \
             from None
-    return atomic_write_bytes(p, lambda tmp: Path(tmp).write_text(text, "ascii",
-                                                                  errors="replace"))
+    return atomic_write(p, lambda tmp: Path(tmp).write_text(text, "ascii",
+                                                            errors="replace"))

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import AnalysisError, PowerlabError, ScenarioError
+from ..telemetry.timeutil import to_utc
 
 __all__ = [
     "SAMPLINGS",
@@ -309,7 +310,8 @@ def read_telemetry(path: str | Path, *, start=None, end=None) -> pd.DataFrame:
     from ..telemetry.store import read_store
 
     p = Path(path)
-    start, end = _utc(start, "start"), _utc(end, "end")
+    start, end = (to_utc(start, what="start", optional=True),
+                  to_utc(end, what="end", optional=True))
     if p.is_dir():
         return read_store(p, start=start, end=end, columns=["power_w"])
     if not p.exists():
@@ -331,18 +333,6 @@ def read_telemetry(path: str | Path, *, start=None, end=None) -> pd.DataFrame:
     if end is not None:
         df = df[df["timestamp"] < end]
     return df
-
-
-def _utc(t, name: str) -> pd.Timestamp | None:
-    if t is None:
-        return None
-    try:
-        ts = pd.Timestamp(t)
-    except (ValueError, TypeError):
-        raise PowerlabError(f"{name} {t!r} is not a time") from None
-    if ts.tzinfo is None:
-        raise PowerlabError(f"{name} {t!r} has no time zone; give a UTC time")
-    return ts.tz_convert("UTC")
 
 
 def _nice_tick(interval_s: float) -> float:
@@ -409,7 +399,8 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
     if sampling not in SAMPLINGS:
         raise PowerlabError(f"sampling must be one of {', '.join(SAMPLINGS)}, got "
                             f"{sampling!r}")
-    start, end = _utc(start, "start"), _utc(end, "end")
+    start, end = (to_utc(start, what="start", optional=True),
+                  to_utc(end, what="end", optional=True))
     if not isinstance(data, pd.DataFrame):
         data = read_telemetry(data, start=start, end=end)
     need = {"timestamp", "host", "power_w"}

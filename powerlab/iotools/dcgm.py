@@ -28,6 +28,7 @@ import pandas as pd
 
 from ..exceptions import ParseError, PowerlabError
 from ..telemetry import schema
+from ..telemetry.timeutil import to_utc
 from ._common import (
     TIME_MS_RANGE,
     check_tz,
@@ -223,12 +224,9 @@ def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=N
                 seen = set()
             seen.add(int(g))
             sample[i] = k
-        t0 = pd.Timestamp(start)
-        if t0.tzinfo is None:
-            if tz is None:
-                raise ParseError("start= has no time zone; pass tz= as well", path=path)
-            t0 = t0.tz_localize(tz)
-        ts = pd.DatetimeIndex(t0.tz_convert("UTC") + pd.to_timedelta(sample * float(delay_ms),
+        t0 = to_utc(start, tz=tz, what="start=", hint="pass tz= as well",
+                    error=lambda msg: ParseError(msg, path=path))
+        ts = pd.DatetimeIndex(t0 + pd.to_timedelta(sample * float(delay_ms),
                                                                         unit="ms"))
     return _frame(ts, host, gpus, None, data, path or "dcgmi dmon output")
 
@@ -415,9 +413,9 @@ def parse_dcgm_prometheus(text_or_buffer, *, timestamp=None, host: str | None = 
         if timestamp is None:
             raise ParseError("samples carry no timestamp: pass timestamp= (the scrape time)",
                              path=path)
-        t0 = pd.Timestamp(timestamp)
-        t0 = t0.tz_localize("UTC") if t0.tzinfo is None else t0.tz_convert("UTC")
-        raw["ts"] = t0.value // 1_000_000
+        t0 = to_utc(timestamp, tz="UTC", what="timestamp=",    # naive: UTC, as documented
+                    error=lambda msg: ParseError(msg, path=path))
+        raw["ts"] = t0.as_unit("ns").value // 1_000_000
     raw["ts"] = raw["ts"].astype("int64")
     # where two metrics map to one column, the one listed first in the map wins
     # (enforced over requested power limit); a metric repeated for one GPU and time is

@@ -79,14 +79,27 @@ VARIABLE_MAP: dict[str, tuple[str, str | None, float | None]] = {
 _HEADER_CELL = re.compile(r"^([a-z_][a-z0-9_.]*)(?:\s*\[([^\]]*)\])?$")
 _ZONE = r"(Z|[+-]\d\d:?\d\d)$"
 _MAX_GPUS = 64
-#: Threads: from ``_PARALLEL_ROWS`` rows on the fields are converted on ``_WORKERS``
-#: threads at once, and from ``_PARALLEL_BYTES`` bytes of body on pyarrow splits the CSV
-#: on its threads.  Only where there are at least 4 cores: on the 2-core development
+#: Threads: from ``_PARALLEL_ROWS`` rows on the fields are converted on up to
+#: ``_MAX_WORKERS`` threads at once, and from ``_PARALLEL_BYTES`` bytes of body on pyarrow
+#: splits the CSV on its threads.  Only where at least 4 cores are available (counted by
+#: :func:`_workers` at each parse, not frozen at import): on the 2-core development
 #: machine (shared, loaded) threads measured no faster at 1M rows (0.69 s vs 0.68 s),
 #: sometimes slower.
-_WORKERS = max(1, min(4, os.cpu_count() or 1))
-_PARALLEL_ROWS = 200_000 if _WORKERS >= 4 else 10 ** 18
-_PARALLEL_BYTES = 8 << 20 if _WORKERS >= 4 else 10 ** 18
+_MAX_WORKERS = 4
+_PARALLEL_ROWS = 200_000
+_PARALLEL_BYTES = 8 << 20
+
+
+def _workers() -> int:
+    """Threads one parse may use: the cores this process may run on now (its CPU
+    affinity, as a container or ``taskset`` sets it), at most ``_MAX_WORKERS``."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
+        n = os.cpu_count() or 1
+    return max(1, min(_MAX_WORKERS, n))
+
+
 #: On one thread the body is parsed as one block: one chunk per column, nothing to
 #: concatenate afterwards
 _ONE_BLOCK = True
@@ -200,7 +213,7 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
         return data.decode("utf-8", errors="replace")
 
     table = _read_cells(data, start, end, ncol, path, text, first_data_line,
-                        use_threads=end - start >= _PARALLEL_BYTES)
+                        use_threads=_workers() >= 4 and end - start >= _PARALLEL_BYTES)
 
     # repeated header lines start a new segment (the logger was restarted with >>)
     # (a cell equal to the header's first cell once trimmed contains it, and the text of
@@ -242,7 +255,7 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
     by_order = not {"gpu_index", "pci_bus_id", "gpu_uuid"} & jobs.keys()
     if by_order:  # identical adjacent lines, for the attribution by row order
         jobs["_repeats"] = (_repeated_rows, raw)
-    cols = _run_jobs(jobs, parallel=table.num_rows >= _PARALLEL_ROWS)
+    cols = _run_jobs(jobs, parallel=_workers() >= 4 and table.num_rows >= _PARALLEL_ROWS)
     repeats = cols.pop("_repeats", None)
 
     utc, n_amb, n_nonex = cols.pop("timestamp")
@@ -325,7 +338,7 @@ def _run_jobs(jobs: dict[str, tuple], *, parallel: bool) -> dict:
     """
     if not parallel or len(jobs) < 2:
         return {k: fn(*args) for k, (fn, *args) in jobs.items()}
-    with ThreadPoolExecutor(max_workers=min(_WORKERS, len(jobs))) as ex:
+    with ThreadPoolExecutor(max_workers=min(_workers(), len(jobs))) as ex:
         futures = {k: ex.submit(fn, *args) for k, (fn, *args) in jobs.items()}
         try:
             return {k: f.result() for k, f in futures.items()}

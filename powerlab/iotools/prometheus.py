@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import DataQualityWarning, ParseError, PowerlabError
+from ..telemetry.timeutil import to_utc
 from .dcgm import PROMETHEUS_VARIABLE_MAP
 
 __all__ = ["PROMETHEUS_QUERY_MAP", "read_prometheus"]
@@ -61,19 +62,6 @@ PROMETHEUS_QUERY_MAP: dict[str, tuple[str, str, float]] = {
 
 #: Prometheus' limit on the points of one range-query series.
 PROMETHEUS_MAX_POINTS = 11_000
-
-
-def _utc(t, name: str) -> pd.Timestamp:
-    try:
-        ts = pd.Timestamp(t)
-    except (ValueError, TypeError) as exc:
-        raise PowerlabError(f"{name}: expected a time such as 2026-12-01T00:00Z, "
-                            f"got {t!r}") from exc
-    if ts is pd.NaT:
-        raise PowerlabError(f"{name}: expected a time, got {t!r}")
-    if ts.tzinfo is None:
-        raise PowerlabError(f"{name} {t!r} has no time zone; give a tz-aware (UTC) time")
-    return ts.tz_convert("UTC")
 
 
 def _step_s(step) -> float:
@@ -271,7 +259,7 @@ def read_prometheus(url: str, start, end, step="15s", *, selector: str = "",
     """
     from ..telemetry import schema
 
-    t0, t1 = _utc(start, "start"), _utc(end, "end")
+    t0, t1 = to_utc(start, what="start"), to_utc(end, what="end")
     if t1 < t0:
         raise PowerlabError(f"end {t1.isoformat()} is before start {t0.isoformat()}")
     dt = _step_s(step)

@@ -34,6 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..exceptions import DataQualityWarning, ParseError
+from ..telemetry.timeutil import to_utc
 
 __all__ = ["JOB_COLUMNS", "SACCT_FIELDS", "expand_hostlist", "read_sacct"]
 
@@ -54,7 +55,6 @@ _GPU_TRES = re.compile(r"(?:^|,)gres/gpu(?::[^=,]+)?=([^,]*)")
 #: Most GPUs one job row may hold.
 MAX_JOB_GPUS = 10_000_000
 _IDX = re.compile(r"IDX:([0-9,\-]+)")
-_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?$")
 
 #: Most host names one host list may expand to (the largest Slurm clusters have some
 #: 10^4 nodes); checked from the range sizes before anything is expanded.
@@ -192,18 +192,12 @@ def _split_id(job_id: str):
 
 
 def _time(text: str, tz: str):
+    """A sacct time: NaT for sacct's words for none, else read in ``tz`` by
+    :func:`~powerlab.telemetry.to_utc` (ISO 8601 only: 07/02/2025 is never guessed)."""
     t = text.strip()
     if t.lower() in _NO_TIME:
         return pd.NaT
-    if not _ISO.match(t):   # sacct prints ISO 8601; 07/02/2025 is ambiguous, never guessed
-        raise ValueError(f"{t[:40]!r} is not an ISO 8601 time (YYYY-MM-DDTHH:MM:SS)")
-    try:
-        ts = pd.Timestamp(t)  # raises ValueError
-        if ts.tzinfo is None:
-            ts = ts.tz_localize(tz, ambiguous="raise", nonexistent="raise")
-    except (ValueError, OverflowError) as exc:  # impossible, nonexistent or ambiguous
-        raise ValueError(f"{t!r} in {tz}: {exc}") from None
-    return ts.tz_convert("UTC")
+    return to_utc(t[:80], tz=tz, what="time", error=ValueError)
 
 
 def _finish(rows: list[dict]) -> pd.DataFrame:

@@ -37,6 +37,7 @@ import pandas as pd
 
 from ..exceptions import DataQualityWarning, ParseError
 from ..telemetry.events import EVENT_COLUMNS, EVENT_DTYPES, classify_xid, empty_events
+from ..telemetry.timeutil import to_utc
 from ._common import read_text
 
 __all__ = [
@@ -169,7 +170,7 @@ def parse_kernel_xid(src, *, host: str | None = None, boot_time=None, tz: str = 
     if errors not in ("raise", "warn"):
         raise ValueError("errors must be 'raise' or 'warn'")
     text, name = read_text(src, what="kernel log")
-    boot = None if boot_time is None else _utc(pd.Timestamp(boot_time), tz)
+    boot = to_utc(boot_time, tz=tz, what="boot_time", optional=True)
     rows, bad, no_time = [], [], 0
     for lineno, line in enumerate(text.splitlines(), start=1):
         if "NVRM: Xid" not in line:
@@ -177,11 +178,11 @@ def parse_kernel_xid(src, *, host: str | None = None, boot_time=None, tz: str = 
         rest, ts, line_host = line.strip(), pd.NaT, host
         try:
             if (m := _ISO.match(rest)) is not None:
-                ts = _utc(pd.Timestamp(m["t"].replace(",", ".")), tz)
+                ts = to_utc(m["t"], tz=tz, what="journal time", error=ValueError)
                 line_host, rest = m["host"], rest[m.end():]
             elif (m := _DMESG_T.match(rest)) is not None:
-                ts = _utc(pd.Timestamp(pd.to_datetime(m["t"], format="%a %b %d %H:%M:%S %Y")),
-                          tz)
+                ts = to_utc(pd.to_datetime(m["t"], format="%a %b %d %H:%M:%S %Y"), tz=tz,
+                            what="dmesg -T time", error=ValueError)
                 rest = rest[m.end():]
             elif (m := _DMESG_REL.match(rest)) is not None:
                 if boot is not None:
@@ -221,10 +222,6 @@ def read_kernel_xid(path, **kw) -> pd.DataFrame:
     return parse_kernel_xid(Path(path), **kw)
 
 
-def _utc(ts: pd.Timestamp, tz: str) -> pd.Timestamp:
-    return ts.tz_localize(tz).tz_convert("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-
-
 # --------------------------------------------------------------------------- DCGM
 _PROM = re.compile(r"^(?P<metric>DCGM_FI_DEV_XID_ERRORS)\{(?P<labels>[^}]*)\}\s+"
                    r"(?P<value>\S+)(?:\s+(?P<ts>\d+))?\s*$")
@@ -249,7 +246,7 @@ def parse_dcgm_xid(src, *, timestamp=None, devices: pd.DataFrame | None = None,
         As in :func:`parse_kernel_xid`.
     """
     text, name = read_text(src, what="dcgm-exporter text")
-    default_ts = pd.NaT if timestamp is None else _utc(pd.Timestamp(timestamp), "UTC")
+    default_ts = pd.NaT if timestamp is None else to_utc(timestamp, tz="UTC", what="timestamp")
     rows, last = [], {}
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.startswith("DCGM_FI_DEV_XID_ERRORS"):
@@ -338,7 +335,7 @@ def parse_dcgm_health(src, *, timestamp, host: str | None = None,
         (:data:`DCGM_HEALTH_SYSTEMS`), or the XID's when the message names one.
     """
     text, name = read_text(src, what="dcgmi health output")
-    ts = _utc(pd.Timestamp(timestamp), "UTC")
+    ts = to_utc(timestamp, tz="UTC", what="timestamp")
     if "Health Monitor Report" not in text:
         raise ParseError("not dcgmi health output (no 'Health Monitor Report' header)",
                          path=name, line=1)

@@ -13,6 +13,7 @@ Modules
 :mod:`~powerlab.telemetry.engines`     where aggregations run: pandas or Dask
 :mod:`~powerlab.telemetry.partitions`  reading a store for aggregation (pruning, Dask inputs)
 :mod:`~powerlab.telemetry.binning`     per-device time-binning kernels (pandas and Dask alike)
+:mod:`~powerlab.telemetry.timeutil`    the one rule for reading times (``to_utc``)
 
 This wing imports no other wing: readers and collectors write into it, analyses read from it.
 """
@@ -48,6 +49,9 @@ _EXPORTS = {
     ),
     "partitions": (
         "open_store",
+    ),
+    "timeutil": (
+        "series_to_utc", "time_bound", "to_utc",
     ),
 }
 

@@ -64,7 +64,7 @@ from .partitions import (
     store_groups,
 )
 from .schema import empty_frame
-from .store import _as_utc as _utc
+from .timeutil import time_bound as _utc
 
 __all__ = [
     "collect",
@@ -242,7 +242,9 @@ def collect(result, *, client=None) -> pd.DataFrame:
     return _canonical(result.copy())
 
 
-def _finish(kind: str, frame, compute: bool):
+def result_frame(kind: str, frame, compute: bool):
+    """What an aggregation returns: a Dask frame kept lazy when ``compute`` is False,
+    otherwise a pandas frame (:func:`collect`).  Shared with :mod:`.jobs`."""
     if kind == "dask" and not compute:
         return frame
     return collect(frame)
@@ -294,7 +296,7 @@ def resample_gpu(data, freq: str = "1min", *, columns: Sequence[str] | None = No
     bin_ns = bin_width_ns(freq)
     kind, frame = _resampled(data, bin_ns, columns, energy, None, start, end, hosts,
                              partition_rows)
-    return _finish(kind, frame, compute)
+    return result_frame(kind, frame, compute)
 
 
 # --- sums by time bin (cluster / host / rack / job)
@@ -349,7 +351,9 @@ def _sum_kernel(part: pd.DataFrame, keys: Sequence[str], value: str) -> pd.DataF
     return out
 
 
-def _sum_by(kind: str, frame, keys: Sequence[str], value: str, racks=None):
+def sum_by(kind: str, frame, keys: Sequence[str], value: str, racks=None):
+    """Sum of ``value`` per timestamp and ``keys`` on a pandas (``kind="pandas"``) or Dask
+    frame (``rack`` keys mapped from ``racks``).  Shared with :mod:`.jobs`."""
     if racks is not None and "rack" in keys:
         rk = _rack_map(racks)
         frame = (frame.map_partitions(_add_rack, rk, meta=_add_rack(frame._meta, rk))
@@ -418,14 +422,14 @@ def power_sums(data, freq: str = "1min", *, by: str = "cluster", racks=None,
                                      end=end, hosts=hosts, engine=engine,
                                      racks=_rack_map(racks) if by == "rack" else None,
                                      partition_rows=partition_rows, progress=progress)
-        out = _finish(kind, res, compute)
+        out = result_frame(kind, res, compute)
     else:
         kind, frame = _resampled(data, bin_ns, ["power_w"], False, False, start, end,
                                  hosts, partition_rows,
                                  scope=None if scope == "all" else scope, uuid=False,
                                  engine=engine)
         keys = [*keys, "scope"] if scope == "all" else keys
-        out = _finish(kind, _sum_by(kind, frame, keys, "power_w", racks), compute)
+        out = result_frame(kind, sum_by(kind, frame, keys, "power_w", racks), compute)
     if compute:
         warn_if_empty(out, "power_sums", data, scope=scope, start=start, end=end,
                       hosts=hosts)
@@ -534,7 +538,7 @@ def peer_stats(data, freq: str = "1min", *, columns: Sequence[str] = PEER_COLUMN
         res = frame.shuffle(on="timestamp", npartitions=max(1, frame.npartitions // 4),
                             shuffle_method="tasks") \
             .map_partitions(_peer_kernel, columns, meta=meta, enforce_metadata=False)
-    return _finish(kind, res, compute)
+    return result_frame(kind, res, compute)
 
 
 # --- quality masks
@@ -631,7 +635,7 @@ def quality_masks(data, max_gap_s: float, *, stale_columns: Sequence[str] = ("po
         energy = True
         meta = _mask_kernel(empty_frame(cols), max_gap_s, stale_columns, stale_min_run, energy)
         if not src.groups:
-            return _finish("dask", dd.from_pandas(meta, npartitions=1), compute)
+            return result_frame("dask", dd.from_pandas(meta, npartitions=1), compute)
         rb = dask.delayed(_read_boundary, pure=True)
         mb = dask.delayed(_merge_bound, pure=True)
         rm = dask.delayed(_read_mask, pure=True)
@@ -649,7 +653,7 @@ def quality_masks(data, max_gap_s: float, *, stale_columns: Sequence[str] = ("po
             carry = mb(carry, bounds[d], "head", k, energy)
         parts = [rm(g, cols, src.start, src.end, max_gap_s, stale_columns, stale_min_run,
                     energy, before[g.date], after[g.date]) for g in src.groups]
-        return _finish("dask", dd.from_delayed(parts, meta=meta, verify_meta=False), compute)
+        return result_frame("dask", dd.from_delayed(parts, meta=meta, verify_meta=False), compute)
     if is_dask(data):
         energy = "energy_j" in data.columns
         cols = list(dict.fromkeys([*ID_COLUMNS, *stale_columns, *(["energy_j"] if energy else [])]))
@@ -660,7 +664,7 @@ def quality_masks(data, max_gap_s: float, *, stale_columns: Sequence[str] = ("po
         res = ddf.shuffle(on="host").map_partitions(
             _mask_kernel, max_gap_s, stale_columns, stale_min_run, energy, meta=meta,
             enforce_metadata=False)
-        return _finish("dask", res, compute)
+        return result_frame("dask", res, compute)
     if not isinstance(data, pd.DataFrame):
         raise PowerlabError(f"expected a pandas or Dask DataFrame or a store path, got "
                             f"{type(data).__name__}")

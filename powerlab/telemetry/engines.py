@@ -244,9 +244,9 @@ def _store_parts(root, start, end, hosts, partition_rows: int):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .store import _as_utc as _utc
     from .store import list_files
     from .storefiles import partition_of
+    from .timeutil import time_bound as _utc
 
     if partition_rows < 1:
         raise PowerlabError("partition_rows must be at least 1 [rows]")

@@ -64,7 +64,7 @@ def write_events(df: pd.DataFrame, root: str | os.PathLike) -> tuple[Path | None
     path, rows : (pathlib.Path or None, int)
         The file written (None when every event was already there) and its rows.
     """
-    from .store import atomic_write_bytes
+    from ..outputs import atomic_write
 
     new = _canonical(df)
     old = read_events(root)
@@ -79,5 +79,5 @@ def write_events(df: pd.DataFrame, root: str | os.PathLike) -> tuple[Path | None
     payload = new.to_parquet(index=False)
     name = f"events-{hashlib.sha256(payload).hexdigest()[:16]}.parquet"
     path = folder / name
-    atomic_write_bytes(path, lambda tmp, b=payload: Path(tmp).write_bytes(b))
+    atomic_write(path, lambda tmp, b=payload: Path(tmp).write_bytes(b))
     return path, len(new)

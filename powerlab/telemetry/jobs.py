@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import PowerlabError, SchemaError, Violation
-from .aggregate import _finish, _sum_by
+from .aggregate import result_frame, sum_by
 from .binning import SortedDevices, bin_width_ns, utc_series
 from .engines import resolve_engine, store_files, store_frame, warn_if_empty
 from .partitions import (
@@ -31,7 +31,8 @@ from .partitions import (
     store_groups,
 )
 from .schema import empty_frame
-from .store import _as_utc as _utc
+from .timeutil import time_bound as _utc
+from .timeutil import to_utc
 
 __all__ = ["gpu_job_map", "job_energy", "job_power"]
 
@@ -192,7 +193,7 @@ def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, start=None, end=N
         from .duck import duckdb_job_power
 
         files, s_u, e_u = store_files(data, start, end, hosts)
-        out = _finish("pandas", duckdb_job_power(
+        out = result_frame("pandas", duckdb_job_power(
             files, jt, bin_ns, scope=scope, start=s_u, end=e_u,
             on_progress=getattr(progress, "set_fraction", None) if progress else None),
             compute)
@@ -233,7 +234,7 @@ def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, start=None, end=N
     else:
         raise PowerlabError(f"expected a pandas or Dask DataFrame or a store path, got "
                             f"{type(data).__name__}")
-    out = _finish(kind, _sum_by(kind, frame, ["job_id"], "power_w"), compute)
+    out = result_frame(kind, sum_by(kind, frame, ["job_id"], "power_w"), compute)
     if compute:
         warn_if_empty(out, "job_power", data, scope=scope, start=start, end=end,
                       hosts=hosts)
@@ -271,9 +272,7 @@ def gpu_job_map(jobs: pd.DataFrame, gpus_per_node, *, until=None) -> pd.DataFram
     if missing:
         raise SchemaError([Violation(c, "missing column of the job table (read_sacct)")
                            for c in missing], source="job table")
-    until = pd.Timestamp.now(tz="UTC") if until is None else pd.Timestamp(until)
-    if until.tzinfo is None:
-        raise PowerlabError("until must be tz-aware")
+    until = pd.Timestamp.now(tz="UTC") if until is None else to_utc(until, what="until")
     per = (lambda h: int(gpus_per_node[h])) if hasattr(gpus_per_node, "__getitem__") \
         else (lambda h: int(gpus_per_node))
     alloc = jobs[jobs["step"].isna() & jobs["start"].notna()]

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..exceptions import PowerlabError, SchemaError, StoreError, Violation
 from .schema import GLOSSARY, empty_frame
-from .store import _as_utc as _utc
+from .timeutil import time_bound as _utc
 
 __all__ = ["ID_COLUMNS", "LABEL_COLUMNS", "StoreGroup", "StoreSource", "check_columns",
            "columns_for", "filter_frame", "is_dask", "open_store", "read_files",

@@ -22,7 +22,9 @@ The round trip is exact, dtypes included: pandas' own metadata travels with each
 from __future__ import annotations
 
 import os
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -32,9 +34,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..exceptions import StoreError
+from ..outputs import atomic_write as atomic_write_bytes  # the store's name for it
 from .schema import CORE_COLUMNS, GLOSSARY, conform, empty_frame, validate
 from .storefiles import (
-    _PART_RE,
+    PART_RE,
     TMP_PREFIX,
     clean_temporaries,
     file_crc,
@@ -48,9 +51,11 @@ from .storefiles import (
     write_format_marker,
 )
 from .storefiles import list_files as _list_files
+from .timeutil import time_bound as _as_utc
 
 __all__ = [
     "atomic_write_bytes",
+    "clear_cache",
     "list_files",
     "read_store",
     "read_tables",
@@ -59,53 +64,6 @@ __all__ = [
 ]
 
 _TMP_PREFIX = TMP_PREFIX
-
-
-def atomic_write_bytes(path: str | os.PathLike, write, *, fsync: bool = True,
-                       tag: str = "") -> Path:
-    """Write a file atomically: ``write(tmp_path)`` fills a temporary file, then rename.
-
-    Parameters
-    ----------
-    path : path-like
-        Final file name.
-    write : callable
-        Called with the temporary path; must create and close the file.
-    fsync : bool, default True
-        fsync the file and its folder (durability across power loss).
-    tag : str, optional
-        Put in the temporary file's name (``storefiles.owner_tag()`` in folders shared by
-        several writers, so a dead writer's leftovers can be told apart).
-
-    Raises
-    ------
-    powerlab.exceptions.StoreError
-        When the write fails (full disk, permissions); the temporary file is removed and
-        any earlier file of that name is untouched.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f"{_TMP_PREFIX}{tag}{uuid.uuid4().hex}-{path.name}.partial"
-    try:
-        write(tmp)
-        if fsync:
-            fsync_file(tmp)
-        os.replace(tmp, path)
-        if fsync:
-            fsync_dir(path.parent)
-    except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise StoreError(f"could not write {path}: {exc.strerror or exc}") from exc
-    except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise
-    return path
 
 
 def write_store(df: pd.DataFrame, root: str | os.PathLike, *, fsync: bool = True,
@@ -172,14 +130,38 @@ def write_store(df: pd.DataFrame, root: str | os.PathLike, *, fsync: bool = True
 
 
 _KEY_COLUMNS = ["timestamp", "scope", "gpu_index", "gpu_uuid"]
+#: Most file time ranges :func:`_time_range` remembers (~250 bytes each: ~16 MB at most);
+#: the least recently used are forgotten first.
+RANGES_MAX = 65_536
 #: path -> (first, last) timestamp [ns] of a store file, from its footer (files are never
 #: rewritten: a name, which holds the file's CRC-32, stands for one content).
-_RANGES: dict[str, tuple[int, int]] = {}
+_RANGES: OrderedDict[str, tuple[int, int]] = OrderedDict()
+_RANGES_LOCK = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget the store files' time ranges remembered in this process (at most
+    :data:`RANGES_MAX`).  Only memory is freed: a range is read again from the file's
+    footer when needed, and since a store file is never rewritten under its name, a
+    remembered range is never stale."""
+    with _RANGES_LOCK:
+        _RANGES.clear()
+
+
+def _remember_range(key: str, got: tuple[int, int]) -> None:
+    with _RANGES_LOCK:
+        _RANGES[key] = got
+        _RANGES.move_to_end(key)
+        while len(_RANGES) > RANGES_MAX:
+            _RANGES.popitem(last=False)
 
 
 def _time_range(f: Path) -> tuple[int, int]:
     key = str(f)
-    got = _RANGES.get(key)
+    with _RANGES_LOCK:
+        got = _RANGES.get(key)
+        if got is not None:
+            _RANGES.move_to_end(key)
     if got is None:
         try:
             md = pq.read_metadata(f)
@@ -194,7 +176,7 @@ def _time_range(f: Path) -> tuple[int, int]:
             got = (min(lo), max(hi)) if lo else (0, -1)
         except (ValueError, OSError, pa.ArrowException):
             got = (np.iinfo(np.int64).min, np.iinfo(np.int64).max)  # read it to be sure
-        _RANGES[key] = got
+        _remember_range(key, got)
     return got
 
 
@@ -220,7 +202,7 @@ def _new_rows(part: pd.DataFrame, folder: Path) -> pd.DataFrame:
     lo, hi = int(ts.min()), int(ts.max())
     old = []
     for f in folder.iterdir():
-        if not _PART_RE.match(f.name):
+        if not PART_RE.match(f.name):
             continue
         flo, fhi = _time_range(f)
         if fhi < lo or flo > hi:
@@ -264,17 +246,8 @@ def _write_part(part: pd.DataFrame, folder: Path, compression: str, fsync: bool)
             pass
         raise
     ts = part["timestamp"].array.asi8
-    _RANGES[str(target)] = (int(ts.min()), int(ts.max()))
+    _remember_range(str(target), (int(ts.min()), int(ts.max())))
     return target
-
-
-def _as_utc(t) -> pd.Timestamp | None:
-    if t is None:
-        return None
-    ts = pd.Timestamp(t)
-    if ts.tzinfo is None:
-        raise StoreError(f"time bound {t!r} has no time zone; give a tz-aware (UTC) time")
-    return ts.tz_convert("UTC")
 
 
 def list_files(root: str | os.PathLike, *, start=None, end=None,

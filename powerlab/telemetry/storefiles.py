@@ -41,6 +41,7 @@ from typing import Self
 import pandas as pd
 
 from ..exceptions import DataQualityWarning, StoreError
+from ..outputs import TMP_PREFIX, fsync_dir, fsync_file  # re-exported: the store's helpers
 
 __all__ = [
     "FORMAT",
@@ -65,9 +66,9 @@ __all__ = [
 FORMAT = 2
 #: Folder of everything in a store that is not telemetry.
 META = "_meta"
-TMP_PREFIX = ".tmp-"
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_PART_RE = re.compile(r"^part-.*\.parquet$")
+#: Names of a partition's data files (both store formats).
+PART_RE = re.compile(r"^part-.*\.parquet$")
 _CRC_RE = re.compile(r"-c([0-9a-f]{8})\.parquet$")
 #: Marker of an upgrade in progress (``_meta/.upgrading``): while it exists the store holds
 #: some rows in both formats, so reads refuse it until the upgrade is run again.
@@ -90,26 +91,6 @@ def safe_host(host: str) -> str:
 
 def unsafe_host(name: str) -> str:
     return urllib.parse.unquote(name, encoding="utf-8", errors="replace")
-
-
-def fsync_file(path: Path) -> None:
-    """fsync a closed file by path (its data reaches the disk before a rename)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # --------------------------------------------------------------------------- layout
@@ -219,7 +200,7 @@ def list_files(root: str | os.PathLike, *, start=None, end=None,
         format2 = not hdir.name.startswith("host=")
         crcs: dict[str, Path] = {}
         for p in sorted(hdir.iterdir()):
-            if _PART_RE.match(p.name):
+            if PART_RE.match(p.name):
                 m = _CRC_RE.search(p.name)
                 if format2 and m is None:   # read (page checksums), but said
                     warnings.warn(f"store: {p} has no CRC-32 in its name (powerlab names "

@@ -73,6 +73,7 @@ from scipy import optimize, signal
 
 from ..exceptions import ScenarioError
 from ..telemetry.schema import THROTTLE_REASONS, conform
+from ..telemetry.timeutil import to_utc
 from .twin_physics import (
     Fleet,
     StateTable,
@@ -268,15 +269,9 @@ def _segments(t0_ns: int, t1_ns: int, p: TwinParameters, rng, restarts):
     else:
         bounds = []
         for r in restarts:
-            try:
-                ts = pd.Timestamp(r)
-            except (TypeError, ValueError) as exc:
-                raise ScenarioError(f"restart time {r!r} is not a timestamp",
-                                    key="restarts") from exc
-            if ts.tz is None:
-                raise ScenarioError(f"restart time {r!r} has no time zone (tz-aware, e.g. "
-                                    "'2025-06-04T06:00Z', expected)", key="restarts")
-            bounds.append(int(ts.tz_convert("UTC").as_unit("ns").value))
+            ts = to_utc(r, what="restart time",
+                        error=lambda msg: ScenarioError(msg, key="restarts"))
+            bounds.append(int(ts.as_unit("ns").value))
         bounds.sort()
         for b in bounds:
             if b <= s or b >= t1_ns:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..exceptions import SchemaError, Violation
 from ..telemetry.schema import GLOSSARY
+from ..telemetry.timeutil import series_to_utc
 
 __all__ = ["as_utc", "axis_label", "chart_frames", "chart_times", "choose_level", "downsample",
            "is_node", "number_format", "require_columns", "series_label", "time_label",
@@ -79,10 +80,12 @@ def number_format(unit: str) -> str:
 
 
 def as_utc(ts: pd.Series) -> pd.Series:
-    if not isinstance(ts.dtype, pd.DatetimeTZDtype):
-        raise SchemaError([Violation(ts.name or "timestamp",
-                                     f"timestamps must be tz-aware UTC, got {ts.dtype}")])
-    return ts.dt.tz_convert("UTC")
+    """A chart's time column in UTC (tz-aware only: a chart never guesses a zone), by
+    :func:`~powerlab.telemetry.series_to_utc`; a :class:`SchemaError` otherwise."""
+    name = str(ts.name or "timestamp")
+    return series_to_utc(ts, what=name,
+                         error=lambda msg: SchemaError([Violation(
+                             name, msg.removeprefix(f"{name}: "))]))
 
 
 def time_text(ts: pd.Series) -> pd.Series:

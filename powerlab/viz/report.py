@@ -30,7 +30,7 @@ import pandas as pd
 
 from .. import __version__
 from ..exceptions import PowerlabError, StoreError
-from ..telemetry.store import atomic_write_bytes
+from ..outputs import atomic_write
 
 __all__ = ["Report", "javascript_bundle", "write_report"]
 
@@ -82,8 +82,8 @@ def javascript_bundle(vl_version: str = _DEFAULT_VL) -> str:
     # never let the bundle close its own <script> element
     js = re.sub(r"</(script)", r"<\\/\1", js, flags=re.IGNORECASE)
     try:  # a cache: no fsync needed, and a failed write only costs a rebuild next time
-        atomic_write_bytes(cached, lambda tmp: Path(tmp).write_text(js, encoding="utf-8"),
-                           fsync=False)
+        atomic_write(cached, lambda tmp: Path(tmp).write_text(js, encoding="utf-8"),
+                     fsync=False)
     except (StoreError, OSError):  # a read-only home: keep the in-process cache only
         pass
     return js
@@ -238,7 +238,7 @@ class Report:
         """Write the report atomically (temporary file, fsync, rename) and return its path."""
         path = Path(path)
         text = self.to_html()
-        atomic_write_bytes(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+        atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
         return path
 
     def _repr_html_(self) -> str:

@@ -1,0 +1,198 @@
+"""Reading times: the one rule every reader, command and analysis of powerlab follows.
+
+Every time a user gives powerlab (a ``--start`` option, a scenario's ``start_utc``, a
+store's time bound, a sacct ``Start`` column, a curtailment target) is read by
+:func:`to_utc`, and every time column by :func:`series_to_utc`:
+
+* A value that names its zone (text ending in ``Z``, ``UTC`` or an offset such as
+  ``+02:00``; a tz-aware ``pandas.Timestamp``, ``datetime`` or Series) is converted to UTC.
+* A value without a zone (``'2025-07-01 10:00'``, a naive ``Timestamp``,
+  ``numpy.datetime64``) is read in ``tz`` when the caller names one (``tz="UTC"`` says
+  "naive means UTC"), and refused otherwise: a naive time is never guessed to be UTC or
+  the machine's local time.  A wall time that does not exist or is ambiguous in ``tz``
+  (a daylight-saving change) is refused, never shifted.
+* Text must be ISO 8601 (``YYYY-MM-DD[THH:MM[:SS[.fff]]][Z|UTC|+HH[:MM]]``, a space for
+  the ``T`` allowed): ``07/02/2025`` could be July or February, ``now`` depends on when
+  it runs, so neither is guessed.
+* A number is refused unless the caller says it is an epoch count (``epoch_unit="s"``,
+  ``"ms"``, ...), then it is read as that many units since 1970-01-01T00:00Z.
+* ``None`` is refused, or returned as ``None`` where the caller takes it as "no bound"
+  (``optional=True``); ``NaT``, NaN and empty text are always refused as missing.
+
+Bad values raise one clear error built by the caller's ``error`` (default
+:class:`~powerlab.exceptions.PowerlabError`; a reader passes a
+:class:`~powerlab.exceptions.ParseError` naming its file and line, a scenario a
+:class:`~powerlab.exceptions.ScenarioError` naming its key), whose message starts with
+``what`` (the option, key or column read).
+
+References
+----------
+.. [1] ISO 8601-1:2019, Date and time -- Representations for information interchange.
+.. [2] pandas, "Time zone handling",
+   https://pandas.pydata.org/docs/user_guide/timeseries.html#time-zone-handling
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import numbers
+import re
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import PowerlabError, StoreError
+
+__all__ = ["EXAMPLE", "ISO_8601", "series_to_utc", "time_bound", "to_utc"]
+
+#: The example every message shows.
+EXAMPLE = "2024-05-17T15:00:00Z"
+
+#: The ISO 8601 text :func:`to_utc` reads: a date, optionally a time (a ``T`` or a space
+#: between them, seconds and fractions optional, ``,`` or ``.`` before the fraction) and
+#: optionally a zone (``Z``, ``UTC`` or an offset ``+HH``, ``+HHMM``, ``+HH:MM``).
+ISO_8601 = re.compile(
+    r"^\d{4}-\d{2}-\d{2}"
+    r"(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?"
+    r"(?:\s?(?:[Zz]|UTC|[+-]\d{2}(?::?\d{2})?))?$")
+
+_EPOCH_UNITS = ("s", "ms", "us", "ns")
+
+
+def _missing(value) -> bool:
+    if value is pd.NaT or (isinstance(value, np.datetime64) and np.isnat(value)):
+        return True
+    if isinstance(value, float) and np.isnan(value):
+        return True
+    return isinstance(value, str) and not value.strip()
+
+
+def to_utc(value, *, tz: str | None = None, what: str = "time",
+           error: Callable[[str], BaseException] = PowerlabError, optional: bool = False,
+           epoch_unit: str | None = None, hint: str | None = None) -> pd.Timestamp | None:
+    """One time given to powerlab, as a tz-aware UTC ``pandas.Timestamp``.
+
+    Parameters
+    ----------
+    value : str, pandas.Timestamp, datetime.datetime, numpy.datetime64, number or None
+        The time (see the module's rule).
+    tz : str, optional
+        IANA zone (``"America/Chicago"``, ``"UTC"``) of a value that names none.  Without
+        it such a value is refused.
+    what : str, default "time"
+        What the value is (``"--start"``, ``"jobs[0].start_utc"``): each message starts
+        with it.
+    error : callable, default PowerlabError
+        Builds the exception raised for a bad value from its message (an exception class,
+        or a function adding the file, line or key).
+    optional : bool, default False
+        Return ``None`` for ``None`` (an open bound) instead of refusing it.
+    epoch_unit : {"s", "ms", "us", "ns"}, optional
+        Read numbers as a count of this unit since the Unix epoch [UTC]; without it
+        numbers are refused.
+    hint : str, optional
+        What else the user may do about a time without a zone (``"pass --tz"``), added to
+        that message.
+
+    Returns
+    -------
+    pandas.Timestamp or None
+        tz-aware, in UTC (the resolution pandas parsed, seconds to nanoseconds).
+
+    Raises
+    ------
+    Exception
+        ``error(message)`` for a missing, unreadable, zone-less (without ``tz``),
+        nonexistent or ambiguous time.
+    """
+    if value is None:
+        if optional:
+            return None
+        raise error(f"{what} is missing; give an ISO 8601 time such as {EXAMPLE!r}")
+    if _missing(value):
+        raise error(f"{what} is missing (got {value!r}); give an ISO 8601 time such as "
+                    f"{EXAMPLE!r}")
+    if isinstance(value, (bool, np.bool_)):
+        raise error(f"{what} {value!r} is not a time; give an ISO 8601 time such as "
+                    f"{EXAMPLE!r}")
+    if isinstance(value, numbers.Real) and not isinstance(value, np.datetime64):
+        if epoch_unit is None:
+            raise error(f"{what} {value!r} is a number, not a time; give an ISO 8601 time "
+                        f"such as {EXAMPLE!r}")
+        if epoch_unit not in _EPOCH_UNITS:
+            raise ValueError(f"epoch_unit must be one of {_EPOCH_UNITS}, got {epoch_unit!r}")
+        if not np.isfinite(float(value)):
+            raise error(f"{what} {value!r} is not a finite epoch time")
+        try:
+            return pd.Timestamp(value, unit=epoch_unit, tz="UTC")
+        except (ValueError, OverflowError) as exc:
+            raise error(f"{what} {value!r} [{epoch_unit} since 1970] is out of range: "
+                        f"{exc}") from None
+    if isinstance(value, str):
+        text = value.strip()
+        if not ISO_8601.match(text):
+            raise error(f"{what} {value!r} is not an ISO 8601 time such as {EXAMPLE!r}")
+        value = text.replace(",", ".")
+    elif not isinstance(value, (pd.Timestamp, _dt.datetime, _dt.date, np.datetime64)):
+        raise error(f"{what} {value!r} is not a time; give an ISO 8601 time such as "
+                    f"{EXAMPLE!r}")
+    try:
+        ts = pd.Timestamp(value)
+    except (ValueError, TypeError, OverflowError) as exc:   # 2025-02-30, year 10000, ...
+        raise error(f"{what} {value!r} is not a valid time: {exc}") from None
+    if ts is pd.NaT:
+        raise error(f"{what} is missing (got {value!r})")
+    if ts.tzinfo is None:
+        if tz is None:
+            also = f", or {hint}" if hint else ""
+            raise error(f"{what} {value!r} has no time zone; write it in UTC with a trailing "
+                        f"'Z' (e.g. {EXAMPLE!r}){also}")
+        try:
+            ts = ts.tz_localize(tz, ambiguous="raise", nonexistent="raise")
+        except Exception as exc:  # noqa: BLE001 - pandas/zoneinfo raise several types
+            raise error(f"{what} {value!r} in {tz}: {exc} (a time that does not exist or is "
+                        "ambiguous there, or an unknown zone)") from None
+    return ts.tz_convert("UTC")
+
+
+def time_bound(value, what: str = "time bound") -> pd.Timestamp | None:
+    """A ``start``/``end`` bound of a store read or aggregation: ``None`` (open) or a time
+    by :func:`to_utc` (no ``tz``: a zone-less bound is refused), else a
+    :class:`~powerlab.exceptions.StoreError`."""
+    return to_utc(value, what=what, error=StoreError, optional=True)
+
+
+def series_to_utc(values: pd.Series, *, tz: str | None = None, what: str | None = None,
+                  error: Callable[[str], BaseException] = PowerlabError) -> pd.Series:
+    """A time column as tz-aware UTC, by the rule of :func:`to_utc`.
+
+    Parameters
+    ----------
+    values : pandas.Series
+        ``datetime64`` values, tz-aware or (with ``tz``) naive.
+    tz : str, optional
+        IANA zone of naive values; without it naive values are refused.
+    what : str, optional
+        Name used in messages (default: the Series' name, else ``"timestamp"``).
+    error : callable, default PowerlabError
+        Builds the exception for a bad column from its message.
+
+    Returns
+    -------
+    pandas.Series
+        Same index and resolution, dtype ``datetime64[..., UTC]``.
+    """
+    what = what or (str(values.name) if values.name is not None else "timestamp")
+    dtype = values.dtype
+    if isinstance(dtype, pd.DatetimeTZDtype):
+        return values.dt.tz_convert("UTC")
+    if not pd.api.types.is_datetime64_dtype(dtype):
+        raise error(f"{what}: timestamps must be tz-aware UTC, got {dtype}")
+    if tz is None:
+        raise error(f"{what}: timestamps must be tz-aware UTC, got {dtype} (no time zone)")
+    try:
+        return values.dt.tz_localize(tz, ambiguous="raise", nonexistent="raise") \
+            .dt.tz_convert("UTC")
+    except Exception as exc:  # noqa: BLE001 - pandas/zoneinfo raise several types
+        raise error(f"{what}: times in {tz}: {exc}") from None
