@@ -390,12 +390,12 @@ def study_package_step(out: Path, *, hours: float, draws: int, seed: int):
     requirement spec, written into ``out`` (issue 20 section 2)."""
     from .data import bundled_path
     from .grid.scenario import read_scenario
-    from .interconnect.studypackage import study_package
+    from .interconnect.studypackage import RideThrough, study_package
 
     scen = read_scenario(bundled_path("scenarios", "llama3_16k_h100.yaml"))
     scen = scen.replace(horizon_end_utc=scen.start_utc + pd.Timedelta(hours=hours))
     pkg = study_package(scen, bundled_path("requirements", REQUIREMENTS), draws=draws,
-                        seed=seed, ride_through_draws=2)
+                        seed=seed, ride_through=RideThrough(draws=2))
     return pkg, pkg.write(out)
 
 
