@@ -514,8 +514,8 @@ class Collector(FaultHandling):
         return mask
 
     def _sample_loop(self, gen: int = 0) -> None:
-        """One tick every ``interval_s``: power-only ticks in bulk (:meth:`_fast_tick`),
-        others per GPU (:meth:`_read_slots`); runs at up to 1 kHz: add no per-tick cost
+        """One tick every ``interval_s``: power-only ticks in bulk (``_fast_tick``),
+        others per GPU (``_read_slots``); runs at up to 1 kHz: add no per-tick cost
         (``benchmarks/bench_collector.py``)."""
         interval = self.interval_s
         period = 1

@@ -181,10 +181,10 @@ def flex_offer(scenario: Scenario, curves=None, *, hold_s: float = 3 * 3600.0,
                ) -> FlexOffer:
     """The flexibility offer of a scenario.
 
-    The steps: the hold window (:func:`_hold_window`), the baseline forecast, then one
+    The steps: the hold window (``_hold_window``), the baseline forecast, then one
     forecast per lever setting on the same seed, each read as the shed over the window
-    (:func:`_cap_rows`, :func:`_pause_row`, :func:`_shift_row`), and the battery
-    (:func:`_storage_row`).
+    (``_cap_rows``, ``_pause_row``, ``_shift_row``), and the battery
+    (``_storage_row``).
 
     Parameters
     ----------

@@ -274,11 +274,11 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     """Plan per-job levers for a target trajectory and simulate the plan.
 
     The steps (each a function of this module): the tick grid, the allowed ramp rates
-    (:func:`_allowed_rates`), the planned site power (:func:`_planned_power`), its split
-    into per-job limits and pauses (:func:`_allocate`), the schedule and the lost
+    (``_allowed_rates``), the planned site power (``_planned_power``), its split
+    into per-job limits and pauses (``_allocate``), the schedule and the lost
     training, then, when ``simulate``, the simulated IT power of every draw
-    (:func:`_simulated_it`) judged per target (:func:`_target_results`) and per ramp
-    requirement (:func:`_ramp_results`).
+    (``_simulated_it``) judged per target (``_target_results``) and per ramp
+    requirement (``_ramp_results``).
 
     Parameters
     ----------

@@ -508,10 +508,10 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
                   max_block_w: float | None = None) -> StudyPackage:
     """Build the large-load study package.
 
-    The steps: the figures of every draw over the whole horizon (:func:`_horizon`), their
+    The steps: the figures of every draw over the whole horizon (``_horizon``), their
     exceedance envelope and the energisation schedule, the short window
-    (:func:`_short_scenario` or :func:`_short_measured`), the spectrum and its lines
-    (:func:`_spectrum_tables`), the PMU view (:func:`_pmu_tables`) and the ride-through
+    (``_short_scenario`` or ``_short_measured``), the spectrum and its lines
+    (``_spectrum_tables``), the PMU view (``_pmu_tables``) and the ride-through
     table (:func:`ride_through_table`).
 
     Parameters
