@@ -40,7 +40,8 @@ import pandas as pd
 from .exceptions import DataQualityWarning, PowerlabError, StoreError
 from .grid.profile_fit import Prior
 
-__all__ = ["NODE_OVERHEAD_PRIOR", "NOTICES", "DemoResult", "demo_scenario", "run_demo"]
+__all__ = ["NODE_OVERHEAD_PRIOR", "NOTICES", "DemoResult", "ReportInputs", "demo_scenario",
+           "run_demo"]
 
 #: Attribution of the bundled real data (shown in the report).
 NOTICES = (
@@ -246,129 +247,46 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
         When ``out`` cannot be created or written to (checked before any work).
     """
     from . import viz
-    from .data import bundled_path
-    from .grid.calibrate import calibrate_job
     from .grid.export import read_facilities_csv, write_facilities_csv
-    from .grid.forecast import forecast
-    from .grid.mitigations import compare_mitigations
-    from .grid.planner import PLANNER_FIGURES, planner_summary
-    from .grid.scenario import Battery, Mitigations
-    from .grid.swings import check_limits
-    from .iotools import read_mllog, read_mlperf_power, read_weather
-    from .throughput.dvfs import fit_time_of_day
-    from .throughput.stragglers import find_stragglers
-    from .throughput.synth import simulate_training
 
     out = _writable_folder(out)  # before minutes of work, not after
     prog = _Progress(progress, 9)
     fig: dict[str, float] = {}
-
     with prog.step("read", "reading the MLPerf GPT-3 power logs (64 nodes) and training log"):
-        with warnings.catch_warnings():
-            # known and kept: 30 pairs of the 64 node logs hold identical readings, as
-            # published (the submitter's total energy counts both of each pair)
-            warnings.filterwarnings("ignore", ".*node logs with identical readings",
-                                    DataQualityWarning)
-            power = read_mlperf_power(bundled_path("mlperf-gpt3-64node", "power"))
-        mllog = read_mllog(bundled_path("mlperf-gpt3-64node",
-                                        "result_5848-240517221859825376616_2.txt.gz"))
+        power, mllog = _read_mlperf()
     with prog.step("calibrate", "calibrating the job power profile (powerlab calibrate)"):
-        # what `powerlab calibrate` does; the log has no idle period, so node power is
-        # then split by the stated prior
-        cal = calibrate_job(power, events=mllog)
-        prof = cal.fit.with_split(NODE_OVERHEAD_PRIOR)
-    fig.update(step_time_s=prof.step_time_s, compute_fraction=prof.compute_fraction,
-               node_compute_w=prof.device_compute_w, node_comm_w=prof.device_comm_w,
-               node_train_mean_w=prof.device_train_mean_w,
-               node_overhead_w=prof.node_overhead_w,
-               node_overhead_sd_w=prof.node_overhead_sd_w,
-               gpu_compute_w=prof.compute_w, gpu_comm_w=prof.comm_w)
-
+        prof = _calibrate(power, mllog)
+    fig.update(_profile_figures(prof))
     with prog.step("forecast", f"forecasting a {SITE_GPUS:,}-GPU site, {hours:g} h at "
                                f"100 ms, {draws} draws"):
-        scen = demo_scenario(prof, hours=hours)
-        res = forecast(scen, draws=draws, seed=seed)
-        violations = check_limits(res)
-        m = res.metrics
-        fac = m[m["scope"] == "facility"]
-    hw, job = scen.hardware, scen.jobs[0]
-    node_compute = hw.node_overhead_w + hw.gpus_per_node * job.compute_w
-    node_comm = hw.node_overhead_w + hw.gpus_per_node * job.comm_w
-    fig.update(
-        scenario_node_compute_w=node_compute,
-        scenario_node_train_mean_w=job.compute_fraction * node_compute
-        + (1 - job.compute_fraction) * node_comm,
-        # a swing between training and idle moves by the split's error on every node: one
-        # standard deviation of the prior, at the IT level (the facility adds its losses)
-        swing_prior_sd_it_megawatts=float(hw.nodes * prof.node_overhead_sd_w / 1e6),
-    )
-    fig.update(
-        peak_megawatts=float(fac["peak_w"].median() / 1e6),
-        swing_1s_megawatts=float(fac["swing_1s_w"].median() / 1e6),
-        swing_60s_megawatts=float(fac["swing_60s_w"].median() / 1e6),
-        ramp_up_megawatts_per_s_1s=float(fac["ramp_up_w_per_s_1s"].median() / 1e6),
-        ramp_down_megawatts_per_s_1s=float(fac["ramp_down_w_per_s_1s"].median() / 1e6),
-        dominant_frequency_hz=float(fac["dominant_frequency_hz"].median()),
-        limit_violations=float(len(violations)),
-    )
-    plan = planner_summary(res)["median"]
-    fig.update(peak_demand_megawatts_15min=float(plan["15-min peak demand [MW]"]),
-               energy_megawatt_hours=float(plan["energy [MWh]"]),
-               ramp_megawatts_per_min_1min=float(
-                   plan[PLANNER_FIGURES["ramp_megawatts_per_min_1min"][0]]),
-               load_factor=float(plan["load factor [-]"]))
-    viol = violation_probabilities(violations, res)
-    fig["limit_violation_probability_per_draw"] = (
-        float(viol["probability_per_draw"].max()) if len(viol) else 0.0)
+        scen, res, violations, fac = _forecast(prof, hours, draws, seed)
+    fig.update(_forecast_figures(prof, scen, res, violations, fac))
     with prog.step("mitigations", "comparing mitigations (floor, ramp limit, battery) and "
                                   "the flexibility offer"):
-        variants = {
-            "power floor 60% TDP": Mitigations(gpu_power_floor_pct_tdp=60.0),
-            "GPU ramp limit 2 kW/s": Mitigations(gpu_ramp_limit_w_per_s=2000.0),
-            "battery 15 MW / 5 MWh": Mitigations(battery=Battery(
-                power_megawatts=15.0, energy_megawatt_hours=5.0, window_s=120.0)),
-        }
-        mit = compare_mitigations(scen, variants, draws=3, seed=seed)
+        mit = _mitigations(scen, seed)
         fig.update(flex_figures(scen, draws=min(draws, 3), seed=seed))
-
     with prog.step("interconnection", "checking interconnection requirements, sizing the "
                                       "cheapest mitigation, screening resonance"):
         ic = interconnection_study(res, seed=seed)
     fig.update(ic.figures)
-
     with prog.step("time_of_day", f"time-of-day analysis on the twin ({twin_days:g} days, "
                                   "real Holyoke weather)"):
-        with warnings.catch_warnings():
-            # the bundled weather files are damaged as recorded; the reader counts them
-            warnings.simplefilter("ignore", DataQualityWarning)
-            weather = read_weather(bundled_path("weather-kmahighl4-2025"))
-        run = simulate_training("2025-06-05", days=twin_days, ambient=weather,
-                                amplitude_pct=1.5, n_hosts=4, gpus_per_host=8, stragglers=2,
-                                telemetry_interval_s=300.0, seed=seed)
-        tod = fit_time_of_day(run.steps, site_tz="America/New_York",
-                              telemetry=run.telemetry, ambient=weather)
-        strag = find_stragglers(run.telemetry)
-    lo, hi = tod.amplitude_ci_pct
-    fig.update(tod_amplitude_pct=float(tod.amplitude_pct), tod_amplitude_ci_low_pct=lo,
-               tod_amplitude_ci_high_pct=hi, tod_trough_hour=float(tod.trough_hour),
-               tod_true_amplitude_pct=float(run.truth.amplitude_pct),
-               tod_true_trough_hour=float(run.truth.trough_hour),
-               tod_gpu_hours_lost_per_day=float(tod.gpu_hours_lost_per_day),
-               stragglers_flagged=float(len(strag.flags)),
-               stragglers_injected=float(len(run.truth.stragglers)))
-
+        run, tod, strag = _time_of_day(twin_days, seed)
+    fig.update(_time_of_day_figures(run, tod, strag))
     with prog.step("export", "writing the facilities CSV and JSON sidecar"):
         csv, sidecar = write_facilities_csv(res, out / "facilities_forecast.csv",
                                             resolution="1min")
         back = read_facilities_csv(csv)
     fig["csv_rows"] = float(len(back))
-
     with prog.step("report", "building the HTML report (charts and JavaScript inline)"):
         fc = viz.forecast_charts(res)
         tc = viz.time_of_day_charts(tod)
         tc["stragglers"] = viz.stragglers_chart(strag)
-        rep = _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, tc,
-                            fig, csv, viz, ic)
+        rep = _build_report(ReportInputs(
+            profile=prof, power=power, scenario=scen, forecast=res, limits=violations,
+            mitigations=mit, twin=run, time_of_day=tod, stragglers=strag,
+            forecast_charts=fc, time_of_day_charts=tc, figures=fig, csv=csv,
+            interconnection=ic))
         report = rep.write(out / "powerlab_demo_report.html")
     with prog.step("study_package", "writing the large-load study package of the bundled "
                                     "16k-GPU scenario"):
@@ -384,18 +302,144 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
                       interconnection=ic, study_package=pkg)
 
 
+def _read_mlperf():
+    """The bundled MLPerf GPT-3 node power logs and training log."""
+    from .data import bundled_path
+    from .iotools import read_mllog, read_mlperf_power
+
+    with warnings.catch_warnings():
+        # known and kept: 30 pairs of the 64 node logs hold identical readings, as
+        # published (the submitter's total energy counts both of each pair)
+        warnings.filterwarnings("ignore", ".*node logs with identical readings",
+                                DataQualityWarning)
+        power = read_mlperf_power(bundled_path("mlperf-gpt3-64node", "power"))
+    mllog = read_mllog(bundled_path("mlperf-gpt3-64node",
+                                    "result_5848-240517221859825376616_2.txt.gz"))
+    return power, mllog
+
+
+def _calibrate(power, mllog):
+    """What ``powerlab calibrate`` does; the log has no idle period, so node power is
+    then split by the stated prior."""
+    from .grid.calibrate import calibrate_job
+
+    cal = calibrate_job(power, events=mllog)
+    return cal.fit.with_split(NODE_OVERHEAD_PRIOR)
+
+
+def _profile_figures(prof) -> dict[str, float]:
+    return {"step_time_s": prof.step_time_s, "compute_fraction": prof.compute_fraction,
+            "node_compute_w": prof.device_compute_w, "node_comm_w": prof.device_comm_w,
+            "node_train_mean_w": prof.device_train_mean_w,
+            "node_overhead_w": prof.node_overhead_w,
+            "node_overhead_sd_w": prof.node_overhead_sd_w,
+            "gpu_compute_w": prof.compute_w, "gpu_comm_w": prof.comm_w}
+
+
+def _forecast(prof, hours: float, draws: int, seed: int):
+    """The demo scenario with the calibrated profile, its forecast, the utility limits'
+    violations and the facility-scope metrics per draw."""
+    from .grid.forecast import forecast
+    from .grid.swings import check_limits
+
+    scen = demo_scenario(prof, hours=hours)
+    res = forecast(scen, draws=draws, seed=seed)
+    violations = check_limits(res)
+    m = res.metrics
+    return scen, res, violations, m[m["scope"] == "facility"]
+
+
+def _forecast_figures(prof, scen, res, violations, fac) -> dict[str, float]:
+    """The forecast's key numbers: scenario node power, swings, ramps, planner figures and
+    the probability of a limit violation."""
+    from .grid.planner import PLANNER_FIGURES, planner_summary
+
+    hw, job = scen.hardware, scen.jobs[0]
+    node_compute = hw.node_overhead_w + hw.gpus_per_node * job.compute_w
+    node_comm = hw.node_overhead_w + hw.gpus_per_node * job.comm_w
+    plan = planner_summary(res)["median"]
+    viol = violation_probabilities(violations, res)
+    return {
+        "scenario_node_compute_w": node_compute,
+        "scenario_node_train_mean_w": job.compute_fraction * node_compute
+        + (1 - job.compute_fraction) * node_comm,
+        # a swing between training and idle moves by the split's error on every node: one
+        # standard deviation of the prior, at the IT level (the facility adds its losses)
+        "swing_prior_sd_it_megawatts": float(hw.nodes * prof.node_overhead_sd_w / 1e6),
+        "peak_megawatts": float(fac["peak_w"].median() / 1e6),
+        "swing_1s_megawatts": float(fac["swing_1s_w"].median() / 1e6),
+        "swing_60s_megawatts": float(fac["swing_60s_w"].median() / 1e6),
+        "ramp_up_megawatts_per_s_1s": float(fac["ramp_up_w_per_s_1s"].median() / 1e6),
+        "ramp_down_megawatts_per_s_1s": float(fac["ramp_down_w_per_s_1s"].median() / 1e6),
+        "dominant_frequency_hz": float(fac["dominant_frequency_hz"].median()),
+        "limit_violations": float(len(violations)),
+        "peak_demand_megawatts_15min": float(plan["15-min peak demand [MW]"]),
+        "energy_megawatt_hours": float(plan["energy [MWh]"]),
+        "ramp_megawatts_per_min_1min": float(
+            plan[PLANNER_FIGURES["ramp_megawatts_per_min_1min"][0]]),
+        "load_factor": float(plan["load factor [-]"]),
+        "limit_violation_probability_per_draw": (
+            float(viol["probability_per_draw"].max()) if len(viol) else 0.0)}
+
+
+def _mitigations(scen, seed: int):
+    """Power floor, GPU ramp limit and battery compared on three draws."""
+    from .grid.mitigations import compare_mitigations
+    from .grid.scenario import Battery, Mitigations
+
+    variants = {
+        "power floor 60% TDP": Mitigations(gpu_power_floor_pct_tdp=60.0),
+        "GPU ramp limit 2 kW/s": Mitigations(gpu_ramp_limit_w_per_s=2000.0),
+        "battery 15 MW / 5 MWh": Mitigations(battery=Battery(
+            power_megawatts=15.0, energy_megawatt_hours=5.0, window_s=120.0)),
+    }
+    return compare_mitigations(scen, variants, draws=3, seed=seed)
+
+
+def _time_of_day(twin_days: float, seed: int):
+    """The twin's training run under the real Holyoke weather, its time-of-day analysis
+    and the straggler search on its telemetry."""
+    from .data import bundled_path
+    from .iotools import read_weather
+    from .throughput.dvfs import fit_time_of_day
+    from .throughput.stragglers import find_stragglers
+    from .throughput.synth import simulate_training
+
+    with warnings.catch_warnings():
+        # the bundled weather files are damaged as recorded; the reader counts them
+        warnings.simplefilter("ignore", DataQualityWarning)
+        weather = read_weather(bundled_path("weather-kmahighl4-2025"))
+    run = simulate_training("2025-06-05", days=twin_days, ambient=weather,
+                            amplitude_pct=1.5, n_hosts=4, gpus_per_host=8, stragglers=2,
+                            telemetry_interval_s=300.0, seed=seed)
+    tod = fit_time_of_day(run.steps, site_tz="America/New_York",
+                          telemetry=run.telemetry, ambient=weather)
+    return run, tod, find_stragglers(run.telemetry)
+
+
+def _time_of_day_figures(run, tod, strag) -> dict[str, float]:
+    lo, hi = tod.amplitude_ci_pct
+    return {"tod_amplitude_pct": float(tod.amplitude_pct), "tod_amplitude_ci_low_pct": lo,
+            "tod_amplitude_ci_high_pct": hi, "tod_trough_hour": float(tod.trough_hour),
+            "tod_true_amplitude_pct": float(run.truth.amplitude_pct),
+            "tod_true_trough_hour": float(run.truth.trough_hour),
+            "tod_gpu_hours_lost_per_day": float(tod.gpu_hours_lost_per_day),
+            "stragglers_flagged": float(len(strag.flags)),
+            "stragglers_injected": float(len(run.truth.stragglers))}
+
+
 def study_package_step(out: Path, *, hours: float, draws: int, seed: int):
     """The large-load study package of the bundled 16k-GPU scenario
     (``data/scenarios/llama3_16k_h100.yaml``, its first ``hours``) against the bundled
     requirement spec, written into ``out`` (issue 20 section 2)."""
     from .data import bundled_path
     from .grid.scenario import read_scenario
-    from .interconnect.studypackage import study_package
+    from .interconnect.studypackage import RideThrough, study_package
 
     scen = read_scenario(bundled_path("scenarios", "llama3_16k_h100.yaml"))
     scen = scen.replace(horizon_end_utc=scen.start_utc + pd.Timedelta(hours=hours))
     pkg = study_package(scen, bundled_path("requirements", REQUIREMENTS), draws=draws,
-                        seed=seed, ride_through_draws=2)
+                        seed=seed, ride_through=RideThrough(draws=2))
     return pkg, pkg.write(out)
 
 
@@ -434,15 +478,82 @@ def violation_probabilities(violations: pd.DataFrame, res) -> pd.DataFrame:
     return out[cols]
 
 
-def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, tc, fig,
-                  csv, viz, ic=None):
-    from .grid.ramps import ramp_label
+@dataclass(frozen=True)
+class ReportInputs:
+    """What the demo's HTML report draws (built by :func:`run_demo`).
+
+    Attributes
+    ----------
+    profile : ProfileFit
+        The calibrated job power profile (split by :data:`NODE_OVERHEAD_PRIOR`).
+    power : pandas.DataFrame
+        The MLPerf node power readings (canonical telemetry).
+    scenario : Scenario
+        The demo scenario.
+    forecast : ForecastResult
+        Its forecast.
+    limits : pandas.DataFrame
+        Limit violations (:func:`powerlab.grid.swings.check_limits`).
+    mitigations : pandas.DataFrame
+        The mitigation comparison.
+    twin : object
+        The twin's training run (``steps``, ``telemetry``, ``truth``).
+    time_of_day : TimeOfDayResult
+    stragglers : StragglerResult
+    forecast_charts, time_of_day_charts : dict
+        Charts by name (:func:`powerlab.viz.forecast_charts`,
+        :func:`powerlab.viz.time_of_day_charts` plus ``stragglers``).
+    figures : dict
+        Key numbers (floats, in the units their names carry).
+    csv : pathlib.Path
+        The facilities CSV written beside the report.
+    interconnection : InterconnectionStudy, optional
+        The interconnection section (left out when None).
+    """
+
+    profile: Any
+    power: pd.DataFrame
+    scenario: Any
+    forecast: Any
+    limits: pd.DataFrame
+    mitigations: pd.DataFrame
+    twin: Any
+    time_of_day: Any
+    stragglers: Any
+    forecast_charts: dict
+    time_of_day_charts: dict
+    figures: dict
+    csv: Path
+    interconnection: Any = None
+
+
+def _build_report(r: ReportInputs):
+    """The demo's HTML report: one section per step, then the data licences."""
     from .viz.report import Report
 
-    lo, hi = tod.amplitude_ci_pct
     rep = Report("powerlab demo: a 16,384-GPU site, calibrated on real data",
                  "Facility power swings, mitigations, and the time-of-day effect on "
                  "training throughput")
+    _report_calibration(rep, r)
+    _report_forecast(rep, r)
+    _report_mitigations(rep, r)
+    _report_time_of_day(rep, r)
+    rep.heading("5. Facilities export")
+    rep.text(f"{r.csv.name} (one row per minute; UTC and site-local times a spreadsheet "
+             "reads as dates; facility and IT power side by side in MW, energy in MWh, "
+             "ramps over 1-s and 1-min means; docs/facilities_csv.md) "
+             f"and {r.csv.with_suffix('.json').name} (units, assumptions, scenario hash, "
+             "powerlab version) were written beside this report.")
+    rep.heading("Data and licences")
+    for n in NOTICES:
+        rep.text(n)
+    return rep
+
+
+def _report_calibration(rep, r: ReportInputs) -> None:
+    from . import viz
+
+    prof, fig = r.profile, r.figures
     rep.heading("1. Calibration on a real trace")
     rep.text("Question: what power profile does a large synchronous training job have? "
              "Method: powerlab calibrate (fit_profile) on the MLPerf Training v4.0 GPT-3 "
@@ -455,11 +566,11 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
     pf = prof.summary_frame()
 
     def ci(name, unit="W", scale=1.0, fmt="{:,.0f}"):
-        r = pf.loc[name]
-        txt = fmt.format(r["value"] * scale) + f" {unit}"
-        if np.isfinite(r["ci_lower"]):
-            txt += (" [" + fmt.format(r["ci_lower"] * scale) + ", "
-                    + fmt.format(r["ci_upper"] * scale) + "]")
+        row = pf.loc[name]
+        txt = fmt.format(row["value"] * scale) + f" {unit}"
+        if np.isfinite(row["ci_lower"]):
+            txt += (" [" + fmt.format(row["ci_lower"] * scale) + ", "
+                    + fmt.format(row["ci_upper"] * scale) + "]")
         return txt
 
     rep.figures({"step time": f"{prof.step_time_s:.2f} s",
@@ -479,9 +590,15 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
              "deviation of the prior. The step dip is shorter than the 2-s meter interval: "
              "its energy is measured, its depth is a lower bound (dip taken as long as the "
              "meter interval).")
-    rep.chart(viz.telemetry_chart(power, "power_w", by="fleet",
-                                     title="MLPerf GPT-3, node AC power (64 nodes)"),
+    rep.chart(viz.telemetry_chart(r.power, "power_w", by="fleet",
+                                  title="MLPerf GPT-3, node AC power (64 nodes)"),
               "Mean over the 64 nodes; band: lowest to highest node reading in each bin.")
+
+
+def _report_forecast(rep, r: ReportInputs) -> None:
+    from .grid.ramps import ramp_label
+
+    scen, res, fig, fc = r.scenario, r.forecast, r.figures, r.forecast_charts
     rep.heading(f"2. Forecast: {scen.hardware.cluster_gpus:,} GPUs, one synchronous job")
     rep.text(f"Question: what will the facility draw, second by second, and how deep and "
              f"fast are the swings? Method: the scenario {scen.name!r} "
@@ -516,11 +633,17 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
     rep.chart(fc["timeline"])
     rep.chart(fc["ramps"])
     rep.chart(fc["spectrum"])
-    viol = violation_probabilities(violations, res)
+    viol = violation_probabilities(r.limits, res)
     if len(viol):
         rep.table(viol, "Limit violations by limit: the probability that a draw (one "
                         "possible course of the horizon) violates it, the expected number "
                         "of violation episodes per day, and the worst value over draws.")
+
+
+def _report_mitigations(rep, r: ReportInputs) -> None:
+    from . import viz
+
+    mit, fig, ic = r.mitigations, r.figures, r.interconnection
     rep.heading("3. Mitigations and their cost")
     rep.chart(viz.mitigation_chart(mit))
     cols = [c for c in mit.columns if not c.endswith("_reduction_pct")]
@@ -543,6 +666,11 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
                                              f"({fig['flex_shed_pct_of_it']:.1f} % of IT)",
                      "held (window)": f"{fig['flex_hold_s'] / 3600:.1f} h",
                      "step rate lost": f"{fig['flex_step_rate_loss_pct']:.1f} %"})
+
+
+def _report_time_of_day(rep, r: ReportInputs) -> None:
+    tod, run, strag, tc = r.time_of_day, r.twin, r.stragglers, r.time_of_day_charts
+    lo, hi = tod.amplitude_ci_pct
     rep.heading("4. Time-of-day effect (synthetic twin, real weather)")
     rep.text("Question: does throughput depend on the time of day, by how much, and "
              "through what? Method: fit_time_of_day (segment levels plus daily Fourier "
@@ -567,16 +695,6 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
              f"injected {len(run.truth.stragglers)}).")
     rep.chart(tc["stragglers"])
     rep.preformatted(strag.summary())
-    rep.heading("5. Facilities export")
-    rep.text(f"{csv.name} (one row per minute; UTC and site-local times a spreadsheet reads "
-             "as dates; facility and IT power side by side in MW, energy in MWh, ramps over "
-             "1-s and 1-min means; docs/facilities_csv.md) "
-             f"and {csv.with_suffix('.json').name} (units, assumptions, scenario hash, "
-             "powerlab version) were written beside this report.")
-    rep.heading("Data and licences")
-    for n in NOTICES:
-        rep.text(n)
-    return rep
 
 
 # --------------------------------------------------------------------- interconnection

@@ -321,3 +321,114 @@ def test_no_module_imports_another_modules_private_name():
            for name in private_imports(p.read_text(encoding="utf-8"), m,
                                        p.name == "__init__.py", known)]
     assert not bad, "private names imported across modules:\n" + "\n".join(bad)
+
+
+# --------------------------------------------------------------------------- sizes
+# Issue 26: the longest functions become short chains of named steps, and option sets
+# become small parameter objects.  Every function (methods and nested functions too) stays
+# within MAX_FUNCTION_LINES lines, from its ``def`` to its last line (docstring included,
+# decorators not); every public function takes at most MAX_PUBLIC_PARAMETERS parameters
+# (``self``/``cls`` not counted; ``*args`` and ``**kwargs`` one each).  Public: no name on
+# the way to it (module path, class, function) starts with an underscore, and it is not
+# nested in a function; dunder methods such as ``__init__`` start with one.
+MAX_FUNCTION_LINES = 120
+MAX_PUBLIC_PARAMETERS = 12
+
+
+def function_sizes(source: str, module: str) -> list[tuple[str, int, int, bool]]:
+    """``(qualified name, lines, parameters, public)`` of every function in ``source``
+    (module ``module``, e.g. ``powerlab.flex.plan``), in source order."""
+    out: list[tuple[str, int, int, bool]] = []
+    module_public = not any(p.startswith("_") for p in module.split("."))
+
+    def visit(node: ast.AST, prefix: str, public: bool, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = child.args
+                named = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+                n = (sum(p not in ("self", "cls") for p in named)
+                     + (a.vararg is not None) + (a.kwarg is not None))
+                pub = public and not in_function and not child.name.startswith("_")
+                name = f"{prefix}{child.name}"
+                out.append((name, child.end_lineno - child.lineno + 1, n, pub))
+                visit(child, name + ".", False, True)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.",
+                      public and not in_function and not child.name.startswith("_"),
+                      in_function)
+            else:
+                visit(child, prefix, public, in_function)
+
+    visit(ast.parse(source), f"{module}.", module_public, False)
+    return out
+
+
+# TEMP allow-list: functions other branches of issue 26 are splitting; drop this commit
+# once they have merged (the checks are complete without it).
+_TEMP_ALLOWED = {
+    "powerlab.throughput.stragglers._find", "powerlab.throughput.dvfs.fit_time_of_day",
+    "powerlab.throughput.dvfs._fit_time_of_day", "powerlab.throughput.synth.simulate_training",
+    "powerlab.grid.profile.fit_profile", "powerlab.grid.calibrate.calibrate_job",
+    "powerlab.grid.forecast.forecast", "powerlab.grid.forecast.job_plan",
+    "powerlab.iotools.nvidia_smi._parse",
+}
+
+
+def _all_function_sizes() -> list[tuple[str, int, int, bool]]:
+    sizes = []
+    for p in sorted(PACKAGE.rglob("*.py")):
+        sizes += function_sizes(p.read_text(encoding="utf-8"), module_name(p))
+    return [s for s in sizes if s[0] not in _TEMP_ALLOWED]
+
+
+def test_the_size_checks_catch_a_long_function_and_a_wide_public_one():
+    body = "    x = 1\n"
+    params = ", ".join(f"a{i}" for i in range(13))
+    src = (f"def long_one():\n{body * 120}"              # 121 lines: over
+           f"def just_fits():\n{body * 119}"              # 120 lines: fits
+           f"def wide({params}):\n    pass\n"            # 13 parameters, public: over
+           f"def _wide_private({params}):\n    pass\n"   # private: no parameter limit
+           "def twelve(a, b, c, d, e, f, g, h, i, j, k, *rest):\n    pass\n"
+           "class Pub:\n"
+           f"    def method(self, {params}):\n        pass\n"      # public method: over
+           f"    def __init__(self, {params}):\n        pass\n"    # dunder: not public
+           "    @classmethod\n"
+           "    def make(cls, a, b, c, d, e, f, g, h, i, j, k, *args, **kw):\n        pass\n"
+           "class _Priv:\n"
+           f"    def method(self, {params}):\n        pass\n"
+           "def outer():\n"
+           f"    def inner({params}):\n{'        x = 1' + chr(10)}"
+           f"    def long_inner():\n{('    ' + body) * 120}"
+           "    return inner\n")
+    sizes = {name: (lines, n, pub) for name, lines, n, pub in
+             function_sizes(src, "powerlab.wing.mod")}
+    long = {n.split(".")[-1] for n, (lines, _, _) in sizes.items() if lines > MAX_FUNCTION_LINES}
+    assert long == {"long_one", "outer", "long_inner"}
+    assert sizes["powerlab.wing.mod.just_fits"][0] == MAX_FUNCTION_LINES
+    wide = sorted(n for n, (_, k, pub) in sizes.items() if pub and k > MAX_PUBLIC_PARAMETERS)
+    assert wide == ["powerlab.wing.mod.Pub.make", "powerlab.wing.mod.Pub.method",
+                    "powerlab.wing.mod.wide"]
+    assert sizes["powerlab.wing.mod.twelve"][1:] == (12, True)
+    assert sizes["powerlab.wing.mod.Pub.make"][1:] == (13, True)   # *args, **kw count
+    assert sizes["powerlab.wing.mod.outer.inner"][1:] == (13, False)
+    assert sizes["powerlab.wing.mod._Priv.method"][1:] == (13, False)
+    # a private module has no public functions
+    assert not any(pub for *_, pub in function_sizes(src, "powerlab._cli.mod"))
+
+
+def test_no_function_over_the_length_limit():
+    """A function over the limit is split into named steps (pvlib ModelChain style)."""
+    sizes = _all_function_sizes()
+    assert len(sizes) > 500
+    long = {name: lines for name, lines, _, _ in sizes if lines > MAX_FUNCTION_LINES}
+    assert not long, (f"functions over {MAX_FUNCTION_LINES} lines (split them into named "
+                      f"steps): {long}")
+
+
+def test_no_public_function_over_the_parameter_limit():
+    """Options of a public function that grow past the limit are grouped into small
+    frozen parameter objects (e.g. flex.plan.PlanMargins)."""
+    wide = {name: n for name, _, n, pub in _all_function_sizes()
+            if pub and n > MAX_PUBLIC_PARAMETERS}
+    assert not wide, (f"public functions over {MAX_PUBLIC_PARAMETERS} parameters (group "
+                      f"options into parameter objects): {wide}")

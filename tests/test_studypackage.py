@@ -19,6 +19,8 @@ from powerlab.interconnect.loadmetrics import largest_step, welch_psd
 from powerlab.interconnect.pmu import modulation_gain, pmu_filter, pmu_power
 from powerlab.interconnect.requirements import read_requirements
 from powerlab.interconnect.studypackage import (
+    RideThrough,
+    ShortWindow,
     itic_rides_through,
     ride_through_table,
     spectrum_lines,
@@ -237,8 +239,8 @@ def test_ride_through_table_no_effect_reads_zero_exactly(small):
 def test_study_package_end_to_end_and_page_escapes_inputs(small, tmp_path):
     spec = read_requirements(SPEC)
     spec = type(spec)(**{**spec.__dict__, "name": "<script>alert(1)</script>"})
-    pkg = study_package(small, spec, draws=3, seed=0, short_window_s=120,
-                        ride_through_draws=1)
+    pkg = study_package(small, spec, draws=3, seed=0, short=ShortWindow(window_s=120),
+                        ride_through=RideThrough(draws=1))
     sf = pkg.summary_frame()
     assert {"figure", "value", "unit", "exceed_probability", "definition",
             "source"} <= set(sf.columns)
@@ -279,8 +281,9 @@ def test_short_window_is_the_same_load_as_the_whole_horizon(small):
     cooling lag (which starts at steady state at a horizon's start) is warmed up for three
     time constants: within e^-3 of the start-up error, here under 0.1 % of the power."""
     start = pd.Timestamp("2025-06-02T12:50:00Z")
-    pkg = study_package(small, SPEC, draws=1, short_tick_s=0.1, short_window_s=120,
-                        short_start_utc=start, ride_through=False)
+    pkg = study_package(small, SPEC, draws=1,
+                        short=ShortWindow(tick_s=0.1, window_s=120, start_utc=start),
+                        ride_through=False)
     st, tr = pkg.short_trace, pkg.trace
     assert st.start_utc == start and st.duration_s == pytest.approx(120.0)
     i0 = round((start - tr.start_utc).total_seconds() / tr.tick_s)

@@ -72,14 +72,23 @@ def run(args) -> int:
                                          or start is not None or end is not None):
         raise PowerlabError("--pue, --base-load-w, --start and --end apply to measured "
                             "telemetry; a scenario sets its own PUE, base load and horizon")
-    from ..interconnect.studypackage import study_package
+    from ..interconnect.studypackage import (
+        MeasuredOptions,
+        PmuSettings,
+        RideThrough,
+        ShortWindow,
+        study_package,
+    )
 
     pkg = study_package(source, spec, draws=args.draws, seed=args.seed, tick_s=args.tick_s,
-                        short_tick_s=args.short_tick_s, short_window_s=args.short_window_s,
-                        ride_through=args.ride_through_draws > 0,
-                        ride_through_draws=max(1, args.ride_through_draws),
-                        f0_hz=args.f0_hz, reporting_rate_fps=args.reporting_rate,
-                        pue=args.pue, base_load_w=args.base_load_w, start=start, end=end)
+                        short=ShortWindow(tick_s=args.short_tick_s,
+                                          window_s=args.short_window_s),
+                        ride_through=(RideThrough(draws=args.ride_through_draws)
+                                      if args.ride_through_draws > 0 else False),
+                        pmu=PmuSettings(f0_hz=args.f0_hz,
+                                        reporting_rate_fps=args.reporting_rate),
+                        measured=MeasuredOptions(pue=args.pue, base_load_w=args.base_load_w,
+                                                 start=start, end=end))
     files = pkg.write(args.out)
     if not args.quiet:
         print(pkg.summary())

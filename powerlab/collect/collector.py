@@ -514,6 +514,9 @@ class Collector(FaultHandling):
         return mask
 
     def _sample_loop(self, gen: int = 0) -> None:
+        """One tick every ``interval_s``: power-only ticks in bulk (``_fast_tick``),
+        others per GPU (``_read_slots``); runs at up to 1 kHz: add no per-tick cost
+        (``benchmarks/bench_collector.py``)."""
         interval = self.interval_s
         period = 1
         for n in self._every.values():
@@ -522,13 +525,10 @@ class Collector(FaultHandling):
         t0 = self._t0
         next_flush = self._next_flush
         k = self._k
-        call_lock = self._call_lock
         _fine_timer_slack()
         mem_every = max(1, round(1.0 / interval))  # framebuffer memory about once a second
         mono = time.monotonic
-        wall = time.time_ns
         sleep = time.sleep
-        isnan = math.isnan
         slots = self._slots
         while not self._stop_flag and self._error is None:
             self._k = k
@@ -555,79 +555,16 @@ class Collector(FaultHandling):
             groups = masks[k % period]
             batch = self._batch
             if not self._recovered.empty():
-                self._digest()  # the samples before the outage first
-            while not self._recovered.empty():
-                slot, dev = self._recovered.get()
-                slot.close_energy_segment()  # energy is not bridged across the outage
-                slot.device = dev
-                slot.down = False
-                self.devices[slot.index] = dev
-                batch.attach(slots.index(slot), dev)
+                self._reattach(batch)
             rows = self._tick_rows = []
             mem_tick = self._httpd is not None and k % mem_every == 0
             if groups == 1 and not mem_tick and batch.ready:  # power only: in bulk
                 if self._fast_tick(batch, gen):
                     return  # replaced by the watchdog while a call hung
-                slots_now: list = []
             else:
                 self._digest()  # keep the rows in time order
-                slots_now = slots
-            for slot in slots_now:
-                dev = slot.device
-                if dev is None:
-                    continue
-                w = wall()
-                m = mono()
-                self._call = (slot, m)
-                try:
-                    vals, ts = dev.read(groups)
-                    if mem_tick:
-                        slot.fb = dev.memory_mib()
-                except NVMLError as exc:
-                    with call_lock:
-                        if self._gen != gen:
-                            return  # replaced by the watchdog while this call hung
-                        self._call = None
-                    self._fail(slot, exc, w, m)
-                    continue
-                with call_lock:
-                    if self._gen != gen:
-                        return
-                    self._call = None
-                row = (w, slot.index, slot.uuid, m, *vals, *ts)
-                rows.append(row)
-                # rates and jitter
-                if slot.n:
-                    dt = m - slot.last
-                    slot.sum_dt += dt
-                    slot.sum_dt2 += dt * dt
-                    slot.max_dt = max(slot.max_dt, dt)
-                else:
-                    slot.first = m
-                slot.last = m
-                slot.n += 1
-                mn = slot.mask_n
-                mn[groups] = mn.get(groups, 0) + 1
-                # energy two ways
-                e = row[I_ENERGY]
-                if not isnan(e):
-                    te = row[I_TS_ENERGY]
-                    rec = (e, te * 1e-6 if te is not None else w * 1e-9)
-                    if slot.e_last is not None and e < slot.e_last[0]:
-                        slot.close_energy_segment()  # counter reset: a new stretch
-                    if slot.e_first is None:
-                        slot.e_first = rec
-                    slot.e_last = rec
-                p = row[I_POWER]
-                tp = row[I_TS_POWER]
-                if tp is not None and not isnan(p):
-                    t = tp * 1e-6
-                    if slot.p_t is not None:
-                        slot.e_int += 0.5 * (p + slot.p_prev) * (t - slot.p_t)
-                        slot.int_n += 1
-                    slot.p_prev = p
-                    slot.p_t = t
-                slot.latest[groups] = row
+                if self._read_slots(slots, rows, groups, mem_tick, gen):
+                    return  # replaced by the watchdog while a call hung
             if rows:
                 self._keep(rows)
             elif batch.i >= batch.ticks or now - self._digest_t >= BATCH_S:
@@ -635,12 +572,96 @@ class Collector(FaultHandling):
             # a flush is due: hand the buffer over when the writer is free; otherwise
             # keep buffering and hand it over at the first tick the writer is free
             if now >= next_flush and not self._writing:
-                self._digest()
-                self._flush()
-                next_flush += self.flush_interval_s * (
-                    1 + int((now - next_flush) // self.flush_interval_s))
-                self._next_flush = next_flush
+                next_flush = self._hand_over(now, next_flush)
             k += 1
+
+    def _reattach(self, batch: PowerBatch) -> None:
+        """GPUs the retry thread has recovered rejoin sampling (after the samples taken
+        before the outage are decoded; energy is not bridged across the outage)."""
+        self._digest()  # the samples before the outage first
+        while not self._recovered.empty():
+            slot, dev = self._recovered.get()
+            slot.close_energy_segment()  # energy is not bridged across the outage
+            slot.device = dev
+            slot.down = False
+            self.devices[slot.index] = dev
+            batch.attach(self._slots.index(slot), dev)
+
+    def _hand_over(self, now: float, next_flush: float) -> float:
+        """Hand the store buffer to the writer; returns the next flush time."""
+        self._digest()
+        self._flush()
+        next_flush += self.flush_interval_s * (
+            1 + int((now - next_flush) // self.flush_interval_s))
+        self._next_flush = next_flush
+        return next_flush
+
+    def _read_slots(self, slots: list[Slot], rows: list, groups: int, mem_tick: bool,
+                    gen: int) -> bool:
+        """One tick of ``groups`` read GPU by GPU into ``rows`` (rates, jitter and energy
+        accounted per sample); a failed read takes its GPU down.  True when the watchdog
+        replaced this thread meanwhile."""
+        call_lock = self._call_lock
+        mono = time.monotonic
+        wall = time.time_ns
+        isnan = math.isnan
+        for slot in slots:
+            dev = slot.device
+            if dev is None:
+                continue
+            w = wall()
+            m = mono()
+            self._call = (slot, m)
+            try:
+                vals, ts = dev.read(groups)
+                if mem_tick:
+                    slot.fb = dev.memory_mib()
+            except NVMLError as exc:
+                with call_lock:
+                    if self._gen != gen:
+                        return True  # replaced by the watchdog while this call hung
+                    self._call = None
+                self._fail(slot, exc, w, m)
+                continue
+            with call_lock:
+                if self._gen != gen:
+                    return True
+                self._call = None
+            row = (w, slot.index, slot.uuid, m, *vals, *ts)
+            rows.append(row)
+            # rates and jitter
+            if slot.n:
+                dt = m - slot.last
+                slot.sum_dt += dt
+                slot.sum_dt2 += dt * dt
+                slot.max_dt = max(slot.max_dt, dt)
+            else:
+                slot.first = m
+            slot.last = m
+            slot.n += 1
+            mn = slot.mask_n
+            mn[groups] = mn.get(groups, 0) + 1
+            # energy two ways
+            e = row[I_ENERGY]
+            if not isnan(e):
+                te = row[I_TS_ENERGY]
+                rec = (e, te * 1e-6 if te is not None else w * 1e-9)
+                if slot.e_last is not None and e < slot.e_last[0]:
+                    slot.close_energy_segment()  # counter reset: a new stretch
+                if slot.e_first is None:
+                    slot.e_first = rec
+                slot.e_last = rec
+            p = row[I_POWER]
+            tp = row[I_TS_POWER]
+            if tp is not None and not isnan(p):
+                t = tp * 1e-6
+                if slot.p_t is not None:
+                    slot.e_int += 0.5 * (p + slot.p_prev) * (t - slot.p_t)
+                    slot.int_n += 1
+                slot.p_prev = p
+                slot.p_t = t
+            slot.latest[groups] = row
+        return False
 
     def _new_batch(self) -> PowerBatch:
         return PowerBatch(self._slots, min(256, math.ceil(BATCH_S / self.interval_s)))

@@ -26,7 +26,7 @@ _EXPORTS = {
                "paused_scenario"),
     "offer": ("FlexOffer", "flex_offer"),
     "targets": ("Targets", "read_targets", "parse_openadr_event", "random_targets"),
-    "plan": ("CurtailmentPlan", "plan_curtailment"),
+    "plan": ("CurtailmentPlan", "PlanMargins", "plan_curtailment"),
     "verify": ("Verification", "verify_event", "BASELINE_METHODS"),
 }
 

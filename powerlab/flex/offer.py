@@ -179,6 +179,11 @@ def flex_offer(scenario: Scenario, curves=None, *, hold_s: float = 3 * 3600.0,
                ) -> FlexOffer:
     """The flexibility offer of a scenario.
 
+    The steps: the hold window (``_hold_window``), the baseline forecast, then one
+    forecast per lever setting on the same seed, each read as the shed over the window
+    (``_cap_rows``, ``_pause_row``, ``_shift_row``), and the battery
+    (``_storage_row``).
+
     Parameters
     ----------
     scenario : Scenario
@@ -205,16 +210,7 @@ def flex_offer(scenario: Scenario, curves=None, *, hold_s: float = 3 * 3600.0,
         raise PowerlabError(f"flex_offer() needs a Scenario, got {type(scenario).__name__}")
     a = assumptions or LeverAssumptions()
     cv = job_curves(scenario, curves)
-    if start is None:
-        w0, w1 = default_window(scenario, hold_s)
-    else:
-        w0 = pd.Timestamp(start)
-        if w0.tz is None:
-            raise PowerlabError(f"start {start!r} has no time zone")
-        w0 = w0.tz_convert("UTC")
-        w1 = min(w0 + pd.Timedelta(seconds=hold_s), scenario.end_utc)
-        if not scenario.start_utc <= w0 < w1:
-            raise PowerlabError(f"start {w0} is outside the scenario's horizon")
+    w0, w1 = _hold_window(scenario, start, hold_s)
     i0 = round((w0 - scenario.start_utc).total_seconds() / tick_s)
     i1 = round((w1 - scenario.start_utc).total_seconds() / tick_s)
     hold_max = (scenario.end_utc - w0).total_seconds()
@@ -224,77 +220,120 @@ def flex_offer(scenario: Scenario, curves=None, *, hold_s: float = 3 * 3600.0,
     first = next(iter(cv.values()))
     if levels_w is None:
         levels_w = np.arange(first.max_limit_w, first.min_limit_w - 1e-9, -50.0)
-    gpus = sum(j.gpus for j in scenario.jobs)
-    rows = []
 
-    def shed_of(res):
+    def shed_of(sc):
+        """Shed over the window of a scenario's forecast on the baseline's seed [MW]:
+        mean, 5th and 95th percentile over draws."""
+        res = forecast(sc, draws=draws, seed=seed, tick_s=tick_s)
         s = (b_mean - _window_means(res, i0, i1)) / 1e6
         return float(s.mean()), float(np.quantile(s, 0.05)), float(np.quantile(s, 0.95))
 
+    rows = []
     for lim in levels_w:
         sc = capped_scenario(scenario, {j.name: float(lim) for j in scenario.jobs}, cv)
-        m, lo, hi = shed_of(forecast(sc, draws=draws, seed=seed, tick_s=tick_s))
-        loss = np.zeros(3)
-        lost = 0.0
-        clocks = []
-        for j in scenario.jobs:
-            c = cv[j.name]
-            p = min(j.compute_w, float(c.power_at_limit(lim)))
-            rr = c.relative_rate(p).iloc[0]
-            ls = 100 * (1 - np.array([rr["rate_mean"], rr["rate_upper"], rr["rate_lower"]]))
-            loss += ls * j.gpus / gpus
-            lost += j.gpus * ls[0] / 100.0
-            clocks.append(float(c.clock_at_power(p)))
-        for lever, resp in (("power_cap", a.power_cap_response_s),
-                            ("clock_lock", a.clock_lock_response_s)):
-            rows.append({"lever": lever, "power_limit_w": float(lim),
-                         "clock_sm_mhz": (np.nan if lever == "power_cap"
-                                          else float(np.nanmean(clocks))),
-                         "shed_megawatts": m, "shed_megawatts_p05": lo,
-                         "shed_megawatts_p95": hi, "notice_s": 0.0, "ramp_time_s": resp,
-                         "hold_max_s": hold_max, "step_rate_loss_pct": loss[0],
-                         "step_rate_loss_pct_lower": loss[1],
-                         "step_rate_loss_pct_upper": loss[2],
-                         "lost_gpu_hours_per_hour": lost, "restart_gpu_hours": 0.0,
-                         "extra_checkpoint_writes": 0, "restart_risk_probability": 0.0,
-                         "note": ("GPU power limit on every GPU of every job"
-                                  if lever == "power_cap" else
-                                  "SM clock locked at the curve's clock for that power")})
-    # pause after an on-demand checkpoint
-    m, lo, hi = shed_of(forecast(paused_scenario(scenario), draws=draws, seed=seed,
-                                 tick_s=tick_s))
-    ck = max(j.checkpoint_duration_s for j in scenario.jobs)
-    rows.append({"lever": "pause", "power_limit_w": np.nan, "clock_sm_mhz": np.nan,
-                 "shed_megawatts": m, "shed_megawatts_p05": lo, "shed_megawatts_p95": hi,
-                 "notice_s": 0.0, "ramp_time_s": ck + a.pause_drain_s,
-                 "hold_max_s": hold_max, "step_rate_loss_pct": 100.0,
-                 "step_rate_loss_pct_lower": 100.0, "step_rate_loss_pct_upper": 100.0,
-                 "lost_gpu_hours_per_hour": float(gpus),
-                 "restart_gpu_hours": float(sum(j.gpus * (j.startup_s + j.checkpoint_duration_s)
-                                                for j in scenario.jobs) / 3600.0),
-                 "extra_checkpoint_writes": len(scenario.jobs),
-                 "restart_risk_probability": float(1 - np.prod(
-                     [1 - restart_risk(j) for j in scenario.jobs])),
-                 "note": "every job checkpoints on demand, then idles; restart costs "
-                         "start-up"})
+        rows += _cap_rows(scenario, cv, float(lim), shed_of(sc), hold_max, a)
+    rows.append(_pause_row(scenario, shed_of(paused_scenario(scenario)), hold_max, a))
     # shift the jobs that would start inside the window
     starting = [j for j in scenario.jobs if w0 <= j.start_utc < w1]
-    if starting:
-        sc = paused_scenario(scenario, {j.name for j in starting})
-        m, lo, hi = shed_of(forecast(sc, draws=draws, seed=seed, tick_s=tick_s))
-    else:
-        m = lo = hi = 0.0
-    rows.append({"lever": "shift_start", "power_limit_w": np.nan, "clock_sm_mhz": np.nan,
-                 "shed_megawatts": m, "shed_megawatts_p05": lo, "shed_megawatts_p95": hi,
-                 "notice_s": 0.0, "ramp_time_s": 0.0, "hold_max_s": (w1 - w0).total_seconds(),
-                 "step_rate_loss_pct": 0.0, "step_rate_loss_pct_lower": 0.0,
-                 "step_rate_loss_pct_upper": 0.0,
-                 "lost_gpu_hours_per_hour": float(sum(j.gpus for j in starting)),
-                 "restart_gpu_hours": 0.0, "extra_checkpoint_writes": 0,
-                 "restart_risk_probability": 0.0,
-                 "note": (f"{len(starting)} job(s) start in the window and wait until it "
-                          "ends" if starting else "no job starts in the window")})
-    bat = scenario.mitigations.battery
+    shed = (shed_of(paused_scenario(scenario, {j.name for j in starting})) if starting
+            else (0.0, 0.0, 0.0))
+    rows.append(_shift_row(starting, shed, (w1 - w0).total_seconds()))
+    rows.append(_storage_row(scenario.mitigations.battery, hold_s, a))
+    df = pd.DataFrame(rows)
+    df.insert(6, "shed_pct_of_it", 100 * df["shed_megawatts"] * 1e6 / full_w)
+    return FlexOffer(df, full_w, (w0, w1), cv, a, draws)
+
+
+def _hold_window(scenario: Scenario, start, hold_s: float
+                 ) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """The hold window from ``start`` (tz-aware, within the horizon), ``hold_s`` long
+    and cut at the horizon's end; :func:`default_window` without a start."""
+    if start is None:
+        return default_window(scenario, hold_s)
+    w0 = pd.Timestamp(start)
+    if w0.tz is None:
+        raise PowerlabError(f"start {start!r} has no time zone")
+    w0 = w0.tz_convert("UTC")
+    w1 = min(w0 + pd.Timedelta(seconds=hold_s), scenario.end_utc)
+    if not scenario.start_utc <= w0 < w1:
+        raise PowerlabError(f"start {w0} is outside the scenario's horizon")
+    return w0, w1
+
+
+def _shed_columns(shed: tuple[float, float, float]) -> dict:
+    m, lo, hi = shed
+    return {"shed_megawatts": m, "shed_megawatts_p05": lo, "shed_megawatts_p95": hi}
+
+
+def _cap_rows(scenario: Scenario, cv: dict, lim: float, shed: tuple, hold_max: float,
+              a: LeverAssumptions) -> list[dict]:
+    """The power-cap and clock-lock rows of one limit: the shed, and the step-rate cost
+    from each job's curve (GPU-weighted; mean, upper and lower band)."""
+    gpus = sum(j.gpus for j in scenario.jobs)
+    loss = np.zeros(3)
+    lost = 0.0
+    clocks = []
+    for j in scenario.jobs:
+        c = cv[j.name]
+        p = min(j.compute_w, float(c.power_at_limit(lim)))
+        rr = c.relative_rate(p).iloc[0]
+        ls = 100 * (1 - np.array([rr["rate_mean"], rr["rate_upper"], rr["rate_lower"]]))
+        loss += ls * j.gpus / gpus
+        lost += j.gpus * ls[0] / 100.0
+        clocks.append(float(c.clock_at_power(p)))
+    rows = []
+    for lever, resp in (("power_cap", a.power_cap_response_s),
+                        ("clock_lock", a.clock_lock_response_s)):
+        rows.append({"lever": lever, "power_limit_w": lim,
+                     "clock_sm_mhz": (np.nan if lever == "power_cap"
+                                      else float(np.nanmean(clocks))),
+                     **_shed_columns(shed), "notice_s": 0.0, "ramp_time_s": resp,
+                     "hold_max_s": hold_max, "step_rate_loss_pct": loss[0],
+                     "step_rate_loss_pct_lower": loss[1],
+                     "step_rate_loss_pct_upper": loss[2],
+                     "lost_gpu_hours_per_hour": lost, "restart_gpu_hours": 0.0,
+                     "extra_checkpoint_writes": 0, "restart_risk_probability": 0.0,
+                     "note": ("GPU power limit on every GPU of every job"
+                              if lever == "power_cap" else
+                              "SM clock locked at the curve's clock for that power")})
+    return rows
+
+
+def _pause_row(scenario: Scenario, shed: tuple, hold_max: float,
+               a: LeverAssumptions) -> dict:
+    """Pause after an on-demand checkpoint: every job checkpoints, then idles."""
+    ck = max(j.checkpoint_duration_s for j in scenario.jobs)
+    return {"lever": "pause", "power_limit_w": np.nan, "clock_sm_mhz": np.nan,
+            **_shed_columns(shed),
+            "notice_s": 0.0, "ramp_time_s": ck + a.pause_drain_s,
+            "hold_max_s": hold_max, "step_rate_loss_pct": 100.0,
+            "step_rate_loss_pct_lower": 100.0, "step_rate_loss_pct_upper": 100.0,
+            "lost_gpu_hours_per_hour": float(sum(j.gpus for j in scenario.jobs)),
+            "restart_gpu_hours": float(sum(j.gpus * (j.startup_s + j.checkpoint_duration_s)
+                                           for j in scenario.jobs) / 3600.0),
+            "extra_checkpoint_writes": len(scenario.jobs),
+            "restart_risk_probability": float(1 - np.prod(
+                [1 - restart_risk(j) for j in scenario.jobs])),
+            "note": "every job checkpoints on demand, then idles; restart costs "
+                    "start-up"}
+
+
+def _shift_row(starting: list, shed: tuple, window_s: float) -> dict:
+    """Shift the jobs that would start inside the window until it ends."""
+    return {"lever": "shift_start", "power_limit_w": np.nan, "clock_sm_mhz": np.nan,
+            **_shed_columns(shed),
+            "notice_s": 0.0, "ramp_time_s": 0.0, "hold_max_s": window_s,
+            "step_rate_loss_pct": 0.0, "step_rate_loss_pct_lower": 0.0,
+            "step_rate_loss_pct_upper": 0.0,
+            "lost_gpu_hours_per_hour": float(sum(j.gpus for j in starting)),
+            "restart_gpu_hours": 0.0, "extra_checkpoint_writes": 0,
+            "restart_risk_probability": 0.0,
+            "note": (f"{len(starting)} job(s) start in the window and wait until it "
+                     "ends" if starting else "no job starts in the window")}
+
+
+def _storage_row(bat, hold_s: float, a: LeverAssumptions) -> dict:
+    """The site battery discharging over the hold window (none: 0 MW)."""
     if bat is not None:
         p = min(bat.power_megawatts, bat.energy_megawatt_hours * bat.initial_soc_fraction
                 * 3600.0 / hold_s)
@@ -303,13 +342,10 @@ def flex_offer(scenario: Scenario, curves=None, *, hold_s: float = 3 * 3600.0,
         note = "site battery discharging over the hold window"
     else:
         p, hmax, note = 0.0, 0.0, "no storage in the scenario"
-    rows.append({"lever": "storage", "power_limit_w": np.nan, "clock_sm_mhz": np.nan,
-                 "shed_megawatts": p, "shed_megawatts_p05": p, "shed_megawatts_p95": p,
-                 "notice_s": 0.0, "ramp_time_s": a.storage_response_s, "hold_max_s": hmax,
-                 "step_rate_loss_pct": 0.0, "step_rate_loss_pct_lower": 0.0,
-                 "step_rate_loss_pct_upper": 0.0, "lost_gpu_hours_per_hour": 0.0,
-                 "restart_gpu_hours": 0.0, "extra_checkpoint_writes": 0,
-                 "restart_risk_probability": 0.0, "note": note})
-    df = pd.DataFrame(rows)
-    df.insert(6, "shed_pct_of_it", 100 * df["shed_megawatts"] * 1e6 / full_w)
-    return FlexOffer(df, full_w, (w0, w1), cv, a, draws)
+    return {"lever": "storage", "power_limit_w": np.nan, "clock_sm_mhz": np.nan,
+            "shed_megawatts": p, "shed_megawatts_p05": p, "shed_megawatts_p95": p,
+            "notice_s": 0.0, "ramp_time_s": a.storage_response_s, "hold_max_s": hmax,
+            "step_rate_loss_pct": 0.0, "step_rate_loss_pct_lower": 0.0,
+            "step_rate_loss_pct_upper": 0.0, "lost_gpu_hours_per_hour": 0.0,
+            "restart_gpu_hours": 0.0, "extra_checkpoint_writes": 0,
+            "restart_risk_probability": 0.0, "note": note}

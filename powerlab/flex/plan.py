@@ -45,7 +45,9 @@ in the same draw, so checkpoints under a cap fall at the capped job's own times.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -67,7 +69,7 @@ from .levers import (
 )
 from .targets import Targets
 
-__all__ = ["CurtailmentPlan", "plan_curtailment"]
+__all__ = ["CurtailmentPlan", "PlanMargins", "plan_curtailment"]
 
 NOTCH_W = 5.0
 SIM_GRID_W = 50.0
@@ -232,13 +234,49 @@ def _ramp_reqs(spec):
     return [r for r in spec.requirements if r.kind == "ramp"]
 
 
+@dataclass(frozen=True)
+class PlanMargins:
+    """Planning margins of :func:`plan_curtailment`.
+
+    Attributes
+    ----------
+    margin_fraction : float
+        Planning margin under each cap [-].
+    min_ramp_share : float
+        Smallest allowed plan ramp as a share of the ramp limit [-].
+    """
+
+    margin_fraction: float = 0.01
+    min_ramp_share: float = 0.1
+
+
+class _Ticks(NamedTuple):
+    """The plan's tick grid: start, number of ticks, tick, times and PUE per tick."""
+
+    t0: pd.Timestamp
+    n: int
+    tick_s: float
+    times: pd.DatetimeIndex
+    pue: np.ndarray
+    pue_max: float
+
+    def index(self, t: pd.Timestamp, rounding) -> int:
+        return rounding((t - self.t0).total_seconds() / self.tick_s)
+
+
 def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=None,
                      response_s: float = 30.0, averaging_s: float = 60.0,
-                     margin_fraction: float = 0.01, min_ramp_share: float = 0.1,
-                     draws: int = 20, seed: int = 0, tick_s: float = 1.0,
-                     simulate: bool = True,
+                     margins: PlanMargins | None = None, draws: int = 20, seed: int = 0,
+                     tick_s: float = 1.0, simulate: bool = True,
                      assumptions: LeverAssumptions | None = None) -> CurtailmentPlan:
     """Plan per-job levers for a target trajectory and simulate the plan.
+
+    The steps (each a function of this module): the tick grid, the allowed ramp rates
+    (``_allowed_rates``), the planned site power (``_planned_power``), its split
+    into per-job limits and pauses (``_allocate``), the schedule and the lost
+    training, then, when ``simulate``, the simulated IT power of every draw
+    (``_simulated_it``) judged per target (``_target_results``) and per ramp
+    requirement (``_ramp_results``).
 
     Parameters
     ----------
@@ -253,16 +291,17 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
         Stated response time: each cap must hold from ``start + response_s`` [s].
     averaging_s : float
         Trailing mean the caps are judged on [s].
-    margin_fraction : float
-        Planning margin under each cap [-].
-    min_ramp_share : float
-        Smallest allowed plan ramp as a share of the ramp limit [-].
+    margins : PlanMargins, optional
+        Planning margin under each cap and smallest allowed plan ramp (default
+        ``PlanMargins()``: 1 % and 10 % of the ramp limit).
     draws, seed : int
         Monte Carlo draws and seed.
     tick_s : float
         Engine and plan tick [s].
     simulate : bool
         False: the search only (the plan and its schedule, no per-target results).
+    assumptions : LeverAssumptions, optional
+        Lever response times (default ``LeverAssumptions()``).
 
     Returns
     -------
@@ -271,7 +310,55 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     if not isinstance(targets, Targets):
         raise PowerlabError("targets must be a Targets object (powerlab.flex.read_targets)")
     a = assumptions or LeverAssumptions()
+    m = margins or PlanMargins()
     cv = job_curves(scenario, curves)
+    g = _tick_grid(scenario, tick_s, draws, simulate)
+    alloc = _Allocator(scenario, cv)
+    base = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s)
+    reqs = _ramp_reqs(spec)
+    scope_spec = getattr(spec, "scope", "facility")
+    b_scope = base.power_w(scope_spec) if reqs else None
+    conv = g.pue_max if scope_spec == "facility" else 1.0
+    r_down, r_up = _allowed_rates(alloc, reqs, b_scope, conv, tick_s,
+                                  (alloc.full_w - alloc.cap_floor_w) / a.power_cap_response_s,
+                                  m.min_ramp_share)
+    p, cap_scope = _planned_power(targets, scenario.site, g, alloc, (r_down, r_up),
+                                  m.margin_fraction, averaging_s - response_s)
+    paused, limits = _allocate(p, alloc, scenario, tick_s)
+    sched = _schedule(g.times, p, alloc, limits, paused)
+    # a lever costs training only while its job holds its GPUs
+    alive = np.array([(g.times >= j.start_utc) & (g.times < j.end_utc) for j in alloc.jobs])
+    share = base.throughput.groupby("job")["effective_training_time"].mean()
+    lost, restart_gh = _lost_training(alloc, cv, limits, paused, alive, share, tick_s)
+    out = {"scenario": scenario, "schedule": sched, "times": g.times, "tick_s": tick_s,
+           "scope": targets.scope, "response_s": response_s, "averaging_s": averaging_s,
+           "draws": draws, "lost_gpu_hours": lost[0], "lost_gpu_hours_lower": lost[1],
+           "lost_gpu_hours_upper": lost[2], "restart_gpu_hours": restart_gh,
+           "rate_down_w_per_s": r_down, "rate_up_w_per_s": r_up, "cap_w": cap_scope,
+           "curves": cv, "targets_in": targets.frame}
+    if not simulate:
+        out.update(targets=pd.DataFrame(), ramps=pd.DataFrame(), baseline_w=None,
+                   plan_w=None)
+        return CurtailmentPlan(**out)
+    it = _simulated_it(scenario, base, alloc, cv, limits, paused, draws, seed, tick_s)
+    site = scenario.site
+    fac = facility_power(it, tick_s, g.pue,
+                         electrical_loss_fraction=site.electrical_loss_fraction,
+                         cooling_time_constant_s=site.cooling_time_constant_s,
+                         base_load_w=site.base_load_w, parts=False).facility_w
+    plan_scope = fac if targets.scope == "facility" else it
+    rows = _target_results(targets.frame, g, plan_scope, alloc, cv, limits, paused, alive,
+                           response_s, averaging_s)
+    ramps = _ramp_results(reqs, fac if scope_spec == "facility" else it, b_scope,
+                          tick_s, r_down, r_up)
+    out.update(targets=pd.DataFrame(rows), ramps=pd.DataFrame(ramps),
+               baseline_w=base.power_w(targets.scope), plan_w=plan_scope)
+    return CurtailmentPlan(**out)
+
+
+def _tick_grid(scenario: Scenario, tick_s: float, draws: int, simulate: bool) -> _Ticks:
+    """The tick grid over the scenario's horizon (refused when the simulation would not
+    fit in memory)."""
     t0 = scenario.start_utc
     n = round((scenario.end_utc - t0).total_seconds() / tick_s)
     if simulate and draws * n > 60_000_000:
@@ -280,22 +367,20 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
             f"{draws * n * 8 * 6 / 2**30:.0f} GiB; use fewer draws, a coarser tick_s or a "
             "shorter horizon (or simulate=False for the plan alone)")
     times = pd.date_range(t0, periods=n, freq=pd.Timedelta(seconds=tick_s))
-    site = scenario.site
-    pue = np.asarray(site.pue_at(times), float) * np.ones(n)
-    pue_max = float(pue.max())
-    alloc = _Allocator(scenario, cv)
-    base = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s)
-    # ---- allowed ramp rates (IT W/s)
-    reqs = _ramp_reqs(spec)
-    scope_spec = getattr(spec, "scope", "facility")
-    b_scope = base.power_w(scope_spec) if reqs else None
-    conv = pue_max if scope_spec == "facility" else 1.0
-    fast = (alloc.full_w - alloc.cap_floor_w) / a.power_cap_response_s
+    pue = np.asarray(scenario.site.pue_at(times), float) * np.ones(n)
+    return _Ticks(t0, n, tick_s, times, pue, float(pue.max()))
+
+
+def _allowed_rates(alloc: _Allocator, reqs: list, b_scope, conv: float, tick_s: float,
+                   fast: float, min_ramp_share: float) -> tuple[float, float]:
+    """Allowed plan ramp rates down and up [IT W/s]: each ramp limit less the baseline's
+    own largest ramp of that window (at least ``min_ramp_share`` of the limit), in IT
+    power (``conv``: the highest PUE for facility-scope limits); ``fast`` without one."""
     r_down = r_up = fast
     for rq in reqs:
         w = whole_ticks(rq.window_s, tick_s)
         worst_up = worst_dn = 0.0
-        for d in range(draws):
+        for d in range(len(b_scope)):
             rr = _ramp_series(b_scope[d], w, rq.window_s)
             worst_up, worst_dn = max(worst_up, rr.max()), max(worst_dn, -rr.min())
         lim = rq.limit_si
@@ -303,28 +388,33 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
             r_down = min(r_down, max(lim - worst_dn, min_ramp_share * lim) / conv)
         if rq.direction in ("up", "both"):
             r_up = min(r_up, max(lim - worst_up, min_ramp_share * lim) / conv)
-    # ---- caps on the tick grid (IT W), cones, envelope
-    f = targets.frame
+    return r_down, r_up
+
+
+def _planned_power(targets: Targets, site, g: _Ticks, alloc: _Allocator,
+                   rates: tuple[float, float], margin_fraction: float,
+                   judged_early_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """The planned site power ``P(t)`` [IT W] (lower envelope of the caps' cones, limited
+    in its rise and fall) and the caps in the targets' scope per tick [W]."""
+    r_down, r_up = rates
+    n, tick_s = g.n, g.tick_s
     lead = 3 * site.cooling_time_constant_s if targets.scope == "facility" else 0.0
     env = np.full(n, alloc.full_w)
     cap_scope = np.full(n, np.inf)
-    notice_idx = np.zeros(len(f), np.int64)
-    for i, r in enumerate(f.itertuples()):
-        i0 = math.floor((r.start_utc - t0).total_seconds() / tick_s)
-        i1 = math.ceil((r.end_utc - t0).total_seconds() / tick_s)
+    for r in targets.frame.itertuples():
+        i0, i1 = g.index(r.start_utc, math.floor), g.index(r.end_utc, math.ceil)
         i0c, i1c = max(i0, 0), min(i1, n)
         if i1c <= i0c:
             continue
         cap_scope[i0c:i1c] = np.minimum(cap_scope[i0c:i1c], r.cap_w)
         c = r.cap_w * (1 - margin_fraction)
         if targets.scope == "facility":
-            c = (c - site.base_load_w) / pue_max
+            c = (c - site.base_load_w) / g.pue_max
         # at the cap early enough that the trailing mean judged from start + response
         # holds no pre-start power (and, for facility caps, the cooling has followed)
-        early = lead + max(0.0, averaging_s - response_s)
+        early = lead + max(0.0, judged_early_s)
         nt = r.notice_utc
-        ni = 0 if pd.isna(nt) else max(0, int((nt - t0).total_seconds() // tick_s))
-        notice_idx[i] = ni
+        ni = 0 if pd.isna(nt) else max(0, int((nt - g.t0).total_seconds() // tick_s))
         # never acted on before it is known
         j0 = max(0, i0 - round(early / tick_s), min(ni, i0c))
         env[j0:i1c] = np.minimum(env[j0:i1c], c)
@@ -340,13 +430,19 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     p = up * k + np.minimum.accumulate(env - up * k)
     dn = r_down * tick_s
     p = np.maximum(p, -dn * k + np.maximum.accumulate(p + dn * k))
-    p = np.minimum(p, alloc.full_w)
-    # ---- allocation: caps, then pauses where capping is not enough
+    return np.minimum(p, alloc.full_w), cap_scope
+
+
+def _allocate(p: np.ndarray, alloc: _Allocator, scenario: Scenario,
+              tick_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-job pauses (where capping every job is not enough: largest shed first, from a
+    checkpoint before) and power limits per tick for the planned power ``p``."""
     need_pause = p < alloc.cap_floor_w - 1e-6
-    paused = np.zeros((len(alloc.jobs), n), bool)
+    paused = np.zeros((len(alloc.jobs), len(p)), bool)
     shed = alloc.full_w - p
     if need_pause.any():
-        order = np.argsort([-(t[1][0] - j.gpus * scenario.hardware.gpu_idle_w)
+        idle_w = scenario.hardware.gpu_idle_w
+        order = np.argsort([-(t[1][0] - j.gpus * idle_w)
                             for j, t in zip(alloc.jobs, alloc.tables)])
         runs = np.flatnonzero(np.diff(np.concatenate([[0], need_pause.astype(int), [0]])))
         for s, e in zip(runs[::2], runs[1::2]):
@@ -359,21 +455,30 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
                     break
                 j = alloc.jobs[ji]
                 paused[ji, s0:e] = True
-                got += alloc.tables[ji][1][-1] - j.gpus * scenario.hardware.gpu_idle_w
+                got += alloc.tables[ji][1][-1] - j.gpus * idle_w
             shed[s0:e] = np.maximum(shed[s0:e] - got, 0.0)
-    limits = alloc.limits(shed, [True] * len(alloc.jobs))
+    return paused, alloc.limits(shed, [True] * len(alloc.jobs))
+
+
+def _schedule(times, p: np.ndarray, alloc: _Allocator, limits: np.ndarray,
+              paused: np.ndarray) -> pd.DataFrame:
+    """Per tick: planned IT power, each job's limit (NaN: not capped) and pause flag."""
     sched = pd.DataFrame({"timestamp": times, "planned_it_power_megawatts": p / 1e6})
     for ji, j in enumerate(alloc.jobs):
         top = alloc.tables[ji][0][0]
         lim = np.where(limits[ji] < top, limits[ji], np.nan)
         sched[f"power_limit_w[{j.name}]"] = np.where(paused[ji], np.nan, lim)
         sched[f"paused[{j.name}]"] = paused[ji]
-    # ---- lost training (planned, then weighted by each draw's training share)
+    return sched
+
+
+def _lost_training(alloc: _Allocator, cv: dict, limits: np.ndarray, paused: np.ndarray,
+                   alive: np.ndarray, share: pd.Series,
+                   tick_s: float) -> tuple[np.ndarray, float]:
+    """Planned lost training [GPU-h] (curve mean, upper and lower band; each job weighted
+    by its share of time training over the draws) and, of it, restarts of paused jobs."""
     lost = np.zeros(3)
     restart_gh = 0.0
-    share = base.throughput.groupby("job")["effective_training_time"].mean()
-    # a lever costs training only while its job holds its GPUs
-    alive = np.array([(times >= j.start_utc) & (times < j.end_utc) for j in alloc.jobs])
     for ji, j in enumerate(alloc.jobs):
         c = cv[j.name]
         lim = limits[ji]
@@ -386,18 +491,15 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
         lost += j.gpus * (paused[ji] & alive[ji]).sum() * tick_s / 3600
         starts = np.flatnonzero(np.diff(np.concatenate([[0], paused[ji].astype(int)])) == 1)
         restart_gh += len(starts) * j.gpus * (j.startup_s + j.checkpoint_duration_s) / 3600
-    lost += restart_gh
-    out = {"scenario": scenario, "schedule": sched, "times": times, "tick_s": tick_s,
-               "scope": targets.scope, "response_s": response_s, "averaging_s": averaging_s,
-               "draws": draws, "lost_gpu_hours": lost[0], "lost_gpu_hours_lower": lost[1],
-               "lost_gpu_hours_upper": lost[2], "restart_gpu_hours": restart_gh,
-               "rate_down_w_per_s": r_down, "rate_up_w_per_s": r_up, "cap_w": cap_scope,
-               "curves": cv, "targets_in": f}
-    if not simulate:
-        out.update(targets=pd.DataFrame(), ramps=pd.DataFrame(), baseline_w=None,
-                   plan_w=None)
-        return CurtailmentPlan(**out)
-    # ---- simulation over every draw
+    return lost + restart_gh, restart_gh
+
+
+def _simulated_it(scenario: Scenario, base, alloc: _Allocator, cv: dict,
+                  limits: np.ndarray, paused: np.ndarray, draws: int, seed: int,
+                  tick_s: float) -> np.ndarray:
+    """IT power of every draw under the plan [W]: the baseline plus each job's change
+    under its limit (interpolated between forecasts at a 50-W grid of limits) or paused,
+    all on the same seed."""
     it = base.it_w.copy()
     for ji, j in enumerate(alloc.jobs):
         lims_tab = alloc.tables[ji][0]
@@ -417,17 +519,20 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
             dlt = forecast(paused_scenario(scenario, {j.name}), draws=draws, seed=seed,
                            tick_s=tick_s).it_w - base.it_w
             it += paused[ji] * dlt
-    fac = facility_power(it, tick_s, pue, electrical_loss_fraction=site.electrical_loss_fraction,
-                         cooling_time_constant_s=site.cooling_time_constant_s,
-                         base_load_w=site.base_load_w, parts=False).facility_w
-    plan_scope = fac if targets.scope == "facility" else it
-    base_scope = base.power_w(targets.scope)
-    wa = max(1, round(averaging_s / tick_s))
-    tm = _trailing_mean(plan_scope, wa)
+    return it
+
+
+def _target_results(f: pd.DataFrame, g: _Ticks, plan_scope: np.ndarray,
+                    alloc: _Allocator, cv: dict, limits: np.ndarray, paused: np.ndarray,
+                    alive: np.ndarray, response_s: float, averaging_s: float) -> list[dict]:
+    """Per target: met share and met, worst overshoot, worst response time, lost
+    training, judged on the trailing ``averaging_s`` mean of the simulated power."""
+    tick_s = g.tick_s
+    tm = _trailing_mean(plan_scope, max(1, round(averaging_s / tick_s)))
     rows = []
-    for i, r in enumerate(f.itertuples()):
-        i0 = max(0, math.floor((r.start_utc - t0).total_seconds() / tick_s))
-        i1 = min(n, math.ceil((r.end_utc - t0).total_seconds() / tick_s))
+    for r in f.itertuples():
+        i0 = max(0, g.index(r.start_utc, math.floor))
+        i1 = min(g.n, g.index(r.end_utc, math.ceil))
         seg = tm[:, i0:i1] - r.cap_w
         ir = min(math.ceil(response_s / tick_s), i1 - i0 - 1)
         over = seg > 1e-6
@@ -435,12 +540,9 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
         last_over = np.where(over.any(axis=1),
                              over.shape[1] - np.argmax(over[:, ::-1], axis=1), 0)
         resp = last_over * tick_s
-        jl = [c for c in sched.columns if c.startswith("power_limit_w[")]
         lost_t = 0.0
-        for ji, col in enumerate(jl):
-            jb = alloc.jobs[ji]
-            lv = limits[ji, i0:i1]
-            rr = job_rate(cv[jb.name], jb, lv)
+        for ji, jb in enumerate(alloc.jobs):
+            rr = job_rate(cv[jb.name], jb, limits[ji, i0:i1])
             lost_t += jb.gpus * float(((1 - np.where(paused[ji, i0:i1], 0.0, rr))
                                        * alive[ji, i0:i1]).sum()) * tick_s / 3600
         rows.append({"start_utc": r.start_utc, "end_utc": r.end_utc,
@@ -448,14 +550,21 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
                      "met_share": float(met.mean()), "met": bool(met.all()),
                      "worst_overshoot_megawatts": float(seg[:, ir:].max()) / 1e6,
                      "response_time_s": float(resp.max()), "lost_gpu_hours": lost_t})
+    return rows
+
+
+def _ramp_results(reqs: list, scope_plan: np.ndarray, b_scope, tick_s: float,
+                  r_down: float, r_up: float) -> list[dict]:
+    """Per ramp requirement and direction: the plan's violations over all draws (a ramp
+    over the limit and over the baseline's own largest ramp in that draw) and the worst
+    plan and baseline ramps."""
     ramps = []
-    scope_plan = fac if scope_spec == "facility" else it
     for rq in reqs:
         w = whole_ticks(rq.window_s, tick_s)
         for direction in (("up", "down") if rq.direction == "both" else (rq.direction,)):
             sgn = 1.0 if direction == "up" else -1.0
             viol, worst, worst_b = 0, 0.0, 0.0
-            for d in range(draws):
+            for d in range(len(scope_plan)):
                 rp = sgn * _ramp_series(scope_plan[d], w, rq.window_s)
                 rb = sgn * _ramp_series(b_scope[d], w, rq.window_s)
                 # the plan violates where its ramp exceeds the limit and everything the
@@ -473,6 +582,4 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
                           "violations": viol,
                           "worst_plan_ramp": worst / rq.unit_factor,
                           "worst_baseline_ramp": worst_b / rq.unit_factor})
-    out.update(targets=pd.DataFrame(rows), ramps=pd.DataFrame(ramps), baseline_w=base_scope,
-               plan_w=plan_scope)
-    return CurtailmentPlan(**out)
+    return ramps

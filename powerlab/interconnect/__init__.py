@@ -75,6 +75,7 @@ _EXPORTS = {
         "energisation_schedule", "schedule_power",
     ),
     "studypackage": (
+        "MeasuredOptions", "PmuSettings", "RideThrough", "SagAssumptions", "ShortWindow",
         "StudyPackage", "ride_through_table", "spectrum_lines", "study_package",
     ),
 }

@@ -401,6 +401,40 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
                             f"{sampling!r}")
     start, end = (to_utc(start, what="start", optional=True),
                   to_utc(end, what="end", optional=True))
+    df, scope = _power_rows(data, scope, start, end)
+    if pue is not None and not (math.isfinite(pue) and 1.0 <= pue <= 10.0):
+        raise PowerlabError(f"pue must be a number from 1 to 10, got {pue!r}")
+    if not (math.isfinite(base_load_w) and 0 <= base_load_w <= 10e9):
+        raise PowerlabError(f"base_load_w must be from 0 to 10 GW (1e10 W), got "
+                            f"{base_load_w!r}")
+    devices = _device_readings(df, scope)
+    intervals = [float(np.median(np.diff(t))) / 1e9 for _, t, _ in devices]
+    native = max(intervals)
+    tick = float(tick_s) if tick_s is not None else _nice_tick(native)
+    if not (math.isfinite(tick) and tick > 0):
+        raise PowerlabError(f"tick_s must be > 0, got {tick_s!r}")
+    grid = _common_grid(devices, tick)
+    total = np.zeros(len(grid))
+    for (key, t, p), iv in zip(devices, intervals):
+        _check_gaps(key, t, grid, (max_gap_s if max_gap_s is not None else 3.0 * iv) * 1e9)
+        total += np.interp(grid.astype(float), t.astype(float), p)
+    kind = "node AC power" if scope == "node" else "GPU power only"
+    desc = (f"measured: {len(devices)} {scope}-scope devices ({kind}), readings every "
+            f"{native:g} s (median, slowest device) linearly interpolated to {tick:g}-s "
+            "ticks and summed")
+    fac = None
+    if pue is not None:
+        fac = total * pue + base_load_w
+        desc += f"; facility = IT x {pue:g} + {base_load_w:g} W"
+    return PowerTrace(draw=0, tick_s=tick, start_utc=pd.Timestamp(int(grid[0]), tz="UTC"),
+                      it_w=total, facility_w=fac, native_interval_s=native,
+                      description=desc + f"; readings taken as {sampling.replace('_', ' ')}s",
+                      sampling=sampling)
+
+
+def _power_rows(data, scope: str, start, end) -> tuple[pd.DataFrame, str]:
+    """The telemetry's power readings of one scope within ``[start, end)`` (read from a
+    path when not a frame), and that scope (``auto``: node if there are node rows)."""
     if not isinstance(data, pd.DataFrame):
         data = read_telemetry(data, start=start, end=end)
     need = {"timestamp", "host", "power_w"}
@@ -425,11 +459,12 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
     df = df[(sc == scope).to_numpy() & df["power_w"].notna().to_numpy()]
     if df.empty:
         raise AnalysisError(f"no {scope}-scope power readings in the telemetry (and range)")
-    if pue is not None and not (math.isfinite(pue) and 1.0 <= pue <= 10.0):
-        raise PowerlabError(f"pue must be a number from 1 to 10, got {pue!r}")
-    if not (math.isfinite(base_load_w) and 0 <= base_load_w <= 10e9):
-        raise PowerlabError(f"base_load_w must be from 0 to 10 GW (1e10 W), got "
-                            f"{base_load_w!r}")
+    return df, scope
+
+
+def _device_readings(df: pd.DataFrame, scope: str) -> list[tuple]:
+    """Per device (host, and GPU index at GPU scope): ``(key, t [ns], power [W])`` with
+    duplicate timestamps averaged, in key order."""
     t_ns = pd.to_datetime(df["timestamp"], utc=True).astype("datetime64[ns, UTC]")
     keys = ["host"] + (["gpu_index"] if scope == "gpu" and "gpu_index" in df.columns else [])
     frame = pd.DataFrame({"t": t_ns.astype("int64").to_numpy(),
@@ -443,11 +478,12 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
         if len(t) < 2:
             raise AnalysisError(f"device {key} has fewer than two power readings")
         devices.append((key, t, g.to_numpy(float)))
-    intervals = [float(np.median(np.diff(t))) / 1e9 for _, t, _ in devices]
-    native = max(intervals)
-    tick = float(tick_s) if tick_s is not None else _nice_tick(native)
-    if not (math.isfinite(tick) and tick > 0):
-        raise PowerlabError(f"tick_s must be > 0, got {tick_s!r}")
+    return devices
+
+
+def _common_grid(devices: list[tuple], tick: float) -> np.ndarray:
+    """The whole ticks [ns] within the span where every device has readings (its size
+    checked before it is allocated)."""
     t_lo = max(int(t[0]) for _, t, _ in devices)
     t_hi = min(int(t[-1]) for _, t, _ in devices)
     tick_ns = round(tick * 1e9)
@@ -460,31 +496,20 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
             f"tick_s {tick:g} over the {(t_hi - first) / 1e9:,.0f}-s span makes {n:,} ticks "
             f"(about {n * _BYTES_PER_TICK / 2**30:,.1f} GiB); at most {MAX_TRACE_TICKS:,}: "
             "use a larger tick or a shorter span (start/end)")
-    grid = first + np.arange(n, dtype=np.int64) * tick_ns
-    total = np.zeros(n)
-    for (key, t, p), iv in zip(devices, intervals):
-        gap_max = (max_gap_s if max_gap_s is not None else 3.0 * iv) * 1e9
-        dt = np.diff(t)
-        used = (t[1:] > first) & (t[:-1] < grid[-1])   # intervals the grid falls into
-        if used.any() and dt[used].max() > gap_max:
-            j = int(np.flatnonzero(used & (dt == dt[used].max()))[0])
-            raise AnalysisError(
-                f"device {key}: no reading for {dt[j] / 1e9:g} s after "
-                f"{pd.Timestamp(t[j], tz='UTC')} (longest gap bridged: {gap_max / 1e9:g} s); "
-                "choose a span without it (start/end) or raise max_gap_s")
-        total += np.interp(grid.astype(float), t.astype(float), p)
-    kind = "node AC power" if scope == "node" else "GPU power only"
-    desc = (f"measured: {len(devices)} {scope}-scope devices ({kind}), readings every "
-            f"{native:g} s (median, slowest device) linearly interpolated to {tick:g}-s "
-            "ticks and summed")
-    fac = None
-    if pue is not None:
-        fac = total * pue + base_load_w
-        desc += f"; facility = IT x {pue:g} + {base_load_w:g} W"
-    return PowerTrace(draw=0, tick_s=tick, start_utc=pd.Timestamp(first, tz="UTC"),
-                      it_w=total, facility_w=fac, native_interval_s=native,
-                      description=desc + f"; readings taken as {sampling.replace('_', ' ')}s",
-                      sampling=sampling)
+    return first + np.arange(n, dtype=np.int64) * tick_ns
+
+
+def _check_gaps(key, t: np.ndarray, grid: np.ndarray, gap_max: float) -> None:
+    """Refuse a gap between two of a device's readings longer than ``gap_max`` [ns]
+    where the grid falls into it: a missing reading is not a load drop."""
+    dt = np.diff(t)
+    used = (t[1:] > grid[0]) & (t[:-1] < grid[-1])   # intervals the grid falls into
+    if used.any() and dt[used].max() > gap_max:
+        j = int(np.flatnonzero(used & (dt == dt[used].max()))[0])
+        raise AnalysisError(
+            f"device {key}: no reading for {dt[j] / 1e9:g} s after "
+            f"{pd.Timestamp(t[j], tz='UTC')} (longest gap bridged: {gap_max / 1e9:g} s); "
+            "choose a span without it (start/end) or raise max_gap_s")
 
 
 def open_source(path: str | Path):

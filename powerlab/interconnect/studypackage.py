@@ -46,6 +46,11 @@ __all__ = [
     "ITIC_RIDE_THROUGH",
     "OBSERVED_LINES_HZ",
     "PER_DRAW_COLUMNS",
+    "MeasuredOptions",
+    "PmuSettings",
+    "RideThrough",
+    "SagAssumptions",
+    "ShortWindow",
     "StudyPackage",
     "itic_rides_through",
     "ride_through_table",
@@ -201,12 +206,35 @@ def _near(f: np.ndarray, targets, tol: float) -> list[str]:
 # --------------------------------------------------------------------------- ride-through
 
 
+@dataclass(frozen=True)
+class SagAssumptions:
+    """What a sag does to the site, as assumed by :func:`ride_through_table` (stated in
+    the table's ``attrs``).
+
+    Attributes
+    ----------
+    trip_fraction_outside_itic : float, default 1
+        Share of the nodes' supplies that trip when the sag lies outside the ITIC
+        no-interruption region [-].
+    ups_fraction : float, default 0
+        Share of the untripped load that moves to UPS during the sag [-].
+    ups_return_s : float, default 0
+        Time the UPS load takes to return to the grid after the sag [s].
+    outage_s : float, default 600
+        How long tripped nodes stay down (at least the sag) [s].
+    """
+
+    trip_fraction_outside_itic: float = 1.0
+    ups_fraction: float = 0.0
+    ups_return_s: float = 0.0
+    outage_s: float = 600.0
+
+
 def ride_through_table(scenario, at_utc, *, residual_voltages_pu=(0.0, 0.5, 0.7, 0.8, 0.9),
                        durations_s=(0.02, 0.1, 0.5, 1.0, 3.0, 10.0), draws: int = 3,
                        seed: int = 0, tick_s: float | None = None, scope: str = "facility",
-                       trip_fraction_outside_itic: float = 1.0, ups_fraction: float = 0.0,
-                       ups_return_s: float = 0.0, outage_s: float = 600.0,
-                       after_s: float = 1.0, recovery_tolerance: float = 0.05,
+                       assumptions: SagAssumptions | None = None, after_s: float = 1.0,
+                       recovery_tolerance: float = 0.05,
                        follow_s: float | None = None) -> pd.DataFrame:
     """Load lost and recovery for a grid of voltage sags, from the disturbance model.
 
@@ -214,9 +242,10 @@ def ride_through_table(scenario, at_utc, *, residual_voltages_pu=(0.0, 0.5, 0.7,
     ``at_utc`` twice on the same draws and seed: without the sag and with it
     (:class:`~powerlab.grid.disturbances.VoltageSag`; the engine's other random streams
     do not depend on the sag, so the draws are the same load).  The nodes' supplies trip
-    (``trip_fraction_outside_itic``) when the sag lies outside the ITIC no-interruption
-    region (:func:`itic_rides_through`), else not; ``ups_fraction`` of the untripped load
-    moves to UPS during the sag.  These are assumptions of the table, stated in it.
+    (``assumptions.trip_fraction_outside_itic``) when the sag lies outside the ITIC
+    no-interruption region (:func:`itic_rides_through`), else not;
+    ``assumptions.ups_fraction`` of the untripped load moves to UPS during the sag.
+    These are assumptions of the table (:class:`SagAssumptions`), stated in it.
 
     Per draw, with ``P0`` the power without and ``P1`` with the sag, from the sag start
     ``a`` and end ``b``: load lost **during the sag** ``max(P0 - P1)`` over ``[a, b)``;
@@ -224,8 +253,8 @@ def ride_through_table(scenario, at_utc, *, residual_voltages_pu=(0.0, 0.5, 0.7,
     ``a`` until the first whole second ``t >= b`` at which the mean of ``P1`` over the
     next minute is within ``recovery_tolerance`` of the loss of the mean of ``P0``
     (1-min means, so the job's step rhythm, whose phase a restart changes, does not
-    count); 0 when nothing is lost, NaN when not within ``follow_s``.  A sag with no
-    effect reads 0 exactly.
+    count); 0 when nothing is lost, NaN when not within ``follow_s`` (default: the
+    outage, the longest job start-up and 600 s).  A sag with no effect reads 0 exactly.
 
     Returns
     -------
@@ -238,72 +267,86 @@ def ride_through_table(scenario, at_utc, *, residual_voltages_pu=(0.0, 0.5, 0.7,
     from ..grid.disturbances import VoltageSag
     from ..grid.forecast import forecast
 
+    sa = assumptions or SagAssumptions()
     at = pd.Timestamp(at_utc)
     tick = float(tick_s or scenario.tick_s)
     job_startup = max((j.startup_s for j in scenario.jobs), default=0.0)
     if follow_s is None:
-        follow_s = outage_s + job_startup + 600.0
+        follow_s = sa.outage_s + job_startup + 600.0
     window0 = at - pd.Timedelta(seconds=120)
     window1 = at + pd.Timedelta(seconds=max(durations_s) + follow_s + 60.0)
     base = scenario.replace(horizon_start_utc=window0, horizon_end_utc=window1,
                             disturbances=())
-    r0 = forecast(base, draws=draws, seed=seed, tick_s=tick)
-    p0 = r0.power_w(scope)
+    p0 = forecast(base, draws=draws, seed=seed, tick_s=tick).power_w(scope)
     a = round((at - window0).total_seconds() / tick)
-    per_s = max(1, round(1.0 / tick))
-    per_min = 60 * per_s
     rows = []
     for v in residual_voltages_pu:
         for d in durations_s:
             rides = itic_rides_through(v, d)
-            trip = 0.0 if rides else float(trip_fraction_outside_itic)
+            trip = 0.0 if rides else float(sa.trip_fraction_outside_itic)
             sag = VoltageSag(name="sag", at_utc=at, residual_voltage_pu=float(v),
                              duration_s=float(d), trip_fraction=trip,
-                             ups_fraction=float(ups_fraction),
-                             ups_return_s=float(ups_return_s),
-                             outage_s=max(float(outage_s), float(d)))
-            r1 = forecast(base.replace(disturbances=(sag,)), draws=draws, seed=seed,
-                          tick_s=tick)
-            p1 = r1.power_w(scope)
+                             ups_fraction=float(sa.ups_fraction),
+                             ups_return_s=float(sa.ups_return_s),
+                             outage_s=max(float(sa.outage_s), float(d)))
+            p1 = forecast(base.replace(disturbances=(sag,)), draws=draws, seed=seed,
+                          tick_s=tick).power_w(scope)
             b = a + max(1, round(d / tick))
             c = min(p0.shape[1], b + max(1, round(after_s / tick)))
-            during, after, rec = [], [], []
-            for k in range(draws):
-                lost = p0[k] - p1[k]
-                dl = max(0.0, float(lost[a:b].max()))
-                al = max(0.0, float(lost[b:c].max())) if c > b else 0.0
-                during.append(dl)
-                after.append(al)
-                loss = max(dl, al)
-                if loss == 0.0:
-                    rec.append(0.0)
-                    continue
-                c0 = np.concatenate([[0.0], np.cumsum(p0[k])])
-                c1 = np.concatenate([[0.0], np.cumsum(p1[k])])
-                starts = np.arange(b, p0.shape[1] - per_min + 1, per_s)
-                gap = (c0[starts + per_min] - c0[starts] - c1[starts + per_min]
-                       + c1[starts]) / per_min
-                ok = np.flatnonzero(gap <= recovery_tolerance * loss)
-                rec.append(float((starts[ok[0]] - a) * tick) if len(ok) else math.nan)
-            rec_a = np.asarray(rec)
-            fin = rec_a[np.isfinite(rec_a)]
-            rows.append({
-                "residual_voltage_pu": float(v), "duration_s": float(d),
-                "itic_ride_through": rides, "trip_fraction": trip,
-                "load_lost_megawatts_during_sag_median": float(np.median(during)) / 1e6,
-                "load_lost_megawatts_during_sag_max": float(np.max(during)) / 1e6,
-                "load_lost_megawatts_after_sag_median": float(np.median(after)) / 1e6,
-                "load_lost_megawatts_after_sag_max": float(np.max(after)) / 1e6,
-                "recovery_s_median": float(np.median(rec_a)) if len(fin) == len(rec_a)
-                else math.nan,
-                "recovery_s_max": float(fin.max()) if len(fin) == len(rec_a) else math.nan,
-                "draws": draws,
-            })
+            during, after, rec = _sag_effect(p0, p1, (a, b, c), tick, recovery_tolerance)
+            rows.append(_sag_row(v, d, rides, trip, during, after, rec, draws))
     out = pd.DataFrame(rows)
-    out.attrs.update(at_utc=at, scope=scope, ups_fraction=ups_fraction, outage_s=outage_s,
-                     after_s=after_s, follow_s=follow_s,
-                     trip_fraction_outside_itic=trip_fraction_outside_itic)
+    out.attrs.update(at_utc=at, scope=scope, ups_fraction=sa.ups_fraction,
+                     outage_s=sa.outage_s, after_s=after_s, follow_s=follow_s,
+                     trip_fraction_outside_itic=sa.trip_fraction_outside_itic)
     return out
+
+
+def _sag_effect(p0: np.ndarray, p1: np.ndarray, abc: tuple[int, int, int], tick: float,
+                recovery_tolerance: float) -> tuple[list, list, list]:
+    """Per draw: load lost during ``[a, b)`` and after ``[b, c)`` the sag [W], and the
+    recovery time from ``a`` [s] (see :func:`ride_through_table`)."""
+    a, b, c = abc
+    per_s = max(1, round(1.0 / tick))
+    per_min = 60 * per_s
+    during, after, rec = [], [], []
+    for k in range(len(p0)):
+        lost = p0[k] - p1[k]
+        dl = max(0.0, float(lost[a:b].max()))
+        al = max(0.0, float(lost[b:c].max())) if c > b else 0.0
+        during.append(dl)
+        after.append(al)
+        loss = max(dl, al)
+        if loss == 0.0:
+            rec.append(0.0)
+            continue
+        c0 = np.concatenate([[0.0], np.cumsum(p0[k])])
+        c1 = np.concatenate([[0.0], np.cumsum(p1[k])])
+        starts = np.arange(b, p0.shape[1] - per_min + 1, per_s)
+        gap = (c0[starts + per_min] - c0[starts] - c1[starts + per_min]
+               + c1[starts]) / per_min
+        ok = np.flatnonzero(gap <= recovery_tolerance * loss)
+        rec.append(float((starts[ok[0]] - a) * tick) if len(ok) else math.nan)
+    return during, after, rec
+
+
+def _sag_row(v, d, rides: bool, trip: float, during: list, after: list, rec: list,
+             draws: int) -> dict:
+    """One row of the ride-through table (medians and maxima over the draws)."""
+    rec_a = np.asarray(rec)
+    fin = rec_a[np.isfinite(rec_a)]
+    return {
+        "residual_voltage_pu": float(v), "duration_s": float(d),
+        "itic_ride_through": rides, "trip_fraction": trip,
+        "load_lost_megawatts_during_sag_median": float(np.median(during)) / 1e6,
+        "load_lost_megawatts_during_sag_max": float(np.max(during)) / 1e6,
+        "load_lost_megawatts_after_sag_median": float(np.median(after)) / 1e6,
+        "load_lost_megawatts_after_sag_max": float(np.max(after)) / 1e6,
+        "recovery_s_median": float(np.median(rec_a)) if len(fin) == len(rec_a)
+        else math.nan,
+        "recovery_s_max": float(fin.max()) if len(fin) == len(rec_a) else math.nan,
+        "draws": draws,
+    }
 
 
 # --------------------------------------------------------------------------- the package
@@ -384,15 +427,92 @@ def _limits(spec: RequirementSpec) -> tuple[dict, float | None, float]:
     return ramps, step, within
 
 
+@dataclass(frozen=True)
+class ShortWindow:
+    """The short window of :func:`study_package` (spectrum and PMU view).
+
+    Attributes
+    ----------
+    tick_s : float, default 0.01
+        Tick of the short window forecast [s]; 0.01 s resolves up to 50 Hz.
+    window_s : float, default 300
+        Length of the short window [s].
+    start_utc : datetime-like, optional
+        Start of the short window; default 30 s before draw 0's largest rise between
+        1-s means (the PMU view shows that ramp; the spectrum then leaves out the first
+        40 s of the window, so that it shows the steady rhythm after the ramp).
+    """
+
+    tick_s: float = 0.01
+    window_s: float = 300.0
+    start_utc: object = None
+
+
+@dataclass(frozen=True)
+class RideThrough:
+    """The ride-through table of :func:`study_package` (:func:`ride_through_table`).
+
+    Attributes
+    ----------
+    draws : int, default 3
+        Monte Carlo draws of the table [-].
+    at_utc : datetime-like, optional
+        When the sags strike; default draw 0's peak.
+    """
+
+    draws: int = 3
+    at_utc: object = None
+
+
+@dataclass(frozen=True)
+class PmuSettings:
+    """The reference PMUs (IEEE C37.118.1) of the PMU view.
+
+    Attributes
+    ----------
+    f0_hz : float, default 60
+        Nominal frequency [Hz].
+    reporting_rate_fps : int, default 60
+        Reporting rate [frames/s].
+    """
+
+    f0_hz: float = 60.0
+    reporting_rate_fps: int = 60
+
+
+@dataclass(frozen=True)
+class MeasuredOptions:
+    """How measured telemetry becomes a trace (see
+    :func:`~powerlab.interconnect.powertrace.trace_from_telemetry`).
+
+    Attributes
+    ----------
+    pue : float, optional
+        When given, facility power is IT power x ``pue`` + ``base_load_w`` [-].
+    base_load_w : float, default 0
+        Non-IT load [W].
+    start, end : datetime-like, optional
+        Time range to use (tz-aware).
+    """
+
+    pue: float | None = None
+    base_load_w: float = 0.0
+    start: object = None
+    end: object = None
+
+
 def study_package(source, spec, *, draws: int = 20, seed: int = 0,
-                  tick_s: float | None = None, short_tick_s: float = 0.01,
-                  short_window_s: float = 300.0, short_start_utc=None,
-                  ride_through: bool = True, ride_through_draws: int = 3,
-                  ride_through_at_utc=None, f0_hz: float = 60.0,
-                  reporting_rate_fps: int = 60, probabilities=(0.5, 0.1, 0.05),
-                  pue: float | None = None, base_load_w: float = 0.0,
-                  start=None, end=None, max_block_w: float | None = None) -> StudyPackage:
+                  tick_s: float | None = None, short: ShortWindow | None = None,
+                  ride_through: RideThrough | bool = True, pmu: PmuSettings | None = None,
+                  probabilities=(0.5, 0.1, 0.05), measured: MeasuredOptions | None = None,
+                  max_block_w: float | None = None) -> StudyPackage:
     """Build the large-load study package.
+
+    The steps: the figures of every draw over the whole horizon (``_horizon``), their
+    exceedance envelope and the energisation schedule, the short window
+    (``_short_scenario`` or ``_short_measured``), the spectrum and its lines
+    (``_spectrum_tables``), the PMU view (``_pmu_tables``) and the ride-through
+    table (:func:`ride_through_table`).
 
     Parameters
     ----------
@@ -406,26 +526,19 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
         Monte Carlo draws and seed of the forecast [-].
     tick_s : float, optional
         Tick of the full-horizon forecast (default the scenario's) [s].
-    short_tick_s : float, default 0.01
-        Tick of the short window forecast for the spectrum and the PMU view [s]; 0.01 s
-        resolves up to 50 Hz.
-    short_window_s : float, default 300
-        Length of the short window [s].
-    short_start_utc : datetime-like, optional
-        Start of the short window; default 30 s before draw 0's largest rise between
-        1-s means (the PMU view shows that ramp; the spectrum then leaves out the first
-        40 s of the window, so that it shows the steady rhythm after the ramp).
-    ride_through : bool, default True
-        Build the ride-through table (scenarios only).
-    ride_through_draws : int, default 3
-    ride_through_at_utc : datetime-like, optional
-        When the sags strike; default draw 0's peak.
-    f0_hz, reporting_rate_fps
-        PMU nominal frequency [Hz] and reporting rate [frames/s].
+    short : ShortWindow, optional
+        Tick, length and start of the short window for the spectrum and the PMU view
+        (default ``ShortWindow()``: 300 s at 0.01 s).
+    ride_through : RideThrough or bool, default True
+        Build the ride-through table (scenarios only) with these draws and sag time;
+        True: ``RideThrough()``; False: no table.
+    pmu : PmuSettings, optional
+        PMU nominal frequency and reporting rate (default 60 Hz, 60 frames/s).
     probabilities : sequence of float
         Exceedance probabilities to report [-].
-    pue, base_load_w, start, end
-        Measured telemetry only (see :func:`~powerlab.interconnect.powertrace.trace_from_telemetry`).
+    measured : MeasuredOptions, optional
+        Measured telemetry only: PUE, base load and time range (see
+        :func:`~powerlab.interconnect.powertrace.trace_from_telemetry`).
     max_block_w : float, optional
         Largest block of the energisation schedule [W].
 
@@ -436,10 +549,12 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
     import time
 
     from ..grid.scenario import Scenario
-    from .pmu import modulation_gain, pmu_power
 
     spec = _spec(spec)
     scope = spec.scope
+    short = short or ShortWindow()
+    pmu = pmu or PmuSettings()
+    rt_opts = RideThrough() if ride_through is True else (ride_through or None)
     if draws < 1:
         raise PowerlabError(f"draws must be >= 1, got {draws}")
     for p in probabilities:
@@ -449,7 +564,45 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
     notes: list[str] = []
     t0 = time.perf_counter()
     is_scenario = isinstance(source, Scenario)
+    per_draw, trace, label, draws = _horizon(source, scope, draws, seed, tick_s,
+                                             measured or MeasuredOptions(), notes)
+    timings["forecast_and_metrics"] = time.perf_counter() - t0
+    figures = _envelope(per_draw, probabilities)
+    ramps, step, within = _limits(spec)
+    peak_w = float(per_draw["peak_power_megawatts"].max()) * 1e6
+    energ = _schedule_or_note(peak_w, ramps, step, within, max_block_w, notes)
+    t0 = time.perf_counter()
     if is_scenario:
+        short_tr, freq, psd, pmu_rows = _short_scenario(source, trace, scope, short, pmu,
+                                                        draws, seed)
+    else:
+        short_tr, freq, psd, pmu_rows = _short_measured(trace, scope, pmu, notes)
+    timings["short_window"] = time.perf_counter() - t0
+    spectrum, lines = _spectrum_tables(freq, psd, pmu)
+    pmu_view, pmu_figs, pmu_gains = _pmu_tables(short_tr, scope, pmu_rows, pmu)
+    figures = pd.concat([figures, pmu_figs], ignore_index=True)
+    rt = None
+    if is_scenario and rt_opts is not None:
+        t0 = time.perf_counter()
+        rt = _ride_through(source, trace, scope, rt_opts, seed, tick_s)
+        timings["ride_through"] = time.perf_counter() - t0
+    elif not is_scenario:
+        notes.append("Ride-through table: needs the disturbance model of a scenario; for "
+                     "measured telemetry with recorded sags use 'powerlab comply --sags'.")
+    return StudyPackage(source=label, spec=spec, scope=scope, draws=draws, seed=seed,
+                        per_draw=per_draw, figures=figures, energisation=energ,
+                        short_trace=short_tr, spectrum=spectrum, lines=lines, pmu=pmu_view,
+                        pmu_figures=pmu_figs, ride_through=rt, trace=trace, notes=notes,
+                        timings_s=timings, pmu_gains=pmu_gains)
+
+
+def _horizon(source, scope: str, draws: int, seed: int, tick_s, measured: MeasuredOptions,
+             notes: list) -> tuple[pd.DataFrame, PowerTrace, str, int]:
+    """The per-draw figures over the whole horizon, draw 0's trace (or the measured
+    trace), the source's label and the number of draws (1 for measured data)."""
+    from ..grid.scenario import Scenario
+
+    if isinstance(source, Scenario):
         kept: list[PowerTrace] = []
 
         def fn(dp):
@@ -458,88 +611,89 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
             return _per_draw(dp, scope)
 
         per_draw = for_each_draw(source, fn, draws=draws, seed=seed, tick_s=tick_s)
-        trace = kept[0]
-        label = f"scenario {source.name!r} ({draws} draws, seed {seed})"
+        return per_draw, kept[0], f"scenario {source.name!r} ({draws} draws, seed {seed})", \
+            draws
+    if isinstance(source, PowerTrace):
+        trace = source
     else:
-        if isinstance(source, PowerTrace):
-            trace = source
-        else:
-            trace = trace_from_telemetry(source, pue=pue, base_load_w=base_load_w,
-                                         start=start, end=end)
-        per_draw = pd.DataFrame([_per_draw(trace, scope)],
-                                index=pd.RangeIndex(1, name="draw"))
-        draws = 1
-        label = f"measured: {trace.description}"
-        notes.append("Measured telemetry is one trace: exceedance probabilities over "
-                     "draws do not apply; each figure is the trace's value.")
-    timings["forecast_and_metrics"] = time.perf_counter() - t0
-    figures = _envelope(per_draw, probabilities)
+        trace = trace_from_telemetry(source, pue=measured.pue,
+                                     base_load_w=measured.base_load_w,
+                                     start=measured.start, end=measured.end)
+    per_draw = pd.DataFrame([_per_draw(trace, scope)], index=pd.RangeIndex(1, name="draw"))
+    notes.append("Measured telemetry is one trace: exceedance probabilities over "
+                 "draws do not apply; each figure is the trace's value.")
+    return per_draw, trace, f"measured: {trace.description}", 1
 
-    # energisation schedule
-    ramps, step, within = _limits(spec)
-    peak_w = float(per_draw["peak_power_megawatts"].max()) * 1e6
-    energ = _schedule_or_note(peak_w, ramps, step, within, max_block_w, notes)
 
-    # short window at a tick that resolves 30 Hz
-    t0 = time.perf_counter()
-    if is_scenario:
-        if short_start_utc is None:
-            x0 = trace.power_w(scope)
-            t_ramp = _largest_ramp_time_s(x0, trace.tick_s)
-            short_start = trace.start_utc + pd.Timedelta(seconds=max(0.0, t_ramp - 30.0))
-        else:
-            short_start = pd.Timestamp(short_start_utc)
-        short_start = short_start.floor("s")
-        short_window_s = min(float(short_window_s), math.floor(trace.duration_s))
-        skip = 0.0 if short_start_utc is not None else 40.0
-        short_end = min(short_start + pd.Timedelta(seconds=short_window_s),
-                        trace.start_utc + pd.Timedelta(seconds=trace.duration_s))
-        short_start = short_end - pd.Timedelta(seconds=short_window_s)
-        # the cooling plant's lag starts at its steady state at a horizon's start: warm it
-        # up for three time constants (5 % of the start-up error left) before the window
-        warm = 3.0 * float(source.site.cooling_time_constant_s)
-        warm_start = max(trace.start_utc, short_start - pd.Timedelta(seconds=warm)).floor("s")
-        k0 = round((short_start - warm_start).total_seconds() / short_tick_s)
-        win = source.replace(horizon_start_utc=warm_start, horizon_end_utc=short_end)
-        shorts: list[PowerTrace] = []
-        psds: list[np.ndarray] = []
-        pmu_rows = []
-        freq = None
-
-        def short_fn(dp):
-            nonlocal freq
-            ev = dp.events
-            if len(ev):
-                ev = ev[ev["timestamp"] >= short_start].reset_index(drop=True)
-            dp = PowerTrace(dp.draw, dp.tick_s, short_start, dp.it_w[k0:],
-                            dp.facility_w[k0:], ev,
-                            description=f"{dp.description}, tick {dp.tick_s:g} s, "
-                                        f"{short_window_s:g} s from {short_start.isoformat()}")
-            x = dp.power_w(scope)
-            k = round(skip / dp.tick_s) if len(x) * dp.tick_s >= 4 * skip else 0
-            freq, s = lm.welch_psd(x[k:], dp.tick_s, min(64.0, short_window_s / 4))
-            psds.append(s)
-            if dp.draw == 0:
-                shorts.append(dp)
-            pmu_rows.append(_pmu_figures(x, dp.tick_s, f0_hz, reporting_rate_fps))
-            return {}
-
-        for_each_draw(win, short_fn, draws=draws, seed=seed, tick_s=short_tick_s)
-        short = shorts[0]
-        psd = np.vstack(psds)
+def _short_scenario(source, trace: PowerTrace, scope: str, short: ShortWindow,
+                    pmu: PmuSettings, draws: int, seed: int):
+    """The short window forecast again at ``short.tick_s`` for every draw (the cooling
+    lag warmed up first): draw 0's short trace, the Welch frequencies and each draw's
+    density, and each draw's PMU figures."""
+    if short.start_utc is None:
+        x0 = trace.power_w(scope)
+        t_ramp = _largest_ramp_time_s(x0, trace.tick_s)
+        short_start = trace.start_utc + pd.Timedelta(seconds=max(0.0, t_ramp - 30.0))
     else:
-        short = trace
-        freq, s = lm.welch_psd(trace.power_w(scope), trace.tick_s,
-                               min(64.0, trace.duration_s / 4))
-        psd = s[None, :]
-        pmu_rows = [_pmu_figures(trace.power_w(scope), trace.tick_s, f0_hz,
-                                 reporting_rate_fps)]
-        nyq = 0.5 / max(trace.tick_s, trace.native_interval_s)
-        if nyq < 30.0:
-            notes.append(f"Readings every {max(trace.tick_s, trace.native_interval_s):g} s "
-                         f"resolve oscillation only up to {nyq:g} Hz; lines near 30 Hz "
-                         "cannot be shown present or absent.")
-    timings["short_window"] = time.perf_counter() - t0
+        short_start = pd.Timestamp(short.start_utc)
+    short_start = short_start.floor("s")
+    short_window_s = min(float(short.window_s), math.floor(trace.duration_s))
+    skip = 0.0 if short.start_utc is not None else 40.0
+    short_end = min(short_start + pd.Timedelta(seconds=short_window_s),
+                    trace.start_utc + pd.Timedelta(seconds=trace.duration_s))
+    short_start = short_end - pd.Timedelta(seconds=short_window_s)
+    # the cooling plant's lag starts at its steady state at a horizon's start: warm it
+    # up for three time constants (5 % of the start-up error left) before the window
+    warm = 3.0 * float(source.site.cooling_time_constant_s)
+    warm_start = max(trace.start_utc, short_start - pd.Timedelta(seconds=warm)).floor("s")
+    k0 = round((short_start - warm_start).total_seconds() / short.tick_s)
+    win = source.replace(horizon_start_utc=warm_start, horizon_end_utc=short_end)
+    shorts: list[PowerTrace] = []
+    psds: list[np.ndarray] = []
+    pmu_rows = []
+    freq = None
+
+    def short_fn(dp):
+        nonlocal freq
+        ev = dp.events
+        if len(ev):
+            ev = ev[ev["timestamp"] >= short_start].reset_index(drop=True)
+        dp = PowerTrace(dp.draw, dp.tick_s, short_start, dp.it_w[k0:],
+                        dp.facility_w[k0:], ev,
+                        description=f"{dp.description}, tick {dp.tick_s:g} s, "
+                                    f"{short_window_s:g} s from {short_start.isoformat()}")
+        x = dp.power_w(scope)
+        k = round(skip / dp.tick_s) if len(x) * dp.tick_s >= 4 * skip else 0
+        freq, s = lm.welch_psd(x[k:], dp.tick_s, min(64.0, short_window_s / 4))
+        psds.append(s)
+        if dp.draw == 0:
+            shorts.append(dp)
+        pmu_rows.append(_pmu_figures(x, dp.tick_s, pmu.f0_hz, pmu.reporting_rate_fps))
+        return {}
+
+    for_each_draw(win, short_fn, draws=draws, seed=seed, tick_s=short.tick_s)
+    return shorts[0], freq, np.vstack(psds), pmu_rows
+
+
+def _short_measured(trace: PowerTrace, scope: str, pmu: PmuSettings, notes: list):
+    """A measured trace is its own short window (the readings' Nyquist limit noted)."""
+    freq, s = lm.welch_psd(trace.power_w(scope), trace.tick_s,
+                           min(64.0, trace.duration_s / 4))
+    pmu_rows = [_pmu_figures(trace.power_w(scope), trace.tick_s, pmu.f0_hz,
+                             pmu.reporting_rate_fps)]
+    nyq = 0.5 / max(trace.tick_s, trace.native_interval_s)
+    if nyq < 30.0:
+        notes.append(f"Readings every {max(trace.tick_s, trace.native_interval_s):g} s "
+                     f"resolve oscillation only up to {nyq:g} Hz; lines near 30 Hz "
+                     "cannot be shown present or absent.")
+    return trace, freq, s[None, :], pmu_rows
+
+
+def _spectrum_tables(freq, psd: np.ndarray, pmu: PmuSettings):
+    """The spectrum (median and largest density over draws) and its lines from 0.1 to
+    30 Hz, with the nearby observed frequencies and the PMU-reported amplitudes."""
+    from .pmu import modulation_gain
+
     med = np.median(psd, axis=0)
     spectrum = pd.DataFrame({"frequency_hz": freq,
                              "psd_megawatts2_per_hz_median": med / 1e12,
@@ -550,40 +704,43 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
     lines["near_observed_hz"] = _near(lines["frequency_hz"].to_numpy(), OBSERVED_LINES_HZ,
                                       0.5)
     for c in ("P", "M"):
-        g = modulation_gain(lines["frequency_hz"].to_numpy(), c, f0_hz=f0_hz,
-                            reporting_rate_fps=reporting_rate_fps) if len(lines) else []
+        g = modulation_gain(lines["frequency_hz"].to_numpy(), c, f0_hz=pmu.f0_hz,
+                            reporting_rate_fps=pmu.reporting_rate_fps) if len(lines) else []
         lines[f"amplitude_megawatts_pmu_{c.lower()}_class"] = \
             lines["amplitude_megawatts"].to_numpy() * np.asarray(g)
-    pmu = pmu_power(short.power_w(scope), short.tick_s, short.start_utc,
-                    f0_hz=f0_hz, reporting_rate_fps=reporting_rate_fps)
-    pmu_figs = _pmu_envelope(pd.DataFrame(pmu_rows), f0_hz, reporting_rate_fps)
-    gain_f = np.array([0.1, 1.0, 2.0, 5.0, 10.0, *OBSERVED_LINES_HZ, 30.0])
-    pmu_gains = pd.DataFrame({"frequency_hz": gain_f, **{
-        f"gain_{c.lower()}_class": modulation_gain(gain_f, c, f0_hz=f0_hz,
-                                                   reporting_rate_fps=reporting_rate_fps)
-        for c in ("P", "M")}})
-    figures = pd.concat([figures, pmu_figs], ignore_index=True)
+    return spectrum, lines
 
-    rt = None
-    if is_scenario and ride_through:
-        t0 = time.perf_counter()
-        at = (pd.Timestamp(ride_through_at_utc) if ride_through_at_utc is not None else
-              trace.start_utc + pd.Timedelta(
-                  seconds=float(np.argmax(trace.power_w(scope))) * trace.tick_s))
-        sags = getattr(source, "disturbances", ())
-        ups = {"ups_fraction": sags[0].ups_fraction, "ups_return_s": sags[0].ups_return_s,
-                   "outage_s": sags[0].outage_s} if sags else {}
-        rt = ride_through_table(source, at.floor("s"), draws=ride_through_draws,
-                                seed=seed, tick_s=tick_s, scope=scope, **ups)
-        timings["ride_through"] = time.perf_counter() - t0
-    elif not is_scenario:
-        notes.append("Ride-through table: needs the disturbance model of a scenario; for "
-                     "measured telemetry with recorded sags use 'powerlab comply --sags'.")
-    return StudyPackage(source=label, spec=spec, scope=scope, draws=draws, seed=seed,
-                        per_draw=per_draw, figures=figures, energisation=energ,
-                        short_trace=short, spectrum=spectrum, lines=lines, pmu=pmu,
-                        pmu_figures=pmu_figs, ride_through=rt, trace=trace, notes=notes,
-                        timings_s=timings, pmu_gains=pmu_gains)
+
+def _pmu_tables(short: PowerTrace, scope: str, pmu_rows: list, pmu: PmuSettings):
+    """The PMU view of the short trace, the PMU figures' envelope over draws and the
+    P- and M-class modulation gains at a few frequencies."""
+    from .pmu import modulation_gain, pmu_power
+
+    f0, fps = pmu.f0_hz, pmu.reporting_rate_fps
+    view = pmu_power(short.power_w(scope), short.tick_s, short.start_utc,
+                     f0_hz=f0, reporting_rate_fps=fps)
+    figs = _pmu_envelope(pd.DataFrame(pmu_rows), f0, fps)
+    gain_f = np.array([0.1, 1.0, 2.0, 5.0, 10.0, *OBSERVED_LINES_HZ, 30.0])
+    gains = pd.DataFrame({"frequency_hz": gain_f, **{
+        f"gain_{c.lower()}_class": modulation_gain(gain_f, c, f0_hz=f0,
+                                                   reporting_rate_fps=fps)
+        for c in ("P", "M")}})
+    return view, figs, gains
+
+
+def _ride_through(source, trace: PowerTrace, scope: str, opts: RideThrough, seed: int,
+                  tick_s) -> pd.DataFrame:
+    """The ride-through table at ``opts.at_utc`` (default draw 0's peak), with the UPS
+    and outage assumptions of the scenario's first sag when it has one."""
+    at = (pd.Timestamp(opts.at_utc) if opts.at_utc is not None else
+          trace.start_utc + pd.Timedelta(
+              seconds=float(np.argmax(trace.power_w(scope))) * trace.tick_s))
+    sags = getattr(source, "disturbances", ())
+    sa = SagAssumptions(ups_fraction=sags[0].ups_fraction,
+                        ups_return_s=sags[0].ups_return_s,
+                        outage_s=sags[0].outage_s) if sags else SagAssumptions()
+    return ride_through_table(source, at.floor("s"), draws=opts.draws, seed=seed,
+                              tick_s=tick_s, scope=scope, assumptions=sa)
 
 
 def _schedule_or_note(peak_w, ramps, step, within, max_block_w, notes):

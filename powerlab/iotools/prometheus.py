@@ -257,8 +257,6 @@ def read_prometheus(url: str, start, end, step="15s", *, selector: str = "",
     powerlab.exceptions.ParseError
         The server's answer is not Prometheus' JSON.
     """
-    from ..telemetry import schema
-
     t0, t1 = to_utc(start, what="start"), to_utc(end, what="end")
     if t1 < t0:
         raise PowerlabError(f"end {t1.isoformat()} is before start {t0.isoformat()}")
@@ -279,62 +277,85 @@ def read_prometheus(url: str, start, end, step="15s", *, selector: str = "",
         raise PowerlabError(f"url: expected http://host:port, got {url!r}")
     s0, s1 = t0.value / 1e9, t1.value / 1e9
     n_steps = math.floor((s1 - s0) / dt + 1e-9)
-    per_req = int(max_points) - 1  # steps per request
     if n_steps + 1 > 10_000_000:
         raise PowerlabError(f"{n_steps + 1:,} steps of {dt:g} s from start to end; at most "
                             "10,000,000 per series: raise step or shorten the range")
+    left_out = {"masked": 0, "no_gpu": 0, "dup": 0, "bad_series": 0}
     frames = []
-    no_gpu, dup, masked, bad_series = 0, 0, 0, 0
     for name in names:
-        col, _unit, factor = PROMETHEUS_QUERY_MAP[name]
         query = f"{name}{{{selector}}}"
-        for k in range(0, n_steps + 1, per_req + 1):
+        # requests of at most max_points evaluation times each
+        for k in range(0, n_steps + 1, int(max_points)):
             a = s0 + k * dt
-            b = s0 + min(k + per_req, n_steps) * dt
+            b = s0 + min(k + int(max_points) - 1, n_steps) * dt
             data = _get(url, {"query": query, "start": f"{a:.3f}", "end": f"{b:.3f}",
                               "step": f"{dt:g}"}, timeout_s, int(max_response_bytes))
-            seen = set()
-            for series in data["result"]:
-                try:
-                    lab, arr = _series(series)
-                except (ValueError, TypeError, AttributeError):
-                    bad_series += 1
-                    continue
-                if not len(arr):
-                    continue
-                gpu = str(lab.get("gpu", ""))
-                if not (gpu.isdigit() and len(gpu) <= 4):
-                    no_gpu += 1
-                    continue
-                host = str(lab.get("Hostname") or lab.get("instance", ""))
-                if (host, int(gpu)) in seen:
-                    dup += 1
-                    continue
-                seen.add((host, int(gpu)))
-                v = arr[:, 1] * factor
-                bad = ~np.isfinite(v)
-                if col in ("power_w", "power_avg_w"):
-                    bad |= (v < 0) | (v > MAX_GPU_POWER_W)
-                masked += int(bad.sum())
-                v[bad] = np.nan
-                uuid = lab.get("UUID")
-                frames.append(pd.DataFrame({
-                    "t": arr[:, 0], "host": host, "gpu": int(gpu),
-                    "uuid": None if uuid is None else str(uuid), "col": col,
-                    "metric": name, "value": v}))
-    what = [f"{n} {w}" for n, w in (
-        (masked, ("value(s) not finite or, for power, below 0 or above "
-                 f"{MAX_GPU_POWER_W:g} W (masked to NaN)")),
-        (no_gpu, "series without a numeric 'gpu' label (left out)"),
-        (dup, ("second series for one host, GPU and metric (left out; narrow the selector, "
-              "e.g. by job or instance)")),
-        (bad_series, "series not in Prometheus' matrix shape (left out)")) if n]
-    if what:
-        warnings.warn(f"Prometheus at {url}: " + "; ".join(what), DataQualityWarning,
-                      stacklevel=2)
+            frames += _series_frames(data["result"], name, left_out)
+    _warn_left_out(url, left_out)
     if not frames:
+        from ..telemetry import schema
+
         return schema.conform(schema.empty_frame())
-    long = pd.concat(frames, ignore_index=True)
+    return _canonical(pd.concat(frames, ignore_index=True))
+
+
+def _series_frames(result: list, name: str, left_out: dict) -> list[pd.DataFrame]:
+    """Long frames (``t, host, gpu, uuid, col, metric, value``) of one answer's series
+    of metric ``name``; what is left out or masked is counted into ``left_out``."""
+    col, _unit, factor = PROMETHEUS_QUERY_MAP[name]
+    frames = []
+    seen = set()
+    for series in result:
+        try:
+            lab, arr = _series(series)
+        except (ValueError, TypeError, AttributeError):
+            left_out["bad_series"] += 1
+            continue
+        if not len(arr):
+            continue
+        gpu = str(lab.get("gpu", ""))
+        if not (gpu.isdigit() and len(gpu) <= 4):
+            left_out["no_gpu"] += 1
+            continue
+        host = str(lab.get("Hostname") or lab.get("instance", ""))
+        if (host, int(gpu)) in seen:
+            left_out["dup"] += 1
+            continue
+        seen.add((host, int(gpu)))
+        v = arr[:, 1] * factor
+        bad = ~np.isfinite(v)
+        if col in ("power_w", "power_avg_w"):
+            bad |= (v < 0) | (v > MAX_GPU_POWER_W)
+        left_out["masked"] += int(bad.sum())
+        v[bad] = np.nan
+        uuid = lab.get("UUID")
+        frames.append(pd.DataFrame({
+            "t": arr[:, 0], "host": host, "gpu": int(gpu),
+            "uuid": None if uuid is None else str(uuid), "col": col,
+            "metric": name, "value": v}))
+    return frames
+
+
+def _warn_left_out(url: str, left_out: dict) -> None:
+    """One ``DataQualityWarning`` counting what was masked or left out (none: silent)."""
+    what = [f"{n} {w}" for n, w in (
+        (left_out["masked"], ("value(s) not finite or, for power, below 0 or above "
+                              f"{MAX_GPU_POWER_W:g} W (masked to NaN)")),
+        (left_out["no_gpu"], "series without a numeric 'gpu' label (left out)"),
+        (left_out["dup"], ("second series for one host, GPU and metric (left out; narrow "
+                           "the selector, e.g. by job or instance)")),
+        (left_out["bad_series"], "series not in Prometheus' matrix shape (left out)")) if n]
+    if what:
+        # stacklevel 3: the warning points at read_prometheus' caller
+        warnings.warn(f"Prometheus at {url}: " + "; ".join(what), DataQualityWarning,
+                      stacklevel=3)
+
+
+def _canonical(long: pd.DataFrame) -> pd.DataFrame:
+    """The long frame as canonical telemetry: one row per GPU and time, ``power_w`` from
+    the instantaneous series, else from dcgm-exporter's ``POWER_USAGE``."""
+    from ..telemetry import schema
+
     long["uuid"] = long["uuid"].fillna("")
     # power_w: the instantaneous series, else dcgm-exporter's POWER_USAGE
     avg = long[long["col"] == "power_avg_w"]

@@ -326,11 +326,23 @@ def validate(df: pd.DataFrame, *, source: str | None = None, strict_optional: bo
                               f"unit '{GLOSSARY[c].unit}')"))
     names = [c for c in df.columns if c in GLOSSARY
              and (GLOSSARY[c].core or strict_optional)]
-    typed_ok = set()
     series = {c: df[c] for c in names}  # each df[c] builds a new Series: do it once
-    for c in names:
+    typed_ok = _check_dtypes(series, v)
+    scopes = _check_rows(df.index, series, typed_ok, v)
+    _check_ranges(df.index, series, typed_ok, scopes[2], v)
+    if {"timestamp", "host", "scope", "gpu_index"} <= typed_ok and len(df):
+        _check_order(df.index, series, scopes, v)
+    if v:
+        raise SchemaError(v, source=source)
+    return df
+
+
+def _check_dtypes(series: dict, v: list) -> set:
+    """Dtype violations (timestamps tz-aware UTC) into ``v``; the columns typed right."""
+    typed_ok = set()
+    for c, s in series.items():
         col = GLOSSARY[c]
-        actual = series[c].dtype
+        actual = s.dtype
         if c == "timestamp":
             if not isinstance(actual, pd.DatetimeTZDtype):
                 v.append(Violation(c, f"timestamps must be tz-aware UTC, got {actual} "
@@ -346,28 +358,37 @@ def validate(df: pd.DataFrame, *, source: str | None = None, strict_optional: bo
             v.append(Violation(c, f"dtype {actual}, expected {col.dtype}"))
             continue
         typed_ok.add(c)
+    return typed_ok
 
-    idx = df.index
+
+def _check_rows(idx: pd.Index, series: dict, typed_ok: set, v: list):
+    """Missing timestamps, unknown scopes and GPU rows without a GPU index into ``v``;
+    returns the scope codes, their values and the node-row mask."""
     if "timestamp" in typed_ok:
         bad = idx[series["timestamp"].isna().to_numpy()]
         if len(bad):
             v.append(Violation("timestamp", "missing timestamps", tuple(bad)))
-    if "scope" in typed_ok:
-        sc_codes, sc_uniq = _factorize(series["scope"])
-        # a lookup table per code, NA (code -1, the last entry) unknown too
-        known = np.array([u in SCOPES for u in sc_uniq] + [False])
-        bad = idx[~known[sc_codes]]
+    if "scope" not in typed_ok:
+        return None, None, np.zeros(len(idx), dtype=bool)
+    sc_codes, sc_uniq = _factorize(series["scope"])
+    # a lookup table per code, NA (code -1, the last entry) unknown too
+    known = np.array([u in SCOPES for u in sc_uniq] + [False])
+    bad = idx[~known[sc_codes]]
+    if len(bad):
+        v.append(Violation("scope", f"unknown scope, expected one of {SCOPES}", tuple(bad)))
+    is_node = (sc_codes == sc_uniq.index("node") if "node" in sc_uniq
+               else np.zeros(len(idx), dtype=bool))
+    if "gpu_index" in typed_ok:
+        bad = idx[(~is_node) & series["gpu_index"].isna().to_numpy()]
         if len(bad):
-            v.append(Violation("scope", f"unknown scope, expected one of {SCOPES}", tuple(bad)))
-        is_node = (sc_codes == sc_uniq.index("node") if "node" in sc_uniq
-                   else np.zeros(len(df), dtype=bool))
-        if "gpu_index" in typed_ok:
-            bad = idx[(~is_node) & series["gpu_index"].isna().to_numpy()]
-            if len(bad):
-                v.append(Violation("gpu_index", "GPU rows need a gpu_index", tuple(bad)))
-    else:
-        is_node = np.zeros(len(df), dtype=bool)
+            v.append(Violation("gpu_index", "GPU rows need a gpu_index", tuple(bad)))
+    return sc_codes, sc_uniq, is_node
 
+
+def _check_ranges(idx: pd.Index, series: dict, typed_ok: set, is_node: np.ndarray,
+                  v: list) -> None:
+    """Values outside each column's valid range (node rows: its node range) into ``v``,
+    with a hint when they look like milliwatts or kelvin."""
     any_node = bool(is_node.any())
     for c in typed_ok:
         col = GLOSSARY[c]
@@ -398,37 +419,38 @@ def validate(df: pd.DataFrame, *, source: str | None = None, strict_optional: bo
             v.append(Violation(c, f"{out.sum()} value(s) outside {rng}, largest |value| "
                                   f"{worst:g}{hint}", tuple(bad)))
 
-    if {"timestamp", "host", "scope", "gpu_index"} <= typed_ok and len(df):
-        codes = _device_codes(series, {"scope": (sc_codes, sc_uniq)})
-        ts = series["timestamp"].astype("int64").to_numpy()
-        # rows already grouped by device (in code order) and in time order within each
-        # device are their own stable sort order below: skip the sorts
-        same_dev = codes[1:] == codes[:-1]
-        grouped = bool((codes[1:] >= codes[:-1]).all())
-        in_order = grouped and not (same_dev & (ts[1:] < ts[:-1])).any()
-        # duplicates: identical (device, timestamp) pairs; flag all but the first
-        dup = np.zeros(len(df), dtype=bool)
-        if in_order:
-            dup[1:] = same_dev & (ts[1:] == ts[:-1])
-        else:
-            order = np.lexsort((ts, codes))
-            c_s, t_s = codes[order], ts[order]
-            dup[order[1:][(c_s[1:] == c_s[:-1]) & (t_s[1:] == t_s[:-1])]] = True
-        if dup.any():
-            v.append(Violation("timestamp", "duplicate samples (same host, scope, gpu_index "
-                                            "and timestamp)", tuple(idx[dup])))
-        # time going backwards in row order within one device
-        back = np.zeros(len(df), dtype=bool)
-        if grouped:
-            back[1:] = same_dev & (ts[1:] < ts[:-1])
-        else:
-            order = np.argsort(codes, kind="stable")
-            c_s, t_s = codes[order], ts[order]
-            back[order[1:][(c_s[1:] == c_s[:-1]) & (t_s[1:] < t_s[:-1])]] = True
-        if back.any():
-            v.append(Violation("timestamp", "time goes backwards within one GPU's rows "
-                                            "(expected non-decreasing per host/scope/gpu)",
-                               tuple(idx[back])))
-    if v:
-        raise SchemaError(v, source=source)
-    return df
+
+def _check_order(idx: pd.Index, series: dict, scopes: tuple, v: list) -> None:
+    """Duplicate samples (same device and timestamp; all but the first) and time going
+    backwards in row order within one device, into ``v``."""
+    sc_codes, sc_uniq, _ = scopes
+    codes = _device_codes(series, {"scope": (sc_codes, sc_uniq)})
+    ts = series["timestamp"].astype("int64").to_numpy()
+    # rows already grouped by device (in code order) and in time order within each
+    # device are their own stable sort order below: skip the sorts
+    same_dev = codes[1:] == codes[:-1]
+    grouped = bool((codes[1:] >= codes[:-1]).all())
+    in_order = grouped and not (same_dev & (ts[1:] < ts[:-1])).any()
+    # duplicates: identical (device, timestamp) pairs; flag all but the first
+    dup = np.zeros(len(ts), dtype=bool)
+    if in_order:
+        dup[1:] = same_dev & (ts[1:] == ts[:-1])
+    else:
+        order = np.lexsort((ts, codes))
+        c_s, t_s = codes[order], ts[order]
+        dup[order[1:][(c_s[1:] == c_s[:-1]) & (t_s[1:] == t_s[:-1])]] = True
+    if dup.any():
+        v.append(Violation("timestamp", "duplicate samples (same host, scope, gpu_index "
+                                        "and timestamp)", tuple(idx[dup])))
+    # time going backwards in row order within one device
+    back = np.zeros(len(ts), dtype=bool)
+    if grouped:
+        back[1:] = same_dev & (ts[1:] < ts[:-1])
+    else:
+        order = np.argsort(codes, kind="stable")
+        c_s, t_s = codes[order], ts[order]
+        back[order[1:][(c_s[1:] == c_s[:-1]) & (t_s[1:] < t_s[:-1])]] = True
+    if back.any():
+        v.append(Violation("timestamp", "time goes backwards within one GPU's rows "
+                                        "(expected non-decreasing per host/scope/gpu)",
+                           tuple(idx[back])))

@@ -47,7 +47,7 @@ _EXPORTS = {
                "use_offline_renderer", "use_theme"),
     "prepare": ("downsample",),
     "telemetry_charts": ("telemetry_chart", "telemetry_overview"),
-    "grid_charts": ("facility_chart", "forecast_charts", "mitigation_chart",
+    "grid_charts": ("TimelineColumns", "facility_chart", "forecast_charts", "mitigation_chart",
                     "ramp_rate_chart", "spectrum_chart"),
     "throughput_charts": ("hour_of_day_chart", "straggler_heatmap", "stragglers_chart",
                           "throttle_share_chart", "time_of_day_charts"),

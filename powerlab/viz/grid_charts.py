@@ -4,6 +4,7 @@ oscillation spectrum, mitigations; and the adapter from a ForecastResult."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,16 +31,38 @@ from .render import (
     time_x,
 )
 
-__all__ = ["facility_chart", "forecast_charts", "mitigation_chart", "ramp_rate_chart",
+__all__ = ["TimelineColumns", "facility_chart", "forecast_charts", "mitigation_chart", "ramp_rate_chart",
            "spectrum_chart"]
 
 # --------------------------------------------------------------------------- facility
 
 
+@dataclass(frozen=True)
+class TimelineColumns:
+    """Column names of a timeline for :func:`facility_chart`.
+
+    Attributes
+    ----------
+    value : str, default "power_megawatts"
+        The plotted value [MW].
+    lower, upper : str or None
+        Band bounds [MW] (quantiles of Monte Carlo draws); None or absent: no band.
+    time : str, default "timestamp"
+        Tz-aware times.
+    series : str or None, default "scope"
+        One line per value of this column (e.g. scope ``"it"`` / ``"facility"``); None
+        or absent: one line.
+    """
+
+    value: str = "power_megawatts"
+    lower: str | None = "power_megawatts_lower"
+    upper: str | None = "power_megawatts_upper"
+    time: str = "timestamp"
+    series: str | None = "scope"
+
+
 def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *,
-                   value: str = "power_megawatts", lower: str | None = "power_megawatts_lower",
-                   upper: str | None = "power_megawatts_upper", time: str = "timestamp",
-                   series: str | None = "scope", max_rows: int = DEFAULT_MAX_ROWS,
+                   columns: TimelineColumns | None = None, max_rows: int = DEFAULT_MAX_ROWS,
                    band_label: str = "quantile band", title: str | None = None,
                    site_tz: str | None = None, width: int | None = None,
                    height: int = 240) -> alt.VConcatChart:
@@ -62,8 +85,10 @@ def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *
     events : pandas.DataFrame, optional
         ``timestamp`` (tz-aware) and ``event`` (text, e.g. ``"checkpoint"``); an optional
         ``detail`` column is shown in the tooltip.  At most 200 are drawn (evenly thinned).
-    value, lower, upper, time, series : str
-        Column names; ``lower``/``upper``/``series`` may be None or absent.
+    columns : TimelineColumns, optional
+        Column names of ``value``, ``lower``, ``upper``, ``time`` and ``series``
+        (default ``TimelineColumns()``: ``power_megawatts``, its ``_lower``/``_upper``
+        band, ``timestamp``, ``scope``).
     max_rows : int, default 3000
         Most rows embedded for the timeline.
     band_label : str
@@ -79,39 +104,21 @@ def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *
     -------
     altair.VConcatChart
     """
-    require_columns(timeline, [time, value], "facility_chart")
+    c = columns or TimelineColumns()
+    value, lower, upper = c.value, c.lower, c.upper
+    require_columns(timeline, [c.time, value], "facility_chart")
     has_band = (lower is not None and upper is not None and lower in timeline.columns
                 and upper in timeline.columns)
-    by = [series] if series is not None and series in timeline.columns else []
-    cols = [value] + ([lower, upper] if has_band else [])
-    frame = timeline[[time, *by, *cols]].rename(columns={time: "timestamp"})
-    if by:
-        frame[by[0]] = frame[by[0]].astype(str)
-    n_series = max(frame[by[0]].nunique(), 1) if by else 1
-    per_series = int(max(2, min(1500, (max_rows - 200) // n_series)))
-    data = downsample(frame, cols, by=by, max_points=per_series)
+    by = [c.series] if c.series is not None and c.series in timeline.columns else []
+    data = _timeline_data(timeline, c, by, has_band, max_rows, site_tz)
     binned = bool((data["n_samples"] > 1).any())
-    if has_band:
-        data = data.drop(columns=[f"{lower}_min", f"{lower}_max", f"{upper}_min",
-                                  f"{upper}_max"])
-    data["timestamp"] = chart_times(data["timestamp"], site_tz)
     tlabel = time_label(site_tz)
     unit = unit_of(value) or "MW"
-    fmt = number_format(unit)
     ylab = f"power [{unit}]"
     x = time_x("timestamp", tlabel)
     color = alt.Color(f"{by[0]}:N", title=by[0]) if by else alt.value(PALETTE[0])
     brush = alt.selection_interval(name="brush", encodings=["x"])
-    tips = [time_tooltip("timestamp", tlabel)]
-    if by:
-        tips.append(alt.Tooltip(f"{by[0]}:N"))
-    tips.append(alt.Tooltip(f"{value}:Q", title=f"mean [{unit}]", format=fmt))
-    if binned:
-        tips += [alt.Tooltip(f"{value}_min:Q", title=f"lowest [{unit}]", format=fmt),
-                 alt.Tooltip(f"{value}_max:Q", title=f"highest [{unit}]", format=fmt)]
-    if has_band:
-        tips += [alt.Tooltip(f"{lower}:Q", title=f"band low [{unit}]", format=fmt),
-                 alt.Tooltip(f"{upper}:Q", title=f"band high [{unit}]", format=fmt)]
+    tips = _timeline_tooltips(c, by, unit, tlabel, binned, has_band)
     base = alt.Chart(inline_table(data))
     detail_x = time_x("timestamp", tlabel, domain=brush)
     layers = []
@@ -126,23 +133,7 @@ def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *
         x=detail_x, y=alt.Y(f"{value}:Q", title=ylab, scale=alt.Scale(zero=False)),
         color=color, tooltip=tips))
     if events is not None and len(events):
-        require_columns(events, ["timestamp", "event"], "facility_chart events")
-        ev = events.copy()
-        ev["timestamp"] = as_utc(ev["timestamp"])
-        ev = ev.sort_values("timestamp")
-        if len(ev) > 200:  # keep the chart light: thin evenly
-            ev = ev.iloc[np.linspace(0, len(ev) - 1, 200).round().astype(int)]
-        ev_cols = ["timestamp", "event"] + (["detail"] if "detail" in ev.columns else [])
-        ev = ev[ev_cols].copy()
-        ev["event"] = ev["event"].astype(str)
-        ev["timestamp"] = chart_times(ev["timestamp"], site_tz)
-        ev_tips = [alt.Tooltip("event:N"), time_tooltip("timestamp", tlabel)]
-        if "detail" in ev.columns:
-            ev["detail"] = ev["detail"].astype(str)
-            ev_tips.append(alt.Tooltip("detail:N"))
-        layers.append(alt.Chart(ev).mark_rule(color="#444444", opacity=0.6).encode(
-            x=detail_x, strokeDash=alt.StrokeDash("event:N", title="event"),
-            tooltip=ev_tips))
+        layers.append(_event_rules(events, detail_x, tlabel, site_tz))
     main = alt.layer(*layers).properties(height=height)
     overview = base.mark_line(strokeWidth=1).encode(
         x=x, y=alt.Y(f"{value}:Q", title=None, axis=alt.Axis(tickCount=2),
@@ -158,6 +149,60 @@ def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *
     parts.append("drag over the strip below to zoom")
     return alt.vconcat(main, overview).properties(
         title=alt.Title(title or "Facility power", subtitle="; ".join(parts)))
+
+
+def _timeline_data(timeline: pd.DataFrame, c: TimelineColumns, by: list, has_band: bool,
+                   max_rows: int, site_tz: str | None) -> pd.DataFrame:
+    """The timeline binned to at most ``max_rows`` rows over all series (bin means,
+    and the lowest and highest value per bin), times in the chart's time zone."""
+    cols = [c.value] + ([c.lower, c.upper] if has_band else [])
+    frame = timeline[[c.time, *by, *cols]].rename(columns={c.time: "timestamp"})
+    if by:
+        frame[by[0]] = frame[by[0]].astype(str)
+    n_series = max(frame[by[0]].nunique(), 1) if by else 1
+    per_series = int(max(2, min(1500, (max_rows - 200) // n_series)))
+    data = downsample(frame, cols, by=by, max_points=per_series)
+    if has_band:
+        data = data.drop(columns=[f"{c.lower}_min", f"{c.lower}_max", f"{c.upper}_min",
+                                  f"{c.upper}_max"])
+    data["timestamp"] = chart_times(data["timestamp"], site_tz)
+    return data
+
+
+def _timeline_tooltips(c: TimelineColumns, by: list, unit: str, tlabel: str, binned: bool,
+                       has_band: bool) -> list:
+    fmt = number_format(unit)
+    tips = [time_tooltip("timestamp", tlabel)]
+    if by:
+        tips.append(alt.Tooltip(f"{by[0]}:N"))
+    tips.append(alt.Tooltip(f"{c.value}:Q", title=f"mean [{unit}]", format=fmt))
+    if binned:
+        tips += [alt.Tooltip(f"{c.value}_min:Q", title=f"lowest [{unit}]", format=fmt),
+                 alt.Tooltip(f"{c.value}_max:Q", title=f"highest [{unit}]", format=fmt)]
+    if has_band:
+        tips += [alt.Tooltip(f"{c.lower}:Q", title=f"band low [{unit}]", format=fmt),
+                 alt.Tooltip(f"{c.upper}:Q", title=f"band high [{unit}]", format=fmt)]
+    return tips
+
+
+def _event_rules(events: pd.DataFrame, detail_x, tlabel: str, site_tz: str | None):
+    """Vertical rules at the events (at most 200, evenly thinned), dashed by event."""
+    require_columns(events, ["timestamp", "event"], "facility_chart events")
+    ev = events.copy()
+    ev["timestamp"] = as_utc(ev["timestamp"])
+    ev = ev.sort_values("timestamp")
+    if len(ev) > 200:  # keep the chart light: thin evenly
+        ev = ev.iloc[np.linspace(0, len(ev) - 1, 200).round().astype(int)]
+    ev_cols = ["timestamp", "event"] + (["detail"] if "detail" in ev.columns else [])
+    ev = ev[ev_cols].copy()
+    ev["event"] = ev["event"].astype(str)
+    ev["timestamp"] = chart_times(ev["timestamp"], site_tz)
+    ev_tips = [alt.Tooltip("event:N"), time_tooltip("timestamp", tlabel)]
+    if "detail" in ev.columns:
+        ev["detail"] = ev["detail"].astype(str)
+        ev_tips.append(alt.Tooltip("detail:N"))
+    return alt.Chart(ev).mark_rule(color="#444444", opacity=0.6).encode(
+        x=detail_x, strokeDash=alt.StrokeDash("event:N", title="event"), tooltip=ev_tips)
 
 
 # --------------------------------------------------------------------------- ramps
