@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ..exceptions import PowerlabError
+from ..telemetry.timeutil import to_utc
 from ..throughput.synth import simulate_training
 
 __all__ = ["twin_capping_campaign", "twin_step_time"]
@@ -37,7 +38,7 @@ def twin_capping_campaign(limits_w: Sequence[float], *, hours_each: float = 1.0,
         The sequence of limits is applied this many times (so that slow drifts do not
         line up with one limit).
     start : str or pandas.Timestamp
-        Start of the campaign (UTC).
+        Start of the campaign (a time without a zone is read as UTC).
     seed : int
         Seed; the run under the ``i``-th limit uses ``seed + i``.
     n_hosts, gpus_per_host : int
@@ -61,8 +62,7 @@ def twin_capping_campaign(limits_w: Sequence[float], *, hours_each: float = 1.0,
         raise PowerlabError(f"rounds must be >= 1, got {rounds}")
     twin = {"segment_level_pct": 0.0, **twin}
     limits_w = list(limits_w) * int(rounds)
-    t0 = pd.Timestamp(start)
-    t0 = t0.tz_localize("UTC") if t0.tz is None else t0.tz_convert("UTC")
+    t0 = to_utc(start, tz="UTC", what="start")   # a zone-less start is UTC, as documented
     tels, steps = [], []
     uuids = None
     for i, lim in enumerate(limits_w):

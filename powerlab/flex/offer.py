@@ -35,6 +35,7 @@ from ..exceptions import PowerlabError
 from ..grid.forecast import forecast
 from ..grid.scenario import Scenario
 from ..outputs import output_folder
+from ..telemetry.timeutil import to_utc
 from .levers import (
     LeverAssumptions,
     capped_scenario,
@@ -250,10 +251,7 @@ def _hold_window(scenario: Scenario, start, hold_s: float
     and cut at the horizon's end; :func:`default_window` without a start."""
     if start is None:
         return default_window(scenario, hold_s)
-    w0 = pd.Timestamp(start)
-    if w0.tz is None:
-        raise PowerlabError(f"start {start!r} has no time zone")
-    w0 = w0.tz_convert("UTC")
+    w0 = to_utc(start, what="start")
     w1 = min(w0 + pd.Timedelta(seconds=hold_s), scenario.end_utc)
     if not scenario.start_utc <= w0 < w1:
         raise PowerlabError(f"start {w0} is outside the scenario's horizon")
