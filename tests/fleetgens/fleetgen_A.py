@@ -100,11 +100,47 @@ def _episodes(rng, T_s: float, target_frac: float = 0.30, mean_len_s: float = 36
     return eps
 
 
+def baseline_start(hours: float) -> pd.Timestamp:
+    """Start of the baseline (burn-in) record: a whole number of days before START, at
+    least 7 days and such that the baseline ends >= 1 day before the main record starts."""
+    days = max(7, int(np.ceil(hours / 24.0)) + 1)
+    return START - pd.Timedelta(days=days)
+
+
 def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 72.0,
-             n_hosts: int = 16, gpus_per_host: int = 8) -> tuple[pd.DataFrame, dict]:
+             n_hosts: int = 16, gpus_per_host: int = 8, baseline: bool = False
+             ) -> tuple[pd.DataFrame, dict]:
+    """Main record of `case` (baseline=False) or its baseline (burn-in) record.
+
+    baseline=True returns the healthy record of the SAME fleet a week (at least; see
+    `baseline_start`) earlier: same hosts, slots, gpu_uuid, leakage offsets (`leak`),
+    host inlet offsets and slot offsets, healthy 700 W limits; no fault; its own
+    inlet drift, workload phases, checkpoints, sensor noise, thermal transients, energy
+    counter offset and missing rows, drawn from SeedSequence([seed, 0xBA5E]).  The main
+    stream is replayed through the static draws so they are exactly those of the main
+    record, and the main record itself is unchanged.  Physical choices (generator A):
+    * clean_hot_host: the hot inlet is the host's rack position (hot-aisle
+      recirculation), a fleet property -> the baseline shares it (truth["hot_host"]).
+    * silent_from_start / gpu_low_clock / every other fault: the fault appeared after
+      the burn-in, so the baseline shows the chip healthy (truth["baseline_shows_fault"]
+      = False); for silent_from_start that is what makes it identifiable with a baseline.
+    * The time-varying stream does not depend on the case: cases that share the fleet
+      share the baseline record (same fleet, same week).
+    """
     if case not in CASES:
         raise ValueError(f"unknown case {case!r}")
     rng = np.random.default_rng(seed)
+    rbase = np.random.default_rng(np.random.SeedSequence([int(seed), 0xBA5E])) if baseline else None
+
+    def tv(draw):
+        """Time-varying draw: for a baseline, replay it on the main stream (to keep the
+        later static draws) and take the values from the baseline stream."""
+        if not baseline:
+            return draw(rng)
+        draw(rng)
+        return draw(rbase)
+
+    t_start = baseline_start(hours) if baseline else START
     dt = float(interval_s)
     T = int(round(hours * 3600.0 / dt))
     H, S = n_hosts, gpus_per_host
@@ -121,7 +157,7 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
     hour = (t_mid / 3600.0) % 24.0
     diurnal = 3.0 * np.sin(2 * np.pi * (hour - 9.0) / 24.0)          # peak ~15:00
     host_off = rng.normal(0, 1.0, H)
-    drift = np.cumsum(rng.normal(0, 0.05 * np.sqrt(dt / 60.0), (H, T)), axis=1)
+    drift = np.cumsum(tv(lambda r: r.normal(0, 0.05 * np.sqrt(dt / 60.0), (H, T))), axis=1)
     drift -= drift.mean(axis=1, keepdims=True)
     drift = np.clip(drift, -1.5, 1.5)
     inlet_h = 22.0 + diurnal[None, :] + host_off[:, None] + drift     # (H, T)
@@ -133,17 +169,20 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
 
     # workload phases (common): intensity random-walk-ish piecewise, checkpoints
     n_ph = max(1, int(hours * 3600 / 1800))                           # ~30 min phases
-    ph_edges = np.sort(rng.uniform(0, T * dt, n_ph))
-    ph_val = rng.normal(0, 12.0, n_ph + 1)
+    ph_edges = np.sort(tv(lambda r: r.uniform(0, T * dt, n_ph)))
+    ph_val = tv(lambda r: r.normal(0, 12.0, n_ph + 1))
     phase_mhz = ph_val[np.searchsorted(ph_edges, t_mid)]
     phase_mhz = np.clip(phase_mhz + 8.0 * np.sin(2 * np.pi * t_mid / 5400.0), -25, 25)
     ckpt = np.zeros(T, bool)
     ck_every = 2 * 3600.0
-    for c0 in np.arange(rng.uniform(0, ck_every), T * dt, ck_every):
+    for c0 in np.arange(tv(lambda r: r.uniform(0, ck_every)), T * dt, ck_every):
         ckpt |= (t_s < c0 + 240.0) & (t_s + dt > c0)                  # 4 min checkpoint
 
     # ---------------- chips ----------------
     leak = rng.normal(0, CLOCK_SD, G)
+    fault = case
+    if baseline:                 # last static draw done: the rest is the baseline's own
+        rng, fault = rbase, "clean"
     plimit = np.full(G, PCAP)
 
     # healthy power (W) at cap, with small interval noise; checkpoint ~ 330 W
@@ -174,7 +213,7 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
     cause = None
     ident = True
     victim = int(rng.integers(G))
-    if case == "silent_from_start":
+    if fault == "silent_from_start":
         # choose a chip from the fast end of the spread (~ +1 sd) as victim
         victim = int(np.argmin(np.abs(leak - CLOCK_SD)))
 
@@ -185,7 +224,7 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         clock[g] *= fac
         power[g] *= fac ** POWER_EXP
 
-    if case == "gpu_thermal":
+    if fault == "gpu_thermal":
         slowdown, cause = 2.0, "thermal"
         g = victim
         temp[g] += 4.0
@@ -204,7 +243,7 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         bits[g, m] = (bits[g, m] & ~np.uint64(0x4)) | np.uint64(0x20)
         bits[g, ~m] &= ~np.uint64(0x20)
         slow_gpus = [uuids[g]]
-    elif case == "gpu_throttle_bits":
+    elif fault == "gpu_throttle_bits":
         slowdown, cause = 2.0, "throttle"
         g = victim
         # bursty: 2-state Markov chain with ~40 % occupancy, mean burst ~5 samples
@@ -223,7 +262,7 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         temp[g, m] -= R_TH * PCAP * (1 - (1 - d) ** POWER_EXP) * 0.6
         bits[g, m] = (bits[g, m] & ~np.uint64(0x4)) | np.uint64(0x8)
         slow_gpus = [uuids[g]]
-    elif case == "gpu_power_limit":
+    elif fault == "gpu_power_limit":
         slowdown, cause = 2.0, "power_limit"
         g = victim
         newlim = PCAP * 0.98 ** POWER_EXP
@@ -233,16 +272,16 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         power[g, work] *= newlim / PCAP
         temp[g, work] -= R_TH * (PCAP - newlim)
         slow_gpus = [uuids[g]]
-    elif case == "gpu_low_clock":
+    elif fault == "gpu_low_clock":
         slowdown, cause = 2.0, "clock"
         clock[victim] *= 0.98
         slow_gpus = [uuids[victim]]
-    elif case == "silent_from_start":
+    elif fault == "silent_from_start":
         slowdown, cause = 1.5, "clock"
         ident = False
         clock[victim] *= 0.985
         slow_gpus = [uuids[victim]]
-    elif case == "host_slow":
+    elif fault == "host_slow":
         slowdown, cause = 1.0, "host"
         h = int(rng.integers(H))
         gs = np.where(host_of == h)[0]
@@ -254,7 +293,7 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         temp[np.ix_(gs, np.where(work)[0])] -= R_TH * (PCAP - newlim)
         slow_hosts = [hosts[h]]
         slow_gpus = [uuids[g] for g in gs]
-    elif case == "intermittent":
+    elif fault == "intermittent":
         slowdown, cause = 1.5, "clock"
         g = victim
         eps = _episodes(rng, T * dt)
@@ -265,7 +304,7 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         fac = 1.0 - 0.015 * frac
         dip(fac, g)
         temp[g] -= R_TH * PCAP * (1 - fac ** POWER_EXP) * 0.7
-        episodes = [(uuids[g], START + pd.Timedelta(seconds=a), START + pd.Timedelta(seconds=b))
+        episodes = [(uuids[g], t_start + pd.Timedelta(seconds=a), t_start + pd.Timedelta(seconds=b))
                     for a, b in eps]
         slow_gpus = [uuids[g]]
 
@@ -284,7 +323,7 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
     keep[host_of == gap_h, g0:g0 + glen] = False
     flat_keep = keep.ravel()
 
-    ts = (START + pd.to_timedelta(t_s, unit="s")).as_unit("ns")
+    ts = (t_start + pd.to_timedelta(t_s, unit="s")).as_unit("ns")
     ts_idx = np.tile(np.arange(T), G)[flat_keep]
     gidx = np.repeat(np.arange(G), T)[flat_keep]
     host_arr = np.array(hosts, dtype=object)[host_of]
@@ -320,6 +359,9 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         truth["cause"] = None
     if hot_host is not None:
         truth["hot_host"] = hosts[hot_host]
+    if baseline:
+        truth.update(baseline_of=case, cause=None, baseline_shows_fault=False,
+                     main_record_start=START)
     return df, truth
 
 
@@ -423,3 +465,29 @@ if __name__ == "__main__":
     print("failures", f.shape, int(f.failed.sum()), tr)
     cnt, tr = generate_failure_counts(1, frailty_var=0.5)
     print("counts", cnt.shape, int(cnt["count"].sum()), tr)
+
+    # baseline (burn-in) records, seed 1: same fleet, healthy, own time-varying draws
+    for c in ("clean", "clean_hot_host", "silent_from_start", "gpu_low_clock"):
+        t0 = time.time()
+        b, tb = generate(1, c, baseline=True)
+        m, tm = generate(1, c)
+        ref = m if c in ("clean", "clean_hot_host") else generate(1, "clean")[0]
+        same = (sorted(set(zip(b.host, b.gpu_index, b.gpu_uuid)))
+                == sorted(set(zip(m.host, m.gpu_index, m.gpu_uuid))))
+        med_b = b.groupby("gpu_uuid").clock_sm_mhz.median()
+        med_m = ref.groupby("gpu_uuid").clock_sm_mhz.median().reindex(med_b.index)
+        d = med_b - med_m
+        print(f"baseline {c:18s} {b.shape} {time.time() - t0:5.2f}s "
+              f"{b.timestamp.min():%Y-%m-%d} .. {b.timestamp.max():%Y-%m-%d %H:%M} "
+              f"(main from {m.timestamp.min():%Y-%m-%d}) uuids/hosts/slots match: {same} "
+              f"dtypes match: {bool((b.dtypes == m.dtypes).all())} hot_host={tb.get('hot_host')}")
+        print(f"   per-chip median clock, baseline vs clean main: fleet sd {med_m.std():.1f} "
+              f"MHz, corr {np.corrcoef(med_b, med_m)[0, 1]:.3f}, common shift "
+              f"{d.median():+.1f} MHz, sd of differences {d.std():.2f} MHz, "
+              f"max |diff - shift| {np.abs(d - d.median()).max():.1f} MHz")
+        if tm["slow_gpus"]:
+            v = tm["slow_gpus"][0]
+            mv = m[m.gpu_uuid == v].clock_sm_mhz.median()
+            print(f"   victim {v[:12]}: main {mv:.1f} MHz, baseline {med_b[v]:.1f} MHz, "
+                  f"clean main {med_m[v]:.1f} MHz, fleet rank in main "
+                  f"{int((m.groupby('gpu_uuid').clock_sm_mhz.median() < mv).sum())}/{len(med_b)}")

@@ -104,16 +104,48 @@ def _interval_mean(fine, per):
     return fine[..., : n * per].reshape(fine.shape[:-1] + (n, per)).mean(-1)
 
 
+def _baseline_start(hours: float) -> pd.Timestamp:
+    # whole days before START (>= 7), ending at least one day before the main record
+    return START - pd.Timedelta(days=max(7, int(np.ceil(hours / 24.0)) + 1))
+
+
 def generate(seed: int, case: str, *, interval_s: float = 300.0, hours: float = 72.0,
-             n_hosts: int = 32, gpus_per_host: int = 4) -> tuple[pd.DataFrame, dict]:
+             n_hosts: int = 32, gpus_per_host: int = 4, baseline: bool = False
+             ) -> tuple[pd.DataFrame, dict]:
+    """Main record of `case`, or with ``baseline=True`` its baseline (burn-in) record.
+
+    Baseline (variant B): the healthy record of the same fleet >= 7 whole days earlier
+    (ending >= 1 day before START): same hosts/slots/gpu_uuid, same healthy chip clocks
+    ``clk0`` (including the case's choice of the victim's healthy clock, e.g. the host
+    median for gpu_low_clock or the fast healthy clock for silent_from_start), same
+    power offsets, host/slot/chip temperature offsets and HBM offsets, 700 W limits; no
+    fault (slow_factor 1, no extra bits/heat, healthy limits).  Workload phases, load
+    wobble, inlet wander, host jitter, noise, bits, energy offset and missing rows are
+    drawn from SeedSequence([seed, 0xBA5E]); the main stream is replayed through all
+    static and case draws, so the main record is unchanged.
+    Choices: clean_hot_host -- the +5..8 degC inlet is the host's place in the room
+    (rack/aisle), a fleet property, so the baseline shares it; silent_from_start -- the
+    fault came after the burn-in, so the baseline shows the chip healthy (that is why it
+    needs a baseline); gpu_low_clock likewise healthy.  truth["baseline_shows_fault"]
+    is False for every case.
+    """
     if case not in CASES:
         raise ValueError(f"unknown case {case!r}; expected one of {CASES}")
     rng = np.random.default_rng(seed)
+    rb = np.random.default_rng(np.random.SeedSequence([int(seed), 0xBA5E])) if baseline else None
+
+    def tv(draw):
+        # time-varying block: the baseline replays it on the main stream, keeps its own
+        if rb is None:
+            return draw(rng)
+        draw(rng)
+        return draw(rb)
     interval_s = float(interval_s)
     T = int(round(hours * 3600.0 / interval_s))
     H, P = int(n_hosts), int(gpus_per_host)
     G = H * P
-    ts = START + pd.to_timedelta(np.arange(T) * interval_s, unit="s")
+    ts = (_baseline_start(hours) if baseline else START) + pd.to_timedelta(
+        np.arange(T) * interval_s, unit="s")
     t_h = np.arange(T) * interval_s / 3600.0  # hours since start (interval start)
 
     hosts = np.array([f"node{h + 1:03d}" for h in range(H)])
@@ -129,16 +161,19 @@ def generate(seed: int, case: str, *, interval_s: float = 300.0, hours: float = 
     fine_dt = min(60.0, interval_s)
     per = max(1, int(round(interval_s / fine_dt)))
     Tf = T * per
-    load_f = np.ones(Tf)
-    # periodic checkpoint / eval phases every ~2-4 h lasting 5-20 min at reduced load
-    tpos = rng.uniform(0.5, 2.0) * 3600.0
-    while tpos < Tf * fine_dt:
-        dur = rng.uniform(5, 20) * 60.0
-        i0, i1 = int(tpos / fine_dt), int((tpos + dur) / fine_dt)
-        load_f[i0:i1] = rng.uniform(0.45, 0.75)
-        tpos += dur + rng.uniform(2.0, 4.0) * 3600.0
-    # slow data-dependent wobble in load (all GPUs together)
-    load_f *= 1.0 - 0.015 * np.abs(_ar1(rng, 1, Tf, 0.98, 1.0)[0])
+    def _load(r):
+        load_f = np.ones(Tf)
+        # periodic checkpoint / eval phases every ~2-4 h lasting 5-20 min at reduced load
+        tpos = r.uniform(0.5, 2.0) * 3600.0
+        while tpos < Tf * fine_dt:
+            dur = r.uniform(5, 20) * 60.0
+            i0, i1 = int(tpos / fine_dt), int((tpos + dur) / fine_dt)
+            load_f[i0:i1] = r.uniform(0.45, 0.75)
+            tpos += dur + r.uniform(2.0, 4.0) * 3600.0
+        # slow data-dependent wobble in load (all GPUs together)
+        load_f *= 1.0 - 0.015 * np.abs(_ar1(r, 1, Tf, 0.98, 1.0)[0])
+        return load_f
+    load_f = tv(_load)
     load = _interval_mean(load_f, per)                     # (T,)
     light = 1.0 - load                                     # 0 in compute, up to ~0.5
     util_common = 99.0 * load_f
@@ -240,6 +275,23 @@ def generate(seed: int, case: str, *, interval_s: float = 300.0, hours: float = 
         truth.update(slow_gpus=[uuids[victim]], slowdown_pct=2.0, cause="clock",
                      identifiable_without_baseline=False)
 
+    if baseline:
+        # healthy burn-in of the same chips: keep clk0 / offsets / hot inlet, drop the fault
+        slow_factor[:] = 1.0
+        pw_factor[:] = 1.0
+        temp_extra[:] = 0.0
+        extra_bits[:] = 0
+        suppress_pc[:] = False
+        force_pc[:] = 0.0
+        plimit = np.full(G, TDP_W)
+        truth = {"case": case, "slow_gpus": [], "slow_hosts": [], "episodes": [],
+                 "slowdown_pct": 0.0, "cause": None, "identifiable_without_baseline": True,
+                 "interval_s": interval_s, "baseline_of": case, "baseline_shows_fault": False,
+                 "main_record_start": START}
+        if case == "clean_hot_host":
+            truth["hot_host"] = str(hosts[vhost])
+        rng = rb              # every later draw is time-varying: the baseline's own
+
     # ---------------- power -----------------------------------------------------------------
     pw_noise = rng.normal(0.0, 0.006, (G, T)) * np.sqrt(60.0 / interval_s) ** 0.5
     power_frac = 0.97 * (1.0 + pw_off)[:, None] * (0.55 + 0.45 * load)[None, :] ** 1.3
@@ -330,3 +382,31 @@ if __name__ == "__main__":
     d, _ = generate(1, "clean", interval_s=60.0, n_hosts=16, gpus_per_host=8)
     print(f"big: {d.shape} in {time.time() - t0:.2f}s")
     print(d.dtypes)
+
+    # baseline self-check, seed 0: same chips, healthy, independent time-varying draws
+    for c in ("clean", "clean_hot_host", "gpu_low_clock", "silent_from_start"):
+        t0 = time.time()
+        b, tb = generate(0, c, baseline=True)
+        dt_b = time.time() - t0
+        m, tm = generate(0, c)
+        ref = m[~m.gpu_uuid.isin(tm["slow_gpus"])]    # same chips; the victim is shown apart
+        key = lambda x: sorted(set(zip(x.host, x.gpu_index, x.gpu_uuid)))
+        mb = b.groupby("gpu_uuid").clock_sm_mhz.median()
+        mr = ref.groupby("gpu_uuid").clock_sm_mhz.median()
+        mb = mb.reindex(mr.index)
+        dd = mb - mr
+        print(f"baseline {c:18s} rows={b.shape[0]} cols={b.shape[1]} {dt_b:5.2f}s "
+              f"{b.timestamp.min():%Y-%m-%d} .. {b.timestamp.max():%Y-%m-%d %H:%M} "
+              f"(main from {m.timestamp.min():%Y-%m-%d}) ids match={key(b) == key(m)} "
+              f"dtypes match={bool((b.dtypes == m.dtypes).all())} hot_host={tb.get('hot_host')}")
+        print(f"   chip median clock baseline vs main (healthy chips): "
+              f"fleet sd {mr.std():.1f} MHz, corr {np.corrcoef(mb, mr)[0, 1]:.3f}, shift "
+              f"{dd.median():+.1f} MHz, sd of diff {dd.std():.2f} MHz, "
+              f"max |diff-shift| {np.abs(dd - dd.median()).max():.1f} MHz")
+        if tm["slow_gpus"]:
+            v = tm["slow_gpus"][0]
+            mv = m[m.gpu_uuid == v].clock_sm_mhz.median()
+            bv = b[b.gpu_uuid == v].clock_sm_mhz.median()
+            print(f"   victim {v[:12]}: main {mv:.1f} MHz, baseline {bv:.1f} MHz "
+                  f"({100 * (1 - mv / bv):.2f} % lower in main), rank in main "
+                  f"{int((m.groupby('gpu_uuid').clock_sm_mhz.median() < mv).sum())}/{len(mr) + 1}")

@@ -154,13 +154,43 @@ def _bisect(fun, lo, hi, target, iters=28, increasing=True):
 
 
 def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 72.0,
-             n_hosts: int = 16, gpus_per_host: int = 8) -> tuple[pd.DataFrame, dict]:
+             n_hosts: int = 16, gpus_per_host: int = 8, baseline: bool = False
+             ) -> tuple[pd.DataFrame, dict]:
+    """Main record of `case`; with ``baseline=True`` the baseline (burn-in) record of the
+    fleet that the main record of `case` describes.
+
+    Baseline: the same fleet >= 7 whole days earlier, ending >= 1 day before START.  The
+    chips' manufacturing parameters (C, Lk, dV, R_tim), the per-slot heat-sink pattern,
+    the per-host inlet offsets, the uuids and the 700 W limits are the SAME draws as in
+    the main record of this case (C seeds its stream with the case index, so each case
+    describes its own fleet and has its own baseline); the chips are simulated healthy
+    (the fault's parameter change -- raised R_tim, lowered limit, dV shift, extra
+    leakage, brake -- is not applied).  Inlet wander, workload phases/checkpoints,
+    activity noise, sensor noise, energy offset and missing rows come from
+    SeedSequence([seed, case index, 0xC, 0xBA5E]).  The main stream is replayed through
+    the static draws, so the main record is unchanged.
+    Choices: clean_hot_host -- the hot inlet is where the host sits (rack/aisle), a
+    fleet property, so the baseline shares it (same +5..8 C, fans compensating the same
+    way); silent_from_start -- the extra leakage developed after the burn-in, so the
+    baseline shows the chip at its healthy (fast, ~+1.2 sd) clock, which is what makes
+    the case identifiable with a baseline; gpu_low_clock -- the V/f shift came after the
+    burn-in (healthy in the baseline).  truth["baseline_shows_fault"] = False throughout.
+    """
     cases = ("clean", "clean_hot_host", "gpu_thermal", "gpu_throttle_bits",
              "gpu_power_limit", "gpu_low_clock", "host_slow", "intermittent",
              "silent_from_start")
     if case not in cases:
         raise ValueError(f"unknown case {case!r}")
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), cases.index(case), 0xC]))
+    rb = (np.random.default_rng(np.random.SeedSequence([int(seed), cases.index(case), 0xC, 0xBA5E]))
+          if baseline else None)
+
+    def tv(draw):
+        # time-varying draw; a baseline replays it on the main stream and keeps its own
+        if rb is None:
+            return draw(rng)
+        draw(rng)
+        return draw(rb)
     G = int(gpus_per_host)
     H = int(n_hosts)
     n = H * G
@@ -191,12 +221,12 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
     # ---- inlet temperature (nt, H)
     host_off = 0.8 * rng.standard_normal(H)
     diurnal = 2.0 * np.sin(2 * np.pi * (t_s / 86400.0 - 9.0 / 24.0))      # peak 15:00
-    wander = np.cumsum(rng.standard_normal((nt, H)), axis=0)
+    wander = np.cumsum(tv(lambda r: r.standard_normal((nt, H))), axis=0)
     # AR(1)-like slow wander, sd ~0.3 C
     phi = np.exp(-interval_s / 3600.0)
     w = np.zeros((nt, H))
-    e = rng.standard_normal((nt, H)) * 0.3 * np.sqrt(1 - phi ** 2)
-    w[0] = 0.3 * rng.standard_normal(H)
+    e = tv(lambda r: r.standard_normal((nt, H))) * 0.3 * np.sqrt(1 - phi ** 2)
+    w[0] = 0.3 * tv(lambda r: r.standard_normal(H))
     for i in range(1, nt):
         w[i] = phi * w[i - 1] + e[i]
     del wander
@@ -205,6 +235,9 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
     if case == "clean_hot_host":
         hot_host = int(rng.integers(H))
         Tin_h[:, hot_host] += rng.uniform(5.0, 8.0)
+    fault = case
+    if baseline:             # static draws done: the rest of the burn-in is its own
+        rng, fault = rb, "clean"
     Tin = Tin_h[:, host_of]                                           # (nt, n)
     fan = np.clip(1.0 - 0.022 * (Tin - 25.0), 0.7, 1.15)
     R_sink = R_sink0[None, :] * fan                                   # (nt, n)
@@ -253,7 +286,7 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
 
     target = {"gpu_thermal": 2.0, "gpu_throttle_bits": 2.0, "gpu_power_limit": 2.0,
               "gpu_low_clock": 2.0, "silent_from_start": 2.0, "host_slow": 1.0,
-              "intermittent": 1.5}.get(case, 0.0)
+              "intermittent": 1.5}.get(fault, 0.0)
     brake = None        # (gpu, u array (nt,))
     dV_t = None         # time-varying dV for intermittent
     sg = None
@@ -264,7 +297,7 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
             return 100.0 * (1.0 - m[mask].mean() / ref_col[mask].mean())
         return 100.0 * (1.0 - m.mean() / ref_col.mean())
 
-    if case == "gpu_thermal":
+    if fault == "gpu_thermal":
         cand = np.where(downstream == 0)[0]
         sg = int(rng.choice(cand))
         idx = np.array([sg])
@@ -272,14 +305,14 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         f = lambda r: loss(sim_cols(idx, Rtim_=np.array([r]))[0][:, :, 0], ref)
         R_tim[sg] = _bisect(f, R_tim[sg], R_tim[sg] * 4.0, target)
         truth["cause"] = "thermal"
-    elif case == "gpu_power_limit":
+    elif fault == "gpu_power_limit":
         sg = int(rng.integers(n))
         idx = np.array([sg])
         ref = clk0[:, sg]
         f = lambda p: loss(sim_cols(idx, Plim_=np.array([p]))[0][:, :, 0], ref)
         Plim[sg] = _bisect(f, 450.0, P_TDP, target, increasing=False)
         truth["cause"] = "power_limit"
-    elif case == "gpu_low_clock":
+    elif fault == "gpu_low_clock":
         med = np.array([np.median(chip_clk[host_of == host_of[i]]) for i in range(n)])
         cand = np.where(chip_clk <= med)[0]
         sg = int(rng.choice(cand))
@@ -288,7 +321,7 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         f = lambda d: loss(sim_cols(idx, dV_=np.array([d]))[0][:, :, 0], ref)
         dV[sg] = _bisect(f, dV[sg], dV[sg] + 0.1, target)
         truth["cause"] = "clock"
-    elif case == "silent_from_start":
+    elif fault == "silent_from_start":
         z = (chip_clk - chip_clk.mean()) / chip_clk.std()
         order = np.argsort(np.abs(z - 1.2))
         sg = int(rng.choice(order[:5]))
@@ -298,7 +331,7 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         Lk[sg] = _bisect(f, Lk[sg], Lk[sg] * 3.0, target)
         truth["cause"] = "clock"
         truth["identifiable_without_baseline"] = False
-    elif case == "host_slow":
+    elif fault == "host_slow":
         hs = int(rng.integers(H))
         idx = np.where(host_of == hs)[0]
         ref = clk0[:, idx]
@@ -310,7 +343,7 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         truth["slow_gpus"] = [uuids[i] for i in idx]
         truth["slow_hosts"] = [hosts[hs]]
         truth["cause"] = "host"
-    elif case == "intermittent":
+    elif fault == "intermittent":
         sg = int(rng.integers(n))
         total_rec = nt * interval_s
         want = 0.30 * total_rec
@@ -342,7 +375,7 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         truth["episodes"] = [(uuids[sg], ts[i0], START + pd.Timedelta(seconds=i1 * interval_s))
                              for i0, i1 in eps]
         truth["cause"] = "clock"
-    elif case == "gpu_throttle_bits":
+    elif fault == "gpu_throttle_bits":
         sg = int(rng.integers(n))
         # 2-state Markov brake-stress process: stationary 40 %, mean dwell ~5 min
         dwell_on = max(1.0, 300.0 / interval_s)
@@ -361,17 +394,17 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
         brake = (sg, np.clip(u * s, 0, 0.9), st)
         truth["cause"] = "throttle"
 
-    if sg is not None and case != "host_slow":
+    if sg is not None and fault != "host_slow":
         truth["slow_gpus"] = [uuids[sg]]
         truth["slow_hosts"] = []
-    truth["slowdown_pct"] = float(target) if case not in ("clean", "clean_hot_host") else 0.0
+    truth["slowdown_pct"] = float(target) if fault not in ("clean", "clean_hot_host") else 0.0
 
     # ---- final fleet simulation with faults applied (only changed GPUs re-simulated)
     R = R_tim[None, :] + R_sink
     fq, P, T, capped, therm = ref_out
-    if case in ("host_slow",):
+    if fault in ("host_slow",):
         chg = np.where(host_of == hs)[0]
-    elif sg is not None and case != "gpu_throttle_bits":
+    elif sg is not None and fault != "gpu_throttle_bits":
         chg = np.array([sg])
     else:
         chg = np.array([], dtype=int)
@@ -407,7 +440,8 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
     temp_rep = tdie + 0.3 * rng.standard_normal((nt, n))
     tmem_rep = Tmem + 0.3 * rng.standard_normal((nt, n))
 
-    ts = START + pd.to_timedelta(t_s, unit="s")
+    t_start = START - pd.Timedelta(days=max(7, int(np.ceil(hours / 24.0)) + 1)) if baseline else START
+    ts = t_start + pd.to_timedelta(t_s, unit="s")
     df = pd.DataFrame({
         "timestamp": np.repeat(ts.values, n),
         "host": np.tile(np.array(hosts, dtype=object)[host_of], nt),
@@ -434,6 +468,10 @@ def generate(seed: int, case: str, *, interval_s: float = 60.0, hours: float = 7
     hi_ = np.tile(host_of, nt)
     keep &= ~((hi_ == oh) & (ti >= o0) & (ti < o0 + od))
     df = df.loc[keep].reset_index(drop=True)
+    if baseline:
+        truth.update(baseline_of=case, baseline_shows_fault=False, main_record_start=START)
+        if hot_host is not None:
+            truth["hot_host"] = hosts[hot_host]
     return df, truth
 
 
@@ -448,3 +486,30 @@ if __name__ == "__main__":
               f"hosts={tr['slow_hosts']} pct={tr['slowdown_pct']} eps={len(tr['episodes'])}")
     d, tr = generate(2, "gpu_thermal", interval_s=300.0, gpus_per_host=4)
     print("300s/4gpu", d.shape)
+
+    # baseline (burn-in) self-check, seed 1.  C's fleet depends on the case, so each
+    # baseline is compared with its own main record (the slow chips shown apart).
+    for c in ("clean", "clean_hot_host", "silent_from_start", "gpu_low_clock"):
+        t0 = time.time()
+        b, tb = generate(1, c, baseline=True)
+        tb_s = time.time() - t0
+        m, tm = generate(1, c)
+        ids = lambda x: sorted(set(zip(x.host, x.gpu_index, x.gpu_uuid)))
+        ok = m[~m.gpu_uuid.isin(tm["slow_gpus"])]
+        mm = ok.groupby("gpu_uuid").clock_sm_mhz.median()
+        mb = b.groupby("gpu_uuid").clock_sm_mhz.median().reindex(mm.index)
+        dd = mb - mm
+        print(f"baseline {c:18s} shape={b.shape} {tb_s:5.2f}s {b.timestamp.min():%Y-%m-%d} .. "
+              f"{b.timestamp.max():%Y-%m-%d %H:%M} (main from {m.timestamp.min():%Y-%m-%d}) "
+              f"ids match={ids(b) == ids(m)} dtypes match={bool((b.dtypes == m.dtypes).all())} "
+              f"hot_host={tb.get('hot_host')}")
+        print(f"   chip median clock, baseline vs main (healthy chips): fleet sd "
+              f"{mm.std():.1f} MHz, corr {np.corrcoef(mb, mm)[0, 1]:.3f}, shift "
+              f"{dd.median():+.1f} MHz, sd of diff {dd.std():.2f} MHz, max |diff-shift| "
+              f"{np.abs(dd - dd.median()).max():.1f} MHz")
+        for v in tm["slow_gpus"]:
+            mv = m[m.gpu_uuid == v].clock_sm_mhz.median()
+            bv = b[b.gpu_uuid == v].clock_sm_mhz.median()
+            print(f"   slow chip {v[:12]}: main {mv:.1f} MHz, baseline {bv:.1f} MHz "
+                  f"({100 * (1 - mv / bv):.2f} % lower in main), rank in main "
+                  f"{int((m.groupby('gpu_uuid').clock_sm_mhz.median() < mv).sum())}/{len(mm) + 1}")
