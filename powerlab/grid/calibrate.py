@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 from scipy import signal
 
+from .._summary import Summary
 from ..exceptions import AnalysisError, PowerlabError
 from .profile import eval_intervals, fit_profile
 from .profile_fit import ProfileFit
@@ -268,16 +269,33 @@ class Calibration:
             out.append("no start-up seen (the readings start at training level).")
         return out
 
-    def summary(self) -> str:
-        """Text summary: the fit, the start-up and the notes."""
+    def summary_frame(self) -> pd.DataFrame:
+        """The profile fit's table (:meth:`ProfileFit.summary_frame`) and the start-up,
+        meter interval and periodic-step test as rows (``value`` and ``unit``)."""
+        extra = pd.DataFrame(
+            {"value": [self.startup_s, self.device_startup_w, self.meter_interval_s,
+                       self.periodic_p_value],
+             "unit": ["s", "W", "s", "-"], "source": "calibration"},
+            index=["startup_s", "device_startup_w", "meter_interval_s", "periodic_p_value"])
+        return pd.concat([self.fit.summary_frame(), extra])
+
+    def summary(self) -> Summary:
+        """Summary: the fit, the start-up and the notes."""
         lines = [(f"Calibrated job: {self.gpus} GPUs ({self.devices} {self.fit.scope}s), "
                   f"from {self.job_start} to {self.job_end}"),
                  (f"start-up {self.startup_s:.1f} s at {self.device_startup_w:,.0f} W per "
                   f"{self.fit.scope}; meter interval {self.meter_interval_s:g} s; periodic "
-                  f"step p = {self.periodic_p_value:.2g}"),
-                 self.fit.summary()]
-        lines += [f"Note: {n}" for n in self.notes() if n not in self.fit.notes()]
-        return "\n".join(lines)
+                  f"step p = {self.periodic_p_value:.2g}")]
+        s = Summary(float_format="{:,.4g}", width=120)
+        s.add_text(lines)
+        s.blocks += self.fit.summary().blocks
+        notes = [f"Note: {n}" for n in self.notes() if n not in self.fit.notes()]
+        if notes:
+            s.add_text(notes)
+        return s
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
 
     def to_yaml(self, *, name: str = "calibrated", source: str = "telemetry") -> str:
         """The scenario as YAML text, each number commented with its source."""

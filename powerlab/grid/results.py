@@ -13,6 +13,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from .._summary import Summary
 from ..exceptions import PowerlabError
 from .battery import battery_dispatch
 from .facility import facility_power
@@ -326,10 +327,11 @@ class ForecastResult:
                 f"{self.n_ticks} ticks of {self.tick_s:g} s from {self.start_utc}>")
 
 
-class ForecastSummary:
+class ForecastSummary(Summary):
     """Summary tables of a :class:`ForecastResult`."""
 
     def __init__(self, res: ForecastResult):
+        super().__init__()
         self.res = res
         sc = res.scenario
         m = res.metrics
@@ -435,5 +437,11 @@ class ForecastSummary:
             body += f"<p>{html.escape(title)}</p>{df.T.to_html(float_format=fmt)}"
         body += "".join(f"<p><i>{html.escape(n)}</i></p>" for n in self.notes)
         return body
+
+    def as_text(self) -> str:
+        return self.__str__()
+
+    def as_html(self) -> str:
+        return self._repr_html_()
 
     __repr__ = __str__

@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._summary import Summary
 from ..exceptions import AnalysisError, PowerlabError
 from . import loadmetrics as lm
 from .powertrace import PowerTrace, band_visibility, for_each_draw, trace_from_telemetry
@@ -528,10 +529,11 @@ class ComplianceResult:
         return csv, txt
 
 
-class ComplianceSummary:
+class ComplianceSummary(Summary):
     """What :meth:`ComplianceResult.summary` shows."""
 
     def __init__(self, res: ComplianceResult):
+        super().__init__()
         self.res = res
         f = res._frame
         spec = res.spec
@@ -578,6 +580,12 @@ class ComplianceSummary:
                 f"<p><b>{html.escape(self.verdict)}</b></p>")
         body += "".join(f"<p><i>{html.escape(n)}</i></p>" for n in self.notes)
         return body
+
+    def as_text(self) -> str:
+        return self.__str__()
+
+    def as_html(self) -> str:
+        return self._repr_html_()
 
     __repr__ = __str__
 

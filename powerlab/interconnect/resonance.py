@@ -38,6 +38,7 @@ import pandas as pd
 from scipy import signal
 from scipy.ndimage import median_filter
 
+from .._summary import Summary
 from ..exceptions import AnalysisError, PowerlabError
 
 __all__ = [
@@ -332,10 +333,11 @@ class ResonanceResult:
                 f"{len(self.hits)} hit(s) in {len(self.modes)} grid mode band(s)>")
 
 
-class ResonanceSummary:
+class ResonanceSummary(Summary):
     """What :meth:`ResonanceResult.summary` shows."""
 
     def __init__(self, res: ResonanceResult):
+        super().__init__()
         self.res = res
         h = res.harmonics
         shown = h[(h["modes"] != "") | (h["harmonic"] <= 5)]
@@ -387,6 +389,12 @@ class ResonanceSummary:
                 f"{self.options.to_html(float_format=fmt)}"
                 f"{self.table.to_html(float_format=fmt)}"
                 + "".join(f"<p>{html.escape(s)}</p>" for s in self.lines))
+
+    def as_text(self) -> str:
+        return self.__str__()
+
+    def as_html(self) -> str:
+        return self._repr_html_()
 
     __repr__ = __str__
 

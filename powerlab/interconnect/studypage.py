@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._summary import Summary
 from ..exceptions import PowerlabError
 
 __all__ = ["StudySummary", "package_html", "write_package"]
@@ -100,10 +101,11 @@ def _key_lines(pkg) -> list[str]:
     return out
 
 
-class StudySummary:
+class StudySummary(Summary):
     """Text summary of a :class:`~powerlab.interconnect.studypackage.StudyPackage`."""
 
     def __init__(self, pkg):
+        super().__init__()
         self.pkg = pkg
 
     def __str__(self) -> str:
@@ -111,6 +113,12 @@ class StudySummary:
 
     def _repr_html_(self) -> str:
         return "<pre>" + _e(str(self)) + "</pre>"
+
+    def as_text(self) -> str:
+        return self.__str__()
+
+    def as_html(self) -> str:
+        return self._repr_html_()
 
 
 def package_html(pkg, files: dict | None = None) -> str:

@@ -49,13 +49,13 @@ References
 
 from __future__ import annotations
 
-import html
 import time
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._summary import Summary
 from ..exceptions import AnalysisError, SchemaError, Violation
 from .changepoints import demeaned_fit, level_shifts
 from .diurnal import (
@@ -160,14 +160,12 @@ class TimeOfDayResult:
         df = pd.DataFrame(rows, columns=["quantity", "estimate", "lower", "upper", "unit"])
         return df.set_index("quantity")
 
-    def summary(self) -> str:
-        """A text summary (estimates, data cleaning counts, model, attribution)."""
+    def summary(self) -> Summary:
+        """Summary: estimates, data cleaning counts, model, attribution."""
         a = self._d
         c = a["counts"]
         lo, hi = a["amplitude_ci_pct"]
         lines = [
-            "Time-of-day throughput effect",
-            "=" * 64,
             f"Site time zone:        {a['site_tz']}",
             f"Span:                  {a['span'][0]} .. {a['span'][1]}",
             (f"Steps in / used:       {c['n_in']} / {c['n_used']}  (warm-up {c['n_warmup']},"
@@ -204,7 +202,10 @@ class TimeOfDayResult:
                 lines.append("  not identified: |coef/se| < 2 -- the mediator hardly varies "
                              "apart from the time of day (e.g. a purely periodic ambient), "
                              "so its effect cannot be told from the daily profile")
-        return "\n".join(lines)
+        s = Summary("Time-of-day throughput effect")
+        s.add_text(lines, pre=True)
+        s.add_df(self.summary_frame(), "Estimates")
+        return s
 
     def __repr__(self) -> str:
         lo, hi = self.amplitude_ci_pct
@@ -212,25 +213,7 @@ class TimeOfDayResult:
                 f" trough={_hhmm(self.trough_hour)} p={self.pvalue:.3g}>")
 
     def _repr_html_(self) -> str:
-        sf = self.summary_frame()
-        body = "".join(
-            f"<tr><th>{html.escape(q)}</th><td>{r['estimate']:.4g}</td>"
-            f"<td>{'' if np.isnan(r['lower']) else f'{r.lower:.4g}'}</td>"
-            f"<td>{'' if np.isnan(r['upper']) else f'{r.upper:.4g}'}</td>"
-            f"<td>{html.escape(r['unit'])}</td></tr>"
-            for q, r in sf.iterrows())
-        head = ("<tr><th>quantity</th><th>estimate</th><th>lower</th><th>upper</th>"
-                "<th>unit</th></tr>")
-        extra = ""
-        att = self._d.get("attribution")
-        if att is not None and len(att):
-            extra = "<h5>Attribution</h5>" + att.to_html(float_format=lambda v: f"{v:.4g}")
-        c = self.counts
-        return (f"<div><h4>Time-of-day throughput effect ({html.escape(self.site_tz)})</h4>"
-                f"<table>{head}{body}</table>"
-                f"<p>{c['n_used']} of {c['n_in']} steps used (warm-up {c['n_warmup']}, "
-                f"outliers {c['n_outliers']}); {self.order} harmonic(s), errors "
-                f"{html.escape(self.errors)}.</p>{extra}</div>")
+        return self.summary().as_html()
 
 
 def _hhmm(h: float) -> str:

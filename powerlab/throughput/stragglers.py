@@ -52,7 +52,6 @@ References
 
 from __future__ import annotations
 
-import html
 import warnings
 from dataclasses import dataclass
 
@@ -60,6 +59,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import median_abs_deviation, norm
 
+from .._summary import Summary
 from ..exceptions import AnalysisError, SchemaError, Violation
 from ..telemetry.schema import THROTTLE_REASONS
 from ._robust import group_median, nanmad
@@ -172,8 +172,8 @@ class StragglerResult:
         """The flagged GPUs (a copy of :attr:`flags`)."""
         return self.flags.copy()
 
-    def summary(self) -> str:
-        """Text summary: one line per flagged GPU with its evidence and cost."""
+    def summary(self) -> Summary:
+        """Summary: one line per flagged GPU with its evidence and cost, and their table."""
         n = len(self.scores)
         p = self.params
         lines = [(f"Straggler GPUs: {len(self.flags)} of {n} flagged (persistent offsets "
@@ -224,16 +224,16 @@ class StragglerResult:
                 f"{p['clock_spread_pct']:.2f} %) from before the record starts, with no "
                 "heat, throttle-bit, power-limit or onset evidence, is not identifiable "
                 "without a baseline (straggler_baseline)")
-        return "\n".join(lines)
+        s = Summary()
+        s.add_text(lines, pre=True)
+        if len(self.flags):
+            cols = ["host", "gpu_index", "reasons", "evidence_z", "clock_deficit_mhz",
+                    "temp_gpu_c_z", "power_w_z", "top_throttle_reason", "cost_step_pct"]
+            s.add_df(self.flags[cols], "Flagged GPUs", index=False)
+        return s
 
     def _repr_html_(self) -> str:
-        cols = ["host", "gpu_index", "reasons", "evidence_z", "clock_deficit_mhz",
-                "temp_gpu_c_z", "power_w_z", "top_throttle_reason", "cost_step_pct"]
-        table = (self.flags[cols].to_html(index=False, float_format=lambda v: f"{v:.3g}")
-                 if len(self.flags) else "<p>No stragglers flagged.</p>")
-        return (f"<div><h4>Straggler GPUs ({len(self.flags)} of {len(self.scores)})</h4>"
-                f"{table}<p>{html.escape('Total cost: ')}"
-                f"{self.cost_step_pct_total:.3g} % of step time</p></div>")
+        return self.summary().as_html()
 
 
 def _check(telemetry, metrics, z_threshold, compute_fraction, window_s):
