@@ -10,6 +10,7 @@ Modules
 :mod:`~powerlab.throughput.throttling`    slowest clocks and throttle shares by local hour
 :mod:`~powerlab.throughput.seasonal`      MSTL decomposition (daily and weekly parts)
 :mod:`~powerlab.throughput.stragglers`    GPUs that hold a synchronous job back
+:mod:`~powerlab.throughput.straggler_scoring`  the steps of the straggler search
 :mod:`~powerlab.throughput.evidence`      straggler evidence channels and their score
 :mod:`~powerlab.throughput.fleet_levels`  slow hosts and racks against the fleet
 :mod:`~powerlab.throughput.failslow`      fail-slow onsets and intermittent episodes
@@ -38,7 +39,7 @@ _EXPORTS = {
         "decompose_seasonal",
     ),
     "stragglers": (
-        "StragglerResult", "find_stragglers", "straggler_baseline",
+        "StragglerOptions", "StragglerResult", "find_stragglers", "straggler_baseline",
     ),
     "chip_baseline": (
         "StragglerBaseline",
