@@ -20,12 +20,13 @@ The options are one :class:`StragglerOptions`, shared with
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy.stats import median_abs_deviation, norm
 
+from .._options import Options
 from ..exceptions import AnalysisError, SchemaError, Violation
 from ..telemetry.schema import THROTTLE_REASONS
 from ._robust import group_median, nanmad
@@ -72,7 +73,7 @@ _CHANGE_LABEL = {"clock": "clock dropped vs baseline", "temp": "hotter than base
 
 
 @dataclass(frozen=True)
-class StragglerOptions:
+class StragglerOptions(Options):
     """Options of the straggler search, shared by
     :func:`~powerlab.throughput.stragglers.find_stragglers` and
     :func:`~powerlab.throughput.stragglers.straggler_baseline`.
@@ -113,26 +114,8 @@ class StragglerOptions:
     min_peers: int = 4
     min_samples: int = 10
 
-    @classmethod
-    def from_kwargs(cls, options: StragglerOptions | None = None, **kw) -> StragglerOptions:
-        """``options`` (default: the defaults) with the keyword options given replacing
-        its fields; an unknown keyword is an error naming the allowed ones."""
-        names = {f.name for f in fields(cls)}
-        bad = sorted(set(kw) - names)
-        if bad:
-            raise TypeError(f"unknown straggler option(s) {bad}; expected some of "
-                            f"{sorted(names)}")
-        base = options if options is not None else cls()
-        if not isinstance(base, cls):
-            raise AnalysisError("options must be a StragglerOptions")
-        kw = {k: v for k, v in kw.items() if v is not None}
-        if "metrics" in kw:
-            kw["metrics"] = tuple(kw["metrics"])
-        return base if not kw else cls(**{**{f.name: getattr(base, f.name)
-                                             for f in fields(cls)}, **kw})
-
-    def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def __post_init__(self):
+        object.__setattr__(self, "metrics", tuple(self.metrics))
 
 
 @dataclass
