@@ -30,7 +30,7 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "dvfs": (
-        "TimeOfDayResult", "fit_time_of_day",
+        "TimeOfDayOptions", "TimeOfDayResult", "fit_time_of_day",
     ),
     "throttling": (
         "slowest_clock", "throttle_share_by_hour",
@@ -45,7 +45,7 @@ _EXPORTS = {
         "StragglerBaseline",
     ),
     "synth": (
-        "TwinResult", "TwinTruth", "simulate_training", "sinusoidal_ambient",
+        "TwinFleet", "TwinResult", "TwinTruth", "simulate_training", "sinusoidal_ambient",
     ),
     "twin_physics": (
         "TwinParameters",
