@@ -312,6 +312,6 @@ def _apply_split(fit: ProfileFit, overhead: float, sd: float, label: str,
         eval_w=conv(fit.device_eval_w), node_idle_w=float(node_idle))
     dev = fit.params.loc[[i for i in fit.params.index
                           if i not in ("node_overhead_w", "compute_w", "comm_w", "eval_w")]]
-    new.params = _param_rows(new, {k: (r["value"], r["std_err"], r["source"], r["dof"])
-                                   for k, r in dev.iterrows()})
-    return new
+    return dataclasses.replace(new, params=_param_rows(
+        new, {k: (r["value"], r["std_err"], r["source"], r["dof"])
+              for k, r in dev.iterrows()}))
