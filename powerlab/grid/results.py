@@ -41,10 +41,17 @@ class ForecastResult:
     throughput : DataFrame
         Per draw and job: ``train_s``, ``lost_to_failures_s``, ``ramp_deficit_s``,
         ``stagger_delay_s``, ``useful_gpu_h``.
+    interruptions : DataFrame or None
+        Interruptions by cause (:func:`powerlab.grid.interruptions.interruption_frame`).
+    sag_free : callable or None
+        Runs the ride-through counterfactual (the scenario without its voltage sags).
+
+    The engine builds a result complete: ``interruptions`` and ``sag_free`` are
+    constructor arguments, not attributes set afterwards.
     """
 
     def __init__(self, scenario, it_w, tick_s, start_utc, draws, seed, events, throughput,
-                 reduced=None):
+                 reduced=None, *, interruptions: pd.DataFrame | None = None, sag_free=None):
         self.scenario = scenario
         self._it = it_w
         self.tick_s = tick_s
@@ -54,6 +61,8 @@ class ForecastResult:
         self.events = events
         self.throughput = throughput
         self.reduced = reduced
+        self.interruptions = interruptions
+        self.sag_free = sag_free
         if self._it is not None:
             self._it.setflags(write=False)
         elif reduced is None:
