@@ -561,12 +561,12 @@ def _build_report(prof, power, scen, res, violations, mit, run, tod, strag, fc, 
     for key in ("profile", "throttle"):
         if key in tc:
             rep.chart(tc[key])
-    rep.preformatted(str(tod.summary()))
+    rep.preformatted(tod.summary())
     rep.text(f"Stragglers: find_stragglers scores every GPU against its peers at the same "
              f"moments; it flagged {len(strag.flags)} of {len(strag.scores)} GPUs (the twin "
              f"injected {len(run.truth.stragglers)}).")
     rep.chart(tc["stragglers"])
-    rep.preformatted(str(strag.summary()))
+    rep.preformatted(strag.summary())
     rep.heading("5. Facilities export")
     rep.text(f"{csv.name} (one row per minute; UTC and site-local times a spreadsheet reads "
              "as dates; facility and IT power side by side in MW, energy in MWh, ramps over "
