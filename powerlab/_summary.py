@@ -48,7 +48,7 @@ class _Text:
     pre: bool
 
 
-@dataclass
+@dataclass(eq=False)
 class Summary:
     """Title, tables and text of a results object, as text and HTML.
 

@@ -7,7 +7,6 @@ facility power, timelines, interval tables, metrics and energies from it;
 
 from __future__ import annotations
 
-import html
 from functools import cached_property
 
 import numpy as np
@@ -340,7 +339,7 @@ class ForecastSummary(Summary):
     """Summary tables of a :class:`ForecastResult`."""
 
     def __init__(self, res: ForecastResult):
-        super().__init__()
+        super().__init__("Power-swing forecast", float_format="{:,.3f}", width=120)
         self.res = res
         sc = res.scenario
         m = res.metrics
@@ -409,20 +408,14 @@ class ForecastSummary(Summary):
                                   f"{label} grid band only to {got[1]:g} Hz.")
             else:
                 self.notes.append(f"Tick {res.tick_s:g} s resolves the {label} grid band.")
-
-    def __str__(self) -> str:
-        with pd.option_context("display.width", 120, "display.max_columns", 20,
-                               "display.float_format", "{:,.3f}".format):
-            parts = ["Power-swing forecast", "=" * 20, self.header.to_string(header=False),
-                     "", self.table.to_string(), "",
-                     "Planner figures (facility; over draws)", self.planner.to_string(), "",
-                     "Events (mean count per draw)",
-                     self.events.to_string(), "", "Throughput (mean per draw)",
-                     self.throughput.to_string()]
-            for title, df in self._interruption_tables():  # interruptions hook
-                parts += ["", title, df.T.to_string()]
-        parts += [""] + [f"Note: {n}" for n in self.notes]
-        return "\n".join(parts)
+        self.add_df(self.header, header=False)
+        self.add_df(self.table)
+        self.add_df(self.planner, "Planner figures (facility; over draws)")
+        self.add_df(self.events, "Events (mean count per draw)")
+        self.add_df(self.throughput, "Throughput (mean per draw)")
+        for title, df in self._interruption_tables():  # interruptions hook
+            self.add_df(df.T, title)
+        self.add_text([f"Note: {n}" for n in self.notes])
 
     def _interruption_tables(self) -> list:
         """(title, frame) of the interruption and checkpoint tables that have rows."""
@@ -432,25 +425,3 @@ class ForecastSummary(Summary):
                ("Voltage sags: load lost at the point of interconnection and recovery",
                 self.disturbances)]
         return [(t, df) for t, df in out if len(df)]
-
-    def _repr_html_(self) -> str:
-        fmt = "{:,.3f}".format
-        body = (f"<h4>Power-swing forecast</h4>{self.header.to_html(header=False)}"
-                f"{self.table.to_html(float_format=fmt)}"
-                f"<p>Planner figures (facility; over draws)</p>"
-                f"{self.planner.to_html(float_format=fmt)}"
-                f"<p>Events (mean count per draw)</p>{self.events.to_html(float_format=fmt)}"
-                f"<p>Throughput (mean per draw)</p>"
-                f"{self.throughput.to_html(float_format=fmt)}")
-        for title, df in self._interruption_tables():  # interruptions hook
-            body += f"<p>{html.escape(title)}</p>{df.T.to_html(float_format=fmt)}"
-        body += "".join(f"<p><i>{html.escape(n)}</i></p>" for n in self.notes)
-        return body
-
-    def as_text(self) -> str:
-        return self.__str__()
-
-    def as_html(self) -> str:
-        return self._repr_html_()
-
-    __repr__ = __str__

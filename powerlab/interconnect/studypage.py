@@ -105,20 +105,9 @@ class StudySummary(Summary):
     """Text summary of a :class:`~powerlab.interconnect.studypackage.StudyPackage`."""
 
     def __init__(self, pkg):
-        super().__init__()
+        super().__init__("Large-load study package")
         self.pkg = pkg
-
-    def __str__(self) -> str:
-        return "Large-load study package\n" + "\n".join(_key_lines(self.pkg))
-
-    def _repr_html_(self) -> str:
-        return "<pre>" + _e(str(self)) + "</pre>"
-
-    def as_text(self) -> str:
-        return self.__str__()
-
-    def as_html(self) -> str:
-        return self._repr_html_()
+        self.add_text(_key_lines(pkg), pre=True)
 
 
 def package_html(pkg, files: dict | None = None) -> str:
