@@ -33,6 +33,7 @@ no whole minute) is ``nan``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -420,10 +421,11 @@ def backtest_runs(train: list, test: list, *, meter_interval_s: float | None = N
             gpus_per_node=gpus_per_node, source="+".join(names),
             training_start=min(c.training_start for _, c in parts))
         # the step test of the runs taken together: every run must show it
-        cal.periodic_p_value = float(max(c.periodic_p_value for _, c in parts))
-        cal.startup_s = float(np.mean([c.startup_s for _, c in parts]))
-        cal.device_startup_w = float(np.nanmean([c.device_startup_w for _, c in parts]))
-        cal.devices = first.devices
+        cal = dataclasses.replace(
+            cal, periodic_p_value=float(max(c.periodic_p_value for _, c in parts)),
+            startup_s=float(np.mean([c.startup_s for _, c in parts])),
+            device_startup_w=float(np.nanmean([c.device_startup_w for _, c in parts])),
+            devices=first.devices)
     tables, series, fevs = [], {}, {}
     for nm, p, e in test:
         if e is None:
