@@ -266,3 +266,71 @@ def test_flex_reads_grid_and_interconnect_through_public_names_only():
             bad += private_names_from(p.read_text(encoding="utf-8"), module_name(p),
                                       p.name == "__init__.py", wing)
     assert not bad, f"flex imports private names: {bad}"
+
+
+# --------------------------------------------------------------- function size (issue 26)
+MAX_FUNCTION_LINES = 120
+MAX_PUBLIC_PARAMETERS = 12
+#: functions still over the limits, each being split by its own change (issue 26 §2-3);
+#: remove an entry when its function is split -- a new long function fails the test
+KNOWN_LONG = {
+    "powerlab.demo.run_demo", "powerlab.demo._build_report",
+    "powerlab.telemetry.schema.validate", "powerlab.iotools.prometheus.read_prometheus",
+    "powerlab.iotools.nvidia_smi._parse", "powerlab.collect.collector.Collector._sample_loop",
+    "powerlab.viz.grid_charts.facility_chart", "powerlab.flex.offer.flex_offer",
+    "powerlab.flex.plan.plan_curtailment", "powerlab.grid.forecast.job_plan",
+    "powerlab.grid.forecast.forecast", "powerlab.interconnect.studypackage.study_package",
+    "powerlab.interconnect.powertrace.trace_from_telemetry",
+}
+KNOWN_MANY_PARAMETERS = {
+    "powerlab.viz.grid_charts.facility_chart", "powerlab.flex.plan.plan_curtailment",
+    "powerlab.interconnect.studypackage.ride_through_table",
+    "powerlab.interconnect.studypackage.study_package",
+}
+
+
+def function_sizes(source: str, module: str):
+    """(qualified name, lines, parameters, public) of every function and method; the
+    parameters count ``*args`` and ``**kwargs`` and not ``self``/``cls``."""
+    out = []
+
+    def visit(node, prefix):
+        for sub in ast.iter_child_nodes(node):
+            if isinstance(sub, ast.ClassDef):
+                visit(sub, f"{prefix}{sub.name}.")
+            elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = sub.args
+                names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+                n = len(names) + (a.vararg is not None) + (a.kwarg is not None)
+                if prefix and names and names[0] in ("self", "cls"):
+                    n -= 1
+                public = not sub.name.startswith("_") and not prefix.startswith("_")
+                out.append((f"{module}.{prefix}{sub.name}",
+                            sub.end_lineno - sub.lineno + 1, n, public))
+
+    visit(ast.parse(source), "")
+    return out
+
+
+def test_the_size_check_counts_lines_and_parameters():
+    src = ("def f(a, b, *c, d=1, **e):\n    return 1\n"
+           "class K:\n    def m(self, x):\n        pass\n"
+           "def _g():\n    pass\n")
+    assert function_sizes(src, "m") == [("m.f", 2, 5, True), ("m.K.m", 2, 1, True),
+                                        ("m._g", 2, 0, False)]
+
+
+def test_functions_are_short_and_public_ones_take_few_parameters():
+    """No function over ~120 lines (a long one becomes named steps, as pvlib's
+    ``ModelChain.run_model``), no public function over 12 parameters (options become
+    a frozen dataclass, ``powerlab._options.Options``)."""
+    long_, many = [], []
+    for p in sorted(PACKAGE.rglob("*.py")):
+        for name, lines, n, public in function_sizes(p.read_text(encoding="utf-8"),
+                                                     module_name(p)):
+            if lines > MAX_FUNCTION_LINES and name not in KNOWN_LONG:
+                long_.append(f"{name} ({lines} lines)")
+            if public and n > MAX_PUBLIC_PARAMETERS and name not in KNOWN_MANY_PARAMETERS:
+                many.append(f"{name} ({n} parameters)")
+    assert not long_, f"functions over {MAX_FUNCTION_LINES} lines: {long_}"
+    assert not many, f"public functions over {MAX_PUBLIC_PARAMETERS} parameters: {many}"
