@@ -195,8 +195,8 @@ class StragglerResult:
         return self.summary().as_html()
 
 
-def straggler_baseline(telemetry: pd.DataFrame,
-                       options: StragglerOptions | None = None, **option_kw) -> StragglerBaseline:
+def straggler_baseline(telemetry: pd.DataFrame, options: StragglerOptions | None = None,
+                       **option_kw) -> StragglerBaseline:
     """Learn each chip's persistent clock offset from an earlier, healthy record.
 
     Within one record a GPU slower from before the record starts, with no other
