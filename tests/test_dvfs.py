@@ -158,7 +158,7 @@ def test_result_fields(run16, fit16):
     text = r.summary()
     assert "Amplitude" in text and "GPU-hours lost" in text and "clock_slow_mhz" in text
     html = r._repr_html_()
-    assert html.startswith("<div>") and "amplitude_pct" in html and "<table>" in html
+    assert html.startswith("<div>") and "amplitude_pct" in html and "<table" in html
     assert "TimeOfDayResult" in repr(r)
     assert set(r.timings) >= {"clean", "fit", "attribution", "total"}
 

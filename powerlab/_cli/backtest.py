@@ -79,7 +79,7 @@ def run(args) -> int:
 
     pd.concat([s.assign(run=k) for k, s in res.series.items()]).to_csv(
         args.out / "backtest_series.csv", float_format="%.6g")
-    text = res.summary()
+    text = str(res.summary())
     (args.out / "summary.txt").write_text(text + "\n", encoding="utf-8")
     print(text)
     chart = _chart(res, args.out)

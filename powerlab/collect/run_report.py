@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from .._summary import Summary
+
 __all__ = ["CollectorReport"]
 
 
@@ -58,8 +60,8 @@ class CollectorReport:
         """The per-GPU table."""
         return self.gpus.copy()
 
-    def summary(self) -> str:
-        """A plain-text summary."""
+    def summary(self) -> Summary:
+        """The run in one paragraph and the per-GPU table."""
         head = (f"collected {self.duration_s:.1f} s at a target of {1 / self.interval_s:g} Hz: "
                 f"{self.ticks} ticks ({self.missed_ticks} missed), tick lateness mean "
                 f"{self.lateness_mean_ms:.2f} ms, max {self.lateness_max_ms:.2f} ms; "
@@ -69,16 +71,15 @@ class CollectorReport:
                 + f"; {len(self.events)} status event(s)")
         cols = ["gpu_index", "samples", "achieved_rate_hz", "jitter_ms", "max_gap_s",
                 "energy_counter_j", "energy_integrated_j", "energy_disagreement_pct"]
-        table = self.gpus[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}")
-        tail = f"\nerror: {self.error}" if self.error else ""
-        return f"{head}\n{table}{tail}"
+        s = Summary(float_format="{:.3f}")
+        s.add_text(head)
+        s.add_df(self.gpus[cols], index=False)
+        if self.error:
+            s.add_text(f"error: {self.error}")
+        return s
 
     def __str__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
     def _repr_html_(self) -> str:
-        import html  # error messages and host names come from outside (issue 24)
-
-        err = f"<p><b>error:</b> {html.escape(str(self.error))}</p>" if self.error else ""
-        return (f"<p>{html.escape(self.summary().splitlines()[0])}</p>"
-                f"{self.gpus.to_html(index=False)}{err}")
+        return self.summary().as_html()

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._summary import Summary
 from ..exceptions import AnalysisError, PowerlabError
 from ..telemetry.schema import THROTTLE_REASONS
 
@@ -187,8 +188,8 @@ class PowerThroughputCurve:
         rr["clock_sm_mhz"] = self.clock_at_power(rr["power_w"].to_numpy())
         return rr
 
-    def summary(self) -> str:
-        """Text summary: source, coefficients with standard errors, the curve."""
+    def summary(self) -> Summary:
+        """Summary: source, coefficients with standard errors, the curve."""
         se = np.sqrt(np.diag(self.cov))
         head = [f"Power-throughput curve ({self.source})",
                 (f"GPU model: {self.gpu_model or 'unknown'}   P_ref = {self.p_ref_w:.0f} W"
@@ -200,13 +201,16 @@ class PowerThroughputCurve:
                 + (f",  {len(self.points)} blocks" if len(self.points) else "")]
         tab = self.summary_frame()[["power_limit_w", "power_w", "step_rate_loss_pct",
                                     "step_rate_loss_pct_lower", "step_rate_loss_pct_upper"]]
-        return "\n".join(head) + "\n" + tab.to_string(index=False, float_format="%.2f")
+        s = Summary(float_format="{:.2f}")
+        s.add_text(head)
+        s.add_df(tab, index=False)
+        return s
 
     def __str__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
     def _repr_html_(self) -> str:
-        return "<pre>" + self.summary() + "</pre>"
+        return self.summary().as_html()
 
 
 def prior_curve(gpu_model: str, p_ref_w: float) -> PowerThroughputCurve:

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._summary import Summary
 from ..exceptions import PowerlabError
 from ..grid.forecast import forecast
 from ..grid.scenario import Scenario
@@ -118,7 +119,7 @@ class FlexOffer:
         return ok.sort_values(["lost_gpu_hours_per_hour", "shed_megawatts"],
                               ascending=[True, False]).iloc[0]
 
-    def summary(self) -> str:
+    def summary(self) -> Summary:
         """Headline (25 % of IT power within 30 s for 3 h) and the table."""
         a = self.assumptions
         lines = [(f"Flexibility offer: IT power {self.it_power_w / 1e6:.2f} MW, hold window "
@@ -141,14 +142,16 @@ class FlexOffer:
                 f", {b['lost_gpu_hours_per_hour']:.0f} GPU-h lost per hour")
         cols = ["lever", "power_limit_w", "shed_megawatts", "shed_pct_of_it", "ramp_time_s",
                 "hold_max_s", "step_rate_loss_pct", "lost_gpu_hours_per_hour"]
-        lines.append(self.rows[cols].to_string(index=False, float_format="%.2f"))
-        return "\n".join(lines)
+        s = Summary(float_format="{:.2f}")
+        s.add_text(lines)
+        s.add_df(self.rows[cols], index=False)
+        return s
 
     def __str__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
     def _repr_html_(self) -> str:
-        return "<pre>" + self.summary() + "</pre>"
+        return self.summary().as_html()
 
     def write(self, out_dir) -> Path:
         """Write ``flex_offer.csv`` into ``out_dir`` (created); returns its path."""

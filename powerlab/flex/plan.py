@@ -52,6 +52,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from .._summary import Summary
 from ..exceptions import PowerlabError
 from ..grid.facility import facility_power
 from ..grid.forecast import forecast
@@ -172,7 +173,8 @@ class CurtailmentPlan:
         """Per-target results (see :attr:`targets`)."""
         return self.targets.copy()
 
-    def summary(self) -> str:
+    def summary(self) -> Summary:
+        """Targets met, overshoot, lost training, ramp requirements and the verdict."""
         t = self.targets
         lines = [
             (f"Curtailment plan: {len(t)} targets ({self.scope} power), {self.draws} draws, "
@@ -188,18 +190,20 @@ class CurtailmentPlan:
             (f"Planned ramp rates (IT): down {self.rate_down_w_per_s * 60 / 1e6:.2f} MW/min, "
             f"up {self.rate_up_w_per_s * 60 / 1e6:.2f} MW/min"),
         ]
+        s = Summary(float_format="{:.3f}")
+        s.add_text(lines)
         if len(self.ramps):
-            lines.append("Ramp requirements (plan-caused violations over all draws):")
-            lines.append(self.ramps.to_string(index=False, float_format="%.3f"))
-        lines.append("Verdict: " + ("every target met, no ramp violated" if self.all_met
-                                    else "NOT all targets met or a ramp violated"))
-        return "\n".join(lines)
+            s.add_df(self.ramps, "Ramp requirements (plan-caused violations over all "
+                     "draws):", index=False)
+        s.add_text("Verdict: " + ("every target met, no ramp violated" if self.all_met
+                                  else "NOT all targets met or a ramp violated"))
+        return s
 
     def __str__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
     def _repr_html_(self) -> str:
-        return "<pre>" + self.summary() + "</pre>"
+        return self.summary().as_html()
 
     def timeline(self, every_s: float = 10.0) -> pd.DataFrame:
         """Tidy frame for a chart: ``timestamp, series, power_megawatts`` (baseline mean,
@@ -224,7 +228,7 @@ class CurtailmentPlan:
         self.targets.to_csv(paths[0], index=False, float_format="%.6g")
         self.schedule.iloc[::k].to_csv(paths[1], index=False, float_format="%.6g")
         self.ramps.to_csv(paths[2], index=False, float_format="%.6g")
-        paths[3].write_text(self.summary() + "\n", encoding="utf-8")
+        paths[3].write_text(str(self.summary()) + "\n", encoding="utf-8")
         return paths
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._summary import Summary
 from ..exceptions import AnalysisError, ParseError, PowerlabError
 from ..outputs import output_folder
 
@@ -162,7 +163,8 @@ class Verification:
     def summary_frame(self) -> pd.DataFrame:
         return self.frame.copy()
 
-    def summary(self) -> str:
+    def summary(self) -> Summary:
+        """Credited power per method and the per-interval table."""
         f = self.frame
         lines = [("Measurement and verification: credited MW = baseline - measured "
                  "(90 % band of the baseline)")]
@@ -176,20 +178,22 @@ class Verification:
         cols = ["start_utc", "method", "baseline_megawatts", "measured_megawatts",
                 "credited_megawatts", "credited_megawatts_lower", "credited_megawatts_upper",
                 "cap_met"]
-        lines.append(f[cols].to_string(index=False, float_format="%.3f"))
-        return "\n".join(lines)
+        s = Summary(float_format="{:.3f}")
+        s.add_text(lines)
+        s.add_df(f[cols], index=False)
+        return s
 
     def __str__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
     def _repr_html_(self) -> str:
-        return "<pre>" + self.summary() + "</pre>"
+        return self.summary().as_html()
 
     def write(self, out_dir) -> list[Path]:
         out = output_folder(out_dir)
         p1, p2 = out / "verification.csv", out / "verification_summary.txt"
         self.frame.to_csv(p1, index=False, float_format="%.6g")
-        p2.write_text(self.summary() + "\n", encoding="utf-8")
+        p2.write_text(str(self.summary()) + "\n", encoding="utf-8")
         return [p1, p2]
 
 

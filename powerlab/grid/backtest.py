@@ -33,6 +33,7 @@ no whole minute) is ``nan``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -40,6 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy import signal
 
+from .._summary import Summary
 from ..exceptions import AnalysisError, PowerlabError
 from .calibrate import Calibration, calibrate_job, run_window, summed_readings
 from .profile import eval_intervals
@@ -109,19 +111,26 @@ class BacktestResult:
             m = m[m["run"] == str(run)]
         return float(m[column].iloc[0]) if len(m) else float("nan")
 
-    def summary(self) -> str:
+    def summary(self) -> Summary:
+        """The calibration in one line, the metrics table and the notes."""
         c = self.calibration
         head = [f"Backtest ({'time split' if self.mode == 'split' else 'run to run'}): "
                 f"{c.gpus} GPUs, meter {c.meter_interval_s:g} s, calibrated step "
                 f"{c.fit.step_time_s:.3g} s"
                 + ("" if c.has_periodic_step else " (no periodic step: see notes)")]
-        with pd.option_context("display.width", 140, "display.max_rows", 200):
-            body = self.metrics.to_string(index=False, float_format=lambda v: f"{v:,.4g}")
         notes = list(c.notes())
         if not self.ramp_resolved:
             notes.append("the meter does not resolve a periodic step: the step swing, its "
                          "period and the 1-s ramps are not a test of the model here.")
-        return "\n".join(head + ["", body, ""] + [f"Note: {n}" for n in notes])
+        s = Summary(float_format="{:,.4g}", max_rows=200)
+        s.add_text(head)
+        s.add_df(self.metrics, index=False)
+        if notes:
+            s.add_text([f"Note: {n}" for n in notes])
+        return s
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
 
 
 def _forecast_through_meters(cal: Calibration, power: pd.DataFrame, *, job_start,
@@ -412,10 +421,11 @@ def backtest_runs(train: list, test: list, *, meter_interval_s: float | None = N
             gpus_per_node=gpus_per_node, source="+".join(names),
             training_start=min(c.training_start for _, c in parts))
         # the step test of the runs taken together: every run must show it
-        cal.periodic_p_value = float(max(c.periodic_p_value for _, c in parts))
-        cal.startup_s = float(np.mean([c.startup_s for _, c in parts]))
-        cal.device_startup_w = float(np.nanmean([c.device_startup_w for _, c in parts]))
-        cal.devices = first.devices
+        cal = dataclasses.replace(
+            cal, periodic_p_value=float(max(c.periodic_p_value for _, c in parts)),
+            startup_s=float(np.mean([c.startup_s for _, c in parts])),
+            device_startup_w=float(np.nanmean([c.device_startup_w for _, c in parts])),
+            devices=first.devices)
     tables, series, fevs = [], {}, {}
     for nm, p, e in test:
         if e is None:

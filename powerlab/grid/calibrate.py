@@ -42,6 +42,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -49,6 +50,7 @@ import numpy as np
 import pandas as pd
 from scipy import signal
 
+from .._summary import Summary
 from ..exceptions import AnalysisError, PowerlabError
 from .profile import eval_intervals, fit_profile
 from .profile_fit import ProfileFit
@@ -61,6 +63,8 @@ STARTUP_LEVEL_FRACTION = 0.9
 PERIODIC_ALPHA = 0.01
 #: Steps the calibration window must hold for a periodic step to be claimed [-].
 MIN_STEPS = 8
+#: grid of the summed readings for the start-up [s]
+_GRID_S = 0.1
 
 
 def summed_readings(telemetry: pd.DataFrame, *, every_s: float = 0.1, start=None,
@@ -268,16 +272,33 @@ class Calibration:
             out.append("no start-up seen (the readings start at training level).")
         return out
 
-    def summary(self) -> str:
-        """Text summary: the fit, the start-up and the notes."""
+    def summary_frame(self) -> pd.DataFrame:
+        """The profile fit's table (:meth:`ProfileFit.summary_frame`) and the start-up,
+        meter interval and periodic-step test as rows (``value`` and ``unit``)."""
+        extra = pd.DataFrame(
+            {"value": [self.startup_s, self.device_startup_w, self.meter_interval_s,
+                       self.periodic_p_value],
+             "unit": ["s", "W", "s", "-"], "source": "calibration"},
+            index=["startup_s", "device_startup_w", "meter_interval_s", "periodic_p_value"])
+        return pd.concat([self.fit.summary_frame(), extra])
+
+    def summary(self) -> Summary:
+        """Summary: the fit, the start-up and the notes."""
         lines = [(f"Calibrated job: {self.gpus} GPUs ({self.devices} {self.fit.scope}s), "
                   f"from {self.job_start} to {self.job_end}"),
                  (f"start-up {self.startup_s:.1f} s at {self.device_startup_w:,.0f} W per "
                   f"{self.fit.scope}; meter interval {self.meter_interval_s:g} s; periodic "
-                  f"step p = {self.periodic_p_value:.2g}"),
-                 self.fit.summary()]
-        lines += [f"Note: {n}" for n in self.notes() if n not in self.fit.notes()]
-        return "\n".join(lines)
+                  f"step p = {self.periodic_p_value:.2g}")]
+        s = Summary(float_format="{:,.4g}", width=120)
+        s.add_text(lines)
+        s.blocks += self.fit.summary().blocks
+        notes = [f"Note: {n}" for n in self.notes() if n not in self.fit.notes()]
+        if notes:
+            s.add_text(notes)
+        return s
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
 
     def to_yaml(self, *, name: str = "calibrated", source: str = "telemetry") -> str:
         """The scenario as YAML text, each number commented with its source."""
@@ -435,90 +456,21 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
         holds too few readings.
     """
     name = source or "the telemetry"
-    if not isinstance(telemetry, pd.DataFrame) or "power_w" not in telemetry:
-        raise PowerlabError(f"{name}: no power readings")
-    df = telemetry[telemetry["power_w"].notna()]
-    if df.empty:
-        raise PowerlabError(f"{name}: no power readings")
-    scopes = df["scope"].dropna().unique().tolist()
-    scope = "node" if "node" in scopes else str(scopes[0])
-    df = df[df["scope"] == scope]
+    df, scope = _job_rows(telemetry, name)
     r0, r1 = _run_bounds(events)
     job_start, job_end = run_window(df, events, name=name, events_source=events_source)
     job_start = pd.Timestamp(start) if start is not None else job_start
     job_end = pd.Timestamp(end) if end is not None else job_end
     if job_end <= job_start:
         raise PowerlabError(f"{name}: the window {job_start} .. {job_end} is empty")
-    if meter_interval_s is None:
-        iv = telemetry.attrs.get("meter_interval_s")
-        if isinstance(iv, dict) and iv:
-            meter_interval_s = float(np.median(list(iv.values())))
-        else:  # the median spacing of each device's readings
-            keys = ["host"] + (["gpu_index"] if scope == "gpu" else [])
-            t = df.sort_values("timestamp").groupby(keys, observed=True)["timestamp"]
-            meter_interval_s = float(np.nanmedian(t.diff().dt.total_seconds()))
-    if not (np.isfinite(meter_interval_s) and meter_interval_s > 0):
-        raise PowerlabError(f"{name}: cannot tell the readings' interval "
-                            f"({meter_interval_s!r} s); give meter_interval_s")
-    w = float(meter_interval_s)
-    inwin = df[(df["timestamp"] >= job_start) & (df["timestamp"] <= job_end)]
-    if inwin["timestamp"].nunique() < 20:
-        raise AnalysisError(f"{name}: only {inwin['timestamp'].nunique()} reading instants "
-                            f"between {job_start} and {job_end}; a calibration needs "
-                            "several steps")
-    devices = int(df.groupby(["host"] + (["gpu_index"] if scope == "gpu" else []),
-                             observed=True).ngroups)
-    grid = 0.1
-    y = summed_readings(inwin, every_s=grid)
-    level = float(np.nanmedian(y))
-    t = y.index
-    reached = np.flatnonzero(y.to_numpy() >= STARTUP_LEVEL_FRACTION * level)
-    t_train = t[reached[0]] if len(reached) else t[0]
-    if training_start is not None:
-        t_train = pd.Timestamp(training_start)
-    startup_s = max(0.0, (t_train - job_start).total_seconds())
-    if startup_s < w:
-        startup_s, t_train = 0.0, job_start
-    su = y[(t >= job_start) & (t < t_train)]
-    dev_startup = float(su.mean() / devices) if len(su) else np.nan
+    w = _meter_interval(telemetry, df, scope, meter_interval_s, name)
+    devices, t_train, startup_s, dev_startup = _startup(df, scope, job_start, job_end, w,
+                                                        training_start, name)
     fit = fit_profile(df, events=events, scope=scope, start=t_train, end=job_end,
                       gpus_per_node=gpus_per_node, meter_interval_s=w)
-    # the periodic step: Fisher's g-test on the summed training readings at the meter rate
-    yt = summed_readings(df[(df["timestamp"] >= t_train) & (df["timestamp"] <= job_end)],
-                         every_s=max(w, grid))
-    if events is not None:
-        evi = eval_intervals(events)
-        keep = np.ones(len(yt), bool)
-        for a, b in zip(evi["start_utc"], evi["stop_utc"]):
-            keep &= ~((yt.index >= a) & (yt.index < b + pd.Timedelta(seconds=2 * w)))
-        yt = yt[keep]
-    p_value, _ = fisher_g_test(yt.to_numpy())
-    # evaluation level: readings inside evaluations; for short ones, the overlapping ones
-    dev_eval, eval_src = fit.device_eval_w, _param_src(fit, "device_eval_w")
-    if fit.evals_used and not np.isfinite(dev_eval):
-        evi = eval_intervals(events)
-        evi = evi[(evi["start_utc"] >= t_train) & (evi["stop_utc"] <= job_end)]
-        ts = df["timestamp"]
-        over = np.zeros(len(df), bool)
-        for a, b in zip(evi["start_utc"], evi["stop_utc"]):
-            over |= ((ts > a) & (ts - pd.Timedelta(seconds=w) < b)).to_numpy()
-        if over.any():
-            dev_eval = float(df.loc[over].groupby("host", observed=True)["power_w"].mean()
-                             .mean())
-            eval_src = (f"overlapping readings ({int(over.sum())}): evaluations shorter "
-                        "than the meter")
-    eval_interval_src = None
-    if events is not None and fit.evals_used == 1 and not np.isfinite(fit.eval_interval_s):
-        evi = eval_intervals(events)
-        evi = evi[(evi["start_utc"] >= t_train) & (evi["stop_utc"] <= job_end)]
-        before = eval_intervals(events)
-        before = before[before["stop_utc"] <= evi["start_utc"].iloc[0]]
-        origin = before["stop_utc"].max() if len(before) else t_train
-        gap = (evi["start_utc"].iloc[0] - origin).total_seconds()
-        if gap >= fit.step_time_s:
-            fit.eval_interval_s = float(gap)
-            eval_interval_src = ("prior: one evaluation in the window; the training time "
-                                 "before it, assuming evaluations are periodic")
+    p_value = _periodic_step_test(df, events, t_train, job_end, w)
+    dev_eval, eval_src = _eval_level(fit, df, events, t_train, job_end, w)
+    fit, eval_interval_src = _single_eval_interval(fit, events, t_train, job_end)
     sources = {
         "gpus": f"{devices} {scope}s in the recording"
                 + (f" x {gpus_per_node} GPUs (prior)" if scope == "node" else ""),
@@ -537,3 +489,108 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
                        device_startup_w=dev_startup, devices=devices, meter_interval_s=w,
                        periodic_p_value=p_value, eval_source=eval_src,
                        device_eval_w=float(dev_eval), sources=sources)
+
+
+def _job_rows(telemetry, name) -> tuple[pd.DataFrame, str]:
+    """The readings with power, of the node scope when there is one."""
+    if not isinstance(telemetry, pd.DataFrame) or "power_w" not in telemetry:
+        raise PowerlabError(f"{name}: no power readings")
+    df = telemetry[telemetry["power_w"].notna()]
+    if df.empty:
+        raise PowerlabError(f"{name}: no power readings")
+    scopes = df["scope"].dropna().unique().tolist()
+    scope = "node" if "node" in scopes else str(scopes[0])
+    return df[df["scope"] == scope], scope
+
+
+def _meter_interval(telemetry, df, scope, meter_interval_s, name) -> float:
+    """The readings' interval [s]: given, from ``attrs``, or each device's median
+    spacing."""
+    if meter_interval_s is None:
+        iv = telemetry.attrs.get("meter_interval_s")
+        if isinstance(iv, dict) and iv:
+            meter_interval_s = float(np.median(list(iv.values())))
+        else:  # the median spacing of each device's readings
+            keys = ["host"] + (["gpu_index"] if scope == "gpu" else [])
+            t = df.sort_values("timestamp").groupby(keys, observed=True)["timestamp"]
+            meter_interval_s = float(np.nanmedian(t.diff().dt.total_seconds()))
+    if not (np.isfinite(meter_interval_s) and meter_interval_s > 0):
+        raise PowerlabError(f"{name}: cannot tell the readings' interval "
+                            f"({meter_interval_s!r} s); give meter_interval_s")
+    return float(meter_interval_s)
+
+
+def _startup(df, scope, job_start, job_end, w, training_start, name):
+    """Devices, the end of the start-up (summed power reaching
+    ``STARTUP_LEVEL_FRACTION`` of its median), its length [s] and per-device level [W]."""
+    inwin = df[(df["timestamp"] >= job_start) & (df["timestamp"] <= job_end)]
+    if inwin["timestamp"].nunique() < 20:
+        raise AnalysisError(f"{name}: only {inwin['timestamp'].nunique()} reading instants "
+                            f"between {job_start} and {job_end}; a calibration needs "
+                            "several steps")
+    devices = int(df.groupby(["host"] + (["gpu_index"] if scope == "gpu" else []),
+                             observed=True).ngroups)
+    y = summed_readings(inwin, every_s=_GRID_S)
+    level = float(np.nanmedian(y))
+    t = y.index
+    reached = np.flatnonzero(y.to_numpy() >= STARTUP_LEVEL_FRACTION * level)
+    t_train = t[reached[0]] if len(reached) else t[0]
+    if training_start is not None:
+        t_train = pd.Timestamp(training_start)
+    startup_s = max(0.0, (t_train - job_start).total_seconds())
+    if startup_s < w:
+        startup_s, t_train = 0.0, job_start
+    su = y[(t >= job_start) & (t < t_train)]
+    dev_startup = float(su.mean() / devices) if len(su) else np.nan
+    return devices, t_train, startup_s, dev_startup
+
+
+def _periodic_step_test(df, events, t_train, job_end, w) -> float:
+    """Fisher's g-test on the summed training readings at the meter rate (evaluations
+    and the two meter intervals after them left out)."""
+    yt = summed_readings(df[(df["timestamp"] >= t_train) & (df["timestamp"] <= job_end)],
+                         every_s=max(w, _GRID_S))
+    if events is not None:
+        evi = eval_intervals(events)
+        keep = np.ones(len(yt), bool)
+        for a, b in zip(evi["start_utc"], evi["stop_utc"]):
+            keep &= ~((yt.index >= a) & (yt.index < b + pd.Timedelta(seconds=2 * w)))
+        yt = yt[keep]
+    return fisher_g_test(yt.to_numpy())[0]
+
+
+def _eval_level(fit, df, events, t_train, job_end, w) -> tuple[float, str]:
+    """Evaluation level: readings inside evaluations; for short ones, the overlapping
+    ones."""
+    dev_eval, eval_src = fit.device_eval_w, _param_src(fit, "device_eval_w")
+    if fit.evals_used and not np.isfinite(dev_eval):
+        evi = eval_intervals(events)
+        evi = evi[(evi["start_utc"] >= t_train) & (evi["stop_utc"] <= job_end)]
+        ts = df["timestamp"]
+        over = np.zeros(len(df), bool)
+        for a, b in zip(evi["start_utc"], evi["stop_utc"]):
+            over |= ((ts > a) & (ts - pd.Timedelta(seconds=w) < b)).to_numpy()
+        if over.any():
+            dev_eval = float(df.loc[over].groupby("host", observed=True)["power_w"].mean()
+                             .mean())
+            eval_src = (f"overlapping readings ({int(over.sum())}): evaluations shorter "
+                        "than the meter")
+    return dev_eval, eval_src
+
+
+def _single_eval_interval(fit, events, t_train, job_end):
+    """With one evaluation in the window, the training time before it as the evaluation
+    interval (a prior: evaluations assumed periodic); the fit with it, and its source."""
+    if events is None or fit.evals_used != 1 or np.isfinite(fit.eval_interval_s):
+        return fit, None
+    evi = eval_intervals(events)
+    evi = evi[(evi["start_utc"] >= t_train) & (evi["stop_utc"] <= job_end)]
+    before = eval_intervals(events)
+    before = before[before["stop_utc"] <= evi["start_utc"].iloc[0]]
+    origin = before["stop_utc"].max() if len(before) else t_train
+    gap = (evi["start_utc"].iloc[0] - origin).total_seconds()
+    if gap < fit.step_time_s:
+        return fit, None
+    src = ("prior: one evaluation in the window; the training time before it, assuming "
+           "evaluations are periodic")
+    return dataclasses.replace(fit, eval_interval_s=float(gap)), src

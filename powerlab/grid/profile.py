@@ -71,10 +71,14 @@ References
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
+
 import numpy as np
 import pandas as pd
 from scipy import signal
 
+from .._options import Options
 from ..exceptions import AnalysisError, PowerlabError, SchemaError, Violation
 from ..telemetry.timeutil import to_utc
 from .profile_fit import (
@@ -87,8 +91,8 @@ from .profile_fit import (
     split_label,
 )
 
-__all__ = ["GPU_IDLE_PRIOR", "Prior", "ProfileFit", "eval_intervals", "fit_profile",
-           "otsu_threshold"]  # results re-exported from profile_fit
+__all__ = ["GPU_IDLE_PRIOR", "Prior", "ProfileFit", "ProfileOptions", "eval_intervals",
+           "fit_profile", "otsu_threshold"]  # results re-exported from profile_fit
 
 
 # --------------------------------------------------------------------------- helpers
@@ -265,15 +269,88 @@ def _fold_dip(samples, means, period: float, w_s: float, dur: float, origins: np
 # --------------------------------------------------------------------------- the fit
 
 
+@dataclass(frozen=True)
+class ProfileOptions(Options):
+    """Options of :func:`fit_profile` (and :func:`~powerlab.grid.calibrate.calibrate_job`):
+    the meter, the evidence that splits node power, and the search.
+
+    Parameters
+    ----------
+    gpus_per_node : int, default 8
+        For node scope: GPUs per node [-].
+    meter_interval_s : float, optional
+        The readings are means over this interval (2 for the MLPerf node logs) [s];
+        default: instantaneous samples.
+    node_overhead_w : float or Prior, optional
+        Node power besides the GPUs: a number is hardware data (exact), a :class:`Prior`
+        carries its uncertainty into the per-GPU levels [W].
+    gpu_idle_w : float or Prior, default GPU_IDLE_PRIOR (75 +- 25 W)
+        GPU idle power, used with ``idle`` only [W].
+    dip_duration_s : float or Prior, optional
+        Duration of the step dip when the meter cannot resolve it [s].
+    period_range_s : (float, float)
+        Step periods searched [s]; the upper frequency is also capped at half the median
+        sampling rate.
+    max_devices : int, default 64
+        Devices used for the periodogram (cost control) [-].
+    alpha : float, default 0.05
+        Confidence intervals are ``1 - alpha`` [-].
+    """
+
+    gpus_per_node: int = 8
+    meter_interval_s: float | None = None
+    node_overhead_w: float | Prior | None = None
+    gpu_idle_w: float | Prior = GPU_IDLE_PRIOR
+    dip_duration_s: float | Prior | None = None
+    period_range_s: tuple[float, float] = (2.0, 120.0)
+    max_devices: int = 64
+    alpha: float = 0.05
+
+
+@dataclass
+class _ProfileWork:
+    """What the steps of :func:`fit_profile` read and write."""
+
+    opts: ProfileOptions
+    scope: str = ""
+    w_s: float = 0.0
+    overhead_prior: Prior | None = None
+    idle_prior: Prior | None = None
+    dip_prior: Prior | None = None
+    df: pd.DataFrame = None
+    lo_ns: int = 0
+    hi_ns: int = 0
+    ev_s: np.ndarray = None
+    ev_e: np.ndarray = None
+    evi: pd.DataFrame | None = None
+    per: pd.DataFrame = None
+    dt: float = 0.0
+    samples: list = field(default_factory=list)
+    spectra: list = field(default_factory=list)
+    period: float = np.nan
+    period_se: float = np.nan
+    period_src: str = ""
+    freqs: np.ndarray = None
+    acc: np.ndarray = None
+    n_ev: int = 0
+    ev_dur: float = np.nan
+    ev_dur_se: float = np.nan
+    ev_int: float = np.nan
+    ev_int_se: float = np.nan
+    dip_src: str = ""
+    dip_sd: float = 0.0
+    center: float = np.nan
+
+
 def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = None,
-                start=None, end=None, gpus_per_node: int = 8,
-                meter_interval_s: float | None = None,
-                node_overhead_w: float | Prior | None = None, idle=None,
-                gpu_idle_w: float | Prior = GPU_IDLE_PRIOR,
-                dip_duration_s: float | Prior | None = None,
-                period_range_s: tuple[float, float] = (2.0, 120.0),
-                max_devices: int = 64, alpha: float = 0.05) -> ProfileFit:
+                start=None, end=None, idle=None, options: ProfileOptions | None = None,
+                **option_kw) -> ProfileFit:
     """Calibrate job power levels, step period, duty cycle and dip depths from a trace.
+
+    A chain of named steps: the rows in the window, readings marked as training,
+    evaluation or idle, each device's levels, the step period (periodogram), the
+    evaluations' timing (which refines the period), the step dip, the parameter table,
+    and the GPU / non-GPU split of node power when there is evidence for one.
 
     Parameters
     ----------
@@ -290,28 +367,16 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
     start, end : str or Timestamp, optional
         Calibration window (UTC); readings (and, with a meter, their whole averaging
         interval) outside are ignored.
-    gpus_per_node : int, default 8
-        For node scope: GPUs per node [-].
-    meter_interval_s : float, optional
-        The readings are means over this interval (2 for the MLPerf node logs) [s];
-        default: instantaneous samples.
-    node_overhead_w : float or Prior, optional
-        Node power besides the GPUs: a number is hardware data (exact), a :class:`Prior`
-        carries its uncertainty into the per-GPU levels [W].
     idle : sequence of (start, end) or DataFrame, optional
         Periods (UTC) when the nodes ran no job: their readings give the node idle level,
         and ``node_overhead = node_idle - gpus_per_node * gpu_idle_w``.
-    gpu_idle_w : float or Prior, default GPU_IDLE_PRIOR (75 +- 25 W)
-        GPU idle power, used with ``idle`` only [W].
-    dip_duration_s : float or Prior, optional
-        Duration of the step dip when the meter cannot resolve it [s].
-    period_range_s : (float, float)
-        Step periods searched [s]; the upper frequency is also capped at half the median
-        sampling rate.
-    max_devices : int, default 64
-        Devices used for the periodogram (cost control) [-].
-    alpha : float, default 0.05
-        Confidence intervals are ``1 - alpha`` [-].
+    options : ProfileOptions, optional
+        ``gpus_per_node``, ``meter_interval_s``, ``node_overhead_w``, ``gpu_idle_w``,
+        ``dip_duration_s``, ``period_range_s``, ``max_devices``, ``alpha`` (see
+        :class:`ProfileOptions`); default: the defaults.
+    **option_kw
+        Fields of :class:`ProfileOptions` replacing those of ``options``
+        (``fit_profile(df, meter_interval_s=2.0)``).
 
     Returns
     -------
@@ -327,6 +392,28 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
         Evidence that contradicts the data (a non-GPU power above the lowest reading) or
         idle periods without readings.
     """
+    w = _ProfileWork(opts=ProfileOptions.from_kwargs(options, **option_kw))
+    _select_rows(w, telemetry, scope, start, end, idle)
+    marks = _mark_readings(w, events, idle, start, end)
+    _device_levels(w, marks, start)
+    _step_period(w)
+    _eval_timing(w)
+    _step_dip(w)
+    fit, rows_p, node_idle = _profile_table(w, idle)
+    if w.scope == "node" and w.overhead_prior is not None:
+        return apply_split(fit, w.overhead_prior.mean, w.overhead_prior.sd,
+                            split_label(w.overhead_prior), np.nan)
+    if idle is not None:
+        g, idle_prior = w.opts.gpus_per_node, w.idle_prior
+        overhead = node_idle - g * idle_prior.mean
+        sd = float(np.hypot(np.nan_to_num(rows_p["node_idle_w"][1]), g * idle_prior.sd))
+        label = f"idle periods (node idle measured; GPU idle {split_label(idle_prior)})"
+        return apply_split(fit, overhead, sd, label, node_idle)
+    return fit
+
+
+def _select_rows(w: _ProfileWork, telemetry, scope, start, end, idle) -> None:
+    """Check the arguments; the scope's rows with power inside the window."""
     need = ["timestamp", "host", "scope", "power_w"]
     miss = [c for c in need if c not in telemetry.columns]
     if miss:
@@ -340,17 +427,19 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
         scope = str(scopes[0])
     if scope not in ("gpu", "node"):
         raise PowerlabError(f"scope must be 'gpu' or 'node', got {scope!r}")
-    w_s = float(meter_interval_s or 0.0)
+    o = w.opts
+    w.w_s = w_s = float(o.meter_interval_s or 0.0)
     if not (np.isfinite(w_s) and w_s >= 0):
-        raise PowerlabError(f"meter_interval_s must be >= 0 seconds, got {meter_interval_s!r}")
-    if not 0 < alpha < 1:
-        raise PowerlabError(f"alpha must be in (0, 1), got {alpha!r}")
-    overhead_prior = as_prior(node_overhead_w, "node_overhead_w", "hardware data")
-    idle_prior = as_prior(gpu_idle_w, "gpu_idle_w", "hardware data")
-    dip_prior = as_prior(dip_duration_s, "dip_duration_s", "hardware data")
-    if overhead_prior is not None and idle is not None:
+        raise PowerlabError(f"meter_interval_s must be >= 0 seconds, got "
+                            f"{o.meter_interval_s!r}")
+    if not 0 < o.alpha < 1:
+        raise PowerlabError(f"alpha must be in (0, 1), got {o.alpha!r}")
+    w.overhead_prior = as_prior(o.node_overhead_w, "node_overhead_w", "hardware data")
+    w.idle_prior = as_prior(o.gpu_idle_w, "gpu_idle_w", "hardware data")
+    w.dip_prior = as_prior(o.dip_duration_s, "dip_duration_s", "hardware data")
+    if w.overhead_prior is not None and idle is not None:
         raise PowerlabError("give either node_overhead_w or idle periods, not both")
-    if scope == "gpu" and (overhead_prior is not None or idle is not None):
+    if scope == "gpu" and (w.overhead_prior is not None or idle is not None):
         raise PowerlabError("GPU-scope telemetry needs no split: node_overhead_w and idle "
                             "apply to node scope")
     df = df[df["scope"] == scope]
@@ -362,30 +451,46 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
     if len(df) < 20:
         raise PowerlabError(f"only {len(df)} {scope}-scope samples with power in the "
                             "window; fit_profile needs a trace of several steps")
-    keys = ["host"] + (["gpu_index"] if scope == "gpu" and "gpu_index" in df else [])
+    w.df, w.scope = df, scope
+
+
+def _mark_readings(w: _ProfileWork, events, idle, start, end) -> pd.DataFrame:
+    """Each reading marked as training, evaluation or idle, with its device number;
+    evaluations wholly inside the window kept for their timing."""
+    df, w_s = w.df, w.w_s
+    keys = ["host"] + (["gpu_index"] if w.scope == "gpu" and "gpu_index" in df else [])
     t_ns = df["timestamp"].to_numpy("datetime64[ns]").astype(np.int64)
     w_ns = round(w_s * 1e9)
-    lo_ns = pd.Timestamp(start).value if start is not None else int(t_ns.min())
-    hi_ns = pd.Timestamp(end).value if end is not None else int(t_ns.max()) + 1
+    w.lo_ns = lo_ns = pd.Timestamp(start).value if start is not None else int(t_ns.min())
+    w.hi_ns = hi_ns = pd.Timestamp(end).value if end is not None else int(t_ns.max()) + 1
     # evaluations: all mark readings; only those wholly inside the window are used
     ev_s = ev_e = np.zeros(0, np.int64)
-    evi = None
     if events is not None:
         evi = eval_intervals(events)
         if len(evi):
             ev_s, ev_e = _intervals(evi, "events")
         inside = (ev_s >= lo_ns) & (ev_e <= hi_ns)
-        evi = pd.DataFrame({"start_utc": pd.to_datetime(ev_s[inside], utc=True),
-                            "stop_utc": pd.to_datetime(ev_e[inside], utc=True)})
+        w.evi = pd.DataFrame({"start_utc": pd.to_datetime(ev_s[inside], utc=True),
+                              "stop_utc": pd.to_datetime(ev_e[inside], utc=True)})
+    w.ev_s, w.ev_e = ev_s, ev_e
     id_s, id_e = _intervals(idle, "idle") if idle is not None else (ev_s[:0], ev_e[:0])
-    first_ok = t_ns - w_ns >= (lo_ns if start is not None else -(2 ** 62))
     train = ~_overlaps(t_ns, w_ns, ev_s, ev_e) & ~_overlaps(t_ns, w_ns, id_s, id_e)
-    work = pd.DataFrame({"t": t_ns, "p": df["power_w"].to_numpy(float),
-                         "tr": train, "ev": _inside(t_ns, w_ns, ev_s, ev_e),
-                         "idle": _inside(t_ns, w_ns, id_s, id_e)})
-    work["dev"] = df.groupby(keys, sort=True, observed=True).ngroup().to_numpy()
-    rows, spectra, dt_all, samples = [], [], [], []
-    for dev, g in work.groupby("dev", sort=True):
+    marks = pd.DataFrame({"t": t_ns, "p": df["power_w"].to_numpy(float),
+                          "tr": train, "ev": _inside(t_ns, w_ns, ev_s, ev_e),
+                          "idle": _inside(t_ns, w_ns, id_s, id_e),
+                          "first_ok": t_ns - w_ns >= (lo_ns if start is not None
+                                                      else -(2 ** 62))})
+    marks["dev"] = df.groupby(keys, sort=True, observed=True).ngroup().to_numpy()
+    return marks
+
+
+def _device_levels(w: _ProfileWork, marks: pd.DataFrame, start) -> None:
+    """Per device: compute level (Otsu upper level), training mean, duty, evaluation and
+    idle levels; its training samples for the periodogram and the dip."""
+    w_ns = round(w.w_s * 1e9)
+    first_ok = marks["first_ok"].to_numpy()
+    rows, dt_all = [], []
+    for dev, g in marks.groupby("dev", sort=True):
         g = g.sort_values("t")
         # a meter's first reading averages time before the trace: not usable
         ok = g["tr"].to_numpy() & (first_ok[g.index] if start is not None
@@ -404,20 +509,24 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
                      "idle_w": np.median(id_p) if len(id_p) else np.nan,
                      "lowest_w": g["p"].min()})
         dt_all.append(np.median(np.diff(tr["t"].to_numpy())) / 1e9)
-        samples.append((tr["t"].to_numpy(), p))
-        if len(spectra) < max_devices:
-            spectra.append(samples[-1])
+        w.samples.append((tr["t"].to_numpy(), p))
+        if len(w.spectra) < w.opts.max_devices:
+            w.spectra.append(w.samples[-1])
     if not rows:
         raise PowerlabError("no device has ten training samples in the window")
-    per = pd.DataFrame(rows)
-    dt = float(np.median(dt_all))
+    w.per = pd.DataFrame(rows)
+    w.dt = float(np.median(dt_all))
+
+
+def _step_period(w: _ProfileWork) -> None:
+    """The step period: periodogram of each device resampled on a regular grid (sampling
+    clocks jitter), zero-padded for a fine frequency grid, averaged over devices."""
+    dt, spectra, period_range_s = w.dt, w.spectra, w.opts.period_range_s
     f_hi = min(1.0 / period_range_s[0], 0.5 / dt)
     f_lo = 1.0 / period_range_s[1]
     if f_hi <= f_lo:
         raise PowerlabError(f"sampling every {dt:g} s cannot resolve periods in "
                             f"{period_range_s} s")
-    # periodogram of each device resampled on a regular grid (sampling clocks jitter),
-    # zero-padded for a fine frequency grid, averaged over devices
     t0 = min(t[0] for t, _ in spectra)
     t1 = max(t[-1] for t, _ in spectra)
     grid = np.arange(0.0, (t1 - t0) / 1e9, dt)
@@ -433,53 +542,70 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
         acc = pxx if acc is None else acc + pxx
     acc = acc / len(spectra)
     band = (f >= f_lo) & (f <= f_hi)
-    freqs, acc = f[band], acc[band]
-    period = 1.0 / _peak_frequency(freqs, acc)
-    period_se = _stat(peaks)[1]
-    period_src = f"periodogram ({len(spectra)} devices)"
-    # evaluation timing, from evaluations inside the window
-    ev_dur = ev_int = ev_dur_se = ev_int_se = np.nan
-    n_ev = 0 if evi is None else len(evi)
-    if n_ev:
-        d = (evi["stop_utc"] - evi["start_utc"]).dt.total_seconds().to_numpy()
-        ev_dur, ev_dur_se = float(np.median(d)), _stat(d)[1]
-        if n_ev > 1:
-            gaps = (evi["start_utc"].iloc[1:].to_numpy() - evi["stop_utc"].iloc[:-1]
-                    .to_numpy()) / np.timedelta64(1, "s")
-            ev_int, ev_int_se = float(np.median(gaps)), _stat(gaps)[1]
-            # evaluations come after whole steps: refine the period to fit them
-            n_steps = max(1, round(ev_int / period))
-            period = ev_int / n_steps
-            period_se = ev_int_se / n_steps
-            period_src = f"{n_steps} steps between evaluations ({n_ev} evaluations)"
-    # the step dip: energy always; duration and depth when the readings tell them
-    n_dev = len(per)
-    meas = f"measured ({n_dev} devices)"
+    w.freqs, w.acc = f[band], acc[band]
+    w.period = 1.0 / _peak_frequency(w.freqs, w.acc)
+    w.period_se = _stat(peaks)[1]
+    w.period_src = f"periodogram ({len(spectra)} devices)"
+
+
+def _eval_timing(w: _ProfileWork) -> None:
+    """Evaluation duration and interval from the evaluations inside the window; the
+    period refined so that whole steps fit between them."""
+    evi = w.evi
+    w.n_ev = n_ev = 0 if evi is None else len(evi)
+    if not n_ev:
+        return
+    d = (evi["stop_utc"] - evi["start_utc"]).dt.total_seconds().to_numpy()
+    w.ev_dur, w.ev_dur_se = float(np.median(d)), _stat(d)[1]
+    if n_ev > 1:
+        gaps = (evi["start_utc"].iloc[1:].to_numpy() - evi["stop_utc"].iloc[:-1]
+                .to_numpy()) / np.timedelta64(1, "s")
+        w.ev_int, w.ev_int_se = float(np.median(gaps)), _stat(gaps)[1]
+        # evaluations come after whole steps: refine the period to fit them
+        n_steps = max(1, round(w.ev_int / w.period))
+        w.period = w.ev_int / n_steps
+        w.period_se = w.ev_int_se / n_steps
+        w.period_src = f"{n_steps} steps between evaluations ({n_ev} evaluations)"
+
+
+def _step_dip(w: _ProfileWork) -> None:
+    """The step dip: its energy always; its duration and depth when the readings tell
+    them (instantaneous samples, or a dip longer than 1.5 meter intervals), else from a
+    prior, else a bound."""
+    per, period, w_s = w.per, w.period, w.w_s
     d_obs = (1.0 - float(np.median(per["duty_raw"]))) * period
-    dip_sd = 0.0
-    center = np.nan
     if w_s == 0:
         per["dip_energy_j"] = period * (per["compute_w"] - per["train_mean_w"])
         per["duty"], per["comm_w"] = per["duty_raw"], per["low_cluster_w"]
-        dip_src = "measured"
+        w.dip_src = "measured"
+        return
+    dip_prior = w.dip_prior
+    if dip_prior is not None:
+        if not 0 < dip_prior.mean < period:
+            raise PowerlabError(f"dip_duration_s = {dip_prior.mean:g} s must be in "
+                                f"(0, step time {period:.3g} s)")
+        w.dip_src, w.dip_sd, dur = split_label(dip_prior), dip_prior.sd, dip_prior.mean
+    elif 1.5 * w_s <= d_obs < period:
+        w.dip_src, dur = "measured", d_obs
     else:
-        if dip_prior is not None:
-            if not 0 < dip_prior.mean < period:
-                raise PowerlabError(f"dip_duration_s = {dip_prior.mean:g} s must be in "
-                                    f"(0, step time {period:.3g} s)")
-            dip_src, dip_sd, dur = split_label(dip_prior), dip_prior.sd, dip_prior.mean
-        elif 1.5 * w_s <= d_obs < period:
-            dip_src, dur = "measured", d_obs
-        else:
-            dip_src, dur = "bound", w_s
-        origins = ev_e[ev_e <= hi_ns] if len(ev_e) else np.zeros(0, np.int64)
-        compute, shift = _fold_dip(samples, per["train_mean_w"].to_numpy(), period, w_s,
-                                   dur, origins)
-        center = shift - dur / 2
-        per["compute_w"] = compute
-        per["dip_energy_j"] = period * (compute - per["train_mean_w"])
-        per["comm_w"] = per["compute_w"] - per["dip_energy_j"] / dur
-        per["duty"] = 1.0 - dur / period
+        w.dip_src, dur = "bound", w_s
+    ev_e = w.ev_e
+    origins = ev_e[ev_e <= w.hi_ns] if len(ev_e) else np.zeros(0, np.int64)
+    compute, shift = _fold_dip(w.samples, per["train_mean_w"].to_numpy(), period, w_s,
+                               dur, origins)
+    w.center = shift - dur / 2
+    per["compute_w"] = compute
+    per["dip_energy_j"] = period * (compute - per["train_mean_w"])
+    per["comm_w"] = per["compute_w"] - per["dip_energy_j"] / dur
+    per["duty"] = 1.0 - dur / period
+
+
+def _profile_table(w: _ProfileWork, idle) -> tuple[ProfileFit, dict, float]:
+    """Levels over devices with their errors, the parameter rows and the fit (before
+    any split); the node idle level from the idle periods."""
+    per, period, w_s, dip_src, scope = w.per, w.period, w.w_s, w.dip_src, w.scope
+    n_dev = len(per)
+    meas = f"measured ({n_dev} devices)"
     c, c_se, _ = _stat(per["compute_w"])
     m, m_se, _ = _stat(per["comm_w"])
     u, u_se, _ = _stat(per["duty"])
@@ -488,11 +614,12 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
         m_se = u_se = np.nan
     elif w_s > 0 and dip_src != "measured":
         dur = (1.0 - u) * period
-        m_se = float(np.hypot(m_se, a / dur ** 2 * dip_sd))
-        u_se = dip_sd / period
+        m_se = float(np.hypot(m_se, a / dur ** 2 * w.dip_sd))
+        u_se = w.dip_sd / period
     dof = n_dev - 1
+    center = w.center
     rows_p = {
-        "step_time_s": (period, period_se, period_src, np.inf),
+        "step_time_s": (period, w.period_se, w.period_src, np.inf),
         "compute_fraction": (u, u_se, f"dip duration {dip_src}"
                              if w_s > 0 else meas, dof),
         "device_compute_w": (c, c_se, meas, dof),
@@ -512,9 +639,9 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
     rows_p["device_eval_w"] = (ev_w, ev_w_se, meas if has_ev else "no evaluations", dof)
     rows_p["eval_dip_depth_w"] = (*_stat(per["train_mean_w"] - per["eval_w"])[:2],
                                   meas if has_ev else "no evaluations", dof)
-    rows_p["eval_duration_s"] = (ev_dur, ev_dur_se, f"events ({n_ev} in the window)",
+    rows_p["eval_duration_s"] = (w.ev_dur, w.ev_dur_se, f"events ({w.n_ev} in the window)",
                                  np.inf)
-    rows_p["eval_interval_s"] = (ev_int, ev_int_se,
+    rows_p["eval_interval_s"] = (w.ev_int, w.ev_int_se,
                                  "events: training time between evaluations", np.inf)
     lowest = float(np.median(per["lowest_w"]))
     if scope == "node":
@@ -527,31 +654,23 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
             raise AnalysisError("no reading lies wholly inside the idle periods given")
         rows_p["node_idle_w"] = (node_idle, idle_se, f"idle periods ({n_id} nodes)",
                                  max(n_id - 1, 0))
+    gpu = scope == "gpu"
     fit = ProfileFit(
         scope=scope, devices=n_dev, step_time_s=float(period), compute_fraction=u,
         device_compute_w=c, device_comm_w=m, device_eval_w=ev_w if has_ev else np.nan,
         device_train_mean_w=rows_p["device_train_mean_w"][0],
-        compute_w=c if scope == "gpu" else np.nan,
-        comm_w=m if scope == "gpu" else np.nan,
-        eval_w=(ev_w if has_ev else np.nan) if scope == "gpu" else np.nan,
+        compute_w=c if gpu else np.nan, comm_w=m if gpu else np.nan,
+        eval_w=(ev_w if has_ev else np.nan) if gpu else np.nan,
         step_dip_depth_w=c - m, eval_dip_depth_w=rows_p["eval_dip_depth_w"][0],
-        step_dip_energy_j=a, eval_duration_s=ev_dur, eval_interval_s=ev_int,
-        node_overhead_w=0.0 if scope == "gpu" else np.nan,
-        node_overhead_sd_w=0.0 if scope == "gpu" else np.nan,
-        split="gpu telemetry" if scope == "gpu" else "none",
+        step_dip_energy_j=a, eval_duration_s=w.ev_dur, eval_interval_s=w.ev_int,
+        node_overhead_w=0.0 if gpu else np.nan,
+        node_overhead_sd_w=0.0 if gpu else np.nan,
+        split="gpu telemetry" if gpu else "none",
         node_lowest_w=lowest if scope == "node" else np.nan, meter_interval_s=w_s,
-        dip_source=dip_src, evals_used=n_ev, step_dip_center_s=center,
-        gpus_per_node=gpus_per_node, alpha=alpha,
+        dip_source=dip_src, evals_used=w.n_ev, step_dip_center_s=center,
+        gpus_per_node=w.opts.gpus_per_node, alpha=w.opts.alpha,
         params=pd.DataFrame(), periodogram=pd.DataFrame(
-            {"period_s": 1.0 / freqs, "power": acc}), per_device=per)
-    fit.params = param_rows(fit, rows_p)
-    if scope == "node" and overhead_prior is not None:
-        return apply_split(fit, overhead_prior.mean, overhead_prior.sd,
-                            split_label(overhead_prior), np.nan)
-    if idle is not None:
-        g = gpus_per_node
-        overhead = node_idle - g * idle_prior.mean
-        sd = float(np.hypot(np.nan_to_num(rows_p["node_idle_w"][1]), g * idle_prior.sd))
-        label = f"idle periods (node idle measured; GPU idle {split_label(idle_prior)})"
-        return apply_split(fit, overhead, sd, label, node_idle)
-    return fit
+            {"period_s": 1.0 / w.freqs, "power": w.acc}), per_device=per)
+    # the parameter table reads the fit's fields: built from them, then set in a copy
+    fit = dataclasses.replace(fit, params=param_rows(fit, rows_p))
+    return fit, rows_p, node_idle

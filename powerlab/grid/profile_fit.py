@@ -9,12 +9,12 @@ with its uncertainty (a node's non-GPU power, a GPU's idle power, a dip's durati
 from __future__ import annotations
 
 import dataclasses
-import html
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from .._summary import Summary
 from ..exceptions import AnalysisError, PowerlabError
 
 __all__ = ["GPU_IDLE_PRIOR", "Prior", "ProfileFit"]
@@ -233,16 +233,20 @@ class ProfileFit:
         """
         return self.params.drop(columns="dof")
 
-    def summary(self) -> str:
-        """Text summary of the fit, its evidence and what it could not tell."""
+    def summary(self) -> Summary:
+        """Summary of the fit, its evidence and what it could not tell."""
         head = [(f"Job power profile fit ({self.scope} scope, {self.devices} devices, "
                  f"{self.evals_used} evaluations)"),
                 (f"meter interval assumed: {self.meter_interval_s:g} s; confidence "
                  f"intervals {100 * (1 - self.alpha):g} % (spread across devices)"),
                 f"GPU / non-GPU split: {self.split}"]
-        with pd.option_context("display.width", 120, "display.max_colwidth", 60):
-            body = self.summary_frame().to_string(float_format=lambda v: f"{v:,.4g}")
-        return "\n".join(head + ["", body] + [f"Note: {n}" for n in self.notes()])
+        s = Summary(float_format="{:,.4g}", width=120)
+        s.add_text(head)
+        s.add_df(self.summary_frame())
+        notes = self.notes()
+        if notes:
+            s.add_text([f"Note: {n}" for n in notes])
+        return s
 
     def notes(self) -> list[str]:
         """What the data could not tell, in words."""
@@ -259,11 +263,7 @@ class ProfileFit:
         return out
 
     def _repr_html_(self) -> str:
-        notes = "".join(f"<p><i>{html.escape(n)}</i></p>" for n in self.notes())
-        return (f"<h4>Job power profile fit</h4><p>{html.escape(self.split)}</p>"
-                + self.summary_frame().to_html(
-                    float_format=lambda v: html.escape(f"{v:,.4g}"))
-                + notes)
+        return self.summary().as_html()
 
 
 def split_label(prior: Prior) -> str:
@@ -319,6 +319,6 @@ def apply_split(fit: ProfileFit, overhead: float, sd: float, label: str,
         eval_w=conv(fit.device_eval_w), node_idle_w=float(node_idle))
     dev = fit.params.loc[[i for i in fit.params.index
                           if i not in ("node_overhead_w", "compute_w", "comm_w", "eval_w")]]
-    new.params = param_rows(new, {k: (r["value"], r["std_err"], r["source"], r["dof"])
-                                   for k, r in dev.iterrows()})
-    return new
+    return dataclasses.replace(new, params=param_rows(
+        new, {k: (r["value"], r["std_err"], r["source"], r["dof"])
+              for k, r in dev.iterrows()}))

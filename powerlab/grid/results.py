@@ -7,12 +7,12 @@ facility power, timelines, interval tables, metrics and energies from it;
 
 from __future__ import annotations
 
-import html
 from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
+from .._summary import Summary
 from ..exceptions import PowerlabError
 from .battery import battery_dispatch
 from .facility import facility_power
@@ -40,10 +40,17 @@ class ForecastResult:
     throughput : DataFrame
         Per draw and job: ``train_s``, ``lost_to_failures_s``, ``ramp_deficit_s``,
         ``stagger_delay_s``, ``useful_gpu_h``.
+    interruptions : DataFrame or None
+        Interruptions by cause (:func:`powerlab.grid.interruptions.interruption_frame`).
+    sag_free : callable or None
+        Runs the ride-through counterfactual (the scenario without its voltage sags).
+
+    The engine builds a result complete: ``interruptions`` and ``sag_free`` are
+    constructor arguments, not attributes set afterwards.
     """
 
     def __init__(self, scenario, it_w, tick_s, start_utc, draws, seed, events, throughput,
-                 reduced=None):
+                 reduced=None, *, interruptions: pd.DataFrame | None = None, sag_free=None):
         self.scenario = scenario
         self._it = it_w
         self.tick_s = tick_s
@@ -53,6 +60,8 @@ class ForecastResult:
         self.events = events
         self.throughput = throughput
         self.reduced = reduced
+        self.interruptions = interruptions
+        self.sag_free = sag_free
         if self._it is not None:
             self._it.setflags(write=False)
         elif reduced is None:
@@ -326,10 +335,11 @@ class ForecastResult:
                 f"{self.n_ticks} ticks of {self.tick_s:g} s from {self.start_utc}>")
 
 
-class ForecastSummary:
+class ForecastSummary(Summary):
     """Summary tables of a :class:`ForecastResult`."""
 
     def __init__(self, res: ForecastResult):
+        super().__init__("Power-swing forecast", float_format="{:,.3f}", width=120)
         self.res = res
         sc = res.scenario
         m = res.metrics
@@ -398,20 +408,14 @@ class ForecastSummary:
                                   f"{label} grid band only to {got[1]:g} Hz.")
             else:
                 self.notes.append(f"Tick {res.tick_s:g} s resolves the {label} grid band.")
-
-    def __str__(self) -> str:
-        with pd.option_context("display.width", 120, "display.max_columns", 20,
-                               "display.float_format", "{:,.3f}".format):
-            parts = ["Power-swing forecast", "=" * 20, self.header.to_string(header=False),
-                     "", self.table.to_string(), "",
-                     "Planner figures (facility; over draws)", self.planner.to_string(), "",
-                     "Events (mean count per draw)",
-                     self.events.to_string(), "", "Throughput (mean per draw)",
-                     self.throughput.to_string()]
-            for title, df in self._interruption_tables():  # interruptions hook
-                parts += ["", title, df.T.to_string()]
-        parts += [""] + [f"Note: {n}" for n in self.notes]
-        return "\n".join(parts)
+        self.add_df(self.header, header=False)
+        self.add_df(self.table)
+        self.add_df(self.planner, "Planner figures (facility; over draws)")
+        self.add_df(self.events, "Events (mean count per draw)")
+        self.add_df(self.throughput, "Throughput (mean per draw)")
+        for title, df in self._interruption_tables():  # interruptions hook
+            self.add_df(df.T, title)
+        self.add_text([f"Note: {n}" for n in self.notes])
 
     def _interruption_tables(self) -> list:
         """(title, frame) of the interruption and checkpoint tables that have rows."""
@@ -421,19 +425,3 @@ class ForecastSummary:
                ("Voltage sags: load lost at the point of interconnection and recovery",
                 self.disturbances)]
         return [(t, df) for t, df in out if len(df)]
-
-    def _repr_html_(self) -> str:
-        fmt = "{:,.3f}".format
-        body = (f"<h4>Power-swing forecast</h4>{self.header.to_html(header=False)}"
-                f"{self.table.to_html(float_format=fmt)}"
-                f"<p>Planner figures (facility; over draws)</p>"
-                f"{self.planner.to_html(float_format=fmt)}"
-                f"<p>Events (mean count per draw)</p>{self.events.to_html(float_format=fmt)}"
-                f"<p>Throughput (mean per draw)</p>"
-                f"{self.throughput.to_html(float_format=fmt)}")
-        for title, df in self._interruption_tables():  # interruptions hook
-            body += f"<p>{html.escape(title)}</p>{df.T.to_html(float_format=fmt)}"
-        body += "".join(f"<p><i>{html.escape(n)}</i></p>" for n in self.notes)
-        return body
-
-    __repr__ = __str__

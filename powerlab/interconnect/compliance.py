@@ -41,7 +41,6 @@ resolved part in ``note``.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -49,6 +48,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._summary import Summary
 from ..exceptions import AnalysisError, PowerlabError
 from ..outputs import output_folder  # re-exported: sizing writes through it too
 from . import loadmetrics as lm
@@ -529,10 +529,11 @@ class ComplianceResult:
         return csv, txt
 
 
-class ComplianceSummary:
+class ComplianceSummary(Summary):
     """What :meth:`ComplianceResult.summary` shows."""
 
     def __init__(self, res: ComplianceResult):
+        super().__init__("Interconnection requirements check", width=140)
         self.res = res
         f = res._frame
         spec = res.spec
@@ -562,25 +563,9 @@ class ComplianceSummary:
         if n_ill:
             self.notes.append(f"{n_ill} of {len(f)} limits are illustrative assumptions, "
                               "not published limits (see each requirement's source)")
-
-    def __str__(self) -> str:
-        with pd.option_context("display.width", 140, "display.max_columns", 20,
-                               "display.float_format", "{:,.4g}".format):
-            head = [f"{k:<28}{v}" for k, v in self.header["value"].items()]
-            parts = ["Interconnection requirements check", "=" * 34, *head, "",
-                     self.table.to_string(), "", self.verdict]
-        parts += [f"Note: {n}" for n in self.notes]
-        return "\n".join(parts)
-
-    def _repr_html_(self) -> str:
-        fmt = "{:,.4g}".format
-        body = (f"<h4>Interconnection requirements check</h4>"
-                f"{self.header.to_html(header=False)}{self.table.to_html(float_format=fmt)}"
-                f"<p><b>{html.escape(self.verdict)}</b></p>")
-        body += "".join(f"<p><i>{html.escape(n)}</i></p>" for n in self.notes)
-        return body
-
-    __repr__ = __str__
+        self.add_df(self.header, header=False)
+        self.add_df(self.table)
+        self.add_text([self.verdict] + [f"Note: {n}" for n in self.notes])
 
 
 def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None = None,

@@ -30,7 +30,6 @@ References
 
 from __future__ import annotations
 
-import html
 import math
 
 import numpy as np
@@ -38,6 +37,7 @@ import pandas as pd
 from scipy import signal
 from scipy.ndimage import median_filter
 
+from .._summary import Summary
 from ..exceptions import AnalysisError, PowerlabError
 
 __all__ = [
@@ -332,10 +332,11 @@ class ResonanceResult:
                 f"{len(self.hits)} hit(s) in {len(self.modes)} grid mode band(s)>")
 
 
-class ResonanceSummary:
+class ResonanceSummary(Summary):
     """What :meth:`ResonanceResult.summary` shows."""
 
     def __init__(self, res: ResonanceResult):
+        super().__init__("Resonance screening", width=140)
         self.res = res
         h = res.harmonics
         shown = h[(h["modes"] != "") | (h["harmonic"] <= 5)]
@@ -372,23 +373,11 @@ class ResonanceSummary:
                 f"{n_un} harmonic(s) above {res.resolvable_hz:g} Hz, which the data do not "
                 "resolve, would also hit if they fell off only as 1/k (resolved = False); "
                 "sample faster (or lower the engine tick) to screen them.")
-
-    def __str__(self) -> str:
-        with pd.option_context("display.width", 140, "display.max_columns", 20,
-                               "display.max_rows", 60, "display.float_format",
-                               "{:,.4g}".format):
-            parts = ["Resonance screening", "=" * 19, self.res.description, "",
-                     self.options.to_string(), "", self.table.to_string(), ""]
-        return "\n".join(parts + self.lines)
-
-    def _repr_html_(self) -> str:
-        fmt = "{:,.4g}".format
-        return (f"<h4>Resonance screening</h4><p>{html.escape(self.res.description)}</p>"
-                f"{self.options.to_html(float_format=fmt)}"
-                f"{self.table.to_html(float_format=fmt)}"
-                + "".join(f"<p>{html.escape(s)}</p>" for s in self.lines))
-
-    __repr__ = __str__
+        self.add_text(res.description)
+        self.add_df(self.options)
+        self.add_df(self.table)
+        if self.lines:
+            self.add_text(self.lines)
 
 
 def screen_resonance(source, spec, *, draw: int = 0, seed: int = 0,

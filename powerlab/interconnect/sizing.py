@@ -83,6 +83,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._summary import Summary
 from ..exceptions import PowerlabError
 from .compliance import Compliance
 from .powertrace import PowerTrace
@@ -469,11 +470,15 @@ class SizingResult:
                        description=f"{self.description}, draw {draw}, with "
                                    f"{opt.label()}")[0]
 
-    def summary(self, **command_kw) -> str:
-        """Text summary (``command_kw``: scenario, requirements and out paths for the
+    def summary_frame(self) -> pd.DataFrame:
+        """Every option evaluated (a copy of :attr:`evaluated`; the unmitigated site
+        first)."""
+        return self.evaluated.copy()
+
+    def summary(self, **command_kw) -> Summary:
+        """Summary (``command_kw``: scenario, requirements and out paths for the
         command printed when the spec cannot be assessed)."""
-        lines = ["Mitigation sizing", "=" * 17,
-                 f"{'requirement spec':<24}{self.spec.name}",
+        lines = [f"{'requirement spec':<24}{self.spec.name}",
                  f"{'evaluated':<24}{self.description}",
                  f"{'engine runs':<24}{self.engine_runs}",
                  (f"{'option evaluations':<24}{len(self.evaluated)} options x {self.draws} "
@@ -482,7 +487,7 @@ class SizingResult:
             lines[-1:-1] = ["", ("NOT ASSESSABLE: the search was not run (a forecast at this "
                                  "tick and horizon cannot show these requirements met)"),
                             self.assessability.text(**command_kw)]
-            return "\n".join(lines)
+            return _sizing_summary(lines)
         base = self.evaluated.iloc[0]
         lines[-1:-1] = [f"{'unmitigated fails':<24}{base['requirements_failed'] or '-'}"]
         if self._model is not None:
@@ -504,10 +509,13 @@ class SizingResult:
             worst = self.evaluated["requirements_failed"].str.split(";").explode()
             lines.append("Requirements failed most often: " + ", ".join(
                 worst.value_counts().index[:5]))
-        return "\n".join(lines)
+        return _sizing_summary(lines)
 
     def __repr__(self) -> str:
-        return self.summary()
+        return str(self.summary())
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
 
     def write(self, out_dir, **command_kw) -> tuple[Path, Path]:
         """Write ``mitigation_options.csv`` and ``mitigation_summary.txt``."""
@@ -518,10 +526,16 @@ class SizingResult:
         text = self.options.to_csv(index=False, float_format="%.6g")
         csv = atomic_write_bytes(out / "mitigation_options.csv",
                                  lambda tmp: Path(tmp).write_text(text, "utf-8"))
-        summ = self.summary(**command_kw) + "\n"
+        summ = str(self.summary(**command_kw)) + "\n"
         txt = atomic_write_bytes(out / "mitigation_summary.txt",
                                  lambda tmp: Path(tmp).write_text(summ, "utf-8"))
         return csv, txt
+
+
+def _sizing_summary(lines: list[str]) -> Summary:
+    s = Summary("Mitigation sizing")
+    s.add_text(lines, pre=True)
+    return s
 
 
 def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._summary import Summary
 from ..exceptions import PowerlabError
 
 __all__ = ["StudySummary", "package_html", "write_package"]
@@ -100,17 +101,13 @@ def _key_lines(pkg) -> list[str]:
     return out
 
 
-class StudySummary:
+class StudySummary(Summary):
     """Text summary of a :class:`~powerlab.interconnect.studypackage.StudyPackage`."""
 
     def __init__(self, pkg):
+        super().__init__("Large-load study package")
         self.pkg = pkg
-
-    def __str__(self) -> str:
-        return "Large-load study package\n" + "\n".join(_key_lines(self.pkg))
-
-    def _repr_html_(self) -> str:
-        return "<pre>" + _e(str(self)) + "</pre>"
+        self.add_text(_key_lines(pkg), pre=True)
 
 
 def package_html(pkg, files: dict | None = None) -> str:

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .._summary import Summary
 from ..exceptions import ParseError
 from ..telemetry import schema
 from ._common import (
@@ -505,8 +506,17 @@ class MLLogResult:
         """Evaluations (``eval_start``/``eval_stop``) with ``eval_accuracy``."""
         return self.intervals("eval")
 
-    def summary(self) -> str:
-        """A short text summary of the run."""
+    def summary_frame(self) -> pd.DataFrame:
+        """One row: run start and stop, duration [s], status and counts."""
+        return pd.DataFrame([{"path": str(self.path or ""), "run_start": self.run_start,
+                              "run_stop": self.run_stop, "duration_s": self.duration_s,
+                              "status": self.status, "events": len(self.events),
+                              "tracked_steps": len(self.steps),
+                              "skipped_lines": self.skipped_lines,
+                              "blocks": len(self.blocks), "evals": len(self.evals)}])
+
+    def summary(self) -> Summary:
+        """A short summary of the run."""
         st = self.steps
         lines = [f"MLLOG {self.path or ''}".rstrip(),
                  (f"  events: {len(self.events)}  tracked steps: {len(st)}  "
@@ -518,14 +528,15 @@ class MLLogResult:
             s = st["train_step_timing_s"]
             lines.append(f"  train_step_timing_s: median {s.median():.3f}, "
                          f"min {s.min():.3f}, max {s.max():.3f}")
-        return "\n".join(lines)
+        out = Summary()
+        out.add_text(lines, pre=True)
+        return out
 
     def __repr__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
     def _repr_html_(self) -> str:
-        import html
-        return "<pre>" + html.escape(self.summary()) + "</pre>"
+        return self.summary().as_html()
 
 
 def _step(v):

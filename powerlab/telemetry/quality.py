@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .._summary import Summary
 from ..exceptions import AnalysisError, SchemaError, Violation
 from .schema import device_codes
 
@@ -208,13 +209,18 @@ class DuplicateDevices:
         gid = {d: i for i, g in enumerate(self.groups) for d in g}
         return self.pairs.assign(group=self.pairs["device_a"].map(gid))
 
-    def summary(self) -> str:
-        if not self.groups:
-            return f"no devices with identical {self.column} series"
-        return "\n".join(self.lines())
+    def summary(self) -> Summary:
+        """One line per group of devices with identical series."""
+        s = Summary()
+        s.add_text(self.lines() if self.groups else
+                   f"no devices with identical {self.column} series")
+        return s
 
     def __str__(self) -> str:
-        return self.summary()
+        return str(self.summary())
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
 
 
 def _connected_groups(pairs: pd.DataFrame) -> list[list[str]]:

@@ -10,6 +10,7 @@ Modules
 :mod:`~powerlab.throughput.throttling`    slowest clocks and throttle shares by local hour
 :mod:`~powerlab.throughput.seasonal`      MSTL decomposition (daily and weekly parts)
 :mod:`~powerlab.throughput.stragglers`    GPUs that hold a synchronous job back
+:mod:`~powerlab.throughput.straggler_scoring`  the steps of the straggler search
 :mod:`~powerlab.throughput.evidence`      straggler evidence channels and their score
 :mod:`~powerlab.throughput.fleet_levels`  slow hosts and racks against the fleet
 :mod:`~powerlab.throughput.failslow`      fail-slow onsets and intermittent episodes
@@ -29,7 +30,7 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "dvfs": (
-        "TimeOfDayResult", "fit_time_of_day",
+        "TimeOfDayOptions", "TimeOfDayResult", "fit_time_of_day",
     ),
     "throttling": (
         "slowest_clock", "throttle_share_by_hour",
@@ -38,13 +39,13 @@ _EXPORTS = {
         "decompose_seasonal",
     ),
     "stragglers": (
-        "StragglerResult", "find_stragglers", "straggler_baseline",
+        "StragglerOptions", "StragglerResult", "find_stragglers", "straggler_baseline",
     ),
     "chip_baseline": (
         "StragglerBaseline",
     ),
     "synth": (
-        "TwinResult", "TwinTruth", "simulate_training", "sinusoidal_ambient",
+        "TwinFleet", "TwinResult", "TwinTruth", "simulate_training", "sinusoidal_ambient",
     ),
     "twin_physics": (
         "TwinParameters",

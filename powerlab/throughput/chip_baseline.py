@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import median_abs_deviation
 
+from .._summary import Summary
 from ..exceptions import AnalysisError
 from ._robust import group_median, nanmad
 
@@ -77,8 +78,8 @@ class StragglerBaseline:
         """The per-chip baseline (a copy of :attr:`chips`)."""
         return self.chips.copy()
 
-    def summary(self) -> str:
-        """Text summary: what the baseline holds and which of its chips were stragglers."""
+    def summary(self) -> Summary:
+        """Summary: what the baseline holds and which of its chips were stragglers."""
         c = self.chips
         lines = [(f"Straggler baseline: {len(c)} chips keyed by {self.key}, "
                  f"{self.start:%Y-%m-%d %H:%M} to {self.end:%Y-%m-%d %H:%M} UTC; clock "
@@ -89,10 +90,15 @@ class StragglerBaseline:
         for _, r in c[c["flagged"]].iterrows():
             lines.append(f"  straggler in the baseline record: {r['chip_key']} "
                          f"({r['host']} GPU {r['gpu_index']}): {r['reasons']}")
-        return "\n".join(lines)
+        s = Summary()
+        s.add_text(lines, pre=True)
+        return s
 
     def __repr__(self) -> str:
-        return self.summary()
+        return str(self.summary())
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
 
 
 def chip_keys(key: str, gu: pd.MultiIndex, uuid: np.ndarray) -> np.ndarray:

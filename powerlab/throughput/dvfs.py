@@ -49,13 +49,15 @@ References
 
 from __future__ import annotations
 
-import html
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._options import Options
+from .._summary import Summary
 from ..exceptions import AnalysisError, SchemaError, Violation
 from .changepoints import demeaned_fit, level_shifts
 from .diurnal import (
@@ -78,6 +80,7 @@ from .seasonal import decompose_seasonal
 from .throttling import slowest_clock, throttle_share_by_hour
 
 __all__ = [
+    "TimeOfDayOptions",
     "TimeOfDayResult",
     "decompose_seasonal",
     "fit_time_of_day",
@@ -160,14 +163,12 @@ class TimeOfDayResult:
         df = pd.DataFrame(rows, columns=["quantity", "estimate", "lower", "upper", "unit"])
         return df.set_index("quantity")
 
-    def summary(self) -> str:
-        """A text summary (estimates, data cleaning counts, model, attribution)."""
+    def summary(self) -> Summary:
+        """Summary: estimates, data cleaning counts, model, attribution."""
         a = self._d
         c = a["counts"]
         lo, hi = a["amplitude_ci_pct"]
         lines = [
-            "Time-of-day throughput effect",
-            "=" * 64,
             f"Site time zone:        {a['site_tz']}",
             f"Span:                  {a['span'][0]} .. {a['span'][1]}",
             (f"Steps in / used:       {c['n_in']} / {c['n_used']}  (warm-up {c['n_warmup']},"
@@ -204,7 +205,10 @@ class TimeOfDayResult:
                 lines.append("  not identified: |coef/se| < 2 -- the mediator hardly varies "
                              "apart from the time of day (e.g. a purely periodic ambient), "
                              "so its effect cannot be told from the daily profile")
-        return "\n".join(lines)
+        s = Summary("Time-of-day throughput effect")
+        s.add_text(lines, pre=True)
+        s.add_df(self.summary_frame(), "Estimates")
+        return s
 
     def __repr__(self) -> str:
         lo, hi = self.amplitude_ci_pct
@@ -212,25 +216,7 @@ class TimeOfDayResult:
                 f" trough={_hhmm(self.trough_hour)} p={self.pvalue:.3g}>")
 
     def _repr_html_(self) -> str:
-        sf = self.summary_frame()
-        body = "".join(
-            f"<tr><th>{html.escape(q)}</th><td>{r['estimate']:.4g}</td>"
-            f"<td>{'' if np.isnan(r['lower']) else f'{r.lower:.4g}'}</td>"
-            f"<td>{'' if np.isnan(r['upper']) else f'{r.upper:.4g}'}</td>"
-            f"<td>{html.escape(r['unit'])}</td></tr>"
-            for q, r in sf.iterrows())
-        head = ("<tr><th>quantity</th><th>estimate</th><th>lower</th><th>upper</th>"
-                "<th>unit</th></tr>")
-        extra = ""
-        att = self._d.get("attribution")
-        if att is not None and len(att):
-            extra = "<h5>Attribution</h5>" + att.to_html(float_format=lambda v: f"{v:.4g}")
-        c = self.counts
-        return (f"<div><h4>Time-of-day throughput effect ({html.escape(self.site_tz)})</h4>"
-                f"<table>{head}{body}</table>"
-                f"<p>{c['n_used']} of {c['n_in']} steps used (warm-up {c['n_warmup']}, "
-                f"outliers {c['n_outliers']}); {self.order} harmonic(s), errors "
-                f"{html.escape(self.errors)}.</p>{extra}</div>")
+        return self.summary().as_html()
 
 
 def _hhmm(h: float) -> str:
@@ -240,39 +226,13 @@ def _hhmm(h: float) -> str:
     return f"{m // 60:02d}:{m % 60:02d}"
 
 
-# ----------------------------------------------------------------------------- fit
-def fit_time_of_day(throughput: pd.Series | pd.DataFrame, *, site_tz: str,
-                    value_col: str | None = None, segment=None,
-                    interval: str = "5min", max_order: int = 4, ic: str = "bic",
-                    errors: str = "ar", ar_order: int | str = 1,
-                    hac_lags: int | None = None,
-                    warmup_s: float = 900.0, outlier_z: float = 6.0,
-                    gap_s: float | None = None,
-                    telemetry: pd.DataFrame | None = None,
-                    ambient: pd.Series | pd.DataFrame | None = None,
-                    clock_quantile: float = 0.05, n_gpus: int | None = None,
-                    alpha: float = 0.05, n_boot: int = 2000, seed: int | None = 0,
-                    decompose: bool | str = "auto",
-                    shift_alpha: float | None = 0.01) -> TimeOfDayResult:
-    """Estimate the time-of-day effect on training throughput, with honest uncertainty.
+# ----------------------------------------------------------------------------- options
+@dataclass(frozen=True)
+class TimeOfDayOptions(Options):
+    """Options of :func:`fit_time_of_day` (the model, its cleaning and its intervals).
 
     Parameters
     ----------
-    throughput : pandas.Series or pandas.DataFrame
-        Per-step (or per-interval) throughput indexed by tz-aware timestamps [any rate
-        unit, e.g. tokens/s].  A DataFrame may carry the timestamp in a ``timestamp``
-        column, the throughput in ``value_col`` (default: the first column whose name
-        contains "throughput", else the only float column; several float columns and
-        none named so raise :class:`~powerlab.exceptions.SchemaError`) and the run segment in ``segment`` (default column
-        ``segment`` when present).
-    site_tz : str
-        IANA time zone of the site; the profile is in local civil time (daylight saving
-        handled).
-    value_col : str, optional
-        Throughput column of a DataFrame.
-    segment : str or array-like, optional
-        Segment column name (DataFrame) or per-row segment labels (Series).  Default:
-        segments are split at gaps longer than ``gap_s``.
     interval : str
         Aggregation interval (pandas offset) [-].
     max_order : int
@@ -298,15 +258,8 @@ def fit_time_of_day(throughput: pd.Series | pd.DataFrame, *, site_tz: str,
     gap_s : float, optional
         Gap that starts a new segment when segments are not given [s]; default
         ``max(10 x median step interval, 300 s)``.
-    telemetry : pandas.DataFrame, optional
-        GPU telemetry (canonical schema) for attribution and throttle reasons.
-    ambient : pandas.Series or pandas.DataFrame, optional
-        Outdoor temperature [degC] (Series, or frame with ``temp_air_c``) as a further
-        mediator.
     clock_quantile : float
         Quantile across GPUs for the slowest clock (0 = minimum) [-].
-    n_gpus : int, optional
-        GPUs in the job, for GPU-hours lost; default: distinct GPUs in ``telemetry``.
     alpha : float
         1 - confidence level.
     n_boot : int
@@ -319,6 +272,101 @@ def fit_time_of_day(throughput: pd.Series | pd.DataFrame, *, site_tz: str,
         Level of the per-segment structural-break test that finds gapless level shifts
         (:mod:`~powerlab.throughput.changepoints`); each shift found becomes a segment
         boundary and is reported in ``change_points``.  ``None`` disables the search.
+
+    """
+
+    interval: str = "5min"
+    max_order: int = 4
+    ic: str = "bic"
+    errors: str = "ar"
+    ar_order: int | str = 1
+    hac_lags: int | None = None
+    warmup_s: float = 900.0
+    outlier_z: float = 6.0
+    gap_s: float | None = None
+    clock_quantile: float = 0.05
+    alpha: float = 0.05
+    n_boot: int = 2000
+    seed: int | None = 0
+    decompose: bool | str = "auto"
+    shift_alpha: float | None = 0.01
+
+    def check(self) -> int:
+        """Check the options (:class:`~powerlab.exceptions.AnalysisError` naming the bad
+        one); returns the interval [ns]."""
+        if self.errors not in ERRORS:
+            raise AnalysisError(f"errors must be one of {ERRORS}, got {self.errors!r}")
+        if self.ic not in ("bic", "aic"):
+            raise AnalysisError(f"ic must be 'bic' or 'aic', got {self.ic!r}")
+        mo = self.max_order
+        if not (isinstance(mo, (int, np.integer)) and 1 <= mo <= 12):
+            raise AnalysisError(f"max_order must be an integer in 1..12, got {mo!r}")
+        if not 0 < self.alpha < 1:
+            raise AnalysisError(f"alpha must be in (0, 1), got {self.alpha}")
+        sa = self.shift_alpha
+        if sa is not None and not 0 < sa < 1:
+            raise AnalysisError(f"shift_alpha must be in (0, 1) or None, got {sa}")
+        nb = self.n_boot
+        if not (isinstance(nb, (int, np.integer)) and nb >= 1):
+            raise AnalysisError(f"n_boot must be a positive integer, got {nb!r}")
+        ar = self.ar_order
+        if self.errors == "ar" and ar != "aic" and not (
+                isinstance(ar, (int, np.integer)) and ar >= 1):
+            raise AnalysisError(f"ar_order must be a positive integer or 'aic', got {ar!r}")
+        hl = self.hac_lags
+        if hl is not None and not (isinstance(hl, (int, np.integer)) and hl >= 0):
+            raise AnalysisError(f"hac_lags must be a non-negative integer, got {hl!r}")
+        try:
+            interval_ns = int(pd.Timedelta(self.interval).value)
+        except (TypeError, ValueError) as exc:
+            raise AnalysisError(f"interval {self.interval!r} is not a pandas offset") \
+                from exc
+        if interval_ns <= 0:
+            raise AnalysisError("interval must be positive")
+        return interval_ns
+
+
+# ----------------------------------------------------------------------------- fit
+def fit_time_of_day(throughput: pd.Series | pd.DataFrame, *, site_tz: str,
+                    value_col: str | None = None, segment=None,
+                    telemetry: pd.DataFrame | None = None,
+                    ambient: pd.Series | pd.DataFrame | None = None,
+                    n_gpus: int | None = None, options: TimeOfDayOptions | None = None,
+                    **option_kw) -> TimeOfDayResult:
+    """Estimate the time-of-day effect on training throughput, with honest uncertainty.
+
+    Parameters
+    ----------
+    throughput : pandas.Series or pandas.DataFrame
+        Per-step (or per-interval) throughput indexed by tz-aware timestamps [any rate
+        unit, e.g. tokens/s].  A DataFrame may carry the timestamp in a ``timestamp``
+        column, the throughput in ``value_col`` (default: the first column whose name
+        contains "throughput", else the only float column; several float columns and
+        none named so raise :class:`~powerlab.exceptions.SchemaError`) and the run segment in ``segment`` (default column
+        ``segment`` when present).
+    site_tz : str
+        IANA time zone of the site; the profile is in local civil time (daylight saving
+        handled).
+    value_col : str, optional
+        Throughput column of a DataFrame.
+    segment : str or array-like, optional
+        Segment column name (DataFrame) or per-row segment labels (Series).  Default:
+        segments are split at gaps longer than ``gap_s``.
+    telemetry : pandas.DataFrame, optional
+        GPU telemetry (canonical schema) for attribution and throttle reasons.
+    ambient : pandas.Series or pandas.DataFrame, optional
+        Outdoor temperature [degC] (Series, or frame with ``temp_air_c``) as a further
+        mediator.
+    n_gpus : int, optional
+        GPUs in the job, for GPU-hours lost; default: distinct GPUs in ``telemetry``.
+    options : TimeOfDayOptions, optional
+        The model's options (:class:`TimeOfDayOptions`: ``interval``, ``max_order``,
+        ``ic``, ``errors``, ``ar_order``, ``hac_lags``, ``warmup_s``, ``outlier_z``,
+        ``gap_s``, ``clock_quantile``, ``alpha``, ``n_boot``, ``seed``, ``decompose``,
+        ``shift_alpha``); default: the defaults.
+    **option_kw
+        Fields of :class:`TimeOfDayOptions` replacing those of ``options``
+        (``fit_time_of_day(steps, site_tz=tz, n_boot=200)``).
 
     Returns
     -------
@@ -372,60 +420,98 @@ def fit_time_of_day(throughput: pd.Series | pd.DataFrame, *, site_tz: str,
     # the regressions are small (thousands x tens): multi-threaded BLAS only adds
     # contention, most visibly on shared CI machines
     with threadpool_limits(1, user_api="blas"):
-        return _fit_time_of_day(
-            throughput, site_tz=site_tz, value_col=value_col, segment=segment,
-            interval=interval, max_order=max_order, ic=ic, errors=errors,
-            ar_order=ar_order, hac_lags=hac_lags, warmup_s=warmup_s, outlier_z=outlier_z,
-            gap_s=gap_s, telemetry=telemetry, ambient=ambient,
-            clock_quantile=clock_quantile, n_gpus=n_gpus, alpha=alpha, n_boot=n_boot,
-            seed=seed, decompose=decompose, shift_alpha=shift_alpha)
+        return _fit_time_of_day(throughput, site_tz=site_tz, value_col=value_col,
+                                segment=segment, telemetry=telemetry, ambient=ambient,
+                                n_gpus=n_gpus,
+                                opts=TimeOfDayOptions.from_kwargs(options, **option_kw))
 
 
-def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_order, ic,
-                     errors, ar_order, hac_lags, warmup_s, outlier_z, gap_s, telemetry,
-                     ambient, clock_quantile, n_gpus, alpha, n_boot, seed, decompose,
-                     shift_alpha):
-    timings: dict[str, float] = {}
+@dataclass
+class _ToDWork:
+    """What the steps of :func:`_fit_time_of_day` read and write."""
+
+    opts: TimeOfDayOptions
+    site_tz: str
+    interval_ns: int
+    timings: dict = field(default_factory=dict)
+    # clean
+    name: str = ""
+    counts: dict = field(default_factory=dict)
+    tu: np.ndarray = None
+    yu: np.ndarray = None
+    su: np.ndarray = None
+    # aggregate
+    ym: np.ndarray = None
+    tm: np.ndarray = None
+    sm: np.ndarray = None
+    cnt: np.ndarray = None
+    span_days: float = 0.0
+    # shifts, fit
+    design: Design = None
+    shifts: list = field(default_factory=list)
+    ar_order: int | str | None = None
+    ics: dict = field(default_factory=dict)
+    order: int = 0
+    res: object = None
+    b: np.ndarray = None
+    V: np.ndarray = None
+    rho: np.ndarray | None = None
+    # profile
+    out: dict = field(default_factory=dict)
+
+
+def _fit_time_of_day(throughput, *, site_tz, value_col, segment, telemetry, ambient,
+                     n_gpus, opts: TimeOfDayOptions):
     t0 = time.perf_counter()
     check_site_tz(site_tz)
-    if errors not in ERRORS:
-        raise AnalysisError(f"errors must be one of {ERRORS}, got {errors!r}")
-    if ic not in ("bic", "aic"):
-        raise AnalysisError(f"ic must be 'bic' or 'aic', got {ic!r}")
-    if not (isinstance(max_order, (int, np.integer)) and 1 <= max_order <= 12):
-        raise AnalysisError(f"max_order must be an integer in 1..12, got {max_order!r}")
-    if not 0 < alpha < 1:
-        raise AnalysisError(f"alpha must be in (0, 1), got {alpha}")
-    if shift_alpha is not None and not 0 < shift_alpha < 1:
-        raise AnalysisError(f"shift_alpha must be in (0, 1) or None, got {shift_alpha}")
-    if not (isinstance(n_boot, (int, np.integer)) and n_boot >= 1):
-        raise AnalysisError(f"n_boot must be a positive integer, got {n_boot!r}")
-    if errors == "ar" and ar_order != "aic" and not (
-            isinstance(ar_order, (int, np.integer)) and ar_order >= 1):
-        raise AnalysisError(f"ar_order must be a positive integer or 'aic', got "
-                            f"{ar_order!r}")
-    if hac_lags is not None and not (isinstance(hac_lags, (int, np.integer))
-                                     and hac_lags >= 0):
-        raise AnalysisError(f"hac_lags must be a non-negative integer, got {hac_lags!r}")
-    try:
-        interval_ns = int(pd.Timedelta(interval).value)
-    except (TypeError, ValueError) as exc:
-        raise AnalysisError(f"interval {interval!r} is not a pandas offset") from exc
-    if interval_ns <= 0:
-        raise AnalysisError("interval must be positive")
+    w = _ToDWork(opts=opts, site_tz=site_tz, interval_ns=opts.check())
+    for key, step, args in (("clean", _clean, (throughput, value_col, segment)),
+                            ("aggregate", _aggregate, ()),
+                            ("level_shifts", _level_shift_step, ()),
+                            ("fit", _select_order, ()),
+                            ("profile", _profile_step, (telemetry, n_gpus)),
+                            ("attribution", _mediation_step, (telemetry, ambient)),
+                            ("decompose", _decompose_step, ())):
+        t1 = t0 if key == "clean" else time.perf_counter()
+        step(w, *args)
+        w.timings[key] = time.perf_counter() - t1
+    w.timings["total"] = time.perf_counter() - t0
+    o, tm = w.out, w.tm
+    return TimeOfDayResult(
+        **{k: o[k] for k in ("amplitude_pct", "amplitude_ci_pct", "peak_hour", "trough_hour",
+                             "pvalue", "wald_chi2", "pvalue_model", "pvalue_day",
+                             "day_block_t2", "n_days", "pvalue_method")},
+        ar_order=(w.ar_order if opts.errors == "ar" else None), profile=o["profile"],
+        order=w.order, ic=opts.ic, ic_values=w.ics, errors=opts.errors, rho=w.rho,
+        alpha=opts.alpha, counts=w.counts, mean_throughput=o["mean_throughput"],
+        name=w.name, site_tz=site_tz, interval=opts.interval,
+        span=(pd.Timestamp(tm[0], tz="UTC"), pd.Timestamp(tm[-1], tz="UTC")),
+        coef=w.b, cov=w.V, results=w.res, amplitude_draws=o["amplitude_draws"],
+        gpu_hours_lost_per_day=o["gpu_hours_lost_per_day"],
+        gpu_hours_lost_ci=o["gpu_hours_lost_ci"], n_gpus=o["n_gpus"],
+        attribution=o["attribution"], mediators=o["mediators"],
+        throttle_by_hour=o["throttle_by_hour"], decomposition=o["decomposition"],
+        change_points=o["change_points"],
+        intervals=pd.DataFrame({"throughput": w.ym, "segment": w.sm, "n_steps": w.cnt},
+                               index=pd.DatetimeIndex(tm, tz="UTC", name="timestamp")),
+        timings=w.timings,
+    )
 
-    t, y, seg, name, n_missing = series_from(throughput, value_col, segment)
+
+def _clean(w: _ToDWork, throughput, value_col, segment) -> None:
+    """Drop each segment's warm-up and the outliers (robust z against a centred 1-h
+    rolling median of log throughput); count what was dropped."""
+    opts = w.opts
+    t, y, seg, w.name, n_missing = series_from(throughput, value_col, segment)
     n_in = len(t)
     fin = np.isfinite(y)
     t, y = t[fin], y[fin]
-    seg = detect_segments(t, gap_s) if seg is None else seg[fin]
+    seg = detect_segments(t, opts.gap_s) if seg is None else seg[fin]
     if len(t) < 10:
         raise AnalysisError(f"only {len(t)} valid throughput values; need at least two "
                             "days of data")
-
-    # --- cleaning: warm-up and outliers
     seg_start = pd.Series(t).groupby(seg).transform("min").to_numpy()
-    warm = (t - seg_start) < warmup_s * 1e9
+    warm = (t - seg_start) < opts.warmup_s * 1e9
     logy = pd.Series(np.log(y), index=pd.DatetimeIndex(t, tz="UTC"))
     base = logy.copy()
     base[warm] = np.nan
@@ -434,16 +520,17 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
     ok_dev = ~warm & np.isfinite(dev)
     mad = np.median(np.abs(dev[ok_dev] - np.median(dev[ok_dev]))) if ok_dev.any() else 0.0
     scale = 1.4826 * mad if mad > 0 else np.inf
-    outlier = ~warm & (np.abs(dev) > outlier_z * scale)
+    outlier = ~warm & (np.abs(dev) > opts.outlier_z * scale)
     use = ~warm & ~outlier
-    counts = {"n_in": n_in, "n_missing": n_missing, "n_warmup": int(warm.sum()),
-              "n_outliers": int(outlier.sum()), "n_used": int(use.sum())}
-    tu, yu, su = t[use], y[use], seg[use]
-    timings["clean"] = time.perf_counter() - t0
+    w.counts = {"n_in": n_in, "n_missing": n_missing, "n_warmup": int(warm.sum()),
+                "n_outliers": int(outlier.sum()), "n_used": int(use.sum())}
+    w.tu, w.yu, w.su = t[use], y[use], seg[use]
 
-    # --- aggregate to intervals within segments
-    t1 = time.perf_counter()
-    bins = tu // interval_ns
+
+def _aggregate(w: _ToDWork) -> None:
+    """Interval means within segments; segments of fewer than three intervals dropped."""
+    tu, yu, su, max_order = w.tu, w.yu, w.su, w.opts.max_order
+    bins = tu // w.interval_ns
     key = su * (int(bins.max()) + 1 if len(bins) else 1) + bins
     _uk, inv = np.unique(key, return_inverse=True)
     cnt = np.bincount(inv)
@@ -456,55 +543,60 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
     # segments with too few intervals carry no information about the profile
     sc = pd.Series(sm_).map(pd.Series(sm_).value_counts()).to_numpy()
     keep = sc >= 3
-    ym, tm, sm_, cnt = ym[keep], tm[keep], sm_[keep], cnt[keep]
-    span_days = (tm[-1] - tm[0]) / 86400e9 if len(tm) else 0.0
-    n_seg = len(np.unique(sm_))
-    if len(ym) < n_seg + 2 * max_order + 10 or span_days < 1.0:
-        raise AnalysisError(f"after cleaning, {len(ym)} intervals over {span_days:.2f} days "
-                            f"remain; need at least one day and more than "
-                            f"{n_seg + 2 * max_order + 10} intervals")
-    local = local_naive(tm, site_tz)
-    timings["aggregate"] = time.perf_counter() - t1
+    w.ym, w.tm, w.sm, w.cnt = ym[keep], tm[keep], sm_[keep], cnt[keep]
+    w.span_days = (w.tm[-1] - w.tm[0]) / 86400e9 if len(w.tm) else 0.0
+    n_seg = len(np.unique(w.sm))
+    if len(w.ym) < n_seg + 2 * max_order + 10 or w.span_days < 1.0:
+        raise AnalysisError(f"after cleaning, {len(w.ym)} intervals over "
+                            f"{w.span_days:.2f} days remain; need at least one day and "
+                            f"more than {n_seg + 2 * max_order + 10} intervals")
+    w.counts["n_segments"] = n_seg
 
-    # --- gapless level shifts become segment boundaries
-    t1 = time.perf_counter()
-    seg_model, shifts = sm_, []
-    fourier_max = fourier_terms(local, max_order)
-    if shift_alpha is not None:
+
+def _level_shift_step(w: _ToDWork) -> None:
+    """Gapless level shifts become segment boundaries; the regression design."""
+    opts = w.opts
+    local = local_naive(w.tm, w.site_tz)
+    seg_model, shifts = w.sm, []
+    fourier_max = fourier_terms(local, opts.max_order)
+    if opts.shift_alpha is not None:
         seg_model, shifts = level_shifts(
-            ym, fourier_max, sm_, alpha=shift_alpha,
-            min_size=max(3, int(3600e9 // interval_ns)))
-    design = Design(y=ym, seg=seg_model, t_ns=tm, n_steps=cnt, local=local,
-                    fourier=fourier_max)
-    counts.update(n_intervals=len(ym), n_segments=n_seg, n_level_shifts=len(shifts))
-    timings["level_shifts"] = time.perf_counter() - t1
+            w.ym, fourier_max, w.sm, alpha=opts.shift_alpha,
+            min_size=max(3, int(3600e9 // w.interval_ns)))
+    w.design = Design(y=w.ym, seg=seg_model, t_ns=w.tm, n_steps=w.cnt, local=local,
+                      fourier=fourier_max)
+    w.shifts = shifts
+    n_seg = w.counts.pop("n_segments")
+    w.counts.update(n_intervals=len(w.ym), n_segments=n_seg, n_level_shifts=len(shifts))
 
-    # --- order selection and final fit
-    t2 = time.perf_counter()
-    ics = {}
+
+def _select_order(w: _ToDWork) -> None:
+    """Fit 1..max_order harmonics; keep the fewest within 2 of the best criterion."""
+    opts, design = w.opts, w.design
+    ar_order = opts.ar_order
+    if opts.errors == "ar" and ar_order == "aic":
+        ar_order = select_ar_order(design, opts.max_order)
     fits = {}
-    if errors == "ar" and ar_order == "aic":
-        ar_order = select_ar_order(design, max_order)
-    for k in range(1, max_order + 1):
-        fits[k] = fit_daily_profile(design, k, errors, ar_order, hac_lags)
-        ics[k] = info_criterion(fits[k][0], ic)
+    for k in range(1, opts.max_order + 1):
+        fits[k] = fit_daily_profile(design, k, opts.errors, ar_order, opts.hac_lags)
+        w.ics[k] = info_criterion(fits[k][0], opts.ic)
     # parsimony: the fewest harmonics whose criterion is within 2 of the best (a BIC
     # difference below 2 is "not worth more than a bare mention", Kass & Raftery 1995)
-    best = min(ics.values())
-    order = min(k for k, v in ics.items() if v <= best + 2.0)
-    res, b, V, _, _ = fits[order]
-    rho = np.atleast_1d(res.rho).copy() if errors == "ar" else None
-    timings["fit"] = time.perf_counter() - t2
+    best = min(w.ics.values())
+    w.order = min(k for k, v in w.ics.items() if v <= best + 2.0)
+    w.res, w.b, w.V, _, _ = fits[w.order]
+    w.rho = np.atleast_1d(w.res.rho).copy() if opts.errors == "ar" else None
+    w.ar_order = ar_order
 
-    # --- profile, amplitude, test, bootstrap
-    t3 = time.perf_counter()
-    mean_y = float(np.mean(ym))
-    G = grid_basis(order)
+
+def _profile_step(w: _ToDWork, telemetry, n_gpus) -> None:
+    """Profile, amplitude, the two tests, the bootstrap interval, GPU-hours lost."""
+    opts, alpha, b, V, o = w.opts, w.opts.alpha, w.b, w.V, w.out
+    mean_y = float(np.mean(w.ym))
+    G = grid_basis(w.order)
     eff = G @ b
     pct = 100.0 * eff / mean_y
     amp = float(pct.max() - pct.min())
-    peak_h = float(MINUTES[np.argmax(eff)])
-    trough_h = float(MINUTES[np.argmin(eff)])
     try:
         chi2 = float(b @ np.linalg.solve(V, b))
     except np.linalg.LinAlgError:
@@ -513,17 +605,17 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
     pvalue_model = float(stats.chi2.sf(chi2, df=q))
     # a second, model-free test: days as replicates (see day_block_test); the reported
     # p-value is the larger of the two, valid (if conservative) when either one is
-    pvalue_day, t2_day, n_days = day_block_test(design, order)
-    if errors == "ols" or not np.isfinite(pvalue_day):
+    pvalue_day, t2_day, n_days = day_block_test(w.design, w.order)
+    if opts.errors == "ols" or not np.isfinite(pvalue_day):
         pvalue, pvalue_method = pvalue_model, "model"
     else:
         pvalue, pvalue_method = max(pvalue_model, pvalue_day), "max(model, day-block)"
     zq = float(stats.norm.ppf(1 - alpha / 2))
     se = np.sqrt(np.einsum("ij,jk,ik->i", G, V, G))
     # parametric bootstrap of the Fourier coefficients from their robust covariance
-    rng = np.random.default_rng(seed)
-    w, U = np.linalg.eigh(V)
-    draws = b + rng.standard_normal((n_boot, q)) @ (U * np.sqrt(np.clip(w, 0, None))).T
+    rng = np.random.default_rng(opts.seed)
+    ev, U = np.linalg.eigh(V)
+    draws = b + rng.standard_normal((opts.n_boot, q)) @ (U * np.sqrt(np.clip(ev, 0, None))).T
     Gb = G[::5]                            # 5-minute grid is ample for max / min
     prof_d = draws @ Gb.T
     amp_d = 100.0 * (prof_d.max(axis=1) - prof_d.min(axis=1)) / mean_y
@@ -548,49 +640,43 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, interval, max_o
     else:
         lost, lost_ci = float("nan"), (float("nan"), float("nan"))
     sel = np.arange(0, 1440, 15)
-    profile = pd.DataFrame({
+    o["profile"] = pd.DataFrame({
         "effect": eff[sel],
         "effect_pct": pct[sel],
         "lower_pct": 100.0 * (eff[sel] - zq * se[sel]) / mean_y,
         "upper_pct": 100.0 * (eff[sel] + zq * se[sel]) / mean_y,
     }, index=pd.Index(MINUTES[sel], name="local_hour"))
-    timings["profile"] = time.perf_counter() - t3
-    change_points = _change_point_table(design, shifts, order, mean_y, site_tz)
+    o.update(amplitude_pct=amp, amplitude_ci_pct=amp_ci,
+             peak_hour=float(MINUTES[np.argmax(eff)]),
+             trough_hour=float(MINUTES[np.argmin(eff)]), pvalue=pvalue, wald_chi2=chi2,
+             pvalue_model=pvalue_model, pvalue_day=pvalue_day, day_block_t2=t2_day,
+             n_days=n_days, pvalue_method=pvalue_method, mean_throughput=mean_y,
+             amplitude_draws=amp_d, gpu_hours_lost_per_day=lost, gpu_hours_lost_ci=lost_ci,
+             n_gpus=n_g)
+    o["change_points"] = _change_point_table(w.design, w.shifts, w.order, mean_y,
+                                             w.site_tz)
 
-    # --- attribution
-    t4 = time.perf_counter()
+
+def _mediation_step(w: _ToDWork, telemetry, ambient) -> None:
+    """Attribution to the clock, temperature and ambient; throttle reasons by hour."""
     attribution = throttle = mediators = None
     if telemetry is not None or ambient is not None:
-        attribution, mediators = _attribution(design, order, hac_lags, telemetry, ambient,
-                                              clock_quantile, interval_ns)
+        attribution, mediators = _attribution(w.design, w.order, w.opts.hac_lags,
+                                              telemetry, ambient, w.opts.clock_quantile,
+                                              w.interval_ns)
     if telemetry is not None and "throttle_reasons" in telemetry.columns:
-        throttle = throttle_share_by_hour(telemetry, site_tz=site_tz)
-    timings["attribution"] = time.perf_counter() - t4
+        throttle = throttle_share_by_hour(telemetry, site_tz=w.site_tz)
+    w.out.update(attribution=attribution, mediators=mediators, throttle_by_hour=throttle)
 
-    t5 = time.perf_counter()
+
+def _decompose_step(w: _ToDWork) -> None:
+    """MSTL decomposition of the cleaned steps (series of two weeks or more)."""
     decomposition = None
-    if decompose is True or (decompose == "auto" and span_days >= 14):
-        s_clean = pd.Series(yu, index=pd.DatetimeIndex(tu, tz="UTC"))
-        decomposition = decompose_seasonal(s_clean)
-    timings["decompose"] = time.perf_counter() - t5
-    timings["total"] = time.perf_counter() - t0
-
-    return TimeOfDayResult(
-        amplitude_pct=amp, amplitude_ci_pct=amp_ci, peak_hour=peak_h, trough_hour=trough_h,
-        pvalue=pvalue, wald_chi2=chi2, pvalue_model=pvalue_model, pvalue_day=pvalue_day,
-        day_block_t2=t2_day, n_days=n_days, pvalue_method=pvalue_method,
-        ar_order=(ar_order if errors == "ar" else None), profile=profile, order=order, ic=ic,
-        ic_values=ics, errors=errors, rho=rho, alpha=alpha, counts=counts,
-        mean_throughput=mean_y, name=name, site_tz=site_tz, interval=interval,
-        span=(pd.Timestamp(tm[0], tz="UTC"), pd.Timestamp(tm[-1], tz="UTC")),
-        coef=b, cov=V, results=res, amplitude_draws=amp_d,
-        gpu_hours_lost_per_day=lost, gpu_hours_lost_ci=lost_ci, n_gpus=n_g,
-        attribution=attribution, mediators=mediators, throttle_by_hour=throttle,
-        decomposition=decomposition, change_points=change_points,
-        intervals=pd.DataFrame({"throughput": ym, "segment": sm_, "n_steps": cnt},
-                               index=pd.DatetimeIndex(tm, tz="UTC", name="timestamp")),
-        timings=timings,
-    )
+    d = w.opts.decompose
+    if d is True or (d == "auto" and w.span_days >= 14):
+        decomposition = decompose_seasonal(pd.Series(w.yu,
+                                                     index=pd.DatetimeIndex(w.tu, tz="UTC")))
+    w.out["decomposition"] = decomposition
 
 
 def _change_point_table(design: Design, shifts, order, mean_y, site_tz) -> pd.DataFrame:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._summary import Summary
 from ..exceptions import AnalysisError
 
 __all__ = ["HazardResult", "exposure_table", "fit_hazard", "simulate_fleet_failures"]
@@ -91,7 +92,8 @@ class HazardResult:
                              "log_hr": b, "se": se, "p_value": self.pvalues[cov]},
                             index=pd.Index(cov, name="covariate"))
 
-    def summary(self) -> str:
+    def summary(self) -> Summary:
+        """Baseline rate, dispersion and the hazard ratios with their intervals."""
         f = self.summary_frame()
         lines = [(f"Poisson hazard model: {self.n_failures} failures over "
                  f"{self.gpu_hours:,.0f} GPU-h; baseline "
@@ -102,18 +104,18 @@ class HazardResult:
         for c, r in f.iterrows():
             lines.append(f"{c:14s} {r.hazard_ratio:7.3f} [{r.lower:7.3f}, {r.upper:7.3f}] "
                          f"{r.p_value:8.3g}  {r.per}")
-        return "\n".join(lines)
+        s = Summary()
+        s.add_text(lines, pre=True)
+        return s
 
     def _repr_html_(self) -> str:
-        import html  # categories and messages come from input (issue 24)
-
-        return f"<pre>{html.escape(self.summary())}</pre>"
+        return self.summary().as_html()
 
     def __repr__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
     def __str__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
 
 def fit_hazard(table: pd.DataFrame, covariates=("temp_gpu_c", "power_w"), *,

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import chi2
 
+from .._summary import Summary
 from ..exceptions import AnalysisError
 from ..telemetry.events import LLAMA3_SNAPSHOT, ROOT_CAUSES
 
@@ -154,7 +155,8 @@ class FailureRates:
             out["restart"] = {k: float(v) for k, v in restart.items()}
         return out
 
-    def summary(self) -> str:
+    def summary(self) -> Summary:
+        """Rates per category with their exact intervals [1/1e6 GPU-h]."""
         f = self.summary_frame()
         lines = [(f"Failure rates by {self.by}: {self.total} failures over "
                  f"{self.gpu_hours:,.0f} GPU-h ({self.conf:.0%} exact Poisson intervals)"),
@@ -162,18 +164,18 @@ class FailureRates:
         for name, r in f.iterrows():
             lines.append(f"{name:32s} {int(r.failures):5d} {r.rate_per_gpu_h * 1e6:14.3f} "
                          f"[{r.lower * 1e6:8.3f}, {r.upper * 1e6:8.3f}]")
-        return "\n".join(lines)
+        s = Summary()
+        s.add_text(lines, pre=True)
+        return s
 
     def _repr_html_(self) -> str:
-        import html  # categories and messages come from input (issue 24)
-
-        return f"<pre>{html.escape(self.summary())}</pre>"
+        return self.summary().as_html()
 
     def __repr__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
     def __str__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
 
 def failure_rates(events: pd.DataFrame, gpu_hours: float, *, by: str = "root_cause",

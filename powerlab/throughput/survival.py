@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import chi2, norm
 
+from .._summary import Summary
 from ..exceptions import AnalysisError
 
 __all__ = ["CoxResult", "DispersionResult", "WeibullResult", "dispersion_test",
@@ -135,10 +136,16 @@ class WeibullResult:
                              "lower": self.params - z * self.bse,
                              "upper": self.params + z * self.bse})
 
-    def summary(self) -> str:
-        return (f"Weibull PH fit: shape {self.shape:.3f}, scale {self.scale_s / 86400:.4g}"
-                f" d; {self.n_failures} failures of {self.n}\n"
-                + self.summary_frame().to_string(float_format=lambda v: f"{v:.4g}"))
+    def summary(self) -> Summary:
+        """Shape, scale and the coefficient table."""
+        s = Summary("Weibull PH fit")
+        s.add_text(f"shape {self.shape:.3f}, scale {self.scale_s / 86400:.4g} d; "
+                   f"{self.n_failures} failures of {self.n}")
+        s.add_df(self.summary_frame())
+        return s
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
 
 
 def fit_weibull(df: pd.DataFrame, covariates=(), *, duration: str = "duration_s",
@@ -259,14 +266,20 @@ class CoxResult:
                              "upper": np.exp(b + z * se), "log_hr": b, "se": se,
                              "p_value": 2 * norm.sf(np.abs(b / se))})
 
-    def summary(self) -> str:
+    def summary(self) -> Summary:
+        """Covariance, measurement-error variances and the hazard-ratio table."""
         head = (f"Cox PH: {self.n_failures} failures of {self.n} GPUs; covariance "
                 f"{'cluster-robust' if self.robust else 'model-based'}; measurement-error "
                 "variance " + ", ".join(f"{k}: {v:g}" for k, v in self.error_var.items())
                 + " (reliability " + ", ".join(f"{v:.2f}" for v in
                                                self.reliability.values()) + ")")
-        return head + "\n" + self.summary_frame().to_string(
-            float_format=lambda v: f"{v:.4g}")
+        s = Summary()
+        s.add_text(head)
+        s.add_df(self.summary_frame())
+        return s
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
 
 
 def fit_cox(df: pd.DataFrame, covariates, *, duration: str = "duration_s",
@@ -353,13 +366,25 @@ class DispersionResult:
     def overdispersed(self) -> bool:
         return self.p_value < self.alpha
 
-    def summary(self) -> str:
-        return (f"Dispersion of failure counts over {self.n_units} units "
-                f"({self.n_failures} failures): score {self.score:.2f} (p "
-                f"{self.p_value:.3g}); NB2 frailty variance {self.frailty_var:.3g} +- "
-                f"{self.frailty_se:.2g} (LR p {self.lr_p_value:.3g}); smallest frailty "
-                f"variance detectable with 80 % power at these rates: "
-                f"{self.min_detectable_var:.3g}")
+    def summary_frame(self) -> pd.DataFrame:
+        """One row: the score test and the NB2 frailty fit."""
+        return pd.DataFrame([{k: getattr(self, k) for k in (
+            "score", "p_value", "frailty_var", "frailty_se", "lr_p_value",
+            "min_detectable_var", "n_units", "n_failures", "alpha")}])
+
+    def summary(self) -> Summary:
+        """One paragraph: the score test, the frailty fit and what is detectable."""
+        s = Summary()
+        s.add_text(f"Dispersion of failure counts over {self.n_units} units "
+                   f"({self.n_failures} failures): score {self.score:.2f} (p "
+                   f"{self.p_value:.3g}); NB2 frailty variance {self.frailty_var:.3g} +- "
+                   f"{self.frailty_se:.2g} (LR p {self.lr_p_value:.3g}); smallest frailty "
+                   f"variance detectable with 80 % power at these rates: "
+                   f"{self.min_detectable_var:.3g}")
+        return s
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
 
 
 def dispersion_test(df: pd.DataFrame, *, count: str = "count", unit: str = "gpu_uuid",

@@ -71,6 +71,7 @@ import pandas as pd
 import pyarrow as pa
 from scipy import optimize, signal
 
+from .._options import Options
 from ..exceptions import ScenarioError
 from ..telemetry.schema import THROTTLE_REASONS, conform
 from ..telemetry.timeutil import to_utc
@@ -87,6 +88,7 @@ from .twin_physics import (
 
 __all__ = [
     "THROTTLE_REASONS",
+    "TwinFleet",
     "TwinParameters",
     "TwinResult",
     "TwinTruth",
@@ -293,12 +295,55 @@ def _interp_rows(t_ns: np.ndarray, g0: int, dt_ns: int, arr: np.ndarray) -> np.n
     return arr[i] * (1 - w)[:, None] + arr[i + 1] * w[:, None]
 
 
+@dataclass(frozen=True)
+class TwinFleet(Options):
+    """The twin's fleet: shape and stragglers (:func:`simulate_training`).
+
+    Parameters
+    ----------
+    n_hosts, gpus_per_host : int
+        Fleet shape.
+    stragglers : int or sequence of (position, kind)
+        Number of straggler GPUs placed at random (kinds cycling thermal, power, clock),
+        or explicit ``(fleet position, kind)`` pairs.
+    """
+
+    n_hosts: int = 8
+    gpus_per_host: int = 8
+    stragglers: int | Sequence = 2
+
+
+@dataclass
+class _TwinWork:
+    """What the steps of :func:`simulate_training` read and write."""
+
+    p: TwinParameters
+    shape: TwinFleet
+    site_tz: str
+    rng: np.random.Generator
+    t_start: pd.Timestamp = None
+    dt: float = 0.0
+    dt_ns: int = 0
+    grid: pd.DatetimeIndex = None
+    t_end_ns: int = 0
+    amb: np.ndarray = None
+    fleet: Fleet = None
+    table: StateTable = None
+    inlet: np.ndarray = None
+    segs: list = None
+    busy: np.ndarray = None
+    steps: pd.DataFrame = None
+    truth: TwinTruth = None
+    telemetry: pd.DataFrame | None = None
+    phases_det: np.ndarray = None
+    mid_ns: np.ndarray = None
+
+
 def simulate_training(start="2025-06-03", days: float = 14.0, *,
                       site_tz: str = "America/New_York",
                       ambient: pd.Series | pd.DataFrame | None = None,
                       amplitude_pct: float | None = None,
-                      n_hosts: int = 8, gpus_per_host: int = 8,
-                      stragglers: int | Sequence = 2,
+                      fleet: TwinFleet | None = None,
                       restarts: Sequence | None = None,
                       telemetry: bool = True,
                       telemetry_interval_s: float = 60.0,
@@ -306,6 +351,10 @@ def simulate_training(start="2025-06-03", days: float = 14.0, *,
                       params: TwinParameters | None = None,
                       **overrides) -> TwinResult:
     """Simulate a synchronous training run on a fleet, with telemetry and known truth.
+
+    A chain of named steps: the run's grid, the ambient and inlet temperature (with the
+    economiser coupling calibrated to ``amplitude_pct``), the run segments and step log,
+    the known truth, and the telemetry.
 
     Parameters
     ----------
@@ -324,11 +373,9 @@ def simulate_training(start="2025-06-03", days: float = 14.0, *,
         Target peak-to-trough of the time-of-day throughput effect [%].  The economiser
         coupling ``inlet_ambient_coef`` is calibrated to reach it (the exact realised value
         is :attr:`TwinTruth.amplitude_pct`).  ``0`` gives no time-of-day effect at all.
-    n_hosts, gpus_per_host : int
-        Fleet shape.
-    stragglers : int or sequence of (position, kind)
-        Number of straggler GPUs placed at random (kinds cycling thermal, power, clock),
-        or explicit ``(fleet position, kind)`` pairs.
+    fleet : TwinFleet, optional
+        Fleet shape and stragglers (``n_hosts``, ``gpus_per_host``, ``stragglers``); its
+        fields may also be given as keywords (``n_hosts=2``).
     restarts : sequence of timestamps, optional
         Fixed failure times; default: Poisson failures with mean ``mtbf_s``.
     telemetry : bool
@@ -340,6 +387,8 @@ def simulate_training(start="2025-06-03", days: float = 14.0, *,
     params : TwinParameters, optional
         Base parameters; ``overrides`` (field names of :class:`TwinParameters`) replace
         single fields.
+    **overrides
+        Fields of :class:`TwinParameters` and of :class:`TwinFleet`.
 
     Returns
     -------
@@ -357,7 +406,24 @@ def simulate_training(start="2025-06-03", days: float = 14.0, *,
     >>> round(run.truth.amplitude_pct, 1)  # doctest: +SKIP
     1.5
     """
+    fleet_kw = {k: overrides.pop(k) for k in [f.name for f in dataclasses.fields(TwinFleet)]
+                if k in overrides}
+    shape = TwinFleet.from_kwargs(fleet, **fleet_kw)
     p = checked_parameters(params or TwinParameters(), overrides)
+    _check_run(shape, days, p, telemetry_interval_s, site_tz)
+    w = _TwinWork(p=p, shape=shape, site_tz=site_tz, rng=np.random.default_rng(seed))
+    _run_grid(w, start, days, telemetry_interval_s)
+    _thermal_setting(w, ambient, amplitude_pct)
+    _run_log(w, restarts)
+    _known_truth(w)
+    if telemetry:
+        _twin_telemetry(w)
+    return TwinResult(telemetry=w.telemetry, steps=w.steps, truth=w.truth)
+
+
+def _check_run(shape: TwinFleet, days, p: TwinParameters, telemetry_interval_s,
+               site_tz) -> None:
+    n_hosts, gpus_per_host = shape.n_hosts, shape.gpus_per_host
     for k, v in (("n_hosts", n_hosts), ("gpus_per_host", gpus_per_host)):
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
             raise ScenarioError(f"{k} must be an integer, got {v!r}", key=k)
@@ -375,25 +441,32 @@ def simulate_training(start="2025-06-03", days: float = 14.0, *,
         zoneinfo.ZoneInfo(site_tz)
     except Exception as exc:
         raise ScenarioError(f"unknown time zone {site_tz!r}", key="site_tz") from exc
-    rng = np.random.default_rng(seed)
+
+
+def _run_grid(w: _TwinWork, start, days, telemetry_interval_s) -> None:
+    """The physics and telemetry grid from the start (UTC) over ``days``."""
     try:
         t_start = pd.Timestamp(start)
     except (TypeError, ValueError) as exc:
         raise ScenarioError(f"start {start!r} is not a timestamp", key="start") from exc
     t_start = t_start.tz_localize("UTC") if t_start.tz is None else t_start.tz_convert("UTC")
-    t_start = t_start.as_unit("ns")
-    dt = float(telemetry_interval_s)
-    dt_ns = round(dt * 1e9)
-    n_grid = int(np.ceil(days * 86400.0 / dt)) + 2
-    grid = pd.date_range(t_start, periods=n_grid, freq=pd.Timedelta(dt_ns, "ns"))
-    g0 = int(grid.asi8[0])
-    t_end_ns = int(t_start.value + days * 86400e9)
+    w.t_start = t_start.as_unit("ns")
+    w.dt = float(telemetry_interval_s)
+    w.dt_ns = round(w.dt * 1e9)
+    n_grid = int(np.ceil(days * 86400.0 / w.dt)) + 2
+    w.grid = pd.date_range(w.t_start, periods=n_grid, freq=pd.Timedelta(w.dt_ns, "ns"))
+    w.t_end_ns = int(w.t_start.value + days * 86400e9)
 
-    amb = _ambient_on_grid(ambient, grid, p, site_tz)
-    fleet = make_fleet(n_hosts, gpus_per_host, stragglers, p, rng)
-    local_grid_h = _local_hours(grid, site_tz)
 
-    table = state_table(fleet, p)
+def _thermal_setting(w: _TwinWork, ambient, amplitude_pct) -> None:
+    """Ambient on the grid, the fleet, and the inlet temperature (the economiser
+    coupling calibrated to ``amplitude_pct`` when given)."""
+    p, grid, dt = w.p, w.grid, w.dt
+    w.amb = amb = _ambient_on_grid(ambient, grid, p, w.site_tz)
+    w.fleet = make_fleet(w.shape.n_hosts, w.shape.gpus_per_host, w.shape.stragglers, p,
+                         w.rng)
+    local_grid_h = _local_hours(grid, w.site_tz)
+    w.table = table = state_table(w.fleet, p)
 
     def inlet_for(coef):
         raw = p.inlet_base_c + coef * (amb - p.ambient_ref_c)
@@ -408,33 +481,40 @@ def simulate_training(start="2025-06-03", days: float = 14.0, *,
             p = dataclasses.replace(
                 p, inlet_ambient_coef=_calibrate(amplitude_pct, inlet_for, local_grid_h,
                                                  table, dt))
-    inlet = inlet_for(p.inlet_ambient_coef)
+    w.p = p
+    inlet = w.inlet = inlet_for(p.inlet_ambient_coef)
     if inlet.min() < table.tin[0] or inlet.max() > table.tin[-1]:
         raise ScenarioError(f"inlet temperature leaves [{table.tin[0]:g}, {table.tin[-1]:g}]"
                             " degC; check the ambient series and inlet_ambient_coef",
                             key="inlet_ambient_coef")
 
-    segs = _segments(int(t_start.value), t_end_ns, p, rng, restarts)
+
+def _run_log(w: _TwinWork, restarts) -> None:
+    """Run segments between failures, busy grid points, and the step log."""
+    g0 = int(w.grid.asi8[0])
+    w.segs = segs = _segments(int(w.t_start.value), w.t_end_ns, w.p, w.rng, restarts)
     if not segs:
         raise ScenarioError("the run is too short for a single segment", key="days")
-    busy = np.zeros(n_grid, dtype=bool)
-    gt = grid.asi8
+    w.busy = np.zeros(len(w.grid), dtype=bool)
+    gt = w.grid.asi8
     for a, b in segs:
-        busy[(gt >= a) & (gt < b)] = True
-    steps, phases_det, mid_ns = _build_steps(segs, inlet, table, g0, dt_ns, p, rng)
+        w.busy[(gt >= a) & (gt < b)] = True
+    w.steps, w.phases_det, w.mid_ns = _build_steps(segs, w.inlet, w.table, g0, w.dt_ns,
+                                                      w.p, w.rng)
+
+
+def _known_truth(w: _TwinWork) -> None:
+    """The truth: noise-free time-of-day profile, stragglers' slowdowns, segments."""
+    steps, fleet, table = w.steps, w.fleet, w.table
     # truth from noise-free throughput over productive steps
     prod = steps["phase"].to_numpy() == "train"
-    lh = _local_hours(pd.DatetimeIndex(mid_ns[prod], tz="UTC"), site_tz)
-    y0 = phases_det[prod]
-    centres, pct = _profile(lh, y0)
+    lh = _local_hours(pd.DatetimeIndex(w.mid_ns[prod], tz="UTC"), w.site_tz)
+    centres, pct = _profile(lh, w.phases_det[prod])
     ok = np.isfinite(pct)
-    amp = _amplitude(pct)
-    peak_h = float(centres[ok][np.argmax(pct[ok])])
-    trough_h = float(centres[ok][np.argmin(pct[ok])])
-    n_gpu = n_hosts * gpus_per_host
+    n_gpu = w.shape.n_hosts * w.shape.gpus_per_host
     gh_lost = float(n_gpu * 24.0 * np.nanmean(1.0 - (1 + pct[ok] / 100) / (1 + pct[ok].max()
                                                                         / 100)))
-    d_gpu = table.rows(table.step, inlet[busy])
+    d_gpu = table.rows(table.step, w.inlet[w.busy])
     med = np.median(d_gpu, axis=1, keepdims=True)
     slow = 100.0 * np.mean(d_gpu / med - 1.0, axis=0)
     sidx = np.flatnonzero(fleet.kind != "")
@@ -445,6 +525,7 @@ def simulate_training(start="2025-06-03", days: float = 14.0, *,
         "kind": pd.array(fleet.kind[sidx].astype(str), dtype="string"),
         "slowdown_pct": slow[sidx],
     })
+    segs = w.segs
     seg_frame = pd.DataFrame({
         "segment": np.arange(len(segs)),
         "start": pd.to_datetime([a for a, _ in segs], utc=True).as_unit("ns"),
@@ -454,20 +535,23 @@ def simulate_training(start="2025-06-03", days: float = 14.0, *,
     })
     counts = steps["phase"].value_counts().to_dict()
     counts = {k: int(counts.get(k, 0)) for k in ("train", "warmup", "checkpoint", "eval")}
-    truth = TwinTruth(
-        params=p, site_tz=site_tz, amplitude_pct=amp, peak_hour=peak_h,
-        trough_hour=trough_h,
+    w.truth = TwinTruth(
+        params=w.p, site_tz=w.site_tz, amplitude_pct=_amplitude(pct),
+        peak_hour=float(centres[ok][np.argmax(pct[ok])]),
+        trough_hour=float(centres[ok][np.argmin(pct[ok])]),
         profile=pd.Series(pct, index=pd.Index(centres, name="local_hour"),
                           name="effect_pct"),
         stragglers=strag, segments=seg_frame, counts=counts,
-        ambient=pd.Series(amb, index=grid, name="temp_air_c"), n_gpus=n_gpu,
+        ambient=pd.Series(w.amb, index=w.grid, name="temp_air_c"), n_gpus=n_gpu,
         gpu_hours_lost_per_day=gh_lost,
     )
-    tel = None
-    if telemetry:
-        temp, hbm, clock, power, bits = gpu_states(inlet, busy, fleet, table, p, dt)
-        tel = _telemetry(grid, fleet, temp, hbm, clock, power, bits, busy, p, rng, dt)
-    return TwinResult(telemetry=tel, steps=steps, truth=truth)
+
+
+def _twin_telemetry(w: _TwinWork) -> None:
+    """GPU states on the grid and the telemetry frame (canonical schema)."""
+    temp, hbm, clock, power, bits = gpu_states(w.inlet, w.busy, w.fleet, w.table, w.p, w.dt)
+    w.telemetry = _telemetry(w.grid, w.fleet, temp, hbm, clock, power, bits, w.busy, w.p,
+                             w.rng, w.dt)
 
 
 def _calibrate(target, inlet_for, local_h, table: StateTable, dt) -> float:

@@ -401,7 +401,7 @@ def interconnection_section(rep: Report, compliance: Any, sizing: Any = None,
             rep.table(sizing.options[cols], "Pareto set of passing options, cheapest first.",
                       max_rows=10)
         else:
-            rep.text("No option of the searched space passes: " + sizing.summary()
+            rep.text("No option of the searched space passes: " + str(sizing.summary())
                      .splitlines()[-1])
     if note:
         rep.text(note)
