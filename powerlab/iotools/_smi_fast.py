@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import csv
 import io
-import itertools
 import warnings
 
 import numpy as np
@@ -36,12 +35,12 @@ from ._common import localize
 
 #: pandas >= 3 parses decimals correctly rounded (tested: the same doubles as pyarrow)
 _EXACT_FLOATS = int(pd.__version__.split(".")[0]) >= 3
-#: every spelling pandas reads as a boolean (it compares without case)
-_BOOLS = sorted({"".join(c) for w in ("true", "false")
-                 for c in itertools.product(*[(ch, ch.upper()) for ch in w])})
 #: units printed after a number (the ``hex`` bitmask and text fields take the general path)
 _NUMBER_UNITS = ("W", "MHz", "C", "%", "MiB")
 _TIMESTAMP = (4, "/", 2, "/", 2, " ", 2, ":", 2, ":", 2, ".", 3)
+#: pandas skips a tab, vertical tab or form feed around a number (the general path refuses
+#: them after it) and reads ``-0`` as the integer 0 (the general path as -0.0)
+_DECLINED_BYTES = (b"\t", b"\x0b", b"\x0c", b"-")
 _FAILED = (ValueError, TypeError, OverflowError, IndexError, pa.ArrowException)
 
 
@@ -79,7 +78,7 @@ def fast_columns(data: bytes, start: int, end: int, specs: list, wanted: dict, t
     plan = _token_plan(data, start, end, specs)
     if plan is None:
         return None
-    for b in (b"\t", b"\x0b", b"\x0c"):
+    for b in _DECLINED_BYTES:
         if data.find(b, start, end) >= 0:
             return None
     try:
@@ -141,14 +140,13 @@ def _has_shape(s: str, shape: tuple) -> bool:
 def _read_tokens(data: bytes, start: int, end: int, plan: list) -> pd.DataFrame:
     """The body split at single spaces by the pandas C parser, numbers as float64."""
     kinds = [k for field in plan for k in field]
-    dtype = {j: "float64" for j, k in enumerate(kinds) if k == "num"}
     if end == len(data):
         buf = io.BytesIO(data)  # shares the bytes, no copy
         buf.seek(start)
     else:
         buf = io.BytesIO(memoryview(data)[start:end])
-    frame = pd.read_csv(buf, sep=" ", header=None, dtype=dtype, quoting=csv.QUOTE_NONE,
-                        na_values=_BOOLS, skip_blank_lines=False, engine="c")
+    frame = pd.read_csv(buf, sep=" ", header=None, quoting=csv.QUOTE_NONE, na_filter=False,
+                        skip_blank_lines=False, engine="c")
     if frame.shape[1] != len(kinds):
         raise ValueError("not the planned tokens")
     return frame
@@ -168,6 +166,8 @@ def _columns(data, start, end, frame, plan, specs, wanted, tz, by_order):
             by_field[i] = t_ns
         elif kinds[0] == "num":
             v = frame[j].to_numpy()
+            if v.dtype == np.int64:
+                v = v.astype(np.float64)
             if v.dtype != np.float64 or np.isnan(v).any():
                 raise ValueError("missing or non-numeric value")
             by_field[i] = v
@@ -253,14 +253,11 @@ def _fixed_width(arr: pa.Array, width: int) -> np.ndarray:
     return raw[first:first + width * len(arr)].reshape(len(arr), width)
 
 
-def _digits(b: np.ndarray, cols: list[int]) -> list[np.ndarray]:
-    out = []
-    for c in cols:
-        d = b[:, c] - np.uint8(48)  # wraps below '0'
-        if (d > 9).any():
-            raise ValueError("not a digit")
-        out.append(d.astype(np.int64))
-    return out
+#: ``HH:MM:SS.fff``: the digits' places, their largest values and weights [ms]
+_TIME_DIGITS = [0, 1, 3, 4, 6, 7, 9, 10, 11]
+_TIME_MAX = np.array([2, 9, 5, 9, 5, 9, 9, 9, 9], dtype=np.uint8)
+_TIME_MS = np.array([36_000_000, 3_600_000, 600_000, 60_000, 10_000, 1_000, 100, 10, 1],
+                    dtype=np.int32)
 
 
 def _timestamps_ns(date: pd.Series, time: pd.Series, tail: str) -> np.ndarray:
@@ -269,8 +266,7 @@ def _timestamps_ns(date: pd.Series, time: pd.Series, tail: str) -> np.ndarray:
     The dates (a few runs of equal values) are read by pyarrow's ISO-8601 cast, as the
     general path reads the whole timestamp; the times of day are fixed-width digits.
     """
-    d = _arrow(date)
-    runs = pc.run_end_encode(d)
+    runs = pc.run_end_encode(_arrow(date))
     days = runs.values
     if not pc.all(pc.match_substring_regex(days, r"^\d{4}/\d\d/\d\d$")).as_py():
         raise ValueError("not a date")
@@ -278,19 +274,25 @@ def _timestamps_ns(date: pd.Series, time: pd.Series, tail: str) -> np.ndarray:
     day_ns = day_ns.cast(pa.int64()).to_numpy(zero_copy_only=False)
     if day_ns.max() >= pd.Timestamp.max.value - 86_400 * 10 ** 9:
         raise ValueError("beyond the nanosecond range")  # the general path says so
-    ends = runs.run_ends.to_numpy(zero_copy_only=False)
-    day_of_row = np.repeat(day_ns, np.diff(ends, prepend=0))
 
     b = _fixed_width(_arrow(time), 12 + len(tail))
     if not ((b[:, 2] == ord(":")).all() and (b[:, 5] == ord(":")).all()
             and (b[:, 8] == ord(".")).all() and (not tail or (b[:, 12] == ord(tail)).all())):
         raise ValueError("not HH:MM:SS.fff")
-    h1, h0, m1, m0, s1, s0, f2, f1, f0 = _digits(b, [0, 1, 3, 4, 6, 7, 9, 10, 11])
-    hours = h1 * 10 + h0
-    if (hours > 23).any() or (m1 > 5).any() or (s1 > 5).any():
+    digits = b[:, _TIME_DIGITS] - np.uint8(ord("0"))  # below '0' wraps past 9
+    if (digits > _TIME_MAX).any():
         raise ValueError("not a time of day")
-    ms = ((hours * 60 + m1 * 10 + m0) * 60 + s1 * 10 + s0) * 1000 + f2 * 100 + f1 * 10 + f0
-    return day_of_row + ms * 1_000_000
+    ms = np.einsum("ij,j->i", digits, _TIME_MS, dtype=np.int32)
+    if ms.max() >= 86_400_000:  # hours 24..29
+        raise ValueError("not a time of day")
+    t_ns = ms.astype(np.int64)
+    t_ns *= 1_000_000
+    if len(day_ns) == 1:
+        t_ns += day_ns[0]
+    else:
+        t_ns += np.repeat(day_ns, np.diff(runs.run_ends.to_numpy(zero_copy_only=False),
+                                          prepend=0))
+    return t_ns
 
 
 def _identical_lines(data: bytes, start: int, end: int, t_ns: np.ndarray,
