@@ -190,7 +190,9 @@ def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=N
             if spec is None:
                 continue
             canon, unit, factor = spec
-            arr = data.setdefault(canon, np.full(n, np.nan))
+            arr = data.get(canon)
+            if arr is None:  # (setdefault would build an n-row array for every cell)
+                arr = data[canon] = np.full(n, np.nan)
             if v == "N/A" or v.startswith("["):
                 continue
             try:
