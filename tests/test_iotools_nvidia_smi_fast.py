@@ -267,3 +267,96 @@ def test_clean_log_and_reference_agree_and_fast_path_is_taken(tmp_path):
     got = fast_columns(f, "UTC")
     assert got is not None
     assert_matches_reference(got[0], got[1], f, "UTC")
+
+
+# --- dcgmi dmon: the same property for powerlab.iotools._dmon_fast -------------------------
+
+DMON_HEAD = ("#Entity   POWER         TOTEC                 SMCLK   TMPTR    MMTMP    DVCCTR\n"
+             "ID        W             mJ                            C        C\n")
+
+
+def dmon_rows(n_samples: int = 4, n_gpus: int = 2) -> list[str]:
+    out = []
+    for q in range(n_samples):
+        if q == 2:
+            out.append(DMON_HEAD)  # dcgmi repeats its header every few samples
+        for g in range(n_gpus):
+            mmtmp = "N/A" if g == 1 else str(40 + q)
+            out.append(f"GPU {g}     {70 + q + 0.5 * g:.3f}        {1284571093352 + 1000 * q}"
+                       f"         {345 + q}     {33 + g}       {mmtmp}      {q}\n")
+    return out
+
+
+def dmon_outcome(text: str, *, fast: bool, monkeypatch):
+    from powerlab.iotools import _dmon_fast, parse_dcgm_dmon
+    with monkeypatch.context() as m:
+        if not fast:
+            m.setattr(_dmon_fast, "fast_rows", lambda *a, **k: None)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            try:
+                result = parse_dcgm_dmon(text, start="2025-07-27T00:00:00Z", delay_ms=100)
+            except ParseError as exc:
+                result = f"ParseError: {exc}"
+    return result, [str(x.message) for x in w if issubclass(x.category, DataQualityWarning)]
+
+
+DMON_MUTATIONS = {
+    "clean": lambda r: r,
+    "blank value": edit("1284571094352", "9223372036854775792", row=2),
+    "fp64 blank": edit("71.000", "140737488355328.0", row=2),
+    "nan": edit("71.000", "nan", row=2),
+    "NaN": edit("71.000", "NaN", row=2),
+    "inf": edit("71.000", "inf", row=2),
+    "TRUE": edit("71.000", "TRUE", row=2),
+    "minus zero": edit("71.000", "-0", row=2),
+    "underscore": edit("71.000", "7_1", row=2),
+    "bad number": edit("71.000", "7l.0", row=2),
+    "bracketed": edit("71.000", "[N/A]", row=2),
+    "short row": edit("      1\n", "\n", row=2),
+    "long row": edit("\n", " 5\n", row=2),
+    "hash in row": edit("71.000", "71#000", row=2),
+    "tab separated": everywhere("     ", "\t"),
+    "GPU-I row": lambda r: r[:3] + ["GPU-I 0   1 2 3 4 5 6\n"] + r[3:],
+    "gpu order 1 0": lambda r: [x.replace("GPU 0", "GPU x").replace("GPU 1", "GPU 0")
+                                .replace("GPU x", "GPU 1") for x in r],
+    "a GPU missing once": lambda r: r[:1] + r[2:],
+    "other header": lambda r: [x.replace("DVCCTR", "FBUSD") if x.startswith("#E") and i
+                               else x for i, x in enumerate(r)],
+    "indented rows": everywhere("GPU", "  GPU"),
+    "blank lines": everywhere("\n", "\n\n"),
+    "dmon stopped": lambda r: r + ["dmon was stopped\n"],
+    "float gpu id": edit("GPU 1", "GPU 1.0", row=1),
+}
+
+
+@pytest.mark.bad_input("readers")
+@pytest.mark.parametrize("name", list(DMON_MUTATIONS))
+def test_dmon_fast_path_gives_the_line_by_line_result_or_error(name, monkeypatch):
+    text = DMON_HEAD + "".join(DMON_MUTATIONS[name](dmon_rows()))
+    fast, fast_warn = dmon_outcome(text, fast=True, monkeypatch=monkeypatch)
+    general, general_warn = dmon_outcome(text, fast=False, monkeypatch=monkeypatch)
+    if isinstance(general, str) or isinstance(fast, str):
+        assert fast == general
+    else:
+        pd.testing.assert_frame_equal(fast, general, check_exact=True)
+    assert fast_warn == general_warn
+
+
+def test_dmon_clean_output_takes_the_fast_path_with_the_reference_values():
+    """Plain dmon output is read by the CSV pass; values equal a per-cell float()
+    reference (mJ -> J, N/A -> NaN)."""
+    from powerlab.iotools import _dmon_fast, dcgm
+    rows = dmon_rows()
+    got = _dmon_fast.fast_rows(DMON_HEAD + "".join(rows), dcgm.DMON_VARIABLE_MAP,
+                               dcgm._blank_to_nan)
+    assert got is not None
+    gpus, data, sample = got
+    cells = [r.split() for r in rows if r.startswith("GPU")]
+    assert gpus.tolist() == [int(c[1]) for c in cells]
+    assert sample.tolist() == [i // 2 for i in range(len(cells))]
+    assert np.array_equal(data["power_w"], [float(c[2]) for c in cells])
+    assert np.array_equal(data["energy_j"], [float(c[3]) * 1e-3 for c in cells])
+    assert np.array_equal(data["temp_mem_c"],
+                          [np.nan if c[6] == "N/A" else float(c[6]) for c in cells],
+                          equal_nan=True)

@@ -11,12 +11,14 @@ This is only a faster route to the same result: :func:`fast_columns` returns ``N
 (and the reader takes its general path, which names the line and column of any bad cell)
 unless every line of the body has exactly the expected tokens, every unit token is the
 unit, every number parses, no value is missing, and the timestamps have nvidia-smi's
-``YYYY/MM/DD HH:MM:SS.fff`` form.  Where the pandas parser would accept a cell that
-the general path refuses, it is kept from doing so: ``true``/``false`` in any case
-(pandas turns a chunk of them into 1.0/0.0) are read as missing, which declines, and a
-body holding a tab, vertical tab or form feed (pandas skips them around a number) is
-declined unread.  The float parser is pandas 3's (correctly rounded, the same doubles as
-pyarrow's cast of the same text); with older pandas the general path is always taken.
+``YYYY/MM/DD HH:MM:SS.fff`` form.  Numbers are read by pandas' type inference with NA
+filtering off, so a cell that is not a number (``[N/A]``, ``true`` in any case, an empty
+cell of a short row) leaves a text, boolean or object column, which declines.  Where
+pandas would still read a cell that the general path refuses or reads otherwise, the
+body is declined unread: a tab, vertical tab or form feed (pandas skips them around a
+number) and ``-`` (pandas reads ``-0`` as the integer 0, the general path as -0.0).  The
+float parser is pandas 3's (correctly rounded: the same doubles as pyarrow's cast of the
+same text); with older pandas the general path is always taken.
 """
 
 from __future__ import annotations
