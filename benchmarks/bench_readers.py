@@ -8,7 +8,7 @@
   rows, 8 GPUs without an index field, 100 ms sampling) against ``pandas.read_csv``:
   <= 2x at each size;
 * ``read_dcgm_dmon`` on synthetic ``dcgmi dmon`` output (``--dmon-rows``, default 200k rows,
-  8 GPUs, 7 fields) against ``pandas.read_csv(sep=r"\s+")`` of the same file: <= 2x;
+  8 GPUs, 7 fields) against ``pandas.read_csv(sep=r"\\s+")`` of the same file: <= 2x;
 * ``read_mlperf_power`` on a folder of MLPerf node power logs (the real 64-node GPT-3 run
   in ``../shared/data``, else the bundled copy) against a bare script that ``json``-decodes
   the ``power_reading`` lines and builds a pyarrow table converted to pandas: <= 1.5x.
@@ -46,8 +46,8 @@ import pyarrow.compute as pc
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's powerlab
 
-from powerlab.exceptions import DataQualityWarning  # noqa: E402
-from powerlab.iotools import read_dcgm_dmon, read_mlperf_power, read_nvidia_smi  # noqa: E402
+from powerlab.exceptions import DataQualityWarning
+from powerlab.iotools import read_dcgm_dmon, read_mlperf_power, read_nvidia_smi
 
 SHARED = Path(os.environ.get("POWERLAB_SHARED_DATA", REPO.parent / "shared" / "data"))
 CKPT100 = SHARED / "nvidia-smi-h100-100ms" / "h100-traces_ckpt100.csv"
@@ -108,8 +108,8 @@ def synthetic_dmon(path: Path, rows: int, n_gpus: int = 8, seed: int = 0) -> Non
     with open(path, "w") as f:
         f.write("#Entity   " + "  ".join(DMON_FIELDS) + "\n")
         f.write("ID        W  mJ   C  C\n")
-        for chunk in (line.chunks if isinstance(line, pa.ChunkedArray) else [line]):
-            f.write("".join(chunk.to_pylist()))
+        f.writelines("".join(chunk.to_pylist()) for chunk in
+                     (line.chunks if isinstance(line, pa.ChunkedArray) else [line]))
 
 
 def bare_mlperf(folder: Path) -> pd.DataFrame:
@@ -209,8 +209,8 @@ def main(argv=None) -> int:
             synthetic_smi(f, n)
             ok &= case(rows, "nvidia-smi, synthetic 8-GPU log", f"{n:,} rows",
                        "pandas.read_csv", {
-                           "pandas.read_csv": lambda: pd.read_csv(f),
-                           "read_nvidia_smi": lambda: read_nvidia_smi(f, tz="UTC"),
+                           "pandas.read_csv": lambda f=f: pd.read_csv(f),
+                           "read_nvidia_smi": lambda f=f: read_nvidia_smi(f, tz="UTC"),
                        }, 2.0, repeat, args.memory)
             if args.profile:
                 prof = cProfile.Profile()

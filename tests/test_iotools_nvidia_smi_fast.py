@@ -10,6 +10,7 @@ give exactly the same frame (or the same error) with the fast path and without i
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -17,8 +18,7 @@ import pandas as pd
 import pytest
 
 from powerlab.exceptions import DataQualityWarning, ParseError
-from powerlab.iotools import _smi_fast, nvidia_smi
-from powerlab.iotools import read_nvidia_smi
+from powerlab.iotools import _smi_fast, nvidia_smi, read_nvidia_smi
 
 from .conftest import SHARED_DATA
 
@@ -101,7 +101,7 @@ def assert_matches_reference(cols, repeats, path, tz):
             assert np.array_equal(got, ref[field].to_numpy() * factor), canon
     if repeats is not None:
         lines = path.read_bytes().splitlines()[1:]
-        assert np.array_equal(repeats, [a == b for a, b in zip(lines[:-1], lines[1:])])
+        assert np.array_equal(repeats, [a == b for a, b in itertools.pairwise(lines)])
 
 
 def test_real_trace_fast_path_matches_the_reference_and_the_general_path(monkeypatch):

@@ -216,7 +216,7 @@ def _columns(data, start, end, frame, plan, specs, wanted, tz, by_order):
 def _arrow(s: pd.Series) -> pa.Array:
     """The text tokens of one column as one pyarrow string array without nulls."""
     if not isinstance(s.dtype, pd.StringDtype):
-        raise ValueError("not text")
+        raise TypeError("not text")
     arr = pa.array(s.array)
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()

@@ -161,7 +161,7 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
     """
     check_tz(tz, path)
     host = "localhost" if host is None else str(host)
-    names, units, head_cells, header_present, first_end = _read_header(data, fields, path)
+    names, _units, head_cells, header_present, first_end = _read_header(data, fields, path)
     start, end, dropped_last = _body_bounds(data, header_present, first_end)
     first_data_line = 2 if header_present else 1
     wanted = _wanted_fields(names)
