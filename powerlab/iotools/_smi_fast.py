@@ -314,8 +314,13 @@ def _identical_lines(data: bytes, start: int, end: int, t_ns: np.ndarray,
     cand = np.flatnonzero(same)
     if not len(cand):
         return same
-    lines = data[start:end].splitlines()
-    if len(lines) != n:
-        raise ValueError("lines and rows differ")
-    same[cand] = [lines[i] == lines[i + 1] for i in cand]
+    body = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
+    ends = np.flatnonzero(body == ord("\n")) + start
+    if len(ends) != n:
+        raise ValueError("lines and rows differ")  # a lone CR splits lines for pandas
+    starts = np.r_[start, ends[:-1] + 1]
+
+    def line(i: int) -> bytes:
+        return data[starts[i]:ends[i]].removesuffix(b"\r")
+    same[cand] = [line(i) == line(i + 1) for i in cand]
     return same
