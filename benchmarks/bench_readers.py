@@ -1,10 +1,14 @@
-"""Readers against the libraries underneath, measured in the same run (issue 16 targets).
+"""Readers against the libraries underneath, measured in the same run (issue 25 section 3).
 
 * ``read_nvidia_smi`` on the real 8-GPU H100 trace
-  (``../shared/data/nvidia-smi-h100-100ms/h100-traces_ckpt100.csv``, 54,432 rows; skipped
-  where the folder is absent) against ``pandas.read_csv`` of the same file: <= 2x;
-* ``read_nvidia_smi`` on a synthetic log in the same format (``--rows``, default 6M rows,
-  8 GPUs without an index field, 100 ms sampling) against ``pandas.read_csv``: <= 1.5x;
+  (``../shared/data/nvidia-smi-h100-100ms/h100-traces_ckpt100.csv``, 54,432 rows;
+  ``$POWERLAB_SHARED_DATA`` names the folder elsewhere, e.g. from a worktree; skipped
+  where it is absent) against ``pandas.read_csv`` (C engine) of the same file: <= 2x;
+* ``read_nvidia_smi`` on synthetic logs in the same format (``--rows``, default 2M and 6M
+  rows, 8 GPUs without an index field, 100 ms sampling) against ``pandas.read_csv``:
+  <= 2x at each size;
+* ``read_dcgm_dmon`` on synthetic ``dcgmi dmon`` output (``--dmon-rows``, default 200k rows,
+  8 GPUs, 7 fields) against ``pandas.read_csv(sep=r"\\s+")`` of the same file: <= 2x;
 * ``read_mlperf_power`` on a folder of MLPerf node power logs (the real 64-node GPT-3 run
   in ``../shared/data``, else the bundled copy) against a bare script that ``json``-decodes
   the ``power_reading`` lines and builds a pyarrow table converted to pandas: <= 1.5x.
@@ -23,6 +27,7 @@ import argparse
 import cProfile
 import gzip
 import json
+import os
 import pstats
 import re
 import statistics
@@ -38,11 +43,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from powerlab.exceptions import DataQualityWarning
-from powerlab.iotools import read_mlperf_power, read_nvidia_smi
-
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
+sys.path.insert(0, str(REPO))  # this checkout's powerlab
+
+from powerlab.exceptions import DataQualityWarning
+from powerlab.iotools import read_dcgm_dmon, read_mlperf_power, read_nvidia_smi
+
+SHARED = Path(os.environ.get("POWERLAB_SHARED_DATA", REPO.parent / "shared" / "data"))
 CKPT100 = SHARED / "nvidia-smi-h100-100ms" / "h100-traces_ckpt100.csv"
 MLPERF_REAL = (SHARED / "mlperf-training-v4.0-smc" / "smc-ac-power" / "results"
                / "64xSMC-H100-SXM-80GB" / "gpt3" / "power" / "result_5848-240517221859825376616_2")
@@ -77,6 +84,32 @@ def synthetic_smi(path: Path, rows: int, n_gpus: int = 8, seed: int = 0) -> None
             off = np.frombuffer(offsets, dtype=np.int64, count=len(chunk) + 1,
                                 offset=chunk.offset * 8)
             f.write(memoryview(data)[off[0]:off[-1]])
+
+
+DMON_FIELDS = ["POWER", "TOTEC", "SMCLK", "MMCLK", "TMPTR", "MMTMP", "GPUTL"]
+
+
+def synthetic_dmon(path: Path, rows: int, n_gpus: int = 8, seed: int = 0) -> None:
+    """Write ``dcgmi dmon -e 155,156,100,101,150,140,203 -d 100`` output: one header and
+    units line, then ``GPU k`` rows (no time prefix: the reader takes ``start=`` and
+    ``delay_ms=``)."""
+    rng = np.random.default_rng(seed)
+    g = pa.array((np.arange(rows) % n_gpus).astype(str))
+    cw = rng.integers(70000, 700000, rows)
+    watts = pc.binary_join_element_wise(
+        pa.array((cw // 1000).astype(str)),
+        pc.utf8_lpad(pa.array((cw % 1000).astype(str)), 3, "0"), ".")
+    ints = [pa.array(rng.integers(lo, hi, rows).astype(str))
+            for lo, hi in ((10 ** 12, 2 * 10 ** 12), (345, 1981), (2619, 2620), (30, 80),
+                           (35, 85), (0, 101))]
+    line = pc.binary_join_element_wise("GPU ", g, "     ", watts, "     ", ints[0], "  ",
+                                       ints[1], "  ", ints[2], "  ", ints[3], "  ", ints[4],
+                                       "  ", ints[5], "\n", "")
+    with open(path, "w") as f:
+        f.write("#Entity   " + "  ".join(DMON_FIELDS) + "\n")
+        f.write("ID        W  mJ   C  C\n")
+        f.writelines("".join(chunk.to_pylist()) for chunk in
+                     (line.chunks if isinstance(line, pa.ChunkedArray) else [line]))
 
 
 def bare_mlperf(folder: Path) -> pd.DataFrame:
@@ -146,8 +179,11 @@ def case(rows: list, name: str, size: str, base_name: str, fns: dict, target: fl
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--rows", type=float, default=6e6,
-                    help="rows of the synthetic nvidia-smi log (default 6e6)")
+    ap.add_argument("--rows", default="2e6,6e6",
+                    help="rows of the synthetic nvidia-smi logs, comma-separated "
+                         "(default 2e6,6e6)")
+    ap.add_argument("--dmon-rows", default="2e5",
+                    help="rows of the synthetic dcgmi dmon output (default 2e5)")
     ap.add_argument("--memory", action="store_true",
                     help="also measure the readers' peak traced memory (slow)")
     ap.add_argument("--profile", action="store_true",
@@ -167,18 +203,32 @@ def main(argv=None) -> int:
     else:
         print(f"skipped the real trace: {CKPT100} not found")
 
-    n = int(args.rows)
+    for n in (int(float(r)) for r in args.rows.split(",")):
+        with tempfile.TemporaryDirectory(prefix="powerlab-bench-") as tmp:
+            f = Path(tmp) / "smi.csv"
+            synthetic_smi(f, n)
+            ok &= case(rows, "nvidia-smi, synthetic 8-GPU log", f"{n:,} rows",
+                       "pandas.read_csv", {
+                           "pandas.read_csv": lambda f=f: pd.read_csv(f),
+                           "read_nvidia_smi": lambda f=f: read_nvidia_smi(f, tz="UTC"),
+                       }, 2.0, repeat, args.memory)
+            if args.profile:
+                prof = cProfile.Profile()
+                prof.runcall(read_nvidia_smi, f, tz="UTC")
+                pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(15)
+
+    n = int(float(args.dmon_rows))
     with tempfile.TemporaryDirectory(prefix="powerlab-bench-") as tmp:
-        f = Path(tmp) / "smi.csv"
-        synthetic_smi(f, n)
-        ok &= case(rows, "nvidia-smi, synthetic 8-GPU log", f"{n:,} rows", "pandas.read_csv", {
-            "pandas.read_csv": lambda: pd.read_csv(f),
-            "read_nvidia_smi": lambda: read_nvidia_smi(f, tz="UTC"),
-        }, 1.5, repeat, args.memory)
-        if args.profile:
-            prof = cProfile.Profile()
-            prof.runcall(read_nvidia_smi, f, tz="UTC")
-            pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(15)
+        f = Path(tmp) / "dmon.txt"
+        synthetic_dmon(f, n)
+        names = ["entity", "id"] + DMON_FIELDS
+        ok &= case(rows, "dcgmi dmon, synthetic 8-GPU output", f"{n:,} rows",
+                   "pandas.read_csv", {
+                       "pandas.read_csv": lambda: pd.read_csv(f, sep=r"\s+", skiprows=2,
+                                                              header=None, names=names),
+                       "read_dcgm_dmon": lambda: read_dcgm_dmon(
+                           f, start="2025-07-27T00:00:00Z", delay_ms=100),
+                   }, 2.0, repeat, args.memory)
 
     folder = MLPERF_REAL if MLPERF_REAL.is_dir() else MLPERF_BUNDLED
     n_files = sum(1 for p in folder.iterdir() if _NODE.match(p.name))

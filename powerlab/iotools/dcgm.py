@@ -25,10 +25,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ..exceptions import ParseError, PowerlabError
 from ..telemetry import schema
 from ..telemetry.timeutil import to_utc
+from . import _dmon_fast
 from ._common import (
     TIME_MS_RANGE,
     check_tz,
@@ -144,6 +146,12 @@ def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=N
     if cut:
         warn_quality(f"{path or 'dcgmi dmon output'}: dropped 1 truncated last line (no "
                      "newline at the end: its values may be cut short)")
+    fast = _dmon_fast.fast_rows(text, DMON_VARIABLE_MAP, _blank_to_nan)
+    if fast is not None:  # plain output read in one CSV pass (same values)
+        gpus, data, sample = fast
+        _need_start(start, delay_ms, path)
+        ts = _sample_times(sample, start, delay_ms, tz, path)
+        return _frame(ts, host, gpus, None, data, path or "dcgmi dmon output")
     columns: list[str] | None = None
     recs: list[tuple] = []  # (line, ts string or None, entity id, values)
     skipped_entities = 0
@@ -191,7 +199,9 @@ def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=N
             if spec is None:
                 continue
             canon, unit, factor = spec
-            arr = data.setdefault(canon, np.full(n, np.nan))
+            arr = data.get(canon)
+            if arr is None:  # (setdefault would build an n-row array for every cell)
+                arr = data[canon] = np.full(n, np.nan)
             if v == "N/A" or v.startswith("["):
                 continue
             try:
@@ -210,10 +220,7 @@ def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=N
         raise ParseError("some rows have a timestamp prefix and some do not", path=path,
                          line=bad)
     else:
-        if start is None or delay_ms is None:
-            raise ParseError("dcgmi dmon rows carry no time: pass start= (time of the first "
-                             "sample) and delay_ms= (the -d interval), or prefix each line "
-                             "with a timestamp", path=path)
+        _need_start(start, delay_ms, path)
         # a new sample starts whenever a GPU id repeats
         sample = np.zeros(n, dtype=np.int64)
         seen: set[int] = set()
@@ -224,11 +231,22 @@ def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=N
                 seen = set()
             seen.add(int(g))
             sample[i] = k
-        t0 = to_utc(start, tz=tz, what="start=", hint="pass tz= as well",
-                    error=lambda msg: ParseError(msg, path=path))
-        ts = pd.DatetimeIndex(t0 + pd.to_timedelta(sample * float(delay_ms),
-                                                                        unit="ms"))
+        ts = _sample_times(sample, start, delay_ms, tz, path)
     return _frame(ts, host, gpus, None, data, path or "dcgmi dmon output")
+
+
+def _need_start(start, delay_ms, path) -> None:
+    if start is None or delay_ms is None:
+        raise ParseError("dcgmi dmon rows carry no time: pass start= (time of the first "
+                         "sample) and delay_ms= (the -d interval), or prefix each line "
+                         "with a timestamp", path=path)
+
+
+def _sample_times(sample: np.ndarray, start, delay_ms, tz, path) -> pd.DatetimeIndex:
+    """UTC times of sample numbers ``sample``, ``delay_ms`` apart from ``start``."""
+    t0 = to_utc(start, tz=tz, what="start=", hint="pass tz= as well",
+                error=lambda msg: ParseError(msg, path=path))
+    return pd.DatetimeIndex(t0 + pd.to_timedelta(sample * float(delay_ms), unit="ms"))
 
 
 def _stamps_to_utc(stamps, tz, path, lines) -> pd.DatetimeIndex:
@@ -249,14 +267,25 @@ def _stamps_to_utc(stamps, tz, path, lines) -> pd.DatetimeIndex:
     return utc
 
 
+def _repeat(value: str, n: int) -> pd.Series:
+    """A ``string`` Series of ``value`` n times (pyarrow.repeat, no Python list)."""
+    return pd.Series(pd.arrays.ArrowStringArray(pa.repeat(pa.scalar(value, pa.large_string()),
+                                                          n)))
+
+
 def _frame(ts, host, gpus, uuids, data, source) -> pd.DataFrame:
     n = len(gpus)
     mask_impossible(data, path=source)
+    gpus = np.asarray(gpus)
+    small = (n and gpus.dtype.kind in "iu" and 0 <= gpus.min()
+             and gpus.max() <= np.iinfo(np.int16).max)
     df = pd.DataFrame({
         "timestamp": pd.Series(ts, dtype="datetime64[ns, UTC]").reset_index(drop=True),
-        "host": pd.Series([host] * n if isinstance(host, str) else host, dtype="string"),
-        "scope": pd.Series(["gpu"] * n, dtype="string"),
-        "gpu_index": pd.Series(gpus, dtype="Int16"),
+        "host": _repeat(host, n) if isinstance(host, str) else pd.Series(host,
+                                                                          dtype="string"),
+        "scope": _repeat("gpu", n),
+        "gpu_index": pd.Series(pd.array(gpus.astype(np.int16), dtype="Int16") if small
+                               else pd.Series(gpus, dtype="Int16")),
         "gpu_uuid": pd.Series(uuids if uuids is not None else [pd.NA] * n, dtype="string"),
     })
     for canon, arr in data.items():

@@ -31,6 +31,7 @@ import pyarrow.csv as pacsv
 
 from ..exceptions import ParseError
 from ..telemetry import schema
+from . import _smi_fast
 from ._common import (
     check_tz,
     hex_to_uint64,
@@ -162,10 +163,66 @@ def parse_nvidia_smi(text_or_buffer, *, tz=None, n_gpus: int | None = None,
 
 
 def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
-    """:func:`parse_nvidia_smi` on bytes already checked by :func:`read_bytes`."""
+    """:func:`parse_nvidia_smi` on bytes already checked by :func:`read_bytes`.
+
+    The steps: the header (:func:`_read_header`), the body's bounds
+    (:func:`_body_bounds`), the cells converted to canonical columns (in the CSV pass by
+    :func:`._smi_fast.fast_columns` where the log has the plain shape nvidia-smi prints,
+    else by :func:`_general_columns`, which also names the line of any bad cell), the
+    GPU of each row (:func:`_gpu_of_rows`) and the sorted, validated frame
+    (:func:`_sorted_frame`).
+    """
     check_tz(tz, path)
     host = "localhost" if host is None else str(host)
+    names, _units, head_cells, header_present, first_end = _read_header(data, fields, path)
+    start, end, dropped_last = _body_bounds(data, header_present, first_end)
+    first_data_line = 2 if header_present else 1
+    wanted = _wanted_fields(names)
+    by_order = not {"gpu_index", "pci_bus_id", "gpu_uuid"} & wanted.keys()
 
+    def text() -> str:  # only needed for the line numbers of messages
+        return data.decode("utf-8", errors="replace")
+
+    def row_line_of(orig_rows: np.ndarray, n_cells: int):
+        def row_line(r: int) -> int:
+            # when every line of the body is a row (no empty lines, which the CSV reader
+            # skips) a row's line is arithmetic; counting newlines (memchr) is far
+            # cheaper than searching for "\n\n", which stops at every line end
+            if data.count(b"\n", start, end) == n_cells:
+                return first_data_line + int(orig_rows[r])
+            return line_of_row(text(), int(orig_rows[r]), first_line=first_data_line)
+        return row_line
+
+    fast = _smi_fast.fast_columns(data, start, end, [VARIABLE_MAP.get(n) for n in names],
+                                  wanted, tz, by_order)
+    if fast is not None:
+        cols, repeats = fast
+        n = len(cols["timestamp"][0])
+        seg_id = np.zeros(n, dtype=np.intp)
+        row_line = row_line_of(np.arange(n), n)
+    else:
+        cols, repeats, seg_id, row_line = _general_columns(
+            data, start, end, names, head_cells, header_present, first_data_line, wanted,
+            by_order, tz, path, text, row_line_of)
+    utc, n_amb, n_nonex = cols.pop("timestamp")
+    mask_impossible(cols, path=path, what="nvidia-smi output")
+    gpu = _gpu_of_rows(cols, utc, seg_id, n_gpus, path, row_line, repeats)
+
+    notes = []
+    if dropped_last:
+        notes.append("dropped 1 truncated last line (no newline at end of file)")
+    if n_amb or n_nonex:
+        notes.append(f"{n_amb} ambiguous local time(s) resolved by file order and "
+                     f"{n_nonex} nonexistent local time(s) shifted forward (DST)")
+    if notes:
+        warn_quality(f"{path or 'nvidia-smi output'}: " + "; ".join(notes))
+    return _sorted_frame(cols, utc, gpu, host, path)
+
+
+def _read_header(data: bytes, fields, path):
+    """``(names, units, head_cells, header_present, first_end)`` from the first line or
+    ``fields``; a header and ``fields`` that disagree, units other than nvidia-smi's and
+    a query without ``timestamp`` are ParseErrors."""
     first_end = data.find(b"\n")
     first = (data if first_end < 0 else data[:first_end]).decode("utf-8", errors="replace")
     head_cells = [c.strip() for c in first.rstrip("\r").split(",")]
@@ -196,8 +253,12 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
     if "timestamp" not in names:
         raise ParseError("no 'timestamp' field: the query must include timestamp to give "
                          "samples a time", path=path, line=1)
+    return names, units, head_cells, header_present, first_end
 
-    # the body is data[start:end], never copied
+
+def _body_bounds(data: bytes, header_present: bool, first_end: int) -> tuple[int, int, int]:
+    """``(start, end, dropped_last)``: the body is ``data[start:end]`` (never copied),
+    without a last line that lacks its newline (``dropped_last`` is 1 if it held text)."""
     start = (len(data) if first_end < 0 else first_end + 1) if header_present else 0
     end = len(data)
     dropped_last = 0
@@ -206,12 +267,32 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
         if data[cut + 1 if cut >= 0 else start:].strip():
             dropped_last = 1
         end = cut + 1 if cut >= 0 else start
-    first_data_line = 2 if header_present else 1
+    return start, end, dropped_last
+
+
+def _wanted_fields(names: list[str]) -> dict[str, int]:
+    """Canonical column -> the position of the field that gives it: where several
+    fields map to one column, the first in :data:`VARIABLE_MAP` order wins."""
+    rank = {f: k for k, f in enumerate(VARIABLE_MAP)}
+    wanted: dict[str, int] = {}
+    for i in sorted(range(len(names)), key=lambda i: rank.get(names[i], len(rank))):
+        spec = VARIABLE_MAP.get(names[i])
+        if spec is not None and spec[0] not in wanted:
+            wanted[spec[0]] = i
+    return wanted
+
+
+def _general_columns(data, start, end, names, head_cells, header_present, first_data_line,
+                     wanted, by_order, tz, path, text, row_line_of):
+    """Cells split by pyarrow's CSV reader and converted column by column, every bad
+    cell a ParseError naming its line and column.
+
+    Returns ``(cols, repeats, seg_id, row_line)``: canonical column -> values
+    (``"timestamp"`` -> ``(utc, n_ambiguous, n_nonexistent)``), identical adjacent rows
+    (``None`` unless ``by_order``), the segment of each row (repeated header lines start
+    a new one) and row -> file line.
+    """
     ncol = len(names)
-
-    def text() -> str:  # only needed for the line numbers of error messages
-        return data.decode("utf-8", errors="replace")
-
     table = _read_cells(data, start, end, ncol, path, text, first_data_line,
                         use_threads=_workers() >= 4 and end - start >= _PARALLEL_BYTES)
 
@@ -229,58 +310,39 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
         is_head = np.zeros(table.num_rows, dtype=bool)
     orig_rows = np.flatnonzero(~is_head)
     head_pos = np.flatnonzero(is_head)
-
-    def row_line(r: int) -> int:
-        # when every line of the body is a row (no empty lines, which the CSV reader
-        # skips) a row's line is arithmetic; counting newlines (memchr) is far cheaper
-        # than searching for "\n\n", which stops at every line end
-        if data.count(b"\n", start, end) == len(is_head):
-            return first_data_line + int(orig_rows[r])
-        return line_of_row(text(), int(orig_rows[r]), first_line=first_data_line)
-
+    row_line = row_line_of(orig_rows, len(is_head))
     if is_head.any():
         table = table.filter(pa.array(~is_head))
     seg_id = np.searchsorted(head_pos, orig_rows)  # segment number of each data row
 
-
     raw = [_one_array(table.column(i)) for i in range(ncol)]
-
-    # where several fields map to one column, the first in VARIABLE_MAP order wins
-    rank = {f: k for k, f in enumerate(VARIABLE_MAP)}
-    jobs: dict[str, tuple] = {}
-    for i in sorted(range(ncol), key=lambda i: rank.get(names[i], len(rank))):
-        spec = VARIABLE_MAP.get(names[i])
-        if spec is not None and spec[0] not in jobs:
-            jobs[spec[0]] = (_convert, spec, names[i], raw[i], tz, path, row_line)
-    by_order = not {"gpu_index", "pci_bus_id", "gpu_uuid"} & jobs.keys()
+    jobs: dict[str, tuple] = {
+        canon: (_convert, VARIABLE_MAP[names[i]], names[i], raw[i], tz, path, row_line)
+        for canon, i in wanted.items()}
     if by_order:  # identical adjacent lines, for the attribution by row order
         jobs["_repeats"] = (_repeated_rows, raw)
     cols = _run_jobs(jobs, parallel=_workers() >= 4 and table.num_rows >= _PARALLEL_ROWS)
     repeats = cols.pop("_repeats", None)
+    return cols, repeats, seg_id, row_line
 
-    utc, n_amb, n_nonex = cols.pop("timestamp")
-    mask_impossible(cols, path=path, what="nvidia-smi output")
 
+def _gpu_of_rows(cols: dict, utc, seg_id, n_gpus, path, row_line, repeats) -> np.ndarray:
+    """GPU index of each row (-1 where not proven), from the index, bus id or UUID
+    field, else from the row's place in its query (:func:`_index_from_order`); the
+    identity columns are taken out of ``cols``, except ``gpu_uuid``."""
     bus = cols.pop("pci_bus_id", None)
     if "gpu_index" in cols:
-        gpu = cols.pop("gpu_index")
-    elif bus is not None:
-        gpu = _index_from_bus_id(bus, path, row_line)
-    elif "gpu_uuid" in cols:
-        gpu = _index_from_uuid(cols["gpu_uuid"], seg_id, path, row_line)
-    else:
-        gpu = _index_from_order(utc.asi8, seg_id, n_gpus, path, row_line,
-                                repeats=repeats)
+        return cols.pop("gpu_index")
+    if bus is not None:
+        return _index_from_bus_id(bus, path, row_line)
+    if "gpu_uuid" in cols:
+        return _index_from_uuid(cols["gpu_uuid"], seg_id, path, row_line)
+    return _index_from_order(utc.asi8, seg_id, n_gpus, path, row_line, repeats=repeats)
 
-    notes = []
-    if dropped_last:
-        notes.append("dropped 1 truncated last line (no newline at end of file)")
-    if n_amb or n_nonex:
-        notes.append(f"{n_amb} ambiguous local time(s) resolved by file order and "
-                     f"{n_nonex} nonexistent local time(s) shifted forward (DST)")
-    if notes:
-        warn_quality(f"{path or 'nvidia-smi output'}: " + "; ".join(notes))
 
+def _sorted_frame(cols: dict, utc, gpu: np.ndarray, host: str, path) -> pd.DataFrame:
+    """The canonical frame sorted by GPU and time, rows of unproven GPU (-1) left out,
+    conformed and validated."""
     # a stable sort gives one permutation whatever the integer type; numpy sorts 16-bit
     # integers by radix sort, much faster than 64-bit ones
     # (rows whose GPU is not proven carry -1: they sort first and are cut off)

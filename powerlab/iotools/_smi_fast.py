@@ -1,0 +1,326 @@
+"""The CSV pass of :mod:`powerlab.iotools.nvidia_smi` for logs in the shape nvidia-smi prints.
+
+``nvidia-smi --format=csv`` prints every cell after the first as ``", "`` plus the value,
+and a value with a unit as ``"<number> <unit>"``: split at single spaces, a line is a
+fixed sequence of tokens (``2025/07/27``, ``00:34:45.155,``, ``72.36``, ``W,``, ``0``,
+``%,`` ...).  Read in that dialect by the pandas C parser, the numbers are parsed in the
+CSV pass straight into float64 (no string column per field, no unit stripping), and the
+unit tokens are whole cells that must all equal the unit.
+
+This is only a faster route to the same result: :func:`fast_columns` returns ``None``
+(and the reader takes its general path, which names the line and column of any bad cell)
+unless every line of the body has exactly the expected tokens, every unit token is the
+unit, every number parses, no value is missing, and the timestamps have nvidia-smi's
+``YYYY/MM/DD HH:MM:SS.fff`` form.  Numbers are read by pandas' type inference with NA
+filtering off, so a cell that is not a number (``[N/A]``, ``true`` in any case, an empty
+cell of a short row) leaves a text, boolean or object column, which declines.  Where
+pandas would still read a cell that the general path refuses or reads otherwise, the
+body is declined unread: a tab, vertical tab or form feed (pandas skips them around a
+number) and ``-`` (pandas reads ``-0`` as the integer 0, the general path as -0.0).  The
+float parser is pandas 3's (correctly rounded: the same doubles as pyarrow's cast of the
+same text); with older pandas the general path is always taken.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import warnings
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..telemetry import schema
+from ._common import localize
+
+#: pandas >= 3 parses decimals correctly rounded (tested: the same doubles as pyarrow)
+_EXACT_FLOATS = int(pd.__version__.split(".")[0]) >= 3
+#: units printed after a number (the ``hex`` bitmask and text fields take the general path)
+_NUMBER_UNITS = ("W", "MHz", "C", "%", "MiB")
+_TIMESTAMP = (4, "/", 2, "/", 2, " ", 2, ":", 2, ":", 2, ".", 3)
+#: pandas skips a tab, vertical tab or form feed around a number (the general path refuses
+#: them after it) and reads ``-0`` as the integer 0 (the general path as -0.0)
+_DECLINED_BYTES = (b"\t", b"\x0b", b"\x0c", b"-")
+_FAILED = (ValueError, TypeError, OverflowError, IndexError, pa.ArrowException)
+
+
+def fast_columns(data: bytes, start: int, end: int, specs: list, wanted: dict, tz,
+                 by_order: bool):
+    """Canonical columns of the body ``data[start:end]`` read in the space-split
+    dialect, or ``None`` where the general path must read it.
+
+    Parameters
+    ----------
+    data : bytes
+        The whole log (UTF-8, checked).
+    start, end : int
+        The body's byte range (after the header line, without a cut last line).
+    specs : list
+        Per field, its :data:`~powerlab.iotools.nvidia_smi.VARIABLE_MAP` entry
+        ``(canonical, unit, factor)`` or ``None``.
+    wanted : dict
+        Canonical column -> the position of the field that gives it.
+    tz : str or tzinfo
+        Zone of the wall-clock timestamps (``None``: the general path says what is
+        missing).
+    by_order : bool
+        Also return which adjacent rows are identical (GPU attribution by row order).
+
+    Returns
+    -------
+    tuple or None
+        ``(cols, repeats)`` as the general path gives them: canonical column -> values,
+        ``"timestamp"`` -> ``(utc, n_ambiguous, n_nonexistent)``; ``repeats[i]`` is true
+        where rows ``i`` and ``i + 1`` are identical lines (``None`` unless ``by_order``).
+    """
+    if not _EXACT_FLOATS or tz is None or end <= start:
+        return None
+    plan = _token_plan(data, start, end, specs)
+    if plan is None:
+        return None
+    for b in _DECLINED_BYTES:
+        if data.find(b, start, end) >= 0:
+            return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # mixed-type chunks: declined below anyway
+            frame = _read_tokens(data, start, end, plan)
+        return _columns(data, start, end, frame, plan, specs, wanted, tz, by_order)
+    except _FAILED:
+        return None
+
+
+def _token_plan(data: bytes, start: int, end: int, specs: list) -> list | None:
+    """Per field, the kinds of its tokens, from the field list and the first body line:
+    ``"date"``/``"time"`` (timestamp), ``"num"`` (a number parsed by the CSV pass),
+    ``"text"`` (a one-token cell ending in the comma, converted afterwards) or
+    ``("unit", u)``; ``None`` for fields this path does not read."""
+    nl = data.find(b"\n", start, end)
+    first = data[start:nl if nl >= 0 else end].decode("utf-8").rstrip("\r")
+    cells = first.split(", ")
+    if len(cells) != len(specs):
+        return None
+    plan = []
+    last = len(specs) - 1
+    for i, (spec, cell) in enumerate(zip(specs, cells)):
+        if spec is None:
+            return None
+        canon, unit = spec[0], spec[1]
+        if canon == "timestamp":
+            if not _has_shape(cell, _TIMESTAMP):
+                return None
+            plan.append(["date", "time"])
+        elif unit in _NUMBER_UNITS and cell.endswith(" " + unit):
+            plan.append(["num", ("unit", unit)])
+        elif unit in _NUMBER_UNITS or canon == "gpu_index":
+            plan.append(["num" if i == last else "text"])
+        elif canon in ("gpu_uuid", "pci_bus_id"):
+            plan.append(["text"])
+        else:
+            return None
+    return plan
+
+
+def _has_shape(s: str, shape: tuple) -> bool:
+    """``s`` is digits and separators in the order of ``shape`` (ints: digit counts)."""
+    k = 0
+    for part in shape:
+        if isinstance(part, int):
+            if not (s[k:k + part].isascii() and s[k:k + part].isdigit()) \
+                    or len(s[k:k + part]) != part:
+                return False
+            k += part
+        elif s[k:k + 1] != part:
+            return False
+        else:
+            k += 1
+    return k == len(s)
+
+
+def _read_tokens(data: bytes, start: int, end: int, plan: list) -> pd.DataFrame:
+    """The body split at single spaces by the pandas C parser, numbers as float64."""
+    kinds = [k for field in plan for k in field]
+    if end == len(data):
+        buf = io.BytesIO(data)  # shares the bytes, no copy
+        buf.seek(start)
+    else:
+        buf = io.BytesIO(memoryview(data)[start:end])
+    frame = pd.read_csv(buf, sep=" ", header=None, quoting=csv.QUOTE_NONE, na_filter=False,
+                        skip_blank_lines=False, engine="c")
+    if frame.shape[1] != len(kinds):
+        raise ValueError("not the planned tokens")
+    return frame
+
+
+def _columns(data, start, end, frame, plan, specs, wanted, tz, by_order):
+    """Check every token and convert them to the canonical columns (ValueError where
+    the general path must read the log)."""
+    last = len(plan) - 1
+    by_field: dict[int, np.ndarray] = {}
+    numbers = []
+    j = 0
+    for i, kinds in enumerate(plan):
+        tail = "" if i == last else ","
+        if kinds[0] == "date":
+            t_ns = _timestamps_ns(frame[j], frame[j + 1], tail)
+            by_field[i] = t_ns
+        elif kinds[0] == "num":
+            v = frame[j].to_numpy()
+            if v.dtype == np.int64:
+                v = v.astype(np.float64)
+            if v.dtype != np.float64 or np.isnan(v).any():
+                raise ValueError("missing or non-numeric value")
+            by_field[i] = v
+            numbers.append(v)
+            if len(kinds) == 2:
+                _check_all_equal(frame[j + 1], kinds[1][1] + tail)
+        else:  # "text": one token ending in the comma
+            cut = _without_tail(frame[j], tail)
+            if specs[i][0] in ("gpu_uuid", "pci_bus_id"):
+                by_field[i] = cut.to_numpy(zero_copy_only=False)
+            else:
+                v = pc.cast(cut, pa.float64()).to_numpy(zero_copy_only=False)
+                if np.isnan(v).any():
+                    raise ValueError("missing value")
+                by_field[i] = v
+                numbers.append(v)
+        j += len(kinds)
+
+    cols = {}
+    for canon, i in wanted.items():
+        spec = specs[i]
+        v = by_field[i]
+        if canon == "timestamp":
+            cols[canon] = localize(pd.DatetimeIndex(v.view("datetime64[ns]")), tz)
+        elif canon == "gpu_index":
+            top = schema.GLOSSARY["gpu_index"].valid_range[1]
+            if ((v % 1 != 0) | (v < 0) | (v > top)).any():
+                raise ValueError("not a GPU index")  # the general path says where
+            cols[canon] = v.astype(np.int64)
+        elif canon in ("gpu_uuid", "pci_bus_id"):
+            cols[canon] = v
+        else:
+            if spec[2] != 1.0:
+                with np.errstate(over="ignore"):  # 1e308 MiB -> inf B, masked later
+                    v = v * spec[2]
+            cols[canon] = v
+    repeats = None
+    if by_order:
+        ts = by_field[wanted["timestamp"]]
+        repeats = _identical_lines(data, start, end, ts, numbers)
+    return cols, repeats
+
+
+def _arrow(s: pd.Series) -> pa.Array:
+    """The text tokens of one column as one pyarrow string array without nulls."""
+    if not isinstance(s.dtype, pd.StringDtype):
+        raise TypeError("not text")
+    arr = pa.array(s.array)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if arr.null_count:
+        raise ValueError("missing token")
+    return arr
+
+
+def _check_all_equal(s: pd.Series, expected: str) -> None:
+    arr = _arrow(s)
+    if not pc.all(pc.equal(arr, pa.scalar(expected, arr.type))).as_py():
+        raise ValueError("another unit")
+
+
+def _without_tail(s: pd.Series, tail: str) -> pa.Array:
+    """The tokens without their trailing ``tail`` (``","`` or ``""``), each checked to
+    end in it."""
+    arr = _arrow(s)
+    if not tail:
+        return arr
+    if not pc.all(pc.ends_with(arr, tail)).as_py():
+        raise ValueError("no comma")
+    binary = pa.large_binary() if pa.types.is_large_string(arr.type) else pa.binary()
+    return pc.binary_slice(arr.view(binary), 0, -len(tail)).view(arr.type)
+
+
+def _fixed_width(arr: pa.Array, width: int) -> np.ndarray:
+    """The bytes of tokens all ``width`` bytes long as an ``(n, width)`` uint8 array."""
+    lengths = pc.min_max(pc.binary_length(arr)).as_py() if len(arr) else None
+    if lengths is None or lengths["min"] != width or lengths["max"] != width:
+        raise ValueError("not fixed width")
+    offsets = np.frombuffer(arr.buffers()[1],
+                            dtype=np.int64 if pa.types.is_large_string(arr.type) else np.int32)
+    first = int(offsets[arr.offset])
+    raw = np.frombuffer(arr.buffers()[2], dtype=np.uint8)
+    return raw[first:first + width * len(arr)].reshape(len(arr), width)
+
+
+#: ``HH:MM:SS.fff``: the digits' places, their largest values and weights [ms]
+_TIME_DIGITS = [0, 1, 3, 4, 6, 7, 9, 10, 11]
+_TIME_MAX = np.array([2, 9, 5, 9, 5, 9, 9, 9, 9], dtype=np.uint8)
+_TIME_MS = np.array([36_000_000, 3_600_000, 600_000, 60_000, 10_000, 1_000, 100, 10, 1],
+                    dtype=np.int32)
+
+
+def _timestamps_ns(date: pd.Series, time: pd.Series, tail: str) -> np.ndarray:
+    """Naive wall-clock nanoseconds of ``YYYY/MM/DD`` and ``HH:MM:SS.fff`` tokens.
+
+    The dates (a few runs of equal values) are read by pyarrow's ISO-8601 cast, as the
+    general path reads the whole timestamp; the times of day are fixed-width digits.
+    """
+    runs = pc.run_end_encode(_arrow(date))
+    days = runs.values
+    if not pc.all(pc.match_substring_regex(days, r"^\d{4}/\d\d/\d\d$")).as_py():
+        raise ValueError("not a date")
+    day_ns = pc.cast(pc.replace_substring(days, "/", "-"), pa.timestamp("ns"))
+    day_ns = day_ns.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    if day_ns.max() >= pd.Timestamp.max.value - 86_400 * 10 ** 9:
+        raise ValueError("beyond the nanosecond range")  # the general path says so
+
+    b = _fixed_width(_arrow(time), 12 + len(tail))
+    if not ((b[:, 2] == ord(":")).all() and (b[:, 5] == ord(":")).all()
+            and (b[:, 8] == ord(".")).all() and (not tail or (b[:, 12] == ord(tail)).all())):
+        raise ValueError("not HH:MM:SS.fff")
+    digits = b[:, _TIME_DIGITS] - np.uint8(ord("0"))  # below '0' wraps past 9
+    if (digits > _TIME_MAX).any():
+        raise ValueError("not a time of day")
+    ms = np.einsum("ij,j->i", digits, _TIME_MS, dtype=np.int32)
+    if ms.max() >= 86_400_000:  # hours 24..29
+        raise ValueError("not a time of day")
+    t_ns = ms.astype(np.int64)
+    t_ns *= 1_000_000
+    if len(day_ns) == 1:
+        t_ns += day_ns[0]
+    else:
+        t_ns += np.repeat(day_ns, np.diff(runs.run_ends.to_numpy(zero_copy_only=False),
+                                          prepend=0))
+    return t_ns
+
+
+def _identical_lines(data: bytes, start: int, end: int, t_ns: np.ndarray,
+                     numbers: list[np.ndarray]) -> np.ndarray:
+    """``out[i]``: lines ``i`` and ``i + 1`` of the body are identical.
+
+    Rows equal in time and in every number are the only candidates (numbers equal in
+    value may be written differently, ``72.3`` and ``72.30``): those few are compared
+    as text.
+    """
+    n = len(t_ns)
+    if n < 2:
+        return np.zeros(max(n - 1, 0), dtype=bool)
+    same = t_ns[1:] == t_ns[:-1]
+    for v in numbers:
+        same &= v[1:] == v[:-1]
+    cand = np.flatnonzero(same)
+    if not len(cand):
+        return same
+    body = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
+    ends = np.flatnonzero(body == ord("\n")) + start
+    if len(ends) != n:
+        raise ValueError("lines and rows differ")  # a lone CR splits lines for pandas
+    starts = np.r_[start, ends[:-1] + 1]
+
+    def line(i: int) -> bytes:
+        return data[starts[i]:ends[i]].removesuffix(b"\r")
+    same[cand] = [line(i) == line(i + 1) for i in cand]
+    return same
