@@ -25,7 +25,7 @@ from .conftest import SHARED_DATA
 CKPT100 = SHARED_DATA / "nvidia-smi-h100-100ms" / "h100-traces_ckpt100.csv"
 MIB = 1024.0 * 1024.0
 
-pytestmark = pytest.mark.skipif(not _smi_fast._EXACT_FLOATS,
+pytestmark = pytest.mark.skipif(not _smi_fast.EXACT_FLOATS,
                                 reason="the fast path needs pandas >= 3")
 
 

@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ._smi_fast import _EXACT_FLOATS
+from ._smi_fast import EXACT_FLOATS
 
 _FAILED = (ValueError, TypeError, OverflowError, IndexError)
 
@@ -35,7 +35,7 @@ def fast_rows(text: str, variable_map: dict, blank_to_nan):
     where two fields map to one column the later non-``N/A`` one wins) and ``sample`` the
     sample number of each row (a new sample wherever a GPU id repeats).
     """
-    if not _EXACT_FLOATS or "-" in text or "\t" in text:
+    if not EXACT_FLOATS or "-" in text or "\t" in text:
         return None
     lines_head = _header_lines(text)
     if lines_head is None:

@@ -36,7 +36,7 @@ from ..telemetry import schema
 from ._common import localize
 
 #: pandas >= 3 parses decimals correctly rounded (tested: the same doubles as pyarrow)
-_EXACT_FLOATS = int(pd.__version__.split(".")[0]) >= 3
+EXACT_FLOATS = int(pd.__version__.split(".")[0]) >= 3
 #: units printed after a number (the ``hex`` bitmask and text fields take the general path)
 _NUMBER_UNITS = ("W", "MHz", "C", "%", "MiB")
 _TIMESTAMP = (4, "/", 2, "/", 2, " ", 2, ":", 2, ":", 2, ".", 3)
@@ -75,7 +75,7 @@ def fast_columns(data: bytes, start: int, end: int, specs: list, wanted: dict, t
         ``"timestamp"`` -> ``(utc, n_ambiguous, n_nonexistent)``; ``repeats[i]`` is true
         where rows ``i`` and ``i + 1`` are identical lines (``None`` unless ``by_order``).
     """
-    if not _EXACT_FLOATS or tz is None or end <= start:
+    if not EXACT_FLOATS or tz is None or end <= start:
         return None
     plan = _token_plan(data, start, end, specs)
     if plan is None:
