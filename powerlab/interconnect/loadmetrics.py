@@ -5,5 +5,8 @@ by the same code, which the grid wing (below this one) must be able to import; t
 stays so that existing imports keep working.
 """
 
+from ..grid import loadmetrics as _moved
 from ..grid.loadmetrics import *
-from ..grid.loadmetrics import BANDPASS_ORDER, __all__  # noqa: F401
+from ..grid.loadmetrics import BANDPASS_ORDER  # noqa: F401
+
+__all__ = list(_moved.__all__)

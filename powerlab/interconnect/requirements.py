@@ -6,11 +6,13 @@ utility's spec, so the spec lives in the grid wing (below this one); this name s
 that existing imports keep working.
 """
 
+from ..grid import requirements as _moved
 from ..grid.requirements import *
 from ..grid.requirements import (  # noqa: F401
     MAX_BAND_HZ,
     MAX_SAG_S,
     MAX_WINDOW_S,
     MIN_BAND_HZ,
-    __all__,
 )
+
+__all__ = list(_moved.__all__)
