@@ -2,9 +2,10 @@
 
 Three layers (pvlib style):
 
-- the metric functions of :mod:`powerlab.interconnect.loadmetrics`;
-- :class:`Compliance` holds a parsed :class:`~powerlab.interconnect.requirements.RequirementSpec`
-  and evaluates it on one power series (a ``DrawPower`` of the engine or a
+- the metric functions of :mod:`powerlab.grid.loadmetrics`;
+- :class:`Compliance` holds a parsed :class:`~powerlab.grid.requirements.RequirementSpec`
+  and evaluates it (through :func:`powerlab.grid.requirements.evaluate_power`, the one
+  evaluation of powerlab's limits, which a scenario's ``limits:`` also goes through) on one power series (a ``DrawPower`` of the engine or a
   :class:`~powerlab.interconnect.powertrace.PowerTrace`): ``Compliance(spec).evaluate(dp)``
   returns ``{requirement: value}``, cheap enough to call for every draw of every option
   a mitigation search tries, and shaped as the engine's ``on_draw`` callback;
@@ -13,10 +14,10 @@ Three layers (pvlib style):
   ``summary_frame()``, ``write(dir)`` for ``compliance.csv``).
 
 Oscillation requirements are read over sliding windows of the band-passed power
-(:func:`~powerlab.interconnect.loadmetrics.band_windows`): the value is the worst window,
+(:func:`~powerlab.grid.loadmetrics.band_windows`): the value is the worst window,
 and the result says when it starts and what share of the windows exceed the limit.  A
 ``deviation`` requirement is, by default, the allowance before the ramp limits are
-triggered (:data:`~powerlab.interconnect.requirements.DEVIATION_RULES`).  For measured
+triggered (:data:`~powerlab.grid.requirements.DEVIATION_RULES`).  For measured
 telemetry each oscillation row's note says what the sampling shows of its band and names
 the aliasing of faster content (:func:`~powerlab.interconnect.powertrace.band_visibility`).
 
@@ -50,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import PowerlabError
+from ..grid import loadmetrics as lm
 from ..grid.requirements import (
     ASSESSABLE,
     NOT_ASSESSABLE,
@@ -62,7 +64,6 @@ from ..grid.requirements import (
     read_requirements,
     rule_note,
 )
-from . import loadmetrics as lm
 from .powertrace import PowerTrace, band_visibility, for_each_draw, trace_from_telemetry
 
 __all__ = [

@@ -426,8 +426,9 @@ def forecast_charts(result: Any, *, scope: str = "facility", draw: int = 0,
         of ``draw``), ``"ramps"`` (:func:`ramp_rate_chart` of ``draw``'s ramps between
         adjacent 1-s means at every tick boundary, ``ramp_megawatts_per_s_1s``, which the
         scenario's ramp limits marked on it apply to; tick to tick when the tick does not
-        divide 1 s) and ``"spectrum"`` (:func:`spectrum_chart`
-        of ``draw`` with the band RMS against the scenario limits).
+        divide 1 s) and ``"spectrum"`` (:func:`spectrum_chart` of ``draw``; a band with
+        a scenario limit shows the value the limit is checked on, the worst window's RMS
+        of the band-passed power, others the whole record's RMS).
     """
     from ..grid.swings import BANDS_HZ, spectrum
 
@@ -471,14 +472,27 @@ def forecast_charts(result: Any, *, scope: str = "facility", draw: int = 0,
                             "psd_megawatts2_per_hz": spec_df["psd_w2_per_hz"] / 1e12})
     m = result.metrics
     row = m[(m["scope"] == scope) & (m["draw"] == draw)].iloc[0]
+    # a band with a limit shows the value the limit is checked on (the requirement
+    # spec's oscillation metric, grid.requirements.evaluate_power: the worst window's
+    # RMS of the band-passed power); a band without one the whole record's RMS
+    from ..grid.requirements import evaluate_power, limits_spec
+
+    spec = limits_spec(lim)
+    checked = {r.name: r for r in spec.requirements if r.kind == "oscillation"} \
+        if applies else {}
+    values = evaluate_power(spec, x, tick)[0] if checked else {}
     bands = []
     for key, (lo, hi) in BANDS_HZ.items():
-        b = {"low_hz": lo, "high_hz": hi,
-             "label": f"{lo:g}–{hi:g} Hz: {row[f'band_{key}_rms_w'] / 1e6:.3g} MW rms",
-             "measured": row[f"band_{key}_rms_w"] / 1e6}
-        limit_mw = getattr(lim, f"band_{key}_megawatts")
-        b["limit"] = limit_mw if applies and limit_mw > 0 else np.nan
-        bands.append(b)
+        r = checked.get(f"band_{key}")
+        if r is not None:
+            v = values[r.name]
+            what = (f"worst {r.window_s:g}-s window {v:.3g} MW rms" if np.isfinite(v)
+                    else "cannot be assessed at this tick")
+        else:
+            v = row[f"band_{key}_rms_w"] / 1e6
+            what = f"{v:.3g} MW rms (whole record)"
+        bands.append({"low_hz": lo, "high_hz": hi, "label": f"{lo:g}–{hi:g} Hz: {what}",
+                      "measured": v, "limit": r.limit if r is not None else np.nan})
     bdf = pd.DataFrame(bands)
     if bdf["limit"].isna().all():
         bdf = bdf.drop(columns=["limit"])
