@@ -112,3 +112,18 @@ def test_limits_the_forecast_cannot_assess_fail_with_no_value():
                                     swing_60s_megawatts=1e3))
     assert c3.not_assessed == ["ramp_up"] and viol3["limit"].tolist() == ["ramp_up"]
     assert np.isnan(viol3["worst"].iloc[0])
+
+
+def test_comply_cli_reads_a_scenarios_limits_as_its_spec(tmp_path, capsys):
+    """``powerlab comply SCENARIO`` without ``--requirements`` checks the scenario's own
+    ``limits:``: the same rows, values and verdicts as check_limits (exit 1: a fail)."""
+    from powerlab.cli import main
+
+    small = bundled_path("scenarios", "small.yaml")
+    rc = main(["comply", str(small), "--out", str(tmp_path), "--draws", "2", "--quiet"])
+    assert rc == 1
+    table = pd.read_csv(tmp_path / "compliance.csv").set_index("requirement")
+    assert list(table.index) == ["ramp_up", "ramp_down", "swing_10s"]
+    assert list(table["verdict"]) == ["pass", "pass", "fail"]
+    viol = check_limits(forecast(read_scenario(small), draws=2, seed=0))
+    assert table.loc["swing_10s", "value"] == pytest.approx(viol["worst"].max(), rel=1e-5)

@@ -59,6 +59,7 @@ from ..grid.requirements import (
     Requirement,
     RequirementSpec,
     evaluate_power,
+    limits_spec,
     metric_name,
     plan_requirements,
     read_requirements,
@@ -88,8 +89,9 @@ class Compliance:
 
     Parameters
     ----------
-    spec : RequirementSpec or path-like
-        The spec (read once).
+    spec : RequirementSpec, Limits or path-like
+        The spec (read once); a scenario's ``limits`` are read as a spec
+        (:func:`~powerlab.grid.requirements.limits_spec`).
     sags : DataFrame, optional
         Voltage sags (``timestamp``, ``duration_s``, ``residual_voltage_pu``) to add to
         every series' own ``voltage_sag`` events, e.g. from a power-quality recorder.
@@ -101,7 +103,9 @@ class Compliance:
     """
 
     def __init__(self, spec, *, sags: pd.DataFrame | None = None):
-        if not isinstance(spec, RequirementSpec):
+        if hasattr(spec, "ramp_up_megawatts_per_s"):   # a scenario's limits: block
+            spec = limits_spec(spec)
+        elif not isinstance(spec, RequirementSpec):
             spec = read_requirements(spec)
         self.spec = spec
         self.sags = None
@@ -508,8 +512,9 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
         A scenario (every Monte Carlo draw is evaluated), a forecast already run (its
         first ``draws`` draws, no engine run), a trace, canonical telemetry,
         a store folder, a canonical Parquet file or a scenario YAML.
-    spec : RequirementSpec, Compliance or path-like
-        The requirements.
+    spec : RequirementSpec, Compliance, Limits or path-like
+        The requirements (a scenario's ``limits`` are read as a spec by
+        :func:`~powerlab.grid.requirements.limits_spec`).
     draws : int, default 20
         Monte Carlo draws of a scenario [-].
     seed : int, default 0
