@@ -224,7 +224,7 @@ def test_comply_command_says_how_the_readings_were_sampled(tmp_path, capsys):
     pq = tmp_path / "t.parquet"
     frame.to_parquet(pq)
     req = tmp_path / "r.yaml"
-    req.write_text("name: r\nscope: it\nrequirements:\n  - {name: low, kind: oscillation, "
+    req.write_text("name: r\nboundary: it\nrequirements:\n  - {name: low, kind: oscillation, "
                    "band_hz: [0.1, 2], measure: rms, limit: 0.1, unit: MW, source: t, "
                    "illustrative: true}\n")
     assert cli.main(["comply", str(pq), "--requirements", str(req), "--out",

@@ -55,10 +55,10 @@ def _agree(res, limits=None):
 
 
 def test_limits_spec_maps_every_key_and_skips_zero():
-    lim = Limits(scope="it", ramp_up_megawatts_per_s=2.0, swing_10s_megawatts=0.3,
+    lim = Limits(boundary="it", ramp_up_megawatts_per_s=2.0, swing_10s_megawatts=0.3,
                  band_0p1_2hz_megawatts=0.1)
     spec = limits_spec(lim)
-    assert spec.scope == "it" and spec.deviation_rule == "separate_limit"
+    assert spec.boundary == "it" and spec.deviation_rule == "separate_limit"
     assert [r.name for r in spec.requirements] == ["ramp_up", "swing_10s", "band_0p1_2hz"]
     up, sw, band = spec.requirements
     assert (up.kind, up.unit, up.window_s, up.direction, up.limit) == (
@@ -68,7 +68,7 @@ def test_limits_spec_maps_every_key_and_skips_zero():
         "oscillation", (0.1, 2.0), "rms", 60.0)
     assert all(r.illustrative for r in spec.requirements)
     # every field of Limits but the boundary is a requirement
-    fields = {f.name for f in dataclasses.fields(Limits)} - {"scope"}
+    fields = {f.name for f in dataclasses.fields(Limits)} - {"boundary"}
     assert fields == set(SCENARIO_LIMITS)
     assert limits_spec(Limits()).requirements == ()
 

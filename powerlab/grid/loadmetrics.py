@@ -40,6 +40,7 @@ import pandas as pd
 from scipy import signal
 from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
+from .._options import choice
 from ..exceptions import AnalysisError
 from .ramps import pick_direction, power_series, ramp_of_means, whole_ticks
 
@@ -390,8 +391,7 @@ def band_windows(power_w, tick_s: float, band_hz: tuple[float, float], window_s:
        arXiv:2508.14318, 2025 (oscillation limits per frequency band).
     """
     x = power_series(power_w)
-    if measure not in _MEASURES:
-        raise AnalysisError(f"measure must be 'rms' or 'peak_to_peak', got {measure!r}")
+    choice(measure, "measure", _MEASURES, error=AnalysisError)
     w = whole_ticks(window_s, tick_s)
     step = 1 if step_s is None else whole_ticks(step_s, tick_s)
     edge = math.ceil(settle_s(band_hz[0]) / tick_s - 1e-9)

@@ -29,7 +29,8 @@ Layout of the YAML document::
 
     name: str
     description: str
-    scope: facility | it              # which power the limits apply to (default facility)
+    boundary: facility | it           # which power the limits apply to (default facility;
+                                      # the old key scope is accepted, deprecated)
     max_exceed_probability: 0.0       # share of Monte Carlo draws allowed over a limit
     deviation_rule: allowance_before_ramp   # or separate_limit (see DEVIATION_RULES)
     requirements: [{name, kind, limit, unit, source, illustrative, ...kind's keys}]
@@ -48,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._options import choice, renamed_keywords
 from ..exceptions import ScenarioError
 from .yamlspec import Section, load_yaml
 
@@ -208,8 +210,9 @@ class RequirementSpec:
     Attributes
     ----------
     name, description : str
-    scope : str
-        ``facility`` (power at the point of interconnection) or ``it``.
+    boundary : str
+        ``facility`` (power at the point of interconnection) or ``it``
+        (:data:`powerlab.grid.scenario.BOUNDARIES`; ``scope`` is its deprecated name).
     max_exceed_probability : float
         A requirement fails when more than this share of Monte Carlo draws exceed its
         limit (0: any draw over the limit fails it) [-].
@@ -223,7 +226,7 @@ class RequirementSpec:
 
     name: str
     description: str
-    scope: str
+    boundary: str
     max_exceed_probability: float
     requirements: tuple[Requirement, ...]
     grid_modes: tuple[GridMode, ...] = ()
@@ -259,6 +262,19 @@ class RequirementSpec:
             if r.name == name:
                 return r
         raise KeyError(name)
+
+    @property
+    def scope(self) -> str:
+        """Deprecated name of :attr:`boundary`."""
+        import warnings
+
+        warnings.warn("RequirementSpec.scope is renamed RequirementSpec.boundary; the old "
+                      "name will be removed in the next release", DeprecationWarning,
+                      stacklevel=2)
+        return self.boundary
+
+
+RequirementSpec.__init__ = renamed_keywords(scope="boundary")(RequirementSpec.__init__)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -300,10 +316,8 @@ def _band(s: Section, name: str = "band_hz") -> tuple[float, float]:
 
 
 def _choice(s: Section, name: str, options: tuple[str, ...], default: str | None) -> str:
-    val = s.string(name, default)
-    if val not in options:
-        raise s.error(name, f"expected one of {', '.join(options)}, got {val!r}")
-    return val
+    return choice(s.string(name, default), None, options,
+                  error=lambda m: s.error(name, m))
 
 
 def _requirement(s: Section) -> Requirement:
@@ -392,7 +406,8 @@ def parse_requirements(source: str | Mapping, *, path: str | Path | None = None
     top = Section(data, "", src)
     name = top.string("name", "requirements")
     description = top.string("description", "")
-    scope = _choice(top, "scope", ("facility", "it"), "facility")
+    top.renamed("scope", "boundary")
+    boundary = _choice(top, "boundary", ("facility", "it"), "facility")
     p_max = top.number("max_exceed_probability", 0.0, hi=1.0)
     rule = _choice(top, "deviation_rule", DEVIATION_RULES, DEVIATION_RULES[0])
     if p_max >= 1.0:
@@ -414,7 +429,7 @@ def parse_requirements(source: str | Mapping, *, path: str | Path | None = None
     modes = tuple(_mode(Section(m, f"grid_modes[{i}]", src)) for i, m in enumerate(raw_modes))
     _unique(modes, "grid_modes", src)
     top.finish()
-    spec = RequirementSpec(name=name, description=description, scope=scope,
+    spec = RequirementSpec(name=name, description=description, boundary=boundary,
                            max_exceed_probability=p_max, requirements=reqs,
                            grid_modes=modes, source=src, deviation_rule=rule)
     for i, r in enumerate(reqs):
@@ -572,7 +587,7 @@ def evaluate_power(spec: RequirementSpec, power_w, tick_s: float,
     ----------
     spec : RequirementSpec
     power_w : array_like
-        The power the spec applies to (``spec.scope``), one value per tick [W].
+        The power the spec applies to (``spec.boundary``), one value per tick [W].
     tick_s : float
         Sample spacing [s].
     native_interval_s : float, optional
@@ -686,7 +701,6 @@ def limits_spec(limits, *, name: str = "scenario limits") -> RequirementSpec:
             kw["window_s"] = float(win)
         reqs.append(Requirement(name=rname, kind=kind, limit=val, unit=unit,
                                 source=f"scenario limits.{key}", illustrative=True, **kw))
-    boundary = getattr(limits, "boundary", None) or limits.scope
     return RequirementSpec(name=name, description="the scenario's limits: block",
-                           scope=boundary, max_exceed_probability=0.0,
+                           boundary=limits.boundary, max_exceed_probability=0.0,
                            requirements=tuple(reqs), deviation_rule="separate_limit")

@@ -365,7 +365,7 @@ def check_limits(result, limits: Limits | None = None) -> pd.DataFrame:
     end = times[-1] + pd.Timedelta(seconds=tick)
     rows = []
     if spec.requirements:
-        x_all = result.power_w(spec.scope)
+        x_all = result.power_w(spec.boundary)
         plan = plan_requirements(spec, tick, tick, x_all.shape[-1] * tick)
     for d in range(result.draws if spec.requirements else 0):
         x = np.asarray(x_all[d], dtype=float)

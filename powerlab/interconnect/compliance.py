@@ -173,7 +173,7 @@ class Compliance:
         and the share of its windows over the limit (``"<name>.share_of_windows_over_limit"``).
         """
         tick = float(dp.tick_s)
-        x = dp.it_w if self.spec.scope == "it" else dp.facility_w
+        x = dp.it_w if self.spec.boundary == "it" else dp.facility_w
         if x is None:
             PowerTrace(0, tick, dp.start_utc, dp.it_w, None).power_w("facility")  # raises
         x = np.asarray(x, dtype=float)
@@ -187,7 +187,7 @@ class Compliance:
                 from .ridethrough import counterfactual_sag_loss, simulated_sags
 
                 v, _ = counterfactual_sag_loss(
-                    x, base.power_w(self.spec.scope), tick, dp.start_utc,
+                    x, base.power_w(self.spec.boundary), tick, dp.start_utc,
                     simulated_sags(dp), residual_voltage_pu=r.residual_voltage_pu,
                     sag_duration_s=r.window_s, observe_s=r.observe_s)
                 return v
@@ -453,10 +453,10 @@ class ComplianceSummary:
         f = res._frame
         spec = res.spec
         self.header = pd.DataFrame({"value": [
-            spec.name, spec.hash()[:12], spec.scope, res.description or "-", res.draws,
+            spec.name, spec.hash()[:12], spec.boundary, res.description or "-", res.draws,
             f"{res.tick_s:g} s", f"{res.native_interval_s:g} s", f"{res.duration_s:g} s",
             f"{spec.max_exceed_probability:g}"]},
-            index=["requirement spec", "spec hash", "scope", "evaluated", "draws", "tick",
+            index=["requirement spec", "spec hash", "boundary", "evaluated", "draws", "tick",
                    "data interval", "duration", "allowed exceed probability"])
         t = f[["requirement", "limit", "value", "unit", "exceed_probability",
                "verdict"]].copy()

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy import signal
 
+from .._options import choice
 from ..exceptions import PowerlabError
 
 __all__ = [
@@ -72,8 +73,7 @@ M_CLASS_60HZ = {10: (1.779, 968), 12: (2.125, 816), 15: (2.64, 662), 20: (3.5, 5
 
 def _check(pmu_class: str, f0_hz: float, reporting_rate_fps: int) -> str:
     c = str(pmu_class).upper()
-    if c not in CLASSES:
-        raise PowerlabError(f"PMU class must be 'P' or 'M', got {pmu_class!r}")
+    choice(c, "PMU class", CLASSES)
     if f0_hz not in (50, 60):
         raise PowerlabError(f"nominal frequency must be 50 or 60 Hz, got {f0_hz!r}")
     if c == "M":

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._options import choice, renamed_keywords
 from ..exceptions import AnalysisError, PowerlabError, ScenarioError
 
 __all__ = [
@@ -96,9 +97,7 @@ class PowerTrace:
     without_sags: PowerTrace | None = None
 
     def __post_init__(self):
-        if self.sampling not in SAMPLINGS:
-            raise PowerlabError(f"sampling must be one of {', '.join(SAMPLINGS)}, got "
-                                f"{self.sampling!r}")
+        choice(self.sampling, "sampling", SAMPLINGS)
         for name in ("it_w", "facility_w"):
             a = getattr(self, name)
             if a is None:
@@ -121,18 +120,19 @@ class PowerTrace:
         """Length of the series [s]."""
         return self.n_ticks * self.tick_s
 
-    def power_w(self, scope: str = "facility") -> np.ndarray:
-        """The series of one scope, ``"facility"`` or ``"it"`` [W]."""
-        if scope == "it":
+    @renamed_keywords(scope="boundary")
+    def power_w(self, boundary: str = "facility") -> np.ndarray:
+        """The series of one boundary, ``"facility"`` or ``"it"`` [W]."""
+        choice(boundary, "boundary", ("facility", "it"))
+        if boundary == "it":
             return self.it_w
-        if scope == "facility":
+        if boundary == "facility":
             if self.facility_w is None:
                 raise PowerlabError(
                     "this trace measures IT power only (node or GPU power); facility power "
                     "needs a PUE (facility = IT x PUE + base load): pass pue=... "
-                    "(--pue on the command line) or use scope 'it'")
+                    "(--pue on the command line) or use boundary 'it'")
             return self.facility_w
-        raise PowerlabError(f"scope must be 'facility' or 'it', got {scope!r}")
 
     def times(self) -> pd.DatetimeIndex:
         """Time of each sample (UTC)."""
@@ -406,9 +406,7 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
     -------
     PowerTrace
     """
-    if sampling not in SAMPLINGS:
-        raise PowerlabError(f"sampling must be one of {', '.join(SAMPLINGS)}, got "
-                            f"{sampling!r}")
+    choice(sampling, "sampling", SAMPLINGS)
     start, end = _utc(start, "start"), _utc(end, "end")
     if not isinstance(data, pd.DataFrame):
         data = read_telemetry(data, start=start, end=end)
@@ -427,10 +425,9 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
         df = df[df["timestamp"] < end]
     sc = df["scope"].astype("string").fillna("gpu") if "scope" in df.columns else \
         pd.Series("gpu", index=df.index, dtype="string")
+    choice(scope, "scope", ("auto", "node", "gpu"))
     if scope == "auto":
         scope = "node" if (sc == "node").any() else "gpu"
-    if scope not in ("node", "gpu"):
-        raise PowerlabError(f"scope must be 'auto', 'node' or 'gpu', got {scope!r}")
     df = df[(sc == scope).to_numpy() & df["power_w"].notna().to_numpy()]
     if df.empty:
         raise AnalysisError(f"no {scope}-scope power readings in the telemetry (and range)")

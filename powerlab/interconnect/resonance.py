@@ -434,7 +434,7 @@ def screen_resonance(source, spec, *, draw: int = 0, seed: int = 0,
         trace = source
     else:
         trace = trace_from_telemetry(source, tick_s=tick_s, pue=pue, base_load_w=base_load_w)
-    x = trace.power_w(spec.scope)
+    x = trace.power_w(spec.boundary)
     f_res = 0.5 / max(trace.tick_s, trace.native_interval_s)
     comps = periodic_components(x, trace.tick_s, max_frequency_hz=f_res,
                                 max_components=max_components)
@@ -487,6 +487,6 @@ def screen_resonance(source, spec, *, draw: int = 0, seed: int = 0,
                                               "shorter_period_s",
                                               "longer_period_s", "stagger_groups",
                                               "stagger_offset_s"])
-    desc = (f"{trace.description or 'power trace'}; scope {spec.scope}; spectrum resolved "
+    desc = (f"{trace.description or 'power trace'}; boundary {spec.boundary}; spectrum resolved "
             f"to {f_res:g} Hz; grid modes of {spec.name!r}")
     return ResonanceResult(comps, harmonics, hits_df, options, spec.grid_modes, f_res, desc)
