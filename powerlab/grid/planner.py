@@ -157,8 +157,8 @@ def planner_figures(result, boundary: str = "facility") -> pd.DataFrame:
                 row[col] = ramp_of_means(x[d], tick, win) * scale
             except AnalysisError:  # window not whole ticks, or horizon too short
                 row[col] = np.nan
-        mean_mw = x[d].mean() / 1e6
-        row["load_factor"] = mean_mw / row["peak_demand_megawatts_15min"]
+        mean_megawatts = x[d].mean() / 1e6
+        row["load_factor"] = mean_megawatts / row["peak_demand_megawatts_15min"]
         rows.append(row)
     return pd.DataFrame(rows)
 
