@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection
 
 from .exceptions import OptionError
 
-__all__ = ["choice", "renamed_keyword", "renamed_keywords"]
+__all__ = ["choice", "renamed_keywords"]
 
 
 def choice(value, name: str | None, allowed: Collection, *, error: Callable[[str], Exception]
@@ -56,31 +56,6 @@ def choice(value, name: str | None, allowed: Collection, *, error: Callable[[str
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
     what = "expected" if name is None else f"{name} must be"
     raise error(f"{what} {'one of ' if len(names) > 2 else ''}{listed}, got {value!r}")
-
-
-def renamed_keyword(func: str, old: str, new: str, old_value, new_value, default):
-    """The value of a renamed keyword: ``new_value``, or ``old_value`` (with a
-    :class:`DeprecationWarning`) when only the old name was given.
-
-    Parameters
-    ----------
-    func : str
-        The function's name, for the messages.
-    old, new : str
-        The old and the new keyword.
-    old_value, new_value : object
-        What was passed under each name (``None``: not passed).
-    default : object
-        The value when neither was passed.
-    """
-    if old_value is None:
-        return default if new_value is None else new_value
-    if new_value is not None:
-        raise OptionError(f"{func}() got both {old}= and {new}=; {old} is the old name of "
-                          f"{new}, pass {new} only")
-    warnings.warn(f"{func}(): {old}= is renamed {new}=; the old name will be removed in "
-                  "the next release", DeprecationWarning, stacklevel=3)
-    return old_value
 
 
 def renamed_keywords(**renames: str) -> Callable:

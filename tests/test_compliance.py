@@ -417,7 +417,7 @@ def test_a_store_folder_is_read_like_a_frame(tmp_path):
     frame = _node_frame({"n0": t, "n1": t + 0.5}, truth)
     write_store(frame, tmp_path / "store", fsync=False)
     spec = spec_of({"kind": "deviation", "window_s": 10, "limit": 1, "unit": "MW"},
-                   scope="it", deviation_rule="separate_limit")
+                   boundary="it", deviation_rule="separate_limit")
     a = comply(tmp_path / "store", spec)
     b = comply(frame, spec)
     assert a.draw_values.equals(b.draw_values) and a.passed
@@ -432,7 +432,7 @@ def test_a_store_folder_is_read_like_a_frame(tmp_path):
 def test_bad_telemetry_and_outputs_are_refused_cleanly(case, tmp_path):
     t = np.arange(0, 600, 1.0)
     frame = _node_frame({"n0": t}, truth)
-    spec = spec_of({"kind": "step", "within_s": 1, "limit": 5, "unit": "MW"}, scope="it")
+    spec = spec_of({"kind": "step", "within_s": 1, "limit": 5, "unit": "MW"}, boundary="it")
     if case == "naive":
         frame["timestamp"] = frame["timestamp"].dt.tz_localize(None)
         with pytest.raises(PowerlabError, match="tz-aware"):

@@ -193,7 +193,7 @@ def test_an_aliased_oscillation_is_reported_with_a_named_warning():
     spec = _spec({"name": "low", "kind": "oscillation", "band_hz": [0.1, 2],
                   "measure": "rms", "limit": 0.1, "unit": "MW"},
                  {"name": "high", "kind": "oscillation", "band_hz": [3, 30],
-                  "measure": "rms", "limit": 0.1, "unit": "MW"}, scope="it")
+                  "measure": "rms", "limit": 0.1, "unit": "MW"}, boundary="it")
     res = comply(frame, spec)
     sf = res.summary_frame().set_index("requirement")
     assert sf.loc["low", "value"] == pytest.approx(0.5 / math.sqrt(2), rel=0.02)
