@@ -444,8 +444,7 @@ def band_oscillation(power_w, tick_s: float, band_hz: tuple[float, float],
     lo, hi = float(band_hz[0]), float(band_hz[1])
     if not 0 < lo < hi:
         raise AnalysisError(f"band must satisfy 0 < lo < hi, got ({lo:g}, {hi:g})")
-    if measure not in _MEASURES:
-        raise AnalysisError(f"measure must be 'rms' or 'peak_to_peak', got {measure!r}")
+    choice(measure, "measure", _MEASURES, error=AnalysisError)
     if lo >= 0.5 / tick_s:
         return 0.0
     duration = len(x) * tick_s

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from .._options import renamed_keywords
+from .._options import choice, renamed_keywords
 from ..exceptions import PowerlabError, ScenarioError
 from .timebase import interval_edges, parse_resolution
 
@@ -71,14 +71,13 @@ def interval_statistic(result, resolution="15min", boundary: str = "facility",
         edges = red.tick_edges(res)
         return result.times[edges], red.interval_means(boundary, res)
     edges = interval_edges(result.n_ticks, result.tick_s, res)
+    choice(statistic, "statistic", ("mean", "max"))
     x = result.power_w(boundary)
     if statistic == "mean":
         counts = np.diff(np.append(edges, result.n_ticks))
         vals = np.add.reduceat(x, edges, axis=1) / counts
-    elif statistic == "max":
-        vals = np.maximum.reduceat(x, edges, axis=1)
     else:
-        raise PowerlabError(f"statistic must be 'mean' or 'max', got {statistic!r}")
+        vals = np.maximum.reduceat(x, edges, axis=1)
     return result.times[edges], vals
 
 
