@@ -91,6 +91,19 @@ def test_16k_scenario_check_limits_equals_requirement_path():
     res = forecast(scen, draws=2, seed=0)
     viol, c = _agree(res)
     assert set(c.failed) == {"ramp_up", "ramp_down", "swing_1s", "band_0p1_2hz"}
+    # the former check_limits' ramp and swing, by brute force: adjacent 1-s means at every
+    # tick boundary, max minus min over every window of 1 s + 1 tick
+    w = round(1.0 / res.tick_s)
+    for d in range(res.draws):
+        x = res.facility_w[d] / 1e6
+        means = np.lib.stride_tricks.sliding_window_view(x, w).mean(axis=1)
+        ramp = means[w:] - means[:-w]
+        win = np.lib.stride_tricks.sliding_window_view(x, w + 1)
+        swing = (win.max(axis=1) - win.min(axis=1)).max()
+        got = viol[viol["draw"] == d].groupby("limit")["worst"].max()
+        assert got["ramp_up"] == pytest.approx(ramp.max(), rel=1e-9)
+        assert got["ramp_down"] == pytest.approx(-ramp.min(), rel=1e-9)
+        assert got["swing_1s"] == pytest.approx(swing, rel=1e-12)
     band = viol[viol["limit"] == "band_0p1_2hz"]
     # windows, not the whole record: no episode before the job starts
     assert (band["start_utc"] > pd.Timestamp("2025-07-01T00:15Z")).all()
