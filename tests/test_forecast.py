@@ -196,7 +196,7 @@ def test_bad_arguments():
     res = forecast(sc, draws=1)
     with pytest.raises(PowerlabError, match="whole number of"):
         res.summary_frame(0.25)
-    with pytest.raises(PowerlabError, match="scope"):
+    with pytest.raises(PowerlabError, match="boundary must be .facility. or .it., got .rack."):
         res.power_w("rack")
 
 
