@@ -75,7 +75,6 @@ import numpy as np
 import pandas as pd
 from scipy import signal
 
-from .._options import choice
 from ..exceptions import AnalysisError, PowerlabError, SchemaError, Violation
 from .profile_fit import (
     GPU_IDLE_PRIOR,
@@ -343,7 +342,8 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
             raise PowerlabError(f"telemetry holds scopes {scopes}; pass scope='gpu' or "
                                 "scope='node'")
         scope = str(scopes[0])
-    choice(scope, "scope", ("gpu", "node"))
+    if scope not in ("gpu", "node"):
+        raise PowerlabError(f"scope must be 'gpu' or 'node', got {scope!r}")
     w_s = float(meter_interval_s or 0.0)
     if not (np.isfinite(w_s) and w_s >= 0):
         raise PowerlabError(f"meter_interval_s must be >= 0 seconds, got {meter_interval_s!r}")

@@ -406,7 +406,9 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
     -------
     PowerTrace
     """
-    choice(sampling, "sampling", SAMPLINGS)
+    if sampling not in SAMPLINGS:
+        raise PowerlabError(f"sampling must be one of {', '.join(SAMPLINGS)}, got "
+                            f"{sampling!r}")
     start, end = _utc(start, "start"), _utc(end, "end")
     if not isinstance(data, pd.DataFrame):
         data = read_telemetry(data, start=start, end=end)
@@ -425,9 +427,10 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
         df = df[df["timestamp"] < end]
     sc = df["scope"].astype("string").fillna("gpu") if "scope" in df.columns else \
         pd.Series("gpu", index=df.index, dtype="string")
-    choice(scope, "scope", ("auto", "node", "gpu"))
     if scope == "auto":
         scope = "node" if (sc == "node").any() else "gpu"
+    if scope not in ("node", "gpu"):
+        raise PowerlabError(f"scope must be 'auto', 'node' or 'gpu', got {scope!r}")
     df = df[(sc == scope).to_numpy() & df["power_w"].notna().to_numpy()]
     if df.empty:
         raise AnalysisError(f"no {scope}-scope power readings in the telemetry (and range)")
