@@ -289,7 +289,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     base = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s)
     # ---- allowed ramp rates (IT W/s)
     reqs = _ramp_reqs(spec)
-    scope_spec = getattr(spec, "boundary", "facility")
+    scope_spec = getattr(spec, "scope", "facility")
     b_scope = base.power_w(scope_spec) if reqs else None
     conv = pue_max if scope_spec == "facility" else 1.0
     fast = (alloc.full_w - alloc.cap_floor_w) / a.power_cap_response_s

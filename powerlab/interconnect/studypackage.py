@@ -439,7 +439,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
     from .pmu import modulation_gain, pmu_power
 
     spec = _spec(spec)
-    scope = spec.boundary
+    scope = spec.scope
     if draws < 1:
         raise PowerlabError(f"draws must be >= 1, got {draws}")
     for p in probabilities:
