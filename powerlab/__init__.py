@@ -14,6 +14,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 from .exceptions import (
     DataQualityWarning,
+    OptionError,
     ParseError,
     PowerlabError,
     ScenarioError,
@@ -23,6 +24,7 @@ from .exceptions import (
 
 __all__ = [
     "DataQualityWarning",
+    "OptionError",
     "ParseError",
     "PowerlabError",
     "ScenarioError",

@@ -16,6 +16,7 @@ __all__ = [
     "GPULostError",
     "NVMLError",
     "NVMLUnavailableError",
+    "OptionError",
     "ParseError",
     "PowerlabError",
     "ScenarioError",
@@ -124,6 +125,11 @@ class ScenarioError(PowerlabError, ValueError):
             where.append(f"key '{key}'")
         prefix = (", ".join(where) + ": ") if where else ""
         super().__init__(prefix + message)
+
+
+class OptionError(PowerlabError, ValueError):
+    """An argument that takes one of a fixed set of values got another one; the message
+    names the argument and the allowed values (:func:`powerlab._options.choice`)."""
 
 
 class StoreError(PowerlabError, OSError):

@@ -13,7 +13,7 @@ from powerlab.telemetry.schema import conform
 
 pytestmark = pytest.mark.bad_input("requirements")
 
-SPEC = ("name: l\nscope: it\nrequirements:\n  - {name: s, kind: step, within_s: 1, "
+SPEC = ("name: l\nboundary: it\nrequirements:\n  - {name: s, kind: step, within_s: 1, "
         "limit: 1, unit: MW, source: t, illustrative: true}\n")
 
 

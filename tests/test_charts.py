@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 
 import altair as alt
@@ -407,7 +409,20 @@ def test_forecast_charts_adapter(small_forecast):
     spec = out["spectrum"].to_dict()
     bands = next(pd.DataFrame(v) for v in spec["datasets"].values() if "low_hz" in v[0])
     m = res.metrics.query("scope == 'facility' and draw == 0").iloc[0]
+    # small.yaml has no band limit: the whole record's RMS; with a limit the value it is
+    # checked on (issue 26: the limit's own metric, as check_limits and comply read it)
+    assert lim.band_0p1_2hz_megawatts == 0
     assert bands["measured"].iloc[0] == pytest.approx(m["band_0p1_2hz_rms_w"] / 1e6)
+    from powerlab.grid.loadmetrics import band_windows
+
+    lim2 = dataclasses.replace(lim, band_0p1_2hz_megawatts=0.01)
+    res2 = copy.copy(res)
+    res2.scenario = dataclasses.replace(res.scenario, limits=lim2)
+    spec2 = viz.forecast_charts(res2)["spectrum"].to_dict()
+    b2 = next(pd.DataFrame(v) for v in spec2["datasets"].values() if "low_hz" in v[0])
+    worst = band_windows(res.facility_w[0], res.tick_s, (0.1, 2.0), 60.0).worst_w / 1e6
+    assert b2["measured"].iloc[0] == pytest.approx(worst, rel=1e-12)
+    assert b2["limit"].iloc[0] == 0.01 and "worst 60-s window" in b2["label"].iloc[0]
 
 
 def test_mitigation_chart():

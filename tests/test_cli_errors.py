@@ -74,6 +74,8 @@ def _cases(tmp: str) -> list:
         (["comply"], "required"),
         (["comply", SMALL, "--requirements", "/nonexistent/req.yaml", "--out", tmp], ""),
         (["comply", SMALL, "--requirements", bad_yaml, "--out", tmp], "not valid YAML"),
+        (["comply", str(REPO / "data" / "scenarios" / "llama3_54d_16k_h100.yaml"), "--out",
+          tmp], "sets no limits"),
         (["export-grid"], "required"),
         (["export-grid", SMALL, "--format", "excel", "--out", f"{tmp}/g.txt"], "format"),
         (["export-grid", "/nonexistent/s.yaml", "--format", "csv", "--out", f"{tmp}/g.csv"],

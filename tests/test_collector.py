@@ -449,7 +449,7 @@ def test_metrics_match_dcgm_exporter(fake_nvml):
 def test_bad_parameters_are_clear_errors():
     with pytest.raises(PowerlabError, match="interval_s must be a finite number > 0"):
         Collector(None, interval_s=0)
-    with pytest.raises(PowerlabError, match="unknown signal group 'fan'"):
+    with pytest.raises(PowerlabError, match="signal group must be one of .*, got 'fan'"):
         Collector(None, signal_intervals_s={"fan": 1.0})
     with pytest.raises(PowerlabError, match="shorter than interval_s"):
         Collector(None, interval_s=1.0, signal_intervals_s={"temperature": 0.5})

@@ -377,7 +377,7 @@ def test_comply_cli_exit_codes(tmp_path, capsys):
     pq = tmp_path / "t.parquet"
     frame.to_parquet(pq)
     loose = tmp_path / "loose.yaml"
-    loose.write_text("name: l\nscope: it\nrequirements:\n  - {name: s, kind: step, "
+    loose.write_text("name: l\nboundary: it\nrequirements:\n  - {name: s, kind: step, "
                      "within_s: 1, limit: 1, unit: MW, source: t, illustrative: true}\n")
     tight = tmp_path / "tight.yaml"
     tight.write_text(loose.read_text().replace("limit: 1,", "limit: 0.00001,"))
@@ -417,7 +417,7 @@ def test_a_store_folder_is_read_like_a_frame(tmp_path):
     frame = _node_frame({"n0": t, "n1": t + 0.5}, truth)
     write_store(frame, tmp_path / "store", fsync=False)
     spec = spec_of({"kind": "deviation", "window_s": 10, "limit": 1, "unit": "MW"},
-                   scope="it", deviation_rule="separate_limit")
+                   boundary="it", deviation_rule="separate_limit")
     a = comply(tmp_path / "store", spec)
     b = comply(frame, spec)
     assert a.draw_values.equals(b.draw_values) and a.passed
@@ -432,7 +432,7 @@ def test_a_store_folder_is_read_like_a_frame(tmp_path):
 def test_bad_telemetry_and_outputs_are_refused_cleanly(case, tmp_path):
     t = np.arange(0, 600, 1.0)
     frame = _node_frame({"n0": t}, truth)
-    spec = spec_of({"kind": "step", "within_s": 1, "limit": 5, "unit": "MW"}, scope="it")
+    spec = spec_of({"kind": "step", "within_s": 1, "limit": 5, "unit": "MW"}, boundary="it")
     if case == "naive":
         frame["timestamp"] = frame["timestamp"].dt.tz_localize(None)
         with pytest.raises(PowerlabError, match="tz-aware"):
@@ -470,7 +470,7 @@ def test_comply_cli_reads_measured_sags(tmp_path, capsys):
     sags.write_text("timestamp,duration_s,residual_voltage_pu\n"
                     f"{(T0 + pd.Timedelta(seconds=300)).isoformat()},0.3,0.8\n")
     spec = tmp_path / "rt.yaml"
-    spec.write_text("name: rt\nscope: it\nrequirements:\n  - {name: rt, kind: ride_through, "
+    spec.write_text("name: rt\nboundary: it\nrequirements:\n  - {name: rt, kind: ride_through, "
                     "residual_voltage_pu: 0.7, sag_duration_s: 0.5, observe_s: 2, limit: 10,"
                     " unit: kW, source: t, illustrative: true}\n")
     args = ["comply", str(pq), "--requirements", str(spec), "--quiet"]

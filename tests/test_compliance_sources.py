@@ -193,7 +193,7 @@ def test_an_aliased_oscillation_is_reported_with_a_named_warning():
     spec = _spec({"name": "low", "kind": "oscillation", "band_hz": [0.1, 2],
                   "measure": "rms", "limit": 0.1, "unit": "MW"},
                  {"name": "high", "kind": "oscillation", "band_hz": [3, 30],
-                  "measure": "rms", "limit": 0.1, "unit": "MW"}, scope="it")
+                  "measure": "rms", "limit": 0.1, "unit": "MW"}, boundary="it")
     res = comply(frame, spec)
     sf = res.summary_frame().set_index("requirement")
     assert sf.loc["low", "value"] == pytest.approx(0.5 / math.sqrt(2), rel=0.02)
@@ -224,7 +224,7 @@ def test_comply_command_says_how_the_readings_were_sampled(tmp_path, capsys):
     pq = tmp_path / "t.parquet"
     frame.to_parquet(pq)
     req = tmp_path / "r.yaml"
-    req.write_text("name: r\nscope: it\nrequirements:\n  - {name: low, kind: oscillation, "
+    req.write_text("name: r\nboundary: it\nrequirements:\n  - {name: low, kind: oscillation, "
                    "band_hz: [0.1, 2], measure: rms, limit: 0.1, unit: MW, source: t, "
                    "illustrative: true}\n")
     assert cli.main(["comply", str(pq), "--requirements", str(req), "--out",

@@ -63,7 +63,7 @@ def test_full_trip_drops_the_whole_it_load_then_synchronized_restart():
             >= base.it_w[:, a + 5] - 1e-3).all()
     # the loss is the whole IT load the site would have drawn: during the sag (0.2 s)
     # and in the second after it (the nodes are still dark)
-    summ = disturbance_summary(res, scope="it", baseline=base).iloc[0]
+    summ = disturbance_summary(res, boundary="it", baseline=base).iloc[0]
     during = base.it_w[:, a + 1:a + 2].max(axis=1)
     after = base.it_w[:, a + 2:a + 12].max(axis=1)
     assert summ["load_loss_during_sag_w_median"] == pytest.approx(np.median(during), rel=0.02)
@@ -151,7 +151,7 @@ def test_no_disturbance_changes_nothing_and_sag_rows_reach_compliance():
     assert len(sag_rows) == 2 and (sag_rows["residual_voltage_pu"] == 0.7).all()
     # the interconnection check finds the sag and, observed over the same minute (the
     # summary watches a trip for 60 s), measures the loss the summary reports
-    spec = parse_requirements({"name": "t", "scope": "facility", "requirements": [
+    spec = parse_requirements({"name": "t", "boundary": "facility", "requirements": [
         {"name": "rt", "kind": "ride_through", "residual_voltage_pu": 0.5,
          "sag_duration_s": 1.0, "observe_s": 1.0, "limit": 1.0, "unit": "MW",
          "source": "test", "illustrative": True}]})

@@ -80,7 +80,7 @@ def test_energy_conserved_between_resolutions():
     res = forecast(sc, draws=2, seed=1)
     e_tick = res.energy_j("facility").mean()
     for resol, secs in (("1s", 1.0), ("1min", 60.0), ("15min", 900.0)):
-        sf = res.summary_frame(resol, scope="facility")
+        sf = res.summary_frame(resol, boundary="facility")
         dur = (sf["interval_end_utc"] - sf["interval_start_utc"]).dt.total_seconds()
         assert (sf["power_w_mean"] * dur).sum() == pytest.approx(e_tick, rel=1e-9)
         assert dur.iloc[0] == secs
@@ -196,7 +196,7 @@ def test_bad_arguments():
     res = forecast(sc, draws=1)
     with pytest.raises(PowerlabError, match="whole number of"):
         res.summary_frame(0.25)
-    with pytest.raises(PowerlabError, match="scope"):
+    with pytest.raises(PowerlabError, match="boundary must be .facility. or .it., got .rack."):
         res.power_w("rack")
 
 
@@ -339,9 +339,9 @@ def test_reducing_as_it_goes_gives_the_same_numbers(mit):
     swings = [f"swing_{w}s_w" for w in (1, 10, 60)]
     np.testing.assert_array_equal(mb[swings].to_numpy(float), ma[swings].to_numpy(float))
     np.testing.assert_allclose(red.pue_realised, full.pue_realised, rtol=1e-12)
-    np.testing.assert_allclose(red.quantile_bands(resolution="1min", scope="it")
+    np.testing.assert_allclose(red.quantile_bands(resolution="1min", boundary="it")
                                .drop(columns="interval_start_utc"),
-                               full.quantile_bands(resolution="1min", scope="it")
+                               full.quantile_bands(resolution="1min", boundary="it")
                                .drop(columns="interval_start_utc"), rtol=1e-9, atol=1e-6)
     assert "Power-swing forecast" in str(red.summary())
     with pytest.raises(PowerlabError, match="keep_ticks=True"):

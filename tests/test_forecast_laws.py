@@ -65,7 +65,7 @@ def test_energy_is_conserved_across_output_resolutions(shape, seed):
     for scope in ("facility", "it"):
         total = res.energy_j(scope).mean()
         for r in ("1s", "1min", "15min"):
-            sf = res.summary_frame(r, scope=scope)
+            sf = res.summary_frame(r, boundary=scope)
             dur = (sf["interval_end_utc"] - sf["interval_start_utc"]).dt.total_seconds()
             assert (sf["power_w_mean"] * dur).sum() == pytest.approx(total, rel=1e-9)
 

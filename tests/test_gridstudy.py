@@ -84,7 +84,7 @@ def test_pscad_file_read_format(ramp_trace, tmp_path, step_s):
 
 def test_powerfactory_elmfile_format(ramp_trace, tmp_path):
     p = write_grid_playback(ramp_trace, tmp_path / "pf.txt", "powerfactory", step_s=1.0,
-                            scope="it")
+                            boundary="it")
     data = check_elmfile(p.read_text())
     np.testing.assert_allclose(data[:, 1], ramp_trace.it_w.reshape(-1, 10).mean(axis=1)
                                / 1e6, atol=1e-6)
@@ -122,7 +122,7 @@ def test_it_only_trace_cannot_give_facility_power(tmp_path):
     tr = PowerTrace(0, 1.0, T0, np.ones(100), None)
     with pytest.raises(PowerlabError, match="PUE"):
         write_grid_playback(tr, tmp_path / "x.csv", "csv")
-    assert write_grid_playback(tr, tmp_path / "x.csv", "csv", scope="it").exists()
+    assert write_grid_playback(tr, tmp_path / "x.csv", "csv", boundary="it").exists()
 
 
 def test_export_grid_command_from_scenario_and_from_telemetry(tmp_path, capsys):

@@ -116,11 +116,11 @@ def _scenario():
 def test_meter_on_a_forecast_result_per_draw():
     res = forecast(_scenario(), draws=2, seed=4)
     m = Meter(interval_s=2.0, phase_s=1.0)
-    df = meter_forecast(res, m, scope="facility")
+    df = meter_forecast(res, m, boundary="facility")
     assert list(df.columns) == ["draw", "timestamp", "power_w"]
     assert sorted(df["draw"].unique()) == [0, 1]
     for d in (0, 1):
-        x, tick, t0 = tick_power(res, scope="facility", draw=d)
+        x, tick, t0 = tick_power(res, boundary="facility", draw=d)
         np.testing.assert_array_equal(x, res.facility_w[d])
         mine = df[df["draw"] == d].set_index("timestamp")["power_w"]
         pd.testing.assert_series_equal(mine, m.read(x, tick_s=tick, start_utc=t0),
@@ -131,7 +131,7 @@ def test_meter_on_a_forecast_result_per_draw():
         assert (a, b) == (20, 3580)  # readings at odd seconds, phase 1 s
         assert mine.mean() == pytest.approx(x[a:b].mean(), rel=1e-9)
     # one node's meter: 1/8 of the IT power when the 8 nodes run in step
-    one = meter_forecast(res, m, scope="it", draws=[1], share=1 / 8)
+    one = meter_forecast(res, m, boundary="it", draws=[1], share=1 / 8)
     assert one["power_w"].mean() == pytest.approx(res.it_w[1][20:3580].mean() / 8, rel=1e-9)
     # the meter removes what is faster than its interval
     assert one["power_w"].std() < (res.it_w[1] / 8).std()
@@ -144,8 +144,8 @@ def test_meter_on_one_draw_as_handed_to_on_draw():
         draw, tick_s, start_utc = 0, res.tick_s, res.start_utc
         it_w, facility_w = res.it_w[0], res.facility_w[0]
 
-    a = meter_forecast(DrawPower(), Meter(2.0), scope="it")
-    b = meter_forecast(res, Meter(2.0), scope="it")
+    a = meter_forecast(DrawPower(), Meter(2.0), boundary="it")
+    b = meter_forecast(res, Meter(2.0), boundary="it")
     pd.testing.assert_frame_equal(a, b)
 
 
@@ -178,7 +178,7 @@ def test_sum_meters_holds_each_meters_last_reading():
     (lambda: meter_readings(pd.Series([1.0, 2.0]), interval_s=1.0), "DatetimeIndex"),
     (lambda: meter_readings(np.ones(10), tick_s=0.1, start_utc=T0, times=["x"]), "times"),
     (lambda: tick_power(object()), "cannot read per-tick power"),
-    (lambda: tick_power(forecast(_scenario(), draws=1), scope="grid"), "scope"),
+    (lambda: tick_power(forecast(_scenario(), draws=1), boundary="grid"), "boundary"),
     (lambda: tick_power(forecast(_scenario(), draws=1), draw=3), "draw 3"),
     (lambda: sum_meters(pd.DataFrame({"x": [1]})), "columns"),
     (lambda: meter_forecast(forecast(_scenario(), draws=1), share=0.0), "share"),

@@ -58,7 +58,7 @@ def test_units_convert_to_si_and_metric_names():
     assert spec["o"].window_s == 60.0                       # the stated default
     assert spec["r2"].metric == "ramp_down_of_60s_means"
     assert spec["o"].metric == "band_rms_0.1_2hz_worst_60s_window"
-    assert spec.scope == "facility" and spec.max_exceed_probability == 0.0
+    assert spec.boundary == "facility" and spec.max_exceed_probability == 0.0
     assert len(spec.hash()) == 64 and spec.hash() == parse_requirements(GOOD).hash()
 
 
@@ -93,11 +93,11 @@ BAD = [
     (_doc(kind="oscillation", unit="MW", band_hz="0.1-2", measure="rms", window_s=None),
      "requirements[0].band_hz", "[low, high]"),
     (_doc(kind="oscillation", unit="MW", band_hz=[0.1, 2], measure="max", window_s=None),
-     "requirements[0].measure", "one of"),
+     "requirements[0].measure", "expected 'rms' or 'peak_to_peak', got 'max'"),
     (_doc(kind="ride_through", unit="MW", residual_voltage_pu=1.0, sag_duration_s=1,
           window_s=None), "requirements[0].residual_voltage_pu", "below 1 pu"),
     ({**yaml.safe_load(GOOD), "requirements": []}, "requirements", "non-empty list"),
-    ({**yaml.safe_load(GOOD), "scope": "site"}, "scope", "one of"),
+    ({**yaml.safe_load(GOOD), "boundary": "site"}, "boundary", "expected 'facility' or 'it'"),
     ({**yaml.safe_load(GOOD), "max_exceed_probability": 1}, "max_exceed_probability",
      "below 1"),
     ({**yaml.safe_load(GOOD), "grid_modes": {"name": "m"}}, "grid_modes", "list"),
@@ -140,8 +140,8 @@ def test_duplicate_requirement_names_refused():
 
 @pytest.mark.bad_input("requirements")
 def test_duplicate_yaml_key_refused_with_both_lines():
-    text = GOOD.replace("name: t\n", "name: t\nscope: it\nscope: facility\n")
-    with pytest.raises(ScenarioError, match="duplicate key 'scope' on lines 3 and 4"):
+    text = GOOD.replace("name: t\n", "name: t\nboundary: it\nboundary: facility\n")
+    with pytest.raises(ScenarioError, match="duplicate key 'boundary' on lines 3 and 4"):
         parse_requirements(text)
 
 

@@ -58,7 +58,7 @@ def test_small_scenario_values_and_defaults():
     (lambda d: d["site"].__setitem__("tz", "Mars/Olympus"), "site.tz", "time zone"),
     (lambda d: d["mitigations"].__setitem__("battery", {"power_megawatts": 5}),
      "mitigations.battery.energy_megawatt_hours", "required"),
-    (lambda d: d["limits"].__setitem__("scope", "rack"), "limits.scope", "'facility'"),
+    (lambda d: d["limits"].__setitem__("boundary", "rack"), "limits.boundary", "'facility'"),
     (lambda d: d.__setitem__("jobs", []), "jobs", "non-empty"),
     (lambda d: d["jobs"][1].__setitem__("name", "pretrain"), "jobs[1].name", "duplicate"),
     (lambda d: d["jobs"][0].__setitem__("duration_s", 100), "jobs[0].duration_s",

@@ -31,7 +31,7 @@ def _hazard(second_job_rate=0.0):
 
 
 def _band_z(res, hours):
-    qb = res.quantile_bands((0.1, 0.9), "1h", scope="it")
+    qb = res.quantile_bands((0.1, 0.9), "1h", boundary="it")
     width = (qb["power_w_q90"] - qb["power_w_q10"]).to_numpy()
     se = np.hypot(qb["power_w_q10_se"], qb["power_w_q90_se"]).to_numpy()
     ref = np.median(width[1:6])
@@ -50,12 +50,12 @@ def test_band_width_is_constant_under_a_constant_hazard():
 def test_standard_errors_match_their_definitions():
     res = forecast(_hazard(), draws=60, seed=2)
     _, vals = interval_statistic(res, "1h", "it")
-    ex = res.exceedance([np.median(vals)], "1h", scope="it")
+    ex = res.exceedance([np.median(vals)], "1h", boundary="it")
     k = (vals > np.median(vals)).sum(axis=0)
     p = (k + 2) / 64
     np.testing.assert_allclose(ex["probability"], k / 60)
     np.testing.assert_allclose(ex["probability_se"], np.sqrt(p * (1 - p) / 64))
-    qb = res.quantile_bands((0.1, 0.5, 0.9), "1h", scope="it")
+    qb = res.quantile_bands((0.1, 0.5, 0.9), "1h", boundary="it")
     for h in (1, 7):
         mj = mstats.mjci(vals[:, h] - vals[:, h].mean(), prob=[0.1, 0.5, 0.9])
         np.testing.assert_allclose(qb.loc[h, ["power_w_q10_se", "power_w_q50_se",
@@ -63,7 +63,7 @@ def test_standard_errors_match_their_definitions():
                                    rtol=1e-6, atol=1e-3)
     # errors fall as 1/sqrt(draws): 4x the draws, about half the error
     big = forecast(_hazard(), draws=240, seed=2).exceedance([np.median(vals)], "1h",
-                                                            scope="it")
+                                                            boundary="it")
     ratio = ex["probability_se"].mean() / big["probability_se"].mean()
     assert 1.7 < ratio < 2.3
 
@@ -72,7 +72,7 @@ def test_draws_chosen_for_a_target_error():
     assert draws_for_standard_error(0.05) == 100
     assert draws_for_standard_error(0.01, p=0.1) == 900
     res, se = forecast_to_target(_hazard(), 0.04, thresholds_w=[50_000.0],
-                                 resolution="1h", scope="it", draws0=20)
+                                 resolution="1h", boundary="it", draws0=20)
     assert se <= 0.04 * 1.05
     assert res.draws > 20
 

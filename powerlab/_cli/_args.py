@@ -58,3 +58,31 @@ def special_paths(args) -> str | None:
                 return (f"{v} is not a regular file or folder (a FIFO, socket or device); "
                         "give a file")
     return None
+
+
+class _RenamedFlag(argparse.Action):
+    """An old flag kept as a hidden alias of its new name for one release."""
+
+    def __init__(self, option_strings, dest, new: str = "", **kw):
+        self.new = new
+        super().__init__(option_strings, dest, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import sys
+        import warnings
+
+        msg = (f"{option_string} is renamed {self.new}; the old flag will be removed in "
+               "the next release")
+        print(f"{parser.prog}: warning: {msg}", file=sys.stderr)   # one line, always shown
+        warnings.warn(msg, DeprecationWarning, stacklevel=2)
+        setattr(namespace, self.dest, values)
+
+
+def add_renamed_flag(p, new: str, old: str, **kw) -> None:
+    """Add ``new`` (``--boundary``) and keep ``old`` (``--scope``) as a hidden alias that
+    warns (:class:`DeprecationWarning`) and sets the same value."""
+    dest = new.lstrip("-").replace("-", "_")
+    p.add_argument(new, dest=dest, **kw)
+    alias = {k: v for k, v in kw.items() if k in ("choices", "type")}
+    p.add_argument(old, dest=dest, action=_RenamedFlag, new=new, help=argparse.SUPPRESS,
+                   default=argparse.SUPPRESS, **alias)

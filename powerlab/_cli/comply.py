@@ -25,7 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("source", type=Path,
                    help="scenario YAML, telemetry store folder or canonical .parquet file")
-    p.add_argument("--requirements", type=Path, required=True, help="requirement spec YAML")
+    p.add_argument("--requirements", type=Path, default=None,
+                   help="requirement spec YAML (default for a scenario: its own limits: "
+                        "block, read as a requirement spec)")
     p.add_argument("--out", type=Path, required=True, help="output folder")
     p.add_argument("--draws", type=int, default=20, help="Monte Carlo draws (default 20)")
     add_seed(p)
@@ -90,8 +92,18 @@ def run(args) -> int:
     from ..telemetry.timeutil import to_utc
 
     check_draws_out_sags(args)
-    spec = read_requirements(args.requirements)
+    spec = read_requirements(args.requirements) if args.requirements is not None else None
     source = open_source(args.source)
+    if spec is None:
+        if not isinstance(source, Scenario):
+            raise PowerlabError("--requirements is required for measured telemetry (a "
+                                "scenario without it is checked against its limits: block)")
+        from ..grid.requirements import limits_spec
+
+        spec = limits_spec(source.limits, name=f"limits of scenario {source.name!r}")
+        if not spec.requirements:
+            raise PowerlabError(f"scenario {source.name!r} sets no limits (every limits: "
+                                "value is 0); give --requirements SPEC.yaml")
     sags = read_sags(args.sags) if args.sags is not None else None
     start, end = (to_utc(args.start, what="--start", optional=True),
                   to_utc(args.end, what="--end", optional=True))

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from ..outputs import add_force, guard_outputs
-from ._args import add_seed
+from ._args import add_renamed_flag, add_seed
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,8 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--step-s", type=float, default=None,
                    help="playback step, a whole number of ticks, e.g. 1 (default: the tick, "
                         "no resampling) [s]")
-    p.add_argument("--scope", choices=["facility", "it"], default="facility",
-                   help="facility (point of interconnection, default) or IT power")
+    add_renamed_flag(p, "--boundary", "--scope", choices=["facility", "it"],
+                     default="facility",
+                     help="facility (point of interconnection, default) or IT power")
     p.add_argument("--draw", type=int, default=0, help="forecast draw to export (default 0)")
     add_seed(p)
     p.add_argument("--tick-s", type=float, default=None,
@@ -69,10 +70,10 @@ def run(args) -> int:
         trace = trace_from_telemetry(source, tick_s=args.tick_s, pue=args.pue,
                                      base_load_w=args.base_load_w)
     path = write_grid_playback(trace, args.out, args.fmt, step_s=args.step_s,
-                               scope=args.scope)
+                               boundary=args.boundary)
     from ..interconnect.gridstudy import represented_band
 
     step = trace.tick_s if args.step_s is None else args.step_s
-    print(f"wrote {path} ({args.fmt}, {args.scope} power, {step:g}-s steps; "
+    print(f"wrote {path} ({args.fmt}, {args.boundary} power, {step:g}-s steps; "
           f"{represented_band(step, trace.tick_s)[2]})")
     return 0

@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._args import add_renamed_flag
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("flex", help="flexibility: offer, curtailment plan, verification",
@@ -45,8 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "cap_megawatts) or OpenADR 3 event JSON")
     q.add_argument("--requirements", type=Path, required=True, help="requirement spec YAML")
     q.add_argument("--out", type=Path, required=True, help="output folder")
-    q.add_argument("--scope", choices=("it", "facility"), default="it",
-                   help="which power the caps apply to (default it)")
+    add_renamed_flag(q, "--boundary", "--scope", choices=("it", "facility"), default="it",
+                     help="which power the caps apply to: IT (default) or facility (the "
+                          "point of interconnection)")
     q.add_argument("--response-s", type=float, default=30.0,
                    help="each cap must hold from its start plus this [s] (default 30)")
     q.add_argument("--averaging-s", type=float, default=60.0,
@@ -140,9 +143,9 @@ def run_plan(args) -> int:
     from ..flex.plan import plan_curtailment
     from ..flex.targets import read_targets
 
-    floor, top = _site_bounds(sc, args.scope)
+    floor, top = _site_bounds(sc, args.boundary)
     tg = read_targets(args.target, floor_w=floor, max_w=top, now=sc.start_utc,
-                      horizon_end=sc.end_utc, tz=args.tz, scope=args.scope)
+                      horizon_end=sc.end_utc, tz=args.tz, scope=args.boundary)
     plan = plan_curtailment(sc, tg, spec=spec, response_s=args.response_s,
                             averaging_s=args.averaging_s, draws=args.draws, seed=args.seed)
     paths = plan.write(args.out)

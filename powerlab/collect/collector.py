@@ -66,6 +66,7 @@ from typing import Self
 
 import pandas as pd
 
+from .._options import choice
 from ..exceptions import NVMLError, PowerlabError, StoreError
 from . import nvml
 from .batch import PowerBatch
@@ -233,9 +234,7 @@ class Collector(FaultHandling):
         self._dropped_span: list[int] = []
         self._every = {g: 1 for g in nvml.GROUPS}
         for g, s in (signal_intervals_s or {}).items():
-            if g not in nvml.GROUPS:
-                raise PowerlabError(f"signal_intervals_s: unknown signal group {g!r}; "
-                                    f"expected one of {list(nvml.GROUPS)}")
+            choice(g, "signal_intervals_s: signal group", tuple(nvml.GROUPS))
             if not s >= interval_s:
                 raise PowerlabError(f"signal_intervals_s[{g!r}] = {s} s is shorter than "
                                     f"interval_s = {interval_s} s")

@@ -38,7 +38,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from ..exceptions import GPULostError, NVMLError, NVMLUnavailableError, PowerlabError
+from .._options import choice
+from ..exceptions import GPULostError, NVMLError, NVMLUnavailableError
 
 try:  # the optional dependency: pip install "powerlab[nvml]"
     import pynvml
@@ -558,8 +559,7 @@ def group_mask(names: Iterable[str]) -> int:
     """Bit set for signal-group names (see :data:`GROUPS`)."""
     mask = 0
     for n in names:
-        if n not in _GROUP_BIT:
-            raise PowerlabError(f"unknown signal group {n!r}; expected one of {list(GROUPS)}")
+        choice(n, "signal group", tuple(GROUPS))
         mask |= _GROUP_BIT[n]
     return mask
 

@@ -320,7 +320,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     alloc = _Allocator(scenario, cv)
     base = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s)
     reqs = _ramp_reqs(spec)
-    scope_spec = getattr(spec, "scope", "facility")
+    scope_spec = getattr(spec, "boundary", "facility")
     b_scope = base.power_w(scope_spec) if reqs else None
     conv = g.pue_max if scope_spec == "facility" else 1.0
     r_down, r_up = _allowed_rates(alloc, reqs, b_scope, conv, tick_s,

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._options import choice
 from ..exceptions import ParseError, PowerlabError
 from ..telemetry.timeutil import to_utc
 
@@ -346,8 +347,7 @@ def read_targets(path, *, floor_w: float, max_w: float, now=None, horizon_end=No
     scope : {'it', 'facility'}
     """
     path = Path(path)
-    if scope not in ("it", "facility"):
-        raise PowerlabError(f"scope must be 'it' or 'facility', got {scope!r}")
+    choice(scope, "scope", ("it", "facility"))
     tz = _zone(tz, {"path": path})
     if path.suffix.lower() == ".json":
         try:

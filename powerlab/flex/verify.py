@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._options import choice
 from .._summary import Summary
 from ..exceptions import AnalysisError, ParseError, PowerlabError
 from ..outputs import output_folder
@@ -226,9 +227,7 @@ def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_
     -------
     Verification
     """
-    if forecast_scope not in ("it", "facility"):
-        raise PowerlabError(f"forecast_scope must be 'it' or 'facility', got "
-                            f"{forecast_scope!r}")
+    choice(forecast_scope, "forecast_scope", ("it", "facility"))
     bad = [m for m in methods if m not in BASELINE_METHODS]
     if bad:
         raise PowerlabError(f"unknown baseline method(s) {bad}; known: {BASELINE_METHODS}")

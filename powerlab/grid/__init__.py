@@ -1,7 +1,8 @@
 """Facility power: scenarios, calibration on measured power, the forecast engine, swing
-metrics, mitigations and the exports handed to facilities teams.  What a utility asks of
-the site (requirement specs, compliance, mitigation sizing, study exports) is the
-downstream wing :mod:`powerlab.interconnect`.
+metrics, limits (a scenario's ``limits:`` and a utility's requirement specs, one
+evaluation), mitigations and the exports handed to facilities teams.  Checking a site
+against a utility's spec (compliance, mitigation sizing, study exports) is the downstream
+wing :mod:`powerlab.interconnect`.
 
 Modules
 -------
@@ -22,7 +23,10 @@ Modules
 :mod:`~powerlab.grid.battery`      battery dispatch at the point of interconnection
 :mod:`~powerlab.grid.results`      ForecastResult and its summary
 :mod:`~powerlab.grid.ramps`        ramps of window means (one definition for every wing)
-:mod:`~powerlab.grid.swings`       swings, ramps, spectrum, limit checks
+:mod:`~powerlab.grid.loadmetrics`  the metrics limits are stated in: ramps, deviation, bands, steps
+:mod:`~powerlab.grid.requirements` limits as requirement specs (YAML or a scenario's limits:)
+                                   and their one evaluation
+:mod:`~powerlab.grid.swings`       swings, ramps, spectrum, limit violation episodes
 :mod:`~powerlab.grid.mitigations`  what-ifs: what each mitigation removes and costs
 :mod:`~powerlab.grid.export`       the facilities CSV and its JSON sidecar
 
@@ -70,6 +74,10 @@ _EXPORTS = {
     ),
     "ramps": (
         "ramp_of_means",
+    ),
+    "requirements": (
+        "RequirementSpec", "evaluate_power", "limits_spec", "parse_requirements",
+        "read_requirements",
     ),
     "swings": (
         "check_limits", "swing_metrics",

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .._options import renamed_keywords
 from ..exceptions import ScenarioError
 from .timebase import to_ticks
 from .yamlspec import Section
@@ -327,14 +328,15 @@ def sag_load_loss_vs_baseline(power_w: np.ndarray, baseline_w: np.ndarray, tick_
     return during, after
 
 
-def disturbance_summary(res, scope: str = "facility", baseline=None) -> pd.DataFrame:
+@renamed_keywords(scope="boundary")
+def disturbance_summary(res, boundary: str = "facility", baseline=None) -> pd.DataFrame:
     """Per sag: load lost at the point of interconnection and the recovery.
 
     Parameters
     ----------
     res : ForecastResult
         A forecast with disturbances (kept ticks).
-    scope : {'facility', 'it'}
+    boundary : {'facility', 'it'}
     baseline : ForecastResult, optional
         The same forecast without disturbances (same seed, draws and tick); default: run
         it (one more engine run, ``res.sag_free()``, which the engine attaches).
@@ -364,8 +366,8 @@ def disturbance_summary(res, scope: str = "facility", baseline=None) -> pd.DataF
             raise ScenarioError("the load lost in a sag needs the same forecast without "
                                 "the disturbances: pass baseline=", key="baseline")
         baseline = rerun()
-    x = res.power_w(scope)
-    x0 = baseline.power_w(scope)
+    x = res.power_w(boundary)
+    x0 = baseline.power_w(boundary)
     if x0.shape != x.shape:
         raise ScenarioError("the baseline forecast differs in draws or ticks", key="baseline")
     tick = res.tick_s

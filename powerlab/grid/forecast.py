@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 from scipy import signal, special
 
+from .._options import renamed_keywords
 from ..exceptions import PowerlabError, ScenarioError
 from .chunks import DEFAULT_CHUNK_TICKS, dense_chunks, it_power_chunks, job_steps
 from .chunks import chunk_ticks as _chunk_len
@@ -723,8 +724,9 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     return res
 
 
+@renamed_keywords(scope="boundary")
 def forecast_to_target(scenario, target_se: float, *, thresholds_w=None,
-                       probs=(0.1, 0.9), resolution="15min", scope: str = "facility",
+                       probs=(0.1, 0.9), resolution="15min", boundary: str = "facility",
                        draws0: int = 20, max_draws: int = 2000, seed: int = 0,
                        tick_s: float | None = None):
     """Forecast with enough draws that every reported figure reaches a target MC error.
@@ -746,10 +748,10 @@ def forecast_to_target(scenario, target_se: float, *, thresholds_w=None,
 
     def worst(res):
         if thresholds_w is not None:
-            return float(exceedance_frame(res, thresholds_w, resolution, scope)
+            return float(exceedance_frame(res, thresholds_w, resolution, boundary)
                          ["probability_se"].max())
-        qb = quantile_bands(res, probs, resolution, scope)
-        mean = interval_statistic(res, resolution, scope)[1].mean(axis=0)
+        qb = quantile_bands(res, probs, resolution, boundary)
+        mean = interval_statistic(res, resolution, boundary)[1].mean(axis=0)
         ses = qb[[c for c in qb.columns if c.endswith("_se")]].to_numpy()
         return float((ses / np.abs(mean)[:, None]).max())
 

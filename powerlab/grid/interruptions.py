@@ -57,6 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .._options import choice
 from ..telemetry.events import LLAMA3_SNAPSHOT, ROOT_CAUSES
 from .yamlspec import Section
 
@@ -181,8 +182,7 @@ def parse_interruptions(s: Section) -> InterruptionModel:
     Errors name the key path (``jobs[0].interruptions.rates_per_gpu_h.faulty_gpu``).
     """
     model = s.string("model", "none")
-    if model not in ("llama3", "none"):
-        raise s.error("model", f"expected 'llama3' or 'none', got {model!r}")
+    choice(model, None, ("llama3", "none"), error=lambda m: s.error("model", m))
     scale = s.number("scale", 1.0, hi=1e4)
     rec = s.section("restart")
     defaults = LLAMA3_RECOVERY_S if model == "llama3" else {}

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .._options import choice, renamed_keywords
 from ..exceptions import PowerlabError
 from ..telemetry.timeutil import to_utc
 
@@ -187,7 +188,8 @@ def meter_readings(power_w, *, interval_s: float = 2.0, phase_s: float = 0.0,
     return pd.Series(out, index=inst, name="power_w")
 
 
-def tick_power(forecast, *, scope: str = "it", draw: int = 0
+@renamed_keywords(scope="boundary")
+def tick_power(forecast, *, boundary: str = "it", draw: int = 0
                ) -> tuple[np.ndarray, float, pd.Timestamp]:
     """Per-tick power of one draw of a forecast: ``(power_w, tick_s, start_utc)``.
 
@@ -196,18 +198,17 @@ def tick_power(forecast, *, scope: str = "it", draw: int = 0
     Parameters
     ----------
     forecast : ForecastResult or DrawPower
-        A forecast result holding per-tick power (``power_w(scope)``), or one draw's power
+        A forecast result holding per-tick power (``power_w(boundary)``), or one draw's power
         as handed to an ``on_draw`` callback (``it_w``, ``facility_w``, ``tick_s``,
         ``start_utc``).
-    scope : {'it', 'facility'}, default 'it'
+    boundary : {'it', 'facility'}, default 'it'
     draw : int, default 0
         Which draw of a ForecastResult [-].
     """
-    if scope not in ("it", "facility"):
-        raise PowerlabError(f"scope must be 'it' or 'facility', got {scope!r}")
+    choice(boundary, "boundary", ("it", "facility"))
     if hasattr(forecast, "power_w") and callable(forecast.power_w):
         try:
-            x = forecast.power_w(scope)
+            x = forecast.power_w(boundary)
         except (AttributeError, TypeError, KeyError) as exc:
             raise PowerlabError("this forecast result keeps no per-tick power; run the "
                                 "forecast keeping its ticks, or apply the meter per draw "
@@ -215,14 +216,15 @@ def tick_power(forecast, *, scope: str = "it", draw: int = 0
         if not 0 <= draw < x.shape[0]:
             raise PowerlabError(f"draw {draw} is not in 0..{x.shape[0] - 1}")
         return np.asarray(x[draw]), float(forecast.tick_s), forecast.start_utc
-    if hasattr(forecast, f"{scope}_w") and hasattr(forecast, "tick_s"):
-        return (np.asarray(getattr(forecast, f"{scope}_w")), float(forecast.tick_s),
+    if hasattr(forecast, f"{boundary}_w") and hasattr(forecast, "tick_s"):
+        return (np.asarray(getattr(forecast, f"{boundary}_w")), float(forecast.tick_s),
                 forecast.start_utc)
     raise PowerlabError(f"cannot read per-tick power from a {type(forecast).__name__}; "
                         "pass a ForecastResult or a per-draw DrawPower")
 
 
-def meter_forecast(forecast, meter: Meter | None = None, *, scope: str = "it",
+@renamed_keywords(scope="boundary")
+def meter_forecast(forecast, meter: Meter | None = None, *, boundary: str = "it",
                    draws=None, times=None, share: float = 1.0) -> pd.DataFrame:
     """What a meter would read of a forecast, per draw.
 
@@ -232,7 +234,7 @@ def meter_forecast(forecast, meter: Meter | None = None, *, scope: str = "it",
         See :func:`tick_power`.
     meter : Meter, optional
         Interval and phase (default: 2-s interval, phase 0).
-    scope : {'it', 'facility'}, default 'it'
+    boundary : {'it', 'facility'}, default 'it'
         Which power the meter sees.
     draws : sequence of int, optional
         Draws to read (default: all of a ForecastResult; a DrawPower is one draw).
@@ -256,9 +258,9 @@ def meter_forecast(forecast, meter: Meter | None = None, *, scope: str = "it",
     frames = []
     for d in draws:
         if hasattr(forecast, "power_w") and callable(forecast.power_w):
-            x, tick, t0 = tick_power(forecast, scope=scope, draw=int(d))
+            x, tick, t0 = tick_power(forecast, boundary=boundary, draw=int(d))
         else:
-            x, tick, t0 = tick_power(forecast, scope=scope)
+            x, tick, t0 = tick_power(forecast, boundary=boundary)
         r = meter.read(x * share, tick_s=tick, start_utc=t0, times=times)
         frames.append(pd.DataFrame({"draw": int(d), "timestamp": r.index,
                                     "power_w": r.to_numpy()}))

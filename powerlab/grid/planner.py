@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .._options import renamed_keywords
 from ..exceptions import AnalysisError, PowerlabError
 from .ramps import ramp_of_means, whole_ticks
 
@@ -127,13 +128,14 @@ def _on_boundary(start_utc, window_s: float) -> bool:
     return pd.Timestamp(start_utc).value % round(window_s * 1e9) == 0
 
 
-def planner_figures(result, scope: str = "facility") -> pd.DataFrame:
+@renamed_keywords(scope="boundary")
+def planner_figures(result, boundary: str = "facility") -> pd.DataFrame:
     """Planner figures of a forecast, one row per draw.
 
     Parameters
     ----------
     result : ForecastResult
-    scope : {'facility', 'it'}
+    boundary : {'facility', 'it'}
 
     Returns
     -------
@@ -142,7 +144,7 @@ def planner_figures(result, scope: str = "facility") -> pd.DataFrame:
         A ramp over 1-s means is NaN when the tick does not divide 1 s; a figure whose
         window does not fit twice (ramps) or once (demand) into the horizon is NaN.
     """
-    x = result.power_w(scope)
+    x = result.power_w(boundary)
     tick = result.tick_s
     rows = []
     peak = demand_peak_w(x, tick, result.start_utc)
@@ -155,13 +157,14 @@ def planner_figures(result, scope: str = "facility") -> pd.DataFrame:
                 row[col] = ramp_of_means(x[d], tick, win) * scale
             except AnalysisError:  # window not whole ticks, or horizon too short
                 row[col] = np.nan
-        mean_mw = x[d].mean() / 1e6
-        row["load_factor"] = mean_mw / row["peak_demand_megawatts_15min"]
+        mean_megawatts = x[d].mean() / 1e6
+        row["load_factor"] = mean_megawatts / row["peak_demand_megawatts_15min"]
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def planner_summary(result, scope: str = "facility") -> pd.DataFrame:
+@renamed_keywords(scope="boundary")
+def planner_summary(result, boundary: str = "facility") -> pd.DataFrame:
     """Median, 90th percentile and worst case over draws of each planner figure.
 
     The worst case is the maximum, except for the load factor (the minimum).
@@ -173,7 +176,7 @@ def planner_summary(result, scope: str = "facility") -> pd.DataFrame:
         (the value that 10 % of draws are worse than: the 90th percentile, or the 10th
         for the load factor) and ``worst``.
     """
-    fig = planner_figures(result, scope)
+    fig = planner_figures(result, boundary)
     out = {}
     for col, (label, _) in PLANNER_FIGURES.items():
         v = fig[col].to_numpy(dtype=float)

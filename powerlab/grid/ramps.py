@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._options import choice
 from ..exceptions import AnalysisError
 
 __all__ = ["RAMP_DEFINITIONS", "pick_direction", "power_series", "ramp_label", "ramp_of_means",
@@ -65,9 +66,8 @@ def pick_direction(up: float, down: float, direction: str) -> float:
         return up
     if direction == "down":
         return down
-    if direction == "both":
-        return max(up, down)
-    raise AnalysisError(f"direction must be 'up', 'down' or 'both', got {direction!r}")
+    choice(direction, "direction", ("up", "down", "both"), error=AnalysisError)
+    return max(up, down)
 
 
 def ramp_of_means(power_w, tick_s: float, window_s: float, direction: str = "both") -> float:

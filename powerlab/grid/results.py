@@ -12,6 +12,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from .._options import choice, renamed_keywords
 from .._summary import Summary
 from ..exceptions import PowerlabError
 from .battery import battery_dispatch
@@ -182,20 +183,20 @@ class ForecastResult:
         out.setflags(write=False)
         return out
 
-    def power_w(self, scope: str = "facility") -> np.ndarray:
-        """Power of one scope, ``"facility"`` or ``"it"``, shape (draws, ticks) [W]."""
-        if scope not in ("facility", "it"):
-            raise PowerlabError(f"scope must be 'facility' or 'it', got {scope!r}")
+    @renamed_keywords(scope="boundary")
+    def power_w(self, boundary: str = "facility") -> np.ndarray:
+        """Power of one boundary, ``"facility"`` or ``"it"``, shape (draws, ticks) [W]."""
+        choice(boundary, "boundary", ("facility", "it"))
         self._need_ticks("power_w()")
-        return self.facility_w if scope == "facility" else self.it_w
+        return self.facility_w if boundary == "facility" else self.it_w
 
-    def energy_j(self, scope: str = "facility") -> np.ndarray:
+    @renamed_keywords(scope="boundary")
+    def energy_j(self, boundary: str = "facility") -> np.ndarray:
         """Energy over the horizon per draw [J]."""
         if self._it is None:
-            if scope not in ("facility", "it"):
-                raise PowerlabError(f"scope must be 'facility' or 'it', got {scope!r}")
-            return self.reduced.energy[scope]
-        return self.power_w(scope).sum(axis=1) * self.tick_s
+            choice(boundary, "boundary", ("facility", "it"))
+            return self.reduced.energy[boundary]
+        return self.power_w(boundary).sum(axis=1) * self.tick_s
 
     # -- frames ------------------------------------------------------------------------
     @cached_property
@@ -215,17 +216,18 @@ class ForecastResult:
         df["scope"] = df["scope"].astype("string")
         return df
 
-    def summary_frame(self, resolution="1min", scope: str | None = None,
+    @renamed_keywords(scope="boundary")
+    def summary_frame(self, resolution="1min", boundary: str | None = None,
                       alpha: float = 0.2) -> pd.DataFrame:
-        """Interval statistics, one row per interval and scope.
+        """Interval statistics, one row per interval and boundary.
 
         Parameters
         ----------
         resolution : str or float
             Interval length (``'1s'``, ``'1min'``, ``'15min'`` or seconds), a whole
             number of ticks.
-        scope : {'facility', 'it'}, optional
-            Only this scope (default: both).
+        boundary : {'facility', 'it'}, optional
+            Only this boundary (default: both).
         alpha : float, default 0.2
             The band is the ``alpha/2`` and ``1 - alpha/2`` quantiles across draws of the
             interval mean (p10/p90 for the default).
@@ -233,7 +235,7 @@ class ForecastResult:
         Returns
         -------
         DataFrame
-            ``interval_start_utc, interval_end_utc, scope, power_w_mean`` (mean over
+            ``interval_start_utc, interval_end_utc, boundary, power_w_mean`` (mean over
             draws of the interval mean), ``power_w_min``/``power_w_max`` (extremes over
             ticks and draws), ``power_w_p10``/``power_w_p90`` (band of the interval
             mean across draws), ``ramp_up_w_per_s_max``/``ramp_down_w_per_s_max``
@@ -255,7 +257,7 @@ class ForecastResult:
         ev_text = [""] * len(edges)
         for i, lab in zip(idx[ok], labels[ok]):
             ev_text[i] = lab if not ev_text[i] else ev_text[i] + "; " + lab
-        scopes = [scope] if scope else ["facility", "it"]
+        scopes = [boundary] if boundary else ["facility", "it"]
         frames = []
         for sc in scopes:
             if red is not None:
@@ -292,19 +294,21 @@ class ForecastResult:
         df["events"] = df["events"].astype("string")
         return df
 
-    def exceedance(self, thresholds_w, resolution="15min", scope: str = "facility",
+    @renamed_keywords(scope="boundary")
+    def exceedance(self, thresholds_w, resolution="15min", boundary: str = "facility",
                    statistic: str = "mean") -> pd.DataFrame:
         """``P(power > x)`` per interval and threshold with its Monte Carlo standard error
         (:func:`powerlab.grid.uncertainty.exceedance_frame`)."""
         from .uncertainty import exceedance_frame
-        return exceedance_frame(self, thresholds_w, resolution, scope, statistic)
+        return exceedance_frame(self, thresholds_w, resolution, boundary, statistic)
 
+    @renamed_keywords(scope="boundary")
     def quantile_bands(self, probs=(0.1, 0.5, 0.9), resolution="15min",
-                       scope: str = "facility", statistic: str = "mean") -> pd.DataFrame:
+                       boundary: str = "facility", statistic: str = "mean") -> pd.DataFrame:
         """Quantiles of the interval power across draws with their Monte Carlo standard
         errors (:func:`powerlab.grid.uncertainty.quantile_bands`)."""
         from .uncertainty import quantile_bands
-        return quantile_bands(self, probs, resolution, scope, statistic)
+        return quantile_bands(self, probs, resolution, boundary, statistic)
 
     # -- metrics -----------------------------------------------------------------------
     @cached_property

@@ -43,6 +43,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,12 +51,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._options import choice, renamed_keywords
 from ..exceptions import ScenarioError
 from .disturbances import VoltageSag, parse_disturbances
 from .interruptions import InterruptionModel, parse_interruptions
 from .yamlspec import Section, load_yaml
 
 __all__ = [
+    "BOUNDARIES",
     "Battery",
     "CoolingModel",
     "Hardware",
@@ -331,14 +334,21 @@ class Mitigations:
                     or self.stagger_starts_s or self.battery is not None)
 
 
+#: Where the power of a site is taken (issue 26: ``boundary``, not ``scope``, which names
+#: telemetry rows): ``"facility"``, the point of interconnection (IT load, its electrical
+#: losses, cooling and base load), or ``"it"``, the IT load alone.
+BOUNDARIES = ("facility", "it")
+
+
 @dataclass(frozen=True)
 class Limits:
     """Limits the utility or the site sets; 0 means no limit.
 
     Attributes
     ----------
-    scope : str
-        ``"facility"`` or ``"it"``: which power the limits apply to.
+    boundary : str
+        ``"facility"`` (the point of interconnection) or ``"it"``: which power the limits
+        apply to (YAML key ``boundary``; the old name ``scope`` is accepted, deprecated).
     ramp_up_megawatts_per_s, ramp_down_megawatts_per_s : float
         Largest allowed rise and fall rates [MW/s].
     swing_1s_megawatts, swing_10s_megawatts, swing_60s_megawatts : float
@@ -348,7 +358,7 @@ class Limits:
         bands [MW].
     """
 
-    scope: str = "facility"
+    boundary: str = "facility"
     ramp_up_megawatts_per_s: float = 0.0
     ramp_down_megawatts_per_s: float = 0.0
     swing_1s_megawatts: float = 0.0
@@ -357,6 +367,15 @@ class Limits:
     band_0p1_2hz_megawatts: float = 0.0
     band_2_20hz_megawatts: float = 0.0
 
+    @property
+    def scope(self) -> str:
+        """Deprecated name of :attr:`boundary`."""
+        warnings.warn("Limits.scope is renamed Limits.boundary; the old name will be "
+                      "removed in the next release", DeprecationWarning, stacklevel=2)
+        return self.boundary
+
+
+Limits.__init__ = renamed_keywords(scope="boundary")(Limits.__init__)
 
 @dataclass(frozen=True)
 class Scenario:
@@ -627,13 +646,13 @@ def _mitigations(s: Section) -> Mitigations:
 
 
 def _limits(s: Section) -> Limits:
-    scope = s.string("scope", "facility")
-    if scope not in ("facility", "it"):
-        raise s.error("scope", f"expected 'facility' or 'it', got {scope!r}")
+    s.renamed("scope", "boundary")
+    boundary = s.string("boundary", "facility")
+    choice(boundary, None, BOUNDARIES, error=lambda m: s.error("boundary", m))
     kw = {f.name: s.number(f.name, 0.0, hi=MAX_SITE_W / 1e6) for f in dataclasses.fields(Limits)
-          if f.name != "scope"}
+          if f.name != "boundary"}
     s.finish()
-    return Limits(scope=scope, **kw)
+    return Limits(boundary=boundary, **kw)
 
 
 def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> Scenario:

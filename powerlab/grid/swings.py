@@ -281,8 +281,53 @@ def _episodes(mask: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)))
 
 
+def _runs(req, x: np.ndarray, tick_s: float, times, end_utc) -> list[tuple]:
+    """(start, end, worst in the requirement's unit) of every run over ``req``'s limit,
+    from the per-position series of the metric :func:`~powerlab.grid.requirements.evaluate_power`
+    takes the largest of."""
+    from . import loadmetrics as lm
+
+    n = len(x)
+
+    def t_at(i):
+        return times[i] if i < n else end_utc
+
+    f = req.unit_factor
+    out = []
+    if req.kind == "ramp":
+        # element i: the ramp across the boundary of tick i + 1 (adjacent window means)
+        w = lm.whole_ticks(req.window_s, tick_s)
+        rab = lm.ramp_at_boundaries(x, tick_s, req.window_s)
+        s = np.zeros(n - 1)
+        s[w - 1:w - 1 + len(rab)] = rab
+        s = (s if req.direction == "up" else -s) / f
+        for a, b in _episodes(s > req.limit):
+            out.append((t_at(a), t_at(b + 1), float(s[a:b].max())))
+    elif req.kind == "deviation":      # separate_limit: windows from each tick
+        s = swing_series(x, tick_s, req.window_s) / f
+        for a, b in _episodes(s > req.limit):
+            stop = b - 1 + _window_ticks(req.window_s, tick_s)
+            out.append((t_at(a), t_at(stop), float(s[a:b].max())))
+    elif req.kind == "oscillation":    # cut at the Nyquist frequency, as evaluated
+        band = (req.band_hz[0], min(req.band_hz[1], 0.5 / tick_s))
+        bw = lm.band_windows(x, tick_s, band, req.window_s, req.measure)
+        s = bw.value_w / f
+        i0 = np.rint(bw.start_s / tick_s).astype(int)
+        wt = lm.whole_ticks(req.window_s, tick_s)
+        for a, b in _episodes(s > req.limit):
+            out.append((t_at(i0[a]), t_at(i0[b - 1] + wt), float(s[a:b].max())))
+    return out
+
+
 def check_limits(result, limits: Limits | None = None) -> pd.DataFrame:
     """Every violation of the limits, in every draw.
+
+    The limits are read as a requirement spec (:func:`powerlab.grid.requirements.limits_spec`)
+    and evaluated by the code that checks a utility's spec
+    (:func:`powerlab.grid.requirements.evaluate_power`, which ``powerlab comply`` runs):
+    a limit has rows in a draw exactly when that draw fails it there, and the largest
+    ``worst`` of a draw's rows is the draw's value in ``comply``.  This function adds
+    where and when: one row per episode.
 
     Parameters
     ----------
@@ -294,54 +339,51 @@ def check_limits(result, limits: Limits | None = None) -> pd.DataFrame:
     -------
     DataFrame
         One row per violation episode: ``draw, limit, start_utc, end_utc, worst,
-        limit_value, unit``.  Ramps: runs of ticks where the change between the
-        adjacent 1-s means around them (tick to tick when the tick does not divide 1 s)
-        exceeds the limit; swings: runs of window starts whose window swing exceeds the limit;
-        bands: one row per draw whose band RMS exceeds the limit.  Empty when all hold.
+        limit_value, unit``.  Ramps: runs of tick boundaries where the change between
+        the adjacent 1-s means around them exceeds the limit; swings: runs of window
+        starts whose window swing (max minus min, both ends included) exceeds the limit;
+        bands: runs of sliding windows (60 s for 0.1-2 Hz, 6/low edge when longer)
+        whose RMS of the band-passed power exceeds the limit.  A limit the forecast
+        cannot assess (a tick that does not divide the 1-s ramp window, a horizon shorter
+        than a window, a band above the Nyquist frequency of the tick, or the resolved
+        part of a band cut by it under the limit) cannot be shown to hold: one row per
+        draw over the whole horizon with ``worst`` NaN (``comply``: ``fail``, value NaN).
+        Empty when all hold.
     """
+    from .requirements import (
+        NOT_ASSESSABLE,
+        PARTIAL,
+        evaluate_power,
+        limits_spec,
+        plan_requirements,
+    )
+
     lim = limits if limits is not None else result.scenario.limits
-    x_all = result.power_w(lim.scope)
+    spec = limits_spec(lim)
     tick = result.tick_s
     times = result.times
     end = times[-1] + pd.Timedelta(seconds=tick)
     rows = []
-
-    def t_at(i):
-        return times[i] if i < len(times) else end
-
-    from .planner import ramp_into_tick
-
-    for d in range(result.draws):
-        x = x_all[d]
-        # ramps over adjacent 1-s means (the form utilities state), not tick to tick:
-        # element i is the change from the second before tick i+1 to the second after
-        win = 1.0 if abs(round(1.0 / tick) * tick - 1.0) < 1e-9 else tick
-        dx = np.nan_to_num(ramp_into_tick(x, tick, win)[1:], nan=0.0)
-        for name, val, sign in (("ramp_up", lim.ramp_up_megawatts_per_s, 1.0),
-                                ("ramp_down", lim.ramp_down_megawatts_per_s, -1.0)):
-            if val > 0:
-                s = sign * dx / 1e6
-                for a, b in _episodes(s > val):
-                    rows.append((d, name, t_at(a), t_at(b + 1), float(s[a:b].max()), val,
-                                 "MW/s"))
-        for w in (1, 10, 60):
-            val = getattr(lim, f"swing_{w}s_megawatts")
-            if val > 0:
-                s = swing_series(x, tick, w) / 1e6
-                for a, b in _episodes(s > val):
-                    stop = b - 1 + _window_ticks(w, tick)
-                    rows.append((d, f"swing_{w}s", t_at(a), t_at(min(stop, len(x))),
-                                 float(s[a:b].max()), val, "MW"))
-        bands = {k: getattr(lim, f"band_{k}_megawatts") for k in BANDS_HZ}
-        if any(v > 0 for v in bands.values()):
-            spec = spectrum(x, tick)
-            for k, val in bands.items():
-                if val > 0:
-                    r = band_rms(spec, *BANDS_HZ[k]) / 1e6
-                    if r > val:
-                        rows.append((d, f"band_{k}", times[0], end, r, val, "MW rms"))
+    if spec.requirements:
+        x_all = result.power_w(spec.boundary)
+        plan = plan_requirements(spec, tick, tick, x_all.shape[-1] * tick)
+    for d in range(result.draws if spec.requirements else 0):
+        x = np.asarray(x_all[d], dtype=float)
+        values, _ = evaluate_power(spec, x, tick, plan=plan)
+        for r in spec.requirements:
+            status = plan[r.name][0]
+            unit = f"{r.unit} rms" if r.measure == "rms" else r.unit
+            v = values[r.name]
+            if status == NOT_ASSESSABLE or (status == PARTIAL and not v > r.limit):
+                rows.append((d, r.name, times[0], end, float("nan"), r.limit, unit))
+            elif v > r.limit:
+                rows += [(d, r.name, a, b, w, r.limit, unit)
+                         for a, b, w in _runs(r, x, tick, times, end)]
     df = pd.DataFrame(rows, columns=["draw", "limit", "start_utc", "end_utc", "worst",
                                      "limit_value", "unit"])
+    df["draw"] = df["draw"].astype(int)
+    df["worst"] = df["worst"].astype(float)
+    df["limit_value"] = df["limit_value"].astype(float)
     df["limit"] = df["limit"].astype("string")
     df["unit"] = df["unit"].astype("string")
     for c in ("start_utc", "end_utc"):

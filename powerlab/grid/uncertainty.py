@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from .._options import choice, renamed_keywords
 from ..exceptions import PowerlabError, ScenarioError
 from .timebase import interval_edges, parse_resolution
 
@@ -49,7 +50,8 @@ __all__ = [
 ]
 
 
-def interval_statistic(result, resolution="15min", scope: str = "facility",
+@renamed_keywords(scope="boundary")
+def interval_statistic(result, resolution="15min", boundary: str = "facility",
                        statistic: str = "mean") -> tuple[pd.DatetimeIndex, np.ndarray]:
     """Per draw and interval, the interval's mean or max power.
 
@@ -67,16 +69,15 @@ def interval_statistic(result, resolution="15min", scope: str = "facility",
             raise PowerlabError("without the ticks kept only interval means are known; "
                                 "use statistic='mean' or forecast(..., keep_ticks=True)")
         edges = red.tick_edges(res)
-        return result.times[edges], red.interval_means(scope, res)
+        return result.times[edges], red.interval_means(boundary, res)
     edges = interval_edges(result.n_ticks, result.tick_s, res)
-    x = result.power_w(scope)
+    choice(statistic, "statistic", ("mean", "max"))
+    x = result.power_w(boundary)
     if statistic == "mean":
         counts = np.diff(np.append(edges, result.n_ticks))
         vals = np.add.reduceat(x, edges, axis=1) / counts
-    elif statistic == "max":
-        vals = np.maximum.reduceat(x, edges, axis=1)
     else:
-        raise PowerlabError(f"statistic must be 'mean' or 'max', got {statistic!r}")
+        vals = np.maximum.reduceat(x, edges, axis=1)
     return result.times[edges], vals
 
 
@@ -85,7 +86,8 @@ def _se_probability(k: np.ndarray, n: int) -> np.ndarray:
     return np.sqrt(p * (1.0 - p) / (n + 4.0))
 
 
-def exceedance_frame(result, thresholds_w, resolution="15min", scope: str = "facility",
+@renamed_keywords(scope="boundary")
+def exceedance_frame(result, thresholds_w, resolution="15min", boundary: str = "facility",
                      statistic: str = "mean") -> pd.DataFrame:
     """Probability that the interval power exceeds each threshold, with its MC error.
 
@@ -96,7 +98,7 @@ def exceedance_frame(result, thresholds_w, resolution="15min", scope: str = "fac
         Power thresholds [W].
     resolution : str or float, default '15min'
         Interval length, a whole number of ticks.
-    scope : {'facility', 'it'}
+    boundary : {'facility', 'it'}
     statistic : {'mean', 'max'}
         Exceedance of the interval mean (what a meter averaging over the interval reads)
         or of the largest tick value in the interval.
@@ -109,7 +111,7 @@ def exceedance_frame(result, thresholds_w, resolution="15min", scope: str = "fac
         error (module docstring).
     """
     thr = np.atleast_1d(np.asarray(thresholds_w, float))
-    starts, vals = interval_statistic(result, resolution, scope, statistic)
+    starts, vals = interval_statistic(result, resolution, boundary, statistic)
     n = vals.shape[0]
     frames = []
     for t in thr:
@@ -127,8 +129,9 @@ def _mj_weights(n: int, q: float) -> tuple[int, np.ndarray]:
     return m, w
 
 
+@renamed_keywords(scope="boundary")
 def quantile_bands(result, probs=(0.1, 0.5, 0.9), resolution="15min",
-                   scope: str = "facility", statistic: str = "mean") -> pd.DataFrame:
+                   boundary: str = "facility", statistic: str = "mean") -> pd.DataFrame:
     """Quantiles of the interval power across draws, each with its MC standard error.
 
     Parameters
@@ -136,7 +139,7 @@ def quantile_bands(result, probs=(0.1, 0.5, 0.9), resolution="15min",
     result : ForecastResult
     probs : sequence of float
         Quantile levels in (0, 1) [-].
-    resolution, scope, statistic
+    resolution, boundary, statistic
         As in :func:`exceedance_frame`.
 
     Returns
@@ -145,7 +148,7 @@ def quantile_bands(result, probs=(0.1, 0.5, 0.9), resolution="15min",
         ``interval_start_utc``, then ``power_w_q<level>`` and ``power_w_q<level>_se``
         for each level (``q10``, ``q50``, ``q90``...) [W] and ``draws``.
     """
-    starts, vals = interval_statistic(result, resolution, scope, statistic)
+    starts, vals = interval_statistic(result, resolution, boundary, statistic)
     n = vals.shape[0]
     if n < 3:
         raise PowerlabError(f"quantile bands need at least 3 draws, got {n}")

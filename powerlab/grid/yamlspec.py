@@ -252,6 +252,20 @@ class Section:
         self.used.add(name)
         return self.data.get(name, default)
 
+    def renamed(self, old: str, new: str) -> None:
+        """Read the old key ``old`` as ``new`` for one release, with a
+        :class:`DeprecationWarning` naming the new key; both present is an error."""
+        if old not in self.data:
+            return
+        if new in self.data:
+            raise self.error(old, f"is the old name of {new!r}; give {new!r} only")
+        import warnings
+
+        warnings.warn(f"{self.source or 'spec'}, key {self.key(old)!r} is renamed "
+                      f"{new!r}; the old name will be removed in the next release",
+                      DeprecationWarning, stacklevel=4)
+        self.data[new] = self.data.pop(old)
+
     def number(self, name: str, default: float | None = None, *, lo: float | None = 0.0,
                hi: float | None = None, lo_open: bool = False, required: bool = False
                ) -> float:

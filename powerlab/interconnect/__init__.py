@@ -3,8 +3,8 @@ measured telemetry, and the cheapest mitigation that meets it.
 
 Modules
 -------
-:mod:`~powerlab.interconnect.requirements` interconnection requirement specs (YAML): limits, sources
-:mod:`~powerlab.interconnect.loadmetrics`  ramps of means, deviation, band oscillation, steps, sags
+:mod:`~powerlab.interconnect.requirements` = :mod:`powerlab.grid.requirements` (specs, moved: issue 26)
+:mod:`~powerlab.interconnect.loadmetrics`  = :mod:`powerlab.grid.loadmetrics` (metrics, moved: issue 26)
 :mod:`~powerlab.interconnect.powertrace`   one regular power series: a forecast draw or measured data
 :mod:`~powerlab.interconnect.compliance`   a power series or a forecast checked against a spec
 :mod:`~powerlab.interconnect.resonance`    harmonics of the load against the grid's mode bands

@@ -2,9 +2,10 @@
 
 Three layers (pvlib style):
 
-- the metric functions of :mod:`powerlab.interconnect.loadmetrics`;
-- :class:`Compliance` holds a parsed :class:`~powerlab.interconnect.requirements.RequirementSpec`
-  and evaluates it on one power series (a ``DrawPower`` of the engine or a
+- the metric functions of :mod:`powerlab.grid.loadmetrics`;
+- :class:`Compliance` holds a parsed :class:`~powerlab.grid.requirements.RequirementSpec`
+  and evaluates it (through :func:`powerlab.grid.requirements.evaluate_power`, the one
+  evaluation of powerlab's limits, which a scenario's ``limits:`` also goes through) on one power series (a ``DrawPower`` of the engine or a
   :class:`~powerlab.interconnect.powertrace.PowerTrace`): ``Compliance(spec).evaluate(dp)``
   returns ``{requirement: value}``, cheap enough to call for every draw of every option
   a mitigation search tries, and shaped as the engine's ``on_draw`` callback;
@@ -13,10 +14,10 @@ Three layers (pvlib style):
   ``summary_frame()``, ``write(dir)`` for ``compliance.csv``).
 
 Oscillation requirements are read over sliding windows of the band-passed power
-(:func:`~powerlab.interconnect.loadmetrics.band_windows`): the value is the worst window,
+(:func:`~powerlab.grid.loadmetrics.band_windows`): the value is the worst window,
 and the result says when it starts and what share of the windows exceed the limit.  A
 ``deviation`` requirement is, by default, the allowance before the ramp limits are
-triggered (:data:`~powerlab.interconnect.requirements.DEVIATION_RULES`).  For measured
+triggered (:data:`~powerlab.grid.requirements.DEVIATION_RULES`).  For measured
 telemetry each oscillation row's note says what the sampling shows of its band and names
 the aliasing of faster content (:func:`~powerlab.interconnect.powertrace.band_visibility`).
 
@@ -49,11 +50,23 @@ import numpy as np
 import pandas as pd
 
 from .._summary import Summary
-from ..exceptions import AnalysisError, PowerlabError
+from ..exceptions import PowerlabError
+from ..grid import loadmetrics as lm
+from ..grid.requirements import (
+    ASSESSABLE,
+    NOT_ASSESSABLE,
+    PARTIAL,
+    Requirement,
+    RequirementSpec,
+    evaluate_power,
+    limits_spec,
+    metric_name,
+    plan_requirements,
+    read_requirements,
+    rule_note,
+)
 from ..outputs import output_folder  # re-exported: sizing writes through it too
-from . import loadmetrics as lm
 from .powertrace import PowerTrace, band_visibility, for_each_draw, trace_from_telemetry
-from .requirements import Requirement, RequirementSpec, read_requirements
 
 __all__ = [
     "COMPLIANCE_COLUMNS",
@@ -68,74 +81,8 @@ COMPLIANCE_COLUMNS = ("requirement", "metric", "window_s", "limit", "value", "un
                       "exceed_probability", "verdict", "worst_window_start_utc",
                       "share_of_windows_over_limit")
 
-_OK, _PARTIAL, _NO = "ok", "partial", "no"
+_OK, _PARTIAL, _NO = ASSESSABLE, PARTIAL, NOT_ASSESSABLE
 
-
-def _plan(req: Requirement, tick_s: float, native_s: float, duration_s: float
-          ) -> tuple[str, str]:
-    """(status, note): whether a series of this tick, native interval and length can
-    assess the requirement (``ok``), only partly (``partial``, RMS band cut at Nyquist)
-    or not (``no``)."""
-    res = max(tick_s, native_s)
-    if req.kind in ("ramp", "deviation", "step"):
-        try:
-            lm.whole_ticks(req.window_s, tick_s)
-        except AnalysisError as exc:
-            return _NO, str(exc)
-        if req.window_s < native_s * (1 - 1e-9):
-            return _NO, (f"readings every {native_s:g} s cannot resolve a "
-                         f"{req.window_s:g}-s window")
-        need = 2 * req.window_s if req.kind == "ramp" else req.window_s + tick_s
-        if duration_s < need:
-            return _NO, f"{duration_s:g} s of data is shorter than {need:g} s"
-        return _OK, ""
-    if req.kind == "oscillation":
-        lo, hi = req.band_hz
-        nyq = 0.5 / res
-        if lo >= nyq:
-            return _NO, (f"band {lo:g}-{hi:g} Hz lies above {nyq:g} Hz, the Nyquist "
-                         f"frequency of {res:g}-s samples")
-        try:
-            lm.whole_ticks(req.window_s, tick_s)
-        except AnalysisError as exc:
-            return _NO, str(exc)
-        need = req.window_s + 2 * lm.settle_s(lo)
-        if duration_s < need * (1 - 1e-9):
-            return _NO, (f"{duration_s:g} s of data is shorter than the {req.window_s:g}-s "
-                         f"window plus {lm.settle_s(lo):g} s at each end (the band "
-                         "filter's transients)")
-        if hi > nyq:
-            note = (f"band cut at {nyq:g} Hz (Nyquist frequency of {res:g}-s samples); "
-                    f"value over {lo:g}-{nyq:g} Hz only")
-            return (_PARTIAL if req.measure == "rms" else _NO), note
-        return _OK, ""
-    return _OK, ""   # ride_through: decided per draw by the sags present
-
-
-def metric_name(spec: RequirementSpec, req: Requirement) -> str:
-    """The ``metric`` column of a requirement: :attr:`Requirement.metric`, qualified where
-    the spec's ``deviation_rule`` changes what is measured."""
-    if req.kind == "ramp" and spec.allowances(req):
-        gates = "_".join(f"{d.window_s:g}s" for d in spec.allowances(req))
-        return f"{req.metric}_beyond_deviation_allowance_{gates}"
-    if req.kind == "deviation" and spec.deviation_rule == "allowance_before_ramp":
-        return f"{req.metric}_where_a_ramp_limit_is_exceeded"
-    return req.metric
-
-
-def _rule_note(spec: RequirementSpec, req: Requirement) -> str:
-    """How the deviation rule shaped a ramp or deviation row ('' when it did not)."""
-    if req.kind == "ramp" and spec.allowances(req):
-        names = ", ".join(d.name for d in spec.allowances(req))
-        return (f"ramps count only where the power leaves the short-term deviation "
-                f"allowance ({names}; Choukse et al. 2025: deviation allowed before ramp "
-                "constraints are triggered)")
-    if req.kind == "deviation" and spec.deviation_rule == "allowance_before_ramp":
-        names = ", ".join(g.name for g in spec.gated_ramps(req))
-        return (f"allowance before the ramp limits ({names}) are triggered: fails only "
-                "where the power leaves it and breaks a ramp limit there (deviation_rule: "
-                "separate_limit checks it as a limit of its own)")
-    return ""
 
 
 class Compliance:
@@ -143,8 +90,9 @@ class Compliance:
 
     Parameters
     ----------
-    spec : RequirementSpec or path-like
-        The spec (read once).
+    spec : RequirementSpec, Limits or path-like
+        The spec (read once); a scenario's ``limits`` are read as a spec
+        (:func:`~powerlab.grid.requirements.limits_spec`).
     sags : DataFrame, optional
         Voltage sags (``timestamp``, ``duration_s``, ``residual_voltage_pu``) to add to
         every series' own ``voltage_sag`` events, e.g. from a power-quality recorder.
@@ -156,7 +104,9 @@ class Compliance:
     """
 
     def __init__(self, spec, *, sags: pd.DataFrame | None = None):
-        if not isinstance(spec, RequirementSpec):
+        if hasattr(spec, "ramp_up_megawatts_per_s"):   # a scenario's limits: block
+            spec = limits_spec(spec)
+        elif not isinstance(spec, RequirementSpec):
             spec = read_requirements(spec)
         self.spec = spec
         self.sags = None
@@ -178,16 +128,7 @@ class Compliance:
         length; status ``ok``, ``partial`` or ``no`` (see the module docstring)."""
         key = (float(tick_s), float(native_interval_s), float(duration_s))
         if key not in self._plans:
-            plan = {r.name: _plan(r, *key) for r in self.spec.requirements}
-            for r in self.spec.requirements:   # an allowance needs a ramp limit to trigger
-                gated = self.spec.gated_ramps(r)
-                if gated and plan[r.name][0] == _OK and all(plan[g.name][0] != _OK
-                                                            for g in gated):
-                    plan[r.name] = (_NO, (
-                        "it is the allowance before the ramp limits "
-                        f"({', '.join(g.name for g in gated)}), which these data cannot "
-                        "assess"))
-            self._plans[key] = plan
+            self._plans[key] = plan_requirements(self.spec, *key)
         return self._plans[key]
 
     def assessable(self, tick_s: float, native_interval_s: float, duration_s: float):
@@ -233,57 +174,33 @@ class Compliance:
         and the share of its windows over the limit (``"<name>.share_of_windows_over_limit"``).
         """
         tick = float(dp.tick_s)
-        x = dp.it_w if self.spec.scope == "it" else dp.facility_w
+        x = dp.it_w if self.spec.boundary == "it" else dp.facility_w
         if x is None:
             PowerTrace(0, tick, dp.start_utc, dp.it_w, None).power_w("facility")  # raises
         x = np.asarray(x, dtype=float)
         native = float(getattr(dp, "native_interval_s", tick))
         plan = self.plan(tick, native, len(x) * tick)
-        out: dict[str, float] = {}
-        detail: dict[str, float] = {}
-        sags = None
-        spec = self.spec
-        for r in spec.requirements:
-            status, _ = plan[r.name]
-            if status == _NO:
-                out[r.name] = math.nan
-                continue
-            if r.kind == "ramp":
-                gates = [(d.window_s, d.limit_si) for d in spec.allowances(r)
-                         if plan[d.name][0] == _OK]
-                v = (lm.gated_ramp(x, tick, r.window_s, r.direction, gates) if gates
-                     else lm.ramp_of_means(x, tick, r.window_s, r.direction))
-            elif r.kind == "deviation":
-                ramps = [(g.window_s, g.direction, g.limit_si) for g in spec.gated_ramps(r)
-                         if plan[g.name][0] == _OK]
-                v = (lm.deviation_beyond_allowance(x, tick, r.window_s, r.limit_si, ramps)
-                     if spec.deviation_rule == "allowance_before_ramp"
-                     else lm.largest_deviation(x, tick, r.window_s))
-            elif r.kind == "oscillation":   # cut at the Nyquist frequency of the data
-                band = (r.band_hz[0], min(r.band_hz[1], 0.5 / max(tick, native)))
-                bw = lm.band_windows(x, tick, band, r.window_s, r.measure)
-                v = bw.worst_w
-                detail[f"{r.name}.worst_window_start_s"] = bw.worst_start_s
-                detail[f"{r.name}.share_of_windows_over_limit"] = bw.share_over(r.limit_si)
-            elif r.kind == "step":
-                v = lm.largest_step(x, tick, r.window_s, r.direction)
-            else:
-                if sags is None:
-                    sags = self._sags(dp)
-                base = getattr(dp, "without_sags", None)
-                if base is not None:    # a forecast: against the same draw without sags
-                    from .ridethrough import counterfactual_sag_loss, simulated_sags
+        sags: list = []
 
-                    v, _ = counterfactual_sag_loss(
-                        x, base.power_w(self.spec.scope), tick, dp.start_utc,
-                        simulated_sags(dp),
-                        residual_voltage_pu=r.residual_voltage_pu,
-                        sag_duration_s=r.window_s, observe_s=r.observe_s)
-                else:
-                    v, _ = lm.sag_load_loss(x, tick, dp.start_utc, sags,
-                                            residual_voltage_pu=r.residual_voltage_pu,
-                                            sag_duration_s=r.window_s, observe_s=r.observe_s)
-            out[r.name] = v / r.unit_factor
+        def ride_through(r: Requirement) -> float:
+            base = getattr(dp, "without_sags", None)
+            if base is not None:    # a forecast: against the same draw without sags
+                from .ridethrough import counterfactual_sag_loss, simulated_sags
+
+                v, _ = counterfactual_sag_loss(
+                    x, base.power_w(self.spec.boundary), tick, dp.start_utc,
+                    simulated_sags(dp), residual_voltage_pu=r.residual_voltage_pu,
+                    sag_duration_s=r.window_s, observe_s=r.observe_s)
+                return v
+            if not sags:
+                sags.append(self._sags(dp))
+            v, _ = lm.sag_load_loss(x, tick, dp.start_utc, sags[0],
+                                    residual_voltage_pu=r.residual_voltage_pu,
+                                    sag_duration_s=r.window_s, observe_s=r.observe_s)
+            return v
+
+        out, detail = evaluate_power(self.spec, x, tick, native, plan=plan,
+                                     ride_through=ride_through)
         return out, detail
 
     def passes(self, dp) -> bool:
@@ -417,7 +334,7 @@ class ComplianceResult:
             if r.kind == "ride_through" and n and n < self.draws:
                 note = (note + "; " if note else "") + (
                     f"{n} of {self.draws} draws hold a covered sag")
-            extra = _rule_note(self.spec, r) if assessed else ""
+            extra = rule_note(self.spec, r) if assessed else ""
             if r.kind == "oscillation":
                 extra = "; ".join(t for t in (extra, band_visibility(
                     r.band_hz, max(self.tick_s, self.native_interval_s),
@@ -538,10 +455,10 @@ class ComplianceSummary(Summary):
         f = res._frame
         spec = res.spec
         self.header = pd.DataFrame({"value": [
-            spec.name, spec.hash()[:12], spec.scope, res.description or "-", res.draws,
+            spec.name, spec.hash()[:12], spec.boundary, res.description or "-", res.draws,
             f"{res.tick_s:g} s", f"{res.native_interval_s:g} s", f"{res.duration_s:g} s",
             f"{spec.max_exceed_probability:g}"]},
-            index=["requirement spec", "spec hash", "scope", "evaluated", "draws", "tick",
+            index=["requirement spec", "spec hash", "boundary", "evaluated", "draws", "tick",
                    "data interval", "duration", "allowed exceed probability"])
         t = f[["requirement", "limit", "value", "unit", "exceed_probability",
                "verdict"]].copy()
@@ -581,8 +498,9 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
         A scenario (every Monte Carlo draw is evaluated), a forecast already run (its
         first ``draws`` draws, no engine run), a trace, canonical telemetry,
         a store folder, a canonical Parquet file or a scenario YAML.
-    spec : RequirementSpec, Compliance or path-like
-        The requirements.
+    spec : RequirementSpec, Compliance, Limits or path-like
+        The requirements (a scenario's ``limits`` are read as a spec by
+        :func:`~powerlab.grid.requirements.limits_spec`).
     draws : int, default 20
         Monte Carlo draws of a scenario [-].
     seed : int, default 0

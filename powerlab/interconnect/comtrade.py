@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._options import choice
 from ..exceptions import ParseError, PowerlabError
 from ..telemetry.timeutil import to_utc
 
@@ -114,8 +115,7 @@ def write_comtrade(path, channels: Mapping[str, np.ndarray], tick_s: float, star
     """
     from ..outputs import atomic_write
 
-    if rev_year not in _REVISIONS:
-        raise PowerlabError(f"rev_year must be 1999 or 2013, got {rev_year!r}")
+    choice(rev_year, "rev_year", _REVISIONS)
     if not (isinstance(tick_s, (int, float)) and math.isfinite(tick_s) and tick_s > 0):
         raise PowerlabError(f"tick_s must be a positive number, got {tick_s!r}")
     start = to_utc(start_utc, what="start_utc")

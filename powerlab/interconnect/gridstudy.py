@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._options import choice, renamed_keywords
 from ..exceptions import PowerlabError
 
 __all__ = [
@@ -99,8 +100,9 @@ def represented_band(step_s: float, tick_s: float) -> tuple[float, float, str]:
                      "above is lost; stamped at block midpoints")
 
 
+@renamed_keywords(scope="boundary")
 def playback_frame(trace, *, step_s: float | None = None,
-                   scope: str = "facility") -> pd.DataFrame:
+                   boundary: str = "facility") -> pd.DataFrame:
     """The playback series: the trace at its tick, or block means over ``step_s``.
 
     Parameters
@@ -110,7 +112,7 @@ def playback_frame(trace, *, step_s: float | None = None,
     step_s : float, optional
         Playback step, a whole number of the trace's ticks (default: the tick, no
         resampling) [s].
-    scope : {'facility', 'it'}
+    boundary : {'facility', 'it'}
         Which power (facility: at the point of interconnection).
 
     Returns
@@ -120,7 +122,7 @@ def playback_frame(trace, *, step_s: float | None = None,
         block's samples; the sample's own time without resampling), ``power_megawatts``
         (mean over the block).
     """
-    x = np.asarray(trace.power_w(scope), dtype=float)
+    x = np.asarray(trace.power_w(boundary), dtype=float)
     step_s = float(trace.tick_s) if step_s is None else step_s
     k = step_ticks(step_s, trace.tick_s)
     n = len(x) // k
@@ -161,8 +163,9 @@ def _csv(frame: pd.DataFrame, band: str) -> str:
     return "# " + band + "\n" + out.to_csv(index=False, lineterminator="\n")
 
 
+@renamed_keywords(scope="boundary")
 def write_grid_playback(trace, path, fmt: str, *, step_s: float | None = None,
-                        scope: str = "facility") -> Path:
+                        boundary: str = "facility") -> Path:
     """Write the site's power playback for a grid-study tool (atomically).
 
     Parameters
@@ -176,7 +179,7 @@ def write_grid_playback(trace, path, fmt: str, *, step_s: float | None = None,
         Layout (see the module docstring).
     step_s : float, optional
         Playback step, a whole number of ticks (default: the trace's tick) [s].
-    scope : {'facility', 'it'}
+    boundary : {'facility', 'it'}
 
     Returns
     -------
@@ -192,14 +195,13 @@ def write_grid_playback(trace, path, fmt: str, *, step_s: float | None = None,
     """
     from ..outputs import atomic_write
 
-    if fmt not in FORMATS:
-        raise PowerlabError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    frame = playback_frame(trace, step_s=step_s, scope=scope)
+    choice(fmt, "format", FORMATS)
+    frame = playback_frame(trace, step_s=step_s, boundary=boundary)
     step = float(trace.tick_s) if step_s is None else float(step_s)
     band = represented_band(step, trace.tick_s)[2]
     t0 = frame["timestamp_utc"].iloc[0]
     if fmt == "pscad":
-        title = (f"powerlab {scope} power playback; columns: time [s], P [MW]; t = 0 at "
+        title = (f"powerlab {boundary} power playback; columns: time [s], P [MW]; t = 0 at "
                  f"{t0.isoformat()}; step {step:g} s; {band}; {trace.description}")
         text = _pscad(frame, title)
     elif fmt == "powerfactory":

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy import signal
 
+from .._options import choice
 from ..exceptions import PowerlabError
 
 __all__ = [
@@ -72,18 +73,14 @@ M_CLASS_60HZ = {10: (1.779, 968), 12: (2.125, 816), 15: (2.64, 662), 20: (3.5, 5
 
 def _check(pmu_class: str, f0_hz: float, reporting_rate_fps: int) -> str:
     c = str(pmu_class).upper()
-    if c not in CLASSES:
-        raise PowerlabError(f"PMU class must be 'P' or 'M', got {pmu_class!r}")
-    if f0_hz not in (50, 60):
-        raise PowerlabError(f"nominal frequency must be 50 or 60 Hz, got {f0_hz!r}")
+    choice(c, "PMU class", CLASSES)
+    choice(f0_hz, "nominal frequency f0_hz", (50, 60))
     if c == "M":
         if f0_hz != 60:
             raise PowerlabError("the M-class reference filter is tabulated here for 60-Hz "
                                 "systems only (C37.118.1a Table C.1 at 960 Hz sampling); "
                                 "use the P class or f0_hz=60")
-        if reporting_rate_fps not in M_CLASS_60HZ:
-            raise PowerlabError(f"M-class reporting rate must be one of "
-                                f"{sorted(M_CLASS_60HZ)} frames/s, got {reporting_rate_fps!r}")
+        choice(reporting_rate_fps, "M-class reporting rate", sorted(M_CLASS_60HZ))
     elif not (isinstance(reporting_rate_fps, (int, np.integer)) and reporting_rate_fps > 0):
         raise PowerlabError(f"reporting rate must be a positive whole number of frames/s, "
                             f"got {reporting_rate_fps!r}")

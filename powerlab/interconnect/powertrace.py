@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._options import choice, renamed_keywords
 from ..exceptions import AnalysisError, PowerlabError, ScenarioError
 from ..telemetry.timeutil import to_utc
 
@@ -97,9 +98,7 @@ class PowerTrace:
     without_sags: PowerTrace | None = None
 
     def __post_init__(self):
-        if self.sampling not in SAMPLINGS:
-            raise PowerlabError(f"sampling must be one of {', '.join(SAMPLINGS)}, got "
-                                f"{self.sampling!r}")
+        choice(self.sampling, "sampling", SAMPLINGS)
         for name in ("it_w", "facility_w"):
             a = getattr(self, name)
             if a is None:
@@ -122,18 +121,19 @@ class PowerTrace:
         """Length of the series [s]."""
         return self.n_ticks * self.tick_s
 
-    def power_w(self, scope: str = "facility") -> np.ndarray:
-        """The series of one scope, ``"facility"`` or ``"it"`` [W]."""
-        if scope == "it":
+    @renamed_keywords(scope="boundary")
+    def power_w(self, boundary: str = "facility") -> np.ndarray:
+        """The series of one boundary, ``"facility"`` or ``"it"`` [W]."""
+        choice(boundary, "boundary", ("facility", "it"))
+        if boundary == "it":
             return self.it_w
-        if scope == "facility":
+        if boundary == "facility":
             if self.facility_w is None:
                 raise PowerlabError(
                     "this trace measures IT power only (node or GPU power); facility power "
                     "needs a PUE (facility = IT x PUE + base load): pass pue=... "
-                    "(--pue on the command line) or use scope 'it'")
+                    "(--pue on the command line) or use boundary 'it'")
             return self.facility_w
-        raise PowerlabError(f"scope must be 'facility' or 'it', got {scope!r}")
 
     def times(self) -> pd.DatetimeIndex:
         """Time of each sample (UTC)."""

@@ -10,7 +10,7 @@ excite them (Choukse et al. 2025).  :func:`screen_resonance`:
    their amplitudes in MW) from the Welch spectrum (:func:`periodic_components`,
    :func:`harmonic_amplitudes`);
 2. compares every harmonic with the spec's grid modes (``grid_modes`` of a
-   :class:`~powerlab.interconnect.requirements.RequirementSpec`): a hit is a harmonic in a mode's
+   :class:`~powerlab.grid.requirements.RequirementSpec`): a hit is a harmonic in a mode's
    band with at least the mode's ``min_amplitude_megawatts``;
 3. says what moves the hits out: the nearest shorter and longer step period with no hit
    (assuming the waveform keeps its shape), and the fewest equal groups ``N`` staggered by
@@ -407,9 +407,9 @@ def screen_resonance(source, spec, *, draw: int = 0, seed: int = 0,
     """
     from pathlib import Path
 
+    from ..grid.requirements import RequirementSpec, read_requirements
     from ..grid.scenario import Scenario, read_scenario
     from .powertrace import PowerTrace, forecast_trace, trace_from_telemetry
-    from .requirements import RequirementSpec, read_requirements
 
     if not isinstance(spec, RequirementSpec):
         spec = read_requirements(spec)
@@ -423,7 +423,7 @@ def screen_resonance(source, spec, *, draw: int = 0, seed: int = 0,
         trace = source
     else:
         trace = trace_from_telemetry(source, tick_s=tick_s, pue=pue, base_load_w=base_load_w)
-    x = trace.power_w(spec.scope)
+    x = trace.power_w(spec.boundary)
     f_res = 0.5 / max(trace.tick_s, trace.native_interval_s)
     comps = periodic_components(x, trace.tick_s, max_frequency_hz=f_res,
                                 max_components=max_components)
@@ -476,6 +476,6 @@ def screen_resonance(source, spec, *, draw: int = 0, seed: int = 0,
                                               "shorter_period_s",
                                               "longer_period_s", "stagger_groups",
                                               "stagger_offset_s"])
-    desc = (f"{trace.description or 'power trace'}; scope {spec.scope}; spectrum resolved "
+    desc = (f"{trace.description or 'power trace'}; boundary {spec.boundary}; spectrum resolved "
             f"to {f_res:g} Hz; grid modes of {spec.name!r}")
     return ResonanceResult(comps, harmonics, hits_df, options, spec.grid_modes, f_res, desc)

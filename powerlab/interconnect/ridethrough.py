@@ -4,7 +4,7 @@
 reads for a ``ride_through`` requirement when the series carries its sag-free twin
 (``PowerTrace.without_sags``, which the forecast adapters fill by running the engine with
 and without the scenario's disturbances).  Measured telemetry has no such twin: its load
-loss stays :func:`powerlab.interconnect.loadmetrics.sag_load_loss`, against the mean of the
+loss stays :func:`powerlab.grid.loadmetrics.sag_load_loss`, against the mean of the
 second before the sag (:data:`powerlab.grid.disturbances.BASELINE_MEASURED`).
 
 Definition (issue 20, item 3): the load lost is ``baseline(t) - power(t)``, the power the
@@ -52,7 +52,7 @@ def counterfactual_sag_loss(power_w, baseline_w, tick_s: float, start_utc,
 
     A sag is covered when its residual voltage is at least ``residual_voltage_pu`` and
     it lasts at most ``sag_duration_s`` (as
-    :func:`~powerlab.interconnect.loadmetrics.sag_load_loss`).
+    :func:`~powerlab.grid.loadmetrics.sag_load_loss`).
 
     Returns
     -------

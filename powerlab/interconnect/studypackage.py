@@ -551,7 +551,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
     from ..grid.scenario import Scenario
 
     spec = _spec(spec)
-    scope = spec.scope
+    scope = spec.boundary
     short = short or ShortWindow()
     pmu = pmu or PmuSettings()
     rt_opts = RideThrough() if ride_through is True else (ride_through or None)

@@ -251,11 +251,11 @@ def write_package(pkg, out) -> dict:
     st = pkg.short_trace
     for fmt in ("pscad", "powerfactory"):
         files[f"{fmt} playback, short window at {st.tick_s:g} s"] = write_grid_playback(
-            st, out / f"playback_short_{fmt}.txt", fmt, step_s=st.tick_s, scope=pkg.scope)
+            st, out / f"playback_short_{fmt}.txt", fmt, step_s=st.tick_s, boundary=pkg.scope)
         tr = pkg.trace
         step = 1.0 if tr.duration_s >= 2.0 else tr.tick_s
         files[f"{fmt} playback, whole horizon, {step:g}-s means"] = write_grid_playback(
-            tr, out / f"playback_horizon_{fmt}.txt", fmt, step_s=step, scope=pkg.scope)
+            tr, out / f"playback_horizon_{fmt}.txt", fmt, step_s=step, boundary=pkg.scope)
     ct = write_trace_comtrade(st, out / "playback_short_comtrade", rev_year=1999)
     files[f"COMTRADE (C37.111-1999 ASCII) configuration, short window at {st.tick_s:g} s"] \
         = ct["cfg"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .._options import choice
 from ..exceptions import ParseError
 from ._common import read_bytes
 from .dcgm import (
@@ -148,8 +149,8 @@ def read_any(path, *, format: str = "auto", **kw):
 
     fmt = sniff_format(path) if format == "auto" else format
     if fmt not in FORMATS:
-        raise ParseError(f"unknown format {fmt!r}; expected one of {sorted(FORMATS)} or "
-                         "'auto'", path=path)
+        choice(fmt, "format", [*sorted(FORMATS), "auto"],
+               error=lambda m: ParseError(m, path=path))
     reader = FORMATS[fmt]
     params = inspect.signature(reader).parameters
     kw = {k: v for k, v in kw.items() if k in params and v is not None}

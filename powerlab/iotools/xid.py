@@ -35,6 +35,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .._options import choice
 from ..exceptions import DataQualityWarning, ParseError
 from ..telemetry.events import EVENT_COLUMNS, EVENT_DTYPES, classify_xid, empty_events
 from ..telemetry.timeutil import to_utc
@@ -167,8 +168,7 @@ def parse_kernel_xid(src, *, host: str | None = None, boot_time=None, tz: str = 
     pandas.DataFrame
         The events table, ``source="kernel_log"``, sorted by time.
     """
-    if errors not in ("raise", "warn"):
-        raise ValueError("errors must be 'raise' or 'warn'")
+    choice(errors, "errors", ("raise", "warn"))
     text, name = read_text(src, what="kernel log")
     boot = to_utc(boot_time, tz=tz, what="boot_time", optional=True)
     rows, bad, no_time = [], [], 0

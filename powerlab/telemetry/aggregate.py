@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .._options import choice
 from ..exceptions import PowerlabError, SchemaError, Violation
 from .binning import (
     DEVICE_KEY,
@@ -413,8 +414,7 @@ def power_sums(data, freq: str = "1min", *, by: str = "cluster", racks=None,
                             "(per-job power: job_power)")
     if by == "rack" and racks is None:
         raise PowerlabError("by='rack' needs a host -> rack mapping (racks=...)")
-    if scope not in ("gpu", "node", "all"):
-        raise PowerlabError(f"scope={scope!r}: expected 'gpu', 'node' or 'all'")
+    choice(scope, "scope", ("gpu", "node", "all"))
     bin_ns = bin_width_ns(freq)
     if isinstance(data, (str, os.PathLike)):
         # a store: streamed folder by folder, straight from Arrow (the same sums)

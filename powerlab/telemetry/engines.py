@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from .._options import choice
 from ..exceptions import DataQualityWarning, PowerlabError, StoreError
 
 __all__ = ["ENGINES", "EmptyResultWarning", "dask_available", "duckdb_available",
@@ -68,8 +69,7 @@ def resolve_engine(engine: str, *, duckdb: bool = True) -> str:
         An unknown engine, ``'dask'`` without the Dask extra, ``'duckdb'`` without
         DuckDB or for an aggregation without a DuckDB form.
     """
-    if engine not in ENGINES:
-        raise PowerlabError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    choice(engine, "engine", ENGINES)
     if engine == "auto":
         if duckdb and duckdb_available():
             return "duckdb"

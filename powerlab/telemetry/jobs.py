@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from .._options import choice
 from ..exceptions import PowerlabError, SchemaError, Violation
 from .aggregate import result_frame, sum_by
 from .binning import SortedDevices, bin_width_ns, utc_series
@@ -183,8 +184,7 @@ def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, start=None, end=N
         power of :func:`power_sums` [W].  ``n_gpus`` counts GPUs with samples of the job.
     """
     bin_ns = bin_width_ns(freq)
-    if scope not in ("gpu", "node"):
-        raise PowerlabError(f"scope={scope!r}: expected 'gpu' or 'node'")
+    choice(scope, "scope", ("gpu", "node"))
     jt = _job_table(jobs)
     if scope == "node":
         jt = _node_jobs(jt)

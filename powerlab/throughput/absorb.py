@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._options import choice
 from ..exceptions import AnalysisError
 
 __all__ = ["AbsorbedFit", "fit_absorbed"]
@@ -204,8 +205,7 @@ def fit_absorbed(y: np.ndarray, Z: np.ndarray, seg: np.ndarray, errors: str = "a
         columns ``[D, Z]``; ``levels`` are the dummies' coefficients.
     """
     from statsmodels.regression.linear_model import OLS, yule_walker
-    if errors not in ERRORS:
-        raise AnalysisError(f"errors must be one of {ERRORS}, got {errors!r}")
+    choice(errors, "errors", ERRORS, error=AnalysisError)
     if errors == "ar" and not (isinstance(ar_order, (int, np.integer)) and ar_order >= 1):
         raise AnalysisError(f"ar_order must be a positive integer, got {ar_order!r}")
     y = np.asarray(y, np.float64)

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import chi2
 
+from .._options import choice
 from .._summary import Summary
 from ..exceptions import AnalysisError
 from ..telemetry.events import LLAMA3_SNAPSHOT, ROOT_CAUSES
@@ -142,8 +143,7 @@ class FailureRates:
         restart : dict, optional
             ``{detection_s, drain_s, reschedule_s}`` [s].
         """
-        if bound not in ("mean", "upper", "lower"):
-            raise ValueError("bound must be 'mean', 'upper' or 'lower'")
+        choice(bound, "bound", ("mean", "upper", "lower"))
         f = self.summary_frame().drop(index="total")
         col = "rate_per_gpu_h" if bound == "mean" else bound
         rates = {str(k): float(v) for k, v in f[col].items()

@@ -35,15 +35,15 @@ def backtest_chart(series: pd.DataFrame, *, title: str | None = None, every_s: f
     s = series.groupby(series.index.floor(f"{every_s}s")).mean()
     long = s.rename(columns={"measured_w": "measured", "forecast_w": "forecast"}) \
         .rename_axis("timestamp").reset_index().melt("timestamp", var_name="series",
-                                                     value_name="power_kw")
-    long["power_kw"] = long["power_kw"] / 1e3
+                                                     value_name="power_w")
     long["timestamp"] = long["timestamp"].dt.tz_convert("UTC").dt.tz_localize(None)
     chart = alt.Chart(long).mark_line(strokeWidth=1).encode(
         x=alt.X("timestamp:T", title="time (UTC)"),
-        y=alt.Y("power_kw:Q", title="power [kW]", scale=alt.Scale(zero=False)),
+        y=alt.Y("power_w:Q", title="power [W]", scale=alt.Scale(zero=False),
+                axis=alt.Axis(format="~s")),
         color=alt.Color("series:N", scale=alt.Scale(domain=["measured", "forecast"],
                                                     range=[PALETTE[0], PALETTE[1]])),
-        tooltip=["timestamp:T", "series:N", alt.Tooltip("power_kw:Q", format=",.2f")],
+        tooltip=["timestamp:T", "series:N", alt.Tooltip("power_w:Q", format=",.0f")],
     ).properties(title=alt.Title(title or "Backtest: measured vs forecast",
                                  subtitle=f"{every_s:g}-s means of the summed meters"))
     return sized(chart, width, height)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._options import renamed_keywords
 from ..exceptions import SchemaError, Violation
 from .prepare import (
     as_utc,
@@ -450,14 +451,15 @@ def mitigation_chart(table: pd.DataFrame, *, title: str | None = None,
     return sized(chart, width, height)
 
 
-def forecast_charts(result: Any, *, scope: str = "facility", draw: int = 0,
+@renamed_keywords(scope="boundary")
+def forecast_charts(result: Any, *, boundary: str = "facility", draw: int = 0,
                     max_rows: int = DEFAULT_MAX_ROWS) -> dict[str, alt.TopLevelMixin]:
     """Charts of a :class:`powerlab.grid.forecast.ForecastResult`.
 
     Parameters
     ----------
     result : ForecastResult
-    scope : {"facility", "it"}
+    boundary : {"facility", "it"}
         Scope of the ramp-rate and spectrum charts (the timeline shows both).
     draw : int, default 0
         Monte Carlo draw whose events, ramps and spectrum are drawn.
@@ -471,8 +473,9 @@ def forecast_charts(result: Any, *, scope: str = "facility", draw: int = 0,
         of ``draw``), ``"ramps"`` (:func:`ramp_rate_chart` of ``draw``'s ramps between
         adjacent 1-s means at every tick boundary, ``ramp_megawatts_per_s_1s``, which the
         scenario's ramp limits marked on it apply to; tick to tick when the tick does not
-        divide 1 s) and ``"spectrum"`` (:func:`spectrum_chart`
-        of ``draw`` with the band RMS against the scenario limits).
+        divide 1 s) and ``"spectrum"`` (:func:`spectrum_chart` of ``draw``; a band with
+        a scenario limit shows the value the limit is checked on, the worst window's RMS
+        of the band-passed power, others the whole record's RMS).
     """
     from ..grid.swings import BANDS_HZ, spectrum
 
@@ -491,9 +494,9 @@ def forecast_charts(result: Any, *, scope: str = "facility", draw: int = 0,
     out["timeline"] = facility_chart(
         frame, events, max_rows=max_rows, band_label=band, site_tz=result.scenario.site.tz,
         title=f"Power of {result.scenario.name} ({result.draws} draws)")
-    x = result.power_w(scope)[draw]
+    x = result.power_w(boundary)[draw]
     lim = result.scenario.limits
-    applies = lim.scope == scope
+    applies = lim.boundary == boundary
     # the ramps the scenario's limits apply to (grid.swings.check_limits): between
     # adjacent 1-s means at every tick boundary, tick to tick when the tick does not
     # divide 1 s (names and definitions: grid.ramps.RAMP_DEFINITIONS)
@@ -510,25 +513,38 @@ def forecast_charts(result: Any, *, scope: str = "facility", draw: int = 0,
     up, down = lim.ramp_up_megawatts_per_s, lim.ramp_down_megawatts_per_s
     out["ramps"] = ramp_rate_chart(
         ramps, value=name, limit=(down, up) if applies and (up > 0 or down > 0) else None,
-        title=f"Ramp rates {what}, {scope} (draw {draw})")
+        title=f"Ramp rates {what}, {boundary} (draw {draw})")
     spec_df = spectrum(x, result.tick_s)
     spec_df = pd.DataFrame({"frequency_hz": spec_df["frequency_hz"],
                             "psd_megawatts2_per_hz": spec_df["psd_w2_per_hz"] / 1e12})
     m = result.metrics
-    row = m[(m["scope"] == scope) & (m["draw"] == draw)].iloc[0]
+    row = m[(m["scope"] == boundary) & (m["draw"] == draw)].iloc[0]
+    # a band with a limit shows the value the limit is checked on (the requirement
+    # spec's oscillation metric, grid.requirements.evaluate_power: the worst window's
+    # RMS of the band-passed power); a band without one the whole record's RMS
+    from ..grid.requirements import evaluate_power, limits_spec
+
+    spec = limits_spec(lim)
+    checked = {r.name: r for r in spec.requirements if r.kind == "oscillation"} \
+        if applies else {}
+    values = evaluate_power(spec, x, tick)[0] if checked else {}
     bands = []
     for key, (lo, hi) in BANDS_HZ.items():
-        b = {"low_hz": lo, "high_hz": hi,
-             "label": f"{lo:g}–{hi:g} Hz: {row[f'band_{key}_rms_w'] / 1e6:.3g} MW rms",
-             "measured": row[f"band_{key}_rms_w"] / 1e6}
-        limit_mw = getattr(lim, f"band_{key}_megawatts")
-        b["limit"] = limit_mw if applies and limit_mw > 0 else np.nan
-        bands.append(b)
+        r = checked.get(f"band_{key}")
+        if r is not None:
+            v = values[r.name]
+            what = (f"worst {r.window_s:g}-s window {v:.3g} MW rms" if np.isfinite(v)
+                    else "cannot be assessed at this tick")
+        else:
+            v = row[f"band_{key}_rms_w"] / 1e6
+            what = f"{v:.3g} MW rms (whole record)"
+        bands.append({"low_hz": lo, "high_hz": hi, "label": f"{lo:g}–{hi:g} Hz: {what}",
+                      "measured": v, "limit": r.limit if r is not None else np.nan})
     bdf = pd.DataFrame(bands)
     if bdf["limit"].isna().all():
         bdf = bdf.drop(columns=["limit"])
     out["spectrum"] = spectrum_chart(
         spec_df, value="psd_megawatts2_per_hz", bands=bdf,
         value_title="power spectral density [MW²/Hz]",
-        title=f"Oscillation spectrum, {scope} (draw {draw})")
+        title=f"Oscillation spectrum, {boundary} (draw {draw})")
     return out

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from .._options import choice
 from ..exceptions import SchemaError, Violation
 from ..telemetry.schema import GLOSSARY
 from ..telemetry.timeutil import series_to_utc
@@ -180,8 +181,7 @@ def series_label(df: pd.DataFrame, level: str) -> pd.Series:
 
 def choose_level(df: pd.DataFrame, by: str, max_rows: int, min_points: int) -> str:
     if by != "auto":
-        if by not in ("gpu", "host", "fleet"):
-            raise ValueError(f"by must be 'auto', 'gpu', 'host' or 'fleet', got {by!r}")
+        choice(by, "by", ("auto", "gpu", "host", "fleet"))
         return by
     n_gpu = len(df.drop_duplicates([c for c in ("host", "gpu_index") if c in df.columns]))
     if n_gpu * min_points <= max_rows and n_gpu <= 32:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import altair as alt
 
+from .._options import choice
+
 __all__ = ["DEFAULT_MAX_ROWS", "FONT", "MAX_ROWS", "PALETTE", "THEME", "alt", "inline_table",
            "prune_views",
            "scales_zoom", "sized", "time_tooltip", "time_x", "to_png", "to_svg",
@@ -98,8 +100,7 @@ def use_offline_renderer(mode: str = "interactive") -> None:
     if mode == "svg":
         alt.renderers.enable("svg")
         return
-    if mode != "interactive":
-        raise ValueError(f"mode must be 'interactive' or 'svg', got {mode!r}")
+    choice(mode, "mode", ("interactive", "svg"))
     _SESSION["bundle_sent"] = False
     alt.renderers.enable("powerlab")
 

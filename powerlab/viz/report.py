@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from .. import __version__
+from .._options import choice
 from ..exceptions import PowerlabError, StoreError
 from ..outputs import atomic_write
 
@@ -269,8 +270,7 @@ def write_report(path: str | os.PathLike, title: str, blocks: list[tuple[str, An
     adders = {"heading": rep.heading, "text": rep.text, "figures": rep.figures,
               "table": rep.table, "chart": rep.chart, "pre": rep.preformatted}
     for kind, content in blocks:
-        if kind not in adders:
-            raise ValueError(f"unknown block kind {kind!r}; expected one of {sorted(adders)}")
+        choice(kind, "block kind", sorted(adders))
         adders[kind](content)
     return rep.write(path)
 
