@@ -117,3 +117,128 @@ def test_cli_aggregate_announces_and_phases_unless_quiet(tmp_path, capsys):
     assert cli_main(["aggregate", str(tmp_path / "s"), "--out", str(out), "--quiet",
                      "--force"]) == 0
     assert capsys.readouterr().err == ""
+
+
+# ----------------------------------------------------------------- size-mitigation
+def _sizing_site():
+    from .test_sizing import SMALL_GRID, scenario, spec
+
+    return scenario(0.02), spec(), SMALL_GRID
+
+
+def test_size_mitigation_prints_its_size_each_step_and_options_done(capsys):
+    """The search announces engine runs x draws x ticks and its most options, then shows
+    options done out of that bound, a line per search step, and ends at what it did."""
+    from powerlab.interconnect.searchsize import max_option_evaluations
+    from powerlab.interconnect.sizing import size_mitigation
+
+    sc, sp, grid = _sizing_site()
+    most = max_option_evaluations(sc, grid)
+    res = size_mitigation(sc, sp, draws=1, grid=grid, progress=True)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"size-mitigation: 2 engine runs x 1 draws x 24,000 ticks of "
+                             f"0.1 s, then at most {most:,} options x 1 draws x 24,000 "
+                             f"ticks = {most * 24_000:,} option-tick evaluations; about ")
+    assert "size-mitigation  2/2 engine draws  100%" in "\n".join(err)
+    steps = [ln.split(": ", 1)[1].split(". ")[0] for ln in err
+             if ln.startswith("size-mitigation: ") and ". " in ln.split(": ", 1)[1][:4]]
+    assert steps == ["1", "2", "2b", "3", "4"]
+    n = len(res.evaluated)
+    assert 1 < n <= most                       # the bound holds and the search ran
+    assert err[-1].startswith(f"size-mitigation  {n:,}/{n:,} options  100%")
+    # the bar's count is the options evaluated, one update per new (uncached) option
+    counts = [int(ln.split()[1].split("/")[0]) for ln in err if "/" in ln and " options " in ln]
+    assert counts == sorted(counts) and counts[-1] == n
+    size_mitigation(sc, sp, draws=1, grid=grid, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_ctrl_c_in_the_search_writes_the_best_so_far_and_exits_130(tmp_path, capsys,
+                                                                 monkeypatch):
+    """Ctrl-C (a KeyboardInterrupt raised at the 40th option evaluation, deterministic)
+    ends ``powerlab size-mitigation`` with exit code 130, no traceback, the options
+    evaluated so far written and the cheapest passing one of them printed."""
+    import pandas as pd
+    import yaml
+
+    from powerlab import cli
+    from powerlab.exceptions import Interrupted
+    from powerlab.interconnect.sitemodel import SiteModel
+    from powerlab.interconnect.sizing import size_mitigation
+
+    from .test_sizing import SCENARIO
+
+    real, calls = SiteModel.trace, []
+
+    def trace(self, *a, **k):
+        calls.append(1)
+        if len(calls) == 40:
+            raise KeyboardInterrupt
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(SiteModel, "trace", trace)
+    sc, sp, grid = _sizing_site()
+    with pytest.raises(Interrupted) as info:
+        size_mitigation(sc, sp, draws=1, grid=grid, progress=False)
+    part = info.value.partial
+    assert isinstance(info.value, KeyboardInterrupt) and part.interrupted
+    assert len(part.evaluated) == 39 and part.found
+    passing = part.evaluated[part.evaluated["passes"]]
+    assert part.cheapest["cost_usd_per_day"] == passing["cost_usd_per_day"].min()
+    assert "INTERRUPTED" in part.summary()
+
+    calls.clear()
+    scn, req = tmp_path / "s.yaml", tmp_path / "r.yaml"
+    scn.write_text(SCENARIO.replace("JITTER", "0.02"))
+    req.write_text(yaml.safe_dump({"name": "t", "requirements": [
+        {"name": "step_1s", "kind": "step", "within_s": 1, "limit": 0.15, "unit": "MW",
+         "source": "test", "illustrative": True}]}))
+    rc = cli.main(["size-mitigation", str(scn), "--requirements", str(req), "--out",
+                   str(tmp_path / "o"), "--draws", "1"])
+    cap = capsys.readouterr()
+    assert rc == 130
+    assert "Traceback" not in cap.err and "Traceback" not in cap.out
+    assert "size-mitigation: interrupted after 39/" in cap.err
+    assert "INTERRUPTED" in cap.out and "Cheapest passing option" in cap.out
+    assert "status: interrupted, options_found; engine runs: 2" in cap.out
+    opts = pd.read_csv(tmp_path / "o" / "mitigation_options.csv")
+    assert len(opts) >= 1 and opts["requirements_passed"].eq("step_1s").all()
+    assert "INTERRUPTED" in (tmp_path / "o" / "mitigation_summary.txt").read_text()
+
+
+@pytest.mark.slow
+def test_a_real_sigint_stops_the_command_cleanly(tmp_path):
+    """A real SIGINT to a running ``powerlab size-mitigation`` process, sent once its log
+    says the search's step 2 began (a 4-h horizon: the search has tens of seconds left
+    then): exit code 130, no traceback, the partial results written."""
+    import signal
+    import subprocess
+    import sys
+
+    import yaml
+
+    from .conftest import REPO
+    from .test_sizing import SCENARIO
+
+    scn, req = tmp_path / "s.yaml", tmp_path / "r.yaml"
+    scn.write_text(SCENARIO.replace("JITTER", "0.02")
+                   .replace('end_utc: "2025-06-02T12:40:00Z"', 'end_utc: "2025-06-02T16:00:00Z"'))
+    req.write_text(yaml.safe_dump({"name": "t", "requirements": [
+        {"name": "step_1s", "kind": "step", "within_s": 1, "limit": 0.15, "unit": "MW",
+         "source": "test", "illustrative": True}]}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "powerlab.cli", "size-mitigation", str(scn),
+         "--requirements", str(req), "--out", str(tmp_path / "o"), "--draws", "2"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("size-mitigation: 2. per-GPU options"):
+            proc.send_signal(signal.SIGINT)
+            break
+    out, err = proc.communicate(timeout=300)
+    err = "".join(seen) + err
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and "size-mitigation: interrupted after " in err
+    assert "INTERRUPTED" in out
+    assert (tmp_path / "o" / "mitigation_options.csv").exists()
