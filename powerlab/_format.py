@@ -42,7 +42,7 @@ def format_number(value, sig: int = 3, *, na: str = "–") -> str:
     """
     if value is None:
         return na
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool"):  # numpy too
         return "yes" if value else "no"
     if not isinstance(value, numbers.Real):
         return str(value)
