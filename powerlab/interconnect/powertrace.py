@@ -215,8 +215,8 @@ def band_visibility(band_hz: tuple[float, float], interval_s: float,
 
 
 def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
-                  draws: int = 20, seed: int = 0, tick_s: float | None = None
-                  ) -> pd.DataFrame:
+                  draws: int = 20, seed: int = 0, tick_s: float | None = None,
+                  progress=False) -> pd.DataFrame:
     """Call ``fn`` on every Monte Carlo draw of a forecast; one row per draw.
 
     This is the single adapter between the interconnection checks and the forecast
@@ -236,6 +236,8 @@ def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
     seed : int, default 0
     tick_s : float, optional
         Engine tick (default: the scenario's) [s].
+    progress : bool or None, default False
+        The forecast's size, estimate and progress (``forecast(progress=...)``).
 
     Returns
     -------
@@ -244,7 +246,7 @@ def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
     """
     from ..grid.forecast import forecast
 
-    res = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s)
+    res = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s, progress=progress)
     fac = res.power_w("facility")
     it = res.it_w
     ev = res.events
