@@ -82,7 +82,7 @@ def _common(p) -> None:
     p.add_argument("--draws", type=int, default=20, help="Monte Carlo draws (default 20)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--quiet", action="store_true",
-                       help="print neither the summary nor the progress")
+                   help="print neither the summary nor the progress")
 
 
 def _check(args) -> None:
