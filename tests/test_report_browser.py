@@ -332,6 +332,9 @@ def test_notebook_renderer_sends_the_javascript_once(browser, tmp_path):
     with alt.renderers.enable("powerlab"):
         outputs = [ch._repr_mimebundle_()["text/html"] for ch in (a, b, a)]
     assert [("DecompressionStream" in o) for o in outputs] == [True, False, False]
+    # the same chart shown twice (two open copies of a notebook) gets two element ids
+    ids = [re.search(r'<div id="(powerlab-[0-9a-f]{32})"', o).group(1) for o in outputs]
+    assert len(set(ids)) == 3
     assert len(outputs[0]) < 450_000 and max(len(o) for o in outputs[1:]) < 20_000
     for order, name in (((0, 1, 2), "first.html"), ((1, 2, 0), "last.html")):
         page = _notebook_page(tmp_path, [outputs[i] for i in order], name)
@@ -341,6 +344,7 @@ def test_notebook_renderer_sends_the_javascript_once(browser, tmp_path):
         assert result["console_errors"] == [] and result["exceptions"] == []
         assert result["external_requests"] == []
         assert len(result["charts"]) == 3 and all(c["marks"] > 10 for c in result["charts"])
+        assert sorted(c["id"] for c in result["charts"]) == sorted(ids)  # both copies drew
 
 
 def test_notebook_chart_without_the_javascript_says_so(browser, tmp_path, monkeypatch):
