@@ -5,7 +5,11 @@ separators and no e-notation (``3.454e-09`` becomes ``3.45×10⁻⁹``); :func:`
 turns a canonical column name into words with its unit (``ramp_up_megawatts_per_s`` ->
 ``ramp up (MW/s)``, ``exceed_probability`` -> ``probability of exceeding``).
 
-Only the standard library is used, so any wing may import it (a base module, like
+:func:`spreadsheet_times` writes times the way every CSV for people does
+(``2025-06-02 12:00:00``: Excel and LibreOffice read it as a date-time).
+
+Only the standard library is imported at module level (pandas inside
+:func:`spreadsheet_times`), so any wing may import it (a base module, like
 :mod:`powerlab.exceptions`).
 """
 
@@ -15,7 +19,26 @@ import math
 import numbers
 import re
 
-__all__ = ["column_words", "format_number"]
+__all__ = ["SPREADSHEET_TIME_FORMAT", "column_words", "format_number", "spreadsheet_times"]
+
+#: Times in CSV files for people (facilities CSV, ``powerlab aggregate``,
+#: ``powerlab export-grid``): what Excel's default import and LibreOffice Calc read as
+#: date-times (docs/facilities_csv.md); the zone is named in the column (``_utc``).
+SPREADSHEET_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+def spreadsheet_times(ts, zone: str | None = "UTC") -> list[str]:
+    """Times as spreadsheet-readable text in ``zone`` (default UTC; None: as they are):
+    ``YYYY-MM-DD HH:MM:SS``, with ``.ffffff`` on every row when any has a fraction of a
+    second; tz-naive times are taken as UTC; missing times are empty cells."""
+    import pandas as pd  # (lazily: this module is otherwise the standard library's)
+
+    t = pd.DatetimeIndex(pd.to_datetime(ts))
+    if zone is not None:
+        t = (t.tz_localize("UTC") if t.tz is None else t).tz_convert(zone)
+    frac = ((t.nanosecond != 0) | (t.microsecond != 0)) & ~t.isna()
+    fmt = SPREADSHEET_TIME_FORMAT + (".%f" if frac.any() else "")
+    return ["" if v is pd.NaT else v.strftime(fmt) for v in t]
+
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 

@@ -67,7 +67,7 @@ _RAMPS = (("ramp_up_megawatts_per_s_1s_max", 1.0, +1), ("ramp_down_megawatts_per
 
 #: Decimal places written per kind of column (the stated resolution of the numbers).
 DECIMALS = {"power": 3, "energy": 6, "ramp": 3}
-_TIME_FMT = "%Y-%m-%d %H:%M:%S"
+_TIME_FMT = "%Y-%m-%d %H:%M:%S"           # powerlab._format.SPREADSHEET_TIME_FORMAT
 _DANGEROUS = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
@@ -229,10 +229,9 @@ def facilities_frame(result, resolution="15min") -> pd.DataFrame:
 
 
 def _fmt_time(ts: pd.DatetimeIndex | pd.Series) -> list[str]:
-    ts = pd.DatetimeIndex(ts)
-    frac = (ts.nanosecond != 0) | (ts.microsecond != 0)
-    fmt = _TIME_FMT + (".%f" if frac.any() else "")
-    return list(ts.strftime(fmt))
+    from .._format import spreadsheet_times  # one time format for every CSV for people
+
+    return spreadsheet_times(ts, zone=None)
 
 
 def _fmt_numbers(v: np.ndarray, decimals: int) -> list[str]:
