@@ -259,3 +259,68 @@ def test_study_package_prints_a_line_per_step_unless_quiet(capsys):
     assert err[-1].startswith("study-package  3/3 steps  100%")
     study_package(sc, sp, progress=False, **kw)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_in_a_jupyter_kernel_the_progress_is_one_output_updated_in_place(tmp_path):
+    """A real kernel (nbclient, as tests/test_notebooks.py runs them): the progress is one
+    display output (an HTML progress bar) that update_display messages rewrite, ending at
+    the last status, with the announcement and phases in it; nothing on stderr.  Outside
+    a kernel (this test process) it is text."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    from .conftest import REPO
+
+    code = (f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
+            "from powerlab._progress import Progress, in_jupyter_kernel\n"
+            "print(in_jupyter_kernel())\n"
+            "with Progress(40, 'demo', 'step', min_interval_s=0) as bar:\n"
+            "    bar.announce('40 steps of a test')\n"
+            "    bar.phase('second half')\n"
+            "    for _ in range(40):\n"
+            "        bar.update()\n")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120,
+                            record_timing=False).execute()
+    outs = nb.cells[0].outputs
+    assert [o.get("text") for o in outs if o.output_type == "stream"] == ["True\n"]
+    shown = [o for o in outs if o.output_type == "display_data"]
+    assert len(shown) == 1                       # one output, redrawn 40 times in place
+    html_text = shown[0]["data"]["text/html"]
+    plain = shown[0]["data"]["text/plain"].splitlines()
+    assert plain[:2] == ["demo: 40 steps of a test", "demo: second half"]
+    assert plain[-1].startswith("demo  40/40 steps  100%") and "in all" in plain[-1]
+    assert "40 steps of a test" in html_text and "<progress" not in html_text  # closed
+    from powerlab._progress import in_jupyter_kernel
+
+    assert not in_jupyter_kernel() and Progress(3, "x").notebook is False
+
+
+def test_notebook_mode_draws_a_bar_and_redraws_it(monkeypatch):
+    """The notebook output without a kernel: IPython's display functions recorded."""
+    pytest.importorskip("IPython")
+    import IPython.display as ipd
+
+    calls = []
+
+    class Handle:
+        display_id = "abc"
+
+    monkeypatch.setattr(ipd, "display", lambda data, **kw: calls.append(("new", data))
+                        or Handle())
+    monkeypatch.setattr(ipd, "update_display",
+                        lambda data, **kw: calls.append(("update", data, kw["display_id"])))
+    clock = Clock()
+    with Progress(4, "search", "option", notebook=True, clock=clock,
+                  min_interval_s=1.0) as bar:
+        bar.announce("4 options")
+        for _ in range(4):
+            clock.t += 0.6
+            bar.update()
+    assert calls[0][0] == "new" and all(c[0] == "update" and c[2] == "abc"
+                                        for c in calls[1:])
+    assert '<progress value="0" max="4"' in calls[0][1]["text/html"]
+    # 0.6 s apart at most every 1 s: options 1 (first), 3 and 4 (the last) redraw
+    bars = [c[1]["text/html"] for c in calls if "<progress" in c[1]["text/html"]]
+    assert [b.split('value="')[1].split('"')[0] for b in bars] == ["0", "1", "3", "4"]
+    assert calls[-1][1]["text/plain"].splitlines()[-1].startswith("search  4/4 options")
