@@ -324,3 +324,26 @@ def test_notebook_mode_draws_a_bar_and_redraws_it(monkeypatch):
     bars = [c[1]["text/html"] for c in calls if "<progress" in c[1]["text/html"]]
     assert [b.split('value="')[1].split('"')[0] for b in bars] == ["0", "1", "3", "4"]
     assert calls[-1][1]["text/plain"].splitlines()[-1].startswith("search  4/4 options")
+
+
+def test_facilities_table_shows_its_steps_or_nothing(capsys):
+    """The facilities table of a forecast (a minute or more for 54 days x 20 draws):
+    its size, a line per scope and the steps done; quiet by default."""
+    from powerlab.grid.export import facilities_frame
+    from powerlab.grid.forecast import forecast
+    from powerlab.grid.scenario import read_scenario
+
+    from .conftest import REPO
+
+    res = forecast(read_scenario(REPO / "data" / "scenarios" / "small.yaml"), draws=2)
+    quiet = facilities_frame(res, "15min")
+    assert capsys.readouterr().err == ""
+    shown = facilities_frame(res, "15min", progress=True)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("facilities table: 72,000 ticks x 2 draws x 2 scopes: 12 steps")
+    assert [ln for ln in err if ln.endswith(" power")] == [
+        "facilities table: facility power", "facilities table: it power"]
+    assert err[-1].startswith("facilities table  12/12 steps  100%")
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(quiet, shown)     # progress changes nothing computed
