@@ -347,3 +347,26 @@ def test_facilities_table_shows_its_steps_or_nothing(capsys):
     import pandas as pd
 
     pd.testing.assert_frame_equal(quiet, shown)     # progress changes nothing computed
+
+
+def test_forecast_metrics_show_progress_when_asked(capsys):
+    """``ForecastResult.metrics`` (swings and spectra of every draw, what ``summary()``
+    needs: 15 min for 54 days x 20 draws): its size and draws done, or nothing."""
+    from powerlab.grid.forecast import forecast
+    from powerlab.grid.scenario import read_scenario
+
+    from .conftest import REPO
+
+    sc = read_scenario(REPO / "data" / "scenarios" / "small.yaml")
+    res = forecast(sc, draws=2)
+    res.metrics_progress = True
+    shown = res.metrics
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("forecast metrics: swings and spectra of 72,000 ticks x 2 "
+                             "draws x 2 scopes; about ")
+    assert err[-1].startswith("forecast metrics  4/4 draws  100%")
+    quiet = forecast(sc, draws=2)          # the estimate is well under 2 s: quiet
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(quiet.metrics, shown)
+    assert capsys.readouterr().err == ""
