@@ -81,8 +81,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _common(p) -> None:
     p.add_argument("--draws", type=int, default=20, help="Monte Carlo draws (default 20)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--quiet", action="store_true",
-                   help="print neither the summary nor the progress")
+    p.add_argument("--quiet", action="store_true", help="do not print the summary")
 
 
 def _check(args) -> None:
@@ -151,8 +150,7 @@ def run_plan(args) -> int:
     tg = read_targets(args.target, floor_w=floor, max_w=top, now=sc.start_utc,
                       horizon_end=sc.end_utc, tz=args.tz, scope=args.scope)
     plan = plan_curtailment(sc, tg, spec=spec, response_s=args.response_s,
-                            averaging_s=args.averaging_s, draws=args.draws, seed=args.seed,
-                            progress=False if args.quiet else None)
+                            averaging_s=args.averaging_s, draws=args.draws, seed=args.seed)
     paths = plan.write(args.out)
     if not args.quiet:
         print(plan.summary())

@@ -239,8 +239,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
                      margin_fraction: float = 0.01, min_ramp_share: float = 0.1,
                      draws: int = 20, seed: int = 0, tick_s: float = 1.0,
                      simulate: bool = True,
-                     assumptions: LeverAssumptions | None = None,
-                     progress=None) -> CurtailmentPlan:
+                     assumptions: LeverAssumptions | None = None) -> CurtailmentPlan:
     """Plan per-job levers for a target trajectory and simulate the plan.
 
     Parameters
@@ -266,9 +265,6 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
         Engine and plan tick [s].
     simulate : bool
         False: the search only (the plan and its schedule, no per-target results).
-    progress : bool or None, default None
-        The baseline forecast's size, estimate and progress on standard error
-        (``forecast(progress=...)``: ``None`` when it may take 2 s or more).
 
     Returns
     -------
@@ -290,7 +286,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     pue = np.asarray(site.pue_at(times), float) * np.ones(n)
     pue_max = float(pue.max())
     alloc = _Allocator(scenario, cv)
-    base = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s, progress=progress)
+    base = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s)
     # ---- allowed ramp rates (IT W/s)
     reqs = _ramp_reqs(spec)
     scope_spec = getattr(spec, "scope", "facility")
