@@ -244,23 +244,6 @@ def test_a_real_sigint_stops_the_command_cleanly(tmp_path):
     assert (tmp_path / "o" / "mitigation_options.csv").exists()
 
 
-def test_study_package_prints_a_line_per_step_unless_quiet(capsys):
-    """``study_package`` of a scenario: a line per step (forecast, short window,
-    ride-through) and a last line with the steps done; nothing with progress=False."""
-    from powerlab.interconnect.studypackage import study_package
-
-    sc, sp, _ = _sizing_site()
-    kw = {"draws": 1, "short_window_s": 60.0, "ride_through_draws": 1}
-    study_package(sc, sp, progress=True, **kw)
-    err = capsys.readouterr().err.splitlines()
-    phases = [ln for ln in err if ln.startswith("study-package: ")]
-    assert [p.split(": ")[1].split(" ")[0] for p in phases] == [
-        "forecast", "short", "ride-through"]
-    assert err[-1].startswith("study-package  3/3 steps  100%")
-    study_package(sc, sp, progress=False, **kw)
-    assert capsys.readouterr().err == ""
-
-
 @pytest.mark.slow
 def test_in_a_jupyter_kernel_the_progress_is_one_output_updated_in_place(tmp_path):
     """A real kernel (nbclient, as tests/test_notebooks.py runs them): the progress is one

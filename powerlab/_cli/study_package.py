@@ -45,9 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="telemetry only: non-IT load added to facility power [W]")
     p.add_argument("--start", default=None, help="telemetry only: first time (ISO 8601 UTC)")
     p.add_argument("--end", default=None, help="telemetry only: end time (ISO 8601 UTC)")
-    p.add_argument("--quiet", action="store_true",
-                   help="print neither the summary nor the steps and progress (on "
-                        "standard error)")
+    p.add_argument("--quiet", action="store_true", help="do not print the summary")
     p.set_defaults(func=run)
 
 
@@ -80,8 +78,7 @@ def run(args) -> int:
                         ride_through=args.ride_through_draws > 0,
                         ride_through_draws=max(1, args.ride_through_draws),
                         f0_hz=args.f0_hz, reporting_rate_fps=args.reporting_rate,
-                        pue=args.pue, base_load_w=args.base_load_w, start=start, end=end,
-                        progress=False if args.quiet else None)
+                        pue=args.pue, base_load_w=args.base_load_w, start=start, end=end)
     files = pkg.write(args.out)
     if not args.quiet:
         print(pkg.summary())

@@ -391,8 +391,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
                   ride_through_at_utc=None, f0_hz: float = 60.0,
                   reporting_rate_fps: int = 60, probabilities=(0.5, 0.1, 0.05),
                   pue: float | None = None, base_load_w: float = 0.0,
-                  start=None, end=None, max_block_w: float | None = None,
-                  progress=None) -> StudyPackage:
+                  start=None, end=None, max_block_w: float | None = None) -> StudyPackage:
     """Build the large-load study package.
 
     Parameters
@@ -429,10 +428,6 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
         Measured telemetry only (see :func:`~powerlab.interconnect.powertrace.trace_from_telemetry`).
     max_block_w : float, optional
         Largest block of the energisation schedule [W].
-    progress : bool or None, default None
-        A line per step on standard error (forecast, short window, ride-through), with
-        each forecast's size, estimate and draws done (:mod:`powerlab._progress`):
-        ``True`` always, ``None`` for a scenario (a forecast), ``False`` never.
 
     Returns
     -------
@@ -454,14 +449,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
     notes: list[str] = []
     t0 = time.perf_counter()
     is_scenario = isinstance(source, Scenario)
-    from .._progress import Progress
-
-    steps = 2 + bool(is_scenario and ride_through)
-    bar = Progress(steps, "study-package", "step",
-                   enabled=is_scenario if progress is None else bool(progress))
-    sub = None if progress is None else bool(progress)   # each forecast's own progress
     if is_scenario:
-        bar.phase(f"forecast of the horizon, {draws} draws, and its figures")
         kept: list[PowerTrace] = []
 
         def fn(dp):
@@ -469,8 +457,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
                 kept.append(dp)
             return _per_draw(dp, scope)
 
-        per_draw = for_each_draw(source, fn, draws=draws, seed=seed, tick_s=tick_s,
-                                 progress=sub)
+        per_draw = for_each_draw(source, fn, draws=draws, seed=seed, tick_s=tick_s)
         trace = kept[0]
         label = f"scenario {source.name!r} ({draws} draws, seed {seed})"
     else:
@@ -486,7 +473,6 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
         notes.append("Measured telemetry is one trace: exceedance probabilities over "
                      "draws do not apply; each figure is the trace's value.")
     timings["forecast_and_metrics"] = time.perf_counter() - t0
-    bar.update()
     figures = _envelope(per_draw, probabilities)
 
     # energisation schedule
@@ -496,7 +482,6 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
 
     # short window at a tick that resolves 30 Hz
     t0 = time.perf_counter()
-    bar.phase(f"short window at a {short_tick_s:g}-s tick: spectrum and PMU view")
     if is_scenario:
         if short_start_utc is None:
             x0 = trace.power_w(scope)
@@ -539,8 +524,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
             pmu_rows.append(_pmu_figures(x, dp.tick_s, f0_hz, reporting_rate_fps))
             return {}
 
-        for_each_draw(win, short_fn, draws=draws, seed=seed, tick_s=short_tick_s,
-                      progress=sub)
+        for_each_draw(win, short_fn, draws=draws, seed=seed, tick_s=short_tick_s)
         short = shorts[0]
         psd = np.vstack(psds)
     else:
@@ -556,7 +540,6 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
                          f"resolve oscillation only up to {nyq:g} Hz; lines near 30 Hz "
                          "cannot be shown present or absent.")
     timings["short_window"] = time.perf_counter() - t0
-    bar.update()
     med = np.median(psd, axis=0)
     spectrum = pd.DataFrame({"frequency_hz": freq,
                              "psd_megawatts2_per_hz_median": med / 1e12,
@@ -584,7 +567,6 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
     rt = None
     if is_scenario and ride_through:
         t0 = time.perf_counter()
-        bar.phase(f"ride-through table, {ride_through_draws} draws")
         at = (pd.Timestamp(ride_through_at_utc) if ride_through_at_utc is not None else
               trace.start_utc + pd.Timedelta(
                   seconds=float(np.argmax(trace.power_w(scope))) * trace.tick_s))
@@ -594,11 +576,9 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
         rt = ride_through_table(source, at.floor("s"), draws=ride_through_draws,
                                 seed=seed, tick_s=tick_s, scope=scope, **ups)
         timings["ride_through"] = time.perf_counter() - t0
-        bar.update()
     elif not is_scenario:
         notes.append("Ride-through table: needs the disturbance model of a scenario; for "
                      "measured telemetry with recorded sags use 'powerlab comply --sags'.")
-    bar.close()     # (an exception leaves it open: the command says what stopped it)
     return StudyPackage(source=label, spec=spec, scope=scope, draws=draws, seed=seed,
                         per_draw=per_draw, figures=figures, energisation=energ,
                         short_trace=short, spectrum=spectrum, lines=lines, pmu=pmu,
