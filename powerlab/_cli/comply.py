@@ -123,7 +123,8 @@ def run(args) -> int:
 
     res = comply(source, spec, draws=args.draws, seed=args.seed, tick_s=args.tick_s,
                  pue=args.pue, base_load_w=args.base_load_w, sags=sags, start=start, end=end,
-                 sampling="interval_mean" if args.interval_means else "instantaneous")
+                 sampling="interval_mean" if args.interval_means else "instantaneous",
+                 progress=False if args.quiet else None)
     csv, txt = res.write(args.out)
     written = [csv, txt]
     summaries = [str(res.summary())]

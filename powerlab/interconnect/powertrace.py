@@ -237,7 +237,9 @@ def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
     tick_s : float, optional
         Engine tick (default: the scenario's) [s].
     progress : bool or None, default False
-        The forecast's size, estimate and progress (``forecast(progress=...)``).
+        The forecast's size, estimate and progress (``forecast(progress=...)``), then
+        the draws ``fn`` has done (:mod:`powerlab._progress`): ``True`` always, ``None``
+        when the forecast's estimate is 2 s or more, ``False`` never.
 
     Returns
     -------
@@ -254,7 +256,12 @@ def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
     if getattr(scenario, "disturbances", ()):   # ride-through counterfactual (issue 20.3)
         base = forecast(scenario.replace(disturbances=()), draws=draws, seed=seed,
                         tick_s=tick_s)
+    from .._progress import Progress
+
     rows = []
+    big = res.n_ticks * res.draws / 5e6 >= 2.0     # the forecast's own rule (5e6 tick-draws/s)
+    bar = Progress(res.draws, "per-draw checks", "draw",
+                   enabled=big if progress is None else bool(progress))
     for d in range(res.draws):
         b0 = None if base is None else PowerTrace(
             d, res.tick_s, res.start_utc, base.it_w[d], base.power_w("facility")[d])
@@ -264,6 +271,8 @@ def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
                         description=f"forecast of scenario {scenario.name!r}, draw {d}",
                         without_sags=b0)
         rows.append(dict(fn(dp)))
+        bar.update()
+    bar.close()
     return pd.DataFrame(rows, index=pd.RangeIndex(len(rows), name="draw"))
 
 
