@@ -244,6 +244,23 @@ def test_a_real_sigint_stops_the_command_cleanly(tmp_path):
     assert (tmp_path / "o" / "mitigation_options.csv").exists()
 
 
+def test_comply_shows_the_forecast_and_the_draws_checked(capsys):
+    """``comply`` of a scenario: the forecast's size and draws, then the draws checked;
+    nothing with progress=False, and the same result either way."""
+    from powerlab.interconnect.compliance import comply
+
+    sc, sp, _ = _sizing_site()
+    shown = comply(sc, sp, draws=2, progress=True)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("forecast: 24,000 ticks of 0.1 s x 2 draws")
+    assert err[-1].startswith("per-draw checks  2/2 draws  100%")
+    quiet = comply(sc, sp, draws=2, progress=False)
+    assert capsys.readouterr().err == ""
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(quiet.summary_frame(), shown.summary_frame())
+
+
 @pytest.mark.slow
 def test_in_a_jupyter_kernel_the_progress_is_one_output_updated_in_place(tmp_path):
     """A real kernel (nbclient, as tests/test_notebooks.py runs them): the progress is one
