@@ -40,18 +40,7 @@ class ForecastResult:
     throughput : DataFrame
         Per draw and job: ``train_s``, ``lost_to_failures_s``, ``ramp_deficit_s``,
         ``stagger_delay_s``, ``useful_gpu_h``.
-    metrics_progress : bool or None
-        Progress of :attr:`metrics` (swings and spectra of every draw, e.g. for
-        :meth:`summary`; minutes for weeks of ticks) on standard error: ``None`` (the
-        default) when its estimate is 2 s or more, ``True`` always, ``False`` never.
     """
-
-    #: see the class docstring
-    metrics_progress: bool | None = None
-    #: Rough cost of :attr:`metrics` per draw and scope for its estimate: [s per tick],
-    #: [s per second of horizon] (the spectrum's segments): a day at 0.1 s took 0.5 s,
-    #: 54 days at 1 s 12-23 s on a loaded 2-core machine; taken so the estimate errs long
-    METRIC_COST_S = (3e-7, 3e-6)
 
     def __init__(self, scenario, it_w, tick_s, start_utc, draws, seed, events, throughput,
                  reduced=None):
@@ -309,6 +298,15 @@ class ForecastResult:
         return quantile_bands(self, probs, resolution, scope, statistic)
 
     # -- metrics -----------------------------------------------------------------------
+    #: Progress of :attr:`metrics` (swings and spectra of every draw, what
+    #: :meth:`summary` needs: minutes for weeks of ticks) on standard error: None (the
+    #: default) when its estimate is 2 s or more, True always, False never
+    metrics_progress: bool | None = None
+    #: Rough cost of :attr:`metrics` per draw and scope for its estimate: [s per tick],
+    #: [s per second of horizon] (the spectrum's segments): a day at 0.1 s took 0.5 s,
+    #: 54 days at 1 s 12-23 s on a loaded 2-core machine; taken so the estimate errs long
+    METRIC_COST_S = (3e-7, 3e-6)
+
     @cached_property
     def metrics(self) -> pd.DataFrame:
         """Swing metrics per draw and scope (see :func:`powerlab.grid.swings.swing_metrics`;
