@@ -185,7 +185,7 @@ def test_ctrl_c_in_the_search_writes_the_best_so_far_and_exits_130(tmp_path, cap
     assert len(part.evaluated) == 39 and part.found
     passing = part.evaluated[part.evaluated["passes"]]
     assert part.cheapest["cost_usd_per_day"] == passing["cost_usd_per_day"].min()
-    assert "INTERRUPTED" in part.summary()
+    assert "INTERRUPTED (Ctrl-C) after 39 options" in str(part.summary())
 
     calls.clear()
     scn, req = tmp_path / "s.yaml", tmp_path / "r.yaml"

@@ -486,16 +486,10 @@ class SizingResult:
                  f"{'engine runs':<24}{self.engine_runs}",
                  (f"{'option evaluations':<24}{len(self.evaluated)} options x {self.draws} "
                   f"draws = {self.evaluations}"), ""]
-        if self.interrupted:
-            lines[-1:-1] = ["", ("INTERRUPTED: the search was stopped before its end; what "
-                                 "follows is the best of the options evaluated so far")]
         if self.status == "not_assessable":
             lines[-1:-1] = ["", ("NOT ASSESSABLE: the search was not run (a forecast at this "
                                  "tick and horizon cannot show these requirements met)"),
                             self.assessability.text(**command_kw)]
-            return "\n".join(lines)
-        if not len(self.evaluated):
-            lines.append("No option was evaluated.")
             return "\n".join(lines)
         base = self.evaluated.iloc[0]
         lines[-1:-1] = [f"{'unmitigated fails':<24}{base['requirements_failed'] or '-'}"]
@@ -512,9 +506,6 @@ class SizingResult:
                          f"~${c['cost_usd_per_day']:,.0f}/day (illustrative prices)")
             lines.append(f"{len(self.options)} Pareto-optimal passing option(s) in "
                          "mitigation_options.csv")
-        elif self.interrupted:
-            lines.append("NONE PASSES SO FAR: no option evaluated before the interrupt "
-                         "meets every requirement")
         else:
             lines.append("NONE PASSES: no option in the searched space meets every "
                          "requirement")
@@ -583,8 +574,9 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
     ------
     powerlab.exceptions.Interrupted
         On Ctrl-C during the search (a ``KeyboardInterrupt``): its ``partial`` is the
-        result of the options evaluated so far (``interrupted`` True).  Ctrl-C during
-        the engine runs raises the plain ``KeyboardInterrupt`` (nothing evaluated yet).
+        result of the options evaluated so far (``interrupted`` True; its description,
+        in the summary, says so).  Ctrl-C before the first option is evaluated (the
+        engine runs) raises the plain ``KeyboardInterrupt``.
     """
     from ..grid.scenario import Scenario, read_scenario
     from .assessability import assess
@@ -643,9 +635,12 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
     def result(interrupted: bool = False) -> SizingResult:
         ev = pd.DataFrame([{k: v for k, v in r.items() if k != "_values"}
                            for r in s.rows.values()])
+        said = desc if not interrupted else (
+            f"{desc}; INTERRUPTED (Ctrl-C) after {len(ev)} options: the best of these, "
+            "not of the whole searched space")
         return SizingResult(check.spec, ev, engine_runs=model.engine_runs,
                             evaluations=model.evaluations, draws=int(draws), seed=seed,
-                            description=desc, cost=cost, model=model,
+                            description=said, cost=cost, model=model,
                             assessability=found, interrupted=interrupted)
 
     try:
@@ -656,6 +651,8 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
                 _search(s, model, grid, phase=bar.phase)
             bar.total = bar.done       # the search ended: it evaluated this many
     except KeyboardInterrupt:
+        if not s.rows:                 # not even the site as it is: nothing to report
+            raise
         raise Interrupted(f"size_mitigation interrupted after {len(s.rows)} options",
                           result(interrupted=True)) from None
     return result()
