@@ -83,7 +83,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..exceptions import Interrupted, PowerlabError
+from ..exceptions import PowerlabError
 from .compliance import Compliance
 from .powertrace import PowerTrace
 from .sitemodel import SiteModel
@@ -653,6 +653,8 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
     except KeyboardInterrupt:
         if not s.rows:                 # not even the site as it is: nothing to report
             raise
+        from ..exceptions import Interrupted
+
         raise Interrupted(f"size_mitigation interrupted after {len(s.rows)} options",
                           result(interrupted=True)) from None
     return result()
