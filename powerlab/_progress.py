@@ -34,11 +34,26 @@ loaded already), so any wing may import it (a base module, like
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import html
 import sys
 import time
 
-__all__ = ["Progress", "format_duration", "in_jupyter_kernel"]
+__all__ = ["Progress", "format_duration", "in_jupyter_kernel", "quiet"]
+
+_QUIET = contextvars.ContextVar("powerlab_progress_quiet", default=False)
+
+
+@contextlib.contextmanager
+def quiet(on: bool = True):
+    """Within the block no :class:`Progress` prints anything (``--quiet`` of a command
+    around a function that has no ``progress`` argument of its own)."""
+    token = _QUIET.set(bool(on) or _QUIET.get())
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
 
 
 def format_duration(seconds: float) -> str:
@@ -85,7 +100,8 @@ class Progress:
                  min_interval_s: float = 0.2, clock=time.monotonic,
                  notebook: bool | None = None):
         self.total = int(total) if total else 0
-        self.what, self.unit, self.enabled = what, unit, bool(enabled)
+        self.what, self.unit = what, unit
+        self.enabled = bool(enabled) and not _QUIET.get()
         self.stream = stream if stream is not None else sys.stderr
         if tty is None:
             isatty = getattr(self.stream, "isatty", None)

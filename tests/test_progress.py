@@ -244,21 +244,30 @@ def test_a_real_sigint_stops_the_command_cleanly(tmp_path):
     assert (tmp_path / "o" / "mitigation_options.csv").exists()
 
 
-def test_comply_shows_the_forecast_and_the_draws_checked(capsys):
-    """``comply`` of a scenario: the forecast's size and draws, then the draws checked;
-    nothing with progress=False, and the same result either way."""
+def test_per_draw_checks_show_the_forecast_and_the_draws_done(capsys):
+    """``for_each_draw`` (what ``comply`` and the study package run): the forecast's size
+    and draws, then the draws ``fn`` has done; nothing with progress=False or within
+    ``quiet()`` (what ``powerlab comply --quiet`` wraps around ``comply``)."""
+    from powerlab._progress import quiet
     from powerlab.interconnect.compliance import comply
+    from powerlab.interconnect.powertrace import for_each_draw
 
     sc, sp, _ = _sizing_site()
-    shown = comply(sc, sp, draws=2, progress=True)
+
+    def fn(dp):
+        return {"peak_w": float(dp.facility_w.max())}
+
+    shown = for_each_draw(sc, fn, draws=2, progress=True)
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("forecast: 24,000 ticks of 0.1 s x 2 draws")
     assert err[-1].startswith("per-draw checks  2/2 draws  100%")
-    quiet = comply(sc, sp, draws=2, progress=False)
-    assert capsys.readouterr().err == ""
     import pandas as pd
 
-    pd.testing.assert_frame_equal(quiet.summary_frame(), shown.summary_frame())
+    pd.testing.assert_frame_equal(for_each_draw(sc, fn, draws=2), shown)
+    with quiet():
+        for_each_draw(sc, fn, draws=2, progress=True)
+        comply(sc, sp, draws=2)
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.slow

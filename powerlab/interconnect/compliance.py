@@ -585,8 +585,8 @@ class ComplianceSummary:
 def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None = None,
            pue: float | None = None, base_load_w: float = 0.0,
            sags: pd.DataFrame | None = None, start=None, end=None,
-           max_gap_s: float | None = None, sampling: str = "instantaneous",
-           progress=None) -> ComplianceResult:
+           max_gap_s: float | None = None, sampling: str = "instantaneous"
+           ) -> ComplianceResult:
     """Evaluate a scenario's forecast or a measured trace against a requirement spec.
 
     Parameters
@@ -616,14 +616,17 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
         Telemetry only: whether each reading is the power at its time (NVML's
         instantaneous power: content above the Nyquist frequency folds into the bands, a
         warning names the aliasing) or the mean over the interval before it.
-    progress : bool or None, default None
-        A scenario only: the forecast's size, estimate and progress, then the draws
-        checked, on standard error (:func:`~powerlab.interconnect.powertrace.for_each_draw`):
-        ``None`` when the forecast may take 2 s or more, ``True`` always, ``False`` never.
 
     Returns
     -------
     ComplianceResult
+
+    Notes
+    -----
+    A scenario's forecast shows its size, estimate and progress, then the draws checked,
+    on standard error when it may take 2 s or more
+    (:func:`~powerlab.interconnect.powertrace.for_each_draw`); within
+    ``powerlab._progress.quiet()`` nothing is shown.
     """
     from ..grid.results import ForecastResult
     from ..grid.scenario import Scenario, read_scenario
@@ -664,7 +667,7 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
             return check._row(dp)
 
         values = for_each_draw(source, fn, draws=int(draws), seed=seed, tick_s=tick_s,
-                               progress=progress)
+                               progress=None)
         dp = first[0]
         tick = float(dp.tick_s)
         return check.result(values, tick_s=tick, native_interval_s=tick,

@@ -613,6 +613,14 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
         return SizingResult(check.spec, None, engine_runs=0, evaluations=0,
                             draws=int(draws), seed=seed, description=desc, cost=cost,
                             assessability=found)
+    return _run(scenario, check, grid, cost, found, desc, int(draws), seed, tick_s,
+                progress)
+
+
+def _run(scenario, check, grid, cost, found, desc, draws, seed, tick_s, progress
+         ) -> SizingResult:
+    """The engine runs and the search of :func:`size_mitigation`, with their size,
+    estimate and progress, and a partial result on Ctrl-C."""
     from .._progress import Progress
     from ..grid.timebase import to_ticks
     from .searchsize import max_option_evaluations, search_estimate_s
