@@ -21,16 +21,39 @@ Leaving the ``with`` block by an exception (Ctrl-C included) ends the line with 
 done so far (``interrupted after 7/20 draws``) and lets the exception through, so the
 caller decides what a partial result means.
 
-Only the standard library is used, so any wing may import it (a base module, like
+In a Jupyter kernel (JupyterLab, Notebook, VS Code) with the default stream, the progress
+is one output that updates in place instead: an HTML progress bar with the status line and
+the announcement and phases above it (IPython's ``display(..., display_id=True)`` and
+``update_display``, which every Jupyter front end draws without ipywidgets; a front end
+without HTML shows the same text).  ``stream=`` or ``notebook=False`` keep the text.
+
+Only the standard library is used (IPython only inside a running kernel, where it is
+loaded already), so any wing may import it (a base module, like
 :mod:`powerlab.exceptions`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import html
 import sys
 import time
 
-__all__ = ["Progress", "format_duration"]
+__all__ = ["Progress", "format_duration", "in_jupyter_kernel", "quiet"]
+
+_QUIET = contextvars.ContextVar("powerlab_progress_quiet", default=False)
+
+
+@contextlib.contextmanager
+def quiet(on: bool = True):
+    """Within the block no :class:`Progress` prints anything (``--quiet`` of a command
+    around a function that has no ``progress`` argument of its own)."""
+    token = _QUIET.set(bool(on) or _QUIET.get())
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
 
 
 def format_duration(seconds: float) -> str:
@@ -67,13 +90,18 @@ class Progress:
         Shortest time between two redraws on a terminal [s].
     clock : callable, optional
         Monotonic clock [s] (default :func:`time.monotonic`).
+    notebook : bool, optional
+        Show an HTML progress bar updated in place (a Jupyter output); default: whether
+        this runs in a Jupyter kernel and no ``stream`` was given.
     """
 
     def __init__(self, total: int | None, what: str, unit: str = "step", *,
                  enabled: bool = True, stream=None, tty: bool | None = None,
-                 min_interval_s: float = 0.2, clock=time.monotonic):
+                 min_interval_s: float = 0.2, clock=time.monotonic,
+                 notebook: bool | None = None):
         self.total = int(total) if total else 0
-        self.what, self.unit, self.enabled = what, unit, bool(enabled)
+        self.what, self.unit = what, unit
+        self.enabled = bool(enabled) and not _QUIET.get()
         self.stream = stream if stream is not None else sys.stderr
         if tty is None:
             isatty = getattr(self.stream, "isatty", None)
@@ -87,6 +115,11 @@ class Progress:
         self._next_tenth = 1
         self._open_line = False
         self.closed = False
+        if notebook is None:
+            notebook = stream is None and in_jupyter_kernel()
+        self.notebook = bool(notebook)
+        self._display = None          # the IPython display handle (notebook)
+        self._said: list[str] = []    # announcement and phases (notebook)
 
     # -- what callers use
     def announce(self, size: str, estimate_s: float | None = None) -> None:
@@ -109,7 +142,11 @@ class Progress:
         if not self.enabled:
             return
         now = self._clock()
-        if self.tty:
+        if self.notebook:
+            if now - self._last_draw >= self.min_interval_s or self.done == self.total:
+                self._last_draw = now
+                self._show(self.status())
+        elif self.tty:
             if now - self._last_draw >= self.min_interval_s or self.done == self.total:
                 self._last_draw = now
                 self._write("\r" + self.status() + "\033[K")
@@ -165,8 +202,33 @@ class Progress:
         except (OSError, ValueError):      # a closed pipe: progress is never fatal
             self.enabled = False
 
+    def _show(self, status: str, final: bool = False) -> None:
+        """Draw (or redraw in place) the notebook output: lines said, bar, status."""
+        said = "".join(f"<div>{html.escape(t)}</div>" for t in self._said)
+        bar = "" if final or not self.total else (
+            f'<progress value="{min(self.done, self.total)}" max="{self.total}" '
+            'style="width: 24em; vertical-align: middle"></progress> ')
+        data = {"text/html": f'<div class="powerlab-progress" style="font-family: '
+                             f'monospace">{said}<div>{bar}{html.escape(status)}</div></div>',
+                "text/plain": "\n".join([*self._said, status])}
+        try:
+            from IPython.display import display, update_display
+
+            if self._display is None:
+                self._display = display(data, raw=True, display_id=True)
+            else:
+                update_display(data, raw=True, display_id=self._display.display_id)
+        except Exception:                 # noqa: BLE001 - progress is never fatal
+            self.notebook = False
+
     def _line(self, text: str) -> None:
         if not self.enabled:
+            return
+        if self.notebook:
+            final = text.startswith(self.what + "  ") or "interrupted after" in text
+            if not final:
+                self._said.append(text)
+            self._show(text if final else self.status(), final=final)
             return
         prefix = "\r\033[K" if (self.tty and self._open_line) else ""
         self._open_line = False
@@ -177,3 +239,15 @@ class Progress:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.close(interrupted=exc_type is not None)
+
+
+def in_jupyter_kernel() -> bool:
+    """Whether this runs in a Jupyter kernel (IPython's ``ZMQInteractiveShell``)."""
+    ipy = sys.modules.get("IPython")
+    if ipy is None:
+        return False
+    try:
+        shell = ipy.get_ipython()
+    except Exception:                     # noqa: BLE001
+        return False
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"

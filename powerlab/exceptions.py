@@ -14,6 +14,7 @@ __all__ = [
     "AnalysisError",
     "DataQualityWarning",
     "GPULostError",
+    "Interrupted",
     "NVMLError",
     "NVMLUnavailableError",
     "OptionError",
@@ -151,6 +152,20 @@ class NVMLUnavailableError(NVMLError):
 
 class GPULostError(NVMLError):
     """A GPU fell off the bus or stopped answering (``NVML_ERROR_GPU_IS_LOST``)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a long search; :attr:`partial` holds what was done so far.
+
+    A :class:`KeyboardInterrupt` (so a loop of searches stops, as Ctrl-C should), raised
+    by long searches such as :func:`powerlab.interconnect.sizing.size_mitigation` with a
+    results object of the work finished before the interrupt (its ``interrupted`` is
+    True); ``powerlab`` commands write and print it and exit with code 130.
+    """
+
+    def __init__(self, message: str, partial=None):
+        super().__init__(message)
+        self.partial = partial
 
 
 class DataQualityWarning(UserWarning):

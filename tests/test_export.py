@@ -173,6 +173,54 @@ def test_libreoffice_reads_dates_as_dates_and_numbers_as_numbers(result, tmp_pat
         back["facility_power_megawatts_mean"].iloc[0])
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("soffice") is None,
+                    reason="LibreOffice (Debian package libreoffice-calc) is not installed")
+def test_aggregate_and_export_grid_csv_times_read_as_dates_in_libreoffice(tmp_path, capsys):
+    """``powerlab aggregate`` and ``powerlab export-grid`` CSVs use the facilities CSV's
+    time form: LibreOffice (headless, the Text Import options of docs/facilities_csv.md)
+    reads their ``*_utc`` cells as date-times, a fraction of a second included (the
+    export-grid rows are stamped at block midpoints, 29.95 s into each minute); no
+    column name holds a ``/``."""
+    import datetime as dt
+
+    openpyxl = pytest.importorskip("openpyxl")
+    from powerlab.telemetry.store import write_store
+
+    from .conftest import make_telemetry
+
+    tel = make_telemetry()
+    write_store(tel, tmp_path / "store", fsync=False)
+    agg = tmp_path / "agg.csv"
+    assert main(["aggregate", str(tmp_path / "store"), "--freq", "1s", "--out", str(agg),
+                 "--quiet"]) == 0
+    grid = tmp_path / "grid.csv"
+    assert main(["export-grid", str(SCEN / "small.yaml"), "--format", "csv", "--out",
+                 str(grid), "--step-s", "60"]) == 0
+    capsys.readouterr()
+    env = dict(os.environ, HOME=str(tmp_path))  # a private LibreOffice profile
+    subprocess.run(["soffice", "--headless", "--norestore",
+                    "--infilter=CSV:44,34,76,1,,1033,false,true", "--convert-to", "xlsx",
+                    "--outdir", str(tmp_path), str(agg), str(grid)], check=True, env=env,
+                   capture_output=True, timeout=180)
+    ws = openpyxl.load_workbook(tmp_path / "agg.xlsx").active
+    header = [c.value for c in ws[1]]
+    assert "timestamp_utc" in header and not any("/" in h for h in header)
+    col = header.index("timestamp_utc")
+    first = pd.Timestamp(tel["timestamp"].min()).floor("1s").tz_localize(None)
+    cells = [r[col] for r in ws.iter_rows(min_row=2, values_only=True)]
+    assert all(isinstance(c, dt.datetime) for c in cells), cells[:3]
+    assert cells[0] == first.to_pydatetime()
+    assert isinstance(ws.cell(2, header.index("power_w") + 1).value, (int, float))
+    ws = openpyxl.load_workbook(tmp_path / "grid.xlsx").active
+    rows = list(ws.iter_rows(values_only=True))
+    assert rows[0][0].startswith("# represents")      # the band comment line
+    assert list(rows[1]) == ["time_s", "timestamp_utc", "power_megawatts"]
+    start = read_scenario(SCEN / "small.yaml").start_utc.tz_localize(None)
+    assert rows[2][1] == (start + pd.Timedelta(seconds=29.95)).to_pydatetime()
+    assert all(isinstance(r[1], dt.datetime) for r in rows[2:])
+
+
 @pytest.mark.parametrize("text", ["=HYPERLINK(\"x\")", "+1", "-2", "@SUM(A1)", "\tx", "\rx",
                                   "\n=1+1", " \n@SUM(A1)", "\nx"])
 def test_formula_injection_is_neutralised(text, tmp_path):

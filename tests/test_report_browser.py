@@ -332,6 +332,9 @@ def test_notebook_renderer_sends_the_javascript_once(browser, tmp_path):
     with alt.renderers.enable("powerlab"):
         outputs = [ch._repr_mimebundle_()["text/html"] for ch in (a, b, a)]
     assert [("DecompressionStream" in o) for o in outputs] == [True, False, False]
+    # the same chart shown twice (two open copies of a notebook) gets two element ids
+    ids = [re.search(r'<div id="(powerlab-[0-9a-f]{32})"', o).group(1) for o in outputs]
+    assert len(set(ids)) == 3
     assert len(outputs[0]) < 450_000 and max(len(o) for o in outputs[1:]) < 20_000
     for order, name in (((0, 1, 2), "first.html"), ((1, 2, 0), "last.html")):
         page = _notebook_page(tmp_path, [outputs[i] for i in order], name)
@@ -341,6 +344,7 @@ def test_notebook_renderer_sends_the_javascript_once(browser, tmp_path):
         assert result["console_errors"] == [] and result["exceptions"] == []
         assert result["external_requests"] == []
         assert len(result["charts"]) == 3 and all(c["marks"] > 10 for c in result["charts"])
+        assert sorted(c["id"] for c in result["charts"]) == sorted(ids)  # both copies drew
 
 
 def test_notebook_chart_without_the_javascript_says_so(browser, tmp_path, monkeypatch):
@@ -538,3 +542,78 @@ def test_print_check_sees_a_clipped_table(browser, tmp_path):
     finally:
         cdp.close()
     assert any(t["overflow"] > 1 for t in layout["tables"]), layout
+
+
+def _print_pdf(browser, path: Path) -> tuple[dict, bytes]:
+    """Print media at the A4 printable width: the layout check, and Chromium's PDF."""
+    import base64
+
+    cdp = browser.page()
+    try:
+        cdp.call("Page.enable")
+        cdp.call("Emulation.setDeviceMetricsOverride", width=_PRINT_WIDTH_PX, height=1100,
+                 deviceScaleFactor=1, mobile=False)
+        cdp.call("Emulation.setEmulatedMedia", media="print")
+        cdp.call("Page.navigate", url=path.resolve().as_uri())
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and cdp.evaluate(_STATUS) != "done":
+            time.sleep(0.2)
+        # every table cell whose text has no space yet takes more than one line: a word
+        # broken inside (the "M/W/s" of a unit cell squeezed to one letter a line)
+        broken = json.loads(cdp.evaluate("""JSON.stringify(Array.from(
+            document.querySelectorAll('table.pl-table td, table.pl-table th')).filter(
+            function (c) { var t = c.textContent.trim();
+              if (!t || /\\s/.test(t)) return false;
+              var r = document.createRange(); r.selectNodeContents(c);
+              var tops = new Set(Array.from(r.getClientRects()).map(
+                function (x) { return Math.round(x.top); }));
+              return tops.size > 1; }).map(function (c) { return c.textContent; }))"""))
+        pdf = cdp.call("Page.printToPDF", printBackground=True, preferCSSPageSize=True)
+    finally:
+        cdp.close()
+    return {"broken": broken}, base64.b64decode(pdf["data"])
+
+
+@pytest.mark.slow
+def test_printed_compliance_table_reads_as_words_and_plain_numbers(browser, tmp_path):
+    """The interconnection section of a real comply result, printed to PDF by Chromium and
+    read back as text (pypdf): no cell broken inside a word (the compliance table once
+    wrapped "MW/s" into "M/W/s"), no e-notation (a probability of 3.454e-09 reads
+    3.45×10⁻⁹), column headers in words with units, and each section with times states
+    its one time zone."""
+    pypdf = pytest.importorskip("pypdf")
+    from powerlab.interconnect.compliance import comply
+    from powerlab.interconnect.requirements import read_requirements
+    from powerlab.viz.report import interconnection_section
+
+    from .conftest import REPO
+    from .test_sizing import scenario
+
+    # the illustrative ERCOT spec: MW/min and MW/s units beside long notes
+    spec = read_requirements(REPO / "data/requirements/ercot_large_load_illustrative.yaml")
+    res = comply(scenario(0.02), spec, draws=2, seed=0)
+    rep = Report("print check")
+    interconnection_section(rep, res)
+    ts = pd.date_range("2025-06-02T12:00Z", periods=3, freq="15min")
+    rep.heading("Site in its own zone", time_zone="America/Chicago")
+    rep.table(pd.DataFrame({"interval_start_utc": ts,
+                            "exceed_probability": [3.454e-09, 0.25, 1.0],
+                            "ramp_up_megawatts_per_s": [1234.5678, 0.001234, 12.0]}))
+    html_text = rep.to_html()
+    assert "e-0" not in html_text.split("<script")[0]           # the tables' part
+    path = tmp_path / "compliance.html"
+    path.write_text(html_text, encoding="utf-8")
+    layout, data = _print_pdf(browser, path)
+    assert layout["broken"] == [], layout["broken"]
+    import io
+
+    text = "\n".join(p.extract_text() for p in pypdf.PdfReader(io.BytesIO(data)).pages)
+    flat = " ".join(text.split())
+    assert not re.search(r"\d[eE][-+]?\d", text), re.findall(r"\S*\d[eE][-+]?\d\S*", text)
+    assert "3.45×10⁻⁹" in flat and "1,235" in flat and "0.00123" in flat
+    assert "MW/s" in flat and not re.search(r"\bM\s*\n\s*W", text)
+    assert "probability of exceeding" in flat and "exceed_probability" not in flat
+    assert "ramp up (MW/s)" in flat
+    # times of the last section in its zone (12:00 UTC is 07:00 in Chicago in June)
+    assert flat.count("Times in America/Chicago.") == 1 and "2025-06-02 07:00" in flat
+    assert "Times in UTC" not in flat            # the compliance section shows no times

@@ -37,7 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "--by rack")
     p.add_argument("--start", help="first time, ISO 8601 with zone (e.g. 2024-05-17T00:00Z)")
     p.add_argument("--end", help="end time (exclusive), ISO 8601 with zone")
-    p.add_argument("--out", type=Path, required=True, help="output file, .parquet or .csv")
+    p.add_argument("--out", type=Path, required=True,
+                   help="output file, .parquet or .csv (times as YYYY-MM-DD HH:MM:SS in UTC, "
+                        "columns named *_utc: what spreadsheets read as dates)")
     p.add_argument("--engine", choices=["auto", "duckdb", "dask", "pandas"], default="auto",
                    help="where to compute (default auto: DuckDB, the fastest on one "
                         "machine; dask for a cluster; pandas needs neither)")
@@ -313,7 +315,7 @@ def run(args) -> int:
                       EmptyResultWarning, stacklevel=1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.out.suffix == ".csv":
-        result.to_csv(args.out, index=False, date_format="%Y-%m-%dT%H:%M:%S.%fZ")
+        spreadsheet_csv(result).to_csv(args.out, index=False)
     else:
         result.to_parquet(args.out, index=False)
     print(f"wrote {len(result)} rows to {args.out}")
@@ -323,3 +325,22 @@ def run(args) -> int:
         with pd.option_context("display.width", 120, "display.max_columns", 10):
             print(jb.job_energy(result, args.freq).to_string(index=False))
     return 0
+
+
+def spreadsheet_csv(frame):
+    """The frame as a CSV for people writes it: each tz-aware time column as
+    ``YYYY-MM-DD HH:MM:SS[.ffffff]`` in UTC (what Excel and LibreOffice read as a
+    date-time, as in the facilities CSV, docs/facilities_csv.md), its name ending in
+    ``_utc`` (``timestamp`` -> ``timestamp_utc``); no column name holds a ``/``."""
+    import pandas as pd
+
+    from .._format import spreadsheet_times
+
+    out = frame.copy()
+    names = {}
+    for c in out.columns:
+        if isinstance(out[c].dtype, pd.DatetimeTZDtype):
+            out[c] = spreadsheet_times(out[c])
+            names[c] = c if str(c).endswith("_utc") else f"{c}_utc"
+    out.columns = [str(names.get(c, c)).replace("/", "__") for c in out.columns]
+    return out

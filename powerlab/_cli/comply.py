@@ -113,13 +113,16 @@ def run(args) -> int:
         raise PowerlabError("--pue, --base-load-w, --start, --end and --interval-means "
                             "apply to measured telemetry; a scenario sets its own PUE, base "
                             "load and horizon, and its ticks are interval means")
+    from .._progress import quiet
     from ..interconnect.compliance import comply  # scipy: only once the inputs are read
     from ..interconnect.resonance import screen_resonance
     from ..outputs import atomic_write
 
-    res = comply(source, spec, draws=args.draws, seed=args.seed, tick_s=args.tick_s,
-                 pue=args.pue, base_load_w=args.base_load_w, sags=sags, start=start, end=end,
-                 sampling="interval_mean" if args.interval_means else "instantaneous")
+    with quiet(args.quiet):     # no size or progress either
+        res = comply(source, spec, draws=args.draws, seed=args.seed, tick_s=args.tick_s,
+                     pue=args.pue, base_load_w=args.base_load_w, sags=sags, start=start,
+                     end=end,
+                     sampling="interval_mean" if args.interval_means else "instantaneous")
     csv, txt = res.write(args.out)
     written = [csv, txt]
     summaries = [str(res.summary())]

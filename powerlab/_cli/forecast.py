@@ -68,9 +68,11 @@ def run(args) -> int:
     Progress(0, "forecast", enabled=big and not args.quiet).phase(
         f"writing {args.out} ({args.resolution} rows)")
     if args.format == "xlsx":
-        written = str(write_facilities_xlsx(res, args.out, args.resolution))
+        written = str(write_facilities_xlsx(res, args.out, args.resolution,
+                                            progress=False if args.quiet else None))
     else:
-        written = " and ".join(map(str, write_facilities_csv(res, args.out, args.resolution)))
+        written = " and ".join(map(str, write_facilities_csv(
+            res, args.out, args.resolution, progress=False if args.quiet else None)))
     if not args.quiet:
         print(res.summary())
     print(f"wrote {written}")

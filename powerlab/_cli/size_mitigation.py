@@ -3,7 +3,8 @@ workload, staggered starts and storage for the cheapest options that make a scen
 a requirement spec.  Checks first that a forecast at the tick can assess the spec; exit 0
 when a passing option exists (or none is needed), 1 when none passes, 2 on bad input, 3
 when the spec cannot be assessed (the search is not run; the summary gives the command
-that can assess it)."""
+that can assess it), 130 on Ctrl-C (the options evaluated so far are written and the best
+of them printed)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "forecast at the tick can assess every requirement; if not it stops "
                     "with the reason and the command that can. Exit code 0: a passing "
                     "option exists or none is needed; 1: none passes; 2: bad input; 3: "
-                    "not assessable (search not run).",
+                    "not assessable (search not run); 130: interrupted (Ctrl-C; the "
+                    "options evaluated so far are written and the best printed).",
     )
     p.add_argument("scenario", type=Path, help="scenario YAML")
     p.add_argument("--requirements", type=Path, required=True, help="requirement spec YAML")
@@ -42,7 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sags", type=Path, default=None,
                    help="CSV of voltage sags (timestamp, duration_s, residual_voltage_pu) "
                         "within the horizon, for the ride-through requirements")
-    p.add_argument("--quiet", action="store_true", help="do not print the summary")
+    p.add_argument("--quiet", action="store_true",
+                   help="print neither the summary nor the size, estimate and progress "
+                        "(shown on standard error when the run may take 2 s or more)")
     p.set_defaults(func=run)
 
 
@@ -67,17 +71,24 @@ def run(args) -> int:
     spec = read_requirements(args.requirements)
     scenario = read_scenario(args.scenario)
     sags = read_sags(args.sags) if args.sags is not None else None
+    from ..exceptions import Interrupted
     from ..interconnect.compliance import Compliance  # scipy: only once the inputs are read
     from ..interconnect.sizing import size_mitigation
 
-    res = size_mitigation(scenario, Compliance(spec, sags=sags), draws=args.draws,
-                          seed=args.seed, tick_s=tick, hours=args.hours)
+    try:
+        res = size_mitigation(scenario, Compliance(spec, sags=sags), draws=args.draws,
+                              seed=args.seed, tick_s=tick, hours=args.hours,
+                              progress=False if args.quiet else None)
+    except Interrupted as exc:          # Ctrl-C in the search: what was done so far
+        res = exc.partial
     paths = {"scenario": args.scenario, "requirements": args.requirements, "out": args.out}
     csv, txt = res.write(args.out, **paths)
-    if not args.quiet or res.status == "not_assessable":
+    if not args.quiet or res.status == "not_assessable" or res.interrupted:
         print(res.summary(**paths))
-    print(f"status: {res.status}; engine runs: {res.engine_runs}; option evaluations: "
-          f"{res.evaluations}")
+    print(f"status: {'interrupted, ' if res.interrupted else ''}{res.status}; engine runs: "
+          f"{res.engine_runs}; option evaluations: {res.evaluations}")
     print(f"wrote {csv}, {txt}")
+    if res.interrupted:
+        return 130
     return {"no_mitigation_needed": 0, "options_found": 0, "none_passes": 1,
             "not_assessable": 3}[res.status]

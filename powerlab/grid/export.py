@@ -67,7 +67,7 @@ _RAMPS = (("ramp_up_megawatts_per_s_1s_max", 1.0, +1), ("ramp_down_megawatts_per
 
 #: Decimal places written per kind of column (the stated resolution of the numbers).
 DECIMALS = {"power": 3, "energy": 6, "ramp": 3}
-_TIME_FMT = "%Y-%m-%d %H:%M:%S"
+_TIME_FMT = "%Y-%m-%d %H:%M:%S"           # powerlab._format.SPREADSHEET_TIME_FORMAT
 _DANGEROUS = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
@@ -175,7 +175,28 @@ def _events_text(result, edges: np.ndarray) -> list[str]:
     return text
 
 
-def facilities_frame(result, resolution="15min") -> pd.DataFrame:
+#: Rough speed of the facilities table [ticks x draws per second] for the up-front
+#: estimate (54 days at 1 s, 5 draws: 18 s on a 2-core machine; taken low).
+_FRAME_TICK_DRAWS_PER_S = 1e6
+
+
+def _frame_progress(result, progress):
+    """(Progress of the table's steps, whether this call owns it)."""
+    from .._progress import Progress
+
+    if isinstance(progress, Progress):
+        return progress, False
+    steps = len(SCOPES) * (2 + len(_RAMPS))
+    est_s = result.n_ticks * result.draws / _FRAME_TICK_DRAWS_PER_S
+    bar = Progress(steps, "facilities table", "step",
+                   enabled=(est_s >= 2.0) if progress is None else bool(progress))
+    bar.announce(f"{result.n_ticks:,} ticks x {result.draws} draws x {len(SCOPES)} scopes: "
+                 f"{steps} steps (power, interval statistics, "
+                 f"{len(_RAMPS)} ramp windows per scope)", estimate_s=est_s)
+    return bar, True
+
+
+def facilities_frame(result, resolution="15min", progress=False) -> pd.DataFrame:
     """The facilities table of a forecast, before rounding and formatting.
 
     Parameters
@@ -184,6 +205,10 @@ def facilities_frame(result, resolution="15min") -> pd.DataFrame:
     resolution : {'1s', '1min', '5min', '15min', '30min', '1h'} or seconds
         Row interval; rows are aligned to the clock (the first row is partial when the
         horizon starts between two boundaries).
+    progress : bool or None, default False
+        Show the size, an estimate and the steps done on standard error
+        (:mod:`powerlab._progress`): ``True`` always, ``None`` when the estimate is 2 s
+        or more (what ``powerlab forecast`` passes), ``False`` never.
 
     Returns
     -------
@@ -203,36 +228,52 @@ def facilities_frame(result, resolution="15min") -> pd.DataFrame:
     off = local.strftime("%z")
     out = {"interval_start_utc": starts, "interval_end_utc": ends, _local_col(tz): local,
            "utc_offset_local": ["UTC" + o[:3] + ":" + o[3:] for o in off]}
-    for s in SCOPES:
-        x = result.power_w(s)
-        means = np.add.reduceat(x, edges, axis=1) / counts
-        q = np.quantile(means, [0.1, 0.5, 0.9], axis=0)
-        stats = {"mean": means.mean(axis=0), "min": np.minimum.reduceat(x.min(axis=0), edges),
-                 "max": np.maximum.reduceat(x.max(axis=0), edges),
-                 "p10": q[0], "p50": q[1], "p90": q[2]}
-        for st in _STATS:
-            out[f"{s}_power_megawatts_{st}"] = stats[st] / 1e6
-        out[f"{s}_energy_megawatt_hours"] = (np.add.reduceat(x, edges, axis=1).mean(axis=0)
-                                            * tick / 3.6e9)
-        for name, win, sign in _RAMPS:
-            scale = (1.0 if win == 1.0 else 60.0) / 1e6
-            try:  # the largest ramp over draws at each boundary tick (NaN: undefined)
-                best = np.fmax.reduce(sign * ramp_into_tick(x, tick, win), axis=0)
-            except AnalysisError:  # the tick does not divide the window
-                best = np.full(n, np.nan)
-            val = np.fmax.reduceat(best, edges)
-            out[f"{s}_{name}"] = np.where(np.isnan(val), np.nan, np.maximum(val, 0.0)) * scale
+    bar, own = _frame_progress(result, progress)
+    try:
+        for s in SCOPES:
+            _scope_columns(result, s, edges, counts, tick, n, out, bar)
+    except BaseException:
+        if own:
+            bar.close(interrupted=True)
+        raise
+    if own:
+        bar.close()
     out["events"] = _events_text(result, edges)
     df = pd.DataFrame(out)
     df["events"] = df["events"].astype("string")
     return df
 
 
+def _scope_columns(result, s, edges, counts, tick, n, out, bar) -> None:
+    """The power, energy and ramp columns of one scope (``facility`` or ``it``)."""
+    bar.phase(f"{s} power")
+    x = result.power_w(s)
+    bar.update()
+    means = np.add.reduceat(x, edges, axis=1) / counts
+    q = np.quantile(means, [0.1, 0.5, 0.9], axis=0)
+    stats = {"mean": means.mean(axis=0), "min": np.minimum.reduceat(x.min(axis=0), edges),
+             "max": np.maximum.reduceat(x.max(axis=0), edges),
+             "p10": q[0], "p50": q[1], "p90": q[2]}
+    for st in _STATS:
+        out[f"{s}_power_megawatts_{st}"] = stats[st] / 1e6
+    out[f"{s}_energy_megawatt_hours"] = (np.add.reduceat(x, edges, axis=1).mean(axis=0)
+                                        * tick / 3.6e9)
+    bar.update()
+    for name, win, sign in _RAMPS:
+        scale = (1.0 if win == 1.0 else 60.0) / 1e6
+        try:  # the largest ramp over draws at each boundary tick (NaN: undefined)
+            best = np.fmax.reduce(sign * ramp_into_tick(x, tick, win), axis=0)
+        except AnalysisError:  # the tick does not divide the window
+            best = np.full(n, np.nan)
+        val = np.fmax.reduceat(best, edges)
+        out[f"{s}_{name}"] = np.where(np.isnan(val), np.nan, np.maximum(val, 0.0)) * scale
+        bar.update()
+
+
 def _fmt_time(ts: pd.DatetimeIndex | pd.Series) -> list[str]:
-    ts = pd.DatetimeIndex(ts)
-    frac = (ts.nanosecond != 0) | (ts.microsecond != 0)
-    fmt = _TIME_FMT + (".%f" if frac.any() else "")
-    return list(ts.strftime(fmt))
+    from .._format import spreadsheet_times  # one time format for every CSV for people
+
+    return spreadsheet_times(ts, zone=None)
 
 
 def _fmt_numbers(v: np.ndarray, decimals: int) -> list[str]:
@@ -316,7 +357,8 @@ def _sidecar(result, df: pd.DataFrame, res_s: float, file_name: str, sha256: str
 
 
 def write_facilities_csv(result, path, resolution="15min",
-                         generated_utc: pd.Timestamp | None = None) -> tuple[Path, Path]:
+                         generated_utc: pd.Timestamp | None = None,
+                         progress=False) -> tuple[Path, Path]:
     """Write the facilities CSV and its JSON sidecar as a consistent pair.
 
     Parameters
@@ -328,6 +370,8 @@ def write_facilities_csv(result, path, resolution="15min",
         Interval of the rows.
     generated_utc : Timestamp, optional
         Generation time to record (default: now).
+    progress : bool or None, default False
+        Progress of the table (:func:`facilities_frame`).
 
     Returns
     -------
@@ -352,7 +396,7 @@ def write_facilities_csv(result, path, resolution="15min",
             raise PowerlabError(f"cannot write {p}: it is a folder")
     res_s = _resolution_s(resolution)
     tz = result.scenario.site.tz
-    df = facilities_frame(result, res_s)
+    df = facilities_frame(result, res_s, progress=progress)
     csv = _csv_text(df, tz).encode("utf-8")
     gen = generated_utc if generated_utc is not None else pd.Timestamp.now(tz="UTC")
     side = _sidecar(result, df, res_s, path.name, hashlib.sha256(csv).hexdigest(), gen)
@@ -376,7 +420,8 @@ def write_facilities_csv(result, path, resolution="15min",
 
 
 def write_facilities_xlsx(result, path, resolution="15min",
-                          generated_utc: pd.Timestamp | None = None) -> Path:
+                          generated_utc: pd.Timestamp | None = None,
+                          progress=False) -> Path:
     """Write the facilities table as an Excel workbook (``.xlsx``, with openpyxl).
 
     Sheet ``facilities``: the columns of :func:`facilities_columns`, a units row under the
@@ -393,7 +438,7 @@ def write_facilities_xlsx(result, path, resolution="15min",
     result : ForecastResult
     path : str or Path
         The workbook, named ``*.xlsx``.
-    resolution, generated_utc
+    resolution, generated_utc, progress
         As in :func:`write_facilities_csv`.
 
     Returns
@@ -421,7 +466,7 @@ def write_facilities_xlsx(result, path, resolution="15min",
                             ) from None
     res_s = _resolution_s(resolution)
     tz = result.scenario.site.tz
-    df = facilities_frame(result, res_s)
+    df = facilities_frame(result, res_s, progress=progress)
     gen = generated_utc if generated_utc is not None else pd.Timestamp.now(tz="UTC")
     side = _sidecar(result, df, res_s, path.name, None, gen)
     side["format"] = "powerlab facilities workbook"

@@ -524,6 +524,13 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
     Returns
     -------
     ComplianceResult
+
+    Notes
+    -----
+    A scenario's forecast shows its size, estimate and progress, then the draws checked,
+    on standard error when it may take 2 s or more
+    (:func:`~powerlab.interconnect.powertrace.for_each_draw`); within
+    ``powerlab._progress.quiet()`` nothing is shown.
     """
     from ..grid.results import ForecastResult
     from ..grid.scenario import Scenario, read_scenario
@@ -563,7 +570,8 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
                 first.append(dp)
             return check._row(dp)
 
-        values = for_each_draw(source, fn, draws=int(draws), seed=seed, tick_s=tick_s)
+        values = for_each_draw(source, fn, draws=int(draws), seed=seed, tick_s=tick_s,
+                               progress=None)
         dp = first[0]
         tick = float(dp.tick_s)
         return check.result(values, tick_s=tick, native_interval_s=tick,

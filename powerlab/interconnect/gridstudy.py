@@ -27,7 +27,9 @@ writers lay it out:
     Time-characteristic (``ChaTime``) files read the same two columns.
 ``csv``
     Plain CSV: one comment line (``#``) with the represented band, then one header line
-    naming the units: ``time_s, timestamp_utc, power_megawatts``.
+    naming the units: ``time_s, timestamp_utc, power_megawatts``; the times written
+    ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC, which spreadsheets read as date-times (the
+    facilities CSV's form, ``docs/facilities_csv.md``).
 
 References
 ----------
@@ -155,9 +157,12 @@ def _powerfactory(frame: pd.DataFrame) -> str:
 
 
 def _csv(frame: pd.DataFrame, band: str) -> str:
+    from .._format import spreadsheet_times
+
     out = pd.DataFrame({
         "time_s": frame["time_s"].map("{:.6f}".format),
-        "timestamp_utc": frame["timestamp_utc"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        # the spreadsheet-readable form of every CSV for people (docs/facilities_csv.md)
+        "timestamp_utc": spreadsheet_times(frame["timestamp_utc"]),
         "power_megawatts": frame["power_megawatts"].map("{:.6f}".format),
     })
     return "# " + band + "\n" + out.to_csv(index=False, lineterminator="\n")

@@ -216,8 +216,8 @@ def band_visibility(band_hz: tuple[float, float], interval_s: float,
 
 
 def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
-                  draws: int = 20, seed: int = 0, tick_s: float | None = None
-                  ) -> pd.DataFrame:
+                  draws: int = 20, seed: int = 0, tick_s: float | None = None,
+                  progress=False) -> pd.DataFrame:
     """Call ``fn`` on every Monte Carlo draw of a forecast; one row per draw.
 
     This is the single adapter between the interconnection checks and the forecast
@@ -237,6 +237,10 @@ def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
     seed : int, default 0
     tick_s : float, optional
         Engine tick (default: the scenario's) [s].
+    progress : bool or None, default False
+        The forecast's size, estimate and progress (``forecast(progress=...)``), then
+        the draws ``fn`` has done (:mod:`powerlab._progress`): ``True`` always, ``None``
+        when the forecast's estimate is 2 s or more, ``False`` never.
 
     Returns
     -------
@@ -245,7 +249,7 @@ def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
     """
     from ..grid.forecast import forecast
 
-    res = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s)
+    res = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s, progress=progress)
     fac = res.power_w("facility")
     it = res.it_w
     ev = res.events
@@ -253,7 +257,12 @@ def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
     if getattr(scenario, "disturbances", ()):   # ride-through counterfactual (issue 20.3)
         base = forecast(scenario.replace(disturbances=()), draws=draws, seed=seed,
                         tick_s=tick_s)
+    from .._progress import Progress
+
     rows = []
+    big = res.n_ticks * res.draws / 5e6 >= 2.0     # the forecast's own rule (5e6 tick-draws/s)
+    bar = Progress(res.draws, "per-draw checks", "draw",
+                   enabled=big if progress is None else bool(progress))
     for d in range(res.draws):
         b0 = None if base is None else PowerTrace(
             d, res.tick_s, res.start_utc, base.it_w[d], base.power_w("facility")[d])
@@ -263,6 +272,8 @@ def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
                         description=f"forecast of scenario {scenario.name!r}, draw {d}",
                         without_sags=b0)
         rows.append(dict(fn(dp)))
+        bar.update()
+    bar.close()
     return pd.DataFrame(rows, index=pd.RangeIndex(len(rows), name="draw"))
 
 

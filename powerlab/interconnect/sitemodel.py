@@ -43,10 +43,21 @@ class SiteModel:
     gpu_mean_no_sag_w: dict = field(default_factory=dict)
     smoothing_ok: bool = True
 
+    @staticmethod
+    def runs_needed(scenario, filler: bool) -> int:
+        """Engine runs :meth:`build` makes: per job, per filler setting, and once more
+        without the voltage sags when the scenario has any [-]."""
+        has_sags = bool(getattr(scenario, "disturbances", ()))
+        return len(scenario.jobs) * (2 if filler else 1) * (2 if has_sags else 1)
+
     @classmethod
     def build(cls, scenario, *, draws: int, seed: int, tick_s: float | None,
-              filler: bool) -> SiteModel:
-        """Run the engine once per job (and per filler setting)."""
+              filler: bool, progress=False) -> SiteModel:
+        """Run the engine once per job (and per filler setting).
+
+        ``progress`` is passed to every :func:`~powerlab.grid.forecast.forecast` (a
+        :class:`powerlab._progress.Progress` of ``runs_needed x draws`` engine draws is
+        updated once per draw and left open)."""
         from ..grid.forecast import forecast
         from ..grid.scenario import Mitigations
 
@@ -68,7 +79,8 @@ class SiteModel:
                 own = (hw.cluster_gpus - j.gpus) * hw.gpu_idle_w + hw.nodes * hw.node_overhead_w
                 for with_sags in ((True, False) if has_sags else (True,)):
                     run = sub if with_sags else sub.replace(disturbances=())
-                    res = forecast(run, draws=draws, seed=seed, tick_s=tick_s)
+                    res = forecast(run, draws=draws, seed=seed, tick_s=tick_s,
+                                   progress=progress)
                     runs += 1
                     (series if with_sags else no_sag)[(ji, fill)] = (
                         np.asarray(res.it_w) - own) / j.gpus

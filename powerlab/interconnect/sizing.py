@@ -311,6 +311,7 @@ class _Search:
         self.m, self.check, self.cost = model, check, cost
         self.rows: dict[MitigationOption, dict] = {}
         self._base_energy = None
+        self.progress = None   # progress hook: a Progress updated once per new option
 
     def evaluate(self, opt: MitigationOption) -> dict:
         if opt in self.rows:
@@ -357,6 +358,8 @@ class _Search:
         else:
             row["battery_round_trip_efficiency"] = storage_battery(opt).round_trip_efficiency
         self.rows[opt] = row
+        if self.progress is not None:
+            self.progress.update()
         return row
 
     def passes(self, opt: MitigationOption) -> bool:
@@ -396,12 +399,17 @@ class SizingResult:
         spec cannot be shown met by a forecast at this tick and horizon: the search was
         not run; :attr:`assessability` says why and what to run).
     assessability : Assessability
+    interrupted : bool
+        The search was stopped (Ctrl-C) before its end: :attr:`options` are the best of
+        the options evaluated so far, not of the whole searched space.
     """
 
     def __init__(self, spec, evaluated: pd.DataFrame, *, engine_runs: int, evaluations: int,
                  draws: int, seed: int, description: str, cost: CostModel,
-                 model: SiteModel | None = None, assessability=None):
+                 model: SiteModel | None = None, assessability=None,
+                 interrupted: bool = False):
         self.spec = spec
+        self.interrupted = bool(interrupted)
         self._model = model
         self.assessability = assessability
         if evaluated is None or not len(evaluated):
@@ -540,8 +548,8 @@ def _sizing_summary(lines: list[str]) -> Summary:
 
 def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
                     tick_s: float | str | None = None, grid: SearchGrid | None = None,
-                    cost: CostModel | None = None, hours: float | None = None
-                    ) -> SizingResult:
+                    cost: CostModel | None = None, hours: float | None = None,
+                    progress=None) -> SizingResult:
     """Search the mitigation space for the cheapest options that meet a requirement spec.
 
     First, without running the engine, whether a forecast at the tick can show every
@@ -565,10 +573,24 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
     cost : CostModel, optional
     hours : float, optional
         Search over the first ``hours`` of the scenario's horizon only [h].
+    progress : bool or None, default None
+        Print the size (engine runs x draws x ticks, then at most how many options x
+        draws x ticks), an estimate, and then engine draws and options evaluated, rate and
+        time left on standard error (:mod:`powerlab._progress`; a line per search step in
+        a log): ``True`` always, ``None`` when the estimate is 2 s or more, ``False``
+        never.
 
     Returns
     -------
     SizingResult
+
+    Raises
+    ------
+    powerlab.exceptions.Interrupted
+        On Ctrl-C during the search (a ``KeyboardInterrupt``): its ``partial`` is the
+        result of the options evaluated so far (``interrupted`` True; its description,
+        in the summary, says so).  Ctrl-C before the first option is evaluated (the
+        engine runs) raises the plain ``KeyboardInterrupt``.
     """
     from ..grid.scenario import Scenario, read_scenario
     from .assessability import assess
@@ -605,17 +627,59 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
         return SizingResult(check.spec, None, engine_runs=0, evaluations=0,
                             draws=int(draws), seed=seed, description=desc, cost=cost,
                             assessability=found)
-    model = SiteModel.build(scenario, draws=int(draws), seed=seed, tick_s=tick_s,
-                            filler=True in grid.filler)
+    return _run(scenario, check, grid, cost, found, desc, int(draws), seed, tick_s,
+                progress)
+
+
+def _run(scenario, check, grid, cost, found, desc, draws, seed, tick_s, progress
+         ) -> SizingResult:
+    """The engine runs and the search of :func:`size_mitigation`, with their size,
+    estimate and progress, and a partial result on Ctrl-C."""
+    from .._progress import Progress
+    from ..grid.timebase import to_ticks
+    from .searchsize import max_option_evaluations, search_estimate_s
+
+    n = to_ticks((pd.Timestamp(scenario.end_utc) - pd.Timestamp(scenario.start_utc)
+                  ).total_seconds(), found.tick_s)
+    runs = SiteModel.runs_needed(scenario, True in grid.filler)
+    most = max_option_evaluations(scenario, grid)    # for the size and estimate
+    est_s = search_estimate_s(runs, int(draws), n, most)
+    on = (est_s >= 2.0) if progress is None else bool(progress)
+    with Progress(runs * int(draws), "size-mitigation", "engine draw", enabled=on) as eng:
+        eng.announce(f"{runs} engine runs x {draws} draws x {n:,} ticks of "
+                     f"{found.tick_s:g} s, then at most {most:,} options x {draws} draws x "
+                     f"{n:,} ticks = {most * draws * n:,} option-tick evaluations",
+                     estimate_s=est_s)
+        model = SiteModel.build(scenario, draws=int(draws), seed=seed, tick_s=tick_s,
+                                filler=True in grid.filler, progress=eng)
     s = _Search(model, check, cost)
-    none = MitigationOption()
-    if not s.passes(none):
-        _search(s, model, grid)
-    ev = pd.DataFrame([{k: v for k, v in r.items() if k != "_values"}
-                       for r in s.rows.values()])
-    return SizingResult(check.spec, ev, engine_runs=model.engine_runs,
-                        evaluations=model.evaluations, draws=int(draws), seed=seed,
-                        description=desc, cost=cost, model=model, assessability=found)
+
+    def result(interrupted: bool = False) -> SizingResult:
+        ev = pd.DataFrame([{k: v for k, v in r.items() if k != "_values"}
+                           for r in s.rows.values()])
+        said = desc if not interrupted else (
+            f"{desc}; INTERRUPTED (Ctrl-C) after {len(ev)} options: the best of these, "
+            "not of the whole searched space")
+        return SizingResult(check.spec, ev, engine_runs=model.engine_runs,
+                            evaluations=model.evaluations, draws=int(draws), seed=seed,
+                            description=said, cost=cost, model=model,
+                            assessability=found, interrupted=interrupted)
+
+    try:
+        with Progress(most, "size-mitigation", "option", enabled=on) as bar:
+            s.progress = bar
+            bar.phase("1. the site as it is")
+            if not s.passes(MitigationOption()):
+                _search(s, model, grid, phase=bar.phase)
+            bar.total = bar.done       # the search ended: it evaluated this many
+    except KeyboardInterrupt:
+        if not s.rows:                 # not even the site as it is: nothing to report
+            raise
+        from ..exceptions import Interrupted
+
+        raise Interrupted(f"size_mitigation interrupted after {len(s.rows)} options",
+                          result(interrupted=True)) from None
+    return result()
 
 
 def _rate_chain(base: MitigationOption, field_name: str, rates: list[float]
@@ -634,7 +698,8 @@ def _cheapest_passing_cost(s: _Search) -> float:
 
 
 def _search(s: _Search, model: SiteModel, grid: SearchGrid, *,
-            refine_rates: int = 5, hybrid_storage: int = 2) -> None:
+            refine_rates: int = 5, hybrid_storage: int = 2, phase=lambda text: None
+            ) -> None:
     from .storage import available_storage
 
     together = len({j.start_utc for j in model.scenario.jobs}) < len(model.scenario.jobs)
@@ -645,6 +710,8 @@ def _search(s: _Search, model: SiteModel, grid: SearchGrid, *,
     rates = [r for r in grid.ramp_w_per_s if r > 0] if model.smoothing_ok else []
     rates = sorted(set(rates), reverse=True)         # fast (weak) to slow (strong)
     hits = []
+    phase(f"2. per-GPU options: the fastest passing ramp rate for "
+          f"{len(floors) * len(hysts) * len(set(grid.filler)) * len(staggers)} settings")
     # 2. per-GPU options: the fastest symmetric ramp rate that passes, per base setting
     for fl in floors:
         for h in hysts:
@@ -662,6 +729,9 @@ def _search(s: _Search, model: SiteModel, grid: SearchGrid, *,
     # 2b. ramp-up and ramp-down apart (the ramp-up limit delays work, the ramp-down limit
     # burns energy): for the cheapest symmetric hits, the fastest ramp-up that passes with
     # the ramp-down kept, then the fastest ramp-down with that ramp-up (coordinate search)
+    if hits:
+        phase(f"2b. ramp-up and ramp-down apart for the {min(len(hits), refine_rates)} "
+              "cheapest")
     for hit in sorted(hits, key=lambda o: _cost_of(s, o))[:refine_rates]:
         r = hit.ramp_up_rate_w_per_s
         faster = [x for x in rates if x >= r]         # off, then fast ... r (passes)
@@ -692,6 +762,8 @@ def _search(s: _Search, model: SiteModel, grid: SearchGrid, *,
         return out
 
     stores = []
+    if techs:
+        phase(f"3. storage alone: {', '.join(techs)}")
     for tech in techs:
         for dur in grid.durations_h(tech):
             for win in sorted(set(grid.battery_window_s)):
@@ -710,6 +782,7 @@ def _search(s: _Search, model: SiteModel, grid: SearchGrid, *,
         (techs[0], grid.durations_h(techs[0])[-1], min(set(grid.battery_window_s)))]
     bases = [MitigationOption(percent_tmp_floor=float(f)) for f in floors if f > 0]
     bases += [MitigationOption(ramp_down_rate_w_per_s=float(r)) for r in rates]
+    phase(f"4. smoothing with storage: {len(bases)} weak smoothing settings")
     for base in bases:
         best = _cheapest_passing_cost(s)
         row = s.evaluate(base)

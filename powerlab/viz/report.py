@@ -20,6 +20,7 @@ import datetime as _dt
 import functools
 import html
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -116,6 +117,8 @@ class _Block:
     kind: str
     content: Any
     caption: str | None = None
+    #: the time zone of the times the block shows (tables), or of its section (headings)
+    zone: str | None = None
 
 
 @dataclass
@@ -128,6 +131,10 @@ class Report:
         Page title and top heading.
     subtitle : str, optional
         One line under the title.
+    time_zone : str, default "UTC"
+        Zone the times in tables are shown in, unless a :meth:`heading` sets its
+        section's own; each section that shows times states its zone once, under its
+        heading (IANA name, e.g. ``"America/Chicago"``).
 
     Examples
     --------
@@ -141,12 +148,20 @@ class Report:
     title: str
     subtitle: str | None = None
     blocks: list[_Block] = field(default_factory=list)
+    time_zone: str = "UTC"
 
     # -- building -----------------------------------------------------------------
-    def heading(self, text: str) -> Report:
-        """Add a section heading."""
-        self.blocks.append(_Block("heading", str(text)))
+    def heading(self, text: str, *, time_zone: str | None = None) -> Report:
+        """Add a section heading; ``time_zone``: the zone of the section's times
+        (default the report's)."""
+        zone = str(time_zone or self.time_zone)
+        pd.Timestamp(0, tz="UTC").tz_convert(zone)     # an unknown zone fails here
+        self.blocks.append(_Block("heading", str(text), zone=zone))
         return self
+
+    def _zone(self) -> str:
+        heads = [b for b in self.blocks if b.kind == "heading"]
+        return heads[-1].zone if heads else self.time_zone
 
     def text(self, text: str) -> Report:
         """Add a paragraph (plain text; blank lines separate paragraphs)."""
@@ -160,18 +175,50 @@ class Report:
         return self
 
     def table(self, df: pd.DataFrame, caption: str | None = None, *, max_rows: int = 50,
-              float_format: str = "{:,.4g}") -> Report:
-        """Add a table (the first ``max_rows`` rows of ``df``)."""
+              float_format: str | None = None, words: bool = True) -> Report:
+        """Add a table (the first ``max_rows`` rows of ``df``).
+
+        Numbers are written by :func:`powerlab._format.format_number` (three significant
+        digits, thousands separators, no e-notation; ``float_format``, e.g.
+        ``"{:.2f}"``, overrides it for floats), booleans as yes/no, times in the
+        section's zone (stated once under its heading), and with ``words`` the column
+        names in words with their units (``ramp_up_megawatts_per_s`` -> ``ramp up
+        (MW/s)``).
+        """
+        from .._format import column_words, format_number
+
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"table expects a DataFrame, got {type(df).__name__}")
         shown = df.head(max_rows)
         note = "" if len(df) <= max_rows else f" (first {max_rows} of {len(df):,} rows)"
+        zone, has_times, cols = self._zone(), False, {}
+        for name in shown.columns:
+            col = shown[name]
+            if pd.api.types.is_datetime64_any_dtype(col):
+                t = pd.to_datetime(col)
+                t = (t.dt.tz_localize("UTC") if t.dt.tz is None else t).dt.tz_convert(zone)
+                fmt = "%Y-%m-%d %H:%M:%S" if (t.dt.second.fillna(0) != 0).any() \
+                    else "%Y-%m-%d %H:%M"
+                cells = [("–" if pd.isna(v) else v.strftime(fmt)) for v in t]
+                has_times = True
+                label = re.sub(r"_(utc|local)$", "", str(name)) if words else str(name)
+            else:
+                def cell(v):
+                    if isinstance(v, float) and float_format and not math.isnan(v):
+                        return float_format.format(v)
+                    return format_number(v) if not isinstance(v, str) else v
+                cells = [cell(v) for v in col.tolist()]
+                label = str(name)
+            cols[column_words(label) if words else label] = cells
+        shown = pd.DataFrame(cols) if cols else shown
         body = shown.to_html(index=False, border=0, classes="pl-table", escape=True,
-                             na_rep="–", float_format=float_format.format)
-        # long snake_case headers may wrap at their underscores (print and narrow screens)
-        body = re.sub(r"<th>([^<]*)</th>",
-                      lambda m: "<th>" + m.group(1).replace("_", "_<wbr>") + "</th>", body)
-        self.blocks.append(_Block("table", body, (caption or "") + note or None))
+                             na_rep="–")
+        if not words:   # long snake_case headers may wrap at their underscores
+            body = re.sub(r"<th>([^<]*)</th>",
+                          lambda m: "<th>" + m.group(1).replace("_", "_<wbr>") + "</th>",
+                          body)
+        self.blocks.append(_Block("table", body, (caption or "") + note or None,
+                                  zone=zone if has_times else None))
         return self
 
     def chart(self, chart: Any, caption: str | None = None) -> Report:
@@ -201,9 +248,20 @@ class Report:
         esc = html.escape
         parts = []
         n = 0
-        for b in self.blocks:
+        # the zone of each section's times, stated once under its heading
+        timed, sec = set(), -1
+        for i, b in enumerate(self.blocks):
+            sec = i if b.kind == "heading" else sec
+            if b.kind == "table" and b.zone:
+                timed.add(sec)
+        zone_note = '<p class="pl-tz">Times in {}.</p>'.format
+        if -1 in timed:
+            parts.append(zone_note(esc(self.time_zone)))
+        for i, b in enumerate(self.blocks):
             if b.kind == "heading":
                 parts.append(f"<h2>{esc(b.content)}</h2>")
+                if i in timed:
+                    parts.append(zone_note(esc(b.zone)))
             elif b.kind == "text":
                 for para in re.split(r"\n\s*\n", b.content.strip()):
                     parts.append(f"<p>{esc(para)}</p>")
@@ -296,6 +354,7 @@ h1 {{ margin-bottom: 0.1em; }}
 h2 {{ margin-top: 1.8em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }}
 .pl-sub {{ color: #555; margin-top: 0; }}
 .pl-cap {{ color: #555; font-size: 0.9em; margin-top: 0.2em; }}
+.pl-tz {{ color: #555; font-size: 0.85em; margin: 0.2em 0; }}
 .pl-figs {{ display: flex; flex-wrap: wrap; gap: 0.8em; margin: 0.8em 0; }}
 .pl-fig {{ border: 1px solid #ddd; border-radius: 6px; padding: 0.5em 0.9em; min-width: 9em; }}
 .pl-fig-v {{ font-size: 1.35em; font-weight: 600; color: #0072B2; }}
@@ -319,7 +378,8 @@ table.pl-table th {{ white-space: normal; vertical-align: bottom; }}
   .pl-fig {{ min-width: 7em; padding: 0.3em 0.6em; }}
   .pl-tablewrap {{ overflow: visible; }}
   table.pl-table {{ width: 100%; font-size: 7.5pt; }}
-  table.pl-table th, table.pl-table td {{ padding: 0.15em 0.3em; overflow-wrap: anywhere; }}
+  table.pl-table th, table.pl-table td {{ padding: 0.15em 0.3em; overflow-wrap: break-word;
+                                          word-break: normal; }}
   pre {{ white-space: pre-wrap; overflow-wrap: anywhere; overflow: visible;
          font-size: 7.5pt; }}
   .pl-chart svg {{ max-width: 100% !important; height: auto !important; }}
