@@ -20,8 +20,12 @@ Fleet shapes cycle with the seed (so every case sees all of them): 60-s samples 
 24 h with 8 hosts x 8 GPUs; 300-s over 72 h with 16 x 8; 60-s over 24 h with 16 x 4;
 300-s over 72 h with 32 x 4.
 
+With ``--baseline`` the detector also gets the generator's baseline record of the same
+fleet (``generate(..., baseline=True)``: healthy, a week earlier, same chips) through
+:func:`~powerlab.throughput.stragglers.straggler_baseline`.
+
 Usage: python benchmarks/validate_fleetgens.py [--seeds 20] [--gens A B C]
-[--cases ...] [--jobs 2] [--out results.json].  Prints one table row per generator and
+[--cases ...] [--jobs 2] [--baseline] [--out results.json].  Prints one table row per generator and
 case, and ``RESULT {json}`` last.
 """
 
