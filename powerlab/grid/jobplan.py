@@ -244,32 +244,28 @@ def _expand_blocks(blocks: list, period: int, compute: int
     if compute <= 0 or compute >= period:
         one = COMPUTE if compute >= period else COMM
         return np.where(train, one, st), ln.copy()
-    # every whole step of every training block, as one tiled compute/comm pattern;
-    # then the other blocks and the partial last steps inserted where they belong
+    # every block's runs in place: a training block's whole steps alternate compute
+    # (even offset from the block's first run) and comm, then its partial last step
+    # (compute, then comm if longer than the compute part); other blocks one run
     n_full, rem = np.divmod(ln, period)
     n_full = np.where(train, n_full, 0)
-    pairs_before = np.cumsum(n_full) - n_full          # whole steps of earlier blocks
-    total = int(n_full.sum())
-    states = np.tile(np.array([COMPUTE, COMM], np.int64), total)
-    lengths = np.tile(np.array([compute, period - compute], np.int64), total)
-    at, ins_st, ins_ln = [], [], []
-    for i in range(len(st)):
-        if not train[i]:
-            at.append(2 * pairs_before[i])
-            ins_st.append(st[i])
-            ins_ln.append(ln[i])
-        elif rem[i]:
-            end = 2 * (pairs_before[i] + n_full[i])
-            at.append(end)
-            ins_st.append(COMPUTE)
-            ins_ln.append(min(rem[i], compute))
-            if rem[i] > compute:
-                at.append(end)
-                ins_st.append(COMM)
-                ins_ln.append(rem[i] - compute)
-    if at:
-        states = np.insert(states, at, ins_st)
-        lengths = np.insert(lengths, at, ins_ln)
+    rem = np.where(train, rem, 0)
+    cnt = np.where(train, 2 * n_full + (rem > 0) + (rem > compute), 1)
+    first = np.cumsum(cnt) - cnt
+    total = int(cnt.sum())
+    odd = np.zeros(total, np.int8)
+    odd[1::2] = 1
+    odd ^= np.repeat((first & 1).astype(np.int8), cnt)   # offset parity in the block
+    states = odd.astype(np.int64)
+    states += COMPUTE                                    # COMM == COMPUTE + 1
+    lengths = np.where(odd.view(bool), period - compute, compute)
+    other = ~train
+    states[first[other]] = st[other]
+    lengths[first[other]] = ln[other]
+    part = train & (rem > 0)
+    lengths[first[part] + 2 * n_full[part]] = np.minimum(rem[part], compute)
+    part2 = train & (rem > compute)
+    lengths[first[part2] + 2 * n_full[part2] + 1] = rem[part2] - compute
     return states, lengths
 
 
