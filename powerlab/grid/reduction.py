@@ -284,20 +284,22 @@ def _candidate_swing(x: np.ndarray, cand: np.ndarray, b: int, k: int) -> float:
     intervals ``cand`` (of ``b`` ticks; windows running past the end are left out)."""
     n = len(x)
     span_len = b + k - 1      # the ticks the windows starting in one interval cover
-    if len(cand) * span_len <= n:
-        # few: every candidate's ticks as one row (starts past n - k are clipped to
-        # the last tick: such a window lies within the last whole window, whose
-        # interval is a candidate too, so it cannot raise the maximum)
+    brk = np.flatnonzero(np.diff(cand) > 1)
+    n_runs = len(brk) + 1
+    # runs of consecutive candidates share their ticks; scattered ones are gathered
+    runs_cost = len(cand) * b + n_runs * (k - 1 + 2000)   # ~2000 ticks of overhead a run
+    if len(cand) * span_len <= n and len(cand) * span_len < runs_cost:
+        # every candidate's ticks as one row (starts past n - k are clipped to the
+        # last tick: such a window lies within the last whole window, whose interval
+        # is a candidate too, so it cannot raise the maximum)
         idx = cand[:, None] * b + np.arange(span_len)
         np.minimum(idx, n - 1, out=idx)
         return _window_swings(x[idx], [k])[0]
-    # many: runs of consecutive candidates, each evaluated on its own ticks
-    brk = np.flatnonzero(np.diff(cand) > 1)
-    best = 0.0
-    if len(brk) > 32:
+    if n_runs > 32:
         starts, ends = cand[:1], cand[-1:]
     else:
         starts, ends = cand[np.r_[0, brk + 1]], cand[np.r_[brk, len(cand) - 1]]
+    best = 0.0
     for p0, p1 in zip(starts.tolist(), ends.tolist()):
         s_end = min(p1 * b + b - 1, n - k)   # the last start of the run
         best = max(best, _window_swings(x[p0 * b:s_end + k], [k])[0])
