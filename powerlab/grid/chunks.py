@@ -62,12 +62,18 @@ def job_steps(plan, levels: np.ndarray, rnd, idle_state: int) -> tuple | None:
     """
     if not len(plan.states):
         return None
-    vals = levels[plan.states] - levels[idle_state]
-    ends = plan.starts[-1] + plan.lengths[-1]
-    at = np.append(plan.starts, ends)
-    step = np.diff(np.concatenate([[0.0], vals, [0.0]]))
+    vals = (levels - levels[idle_state])[plan.states]
+    n = len(vals)
+    at = np.empty(n + 1, np.int64)
+    at[:n] = plan.starts
+    at[n] = plan.starts[-1] + plan.lengths[-1]
+    step = np.empty(n + 1)          # np.diff of (0, vals, 0), in one pass
+    step[0] = vals[0]
+    np.subtract(vals[1:], vals[:-1], out=step[1:n])
+    step[n] = -vals[-1]
     nz = step != 0.0
-    at, step = at[nz], step[nz]
+    if not nz.all():
+        at, step = at[nz], step[nz]
     if not len(at):
         return None
     used = rnd.offset_counts > 0  # offsets no GPU drew add nothing

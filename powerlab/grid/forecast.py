@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -67,6 +67,7 @@ from .interruptions import (
     interruption_stats,
     planned_mask,
 )
+from .jobplan import COMPUTE, IDLE, STATES, JobPlan, job_levels, job_plan
 from .reduction import Reducer
 from .results import ForecastResult
 from .scenario import Job, Scenario
@@ -86,12 +87,6 @@ __all__ = [
     "memory_estimate_bytes",
     "to_ticks",
 ]
-
-#: Phase codes of a GPU template.
-STATES = ("idle", "startup", "compute", "comm", "checkpoint", "eval", "down", "shutdown")
-IDLE, STARTUP, COMPUTE, COMM, CKPT, EVAL, DOWN, SHUTDOWN = range(len(STATES))
-_TRAIN = -1  # placeholder for a block of steps in a plan
-
 
 # --------------------------------------------------------------------------- randomness
 
@@ -171,236 +166,6 @@ def job_randomness(job: Job, tick_s: float, seed: int, draw: int, job_index: int
     offs, p = jitter_probabilities(job.jitter_s, tick_s)
     counts = rng.multinomial(job.gpus, p) if len(p) > 1 else np.array([job.gpus])
     return JobDraw(fails.astype(np.int64), offs, counts.astype(np.int64))
-
-
-# --------------------------------------------------------------------------- job plan
-
-
-@dataclass
-class JobPlan:
-    """The phases of one job in one draw, as runs of ticks.
-
-    Attributes
-    ----------
-    states, starts, lengths : ndarray
-        Run-length encoding of the template over the allocation; ``states`` are codes of
-        :data:`STATES` with training blocks already split into compute/comm runs.
-    events : list of tuple
-        ``(tick, event, duration_ticks)``.
-    train_ticks, lost_ticks : int
-        Ticks spent stepping, and stepping ticks lost to failures (work after the last
-        checkpoint).
-    """
-
-    states: np.ndarray
-    starts: np.ndarray
-    lengths: np.ndarray
-    events: list
-    train_ticks: int
-    lost_ticks: int
-
-
-def _expand_blocks(blocks: list, period: int, compute: int
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Run-length states and lengths of a list of ``(state, start, length)`` blocks, the
-    training blocks split into compute/comm runs of steps (``C`` ticks of compute, then
-    ``P - C`` of communication; a partial last step computes first), for all blocks at
-    once."""
-    if not blocks:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    arr = np.array(blocks, dtype=np.int64).reshape(-1, 3)
-    st, ln = arr[:, 0], arr[:, 2]
-    train = st == _TRAIN
-    if compute <= 0 or compute >= period:
-        one = COMPUTE if compute >= period else COMM
-        return np.where(train, one, st), ln.copy()
-    # every whole step of every training block, as one tiled compute/comm pattern;
-    # then the other blocks and the partial last steps inserted where they belong
-    n_full, rem = np.divmod(ln, period)
-    n_full = np.where(train, n_full, 0)
-    pairs_before = np.cumsum(n_full) - n_full          # whole steps of earlier blocks
-    total = int(n_full.sum())
-    states = np.tile(np.array([COMPUTE, COMM], np.int64), total)
-    lengths = np.tile(np.array([compute, period - compute], np.int64), total)
-    at, ins_st, ins_ln = [], [], []
-    for i in range(len(st)):
-        if not train[i]:
-            at.append(2 * pairs_before[i])
-            ins_st.append(st[i])
-            ins_ln.append(ln[i])
-        elif rem[i]:
-            end = 2 * (pairs_before[i] + n_full[i])
-            at.append(end)
-            ins_st.append(COMPUTE)
-            ins_ln.append(min(rem[i], compute))
-            if rem[i] > compute:
-                at.append(end)
-                ins_st.append(COMM)
-                ins_ln.append(rem[i] - compute)
-    if at:
-        states = np.insert(states, at, ins_st)
-        lengths = np.insert(lengths, at, ins_ln)
-    return states, lengths
-
-
-def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
-             failure_ticks: np.ndarray, planned: np.ndarray | None = None,
-             trips=None) -> JobPlan:
-    """Lay out the phases of a job over its allocation ``[start_tick, end_tick)``.
-
-    Parameters
-    ----------
-    job : Job
-    tick_s : float
-        Engine tick [s].
-    start_tick, end_tick : int
-        Allocation, in ticks from the horizon start.
-    failure_ticks : ndarray
-        Failure times in ticks from ``start_tick`` (from :func:`job_randomness`).
-    planned : ndarray of bool, optional
-        Which of them are planned interruptions (:mod:`powerlab.grid.interruptions`:
-        an on-demand checkpoint saves the work, no detection time).
-    trips : sequence of (int, int), optional
-        Forced interruptions ``(tick from the horizon start, downtime ticks)`` by grid
-        disturbances (:mod:`powerlab.grid.disturbances`); work since the last checkpoint
-        is lost.
-
-    Returns
-    -------
-    JobPlan
-    """
-    P = max(2, to_ticks(job.step_time_s, tick_s))
-    C = math.floor(job.compute_fraction * P + 0.5)
-    n_su = to_ticks(job.startup_s, tick_s)
-    n_sd = to_ticks(job.shutdown_s, tick_s)
-    n_rs = to_ticks(job.restart_s, tick_s)
-    n_pl = to_ticks(job.interruptions.planned_restart_s, tick_s) \
-        if job.interruptions is not None else n_rs  # interruptions hook
-    ck_steps = max(1, math.floor(job.checkpoint_interval_s / job.step_time_s + 0.5)) \
-        if job.checkpoint_interval_s > 0 else 0
-    ev_steps = max(1, math.floor(job.eval_interval_s / job.step_time_s + 0.5)) \
-        if job.eval_interval_s > 0 else 0
-    n_ck = to_ticks(job.checkpoint_duration_s, tick_s)
-    n_ev = to_ticks(job.eval_duration_s, tick_s)
-    stop_train = max(start_tick, end_tick - n_sd)
-    # >>> interruptions hook: arrivals as (tick, kind, downtime ticks); kind 0 failure,
-    # 1 planned (powerlab/grid/interruptions.py), 2 trip (powerlab/grid/disturbances.py)
-    arrivals = sorted(
-        [(start_tick + int(f), int(planned is not None and bool(planned[i])),
-          n_pl if planned is not None and planned[i] else n_rs)
-         for i, f in enumerate(failure_ticks)]
-        + [(int(tk), 2, int(nd)) for tk, nd in (trips or ())], key=lambda a: a[0])
-    fails = [a[0] for a in arrivals]
-    _names = ("failure", "planned_interruption", "trip")
-    # <<< interruptions hook
-    fi = 0
-    blocks: list[tuple[int, int, int]] = []  # (state, start, length)
-    events: list[tuple[int, str, int]] = [(start_tick, "start", 0)]
-    train = 0
-    lost = 0
-    since_ckpt = 0  # training ticks since the last completed checkpoint
-    t = start_tick
-
-    def fresh_plan():
-        """Generator of (state, length, event) for a (re)started job."""
-        yield STARTUP, n_su, None
-        s_ck = s_ev = 0
-        while True:
-            due = [n - s for n, s in ((ck_steps, s_ck), (ev_steps, s_ev)) if n]
-            k = min(due) if due else None
-            yield _TRAIN, (k * P if k else None), None
-            if k:
-                s_ck += k
-                s_ev += k
-                if ck_steps and s_ck >= ck_steps:
-                    s_ck = 0
-                    yield CKPT, n_ck, "checkpoint"
-                if ev_steps and s_ev >= ev_steps:
-                    s_ev = 0
-                    yield EVAL, n_ev, "eval"
-
-    plan = fresh_plan()
-    while t < stop_train:
-        state, length, ev = next(plan)
-        if length is None:
-            length = stop_train - t
-        if length <= 0:
-            if ev == "checkpoint":
-                since_ckpt = 0
-            continue
-        end = min(t + length, stop_train)
-        while fi < len(fails) and fails[fi] < t:
-            fi += 1  # before the start (arrivals while down are taken below)
-        if fi < len(fails) and fails[fi] < end:
-            f = fails[fi]
-            fi += 1
-            if f > t:
-                blocks.append((state, t, f - t))
-                if state == _TRAIN:
-                    train += f - t
-                    since_ckpt += f - t
-            if ev:
-                events.append((t, ev, f - t))
-            # >>> interruptions hook (rules in powerlab/grid/interruptions.py)
-            _, kind, n_down = arrivals[fi - 1]
-            down0 = f
-            if kind == 1:   # planned: on-demand checkpoint, no work lost
-                down0 = min(f + n_ck, stop_train)
-                if down0 > f:
-                    blocks.append((CKPT, f, down0 - f))
-            else:
-                lost += since_ckpt
-            since_ckpt = 0
-            down_end = min(down0 + n_down, stop_train)
-            i_ev = len(events)
-            events.append(None)  # the interruption itself, filled in below
-            while fi < len(fails) and fails[fi] < down_end:  # queued, not lost
-                g, g_kind, g_down = arrivals[fi]
-                events.append((g, _names[g_kind], 0))
-                down_end = min(max(down_end, g + g_down), stop_train)
-                fi += 1
-            events[i_ev] = (f, _names[kind], down_end - f)
-            if down_end > down0:
-                blocks.append((DOWN, down0, down_end - down0))
-            # <<< interruptions hook
-            t = down_end
-            if t < stop_train:
-                events.append((t, "restart", 0))
-            plan = fresh_plan()
-            continue
-        blocks.append((state, t, end - t))
-        if ev:
-            events.append((t, ev, end - t))
-        if state == _TRAIN:
-            train += end - t
-            since_ckpt += end - t
-        if state == CKPT and end == t + length:
-            since_ckpt = 0
-        t = end
-    if n_sd and end_tick > stop_train:
-        blocks.append((SHUTDOWN, stop_train, end_tick - stop_train))
-        events.append((stop_train, "shutdown", end_tick - stop_train))
-    events.append((end_tick, "stop", 0))
-    states, lengths = _expand_blocks(blocks, P, C)
-    states = states.astype(np.int64, copy=False)
-    lengths = lengths.astype(np.int64, copy=False)
-    starts = np.empty(len(lengths), np.int64)
-    if len(lengths):
-        starts[0] = 0
-        np.cumsum(lengths[:-1], out=starts[1:])
-        starts += start_tick
-    return JobPlan(states, starts, lengths, events, train, lost)
-
-
-def job_levels(job: Job, scenario: Scenario) -> np.ndarray:
-    """Per-GPU power of each state in :data:`STATES`, floor applied [W]."""
-    hw = scenario.hardware
-    lv = np.array([hw.gpu_idle_w, job.startup_w, job.compute_w, job.comm_w,
-                   job.checkpoint_w, job.eval_w, hw.gpu_idle_w, job.shutdown_w], float)
-    floor = scenario.mitigations.gpu_power_floor_pct_tdp / 100.0 * hw.gpu_tdp_w
-    if floor > 0:
-        lv[1:] = np.maximum(lv[1:], floor)
-    return lv
 
 
 def _slew_rle(values: np.ndarray, lengths: np.ndarray, step_w: float) -> np.ndarray:
@@ -599,7 +364,46 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     Returns
     -------
     ForecastResult
+
+    Notes
+    -----
+    A chain of named steps, as pvlib's ``ModelChain.run_model``: :func:`_check_request`
+    (arguments, horizon, memory), :func:`_setup` (what every draw shares), then per
+    draw :func:`_run_draw` (:func:`_disturbance_step`, per job :func:`_job_step` with
+    its interruptions and :func:`_power_step`, then :func:`_it_power_step`), and
+    :func:`_assemble` (events, throughput and interruption tables, the result).
     """
+    tick, n, est = _check_request(scenario, draws, seed, tick_s, memory_limit_bytes,
+                                  keep_ticks, reduce_s)
+    bar, own_bar = _progress_bar(progress, draws, n, tick, est)
+    eng = _setup(scenario, draws, seed, tick, n, keep_ticks, reduce_s, chunk_ticks)
+    acc = _Collected()
+    try:
+        for d in range(draws):
+            _run_draw(eng, acc, d)
+            bar.update()
+    except BaseException:
+        if own_bar:
+            bar.close(interrupted=True)  # Ctrl-C: the line says how far it got
+        raise
+    if own_bar:
+        bar.close()
+    res = _assemble(eng, acc)
+    if scenario.disturbances:   # the ride-through counterfactual, run on demand
+        res.sag_free = functools.partial(
+            forecast, scenario.replace(disturbances=()), draws=draws, seed=seed,
+            tick_s=tick_s, memory_limit_bytes=memory_limit_bytes, keep_ticks=keep_ticks,
+            reduce_s=reduce_s, chunk_ticks=chunk_ticks)
+    return res
+
+
+# --------------------------------------------------------------------------- engine steps
+
+
+def _check_request(scenario, draws, seed, tick_s, memory_limit_bytes, keep_ticks,
+                   reduce_s) -> tuple[float, int, int]:
+    """Step: check the arguments, the horizon and the memory a forecast needs; returns
+    the tick [s], the ticks in the horizon and the memory estimate [bytes]."""
     if not isinstance(scenario, Scenario):
         raise PowerlabError(f"forecast() needs a Scenario, got {type(scenario).__name__}")
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
@@ -628,99 +432,162 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
             f"{n:,} ticks of {tick:g} s, {len(scenario.jobs)} jobs), more than the "
             f"{limit / 2**30:,.1f} GiB allowed; use fewer draws, a coarser "
             "simulation.tick_s or a shorter horizon", key="draws")
-    bar, own_bar = _progress_bar(progress, draws, n, tick, est)
-    hw = scenario.hardware
-    mit = scenario.mitigations
+    return tick, n, est
+
+
+@dataclass
+class _Engine:
+    """What every draw of a forecast shares (:func:`_setup`)."""
+
+    scenario: Scenario
+    draws: int
+    seed: int
+    tick: float
+    n: int
+    t0: pd.Timestamp
+    slew: float                  # ramp limit per tick [W]
+    rise: float                  # GPU rise and fall time constants [s]
+    fall: float
+    linear: bool                 # linear GPU response: the chunked fast path
+    jticks: list                 # (start, end, stagger delay [s]) per job
+    levels: list                 # per-state GPU power per job [W]
+    constant_w: float            # idle GPUs in no job and node overheads [W]
+    job_idle_w: float            # the jobs' GPUs at idle [W]
+    chunk: int                   # ticks per chunk
+    it: np.ndarray | None        # per-tick IT power of all draws (keep_ticks)
+    red: Reducer | None          # the reduction (keep_ticks=False)
+
+
+@dataclass
+class _Collected:
+    """Rows every draw adds: events, throughput, interruption figures and causes."""
+
+    events: list = field(default_factory=list)
+    thr: list = field(default_factory=list)
+    istats: list = field(default_factory=list)
+    causes: list = field(default_factory=list)
+
+
+def _setup(scenario, draws, seed, tick, n, keep_ticks, reduce_s, chunk_ticks) -> _Engine:
+    """Step: the staggered job allocations, power levels, constant loads and the sink
+    (per-tick array or :class:`~powerlab.grid.reduction.Reducer`) every draw uses."""
+    hw, mit = scenario.hardware, scenario.mitigations
     slew = mit.gpu_ramp_limit_w_per_s * tick
     rise, fall = hw.gpu_rise_time_constant_s, hw.gpu_fall_time_constant_s
-    # one time constant and no ramp limiter: the GPU response is linear and
-    # time-invariant, applied once to each draw's summed demand (fast path)
-    linear = slew <= 0 and rise == fall
-    jticks = _job_ticks(scenario, t0, tick)
+    t0 = scenario.start_utc
     idle_gpus = hw.cluster_gpus - sum(j.gpus for j in scenario.jobs)
-    constant_w = idle_gpus * hw.gpu_idle_w + hw.nodes * hw.node_overhead_w
-    levels = [job_levels(job, scenario) for job in scenario.jobs]
-    job_idle_w = sum(job.gpus * hw.gpu_idle_w for job in scenario.jobs)
-    it = np.empty((draws, n)) if keep_ticks else None
     red = None if keep_ticks else Reducer(scenario, n, tick, t0, draws, reduce_s,
-                                              chunk_ticks)
-    events = []
-    thr = []
-    istats, causes = [], []  # interruptions hook
-    check_ups_needs_ticks(scenario, keep_ticks)  # disturbances hook
-    chunk = _chunk_len(chunk_ticks, red.per if red is not None else 1)
-    try:
-        for d in range(draws):
-            parts: list = []
-            dense = None if linear else np.full(n, constant_w, dtype=float)
-            dplan = disturbance_plan(scenario, t0, tick, seed, d)  # disturbances hook
-            for ji, job in enumerate(scenario.jobs):
-                s, e, delay_s = jticks[ji]
-                rnd = job_randomness(job, tick, seed, d, ji, s, e)
-                # >>> interruptions hook: causes of the arrivals, planned ones, trips
-                marks = interruption_marks(job.interruptions, seed, d, ji,
-                                           len(rnd.failure_ticks))
-                plan = job_plan(job, tick, s, e, rnd.failure_ticks,
-                                planned=planned_mask(job.interruptions, marks),
-                                trips=dplan.trips[ji] if dplan else None)
-                istats.append(interruption_stats(job, plan, marks, s, rnd.failure_ticks, tick))
-                causes.extend(cause_rows(job, job.interruptions, marks, s, rnd.failure_ticks,
-                                         max(s, e - to_ticks(job.shutdown_s, tick)), d))
-                # <<< interruptions hook
-                if linear:
-                    parts.append(job_steps(plan, levels[ji], rnd, IDLE))
-                    deficit = 0.0
-                else:
-                    deficit = _add_dense(dense, plan, levels[ji], rnd, n, s, slew, tick,
-                                         rise, fall)
-                for tk, name, dur in plan.events:
-                    events.append((d, tk, job.name, name, dur * tick))
-                thr.append((d, job.name, job.gpus, plan.train_ticks * tick,
-                            plan.lost_ticks * tick, deficit * tick, delay_s))
-            if linear:  # disturbances hook: tripped nodes draw nothing
-                dark = None if dplan is None else (
-                    lambda x, a, dplan=dplan: apply_dark(x, _shifted(dplan, a), scenario))
-                chunks = it_power_chunks(parts, n, constant_w + job_idle_w, tick, rise, chunk,
-                                         dark)
-            else:
-                apply_dark(dense, dplan, scenario)  # disturbances hook
-                chunks = dense_chunks(dense, chunk)
-            dr = red.draw(d) if red is not None else None
-            for a, x in chunks:
-                if keep_ticks:
-                    it[d, a:a + len(x)] = x
-                else:
-                    dr.feed(a, x)
-            if dr is not None:
-                dr.finish()
-            del dense, parts, chunks
-            bar.update()
-    except BaseException:
-        if own_bar:
-            bar.close(interrupted=True)  # Ctrl-C: the line says how far it got
-        raise
-    if own_bar:
-        bar.close()
-    ev = pd.DataFrame(events, columns=["draw", "tick", "job", "event", "duration_s"])
+                                          chunk_ticks)
+    check_ups_needs_ticks(scenario, keep_ticks)  # disturbances: a UPS needs the ticks
+    return _Engine(
+        scenario=scenario, draws=draws, seed=seed, tick=tick, n=n, t0=t0, slew=slew,
+        rise=rise, fall=fall,
+        # one time constant and no ramp limiter: the GPU response is linear and
+        # time-invariant, applied once to each draw's summed demand (fast path)
+        linear=slew <= 0 and rise == fall,
+        jticks=_job_ticks(scenario, t0, tick),
+        levels=[job_levels(job, scenario) for job in scenario.jobs],
+        constant_w=idle_gpus * hw.gpu_idle_w + hw.nodes * hw.node_overhead_w,
+        job_idle_w=sum(job.gpus * hw.gpu_idle_w for job in scenario.jobs),
+        chunk=_chunk_len(chunk_ticks, red.per if red is not None else 1),
+        it=np.empty((draws, n)) if keep_ticks else None, red=red)
+
+
+def _run_draw(eng: _Engine, acc: _Collected, d: int) -> None:
+    """Step: one Monte Carlo draw, from the job plans to its IT power in the sink."""
+    dplan = _disturbance_step(eng, d)
+    parts: list = []
+    dense = None if eng.linear else np.full(eng.n, eng.constant_w, dtype=float)
+    for ji, job in enumerate(eng.scenario.jobs):
+        plan, rnd = _job_step(eng, acc, d, ji, dplan)
+        deficit = _power_step(eng, ji, plan, rnd, parts, dense)
+        delay_s = eng.jticks[ji][2]
+        tick = eng.tick
+        acc.events.extend((d, tk, job.name, name, dur * tick)
+                          for tk, name, dur in plan.events)
+        acc.thr.append((d, job.name, job.gpus, plan.train_ticks * tick,
+                        plan.lost_ticks * tick, deficit * tick, delay_s))
+    _it_power_step(eng, d, parts, dense, dplan)
+
+
+def _disturbance_step(eng: _Engine, d: int):
+    """Step: the grid disturbances of draw ``d`` (trips of jobs, dark nodes;
+    :mod:`powerlab.grid.disturbances`), None without any."""
+    return disturbance_plan(eng.scenario, eng.t0, eng.tick, eng.seed, d)
+
+
+def _job_step(eng: _Engine, acc: _Collected, d: int, ji: int, dplan
+              ) -> tuple[JobPlan, JobDraw]:
+    """Step: job ``ji``'s randomness, the causes of its interruptions (planned ones,
+    trips; :mod:`powerlab.grid.interruptions`) and its plan; the interruption figures
+    and cause rows are collected."""
+    job, tick = eng.scenario.jobs[ji], eng.tick
+    s, e, _ = eng.jticks[ji]
+    rnd = job_randomness(job, tick, eng.seed, d, ji, s, e)
+    marks = interruption_marks(job.interruptions, eng.seed, d, ji, len(rnd.failure_ticks))
+    plan = job_plan(job, tick, s, e, rnd.failure_ticks,
+                    planned=planned_mask(job.interruptions, marks),
+                    trips=dplan.trips[ji] if dplan else None)
+    acc.istats.append(interruption_stats(job, plan, marks, s, rnd.failure_ticks, tick))
+    acc.causes.extend(cause_rows(job, job.interruptions, marks, s, rnd.failure_ticks,
+                                 max(s, e - to_ticks(job.shutdown_s, tick)), d))
+    return plan, rnd
+
+
+def _power_step(eng: _Engine, ji: int, plan: JobPlan, rnd: JobDraw, parts: list,
+                dense: np.ndarray | None) -> float:
+    """Step: a job's power, as demand steps (linear path, summed chunk by chunk later)
+    or added tick by tick to ``dense`` (ramp limiter, unequal rise and fall); returns
+    the ramp-limit deficit [ticks of full compute]."""
+    if eng.linear:
+        parts.append(job_steps(plan, eng.levels[ji], rnd, IDLE))
+        return 0.0
+    s = eng.jticks[ji][0]
+    return _add_dense(dense, plan, eng.levels[ji], rnd, eng.n, s, eng.slew, eng.tick,
+                      eng.rise, eng.fall)
+
+
+def _it_power_step(eng: _Engine, d: int, parts: list, dense: np.ndarray | None,
+                   dplan) -> None:
+    """Step: the draw's IT power chunk by chunk (tripped nodes dark), into the per-tick
+    array or the reduction."""
+    scenario = eng.scenario
+    if eng.linear:
+        dark = None if dplan is None else (
+            lambda x, a: apply_dark(x, _shifted(dplan, a), scenario))
+        chunks = it_power_chunks(parts, eng.n, eng.constant_w + eng.job_idle_w, eng.tick,
+                                 eng.rise, eng.chunk, dark)
+    else:
+        apply_dark(dense, dplan, scenario)
+        chunks = dense_chunks(dense, eng.chunk)
+    if eng.red is None:
+        for a, x in chunks:
+            eng.it[d, a:a + len(x)] = x
+        return
+    dr = eng.red.draw(d)
+    for a, x in chunks:
+        dr.feed(a, x)
+    dr.finish()
+
+
+def _assemble(eng: _Engine, acc: _Collected) -> ForecastResult:
+    """Step: the events, throughput and interruption tables and the result."""
+    n, t0, tick = eng.n, eng.t0, eng.tick
+    ev = pd.DataFrame(acc.events, columns=["draw", "tick", "job", "event", "duration_s"])
     ev = ev[(ev["tick"] >= 0) & (ev["tick"] <= n)].copy()
     ev.insert(1, "timestamp", t0 + pd.to_timedelta(ev["tick"].to_numpy() * tick, unit="s"))
     ev["timestamp"] = ev["timestamp"].astype("datetime64[ns, UTC]")
     ev = ev.sort_values(["draw", "tick", "job"], kind="stable").reset_index(drop=True)
-    ev = add_sag_events(ev, scenario, draws, t0, tick)  # disturbances hook
-    tp = pd.DataFrame(thr, columns=["draw", "job", "gpus", "train_s", "lost_to_failures_s",
-                                    "ramp_deficit_s", "stagger_delay_s"])
+    ev = add_sag_events(ev, eng.scenario, eng.draws, t0, tick)
+    tp = pd.DataFrame(acc.thr, columns=["draw", "job", "gpus", "train_s",
+                                        "lost_to_failures_s", "ramp_deficit_s",
+                                        "stagger_delay_s"])
     tp["useful_gpu_h"] = (tp["train_s"] - tp["lost_to_failures_s"] - tp["ramp_deficit_s"]
                           ) * tp["gpus"] / 3600.0
-    # >>> interruptions hook
-    tp = pd.concat([tp, pd.DataFrame(istats, index=tp.index)], axis=1)
-    res = ForecastResult(scenario, it, tick, t0, draws, seed, ev, tp, reduced=red)
-    res.interruptions = interruption_frame(causes, t0, tick)
-    # <<< interruptions hook
-    if scenario.disturbances:   # the ride-through counterfactual, run on demand
-        res.sag_free = functools.partial(
-            forecast, scenario.replace(disturbances=()), draws=draws, seed=seed,
-            tick_s=tick_s, memory_limit_bytes=memory_limit_bytes, keep_ticks=keep_ticks,
-            reduce_s=reduce_s, chunk_ticks=chunk_ticks)
+    tp = pd.concat([tp, pd.DataFrame(acc.istats, index=tp.index)], axis=1)
+    res = ForecastResult(eng.scenario, eng.it, tick, t0, eng.draws, eng.seed, ev, tp,
+                         reduced=eng.red)
+    res.interruptions = interruption_frame(acc.causes, t0, tick)
     return res
 
 

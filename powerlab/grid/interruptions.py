@@ -8,7 +8,7 @@ process at the total rate, :func:`powerlab.grid.forecast.job_randomness`) and th
 marks each arrival with its cause from a separate stream (:func:`interruption_marks`), so
 that adding causes never changes a draw's per-GPU timing offsets.
 
-Rules the engine follows (:func:`powerlab.grid.forecast.job_plan`)
+Rules the engine follows (:func:`powerlab.grid.jobplan.job_plan`)
 -----------------------------------------------------------------
 * **Unexpected interruption** at ``t``: training since the last completed checkpoint is
   lost; the job's GPUs idle through *detection* (``detection_s``: watchdog or health

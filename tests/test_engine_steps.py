@@ -1,0 +1,106 @@
+"""Known answers for the engine's fast paths (issue 25): the branch-and-bound search of
+the sliding-window swings and the in-place expansion of a job plan's training blocks
+are checked against the exhaustive definitions they replace."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from powerlab.grid.jobplan import COMM, COMPUTE, _expand_blocks
+from powerlab.grid.reduction import _Scratch, _SwingStream, _window_swings
+
+
+def _swing_exhaustive(x: np.ndarray, k: int) -> float:
+    """The largest max-minus-min over every window of ``k`` consecutive values (scipy's
+    running maximum and minimum filters)."""
+    if len(x) < k:
+        return float(x.max() - x.min())
+    from scipy import ndimage
+
+    lo = k // 2   # the filter's window [i - k // 2, i - k // 2 + k) is whole from i = lo
+    hi = ndimage.maximum_filter1d(x, k)[lo:lo + len(x) - k + 1]
+    low = ndimage.minimum_filter1d(x, k)[lo:lo + len(x) - k + 1]
+    return float((hi - low).max())
+
+
+@pytest.mark.parametrize("kind", ["noise", "steps", "walk", "flat"])
+def test_swing_search_by_intervals_equals_every_window(kind):
+    """swings.largest_swing: "the largest max-minus-min within any window of w seconds"
+    (windows of round(w / tick) + 1 ticks, every start).  Fed in chunks of whole base
+    intervals with the intervals' extremes, the bounded search must return exactly
+    (bit for bit) the exhaustive maximum, for any tick, interval and chunk length."""
+    rng = np.random.default_rng(11)
+    for _ in range(10):
+        tick = float(rng.choice([0.1, 0.05, 0.01, 0.5]))
+        per = int(rng.choice([1, 5, 10, 100]))
+        n = int(rng.integers(20, 2500))
+        if kind == "noise":
+            x = 5e7 + 1e6 * rng.normal(size=n)
+        elif kind == "steps":   # a training-like square wave with a rare large step
+            x = 5e7 + 3e6 * (np.arange(n) % 37 < 20) + 1e3 * rng.normal(size=n)
+            x[n // 2:] += 2e7
+        elif kind == "walk":
+            x = 5e7 + np.cumsum(1e5 * rng.normal(size=n))
+        else:
+            x = np.full(n, 5e7)
+        chunk = per * int(rng.integers(1, 80))
+        st = _SwingStream(tick, _Scratch(), per)
+        for a in range(0, n, chunk):
+            xc = x[a:a + chunk]
+            e = np.arange(0, len(xc), per)
+            st.feed(xc, np.maximum.reduceat(xc, e), np.minimum.reduceat(xc, e))
+        got = st.result()
+        for w, k in zip(st.WINDOWS_S, st.sizes):
+            assert got[f"swing_{w}s_w"] == _swing_exhaustive(x, k), (tick, per, n, chunk, k)
+
+
+def test_window_swings_rows_take_the_largest_over_rows():
+    x = np.array([[0.0, 1.0, 5.0, 1.0], [0.0, 0.0, 0.0, 9.0]])
+    assert _window_swings(x, [2]) == [9.0]
+    assert _window_swings(x[0], [3]) == [5.0]
+
+
+def _expand_loop(blocks, period, compute):
+    """Reference: each block on its own, a training block (state -1) as whole steps of
+    ``compute`` ticks of compute then ``period - compute`` of comm, the partial last
+    step computing first."""
+    st, ln = [], []
+    for s, _, length in blocks:
+        if s != -1:
+            st.append(s)
+            ln.append(length)
+            continue
+        if compute <= 0 or compute >= period:
+            st.append(COMPUTE if compute >= period else COMM)
+            ln.append(length)
+            continue
+        n_full, rem = divmod(length, period)
+        for _ in range(n_full):
+            st += [COMPUTE, COMM]
+            ln += [compute, period - compute]
+        if rem:
+            st.append(COMPUTE)
+            ln.append(min(rem, compute))
+            if rem > compute:
+                st.append(COMM)
+                ln.append(rem - compute)
+    return np.array(st, np.int64), np.array(ln, np.int64)
+
+
+def test_training_blocks_expand_as_step_by_step():
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        period = int(rng.integers(2, 40))
+        compute = int(rng.integers(-1, period + 2))
+        t, blocks = 0, []
+        for _ in range(int(rng.integers(0, 25))):
+            s = int(rng.choice([-1, -1, 1, 4, 5, 6]))
+            length = int(rng.integers(1, 4 * period))
+            blocks.append((s, t, length))
+            t += length
+        got = _expand_blocks(blocks, period, compute)
+        want = _expand_loop(blocks, period, compute)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        assert got[0].dtype == np.int64 and got[1].dtype == np.int64
