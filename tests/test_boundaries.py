@@ -365,19 +365,11 @@ def function_sizes(source: str, module: str) -> list[tuple[str, int, int, bool]]
     return out
 
 
-# TEMP allow-list: functions other branches of issue 26 are splitting; drop this commit
-# once they have merged (the checks are complete without it).
-_TEMP_ALLOWED = {
-    "powerlab.grid.forecast.forecast", "powerlab.grid.forecast.job_plan",
-    "powerlab.iotools.nvidia_smi._parse",
-}
-
-
 def _all_function_sizes() -> list[tuple[str, int, int, bool]]:
     sizes = []
     for p in sorted(PACKAGE.rglob("*.py")):
         sizes += function_sizes(p.read_text(encoding="utf-8"), module_name(p))
-    return [s for s in sizes if s[0] not in _TEMP_ALLOWED]
+    return sizes
 
 
 def test_the_size_checks_catch_a_long_function_and_a_wide_public_one():

@@ -388,13 +388,13 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
         raise
     if own_bar:
         bar.close()
-    res = _assemble(eng, acc)
+    sag_free = None
     if scenario.disturbances:   # the ride-through counterfactual, run on demand
-        res.sag_free = functools.partial(
+        sag_free = functools.partial(
             forecast, scenario.replace(disturbances=()), draws=draws, seed=seed,
             tick_s=tick_s, memory_limit_bytes=memory_limit_bytes, keep_ticks=keep_ticks,
             reduce_s=reduce_s, chunk_ticks=chunk_ticks)
-    return res
+    return _assemble(eng, acc, sag_free)
 
 
 # --------------------------------------------------------------------------- engine steps
@@ -570,7 +570,7 @@ def _it_power_step(eng: _Engine, d: int, parts: list, dense: np.ndarray | None,
     dr.finish()
 
 
-def _assemble(eng: _Engine, acc: _Collected) -> ForecastResult:
+def _assemble(eng: _Engine, acc: _Collected, sag_free=None) -> ForecastResult:
     """Step: the events, throughput and interruption tables and the result."""
     n, t0, tick = eng.n, eng.t0, eng.tick
     ev = pd.DataFrame(acc.events, columns=["draw", "tick", "job", "event", "duration_s"])
@@ -585,10 +585,10 @@ def _assemble(eng: _Engine, acc: _Collected) -> ForecastResult:
     tp["useful_gpu_h"] = (tp["train_s"] - tp["lost_to_failures_s"] - tp["ramp_deficit_s"]
                           ) * tp["gpus"] / 3600.0
     tp = pd.concat([tp, pd.DataFrame(acc.istats, index=tp.index)], axis=1)
-    res = ForecastResult(eng.scenario, eng.it, tick, t0, eng.draws, eng.seed, ev, tp,
-                         reduced=eng.red)
-    res.interruptions = interruption_frame(acc.causes, t0, tick)
-    return res
+    return ForecastResult(eng.scenario, eng.it, tick, t0, eng.draws, eng.seed, ev, tp,
+                          reduced=eng.red,
+                          interruptions=interruption_frame(acc.causes, t0, tick),
+                          sag_free=sag_free)
 
 
 @renamed_keywords(scope="boundary")

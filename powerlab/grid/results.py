@@ -170,7 +170,7 @@ class ForecastResult:
     @cached_property
     def facility_w(self) -> np.ndarray:
         """Facility (grid) power, shape (draws, ticks) [W]."""
-        # >>> disturbances hook: load carried by UPS batteries during voltage sags
+        # less the load carried by UPS batteries during voltage sags (grid.disturbances)
         from .disturbances import ups_transfer_w
         ups = None if self._it is None else ups_transfer_w(self.scenario, self._it,
                                                            self.start_utc, self.tick_s)
@@ -179,7 +179,6 @@ class ForecastResult:
         out = self.facility_before_battery_w - (
             0.0 if self.battery_w is None else self.battery_w) - (0.0 if ups is None
                                                                    else ups)
-        # <<< disturbances hook
         out.setflags(write=False)
         return out
 
@@ -411,13 +410,12 @@ class ForecastSummary(Summary):
         t = res.throughput
         self.throughput = t.groupby("job")[["train_s", "lost_to_failures_s",
                                             "ramp_deficit_s", "useful_gpu_h"]].mean()
-        # >>> interruptions hook (powerlab/grid/interruptions.py)
+        # interruptions, checkpoints and disturbances of the forecast (their own modules)
         from .interruptions import checkpoint_report, interruption_summary
         self.interruptions = interruption_summary(res)
         self.checkpoints = checkpoint_report(sc)
         from .disturbances import disturbance_summary
         self.disturbances = disturbance_summary(res)
-        # <<< interruptions hook
         nyq = 0.5 / res.tick_s
         self.notes = []
         for name, (lo, hi) in GRID_BANDS_HZ.items():
