@@ -169,10 +169,11 @@ def empty_frame(columns=None) -> pd.DataFrame:
                          for name in (CORE_COLUMNS if columns is None else columns)})
 
 
-def conform(df: pd.DataFrame, *, sort: bool = True) -> pd.DataFrame:
+def conform(df: pd.DataFrame, *, sort: bool = True, add_missing: bool = True) -> pd.DataFrame:
     """Return ``df`` with every core column present, in canonical order and dtype.
 
-    Missing measurement columns are added as NA; ``scope`` defaults to ``"gpu"``.
+    Missing measurement columns are added as NA (unless ``add_missing`` is false: then
+    only the columns ``df`` has are cast and ordered); ``scope`` defaults to ``"gpu"``.
     Extra columns are kept after the core ones (glossary optionals first).  The frame is
     sorted by host, scope, GPU and time when ``sort`` is true, and gets a fresh
     RangeIndex.  No value is changed, only types: a conversion that would lose
@@ -186,6 +187,8 @@ def conform(df: pd.DataFrame, *, sort: bool = True) -> pd.DataFrame:
     for name in CORE_COLUMNS:
         col = GLOSSARY[name]
         if name not in out.columns:
+            if not add_missing:
+                continue
             fill = np.nan if col.dtype == "float64" else pd.NaT if name == "timestamp" else pd.NA
             out[name] = pd.Series([fill] * n, index=out.index, dtype=col.dtype)
             continue
@@ -204,7 +207,7 @@ def conform(df: pd.DataFrame, *, sort: bool = True) -> pd.DataFrame:
         raise SchemaError(violations)
     extras_known = [c.name for c in _COLS if not c.core and c.name in out.columns]
     extras_other = [c for c in out.columns if c not in GLOSSARY]
-    order = list(CORE_COLUMNS) + extras_known + extras_other
+    order = [c for c in CORE_COLUMNS if c in out.columns] + extras_known + extras_other
     if list(out.columns) != order:
         out = out[order]
     if sort:

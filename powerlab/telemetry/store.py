@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from ..exceptions import StoreError
 from .schema import CORE_COLUMNS, GLOSSARY, conform, empty_frame, validate
 from .storefiles import (
+    _CRC_RE,
     _PART_RE,
     TMP_PREFIX,
     clean_temporaries,
@@ -306,20 +307,27 @@ def read_tables(files: Sequence[str | os.PathLike], *, columns: Sequence[str] | 
     powerlab.exceptions.StoreError
         Naming the file that cannot be read, is damaged, or is not telemetry.
     """
+    return [t for _, _, t in _read_files(files, columns=columns, start=start, end=end,
+                                         read_dictionary=read_dictionary)]
+
+
+def _read_files(files, *, columns=None, start=None, end=None, read_dictionary=()):
+    """``(file, one_value, table)`` for each file of :func:`read_tables` with rows;
+    ``one_value``: ``{column: value}`` for ``host`` and ``scope`` where the footer's
+    statistics show one value and no null in every row group (trusted only in files
+    whose CRC-32, which covers the footer, was checked)."""
     filters = []
     if start is not None:
         filters.append(("timestamp", ">=", start))
     if end is not None:
         filters.append(("timestamp", "<", end))
-    tables = []
     for f in files:
         f = Path(f)
         try:
-            data = f.read_bytes()
-            verify_crc(f, data)
-            buf = pa.py_buffer(data)
+            buf = _file_buffer(f)
+            verify_crc(f, buf)
             md = pq.read_metadata(pa.BufferReader(buf))
-            names = set(md.schema.names)
+            names = md.schema.names
             if not all(c in names for c in _REQUIRED):
                 raise StoreError(f"{f} is not a powerlab telemetry file (it has no "
                                  f"{' or '.join(c for c in _REQUIRED if c not in names)} "
@@ -333,21 +341,54 @@ def read_tables(files: Sequence[str | os.PathLike], *, columns: Sequence[str] | 
                 t = pq.ParquetFile(pa.BufferReader(buf), metadata=md,
                                    page_checksum_verification=True,
                                    read_dictionary=dicts).read(columns=cols)
+            one = _one_value(md, ("host", "scope")) if _CRC_RE.search(f.name) else {}
         except (OSError, pa.ArrowException, ValueError) as exc:
             raise StoreError(f"cannot read store file {f}: {exc}") from exc
         if t.num_rows:
             if "host" in t.column_names:
-                _check_host(f, t)
-            tables.append(t)
-    return tables
+                _check_host(f, t, one.get("host"))
+            yield f, one, t
 
 
-def _check_host(f: Path, t: pa.Table) -> None:
+def _file_buffer(f: Path) -> pa.Buffer:
+    """The bytes of a store file, memory-mapped (no copy: the CRC-32 and the Parquet
+    reader read the page cache; store files are never rewritten in place)."""
+    if f.stat().st_size == 0:
+        return pa.py_buffer(b"")
+    with pa.memory_map(str(f), "r") as src:
+        return src.read_buffer()
+
+
+def _one_value(md: pq.FileMetaData, names: Sequence[str]) -> dict[str, str]:
+    """The string columns of ``names`` whose row-group statistics all say one value and
+    no null: ``{column: value}``."""
+    out = {}
+    schema = md.schema.names
+    for name in names:
+        if name not in schema:
+            continue
+        i, vals = schema.index(name), set()
+        for r in range(md.num_row_groups):
+            st = md.row_group(r).column(i).statistics
+            if (st is None or not st.has_min_max or not st.has_null_count or st.null_count
+                    or not isinstance(st.min, str) or st.min != st.max):
+                break
+            vals.add(st.min)
+        else:
+            if len(vals) == 1:
+                out[name] = vals.pop()
+    return out
+
+
+def _check_host(f: Path, t: pa.Table, one: str | None = None) -> None:
     """A file's rows belong to the host of its folder (a file copied into another host's
-    folder would otherwise be read, and de-duplicated, as that folder's samples)."""
+    folder would otherwise be read, and de-duplicated, as that folder's samples).
+    ``one``: the file's single host value by its checked footer statistics, if known."""
     import pyarrow.compute as pc
 
     want = partition_of(f)[1]
+    if one is not None and one == want:
+        return                                      # every row group: that host alone
     col = t.column("host")
     if pa.types.is_dictionary(col.type):
         if not col.null_count and all(c.dictionary.to_pylist() == [want]
@@ -401,27 +442,84 @@ def read_store(root: str | os.PathLike, *, start=None, end=None,
     # host-major file order: with each file sorted (write_store writes conformed frames),
     # the result is often sorted already, and the sort below is skipped
     files = sorted(files, key=lambda f: (partition_of(f)[1], partition_of(f)[0], f.name))
-    tables = read_tables(files, columns=cols, start=start_u, end=end_u)
-    if not tables:
+    parts = list(_read_files(files, columns=cols, start=start_u, end=end_u))
+    if not parts:
         frame = conform(empty_frame(cols))
     else:
-        table = pa.concat_tables(tables, promote_options="permissive") \
-            if len(tables) > 1 else tables[0]
-        frame = table.to_pandas()
-        n = len(frame)
-        for c in CORE_COLUMNS:  # absent core columns, cheaply (conform's way is per row)
-            if c not in frame.columns:
-                frame[c] = _na_column(GLOSSARY[c].dtype, n)
-        frame = conform(frame, sort=False)
-        order = _sort_order(_sort_keys(tables, frame))
-        if order is not None:
-            frame = frame.take(order).reset_index(drop=True)
+        frame = _frame(parts, cols)
     if cols is not None:
         for c in cols:  # asked for, but in none of the files read
             if c not in frame.columns:
                 frame[c] = _na_column(GLOSSARY[c].dtype, len(frame))
         frame = frame[[c for c in frame.columns if c in cols]]
     return frame
+
+
+def _frame(parts: list, cols: list[str] | None) -> pd.DataFrame:
+    """The tables read (``parts``, emptied here), as one conformed frame sorted by host,
+    scope, GPU and time.  Only the core columns of ``cols`` that no file holds are added
+    as NA; the files' own order is kept where it is sorted already."""
+    import pyarrow.compute as pc
+
+    runs = []  # (rows, host, the one scope or None) of each table, in order
+    for f, one, t in parts:
+        scope = one.get("scope")
+        if scope is None and "scope" in t.column_names and not t.column("scope").null_count:
+            mm = pc.min_max(t.column("scope"))
+            scope = mm["min"].as_py() if mm["min"].as_py() == mm["max"].as_py() else None
+        runs.append((t.num_rows, partition_of(f)[1], scope))
+    tables = [t for _, _, t in parts]
+    parts.clear()
+    in_order = _is_sorted(tables, runs)
+    table = pa.concat_tables(tables, promote_options="permissive") \
+        if len(tables) > 1 else tables[0]
+    del tables
+    # split_blocks: no copy of the float columns into one 2-D block (pandas' own layout
+    # after any column operation); self_destruct: the Arrow buffers go as they are copied
+    frame = table.to_pandas(split_blocks=True, self_destruct=True)
+    del table
+    n = len(frame)
+    for c in CORE_COLUMNS:  # absent core columns, cheaply (conform's way is per row)
+        if c not in frame.columns and (cols is None or c in cols):
+            frame[c] = _na_column(GLOSSARY[c].dtype, n)
+    frame = conform(frame, sort=False, add_missing=False)
+    if in_order:
+        return frame
+    order = _sort_order(_sort_keys(frame, runs))
+    return frame if order is None else frame.take(order).reset_index(drop=True)
+
+
+#: Sort key of a missing GPU index: before every Int16 value (NA first, as conform sorts).
+_NA_GPU = -(2**20)
+
+
+def _is_sorted(tables: list[pa.Table], runs: list) -> bool:
+    """Whether ``tables``, one after the other, are sorted by host, scope, GPU and time:
+    each table (one host, one scope) by GPU and time, and each table's first row after
+    the previous table's last.  On the Arrow columns, before any conversion."""
+    if any(scope is None for _, _, scope in runs):
+        return False
+    last = None
+    for t, (_, host, scope) in zip(tables, runs):
+        if "gpu_index" not in t.column_names or not pa.types.is_integer(
+                t.schema.field("gpu_index").type):
+            return False
+        ts = t.column("timestamp")
+        if not (pa.types.is_timestamp(ts.type) and ts.type.unit == "ns") or ts.null_count:
+            return False
+        g = t.column("gpu_index")
+        if g.null_count:
+            import pyarrow.compute as pc
+
+            g = pc.fill_null(g.cast(pa.int32()), _NA_GPU)
+        gg = g.combine_chunks().to_numpy()
+        tt = ts.combine_chunks().to_numpy().view(np.int64)
+        if last is not None and (host, scope, int(gg[0]), int(tt[0])) < last:
+            return False
+        if (gg[1:] < gg[:-1]).any() or ((gg[1:] == gg[:-1]) & (tt[1:] < tt[:-1])).any():
+            return False
+        last = (host, scope, int(gg[-1]), int(tt[-1]))
+    return True
 
 
 def _na_column(dtype: str, n: int):
@@ -439,34 +537,21 @@ def _na_column(dtype: str, n: int):
     return pd.array(np.full(n, None, dtype=object), dtype=dtype)
 
 
-def _sort_keys(tables: list[pa.Table], frame: pd.DataFrame) -> tuple:
-    """Integer sort keys (host, scope, GPU, time) of the rows of ``tables`` (in order),
-    from Arrow where that avoids hashing strings."""
-    import pyarrow.compute as pc
-
-    hosts = []
-    for t in tables:
-        mm = pc.min_max(t.column("host"))
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        if lo is None or lo != hi or t.column("host").null_count:
-            hosts = None  # not one host per file: factorize the column
-            break
-        hosts.append(lo)
-    if hosts is None:
-        host_codes = pd.factorize(frame["host"], sort=True)[0]
-    else:
-        rank = {h: i for i, h in enumerate(sorted(set(hosts)))}
-        host_codes = np.repeat(np.array([rank[h] for h in hosts], dtype=np.int32),
-                               [t.num_rows for t in tables])
-    scope = pa.chunked_array([c for t in tables for c in t.column("scope").chunks],
-                             type=tables[0].schema.field("scope").type)
-    is_node = pc.equal(scope, "node")
-    if scope.null_count or not pc.all(pc.or_(is_node, pc.equal(scope, "gpu"))).as_py():
-        scope_codes = pd.factorize(frame["scope"], sort=True)[0]
+def _sort_keys(frame: pd.DataFrame, runs: list) -> tuple:
+    """Integer sort keys (host, scope, GPU, time) of the rows of ``frame``, the tables of
+    ``runs`` one after the other (each of one host, that of its folder)."""
+    hosts = [h for _, h, _ in runs]
+    rank = {h: i for i, h in enumerate(sorted(set(hosts)))}
+    host_codes = np.repeat(np.array([rank[h] for h in hosts], dtype=np.int32),
+                           [n for n, _, _ in runs])
+    scope = frame["scope"]
+    is_node = (scope == "node").to_numpy(dtype=bool, na_value=False)
+    if scope.isna().any() or not (is_node | (scope == "gpu").to_numpy(
+            dtype=bool, na_value=False)).all():
+        scope_codes = pd.factorize(scope, sort=True)[0]
     else:  # "gpu" < "node"
-        scope_codes = is_node.to_numpy(zero_copy_only=False).astype(np.int8)
-    g = frame["gpu_index"].array
-    gpu = np.where(g.isna(), np.int32(-(2**20)), g.to_numpy(dtype="int32", na_value=0))
+        scope_codes = is_node.astype(np.int8)
+    gpu = frame["gpu_index"].array.to_numpy(dtype="int32", na_value=_NA_GPU)
     return host_codes, scope_codes, gpu, frame["timestamp"].array.asi8
 
 

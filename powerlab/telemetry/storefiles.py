@@ -155,8 +155,9 @@ def file_crc(path: Path) -> int:
     return crc
 
 
-def verify_crc(path: Path, data: bytes) -> None:
-    """Check a file's bytes against the CRC-32 in its name (format 2 files)."""
+def verify_crc(path: Path, data) -> None:
+    """Check a file's bytes (any bytes-like object) against the CRC-32 in its name
+    (format 2 files)."""
     m = _CRC_RE.search(path.name)
     if m is None:
         return
