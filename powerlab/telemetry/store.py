@@ -21,6 +21,7 @@ The round trip is exact, dtypes included: pandas' own metadata travels with each
 
 from __future__ import annotations
 
+import itertools
 import os
 import uuid
 from collections.abc import Iterable, Sequence
@@ -470,7 +471,16 @@ def _frame(parts: list, cols: list[str] | None) -> pd.DataFrame:
         runs.append((t.num_rows, partition_of(f)[1], scope))
     tables = [t for _, _, t in parts]
     parts.clear()
-    in_order = _is_sorted(tables, runs)
+    segs = _segments(tables, runs)
+    take = None
+    if segs:                                # sorted runs of rows, to interleave
+        if len(segs) <= _MAX_SLICES:        # zero-copy slices, one copy in to_pandas
+            tables = [tables[i].slice(a, b - a) for i, a, b in segs]
+        else:
+            starts = np.cumsum([0] + [t.num_rows for t in tables])[:-1]
+            lo = np.array([starts[i] + a for i, a, _ in segs], dtype=np.int64)
+            size = np.array([b - a for _, a, b in segs], dtype=np.int64)
+            take = np.arange(size.sum()) + np.repeat(lo - (np.cumsum(size) - size), size)
     table = pa.concat_tables(tables, promote_options="permissive") \
         if len(tables) > 1 else tables[0]
     del tables
@@ -483,30 +493,34 @@ def _frame(parts: list, cols: list[str] | None) -> pd.DataFrame:
         if c not in frame.columns and (cols is None or c in cols):
             frame[c] = _na_column(GLOSSARY[c].dtype, n)
     frame = conform(frame, sort=False, add_missing=False)
-    if in_order:
-        return frame
-    order = _sort_order(_sort_keys(frame, runs))
-    return frame if order is None else frame.take(order).reset_index(drop=True)
+    if segs is None:
+        take = _sort_order(_sort_keys(frame, runs))
+    return frame if take is None else frame.take(take).reset_index(drop=True)
 
 
 #: Sort key of a missing GPU index: before every Int16 value (NA first, as conform sorts).
 _NA_GPU = -(2**20)
+#: Most sorted runs interleaved as Arrow slices (more: one index and a take).
+_MAX_SLICES = 2000
 
 
-def _is_sorted(tables: list[pa.Table], runs: list) -> bool:
-    """Whether ``tables``, one after the other, are sorted by host, scope, GPU and time:
-    each table (one host, one scope) by GPU and time, and each table's first row after
-    the previous table's last.  On the Arrow columns, before any conversion."""
+def _segments(tables: list[pa.Table], runs: list) -> list[tuple[int, int, int]] | None:
+    """The rows of ``tables`` (one after the other) in the order of host, scope, GPU and
+    time, as runs ``(table, first row, end row)`` (none when they come in that order
+    already), when each table (one host and one
+    scope) is sorted by GPU and time and each device's runs follow each other in time
+    (a store appended to in time order); None otherwise (a full sort is needed).  On the
+    Arrow columns, before any conversion."""
     if any(scope is None for _, _, scope in runs):
-        return False
-    last = None
-    for t, (_, host, scope) in zip(tables, runs):
+        return None
+    segs = []  # (host, scope, gpu, table, first row, end row, first time, last time)
+    for i, (t, (n, host, scope)) in enumerate(zip(tables, runs)):
         if "gpu_index" not in t.column_names or not pa.types.is_integer(
                 t.schema.field("gpu_index").type):
-            return False
+            return None
         ts = t.column("timestamp")
         if not (pa.types.is_timestamp(ts.type) and ts.type.unit == "ns") or ts.null_count:
-            return False
+            return None
         g = t.column("gpu_index")
         if g.null_count:
             import pyarrow.compute as pc
@@ -514,12 +528,20 @@ def _is_sorted(tables: list[pa.Table], runs: list) -> bool:
             g = pc.fill_null(g.cast(pa.int32()), _NA_GPU)
         gg = g.combine_chunks().to_numpy()
         tt = ts.combine_chunks().to_numpy().view(np.int64)
-        if last is not None and (host, scope, int(gg[0]), int(tt[0])) < last:
-            return False
-        if (gg[1:] < gg[:-1]).any() or ((gg[1:] == gg[:-1]) & (tt[1:] < tt[:-1])).any():
-            return False
-        last = (host, scope, int(gg[-1]), int(tt[-1]))
-    return True
+        same = gg[1:] == gg[:-1]
+        if (gg[1:] < gg[:-1]).any() or (same & (tt[1:] < tt[:-1])).any():
+            return None
+        cut = np.flatnonzero(~same) + 1
+        for a, b in zip([0, *cut.tolist()], [*cut.tolist(), n]):
+            segs.append((host, scope, int(gg[a]), i, a, b, int(tt[a]), int(tt[b - 1])))
+    segs.sort(key=lambda s: s[:4])
+    for x, y in itertools.pairwise(segs):
+        if x[:3] == y[:3] and x[7] > y[6]:   # one device's runs overlap in time
+            return None
+    out = [s[3:6] for s in segs]
+    if all(x < y for x, y in itertools.pairwise(out)):
+        return []   # the rows as they come are sorted already
+    return out
 
 
 def _na_column(dtype: str, n: int):
