@@ -34,6 +34,7 @@ __all__ = [
     "device_codes",
     "empty_frame",
     "glossary_frame",
+    "na_array",
     "validate",
 ]
 
@@ -169,6 +170,22 @@ def empty_frame(columns=None) -> pd.DataFrame:
                          for name in (CORE_COLUMNS if columns is None else columns)})
 
 
+def na_array(dtype: str, n: int):
+    """``n`` missing values of a canonical dtype (``GLOSSARY[name].dtype``), built without
+    a per-row loop."""
+    if dtype == "float64":
+        return np.full(n, np.nan)
+    if dtype == "datetime64[ns, UTC]":
+        return pd.array(np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]")
+                        ).tz_localize("UTC")
+    if dtype in ("Int16", "Int32", "Int64", "UInt64"):
+        np_dtype = dtype.lower()
+        return pd.array(np.zeros(n, dtype=np_dtype), dtype=dtype).copy() \
+            if n == 0 else pd.arrays.IntegerArray(np.zeros(n, dtype=np_dtype),
+                                                  np.ones(n, dtype=bool))
+    return pd.array(np.full(n, None, dtype=object), dtype=dtype)
+
+
 def conform(df: pd.DataFrame, *, sort: bool = True, add_missing: bool = True) -> pd.DataFrame:
     """Return ``df`` with every core column present, in canonical order and dtype.
 
@@ -189,8 +206,7 @@ def conform(df: pd.DataFrame, *, sort: bool = True, add_missing: bool = True) ->
         if name not in out.columns:
             if not add_missing:
                 continue
-            fill = np.nan if col.dtype == "float64" else pd.NaT if name == "timestamp" else pd.NA
-            out[name] = pd.Series([fill] * n, index=out.index, dtype=col.dtype)
+            out[name] = pd.Series(na_array(col.dtype, n), index=out.index)
             continue
         try:
             _set_cast(out, name, col.dtype)

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..exceptions import StoreError
-from .schema import CORE_COLUMNS, GLOSSARY, conform, empty_frame, validate
+from .schema import CORE_COLUMNS, GLOSSARY, conform, empty_frame, na_array, validate
 from .storefiles import (
     _CRC_RE,
     _PART_RE,
@@ -451,7 +451,7 @@ def read_store(root: str | os.PathLike, *, start=None, end=None,
     if cols is not None:
         for c in cols:  # asked for, but in none of the files read
             if c not in frame.columns:
-                frame[c] = _na_column(GLOSSARY[c].dtype, len(frame))
+                frame[c] = na_array(GLOSSARY[c].dtype, len(frame))
         frame = frame[[c for c in frame.columns if c in cols]]
     return frame
 
@@ -491,7 +491,7 @@ def _frame(parts: list, cols: list[str] | None) -> pd.DataFrame:
     n = len(frame)
     for c in CORE_COLUMNS:  # absent core columns, cheaply (conform's way is per row)
         if c not in frame.columns and (cols is None or c in cols):
-            frame[c] = _na_column(GLOSSARY[c].dtype, n)
+            frame[c] = na_array(GLOSSARY[c].dtype, n)
     frame = conform(frame, sort=False, add_missing=False)
     if segs is None:
         take = _sort_order(_sort_keys(frame, runs))
@@ -542,21 +542,6 @@ def _segments(tables: list[pa.Table], runs: list) -> list[tuple[int, int, int]] 
     if all(x < y for x, y in itertools.pairwise(out)):
         return []   # the rows as they come are sorted already
     return out
-
-
-def _na_column(dtype: str, n: int):
-    """A column of ``n`` missing values of a canonical dtype, without a per-row loop."""
-    if dtype == "float64":
-        return np.full(n, np.nan)
-    if dtype == "datetime64[ns, UTC]":
-        return pd.array(np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]")
-                        ).tz_localize("UTC")
-    if dtype in ("Int16", "Int32", "Int64", "UInt64"):
-        np_dtype = dtype.lower()
-        return pd.array(np.zeros(n, dtype=np_dtype), dtype=dtype).copy() \
-            if n == 0 else pd.arrays.IntegerArray(np.zeros(n, dtype=np_dtype),
-                                                  np.ones(n, dtype=bool))
-    return pd.array(np.full(n, None, dtype=object), dtype=dtype)
 
 
 def _sort_keys(frame: pd.DataFrame, runs: list) -> tuple:
