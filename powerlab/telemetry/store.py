@@ -504,6 +504,11 @@ _NA_GPU = -(2**20)
 _MAX_SLICES = 2000
 
 
+def _numpy(col: pa.ChunkedArray) -> np.ndarray:
+    """A column without nulls as one NumPy array (no copy for a single chunk)."""
+    return (col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()).to_numpy()
+
+
 def _segments(tables: list[pa.Table], runs: list) -> list[tuple[int, int, int]] | None:
     """The rows of ``tables`` (one after the other) in the order of host, scope, GPU and
     time, as runs ``(table, first row, end row)`` (none when they come in that order
@@ -526,12 +531,15 @@ def _segments(tables: list[pa.Table], runs: list) -> list[tuple[int, int, int]] 
             import pyarrow.compute as pc
 
             g = pc.fill_null(g.cast(pa.int32()), _NA_GPU)
-        gg = g.combine_chunks().to_numpy()
-        tt = ts.combine_chunks().to_numpy().view(np.int64)
-        same = gg[1:] == gg[:-1]
-        if (gg[1:] < gg[:-1]).any() or (same & (tt[1:] < tt[:-1])).any():
+        gg = _numpy(g)
+        tt = _numpy(ts).view(np.int64)
+        end = np.flatnonzero(gg[1:] != gg[:-1])     # last row of each GPU's run
+        if (gg[end + 1] < gg[end]).any():
             return None
-        cut = np.flatnonzero(~same) + 1
+        down = np.flatnonzero(tt[1:] < tt[:-1])     # time going back: only between runs
+        if down.size and not np.isin(down, end).all():
+            return None
+        cut = end + 1
         for a, b in zip([0, *cut.tolist()], [*cut.tolist(), n]):
             segs.append((host, scope, int(gg[a]), i, a, b, int(tt[a]), int(tt[b - 1])))
     segs.sort(key=lambda s: s[:4])
