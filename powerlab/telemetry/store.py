@@ -21,10 +21,12 @@ The round trip is exact, dtypes included: pandas' own metadata travels with each
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import uuid
 from collections.abc import Iterable, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -322,33 +324,81 @@ def _read_files(files, *, columns=None, start=None, end=None, read_dictionary=()
         filters.append(("timestamp", ">=", start))
     if end is not None:
         filters.append(("timestamp", "<", end))
-    for f in files:
-        f = Path(f)
+    files = [Path(f) for f in files]
+    with _checked_buffers(files) as checked:
+        for f, get in zip(files, checked):
+            try:
+                buf = get()     # the file's bytes, their CRC-32 checked
+                t, md = _parse(f, buf, columns, filters, read_dictionary)
+                one = _one_value(md, ("host", "scope")) if _CRC_RE.search(f.name) else {}
+            except (OSError, pa.ArrowException, ValueError) as exc:
+                raise StoreError(f"cannot read store file {f}: {exc}") from exc
+            if t.num_rows:
+                if "host" in t.column_names:
+                    _check_host(f, t, one.get("host"))
+                yield f, one, t
+
+
+def _parse(f: Path, buf: pa.Buffer, columns, filters, read_dictionary):
+    """``(table, footer)`` of one store file's bytes: projected, filtered, page
+    checksums verified."""
+    md = pq.read_metadata(pa.BufferReader(buf))
+    names = md.schema.names
+    if not all(c in names for c in _REQUIRED):
+        raise StoreError(f"{f} is not a powerlab telemetry file (it has no "
+                         f"{' or '.join(c for c in _REQUIRED if c not in names)} "
+                         "column); move it out of the store")
+    cols = None if columns is None else [c for c in columns if c in names]
+    dicts = [c for c in read_dictionary if c in names] or None
+    if filters:
+        t = pq.read_table(pa.BufferReader(buf), columns=cols, filters=filters,
+                          page_checksum_verification=True, read_dictionary=dicts)
+    else:   # no row filter: the file reader alone, on the footer already parsed
+        t = pq.ParquetFile(pa.BufferReader(buf), metadata=md,
+                           page_checksum_verification=True,
+                           read_dictionary=dicts).read(columns=cols)
+    return t, md
+
+
+#: Mean file size [bytes] from which the next file's CRC-32 is checked in a thread while
+#: the current one is parsed (below, the hand-over costs more than it hides).
+_PIPELINE_BYTES = 1 << 20
+
+
+@contextmanager
+def _checked_buffers(files: list[Path]):
+    """One callable per file, in order, returning its bytes with their CRC-32 checked
+    (raising as :func:`verify_crc` does).  Every file is checked before it is parsed;
+    with large files, file i+1 is checked in a thread while file i is parsed (the CRC-32
+    releases the GIL), so the check costs no wall time where a core is free."""
+    def check(f: Path) -> pa.Buffer:
+        buf = _file_buffer(f)
+        verify_crc(f, buf)
+        return buf
+
+    try:
+        size = sum(f.stat().st_size for f in files) / max(len(files), 1)
+    except OSError:
+        size = 0
+    if len(files) < 2 or size < _PIPELINE_BYTES:
+        yield [functools.partial(check, f) for f in files]
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="powerlab-crc") as pool:
+        pending = {0: pool.submit(check, files[0])}
+
+        def get(i: int) -> pa.Buffer:
+            fut = pending.pop(i)
+            if i + 1 < len(files):     # the next file's check runs while i is parsed
+                pending[i + 1] = pool.submit(check, files[i + 1])
+            return fut.result()
+
         try:
-            buf = _file_buffer(f)
-            verify_crc(f, buf)
-            md = pq.read_metadata(pa.BufferReader(buf))
-            names = md.schema.names
-            if not all(c in names for c in _REQUIRED):
-                raise StoreError(f"{f} is not a powerlab telemetry file (it has no "
-                                 f"{' or '.join(c for c in _REQUIRED if c not in names)} "
-                                 "column); move it out of the store")
-            cols = None if columns is None else [c for c in columns if c in names]
-            dicts = [c for c in read_dictionary if c in names] or None
-            if filters:
-                t = pq.read_table(pa.BufferReader(buf), columns=cols, filters=filters,
-                                  page_checksum_verification=True, read_dictionary=dicts)
-            else:   # no row filter: the file reader alone, on the footer already parsed
-                t = pq.ParquetFile(pa.BufferReader(buf), metadata=md,
-                                   page_checksum_verification=True,
-                                   read_dictionary=dicts).read(columns=cols)
-            one = _one_value(md, ("host", "scope")) if _CRC_RE.search(f.name) else {}
-        except (OSError, pa.ArrowException, ValueError) as exc:
-            raise StoreError(f"cannot read store file {f}: {exc}") from exc
-        if t.num_rows:
-            if "host" in t.column_names:
-                _check_host(f, t, one.get("host"))
-            yield f, one, t
+            yield [functools.partial(get, i) for i in range(len(files))]
+        finally:
+            for fut in pending.values():
+                fut.cancel()
 
 
 def _file_buffer(f: Path) -> pa.Buffer:
