@@ -201,3 +201,34 @@ def test_malformed_mllog_lines_are_counted_not_silent():
     assert r.steps["train_step_timing_s"].tolist() == [1.5]
     assert r.steps["step"].tolist() == [8]
     assert r.run_stop is None
+
+
+def test_one_pass_json_decoding_reads_what_the_line_by_line_parser_reads():
+    """A plain log (every MLLOG line ``:::MLLOG {event}``, with LF or CRLF line ends) is
+    decoded in one ``json.loads`` of all its events; the same events in lines the
+    one-pass path hands to the line-by-line parser (rank prefixes, a stray key that is
+    not a string, a non-numeric reading) give the same readings, and only the
+    malformed line is counted."""
+    from powerlab.iotools import mlperf, parse_mlperf_power
+
+    text = (D / "mlperf_gpt3_node_7_excerpt.txt").read_text()
+    assert mlperf._power_fast(text) is not None
+    exp = parse_mlperf_power(text, host="n")
+    assert len(exp) == 43
+    crlf = text.replace("\n", "\r\n")
+    assert mlperf._power_fast(crlf) is not None
+    pd.testing.assert_frame_equal(parse_mlperf_power(crlf, host="n"), exp, check_exact=True)
+    ranked = "".join(f"0: {ln}\n" for ln in text.splitlines())
+    odd = ranked + (':::MLLOG {"time_ms": 1715960308910, "key": ["power_reading"], '
+                    '"value": 1}\n')
+    assert mlperf._power_fast(odd) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataQualityWarning)
+        pd.testing.assert_frame_equal(parse_mlperf_power(odd, host="n"), exp,
+                                      check_exact=True)
+    bad = text + (':::MLLOG {"time_ms": 1715960400000, "key": "power_reading", '
+                  '"value": true}\n')
+    assert mlperf._power_fast(bad) is None
+    with pytest.warns(DataQualityWarning, match=r"skipped 1 malformed .*line 46"):
+        got = parse_mlperf_power(bad, host="n")
+    pd.testing.assert_frame_equal(got, exp, check_exact=True)

@@ -178,3 +178,56 @@ def test_files_written_out_of_order_read_back_sorted(tmp_path):
     pd.testing.assert_frame_equal(back, exp)
     few = read_store(tmp_path, columns=["power_w"])
     pd.testing.assert_frame_equal(few, exp[list(few.columns)])
+
+
+def _plain_read(root, start, end, columns):
+    """What read_store must return, the slow plain way: every file whole through
+    pyarrow, one concatenated frame conformed (which sorts it), then the time filter and
+    the projection in pandas."""
+    frames = [pq.read_table(f).to_pandas() for f in list_files(root)]
+    df = conform(pd.concat(frames, ignore_index=True))
+    df = df[(df["timestamp"] >= start) & (df["timestamp"] < end)].reset_index(drop=True)
+    keep = ["timestamp", "host", "scope", "gpu_index", "gpu_uuid", *columns]
+    return df[[c for c in df.columns if c in keep]]
+
+
+@pytest.mark.parametrize("case", ["sorted", "appended", "appended-take", "unsorted"])
+def test_fast_read_equals_a_plain_read(tmp_path, monkeypatch, case):
+    """Several partitions (2 dates x 3 hosts x 2 GPUs), a time filter cutting into both
+    dates and a projection that includes an optional column held by some files only:
+    exactly the frame (values, dtypes, order) of a plain whole-file read, whether the
+    files come sorted (one date, one file per host: no reordering), were appended in time
+    order (2 files in some partitions: each device's runs interleaved, as Arrow slices or
+    by one take) or not (node rows, two files of one partition whose samples alternate: full sort)."""
+    import powerlab.telemetry.store as store_mod
+
+    a = make_telemetry(3, 2, 40, start="2024-05-17T23:59:45Z", seed=5)
+    b = make_telemetry(3, 2, 40, start="2024-05-18T00:00:30Z", seed=6)
+    b["power_avg_w"] = b["power_w"] - 1.0
+    parts = {"sorted": [b], "appended": [a, b],
+             "appended-take": [a, b]}.get(case)
+    if case == "unsorted":
+        node = make_telemetry(1, 1, 40, start="2024-05-17T23:59:30Z", seed=7)
+        node["scope"], node["gpu_index"], node["gpu_uuid"] = "node", pd.NA, pd.NA
+        parts = [b, node, a.iloc[1::2], a.iloc[::2]]  # files of a overlap in time
+    for p in parts:
+        write_store(p, tmp_path)
+    if case == "appended-take":
+        monkeypatch.setattr(store_mod, "_MAX_SLICES", 1)
+    seen = []
+    real = store_mod._segments
+    monkeypatch.setattr(store_mod, "_segments", lambda *x: seen.append(real(*x)) or seen[-1])
+    start, end = pd.Timestamp("2024-05-17T23:59:55Z"), pd.Timestamp("2024-05-18T00:00:50Z")
+    for cols in (None, ["power_w", "power_avg_w", "throttle_reasons"], []):
+        got = read_store(tmp_path, start=start, end=end, columns=cols)
+        exp = _plain_read(tmp_path, start, end, cols if cols is not None else
+                          [c for c in got.columns])
+        assert 0 < len(got) < len(a) + len(b)
+        pd.testing.assert_frame_equal(got, exp, check_exact=True)
+    how = ["sorted" if s == [] else "unsorted" if s is None else "appended" for s in seen]
+    assert how == [case.split("-")[0]] * 3
+    whole = read_store(tmp_path)
+    pd.testing.assert_frame_equal(
+        whole, _plain_read(tmp_path, pd.Timestamp.min.tz_localize("UTC"),
+                           pd.Timestamp.max.tz_localize("UTC"), list(whole.columns)),
+        check_exact=True)

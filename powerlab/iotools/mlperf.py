@@ -279,16 +279,34 @@ def clock_offsets(telemetry: pd.DataFrame, *, max_lag_s: float = 5.0,
         o = np.argsort(tt)
         hosts.append(str(h))
         series.append(np.interp(grid, tt[o], g["power_w"].to_numpy(float)[o]))
-    y = np.vstack(series)
-    ref = np.median(y, axis=0)
-    ref = ref - ref.mean()
     k = round(max_lag_s / grid_s)
+    m = len(grid)
+    if m > k:   # every node at once, the reference transformed once
+        from scipy import fft
+
+        n = fft.next_fast_len(m + k, real=True)   # no wrap-around within +-k
+        y = np.zeros((len(series), n))            # zero-padded in place
+        for i, row in enumerate(series):
+            y[i, :m] = row
+        ref = np.median(y[:, :m], axis=0)
+        ref = ref - ref.mean()
+        y[:, :m] -= y[:, :m].mean(axis=1, keepdims=True)
+        cc = fft.irfft(fft.rfft(y, axis=1) * np.conj(fft.rfft(ref, n)), n, axis=1)
+        # wins[:, k + lag] = sum_l x[l] ref[l - lag], the "full" cross-correlation
+        wins = np.concatenate([cc[:, n - k:], cc[:, :k + 1]], axis=1)
+    else:
+        ref = np.median(np.vstack(series), axis=0)
+        ref = ref - ref.mean()
+        wins = None
     out = []
-    for row in y:
-        x = row - row.mean()
-        cc = signal.correlate(x, ref, mode="full", method="fft")
-        mid = len(ref) - 1
-        win = cc[mid - k: mid + k + 1]
+    for i, row in enumerate(series):
+        if wins is not None:
+            win = wins[i]
+        else:
+            x = row - row.mean()
+            cc = signal.correlate(x, ref, mode="full", method="fft")
+            mid = len(ref) - 1
+            win = cc[mid - k: mid + k + 1]
         j = int(np.argmax(win))
         shift = 0.0
         if 0 < j < len(win) - 1:
@@ -326,16 +344,21 @@ def _power_arrays(text: str, path) -> tuple[np.ndarray, np.ndarray, dict]:
     """``(time_ms, power_w, info)`` of one node log's power readings, sorted in time, one
     per instant, impossible ones masked; ``info``: ``meter_interval_s``, ``repeated``
     (readings dropped or merged) and ``switch`` (``(time_ms, W)`` switch estimates)."""
-    events, bad, first_bad = _events(text, path)
-    t, w, sw = [], [], []
+    fast = _power_fast(text)
+    if fast is not None:
+        t, w, sw = fast
+        bad, first_bad, events = 0, None, ()
+    else:
+        events, bad, first_bad = _events(text, path)
+        t, w, sw = [], [], []
     for lineno, _, ev in events:
         if ev["key"] in SWITCH_KEYS:
             v = ev.get("value")
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 sw.append((int(ev["time_ms"]), float(v)))
             continue
-        spec = VARIABLE_MAP.get(ev["key"])
-        if spec is None:
+        spec = VARIABLE_MAP.get(ev["key"]) if isinstance(ev["key"], str) else None
+        if spec is None:   # another event (a key that is not a string: not a reading)
             continue
         v = ev.get("value")
         if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -345,7 +368,7 @@ def _power_arrays(text: str, path) -> tuple[np.ndarray, np.ndarray, dict]:
             continue
         t.append(int(ev["time_ms"]))
         w.append(float(v) * spec[2])
-    if not t:
+    if not len(t):
         raise ParseError("no power_reading events: not an MLPerf node power log"
                          + (f" ({bad} malformed MLLOG line(s), first at {first_bad})"
                             if bad else ""), path=path)
@@ -362,6 +385,65 @@ def _power_arrays(text: str, path) -> tuple[np.ndarray, np.ndarray, dict]:
     interval = float(np.median(dt)) / 1e3 if len(dt) else float("nan")
     return t, cols["power_w"], {"meter_interval_s": round(interval, 3),
                                 "repeated": n_exact + n_conflict, "switch": sw}
+
+
+#: Line breaks of ``str.splitlines`` other than ``\n`` and ``\r\n``: a text holding
+#: one is parsed line by line (:func:`_events`).
+_OTHER_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+_PLAIN_LINE = re.compile(r"^:::MLLOG (.*)$", re.MULTILINE)
+
+
+def _power_fast(text: str):
+    """``(time_ms, value, switch readings)`` lists of a power log whose every MLLOG line
+    is a plain ``:::MLLOG {event}`` line with a well-formed event and a numeric power
+    value, decoded by one ``json.loads`` of all the events; None when any line or event
+    is not (then :func:`_events` parses line by line, and counts and names the bad
+    lines exactly as it always did).  What it returns is what the line-by-line path
+    gives for such a text."""
+    text, cut = split_cut_last_line(text)
+    if (cut or any(c in text for c in _OTHER_BREAKS)
+            or text.count("\r") != text.count("\r\n")):
+        return None   # (a "\r" before "\n" stays in the payload: JSON whitespace)
+    payloads = _PLAIN_LINE.findall(text)
+    if len(payloads) != text.count(":::MLLOG"):   # a prefix, or two on a line
+        return None
+    try:
+        evs = json.loads("[" + ",".join(payloads) + "]")
+    except (ValueError, RecursionError):
+        return None
+    if len(evs) != len(payloads):                  # a line held two values
+        return None
+    lo, hi = TIME_MS_RANGE
+    num = (int, float)   # what JSON numbers decode to (bool is neither)
+    power, switch = VARIABLE_MAP, SWITCH_KEYS
+    t, w, f, sw = [], [], [], []
+    put_t, put_w, put_f = t.append, w.append, f.append
+    for ev in evs:
+        if type(ev) is not dict:
+            return None
+        tm, key = ev.get("time_ms"), ev.get("key")
+        if type(tm) not in num or not lo <= tm < hi or type(key) is not str:
+            return None
+        spec = power.get(key)
+        if spec is not None:
+            v = ev.get("value")
+            if type(v) not in num:
+                return None
+            put_t(tm)
+            put_w(v)
+            put_f(spec[2])
+        elif key in switch:
+            v = ev.get("value")
+            if type(v) in num:
+                sw.append((int(tm), float(v)))
+    # int() and float() of each, as the line-by-line path does: exact for the integer
+    # time_ms of real logs (< 2**53), truncation toward zero for fractional ones
+    tt = np.asarray(t)
+    tt = tt.astype(np.int64) if tt.dtype.kind == "f" else tt.astype(np.int64, copy=False)
+    ww = np.asarray(w, dtype="float64")
+    if any(x != 1.0 for x in set(f)):
+        ww = ww * np.asarray(f)
+    return tt, ww, sw
 
 
 def _one_per_instant(t: np.ndarray, w: np.ndarray):

@@ -34,6 +34,7 @@ __all__ = [
     "device_codes",
     "empty_frame",
     "glossary_frame",
+    "na_array",
     "validate",
 ]
 
@@ -169,10 +170,27 @@ def empty_frame(columns=None) -> pd.DataFrame:
                          for name in (CORE_COLUMNS if columns is None else columns)})
 
 
-def conform(df: pd.DataFrame, *, sort: bool = True) -> pd.DataFrame:
+def na_array(dtype: str, n: int):
+    """``n`` missing values of a canonical dtype (``GLOSSARY[name].dtype``), built without
+    a per-row loop."""
+    if dtype == "float64":
+        return np.full(n, np.nan)
+    if dtype == "datetime64[ns, UTC]":
+        return pd.array(np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]")
+                        ).tz_localize("UTC")
+    if dtype in ("Int16", "Int32", "Int64", "UInt64"):
+        np_dtype = dtype.lower()
+        return pd.array(np.zeros(n, dtype=np_dtype), dtype=dtype).copy() \
+            if n == 0 else pd.arrays.IntegerArray(np.zeros(n, dtype=np_dtype),
+                                                  np.ones(n, dtype=bool))
+    return pd.array(np.full(n, None, dtype=object), dtype=dtype)
+
+
+def conform(df: pd.DataFrame, *, sort: bool = True, add_missing: bool = True) -> pd.DataFrame:
     """Return ``df`` with every core column present, in canonical order and dtype.
 
-    Missing measurement columns are added as NA; ``scope`` defaults to ``"gpu"``.
+    Missing measurement columns are added as NA (unless ``add_missing`` is false: then
+    only the columns ``df`` has are cast and ordered); ``scope`` defaults to ``"gpu"``.
     Extra columns are kept after the core ones (glossary optionals first).  The frame is
     sorted by host, scope, GPU and time when ``sort`` is true, and gets a fresh
     RangeIndex.  No value is changed, only types: a conversion that would lose
@@ -186,8 +204,9 @@ def conform(df: pd.DataFrame, *, sort: bool = True) -> pd.DataFrame:
     for name in CORE_COLUMNS:
         col = GLOSSARY[name]
         if name not in out.columns:
-            fill = np.nan if col.dtype == "float64" else pd.NaT if name == "timestamp" else pd.NA
-            out[name] = pd.Series([fill] * n, index=out.index, dtype=col.dtype)
+            if not add_missing:
+                continue
+            out[name] = pd.Series(na_array(col.dtype, n), index=out.index)
             continue
         try:
             _set_cast(out, name, col.dtype)
@@ -204,7 +223,7 @@ def conform(df: pd.DataFrame, *, sort: bool = True) -> pd.DataFrame:
         raise SchemaError(violations)
     extras_known = [c.name for c in _COLS if not c.core and c.name in out.columns]
     extras_other = [c for c in out.columns if c not in GLOSSARY]
-    order = list(CORE_COLUMNS) + extras_known + extras_other
+    order = [c for c in CORE_COLUMNS if c in out.columns] + extras_known + extras_other
     if list(out.columns) != order:
         out = out[order]
     if sort:

@@ -69,7 +69,8 @@ META = "_meta"
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 #: Names of a partition's data files (both store formats).
 PART_RE = re.compile(r"^part-.*\.parquet$")
-_CRC_RE = re.compile(r"-c([0-9a-f]{8})\.parquet$")
+#: The CRC-32 a data file's name carries (``part-...-cXXXXXXXX.parquet``).
+CRC_RE = re.compile(r"-c([0-9a-f]{8})\.parquet$")
 #: Marker of an upgrade in progress (``_meta/.upgrading``): while it exists the store holds
 #: some rows in both formats, so reads refuse it until the upgrade is run again.
 UPGRADING = ".upgrading"
@@ -136,9 +137,10 @@ def file_crc(path: Path) -> int:
     return crc
 
 
-def verify_crc(path: Path, data: bytes) -> None:
-    """Check a file's bytes against the CRC-32 in its name (format 2 files)."""
-    m = _CRC_RE.search(path.name)
+def verify_crc(path: Path, data) -> None:
+    """Check a file's bytes (any bytes-like object) against the CRC-32 in its name
+    (format 2 files)."""
+    m = CRC_RE.search(path.name)
     if m is None:
         return
     if zlib.crc32(data) != int(m.group(1), 16):
@@ -201,7 +203,7 @@ def list_files(root: str | os.PathLike, *, start=None, end=None,
         crcs: dict[str, Path] = {}
         for p in sorted(hdir.iterdir()):
             if PART_RE.match(p.name):
-                m = _CRC_RE.search(p.name)
+                m = CRC_RE.search(p.name)
                 if format2 and m is None:   # read (page checksums), but said
                     warnings.warn(f"store: {p} has no CRC-32 in its name (powerlab names "
                                   "every file it writes part-...-c<crc32>.parquet: renamed, "
