@@ -63,14 +63,17 @@ def runs_of(root: Path) -> list:
 
 
 def split_for(log) -> float:
-    """The middle of the run, or of the training block after the first evaluation when no
-    evaluation of the run ends before the middle."""
+    """The middle of the run, unless fewer than ``k`` evaluations of the run end before it
+    (``k`` = 2 when the run has three or more, so that the calibration part can measure
+    an evaluation cadence, else 1): then the middle of the training block after the
+    ``k``-th evaluation."""
     ev = log.evals.sort_values("start")
     ev = ev[(ev["start"] >= log.run_start) & (ev["stop"] <= log.run_stop)]
-    if len(ev) < 2 or (ev["stop"].iloc[0] - log.run_start).total_seconds() \
+    k = 2 if len(ev) >= 3 else 1
+    if len(ev) <= k or (ev["stop"].iloc[k - 1] - log.run_start).total_seconds() \
             < 0.5 * log.duration_s:
         return 0.5
-    mid = ev["stop"].iloc[0] + (ev["start"].iloc[1] - ev["stop"].iloc[0]) / 2
+    mid = ev["stop"].iloc[k - 1] + (ev["start"].iloc[k] - ev["stop"].iloc[k - 1]) / 2
     return (mid - log.run_start).total_seconds() / log.duration_s
 
 
