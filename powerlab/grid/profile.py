@@ -550,7 +550,7 @@ def _device_levels(w: _ProfileWork, marks: pd.DataFrame, start) -> None:
         id_p = g.loc[g["idle"], "p"].to_numpy()
         rows.append({"dev": dev, "compute_w": np.median(hi), "low_cluster_w": lo.mean(),
                      "duty_raw": len(hi) / len(p), "train_mean_w": p.mean(),
-                     "eval_w": np.median(ev_p) if len(ev_p) else np.nan,
+                     "eval_w": ev_p.mean() if len(ev_p) else np.nan,
                      "idle_w": np.median(id_p) if len(id_p) else np.nan,
                      "lowest_w": g["p"].min()})
         dt_all.append(np.median(np.diff(tr["t"].to_numpy())) / 1e9)
