@@ -5,9 +5,14 @@ v5.0 8 x B200: BERT, Llama-2-70B LoRA, RetinaNet, Stable Diffusion), with one ru
 all (nothing is tuned per dataset):
 
 * **time split** on the first run (``powerlab.grid.backtest.backtest_split``): split at
-  the middle of the run; when no complete evaluation of the run ends before the middle,
-  at the middle of the training block after the first evaluation (a split must leave one
-  evaluation to calibrate on).  Energy error, 1-min MAPE and bias, the largest 1-s ramp
+  the middle of the run, unless fewer than ``k`` complete evaluations of the run end
+  before the middle, ``k = 2`` when the run has three or more evaluations (an evaluation
+  cadence is a gap between two evaluations: one evaluation cannot measure it, and the
+  first evaluation carries one-time set-up, so only a second one shows a recurring
+  evaluation), else ``k = 1`` (a split must leave one evaluation to calibrate on); then
+  the split is at the middle of the training block after the ``k``-th evaluation.  The
+  rule reads only the run's own evaluation count and times, the same for every dataset.
+  Energy error, 1-min MAPE and bias, the largest 1-s ramp
   forecast / measured (a test only where the meter resolves a periodic step), and, as a
   baseline measured in the same run, the 1-min MAPE of a constant forecast at the mean of
   the calibration part;

@@ -15,7 +15,12 @@ nvidia-smi at 100 ms, or node scope, e.g. MLPerf node AC power every 2 s):
   readings, the dip level the mean of the lower one and the duty cycle the share of
   samples in the upper one; through a meter, see below;
 - evaluation level, duration and interval, and the depth of the evaluation dip, from the
-  evaluation intervals inside the calibration window (e.g. from ``read_mllog``).
+  evaluation intervals inside the calibration window (e.g. from ``read_mllog``).  The
+  evaluation level of a device is the **mean** of its readings inside evaluations: the
+  forecast models an evaluation as one flat block, and only the mean gives that block the
+  evaluation's energy (a real evaluation is not flat: in RetinaNet on B200 the GPUs idle
+  at ~3.7 kW for ~20 s and are back near the training level for the last ~10 s before
+  ``eval_stop``, where a median would keep only the idle part).
 
 One-time costs (the same rule for every trace)
 ----------------------------------------------
@@ -28,8 +33,8 @@ temperatures settling, data loaders filling): neither recurs.  So
 - with at least one evaluation in the window and :data:`MIN_LEVEL_READINGS` training
   readings of every device after the first evaluation's end (the later blocks are long
   enough to give a level), the training levels (training mean, compute level, dip
-  level, duty cycle) come from the training **after the first evaluation**.  The first
-  block still gives the step period (periodogram) and, in
+  level) come from the training **after the first evaluation**.  The first block still
+  gives the step's shape (period from the periodogram, duty cycle) and, in
   :func:`~powerlab.grid.calibrate.calibrate_job`, the start-up.
 
 The parameter table's ``source`` column says when a rule applied.
@@ -546,10 +551,13 @@ def _device_levels(w: _ProfileWork, marks: pd.DataFrame, start) -> None:
         p = tr.loc[tr["lvl"], "p"].to_numpy()  # the levels: see _after_first_eval
         thr = otsu_threshold(p)
         hi, lo = p[p > thr], p[p <= thr]
+        # the duty is the step's shape, not a level: from all training readings
+        p_all = tr["p"].to_numpy()
+        duty = float(np.mean(p_all > otsu_threshold(p_all)))
         ev_p = g.loc[g["ev_lvl"], "p"].to_numpy()
         id_p = g.loc[g["idle"], "p"].to_numpy()
         rows.append({"dev": dev, "compute_w": np.median(hi), "low_cluster_w": lo.mean(),
-                     "duty_raw": len(hi) / len(p), "train_mean_w": p.mean(),
+                     "duty_raw": duty, "train_mean_w": p.mean(),
                      "eval_w": ev_p.mean() if len(ev_p) else np.nan,
                      "idle_w": np.median(id_p) if len(id_p) else np.nan,
                      "lowest_w": g["p"].min()})
