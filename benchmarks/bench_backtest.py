@@ -10,7 +10,8 @@ all (nothing is tuned per dataset):
   cadence is a gap between two evaluations: one evaluation cannot measure it, and the
   first evaluation carries one-time set-up, so only a second one shows a recurring
   evaluation), else ``k = 1`` (a split must leave one evaluation to calibrate on); then
-  the split is at the middle of the training block after the ``k``-th evaluation.  The
+  the split is at the middle of the training block after the ``k``-th evaluation
+  (``powerlab.grid.backtest.split_rule``, the default of ``powerlab backtest``).  The
   rule reads only the run's own evaluation count and times, the same for every dataset.
   Energy error, 1-min MAPE and bias, the largest 1-s ramp
   forecast / measured (a test only where the meter resolves a periodic step), and, as a
@@ -38,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from powerlab.exceptions import DataQualityWarning
-from powerlab.grid.backtest import backtest_runs, backtest_split
+from powerlab.grid.backtest import backtest_runs, backtest_split, split_rule
 from powerlab.grid.calibrate import summed_readings
 from powerlab.iotools import read_mllog, read_mlperf_power
 
@@ -68,18 +69,9 @@ def runs_of(root: Path) -> list:
 
 
 def split_for(log) -> float:
-    """The middle of the run, unless fewer than ``k`` evaluations of the run end before it
-    (``k`` = 2 when the run has three or more, so that the calibration part can measure
-    an evaluation cadence, else 1): then the middle of the training block after the
-    ``k``-th evaluation."""
-    ev = log.evals.sort_values("start")
-    ev = ev[(ev["start"] >= log.run_start) & (ev["stop"] <= log.run_stop)]
-    k = 2 if len(ev) >= 3 else 1
-    if len(ev) <= k or (ev["stop"].iloc[k - 1] - log.run_start).total_seconds() \
-            < 0.5 * log.duration_s:
-        return 0.5
-    mid = ev["stop"].iloc[k - 1] + (ev["start"].iloc[k] - ev["stop"].iloc[k - 1]) / 2
-    return (mid - log.run_start).total_seconds() / log.duration_s
+    """The split rule of ``powerlab backtest`` (:func:`powerlab.grid.backtest.split_rule`)
+    on the run's evaluations."""
+    return split_rule(log, log.run_start, log.run_stop)
 
 
 def constant_mape(res, power, log, split) -> float:

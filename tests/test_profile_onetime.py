@@ -105,3 +105,30 @@ def test_calibrated_yaml_says_where_the_rule_applied():
     text = cal.to_yaml()
     assert "the first carries set-up" in text
     assert cal.fit.eval_duration_s == pytest.approx(30.0)
+
+
+def test_split_rule_holds_two_evaluations_when_the_run_has_three():
+    """split_rule: "the middle of the run, unless fewer than k complete evaluations of
+    the run end before it, k = 2 when the run has three or more evaluations, else k = 1;
+    then the middle of the training block after the k-th evaluation"."""
+    from powerlab.grid.backtest import split_rule
+
+    r1 = T0 + pd.Timedelta(seconds=1000)
+
+    def ev(*pairs):
+        return pd.DataFrame({"start_utc": pd.DatetimeIndex(
+            [T0 + pd.Timedelta(seconds=a) for a, _ in pairs], tz="UTC"),
+            "stop_utc": pd.DatetimeIndex(
+            [T0 + pd.Timedelta(seconds=b) for _, b in pairs], tz="UTC")})
+
+    # RetinaNet-like: one evaluation before the middle, three in the run
+    three = ev((300, 340), (640, 670), (970, 990))
+    assert split_rule(three, T0, r1) == pytest.approx((670 + 970) / 2 / 1000)
+    # two evaluations already before the middle: the middle
+    assert split_rule(ev((100, 110), (200, 210), (800, 810)), T0, r1) == 0.5
+    # two evaluations in the run: one before the middle is enough
+    assert split_rule(ev((100, 110), (800, 810)), T0, r1) == 0.5
+    assert split_rule(ev((600, 610), (800, 810)), T0, r1) == pytest.approx(0.705)
+    # none, or evaluations after the run (offline evaluation): the middle
+    assert split_rule(ev(), T0, r1) == 0.5
+    assert split_rule(ev((1100, 1110), (1200, 1210), (1300, 1310)), T0, r1) == 0.5
