@@ -32,7 +32,7 @@ Rules (the same for every recording; nothing is tuned per workload)
   g-test alone finds "lines" at periods of minutes.)
 - **One-time costs** (:func:`~powerlab.grid.profile.fit_profile`, *One-time costs*): with
   two or more evaluations in the window, the evaluation duration and level come from the
-  evaluations after the first (the first carries set-up); when the training after the
+  evaluations after the first (the first may carry set-up); when the training after the
   first evaluation holds enough readings, the training levels come from there (the first
   block includes warm-up).  The start-up is still measured from the first block.  The
   YAML comments say where a rule applied.

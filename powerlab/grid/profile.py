@@ -663,7 +663,7 @@ def _profile_table(w: _ProfileWork, idle) -> tuple[ProfileFit, dict, float]:
     # the one-time-cost rules (module doc), said where they applied
     lvl = (meas + ", training after the first evaluation (the first block includes "
            "warm-up)") if w.late_levels else meas
-    ev_meas = (meas + ", evaluations after the first (the first carries set-up)"
+    ev_meas = (meas + ", evaluations after the first (the first may carry set-up)"
                if w.n_ev >= 2 else meas)
     c, c_se, _ = _stat(per["compute_w"])
     m, m_se, _ = _stat(per["comm_w"])
@@ -700,7 +700,7 @@ def _profile_table(w: _ProfileWork, idle) -> tuple[ProfileFit, dict, float]:
     rows_p["eval_dip_depth_w"] = (*_stat(per["train_mean_w"] - per["eval_w"])[:2],
                                   ev_meas if has_ev else "no evaluations", dof)
     rows_p["eval_duration_s"] = (w.ev_dur, w.ev_dur_se, f"events ({w.n_ev} in the window"
-                                 + ("; those after the first: the first carries set-up)"
+                                 + ("; those after the first: the first may carry set-up)"
                                     if w.n_ev >= 2 else ")"), np.inf)
     rows_p["eval_interval_s"] = (w.ev_int, w.ev_int_se,
                                  "events: training time between evaluations", np.inf)
