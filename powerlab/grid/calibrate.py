@@ -582,7 +582,7 @@ def _eval_level(fit, df, events, t_train, job_end, w) -> tuple[float, str]:
             dev_eval = float(df.loc[over].groupby("host", observed=True)["power_w"].mean()
                              .mean())
             eval_src = (f"overlapping readings ({int(over.sum())}): evaluations shorter "
-                        "than the meter" + ("; those after the first (the first carries "
+                        "than the meter" + ("; those after the first (the first may carry "
                                             "set-up)" if first else ""))
     return dev_eval, eval_src
 
