@@ -5,9 +5,15 @@ v5.0 8 x B200: BERT, Llama-2-70B LoRA, RetinaNet, Stable Diffusion), with one ru
 all (nothing is tuned per dataset):
 
 * **time split** on the first run (``powerlab.grid.backtest.backtest_split``): split at
-  the middle of the run; when no complete evaluation of the run ends before the middle,
-  at the middle of the training block after the first evaluation (a split must leave one
-  evaluation to calibrate on).  Energy error, 1-min MAPE and bias, the largest 1-s ramp
+  the middle of the run, unless fewer than ``k`` complete evaluations of the run end
+  before the middle, ``k = 2`` when the run has three or more evaluations (an evaluation
+  cadence is a gap between two evaluations: one evaluation cannot measure it, and the
+  first evaluation carries one-time set-up, so only a second one shows a recurring
+  evaluation), else ``k = 1`` (a split must leave one evaluation to calibrate on); then
+  the split is at the middle of the training block after the ``k``-th evaluation
+  (``powerlab.grid.backtest.split_rule``, the default of ``powerlab backtest``).  The
+  rule reads only the run's own evaluation count and times, the same for every dataset.
+  Energy error, 1-min MAPE and bias, the largest 1-s ramp
   forecast / measured (a test only where the meter resolves a periodic step), and, as a
   baseline measured in the same run, the 1-min MAPE of a constant forecast at the mean of
   the calibration part;
@@ -33,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from powerlab.exceptions import DataQualityWarning
-from powerlab.grid.backtest import backtest_runs, backtest_split
+from powerlab.grid.backtest import backtest_runs, backtest_split, split_rule
 from powerlab.grid.calibrate import summed_readings
 from powerlab.iotools import read_mllog, read_mlperf_power
 
@@ -63,15 +69,9 @@ def runs_of(root: Path) -> list:
 
 
 def split_for(log) -> float:
-    """The middle of the run, or of the training block after the first evaluation when no
-    evaluation of the run ends before the middle."""
-    ev = log.evals.sort_values("start")
-    ev = ev[(ev["start"] >= log.run_start) & (ev["stop"] <= log.run_stop)]
-    if len(ev) < 2 or (ev["stop"].iloc[0] - log.run_start).total_seconds() \
-            < 0.5 * log.duration_s:
-        return 0.5
-    mid = ev["stop"].iloc[0] + (ev["start"].iloc[1] - ev["stop"].iloc[0]) / 2
-    return (mid - log.run_start).total_seconds() / log.duration_s
+    """The split rule of ``powerlab backtest`` (:func:`powerlab.grid.backtest.split_rule`)
+    on the run's evaluations."""
+    return split_rule(log, log.run_start, log.run_stop)
 
 
 def constant_mape(res, power, log, split) -> float:

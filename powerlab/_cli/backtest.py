@@ -22,8 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("power", nargs="*", type=Path,
                    help="power telemetry of one run (time split): files, folders, a store")
     p.add_argument("--events", type=Path, help="MLPerf training log of that run")
-    p.add_argument("--split", type=float, default=0.5,
-                   help="time split: fraction of the run calibrated on (default 0.5)")
+    p.add_argument("--split", type=float, default=None,
+                   help="time split: fraction of the run calibrated on (default: the "
+                        "middle of the run, moved to the training block after the second "
+                        "evaluation when the run has three or more and fewer than two end "
+                        "before the middle; see powerlab.grid.backtest.split_rule)")
     p.add_argument("--train-runs", nargs="+", metavar="POWER[=LOG]",
                    help="run to run: power folders of the runs to calibrate on; the "
                         "training log is LOG or found beside an MLPerf power/result_N folder")

@@ -4,7 +4,8 @@ Two modes, the same scoring:
 
 - **time split** (:func:`backtest_split`): calibrate (:func:`powerlab.grid.calibrate.
   calibrate_job`) on the recording up to ``split`` with the events known by then, forecast
-  the rest;
+  the rest; by default the split is :func:`split_rule`'s (the middle of the run, unless
+  that leaves fewer than two evaluations to measure a cadence on);
 - **run to run** (:func:`backtest_runs`): calibrate on some runs of a system, forecast
   other runs from their own start events (``run_start``, ``run_stop``).
 
@@ -46,7 +47,8 @@ from ..exceptions import AnalysisError, PowerlabError
 from .calibrate import Calibration, calibrate_job, run_window, summed_readings
 from .profile import eval_intervals
 
-__all__ = ["METRICS", "BacktestResult", "backtest_runs", "backtest_split", "score"]
+__all__ = ["METRICS", "BacktestResult", "backtest_runs", "backtest_split", "score",
+           "split_rule"]
 
 #: metric -> unit, in the order of ``backtest.csv``.
 METRICS = {
@@ -95,6 +97,7 @@ class BacktestResult:
     series: dict = field(repr=False)
     mode: str = "split"
     forecast_evals: dict = field(default_factory=dict, repr=False)
+    split: float = float("nan")
 
     @property
     def ramp_resolved(self) -> bool:
@@ -117,7 +120,8 @@ class BacktestResult:
         head = [f"Backtest ({'time split' if self.mode == 'split' else 'run to run'}): "
                 f"{c.gpus} GPUs, meter {c.meter_interval_s:g} s, calibrated step "
                 f"{c.fit.step_time_s:.3g} s"
-                + ("" if c.has_periodic_step else " (no periodic step: see notes)")]
+                + ("" if c.has_periodic_step else " (no periodic step: see notes)")
+                + (f"; split at {self.split:.3g} of the run" if self.mode == "split" else "")]
         notes = list(c.notes())
         if not self.ramp_resolved:
             notes.append("the meter does not resolve a periodic step: the step swing, its "
@@ -300,7 +304,36 @@ def _score_window(cal, power, events, *, job_start, startup, t0, t1, duration_s,
             pd.DatetimeIndex(fev if fev is not None else []))
 
 
-def backtest_split(power: pd.DataFrame, events=None, *, split: float = 0.5,
+def split_rule(evals, run_start, run_stop) -> float:
+    """Where a time split cuts a run by default [fraction of the run].
+
+    The middle of the run, unless fewer than ``k`` complete evaluations of the run end
+    before it, ``k = 2`` when the run has three or more evaluations, else ``k = 1``; then
+    the middle of the training block after the ``k``-th evaluation.  Why: a forecast needs
+    at least one evaluation to calibrate the evaluations on, and an evaluation *cadence*
+    is a gap between two of them; the first evaluation also carries one-time set-up
+    (:mod:`powerlab.grid.profile`, *One-time costs*), so only a second one shows a
+    recurring evaluation.  The rule reads only the run's own evaluation count and times.
+
+    Parameters
+    ----------
+    evals : DataFrame or MLLogResult
+        Evaluation intervals or events (:func:`powerlab.grid.profile.eval_intervals`).
+    run_start, run_stop : Timestamp
+        The run (UTC); evaluations outside it are not counted.
+    """
+    r0, r1 = pd.Timestamp(run_start), pd.Timestamp(run_stop)
+    ev = eval_intervals(evals).sort_values("start_utc")
+    ev = ev[(ev["start_utc"] >= r0) & (ev["stop_utc"] <= r1)]
+    k = 2 if len(ev) >= 3 else 1
+    dur = (r1 - r0).total_seconds()
+    if len(ev) <= k or (ev["stop_utc"].iloc[k - 1] - r0).total_seconds() < 0.5 * dur:
+        return 0.5
+    a, b = ev["stop_utc"].iloc[k - 1], ev["start_utc"].iloc[k]
+    return ((a + (b - a) / 2) - r0).total_seconds() / dur
+
+
+def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = None,
                    meter_interval_s: float | None = None, gpus_per_node: int = 8,
                    source: str | None = None, events_source: str | None = None
                    ) -> BacktestResult:
@@ -313,8 +346,10 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float = 0.5,
     events : MLLogResult or DataFrame, optional
         The run's training log; only its events before the split are given to the
         calibration (``run_stop`` bounds the scored window).
-    split : float, default 0.5
-        Where the run is cut, as a fraction of its duration (0 < split < 1).
+    split : float, optional
+        Where the run is cut, as a fraction of its duration (0 < split < 1); default
+        :func:`split_rule` (the middle of the run, moved after the second evaluation
+        when the run has three or more and fewer than two end before the middle).
 
     Raises
     ------
@@ -323,13 +358,15 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float = 0.5,
         no evaluations to calibrate them), or too few readings.
     """
     name = source or "the recording"
-    if not 0 < split < 1:
+    if split is not None and not 0 < split < 1:
         raise PowerlabError(f"--split must be between 0 and 1, got {split!r}")
     evname = events_source or getattr(events, "path", None) or "the events log"
     cal_all = calibrate_job(power, events=events, meter_interval_s=meter_interval_s,
                             gpus_per_node=gpus_per_node, source=name,
                             events_source=evname)
     r0, r1 = cal_all.job_start, cal_all.job_end
+    if split is None:
+        split = split_rule(events, r0, r1) if events is not None else 0.5
     cut = r0 + (r1 - r0) * split
     past = None
     ev_all = eval_intervals(events) if events is not None else None
@@ -372,7 +409,7 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float = 0.5,
                                     startup=startup, t0=cut, t1=r1, duration_s=dur,
                                     run="split")
     return BacktestResult(metrics=table, calibration=cal, series={"split": ser},
-                          mode="split", forecast_evals={"split": fev})
+                          mode="split", forecast_evals={"split": fev}, split=float(split))
 
 
 def backtest_runs(train: list, test: list, *, meter_interval_s: float | None = None,

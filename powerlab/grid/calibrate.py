@@ -30,6 +30,12 @@ Rules (the same for every recording; nothing is tuned per workload)
   period, duty cycle and dip are not evidence of anything and the notes say so
   (``has_periodic_step``).  (Real power has more slow variation than white noise, so the
   g-test alone finds "lines" at periods of minutes.)
+- **One-time costs** (:func:`~powerlab.grid.profile.fit_profile`, *One-time costs*): with
+  two or more evaluations in the window, the evaluation duration and level come from the
+  evaluations after the first (the first may carry set-up); when the training after the
+  first evaluation holds enough readings, the training levels come from there (the first
+  block includes warm-up).  The start-up is still measured from the first block.  The
+  YAML comments say where a rule applied.
 - **A single evaluation** in the window: the evaluation interval is the training time
   before it (from the end of the start-up or of the previous evaluation), a prior that
   evaluations are periodic; the source says so.
@@ -566,6 +572,8 @@ def _eval_level(fit, df, events, t_train, job_end, w) -> tuple[float, str]:
     if fit.evals_used and not np.isfinite(dev_eval):
         evi = eval_intervals(events)
         evi = evi[(evi["start_utc"] >= t_train) & (evi["stop_utc"] <= job_end)]
+        first = len(evi) >= 2  # the first carries one-time set-up (see fit_profile)
+        evi = evi.sort_values("start_utc").iloc[1:] if first else evi
         ts = df["timestamp"]
         over = np.zeros(len(df), bool)
         for a, b in zip(evi["start_utc"], evi["stop_utc"]):
@@ -574,7 +582,8 @@ def _eval_level(fit, df, events, t_train, job_end, w) -> tuple[float, str]:
             dev_eval = float(df.loc[over].groupby("host", observed=True)["power_w"].mean()
                              .mean())
             eval_src = (f"overlapping readings ({int(over.sum())}): evaluations shorter "
-                        "than the meter")
+                        "than the meter" + ("; those after the first (the first may carry "
+                                            "set-up)" if first else ""))
     return dev_eval, eval_src
 
 

@@ -15,7 +15,32 @@ nvidia-smi at 100 ms, or node scope, e.g. MLPerf node AC power every 2 s):
   readings, the dip level the mean of the lower one and the duty cycle the share of
   samples in the upper one; through a meter, see below;
 - evaluation level, duration and interval, and the depth of the evaluation dip, from the
-  evaluation intervals inside the calibration window (e.g. from ``read_mllog``).
+  evaluation intervals inside the calibration window (e.g. from ``read_mllog``).  The
+  evaluation level of a device is the **mean** of its readings inside evaluations: the
+  forecast models an evaluation as one flat block, and only the mean gives that block the
+  evaluation's energy (a real evaluation is not flat: in RetinaNet on B200 the GPUs idle
+  at ~3.7 kW for ~20 s and are back near the training level for the last ~10 s before
+  ``eval_stop``, where a median would keep only the idle part).
+
+One-time costs (the same rule for every trace)
+----------------------------------------------
+A job's first evaluation may carry one-time set-up (building the evaluation graph, loading
+and caching the evaluation data) and its first training block warm-up (clocks, caches and
+temperatures settling, data loaders filling): neither recurs (in the MLPerf logs the
+first RetinaNet evaluation on B200 lasts 39 s, the later ones 29-33 s; the first LoRA
+block on H100 is ~5 % below the later ones).  Where there is no such cost, leaving the
+first out only costs some data.  So
+
+- with **two or more evaluations** in the window, the evaluation duration and level come
+  from the evaluations **after the first**;
+- with at least one evaluation in the window and :data:`MIN_LEVEL_READINGS` training
+  readings of every device after the first evaluation's end (the later blocks are long
+  enough to give a level), the training levels (training mean, compute level, dip
+  level) come from the training **after the first evaluation**.  The first block still
+  gives the step's shape (period from the periodogram, duty cycle) and, in
+  :func:`~powerlab.grid.calibrate.calibrate_job`, the start-up.
+
+The parameter table's ``source`` column says when a rule applied.
 
 Every level is the mean over devices with its standard error (spread across devices,
 ``sd / sqrt(n)``) and a confidence interval (Student t); :meth:`ProfileFit.summary_frame`
@@ -93,6 +118,11 @@ from .profile_fit import (
 
 __all__ = ["GPU_IDLE_PRIOR", "Prior", "ProfileFit", "ProfileOptions", "eval_intervals",
            "fit_profile", "otsu_threshold"]  # results re-exported from profile_fit
+
+
+#: Training readings every device must have after the first evaluation for the training
+#: levels to come from there (the minimum :func:`fit_profile` asks of any device) [-].
+MIN_LEVEL_READINGS = 10
 
 
 # --------------------------------------------------------------------------- helpers
@@ -340,6 +370,7 @@ class _ProfileWork:
     dip_src: str = ""
     dip_sd: float = 0.0
     center: float = np.nan
+    late_levels: bool = False
 
 
 def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = None,
@@ -395,6 +426,7 @@ def fit_profile(telemetry: pd.DataFrame, *, events=None, scope: str | None = Non
     w = _ProfileWork(opts=ProfileOptions.from_kwargs(options, **option_kw))
     _select_rows(w, telemetry, scope, start, end, idle)
     marks = _mark_readings(w, events, idle, start, end)
+    _after_first_eval(w, marks, start)
     _device_levels(w, marks, start)
     _step_period(w)
     _eval_timing(w)
@@ -484,6 +516,27 @@ def _mark_readings(w: _ProfileWork, events, idle, start, end) -> pd.DataFrame:
     return marks
 
 
+def _after_first_eval(w: _ProfileWork, marks: pd.DataFrame, start) -> None:
+    """Which readings give the levels (see *One-time costs*): ``lvl`` the training
+    readings after the first evaluation when every device has :data:`MIN_LEVEL_READINGS`
+    of them, else all training readings; ``ev_lvl`` the readings inside evaluations after
+    the first when the window holds two or more, else inside any."""
+    marks["lvl"], marks["ev_lvl"] = marks["tr"], marks["ev"]
+    if w.evi is None or not len(w.evi):
+        return
+    w_ns = round(w.w_s * 1e9)
+    after = (marks["t"] - w_ns >= w.evi["stop_utc"].iloc[0].value).to_numpy()
+    if len(w.evi) >= 2:
+        marks["ev_lvl"] = marks["ev"] & after
+    usable = marks["tr"] & (marks["first_ok"] if start is not None else True)
+    n_tr = usable.groupby(marks["dev"]).sum()
+    n_late = (usable & after).groupby(marks["dev"]).sum()
+    counted = n_tr >= MIN_LEVEL_READINGS  # the devices that give levels at all
+    if counted.any() and n_late[counted].min() >= MIN_LEVEL_READINGS:
+        w.late_levels = True
+        marks["lvl"] = marks["tr"] & after
+
+
 def _device_levels(w: _ProfileWork, marks: pd.DataFrame, start) -> None:
     """Per device: compute level (Otsu upper level), training mean, duty, evaluation and
     idle levels; its training samples for the periodogram and the dip."""
@@ -498,18 +551,21 @@ def _device_levels(w: _ProfileWork, marks: pd.DataFrame, start) -> None:
         tr = g[ok]
         if len(tr) < 10:
             continue
-        p = tr["p"].to_numpy()
+        p = tr.loc[tr["lvl"], "p"].to_numpy()  # the levels: see _after_first_eval
         thr = otsu_threshold(p)
         hi, lo = p[p > thr], p[p <= thr]
-        ev_p = g.loc[g["ev"], "p"].to_numpy()
+        # the duty is the step's shape, not a level: from all training readings
+        p_all = tr["p"].to_numpy()
+        duty = float(np.mean(p_all > otsu_threshold(p_all)))
+        ev_p = g.loc[g["ev_lvl"], "p"].to_numpy()
         id_p = g.loc[g["idle"], "p"].to_numpy()
         rows.append({"dev": dev, "compute_w": np.median(hi), "low_cluster_w": lo.mean(),
-                     "duty_raw": len(hi) / len(p), "train_mean_w": p.mean(),
-                     "eval_w": np.median(ev_p) if len(ev_p) else np.nan,
+                     "duty_raw": duty, "train_mean_w": p.mean(),
+                     "eval_w": ev_p.mean() if len(ev_p) else np.nan,
                      "idle_w": np.median(id_p) if len(id_p) else np.nan,
                      "lowest_w": g["p"].min()})
         dt_all.append(np.median(np.diff(tr["t"].to_numpy())) / 1e9)
-        w.samples.append((tr["t"].to_numpy(), p))
+        w.samples.append((tr["t"].to_numpy(), tr["p"].to_numpy()))
         if len(w.spectra) < w.opts.max_devices:
             w.spectra.append(w.samples[-1])
     if not rows:
@@ -556,6 +612,7 @@ def _eval_timing(w: _ProfileWork) -> None:
     if not n_ev:
         return
     d = (evi["stop_utc"] - evi["start_utc"]).dt.total_seconds().to_numpy()
+    d = d[1:] if n_ev >= 2 else d  # the first carries one-time set-up
     w.ev_dur, w.ev_dur_se = float(np.median(d)), _stat(d)[1]
     if n_ev > 1:
         gaps = (evi["start_utc"].iloc[1:].to_numpy() - evi["stop_utc"].iloc[:-1]
@@ -606,6 +663,11 @@ def _profile_table(w: _ProfileWork, idle) -> tuple[ProfileFit, dict, float]:
     per, period, w_s, dip_src, scope = w.per, w.period, w.w_s, w.dip_src, w.scope
     n_dev = len(per)
     meas = f"measured ({n_dev} devices)"
+    # the one-time-cost rules (module doc), said where they applied
+    lvl = (meas + ", training after the first evaluation (the first block may include "
+           "warm-up)") if w.late_levels else meas
+    ev_meas = (meas + ", evaluations after the first (the first may carry set-up)"
+               if w.n_ev >= 2 else meas)
     c, c_se, _ = _stat(per["compute_w"])
     m, m_se, _ = _stat(per["comm_w"])
     u, u_se, _ = _stat(per["duty"])
@@ -621,12 +683,12 @@ def _profile_table(w: _ProfileWork, idle) -> tuple[ProfileFit, dict, float]:
     rows_p = {
         "step_time_s": (period, w.period_se, w.period_src, np.inf),
         "compute_fraction": (u, u_se, f"dip duration {dip_src}"
-                             if w_s > 0 else meas, dof),
-        "device_compute_w": (c, c_se, meas, dof),
+                             if w_s > 0 else lvl, dof),
+        "device_compute_w": (c, c_se, lvl, dof),
         "device_comm_w": (m, m_se, f"compute level - dip energy / dip duration ({dip_src})"
-                          if w_s > 0 else meas, dof),
-        "device_train_mean_w": (*_stat(per["train_mean_w"])[:2], meas, dof),
-        "step_dip_energy_j": (a, a_se, meas, dof),
+                          if w_s > 0 else lvl, dof),
+        "device_train_mean_w": (*_stat(per["train_mean_w"])[:2], lvl, dof),
+        "step_dip_energy_j": (a, a_se, lvl, dof),
         "step_dip_center_s": (center, np.nan, "fit of the metered steps after evaluations"
                               if np.isfinite(center) else "no evaluation to count steps from",
                               np.inf),
@@ -636,11 +698,13 @@ def _profile_table(w: _ProfileWork, idle) -> tuple[ProfileFit, dict, float]:
     }
     has_ev = per["eval_w"].notna().any()
     ev_w, ev_w_se, _ = _stat(per["eval_w"])
-    rows_p["device_eval_w"] = (ev_w, ev_w_se, meas if has_ev else "no evaluations", dof)
+    rows_p["device_eval_w"] = (ev_w, ev_w_se, ev_meas if has_ev else "no evaluations",
+                               dof)
     rows_p["eval_dip_depth_w"] = (*_stat(per["train_mean_w"] - per["eval_w"])[:2],
-                                  meas if has_ev else "no evaluations", dof)
-    rows_p["eval_duration_s"] = (w.ev_dur, w.ev_dur_se, f"events ({w.n_ev} in the window)",
-                                 np.inf)
+                                  ev_meas if has_ev else "no evaluations", dof)
+    rows_p["eval_duration_s"] = (w.ev_dur, w.ev_dur_se, f"events ({w.n_ev} in the window"
+                                 + ("; those after the first: the first may carry set-up)"
+                                    if w.n_ev >= 2 else ")"), np.inf)
     rows_p["eval_interval_s"] = (w.ev_int, w.ev_int_se,
                                  "events: training time between evaluations", np.inf)
     lowest = float(np.median(per["lowest_w"]))
