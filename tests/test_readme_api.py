@@ -9,8 +9,10 @@ working directory where every path it names exists with real, small data:
   30 s, local time America/Los_Angeles, with one 1.5-s hole in the log;
 * ``data/``: links to the repository's ``data/scenarios`` and ``data/requirements``;
 * ``telemetry/`` and ``burn-in/``: stores written with ``write_store`` from generator A
-  of ``tests/fleetgens`` (2 hosts x 8 GPUs, 1-min samples, 6 h; the burn-in is the same
-  fleet's ``baseline=True`` record);
+  of ``tests/fleetgens``, case ``silent_from_start`` (2 hosts x 8 GPUs, 1-min samples,
+  6 h; one GPU 1.5 % slow from the start; the burn-in is the same fleet's
+  ``baseline=True`` record, healthy), plus node AC power rows (``scope = "node"``)
+  derived from the GPU rows as a node meter would read them;
 * ``sacct.txt``: ``sacct --parsable2`` output (the fields of tests/test_jobs.py) of three
   jobs on those two hosts during the telemetry's window, America/Chicago local times;
 * ``out/``: an empty folder.
@@ -22,8 +24,12 @@ the requested evaluation times.  The test asserts that, after that one substitut
 text run is byte-identical to the README's block.
 
 Expression statements are evaluated (their value kept, as a notebook shows it) so the
-test can check what the lines return, not only that they raise nothing; no statement
-may raise a DeprecationWarning or FutureWarning of powerlab's own API.
+test can check what the lines return, not only that they raise nothing: the straggler
+search with the burn-in baseline flags exactly the generator's slow GPU, node power sums
+and each sacct job's energy equal sums by hand of the rows written, ``Compliance`` on
+``chk.trace`` gives ``comply``'s own values for that draw.  No statement may raise a
+DeprecationWarning or FutureWarning of powerlab's own API.  Tracebacks name README.md
+lines.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import threading
 import urllib.parse
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -162,21 +169,25 @@ class FakeProm:
 
 @pytest.fixture
 def sketch_dir(tmp_path, monkeypatch):
-    """A working directory holding every path the sketch names; yields the fake server."""
+    """A working directory holding every path the sketch names; yields the fake server,
+    the telemetry written and the generator's truth."""
     _write_nvidia_smi(tmp_path / "gpu.csv")
     (tmp_path / "data").mkdir()
     for sub in ("scenarios", "requirements"):
         (tmp_path / "data" / sub).symlink_to(REPO / "data" / sub, target_is_directory=True)
+    # one GPU 1.5 % slower than its peers from the start, healthy at burn-in: only a
+    # baseline shows it (generator A's truth)
     kw = dict(interval_s=60, hours=6, n_hosts=2, gpus_per_host=8)
-    tel, _ = fleetgen_A.generate(0, "clean", **kw)
-    burn, _ = fleetgen_A.generate(0, "clean", baseline=True, **kw)
-    write_store(pd.concat([tel, _node_rows(tel)], ignore_index=True), tmp_path / "telemetry")
+    tel, truth = fleetgen_A.generate(0, "silent_from_start", **kw)
+    burn, _ = fleetgen_A.generate(0, "silent_from_start", baseline=True, **kw)
+    node = _node_rows(tel)
+    write_store(pd.concat([tel, node], ignore_index=True), tmp_path / "telemetry")
     write_store(burn, tmp_path / "burn-in")
     (tmp_path / "sacct.txt").write_text(SACCT)
     (tmp_path / "out").mkdir()
     monkeypatch.chdir(tmp_path)
     prom = FakeProm()
-    yield prom
+    yield SimpleNamespace(prom=prom, tel=tel, node=node, truth=truth)
     prom.close()
 
 
@@ -214,10 +225,11 @@ def _value(values: dict, start: str):
 @pytest.mark.slow
 def test_readme_api_sketch_runs_unchanged(sketch_dir, capsys):
     block, first_line = readme_block()
+    prom = sketch_dir.prom
     assert block.count(README_HOST) == 1
-    run = block.replace(README_HOST, sketch_dir.url)
+    run = block.replace(README_HOST, prom.url)
     # the one substitution: every other byte is the README's
-    assert run.split(sketch_dir.url) == block.split(README_HOST)
+    assert run.split(prom.url) == block.split(README_HOST)
 
     ns, values, caught = run_block(run, first_line)
 
@@ -246,6 +258,8 @@ def test_readme_api_sketch_runs_unchanged(sketch_dir, capsys):
     assert chk.draws == 20 and (Path("out") / "compliance.csv").is_file()
     per_draw = _value(values, "Compliance(spec).evaluate(")
     assert set(per_draw) == {r.name for r in ns["spec"].requirements}
+    # the same draw, the same values as comply's own evaluation of it
+    assert per_draw == pytest.approx(chk.draw_values.loc[0].to_dict(), nan_ok=True)
     own_limits = _value(values, "comply(res, res.scenario.limits")
     assert own_limits.draws == res.draws
     # flex offer, with its CSV
@@ -253,24 +267,38 @@ def test_readme_api_sketch_runs_unchanged(sketch_dir, capsys):
     assert (Path("out") / "flex_offer.csv").is_file()
     # planner summary and the facilities CSV with its JSON sidecar
     ps = _value(values, "planner_summary(res)")
-    assert isinstance(ps, (pd.DataFrame, pd.Series, dict))
+    assert isinstance(ps, pd.DataFrame) and "energy [MWh]" in ps.index
     assert Path("site.csv").is_file() and Path("site.json").is_file()
-    # stragglers: flags is a frame; a clean fleet with its own burn-in flags nobody
+    # stragglers: with the burn-in baseline exactly the generator's slow GPU is flagged
     flags = _value(values, 'find_stragglers(read_store("telemetry/"), baseline=base)')
     assert isinstance(flags, pd.DataFrame)
+    assert flags["gpu_uuid"].tolist() == sketch_dir.truth["slow_gpus"]
     strict = _value(values, 'find_stragglers(read_store("telemetry/"), strict)')
     assert hasattr(strict, "_repr_html_")
     assert ns["strict"].z_threshold == 5.0 and ns["strict"].window_s == 1800.0
     # Prometheus: the README's range at 15 s, 4 GPUs of node003 through the fake server
     tel = ns["tel"]
-    queries = [r for r in sketch_dir.requests if r["path"] == "/api/v1/query_range"]
+    queries = [r for r in prom.requests if r["path"] == "/api/v1/query_range"]
     assert queries and {r["step"] for r in queries} == {"15"}
     assert float(queries[0]["start"]) == pd.Timestamp("2025-07-01T00:00Z").timestamp()
     assert set(tel["host"]) == {"node003"} and set(tel["gpu_index"]) == {0, 1, 2, 3}
     assert len(tel) == 4 * (24 * 240 + 1)
-    # node power sums of the store and the energy of each sacct job
+    # node power sums of the store: the node rows written, added per minute
     sums = _value(values, 'power_sums("telemetry/", "1min", scope="node")')
-    assert isinstance(sums, pd.DataFrame) and len(sums)
+    want = sketch_dir.node.groupby("timestamp")["power_w"].sum()
+    np.testing.assert_allclose(sums.set_index("timestamp")["power_w"].to_numpy(),
+                               want.to_numpy(), rtol=1e-12)
+    n_nodes = sketch_dir.node.groupby("timestamp").size()   # nodes, for node scope
+    assert sums["n_gpus"].tolist() == n_nodes.tolist() and set(n_nodes) <= {1, 2}
+    # the energy of each sacct job: its GPUs' 1-min samples over its span, by hand
     energy = _value(values, 'job_energy(job_power("telemetry/", jobs, "1min"), "1min")')
-    assert "energy_megawatt_hours" in energy.columns
-    assert (energy["energy_megawatt_hours"] > 0).all()
+    energy = energy.set_index("job_id")["energy_megawatt_hours"]
+    gpu = sketch_dir.tel
+    for job, hosts, t0, t1 in [("2001", ["node001", "node002"], "00:00", "03:00"),
+                               ("2002", ["node001"], "03:30", "05:30"),
+                               ("2003", ["node002"], "03:30", "04:10")]:
+        sel = (gpu["host"].isin(hosts)
+               & (gpu["timestamp"] >= pd.Timestamp(f"2026-03-02 {t0}Z"))
+               & (gpu["timestamp"] < pd.Timestamp(f"2026-03-02 {t1}Z")))
+        assert energy[job] == pytest.approx(gpu.loc[sel, "power_w"].sum() * 60 / 3.6e9,
+                                            rel=1e-12), job
