@@ -42,6 +42,7 @@ import urllib.parse
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -122,9 +123,10 @@ class FakeProm:
     answered at every evaluation time of the requested range; other metrics are empty
     matrices (a dcgm-exporter without them).  Every request is recorded."""
 
-    SERIES = {"DCGM_FI_DEV_POWER_USAGE_INSTANT": lambda t, g: 500 + 100 * np.sin(t / 600 + g),
-              "DCGM_FI_DEV_SM_CLOCK": lambda t, g: 1980 - 0 * t,
-              "DCGM_FI_DEV_GPU_TEMP": lambda t, g: 55 + g + 0 * t}
+    SERIES: ClassVar[dict] = {
+        "DCGM_FI_DEV_POWER_USAGE_INSTANT": lambda t, g: 500 + 100 * np.sin(t / 600 + g),
+        "DCGM_FI_DEV_SM_CLOCK": lambda t, g: 1980 - 0 * t,
+        "DCGM_FI_DEV_GPU_TEMP": lambda t, g: 55 + g + 0 * t}
 
     def __init__(self):
         self.requests: list[dict] = []
@@ -177,7 +179,7 @@ def sketch_dir(tmp_path, monkeypatch):
         (tmp_path / "data" / sub).symlink_to(REPO / "data" / sub, target_is_directory=True)
     # one GPU 1.5 % slower than its peers from the start, healthy at burn-in: only a
     # baseline shows it (generator A's truth)
-    kw = dict(interval_s=60, hours=6, n_hosts=2, gpus_per_host=8)
+    kw = {"interval_s": 60, "hours": 6, "n_hosts": 2, "gpus_per_host": 8}
     tel, truth = fleetgen_A.generate(0, "silent_from_start", **kw)
     burn, _ = fleetgen_A.generate(0, "silent_from_start", baseline=True, **kw)
     node = _node_rows(tel)
@@ -209,7 +211,7 @@ def run_block(source: str, first_line: int) -> tuple[dict, dict, list]:
             warnings.simplefilter("always")
             if isinstance(stmt, ast.Expr):
                 code = compile(ast.Expression(stmt.value), "README.md", "eval")
-                values[text] = eval(code, ns)  # noqa: S307  (the README's own text)
+                values[text] = eval(code, ns)  # the README's own text
             else:
                 exec(compile(ast.Module([stmt], []), "README.md", "exec"), ns)  # noqa: S102
         caught += [(text, x) for x in w]
