@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from powerlab.iotools import read_nvidia_smi
 from powerlab.telemetry import schema, write_store
 
 from .fleetgens import fleetgen_A
@@ -241,10 +242,16 @@ def test_readme_api_sketch_runs_unchanged(sketch_dir, capsys):
                   and (w.filename == "README.md" or "powerlab" in w.filename)]
     assert not deprecated, deprecated
 
-    # nvidia-smi log: 4 GPUs x 285 samples, the 1.5-s hole found by gaps()
+    # nvidia-smi log: 4 GPUs x 285 samples; the 1.5-s hole found by gaps(), once per GPU
+    # (ns["tel"] is later the Prometheus frame: the log is read again here)
     mask = ns["mask"]
-    assert len(mask) == 4 * 285 and mask.dtype == bool
-    assert 1 <= int(mask.sum()) <= 8
+    smi = read_nvidia_smi("gpu.csv", tz="America/Los_Angeles")
+    assert len(mask) == len(smi) == 4 * 285 and mask.dtype == bool
+    hole = smi.loc[mask.to_numpy()]
+    assert sorted(hole["gpu_index"].tolist()) == [0, 1, 2, 3]
+    # 12:00:11.5 PST, the first sample after the hole, is 20:00:11.5 UTC
+    assert (hole["timestamp"].dt.floor("100ms")
+            == pd.Timestamp("2026-03-01 20:00:11.5", tz="UTC")).all()
     # the forecast: a results object whose summary has text and HTML
     res = ns["res"]
     assert hasattr(res.summary(), "_repr_html_") and "<table" in res.summary()._repr_html_()
