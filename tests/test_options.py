@@ -150,10 +150,10 @@ def test_flex_and_study_package_boundary_old_names_warn(tmp_path):
         assert CurtailmentPlan(boundary="it").scope == "it"
     # the old keyword reaches the check under its new name (no forecast is run)
     with pytest.warns(DeprecationWarning, match="forecast_scope= is renamed "
-                                                "forecast_boundary="):
-        with pytest.raises(OptionError, match="^forecast_boundary must be 'it' or "
-                                              "'facility', got 'x'"):
-            verify_event(pd.Series(dtype=float), new.frame, forecast_scope="x")
+                                                "forecast_boundary="), \
+            pytest.raises(OptionError, match="^forecast_boundary must be 'it' or "
+                                             "'facility', got 'x'"):
+        verify_event(pd.Series(dtype=float), new.frame, forecast_scope="x")
     with pytest.raises(OptionError, match="both forecast_scope= and forecast_boundary="):
         verify_event(pd.Series(dtype=float), new.frame, forecast_scope="it",
                      forecast_boundary="it")

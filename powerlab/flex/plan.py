@@ -45,7 +45,6 @@ in the same draw, so checkpoints under a cap fall at the capped job's own times.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -53,6 +52,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from .._options import renamed_attribute
 from .._summary import Summary
 from ..exceptions import PowerlabError
 from ..grid.facility import facility_power
@@ -156,16 +156,10 @@ class CurtailmentPlan:
         (``scope`` is its deprecated name).
     """
 
+    scope = renamed_attribute("boundary")     # the old name, for one release
+
     def __init__(self, **kw):
         self.__dict__.update(kw)
-
-    @property
-    def scope(self) -> str:
-        """Deprecated name of :attr:`boundary`."""
-        warnings.warn("CurtailmentPlan.scope is renamed CurtailmentPlan.boundary; the old "
-                      "name will be removed in the next release", DeprecationWarning,
-                      stacklevel=2)
-        return self.boundary
 
     @property
     def share_met(self) -> float:

@@ -33,14 +33,13 @@ References
 from __future__ import annotations
 
 import json
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .._options import choice, renamed_keywords
+from .._options import choice, renamed_attribute, renamed_keywords
 from ..exceptions import ParseError, PowerlabError
 from ..telemetry.timeutil import to_utc
 
@@ -93,16 +92,10 @@ class Targets:
 
     frame: pd.DataFrame
     boundary: str = "it"
+    scope = renamed_attribute("boundary")     # the old name, for one release
 
     def __len__(self) -> int:
         return len(self.frame)
-
-    @property
-    def scope(self) -> str:
-        """Deprecated name of :attr:`boundary`."""
-        warnings.warn("Targets.scope is renamed Targets.boundary; the old name will be "
-                      "removed in the next release", DeprecationWarning, stacklevel=2)
-        return self.boundary
 
 
 Targets.__init__ = renamed_keywords(scope="boundary")(Targets.__init__)

@@ -32,13 +32,12 @@ value is reported.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from .._options import renamed_keywords
+from .._options import renamed_attribute, renamed_keywords
 from ..exceptions import AnalysisError, PowerlabError
 from . import loadmetrics as lm
 from .powertrace import PowerTrace, for_each_draw, trace_from_telemetry
@@ -259,8 +258,7 @@ def ride_through_table(scenario, at_utc, *, residual_voltages_pu=(0.0, 0.5, 0.7,
     (1-min means, so the job's step rhythm, whose phase a restart changes, does not
     count); 0 when nothing is lost, NaN when not within ``follow_s`` (default: the
     outage, the longest job start-up and 600 s).  A sag with no effect reads 0 exactly.
-    ``boundary`` (``facility`` or ``it``; ``scope`` is its deprecated name) is the power
-    compared; it is in the table's ``attrs``, with the assumptions.
+    ``boundary``: ``facility`` or ``it`` (``scope``: its deprecated name), in ``attrs``.
 
     Returns
     -------
@@ -380,6 +378,7 @@ class StudyPackage:
     notes: list = field(default_factory=list)
     timings_s: dict = field(default_factory=dict)
     pmu_gains: pd.DataFrame | None = None
+    scope = renamed_attribute("boundary")     # the old name, for one release
 
     def __repr__(self) -> str:
         return (f"<StudyPackage of {self.source}: {len(self.figures)} figures, "
@@ -388,13 +387,6 @@ class StudyPackage:
 
     def _repr_html_(self) -> str:
         return self.summary()._repr_html_()
-
-    @property
-    def scope(self) -> str:
-        """Deprecated name of :attr:`boundary`."""
-        warnings.warn("StudyPackage.scope is renamed StudyPackage.boundary; the old name "
-                      "will be removed in the next release", DeprecationWarning, stacklevel=2)
-        return self.boundary
 
     def summary_frame(self) -> pd.DataFrame:
         """Every figure with its unit, exceedance probability, definition and source."""
@@ -635,8 +627,7 @@ def _horizon(source, boundary: str, draws: int, seed: int, tick_s, measured: Mea
         trace = trace_from_telemetry(source, pue=measured.pue,
                                      base_load_w=measured.base_load_w,
                                      start=measured.start, end=measured.end)
-    per_draw = pd.DataFrame([_per_draw(trace, boundary)],
-                            index=pd.RangeIndex(1, name="draw"))
+    per_draw = pd.DataFrame([_per_draw(trace, boundary)], index=pd.RangeIndex(1, name="draw"))
     notes.append("Measured telemetry is one trace: exceedance probabilities over "
                  "draws do not apply; each figure is the trace's value.")
     return per_draw, trace, f"measured: {trace.description}", 1
