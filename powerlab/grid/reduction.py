@@ -39,6 +39,7 @@ import pandas as pd
 from scipy import fft as sp_fft
 from scipy import signal
 
+from .._options import renamed_keywords
 from ..exceptions import PowerlabError
 from .battery import battery_dispatch
 from .facility import cooling_filter
@@ -358,6 +359,7 @@ class Reducer:
         except the last), then ``finish()``."""
         return _DrawReduction(self, d)
 
+    @renamed_keywords(scope="boundary")
     def interval_means(self, boundary: str, resolution_s: float) -> np.ndarray:
         """Per draw, the mean power of each interval of ``resolution_s`` (a whole number
         of base intervals) [W], shape (draws, intervals)."""
