@@ -8,7 +8,8 @@
 - :func:`choice` - an argument that takes one of a fixed set of values (statsmodels'
   ``string_like``): one line naming the argument, the allowed values and what came;
 - :func:`renamed_keywords` - a keyword renamed: the old name still works for one release,
-  with a :class:`DeprecationWarning` naming the new one.
+  with a :class:`DeprecationWarning` naming the new one; :class:`renamed_attribute` the
+  same for an attribute.
 
 The names of powerlab's recurring options are listed in ``docs/vocabulary.md``.
 """
@@ -22,7 +23,7 @@ from dataclasses import fields
 
 from .exceptions import OptionError
 
-__all__ = ["Options", "choice", "renamed_keywords"]
+__all__ = ["Options", "choice", "renamed_attribute", "renamed_keywords"]
 
 
 class Options:
@@ -122,3 +123,23 @@ def renamed_keywords(**renames: str) -> Callable:
         inner.__renamed_keywords__ = dict(renames)
         return inner
     return wrap
+
+
+class renamed_attribute:      # lower case: used like ``property``
+    """Class attribute: the old name of attribute ``new``, read for one release with a
+    :class:`DeprecationWarning` (``scope = renamed_attribute("boundary")``)."""
+
+    def __init__(self, new: str):
+        self.new = new
+        self.__doc__ = f"Deprecated name of :attr:`{new}`."
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.owner, self.old = owner.__name__, name
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        warnings.warn(f"{self.owner}.{self.old} is renamed {self.owner}.{self.new}; the old "
+                      "name will be removed in the next release", DeprecationWarning,
+                      stacklevel=2)
+        return getattr(obj, self.new)

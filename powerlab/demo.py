@@ -338,7 +338,7 @@ def _profile_figures(prof) -> dict[str, float]:
 
 def _forecast(prof, hours: float, draws: int, seed: int):
     """The demo scenario with the calibrated profile, its forecast, the utility limits'
-    violations and the facility-scope metrics per draw."""
+    violations and the facility metrics per draw."""
     from .grid.forecast import forecast
     from .grid.swings import check_limits
 
@@ -346,7 +346,7 @@ def _forecast(prof, hours: float, draws: int, seed: int):
     res = forecast(scen, draws=draws, seed=seed)
     violations = check_limits(res)
     m = res.metrics
-    return scen, res, violations, m[m["scope"] == "facility"]
+    return scen, res, violations, m[m["boundary"] == "facility"]
 
 
 def _forecast_figures(prof, scen, res, violations, fac) -> dict[str, float]:
@@ -621,13 +621,13 @@ def _report_forecast(rep, r: ReportInputs) -> None:
                  "dominant oscillation": f"{fig['dominant_frequency_hz']:.3f} Hz",
                  "P(a limit is violated), per draw":
                      f"{fig['limit_violation_probability_per_draw']:.0%}"},
-                caption="Facility scope, median over draws.")
+                caption="Facility boundary, median over draws.")
     rep.figures({"15-min peak demand": f"{fig['peak_demand_megawatts_15min']:.1f} MW",
                  "energy": f"{fig['energy_megawatt_hours']:,.0f} MWh",
                  ramp_label("ramp_megawatts_per_min_1min"):
                      f"{fig['ramp_megawatts_per_min_1min']:.1f} MW/min",
                  "load factor": f"{fig['load_factor']:.2f}"},
-                caption="Planner figures: facility scope, median over draws; demand over "
+                caption="Planner figures: facility boundary, median over draws; demand over "
                         "clock-aligned 15-min intervals, load factor = mean / 15-min peak "
                         "demand.")
     rep.chart(fc["timeline"])

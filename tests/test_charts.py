@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import warnings
 
 import altair as alt
 import numpy as np
@@ -211,13 +212,13 @@ def test_telemetry_overview_shares_zoom(big_telemetry):
 # ----------------------------------------------------------------------------- facility
 
 
-def _timeline(n=50_000, scopes=("it", "facility")):
+def _timeline(n=50_000, boundaries=("it", "facility")):
     ts = pd.date_range("2025-06-01", periods=n, freq="100ms", tz="UTC")
     rng = np.random.default_rng(1)
     parts = []
-    for k, s in enumerate(scopes):
+    for k, s in enumerate(boundaries):
         p = 30 * (1 + 0.3 * k) + 5 * np.sin(np.arange(n) / 300) + rng.normal(0, 0.5, n)
-        parts.append(pd.DataFrame({"timestamp": ts, "scope": s, "power_megawatts": p,
+        parts.append(pd.DataFrame({"timestamp": ts, "boundary": s, "power_megawatts": p,
                                    "power_megawatts_lower": p - 1 - rng.random(n),
                                    "power_megawatts_upper": p + 1 + rng.random(n)}))
     return pd.concat(parts, ignore_index=True)
@@ -235,7 +236,7 @@ def test_facility_chart_band_events_and_brush():
     events = next(f for f in tables if "event" in f)
     assert sorted(events["event"]) == ["checkpoint", "failure", "start"]
     for s in ("it", "facility"):
-        src, got = tl[tl["scope"] == s], line[line["scope"] == s]
+        src, got = tl[tl["boundary"] == s], line[line["boundary"] == s]
         # the envelope keeps the extremes, the band is the bin mean of each bound
         assert got["power_megawatts_max"].max() == pytest.approx(src["power_megawatts"].max(),
                                                                  rel=CSV_REL)
@@ -252,11 +253,28 @@ def test_facility_chart_band_events_and_brush():
     assert "mean [MW]" in tooltip_titles(spec)
 
 
-def test_facility_chart_without_band_or_scope():
-    tl = _timeline(1500, scopes=("it",))[["timestamp", "power_megawatts"]]
+def test_facility_chart_without_band_or_boundary():
+    tl = _timeline(1500, boundaries=("it",))[["timestamp", "power_megawatts"]]
     (df,) = frames(viz.facility_chart(tl))   # short enough: every sample kept
     assert len(df) == 1500 and "power_megawatts_upper" not in df.columns
     assert (df["n_samples"] == 1).all()
+
+
+def test_facility_chart_reads_the_old_scope_column_with_a_warning():
+    """The ``boundary`` column was named ``scope`` before 2026-12-03: a timeline written
+    then still draws one line per boundary, and says the column is renamed."""
+    tl = _timeline(1500)
+    with pytest.warns(DeprecationWarning, match="'scope' column .* is renamed 'boundary'"):
+        old = frames(viz.facility_chart(tl.rename(columns={"boundary": "scope"})))[0]
+    new = frames(viz.facility_chart(tl))[0]
+    assert sorted(old["scope"].unique()) == sorted(new["boundary"].unique()) == ["facility",
+                                                                                  "it"]
+    pd.testing.assert_frame_equal(old.rename(columns={"scope": "boundary"}), new)
+    # a telemetry scope column (gpu/node) is not the boundary: one line, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (one,) = frames(viz.facility_chart(tl.drop(columns="boundary").assign(scope="node")))
+    assert "scope" not in one.columns
 
 
 # ----------------------------------------------------------------------------- ramps, spectrum
@@ -389,8 +407,8 @@ def test_forecast_charts_adapter(small_forecast):
     assert total_rows(out["timeline"]) <= viz.MAX_ROWS
     tables = frames(out["timeline"])
     line = next(f for f in tables if "power_megawatts" in f)
-    fac = line[line["scope"] == "facility"]
-    mean_fac = res.timeline.query("scope == 'facility'")["power_w_mean"]
+    fac = line[line["boundary"] == "facility"]
+    mean_fac = res.timeline.query("boundary == 'facility'")["power_w_mean"]
     assert fac["power_megawatts_max"].max() == pytest.approx(mean_fac.max() / 1e6, rel=CSV_REL)
     ev = next(f for f in tables if "event" in f)
     assert len(ev) == min(200, int((res.events["draw"] == 0).sum()))
@@ -400,7 +418,7 @@ def test_forecast_charts_adapter(small_forecast):
     # where both means fit (n - 2 w + 1 of them, w = 10 ticks), the largest equal to the
     # metric of the same name (issue 20, item 10)
     assert hist["count"].sum() == res.n_ticks - 2 * 10 + 1
-    m0 = res.metrics.query("scope == 'facility' and draw == 0").iloc[0]
+    m0 = res.metrics.query("boundary == 'facility' and draw == 0").iloc[0]
     assert hist["bin_end"].max() >= m0["ramp_up_w_per_s_1s"] / 1e6
     assert "1-s means" in json.dumps(ramps)
     lim = res.scenario.limits
@@ -408,7 +426,7 @@ def test_forecast_charts_adapter(small_forecast):
     assert sorted(rules["x"]) == [-lim.ramp_down_megawatts_per_s, lim.ramp_up_megawatts_per_s]
     spec = out["spectrum"].to_dict()
     bands = next(pd.DataFrame(v) for v in spec["datasets"].values() if "low_hz" in v[0])
-    m = res.metrics.query("scope == 'facility' and draw == 0").iloc[0]
+    m = res.metrics.query("boundary == 'facility' and draw == 0").iloc[0]
     # small.yaml has no band limit: the whole record's RMS; with a limit the value it is
     # checked on (issue 26: the limit's own metric, as check_limits and comply read it)
     assert lim.band_0p1_2hz_megawatts == 0

@@ -146,13 +146,13 @@ def test_demo_reports_the_flexibility_offer():
     assert 0 < f["flex_step_rate_loss_pct"] < 50 and f["flex_power_limit_w"] <= 300
 
 
-def test_facility_scope_caps_account_for_losses_and_cooling(sc, ercot):
+def test_facility_boundary_caps_account_for_losses_and_cooling(sc, ercot):
     """Facility caps: IT power x PUE plus the base load, the cooling lagging by minutes;
     the plan starts three cooling time constants early and is judged on facility power."""
     tg = _targets([("2025-07-01T15:00Z", "2025-07-01T15:10Z", 13e6, None)])
     tg = Targets(tg.frame, "facility")
     plan = plan_curtailment(sc, tg, spec=ercot, draws=3)
-    assert plan.scope == "facility" and plan.targets["met"].all()
+    assert plan.boundary == "facility" and plan.targets["met"].all()
     i = (plan.times >= "2025-07-01T15:01Z") & (plan.times < "2025-07-01T15:10Z")
     assert (plan.plan_w[:, i].mean(axis=1) <= 13e6).all()
     assert (plan.baseline_w[:, i].mean(axis=1) > 13e6).any()     # the cap did bind

@@ -163,3 +163,14 @@ def test_forecast_counterfactual_credits_a_known_shed():
     assert abs(v["credited_megawatts"] - 0.2) < 0.1
     with pytest.raises(AnalysisError, match="scenario"):
         verify_event(meas.resample("1min").mean(), ev, methods=["forecast_counterfactual"])
+    # a meter at the point of interconnection is compared with the forecast facility
+    # power (forecast_boundary); against the IT power the same shed would read about
+    # -0.13 MW (the losses, cooling and base load counted as load)
+    fac = pd.Series(other.power_w("facility")[0], index=other.times)
+    fac[m] -= 0.2e6
+    credit = {b: verify_event(fac.resample("1min").mean(), ev,
+                              methods=["forecast_counterfactual"], scenario=sc, draws=20,
+                              forecast_boundary=b).frame.iloc[0]["credited_megawatts"]
+              for b in ("facility", "it")}
+    assert credit["facility"] == pytest.approx(0.2, abs=0.05)
+    assert credit["it"] < 0.0

@@ -160,13 +160,13 @@ def test_results_object_frames_and_summary():
     res = forecast(read_scenario(SCEN / "small.yaml"), draws=3, seed=0)
     assert isinstance(res, ForecastResult)
     tl = res.timeline
-    assert list(tl.columns) == ["timestamp", "scope", "power_w_mean", "power_w_p10",
+    assert list(tl.columns) == ["timestamp", "boundary", "power_w_mean", "power_w_p10",
                                 "power_w_p50", "power_w_p90"]
     assert str(tl["timestamp"].dtype) == "datetime64[ns, UTC]"
     assert len(tl) == 2 * res.n_ticks
     assert (tl["power_w_p10"] <= tl["power_w_p90"]).all()
     sf = res.summary_frame("15min")
-    assert set(sf["scope"]) == {"facility", "it"}
+    assert set(sf["boundary"]) == {"facility", "it"}
     assert (sf["power_w_min"] <= sf["power_w_mean"] + 1e-6).all()
     assert (sf["power_w_mean"] <= sf["power_w_max"] + 1e-6).all()
     assert sf["events"].str.contains("pretrain:checkpoint").any()
@@ -203,7 +203,7 @@ def test_bad_arguments():
 def test_llama3_like_scenario_swings_tens_of_megawatts():
     sc = read_scenario(SCEN / "llama3_16k_h100.yaml")
     res = forecast(sc, draws=2, seed=0)
-    m = res.metrics.query("scope == 'facility'")
+    m = res.metrics.query("boundary == 'facility'")
     hw = sc.hardware
     job = sc.jobs[0]
     # the largest physically possible 1-minute swing: every GPU compute <-> idle
@@ -236,7 +236,7 @@ def test_llama3_one_second_ramp_and_swing_converge_with_the_tick():
     vals = {}
     for tick in (0.1, 0.05, 0.02):
         res = forecast(_llama_window(tick), draws=1, seed=0)
-        m = res.metrics.query("scope == 'facility'").iloc[0]
+        m = res.metrics.query("boundary == 'facility'").iloc[0]
         vals[tick] = (m["ramp_up_w_per_s_1s"], m["ramp_down_w_per_s_1s"], m["swing_1s_w"])
     ref = np.array(vals[0.02])
     assert ref.min() > 1e6  # the step swings are megawatts, not noise
@@ -318,8 +318,8 @@ def test_reducing_as_it_goes_gives_the_same_numbers(mit):
     full = forecast(sc, draws=3, seed=9)
     red = forecast(sc, draws=3, seed=9, keep_ticks=False)
     assert not red.keeps_ticks
-    for scope in ("facility", "it"):
-        np.testing.assert_allclose(red.energy_j(scope), full.energy_j(scope), rtol=1e-9)
+    for boundary in ("facility", "it"):
+        np.testing.assert_allclose(red.energy_j(boundary), full.energy_j(boundary), rtol=1e-9)
     for resol in ("1s", "1min", "15min"):
         a, b = full.summary_frame(resol), red.summary_frame(resol)
         num = [c for c in a.columns if c.startswith(("power_w", "ramp_"))]
@@ -332,7 +332,7 @@ def test_reducing_as_it_goes_gives_the_same_numbers(mit):
              "ramp_down_w_per_min_1min"]
     np.testing.assert_allclose(mb[exact].to_numpy(float), ma[exact].to_numpy(float),
                                rtol=1e-6)
-    it_a, it_b = ma[ma["scope"] == "it"], mb[mb["scope"] == "it"]
+    it_a, it_b = ma[ma["boundary"] == "it"], mb[mb["boundary"] == "it"]
     np.testing.assert_allclose(it_b["band_0p1_2hz_rms_w"], it_a["band_0p1_2hz_rms_w"],
                                rtol=1e-9)
     # swings over sliding windows: exactly the kept-ticks values (issue 20, item 4)
@@ -369,7 +369,7 @@ def test_chunked_runs_equal_the_whole_horizon_and_each_other(mit):
     red_one = forecast(sc, draws=2, seed=3, keep_ticks=False, chunk_ticks=10**8)
     exact = ["peak_w", "min_w", "swing_1s_w", "swing_10s_w", "swing_60s_w",
              "ramp_up_w_per_s_tick", "ramp_down_w_per_s_tick"]
-    num = [c for c in red_one.metrics.columns if c not in ("scope", "draw")]
+    num = [c for c in red_one.metrics.columns if c not in ("boundary", "draw")]
     close = [c for c in num if c not in exact]
     for chunk in (777, 1000, 4096):   # 777 rounds up to 780 (whole 1-s intervals)
         part = forecast(sc, draws=2, seed=3, chunk_ticks=chunk)
@@ -382,8 +382,8 @@ def test_chunked_runs_equal_the_whole_horizon_and_each_other(mit):
         np.testing.assert_array_equal(a[exact].to_numpy(float), b[exact].to_numpy(float))
         np.testing.assert_allclose(a[close].to_numpy(float), b[close].to_numpy(float),
                                    rtol=1e-9)
-        for scope in ("facility", "it"):
-            np.testing.assert_allclose(red.energy_j(scope), one.energy_j(scope),
+        for boundary in ("facility", "it"):
+            np.testing.assert_allclose(red.energy_j(boundary), one.energy_j(boundary),
                                        rtol=1e-12)
         np.testing.assert_allclose(red.pue_realised, one.pue_realised, rtol=1e-12)
     # reducing the kept ticks afterwards (Reducer.add, whole arrays cut into chunks)
@@ -392,7 +392,7 @@ def test_chunked_runs_equal_the_whole_horizon_and_each_other(mit):
     again = Reducer(sc, one.n_ticks, one.tick_s, sc.start_utc, 2, chunk_ticks=1000)
     for d in range(2):
         again.add(d, one.it_w[d])
-    rows = pd.DataFrame(again.rows).sort_values(["scope", "draw"]).reset_index(drop=True)
+    rows = pd.DataFrame(again.rows).sort_values(["boundary", "draw"]).reset_index(drop=True)
     np.testing.assert_allclose(rows[num].to_numpy(float),
                                red_one.metrics[num].to_numpy(float), rtol=1e-9)
     # against the per-tick path, whose metrics come from whole arrays
@@ -400,7 +400,7 @@ def test_chunked_runs_equal_the_whole_horizon_and_each_other(mit):
     ramps = [c for c in num if c.startswith("ramp_")]
     np.testing.assert_allclose(red.metrics[ramps].to_numpy(float),
                                full[ramps].to_numpy(float), rtol=1e-9)
-    it_r, it_f = red.metrics[red.metrics["scope"] == "it"], full[full["scope"] == "it"]
+    it_r, it_f = red.metrics[red.metrics["boundary"] == "it"], full[full["boundary"] == "it"]
     for band in ("band_0p1_2hz_rms_w", "band_2_20hz_rms_w"):
         np.testing.assert_allclose(it_r[band], it_f[band], rtol=1e-9)
     # not vacuous: the power moves, and the chunks cut through ramps and spectra
@@ -429,6 +429,6 @@ def test_reduced_windowed_metrics_equal_kept_ticks_whatever_the_alignment(offset
                 if c.startswith(("swing_", "ramp_", "band_", "peak", "min_"))]
     a, b = full.metrics[windowed].to_numpy(float), red.metrics[windowed].to_numpy(float)
     np.testing.assert_allclose(b, a, rtol=0.01, atol=1e-3)     # 1e-3 W: rounding noise
-    fac = full.metrics["scope"] == "facility"
+    fac = full.metrics["boundary"] == "facility"
     assert full.metrics.loc[fac, "swing_1s_w"].max() > 9e6       # training starts
     np.testing.assert_array_equal(red.metrics["swing_1s_w"], full.metrics["swing_1s_w"])

@@ -62,10 +62,10 @@ job_shape = st.fixed_dictionaries({
 @given(shape=job_shape, seed=st.integers(0, 10_000))
 def test_energy_is_conserved_across_output_resolutions(shape, seed):
     res = forecast(_scenario(**shape), draws=2, seed=seed)
-    for scope in ("facility", "it"):
-        total = res.energy_j(scope).mean()
+    for boundary in ("facility", "it"):
+        total = res.energy_j(boundary).mean()
         for r in ("1s", "1min", "15min"):
-            sf = res.summary_frame(r, boundary=scope)
+            sf = res.summary_frame(r, boundary=boundary)
             dur = (sf["interval_end_utc"] - sf["interval_start_utc"]).dt.total_seconds()
             assert (sf["power_w_mean"] * dur).sum() == pytest.approx(total, rel=1e-9)
 

@@ -66,7 +66,7 @@ def test_whatifs_share_one_horizon_stagger_of_unaligned_jobs_costs_nothing():
     d["jobs"][1]["start_utc"] = "2025-06-02T12:07:00Z"  # nothing starts together
     sc = parse_scenario(d)
     t = compare_mitigations(sc, {"stagger": Mitigations(stagger_starts_s=300)}, draws=1,
-                            scope="it")
+                            boundary="it")
     assert t.loc["stagger", "extra_energy_megawatt_hours"] == pytest.approx(0.0, abs=1e-12)
     assert t.loc["stagger", "throughput_loss_pct"] == pytest.approx(0.0, abs=1e-12)
     assert t.loc["stagger", "swing_60s_megawatts"] == t.loc["baseline", "swing_60s_megawatts"]
@@ -74,6 +74,6 @@ def test_whatifs_share_one_horizon_stagger_of_unaligned_jobs_costs_nothing():
     # it trains (and draws) less: a throughput cost, not an energy cost
     d["jobs"][1]["start_utc"] = d["jobs"][0]["start_utc"]
     t = compare_mitigations(parse_scenario(d), {"stagger": Mitigations(stagger_starts_s=300)},
-                            draws=1, scope="it")
+                            draws=1, boundary="it")
     assert t.loc["stagger", "extra_energy_megawatt_hours"] < 0
     assert t.loc["stagger", "throughput_loss_pct"] > 0

@@ -120,3 +120,70 @@ def test_cli_old_flag_is_a_hidden_alias(tmp_path, capsys):
     helptext = build_parser()._subparsers._group_actions[0].choices["export-grid"] \
         .format_help()
     assert "--boundary" in helptext and "--scope" not in helptext
+
+
+def test_flex_and_study_package_boundary_old_names_warn(tmp_path):
+    """flex and the study package (issue 26 section 4, second pass): ``scope`` and
+    ``forecast_scope`` of the it/facility meaning are ``boundary`` and
+    ``forecast_boundary``; the old names warn and give the same answer."""
+    from powerlab.flex.plan import CurtailmentPlan
+    from powerlab.flex.targets import Targets, read_targets
+    from powerlab.flex.verify import verify_event
+    from powerlab.interconnect.studypackage import StudyPackage, ride_through_table
+
+    p = tmp_path / "t.csv"
+    p.write_text("start_utc,end_utc,cap_megawatts\n2025-07-01T15:00Z,2025-07-01T15:10Z,5\n")
+    kw = {"floor_w": 0.0, "max_w": 1e8, "now": pd.Timestamp("2025-07-01", tz="UTC")}
+    new = read_targets(p, boundary="facility", **kw)
+    with pytest.warns(DeprecationWarning, match=r"read_targets\(\): scope= is renamed "
+                                                "boundary="):
+        old = read_targets(p, scope="facility", **kw)
+    assert old.boundary == new.boundary == "facility"
+    pd.testing.assert_frame_equal(old.frame, new.frame)
+    with pytest.raises(OptionError, match="^boundary must be 'it' or 'facility', got 'poi'"):
+        read_targets(p, boundary="poi", **kw)
+    with pytest.warns(DeprecationWarning):
+        assert Targets(new.frame, scope="facility").boundary == "facility"
+    with pytest.warns(DeprecationWarning, match="Targets.scope is renamed Targets.boundary"):
+        assert new.scope == "facility"
+    with pytest.warns(DeprecationWarning, match="CurtailmentPlan.scope is renamed"):
+        assert CurtailmentPlan(boundary="it").scope == "it"
+    # the old keyword reaches the check under its new name (no forecast is run)
+    with pytest.warns(DeprecationWarning, match="forecast_scope= is renamed "
+                                                "forecast_boundary="), \
+            pytest.raises(OptionError, match="^forecast_boundary must be 'it' or "
+                                             "'facility', got 'x'"):
+        verify_event(pd.Series(dtype=float), new.frame, forecast_scope="x")
+    with pytest.raises(OptionError, match="both forecast_scope= and forecast_boundary="):
+        verify_event(pd.Series(dtype=float), new.frame, forecast_scope="it",
+                     forecast_boundary="it")
+    with pytest.raises(OptionError, match="both scope= and boundary="):
+        ride_through_table(None, None, scope="it", boundary="it")
+    assert ride_through_table.__renamed_keywords__ == {"scope": "boundary"}
+    fields = {f: None for f in StudyPackage.__dataclass_fields__
+              if f not in ("boundary", "notes", "timings_s", "pmu_gains")}
+    with pytest.warns(DeprecationWarning):
+        pkg = StudyPackage(scope="it", **fields)
+    assert pkg.boundary == "it"
+    with pytest.warns(DeprecationWarning, match="StudyPackage.scope is renamed"):
+        assert pkg.scope == "it"
+
+
+def test_flex_verify_old_forecast_scope_flag_is_a_hidden_alias(capsys):
+    from powerlab.cli import build_parser
+
+    parser = build_parser()
+    base = ["flex", "verify", "store", "--event", "e.csv", "--out", "o"]
+    assert parser.parse_args(base).forecast_boundary == "it"
+    assert parser.parse_args([*base, "--forecast-boundary", "facility"]) \
+        .forecast_boundary == "facility"
+    with pytest.warns(DeprecationWarning, match="--forecast-scope is renamed "
+                                                "--forecast-boundary"):
+        args = parser.parse_args([*base, "--forecast-scope", "facility"])
+    assert args.forecast_boundary == "facility" and args.scope == "gpu"
+    assert "powerlab flex verify: warning: --forecast-scope is renamed --forecast-boundary" \
+        in capsys.readouterr().err
+    verify = parser._subparsers._group_actions[0].choices["flex"]._subparsers \
+        ._group_actions[0].choices["verify"]
+    helptext = verify.format_help()
+    assert "--forecast-boundary" in helptext and "--forecast-scope" not in helptext

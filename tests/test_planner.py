@@ -11,7 +11,7 @@ from powerlab.grid.planner import clock_edges, demand_peak_w, planner_figures, p
 
 def _result(x, tick_s=1.0, start="2025-07-01T00:00:00Z"):
     x = np.atleast_2d(np.asarray(x, dtype=float))
-    return SimpleNamespace(power_w=lambda scope="facility": x, tick_s=tick_s,
+    return SimpleNamespace(power_w=lambda boundary="facility": x, tick_s=tick_s,
                            start_utc=pd.Timestamp(start))
 
 
@@ -86,7 +86,7 @@ def test_each_ramp_figure_has_one_name_and_definition_in_csv_report_and_summary(
     assert "adjacent ticks" in ramp_label("ramp_up_w_per_s_tick")
     assert axis_label("ramp_megawatts_per_s_1s") == "ramp, 1-s means [MW/s]"
     res = forecast(read_scenario("data/scenarios/small.yaml"), draws=2, seed=1)
-    fac = res.metrics[res.metrics["scope"] == "facility"]
+    fac = res.metrics[res.metrics["boundary"] == "facility"]
     csv = facilities_frame(res, "1min")
     for d in ("up", "down"):
         worst = fac[f"ramp_{d}_w_per_s_1s"].max() / 1e6

@@ -337,7 +337,7 @@ def test_notebook_mode_draws_a_bar_and_redraws_it(monkeypatch):
 
 def test_facilities_table_shows_its_steps_or_nothing(capsys):
     """The facilities table of a forecast (a minute or more for 54 days x 20 draws):
-    its size, a line per scope and the steps done; quiet by default."""
+    its size, a line per boundary and the steps done; quiet by default."""
     from powerlab.grid.export import facilities_frame
     from powerlab.grid.forecast import forecast
     from powerlab.grid.scenario import read_scenario
@@ -349,7 +349,7 @@ def test_facilities_table_shows_its_steps_or_nothing(capsys):
     assert capsys.readouterr().err == ""
     shown = facilities_frame(res, "15min", progress=True)
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("facilities table: 72,000 ticks x 2 draws x 2 scopes: 12 steps")
+    assert err[0].startswith("facilities table: 72,000 ticks x 2 draws x 2 boundaries: 12 steps")
     assert [ln for ln in err if ln.endswith(" power")] == [
         "facilities table: facility power", "facilities table: it power"]
     assert err[-1].startswith("facilities table  12/12 steps  100%")
@@ -372,7 +372,7 @@ def test_forecast_metrics_show_progress_when_asked(capsys):
     shown = res.metrics
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("forecast metrics: swings and spectra of 72,000 ticks x 2 "
-                             "draws x 2 scopes; about ")
+                             "draws x 2 boundaries; about ")
     assert err[-1].startswith("forecast metrics  4/4 draws  100%")
     quiet = forecast(sc, draws=2)          # the estimate is well under 2 s: quiet
     import pandas as pd

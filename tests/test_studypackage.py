@@ -234,6 +234,7 @@ def test_ride_through_table_no_effect_reads_zero_exactly(small):
     out = rt[~rt["itic_ride_through"]].iloc[0]
     assert out["load_lost_megawatts_during_sag_median"] > 0.5   # ~1 MW IT load
     assert math.isnan(out["recovery_s_median"])                 # outage 600 s > 400 s
+    assert rt.attrs["boundary"] == "facility"                   # the power compared
 
 
 def test_study_package_end_to_end_and_page_escapes_inputs(small, tmp_path):
@@ -256,6 +257,8 @@ def test_study_package_end_to_end_and_page_escapes_inputs(small, tmp_path):
     files = pkg.write(tmp_path / "pkg")
     page = files["page"].read_text()
     assert "<script>" not in page and "&lt;script&gt;" in page
+    assert pkg.boundary == spec.boundary
+    assert f"power at the {spec.boundary} boundary" in page
     assert "@media print" in page
     for p in files.values():
         assert p.stat().st_size > 0

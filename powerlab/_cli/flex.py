@@ -76,8 +76,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="scenario YAML for the forecast_counterfactual baseline")
     v.add_argument("--scope", choices=("gpu", "node"), default="gpu",
                    help="telemetry rows summed into site power (default gpu)")
-    v.add_argument("--forecast-scope", choices=("it", "facility"), default="it",
-                   help="forecast power the measurement is compared with (default it)")
+    add_renamed_flag(v, "--forecast-boundary", "--forecast-scope", choices=("it", "facility"),
+                     default="it", help="forecast power the measurement is compared with: "
+                                        "IT (default) or facility")
     v.set_defaults(func=run_verify)
 
 
@@ -118,14 +119,14 @@ def run_offer(args) -> int:
     return 0
 
 
-def _site_bounds(sc, scope: str):
+def _site_bounds(sc, boundary: str):
     import numpy as np
     import pandas as pd
 
     from ..flex.levers import site_power_range_w
 
     floor, _, top = site_power_range_w(sc)
-    if scope == "it":
+    if boundary == "it":
         return floor, top
     times = pd.date_range(sc.start_utc, sc.end_utc, freq="15min")
     pue = np.asarray(sc.site.pue_at(times), float)
@@ -145,7 +146,7 @@ def run_plan(args) -> int:
 
     floor, top = _site_bounds(sc, args.boundary)
     tg = read_targets(args.target, floor_w=floor, max_w=top, now=sc.start_utc,
-                      horizon_end=sc.end_utc, tz=args.tz, scope=args.boundary)
+                      horizon_end=sc.end_utc, tz=args.tz, boundary=args.boundary)
     plan = plan_curtailment(sc, tg, spec=spec, response_s=args.response_s,
                             averaging_s=args.averaging_s, draws=args.draws, seed=args.seed)
     paths = plan.write(args.out)
@@ -172,7 +173,7 @@ def run_verify(args) -> int:
     power = read_site_power(args.store, scope=args.scope)
     methods = args.method or ["high_10_of_10", "pre_event_mean"]
     res = verify_event(power, ev.frame, methods=methods, site_tz=args.site_tz, scenario=sc,
-                       forecast_scope=args.forecast_scope)
+                       forecast_boundary=args.forecast_boundary)
     paths = res.write(args.out)
     print(res.summary())
     print("wrote " + ", ".join(str(p) for p in paths))

@@ -5,7 +5,7 @@ forecast engine over every Monte Carlo draw.
 Search (:func:`plan_curtailment`, fast, no simulation)
     1. The *planned site power* ``P(t)`` [W, IT] is the highest trajectory that stays
        under every cap (less ``margin_fraction``) from the target's start (from its
-       start less three cooling time constants for facility-scope caps) and changes no
+       start less three cooling time constants for caps at the facility boundary) and changes no
        faster than the allowed ramp rates: a cap reached by going down at ``r_down``
        from the latest moment the target is known (``notice_utc``; default: the whole
        trajectory is known), and back up at ``r_up`` after it.  It is the lower envelope
@@ -30,7 +30,7 @@ Simulation (every draw)
     B_d(t)``, linearly interpolated between the two grid limits around ``L_j(t)``.
     Facility power follows from :func:`powerlab.grid.facility.facility_power`.
     A target is met in a draw when the trailing ``averaging_s`` mean of the power in the
-    target's scope is at or under the cap at every tick from ``start + response_s`` to
+    target's boundary (``it`` or ``facility``) is at or under the cap at every tick from ``start + response_s`` to
     its end; its response time is the time from the start after which that holds (the
     plan reaches each cap ``averaging_s - response_s`` before the start, so that the
     judged means hold no pre-start power).  A ramp requirement is violated by the plan
@@ -52,6 +52,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from .._options import renamed_attribute
 from .._summary import Summary
 from ..exceptions import PowerlabError
 from ..grid.facility import facility_power
@@ -150,7 +151,12 @@ class CurtailmentPlan:
     ramps : pandas.DataFrame
         Per ramp requirement and direction: limit, allowed plan rate, plan-caused
         violations (windows, all draws) and the worst such ramp.
+    boundary : str
+        ``"it"`` or ``"facility"``: the targets' boundary, where the plan is judged
+        (``scope`` is its deprecated name).
     """
+
+    scope = renamed_attribute("boundary")     # the old name, for one release
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
@@ -177,7 +183,7 @@ class CurtailmentPlan:
         """Targets met, overshoot, lost training, ramp requirements and the verdict."""
         t = self.targets
         lines = [
-            (f"Curtailment plan: {len(t)} targets ({self.scope} power), {self.draws} draws, "
+            (f"Curtailment plan: {len(t)} targets ({self.boundary} power), {self.draws} draws, "
             f"response {self.response_s:g} s, trailing {self.averaging_s:g}-s means"),
             (f"Targets met in every draw: {t['met'].sum()} of {len(t)} "
             f"({100 * self.share_met:.1f} %); target-draw pairs met: "
@@ -320,13 +326,13 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     alloc = _Allocator(scenario, cv)
     base = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s)
     reqs = _ramp_reqs(spec)
-    scope_spec = getattr(spec, "boundary", "facility")
-    b_scope = base.power_w(scope_spec) if reqs else None
-    conv = g.pue_max if scope_spec == "facility" else 1.0
-    r_down, r_up = _allowed_rates(alloc, reqs, b_scope, conv, tick_s,
+    spec_boundary = getattr(spec, "boundary", "facility")
+    b_spec = base.power_w(spec_boundary) if reqs else None
+    conv = g.pue_max if spec_boundary == "facility" else 1.0
+    r_down, r_up = _allowed_rates(alloc, reqs, b_spec, conv, tick_s,
                                   (alloc.full_w - alloc.cap_floor_w) / a.power_cap_response_s,
                                   m.min_ramp_share)
-    p, cap_scope = _planned_power(targets, scenario.site, g, alloc, (r_down, r_up),
+    p, cap_w = _planned_power(targets, scenario.site, g, alloc, (r_down, r_up),
                                   m.margin_fraction, averaging_s - response_s)
     paused, limits = _allocate(p, alloc, scenario, tick_s)
     sched = _schedule(g.times, p, alloc, limits, paused)
@@ -335,10 +341,10 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     share = base.throughput.groupby("job")["effective_training_time"].mean()
     lost, restart_gh = _lost_training(alloc, cv, limits, paused, alive, share, tick_s)
     out = {"scenario": scenario, "schedule": sched, "times": g.times, "tick_s": tick_s,
-           "scope": targets.scope, "response_s": response_s, "averaging_s": averaging_s,
+           "boundary": targets.boundary, "response_s": response_s, "averaging_s": averaging_s,
            "draws": draws, "lost_gpu_hours": lost[0], "lost_gpu_hours_lower": lost[1],
            "lost_gpu_hours_upper": lost[2], "restart_gpu_hours": restart_gh,
-           "rate_down_w_per_s": r_down, "rate_up_w_per_s": r_up, "cap_w": cap_scope,
+           "rate_down_w_per_s": r_down, "rate_up_w_per_s": r_up, "cap_w": cap_w,
            "curves": cv, "targets_in": targets.frame}
     if not simulate:
         out.update(targets=pd.DataFrame(), ramps=pd.DataFrame(), baseline_w=None,
@@ -350,13 +356,13 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
                          electrical_loss_fraction=site.electrical_loss_fraction,
                          cooling_time_constant_s=site.cooling_time_constant_s,
                          base_load_w=site.base_load_w, parts=False).facility_w
-    plan_scope = fac if targets.scope == "facility" else it
-    rows = _target_results(targets.frame, g, plan_scope, alloc, cv, limits, paused, alive,
+    plan_w = fac if targets.boundary == "facility" else it
+    rows = _target_results(targets.frame, g, plan_w, alloc, cv, limits, paused, alive,
                            response_s, averaging_s)
-    ramps = _ramp_results(reqs, fac if scope_spec == "facility" else it, b_scope,
+    ramps = _ramp_results(reqs, fac if spec_boundary == "facility" else it, b_spec,
                           tick_s, r_down, r_up)
     out.update(targets=pd.DataFrame(rows), ramps=pd.DataFrame(ramps),
-               baseline_w=base.power_w(targets.scope), plan_w=plan_scope)
+               baseline_w=base.power_w(targets.boundary), plan_w=plan_w)
     return CurtailmentPlan(**out)
 
 
@@ -375,17 +381,17 @@ def _tick_grid(scenario: Scenario, tick_s: float, draws: int, simulate: bool) ->
     return _Ticks(t0, n, tick_s, times, pue, float(pue.max()))
 
 
-def _allowed_rates(alloc: _Allocator, reqs: list, b_scope, conv: float, tick_s: float,
+def _allowed_rates(alloc: _Allocator, reqs: list, b_spec, conv: float, tick_s: float,
                    fast: float, min_ramp_share: float) -> tuple[float, float]:
     """Allowed plan ramp rates down and up [IT W/s]: each ramp limit less the baseline's
     own largest ramp of that window (at least ``min_ramp_share`` of the limit), in IT
-    power (``conv``: the highest PUE for facility-scope limits); ``fast`` without one."""
+    power (``conv``: the highest PUE for limits at the facility boundary); ``fast`` without one."""
     r_down = r_up = fast
     for rq in reqs:
         w = whole_ticks(rq.window_s, tick_s)
         worst_up = worst_dn = 0.0
-        for d in range(len(b_scope)):
-            rr = _ramp_series(b_scope[d], w, rq.window_s)
+        for d in range(len(b_spec)):
+            rr = _ramp_series(b_spec[d], w, rq.window_s)
             worst_up, worst_dn = max(worst_up, rr.max()), max(worst_dn, -rr.min())
         lim = rq.limit_si
         if rq.direction in ("down", "both"):
@@ -399,20 +405,20 @@ def _planned_power(targets: Targets, site, g: _Ticks, alloc: _Allocator,
                    rates: tuple[float, float], margin_fraction: float,
                    judged_early_s: float) -> tuple[np.ndarray, np.ndarray]:
     """The planned site power ``P(t)`` [IT W] (lower envelope of the caps' cones, limited
-    in its rise and fall) and the caps in the targets' scope per tick [W]."""
+    in its rise and fall) and the caps at the targets' boundary per tick [W]."""
     r_down, r_up = rates
     n, tick_s = g.n, g.tick_s
-    lead = 3 * site.cooling_time_constant_s if targets.scope == "facility" else 0.0
+    lead = 3 * site.cooling_time_constant_s if targets.boundary == "facility" else 0.0
     env = np.full(n, alloc.full_w)
-    cap_scope = np.full(n, np.inf)
+    cap_w = np.full(n, np.inf)
     for r in targets.frame.itertuples():
         i0, i1 = g.index(r.start_utc, math.floor), g.index(r.end_utc, math.ceil)
         i0c, i1c = max(i0, 0), min(i1, n)
         if i1c <= i0c:
             continue
-        cap_scope[i0c:i1c] = np.minimum(cap_scope[i0c:i1c], r.cap_w)
+        cap_w[i0c:i1c] = np.minimum(cap_w[i0c:i1c], r.cap_w)
         c = r.cap_w * (1 - margin_fraction)
-        if targets.scope == "facility":
+        if targets.boundary == "facility":
             c = (c - site.base_load_w) / g.pue_max
         # at the cap early enough that the trailing mean judged from start + response
         # holds no pre-start power (and, for facility caps, the cooling has followed)
@@ -434,7 +440,7 @@ def _planned_power(targets: Targets, site, g: _Ticks, alloc: _Allocator,
     p = up * k + np.minimum.accumulate(env - up * k)
     dn = r_down * tick_s
     p = np.maximum(p, -dn * k + np.maximum.accumulate(p + dn * k))
-    return np.minimum(p, alloc.full_w), cap_scope
+    return np.minimum(p, alloc.full_w), cap_w
 
 
 def _allocate(p: np.ndarray, alloc: _Allocator, scenario: Scenario,
@@ -526,13 +532,13 @@ def _simulated_it(scenario: Scenario, base, alloc: _Allocator, cv: dict,
     return it
 
 
-def _target_results(f: pd.DataFrame, g: _Ticks, plan_scope: np.ndarray,
+def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray,
                     alloc: _Allocator, cv: dict, limits: np.ndarray, paused: np.ndarray,
                     alive: np.ndarray, response_s: float, averaging_s: float) -> list[dict]:
     """Per target: met share and met, worst overshoot, worst response time, lost
     training, judged on the trailing ``averaging_s`` mean of the simulated power."""
     tick_s = g.tick_s
-    tm = _trailing_mean(plan_scope, max(1, round(averaging_s / tick_s)))
+    tm = _trailing_mean(plan_w, max(1, round(averaging_s / tick_s)))
     rows = []
     for r in f.itertuples():
         i0 = max(0, g.index(r.start_utc, math.floor))
@@ -557,7 +563,7 @@ def _target_results(f: pd.DataFrame, g: _Ticks, plan_scope: np.ndarray,
     return rows
 
 
-def _ramp_results(reqs: list, scope_plan: np.ndarray, b_scope, tick_s: float,
+def _ramp_results(reqs: list, plan_w: np.ndarray, b_spec, tick_s: float,
                   r_down: float, r_up: float) -> list[dict]:
     """Per ramp requirement and direction: the plan's violations over all draws (a ramp
     over the limit and over the baseline's own largest ramp in that draw) and the worst
@@ -568,9 +574,9 @@ def _ramp_results(reqs: list, scope_plan: np.ndarray, b_scope, tick_s: float,
         for direction in (("up", "down") if rq.direction == "both" else (rq.direction,)):
             sgn = 1.0 if direction == "up" else -1.0
             viol, worst, worst_b = 0, 0.0, 0.0
-            for d in range(len(scope_plan)):
-                rp = sgn * _ramp_series(scope_plan[d], w, rq.window_s)
-                rb = sgn * _ramp_series(b_scope[d], w, rq.window_s)
+            for d in range(len(plan_w)):
+                rp = sgn * _ramp_series(plan_w[d], w, rq.window_s)
+                rb = sgn * _ramp_series(b_spec[d], w, rq.window_s)
                 # the plan violates where its ramp exceeds the limit and everything the
                 # site does anyway in that draw (a site over the limit already is not
                 # made worse)

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._options import choice
+from .._options import choice, renamed_attribute, renamed_keywords
 from ..exceptions import ParseError, PowerlabError
 from ..telemetry.timeutil import to_utc
 
@@ -85,15 +85,20 @@ class Targets:
     frame : pandas.DataFrame
         ``start_utc, end_utc, cap_w, notice_utc, source`` sorted by start (``notice_utc``
         NaT: known in advance).
-    scope : str
-        ``"it"`` or ``"facility"``: which power the caps apply to.
+    boundary : str
+        ``"it"`` or ``"facility"``: which power the caps apply to
+        (:data:`powerlab.grid.scenario.BOUNDARIES`; ``scope`` is its deprecated name).
     """
 
     frame: pd.DataFrame
-    scope: str = "it"
+    boundary: str = "it"
+    scope = renamed_attribute("boundary")     # the old name, for one release
 
     def __len__(self) -> int:
         return len(self.frame)
+
+
+Targets.__init__ = renamed_keywords(scope="boundary")(Targets.__init__)
 
 
 def _zone(tz: str | None, where: dict):
@@ -328,15 +333,16 @@ def check_targets(frame: pd.DataFrame, *, floor_w: float, max_w: float,
     return f
 
 
+@renamed_keywords(scope="boundary")
 def read_targets(path, *, floor_w: float, max_w: float, now=None, horizon_end=None,
-                 tz: str | None = None, scope: str = "it") -> Targets:
+                 tz: str | None = None, boundary: str = "it") -> Targets:
     """Read and check a target file (``.csv`` or OpenADR 3 ``.json``).
 
     Parameters
     ----------
     path : str or Path
     floor_w, max_w : float
-        The site's floor and maximum power in the targets' scope [W].
+        The site's floor and maximum power at the targets' boundary [W].
     now : pandas.Timestamp, optional
         When the plan starts; a target ending before it is in the past (default: the
         wall clock).
@@ -344,10 +350,11 @@ def read_targets(path, *, floor_w: float, max_w: float, now=None, horizon_end=No
         A target starting after it is refused.
     tz : str, optional
         IANA zone for times written without one.
-    scope : {'it', 'facility'}
+    boundary : {'it', 'facility'}
+        Which power the caps apply to (``scope`` is its deprecated name).
     """
     path = Path(path)
-    choice(scope, "scope", ("it", "facility"))
+    choice(boundary, "boundary", ("it", "facility"))
     tz = _zone(tz, {"path": path})
     if path.suffix.lower() == ".json":
         try:
@@ -364,7 +371,7 @@ def read_targets(path, *, floor_w: float, max_w: float, now=None, horizon_end=No
                          path=path)
     now = pd.Timestamp.now(tz="UTC") if now is None else pd.Timestamp(now)
     return Targets(check_targets(frame, floor_w=floor_w, max_w=max_w, now=now,
-                                 horizon_end=horizon_end, path=path), scope)
+                                 horizon_end=horizon_end, path=path), boundary)
 
 
 def random_targets(start, end, reference_w: float, *, n: int = 200,

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._options import choice
+from .._options import choice, renamed_keywords
 from .._summary import Summary
 from ..exceptions import AnalysisError, ParseError, PowerlabError
 from ..outputs import output_folder
@@ -198,9 +198,10 @@ class Verification:
         return [p1, p2]
 
 
+@renamed_keywords(forecast_scope="forecast_boundary")
 def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_event_mean"),
                  site_tz: str = "UTC", lookback_s: float = 3600.0, scenario=None,
-                 forecast_scope: str = "it", draws: int = 20, seed: int = 0
+                 forecast_boundary: str = "it", draws: int = 20, seed: int = 0
                  ) -> Verification:
     """Credited MW of each event interval by each named baseline method.
 
@@ -218,8 +219,9 @@ def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_
         Window of ``pre_event_mean`` [s].
     scenario : Scenario, optional
         Needed by ``forecast_counterfactual``.
-    forecast_scope : {'it', 'facility'}
-        Which forecast power the measured power is compared with (the meter's scope).
+    forecast_boundary : {'it', 'facility'}
+        Which forecast power the measured power is compared with (where the meter is;
+        ``forecast_scope`` is its deprecated name).
     draws, seed : int
         Forecast draws and seed.
 
@@ -227,7 +229,7 @@ def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_
     -------
     Verification
     """
-    choice(forecast_scope, "forecast_scope", ("it", "facility"))
+    choice(forecast_boundary, "forecast_boundary", ("it", "facility"))
     bad = [m for m in methods if m not in BASELINE_METHODS]
     if bad:
         raise PowerlabError(f"unknown baseline method(s) {bad}; known: {BASELINE_METHODS}")
@@ -276,7 +278,7 @@ def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_
                     sel = (tt >= r.start_utc) & (tt < r.end_utc)
                     if not sel.any():
                         raise AnalysisError("the event is outside the scenario's horizon")
-                    wm = res.power_w(forecast_scope)[:, sel].mean(axis=1)
+                    wm = res.power_w(forecast_boundary)[:, sel].mean(axis=1)
                     b = float(wm.mean())
                     lo, hi = float(np.quantile(wm, 0.05)), float(np.quantile(wm, 0.95))
                     half = (hi - lo) / 2

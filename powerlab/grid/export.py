@@ -58,7 +58,7 @@ FORMAT_VERSION = 3   # 3: no '/' in column names, text UTC offsets, and the side
 RESOLUTIONS = {"1s": 1.0, "1min": 60.0, "5min": 300.0, "15min": 900.0, "30min": 1800.0,
                "1h": 3600.0}
 
-SCOPES = ("facility", "it")
+BOUNDARIES = ("facility", "it")
 _STATS = ("mean", "min", "max", "p10", "p50", "p90")
 _RAMPS = (("ramp_up_megawatts_per_s_1s_max", 1.0, +1), ("ramp_down_megawatts_per_s_1s_max",
                                                           1.0, -1),
@@ -85,7 +85,7 @@ def _zone_of(column: str) -> str:
 def facilities_columns(tz: str) -> list[str]:
     """The CSV's columns for a site in time zone ``tz`` (IANA name), in order."""
     cols = ["interval_start_utc", "interval_end_utc", _local_col(tz), "utc_offset_local"]
-    for s in SCOPES:
+    for s in BOUNDARIES:
         cols += [f"{s}_power_megawatts_{st}" for st in _STATS]
         cols.append(f"{s}_energy_megawatt_hours")
         cols += [f"{s}_{name}" for name, _, _ in _RAMPS]
@@ -99,7 +99,7 @@ def _units(tz: str) -> dict:
          _local_col(tz): f"local time in {tz}, start of the interval",
          "utc_offset_local": "offset of the local time from UTC at the interval start, "
                              "text UTC+HH:MM or UTC-HH:MM"}
-    for s in SCOPES:
+    for s in BOUNDARIES:
         what = ("facility (grid) power: IT x PUE + base load - battery" if s == "facility"
                 else "IT power: GPUs, nodes and idle GPUs")
         u[f"{s}_power_megawatts_mean"] = f"MW, {what}; mean over draws of the interval mean"
@@ -186,13 +186,13 @@ def _frame_progress(result, progress):
 
     if isinstance(progress, Progress):
         return progress, False
-    steps = len(SCOPES) * (2 + len(_RAMPS))
+    steps = len(BOUNDARIES) * (2 + len(_RAMPS))
     est_s = result.n_ticks * result.draws / _FRAME_TICK_DRAWS_PER_S
     bar = Progress(steps, "facilities table", "step",
                    enabled=(est_s >= 2.0) if progress is None else bool(progress))
-    bar.announce(f"{result.n_ticks:,} ticks x {result.draws} draws x {len(SCOPES)} scopes: "
+    bar.announce(f"{result.n_ticks:,} ticks x {result.draws} draws x {len(BOUNDARIES)} boundaries: "
                  f"{steps} steps (power, interval statistics, "
-                 f"{len(_RAMPS)} ramp windows per scope)", estimate_s=est_s)
+                 f"{len(_RAMPS)} ramp windows per boundary)", estimate_s=est_s)
     return bar, True
 
 
@@ -230,8 +230,8 @@ def facilities_frame(result, resolution="15min", progress=False) -> pd.DataFrame
            "utc_offset_local": ["UTC" + o[:3] + ":" + o[3:] for o in off]}
     bar, own = _frame_progress(result, progress)
     try:
-        for s in SCOPES:
-            _scope_columns(result, s, edges, counts, tick, n, out, bar)
+        for s in BOUNDARIES:
+            _boundary_columns(result, s, edges, counts, tick, n, out, bar)
     except BaseException:
         if own:
             bar.close(interrupted=True)
@@ -244,8 +244,8 @@ def facilities_frame(result, resolution="15min", progress=False) -> pd.DataFrame
     return df
 
 
-def _scope_columns(result, s, edges, counts, tick, n, out, bar) -> None:
-    """The power, energy and ramp columns of one scope (``facility`` or ``it``)."""
+def _boundary_columns(result, s, edges, counts, tick, n, out, bar) -> None:
+    """The power, energy and ramp columns of one boundary (``facility`` or ``it``)."""
     bar.phase(f"{s} power")
     x = result.power_w(s)
     bar.update()
@@ -641,7 +641,7 @@ def read_facilities_csv(path, *, verify: bool = True) -> pd.DataFrame:
         raise ParseError(f"column {local[0]!r} does not name an IANA time zone ({tz!r})",
                          path=path, line=1) from exc
     out["utc_offset_local"] = raw["utc_offset_local"].astype("string")
-    ramps = {f"{s}_{n}" for s in SCOPES for n, _, _ in _RAMPS}
+    ramps = {f"{s}_{n}" for s in BOUNDARIES for n, _, _ in _RAMPS}
     for c in expected[4:-1]:
         vals = pd.to_numeric(raw[c].replace("", np.nan), errors="coerce")
         bad = np.flatnonzero((vals.isna() & ((raw[c] != "") | (c not in ramps))).to_numpy())

@@ -241,7 +241,7 @@ def meter_forecast(forecast, meter: Meter | None = None, *, boundary: str = "it"
     times : sequence of timestamps, optional
         Reading instants instead of the meter's regular ones (UTC).
     share : float, default 1.0
-        Fraction of the scope's power behind this meter, e.g. ``1 / nodes`` for one node's
+        Fraction of the boundary's power behind this meter, e.g. ``1 / nodes`` for one node's
         meter when all nodes run the same job in step [-].
 
     Returns

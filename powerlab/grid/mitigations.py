@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from .._options import renamed_keywords
 from ..exceptions import PowerlabError
 from .forecast import forecast
 from .scenario import Mitigations, Scenario
@@ -34,8 +35,9 @@ def _default_variants(m: Mitigations) -> dict[str, Mitigations]:
     return out
 
 
+@renamed_keywords(scope="boundary")
 def compare_mitigations(scenario: Scenario, variants: Mapping[str, Mitigations] | None = None,
-                        *, draws: int = 5, seed: int = 0, scope: str = "facility",
+                        *, draws: int = 5, seed: int = 0, boundary: str = "facility",
                         tick_s: float | None = None) -> pd.DataFrame:
     """Mitigation what-ifs: how much swing and ramp each removes and what it costs.
 
@@ -49,7 +51,8 @@ def compare_mitigations(scenario: Scenario, variants: Mapping[str, Mitigations] 
         Default: each mitigation of ``scenario.mitigations`` alone, then all together.
     draws, seed : int
         Monte Carlo draws and seed of every forecast.
-    scope : {'facility', 'it'}
+    boundary : {'facility', 'it'}
+        Where the power is taken (``scope`` is its deprecated name).
     tick_s : float, optional
         Engine tick [s].
 
@@ -62,7 +65,7 @@ def compare_mitigations(scenario: Scenario, variants: Mapping[str, Mitigations] 
         means, :data:`powerlab.grid.ramps.RAMP_DEFINITIONS`, the figures of the report and
         summary of the same names), ``band_0p1_2hz_rms_megawatts``, their reductions
         in % of the baseline (``*_reduction_pct``), and the costs:
-        ``extra_energy_megawatt_hours`` (mean over draws, scope energy minus baseline;
+        ``extra_energy_megawatt_hours`` (mean over draws, energy at the boundary minus baseline;
         for a battery, including the grid energy that restores its initial state of
         charge, so its losses count) and ``throughput_loss_pct`` (useful GPU-hours lost
         against the baseline, mean over draws).
@@ -84,7 +87,7 @@ def compare_mitigations(scenario: Scenario, variants: Mapping[str, Mitigations] 
     rows = {}
     for name, sc in runs.items():
         res = forecast(sc, draws=draws, seed=seed, tick_s=tick_s)
-        x = res.power_w(scope)
+        x = res.power_w(boundary)
         ms = pd.DataFrame([swing_metrics(x[d], res.tick_s) for d in range(draws)])
         useful = res.throughput.groupby("draw")["useful_gpu_h"].sum().to_numpy()
         rows[name] = {
@@ -93,8 +96,8 @@ def compare_mitigations(scenario: Scenario, variants: Mapping[str, Mitigations] 
             "ramp_up_megawatts_per_s_1s": ms["ramp_up_w_per_s_1s"].median() / 1e6,
             "ramp_down_megawatts_per_s_1s": ms["ramp_down_w_per_s_1s"].median() / 1e6,
             "band_0p1_2hz_rms_megawatts": ms["band_0p1_2hz_rms_w"].median() / 1e6,
-            "_energy": res.energy_j(scope) + (res.battery_recharge_j if scope == "facility"
-                                              else 0.0),
+            "_energy": res.energy_j(boundary) + (res.battery_recharge_j
+                                                 if boundary == "facility" else 0.0),
             "_useful": useful,
         }
     base = rows["baseline"]

@@ -1,7 +1,7 @@
 """Reduce each forecast draw as it is computed (``forecast(..., keep_ticks=False)``).
 
 A forecast that keeps every draw's per-tick power holds ``draws x ticks`` numbers (7 days
-at 100 ms, 20 draws: 121 million per scope).  With ``keep_ticks=False`` the engine hands
+at 100 ms, 20 draws: 121 million per boundary).  With ``keep_ticks=False`` the engine hands
 each draw's IT power to a :class:`Reducer` one chunk at a time
 (:mod:`powerlab.grid.chunks`, 65,536 ticks by default) and forgets it; no array as long
 as the horizon is ever built.  Every pass over a chunk stays in the CPU cache and reuses
@@ -11,7 +11,7 @@ the last tick (tick-to-tick ramps), the cumulative sums of the last ``2 w - 1`` 
 the ticks of Welch segments still open.  Chunks
 are whole base intervals, so per-interval figures never depend on the chunk length;
 per-draw figures do only through the order of floating-point sums (relative 1e-9 or
-better, ``tests/test_forecast.py``).  The reducer keeps, per scope (``it``,
+better, ``tests/test_forecast.py``).  The reducer keeps, per boundary (``it``,
 ``facility``):
 
 - per draw and base interval (``reduce_s``, default 1 s): the interval mean (interval
@@ -39,6 +39,7 @@ import pandas as pd
 from scipy import fft as sp_fft
 from scipy import signal
 
+from .._options import renamed_keywords
 from ..exceptions import PowerlabError
 from .battery import battery_dispatch
 from .facility import cooling_filter
@@ -47,7 +48,7 @@ from .timebase import to_ticks
 
 __all__ = ["Reducer"]
 
-SCOPES = ("facility", "it")
+BOUNDARIES = ("facility", "it")
 
 
 def _per_interval(ufunc, x: np.ndarray, edges: np.ndarray, per: int, out: np.ndarray
@@ -438,14 +439,14 @@ class Reducer:
             self.pue = float(site.pue)
         self.scratch = _Scratch()
         self._edges_by_len: dict[int, np.ndarray] = {}
-        self.bmax_buf = {s: np.empty(m) for s in SCOPES}
-        self.bmin_buf = {s: np.empty(m) for s in SCOPES}
-        self.means = {s: np.empty((draws, m)) for s in SCOPES}
-        self.vmin = {s: np.full(m, np.inf) for s in SCOPES}
-        self.vmax = {s: np.full(m, -np.inf) for s in SCOPES}
-        self.up = {s: np.zeros(m) for s in SCOPES}
-        self.down = {s: np.zeros(m) for s in SCOPES}
-        self.energy = {s: np.empty(draws) for s in SCOPES}
+        self.bmax_buf = {s: np.empty(m) for s in BOUNDARIES}
+        self.bmin_buf = {s: np.empty(m) for s in BOUNDARIES}
+        self.means = {s: np.empty((draws, m)) for s in BOUNDARIES}
+        self.vmin = {s: np.full(m, np.inf) for s in BOUNDARIES}
+        self.vmax = {s: np.full(m, -np.inf) for s in BOUNDARIES}
+        self.up = {s: np.zeros(m) for s in BOUNDARIES}
+        self.down = {s: np.zeros(m) for s in BOUNDARIES}
+        self.energy = {s: np.empty(draws) for s in BOUNDARIES}
         self.pue_realised = np.empty(draws)
         self.battery_drain_j = np.zeros(draws)
         self.rows: list[dict] = []
@@ -472,7 +473,8 @@ class Reducer:
         except the last), then ``finish()``."""
         return _DrawReduction(self, d)
 
-    def interval_means(self, scope: str, resolution_s: float) -> np.ndarray:
+    @renamed_keywords(scope="boundary")
+    def interval_means(self, boundary: str, resolution_s: float) -> np.ndarray:
         """Per draw, the mean power of each interval of ``resolution_s`` (a whole number
         of base intervals) [W], shape (draws, intervals)."""
         k = to_ticks(resolution_s, self.reduce_s)
@@ -482,7 +484,7 @@ class Reducer:
                                 "forecast with keep_ticks=True for finer resolutions")
         e = np.arange(0, len(self.edges), k)
         w = self.counts.astype(float)
-        num = np.add.reduceat(self.means[scope] * w, e, axis=1)
+        num = np.add.reduceat(self.means[boundary] * w, e, axis=1)
         return num / np.add.reduceat(w, e)
 
     def group(self, values: np.ndarray, resolution_s: float, how: str) -> np.ndarray:
@@ -497,12 +499,12 @@ class Reducer:
         return self.edges[::k]
 
 
-class _ScopeStats:
-    """The per-draw statistics of one scope, fed chunk by chunk (see :class:`Reducer`)."""
+class _BoundaryStats:
+    """The per-draw statistics of one boundary, fed chunk by chunk (see :class:`Reducer`)."""
 
-    def __init__(self, red: Reducer, d: int, scope: str, bmax: np.ndarray,
+    def __init__(self, red: Reducer, d: int, boundary: str, bmax: np.ndarray,
                  bmin: np.ndarray):
-        self.red, self.d, self.scope = red, d, scope
+        self.red, self.d, self.boundary = red, d, boundary
         self.bmax, self.bmin = bmax, bmin  # per base interval, this draw
         self.prev = None
         self.total = 0.0
@@ -512,7 +514,7 @@ class _ScopeStats:
         self.swings = _SwingStream(red.tick_s, red.scratch, red.per)
 
     def feed(self, a: int, x: np.ndarray) -> None:
-        red, sc = self.red, self.scope
+        red, sc = self.red, self.boundary
         tmp = red.scratch
         i0 = a // red.per
         e = red.local_edges(len(x))
@@ -546,11 +548,11 @@ class _ScopeStats:
         self.swings.feed(x, bmax, bmin)
 
     def finish(self, spec: pd.DataFrame, bands: dict) -> None:
-        red, sc = self.red, self.scope
+        red, sc = self.red, self.boundary
         site = red.scenario.site
         red.energy[sc][self.d] = self.total * red.tick_s
         f = 1.0 + site.electrical_loss_fraction if sc == "facility" else 1.0
-        row = {"scope": sc, "draw": self.d, "peak_w": float(self.bmax.max()),
+        row = {"boundary": sc, "draw": self.d, "peak_w": float(self.bmax.max()),
                "min_w": float(self.bmin.min())}
         row.update(self.swings.result())
         row["ramp_up_w_per_s_tick"] = float(max(self.up, 0.0))
@@ -569,7 +571,7 @@ class _ScopeStats:
 
 class _DrawReduction:
     """One draw being reduced: facility power (losses, the cooling lag carried across
-    chunks, base load) and both scopes' statistics, chunk by chunk.  With a battery the
+    chunks, base load) and both boundaries' statistics, chunk by chunk.  With a battery the
     facility power of the whole draw is kept until ``finish()`` (the dispatch needs it
     all) and reduced then."""
 
@@ -578,8 +580,8 @@ class _DrawReduction:
         site = red.scenario.site
         self.site = site
         m = len(red.edges)
-        self.stats = {sc: _ScopeStats(red, d, sc, red.bmax_buf[sc][:m], red.bmin_buf[sc][:m])
-                      for sc in SCOPES}
+        self.stats = {sc: _BoundaryStats(red, d, sc, red.bmax_buf[sc][:m], red.bmin_buf[sc][:m])
+                      for sc in BOUNDARIES}
         self.welch = _WelchStream(red.n_ticks, red.tick_s, red.scratch)
         tau = site.cooling_time_constant_s
         self.ba = cooling_filter(red.tick_s, tau) if tau > 0 else None

@@ -683,7 +683,7 @@ def limits_spec(limits, *, name: str = "scenario limits") -> RequirementSpec:
     Returns
     -------
     RequirementSpec
-        ``scope`` is the limits' :attr:`~powerlab.grid.scenario.Limits.boundary`; a
+        ``boundary`` is the limits' :attr:`~powerlab.grid.scenario.Limits.boundary`; a
         requirement's name is the ``limit`` of :func:`powerlab.grid.swings.check_limits`.
     """
     from .loadmetrics import default_band_window_s

@@ -200,19 +200,20 @@ class ForecastResult:
     # -- frames ------------------------------------------------------------------------
     @cached_property
     def timeline(self) -> pd.DataFrame:
-        """Tidy per-tick frame: ``timestamp, scope, power_w_mean, power_w_p10,
-        power_w_p50, power_w_p90`` (quantiles across draws)."""
+        """Tidy per-tick frame: ``timestamp, boundary, power_w_mean, power_w_p10,
+        power_w_p50, power_w_p90`` (quantiles across draws; the ``boundary`` column was
+        named ``scope`` before 2026-12-03)."""
         self._need_ticks("timeline")
         parts = []
-        for scope in ("it", "facility"):
-            x = self.power_w(scope)
+        for boundary in ("it", "facility"):
+            x = self.power_w(boundary)
             q = np.quantile(x, [0.1, 0.5, 0.9], axis=0) if self.draws > 1 else \
                 np.repeat(x, 3, axis=0)
             parts.append(pd.DataFrame({
-                "timestamp": self.times, "scope": scope, "power_w_mean": x.mean(axis=0),
+                "timestamp": self.times, "boundary": boundary, "power_w_mean": x.mean(axis=0),
                 "power_w_p10": q[0], "power_w_p50": q[1], "power_w_p90": q[2]}))
         df = pd.concat(parts, ignore_index=True)
-        df["scope"] = df["scope"].astype("string")
+        df["boundary"] = df["boundary"].astype("string")
         return df
 
     @renamed_keywords(scope="boundary")
@@ -256,9 +257,9 @@ class ForecastResult:
         ev_text = [""] * len(edges)
         for i, lab in zip(idx[ok], labels[ok]):
             ev_text[i] = lab if not ev_text[i] else ev_text[i] + "; " + lab
-        scopes = [boundary] if boundary else ["facility", "it"]
+        boundaries = [boundary] if boundary else ["facility", "it"]
         frames = []
-        for sc in scopes:
+        for sc in boundaries:
             if red is not None:
                 means = red.interval_means(sc, res)
                 vmin, vmax = red.group(red.vmin[sc], res, "min"), red.group(red.vmax[sc],
@@ -278,7 +279,7 @@ class ForecastResult:
             frames.append(pd.DataFrame({
                 "interval_start_utc": starts,
                 "interval_end_utc": ends,
-                "scope": sc,
+                "boundary": sc,
                 "power_w_mean": means.mean(axis=0),
                 "power_w_min": vmin,
                 "power_w_max": vmax,
@@ -289,7 +290,7 @@ class ForecastResult:
                 "events": ev_text,
             }))
         df = pd.concat(frames, ignore_index=True)
-        df["scope"] = df["scope"].astype("string")
+        df["boundary"] = df["boundary"].astype("string")
         df["events"] = df["events"].astype("string")
         return df
 
@@ -314,19 +315,21 @@ class ForecastResult:
     #: :meth:`summary` needs: minutes for weeks of ticks) on standard error: None (the
     #: default) when its estimate is 2 s or more, True always, False never
     metrics_progress: bool | None = None
-    #: Rough cost of :attr:`metrics` per draw and scope for its estimate: [s per tick],
+    #: Rough cost of :attr:`metrics` per draw and boundary for its estimate: [s per tick],
     #: [s per second of horizon] (the spectrum's segments): a day at 0.1 s took 0.5 s,
     #: 54 days at 1 s 12-23 s on a loaded 2-core machine; taken so the estimate errs long
     METRIC_COST_S = (3e-7, 3e-6)
 
     @cached_property
     def metrics(self) -> pd.DataFrame:
-        """Swing metrics per draw and scope (see :func:`powerlab.grid.swings.swing_metrics`;
-        without the ticks kept, the rules of :mod:`powerlab.grid.reduction`)."""
+        """Swing metrics per ``boundary`` and ``draw`` (see
+        :func:`powerlab.grid.swings.swing_metrics`; without the ticks kept, the rules of
+        :mod:`powerlab.grid.reduction`; the ``boundary`` column was named ``scope`` before
+        2026-12-03)."""
         if self._it is None:
             return pd.DataFrame(self.reduced.rows).sort_values(
-                ["scope", "draw"], key=lambda c: c.map({"facility": 0, "it": 1})
-                if c.name == "scope" else c).reset_index(drop=True)
+                ["boundary", "draw"], key=lambda c: c.map({"facility": 0, "it": 1})
+                if c.name == "boundary" else c).reset_index(drop=True)
         from .._progress import Progress
 
         rows = []
@@ -336,12 +339,12 @@ class ForecastResult:
         on = est_s >= 2.0 if self.metrics_progress is None else bool(self.metrics_progress)
         with Progress(2 * self.draws, "forecast metrics", "draw", enabled=on) as bar:
             bar.announce(f"swings and spectra of {n:,} ticks x {self.draws} draws x 2 "
-                         "scopes", estimate_s=est_s)
+                         "boundaries", estimate_s=est_s)
             for sc in ("facility", "it"):
                 x = self.power_w(sc)
                 for d in range(self.draws):
                     m = swing_metrics(x[d], self.tick_s)
-                    rows.append({"scope": sc, "draw": d, **m})
+                    rows.append({"boundary": sc, "draw": d, **m})
                     bar.update()
         return pd.DataFrame(rows)
 
@@ -386,7 +389,7 @@ class ForecastSummary(Summary):
                 "band_3_30hz_rms_w": "RMS in 3-30 Hz, whole-horizon Welch [MW]"}
         rows = {}
         for sc_name in ("facility", "it"):
-            sub = m[m["scope"] == sc_name]
+            sub = m[m["boundary"] == sc_name]
             for k, lab in cols.items():
                 v = sub[k].to_numpy()
                 if np.isnan(v).all():

@@ -32,7 +32,7 @@ Layout of the YAML document::
     disturbances: [{name, type: voltage_sag, at_utc, residual_voltage_pu, duration_s,
                     trip_fraction, ups_fraction, ups_return_s, outage_s}]
                                             # (powerlab.grid.disturbances)
-    limits: {scope, ramp_up_megawatts_per_s, ramp_down_megawatts_per_s,
+    limits: {boundary, ramp_up_megawatts_per_s, ramp_down_megawatts_per_s,
              swing_1s_megawatts, swing_10s_megawatts, swing_60s_megawatts,
              band_0p1_2hz_megawatts, band_2_20hz_megawatts}
 """

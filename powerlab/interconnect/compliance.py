@@ -509,7 +509,7 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
         Engine tick of a scenario, or resampling grid of telemetry [s].
     pue, base_load_w : float, optional
         Telemetry only: facility power = IT x ``pue`` + ``base_load_w`` [-], [W] (needed
-        when the spec's scope is ``facility``).
+        when the spec's boundary is ``facility``).
     sags : DataFrame, optional
         Voltage sags (``timestamp``, ``duration_s``, ``residual_voltage_pu``) for the
         ride-through requirements.

@@ -392,7 +392,7 @@ def screen_resonance(source, spec, *, draw: int = 0, seed: int = 0,
         A scenario (one forecast draw is screened: a spectrum needs one trajectory),
         a trace, canonical telemetry, a store or a scenario YAML.
     spec : RequirementSpec or path-like
-        Its ``grid_modes`` and ``scope`` are used.
+        Its ``grid_modes`` and ``boundary`` are used.
     draw, seed, tick_s
         Which forecast draw, its seed, the engine tick (or telemetry grid) [s].
     pue, base_load_w

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._options import renamed_attribute, renamed_keywords
 from ..exceptions import AnalysisError, PowerlabError
 from . import loadmetrics as lm
 from .powertrace import PowerTrace, for_each_draw, trace_from_telemetry
@@ -110,8 +111,8 @@ def itic_rides_through(residual_voltage_pu: float, duration_s: float) -> bool:
 # --------------------------------------------------------------------------- per draw
 
 
-def _per_draw(dp: PowerTrace, scope: str) -> dict:
-    x = dp.power_w(scope)
+def _per_draw(dp: PowerTrace, boundary: str) -> dict:
+    x = dp.power_w(boundary)
     tick = dp.tick_s
     out = {"peak_power_megawatts": float(x.max()) / 1e6}
     for name, w, d, scale in (("ramp_up_megawatts_per_s_1s_means", 1.0, "up", 1.0),
@@ -230,9 +231,11 @@ class SagAssumptions:
     outage_s: float = 600.0
 
 
+@renamed_keywords(scope="boundary")
 def ride_through_table(scenario, at_utc, *, residual_voltages_pu=(0.0, 0.5, 0.7, 0.8, 0.9),
                        durations_s=(0.02, 0.1, 0.5, 1.0, 3.0, 10.0), draws: int = 3,
-                       seed: int = 0, tick_s: float | None = None, scope: str = "facility",
+                       seed: int = 0, tick_s: float | None = None,
+                       boundary: str = "facility",
                        assumptions: SagAssumptions | None = None, after_s: float = 1.0,
                        recovery_tolerance: float = 0.05,
                        follow_s: float | None = None) -> pd.DataFrame:
@@ -255,6 +258,7 @@ def ride_through_table(scenario, at_utc, *, residual_voltages_pu=(0.0, 0.5, 0.7,
     (1-min means, so the job's step rhythm, whose phase a restart changes, does not
     count); 0 when nothing is lost, NaN when not within ``follow_s`` (default: the
     outage, the longest job start-up and 600 s).  A sag with no effect reads 0 exactly.
+    ``boundary``: ``facility`` or ``it`` (``scope``: its deprecated name), in ``attrs``.
 
     Returns
     -------
@@ -277,7 +281,7 @@ def ride_through_table(scenario, at_utc, *, residual_voltages_pu=(0.0, 0.5, 0.7,
     window1 = at + pd.Timedelta(seconds=max(durations_s) + follow_s + 60.0)
     base = scenario.replace(horizon_start_utc=window0, horizon_end_utc=window1,
                             disturbances=())
-    p0 = forecast(base, draws=draws, seed=seed, tick_s=tick).power_w(scope)
+    p0 = forecast(base, draws=draws, seed=seed, tick_s=tick).power_w(boundary)
     a = round((at - window0).total_seconds() / tick)
     rows = []
     for v in residual_voltages_pu:
@@ -290,13 +294,13 @@ def ride_through_table(scenario, at_utc, *, residual_voltages_pu=(0.0, 0.5, 0.7,
                              ups_return_s=float(sa.ups_return_s),
                              outage_s=max(float(sa.outage_s), float(d)))
             p1 = forecast(base.replace(disturbances=(sag,)), draws=draws, seed=seed,
-                          tick_s=tick).power_w(scope)
+                          tick_s=tick).power_w(boundary)
             b = a + max(1, round(d / tick))
             c = min(p0.shape[1], b + max(1, round(after_s / tick)))
             during, after, rec = _sag_effect(p0, p1, (a, b, c), tick, recovery_tolerance)
             rows.append(_sag_row(v, d, rides, trip, during, after, rec, draws))
     out = pd.DataFrame(rows)
-    out.attrs.update(at_utc=at, scope=scope, ups_fraction=sa.ups_fraction,
+    out.attrs.update(at_utc=at, boundary=boundary, ups_fraction=sa.ups_fraction,
                      outage_s=sa.outage_s, after_s=after_s, follow_s=follow_s,
                      trip_fraction_outside_itic=sa.trip_fraction_outside_itic)
     return out
@@ -358,7 +362,7 @@ class StudyPackage:
 
     source: str
     spec: RequirementSpec
-    scope: str
+    boundary: str
     draws: int
     seed: int
     per_draw: pd.DataFrame
@@ -374,6 +378,7 @@ class StudyPackage:
     notes: list = field(default_factory=list)
     timings_s: dict = field(default_factory=dict)
     pmu_gains: pd.DataFrame | None = None
+    scope = renamed_attribute("boundary")     # the old name, for one release
 
     def __repr__(self) -> str:
         return (f"<StudyPackage of {self.source}: {len(self.figures)} figures, "
@@ -410,6 +415,9 @@ class StudyPackage:
         from .studypage import write_package
 
         return write_package(self, out)
+
+
+StudyPackage.__init__ = renamed_keywords(scope="boundary")(StudyPackage.__init__)
 
 
 def _spec(spec) -> RequirementSpec:
@@ -520,7 +528,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
         A scenario (forecast, every draw), one trace, canonical telemetry, a store folder
         or a canonical Parquet file (measured: one "draw").
     spec : RequirementSpec or path-like
-        The requirement spec (its scope, and its ramp and step limits for the
+        The requirement spec (its boundary, and its ramp and step limits for the
         energisation schedule).
     draws, seed : int
         Monte Carlo draws and seed of the forecast [-].
@@ -551,7 +559,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
     from ..grid.scenario import Scenario
 
     spec = _spec(spec)
-    scope = spec.boundary
+    boundary = spec.boundary
     short = short or ShortWindow()
     pmu = pmu or PmuSettings()
     rt_opts = RideThrough() if ride_through is True else (ride_through or None)
@@ -564,7 +572,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
     notes: list[str] = []
     t0 = time.perf_counter()
     is_scenario = isinstance(source, Scenario)
-    per_draw, trace, label, draws = _horizon(source, scope, draws, seed, tick_s,
+    per_draw, trace, label, draws = _horizon(source, boundary, draws, seed, tick_s,
                                              measured or MeasuredOptions(), notes)
     timings["forecast_and_metrics"] = time.perf_counter() - t0
     figures = _envelope(per_draw, probabilities)
@@ -573,30 +581,30 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
     energ = _schedule_or_note(peak_w, ramps, step, within, max_block_w, notes)
     t0 = time.perf_counter()
     if is_scenario:
-        short_tr, freq, psd, pmu_rows = _short_scenario(source, trace, scope, short, pmu,
-                                                        draws, seed)
+        short_tr, freq, psd, pmu_rows = _short_scenario(source, trace, boundary, short,
+                                                        pmu, draws, seed)
     else:
-        short_tr, freq, psd, pmu_rows = _short_measured(trace, scope, pmu, notes)
+        short_tr, freq, psd, pmu_rows = _short_measured(trace, boundary, pmu, notes)
     timings["short_window"] = time.perf_counter() - t0
     spectrum, lines = _spectrum_tables(freq, psd, pmu)
-    pmu_view, pmu_figs, pmu_gains = _pmu_tables(short_tr, scope, pmu_rows, pmu)
+    pmu_view, pmu_figs, pmu_gains = _pmu_tables(short_tr, boundary, pmu_rows, pmu)
     figures = pd.concat([figures, pmu_figs], ignore_index=True)
     rt = None
     if is_scenario and rt_opts is not None:
         t0 = time.perf_counter()
-        rt = _ride_through(source, trace, scope, rt_opts, seed, tick_s)
+        rt = _ride_through(source, trace, boundary, rt_opts, seed, tick_s)
         timings["ride_through"] = time.perf_counter() - t0
     elif not is_scenario:
         notes.append("Ride-through table: needs the disturbance model of a scenario; for "
                      "measured telemetry with recorded sags use 'powerlab comply --sags'.")
-    return StudyPackage(source=label, spec=spec, scope=scope, draws=draws, seed=seed,
-                        per_draw=per_draw, figures=figures, energisation=energ,
+    return StudyPackage(source=label, spec=spec, boundary=boundary, draws=draws,
+                        seed=seed, per_draw=per_draw, figures=figures, energisation=energ,
                         short_trace=short_tr, spectrum=spectrum, lines=lines, pmu=pmu_view,
                         pmu_figures=pmu_figs, ride_through=rt, trace=trace, notes=notes,
                         timings_s=timings, pmu_gains=pmu_gains)
 
 
-def _horizon(source, scope: str, draws: int, seed: int, tick_s, measured: MeasuredOptions,
+def _horizon(source, boundary: str, draws: int, seed: int, tick_s, measured: MeasuredOptions,
              notes: list) -> tuple[pd.DataFrame, PowerTrace, str, int]:
     """The per-draw figures over the whole horizon, draw 0's trace (or the measured
     trace), the source's label and the number of draws (1 for measured data)."""
@@ -608,7 +616,7 @@ def _horizon(source, scope: str, draws: int, seed: int, tick_s, measured: Measur
         def fn(dp):
             if dp.draw == 0:
                 kept.append(dp)
-            return _per_draw(dp, scope)
+            return _per_draw(dp, boundary)
 
         per_draw = for_each_draw(source, fn, draws=draws, seed=seed, tick_s=tick_s)
         return per_draw, kept[0], f"scenario {source.name!r} ({draws} draws, seed {seed})", \
@@ -619,19 +627,19 @@ def _horizon(source, scope: str, draws: int, seed: int, tick_s, measured: Measur
         trace = trace_from_telemetry(source, pue=measured.pue,
                                      base_load_w=measured.base_load_w,
                                      start=measured.start, end=measured.end)
-    per_draw = pd.DataFrame([_per_draw(trace, scope)], index=pd.RangeIndex(1, name="draw"))
+    per_draw = pd.DataFrame([_per_draw(trace, boundary)], index=pd.RangeIndex(1, name="draw"))
     notes.append("Measured telemetry is one trace: exceedance probabilities over "
                  "draws do not apply; each figure is the trace's value.")
     return per_draw, trace, f"measured: {trace.description}", 1
 
 
-def _short_scenario(source, trace: PowerTrace, scope: str, short: ShortWindow,
+def _short_scenario(source, trace: PowerTrace, boundary: str, short: ShortWindow,
                     pmu: PmuSettings, draws: int, seed: int):
     """The short window forecast again at ``short.tick_s`` for every draw (the cooling
     lag warmed up first): draw 0's short trace, the Welch frequencies and each draw's
     density, and each draw's PMU figures."""
     if short.start_utc is None:
-        x0 = trace.power_w(scope)
+        x0 = trace.power_w(boundary)
         t_ramp = _largest_ramp_time_s(x0, trace.tick_s)
         short_start = trace.start_utc + pd.Timedelta(seconds=max(0.0, t_ramp - 30.0))
     else:
@@ -662,7 +670,7 @@ def _short_scenario(source, trace: PowerTrace, scope: str, short: ShortWindow,
                         dp.facility_w[k0:], ev,
                         description=f"{dp.description}, tick {dp.tick_s:g} s, "
                                     f"{short_window_s:g} s from {short_start.isoformat()}")
-        x = dp.power_w(scope)
+        x = dp.power_w(boundary)
         k = round(skip / dp.tick_s) if len(x) * dp.tick_s >= 4 * skip else 0
         freq, s = lm.welch_psd(x[k:], dp.tick_s, min(64.0, short_window_s / 4))
         psds.append(s)
@@ -675,11 +683,11 @@ def _short_scenario(source, trace: PowerTrace, scope: str, short: ShortWindow,
     return shorts[0], freq, np.vstack(psds), pmu_rows
 
 
-def _short_measured(trace: PowerTrace, scope: str, pmu: PmuSettings, notes: list):
+def _short_measured(trace: PowerTrace, boundary: str, pmu: PmuSettings, notes: list):
     """A measured trace is its own short window (the readings' Nyquist limit noted)."""
-    freq, s = lm.welch_psd(trace.power_w(scope), trace.tick_s,
+    freq, s = lm.welch_psd(trace.power_w(boundary), trace.tick_s,
                            min(64.0, trace.duration_s / 4))
-    pmu_rows = [_pmu_figures(trace.power_w(scope), trace.tick_s, pmu.f0_hz,
+    pmu_rows = [_pmu_figures(trace.power_w(boundary), trace.tick_s, pmu.f0_hz,
                              pmu.reporting_rate_fps)]
     nyq = 0.5 / max(trace.tick_s, trace.native_interval_s)
     if nyq < 30.0:
@@ -711,13 +719,13 @@ def _spectrum_tables(freq, psd: np.ndarray, pmu: PmuSettings):
     return spectrum, lines
 
 
-def _pmu_tables(short: PowerTrace, scope: str, pmu_rows: list, pmu: PmuSettings):
+def _pmu_tables(short: PowerTrace, boundary: str, pmu_rows: list, pmu: PmuSettings):
     """The PMU view of the short trace, the PMU figures' envelope over draws and the
     P- and M-class modulation gains at a few frequencies."""
     from .pmu import modulation_gain, pmu_power
 
     f0, fps = pmu.f0_hz, pmu.reporting_rate_fps
-    view = pmu_power(short.power_w(scope), short.tick_s, short.start_utc,
+    view = pmu_power(short.power_w(boundary), short.tick_s, short.start_utc,
                      f0_hz=f0, reporting_rate_fps=fps)
     figs = _pmu_envelope(pd.DataFrame(pmu_rows), f0, fps)
     gain_f = np.array([0.1, 1.0, 2.0, 5.0, 10.0, *OBSERVED_LINES_HZ, 30.0])
@@ -728,19 +736,19 @@ def _pmu_tables(short: PowerTrace, scope: str, pmu_rows: list, pmu: PmuSettings)
     return view, figs, gains
 
 
-def _ride_through(source, trace: PowerTrace, scope: str, opts: RideThrough, seed: int,
+def _ride_through(source, trace: PowerTrace, boundary: str, opts: RideThrough, seed: int,
                   tick_s) -> pd.DataFrame:
     """The ride-through table at ``opts.at_utc`` (default draw 0's peak), with the UPS
     and outage assumptions of the scenario's first sag when it has one."""
     at = (pd.Timestamp(opts.at_utc) if opts.at_utc is not None else
           trace.start_utc + pd.Timedelta(
-              seconds=float(np.argmax(trace.power_w(scope))) * trace.tick_s))
+              seconds=float(np.argmax(trace.power_w(boundary))) * trace.tick_s))
     sags = getattr(source, "disturbances", ())
     sa = SagAssumptions(ups_fraction=sags[0].ups_fraction,
                         ups_return_s=sags[0].ups_return_s,
                         outage_s=sags[0].outage_s) if sags else SagAssumptions()
     return ride_through_table(source, at.floor("s"), draws=opts.draws, seed=seed,
-                              tick_s=tick_s, scope=scope, assumptions=sa)
+                              tick_s=tick_s, boundary=boundary, assumptions=sa)
 
 
 def _schedule_or_note(peak_w, ramps, step, within, max_block_w, notes):

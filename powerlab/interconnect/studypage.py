@@ -68,7 +68,7 @@ def _table(df: pd.DataFrame, fmt: dict | None = None, index: bool = False) -> st
 def _key_lines(pkg) -> list[str]:
     f = pkg.figures
     env = pkg.ramp_envelope
-    out = [f"Source: {pkg.source}; spec {pkg.spec.name!r}; scope {pkg.scope}."]
+    out = [f"Source: {pkg.source}; spec {pkg.spec.name!r}; boundary {pkg.boundary}."]
     for col in env.index:
         unit = f.loc[f["figure"] == col, "unit"].iloc[0]
         parts = ", ".join(f"{c.replace('exceed_', 'p=')}: {v:.3g}"
@@ -120,8 +120,8 @@ def package_html(pkg, files: dict | None = None) -> str:
              f"<style>{_CSS}</style></head><body>"),
              "<h1>Large-load study package</h1>",
              (f"<p class='meta'>{_e(pkg.source)}<br>Requirement spec: {_e(spec.name)} "
-             f"({_e(spec.description)}); power at the {_e(pkg.scope)} scope"
-             f"{' (point of interconnection)' if pkg.scope == 'facility' else ''}.<br>"
+             f"({_e(spec.description)}); power at the {_e(pkg.boundary)} boundary"
+             f"{' (point of interconnection)' if pkg.boundary == 'facility' else ''}.<br>"
              f"powerlab {_e(__version__)}; generated "
              f"{_e(pd.Timestamp.now(tz='UTC').strftime('%Y-%m-%d %H:%M UTC'))}.</p>")]
     parts.append("<h2>1. Peak, ramps and steps by exceedance probability</h2>"
@@ -251,11 +251,11 @@ def write_package(pkg, out) -> dict:
     st = pkg.short_trace
     for fmt in ("pscad", "powerfactory"):
         files[f"{fmt} playback, short window at {st.tick_s:g} s"] = write_grid_playback(
-            st, out / f"playback_short_{fmt}.txt", fmt, step_s=st.tick_s, boundary=pkg.scope)
+            st, out / f"playback_short_{fmt}.txt", fmt, step_s=st.tick_s, boundary=pkg.boundary)
         tr = pkg.trace
         step = 1.0 if tr.duration_s >= 2.0 else tr.tick_s
         files[f"{fmt} playback, whole horizon, {step:g}-s means"] = write_grid_playback(
-            tr, out / f"playback_horizon_{fmt}.txt", fmt, step_s=step, boundary=pkg.scope)
+            tr, out / f"playback_horizon_{fmt}.txt", fmt, step_s=step, boundary=pkg.boundary)
     ct = write_trace_comtrade(st, out / "playback_short_comtrade", rev_year=1999)
     files[f"COMTRADE (C37.111-1999 ASCII) configuration, short window at {st.tick_s:g} s"] \
         = ct["cfg"]

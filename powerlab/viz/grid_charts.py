@@ -50,16 +50,32 @@ class TimelineColumns:
         Band bounds [MW] (quantiles of Monte Carlo draws); None or absent: no band.
     time : str, default "timestamp"
         Tz-aware times.
-    series : str or None, default "scope"
-        One line per value of this column (e.g. scope ``"it"`` / ``"facility"``); None
-        or absent: one line.
+    series : str or None, default "boundary"
+        One line per value of this column (e.g. boundary ``"it"`` / ``"facility"``);
+        None or absent: one line.  (A timeline with the column's name before 2026-12-03,
+        ``scope`` holding ``it``/``facility``, is still drawn by it, with a
+        :class:`DeprecationWarning`.)
     """
 
     value: str = "power_megawatts"
     lower: str | None = "power_megawatts_lower"
     upper: str | None = "power_megawatts_upper"
     time: str = "timestamp"
-    series: str | None = "scope"
+    series: str | None = "boundary"
+
+
+def _old_boundary_column(timeline: pd.DataFrame) -> list[str]:
+    """``["scope"]`` for a timeline written before the ``boundary`` column was renamed
+    (2026-12-03: ``scope`` holding ``it``/``facility``), with a warning; else ``[]``."""
+    if "scope" not in timeline.columns or not set(
+            timeline["scope"].dropna().astype(str).unique()) <= {"it", "facility"}:
+        return []
+    import warnings
+
+    warnings.warn("facility_chart: the timeline's 'scope' column (it/facility) is renamed "
+                  "'boundary'; the old name will be removed in the next release",
+                  DeprecationWarning, stacklevel=3)
+    return ["scope"]
 
 
 def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *,
@@ -81,7 +97,7 @@ def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *
     ----------
     timeline : pandas.DataFrame
         Tidy timeline: ``time`` (tz-aware), ``value`` [MW], optional ``lower`` and ``upper``
-        band bounds [MW] (quantiles of Monte Carlo draws), optional ``series`` (e.g. scope
+        band bounds [MW] (quantiles of Monte Carlo draws), optional ``series`` (e.g. boundary
         ``"it"`` / ``"facility"``).
     events : pandas.DataFrame, optional
         ``timestamp`` (tz-aware) and ``event`` (text, e.g. ``"checkpoint"``); an optional
@@ -89,7 +105,7 @@ def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *
     columns : TimelineColumns, optional
         Column names of ``value``, ``lower``, ``upper``, ``time`` and ``series``
         (default ``TimelineColumns()``: ``power_megawatts``, its ``_lower``/``_upper``
-        band, ``timestamp``, ``scope``).
+        band, ``timestamp``, ``boundary``).
     max_rows : int, default 3000
         Most rows embedded for the timeline.
     band_label : str
@@ -111,6 +127,8 @@ def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *
     has_band = (lower is not None and upper is not None and lower in timeline.columns
                 and upper in timeline.columns)
     by = [c.series] if c.series is not None and c.series in timeline.columns else []
+    if not by and c.series == "boundary":
+        by = _old_boundary_column(timeline)
     data = _timeline_data(timeline, c, by, has_band, max_rows, site_tz)
     binned = bool((data["n_samples"] > 1).any())
     tlabel = time_label(site_tz)
@@ -460,7 +478,7 @@ def forecast_charts(result: Any, *, boundary: str = "facility", draw: int = 0,
     ----------
     result : ForecastResult
     boundary : {"facility", "it"}
-        Scope of the ramp-rate and spectrum charts (the timeline shows both).
+        Boundary of the ramp-rate and spectrum charts (the timeline shows both).
     draw : int, default 0
         Monte Carlo draw whose events, ramps and spectrum are drawn.
     max_rows : int
@@ -480,7 +498,8 @@ def forecast_charts(result: Any, *, boundary: str = "facility", draw: int = 0,
     from ..grid.swings import BANDS_HZ, spectrum
 
     tl = result.timeline
-    frame = pd.DataFrame({"timestamp": tl["timestamp"], "scope": tl["scope"].astype(str),
+    frame = pd.DataFrame({"timestamp": tl["timestamp"],
+                          "boundary": tl["boundary"].astype(str),
                           "power_megawatts": tl["power_w_mean"] / 1e6,
                           "power_megawatts_lower": tl["power_w_p10"] / 1e6,
                           "power_megawatts_upper": tl["power_w_p90"] / 1e6})
@@ -518,7 +537,7 @@ def forecast_charts(result: Any, *, boundary: str = "facility", draw: int = 0,
     spec_df = pd.DataFrame({"frequency_hz": spec_df["frequency_hz"],
                             "psd_megawatts2_per_hz": spec_df["psd_w2_per_hz"] / 1e12})
     m = result.metrics
-    row = m[(m["scope"] == boundary) & (m["draw"] == draw)].iloc[0]
+    row = m[(m["boundary"] == boundary) & (m["draw"] == draw)].iloc[0]
     # a band with a limit shows the value the limit is checked on (the requirement
     # spec's oscillation metric, grid.requirements.evaluate_power: the worst window's
     # RMS of the band-passed power); a band without one the whole record's RMS
