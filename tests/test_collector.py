@@ -479,6 +479,32 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "powerlab.cli", "collect", *args]
 
 
+class _SchedulingProbe:
+    """The machine's scheduling delay while a test runs: a thread that sleeps 5 ms at a
+    time and records how late it woke up [s].  On a loaded 2-core machine a process can
+    wait 0.1-0.5 s for a core; the collector under test waits as long, so the bounds
+    below add the delay measured here instead of a guessed slack."""
+
+    def __init__(self) -> None:
+        self.max_late_s = 0.0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            time.sleep(0.005)
+            self.max_late_s = max(self.max_late_s, time.monotonic() - t0 - 0.005)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+
 def _start(args, env) -> tuple[subprocess.Popen, float]:
     p = subprocess.Popen(_cli(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
@@ -554,16 +580,19 @@ def test_sigkill_at_random_moments_loses_at_most_one_flush_interval(fake_libdir,
     sc_path = write_scenario(tmp_path / "s.txt", {"gpus": 2})
     env = fake_env(fake_libdir, sc_path)
     store = tmp_path / "store"
-    flush, interval, slack = 0.25, 0.02, 0.3  # slack: one write plus scheduling delays
+    flush, interval, write_s = 0.25, 0.02, 0.3  # write_s: one batch written and fsynced
     rng = random.Random(20240517)
     losses = []
     for run in range(6):
-        p, t_ready = _start(["--out", str(store), "--interval-s", str(interval),
-                             "--flush-interval-s", str(flush), "--host", f"run{run}"], env)
-        time.sleep(rng.uniform(0.05, 1.0))
-        t_kill = time.time()
-        p.kill()
-        p.communicate(timeout=30)
+        with _SchedulingProbe() as probe:
+            p, t_ready = _start(["--out", str(store), "--interval-s", str(interval),
+                                 "--flush-interval-s", str(flush), "--host", f"run{run}"],
+                                env)
+            time.sleep(rng.uniform(0.05, 1.0))
+            t_kill = time.time()
+            p.kill()
+            p.communicate(timeout=30)
+        late = probe.max_late_s   # the longest this machine kept a ready thread waiting
         _assert_every_file_reads(store)
         df = read_store(store, hosts=[f"run{run}"]) if store.exists() else pd.DataFrame()
         if df.empty:
@@ -574,11 +603,11 @@ def test_sigkill_at_random_moments_loses_at_most_one_flush_interval(fake_libdir,
             for _, part in df.groupby("gpu_index"):
                 mono = part["monotonic_s"].to_numpy()
                 # no hole in what was kept: a lost batch would leave a gap of at least a
-            # flush interval; shorter gaps are ticks the OS did not schedule (a loaded
-            # 2-core machine stalled 0.1 s once), not data lost
-            assert np.diff(mono).max() < flush, np.diff(mono).max()
+                # flush interval beyond the ticks the OS did not schedule (measured)
+                assert np.diff(mono).max() < flush + late, (np.diff(mono).max(), late)
         losses.append(lost)
-        assert lost <= flush + slack, (run, lost)
+        # the tail since the last flush, one write, and the ticks the OS delayed
+        assert lost <= flush + write_s + 2 * late, (run, lost, late)
     assert len(read_store(store)) > 0
     print(json.dumps({"sigkill_lost_s": [round(x, 3) for x in losses]}))
 
@@ -600,16 +629,18 @@ def test_sigkill_on_a_slow_disk_loses_at_most_a_flush_interval_plus_a_write(fake
     # one write: the telemetry file and the status-event file, each fsynced with its
     # folder (4 fsyncs), plus the CPU of the write; slack: scheduling on a busy machine
     write_s = 4 * fsync_s + 0.2
-    bound = max(flush, write_s) + write_s + 0.4
+    bound = max(flush, write_s) + write_s   # + the scheduling delay measured per run
     rng = random.Random(20261203)
     losses = []
     for run in range(3):
-        p, _ = _start(["--out", str(store), "--interval-s", str(interval),
-                             "--flush-interval-s", str(flush), "--host", f"slow{run}"], env)
-        time.sleep(rng.uniform(4.5, 6.0))
-        t_kill = time.time()
-        p.kill()
-        p.communicate(timeout=30)
+        with _SchedulingProbe() as probe:
+            p, _ = _start(["--out", str(store), "--interval-s", str(interval),
+                           "--flush-interval-s", str(flush), "--host", f"slow{run}"], env)
+            time.sleep(rng.uniform(4.5, 6.0))
+            t_kill = time.time()
+            p.kill()
+            p.communicate(timeout=30)
+        late = probe.max_late_s   # the longest this machine kept a ready thread waiting
         _assert_every_file_reads(store)
         df = read_store(store, hosts=[f"slow{run}"])
         assert not df.empty  # the disk is slow, not stuck: batches did reach it
@@ -617,11 +648,10 @@ def test_sigkill_on_a_slow_disk_loses_at_most_a_flush_interval_plus_a_write(fake
         for _, part in df.groupby("gpu_index"):
             mono = part["monotonic_s"].to_numpy()
             # no hole in what was kept: a lost batch would leave a gap of at least a
-            # flush interval; shorter gaps are ticks the OS did not schedule (a loaded
-            # 2-core machine stalled 0.1 s once), not data lost
-            assert np.diff(mono).max() < flush, np.diff(mono).max()
+            # flush interval beyond the ticks the OS did not schedule (measured)
+            assert np.diff(mono).max() < flush + late, (np.diff(mono).max(), late)
         losses.append(lost)
-        assert lost <= bound, (run, lost, bound)
+        assert lost <= bound + 2 * late, (run, lost, bound, late)
     assert (tmp_path / "fsync.log").read_text().count("\n") >= 12  # the shim was in effect
     print(json.dumps({"slow_disk_sigkill_lost_s": [round(x, 3) for x in losses],
                       "bound_s": bound}))
