@@ -359,7 +359,9 @@ def _sorted_frame(cols: dict, utc, gpu: np.ndarray, host: str, path) -> pd.DataF
         t_sorted, g_sorted = utc.asi8[order], gpu[order]
     df = _build_frame(cols, t_sorted, g_sorted, gpu, order, host)
     df = schema.conform(df, sort=False)
-    return schema.validate(df, source=str(path) if path is not None else "nvidia-smi output")
+    # one host and scope: the GPU index alone tells the devices apart
+    return schema.validate(df, source=str(path) if path is not None else "nvidia-smi output",
+                           device_codes=g_sorted)
 
 
 def _convert(spec: tuple, nm: str, arr: pa.Array, tz, path, row_line):
