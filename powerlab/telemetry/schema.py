@@ -405,6 +405,9 @@ def _check_ranges(idx: pd.Index, series: dict, typed_ok: set, is_node: np.ndarra
                 else vals.astype("float64").to_numpy())
         lo, hi = col.valid_range
         nlo, nhi = col.node_range or col.valid_range
+        if not any_node and len(vals) and not (np.fmin.reduce(vals) < lo
+                                               or np.fmax.reduce(vals) > hi):
+            continue  # the smallest and largest values are inside (NaN never is outside)
         if any_node:
             lo_arr, hi_arr = np.where(is_node, nlo, lo), np.where(is_node, nhi, hi)
         else:
