@@ -183,7 +183,7 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
     def text() -> str:  # only needed for the line numbers of messages
         return data.decode("utf-8", errors="replace")
 
-    def row_line_of(orig_rows: np.ndarray, n_cells: int):
+    def row_line_of(orig_rows: np.ndarray | range, n_cells: int):
         def row_line(r: int) -> int:
             # when every line of the body is a row (no empty lines, which the CSV reader
             # skips) a row's line is arithmetic; counting newlines (memchr) is far
@@ -199,7 +199,7 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
         cols, repeats = fast
         n = len(cols["timestamp"][0])
         seg_id = np.zeros(n, dtype=np.intp)
-        row_line = row_line_of(np.arange(n), n)
+        row_line = row_line_of(range(n), n)  # every row is its own line: no array
     else:
         cols, repeats, seg_id, row_line = _general_columns(
             data, start, end, names, head_cells, header_present, first_data_line, wanted,
