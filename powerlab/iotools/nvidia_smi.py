@@ -183,7 +183,7 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
     def text() -> str:  # only needed for the line numbers of messages
         return data.decode("utf-8", errors="replace")
 
-    def row_line_of(orig_rows: np.ndarray, n_cells: int):
+    def row_line_of(orig_rows: np.ndarray | range, n_cells: int):
         def row_line(r: int) -> int:
             # when every line of the body is a row (no empty lines, which the CSV reader
             # skips) a row's line is arithmetic; counting newlines (memchr) is far
@@ -199,7 +199,7 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
         cols, repeats = fast
         n = len(cols["timestamp"][0])
         seg_id = np.zeros(n, dtype=np.intp)
-        row_line = row_line_of(np.arange(n), n)
+        row_line = row_line_of(range(n), n)  # every row is its own line: no array
     else:
         cols, repeats, seg_id, row_line = _general_columns(
             data, start, end, names, head_cells, header_present, first_data_line, wanted,
@@ -359,7 +359,9 @@ def _sorted_frame(cols: dict, utc, gpu: np.ndarray, host: str, path) -> pd.DataF
         t_sorted, g_sorted = utc.asi8[order], gpu[order]
     df = _build_frame(cols, t_sorted, g_sorted, gpu, order, host)
     df = schema.conform(df, sort=False)
-    return schema.validate(df, source=str(path) if path is not None else "nvidia-smi output")
+    # one host and scope: the GPU index alone tells the devices apart
+    return schema.validate(df, source=str(path) if path is not None else "nvidia-smi output",
+                           device_codes=g_sorted)
 
 
 def _convert(spec: tuple, nm: str, arr: pa.Array, tz, path, row_line):

@@ -310,8 +310,8 @@ def _factorize(s: pd.Series) -> tuple[np.ndarray, list]:
     return codes, list(uniq)
 
 
-def validate(df: pd.DataFrame, *, source: str | None = None, strict_optional: bool = True
-             ) -> pd.DataFrame:
+def validate(df: pd.DataFrame, *, source: str | None = None, strict_optional: bool = True,
+             device_codes: np.ndarray | None = None) -> pd.DataFrame:
     """Check a telemetry frame against the schema and report every violation at once.
 
     Checks: missing core columns, wrong dtypes, naive (or non-UTC) timestamps, unknown
@@ -327,6 +327,12 @@ def validate(df: pd.DataFrame, *, source: str | None = None, strict_optional: bo
         Where the frame came from, named in the error message.
     strict_optional : bool, default True
         Also check dtypes and ranges of optional glossary columns that are present.
+    device_codes : numpy.ndarray, optional
+        An integer per row, equal exactly for the rows of one device (host, scope,
+        ``gpu_index``), where the caller already has them (a reader that built the
+        frame); the duplicate and time-order checks then group rows by these codes
+        instead of computing :func:`device_codes` from the columns (same result, less
+        work).  Every check is still made.
 
     Returns
     -------
@@ -350,7 +356,7 @@ def validate(df: pd.DataFrame, *, source: str | None = None, strict_optional: bo
     scopes = _check_rows(df.index, series, typed_ok, v)
     _check_ranges(df.index, series, typed_ok, scopes[2], v)
     if {"timestamp", "host", "scope", "gpu_index"} <= typed_ok and len(df):
-        _check_order(df.index, series, scopes, v)
+        _check_order(df.index, series, scopes, v, device_codes)
     if v:
         raise SchemaError(v, source=source)
     return df
@@ -418,6 +424,9 @@ def _check_ranges(idx: pd.Index, series: dict, typed_ok: set, is_node: np.ndarra
                 else vals.astype("float64").to_numpy())
         lo, hi = col.valid_range
         nlo, nhi = col.node_range or col.valid_range
+        if not any_node and len(vals) and not (np.fmin.reduce(vals) < lo
+                                               or np.fmax.reduce(vals) > hi):
+            continue  # the smallest and largest values are inside (NaN never is outside)
         if any_node:
             lo_arr, hi_arr = np.where(is_node, nlo, lo), np.where(is_node, nhi, hi)
         else:
@@ -439,11 +448,16 @@ def _check_ranges(idx: pd.Index, series: dict, typed_ok: set, is_node: np.ndarra
                                   f"{worst:g}{hint}", tuple(bad)))
 
 
-def _check_order(idx: pd.Index, series: dict, scopes: tuple, v: list) -> None:
+def _check_order(idx: pd.Index, series: dict, scopes: tuple, v: list,
+                 codes: np.ndarray | None = None) -> None:
     """Duplicate samples (same device and timestamp; all but the first) and time going
-    backwards in row order within one device, into ``v``."""
+    backwards in row order within one device, into ``v`` (rows grouped by ``codes``
+    where given, else by :func:`device_codes`)."""
     sc_codes, sc_uniq, _ = scopes
-    codes = _device_codes(series, {"scope": (sc_codes, sc_uniq)})
+    if codes is None:
+        codes = _device_codes(series, {"scope": (sc_codes, sc_uniq)})
+    elif len(codes) != len(idx):
+        raise ValueError(f"device_codes has {len(codes)} values for {len(idx)} rows")
     ts = series["timestamp"].astype("int64").to_numpy()
     # rows already grouped by device (in code order) and in time order within each
     # device are their own stable sort order below: skip the sorts
