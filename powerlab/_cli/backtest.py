@@ -77,7 +77,9 @@ def run(args) -> int:
                              source=", ".join(str(p) for p in args.power),
                              events_source=str(args.events) if args.events else None)
     args.out.mkdir(parents=True, exist_ok=True)
-    res.metrics.to_csv(args.out / "backtest.csv", index=False, float_format="%.6g")
+    notes = res.notes()  # one note a row, in a last column, from the first row
+    table = res.metrics.assign(note=(notes + [""] * len(res.metrics))[:len(res.metrics)])
+    table.to_csv(args.out / "backtest.csv", index=False, float_format="%.6g")
     import pandas as pd
 
     pd.concat([s.assign(run=k) for k, s in res.series.items()]).to_csv(

@@ -44,8 +44,10 @@ from scipy import signal
 
 from .._summary import Summary
 from ..exceptions import AnalysisError, PowerlabError
-from .calibrate import Calibration, calibrate_job, run_window, summed_readings
+from .calibrate import (Calibration, _job_rows, _meter_interval, _run_bounds, calibrate_job,
+                        run_window, summed_readings)
 from .profile import eval_intervals
+from .runfind import find_run, regime_notes
 
 __all__ = ["METRICS", "BacktestResult", "backtest_runs", "backtest_split", "score",
            "split_rule"]
@@ -98,6 +100,7 @@ class BacktestResult:
     mode: str = "split"
     forecast_evals: dict = field(default_factory=dict, repr=False)
     split: float = float("nan")
+    run_notes: list = field(default_factory=list)
 
     @property
     def ramp_resolved(self) -> bool:
@@ -122,16 +125,22 @@ class BacktestResult:
                 f"{c.fit.step_time_s:.3g} s"
                 + ("" if c.has_periodic_step else " (no periodic step: see notes)")
                 + (f"; split at {self.split:.3g} of the run" if self.mode == "split" else "")]
-        notes = list(c.notes())
-        if not self.ramp_resolved:
-            notes.append("the meter does not resolve a periodic step: the step swing, its "
-                         "period and the 1-s ramps are not a test of the model here.")
+        notes = self.notes()
         s = Summary(float_format="{:,.4g}", max_rows=200)
         s.add_text(head)
         s.add_df(self.metrics, index=False)
         if notes:
             s.add_text([f"Note: {n}" for n in notes])
         return s
+
+    def notes(self) -> list[str]:
+        """The notes in words: how the run was found (no run events), a regime change
+        in the held-out part, then the calibration's notes."""
+        notes = list(self.run_notes) + list(self.calibration.notes())
+        if not self.ramp_resolved:
+            notes.append("the meter does not resolve a periodic step: the step swing, its "
+                         "period and the 1-s ramps are not a test of the model here.")
+        return notes
 
     def _repr_html_(self) -> str:
         return self.summary().as_html()
@@ -361,9 +370,12 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
     if split is not None and not 0 < split < 1:
         raise PowerlabError(f"--split must be between 0 and 1, got {split!r}")
     evname = events_source or getattr(events, "path", None) or "the events log"
+    found = _found_run(power, events, meter_interval_s, name)
     cal_all = calibrate_job(power, events=events, meter_interval_s=meter_interval_s,
                             gpus_per_node=gpus_per_node, source=name,
-                            events_source=evname)
+                            events_source=evname,
+                            start=found.start if found else None,
+                            end=found.end if found else None)
     r0, r1 = cal_all.job_start, cal_all.job_end
     if split is None:
         split = split_rule(events, r0, r1) if events is not None else 0.5
@@ -408,8 +420,42 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
     table, ser, fev = _score_window(cal, power, events, job_start=job_start,
                                     startup=startup, t0=cut, t1=r1, duration_s=dur,
                                     run="split")
+    notes = [found.describe()] if found else []
+    notes += _regime(power, events, cal, cut, r1)
     return BacktestResult(metrics=table, calibration=cal, series={"split": ser},
-                          mode="split", forecast_evals={"split": fev}, split=float(split))
+                          mode="split", forecast_evals={"split": fev}, split=float(split),
+                          run_notes=notes)
+
+
+def _found_run(power, events, meter_interval_s, name):
+    """The run found from the readings (:func:`powerlab.grid.runfind.find_run`) when the
+    events give no ``run_start`` and ``run_stop``, else None."""
+    r0, r1 = _run_bounds(events)
+    if r0 is not None and r1 is not None:
+        return None
+    df, scope = _job_rows(power, name)
+    w = _meter_interval(power, df, scope, meter_interval_s, name)
+    return find_run(df, meter_interval_s=w, name=name)
+
+
+def _regime(power, events, cal, cut, r1) -> list[str]:
+    """:func:`powerlab.grid.runfind.regime_notes` on the measured training readings of
+    the calibration part and of the held-out part (evaluations left out)."""
+    df, _ = _job_rows(power, "the recording")
+
+    def part(a, b):
+        y = summed_readings(df[(df["timestamp"] >= a) & (df["timestamp"] <= b)],
+                            every_s=1.0)
+        if events is not None:
+            for e0, e1 in zip(*(eval_intervals(events)[k] for k in ("start_utc",
+                                                                      "stop_utc"))):
+                y = y[(y.index < e0) | (y.index >= e1 + pd.Timedelta(
+                    seconds=2 * cal.meter_interval_s))]
+        return y
+
+    return regime_notes(part(cal.training_start, cal.job_end), part(cut, r1),
+                        meter_interval_s=cal.meter_interval_s,
+                        periodic=cal.has_periodic_step)
 
 
 def backtest_runs(train: list, test: list, *, meter_interval_s: float | None = None,
