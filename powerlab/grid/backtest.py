@@ -44,8 +44,7 @@ from scipy import signal
 
 from .._summary import Summary
 from ..exceptions import AnalysisError, PowerlabError
-from .calibrate import (Calibration, _job_rows, _meter_interval, _run_bounds, calibrate_job,
-                        run_window, summed_readings)
+from .calibrate import Calibration, calibrate_job, run_window, summed_readings
 from .profile import eval_intervals
 from .runfind import find_run, regime_notes
 
@@ -430,18 +429,30 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
 def _found_run(power, events, meter_interval_s, name):
     """The run found from the readings (:func:`powerlab.grid.runfind.find_run`) when the
     events give no ``run_start`` and ``run_stop``, else None."""
-    r0, r1 = _run_bounds(events)
-    if r0 is not None and r1 is not None:
+    ev = getattr(events, "events", events)
+    keys = set(ev["key"]) if isinstance(ev, pd.DataFrame) and "key" in ev else set()
+    if {"run_start", "run_stop"} <= keys:
         return None
-    df, scope = _job_rows(power, name)
-    w = _meter_interval(power, df, scope, meter_interval_s, name)
-    return find_run(df, meter_interval_s=w, name=name)
+    return find_run(_scope_rows(power, name), meter_interval_s=meter_interval_s, name=name)
+
+
+def _scope_rows(power, name) -> pd.DataFrame:
+    """The readings with power of the scope the calibration uses (node when present)."""
+    if not isinstance(power, pd.DataFrame) or "power_w" not in power:
+        raise PowerlabError(f"{name}: no power readings")
+    df = power[power["power_w"].notna()]
+    if df.empty:
+        raise PowerlabError(f"{name}: no power readings")
+    scopes = df["scope"].dropna().unique().tolist() if "scope" in df else []
+    if not scopes:
+        return df
+    return df[df["scope"] == ("node" if "node" in scopes else scopes[0])]
 
 
 def _regime(power, events, cal, cut, r1) -> list[str]:
     """:func:`powerlab.grid.runfind.regime_notes` on the measured training readings of
     the calibration part and of the held-out part (evaluations left out)."""
-    df, _ = _job_rows(power, "the recording")
+    df = _scope_rows(power, "the recording")
 
     def part(a, b):
         y = summed_readings(df[(df["timestamp"] >= a) & (df["timestamp"] <= b)],

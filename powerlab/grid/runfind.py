@@ -36,8 +36,8 @@ from scipy import signal
 from ..exceptions import AnalysisError
 from .calibrate import MIN_STEPS, STARTUP_LEVEL_FRACTION, summed_readings
 
-__all__ = ["DIP_STEPS", "MAX_ROUNDS", "REGIME_PERIOD_FACTOR", "FoundRun",
-           "find_run", "regime_notes"]
+__all__ = ["DIP_STEPS", "MAX_ROUNDS", "REGIME_LEVEL_MARGIN", "REGIME_PERIOD_FACTOR",
+           "FoundRun", "find_run", "regime_notes"]
 
 #: Longest dip below the threshold that is still part of the run [step periods].
 DIP_STEPS = 3
@@ -111,7 +111,7 @@ def _longest(above: np.ndarray, max_gap: int) -> tuple[int, int]:
     return int(starts[k]), int(ends[k])
 
 
-def find_run(telemetry: pd.DataFrame, *, meter_interval_s: float,
+def find_run(telemetry: pd.DataFrame, *, meter_interval_s: float | None = None,
              name: str = "the telemetry") -> FoundRun:
     """Find the job's run in event-less telemetry (see the module's *Rule*).
 
@@ -119,8 +119,9 @@ def find_run(telemetry: pd.DataFrame, *, meter_interval_s: float,
     ----------
     telemetry : DataFrame
         Canonical readings of one scope (node or GPU) of one recording.
-    meter_interval_s : float
-        Interval of the readings [s].
+    meter_interval_s : float, optional
+        Interval of the readings [s]; default the median spacing of each device's
+        readings.
     name : str
         Name of the recording (error messages).
 
@@ -136,6 +137,10 @@ def find_run(telemetry: pd.DataFrame, *, meter_interval_s: float,
     y = summed_readings(telemetry, every_s=_GRID_S).dropna()
     if len(y) < 20:
         raise AnalysisError(f"{name}: only {len(y)} s of readings; cannot find the run")
+    if meter_interval_s is None:
+        keys = [k for k in ("host", "gpu_index") if k in telemetry]
+        t = telemetry.sort_values("timestamp").groupby(keys, observed=True)["timestamp"]
+        meter_interval_s = float(np.nanmedian(t.diff().dt.total_seconds()))
     v = y.to_numpy()
     lo_s = max(4 * meter_interval_s, 2 * _GRID_S)
     a, b = 0, len(v) - 1
@@ -144,7 +149,7 @@ def find_run(telemetry: pd.DataFrame, *, meter_interval_s: float,
         level = float(np.median(seg))
         thr = STARTUP_LEVEL_FRACTION * level
         per = _period(seg, _GRID_S, lo_s)
-        gap = int(round(DIP_STEPS * per / _GRID_S))
+        gap = round(DIP_STEPS * per / _GRID_S)
         na, nb = _longest(v >= thr, gap)
         if (na, nb) == (a, b):
             break
@@ -156,8 +161,22 @@ def find_run(telemetry: pd.DataFrame, *, meter_interval_s: float,
                     recording=(telemetry["timestamp"].min(), telemetry["timestamp"].max()))
 
 
+#: The calibration part's range of 1-min means is widened by this fraction of its mean
+#: on each side: half the 2 % energy target of issue 21, below which a level difference
+#: is not one the targets could see [-].
+REGIME_LEVEL_MARGIN = 0.01
 #: Held-out step period outside this factor of the calibration part's: a regime change.
 REGIME_PERIOD_FACTOR = 1.5
+
+
+def _minute_means(y: pd.Series) -> pd.Series:
+    """Means of the whole minutes of ``y`` counted from its first value (at least 90 %
+    of the minute's 1-s means present)."""
+    if y.empty:
+        return y
+    k = ((y.index - y.index[0]).total_seconds() // 60).astype(int)
+    g = y.groupby(k).agg(["mean", "size"])
+    return g.loc[g["size"] >= 0.9 * 60 / _GRID_S, "mean"]
 
 
 def regime_notes(y_cal: pd.Series, y_test: pd.Series, *, meter_interval_s: float,
@@ -166,10 +185,12 @@ def regime_notes(y_cal: pd.Series, y_test: pd.Series, *, meter_interval_s: float
 
     Two tests on the measured 1-s means of the summed readings (training time only):
 
-    - **level**: the held-out mean power lies outside the range of the calibration
-      part's whole-minute means (its lowest to its highest).  On a stationary job the
-      held-out mean, an average over several minutes, varies less than single minutes,
-      so it rarely leaves that range; a drift, a new step pattern or long pauses do;
+    - **level**: the mean of the held-out part's whole-minute means lies outside the
+      range of the calibration part's whole-minute means (its lowest to its highest;
+      minutes counted from each part's start), widened on each side by
+      :data:`REGIME_LEVEL_MARGIN` of their mean.  On a stationary job an average over
+      several minutes varies less than single minutes, so it rarely leaves that range; a
+      drift, a new step pattern or long pauses do;
     - **period** (only when the calibration claims a periodic step): the periodogram peak
       of the held-out part (between four meter intervals, at least 2 s, and an eighth of
       the part) differs from the calibration part's by more than a factor
@@ -191,14 +212,15 @@ def regime_notes(y_cal: pd.Series, y_test: pd.Series, *, meter_interval_s: float
     """
     out: list[str] = []
     yc, yt = y_cal.dropna(), y_test.dropna()
-    mins = yc.groupby(yc.index.floor("60s")).agg(["mean", "size"])
-    mins = mins.loc[mins["size"] >= 0.9 * 60 / _GRID_S, "mean"]
-    if len(mins) >= 2 and len(yt):
-        lo, hi, mt = float(mins.min()), float(mins.max()), float(yt.mean())
+    mins, mt_all = _minute_means(yc), _minute_means(yt)
+    if len(mins) >= 2 and len(mt_all):
+        tol = REGIME_LEVEL_MARGIN * float(mins.mean())
+        lo, hi = float(mins.min()) - tol, float(mins.max()) + tol
+        mt = float(mt_all.mean())
         if not lo <= mt <= hi:
-            out.append(f"regime change: the held-out mean power ({mt:,.0f} W) lies outside "
-                       f"the range of the calibration part's 1-min means ({lo:,.0f} .. "
-                       f"{hi:,.0f} W): the workload changed (a drift, another step pattern "
+            out.append(f"regime change: the held-out part's mean 1-min power ({mt:,.0f} W) lies outside "
+                       f"the range of the calibration part's 1-min means, widened by "
+                       f"{REGIME_LEVEL_MARGIN:.0%} ({lo:,.0f} .. {hi:,.0f} W): the workload changed (a drift, another step pattern "
                        "or pauses), so the scores measure the model against another "
                        "regime, not its accuracy on the regime it was fitted on.")
     if periodic and len(yc) >= 16 and len(yt) >= 16:
