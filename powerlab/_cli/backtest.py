@@ -14,9 +14,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Two modes. Time split: calibrate on the recording up to --split (a "
                     "fraction of the run) with the events known by then, forecast the rest. "
                     "Run to run: calibrate on --train-runs, forecast each of --test-runs "
-                    "from its own start events. The forecast is read through the "
+                    "from its own start events. Without run events the run is found "
+                    "from the readings (powerlab.grid.runfind.find_run) and only it is "
+                    "calibrated and scored. The forecast is read through the "
                     "recording's own meters; writes backtest.csv (run, metric, measured, "
-                    "forecast, error, error_pct, unit), backtest_series.csv, a chart "
+                    "forecast, error, error_pct, unit, note: the summary's notes, one a "
+                    "row), backtest_series.csv, a chart "
                     "(backtest.svg, with the charts extra) and summary.txt.",
     )
     p.add_argument("power", nargs="*", type=Path,

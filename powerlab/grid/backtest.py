@@ -9,6 +9,16 @@ Two modes, the same scoring:
 - **run to run** (:func:`backtest_runs`): calibrate on some runs of a system, forecast
   other runs from their own start events (``run_start``, ``run_stop``).
 
+**Without run events** (``nvidia-smi`` traces, GPU scope) the run is found from the
+readings (:func:`powerlab.grid.runfind.find_run`: the longest stretch of 1-s summed power
+at or above 90 % of its median, the start-up threshold of the calibration, dips of up to
+three step periods joined) and the time split calibrates and scores that run only, never
+the idle time or another job around it; the summary's first note says where the run was
+found and how.  A held-out part in another regime than the calibration part (its mean
+1-min power outside the range of the calibration part's, widened by 1 %, or another step
+period) gets a note in words (:func:`powerlab.grid.runfind.regime_notes`); the numbers are
+still given.
+
 The forecast job restarts where the forecaster stands: in a time split at the end of the
 last evaluation before the split (no start-up; the engine counts steps and evaluations
 from there) or, when an evaluation is under way at the split, at its start with a
@@ -353,7 +363,9 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
         Node-scope telemetry of one run.
     events : MLLogResult or DataFrame, optional
         The run's training log; only its events before the split are given to the
-        calibration (``run_stop`` bounds the scored window).
+        calibration (``run_stop`` bounds the scored window).  Without ``run_start`` and
+        ``run_stop`` the run is found from the readings
+        (:func:`powerlab.grid.runfind.find_run`) and ``split`` is a fraction of that run.
     split : float, optional
         Where the run is cut, as a fraction of its duration (0 < split < 1); default
         :func:`split_rule` (the middle of the run, moved after the second evaluation
