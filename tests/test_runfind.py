@@ -133,3 +133,24 @@ def test_nvidia_smi_trace_run_bounds(shared_data):
     day = "2025-07-27T"
     assert abs((r.start - pd.Timestamp(day + "01:50:20Z")).total_seconds()) <= 20
     assert abs((r.end - pd.Timestamp(day + "01:55:10Z")).total_seconds()) <= 20
+
+
+@pytest.mark.slow  # reads a 2.6-MB trace and runs the backtest (3-7 s here)
+def test_backtest_cli_on_an_nvidia_smi_trace_notes_the_run(shared_data, tmp_path):
+    """``powerlab backtest`` on the ckpt500 trace (no events) scores the training only:
+    energy within 2 % (it was +207 % when idle time and the second burst were scored),
+    and ``backtest.csv``'s note column and the summary say how the run was found."""
+    from powerlab.cli import main
+
+    path = shared_data / "nvidia-smi-h100-100ms" / "h100-traces_ckpt500.csv"
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rc = main(["backtest", str(path), "--tz", "UTC", "--out", str(tmp_path / "bt")])
+    assert rc == 0
+    t = pd.read_csv(tmp_path / "bt" / "backtest.csv")
+    e = t.loc[t["metric"] == "energy_j", "error_pct"].iloc[0]
+    assert abs(e) < 2.0
+    assert t["note"].iloc[0].startswith("no run events: the run was found from the readings")
+    assert "no run events" in (tmp_path / "bt" / "summary.txt").read_text()
