@@ -14,9 +14,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Two modes. Time split: calibrate on the recording up to --split (a "
                     "fraction of the run) with the events known by then, forecast the rest. "
                     "Run to run: calibrate on --train-runs, forecast each of --test-runs "
-                    "from its own start events. The forecast is read through the "
+                    "from its own start events. Without run events the run is found "
+                    "from the readings (powerlab.grid.runfind.find_run) and only it is "
+                    "calibrated and scored. The forecast is read through the "
                     "recording's own meters; writes backtest.csv (run, metric, measured, "
-                    "forecast, error, error_pct, unit), backtest_series.csv, a chart "
+                    "forecast, error, error_pct, unit, note: the summary's notes, one a "
+                    "row), backtest_series.csv, a chart "
                     "(backtest.svg, with the charts extra) and summary.txt.",
     )
     p.add_argument("power", nargs="*", type=Path,
@@ -77,7 +80,9 @@ def run(args) -> int:
                              source=", ".join(str(p) for p in args.power),
                              events_source=str(args.events) if args.events else None)
     args.out.mkdir(parents=True, exist_ok=True)
-    res.metrics.to_csv(args.out / "backtest.csv", index=False, float_format="%.6g")
+    notes = res.notes()  # one note a row, in a last column, from the first row
+    table = res.metrics.assign(note=(notes + [""] * len(res.metrics))[:len(res.metrics)])
+    table.to_csv(args.out / "backtest.csv", index=False, float_format="%.6g")
     import pandas as pd
 
     pd.concat([s.assign(run=k) for k, s in res.series.items()]).to_csv(

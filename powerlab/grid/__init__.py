@@ -9,6 +9,7 @@ Modules
 :mod:`~powerlab.grid.scenario`     the YAML scenario: site, hardware, jobs, mitigations, limits
 :mod:`~powerlab.grid.profile`      calibrating a job's power levels on measured node power
 :mod:`~powerlab.grid.profile_fit`  the calibrated profile, its uncertainties and priors
+:mod:`~powerlab.grid.runfind`      a job's run in event-less telemetry; regime-change notes
 :mod:`~powerlab.grid.meter`        what an interval-averaging meter would read of a forecast
 :mod:`~powerlab.grid.timebase`     the engine's discrete time grid
 :mod:`~powerlab.grid.forecast`     the engine: per-job templates, jitter, failures

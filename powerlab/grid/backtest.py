@@ -9,6 +9,16 @@ Two modes, the same scoring:
 - **run to run** (:func:`backtest_runs`): calibrate on some runs of a system, forecast
   other runs from their own start events (``run_start``, ``run_stop``).
 
+**Without run events** (``nvidia-smi`` traces, GPU scope) the run is found from the
+readings (:func:`powerlab.grid.runfind.find_run`: the longest stretch of 1-s summed power
+at or above 90 % of its median, the start-up threshold of the calibration, dips of up to
+three step periods joined) and the time split calibrates and scores that run only, never
+the idle time or another job around it; the summary's first note says where the run was
+found and how.  A held-out part in another regime than the calibration part (its mean
+1-min power outside the range of the calibration part's, widened by 1 %, or another step
+period) gets a note in words (:func:`powerlab.grid.runfind.regime_notes`); the numbers are
+still given.
+
 The forecast job restarts where the forecaster stands: in a time split at the end of the
 last evaluation before the split (no start-up; the engine counts steps and evaluations
 from there) or, when an evaluation is under way at the split, at its start with a
@@ -46,6 +56,7 @@ from .._summary import Summary
 from ..exceptions import AnalysisError, PowerlabError
 from .calibrate import Calibration, calibrate_job, run_window, summed_readings
 from .profile import eval_intervals
+from .runfind import find_run, regime_notes
 
 __all__ = ["METRICS", "BacktestResult", "backtest_runs", "backtest_split", "score",
            "split_rule"]
@@ -98,6 +109,7 @@ class BacktestResult:
     mode: str = "split"
     forecast_evals: dict = field(default_factory=dict, repr=False)
     split: float = float("nan")
+    run_notes: list = field(default_factory=list)
 
     @property
     def ramp_resolved(self) -> bool:
@@ -122,16 +134,22 @@ class BacktestResult:
                 f"{c.fit.step_time_s:.3g} s"
                 + ("" if c.has_periodic_step else " (no periodic step: see notes)")
                 + (f"; split at {self.split:.3g} of the run" if self.mode == "split" else "")]
-        notes = list(c.notes())
-        if not self.ramp_resolved:
-            notes.append("the meter does not resolve a periodic step: the step swing, its "
-                         "period and the 1-s ramps are not a test of the model here.")
+        notes = self.notes()
         s = Summary(float_format="{:,.4g}", max_rows=200)
         s.add_text(head)
         s.add_df(self.metrics, index=False)
         if notes:
             s.add_text([f"Note: {n}" for n in notes])
         return s
+
+    def notes(self) -> list[str]:
+        """The notes in words: how the run was found (no run events), a regime change
+        in the held-out part, then the calibration's notes."""
+        notes = list(self.run_notes) + list(self.calibration.notes())
+        if not self.ramp_resolved:
+            notes.append("the meter does not resolve a periodic step: the step swing, its "
+                         "period and the 1-s ramps are not a test of the model here.")
+        return notes
 
     def _repr_html_(self) -> str:
         return self.summary().as_html()
@@ -345,7 +363,9 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
         Node-scope telemetry of one run.
     events : MLLogResult or DataFrame, optional
         The run's training log; only its events before the split are given to the
-        calibration (``run_stop`` bounds the scored window).
+        calibration (``run_stop`` bounds the scored window).  Without ``run_start`` and
+        ``run_stop`` the run is found from the readings
+        (:func:`powerlab.grid.runfind.find_run`) and ``split`` is a fraction of that run.
     split : float, optional
         Where the run is cut, as a fraction of its duration (0 < split < 1); default
         :func:`split_rule` (the middle of the run, moved after the second evaluation
@@ -361,9 +381,12 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
     if split is not None and not 0 < split < 1:
         raise PowerlabError(f"--split must be between 0 and 1, got {split!r}")
     evname = events_source or getattr(events, "path", None) or "the events log"
+    found = _found_run(power, events, meter_interval_s, name)
     cal_all = calibrate_job(power, events=events, meter_interval_s=meter_interval_s,
                             gpus_per_node=gpus_per_node, source=name,
-                            events_source=evname)
+                            events_source=evname,
+                            start=found.start if found else None,
+                            end=found.end if found else None)
     r0, r1 = cal_all.job_start, cal_all.job_end
     if split is None:
         split = split_rule(events, r0, r1) if events is not None else 0.5
@@ -408,8 +431,54 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
     table, ser, fev = _score_window(cal, power, events, job_start=job_start,
                                     startup=startup, t0=cut, t1=r1, duration_s=dur,
                                     run="split")
+    notes = [found.describe()] if found else []
+    notes += _regime(power, events, cal, cut, r1)
     return BacktestResult(metrics=table, calibration=cal, series={"split": ser},
-                          mode="split", forecast_evals={"split": fev}, split=float(split))
+                          mode="split", forecast_evals={"split": fev}, split=float(split),
+                          run_notes=notes)
+
+
+def _found_run(power, events, meter_interval_s, name):
+    """The run found from the readings (:func:`powerlab.grid.runfind.find_run`) when the
+    events give no ``run_start`` and ``run_stop``, else None."""
+    ev = getattr(events, "events", events)
+    keys = set(ev["key"]) if isinstance(ev, pd.DataFrame) and "key" in ev else set()
+    if {"run_start", "run_stop"} <= keys:
+        return None
+    return find_run(_scope_rows(power, name), meter_interval_s=meter_interval_s, name=name)
+
+
+def _scope_rows(power, name) -> pd.DataFrame:
+    """The readings with power of the scope the calibration uses (node when present)."""
+    if not isinstance(power, pd.DataFrame) or "power_w" not in power:
+        raise PowerlabError(f"{name}: no power readings")
+    df = power[power["power_w"].notna()]
+    if df.empty:
+        raise PowerlabError(f"{name}: no power readings")
+    scopes = df["scope"].dropna().unique().tolist() if "scope" in df else []
+    if not scopes:
+        return df
+    return df[df["scope"] == ("node" if "node" in scopes else scopes[0])]
+
+
+def _regime(power, events, cal, cut, r1) -> list[str]:
+    """:func:`powerlab.grid.runfind.regime_notes` on the measured training readings of
+    the calibration part and of the held-out part (evaluations left out)."""
+    df = _scope_rows(power, "the recording")
+
+    def part(a, b):
+        y = summed_readings(df[(df["timestamp"] >= a) & (df["timestamp"] <= b)],
+                            every_s=1.0)
+        if events is not None:
+            for e0, e1 in zip(*(eval_intervals(events)[k] for k in ("start_utc",
+                                                                      "stop_utc"))):
+                y = y[(y.index < e0) | (y.index >= e1 + pd.Timedelta(
+                    seconds=2 * cal.meter_interval_s))]
+        return y
+
+    return regime_notes(part(cal.training_start, cal.job_end), part(cut, r1),
+                        meter_interval_s=cal.meter_interval_s,
+                        periodic=cal.has_periodic_step)
 
 
 def backtest_runs(train: list, test: list, *, meter_interval_s: float | None = None,
