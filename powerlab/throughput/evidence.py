@@ -66,10 +66,11 @@ def expected_share_given_temp(hit: np.ndarray, temp: np.ndarray, *, bin_c: float
     so the die temperature no longer shows how much heat it would have.  With
     ``host_heat``, such a sample is explained by its host's inlet (expected bit share 1,
     the bit is the physical consequence of that heat) when removing the host's heat
-    brings it back into the range the other GPUs fill: the GPU is the hottest only
-    because its host is hot.  A sample that stays beyond that range without its host's
-    heat is the GPU's own heat, and keeps the running maximum of the cooler bins (its
-    bits are evidence).
+    brings it back into the range the other GPUs fill and the host's heat is at least
+    half of the die's excess over the fleet's median GPU (the larger part of the excess
+    is the host's): the GPU is the hottest only because its host is hot.  A sample that
+    stays beyond that range without its host's heat, or whose excess is mostly the
+    GPU's own, keeps the running maximum of the cooler bins (its bits are evidence).
 
     Parameters
     ----------
@@ -112,7 +113,12 @@ def expected_share_given_temp(hit: np.ndarray, temp: np.ndarray, *, bin_c: float
     ps = np.take_along_axis(p.T, b, axis=0)                   # samples x GPUs
     heat = np.clip(np.nan_to_num(host_heat), 0.0, None)
     b_cool = np.floor(np.where(ok, temp - heat, 0.0) / bin_c).astype(np.int64) - b0
-    by_host = ok & (b > top[None, :]) & (b_cool <= top[None, :])
+    # the host's heat must be at least the GPU's own share of the die's excess over the
+    # fleet's median GPU (heat >= excess - heat): a die 6 degC hotter than its hostmates
+    # in a host 0.7 degC warm is its own heat, even if 0.7 degC takes it back into range
+    excess = temp - np.nanmedian(temp, axis=1, keepdims=True)
+    by_host = (ok & (b > top[None, :]) & (b_cool <= top[None, :])
+               & (2.0 * heat >= np.nan_to_num(excess)))
     ps = np.where(by_host, 1.0, ps)
     return np.where(ok, ps, 0.0).sum(axis=0) / np.maximum(ok.sum(axis=0), 1)
 
