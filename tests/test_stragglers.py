@@ -384,3 +384,51 @@ def test_baseline_bad_input():
     assert bs.key == "host/gpu_index" and bs.chips["chip_key"].iloc[0] == "node000/0"
     res = find_stragglers(tel, baseline=bs)
     assert (res.scores["baseline"] == "baseline").all()
+
+
+def test_thermal_bits_explained_by_the_host_heat():
+    """Issue 22 (generator C): thermal slowdown holds a die just below its slowdown
+    temperature, so a throttling GPU that is the hottest of the fleet only because its
+    host's inlet is hot is explained by that heat; the same die and bits in a host that
+    is not hot are its own heat, and stay unexplained (the other GPUs never throttle).
+
+    Known answer: 16 GPUs on 4 hosts, the other GPUs at 70 +- 1 degC with no bits; GPU 0
+    sits at 79.5 degC with the bit in half of its samples.  With host 0's other GPUs
+    6 degC hot (its inlet), every sample of GPU 0 is beyond the bins the other GPUs fill
+    (they reach about 78 degC), back in them without the host's heat (about 74 degC), and
+    the host's heat (about 5.7 degC) is more than half of the die's excess over the
+    fleet's median GPU (about 9.1 degC): each sample is expected to throttle, the
+    expected share is about 1, above the bit share of 0.5, so no excess.  With host 0
+    not hot: 0 (the running maximum of the cooler bins, where no GPU throttles); without
+    host heat given: 0 in both fleets (as before issue 22's fix)."""
+    from powerlab.throughput.evidence import expected_share_given_temp, host_heat_c
+
+    host = np.repeat(np.arange(4), 4)
+
+    def fleet(hot):
+        rng = np.random.default_rng(3)
+        temp = 70.0 + rng.normal(0.0, 1.0, (400, 16))
+        temp[:, 1:4] += 6.0 if hot else 0.0
+        temp[:, 0] = 79.5 + rng.normal(0.0, 0.1, 400)
+        hit = np.zeros((400, 16), bool)
+        hit[::2, 0] = True
+        return temp, hit
+
+    temp, hit = fleet(hot=True)
+    heat = host_heat_c(temp, host)
+    # 6 degC less the fleet median's shift by the 4 hot GPUs of 16 (about 0.3)
+    assert 5.3 < np.median(heat[:, 0]) < 6.0
+    assert abs(np.median(heat[:, 8])) < 0.5
+    exp = expected_share_given_temp(hit, temp, host_heat=heat)
+    assert 0.9 < exp[0] <= 1.0
+    assert np.all(exp[1:] < 0.01)
+    assert expected_share_given_temp(hit, temp)[0] < 0.01
+    # with the die 6 degC hotter still (its own heat: more than the host's, and beyond
+    # the fleet even without the host's heat), the host no longer explains it
+    hotter = temp.copy()
+    hotter[:, 0] += 6.0
+    assert expected_share_given_temp(hit, hotter, host_heat=heat)[0] < 0.01
+    temp, hit = fleet(hot=False)
+    heat = host_heat_c(temp, host)
+    assert abs(np.median(heat[:, 0])) < 0.5
+    assert expected_share_given_temp(hit, temp, host_heat=heat)[0] < 0.01

@@ -34,7 +34,7 @@ from ..telemetry.schema import THROTTLE_REASONS
 from ._robust import group_median, nanmad
 
 __all__ = ["BIT_GROUPS", "CAUSES", "bit_share_z", "cause_of", "combine_evidence",
-           "expected_share_given_temp", "sidak_p"]
+           "expected_share_given_temp", "host_heat_c", "sidak_p"]
 
 #: slowing throttle bits by the cause they point to
 BIT_GROUPS = {
@@ -50,9 +50,10 @@ CAUSES = {"temp": "thermal", "thermal_bits": "thermal", "hbm": "thermal",
 
 
 def expected_share_given_temp(hit: np.ndarray, temp: np.ndarray, *, bin_c: float = 0.5,
-                              min_count: int = 20) -> np.ndarray:
+                              min_count: int = 20,
+                              host_heat: np.ndarray | None = None) -> np.ndarray:
     """Share of samples with thermal bits each GPU would have at its own temperatures,
-    judged by the *other* GPUs of the fleet.
+    judged by the *other* GPUs of the fleet, and by its host's heat.
 
     Per 0.5 degC bin of die temperature, the share of the other GPUs' samples in that
     bin with the bits (bins with fewer than ``min_count`` such samples are skipped), made
@@ -60,12 +61,27 @@ def expected_share_given_temp(hit: np.ndarray, temp: np.ndarray, *, bin_c: float
     maximum); the GPU's expected share is the mean over its samples.  A hot host's GPUs
     throttle as often as any GPU at their temperature: explained, not evidence.
 
+    Above the hottest bin the other GPUs fill, the fleet says nothing: a die there is the
+    hottest of the fleet, and thermal slowdown holds a die at its slowdown temperature,
+    so the die temperature no longer shows how much heat it would have.  With
+    ``host_heat``, such a sample is explained by its host's inlet (expected bit share 1,
+    the bit is the physical consequence of that heat) when removing the host's heat
+    brings it back into the range the other GPUs fill and the host's heat is at least
+    half of the die's excess over the fleet's median GPU (the larger part of the excess
+    is the host's): the GPU is the hottest only because its host is hot.  A sample that
+    stays beyond that range without its host's heat, or whose excess is mostly the
+    GPU's own, keeps the running maximum of the cooler bins (its bits are evidence).
+
     Parameters
     ----------
     hit : numpy.ndarray
         Bits set, samples x GPUs (bool; False where missing).
     temp : numpy.ndarray
         Die temperature, samples x GPUs [degC] (NaN where missing).
+    host_heat : numpy.ndarray, optional
+        The host's heat, samples x GPUs [degC]: how much hotter the *other* GPUs of the
+        GPU's host run than the fleet's median GPU at the same moment (its inlet excess
+        as the dies see it), :func:`host_heat_c`; negative values explain nothing.
 
     Returns
     -------
@@ -76,8 +92,9 @@ def expected_share_given_temp(hit: np.ndarray, temp: np.ndarray, *, bin_c: float
     n_g = temp.shape[1]
     if not ok.any():
         return np.full(n_g, np.nan)
-    b = np.floor(np.where(ok, temp, 0.0) / bin_c).astype(np.int64)
-    b -= b[ok].min()
+    b0 = int(np.floor(np.nanmin(temp) / bin_c))
+    b = np.floor(np.where(ok, temp, 0.0) / bin_c).astype(np.int64) - b0
+    b[~ok] = 0
     nb = int(b[ok].max()) + 1
     key = (np.broadcast_to(np.arange(n_g), temp.shape) * nb + b)[ok]
     cnt = np.bincount(key, minlength=n_g * nb).reshape(n_g, nb)
@@ -85,10 +102,39 @@ def expected_share_given_temp(hit: np.ndarray, temp: np.ndarray, *, bin_c: float
                        minlength=n_g * nb).reshape(n_g, nb)
     loo_c = cnt.sum(axis=0)[None, :] - cnt
     loo_h = hits.sum(axis=0)[None, :] - hits
+    filled = loo_c >= min_count
     with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.where(loo_c >= min_count, loo_h / loo_c, 0.0)
+        p = np.where(filled, loo_h / loo_c, 0.0)
     p = np.maximum.accumulate(p, axis=1)
-    return (cnt * p).sum(axis=1) / np.maximum(cnt.sum(axis=1), 1)
+    if host_heat is None:
+        return (cnt * p).sum(axis=1) / np.maximum(cnt.sum(axis=1), 1)
+    # the hottest bin the other GPUs fill, per GPU (-1: none)
+    top = np.where(filled.any(axis=1), nb - 1 - np.argmax(filled[:, ::-1], axis=1), -1)
+    ps = np.take_along_axis(p.T, b, axis=0)                   # samples x GPUs
+    heat = np.clip(np.nan_to_num(host_heat), 0.0, None)
+    b_cool = np.floor(np.where(ok, temp - heat, 0.0) / bin_c).astype(np.int64) - b0
+    # the host's heat must be at least the GPU's own share of the die's excess over the
+    # fleet's median GPU (heat >= excess - heat): a die 6 degC hotter than its hostmates
+    # in a host 0.7 degC warm is its own heat, even if 0.7 degC takes it back into range
+    excess = temp - np.nanmedian(temp, axis=1, keepdims=True)
+    by_host = (ok & (b > top[None, :]) & (b_cool <= top[None, :])
+               & (2.0 * heat >= np.nan_to_num(excess)))
+    ps = np.where(by_host, 1.0, ps)
+    return np.where(ok, ps, 0.0).sum(axis=0) / np.maximum(ok.sum(axis=0), 1)
+
+
+def host_heat_c(temp: np.ndarray, host_code: np.ndarray) -> np.ndarray:
+    """How much hotter the other GPUs of each GPU's host run than the fleet's median GPU
+    at the same moment [degC], samples x GPUs: the host's inlet excess as its dies see
+    it (the median of the others, so the GPU's own heat is not counted as its host's).
+    Hosts with fewer than 3 GPUs get NaN (no heat explained)."""
+    off = temp - np.nanmedian(temp, axis=1, keepdims=True)
+    heat = np.full_like(off, np.nan)
+    for h in np.unique(host_code):
+        cols = np.flatnonzero(host_code == h)
+        if len(cols) >= 3:
+            heat[:, cols] = group_median(off[:, cols], True)
+    return heat
 
 
 def bit_share_z(bits: np.ndarray, present: np.ndarray, wcode: np.ndarray,

@@ -37,6 +37,7 @@ from .evidence import (
     cause_of,
     combine_evidence,
     expected_share_given_temp,
+    host_heat_c,
 )
 from .failslow import cusum_episodes, drop_episodes, drop_shared
 from .fleet_levels import group_stragglers
@@ -409,11 +410,15 @@ def throttle_evidence(w: FleetWork) -> None:
     w.drop = (np.nanmean(np.where(slow, w.o_clock, np.nan), axis=0)
               - np.nanmean(np.where(~slow & present, w.o_clock, np.nan), axis=0))
     out["throttle_excess_share"], out["throttled_clock_drop_pct"] = w.excess, w.drop
+    temp = w.mat.get("temp_gpu_c")
+    heat = host_heat_c(temp, w.host_code) if temp is not None else None
     for name, mask in BIT_GROUPS.items():
-        # thermal bits beyond what the GPU's own temperatures explain (a hot host
-        # throttles more); the heat itself is the temperature channel's evidence
-        exp = (expected_share_given_temp(((b & mask) != 0) & present, w.mat["temp_gpu_c"])
-               if name == "thermal_bits" and "temp_gpu_c" in w.mat else None)
+        # thermal bits beyond what the GPU's own temperatures and its host's heat explain
+        # (a hot host throttles more, and a die held at its slowdown temperature no
+        # longer shows its heat); the GPU's own heat is the temperature channel's evidence
+        exp = (expected_share_given_temp(((b & mask) != 0) & present, temp,
+                                         host_heat=heat)
+               if name == "thermal_bits" and temp is not None else None)
         sh, ex, zb = bit_share_z(b, present, w.wcode, w.host_code, mask, expected=exp)
         w.bit_share[name] = sh
         out[f"{name}_excess_share"] = ex
