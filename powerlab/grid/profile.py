@@ -103,7 +103,7 @@ import numpy as np
 import pandas as pd
 from scipy import signal
 
-from .._options import Options
+from .._options import Options, choice
 from ..exceptions import AnalysisError, PowerlabError, SchemaError, Violation
 from ..telemetry.timeutil import to_utc
 from .profile_fit import (
@@ -457,8 +457,7 @@ def _select_rows(w: _ProfileWork, telemetry, scope, start, end, idle) -> None:
             raise PowerlabError(f"telemetry holds scopes {scopes}; pass scope='gpu' or "
                                 "scope='node'")
         scope = str(scopes[0])
-    if scope not in ("gpu", "node"):
-        raise PowerlabError(f"scope must be 'gpu' or 'node', got {scope!r}")
+    choice(scope, "scope", ("gpu", "node"), error=PowerlabError)
     o = w.opts
     w.w_s = w_s = float(o.meter_interval_s or 0.0)
     if not (np.isfinite(w_s) and w_s >= 0):

@@ -407,9 +407,7 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
     -------
     PowerTrace
     """
-    if sampling not in SAMPLINGS:
-        raise PowerlabError(f"sampling must be one of {', '.join(SAMPLINGS)}, got "
-                            f"{sampling!r}")
+    choice(sampling, "sampling", SAMPLINGS, error=PowerlabError)
     start, end = (to_utc(start, what="start", optional=True),
                   to_utc(end, what="end", optional=True))
     df, scope = _power_rows(data, scope, start, end)
@@ -463,10 +461,9 @@ def _power_rows(data, scope: str, start, end) -> tuple[pd.DataFrame, str]:
         df = df[df["timestamp"] < end]
     sc = df["scope"].astype("string").fillna("gpu") if "scope" in df.columns else \
         pd.Series("gpu", index=df.index, dtype="string")
+    choice(scope, "scope", ("auto", "node", "gpu"), error=PowerlabError)
     if scope == "auto":
         scope = "node" if (sc == "node").any() else "gpu"
-    if scope not in ("node", "gpu"):
-        raise PowerlabError(f"scope must be 'auto', 'node' or 'gpu', got {scope!r}")
     df = df[(sc == scope).to_numpy() & df["power_w"].notna().to_numpy()]
     if df.empty:
         raise AnalysisError(f"no {scope}-scope power readings in the telemetry (and range)")

@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._options import Options
+from .._options import Options, choice
 from .._summary import Summary
 from ..exceptions import AnalysisError, SchemaError, Violation
 from .changepoints import demeaned_fit, level_shifts
@@ -294,10 +294,8 @@ class TimeOfDayOptions(Options):
     def check(self) -> int:
         """Check the options (:class:`~powerlab.exceptions.AnalysisError` naming the bad
         one); returns the interval [ns]."""
-        if self.errors not in ERRORS:
-            raise AnalysisError(f"errors must be one of {ERRORS}, got {self.errors!r}")
-        if self.ic not in ("bic", "aic"):
-            raise AnalysisError(f"ic must be 'bic' or 'aic', got {self.ic!r}")
+        choice(self.errors, "errors", ERRORS, error=AnalysisError)
+        choice(self.ic, "ic", ("bic", "aic"), error=AnalysisError)
         mo = self.max_order
         if not (isinstance(mo, (int, np.integer)) and 1 <= mo <= 12):
             raise AnalysisError(f"max_order must be an integer in 1..12, got {mo!r}")
