@@ -4,14 +4,14 @@ For each dataset (v4.0 H100: GPT-3 64 nodes, Llama-2-70B LoRA 8 nodes, BERT 1 no
 v5.0 8 x B200: BERT, Llama-2-70B LoRA, RetinaNet, Stable Diffusion), with one rule for
 all (nothing is tuned per dataset):
 
-* **time split** on the first run (``powerlab.grid.backtest.backtest_split``): split at
+* **time split** on the first run (``powerlab.calibration.backtest.backtest_split``): split at
   the middle of the run, unless fewer than ``k`` complete evaluations of the run end
   before the middle, ``k = 2`` when the run has three or more evaluations (an evaluation
   cadence is a gap between two evaluations: one evaluation cannot measure it, and the
   first evaluation carries one-time set-up, so only a second one shows a recurring
   evaluation), else ``k = 1`` (a split must leave one evaluation to calibrate on); then
   the split is at the middle of the training block after the ``k``-th evaluation
-  (``powerlab.grid.backtest.split_rule``, the default of ``powerlab backtest``).  The
+  (``powerlab.calibration.backtest.split_rule``, the default of ``powerlab backtest``).  The
   rule reads only the run's own evaluation count and times, the same for every dataset.
   Energy error, 1-min MAPE and bias, the largest 1-s ramp
   forecast / measured (a test only where the meter resolves a periodic step), and, as a
@@ -38,9 +38,9 @@ from pathlib import Path
 
 import numpy as np
 
+from powerlab.calibration.backtest import backtest_runs, backtest_split, split_rule
+from powerlab.calibration.calibrate import summed_readings
 from powerlab.exceptions import DataQualityWarning
-from powerlab.grid.backtest import backtest_runs, backtest_split, split_rule
-from powerlab.grid.calibrate import summed_readings
 from powerlab.iotools import read_mllog, read_mlperf_power
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,7 +69,7 @@ def runs_of(root: Path) -> list:
 
 
 def split_for(log) -> float:
-    """The split rule of ``powerlab backtest`` (:func:`powerlab.grid.backtest.split_rule`)
+    """The split rule of ``powerlab backtest`` (:func:`powerlab.calibration.backtest.split_rule`)
     on the run's evaluations."""
     return split_rule(log, log.run_start, log.run_stop)
 

@@ -4,8 +4,8 @@
 
 1. reads the real MLPerf Training v4.0 GPT-3 power logs (64 nodes x 8 H100, Apache-2.0)
    and the training log, and calibrates a job power profile through the logs' 2-s meters
-   (:func:`powerlab.grid.calibrate.calibrate_job`, what ``powerlab calibrate`` runs, on
-   :func:`powerlab.grid.profile.fit_profile`: step time, node power while computing and
+   (:func:`powerlab.calibration.calibrate.calibrate_job`, what ``powerlab calibrate`` runs, on
+   :func:`powerlab.calibration.profile.fit_profile`: step time, node power while computing and
    in the step dip, with their uncertainties); the log has no idle period, so node power
    is split into GPU and non-GPU parts by a stated prior (:data:`NODE_OVERHEAD_PRIOR`), and
    the scenario's node power equals the measured node power whatever the split;
@@ -37,8 +37,8 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
+from .calibration.profile_fit import Prior
 from .exceptions import DataQualityWarning, PowerlabError, StoreError
-from .grid.profile_fit import Prior
 
 __all__ = ["NODE_OVERHEAD_PRIOR", "NOTICES", "DemoResult", "ReportInputs", "demo_scenario",
            "run_demo"]
@@ -146,7 +146,7 @@ def demo_scenario(profile=None, *, hours: float = 6.0) -> Any:
 
     Starts from ``data/scenarios/llama3_16k_h100.yaml`` (one synchronous job on every
     GPU, 30-minute checkpoints, failures at the Llama 3 rate) shortened to ``hours``;
-    with ``profile`` (a node-scope :class:`powerlab.grid.profile.ProfileFit`), the job's
+    with ``profile`` (a node-scope :class:`powerlab.calibration.profile.ProfileFit`), the job's
     step time and duty cycle come from the fit, and so does node power: the scenario's
     node overhead is the fit's non-GPU power and the GPU levels are the rest, so that a
     node draws the measured node power while computing and in the step dip.  A fit without
@@ -321,7 +321,7 @@ def _read_mlperf():
 def _calibrate(power, mllog):
     """What ``powerlab calibrate`` does; the log has no idle period, so node power is
     then split by the stated prior."""
-    from .grid.calibrate import calibrate_job
+    from .calibration.calibrate import calibrate_job
 
     cal = calibrate_job(power, events=mllog)
     return cal.fit.with_split(NODE_OVERHEAD_PRIOR)

@@ -58,7 +58,8 @@ def test_single_module_imports_boundary(module, owner):
 
 # --------------------------------------------------------------------------- wings
 # Data flows one way:
-#   iotools/, collect/ -> telemetry/ -> grid/, throughput/ -> interconnect/ -> flex/ -> viz/
+#   iotools/, collect/ -> telemetry/ -> grid/, throughput/ -> calibration/, interconnect/
+#   -> flex/ -> viz/
 # with the command line and the demo on top.  Base modules everyone may import:
 BASE = {"powerlab", "powerlab.exceptions", "powerlab._lazy", "powerlab._progress",
         "powerlab.outputs", "powerlab._summary", "powerlab._options"}
@@ -69,11 +70,12 @@ ALLOWED = {
     "collect": {"telemetry"},
     "throughput": {"telemetry"},
     "grid": {"telemetry"},
+    "calibration": {"telemetry", "grid"},
     "interconnect": {"telemetry", "grid"},
     "flex": {"telemetry", "grid", "throughput", "interconnect"},
-    "viz": {"telemetry", "throughput", "grid", "interconnect", "flex"},
-    "top": {"telemetry", "iotools", "collect", "throughput", "grid", "interconnect", "flex",
-            "viz", "top"},
+    "viz": {"telemetry", "throughput", "grid", "calibration", "interconnect", "flex"},
+    "top": {"telemetry", "iotools", "collect", "throughput", "grid", "calibration",
+            "interconnect", "flex", "viz", "top"},
 }
 MAX_LINES = 800
 #: numbers, column names and times for people (reports, CSVs): a base module too

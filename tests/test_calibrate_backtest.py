@@ -1,9 +1,9 @@
-"""Tests of powerlab.grid.calibrate, powerlab.grid.backtest and the ``powerlab calibrate`` /
+"""Tests of powerlab.calibration.calibrate, powerlab.calibration.backtest and the ``powerlab calibrate`` /
 ``powerlab backtest`` commands.
 
 Synthetic recordings are written as MLPerf logs (node power MLLOG files and a training
 log) of a job with known levels, metered here by brute force (each reading is the mean of
-10-ms samples over the interval before it), not with powerlab.grid.meter.
+10-ms samples over the interval before it), not with powerlab.calibration.meter.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from powerlab.calibration.backtest import backtest_runs, backtest_split
+from powerlab.calibration.calibrate import calibrate_job, fisher_g_test
 from powerlab.cli import main
 from powerlab.exceptions import AnalysisError, DataQualityWarning
-from powerlab.grid.backtest import backtest_runs, backtest_split
-from powerlab.grid.calibrate import calibrate_job, fisher_g_test
 from powerlab.grid.scenario import parse_scenario
 from powerlab.iotools import read_mllog, read_mlperf_power
 

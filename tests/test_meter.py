@@ -1,4 +1,4 @@
-"""Tests of powerlab.grid.meter: interval-averaging meters applied to per-tick power.
+"""Tests of powerlab.calibration.meter: interval-averaging meters applied to per-tick power.
 
 The reference readings are computed here by brute force (power sampled every 0.1 ms and
 averaged over each meter interval), not with the module's cumulative-energy formula.
@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from powerlab.calibration.meter import Meter, meter_forecast, meter_readings, sum_meters, tick_power
 from powerlab.exceptions import PowerlabError
 from powerlab.grid.forecast import forecast
-from powerlab.grid.meter import Meter, meter_forecast, meter_readings, sum_meters, tick_power
 from powerlab.grid.scenario import parse_scenario
 
 T0 = pd.Timestamp("2025-03-01T00:00:00Z")

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from powerlab._options import choice, renamed_keywords
+from powerlab.calibration.meter import Meter, meter_forecast
 from powerlab.data import bundled_path
 from powerlab.exceptions import AnalysisError, OptionError, PowerlabError, ScenarioError
 from powerlab.grid.forecast import forecast
-from powerlab.grid.meter import Meter, meter_forecast
 from powerlab.grid.requirements import parse_requirements
 from powerlab.grid.scenario import Limits, parse_scenario, read_scenario
 

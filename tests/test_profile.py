@@ -1,7 +1,7 @@
-"""Tests of powerlab.grid.profile.fit_profile, and the MLPerf GPT-3 backtest of the forecast.
+"""Tests of powerlab.calibration.profile.fit_profile, and the MLPerf GPT-3 backtest of the forecast.
 
 Synthetic node readings are metered here by brute force (10-ms samples averaged), not with
-powerlab.grid.meter.  Run ``python -m tests.test_profile`` to print the backtest numbers
+powerlab.calibration.meter.  Run ``python -m tests.test_profile`` to print the backtest numbers
 quoted in docs/forecast_validation.md ("Backtest").
 """
 
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from powerlab.calibration.profile import Prior, eval_intervals, fit_profile, otsu_threshold
 from powerlab.exceptions import AnalysisError, PowerlabError, SchemaError
-from powerlab.grid.profile import Prior, eval_intervals, fit_profile, otsu_threshold
 
 MLPERF = Path(__file__).parents[1] / "data" / "mlperf-gpt3-64node"
 T0 = pd.Timestamp("2025-01-01T00:00:00Z")
@@ -281,11 +281,11 @@ def mlperf(mlperf_gpt3):
 
 
 def backtest(power=None, log=None, *, grid_s: float = 0.1) -> dict:
-    """The public time-split backtest (:func:`powerlab.grid.backtest.backtest_split`, what
+    """The public time-split backtest (:func:`powerlab.calibration.backtest.backtest_split`, what
     ``powerlab backtest`` runs) of the 64-node GPT-3 run at mid-run, plus the step's phase
     and period computed here from its series (summed 2-s node meters on a ``grid_s``
     grid)."""
-    from powerlab.grid.backtest import backtest_split
+    from powerlab.calibration.backtest import backtest_split
 
     if power is None:
         power, log = _read_mlperf()

@@ -1,6 +1,6 @@
 """One-time costs in a job's power profile (fit_profile, calibrate_job; issue 21).
 
-The rule (``powerlab.grid.profile`` module doc, *One-time costs*): "with two or more
+The rule (``powerlab.calibration.profile`` module doc, *One-time costs*): "with two or more
 evaluations in the window, the evaluation duration and level come from the evaluations
 after the first; with at least one evaluation in the window and MIN_LEVEL_READINGS
 training readings of every device after the first evaluation's end, the training levels
@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerlab.grid.calibrate import calibrate_job
-from powerlab.grid.profile import MIN_LEVEL_READINGS, fit_profile
+from powerlab.calibration.calibrate import calibrate_job
+from powerlab.calibration.profile import MIN_LEVEL_READINGS, fit_profile
 
 T0 = pd.Timestamp("2026-01-01T00:00:00Z")
 #: first evaluation 40 s (set-up), later ones 30 s: 20 s idle-ish then 10 s near training
@@ -111,7 +111,7 @@ def test_split_rule_holds_two_evaluations_when_the_run_has_three():
     """split_rule: "the middle of the run, unless fewer than k complete evaluations of
     the run end before it, k = 2 when the run has three or more evaluations, else k = 1;
     then the middle of the training block after the k-th evaluation"."""
-    from powerlab.grid.backtest import split_rule
+    from powerlab.calibration.backtest import split_rule
 
     r1 = T0 + pd.Timedelta(seconds=1000)
 

@@ -1,9 +1,9 @@
-"""Tests of powerlab.grid.runfind (the run of event-less telemetry) and of the time-split
+"""Tests of powerlab.calibration.runfind (the run of event-less telemetry) and of the time-split
 backtest that uses it.
 
 The synthetic recordings are GPU-scope telemetry of one host with 8 GPUs read every
 0.1 s, each reading the mean of 10-ms samples over the interval before it (brute force,
-not powerlab.grid.meter): idle, a training job with a known level and step period, an
+not powerlab.calibration.meter): idle, a training job with a known level and step period, an
 idle tail, a short second burst and idle again.
 """
 
@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerlab.grid.backtest import backtest_split
-from powerlab.grid.runfind import find_run
+from powerlab.calibration.backtest import backtest_split
+from powerlab.calibration.runfind import find_run
 
 FINE, METER_S, GPUS = 0.01, 0.1, 8
 IDLE_W, TAIL_W = 90.0, 70.0           # per GPU, before and after the job
@@ -67,7 +67,7 @@ def stationary():
 
 def test_find_run_known_bounds(stationary):
     """Known answer: the job runs from IDLE_S to IDLE_S + JOB_S after the recording's
-    start.  The rule (powerlab.grid.runfind): "the longest stretch of 1-s summed power at
+    start.  The rule (powerlab.calibration.runfind): "the longest stretch of 1-s summed power at
     or above 90 % of its median, dips of up to 3 step periods joined"; the bounds are its
     first and last 1-s mean, so they are within one meter interval plus one step of the
     truth (the last step may end in its dip).  The idle tail (15 step periods) is not

@@ -48,8 +48,8 @@ def test_summary_without_title_or_blocks():
 
 
 def _cheap_results():
+    from powerlab.calibration.profile import fit_profile
     from powerlab.flex.curve import prior_curve
-    from powerlab.grid.profile import fit_profile
     from powerlab.throughput.reliability import failure_rates
     from powerlab.throughput.survival import dispersion_test
 

@@ -184,7 +184,7 @@ def _via_targets(tmp_path, value, tz=None):
 
 
 def _via_meter(value):
-    from powerlab.grid.meter import meter_readings
+    from powerlab.calibration.meter import meter_readings
 
     r = meter_readings(np.ones(4), tick_s=1.0, start_utc=value, interval_s=1.0)
     return r.index[0] - pd.Timedelta(1, "s")     # a reading closes its interval

@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "fraction of the run) with the events known by then, forecast the rest. "
                     "Run to run: calibrate on --train-runs, forecast each of --test-runs "
                     "from its own start events. Without run events the run is found "
-                    "from the readings (powerlab.grid.runfind.find_run) and only it is "
+                    "from the readings (powerlab.calibration.runfind.find_run) and only it is "
                     "calibrated and scored. The forecast is read through the "
                     "recording's own meters; writes backtest.csv (run, metric, measured, "
                     "forecast, error, error_pct, unit, note: the summary's notes, one a "
@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="time split: fraction of the run calibrated on (default: the "
                         "middle of the run, moved to the training block after the second "
                         "evaluation when the run has three or more and fewer than two end "
-                        "before the middle; see powerlab.grid.backtest.split_rule)")
+                        "before the middle; see powerlab.calibration.backtest.split_rule)")
     p.add_argument("--train-runs", nargs="+", metavar="POWER[=LOG]",
                    help="run to run: power folders of the runs to calibrate on; the "
                         "training log is LOG or found beside an MLPerf power/result_N folder")
@@ -54,8 +54,8 @@ def _run(spec: str, tz):
 
 
 def run(args) -> int:
+    from ..calibration.backtest import backtest_runs, backtest_split
     from ..exceptions import PowerlabError
-    from ..grid.backtest import backtest_runs, backtest_split
     from ..outputs import output_folder
     from ._recording import read_events, read_power
 

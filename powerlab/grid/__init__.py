@@ -1,5 +1,4 @@
-"""Facility power: scenarios, calibration on measured power, the forecast engine, swing
-metrics, limits (a scenario's ``limits:`` and a utility's requirement specs, one
+"""Facility power: scenarios, the forecast engine, swing metrics, limits (a scenario's ``limits:`` and a utility's requirement specs, one
 evaluation), mitigations and the exports handed to facilities teams.  Checking a site
 against a utility's spec (compliance, mitigation sizing, study exports) is the downstream
 wing :mod:`powerlab.interconnect`.
@@ -7,10 +6,6 @@ wing :mod:`powerlab.interconnect`.
 Modules
 -------
 :mod:`~powerlab.grid.scenario`     the YAML scenario: site, hardware, jobs, mitigations, limits
-:mod:`~powerlab.grid.profile`      calibrating a job's power levels on measured node power
-:mod:`~powerlab.grid.profile_fit`  the calibrated profile, its uncertainties and priors
-:mod:`~powerlab.grid.runfind`      a job's run in event-less telemetry; regime-change notes
-:mod:`~powerlab.grid.meter`        what an interval-averaging meter would read of a forecast
 :mod:`~powerlab.grid.timebase`     the engine's discrete time grid
 :mod:`~powerlab.grid.forecast`     the engine: per-job templates, jitter, failures
 :mod:`~powerlab.grid.chunks`       one draw's IT power built chunk by chunk (state carried)
@@ -31,6 +26,9 @@ Modules
 :mod:`~powerlab.grid.mitigations`  what-ifs: what each mitigation removes and costs
 :mod:`~powerlab.grid.export`       the facilities CSV and its JSON sidecar
 
+Calibrating a job on measured power, the meter model and backtests are the downstream
+wing :mod:`powerlab.calibration`.
+
 The engine function is :func:`powerlab.grid.forecast.forecast` (the name ``forecast`` in
 this package is the module).  This wing imports only :mod:`powerlab.telemetry` (and
 :mod:`powerlab.exceptions`).
@@ -41,15 +39,6 @@ from .._lazy import lazy_exports
 _EXPORTS = {
     "scenario": (
         "Scenario", "parse_scenario", "read_scenario",
-    ),
-    "profile": (
-        "ProfileFit", "fit_profile",
-    ),
-    "profile_fit": (
-        "Prior",
-    ),
-    "meter": (
-        "Meter", "meter_forecast", "meter_readings", "sum_meters",
     ),
     "battery": (
         "battery_dispatch",

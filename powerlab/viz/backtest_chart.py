@@ -18,7 +18,7 @@ def backtest_chart(series: pd.DataFrame, *, title: str | None = None, every_s: f
     ----------
     series : pandas.DataFrame
         ``measured_w`` and ``forecast_w`` [W] on a time index (UTC), as in
-        :attr:`powerlab.grid.backtest.BacktestResult.series`.
+        :attr:`powerlab.calibration.backtest.BacktestResult.series`.
     title : str, optional
     every_s : float, default 1
         Means over this interval are drawn [s].

@@ -1,4 +1,4 @@
-"""Results of :func:`powerlab.grid.profile.fit_profile`: the fitted profile, its
+"""Results of :func:`powerlab.calibration.profile.fit_profile`: the fitted profile, its
 uncertainties, and the evidence for splitting node power into GPU and non-GPU parts.
 
 :class:`ProfileFit` holds every fitted quantity with its standard error and where it
@@ -54,7 +54,7 @@ GPU_IDLE_PRIOR = Prior(75.0, 25.0, "H100-SXM idle: ~70 W bare, ~120 W with a CUD
 def as_prior(value, what: str, given: str) -> Prior | None:
     """``value`` as a :class:`Prior`: None and Priors as they are, a number as an exact
     prior from ``given`` (a :class:`~powerlab.exceptions.PowerlabError` naming ``what``
-    otherwise).  Shared with :func:`~powerlab.grid.profile.fit_profile`."""
+    otherwise).  Shared with :func:`~powerlab.calibration.profile.fit_profile`."""
     if value is None or isinstance(value, Prior):
         return value
     try:
@@ -306,7 +306,7 @@ def apply_split(fit: ProfileFit, overhead: float, sd: float, label: str,
                  node_idle: float) -> ProfileFit:
     """``fit`` with node power split into ``overhead`` [W] (standard error ``sd`` [W],
     source ``label``) and per-GPU power; an AnalysisError when the overhead exceeds the
-    nodes' lowest reading.  Shared with :func:`~powerlab.grid.profile.fit_profile`."""
+    nodes' lowest reading.  Shared with :func:`~powerlab.calibration.profile.fit_profile`."""
     if np.isfinite(fit.node_lowest_w) and overhead > fit.node_lowest_w:
         raise AnalysisError(f"node power besides the GPUs of {overhead:,.0f} W is more than "
                             f"the nodes' lowest reading ({fit.node_lowest_w:,.0f} W, median "

@@ -38,7 +38,7 @@ first out only costs some data.  So
   enough to give a level), the training levels (training mean, compute level, dip
   level) come from the training **after the first evaluation**.  The first block still
   gives the step's shape (period from the periodogram, duty cycle) and, in
-  :func:`~powerlab.grid.calibrate.calibrate_job`, the start-up.
+  :func:`~powerlab.calibration.calibrate.calibrate_job`, the start-up.
 
 The parameter table's ``source`` column says when a rule applied.
 
@@ -71,7 +71,7 @@ as an upper bound on the non-GPU part.
 Meters
 ------
 Node meters often report interval averages (``meter_interval_s``; 2 s for the MLPerf
-logs, see :mod:`powerlab.grid.meter`).  Averaging keeps the training mean and the
+logs, see :mod:`powerlab.calibration.meter`).  Averaging keeps the training mean and the
 compute level (the compute phase is much longer than the interval) but blurs a step dip
 shorter than the interval into a dip of the same energy ``A``, ``W + D`` seconds wide and
 ``A / W`` deep, whatever its true duration ``D`` and depth ``A / D``.  Then:
@@ -301,7 +301,7 @@ def _fold_dip(samples, means, period: float, w_s: float, dur: float, origins: np
 
 @dataclass(frozen=True)
 class ProfileOptions(Options):
-    """Options of :func:`fit_profile` (and :func:`~powerlab.grid.calibrate.calibrate_job`):
+    """Options of :func:`fit_profile` (and :func:`~powerlab.calibration.calibrate.calibrate_job`):
     the meter, the evidence that splits node power, and the search.
 
     Parameters

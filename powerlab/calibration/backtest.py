@@ -2,7 +2,7 @@
 
 Two modes, the same scoring:
 
-- **time split** (:func:`backtest_split`): calibrate (:func:`powerlab.grid.calibrate.
+- **time split** (:func:`backtest_split`): calibrate (:func:`powerlab.calibration.calibrate.
   calibrate_job`) on the recording up to ``split`` with the events known by then, forecast
   the rest; by default the split is :func:`split_rule`'s (the middle of the run, unless
   that leaves fewer than two evaluations to measure a cadence on);
@@ -10,13 +10,13 @@ Two modes, the same scoring:
   other runs from their own start events (``run_start``, ``run_stop``).
 
 **Without run events** (``nvidia-smi`` traces, GPU scope) the run is found from the
-readings (:func:`powerlab.grid.runfind.find_run`: the longest stretch of 1-s summed power
+readings (:func:`powerlab.calibration.runfind.find_run`: the longest stretch of 1-s summed power
 at or above 90 % of its median, the start-up threshold of the calibration, dips of up to
 three step periods joined) and the time split calibrates and scores that run only, never
 the idle time or another job around it; the summary's first note says where the run was
 found and how.  A held-out part in another regime than the calibration part (its mean
 1-min power outside the range of the calibration part's, widened by 1 %, or another step
-period) gets a note in words (:func:`powerlab.grid.runfind.regime_notes`); the numbers are
+period) gets a note in words (:func:`powerlab.calibration.runfind.regime_notes`); the numbers are
 still given.
 
 The forecast job restarts where the forecaster stands: in a time split at the end of the
@@ -25,9 +25,9 @@ from there) or, when an evaluation is under way at the split, at its start with 
 start-up as long as a calibrated evaluation at the evaluation level; in a run-to-run
 backtest at the test run's ``run_start`` with the calibrated
 start-up.  The forecast runs at PUE 1 and is read **through the recording's own meters**
-(:func:`powerlab.grid.meter.meter_forecast` at each node's own reading instants, each
+(:func:`powerlab.calibration.meter.meter_forecast` at each node's own reading instants, each
 node's share ``1 / nodes``); measured and forecast readings are then summed holding each
-node's last reading (:func:`powerlab.grid.meter.sum_meters`) on a 0.1-s grid.  Every score
+node's last reading (:func:`powerlab.calibration.meter.sum_meters`) on a 0.1-s grid.  Every score
 compares these two series over the scored window (from one meter interval after the
 forecast starts to the end of the run).
 
@@ -158,9 +158,9 @@ class BacktestResult:
 def _forecast_through_meters(cal: Calibration, power: pd.DataFrame, *, job_start,
                              startup: bool, horizon, duration_s: float):
     """Forecast the job from ``job_start`` and read it at ``power``'s own instants."""
-    from .forecast import forecast
+    from ..grid.forecast import forecast
+    from ..grid.scenario import parse_scenario
     from .meter import Meter, meter_forecast
-    from .scenario import parse_scenario
 
     step = cal.fit.step_time_s
     spec = cal.scenario_spec(name="backtest", start=job_start, duration_s=duration_s,
@@ -330,13 +330,13 @@ def split_rule(evals, run_start, run_stop) -> float:
     the middle of the training block after the ``k``-th evaluation.  Why: a forecast needs
     at least one evaluation to calibrate the evaluations on, and an evaluation *cadence*
     is a gap between two of them; the first evaluation also carries one-time set-up
-    (:mod:`powerlab.grid.profile`, *One-time costs*), so only a second one shows a
+    (:mod:`powerlab.calibration.profile`, *One-time costs*), so only a second one shows a
     recurring evaluation.  The rule reads only the run's own evaluation count and times.
 
     Parameters
     ----------
     evals : DataFrame or MLLogResult
-        Evaluation intervals or events (:func:`powerlab.grid.profile.eval_intervals`).
+        Evaluation intervals or events (:func:`powerlab.calibration.profile.eval_intervals`).
     run_start, run_stop : Timestamp
         The run (UTC); evaluations outside it are not counted.
     """
@@ -365,7 +365,7 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
         The run's training log; only its events before the split are given to the
         calibration (``run_stop`` bounds the scored window).  Without ``run_start`` and
         ``run_stop`` the run is found from the readings
-        (:func:`powerlab.grid.runfind.find_run`) and ``split`` is a fraction of that run.
+        (:func:`powerlab.calibration.runfind.find_run`) and ``split`` is a fraction of that run.
     split : float, optional
         Where the run is cut, as a fraction of its duration (0 < split < 1); default
         :func:`split_rule` (the middle of the run, moved after the second evaluation
@@ -439,7 +439,7 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
 
 
 def _found_run(power, events, meter_interval_s, name):
-    """The run found from the readings (:func:`powerlab.grid.runfind.find_run`) when the
+    """The run found from the readings (:func:`powerlab.calibration.runfind.find_run`) when the
     events give no ``run_start`` and ``run_stop``, else None."""
     ev = getattr(events, "events", events)
     keys = set(ev["key"]) if isinstance(ev, pd.DataFrame) and "key" in ev else set()
@@ -462,7 +462,7 @@ def _scope_rows(power, name) -> pd.DataFrame:
 
 
 def _regime(power, events, cal, cut, r1) -> list[str]:
-    """:func:`powerlab.grid.runfind.regime_notes` on the measured training readings of
+    """:func:`powerlab.calibration.runfind.regime_notes` on the measured training readings of
     the calibration part and of the held-out part (evaluations left out)."""
     df = _scope_rows(power, "the recording")
 

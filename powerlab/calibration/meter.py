@@ -31,7 +31,7 @@ Averaging preserves energy: the mean of the readings over a whole number of inte
 equals the mean power.  It removes what is shorter than the interval: a step dip of
 ``D <= W`` seconds and depth ``h`` watts reads as a dip of ``h * D / W`` lasting
 ``W + D`` seconds, so a meter cannot tell a short deep dip from a longer shallow one of
-the same energy (see :func:`powerlab.grid.profile.fit_profile`, ``meter_interval_s``).
+the same energy (see :func:`powerlab.calibration.profile.fit_profile`, ``meter_interval_s``).
 """
 
 from __future__ import annotations

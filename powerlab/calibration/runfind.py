@@ -11,11 +11,11 @@ Rule
 On the 1-s means of the summed readings, starting from the whole recording:
 
 1. the *training level* is the median of the current stretch and the *threshold* is
-   :data:`powerlab.grid.calibrate.STARTUP_LEVEL_FRACTION` (90 %) of it, the start-up
-   threshold :func:`~powerlab.grid.calibrate.calibrate_job` already uses;
+   :data:`powerlab.calibration.calibrate.STARTUP_LEVEL_FRACTION` (90 %) of it, the start-up
+   threshold :func:`~powerlab.calibration.calibrate.calibrate_job` already uses;
 2. the *step period* is the periodogram peak of the stretch between four meter
    intervals (at least 2 s) and an eighth of the stretch
-   (:data:`~powerlab.grid.calibrate.MIN_STEPS` steps);
+   (:data:`~powerlab.calibration.calibrate.MIN_STEPS` steps);
 3. readings at or above the threshold form stretches; stretches separated by a dip below
    it of at most :data:`DIP_STEPS` step periods are joined (a low phase of the step is
    part of the job; a pause longer than that is not);

@@ -1,7 +1,7 @@
 """Calibrate a scenario job from a recording: :func:`calibrate_job`.
 
 From one job's node (or GPU) power telemetry and, optionally, its training log, this
-fits the job's power profile (:func:`powerlab.grid.profile.fit_profile`: levels with
+fits the job's power profile (:func:`powerlab.calibration.profile.fit_profile`: levels with
 their uncertainty, step period, duty cycle, step dip, evaluations) and its start-up, and
 turns it into a scenario ``jobs:`` entry plus the ``hardware:`` block it implies
 (:meth:`Calibration.scenario_spec`, :meth:`Calibration.to_yaml`), commented with where
@@ -30,7 +30,7 @@ Rules (the same for every recording; nothing is tuned per workload)
   period, duty cycle and dip are not evidence of anything and the notes say so
   (``has_periodic_step``).  (Real power has more slow variation than white noise, so the
   g-test alone finds "lines" at periods of minutes.)
-- **One-time costs** (:func:`~powerlab.grid.profile.fit_profile`, *One-time costs*): with
+- **One-time costs** (:func:`~powerlab.calibration.profile.fit_profile`, *One-time costs*): with
   two or more evaluations in the window, the evaluation duration and level come from the
   evaluations after the first (the first may carry set-up); when the training after the
   first evaluation holds enough readings, the training levels come from there (the first
@@ -77,7 +77,7 @@ def summed_readings(telemetry: pd.DataFrame, *, every_s: float = 0.1, start=None
                     end=None) -> pd.Series:
     """Sum over devices of each device's last reading, on a ``every_s`` grid [W].
 
-    What a SCADA adding the node meters shows (see :func:`powerlab.grid.meter.sum_meters`,
+    What a SCADA adding the node meters shows (see :func:`powerlab.calibration.meter.sum_meters`,
     which this calls with one meter per host and GPU).
     """
     from .meter import sum_meters
