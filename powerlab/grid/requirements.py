@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._options import choice, renamed_keywords
+from .._options import choice, renamed_attribute, renamed_keywords
 from ..exceptions import ScenarioError
 from .yamlspec import Section, load_yaml
 
@@ -263,15 +263,7 @@ class RequirementSpec:
                 return r
         raise KeyError(name)
 
-    @property
-    def scope(self) -> str:
-        """Deprecated name of :attr:`boundary`."""
-        import warnings
-
-        warnings.warn("RequirementSpec.scope is renamed RequirementSpec.boundary; the old "
-                      "name will be removed in the next release", DeprecationWarning,
-                      stacklevel=2)
-        return self.boundary
+    scope = renamed_attribute("boundary")     # the old name, for one release
 
 
 RequirementSpec.__init__ = renamed_keywords(scope="boundary")(RequirementSpec.__init__)

@@ -43,7 +43,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +50,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._options import choice, renamed_keywords
+from .._options import choice, renamed_attribute, renamed_keywords
 from ..exceptions import ScenarioError
 from .disturbances import VoltageSag, parse_disturbances
 from .interruptions import InterruptionModel, parse_interruptions
@@ -367,12 +366,7 @@ class Limits:
     band_0p1_2hz_megawatts: float = 0.0
     band_2_20hz_megawatts: float = 0.0
 
-    @property
-    def scope(self) -> str:
-        """Deprecated name of :attr:`boundary`."""
-        warnings.warn("Limits.scope is renamed Limits.boundary; the old name will be "
-                      "removed in the next release", DeprecationWarning, stacklevel=2)
-        return self.boundary
+    scope = renamed_attribute("boundary")     # the old name, for one release
 
 
 Limits.__init__ = renamed_keywords(scope="boundary")(Limits.__init__)

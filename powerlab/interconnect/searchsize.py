@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["max_option_evaluations", "search_estimate_s"]
+from ..grid.forecast import TICK_DRAWS_PER_S as _ENGINE_TICK_DRAWS_PER_S  # engine speed
 
-#: Rough engine speed [ticks x draws per second], as ``powerlab.grid.forecast`` takes
-#: it for its own estimate (5e6: benchmarks/bench_forecast.py, taken low).
-_ENGINE_TICK_DRAWS_PER_S = 5e6
+__all__ = ["max_option_evaluations", "search_estimate_s"]
 
 
 #: Rough speed of option evaluation [option-draw ticks per second] for the up-front
