@@ -37,8 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="draws per sag of the ride-through table (default 3; 0: no table)")
     p.add_argument("--f0-hz", type=float, default=60.0, choices=[50.0, 60.0],
                    help="nominal grid frequency for the PMU view (default 60) [Hz]")
-    p.add_argument("--reporting-rate", type=int, default=60,
-                   help="PMU reporting rate (default 60) [frames/s]")
+    p.add_argument("--reporting-rate", type=int, default=None,
+                   help="PMU reporting rate (default one frame a nominal cycle: 60 at "
+                        "60 Hz, 50 at 50 Hz; the M class has 10, 12, 15, 20, 30, 60 and "
+                        "120 at 60 Hz, 10, 25, 50 and 100 at 50 Hz) [frames/s]")
     p.add_argument("--pue", type=float, default=None,
                    help="telemetry only: facility power = IT power x PUE + base load")
     p.add_argument("--base-load-w", type=float, default=0.0,

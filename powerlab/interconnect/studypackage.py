@@ -24,9 +24,8 @@ a scenario's forecast (every Monte Carlo draw) or from measured telemetry.
 Exceedance probability: with ``D`` draws, the value "exceeded with probability p" is the
 empirical ``1 - p`` quantile of the per-draw values (linear interpolation between order
 statistics, :func:`numpy.quantile`), reported only where ``p D >= 1`` (with 20 draws, p
-below 0.05 is not resolved); the largest draw is always reported too
-(``exceed_probability`` 0, "largest of D draws").  A measured trace is one draw: only its
-value is reported.
+below 0.05 is not resolved); the largest draw is always reported too (``exceed_probability``
+0, "largest of D draws"). A measured trace is one draw: only its value is reported.
 """
 
 from __future__ import annotations
@@ -478,14 +477,18 @@ class PmuSettings:
 
     Attributes
     ----------
-    f0_hz : float, default 60
+    f0_hz : {50, 60}, default 60
         Nominal frequency [Hz].
-    reporting_rate_fps : int, default 60
-        Reporting rate [frames/s].
+    reporting_rate_fps : int, optional
+        Reporting rate, default one frame a nominal cycle (60 or 50) [frames/s].
     """
 
     f0_hz: float = 60.0
-    reporting_rate_fps: int = 60
+    reporting_rate_fps: int | None = None
+
+    def __post_init__(self):    # (an f0 other than 50 or 60 is refused by pmu, by name)
+        if self.reporting_rate_fps is None and self.f0_hz in (50, 60):
+            object.__setattr__(self, "reporting_rate_fps", int(self.f0_hz))
 
 
 @dataclass(frozen=True)
@@ -541,7 +544,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
         Build the ride-through table (scenarios only) with these draws and sag time;
         True: ``RideThrough()``; False: no table.
     pmu : PmuSettings, optional
-        PMU nominal frequency and reporting rate (default 60 Hz, 60 frames/s).
+        PMU nominal frequency and reporting rate (default 60 Hz, one frame a cycle).
     probabilities : sequence of float
         Exceedance probabilities to report [-].
     measured : MeasuredOptions, optional
