@@ -111,3 +111,79 @@ def test_bad_openadr_events(tmp_path):
         parse_openadr_event(json.dumps(price))
     with pytest.raises(ParseError, match="unknown time zone"):
         read_targets(_csv(tmp_path, "start_utc,end_utc,cap_megawatts\n"), tz="Nowhere/X", **KW)
+
+
+def _error(fn):
+    with pytest.raises(ParseError) as e:
+        fn()
+    return e.value
+
+
+def test_csv_errors_name_file_line_and_column(tmp_path):
+    """ParseError (powerlab.exceptions) carries ``path``, ``line`` (1-based line in the
+    file) and ``column`` (the column concerned) and reads "<file>, line <n>, column
+    '<name>': <message>".  A target the plan cannot take is located at the value at fault:
+    the cap's line and cap_megawatts, an end by end_utc or duration_s, a trajectory's end
+    by the next row's timestamp, an overlap by the second target's start; the line is the
+    physical one, comments and blank lines counted."""
+    p = _csv(tmp_path, "start_utc,end_utc,cap_megawatts\n"
+                       "2025-07-01T01:00Z,2025-07-01T01:05Z,18\n")
+    e = _error(lambda: read_targets(p, **KW))
+    assert (e.path, e.line, e.column) == (str(p), 2, "cap_megawatts")
+    assert str(e) == (f"{p}, line 2, column 'cap_megawatts': cap 18.000 MW is above the "
+                      "site's maximum power 17.000 MW")
+    p = _csv(tmp_path, "# caps from the utility\n\nstart_utc,end_utc,cap_megawatts\n"
+                       "# the first\n2025-07-01T01:00Z,2025-07-01T01:05Z,10\n\n"
+                       "2025-07-01T02:00Z,2025-07-01T01:55Z,10\n")
+    e = _error(lambda: read_targets(p, **KW))
+    assert str(e) == f"{p}, line 7, column 'end_utc': target ends before it starts"
+    p = _csv(tmp_path, "# header follows\nstart_utc,end_utc,cap_mw\n")
+    assert _error(lambda: read_targets(p, **KW)).line == 2
+    p = _csv(tmp_path, "start_utc,duration_s,cap_megawatts\n2025-06-30T01:00Z,300,10\n")
+    e = _error(lambda: read_targets(p, **KW))
+    assert (e.line, e.column) == (2, "duration_s") and "in the past" in str(e)
+    p = _csv(tmp_path, "timestamp,cap_megawatts\n2025-07-01T01:00Z,11\n"
+                       "2025-07-01T00:55Z,9\n2025-07-01T01:10Z,\n")
+    e = _error(lambda: read_targets(p, **KW))
+    assert (e.line, e.column) == (3, "timestamp") and "ends before it starts" in str(e)
+    p = _csv(tmp_path, "start_utc,end_utc,cap_megawatts\n"
+                       "2025-07-01T01:00Z,2025-07-01T01:10Z,10\n"
+                       "2025-07-01T01:05Z,2025-07-01T01:15Z,11\n")
+    e = _error(lambda: read_targets(p, **KW))
+    assert (e.line, e.column) == (3, "start_utc")
+    assert str(e).startswith(f"{p}, line 3, column 'start_utc': targets overlap: t.csv:2 (")
+
+
+def test_openadr_errors_name_file_and_json_path(tmp_path):
+    """In OpenADR JSON the column is the JSON path of the value at fault (the payload's
+    values for a cap, the intervalPeriod for a time); a syntax error has its line."""
+    big = json.loads(json.dumps(EVENT))
+    big["intervals"][1]["payloads"] = [{"type": "PRICE", "values": [1]},
+                                       {"type": "IMPORT_CAPACITY_LIMIT", "values": [20000]}]
+    p = tmp_path / "ev.json"
+    p.write_text(json.dumps(big))
+    e = _error(lambda: read_targets(p, **KW))
+    assert (e.path, e.line, e.column) == (str(p), None,
+                                          "events[0]/intervals[1]/payloads[1]/values")
+    assert str(e) == (f"{p}, column 'events[0]/intervals[1]/payloads[1]/values': cap "
+                      "20.000 MW is above the site's maximum power 17.000 MW")
+    late = json.loads(json.dumps(EVENT))
+    late["intervals"][2]["intervalPeriod"]["start"] = "2025-07-01T01:07:00"
+    e = _error(lambda: parse_openadr_event(json.dumps(late), path=p))
+    assert e.column == "events[0]/intervals[2]/intervalPeriod/start"
+    p.write_text('{"programID": "x",\n "intervals" []}')
+    e = _error(lambda: read_targets(p, **KW))
+    assert (e.line, e.column) == (2, None)
+    assert str(e) == f"{p}, line 2: not JSON: Expecting ':' delimiter (character 14 of the line)"
+
+
+def test_targets_not_read_from_a_file_are_named_by_source():
+    """check_targets on a frame built in code: no file position to give, so the message
+    names the target by its ``source``; the column field stays empty."""
+    from powerlab.flex import random_targets
+    from powerlab.flex.targets import check_targets
+
+    f = random_targets("2025-07-01T01:00Z", "2025-07-01T03:00Z", 20e6, n=3).frame
+    e = _error(lambda: check_targets(f, floor_w=6e6, max_w=17e6, now=NOW))
+    assert (e.line, e.column) == (None, None)
+    assert str(e).startswith("target random[") and "above the site's maximum" in str(e)

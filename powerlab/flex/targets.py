@@ -16,11 +16,13 @@ Two sources:
   (the event's period gives the first start and every duration).  ``createdDateTime``
   is the notice.  The document is checked against a JSON schema of those fields first.
 
-Every problem is one line: a :class:`~powerlab.exceptions.ParseError` naming the file and
-the line (CSV) or the JSON path: a time without a zone (unless ``tz`` is given) or an
-unknown zone, a cap above the site's maximum power or below its floor, a target that
-ends before the plan starts (in the past) or after the horizon, overlapping targets, a
-missing cap.  Nothing is dropped silently.
+Every problem is one line: a :class:`~powerlab.exceptions.ParseError` whose ``path`` is
+the file, ``line`` the line in it (CSV: the physical line, comments and blank lines
+counted; JSON: only for a syntax error) and ``column`` the CSV column or the JSON path of
+the value at fault: a time without a zone (unless ``tz`` is given) or an unknown zone, a
+cap above the site's maximum power or below its floor, a target that ends before the
+plan starts (in the past) or after the horizon, overlapping targets, a missing cap.
+Nothing is dropped silently.
 
 References
 ----------
@@ -32,6 +34,7 @@ References
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,29 +142,53 @@ def _cap_w(value, where: dict) -> float:
     return v * 1e6
 
 
+def _record_lines(text: str) -> list[int]:
+    """The 1-based line on which each CSV record starts (the header first), by the rules
+    ``pandas.read_csv(comment="#")`` reads with: ``#`` outside quotes starts a comment,
+    lines blank after it are skipped, a quoted field may span lines."""
+    starts, quoted = [], False
+    for n, line in enumerate(text.split("\n"), 1):
+        begins, body = not quoted, []
+        for ch in line:
+            if ch == '"':
+                quoted = not quoted
+            elif ch == "#" and not quoted:
+                break
+            body.append(ch)
+        if begins and "".join(body).strip():
+            starts.append(n)
+    return starts
+
+
 def _read_csv(path: Path, tz: str | None) -> pd.DataFrame:
     try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False, comment="#")
+        text = path.read_text(encoding="utf-8-sig")     # universal newlines
+        raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, comment="#")
     except FileNotFoundError:
         raise ParseError("no such file", path=path) from None
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise ParseError(f"cannot read as CSV: {exc}", path=path) from None
+    n = len(raw)
+    starts = _record_lines(text)
+    head = starts[0] if starts else 1
+    # each row's line; none rather than a wrong one should the counts ever differ
+    lines = starts[1:] if len(starts) == n + 1 else [None] * n
     cols = {c.strip(): c for c in raw.columns}
     if "cap_megawatts" not in cols:
         bad = [c for c in cols if c.lower() in ("cap_mw", "mw", "cap")]
         hint = f" (found {bad[0]!r}: units are spelled out)" if bad else ""
-        raise ParseError(f"no 'cap_megawatts' column{hint}", path=path, line=1)
-    rows = []
+        raise ParseError(f"no 'cap_megawatts' column{hint}", path=path, line=head)
+    rows, locs = [], {}
     traj = "timestamp" in cols
     if not traj and "start_utc" not in cols:
         raise ParseError("expected columns start_utc + end_utc (or duration_s) + "
-                         "cap_megawatts, or timestamp + cap_megawatts", path=path, line=1)
-    n = len(raw)
+                         "cap_megawatts, or timestamp + cap_megawatts", path=path, line=head)
     if n == 0:
-        raise ParseError("no targets in the file", path=path, line=1)
+        raise ParseError("no targets in the file", path=path, line=head)
     for i in range(n):
         rec = {k: raw[c].iloc[i].strip() for k, c in cols.items()}
-        where = {"path": path, "line": i + 2}
+        where = {"path": path, "line": lines[i]}
+        label = f"{path.name}:{lines[i]}" if lines[i] else f"{path.name} row {i + 1}"
         notice = (_time(rec["notice_utc"], tz, {**where, "column": "notice_utc"})
                   if rec.get("notice_utc") else pd.NaT)
         if traj:
@@ -173,14 +200,19 @@ def _read_csv(path: Path, tz: str | None) -> pd.DataFrame:
                 rows[-1]["end_utc"] = t if rows else None
                 if not rows:
                     raise ParseError("a trajectory needs at least two rows", **where)
+                locs[len(rows) - 1]["end"] = (lines[i], "timestamp")
                 break
             cap = _cap_w(rec["cap_megawatts"], {**where, "column": "cap_megawatts"})
             if rows:
                 rows[-1]["end_utc"] = t
+                locs[len(rows) - 1]["end"] = (lines[i], "timestamp")
+            locs[len(rows)] = {"start": (lines[i], "timestamp"),
+                               "cap": (lines[i], "cap_megawatts")}
             rows.append({"start_utc": t, "end_utc": None, "cap_w": cap,
-                         "notice_utc": notice, "source": f"{path.name}:{i + 2}"})
+                         "notice_utc": notice, "source": label})
         else:
             t0 = _time(rec["start_utc"], tz, {**where, "column": "start_utc"})
+            end = "end_utc" if rec.get("end_utc") else "duration_s"
             if rec.get("end_utc"):
                 t1 = _time(rec["end_utc"], tz, {**where, "column": "end_utc"})
             elif rec.get("duration_s"):
@@ -190,11 +222,21 @@ def _read_csv(path: Path, tz: str | None) -> pd.DataFrame:
                     raise ParseError(f"duration_s {rec['duration_s']!r} is not a number",
                                      **where, column="duration_s") from None
             else:
-                raise ParseError("each target needs end_utc or duration_s", **where)
+                raise ParseError("each target needs end_utc or duration_s", **where,
+                                 column="end_utc")
             cap = _cap_w(rec["cap_megawatts"], {**where, "column": "cap_megawatts"})
+            locs[len(rows)] = {"start": (lines[i], "start_utc"), "end": (lines[i], end),
+                               "cap": (lines[i], "cap_megawatts")}
             rows.append({"start_utc": t0, "end_utc": t1, "cap_w": cap,
-                         "notice_utc": notice, "source": f"{path.name}:{i + 2}"})
-    return pd.DataFrame(rows)
+                         "notice_utc": notice, "source": label})
+    return _located(pd.DataFrame(rows), locs)
+
+
+def _located(frame: pd.DataFrame, locs: dict) -> pd.DataFrame:
+    """``frame`` with where each row's start, end and cap were read (row -> {'start' |
+    'end' | 'cap': (line or None, CSV column or JSON path)}), for :func:`check_targets`."""
+    frame.attrs["locations"] = locs
+    return frame
 
 
 def _duration(text, where: dict) -> pd.Timedelta:
@@ -222,7 +264,10 @@ def parse_openadr_event(doc, *, tz: str | None = None, path=None) -> pd.DataFram
     if isinstance(doc, (str, bytes)):
         try:
             doc = json.loads(doc)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
+            raise ParseError(f"not JSON: {exc.msg} (character {exc.colno} of the line)",
+                             path=path, line=exc.lineno) from None
+        except ValueError as exc:                   # bytes that are not UTF-8
             raise ParseError(f"not JSON: {exc}", path=path) from None
     events = doc
     if isinstance(doc, dict) and "events" in doc:
@@ -232,7 +277,7 @@ def parse_openadr_event(doc, *, tz: str | None = None, path=None) -> pd.DataFram
     if not isinstance(events, list) or not events:
         raise ParseError("expected an OpenADR 3 event object, a list of events or "
                          "{'events': [...]}", path=path)
-    rows = []
+    rows, locs = [], {}
     for e, ev in enumerate(events):
         try:
             jsonschema.validate(ev, EVENT_SCHEMA)
@@ -258,14 +303,24 @@ def parse_openadr_event(doc, *, tz: str | None = None, path=None) -> pd.DataFram
         found = 0
         skipped: list[int] = []
         for k, iv in enumerate(ev["intervals"]):
-            where = {"path": path, "column": f"events[{e}]/intervals[{k}]"}
+            at = f"events[{e}]/intervals[{k}]"
+            where = {"path": path, "column": at}
             per = iv.get("intervalPeriod")
+            # the period that sets the start and the one that sets the duration
+            own = f"{at}/intervalPeriod"
+            span = own if per is not None and per.get("duration") else \
+                f"events[{e}]/intervalPeriod"
             if per is not None:
-                t0 = _time(per["start"], tz, where)
-                dur = _duration(per.get("duration") or (dflt or {}).get("duration"), where)
+                t0 = _time(per["start"], tz, {**where, "column": f"{own}/start"})
+                dur = _duration(per.get("duration") or (dflt or {}).get("duration"),
+                                {**where, "column": f"{span}/duration"})
+                start = own
             elif dflt is not None:
-                t0 = nxt if nxt is not None else _time(dflt["start"], tz, where)
-                dur = _duration(dflt.get("duration"), where)
+                start = f"events[{e}]/intervalPeriod" if nxt is None else \
+                    f"events[{e}]/intervals[{k - 1}]"      # follows the previous interval
+                t0 = nxt if nxt is not None else _time(
+                    dflt["start"], tz, {**where, "column": f"{start}/start"})
+                dur = _duration(dflt.get("duration"), {**where, "column": f"{span}/duration"})
             else:
                 raise ParseError("interval has no intervalPeriod and the event none",
                                  **where)
@@ -275,6 +330,8 @@ def parse_openadr_event(doc, *, tz: str | None = None, path=None) -> pd.DataFram
                 skipped.append(k)
                 continue
             vals = caps[0]["values"]
+            at_cap = f"{at}/payloads[{iv['payloads'].index(caps[0])}]/values"
+            where = {"path": path, "column": at_cap}
             if len(vals) != 1:
                 raise ParseError(f"IMPORT_CAPACITY_LIMIT has {len(vals)} values; one "
                                  "expected", **where)
@@ -283,6 +340,8 @@ def parse_openadr_event(doc, *, tz: str | None = None, path=None) -> pd.DataFram
             except (TypeError, ValueError):
                 raise ParseError(f"capacity limit {vals[0]!r} is not a number",
                                  **where) from None
+            locs[len(rows)] = {"start": (None, start), "end": (None, span),
+                               "cap": (None, at_cap)}
             rows.append({"start_utc": t0, "end_utc": t0 + dur, "cap_w": cap,
                          "notice_utc": notice, "source": f"{name}/intervals[{k}]"})
             found += 1
@@ -298,38 +357,53 @@ def parse_openadr_event(doc, *, tz: str | None = None, path=None) -> pd.DataFram
             warnings.warn(f"{path or 'event'}: events[{e}] intervals {skipped} carry no "
                           "IMPORT_CAPACITY_LIMIT payload and set no cap", DataQualityWarning,
                           stacklevel=2)
-    return pd.DataFrame(rows)
+    return _located(pd.DataFrame(rows), locs)
 
 
 def check_targets(frame: pd.DataFrame, *, floor_w: float, max_w: float,
                   now: pd.Timestamp, horizon_end: pd.Timestamp | None = None,
                   path=None) -> pd.DataFrame:
     """Refuse (one-line :class:`ParseError`) targets that cannot be planned; returns the
-    frame sorted by start."""
-    f = frame.sort_values("start_utc", kind="stable").reset_index(drop=True)
-    for _, r in f.iterrows():
-        where = {"path": path, "column": r["source"]}
+    frame sorted by start.
+
+    The error names the file (``path``) and, for a frame from :func:`read_targets` or
+    :func:`parse_openadr_event`, the line and CSV column (or JSON path) of the value at
+    fault; otherwise the target's ``source``."""
+    locs = frame.attrs.get("locations") or {}
+    f = frame.sort_values("start_utc", kind="stable")
+    for i, r in f.iterrows():
+        def err(msg, what, r=r, i=i):
+            loc = locs.get(i)
+            if loc is None:
+                return ParseError(f"target {r['source']}: {msg}", path=path)
+            return ParseError(msg, path=path, line=loc[what][0], column=loc[what][1])
+
         if not r["end_utc"] > r["start_utc"]:
-            raise ParseError("target ends before it starts", **where)
+            raise err("target ends before it starts", "end")
         if r["cap_w"] > max_w:
-            raise ParseError(f"cap {r['cap_w'] / 1e6:.3f} MW is above the site's maximum "
-                             f"power {max_w / 1e6:.3f} MW", **where)
+            raise err(f"cap {r['cap_w'] / 1e6:.3f} MW is above the site's maximum "
+                      f"power {max_w / 1e6:.3f} MW", "cap")
         if r["cap_w"] < floor_w:
-            raise ParseError(f"cap {r['cap_w'] / 1e6:.3f} MW is below the site's floor "
-                             f"{floor_w / 1e6:.3f} MW (every job paused)", **where)
+            raise err(f"cap {r['cap_w'] / 1e6:.3f} MW is below the site's floor "
+                      f"{floor_w / 1e6:.3f} MW (every job paused)", "cap")
         if r["end_utc"] <= now:
-            raise ParseError(f"target ends at {r['end_utc']}, before the plan starts "
-                             f"({now}): an event in the past", **where)
+            raise err(f"target ends at {r['end_utc']}, before the plan starts "
+                      f"({now}): an event in the past", "end")
         if horizon_end is not None and r["start_utc"] >= horizon_end:
-            raise ParseError(f"target starts at {r['start_utc']}, after the horizon ends "
-                             f"({horizon_end})", **where)
+            raise err(f"target starts at {r['start_utc']}, after the horizon ends "
+                      f"({horizon_end})", "start")
     if len(f) > 1:
         over = np.flatnonzero(f["start_utc"].to_numpy()[1:] < f["end_utc"].to_numpy()[:-1])
         if len(over):
             a, b = f.iloc[over[0]], f.iloc[over[0] + 1]
+            loc = locs.get(f.index[over[0] + 1])
             raise ParseError(f"targets overlap: {a['source']} ({a['start_utc']} - "
                              f"{a['end_utc']}) and {b['source']} (from {b['start_utc']})",
-                             path=path)
+                             path=path, **({} if loc is None else
+                                           {"line": loc["start"][0],
+                                            "column": loc["start"][1]}))
+    f = f.reset_index(drop=True)
+    f.attrs = {k: v for k, v in frame.attrs.items() if k != "locations"}
     return f
 
 
