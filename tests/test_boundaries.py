@@ -222,56 +222,6 @@ def test_no_module_over_the_size_limit():
     assert not long, f"modules over {MAX_LINES} lines (split them where a seam exists): {long}"
 
 
-def private_names_from(source: str, module: str, is_package: bool, wing: str) -> list[str]:
-    """Names starting with ``_`` that ``source`` imports from modules of ``wing``."""
-    tree = ast.parse(source)
-    package = module if is_package else module.rsplit(".", 1)[0]
-    out = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        if node.level:
-            base = package.split(".")
-            base = base[: len(base) - (node.level - 1)]
-            target = ".".join(base + ([node.module] if node.module else []))
-        else:
-            target = node.module or ""
-        if target.split(".")[:2] != ["powerlab", wing]:
-            continue
-        out += [f"{target}.{a.name}" for a in node.names if a.name.startswith("_")]
-    return out
-
-
-def test_the_private_name_check_sees_relative_and_absolute_forms():
-    src = ("from ..grid.forecast import _job_ticks, forecast\n"
-           "def f():\n    from powerlab.grid.ramps import _x\n"
-           "from .compliance import _local\n")
-    assert private_names_from(src, "powerlab.interconnect.sizing", False, "grid") == [
-        "powerlab.grid.forecast._job_ticks", "powerlab.grid.ramps._x"]
-
-
-def test_interconnect_reads_grid_through_public_names_only():
-    """The interconnect wing sits downstream of grid: it may use grid's public names, never
-    its private helpers (grid may change those freely), and grid imports nothing from it
-    (the direction test above)."""
-    bad = []
-    for p in sorted((PACKAGE / "interconnect").rglob("*.py")):
-        bad += private_names_from(p.read_text(encoding="utf-8"), module_name(p),
-                                  p.name == "__init__.py", "grid")
-    assert not bad, f"interconnect imports private names of grid: {bad}"
-
-
-def test_flex_reads_grid_and_interconnect_through_public_names_only():
-    """The flex wing sits downstream of grid, throughput and interconnect: it uses their
-    public names only."""
-    bad = []
-    for p in sorted((PACKAGE / "flex").rglob("*.py")):
-        for wing in ("grid", "interconnect", "throughput"):
-            bad += private_names_from(p.read_text(encoding="utf-8"), module_name(p),
-                                      p.name == "__init__.py", wing)
-    assert not bad, f"flex imports private names: {bad}"
-
-
 def private_imports(source: str, module: str, is_package: bool, known: set[str]) -> list[str]:
     """``target._name`` for every private name ``source`` imports from another powerlab
     module (relative and absolute forms, lazy imports inside functions included).  A
