@@ -32,6 +32,8 @@ from hypothesis import strategies as st
 
 from powerlab.exceptions import DataQualityWarning, PowerlabError
 
+from .fakeprom import FakeProm
+
 REPO = Path(__file__).resolve().parents[1]
 IOT = REPO / "tests" / "data" / "iotools"
 SMALL = REPO / "data" / "scenarios" / "small.yaml"
@@ -358,36 +360,20 @@ def reader_targets() -> list[Target]:
 
 
 # --------------------------------------------------------------------------- Prometheus
-class FakePrometheus:
+class FakePrometheus(FakeProm):
     """A local HTTP server on 127.0.0.1 answering every request with ``self.body``."""
 
     def __init__(self):
-        import http.server
-        import threading
-
-        outer = self
         self.body = b""
+        super().__init__(self._answer)
 
-        class H(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                body = outer.body
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a):
-                pass
-
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.srv.daemon_threads = True
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.srv.server_port}"
-
-    def close(self):
-        self.srv.shutdown()
-        self.srv.server_close()
+    def _answer(self, h):
+        body = self.body
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
 
 
 PROM_SEED = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [

@@ -6,9 +6,7 @@ GPU reported, never silently dropped or collapsed."""
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 import time
 
 import numpy as np
@@ -16,6 +14,8 @@ import pytest
 
 from powerlab.exceptions import DataQualityWarning, PowerlabError
 from powerlab.iotools import read_prometheus
+
+from .fakeprom import FakeProm
 
 pytestmark = pytest.mark.bad_input("readers")
 
@@ -32,30 +32,6 @@ def _one(gpu="0", values=None, **labels):
     vals = values or [[T0 + 15 * i, "300"] for i in range(3)]
     return {"metric": {"Hostname": "n1", "UUID": f"GPU-{gpu}", "gpu": gpu, **labels},
             "values": vals}
-
-
-class FakeProm:
-    """``behave(handler)`` answers each GET."""
-
-    def __init__(self, behave):
-        outer = self
-
-        class H(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                outer.behave(self)
-
-            def log_message(self, *a):
-                pass
-
-        self.behave = behave
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.srv.daemon_threads = True
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.srv.server_port}"
-
-    def close(self):
-        self.srv.shutdown()
-        self.srv.server_close()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ working directory where every path it names exists with real, small data:
 * ``out/``: an empty folder.
 
 The ONLY change to the README's text: ``http://prometheus:9090`` is replaced by the URL
-of a fake Prometheus on 127.0.0.1 (the ``FakeProm`` pattern of
+of a fake Prometheus on 127.0.0.1 (tests/fakeprom.py, shared with
 tests/test_prometheus_hostile.py) that answers range queries with 4 GPUs of one host at
 the requested evaluation times.  The test asserts that, after that one substitution, the
 text run is byte-identical to the README's block.
@@ -35,9 +35,7 @@ lines.
 from __future__ import annotations
 
 import ast
-import http.server
 import json
-import threading
 import urllib.parse
 import warnings
 from pathlib import Path
@@ -51,6 +49,7 @@ import pytest
 from powerlab.iotools import read_nvidia_smi
 from powerlab.telemetry import schema, write_store
 
+from . import fakeprom
 from .fleetgens import fleetgen_A
 
 REPO = Path(__file__).resolve().parents[1]
@@ -117,7 +116,7 @@ def _node_rows(tel: pd.DataFrame) -> pd.DataFrame:
                                      power_w=gpu["power_w"] / 0.94 + 1800.0))
 
 
-class FakeProm:
+class FakeProm(fakeprom.FakeProm):
     """A local Prometheus HTTP API: ``/api/v1/query_range`` for one host's 4 GPUs.
 
     Power (``DCGM_FI_DEV_POWER_USAGE_INSTANT``), SM clock and GPU temperature are
@@ -131,43 +130,30 @@ class FakeProm:
 
     def __init__(self):
         self.requests: list[dict] = []
-        outer = self
+        super().__init__(self._answer)
 
-        class H(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                u = urllib.parse.urlsplit(self.path)
-                q = dict(urllib.parse.parse_qsl(u.query))
-                outer.requests.append({"path": u.path, **q})
-                if u.path != "/api/v1/query_range":
-                    self.send_error(404)
-                    return
-                name = q["query"].split("{")[0]
-                t = np.arange(float(q["start"]), float(q["end"]) + 1e-6, float(q["step"]))
-                result = [] if name not in outer.SERIES else [
-                    {"metric": {"__name__": name, "Hostname": "node003", "gpu": str(g),
-                                "UUID": f"GPU-0000beef-0000-4000-8000-00000000000{g}"},
-                     "values": [[round(x, 3), f"{v:.3f}"]
-                                for x, v in zip(t, outer.SERIES[name](t, g))]}
-                    for g in range(4)]
-                body = json.dumps({"status": "success", "data": {
-                    "resultType": "matrix", "result": result}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a):
-                pass
-
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.srv.daemon_threads = True
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.srv.server_port}"
-
-    def close(self):
-        self.srv.shutdown()
-        self.srv.server_close()
+    def _answer(self, h):
+        u = urllib.parse.urlsplit(h.path)
+        q = dict(urllib.parse.parse_qsl(u.query))
+        self.requests.append({"path": u.path, **q})
+        if u.path != "/api/v1/query_range":
+            h.send_error(404)
+            return
+        name = q["query"].split("{")[0]
+        t = np.arange(float(q["start"]), float(q["end"]) + 1e-6, float(q["step"]))
+        result = [] if name not in self.SERIES else [
+            {"metric": {"__name__": name, "Hostname": "node003", "gpu": str(g),
+                        "UUID": f"GPU-0000beef-0000-4000-8000-00000000000{g}"},
+             "values": [[round(x, 3), f"{v:.3f}"]
+                        for x, v in zip(t, self.SERIES[name](t, g))]}
+            for g in range(4)]
+        body = json.dumps({"status": "success", "data": {
+            "resultType": "matrix", "result": result}}).encode()
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
 
 
 @pytest.fixture
