@@ -152,7 +152,7 @@ class PowerThroughputCurve:
         z = stats.norm.ppf(1 - alpha / 2)
         return pd.DataFrame({"power_w": p, "rate_mean": np.exp(m),
                              "rate_lower": np.exp(m - z * se),
-                             "rate_upper": np.minimum(np.exp(m + z * se), 1.0)})
+                             "rate_upper": np.exp(np.minimum(m + z * se, 0.0))})
 
     def power_at_limit(self, limit_w) -> np.ndarray:
         """Mean power a busy GPU draws under a power limit [W]."""
@@ -357,7 +357,8 @@ def fit_curve_points(points: pd.DataFrame, *, gpu_model: str = "", min_limits: i
     gpu_model : str, optional
         Model name; sets the limit range from :data:`PRIORS` when known.
     min_limits : int
-        Distinct power limits needed (fewer: :class:`AnalysisError`).
+        Distinct power limits needed (fewer: :class:`AnalysisError`; so are fewer than 4
+        distinct power levels at or below ``P_ref``, and power varying by less than 10 %).
 
     Returns
     -------
@@ -409,9 +410,6 @@ def _fit_points(pts: pd.DataFrame, gpu_model: str, min_limits: int, what: str
         raise AnalysisError(f"the data show {n_lim} distinct power limit(s) with enough "
                             f"steps; a fit needs at least {min_limits} (use prior_curve "
                             "for a GPU model without power-cap variation)")
-    if len(pts) <= 3:
-        raise AnalysisError(f"{len(pts)} operating points for 3 coefficients: a fit "
-                            "needs at least 4 (use prior_curve)")
     top = pts["power_limit_w"].round().max()
     p_ref = float(pts.loc[pts["power_limit_w"].round() == top, "power_w"].mean())
     u = np.minimum(np.log(pts["power_w"].to_numpy() / p_ref), 0.0)
@@ -419,6 +417,13 @@ def _fit_points(pts: pd.DataFrame, gpu_model: str, min_limits: int, what: str
         raise AnalysisError("the GPUs' power varies by less than 10 % across the power "
                             "limits (the limits do not bind): the data cannot show the "
                             "curve; use prior_curve")
+    n_lev = np.unique(np.round(u, 9)).size
+    if n_lev < 4:
+        # 3 coefficients: with fewer distinct powers (P >= P_ref counts as P_ref) a point
+        # has leverage 1 and the HC3 covariance is undefined
+        raise AnalysisError(f"{n_lev} distinct power levels at or below P_ref; the fit "
+                            "(3 coefficients and their covariance) needs at least 4 "
+                            "(use prior_curve)")
     x = np.column_stack([np.ones(len(u)), u, u * u])
     y = np.log(pts["step_rate_per_s"].to_numpy())
     res = sm.OLS(y, x).fit(cov_type="HC3")
