@@ -39,6 +39,7 @@ from tests.curve_holdout import (
     slopes,
     split_extrapolate,
     split_interleaved,
+    split_interleaved_odd,
     zeus_points,
 )
 
@@ -96,6 +97,19 @@ def main() -> int:
           f"|err| {pw.abs().median():.1f} %, p90 {pw.abs().quantile(0.9):.1f} %, median "
           f"signed {pw.median():+.1f} %; interpolated: median |err| {pi.abs().median():.1f} %")
     res["power_err_pct_median_abs"] = float(pw.abs().median())
+
+    ro, sko = holdout(pts, split_interleaved_odd)
+    print(f"\n## Interleaved split, other parity (fit on positions 1, 3, 5, ... with top and "
+          f"bottom; {len(ro)} held-out limits; not eligible: {sko})\n" + HEAD)
+    for col in ("cost_at_power", "cost_at_limit"):
+        st = error_stats(ro, col)
+        res[f"odd_{col}"] = st
+        print(_line(PRED[col], st))
+    for gpu, r in ro.groupby("gpu_model"):
+        print(_line(f"{gpu}, {PRED['cost_at_power']}", error_stats(r, "cost_at_power")))
+    st = error_stats(ro[ro["cost_true"] >= 0.20], "cost_at_power")
+    res["odd_cost>=20%_cost_at_power"] = st
+    print(_line(f"cost >= 20%, {PRED['cost_at_power']}", st))
 
     rx, skx = holdout(pts, split_extrapolate)
     print(f"\n## Extrapolation split (fit on the highest half; {len(rx)} limits below the "

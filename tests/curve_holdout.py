@@ -10,7 +10,9 @@ average power consumption of the GPU in Watts", each "only measured once").
 A *group* is one (GPU model, dataset, network, batch size, optimizer): one job swept over
 the power limits.  Its limits sorted from the highest down, the **interleaved** split fits
 on positions 0, 2, 4, ... and always on the highest (the reference) and the lowest limit;
-the others are held out, so every held-out limit lies inside the fitted range.  The
+the others are held out, so every held-out limit lies inside the fitted range (the
+**odd** split, positions 1, 3, 5, ... with top and bottom, is the same rule's other
+parity: a check that the result does not hang on which limits were held out).  The
 **extrapolation** split fits on the highest ceil(n / 2) limits and holds out every lower
 one.  A group is eligible when :func:`powerlab.flex.fit_curve_points` accepts its fitted
 limits (at least 3 limits, 4 distinct power levels, power varying by at least 10 %:
@@ -55,6 +57,12 @@ def split_interleaved(n: int) -> np.ndarray:
     """Fit mask over limits sorted from the highest: every other one, top and bottom."""
     i = np.arange(n)
     return (i % 2 == 0) | (i == n - 1)
+
+
+def split_interleaved_odd(n: int) -> np.ndarray:
+    """The other parity: positions 1, 3, 5, ... with the top and the bottom limit."""
+    i = np.arange(n)
+    return (i % 2 == 1) | (i == 0) | (i == n - 1)
 
 
 def split_extrapolate(n: int) -> np.ndarray:
@@ -128,7 +136,7 @@ def error_stats(rows: pd.DataFrame, pred: str, min_cost: float = 0.02) -> dict:
     e = 100.0 * (rows[pred] - rows["cost_true"])
     big = rows["cost_true"] >= min_cost
     rel = (rows.loc[big, pred] - rows.loc[big, "cost_true"]).abs() / rows.loc[big, "cost_true"]
-    return {"n": int(len(rows)), "median_abs_pp": float(e.abs().median()),
+    return {"n": len(rows), "median_abs_pp": float(e.abs().median()),
             "p90_abs_pp": float(e.abs().quantile(0.9)), "max_abs_pp": float(e.abs().max()),
             "bias_pp": float(e.median()), "n_rel": int(big.sum()),
             "median_rel": float(rel.median()) if big.any() else float("nan"),
