@@ -117,7 +117,8 @@ def test_real_slopes_against_the_stated_prior(points):
     Measured (the prior's form fitted to every job whose limits bind): median b1 P100 0.29,
     V100 0.45, RTX 6000 0.68, A40 1.14; cost at 80 % of P_ref (quadratic fit) median 5.3,
     4.1, -0.8, 0.1 % against the prior's 6.5 %: near the top the prior overstates the cost,
-    over the whole range (down to ~45 % of P_ref) it understates it on the A40 and RTX 6000."""
+    over the whole range (down to ~45 % of P_ref) it understates it on the A40, RTX 6000
+    and V100."""
     sl = slopes(points)
     med = sl.groupby("gpu_model")["b1"].median()
     pr = PRIORS["H100"]
