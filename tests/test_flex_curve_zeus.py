@@ -146,6 +146,8 @@ def test_exact_curve_is_recovered():
     assert c.kappa == pytest.approx(0.97) and c.p_ref_w == pytest.approx(300.0)
     assert (c.min_limit_w, c.max_limit_w) == (140.0, 400.0)     # no prior for V100
     assert c.source == "fit: OLS (HC3) on 6 operating points at 6 power limits"
+    assert c.fit_power_w == (pytest.approx(0.97 * 140), pytest.approx(300.0))
+    assert "fitted on mean powers 136-300 W" in str(c)
     sf = c.summary_frame([400, 220])
     assert sf["step_rate_loss_pct"].iloc[0] == 0
     u = np.log(0.97 * 220 / 300)

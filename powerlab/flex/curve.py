@@ -118,6 +118,11 @@ class PowerThroughputCurve:
         The blocks the fit used (empty for a prior).
     clock : tuple or None
         ``(c0, c1)`` of ``log clock = c0 + c1 u`` (None: no clock data).
+    fit_power_w : tuple or None
+        Lowest and highest mean power of the points fitted [W] (None for a prior).  Below
+        the lowest the curve is an extrapolation: on real sweeps (Zeus, docs/flexibility.md)
+        its error grows from ~1.6 pp one limit step below to a median ~20 pp (cost
+        understated) three or more steps below.
     """
 
     b: np.ndarray
@@ -131,6 +136,7 @@ class PowerThroughputCurve:
     points: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     clock: tuple | None = None
     rsquared: float = float("nan")
+    fit_power_w: tuple | None = None
 
     # -- predictions --------------------------------------------------------------------
     def relative_rate(self, power_w, alpha: float = 0.1) -> pd.DataFrame:
@@ -199,6 +205,10 @@ class PowerThroughputCurve:
                 f" b2 = {self.b[1]:.4f} (se {se[1]:.4f})"
                 + (f",  R^2 = {self.rsquared:.4f}" if np.isfinite(self.rsquared) else "")
                 + (f",  {len(self.points)} blocks" if len(self.points) else "")]
+        if self.fit_power_w is not None:
+            head.append(f"fitted on mean powers {self.fit_power_w[0]:.0f}-"
+                        f"{self.fit_power_w[1]:.0f} W; below {self.fit_power_w[0]:.0f} W "
+                        "the curve is extrapolated")
         tab = self.summary_frame()[["power_limit_w", "power_w", "step_rate_loss_pct",
                                     "step_rate_loss_pct_lower", "step_rate_loss_pct_upper"]]
         s = Summary(float_format="{:.2f}")
@@ -448,4 +458,5 @@ def _fit_points(pts: pd.DataFrame, gpu_model: str, min_limits: int, what: str
                                 p_ref, kappa, lo, hi,
                                 f"fit: OLS (HC3) on {len(pts)} {what} at "
                                 f"{n_lim} power limits", gpu_model, pts, clock,
-                                float(res.rsquared))
+                                float(res.rsquared),
+                                (float(pts["power_w"].min()), float(pts["power_w"].max())))
