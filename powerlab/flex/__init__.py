@@ -19,8 +19,8 @@ public names.
 from .._lazy import lazy_exports
 
 _EXPORTS = {
-    "curve": ("PRIORS", "CurvePrior", "PowerThroughputCurve", "curve_points", "fit_curve",
-              "prior_curve"),
+    "curve": ("CAPPED_BELOW_REF", "PRIORS", "CurvePrior", "PowerThroughputCurve",
+              "curve_points", "fit_curve", "fit_curve_points", "prior_curve"),
     "campaign": ("twin_capping_campaign", "twin_step_time"),
     "levers": ("LEVERS", "LeverAssumptions", "job_curves", "capped_scenario",
                "paused_scenario"),

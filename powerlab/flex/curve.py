@@ -44,8 +44,8 @@ from .._summary import Summary
 from ..exceptions import AnalysisError, PowerlabError
 from ..telemetry.schema import THROTTLE_REASONS
 
-__all__ = ["PRIORS", "CurvePrior", "PowerThroughputCurve", "curve_points", "fit_curve",
-           "prior_curve"]
+__all__ = ["CAPPED_BELOW_REF", "PRIORS", "CurvePrior", "PowerThroughputCurve", "curve_points",
+           "fit_curve", "fit_curve_points", "prior_curve"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,11 @@ class PowerThroughputCurve:
         The blocks the fit used (empty for a prior).
     clock : tuple or None
         ``(c0, c1)`` of ``log clock = c0 + c1 u`` (None: no clock data).
+    fit_power_w : tuple or None
+        Lowest and highest mean power of the points fitted [W] (None for a prior).  Below
+        the lowest the curve is an extrapolation: on real sweeps (Zeus, docs/flexibility.md)
+        its error grows from ~1.6 pp one limit step below to a median ~20 pp (cost
+        understated) three or more steps below.
     """
 
     b: np.ndarray
@@ -131,6 +136,7 @@ class PowerThroughputCurve:
     points: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     clock: tuple | None = None
     rsquared: float = float("nan")
+    fit_power_w: tuple | None = None
 
     # -- predictions --------------------------------------------------------------------
     def relative_rate(self, power_w, alpha: float = 0.1) -> pd.DataFrame:
@@ -152,7 +158,7 @@ class PowerThroughputCurve:
         z = stats.norm.ppf(1 - alpha / 2)
         return pd.DataFrame({"power_w": p, "rate_mean": np.exp(m),
                              "rate_lower": np.exp(m - z * se),
-                             "rate_upper": np.minimum(np.exp(m + z * se), 1.0)})
+                             "rate_upper": np.exp(np.minimum(m + z * se, 0.0))})
 
     def power_at_limit(self, limit_w) -> np.ndarray:
         """Mean power a busy GPU draws under a power limit [W]."""
@@ -199,6 +205,10 @@ class PowerThroughputCurve:
                 f" b2 = {self.b[1]:.4f} (se {se[1]:.4f})"
                 + (f",  R^2 = {self.rsquared:.4f}" if np.isfinite(self.rsquared) else "")
                 + (f",  {len(self.points)} blocks" if len(self.points) else "")]
+        if self.fit_power_w is not None:
+            head.append(f"fitted on mean powers {self.fit_power_w[0]:.0f}-"
+                        f"{self.fit_power_w[1]:.0f} W; below {self.fit_power_w[0]:.0f} W "
+                        "the curve is extrapolated")
         tab = self.summary_frame()[["power_limit_w", "power_w", "step_rate_loss_pct",
                                     "step_rate_loss_pct_lower", "step_rate_loss_pct_upper"]]
         s = Summary(float_format="{:.2f}")
@@ -307,6 +317,9 @@ def fit_curve(telemetry: pd.DataFrame, steps: pd.DataFrame, *, gpu_model: str = 
               block_s: float = 600.0, min_limits: int = 3) -> PowerThroughputCurve:
     """Fit the power-throughput curve from telemetry with power-cap variation.
 
+    The blocks of :func:`curve_points` are the operating points of
+    :func:`fit_curve_points` (one implementation of the fit).
+
     Parameters
     ----------
     telemetry, steps : pandas.DataFrame
@@ -323,9 +336,85 @@ def fit_curve(telemetry: pd.DataFrame, steps: pd.DataFrame, *, gpu_model: str = 
     -------
     PowerThroughputCurve
     """
+    pts = curve_points(telemetry, steps, block_s=block_s)
+    return _fit_points(pts, gpu_model, min_limits, f"blocks of {block_s:g} s")
+
+
+#: Without throttle reasons, an operating point counts as power-capped (for ``kappa``)
+#: when its power is more than this share below the reference power [-].
+CAPPED_BELOW_REF = 0.05
+
+
+def fit_curve_points(points: pd.DataFrame, *, gpu_model: str = "", min_limits: int = 3
+                     ) -> PowerThroughputCurve:
+    """Fit the power-throughput curve from operating points, without telemetry.
+
+    Each row is one operating point: a power limit held long enough to measure the mean
+    power and the step rate under it (a power-limit sweep such as Zeus's profiles [1]_,
+    read by :func:`powerlab.iotools.read_zeus_power_trace`, or the blocks of
+    :func:`curve_points`).  The fit is the one :func:`fit_curve` makes: OLS (HC3) of
+    ``log rate`` on ``[1, u, u^2]``, ``u = log(P / P_ref)``, ``P_ref`` the mean power at
+    the highest limit.
+
+    Parameters
+    ----------
+    points : pandas.DataFrame
+        ``power_limit_w`` [W], ``power_w`` (mean power under it) [W] and the rate:
+        ``step_rate_per_s`` [1/s], or the time of a fixed amount of work, ``step_time_s``
+        or ``epoch_time_s`` [s] (only rates relative to the reference enter the curve).
+        Optional: ``power_cap_share`` (share of samples with the ``sw_power_cap``
+        throttle reason) [-], ``clock_sm_mhz`` [MHz].
+    gpu_model : str, optional
+        Model name; sets the limit range from :data:`PRIORS` when known.
+    min_limits : int
+        Distinct power limits needed (fewer: :class:`AnalysisError`; so are fewer than 4
+        distinct power levels at or below ``P_ref``, and power varying by less than 10 %).
+
+    Returns
+    -------
+    PowerThroughputCurve
+
+    Notes
+    -----
+    ``kappa`` (power drawn per watt of a binding limit) is the median ``power_w /
+    power_limit_w`` over the points where the cap binds: ``power_cap_share > 0.5`` where
+    the throttle reasons were recorded; otherwise (no ``power_cap_share``, or all NaN)
+    where the power is more than :data:`CAPPED_BELOW_REF` (5 %) below ``P_ref`` (the
+    limit visibly lowered it).  No such point: ``kappa = 1``.
+
+    References
+    ----------
+    .. [1] J. You, J.-W. Chung, M. Chowdhury, "Zeus: Understanding and Optimizing GPU
+       Energy Consumption of DNN Training", USENIX NSDI 2023.
+    """
+    if not isinstance(points, pd.DataFrame):
+        raise AnalysisError(f"points must be a DataFrame, got {type(points).__name__}")
+    need = {"power_limit_w", "power_w"}
+    if not need <= set(points.columns):
+        raise AnalysisError(f"points need columns {sorted(need)}; missing "
+                            f"{sorted(need - set(points.columns))}")
+    rate_col = next((c for c in ("step_rate_per_s", "step_time_s", "epoch_time_s")
+                     if c in points.columns), None)
+    if rate_col is None:
+        raise AnalysisError("points need a rate: step_rate_per_s [1/s], or step_time_s or "
+                            "epoch_time_s [s]")
+    pts = points.copy()
+    for col in ("power_limit_w", "power_w", rate_col):
+        v = pd.to_numeric(pts[col], errors="coerce").to_numpy(float)
+        if not (np.isfinite(v) & (v > 0)).all():
+            raise AnalysisError(f"points column {col!r} must hold positive finite numbers")
+        pts[col] = v
+    if rate_col != "step_rate_per_s":
+        pts["step_rate_per_s"] = 1.0 / pts[rate_col]
+    return _fit_points(pts.reset_index(drop=True), gpu_model, min_limits,
+                       "operating points")
+
+
+def _fit_points(pts: pd.DataFrame, gpu_model: str, min_limits: int, what: str
+                ) -> PowerThroughputCurve:
+    """The fit shared by :func:`fit_curve` and :func:`fit_curve_points`."""
     import statsmodels.api as sm
 
-    pts = curve_points(telemetry, steps, block_s=block_s)
     n_lim = pts["power_limit_w"].round().nunique() if len(pts) else 0
     if n_lim < min_limits:
         raise AnalysisError(f"the data show {n_lim} distinct power limit(s) with enough "
@@ -338,15 +427,26 @@ def fit_curve(telemetry: pd.DataFrame, steps: pd.DataFrame, *, gpu_model: str = 
         raise AnalysisError("the GPUs' power varies by less than 10 % across the power "
                             "limits (the limits do not bind): the data cannot show the "
                             "curve; use prior_curve")
+    n_lev = np.unique(np.round(u, 9)).size
+    if n_lev < 4:
+        # 3 coefficients: with fewer distinct powers (P >= P_ref counts as P_ref) a point
+        # has leverage 1 and the HC3 covariance is undefined
+        raise AnalysisError(f"{n_lev} distinct power levels at or below P_ref; the fit "
+                            "(3 coefficients and their covariance) needs at least 4 "
+                            "(use prior_curve)")
     x = np.column_stack([np.ones(len(u)), u, u * u])
     y = np.log(pts["step_rate_per_s"].to_numpy())
     res = sm.OLS(y, x).fit(cov_type="HC3")
-    capped = pts["power_cap_share"] > 0.5
+    share = pts.get("power_cap_share")
+    if share is not None and share.notna().any():
+        capped = share > 0.5
+    else:
+        capped = pts["power_w"] < (1.0 - CAPPED_BELOW_REF) * p_ref
     kappa = float(np.median(pts.loc[capped, "power_w"] / pts.loc[capped, "power_limit_w"])
                   ) if capped.any() else 1.0
     clock = None
-    if pts["clock_sm_mhz"].notna().all():
-        cres = sm.OLS(np.log(pts["clock_sm_mhz"].to_numpy()),
+    if "clock_sm_mhz" in pts and pts["clock_sm_mhz"].notna().all():
+        cres = sm.OLS(np.log(pts["clock_sm_mhz"].to_numpy(float)),
                       np.column_stack([np.ones(len(u)), u])).fit()
         clock = (float(cres.params[0]), float(cres.params[1]))
     try:
@@ -356,6 +456,7 @@ def fit_curve(telemetry: pd.DataFrame, steps: pd.DataFrame, *, gpu_model: str = 
         lo, hi = float(pts["power_limit_w"].min()), float(pts["power_limit_w"].max())
     return PowerThroughputCurve(np.asarray(res.params[1:]), np.asarray(res.cov_params())[1:, 1:],
                                 p_ref, kappa, lo, hi,
-                                f"fit: OLS (HC3) on {len(pts)} blocks of {block_s:g} s at "
+                                f"fit: OLS (HC3) on {len(pts)} {what} at "
                                 f"{n_lim} power limits", gpu_model, pts, clock,
-                                float(res.rsquared))
+                                float(res.rsquared),
+                                (float(pts["power_w"].min()), float(pts["power_w"].max())))

@@ -33,6 +33,7 @@ from .prometheus import PROMETHEUS_QUERY_MAP, read_prometheus
 from .slurm import expand_hostlist, read_sacct
 from .weather import parse_weather, read_weather
 from .xid import read_dcgm_xid, read_kernel_xid
+from .zeus import parse_zeus_power_trace, read_zeus_power_trace
 
 __all__ = [
     "EVENT_FORMATS",
@@ -47,6 +48,7 @@ __all__ = [
     "parse_mlperf_power",
     "parse_nvidia_smi",
     "parse_weather",
+    "parse_zeus_power_trace",
     "read_any",
     "read_dcgm_dmon",
     "read_dcgm_prometheus",
@@ -56,6 +58,7 @@ __all__ = [
     "read_prometheus",
     "read_sacct",
     "read_weather",
+    "read_zeus_power_trace",
     "sniff_format",
 ]
 
