@@ -475,8 +475,8 @@ def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.
     steps.insert(0, "timestamp", (start + pd.to_timedelta(steps.pop("t").to_numpy(), unit="s"))
                  .as_unit("ns"))
     steps = steps.reset_index(drop=True)
-    sched = pd.DataFrame({"start": start + pd.to_timedelta(edges[:-1], unit="s"),
-                          "end": start + pd.to_timedelta(edges[1:], unit="s"),
+    sched = pd.DataFrame({"start": (start + pd.to_timedelta(edges[:-1], unit="s")).as_unit("ns"),
+                          "end": (start + pd.to_timedelta(edges[1:], unit="s")).as_unit("ns"),
                           "power_limit_w": lims})
     kw = {"job": job, "seed": seed, "n_hosts": nh, "gpus_per_host": gpus_per_host,
           "leak_sd": leak_sd, "dv_sd": dv_sd, "cdyn_sd": cdyn_sd, "inlet_c": inlet_c,
