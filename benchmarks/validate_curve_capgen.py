@@ -32,10 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "flexgens"))
 
-import capgen  # noqa: E402
+import capgen
 
-from powerlab.exceptions import AnalysisError  # noqa: E402
-from powerlab.flex import fit_curve  # noqa: E402
+from powerlab.exceptions import AnalysisError
+from powerlab.flex import fit_curve
 
 TRAIN = (700.0, 600.0, 500.0, 400.0, 300.0)
 HELD_OUT = (650.0, 450.0, 350.0)

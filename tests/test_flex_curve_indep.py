@@ -25,17 +25,16 @@ per-case table over more seeds is ``benchmarks/validate_curve_capgen.py``.
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from powerlab.exceptions import AnalysisError
 from powerlab.flex import fit_curve
 
 sys.path.insert(0, str(Path(__file__).parent / "flexgens"))
-import capgen  # noqa: E402
+import capgen
 
 TRAIN_LIMITS_W = (700.0, 600.0, 500.0, 400.0, 300.0)
 REF_LIMIT_W = 700.0
@@ -44,12 +43,12 @@ MIN_COST = 0.02
 REL_TOL = 0.10
 
 
-@lru_cache(maxsize=None)
+@cache
 def _campaign(job, seed):
     return capgen.generate(job, seed, limits_w=TRAIN_LIMITS_W, hold_s=3600.0, n_rounds=2)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _curve(job, seed, block_s=600.0):
     tel, steps, _ = _campaign(job, seed)
     return fit_curve(tel, steps, block_s=block_s)

@@ -246,8 +246,8 @@ def truth(limit_w, *, job="compute_bound", seed=0, n_hosts=None, gpus_per_host=8
     1 and scale all GPUs alike, so this is the expectation of the logged train-step
     duration away from limit changes.  ``limit_w`` may be a scalar or a sequence.
     """
-    w, nh, fl = _setup(job, seed, n_hosts, gpus_per_host, leak_sd, dv_sd, cdyn_sd,
-                       inlet_c, workload)
+    w, _nh, fl = _setup(job, seed, n_hosts, gpus_per_host, leak_sd, dv_sd, cdyn_sd,
+                        inlet_c, workload)
     lim = np.atleast_1d(np.asarray(limit_w, float))
     out = np.array([_steady(L, w, fl)["step_s"] for L in lim])
     return float(out[0]) if np.ndim(limit_w) == 0 else out
@@ -261,7 +261,7 @@ def truth_state(limit_w, **job_kw):
          "leak_sd": LEAK_SD, "dv_sd": DV_SD, "cdyn_sd": CDYN_SD, "inlet_c": 27.0,
          "workload": None}
     d.update({k: v for k, v in job_kw.items() if k in keys})
-    w, nh, fl = _setup(*(d[k] for k in keys))
+    w, _nh, fl = _setup(*(d[k] for k in keys))
     return _steady(float(limit_w), w, fl)
 
 
@@ -349,7 +349,7 @@ def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.
         limit segments), ``workload``, ``n_gpus``.
     """
     w, nh, fl = _setup(job, seed, n_hosts, gpus_per_host, leak_sd, dv_sd, cdyn_sd,
-                       inlet_c, workload)
+                        inlet_c, workload)
     G = nh * int(gpus_per_host)
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5EC]))
     lims, edges = _schedule(limits_w, hold_s, n_rounds)
