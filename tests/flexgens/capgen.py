@@ -188,40 +188,84 @@ def _phase_times(w, fc, fm):
     return tc, tm
 
 
-def _phase_powers(w, fc, fm, T, fl):
+def _phase_powers(w, fc, fm, T, fl, fo=F_MAX):
+    """Powers of the compute, memory, wait, all-reduce and host-gap phases [W].
+
+    ``fo`` is the clock of the wait / all-reduce / host phases (F_MAX under the
+    phase-wise controller); their HBM traffic does not follow the SM clock (fixed=1).
+    """
     pc = _power(fc, T, w.compute_act, w.compute_hbm, w.compute_fixed, fl)
     pm = _power(fm, T, w.memory_act, w.memory_hbm, w.memory_fixed, fl)
-    pw = _power(F_MAX, T, w.wait_act, 0.0, 0.0, fl)
-    pk = _power(F_MAX, T, w.comm_act, w.comm_hbm, 0.0, fl)
-    ph = _power(F_MAX, T, w.host_act, 0.0, 0.0, fl)
+    pw = _power(fo, T, w.wait_act, 0.0, 1.0, fl)
+    pk = _power(fo, T, w.comm_act, w.comm_hbm, 1.0, fl)
+    ph = _power(fo, T, w.host_act, 0.0, 1.0, fl)
     return pc, pm, pw, pk, ph
 
 
-def _steady(limit_w, w, fl):
-    """Steady state at a limit: clocks, temperatures, powers, step time (noise-free)."""
-    T = fl["tin"] + R_TH * 450.0
-    for _ in range(40):
+def _step_energy(w, fc, fm, fo, T, fl, W=None):
+    """Energy of one step per GPU [J], its work time and the step's wait-inclusive W."""
+    tc, tm = _phase_times(w, fc, fm)
+    work = tc + tm
+    W = work.max() if W is None else np.maximum(W, work)
+    pc, pm, pw, pk, ph = _phase_powers(w, fc, fm, T, fl, fo)
+    e = ph * w.host_s + pc * tc + pm * tm + pw * (W - work) + pk * w.comm_s
+    return e, work, W
+
+
+def _clocks(limit_w, T, w, fl, controller, W):
+    """Capped clocks (compute, memory, other phases) of every GPU [MHz].
+
+    ``controller="phase"``: one clock per phase, each phase's power <= limit.
+    ``controller="step"``: the limiter averages over a window longer than a step, so one
+    clock per GPU for the whole step, with the step-mean power <= limit; ``W`` is the
+    slowest GPU's work time (the wait of the faster GPUs).
+    """
+    if controller == "phase":
         fc = _solve_clock(limit_w, T, w.compute_act, w.compute_hbm, w.compute_fixed, fl)
         fm = _solve_clock(limit_w, T, w.memory_act, w.memory_hbm, w.memory_fixed, fl)
-        tc, tm = _phase_times(w, fc, fm)
-        work = tc + tm
-        W = work.max()
-        step = w.host_s + W + w.comm_s
-        pc, pm, pw, pk, ph = _phase_powers(w, fc, fm, T, fl)
-        e = ph * w.host_s + pc * tc + pm * tm + pw * (W - work) + pk * w.comm_s
-        T_new = fl["tin"] + R_TH * e / step
-        if np.max(np.abs(T_new - T)) < 1e-6:
-            T = T_new
+        return fc, fm, np.full_like(fc, F_MAX)
+    target = float(limit_w) * (1.0 - CTRL_MARGIN)
+
+    def mean_power(f):
+        e, _work, Wi = _step_energy(w, f, f, f, T, fl, W)
+        return e / (w.host_s + Wi + w.comm_s)
+
+    shape = np.broadcast(T, fl["g"]).shape
+    hi = np.full(shape, F_MAX)
+    if np.all(mean_power(hi) <= target):
+        return hi, hi, hi
+    lo = np.full(shape, F_FLOOR)
+    for _ in range(32):
+        mid = 0.5 * (lo + hi)
+        ok = mean_power(mid) <= target
+        lo = np.where(ok, mid, lo)
+        hi = np.where(ok, hi, mid)
+    f = np.where(mean_power(np.full(shape, F_MAX)) <= target, F_MAX, lo)
+    return f, f, f
+
+
+def _steady(limit_w, w, fl, controller="phase"):
+    """Steady state at a limit: clocks, temperatures, powers, step time (noise-free)."""
+    if controller not in ("phase", "step"):
+        raise ValueError(f"controller must be 'phase' or 'step', not {controller!r}")
+    T = fl["tin"] + R_TH * 450.0
+    tc, tm = _phase_times(w, F_MAX, F_MAX)
+    W = tc + tm
+    for _ in range(60):
+        fc, fm, fo = _clocks(limit_w, T, w, fl, controller, W)
+        e, work, _ = _step_energy(w, fc, fm, fo, T, fl)
+        W_new = work.max()
+        T_new = fl["tin"] + R_TH * e / (w.host_s + W_new + w.comm_s)
+        done = np.max(np.abs(T_new - T)) < 1e-7 and abs(W_new - W) < 1e-9
+        T, W = T_new, W_new
+        if done:
             break
-        T = T_new
-    fc = _solve_clock(limit_w, T, w.compute_act, w.compute_hbm, w.compute_fixed, fl)
-    fm = _solve_clock(limit_w, T, w.memory_act, w.memory_hbm, w.memory_fixed, fl)
+    fc, fm, fo = _clocks(limit_w, T, w, fl, controller, W)
     tc, tm = _phase_times(w, fc, fm)
     # sensitivity of the capped clocks to die temperature (for thermal transients)
-    fc2 = _solve_clock(limit_w, T + 1.0, w.compute_act, w.compute_hbm, w.compute_fixed, fl)
-    fm2 = _solve_clock(limit_w, T + 1.0, w.memory_act, w.memory_hbm, w.memory_fixed, fl)
-    return {"fc": fc, "fm": fm, "T": T, "dfc_dT": fc2 - fc, "dfm_dT": fm2 - fm,
-            "step_s": w.host_s + (tc + tm).max() + w.comm_s}
+    fc2, fm2, fo2 = _clocks(limit_w, T + 1.0, w, fl, controller, W)
+    return {"fc": fc, "fm": fm, "fo": fo, "T": T, "dfc_dT": fc2 - fc, "dfm_dT": fm2 - fm,
+            "dfo_dT": fo2 - fo, "step_s": w.host_s + (tc + tm).max() + w.comm_s}
 
 
 def _setup(job, seed, n_hosts, gpus_per_host, leak_sd, dv_sd, cdyn_sd, inlet_c, workload):
@@ -239,7 +283,8 @@ def _setup(job, seed, n_hosts, gpus_per_host, leak_sd, dv_sd, cdyn_sd, inlet_c, 
 
 
 def truth(limit_w, *, job="compute_bound", seed=0, n_hosts=None, gpus_per_host=8,
-          leak_sd=LEAK_SD, dv_sd=DV_SD, cdyn_sd=CDYN_SD, inlet_c=27.0, workload=None):
+          leak_sd=LEAK_SD, dv_sd=DV_SD, cdyn_sd=CDYN_SD, inlet_c=27.0, workload=None,
+          controller="phase"):
     """True mean train step time [s] of the job at a power limit (steady state, noise-free).
 
     The same job arguments as :func:`generate` give the same chips.  The jitters have mean
@@ -249,7 +294,7 @@ def truth(limit_w, *, job="compute_bound", seed=0, n_hosts=None, gpus_per_host=8
     w, _nh, fl = _setup(job, seed, n_hosts, gpus_per_host, leak_sd, dv_sd, cdyn_sd,
                         inlet_c, workload)
     lim = np.atleast_1d(np.asarray(limit_w, float))
-    out = np.array([_steady(L, w, fl)["step_s"] for L in lim])
+    out = np.array([_steady(L, w, fl, controller)["step_s"] for L in lim])
     return float(out[0]) if np.ndim(limit_w) == 0 else out
 
 
@@ -260,9 +305,12 @@ def truth_state(limit_w, **job_kw):
     d = {"job": "compute_bound", "seed": 0, "n_hosts": None, "gpus_per_host": 8,
          "leak_sd": LEAK_SD, "dv_sd": DV_SD, "cdyn_sd": CDYN_SD, "inlet_c": 27.0,
          "workload": None}
+    unknown = set(job_kw) - set(keys) - {"controller"}
+    if unknown:
+        raise TypeError(f"unknown job arguments {sorted(unknown)}")
     d.update({k: v for k, v in job_kw.items() if k in keys})
     w, _nh, fl = _setup(*(d[k] for k in keys))
-    return _steady(float(limit_w), w, fl)
+    return _steady(float(limit_w), w, fl, job_kw.get("controller", "phase"))
 
 
 # ---- campaign ------------------------------------------------------------------------
@@ -285,6 +333,13 @@ def _segment(w, fl, ss, t0, t_change, t_end, f_old, T_change, ctr0, ck_every, ck
     extra = np.where(ctr % ck_every == 0, ck_s, 0.0) if ck_every else np.zeros(n)
     # first pass: steady clocks to place the steps in time
     fc0, fm0 = ss["fc"][None, :], ss["fm"][None, :]
+
+    def relax(key, k_old):
+        tgt = np.clip(ss[key] + ss["d" + key + "_dT"] * (Tk - ss["T"]), F_FLOOR, F_MAX)
+        tgt0 = np.clip(ss[key] + ss["d" + key + "_dT"] * (T_change - ss["T"]), F_FLOOR,
+                       F_MAX)
+        return np.clip(tgt + (f_old[k_old] - tgt0) * decay, F_FLOOR, F_MAX)
+
     tc, tm = _phase_times(w, fc0, fm0)
     dur = w.host_s + (1 + eps) * (tc + tm).max(axis=1) + comm
     for _ in range(2):
@@ -292,12 +347,7 @@ def _segment(w, fl, ss, t0, t_change, t_end, f_old, T_change, ctr0, ck_every, ck
         dt = (starts - t_change + 0.5 * ss["step_s"])[:, None]
         Tk = ss["T"] + (T_change - ss["T"]) * np.exp(-dt / TAU_TH)
         decay = np.exp(-dt / TAU_CTRL)
-        fct = np.clip(ss["fc"] + ss["dfc_dT"] * (Tk - ss["T"]), F_FLOOR, F_MAX)
-        fmt = np.clip(ss["fm"] + ss["dfm_dT"] * (Tk - ss["T"]), F_FLOOR, F_MAX)
-        fct0 = np.clip(ss["fc"] + ss["dfc_dT"] * (T_change - ss["T"]), F_FLOOR, F_MAX)
-        fmt0 = np.clip(ss["fm"] + ss["dfm_dT"] * (T_change - ss["T"]), F_FLOOR, F_MAX)
-        fc = np.clip(fct + (f_old[0] - fct0) * decay, F_FLOOR, F_MAX)
-        fm = np.clip(fmt + (f_old[1] - fmt0) * decay, F_FLOOR, F_MAX)
+        fc, fm, fo = relax("fc", 0), relax("fm", 1), relax("fo", 2)
         tc, tm = _phase_times(w, fc, fm)
         tc = tc * (1 + eps)[:, None]
         tm = tm * (1 + eps)[:, None]
@@ -309,14 +359,14 @@ def _segment(w, fl, ss, t0, t_change, t_end, f_old, T_change, ctr0, ck_every, ck
     sl = slice(0, m)
     return {"start": starts[sl], "dur": dur[sl], "extra": extra[sl], "tc": tc[sl],
             "tm": tm[sl], "W": W[sl], "comm": comm[sl], "fc": fc[sl], "fm": fm[sl],
-            "T": Tk[sl], "ctr": ctr0 + m}
+            "fo": fo[sl], "T": Tk[sl], "ctr": ctr0 + m}
 
 
 def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.0, 300.0),
              hold_s=3600.0, n_rounds=2, interval_s=15.0, n_hosts=None, gpus_per_host=8,
              leak_sd=LEAK_SD, dv_sd=DV_SD, cdyn_sd=CDYN_SD, inlet_c=27.0, workload=None,
              checkpoint_every_steps=1000, checkpoint_s=25.0, missing_frac=0.001,
-             power_noise_w=2.0, start=START):
+             power_noise_w=2.0, controller="phase", start=START):
     """Simulate a power-limit campaign of one data-parallel training job.
 
     Parameters
@@ -335,6 +385,11 @@ def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.
         Telemetry sample interval [s].
     workload : dict, optional
         Field overrides of the job's :class:`Workload`.
+    controller : {"phase", "step"}
+        ``"phase"`` (default, the modelled physics): the limiter acts within a phase,
+        each phase's power <= limit, low-power phases run at F_MAX.  ``"step"``
+        (sensitivity variant only): the limiter averages over more than a step, one clock
+        per GPU for the whole step with the step-mean power <= limit.
 
     Returns
     -------
@@ -357,12 +412,12 @@ def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.
 
     def steady(L):
         if L not in cache:
-            cache[L] = _steady(L, w, fl)
+            cache[L] = _steady(L, w, fl, controller)
         return cache[L]
 
     segs = []
     ss0 = steady(lims[0])
-    f_old = (ss0["fc"], ss0["fm"])
+    f_old = (ss0["fc"], ss0["fm"], ss0["fo"])
     T_last = ss0["T"]
     t = 0.0
     ctr = 0
@@ -373,12 +428,12 @@ def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.
         seg["limit"] = L
         segs.append(seg)
         if len(seg["dur"]):
-            f_old = (seg["fc"][-1], seg["fm"][-1])
+            f_old = (seg["fc"][-1], seg["fm"][-1], seg["fo"][-1])
             T_last = seg["T"][-1]
             t = seg["start"][-1] + seg["dur"][-1] + seg["extra"][-1]
         ctr = seg["ctr"]
     cat = {k: np.concatenate([s[k] for s in segs]) for k in
-           ("start", "dur", "extra", "tc", "tm", "W", "comm", "fc", "fm", "T")}
+           ("start", "dur", "extra", "tc", "tm", "W", "comm", "fc", "fm", "fo", "T")}
     lim_step = np.concatenate([np.full(len(s["dur"]), s["limit"]) for s in segs])
     n = len(cat["dur"])
     st = cat["start"][:, None]
@@ -392,15 +447,16 @@ def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.
     b[:, 5] = b[:, 4] + cat["comm"][:, None]
     b[:, 6] = b[:, 5] + cat["extra"][:, None]
     T = cat["T"]
-    pc, pm, pw, pk, ph = _phase_powers(w, cat["fc"], cat["fm"], T, fl)
+    fo = cat["fo"]
+    pc, pm, pw, pk, ph = _phase_powers(w, cat["fc"], cat["fm"], T, fl, fo)
     pidle = _power(np.full_like(T, F_IDLE), T - 15.0, 0.0, 0.0, 0.0, fl)
     P = np.stack([ph, pc, pm, pw, pk, pidle], axis=1)             # (n, 6, G)
-    clk = np.stack([np.full_like(T, F_MAX), cat["fc"], cat["fm"], np.full_like(T, F_MAX),
-                    np.full_like(T, F_MAX), np.full_like(T, F_IDLE)], axis=1)
+    clk = np.stack([fo, cat["fc"], cat["fm"], fo, fo, np.full_like(T, F_IDLE)], axis=1)
     busy = np.array([0.0, 1.0, 1.0, 1.0, 1.0, 0.0])
     capped = np.zeros((n, 6, G), bool)
     capped[:, 1] = cat["fc"] < F_MAX - 1.0
     capped[:, 2] = cat["fm"] < F_MAX - 1.0
+    capped[:, [0, 3, 4]] = (fo < F_MAX - 1.0)[:, None, :]
     idle = np.zeros((n, 6, G), bool)
     idle[:, 5] = True
     t_end = edges[-1]
@@ -480,7 +536,7 @@ def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.
                           "power_limit_w": lims})
     kw = {"job": job, "seed": seed, "n_hosts": nh, "gpus_per_host": gpus_per_host,
           "leak_sd": leak_sd, "dv_sd": dv_sd, "cdyn_sd": cdyn_sd, "inlet_c": inlet_c,
-          "workload": workload}
+          "workload": workload, "controller": controller}
     info = {"truth": lambda limit_w: truth(limit_w, **kw), "schedule": sched,
             "workload": w, "n_gpus": G, "job_kwargs": kw, "step_limit_w": lim_step}
     return tel, steps, info
