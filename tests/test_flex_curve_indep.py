@@ -28,6 +28,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from powerlab.exceptions import AnalysisError
@@ -93,6 +94,25 @@ def test_generator_logged_steps_match_truth():
         for L in TRAIN_LIMITS_W:
             m = tr.loc[settled & (lim == L), "duration_s"].mean()
             assert m == pytest.approx(info["truth"](L), rel=0.006), (job, L)
+
+
+def test_generator_telemetry_is_canonical_and_physical():
+    """The generator's telemetry passes the canonical schema check, and its physics
+    holds: the truth's step time falls as the limit rises; settled busy samples stay
+    below the limit (mean power, 3 sigma of the 2 W + 0.4 % sensor noise); SwPowerCap is
+    (almost) never set at 700 W (only while clocks ramp after a raise) and set in most
+    busy samples at 300 W, where the compute phases are capped."""
+    from powerlab.telemetry.schema import conform, validate
+
+    tel, _, info = _campaign("compute_bound", 0)
+    validate(conform(tel))
+    t = info["truth"](np.array([300.0, 400.0, 500.0, 600.0, 700.0]))
+    assert np.all(np.diff(t) <= 0) and t[0] > t[-1]
+    busy = tel[tel["util_gpu_pct"] > 50]
+    assert (busy["power_w"] <= busy["power_limit_w"] * 1.012 + 6.0).mean() > 0.99
+    cap = (busy["throttle_reasons"].astype("uint64") & capgen.BIT_SW_POWER_CAP) > 0
+    share = cap.groupby(busy["power_limit_w"]).mean()
+    assert share[700.0] < 0.01 and share[300.0] > 0.8
 
 
 @pytest.mark.parametrize("job,limit_w", [

@@ -20,7 +20,9 @@ Model (H100-SXM-like GPUs, one synchronous data-parallel job on 8-GPU hosts)
   <= limit (1 - CTRL_MARGIN); phases are long (>= 0.1 s) against its loop, so phases
   that draw less than the limit (communication, waiting) run at F_MAX.  After a limit
   change the applied clock relaxes to the new target with TAU_CTRL = 1.5 s (power
-  overshoots a lowered limit for a few seconds).
+  overshoots a lowered limit for a few seconds).  ``controller="step"`` is a
+  sensitivity variant only (a limiter averaging over more than a step: one clock per
+  GPU per step, step-mean power <= limit).
 * Step of a GPU: host gap (idle SMs, clock independent) -> compute (time ~ 1/f) ->
   memory-bound work (share ``s`` clock independent) -> wait for the slowest GPU of the
   whole job -> exposed all-reduce (clock independent).  The step ends for everyone when
@@ -39,7 +41,8 @@ share of the interval a kernel was running, ``power_limit_w`` the limit in effec
 instant.  ``SwPowerCap`` (0x4) is set when, at the instant, the GPU is in a phase whose
 clock the controller holds below F_MAX; ``GpuIdle`` (0x1) during checkpoints.
 
-Public API: :func:`generate`, :func:`truth`, :data:`JOBS`, :class:`Workload`.
+Public API: :func:`generate`, :func:`truth`, :func:`truth_state`, :data:`JOBS`,
+:class:`Workload`.
 """
 from __future__ import annotations
 
