@@ -14,7 +14,7 @@ power (samples with util_gpu_pct > 50) and (b) the cost predicted from the measu
 ``1 - rate_mean(P_measured)``, against the truth.
 
 Usage: python benchmarks/validate_curve_capgen.py [--seeds 10] [--block-s 600]
-[--controller phase|step] (``step``: capgen's sensitivity variant of the limiter, one
+[--controller phase|step] [--eval-every-steps N] (``step``: capgen's sensitivity variant of the limiter, one
 clock per step; the default ``phase`` is the modelled physics)
 Prints the tables and ``RESULT {json}`` last.
 """
@@ -50,12 +50,13 @@ def _cost(curve, power_w):
             1 - r["rate_lower"].to_numpy())
 
 
-def run(seeds, block_s, controller="phase"):
+def run(seeds, block_s, controller="phase", eval_every_steps=None):
     rows, diag = [], []
     for job in capgen.JOBS:
         for seed in range(seeds):
             tel, steps, info = capgen.generate(job, seed, limits_w=TRAIN, hold_s=3600.0,
-                                               n_rounds=2, controller=controller)
+                                               n_rounds=2, controller=controller,
+                                               eval_every_steps=eval_every_steps)
             t_ref = info["truth"](REF)
             curve = fit_curve(tel, steps, block_s=block_s)
             try:
@@ -96,12 +97,14 @@ def main(argv=None):
     ap.add_argument("--block-s", type=float, default=600.0)
     ap.add_argument("--controller", choices=("phase", "step"), default="phase",
                     help="capgen's power-limiter model; 'step' is a sensitivity variant")
+    ap.add_argument("--eval-every-steps", type=int, default=None,
+                    help="add a 60-s evaluation (busy, no all-reduce) every N train steps")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
-    tab, diag = run(a.seeds, a.block_s, a.controller)
+    tab, diag = run(a.seeds, a.block_s, a.controller, a.eval_every_steps)
     pd.set_option("display.width", 200)
     pd.set_option("display.max_rows", 500)
-    print(f"controller = {a.controller}; held-out limits, block_s = {a.block_s:g} s (pred_cost_300s_pct: block_s = 300 s)")
+    print(f"controller = {a.controller}, eval every {a.eval_every_steps} steps; held-out limits, block_s = {a.block_s:g} s (pred_cost_300s_pct: block_s = 300 s)")
     print(tab.round(2).to_string(index=False))
     print("\nsummary per job and held-out limit (cases with truth cost >= 2 %):")
     chk = tab[tab["ok"] != "-"]
@@ -117,7 +120,8 @@ def main(argv=None):
     n_ok = int((chk["ok"] == "yes").sum())
     print(f"\n{n_ok}/{len(chk)} checked held-out cases within 10 % of the truth "
           f"({time.perf_counter() - t0:.1f} s)")
-    res = {"seeds": a.seeds, "block_s": a.block_s, "controller": a.controller, "checked": len(chk), "within_10pct": n_ok,
+    res = {"seeds": a.seeds, "block_s": a.block_s, "controller": a.controller,
+           "eval_every_steps": a.eval_every_steps, "checked": len(chk), "within_10pct": n_ok,
            "per_job_limit": {f"{j}@{int(L)}": {k: float(v) for k, v in r.items()}
                              for (j, L), r in summ.iterrows()}}
     print("RESULT " + json.dumps(res))

@@ -326,14 +326,17 @@ def _schedule(limits_w, hold_s, n_rounds):
 
 
 def _segment(w, fl, ss, t0, t_change, t_end, f_old, T_change, ctr0, ck_every, ck_s, rng,
-             last):
+             last, ev_every=None, ev_s=0.0):
     """Train steps of one constant-limit segment, starting at t0 (>= t_change)."""
     n = int(np.ceil((t_end - t0) / ss["step_s"] * 1.15)) + 8
     eps = rng.normal(0.0, w.work_cv, n)
     k = 1.0 / w.comm_cv ** 2
     comm = w.comm_s * rng.gamma(k, 1.0 / k, n)
     ctr = ctr0 + np.arange(1, n + 1)
-    extra = np.where(ctr % ck_every == 0, ck_s, 0.0) if ck_every else np.zeros(n)
+    ckx = np.where(ctr % ck_every == 0, ck_s, 0.0) if ck_every else np.zeros(n)
+    is_ev = (ctr % ev_every == 0) if ev_every else np.zeros(n, bool)
+    evx = np.zeros(n)
+    extra = ckx + evx
     # first pass: steady clocks to place the steps in time
     fc0, fm0 = ss["fc"][None, :], ss["fm"][None, :]
 
@@ -356,11 +359,15 @@ def _segment(w, fl, ss, t0, t_change, t_end, f_old, T_change, ctr0, ck_every, ck
         tm = tm * (1 + eps)[:, None]
         W = (tc + tm).max(axis=1)
         dur = w.host_s + W + comm
+        # eval (forward passes only, no all-reduce) paced by the slowest compute clock
+        evx = np.where(is_ev, ev_s * tc.max(axis=1) / ((1 + eps) * w.compute_s), 0.0)
+        extra = ckx + evx
     starts = t0 + np.concatenate([[0.0], np.cumsum(dur + extra)[:-1]])
     keep = (starts + dur <= t_end) if last else (starts < t_end)
     m = int(keep.sum())
     sl = slice(0, m)
-    return {"start": starts[sl], "dur": dur[sl], "extra": extra[sl], "tc": tc[sl],
+    return {"start": starts[sl], "dur": dur[sl], "extra": extra[sl], "evx": evx[sl],
+            "ckx": ckx[sl], "tc": tc[sl],
             "tm": tm[sl], "W": W[sl], "comm": comm[sl], "fc": fc[sl], "fm": fm[sl],
             "fo": fo[sl], "T": Tk[sl], "ctr": ctr0 + m}
 
@@ -369,7 +376,8 @@ def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.
              hold_s=3600.0, n_rounds=2, interval_s=15.0, n_hosts=None, gpus_per_host=8,
              leak_sd=LEAK_SD, dv_sd=DV_SD, cdyn_sd=CDYN_SD, inlet_c=27.0, workload=None,
              checkpoint_every_steps=1000, checkpoint_s=25.0, missing_frac=0.001,
-             power_noise_w=2.0, controller="phase", start=START):
+             power_noise_w=2.0, controller="phase", eval_every_steps=None, eval_s=60.0,
+             start=START):
     """Simulate a power-limit campaign of one data-parallel training job.
 
     Parameters
@@ -388,6 +396,9 @@ def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.
         Telemetry sample interval [s].
     workload : dict, optional
         Field overrides of the job's :class:`Workload`.
+    eval_every_steps, eval_s : int or None, float
+        Every ``eval_every_steps`` train steps an evaluation of ``eval_s`` seconds at F_MAX
+        (forward passes, no all-reduce, power-capped like the compute phase) [s].
     controller : {"phase", "step"}
         ``"phase"`` (default, the modelled physics): the limiter acts within a phase,
         each phase's power <= limit, low-power phases run at F_MAX.  ``"step"``
@@ -427,7 +438,8 @@ def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.
     for j, L in enumerate(lims):
         ss = steady(L)
         seg = _segment(w, fl, ss, t, edges[j], edges[j + 1], f_old, T_last, ctr,
-                       checkpoint_every_steps, checkpoint_s, rng, j == len(lims) - 1)
+                       checkpoint_every_steps, checkpoint_s, rng, j == len(lims) - 1,
+                       eval_every_steps, eval_s)
         seg["limit"] = L
         segs.append(seg)
         if len(seg["dur"]):
@@ -436,32 +448,38 @@ def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.
             t = seg["start"][-1] + seg["dur"][-1] + seg["extra"][-1]
         ctr = seg["ctr"]
     cat = {k: np.concatenate([s[k] for s in segs]) for k in
-           ("start", "dur", "extra", "tc", "tm", "W", "comm", "fc", "fm", "fo", "T")}
+           ("start", "dur", "extra", "evx", "ckx", "tc", "tm", "W", "comm", "fc", "fm",
+            "fo", "T")}
     lim_step = np.concatenate([np.full(len(s["dur"]), s["limit"]) for s in segs])
     n = len(cat["dur"])
     st = cat["start"][:, None]
-    # ---- per-GPU timeline: 6 intervals per step (host, comp, mem, wait, comm, idle) ---
-    b = np.empty((n, 7, G))
+    # ---- per-GPU timeline: 7 intervals per step (host, comp, mem, wait, comm, eval,
+    # checkpoint idle) -------------------------------------------------------------------
+    NP = 7
+    b = np.empty((n, NP + 1, G))
     b[:, 0] = st
     b[:, 1] = st + w.host_s
     b[:, 2] = b[:, 1] + cat["tc"]
     b[:, 3] = b[:, 2] + cat["tm"]
     b[:, 4] = st + w.host_s + cat["W"][:, None]
     b[:, 5] = b[:, 4] + cat["comm"][:, None]
-    b[:, 6] = b[:, 5] + cat["extra"][:, None]
+    b[:, 6] = b[:, 5] + cat["evx"][:, None]
+    b[:, 7] = b[:, 6] + cat["ckx"][:, None]
     T = cat["T"]
     fo = cat["fo"]
     pc, pm, pw, pk, ph = _phase_powers(w, cat["fc"], cat["fm"], T, fl, fo)
     pidle = _power(np.full_like(T, F_IDLE), T - 15.0, 0.0, 0.0, 0.0, fl)
-    P = np.stack([ph, pc, pm, pw, pk, pidle], axis=1)             # (n, 6, G)
-    clk = np.stack([fo, cat["fc"], cat["fm"], fo, fo, np.full_like(T, F_IDLE)], axis=1)
-    busy = np.array([0.0, 1.0, 1.0, 1.0, 1.0, 0.0])
-    capped = np.zeros((n, 6, G), bool)
+    P = np.stack([ph, pc, pm, pw, pk, pc, pidle], axis=1)         # (n, NP, G)
+    clk = np.stack([fo, cat["fc"], cat["fm"], fo, fo, cat["fc"], np.full_like(T, F_IDLE)],
+                   axis=1)
+    busy = np.array([0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0])
+    capped = np.zeros((n, NP, G), bool)
     capped[:, 1] = cat["fc"] < F_MAX - 1.0
     capped[:, 2] = cat["fm"] < F_MAX - 1.0
     capped[:, [0, 3, 4]] = (fo < F_MAX - 1.0)[:, None, :]
-    idle = np.zeros((n, 6, G), bool)
-    idle[:, 5] = True
+    capped[:, 5] = cat["fc"] < F_MAX - 1.0
+    idle = np.zeros((n, NP, G), bool)
+    idle[:, 6] = True
     t_end = edges[-1]
     ts = np.arange(interval_s, t_end + 1e-9, interval_s)
     nt = len(ts)
@@ -472,8 +490,8 @@ def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.
     temp = np.empty((nt, G))
     p_idle0 = _power(np.full(G, F_IDLE), fl["tin"] + 5.0, 0.0, 0.0, 0.0, fl)
     for i in range(G):
-        bb = np.concatenate([[min(0.0, b[0, 0, i])], b[:, :6, i].ravel(),
-                             [b[-1, 6, i], max(t_end, b[-1, 6, i]) + interval_s]])
+        bb = np.concatenate([[min(0.0, b[0, 0, i])], b[:, :NP, i].ravel(),
+                             [b[-1, NP, i], max(t_end, b[-1, NP, i]) + interval_s]])
         lens = np.diff(bb)
         # interval k of bb: 0 = before first step, then (step, phase), last 2 = idle
         pp = np.concatenate([[p_idle0[i]], P[:, :, i].ravel(), [p_idle0[i]]])
@@ -483,15 +501,15 @@ def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.
         pw_out[:, i] = (np.interp(ts, bb, E) - np.interp(ts - interval_s, bb, E)) / interval_s
         util[:, i] = (np.interp(ts, bb, Bc) - np.interp(ts - interval_s, bb, Bc)) / interval_s
         k = np.clip(np.searchsorted(bb, ts, side="right") - 1, 0, len(pp) - 1)
-        inside = (k >= 1) & (k <= 6 * n)
-        ki = np.clip(k - 1, 0, 6 * n - 1)
+        inside = (k >= 1) & (k <= NP * n)
+        ki = np.clip(k - 1, 0, NP * n - 1)
         ck = np.where(inside, clk[:, :, i].ravel()[ki], F_IDLE)
         cp = inside & capped[:, :, i].ravel()[ki]
         idl = ~inside | idle[:, :, i].ravel()[ki]
         bits[:, i] = (np.where(cp, BIT_SW_POWER_CAP, 0) | np.where(idl, BIT_GPU_IDLE, 0)
                       ).astype(np.uint64)
         clk_out[:, i] = ck
-        stp = np.clip(ki // 6, 0, n - 1)
+        stp = np.clip(ki // NP, 0, n - 1)
         Ti = T[stp, i]
         # cooling toward idle during a checkpoint / after the run
         tcool = np.where(idl, ts - np.where(k == 0, ts, bb[np.clip(k, 0, len(bb) - 1)]), 0.0)
@@ -527,10 +545,14 @@ def generate(job="compute_bound", seed=0, *, limits_w=(700.0, 600.0, 500.0, 400.
     end = cat["start"] + cat["dur"]
     rows_t = pd.DataFrame({"t": end, "duration_s": cat["dur"], "phase": "train"})
     rows_t["step"] = np.arange(1, n + 1)
-    ck = cat["extra"] > 0
-    rows_c = pd.DataFrame({"t": end[ck] + cat["extra"][ck], "duration_s": cat["extra"][ck],
-                           "phase": "checkpoint", "step": np.arange(1, n + 1)[ck]})
-    steps = pd.concat([rows_t, rows_c]).sort_values(["t", "phase"], kind="stable")
+    ev = cat["evx"] > 0
+    rows_e = pd.DataFrame({"t": end[ev] + cat["evx"][ev], "duration_s": cat["evx"][ev],
+                           "phase": "eval", "step": np.arange(1, n + 1)[ev]})
+    ck = cat["ckx"] > 0
+    rows_c = pd.DataFrame({"t": end[ck] + cat["evx"][ck] + cat["ckx"][ck],
+                           "duration_s": cat["ckx"][ck], "phase": "checkpoint",
+                           "step": np.arange(1, n + 1)[ck]})
+    steps = pd.concat([rows_t, rows_e, rows_c]).sort_values("t", kind="stable")
     steps.insert(0, "timestamp", (start + pd.to_timedelta(steps.pop("t").to_numpy(), unit="s"))
                  .as_unit("ns"))
     steps = steps.reset_index(drop=True)
