@@ -177,5 +177,5 @@ def test_two_jobs_share_the_shed_and_only_pay_while_they_run():
     assert during["power_limit_w[finetune]"].notna().all()
     # the second target's lost GPU-hours come from the pretrain job alone
     t2 = plan.targets.iloc[1]
-    lim = s.loc["2025-06-02T13:20Z":"2025-06-02T13:30Z", "power_limit_w[pretrain]"]
+    lim = s.loc["2025-06-02T13:20Z":"2025-06-02T13:29:59Z", "power_limit_w[pretrain]"]
     assert lim.notna().all() and 0 < t2["lost_gpu_hours"] <= 768 * 10 / 60
