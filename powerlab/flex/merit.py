@@ -283,7 +283,9 @@ def storage_dispatch(need_w: np.ndarray, tick_s: float, battery
         g = hi
     out = np.minimum(p_max, np.maximum(need - g, 0.0))
     soc = soc0 - np.cumsum(out) * tick_s
-    return out, soc
+    # never below the minimum: the level's bisection keeps the energy within it, so
+    # this only removes rounding (1e-15 of the capacity)
+    return out, np.maximum(soc, soc0 - avail)
 
 
 def _pause_choice(merit: Merit, need: np.ndarray, alive: np.ndarray, a: int, b: int,
