@@ -336,7 +336,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     r_down, r_up = _allowed_rates(merit, reqs, b_spec, conv_spec, tick_s,
                                   (merit.full_w - merit.cap_floor_w) / max(thr_resp, tick_s),
                                   m.min_ramp_share)
-    p, cap_w, clock = _planned_power(targets, scenario.site, g, merit, (r_down, r_up),
+    p, cap_w, clock, thr_of = _planned_power(targets, scenario.site, g, merit, (r_down, r_up),
                                      m.margin_fraction, averaging_s - response_s,
                                      response_s, a, lv)
     conv = g.pue_max if targets.boundary == "facility" else 1.0
@@ -377,7 +377,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     fac = fac - ls.storage_w                  # the battery at the point of connection
     it_seen = it - ls.storage_w if targets.boundary == "it" else it
     plan_w = fac if targets.boundary == "facility" else it_seen
-    rows = _target_results(targets.frame, g, plan_w, merit, ls, share, response_s,
+    rows = _target_results(targets.frame, g, plan_w, merit, ls, thr_of, response_s,
                            averaging_s)
     ramps = _ramp_results(reqs, fac if spec_boundary == "facility" else it - ls.storage_w,
                           b_spec, tick_s, r_down, r_up)
@@ -447,17 +447,18 @@ def _throttle_of(row, response_s: float, a: LeverAssumptions, lv: tuple) -> str:
 def _planned_power(targets: Targets, site, g: _Ticks, alloc: Merit,
                    rates: tuple[float, float], margin_fraction: float,
                    judged_early_s: float, response_s: float, a: LeverAssumptions,
-                   lv: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   lv: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
     """The planned site power ``P(t)`` [IT W] (lower envelope of the caps' cones, limited
-    in its rise and fall), the caps at the targets' boundary per tick [W], and per tick
-    whether the throttling lever is a clock lock."""
+    in its rise and fall), the caps at the targets' boundary per tick [W], per tick
+    whether the throttling lever is a clock lock, and each target's throttling lever."""
     r_down, r_up = rates
     n, tick_s = g.n, g.tick_s
     lead = 3 * site.cooling_time_constant_s if targets.boundary == "facility" else 0.0
     env = np.full(n, alloc.full_w)
     cap_w = np.full(n, np.inf)
     locked = []
-    for r in targets.frame.itertuples():
+    levers_of = [_throttle_of(r, response_s, a, lv) for r in targets.frame.itertuples()]
+    for r, thr in zip(targets.frame.itertuples(), levers_of):
         i0, i1 = g.index(r.start_utc, math.floor), g.index(r.end_utc, math.ceil)
         i0c, i1c = max(i0, 0), min(i1, n)
         if i1c <= i0c:
@@ -470,14 +471,13 @@ def _planned_power(targets: Targets, site, g: _Ticks, alloc: Merit,
         # holds no pre-start power (and, for facility caps, the cooling has followed)
         early = lead + max(0.0, judged_early_s)
         nt = r.notice_utc
-        thr = _throttle_of(r, response_s, a, lv)
         if thr == "clock_lock":
             locked.append((i0c, i1c))
         delay = a.power_cap_response_s if thr == "power_cap" else a.clock_lock_response_s
         # never acted on before it is known, and the lever takes its response to act
         ni = 0 if pd.isna(nt) else max(0, math.ceil(
             ((nt - g.t0).total_seconds() + delay) / tick_s))
-        j0 = max(0, i0 - round(early / tick_s), min(ni, i0c))
+        j0 = min(max(0, i0 - round(early / tick_s), ni), i1c)
         env[j0:i1c] = np.minimum(env[j0:i1c], c)
         k_span = math.ceil(max(alloc.full_w - c, 0) / (r_down * tick_s)) + 1
         a0 = max(ni, j0 - k_span, 0)
@@ -500,7 +500,7 @@ def _planned_power(targets: Targets, site, g: _Ticks, alloc: Merit,
         for s, e in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
             if any(i0 < e and s < i1 for i0, i1 in locked):
                 clock[s:e] = True
-    return p, cap_w, clock
+    return p, cap_w, clock, levers_of
 
 
 def _schedule(times, p: np.ndarray, merit: Merit, ls: LeverSchedule) -> pd.DataFrame:
@@ -644,7 +644,7 @@ def _simulated_it(scenario: Scenario, base, merit: Merit, cv: dict,
 
 
 def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray, merit: Merit,
-                    ls: LeverSchedule, share: pd.Series, response_s: float,
+                    ls: LeverSchedule, thr_of: list, response_s: float,
                     averaging_s: float) -> list[dict]:
     """Per target: met share and met, worst overshoot, worst response time, lost and
     delayed training, the throttling lever, the mean planned shed per lever and the
@@ -653,7 +653,7 @@ def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray, merit: Merit
     tick_s = g.tick_s
     tm = _trailing_mean(plan_w, max(1, round(averaging_s / tick_s)))
     rows = []
-    for r in f.itertuples():
+    for r, thr in zip(f.itertuples(), thr_of):
         i0 = max(0, g.index(r.start_utc, math.floor))
         i1 = min(g.n, g.index(r.end_utc, math.ceil))
         seg = tm[:, i0:i1] - r.cap_w
@@ -671,14 +671,13 @@ def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray, merit: Merit
                                        * run).sum()) * tick_s / 3600
         delayed = float((ls.held[:, i0:i1] * np.array([j.gpus for j in merit.jobs])[:, None]
                          ).sum()) * tick_s / 3600
-        throttled = ls.throttle[i0:i1]
         row = {"start_utc": r.start_utc, "end_utc": r.end_utc,
                "cap_megawatts": r.cap_w / 1e6, "source": r.source,
                "met_share": float(met.mean()), "met": bool(met.all()),
                "worst_overshoot_megawatts": float(seg[:, ir:].max()) / 1e6,
                "response_time_s": float(resp.max()), "lost_gpu_hours": lost_t,
                "delayed_gpu_hours": delayed,
-               "throttle_lever": str(throttled[0]) if len(throttled) else ""}
+               "throttle_lever": thr}
         for lever in LEVERS:
             row[f"shed_megawatts[{lever}]"] = float(ls.shed_w[lever][i0:i1].mean()) / 1e6
         row["storage_soc_fraction"] = float(ls.soc_fraction[i1 - 1])
