@@ -253,3 +253,39 @@ def test_cli_plan_writes_the_levers(tmp_path):
     assert main(["flex", "plan", str(REPO / "data/scenarios/small.yaml"), "--target", str(t),
                  "--requirements", str(REPO / "data/requirements/small_site_example.yaml"),
                  "--out", str(tmp_path / "q"), "--levers", "power_cap,nope"]) == 2
+
+
+def test_pause_when_cheaper_than_capping_for_a_long_hold():
+    """Merit order, step 4: a pause is chosen where it loses less than capping.  With a
+    steep curve (``r = y^3``: capping is dear) a 30-min cap at 88 % of small.yaml's IT
+    power is met at least cost by pausing the small finetune job (256 GPUs) and capping
+    the pretrain job a little, not by capping alone; with the stated H100 prior
+    (``r = y^0.3``, a cap sheds a watt for about a quarter of a pause's cost) nothing is
+    paused.  Into and out of the pause the finetune's limit glides at the allowed ramp
+    rates: no ramp requirement is violated (a bare pause step breaks the 1-s limit).
+    Margin 3 %: at a 1-s tick the engine's pretrain draws about 1.4 % above its nominal
+    step mean (its 1.2-s communication phase on 1-s ticks), more than the default 1 %
+    once the job is barely capped."""
+    import numpy as np
+
+    from powerlab.flex import PlanMargins, prior_curve
+
+    small = read_scenario(REPO / "data/scenarios/small.yaml")
+    spec = read_requirements(REPO / "data/requirements/small_site_example.yaml")
+    _, full, _ = site_power_range_w(small)
+    tg = _targets([("2025-06-02T12:20Z", "2025-06-02T12:50Z", 0.88 * full, None)])
+    steep = dataclasses.replace(prior_curve("H100-SXM", 650.0), b=np.array([3.0, 0.0]))
+    m = PlanMargins(margin_fraction=0.03)
+    best = plan_curtailment(small, tg, spec=spec, curves=steep, draws=2, margins=m)
+    caps = plan_curtailment(small, tg, spec=spec, curves=steep, draws=2, margins=m,
+                            levers=["power_cap", "clock_lock"])
+    lv = best.lever_frame().set_index("lever")
+    assert lv.loc["pause", "jobs"] == "finetune" and lv.loc["pause", "restart_gpu_hours"] > 0
+    assert best.lost_gpu_hours < caps.lost_gpu_hours
+    assert best.all_met and caps.all_met and best.ramp_violations == 0
+    s = best.schedule.set_index("timestamp")
+    first = s.index[s["paused[finetune]"]][0]
+    glide = s.loc[:first - pd.Timedelta(seconds=1), "power_limit_w[finetune]"].dropna()
+    assert len(glide) > 10 and glide.is_monotonic_decreasing
+    prior = plan_curtailment(small, tg, spec=spec, draws=2, simulate=False)
+    assert not prior.lever_frame().set_index("lever").loc["pause", "used"]

@@ -41,7 +41,10 @@ step rate first):
    jobs) is tried as paused, over the whole run or over the span where capping alone
    falls short (from a checkpoint before); the feasible choice of least lost training
    wins, so a pause is used where capping cannot reach the shed, or where it is cheaper
-   (a long hold on a small job).
+   (a long hold on a small job).  Into and out of a pause the job's limit glides
+   between its top and its minimum at the allowed ramp rates, so that the pause is only
+   the small step from the minimum limit's power to idle (that glide's cost is counted
+   in the lost training, not in the choice).
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ class JobTable(NamedTuple):
 
     limits_w: np.ndarray      # [W] per GPU, descending
     power_w: np.ndarray       # the job's power (all GPUs) [W]
-    rate: np.ndarray          # gpus x relative step rate [GPUs]
+    rate: np.ndarray          # gpus x relative step rate x share training [GPUs]
 
 
 class Allocator:
@@ -118,7 +121,7 @@ class Allocator:
 class Merit:
     """The jobs' operating-point tables and allocators over subsets of them."""
 
-    def __init__(self, scenario: Scenario, curves: dict):
+    def __init__(self, scenario: Scenario, curves: dict, share=None):
         self.jobs = list(scenario.jobs)
         if len(self.jobs) > 60:
             raise PowerlabError(f"the planner handles up to 60 jobs, the scenario has "
@@ -131,8 +134,11 @@ class Merit:
             c = curves[j.name]
             top = min(c.max_limit_w, max(c.min_limit_w, math.ceil(j.compute_w / c.kappa)))
             lims = np.arange(top, c.min_limit_w - 1e-9, -NOTCH_W)
+            # the step rate lost counts while the job trains: weighted by its share of
+            # time training (as the plan's lost GPU-hours are)
+            sh = 1.0 if share is None else float(share.get(j.name, 1.0))
             self.tables.append(JobTable(lims, job_power_w(j, c, lims) * j.gpus,
-                                        job_rate(c, j, lims) * j.gpus))
+                                        job_rate(c, j, lims) * j.gpus * sh))
         self.job_full_w = np.array([t.power_w[0] for t in self.tables])
         self.job_idle_w = np.array([j.gpus * self.idle_w for j in self.jobs])
         self.full_w = self.const + float(self.job_full_w.sum())
@@ -334,9 +340,32 @@ def _pause_choice(merit: Merit, need: np.ndarray, alive: np.ndarray, a: int, b: 
     return best[1], best[2]
 
 
+def _glide(merit: Merit, limits: np.ndarray, paused: np.ndarray, tick_s: float,
+           r_down: float, r_up: float) -> None:
+    """Into and out of each pause, the job's limit glides between its top and its
+    minimum at the allowed rates (in place), so that the pause itself is a step of only
+    ``gpus x (power at the minimum limit - idle)`` down and back up."""
+    n = limits.shape[1]
+    for ji, t in enumerate(merit.tables):
+        top, lo = t.limits_w[0], t.limits_w[-1]
+        span_w = t.power_w[0] - t.power_w[-1]
+        kd = max(1, math.ceil(span_w / max(r_down * tick_s, 1e-9)))
+        ku = max(1, math.ceil(span_w / max(r_up * tick_s, 1e-9)))
+        for s0, s1 in _runs(paused[ji]):
+            a0 = max(0, s0 - kd)
+            k = np.arange(a0, s0)
+            gl = top - (top - lo) * (k - (s0 - kd) + 1) / kd
+            limits[ji, a0:s0] = np.minimum(limits[ji, a0:s0], np.round(gl))
+            b1 = min(n, s1 + ku)
+            k = np.arange(s1, b1)
+            gl = lo + (top - lo) * (k - s1) / ku
+            limits[ji, s1:b1] = np.minimum(limits[ji, s1:b1], np.round(gl))
+
+
 def allocate(merit: Merit, shed_w: np.ndarray, times: pd.DatetimeIndex, tick_s: float,
              *, clock: np.ndarray, r_up_w_per_s: float, levers: tuple[str, ...],
-             battery=None, conv: float = 1.0) -> LeverSchedule:
+             battery=None, conv: float = 1.0, r_down_w_per_s: float | None = None
+             ) -> LeverSchedule:
     """Split a planned site shed over the levers in merit order (module docstring).
 
     Parameters
@@ -350,8 +379,9 @@ def allocate(merit: Merit, shed_w: np.ndarray, times: pd.DatetimeIndex, tick_s: 
         [s]
     clock : ndarray
         Per tick, True where the throttling lever must be a clock lock.
-    r_up_w_per_s : float
-        Allowed up rate (for staggering held starts) [IT W/s].
+    r_up_w_per_s, r_down_w_per_s : float
+        Allowed up and down rates (staggering held starts; the glide of a paused job's
+        limit into and out of its pause) [IT W/s]; ``r_down`` defaults to ``r_up``.
     levers : tuple of str
         The levers allowed (of :data:`~powerlab.flex.levers.LEVERS`).
     battery : Battery, optional
@@ -400,6 +430,9 @@ def allocate(merit: Merit, shed_w: np.ndarray, times: pd.DatetimeIndex, tick_s: 
     cap_need = np.maximum(need - pause_shed, 0.0)
     masks = ((run if throttling else np.zeros_like(run)) * bitw).sum(axis=0)
     limits = merit.limits(np.where(masks > 0, cap_need, 0.0), masks)
+    if throttling and paused.any():
+        _glide(merit, limits, paused, tick_s, r_down_w_per_s or r_up_w_per_s,
+               r_up_w_per_s)
     tops = np.array([t.limits_w[0] for t in merit.tables])
     # planned shed per lever [IT W]
     cap_shed = np.zeros(n)

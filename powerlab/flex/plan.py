@@ -326,8 +326,9 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
             scenario.mitigations, battery=None))
     cv = job_curves(scenario, curves)
     g = _tick_grid(scenario, tick_s, draws, simulate)
-    merit = Merit(scenario, cv)
     base = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s)
+    share = base.throughput.groupby("job")["effective_training_time"].mean()
+    merit = Merit(scenario, cv, share)
     reqs = _ramp_reqs(spec)
     spec_boundary = getattr(spec, "boundary", "facility")
     b_spec = base.power_w(spec_boundary) if reqs else None
@@ -341,9 +342,9 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
                                      response_s, a, lv)
     conv = g.pue_max if targets.boundary == "facility" else 1.0
     ls = allocate(merit, merit.full_w - p, g.times, tick_s, clock=clock,
-                  r_up_w_per_s=r_up, levers=lv, battery=bat, conv=conv)
+                  r_up_w_per_s=r_up, levers=lv, battery=bat, conv=conv,
+                  r_down_w_per_s=r_down)
     sched = _schedule(g.times, p, merit, ls)
-    share = base.throughput.groupby("job")["effective_training_time"].mean()
     cost = _lost_training(merit, ls, share, tick_s)
     out = {"scenario": scenario, "schedule": sched, "times": g.times, "tick_s": tick_s,
            "boundary": targets.boundary, "response_s": response_s, "averaging_s": averaging_s,
