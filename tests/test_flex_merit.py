@@ -78,6 +78,10 @@ def test_shift_starts_known_answer():
     out = shift_starts(np.array([3, 3]), shed, np.array([40.0, 40.0]), 5.0, 1.0)
     assert list(out) == [5, 14]
     assert list(shift_starts(np.array([0, 6]), np.zeros(20), np.ones(2), 1.0, 1.0)) == [0, 6]
+    # a wait over max_hold_s (3 ticks from 2) is no shift: that job starts on time;
+    # the one starting at 3 waits 2 ticks, within it
+    assert list(shift_starts(np.array([2, 3]), shed, np.array([10.0, 5.0]), 5.0, 1.0,
+                             max_hold_s=2.5)) == [2, 5]
 
 
 def test_battery_covers_a_small_target_without_lost_training(sc, ercot):
@@ -289,3 +293,20 @@ def test_pause_when_cheaper_than_capping_for_a_long_hold():
     assert len(glide) > 10 and glide.is_monotonic_decreasing
     prior = plan_curtailment(small, tg, spec=spec, draws=2, simulate=False)
     assert not prior.lever_frame().set_index("lever").loc["pause", "used"]
+
+
+def test_no_shift_when_the_wait_exceeds_the_longest_hold(sc, ercot):
+    """The 16k job starts at 00:10 inside caps that run from 00:05 to 02:00: holding it
+    would take nearly 2 h, more than ``shift_max_hold_s`` (1 h), so it starts on time
+    and is capped; with a 3-h hold allowed it waits, losing no training."""
+    from powerlab.flex.levers import LeverAssumptions
+
+    _, full, _ = site_power_range_w(sc)
+    tg = _targets([("2025-07-01T00:05Z", "2025-07-01T01:00Z", 0.8 * full, None),
+                   ("2025-07-01T01:00Z", "2025-07-01T02:00Z", 0.9 * full, None)])
+    plan = plan_curtailment(sc, tg, spec=ercot, draws=2, simulate=False)
+    assert plan.lever_schedule.starts_utc == {} and plan.delayed_gpu_hours == 0
+    assert plan.lost_gpu_hours > 0
+    long = plan_curtailment(sc, tg, spec=ercot, draws=2, simulate=False,
+                            assumptions=LeverAssumptions(shift_max_hold_s=3 * 3600.0))
+    assert long.lost_gpu_hours == 0 and long.delayed_gpu_hours > 16384 * 1.8

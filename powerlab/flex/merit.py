@@ -9,9 +9,12 @@ step rate first):
 1. ``shift_start`` (no step rate lost; the wait is reported as *delayed* GPU-hours,
    apart from lost ones): a job whose start falls inside a *shed stretch* (a run of
    ticks with ``S > 0``: a target with its ramp down and back up) is held until the
-   stretch ends.  Several held jobs start in file order, each ``ceil(step_j / r_up)``
-   after the previous one, ``step_j`` its training power above idle and ``r_up`` the
-   allowed up rate (a stagger, so that held starts do not pile up into one step).
+   stretch ends, if that wait is at most ``shift_max_hold_s`` (1 h; a scheduler holds
+   a job through a grid event, it does not re-plan the day: a longer wait is no shift,
+   the job starts on time and is capped).  Several held jobs start in file order, each
+   ``ceil(step_j / r_up)`` after the previous one, ``step_j`` its training power above
+   idle and ``r_up`` the allowed up rate (a stagger, so that held starts do not pile up
+   into one step).
    A held job, like a job not yet started or already ended, draws idle power: its
    training power above idle sheds by itself.
 2. ``storage`` (no step rate lost): the battery (``mitigations.battery``) covers the
@@ -218,13 +221,15 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
 
 
 def shift_starts(start_idx: np.ndarray, shed_w: np.ndarray, step_w: np.ndarray,
-                 r_up_w_per_s: float, tick_s: float) -> np.ndarray:
+                 r_up_w_per_s: float, tick_s: float, max_hold_s: float = math.inf
+                 ) -> np.ndarray:
     """New start tick of each job (its own when not shifted).
 
     A job whose start tick falls in a run of ``shed_w > 0`` starts when the run ends;
     jobs held to the same moment start in order, each ``ceil(step_j / (r_up tick))``
     ticks after the previous (``step_j``: its training power above idle [W]); a start
-    pushed into a later run waits for that one too.
+    pushed into a later run waits for that one too.  A job whose wait would exceed
+    ``max_hold_s`` [s] is not held (it starts on time).
     """
     n = len(shed_w)
     run_end = np.full(n, -1, np.int64)
@@ -244,6 +249,8 @@ def shift_starts(start_idx: np.ndarray, shed_w: np.ndarray, step_w: np.ndarray,
             for s0, gap in taken:
                 if s0 <= t < s0 + gap:
                     t, moved = s0 + gap, True
+        if (t - s) * tick_s > max_hold_s:
+            continue
         out[j] = t
         taken.append((t, max(1, math.ceil(step_w[j] / max(r_up_w_per_s * tick_s, 1e-9)))))
     return out
@@ -364,8 +371,8 @@ def _glide(merit: Merit, limits: np.ndarray, paused: np.ndarray, tick_s: float,
 
 def allocate(merit: Merit, shed_w: np.ndarray, times: pd.DatetimeIndex, tick_s: float,
              *, clock: np.ndarray, r_up_w_per_s: float, levers: tuple[str, ...],
-             battery=None, conv: float = 1.0, r_down_w_per_s: float | None = None
-             ) -> LeverSchedule:
+             battery=None, conv: float = 1.0, r_down_w_per_s: float | None = None,
+             max_hold_s: float = math.inf) -> LeverSchedule:
     """Split a planned site shed over the levers in merit order (module docstring).
 
     Parameters
@@ -388,6 +395,8 @@ def allocate(merit: Merit, shed_w: np.ndarray, times: pd.DatetimeIndex, tick_s: 
         The site battery (``storage``).
     conv : float
         Boundary watts per IT watt of shed (the highest PUE at the facility boundary) [-].
+    max_hold_s : float
+        Longest hold of a shifted start [s].
     """
     jobs = merit.jobs
     n = len(shed_w)
@@ -397,7 +406,7 @@ def allocate(merit: Merit, shed_w: np.ndarray, times: pd.DatetimeIndex, tick_s: 
     dur = np.array([math.ceil(j.duration_s / tick_s) for j in jobs], np.int64)
     k = np.arange(n)
     starts = (shift_starts(idx, shed_w, merit.job_full_w - merit.job_idle_w,
-                           r_up_w_per_s, tick_s) if "shift_start" in levers and jobs
+                           r_up_w_per_s, tick_s, max_hold_s) if "shift_start" in levers and jobs
               else idx)
     alive = np.array([(k >= s) & (k < s + d) for s, d in zip(starts, dur)]).reshape(
         len(jobs), n)

@@ -343,7 +343,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     conv = g.pue_max if targets.boundary == "facility" else 1.0
     ls = allocate(merit, merit.full_w - p, g.times, tick_s, clock=clock,
                   r_up_w_per_s=r_up, levers=lv, battery=bat, conv=conv,
-                  r_down_w_per_s=r_down)
+                  r_down_w_per_s=r_down, max_hold_s=a.shift_max_hold_s)
     sched = _schedule(g.times, p, merit, ls)
     cost = _lost_training(merit, ls, share, tick_s)
     out = {"scenario": scenario, "schedule": sched, "times": g.times, "tick_s": tick_s,
