@@ -40,6 +40,12 @@ def _targets(rows):
                                  for i, (a, b, c, n) in enumerate(rows)]))
 
 
+def _only(*levers):
+    from powerlab.flex.levers import LeverAssumptions
+
+    return LeverAssumptions(levers=levers)
+
+
 def _with_battery(sc, **kw):
     return sc.replace(mitigations=dataclasses.replace(sc.mitigations, battery=Battery(**kw)))
 
@@ -128,7 +134,8 @@ def test_small_battery_runs_empty_then_caps_take_the_rest(sc, ercot):
     tg = _targets([("2025-07-01T06:00Z", "2025-07-01T06:10Z", 0.8 * full, None)])
     with_b = plan_curtailment(scb, tg, spec=ercot, draws=3)
     without = plan_curtailment(scb, tg, spec=ercot, draws=3,
-                               levers=["power_cap", "clock_lock", "pause", "shift_start"])
+                               assumptions=_only("power_cap", "clock_lock", "pause",
+                                                 "shift_start"))
     s = with_b.schedule
     assert s["storage_discharge_megawatts"].max() <= 1.0 + 1e-12
     assert s["storage_soc_fraction"].min() >= 0.1 - 1e-12
@@ -173,7 +180,7 @@ def test_job_starting_in_the_window_starts_when_it_ends():
     i = (plan.times >= "2025-06-02T12:06Z") & (plan.times < "2025-06-02T12:10Z")
     assert (plan.plan_w[:, i].max(axis=1) < 0.7 * full).all()
     # without the lever the same cap costs training
-    caps_only = plan_curtailment(small, tg, spec=spec, draws=2, levers=["power_cap"])
+    caps_only = plan_curtailment(small, tg, spec=spec, draws=2, assumptions=_only("power_cap"))
     assert caps_only.lost_gpu_hours > 0 and caps_only.delayed_gpu_hours == 0
 
 
@@ -231,7 +238,7 @@ def test_unknown_lever_is_one_line_error(sc):
     _, full, _ = site_power_range_w(sc)
     tg = _targets([("2025-07-01T06:00Z", "2025-07-01T06:10Z", 0.8 * full, None)])
     with pytest.raises(PowerlabError, match="unknown lever 'battery'") as e:
-        plan_curtailment(sc, tg, levers=["power_cap", "battery"], simulate=False)
+        plan_curtailment(sc, tg, assumptions=_only("power_cap", "battery"), simulate=False)
     assert "\n" not in str(e.value)
 
 
@@ -282,7 +289,7 @@ def test_pause_when_cheaper_than_capping_for_a_long_hold():
     m = PlanMargins(margin_fraction=0.03)
     best = plan_curtailment(small, tg, spec=spec, curves=steep, draws=2, margins=m)
     caps = plan_curtailment(small, tg, spec=spec, curves=steep, draws=2, margins=m,
-                            levers=["power_cap", "clock_lock"])
+                            assumptions=_only("power_cap", "clock_lock"))
     lv = best.lever_frame().set_index("lever")
     assert lv.loc["pause", "jobs"] == "finetune" and lv.loc["pause", "restart_gpu_hours"] > 0
     assert best.lost_gpu_hours < caps.lost_gpu_hours

@@ -154,11 +154,13 @@ def run_plan(args) -> int:
     floor, top = _site_bounds(sc, args.boundary)
     tg = read_targets(args.target, floor_w=floor, max_w=top, now=sc.start_utc,
                       horizon_end=sc.end_utc, tz=args.tz, boundary=args.boundary)
-    levers = None if args.levers is None else [x.strip() for x in args.levers.split(",")
-                                               if x.strip()]
+    from ..flex.levers import LEVERS, LeverAssumptions
+
+    levers = LEVERS if args.levers is None else tuple(
+        x.strip() for x in args.levers.split(",") if x.strip())
     plan = plan_curtailment(sc, tg, spec=spec, response_s=args.response_s,
                             averaging_s=args.averaging_s, draws=args.draws, seed=args.seed,
-                            levers=levers)
+                            assumptions=LeverAssumptions(levers=levers))
     paths = plan.write(args.out)
     if not args.quiet:
         print(plan.summary())

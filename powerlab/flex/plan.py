@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -269,8 +268,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
                      response_s: float = 30.0, averaging_s: float = 60.0,
                      margins: PlanMargins | None = None, draws: int = 20, seed: int = 0,
                      tick_s: float = 1.0, simulate: bool = True,
-                     assumptions: LeverAssumptions | None = None,
-                     levers: Sequence[str] | None = None) -> CurtailmentPlan:
+                     assumptions: LeverAssumptions | None = None) -> CurtailmentPlan:
     """Plan per-job levers for a target trajectory and simulate the plan.
 
     The steps (each a function of this module): the tick grid, the allowed ramp rates
@@ -304,9 +302,8 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     simulate : bool
         False: the search only (the plan and its schedule, no per-target results).
     assumptions : LeverAssumptions, optional
-        Lever response times (default ``LeverAssumptions()``).
-    levers : sequence of str, optional
-        The levers the plan may use (default all of
+        Lever response times, the longest hold of a shifted start and the levers the
+        plan may use (default ``LeverAssumptions()``: all of
         :data:`~powerlab.flex.levers.LEVERS`).
 
     Returns
@@ -315,10 +312,10 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     """
     if not isinstance(targets, Targets):
         raise PowerlabError("targets must be a Targets object (powerlab.flex.read_targets)")
-    lv = _check_levers(levers)
+    a = assumptions or LeverAssumptions()
+    lv = _check_levers(a.levers)
     if not response_s >= 0:
         raise PowerlabError(f"response_s must be >= 0, got {response_s}")
-    a = assumptions or LeverAssumptions()
     m = margins or PlanMargins()
     bat = scenario.mitigations.battery if "storage" in lv else None
     if bat is not None:          # the plan dispatches the battery, the engine does not
