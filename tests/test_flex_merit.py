@@ -117,6 +117,8 @@ def test_battery_covers_a_small_target_without_lost_training(sc, ercot):
     lv = plan.lever_frame().set_index("lever")
     assert lv.loc["storage", "used"] and not lv.loc["power_cap", "used"]
     assert lv.loc["storage", "shed_megawatt_hours"] == pytest.approx(dis_j / 3.6e9)
+    assert lv.loc["storage", "storage_discharge_megawatt_hours"] == pytest.approx(
+        dis_j / 3.6e9)                                     # IT boundary: the same
     assert lv.loc["storage", "storage_recharge_megawatt_hours"] == pytest.approx(
         dis_j / 3.6e9 / 0.9)                               # round-trip efficiency 0.9
     t = plan.targets.iloc[0]

@@ -158,8 +158,10 @@ class CurtailmentPlan:
     def lever_frame(self) -> pd.DataFrame:
         """Per lever: ``lever, jobs, peak_shed_megawatts, shed_megawatt_hours,
         lost_gpu_hours, delayed_gpu_hours, restart_gpu_hours, setting_min,
-        setting_unit, storage_soc_fraction`` (the lowest state of charge) and
-        ``storage_recharge_megawatt_hours`` (grid energy to restore the battery)."""
+        setting_unit, storage_soc_fraction`` (the lowest state of charge),
+        ``storage_discharge_megawatt_hours`` (at the targets' boundary; the shed columns
+        are IT power) and ``storage_recharge_megawatt_hours`` (grid energy to restore the
+        battery)."""
         return self.levers.copy()
 
     def summary(self) -> Summary:
@@ -603,10 +605,11 @@ def _lever_frame(merit: Merit, ls: LeverSchedule, cost: dict, tick_s: float,
                "delayed_gpu_hours": cost["delayed"] if lever == "shift_start" else 0.0,
                "restart_gpu_hours": cost["restart"] if lever == "pause" else 0.0,
                "setting_min": setting, "setting_unit": unit,
-               "storage_soc_fraction": np.nan, "storage_recharge_megawatt_hours": np.nan,
-               "used": bool(used.any())}
+               "storage_soc_fraction": np.nan, "storage_discharge_megawatt_hours": np.nan,
+               "storage_recharge_megawatt_hours": np.nan, "used": bool(used.any())}
         if lever == "storage" and battery is not None:
             row["storage_soc_fraction"] = float(np.nanmin(ls.soc_fraction))
+            row["storage_discharge_megawatt_hours"] = float(ls.storage_w.sum()) * tick_s / 3.6e9
             row["storage_recharge_megawatt_hours"] = (
                 float(ls.storage_w.sum()) * tick_s / 3.6e9 / battery.round_trip_efficiency)
         rows.append(row)
