@@ -18,6 +18,7 @@ engine's own cost), so the ratio says what the search adds to it.  Each case run
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -34,7 +35,7 @@ from powerlab.flex.levers import site_power_range_w
 from powerlab.flex.plan import plan_curtailment
 from powerlab.flex.targets import Targets
 from powerlab.grid.forecast import forecast
-from powerlab.grid.scenario import read_scenario
+from powerlab.grid.scenario import Battery, read_scenario
 from powerlab.interconnect.requirements import read_requirements
 
 
@@ -73,17 +74,28 @@ def main() -> int:
                                               simulate=False), args.runs)
     ts, sim = _timed(lambda: plan_curtailment(sc, tg, spec=spec, draws=args.draws),
                      args.runs)
-    ok = min(t) < 30.0
+    # every lever engaged: the same site with a 5 MW / 5 MWh battery (water filling over
+    # the trajectory) besides caps, clock locks, pauses and shifted starts
+    scb = sc.replace(mitigations=dataclasses.replace(sc.mitigations, battery=Battery(
+        power_megawatts=5.0, energy_megawatt_hours=5.0, initial_soc_fraction=1.0)))
+    tb, _ = _timed(lambda: plan_curtailment(scb, tg, spec=spec, draws=args.draws,
+                                           simulate=False), args.runs)
+    ok = max(min(t), min(tb)) < 30.0
     print(f"24 h, {len(tg)} caps, {args.draws} draws: one forecast min {min(base):.2f} s; "
           f"plan search min {min(t):.2f} s median {statistics.median(t):.2f} s "
           f"({min(t) / min(base):.1f}x the forecast; target < 30 s: "
-          f"{'PASS' if ok else 'MISS'}); search + simulation min {min(ts):.2f} s; "
+          f"{'PASS' if ok else 'MISS'}); with a 5 MWh battery min {min(tb):.2f} s; "
+          f"search + simulation min {min(ts):.2f} s; "
           f"targets met in every draw {sim.share_met * 100:.1f} %, ramp violations "
           f"{sim.ramp_violations}")
     rows = [{"case": f"plan search, {len(tg)} caps, {args.draws} draws", "size": "24 h",
              "time_s_min": min(t), "time_s_median": statistics.median(t), "peak_mib": None,
              "baseline_s": min(base), "ratio": min(t) / min(base), "target": "< 30 s",
-             "pass": ok},
+             "pass": min(t) < 30.0},
+            {"case": f"plan search with a 5 MWh battery, {args.draws} draws", "size": "24 h",
+             "time_s_min": min(tb), "time_s_median": statistics.median(tb),
+             "peak_mib": None, "baseline_s": min(base), "ratio": min(tb) / min(base),
+             "target": "< 30 s", "pass": min(tb) < 30.0},
             {"case": f"plan search + simulation, {args.draws} draws", "size": "24 h",
              "time_s_min": min(ts), "time_s_median": statistics.median(ts), "peak_mib": None,
              "baseline_s": min(base), "ratio": min(ts) / min(base), "target": "(none)",

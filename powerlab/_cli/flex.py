@@ -36,11 +36,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(o)
     o.set_defaults(func=run_offer)
     q = fs.add_parser("plan", help="curtailment plan for a target trajectory",
-                      description="Plan per-job power caps (and pauses) meeting every cap of "
+                      description="Plan per-job levers meeting every cap of "
                                   "TARGET (CSV or OpenADR 3 event JSON) within the response "
                                   "time, down and back up within the ramp requirements of "
-                                  "REQ; simulate it over every draw. Exit 0: every target "
-                                  "met and no ramp violated; 1: not; 2: bad input.")
+                                  "REQ, with shifted job starts, the site battery, power "
+                                  "caps or clock locks and pauses in merit order; simulate "
+                                  "it over every draw. Writes plan_targets.csv, "
+                                  "plan_schedule.csv, plan_levers.csv, plan_ramps.csv. "
+                                  "Exit 0: every target met and no ramp violated; 1: not; "
+                                  "2: bad input.")
     q.add_argument("scenario", type=Path, help="scenario YAML")
     q.add_argument("--target", type=Path, required=True,
                    help="target CSV (start_utc,end_utc,cap_megawatts or timestamp,"
@@ -55,6 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--averaging-s", type=float, default=60.0,
                    help="caps are judged on trailing means of this length [s] (default 60)")
     q.add_argument("--tz", default=None, help="IANA zone of target times written without one")
+    q.add_argument("--levers", default=None,
+                   help="comma-separated levers the plan may use (default all: power_cap,"
+                        "clock_lock,pause,shift_start,storage)")
     _common(q)
     q.set_defaults(func=run_plan)
     v = fs.add_parser("verify", help="credited MW of an event by named baselines",
@@ -147,8 +154,13 @@ def run_plan(args) -> int:
     floor, top = _site_bounds(sc, args.boundary)
     tg = read_targets(args.target, floor_w=floor, max_w=top, now=sc.start_utc,
                       horizon_end=sc.end_utc, tz=args.tz, boundary=args.boundary)
+    from ..flex.levers import LEVERS, LeverAssumptions
+
+    levers = LEVERS if args.levers is None else tuple(
+        x.strip() for x in args.levers.split(",") if x.strip())
     plan = plan_curtailment(sc, tg, spec=spec, response_s=args.response_s,
-                            averaging_s=args.averaging_s, draws=args.draws, seed=args.seed)
+                            averaging_s=args.averaging_s, draws=args.draws, seed=args.seed,
+                            assumptions=LeverAssumptions(levers=levers))
     paths = plan.write(args.out)
     if not args.quiet:
         print(plan.summary())

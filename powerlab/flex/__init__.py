@@ -8,6 +8,7 @@ Modules
 :mod:`~powerlab.flex.levers`    the levers (power cap, clock lock, pause, shift, storage)
 :mod:`~powerlab.flex.offer`     MW sheddable vs response time and duration, with its cost
 :mod:`~powerlab.flex.targets`   target trajectories from CSV or OpenADR 3 event JSON
+:mod:`~powerlab.flex.merit`     the levers in merit order: shifts, storage, caps/locks, pauses
 :mod:`~powerlab.flex.plan`      the curtailment plan, simulated over every forecast draw
 :mod:`~powerlab.flex.verify`    measurement and verification: baselines and credited MW
 
@@ -26,6 +27,7 @@ _EXPORTS = {
                "paused_scenario"),
     "offer": ("FlexOffer", "flex_offer"),
     "targets": ("Targets", "read_targets", "parse_openadr_event", "random_targets"),
+    "merit": ("LeverSchedule", "shift_starts", "storage_dispatch"),
     "plan": ("CurtailmentPlan", "PlanMargins", "plan_curtailment"),
     "verify": ("Verification", "verify_event", "BASELINE_METHODS"),
 }

@@ -58,12 +58,21 @@ class LeverAssumptions:
         After the on-demand checkpoint, until the job's GPUs are idle [s].
     storage_response_s : float
         Battery inverter response [s].
+    shift_max_hold_s : float
+        Longest a job's start is held for a curtailment (the scheduler holds a job
+        through a grid event, it does not re-plan the day); a longer wait is not a
+        shift and the job starts on time, capped [s].
+    levers : tuple of str
+        The levers the site lets a curtailment plan use (default all of
+        :data:`LEVERS`).
     """
 
     power_cap_response_s: float = 5.0
     clock_lock_response_s: float = 2.0
     pause_drain_s: float = 10.0
     storage_response_s: float = 1.0
+    shift_max_hold_s: float = 3600.0
+    levers: tuple[str, ...] = LEVERS
 
 
 def job_curves(scenario: Scenario, curves: Mapping[str, PowerThroughputCurve] |

@@ -16,19 +16,28 @@ Search (:func:`plan_curtailment`, fast, no simulation)
        baseline's own largest ramp of the same window means (the site already uses that
        much), at least ``min_ramp_share`` of the limit, converted to IT power with the
        highest PUE; with no spec, the levers' own response.
-    3. The shed ``P_full - P(t)`` is split over the jobs at least marginal cost: each
-       job's power limit in 5-W notches, every notch ranked by lost step rate per watt
-       (GPU-hours per W, from each job's power-throughput curve); when capping every job
-       to its minimum limit is not enough, jobs are paused (largest shed first) for the
-       whole stretch that needs it.  Job power under a limit is planned with the lower
-       band of the curve's rate (more compute time per step, more power: the safe side).
+    3. The shed ``P_full - P(t)`` is split over the levers in merit order, the rule
+       being marginal lost training per MW shed (:mod:`powerlab.flex.merit`): shifted
+       job starts and the site battery first (no step rate lost), then per-job power
+       caps or clock locks in 5-W notches ranked by lost step rate per watt (each
+       job's power-throughput curve), pauses where capping cannot reach the shed or
+       costs more.  The throttling lever of a target is a power cap when the time from
+       its notice to ``start + response_s`` allows ``power_cap_response_s``, a clock
+       lock otherwise; the descent starts no earlier than the notice plus that lever's
+       response.  Job power under a limit is planned with the lower band of the curve's
+       rate (more compute time per step, more power: the safe side).
 
 Simulation (every draw)
-    The baseline forecast and forecasts of the scenario with each job capped at a grid of
-    limits (every 50 W) and paused, all with the same seed (the same failures and timing
-    offsets), are combined tick by tick: ``P_d(t) = B_d(t) + sum_j D_j(L_j(t))_d(t) -
-    B_d(t)``, linearly interpolated between the two grid limits around ``L_j(t)``.
-    Facility power follows from :func:`powerlab.grid.facility.facility_power`.
+    The forecast of the scenario with the shifted starts (the plan's base) and forecasts
+    of it with each job capped at a grid of limits (every 50 W) and paused, all with the
+    same seed (the same failures and timing offsets), are combined tick by tick:
+    ``P_d(t) = B_d(t) + sum_j D_j(L_j(t))_d(t) - B_d(t)``, linearly interpolated between
+    the two grid limits around ``L_j(t)``.  Facility power follows from
+    :func:`powerlab.grid.facility.facility_power`; the battery's planned output is
+    subtracted from it and from the power at the targets' boundary (at the IT boundary
+    the battery is read as carrying that much of the IT load).  With the ``storage``
+    lever the battery is the plan's: every forecast runs without the engine's own
+    smoothing dispatch of it (one controller per battery).
     A target is met in a draw when the trailing ``averaging_s`` mean of the power in the
     target's boundary (``it`` or ``facility``) is at or under the cap at every tick from ``start + response_s`` to
     its end; its response time is the time from the start after which that holds (the
@@ -38,12 +47,15 @@ Simulation (every draw)
     and the largest ramp the baseline itself makes in that draw (a site already over a
     limit is not made worse; a site within it stays within it).
 
-Approximation stated: a lever setting is simulated as the whole job under that setting
-in the same draw, so checkpoints under a cap fall at the capped job's own times.
+Approximations stated: a lever setting is simulated as the whole job under that setting
+in the same draw, so checkpoints under a cap fall at the capped job's own times; a clock
+lock is simulated at the operating point of the equivalent cap; the battery is planned
+on the nominal shed (not per draw) and not recharged within the horizon.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,19 +73,18 @@ from ..grid.ramps import whole_ticks
 from ..grid.scenario import Scenario
 from ..outputs import output_folder
 from .levers import (
+    LEVERS,
     LeverAssumptions,
     capped_scenario,
     job_curves,
-    job_power_w,
     job_rate,
     paused_scenario,
-    site_constant_w,
 )
+from .merit import LeverSchedule, Merit, allocate
 from .targets import Targets
 
 __all__ = ["CurtailmentPlan", "PlanMargins", "plan_curtailment"]
 
-NOTCH_W = 5.0
 SIM_GRID_W = 50.0
 
 
@@ -93,61 +104,26 @@ def _ramp_series(x: np.ndarray, w: int, window_s: float) -> np.ndarray:
     return (m[w:] - m[:-w]) / window_s
 
 
-class _Allocator:
-    """Site shed -> per-job power limits at least lost step rate (5-W notches)."""
-
-    def __init__(self, scenario: Scenario, curves: dict):
-        self.jobs = list(scenario.jobs)
-        self.const = site_constant_w(scenario)
-        notches = []
-        self.tables = []
-        for ji, j in enumerate(self.jobs):
-            c = curves[j.name]
-            top = min(c.max_limit_w, max(c.min_limit_w, math.ceil(j.compute_w / c.kappa)))
-            lims = np.arange(top, c.min_limit_w - 1e-9, -NOTCH_W)
-            p = job_power_w(j, c, lims) * j.gpus
-            r = job_rate(c, j, lims) * j.gpus
-            self.tables.append((lims, p, r))
-            dp, dr = -np.diff(p), -np.diff(r)
-            ratio = np.where(dp > 0, dr / np.maximum(dp, 1e-9), np.inf)
-            # a notch is taken only after the job's earlier notches: keep order by a
-            # running maximum of the ratio (convex hull in the greedy sense)
-            ratio = np.maximum.accumulate(ratio)
-            notches += [(ratio[i], ji, i + 1, dp[i]) for i in range(len(dp))]
-        notches.sort(key=lambda t: (t[0], t[1], t[2]))
-        self.order = notches
-        self.cum = np.concatenate([[0.0], np.cumsum([n[3] for n in notches])])
-        self.full_w = self.const + sum(t[1][0] for t in self.tables)
-        self.cap_floor_w = self.const + sum(t[1][-1] for t in self.tables)
-        # per prefix of notches, each job's notch index
-        idx = np.zeros((len(notches) + 1, len(self.jobs)), np.int64)
-        for k, (_, ji, i, _) in enumerate(notches):
-            idx[k + 1] = idx[k]
-            idx[k + 1, ji] = i
-        self.idx = idx
-
-    def limits(self, shed_w: np.ndarray, active: list[bool]) -> np.ndarray:
-        """Per-job limit per tick for a required shed (jobs not ``active``: paused)."""
-        k = np.searchsorted(self.cum, shed_w - 1e-6, side="left")
-        k = np.minimum(k, len(self.cum) - 1)
-        out = np.empty((len(self.jobs), len(shed_w)))
-        for ji, (lims, _, _) in enumerate(self.tables):
-            out[ji] = lims[self.idx[k, ji]]
-        return out
-
-
 class CurtailmentPlan:
     """A curtailment plan and its simulation (results object).
 
     Attributes
     ----------
     schedule : pandas.DataFrame
-        Per tick: ``timestamp``, ``planned_it_power_megawatts``, then per job
-        ``power_limit_w[JOB]`` (NaN: not capped) and ``paused[JOB]``.
+        Per tick: ``timestamp``, ``planned_it_power_megawatts``,
+        ``storage_discharge_megawatts`` (at the targets' boundary),
+        ``storage_soc_fraction``, ``shed_megawatts[LEVER]`` (planned, IT), then per job
+        ``lever[JOB]`` (``power_cap``, ``clock_lock``, ``pause``, ``shift_start`` or
+        empty), its setting ``power_limit_w[JOB]`` (a cap) or ``clock_sm_mhz[JOB]`` (a
+        clock lock), NaN otherwise, and ``paused[JOB]``.
     targets : pandas.DataFrame
         Per target: ``start_utc, end_utc, cap_megawatts``, ``met_share`` (of draws),
         ``met`` (in every draw), ``worst_overshoot_megawatts``, ``response_time_s`` (worst
-        draw), ``lost_gpu_hours``.
+        draw), ``lost_gpu_hours``, ``delayed_gpu_hours``, ``throttle_lever``, the mean
+        planned shed per lever ``shed_megawatts[LEVER]`` and ``storage_soc_fraction``
+        at the target's end.
+    levers : pandas.DataFrame
+        Per lever (:meth:`lever_frame`).
     ramps : pandas.DataFrame
         Per ramp requirement and direction: limit, allowed plan rate, plan-caused
         violations (windows, all draws) and the worst such ramp.
@@ -179,12 +155,22 @@ class CurtailmentPlan:
         """Per-target results (see :attr:`targets`)."""
         return self.targets.copy()
 
+    def lever_frame(self) -> pd.DataFrame:
+        """Per lever: ``lever, jobs, peak_shed_megawatts, shed_megawatt_hours,
+        lost_gpu_hours, delayed_gpu_hours, restart_gpu_hours, setting_min,
+        setting_unit, storage_soc_fraction`` (the lowest state of charge),
+        ``storage_discharge_megawatt_hours`` (at the targets' boundary; the shed columns
+        are IT power) and ``storage_recharge_megawatt_hours`` (grid energy to restore the
+        battery)."""
+        return self.levers.copy()
+
     def summary(self) -> Summary:
-        """Targets met, overshoot, lost training, ramp requirements and the verdict."""
+        """Targets met, overshoot, lost training, levers, ramp requirements, verdict."""
         t = self.targets
         lines = [
             (f"Curtailment plan: {len(t)} targets ({self.boundary} power), {self.draws} draws, "
-            f"response {self.response_s:g} s, trailing {self.averaging_s:g}-s means"),
+            f"response {self.response_s:g} s, trailing {self.averaging_s:g}-s means; "
+            f"levers {', '.join(self.levers_allowed)}"),
             (f"Targets met in every draw: {t['met'].sum()} of {len(t)} "
             f"({100 * self.share_met:.1f} %); target-draw pairs met: "
             f"{100 * t['met_share'].mean():.2f} %"),
@@ -192,12 +178,16 @@ class CurtailmentPlan:
             f"response time: {t['response_time_s'].max():.0f} s"),
             (f"Lost training: {self.lost_gpu_hours:.0f} GPU-h (curve band "
             f"{self.lost_gpu_hours_lower:.0f}-{self.lost_gpu_hours_upper:.0f}), of which "
-            f"{self.restart_gpu_hours:.0f} GPU-h restarting paused jobs"),
+            f"{self.restart_gpu_hours:.0f} GPU-h restarting paused jobs; delayed (shifted "
+            f"starts, not lost): {self.delayed_gpu_hours:.0f} GPU-h"),
             (f"Planned ramp rates (IT): down {self.rate_down_w_per_s * 60 / 1e6:.2f} MW/min, "
             f"up {self.rate_up_w_per_s * 60 / 1e6:.2f} MW/min"),
         ]
         s = Summary(float_format="{:.3f}")
         s.add_text(lines)
+        s.add_df(self.levers[["lever", "jobs", "peak_shed_megawatts", "shed_megawatt_hours",
+                              "lost_gpu_hours", "delayed_gpu_hours"]],
+                 "Levers in merit order (planned shed, IT):", index=False)
         if len(self.ramps):
             s.add_df(self.ramps, "Ramp requirements (plan-caused violations over all "
                      "draws):", index=False)
@@ -225,16 +215,18 @@ class CurtailmentPlan:
                           for name, v in parts.items()], ignore_index=True)
 
     def write(self, out_dir) -> list[Path]:
-        """Write ``plan_targets.csv``, ``plan_schedule.csv`` (every 10 s), ``plan_ramps.csv``
-        and ``plan_summary.txt``; returns the paths."""
+        """Write ``plan_targets.csv``, ``plan_schedule.csv`` (every 10 s),
+        ``plan_levers.csv``, ``plan_ramps.csv`` and ``plan_summary.txt``; returns the
+        paths."""
         out = output_folder(out_dir)
         k = max(1, round(10.0 / self.tick_s))
-        paths = [out / "plan_targets.csv", out / "plan_schedule.csv", out / "plan_ramps.csv",
-                 out / "plan_summary.txt"]
+        paths = [out / "plan_targets.csv", out / "plan_schedule.csv",
+                 out / "plan_levers.csv", out / "plan_ramps.csv", out / "plan_summary.txt"]
         self.targets.to_csv(paths[0], index=False, float_format="%.6g")
         self.schedule.iloc[::k].to_csv(paths[1], index=False, float_format="%.6g")
-        self.ramps.to_csv(paths[2], index=False, float_format="%.6g")
-        paths[3].write_text(str(self.summary()) + "\n", encoding="utf-8")
+        self.levers.to_csv(paths[2], index=False, float_format="%.6g")
+        self.ramps.to_csv(paths[3], index=False, float_format="%.6g")
+        paths[4].write_text(str(self.summary()) + "\n", encoding="utf-8")
         return paths
 
 
@@ -282,11 +274,12 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     """Plan per-job levers for a target trajectory and simulate the plan.
 
     The steps (each a function of this module): the tick grid, the allowed ramp rates
-    (``_allowed_rates``), the planned site power (``_planned_power``), its split
-    into per-job limits and pauses (``_allocate``), the schedule and the lost
-    training, then, when ``simulate``, the simulated IT power of every draw
-    (``_simulated_it``) judged per target (``_target_results``) and per ramp
-    requirement (``_ramp_results``).
+    (``_allowed_rates``), the planned site power and each target's throttling lever
+    (``_planned_power``), its split over the levers in merit order
+    (:func:`powerlab.flex.merit.allocate`), the schedule and the lost and delayed
+    training, then, when ``simulate``, the simulated power of every draw
+    (``_simulated_it``, less the battery) judged per target (``_target_results``) and
+    per ramp requirement (``_ramp_results``).
 
     Parameters
     ----------
@@ -311,7 +304,9 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     simulate : bool
         False: the search only (the plan and its schedule, no per-target results).
     assumptions : LeverAssumptions, optional
-        Lever response times (default ``LeverAssumptions()``).
+        Lever response times, the longest hold of a shifted start and the levers the
+        plan may use (default ``LeverAssumptions()``: all of
+        :data:`~powerlab.flex.levers.LEVERS`).
 
     Returns
     -------
@@ -320,50 +315,86 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     if not isinstance(targets, Targets):
         raise PowerlabError("targets must be a Targets object (powerlab.flex.read_targets)")
     a = assumptions or LeverAssumptions()
+    lv = _check_levers(a.levers)
+    if not response_s >= 0:
+        raise PowerlabError(f"response_s must be >= 0, got {response_s}")
     m = margins or PlanMargins()
+    bat = scenario.mitigations.battery if "storage" in lv else None
+    if bat is not None:          # the plan dispatches the battery, the engine does not
+        scenario = scenario.replace(mitigations=dataclasses.replace(
+            scenario.mitigations, battery=None))
     cv = job_curves(scenario, curves)
     g = _tick_grid(scenario, tick_s, draws, simulate)
-    alloc = _Allocator(scenario, cv)
     base = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s)
+    share = base.throughput.groupby("job")["effective_training_time"].mean()
+    merit = Merit(scenario, cv, share)
     reqs = _ramp_reqs(spec)
     spec_boundary = getattr(spec, "boundary", "facility")
     b_spec = base.power_w(spec_boundary) if reqs else None
-    conv = g.pue_max if spec_boundary == "facility" else 1.0
-    r_down, r_up = _allowed_rates(alloc, reqs, b_spec, conv, tick_s,
-                                  (alloc.full_w - alloc.cap_floor_w) / a.power_cap_response_s,
+    conv_spec = g.pue_max if spec_boundary == "facility" else 1.0
+    thr_resp = (a.power_cap_response_s if "power_cap" in lv else a.clock_lock_response_s)
+    r_down, r_up = _allowed_rates(merit, reqs, b_spec, conv_spec, tick_s,
+                                  (merit.full_w - merit.cap_floor_w) / max(thr_resp, tick_s),
                                   m.min_ramp_share)
-    p, cap_w = _planned_power(targets, scenario.site, g, alloc, (r_down, r_up),
-                                  m.margin_fraction, averaging_s - response_s)
-    paused, limits = _allocate(p, alloc, scenario, tick_s)
-    sched = _schedule(g.times, p, alloc, limits, paused)
-    # a lever costs training only while its job holds its GPUs
-    alive = np.array([(g.times >= j.start_utc) & (g.times < j.end_utc) for j in alloc.jobs])
-    share = base.throughput.groupby("job")["effective_training_time"].mean()
-    lost, restart_gh = _lost_training(alloc, cv, limits, paused, alive, share, tick_s)
+    p, cap_w, clock, thr_of = _planned_power(targets, scenario.site, g, merit, (r_down, r_up),
+                                     m.margin_fraction, averaging_s - response_s,
+                                     response_s, a, lv)
+    conv = g.pue_max if targets.boundary == "facility" else 1.0
+    ls = allocate(merit, merit.full_w - p, g.times, tick_s, clock=clock,
+                  r_up_w_per_s=r_up, levers=lv, battery=bat, conv=conv,
+                  r_down_w_per_s=r_down, max_hold_s=a.shift_max_hold_s)
+    sched = _schedule(g.times, p, merit, ls)
+    cost = _lost_training(merit, ls, share, tick_s)
     out = {"scenario": scenario, "schedule": sched, "times": g.times, "tick_s": tick_s,
            "boundary": targets.boundary, "response_s": response_s, "averaging_s": averaging_s,
-           "draws": draws, "lost_gpu_hours": lost[0], "lost_gpu_hours_lower": lost[1],
-           "lost_gpu_hours_upper": lost[2], "restart_gpu_hours": restart_gh,
+           "draws": draws, "lost_gpu_hours": cost["lost"][0],
+           "lost_gpu_hours_lower": cost["lost"][1], "lost_gpu_hours_upper": cost["lost"][2],
+           "restart_gpu_hours": cost["restart"], "delayed_gpu_hours": cost["delayed"],
            "rate_down_w_per_s": r_down, "rate_up_w_per_s": r_up, "cap_w": cap_w,
-           "curves": cv, "targets_in": targets.frame}
+           "curves": cv, "targets_in": targets.frame, "lever_schedule": ls,
+           "levers_allowed": lv, "assumptions": a,
+           "levers": _lever_frame(merit, ls, cost, tick_s, bat)}
     if not simulate:
         out.update(targets=pd.DataFrame(), ramps=pd.DataFrame(), baseline_w=None,
                    plan_w=None)
         return CurtailmentPlan(**out)
-    it = _simulated_it(scenario, base, alloc, cv, limits, paused, draws, seed, tick_s)
+    sim_sc = scenario
+    sim_base = base
+    if ls.starts_utc:            # the shifted starts, in the same horizon
+        sim_sc = scenario.replace(
+            horizon_start_utc=scenario.start_utc, horizon_end_utc=scenario.end_utc,
+            jobs=tuple(dataclasses.replace(j, start_utc=ls.starts_utc.get(j.name,
+                                                                          j.start_utc))
+                       for j in scenario.jobs))
+        sim_base = forecast(sim_sc, draws=draws, seed=seed, tick_s=tick_s)
+    it = _simulated_it(sim_sc, sim_base, merit, cv, ls.limits_w, ls.paused, draws, seed,
+                       tick_s)
     site = scenario.site
     fac = facility_power(it, tick_s, g.pue,
                          electrical_loss_fraction=site.electrical_loss_fraction,
                          cooling_time_constant_s=site.cooling_time_constant_s,
                          base_load_w=site.base_load_w, parts=False).facility_w
-    plan_w = fac if targets.boundary == "facility" else it
-    rows = _target_results(targets.frame, g, plan_w, alloc, cv, limits, paused, alive,
-                           response_s, averaging_s)
-    ramps = _ramp_results(reqs, fac if spec_boundary == "facility" else it, b_spec,
-                          tick_s, r_down, r_up)
+    fac = fac - ls.storage_w                  # the battery at the point of connection
+    it_seen = it - ls.storage_w if targets.boundary == "it" else it
+    plan_w = fac if targets.boundary == "facility" else it_seen
+    rows = _target_results(targets.frame, g, plan_w, merit, ls, thr_of, response_s,
+                           averaging_s)
+    ramps = _ramp_results(reqs, fac if spec_boundary == "facility" else it - ls.storage_w,
+                          b_spec, tick_s, r_down, r_up)
     out.update(targets=pd.DataFrame(rows), ramps=pd.DataFrame(ramps),
                baseline_w=base.power_w(targets.boundary), plan_w=plan_w)
     return CurtailmentPlan(**out)
+
+
+def _check_levers(levers) -> tuple[str, ...]:
+    if levers is None:
+        return LEVERS
+    if isinstance(levers, str):
+        levers = [levers]
+    bad = [x for x in levers if x not in LEVERS]
+    if bad:
+        raise PowerlabError(f"unknown lever {bad[0]!r}; levers are {', '.join(LEVERS)}")
+    return tuple(x for x in LEVERS if x in set(levers))
 
 
 def _tick_grid(scenario: Scenario, tick_s: float, draws: int, simulate: bool) -> _Ticks:
@@ -381,7 +412,7 @@ def _tick_grid(scenario: Scenario, tick_s: float, draws: int, simulate: bool) ->
     return _Ticks(t0, n, tick_s, times, pue, float(pue.max()))
 
 
-def _allowed_rates(alloc: _Allocator, reqs: list, b_spec, conv: float, tick_s: float,
+def _allowed_rates(alloc: Merit, reqs: list, b_spec, conv: float, tick_s: float,
                    fast: float, min_ramp_share: float) -> tuple[float, float]:
     """Allowed plan ramp rates down and up [IT W/s]: each ramp limit less the baseline's
     own largest ramp of that window (at least ``min_ramp_share`` of the limit), in IT
@@ -401,17 +432,33 @@ def _allowed_rates(alloc: _Allocator, reqs: list, b_spec, conv: float, tick_s: f
     return r_down, r_up
 
 
-def _planned_power(targets: Targets, site, g: _Ticks, alloc: _Allocator,
+def _throttle_of(row, response_s: float, a: LeverAssumptions, lv: tuple) -> str:
+    """The throttling lever of a target: a power cap when the time from its notice to
+    ``start + response_s`` allows the cap's response (always for a target known in
+    advance), else a clock lock; one of them when the other is not allowed."""
+    if "power_cap" not in lv:
+        return "clock_lock"
+    if "clock_lock" not in lv or pd.isna(row.notice_utc):
+        return "power_cap"
+    avail = (row.start_utc - row.notice_utc).total_seconds() + response_s
+    return "power_cap" if avail >= a.power_cap_response_s else "clock_lock"
+
+
+def _planned_power(targets: Targets, site, g: _Ticks, alloc: Merit,
                    rates: tuple[float, float], margin_fraction: float,
-                   judged_early_s: float) -> tuple[np.ndarray, np.ndarray]:
+                   judged_early_s: float, response_s: float, a: LeverAssumptions,
+                   lv: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
     """The planned site power ``P(t)`` [IT W] (lower envelope of the caps' cones, limited
-    in its rise and fall) and the caps at the targets' boundary per tick [W]."""
+    in its rise and fall), the caps at the targets' boundary per tick [W], per tick
+    whether the throttling lever is a clock lock, and each target's throttling lever."""
     r_down, r_up = rates
     n, tick_s = g.n, g.tick_s
     lead = 3 * site.cooling_time_constant_s if targets.boundary == "facility" else 0.0
     env = np.full(n, alloc.full_w)
     cap_w = np.full(n, np.inf)
-    for r in targets.frame.itertuples():
+    locked = []
+    levers_of = [_throttle_of(r, response_s, a, lv) for r in targets.frame.itertuples()]
+    for r, thr in zip(targets.frame.itertuples(), levers_of):
         i0, i1 = g.index(r.start_utc, math.floor), g.index(r.end_utc, math.ceil)
         i0c, i1c = max(i0, 0), min(i1, n)
         if i1c <= i0c:
@@ -424,9 +471,13 @@ def _planned_power(targets: Targets, site, g: _Ticks, alloc: _Allocator,
         # holds no pre-start power (and, for facility caps, the cooling has followed)
         early = lead + max(0.0, judged_early_s)
         nt = r.notice_utc
-        ni = 0 if pd.isna(nt) else max(0, int((nt - g.t0).total_seconds() // tick_s))
-        # never acted on before it is known
-        j0 = max(0, i0 - round(early / tick_s), min(ni, i0c))
+        if thr == "clock_lock":
+            locked.append((i0c, i1c))
+        delay = a.power_cap_response_s if thr == "power_cap" else a.clock_lock_response_s
+        # never acted on before it is known, and the lever takes its response to act
+        ni = 0 if pd.isna(nt) else max(0, math.ceil(
+            ((nt - g.t0).total_seconds() + delay) / tick_s))
+        j0 = min(max(0, i0 - round(early / tick_s), ni), i1c)
         env[j0:i1c] = np.minimum(env[j0:i1c], c)
         k_span = math.ceil(max(alloc.full_w - c, 0) / (r_down * tick_s)) + 1
         a0 = max(ni, j0 - k_span, 0)
@@ -440,79 +491,140 @@ def _planned_power(targets: Targets, site, g: _Ticks, alloc: _Allocator,
     p = up * k + np.minimum.accumulate(env - up * k)
     dn = r_down * tick_s
     p = np.maximum(p, -dn * k + np.maximum.accumulate(p + dn * k))
-    return np.minimum(p, alloc.full_w), cap_w
+    p = np.minimum(p, alloc.full_w)
+    # a stretch of shed (down, hold, back up) is clock-locked when a target in it is
+    clock = np.zeros(n, bool)
+    if locked:
+        below = np.concatenate([[0], (p < alloc.full_w - 1e-6).astype(np.int8), [0]])
+        d = np.diff(below)
+        for s, e in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
+            if any(i0 < e and s < i1 for i0, i1 in locked):
+                clock[s:e] = True
+    return p, cap_w, clock, levers_of
 
 
-def _allocate(p: np.ndarray, alloc: _Allocator, scenario: Scenario,
-              tick_s: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per-job pauses (where capping every job is not enough: largest shed first, from a
-    checkpoint before) and power limits per tick for the planned power ``p``."""
-    need_pause = p < alloc.cap_floor_w - 1e-6
-    paused = np.zeros((len(alloc.jobs), len(p)), bool)
-    shed = alloc.full_w - p
-    if need_pause.any():
-        idle_w = scenario.hardware.gpu_idle_w
-        order = np.argsort([-(t[1][0] - j.gpus * idle_w)
-                            for j, t in zip(alloc.jobs, alloc.tables)])
-        runs = np.flatnonzero(np.diff(np.concatenate([[0], need_pause.astype(int), [0]])))
-        for s, e in zip(runs[::2], runs[1::2]):
-            s0 = max(0, s - round(max(j.checkpoint_duration_s for j in alloc.jobs)
-                                      / tick_s))
-            got = 0.0
-            need = float((alloc.cap_floor_w - p[s:e]).max())
-            for ji in order:
-                if got >= need:
-                    break
-                j = alloc.jobs[ji]
-                paused[ji, s0:e] = True
-                got += alloc.tables[ji][1][-1] - j.gpus * idle_w
-            shed[s0:e] = np.maximum(shed[s0:e] - got, 0.0)
-    return paused, alloc.limits(shed, [True] * len(alloc.jobs))
-
-
-def _schedule(times, p: np.ndarray, alloc: _Allocator, limits: np.ndarray,
-              paused: np.ndarray) -> pd.DataFrame:
-    """Per tick: planned IT power, each job's limit (NaN: not capped) and pause flag."""
-    sched = pd.DataFrame({"timestamp": times, "planned_it_power_megawatts": p / 1e6})
-    for ji, j in enumerate(alloc.jobs):
-        top = alloc.tables[ji][0][0]
-        lim = np.where(limits[ji] < top, limits[ji], np.nan)
-        sched[f"power_limit_w[{j.name}]"] = np.where(paused[ji], np.nan, lim)
-        sched[f"paused[{j.name}]"] = paused[ji]
+def _schedule(times, p: np.ndarray, merit: Merit, ls: LeverSchedule) -> pd.DataFrame:
+    """Per tick: planned IT power, the battery, the planned shed per lever, and per job
+    its lever and setting (NaN: none) and pause flag."""
+    sched = pd.DataFrame({"timestamp": times, "planned_it_power_megawatts": p / 1e6,
+                          "storage_discharge_megawatts": ls.storage_w / 1e6,
+                          "storage_soc_fraction": ls.soc_fraction})
+    for lever in LEVERS:
+        sched[f"shed_megawatts[{lever}]"] = ls.shed_w[lever] / 1e6
+    for ji, j in enumerate(merit.jobs):
+        c = merit.curves[j.name]
+        top = merit.tables[ji].limits_w[0]
+        thr = ls.limits_w[ji] < top
+        run = ls.alive[ji] & ~ls.paused[ji]
+        lever = np.full(len(p), "", object)
+        lever[run & thr] = ls.throttle[run & thr]
+        lever[ls.paused[ji] & ls.alive[ji]] = "pause"
+        lever[ls.held[ji]] = "shift_start"
+        lim = np.where(lever == "power_cap", ls.limits_w[ji], np.nan)
+        clk = np.where(lever == "clock_lock",
+                       c.clock_at_power(np.minimum(j.compute_w,
+                                                   c.power_at_limit(ls.limits_w[ji]))),
+                       np.nan)
+        sched[f"lever[{j.name}]"] = lever
+        sched[f"power_limit_w[{j.name}]"] = lim
+        sched[f"clock_sm_mhz[{j.name}]"] = clk
+        sched[f"paused[{j.name}]"] = ls.paused[ji]
     return sched
 
 
-def _lost_training(alloc: _Allocator, cv: dict, limits: np.ndarray, paused: np.ndarray,
-                   alive: np.ndarray, share: pd.Series,
-                   tick_s: float) -> tuple[np.ndarray, float]:
-    """Planned lost training [GPU-h] (curve mean, upper and lower band; each job weighted
-    by its share of time training over the draws) and, of it, restarts of paused jobs."""
+def _lost_training(merit: Merit, ls: LeverSchedule, share: pd.Series,
+                   tick_s: float) -> dict:
+    """Planned lost training [GPU-h] (curve mean, upper and lower band; each throttled
+    job weighted by its share of time training over the draws), of it restarts of paused
+    jobs, per lever and per tick, and the delayed training of shifted starts [GPU-h]."""
+    n = ls.limits_w.shape[1]
     lost = np.zeros(3)
     restart_gh = 0.0
-    for ji, j in enumerate(alloc.jobs):
-        c = cv[j.name]
-        lim = limits[ji]
-        act = ~paused[ji] & (lim < alloc.tables[ji][0][0]) & alive[ji]
+    per_tick = {x: np.zeros(n) for x in LEVERS}
+    for ji, j in enumerate(merit.jobs):
+        c = merit.curves[j.name]
+        lim = ls.limits_w[ji]
+        act = ~ls.paused[ji] & (lim < merit.tables[ji].limits_w[0]) & ls.alive[ji]
         sh = float(share.get(j.name, 1.0))
         if act.any():
             rr = c.relative_rate(np.minimum(j.compute_w, c.power_at_limit(lim[act])))
             for q, col in enumerate(("rate_mean", "rate_upper", "rate_lower")):
                 lost[q] += j.gpus * sh * float((1 - rr[col]).sum()) * tick_s / 3600
-        lost += j.gpus * (paused[ji] & alive[ji]).sum() * tick_s / 3600
-        starts = np.flatnonzero(np.diff(np.concatenate([[0], paused[ji].astype(int)])) == 1)
-        restart_gh += len(starts) * j.gpus * (j.startup_s + j.checkpoint_duration_s) / 3600
-    return lost + restart_gh, restart_gh
+            loss = np.zeros(n)
+            loss[act] = j.gpus * sh * (1 - rr["rate_mean"].to_numpy()) * tick_s / 3600
+            for x in ("power_cap", "clock_lock"):
+                per_tick[x] += np.where(ls.throttle == x, loss, 0.0)
+        pz = ls.paused[ji] & ls.alive[ji]
+        lost += j.gpus * pz.sum() * tick_s / 3600
+        per_tick["pause"] += j.gpus * pz * tick_s / 3600
+        starts = np.flatnonzero(np.diff(np.concatenate([[0],
+                                                        ls.paused[ji].astype(int)])) == 1)
+        rs = j.gpus * (j.startup_s + j.checkpoint_duration_s) / 3600
+        restart_gh += len(starts) * rs
+        per_tick["pause"][starts] += rs
+    delayed = (ls.held * np.array([j.gpus for j in merit.jobs])[:, None]).sum(axis=0) \
+        * tick_s / 3600 if len(merit.jobs) else np.zeros(n)
+    return {"lost": lost + restart_gh, "restart": restart_gh, "per_tick": per_tick,
+            "delayed_per_tick": delayed, "delayed": float(delayed.sum())}
 
 
-def _simulated_it(scenario: Scenario, base, alloc: _Allocator, cv: dict,
+def _lever_frame(merit: Merit, ls: LeverSchedule, cost: dict, tick_s: float,
+                 battery) -> pd.DataFrame:
+    """One row per lever (merit order): jobs using it, peak and energy of its planned
+    shed, lost and delayed training, its lowest setting, and the battery's state."""
+    rows = []
+    for lever in ("shift_start", "storage", "power_cap", "clock_lock", "pause"):
+        sh = ls.shed_w[lever]
+        used = sh > 1e-6
+        if lever == "shift_start":
+            jobs = [j.name for j in merit.jobs if j.name in ls.starts_utc]
+        elif lever == "storage":
+            jobs = []
+        elif lever == "pause":
+            jobs = [j.name for ji, j in enumerate(merit.jobs)
+                    if (ls.paused[ji] & ls.alive[ji]).any()]
+        else:
+            jobs = [j.name for ji, j in enumerate(merit.jobs)
+                    if ((ls.limits_w[ji] < merit.tables[ji].limits_w[0]) & ls.alive[ji]
+                        & ~ls.paused[ji] & (ls.throttle == lever)).any()]
+        setting, unit = np.nan, ""
+        if lever in ("power_cap", "clock_lock") and jobs:
+            lims = [ls.limits_w[ji][(ls.throttle == lever) & ls.alive[ji]].min()
+                    for ji, j in enumerate(merit.jobs) if j.name in jobs]
+            if lever == "power_cap":
+                setting, unit = float(min(lims)), "power_limit_w"
+            else:
+                clk = [float(merit.curves[j.name].clock_at_power(
+                    min(j.compute_w, float(merit.curves[j.name].power_at_limit(lm)))))
+                    for j, lm in zip([j for j in merit.jobs if j.name in jobs], lims)]
+                setting, unit = float(np.nanmin(clk)) if clk else np.nan, "clock_sm_mhz"
+        row = {"lever": lever, "jobs": " ".join(jobs),
+               "peak_shed_megawatts": float(sh.max()) / 1e6 if len(sh) else 0.0,
+               "shed_megawatt_hours": float(sh.sum()) * tick_s / 3.6e9,
+               "lost_gpu_hours": float(cost["per_tick"][lever].sum()),
+               "delayed_gpu_hours": cost["delayed"] if lever == "shift_start" else 0.0,
+               "restart_gpu_hours": cost["restart"] if lever == "pause" else 0.0,
+               "setting_min": setting, "setting_unit": unit,
+               "storage_soc_fraction": np.nan, "storage_discharge_megawatt_hours": np.nan,
+               "storage_recharge_megawatt_hours": np.nan, "used": bool(used.any())}
+        if lever == "storage" and battery is not None:
+            row["storage_soc_fraction"] = float(np.nanmin(ls.soc_fraction))
+            row["storage_discharge_megawatt_hours"] = float(ls.storage_w.sum()) * tick_s / 3.6e9
+            row["storage_recharge_megawatt_hours"] = (
+                float(ls.storage_w.sum()) * tick_s / 3.6e9 / battery.round_trip_efficiency)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _simulated_it(scenario: Scenario, base, merit: Merit, cv: dict,
                   limits: np.ndarray, paused: np.ndarray, draws: int, seed: int,
                   tick_s: float) -> np.ndarray:
-    """IT power of every draw under the plan [W]: the baseline plus each job's change
+    """IT power of every draw under the plan [W]: the base plus each job's change
     under its limit (interpolated between forecasts at a 50-W grid of limits) or paused,
     all on the same seed."""
     it = base.it_w.copy()
-    for ji, j in enumerate(alloc.jobs):
-        lims_tab = alloc.tables[ji][0]
+    for ji, j in enumerate(merit.jobs):
+        lims_tab = merit.tables[ji].limits_w
         lo_lim, hi_lim = lims_tab[-1], lims_tab[0]
         grid = np.unique(np.r_[np.arange(hi_lim, lo_lim, -SIM_GRID_W), lo_lim])[::-1]
         lim = np.where(paused[ji], hi_lim, limits[ji])
@@ -532,15 +644,17 @@ def _simulated_it(scenario: Scenario, base, alloc: _Allocator, cv: dict,
     return it
 
 
-def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray,
-                    alloc: _Allocator, cv: dict, limits: np.ndarray, paused: np.ndarray,
-                    alive: np.ndarray, response_s: float, averaging_s: float) -> list[dict]:
-    """Per target: met share and met, worst overshoot, worst response time, lost
-    training, judged on the trailing ``averaging_s`` mean of the simulated power."""
+def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray, merit: Merit,
+                    ls: LeverSchedule, thr_of: list, response_s: float,
+                    averaging_s: float) -> list[dict]:
+    """Per target: met share and met, worst overshoot, worst response time, lost and
+    delayed training, the throttling lever, the mean planned shed per lever and the
+    battery's state of charge at its end, judged on the trailing ``averaging_s`` mean
+    of the simulated power."""
     tick_s = g.tick_s
     tm = _trailing_mean(plan_w, max(1, round(averaging_s / tick_s)))
     rows = []
-    for r in f.itertuples():
+    for r, thr in zip(f.itertuples(), thr_of):
         i0 = max(0, g.index(r.start_utc, math.floor))
         i1 = min(g.n, g.index(r.end_utc, math.ceil))
         seg = tm[:, i0:i1] - r.cap_w
@@ -551,15 +665,24 @@ def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray,
                              over.shape[1] - np.argmax(over[:, ::-1], axis=1), 0)
         resp = last_over * tick_s
         lost_t = 0.0
-        for ji, jb in enumerate(alloc.jobs):
-            rr = job_rate(cv[jb.name], jb, limits[ji, i0:i1])
-            lost_t += jb.gpus * float(((1 - np.where(paused[ji, i0:i1], 0.0, rr))
-                                       * alive[ji, i0:i1]).sum()) * tick_s / 3600
-        rows.append({"start_utc": r.start_utc, "end_utc": r.end_utc,
-                     "cap_megawatts": r.cap_w / 1e6, "source": r.source,
-                     "met_share": float(met.mean()), "met": bool(met.all()),
-                     "worst_overshoot_megawatts": float(seg[:, ir:].max()) / 1e6,
-                     "response_time_s": float(resp.max()), "lost_gpu_hours": lost_t})
+        for ji, jb in enumerate(merit.jobs):
+            rr = job_rate(merit.curves[jb.name], jb, ls.limits_w[ji, i0:i1])
+            run = ls.alive[ji, i0:i1]
+            lost_t += jb.gpus * float(((1 - np.where(ls.paused[ji, i0:i1], 0.0, rr))
+                                       * run).sum()) * tick_s / 3600
+        delayed = float((ls.held[:, i0:i1] * np.array([j.gpus for j in merit.jobs])[:, None]
+                         ).sum()) * tick_s / 3600
+        row = {"start_utc": r.start_utc, "end_utc": r.end_utc,
+               "cap_megawatts": r.cap_w / 1e6, "source": r.source,
+               "met_share": float(met.mean()), "met": bool(met.all()),
+               "worst_overshoot_megawatts": float(seg[:, ir:].max()) / 1e6,
+               "response_time_s": float(resp.max()), "lost_gpu_hours": lost_t,
+               "delayed_gpu_hours": delayed,
+               "throttle_lever": thr}
+        for lever in LEVERS:
+            row[f"shed_megawatts[{lever}]"] = float(ls.shed_w[lever][i0:i1].mean()) / 1e6
+        row["storage_soc_fraction"] = float(ls.soc_fraction[i1 - 1])
+        rows.append(row)
     return rows
 
 
