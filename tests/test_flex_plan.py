@@ -227,3 +227,41 @@ def test_battery_plan_is_stable_when_the_tick_changes(sc, ercot):
     assert la.loc["storage", "shed_megawatt_hours"] == pytest.approx(
         lb.loc["storage", "shed_megawatt_hours"], rel=1e-3)
     assert np.isclose(a.lost_gpu_hours, b.lost_gpu_hours, rtol=0.03)
+
+
+def test_lost_training_adds_up_over_levers_and_targets():
+    """The plan's lost GPU-hours are one account: the levers' rows add to the total, and
+    the targets' rows (the same per-tick cost over each target's span, training-share
+    weighted, restarts included) add to the total less what the ramps into and out of
+    the targets cost, which is not negative."""
+    from powerlab.interconnect import read_requirements as rr
+
+    small = read_scenario(REPO / "data/scenarios/small.yaml")
+    spec = rr(REPO / "data/requirements/small_site_example.yaml")
+    floor, full, _ = site_power_range_w(small)
+    tg = _targets([("2025-06-02T12:30Z", "2025-06-02T12:40Z", 0.75 * full, None),
+                   ("2025-06-02T13:20Z", "2025-06-02T13:30Z", 0.85 * full, None),
+                   ("2025-06-02T12:55Z", "2025-06-02T13:00Z", floor + 0.02 * full, None)])
+    plan = plan_curtailment(small, tg, spec=spec, draws=2)
+    total = plan.lost_gpu_hours
+    assert total > 0
+    assert plan.levers["lost_gpu_hours"].sum() == pytest.approx(total, rel=1e-9)
+    per_target = plan.targets["lost_gpu_hours"]
+    assert (per_target > 0).all()
+    assert per_target.sum() <= total * (1 + 1e-9)
+    # what no target holds is spent outside the targets: the ramps, and a pause's
+    # checkpoint lead and restart
+    assert plan.restart_gpu_hours > 0
+
+
+def test_a_target_outside_the_horizon_is_refused_not_dropped():
+    """A hand-built Targets may hold a target after the scenario's horizon: one clear
+    error naming it, never an empty result row or a traceback."""
+    from powerlab.exceptions import PowerlabError
+
+    small = read_scenario(REPO / "data/scenarios/small.yaml")
+    _, full, _ = site_power_range_w(small)
+    tg = _targets([("2025-06-02T12:30Z", "2025-06-02T12:40Z", 0.75 * full, None),
+                   ("2025-06-02T14:00Z", "2025-06-02T14:10Z", 0.75 * full, None)])
+    with pytest.raises(PowerlabError, match="t1 .*not inside the scenario's horizon"):
+        plan_curtailment(small, tg, draws=1)

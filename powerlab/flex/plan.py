@@ -77,7 +77,6 @@ from .levers import (
     LeverAssumptions,
     capped_scenario,
     job_curves,
-    job_rate,
     paused_scenario,
 )
 from .merit import LeverSchedule, Merit, allocate
@@ -325,6 +324,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
             scenario.mitigations, battery=None))
     cv = job_curves(scenario, curves)
     g = _tick_grid(scenario, tick_s, draws, simulate)
+    _check_in_horizon(targets.frame, scenario)
     base = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s)
     share = base.throughput.groupby("job")["effective_training_time"].mean()
     merit = Merit(scenario, cv, share)
@@ -377,7 +377,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     fac = fac - ls.storage_w                  # the battery at the point of connection
     it_seen = it - ls.storage_w if targets.boundary == "it" else it
     plan_w = fac if targets.boundary == "facility" else it_seen
-    rows = _target_results(targets.frame, g, plan_w, merit, ls, thr_of, response_s,
+    rows = _target_results(targets.frame, g, plan_w, merit, ls, thr_of, cost, response_s,
                            averaging_s)
     ramps = _ramp_results(reqs, fac if spec_boundary == "facility" else it - ls.storage_w,
                           b_spec, tick_s, r_down, r_up)
@@ -395,6 +395,18 @@ def _check_levers(levers) -> tuple[str, ...]:
     if bad:
         raise PowerlabError(f"unknown lever {bad[0]!r}; levers are {', '.join(LEVERS)}")
     return tuple(x for x in LEVERS if x in set(levers))
+
+
+def _check_in_horizon(f: pd.DataFrame, scenario: Scenario) -> None:
+    """Refuse a target not inside the scenario's horizon (one a hand-built
+    :class:`Targets` may hold; :func:`read_targets` refuses it with its line)."""
+    for r in f.itertuples():
+        if r.start_utc < scenario.start_utc or r.end_utc > scenario.end_utc \
+                or not r.end_utc > r.start_utc:
+            raise PowerlabError(
+                f"target {r.source!s} ({r.start_utc} .. {r.end_utc}) is not inside the "
+                f"scenario's horizon {scenario.start_utc} .. {scenario.end_utc}; a plan "
+                "never drops a target: move the horizon or the target")
 
 
 def _tick_grid(scenario: Scenario, tick_s: float, draws: int, simulate: bool) -> _Ticks:
@@ -645,12 +657,15 @@ def _simulated_it(scenario: Scenario, base, merit: Merit, cv: dict,
 
 
 def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray, merit: Merit,
-                    ls: LeverSchedule, thr_of: list, response_s: float,
+                    ls: LeverSchedule, thr_of: list, cost: dict, response_s: float,
                     averaging_s: float) -> list[dict]:
     """Per target: met share and met, worst overshoot, worst response time, lost and
     delayed training, the throttling lever, the mean planned shed per lever and the
     battery's state of charge at its end, judged on the trailing ``averaging_s`` mean
-    of the simulated power."""
+    of the simulated power.  Lost and delayed training are the plan's per-tick costs
+    (:func:`_lost_training`: training-share weighted, restarts included) summed over the
+    target's ticks, so the ramps before and after a target count toward the plan's
+    total only."""
     tick_s = g.tick_s
     tm = _trailing_mean(plan_w, max(1, round(averaging_s / tick_s)))
     rows = []
@@ -664,14 +679,8 @@ def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray, merit: Merit
         last_over = np.where(over.any(axis=1),
                              over.shape[1] - np.argmax(over[:, ::-1], axis=1), 0)
         resp = last_over * tick_s
-        lost_t = 0.0
-        for ji, jb in enumerate(merit.jobs):
-            rr = job_rate(merit.curves[jb.name], jb, ls.limits_w[ji, i0:i1])
-            run = ls.alive[ji, i0:i1]
-            lost_t += jb.gpus * float(((1 - np.where(ls.paused[ji, i0:i1], 0.0, rr))
-                                       * run).sum()) * tick_s / 3600
-        delayed = float((ls.held[:, i0:i1] * np.array([j.gpus for j in merit.jobs])[:, None]
-                         ).sum()) * tick_s / 3600
+        lost_t = float(sum(cost["per_tick"][x][i0:i1].sum() for x in LEVERS))
+        delayed = float(cost["delayed_per_tick"][i0:i1].sum())
         row = {"start_utc": r.start_utc, "end_utc": r.end_utc,
                "cap_megawatts": r.cap_w / 1e6, "source": r.source,
                "met_share": float(met.mean()), "met": bool(met.all()),
