@@ -41,6 +41,7 @@ from .levers import (
     LeverAssumptions,
     capped_scenario,
     job_curves,
+    job_rate_frame,
     paused_scenario,
     restart_risk,
     site_power_range_w,
@@ -276,8 +277,8 @@ def _cap_rows(scenario: Scenario, cv: dict, lim: float, shed: tuple, hold_max: f
     clocks = []
     for j in scenario.jobs:
         c = cv[j.name]
-        p = min(j.compute_w, float(c.power_at_limit(lim)))
-        rr = c.relative_rate(p).iloc[0]
+        rr = job_rate_frame(c, j, lim).iloc[0]
+        p = float(rr["power_w"])
         ls = 100 * (1 - np.array([rr["rate_mean"], rr["rate_upper"], rr["rate_lower"]]))
         loss += ls * j.gpus / gpus
         lost += j.gpus * ls[0] / 100.0
