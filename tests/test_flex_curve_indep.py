@@ -28,8 +28,8 @@ phases far above the mean power, the all-reduce far below it, the leakiest GPU p
 the job), so the mean busy power is an affine function of the limit and a limit costs
 throughput while still above the mean power.  The curve now takes the power under a
 limit from the measured operating points (the *limit map*: per-limit mean busy power,
-linear between fitted limits), and every case above passes (10-seed table before and after in
-docs/flexibility.md; ``tests/flexgens/README.md`` keeps the first comparison).
+linear between fitted limits), and every case above passes (10-seed table before and
+after in docs/flexibility.md; ``tests/flexgens/README.md`` keeps the first comparison).
 """
 
 from __future__ import annotations
