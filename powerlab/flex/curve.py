@@ -49,6 +49,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -194,6 +195,28 @@ class PowerThroughputCurve:
             return np.minimum(self.kappa * lim, self.p_ref_w)
         return self._map_power_rel(lim / self.p_ref_w) * self.p_ref_w
 
+    def reanchored(self, p_ref_w: float) -> PowerThroughputCurve:
+        """The curve transferred to a job that draws ``p_ref_w`` [W] unconstrained.
+
+        The curve and its limit map are relative to ``P_ref``, so they carry over by
+        setting ``P_ref`` (power under a limit ``L``: ``P_ref`` times the map at ``L /
+        P_ref``, as ``min(kappa L, P_ref)`` carries over for a prior).  A job's
+        unconstrained power is what it draws at the GPU's highest limit: where the map's
+        highest fitted limit would lie above ``max_limit_w`` (a job drawing more than the
+        one fitted), the map ends at ``max_limit_w`` with ``P_ref`` there (fitted limits
+        above it are dropped; the segment below it is interpolated to it).
+        """
+        out = dataclasses.replace(self, p_ref_w=float(p_ref_w))
+        if self.limit_map is not None:
+            m = self.limit_map
+            x_max = self.max_limit_w / float(p_ref_w)
+            if float(m["limit_rel"].iloc[-1]) > x_max and float(m["limit_rel"].iloc[0]) < x_max:
+                keep = m[m["limit_rel"] < x_max]
+                top = m.iloc[[-1]].assign(limit_rel=x_max, power_rel=1.0)
+                out = dataclasses.replace(out, limit_map=pd.concat([keep, top],
+                                                                   ignore_index=True))
+        return out
+
     @property
     def binding_limit_w(self) -> float:
         """Lowest limit at and above which the limit changes nothing [W] (``P_ref /
@@ -236,9 +259,11 @@ class PowerThroughputCurve:
         standard errors of the two neighbouring fitted limits' mean powers and an
         interpolation uncertainty (the distance between the linear interpolant the map
         uses and a monotone cubic, PCHIP, through the same points, taken as one standard
-        deviation; at the lowest fitted limit for an extrapolated row, whose extra error
-        is not modelled: the row is flagged ``extrapolated``).  A prior's band is the
-        coefficients' alone.
+        deviation; between the two highest fitted limits, where the data cannot say at
+        which limit the cap starts to bind, also the distance to the proportional rule
+        ``min(kappa L, P_ref)``; at the lowest fitted limit for an extrapolated row,
+        whose extra error is not modelled: the row is flagged ``extrapolated``).  A
+        prior's band is the coefficients' alone.
 
         Returns
         -------
@@ -270,6 +295,13 @@ class PowerThroughputCurve:
         y_lin = np.interp(xc, xs, ys)
         y_cub = PchipInterpolator(xs, ys)(xc) if len(xs) > 1 else y_lin
         var_y = ((1 - w) * ses[j]) ** 2 + (w * ses[k]) ** 2 + (y_cub - y_lin) ** 2
+        # between the two highest fitted limits the data cannot say where the limit
+        # starts to bind: the band spans the proportional rule min(kappa L, P_ref) too
+        # (kept within the two limits' powers)
+        top = (j == len(xs) - 2) & (k == len(xs) - 1)
+        if top.any():
+            y_k = np.clip(self.kappa * xc, ys[-2], ys[-1])
+            var_y = np.where(top, var_y + (y_k - y_lin) ** 2, var_y)
         # d log r / d log P of the power curve (0 at and above P_ref)
         u = np.minimum(np.log(p / self.p_ref_w), 0.0)
         slope = np.where(u < 0, self.b[0] + 2 * self.b[1] * u, 0.0)

@@ -83,7 +83,9 @@ def job_curves(scenario: Scenario, curves: Mapping[str, PowerThroughputCurve] |
     """One curve per job, re-anchored at the job's compute power.
 
     A fitted curve is relative (rate against ``P / P_ref``), so it transfers to a job by
-    setting ``P_ref`` to the job's unconstrained compute power; jobs without a curve get
+    setting ``P_ref`` to the job's unconstrained compute power
+    (:meth:`~powerlab.flex.curve.PowerThroughputCurve.reanchored`: the limit map follows,
+    its highest fitted limit kept at or below the GPU's highest); jobs without a curve get
     the prior of the scenario's GPU model (:func:`powerlab.flex.curve.prior_curve`).
     """
     out = {}
@@ -92,7 +94,7 @@ def job_curves(scenario: Scenario, curves: Mapping[str, PowerThroughputCurve] |
         if c is None:
             c = prior_curve(scenario.hardware.gpu_model, job.compute_w)
         else:
-            c = dataclasses.replace(c, p_ref_w=float(job.compute_w))
+            c = c.reanchored(float(job.compute_w))
         out[job.name] = c
     return out
 
