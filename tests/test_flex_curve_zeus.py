@@ -309,3 +309,22 @@ def test_prior_path_is_unchanged():
     assert "min(kappa L, P_ref)" in str(c)
     with pytest.raises(AnalysisError, match="positive finite"):
         c.rate_at_limit([300.0, -5.0])
+
+
+def test_reanchored_map_ends_at_the_gpus_highest_limit():
+    """A job's unconstrained power is what it draws at the GPU's highest limit: the map
+    transferred to a job drawing 500 W (fitted job: 400 W at 700 W, map relative to
+    P_ref) would place its highest fitted limit at 875 W, above the 700-W maximum; it
+    ends at 700 W with P_ref there instead (known answer: at 600 W, between the
+    re-anchored 500-W node (x = 1.25, y = 0.75) and (1.4, 1): 0.725 * 500 = 362.5 W).  A
+    job drawing less keeps the map as it is (x relative to its own P_ref)."""
+    c = fit_curve_points(_affine_points())
+    d = c.reanchored(500.0)
+    assert d.p_ref_w == 500.0 and d.binding_limit_w == pytest.approx(700.0)
+    assert d.power_at_limit(700.0) == pytest.approx(500.0)
+    assert d.power_at_limit(600.0) == pytest.approx(362.5)
+    lim = np.arange(300.0, 701.0, 10.0)
+    assert np.all(d.power_at_limit(lim) <= lim) and np.all(np.diff(d.power_at_limit(lim)) >= 0)
+    e = c.reanchored(300.0)
+    assert e.limit_map.equals(c.limit_map)
+    assert e.power_at_limit(450.0 * 0.75) == pytest.approx(0.75 * c.power_at_limit(450.0))
