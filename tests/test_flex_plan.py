@@ -227,3 +227,20 @@ def test_battery_plan_is_stable_when_the_tick_changes(sc, ercot):
     assert la.loc["storage", "shed_megawatt_hours"] == pytest.approx(
         lb.loc["storage", "shed_megawatt_hours"], rel=1e-3)
     assert np.isclose(a.lost_gpu_hours, b.lost_gpu_hours, rtol=0.03)
+
+
+def test_offer_flags_costs_extrapolated_below_the_fitted_limits(sc):
+    """A curve fitted on 700-250 W (the twin's campaign) extrapolates below 250 W by its
+    stated rule: the offer's rows at a 200-W limit say so in their note, the 300-W rows
+    (inside the fitted range) and the prior's rows do not."""
+    from powerlab.flex import fit_curve, twin_capping_campaign
+
+    tel, st = twin_capping_campaign([700, 600, 500, 400, 300, 250], hours_each=0.5,
+                                    rounds=1, seed=0)
+    curve = fit_curve(tel, st, gpu_model="H100-SXM")
+    f = flex_offer(sc, curve, levels_w=[300, 200], draws=2).summary_frame()
+    capped = f[f["lever"].isin(["power_cap", "clock_lock"])]
+    flagged = capped["note"].str.contains("extrapolated below the lowest limit")
+    assert flagged.tolist() == (capped["power_limit_w"] == 200).tolist()
+    g = flex_offer(sc, None, levels_w=[200], draws=2).summary_frame()
+    assert not g["note"].str.contains("extrapolated").any()
