@@ -17,6 +17,7 @@ the stated prior slope (b1 = 0.30, b2 = 0) fails the same criterion, so they can
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 import pandas as pd
@@ -124,6 +125,7 @@ def test_extrapolation_below_the_fitted_range(points):
     assert far["median_abs_pp"] > 10.0 and far["bias_pp"] < -10.0, far
 
 
+@pytest.mark.slow
 def test_planner_path_does_not_hang_on_the_kappa_threshold(points, monkeypatch):
     """Without throttle reasons a point counts as capped (for the reported ``kappa``)
     when its power is more than CAPPED_BELOW_REF below P_ref.  The planner's path (the
@@ -134,7 +136,7 @@ def test_planner_path_does_not_hang_on_the_kappa_threshold(points, monkeypatch):
         monkeypatch.setattr(curve_mod, "CAPPED_BELOW_REF", thr)
         out.append(holdout(points, split_interleaved)[0]["cost_at_limit"].to_numpy())
         k = []
-        for _, g in groups(points):
+        for _, g in itertools.islice(groups(points), 40):
             try:
                 k.append(fit_curve_points(g).kappa)
             except AnalysisError:
