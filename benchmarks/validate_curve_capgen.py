@@ -4,7 +4,8 @@
 without reading powerlab's flexibility code.  For each job kind and seed this generates a
 training campaign (700, 600, 500, 400, 300 W, 1 h each, 2 rounds), fits the curve and
 compares the predicted throughput cost at held-out limits,
-``c_hat = 1 - rate_mean(power_at_limit(L))``, with the generator's noise-free truth
+``c_hat = 1 - rate_mean(power_at_limit(L))`` (``rate_at_limit``, whose 90 % band is
+the ``truth_in_band`` column), with the generator's noise-free truth
 ``c = 1 - t(700 W) / t(L)``.  The issue's target: within 10 % of the truth; applied to
 ``c >= 2 %`` (column ``ok``; ``-`` where the rule does not apply).
 
@@ -65,8 +66,8 @@ def run(seeds, block_s, controller="phase", eval_every_steps=None):
                 curve300 = None
             for L in HELD_OUT:
                 c = 1 - t_ref / info["truth"](L)
-                p = np.atleast_1d(curve.power_at_limit(L))
-                m, lo, hi = (float(x[0]) for x in _cost(curve, p))
+                rr = curve.rate_at_limit(L).iloc[0]       # the planner's path, its band
+                m, lo, hi = (1 - rr["rate_mean"], 1 - rr["rate_upper"], 1 - rr["rate_lower"])
                 m3 = (float(_cost(curve300, curve300.power_at_limit(L))[0][0])
                       if curve300 is not None else np.nan)
                 err = (m - c) / c if c > 0 else np.nan

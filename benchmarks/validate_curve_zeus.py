@@ -13,7 +13,8 @@ others (rules in ``tests/curve_holdout.py``):
 
 Printed: error distributions (absolute, percentage points of step rate; relative, where
 the true cost is >= 2 %, and the share within 10 %) for the curve at the measured power,
-through ``kappa`` (the power it predicts at the limit) and for the stated prior slope; the
+at ``power_at_limit`` (the power it predicts at the limit: the limit map; before
+2026-12-03 ``min(kappa L, P_ref)``: 2.01 pp median, 6.55 pp p90 on the interleaved split) and for the stated prior slope; the
 same by GPU model and by cost band; the repeatability of one measurement (sd of log rate
 where the limit does not bind); the real slopes against the prior (``PRIORS``).
 
@@ -43,7 +44,8 @@ from tests.curve_holdout import (
     zeus_points,
 )
 
-PRED = {"cost_at_power": "curve at measured power", "cost_at_limit": "curve via kappa",
+PRED = {"cost_at_power": "curve at measured power",
+        "cost_at_limit": "curve at power_at_limit (limit map)",
         "cost_prior": "prior slope 0.30"}
 
 
@@ -90,10 +92,10 @@ def main() -> int:
     pi = 100 * (rows["power_interp_w"] / rows["power_w"] - 1)
     st = error_stats(rows, "cost_interp")
     res["interleaved_cost_interp"] = st
-    print("\n(for comparison, not what the curve does: power interpolated linearly in the "
-          "limit between the fitted limits)\n" + HEAD + "\n" + _line("curve via interpolated "
+    print("\n(the limit map's rule written out independently: power interpolated linearly "
+          "in the limit between the fitted limits)\n" + HEAD + "\n" + _line("curve via interpolated "
                                                                  "power", st))
-    print(f"\nPower predicted through kappa vs measured at held-out limits: median "
+    print(f"\nPower predicted by power_at_limit vs measured at held-out limits: median "
           f"|err| {pw.abs().median():.1f} %, p90 {pw.abs().quantile(0.9):.1f} %, median "
           f"signed {pw.median():+.1f} %; interpolated: median |err| {pi.abs().median():.1f} %")
     res["power_err_pct_median_abs"] = float(pw.abs().median())
@@ -113,12 +115,15 @@ def main() -> int:
 
     rx, skx = holdout(pts, split_extrapolate)
     print(f"\n## Extrapolation split (fit on the highest half; {len(rx)} limits below the "
-          f"fitted range; not eligible: {skx}), curve at measured power\n" + HEAD)
+          f"fitted range; not eligible: {skx})\n" + HEAD)
     for s, r in rx.groupby(np.minimum(rx["steps_below"], 3)):
         lab = f"{s} limit{'s' if s > 1 else ''} below" + (" or more" if s == 3 else "")
         st = error_stats(r, "cost_at_power")
         res[f"extrapolate_{s}"] = st
         print(_line(lab, st))
+        st = error_stats(r, "cost_at_limit")
+        res[f"extrapolate_{s}_cost_at_limit"] = st
+        print(_line(lab + ", " + PRED["cost_at_limit"] + ", flagged extrapolated", st))
 
     nf = noise_floor(pts)
     print(f"\n## Repeatability of one measurement ({len(nf)} groups where the limit never "

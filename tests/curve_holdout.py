@@ -21,8 +21,9 @@ the limits bind).
 Truth at a held-out limit ``L``: the measured throughput cost ``1 - r(L) / r(L_top)``,
 ``r = 1 / time_per_epoch`` (the same work per epoch at every limit of a group).
 Predictions: the curve at the power measured under ``L`` (the curve's shape alone), and
-the curve at the power it predicts under ``L`` (``min(kappa L, P_ref)``, what the planner
-uses).
+the curve at the power it predicts under ``L`` (``power_at_limit``: the limit map, i.e.
+the fitted limits' measured powers interpolated linearly, proportional to the limit below
+the lowest; what the planner uses; until 2026-12-03 ``min(kappa L, P_ref)``).
 """
 
 from __future__ import annotations
@@ -79,10 +80,11 @@ def holdout(points: pd.DataFrame, split=split_interleaved) -> tuple[pd.DataFrame
         One row per held-out limit: the group's key, ``power_limit_w``, ``lowest_fit_w``,
         ``steps_below`` (held-out limits between it and the fitted range, itself included;
         0 inside the range), ``cost_true``, ``cost_at_power`` (curve at the measured
-        power), ``cost_at_limit`` (curve through ``kappa``), ``cost_prior`` (the stated
+        power), ``cost_at_limit`` (curve at ``power_at_limit``, the planner's path),
+        ``cost_prior`` (the stated
         prior slope at the measured power), ``cost_interp`` (curve at the power
-        interpolated linearly in the limit between the fitted limits: a comparison, not
-        what the curve does), ``power_w``, ``power_pred_w``, ``power_interp_w`` [W].
+        interpolated linearly in the limit between the fitted limits, clamped outside
+        them: the limit map's rule inside the fitted range, written out independently), ``power_w``, ``power_pred_w``, ``power_interp_w`` [W].
     skipped : dict
         Reason -> number of groups not eligible.
     """

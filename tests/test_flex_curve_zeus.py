@@ -16,16 +16,26 @@ the stated prior slope (b1 = 0.30, b2 = 0) fails the same criterion, so they can
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import powerlab.flex.curve as curve_mod
 from powerlab.exceptions import AnalysisError
-from powerlab.flex import PRIORS, fit_curve, fit_curve_points, twin_capping_campaign
+from powerlab.flex import (
+    PRIORS,
+    fit_curve,
+    fit_curve_points,
+    prior_curve,
+    twin_capping_campaign,
+)
 
 from .curve_holdout import (
     error_stats,
+    groups,
     holdout,
     slopes,
     split_extrapolate,
@@ -51,17 +61,33 @@ def test_interleaved_holdout_errors_within_measured_tolerance(interleaved):
     """Stated rule (limits from the highest: fit on every other one, the top and the
     bottom). Measured at the power measured under the held-out limit: median |error| 1.58
     percentage points of step rate, 90th percentile 6.17 pp, over 400 held-out limits of
-    130 jobs; through kappa (the power the curve predicts) 2.01 / 6.55 pp."""
+    130 jobs; at the power the curve predicts (``power_at_limit``, the limit map: the
+    planner's path) 1.69 / 6.30 pp, max 10.6 pp (through the former ``min(kappa L,
+    P_ref)``: 2.01 / 6.55 pp, max 25.2 pp)."""
     rows, skipped = interleaved
     assert len(rows) >= 350 and skipped["limits do not bind"] >= 50
     at_power = error_stats(rows, "cost_at_power")
     assert at_power["median_abs_pp"] <= 2.0 and at_power["p90_abs_pp"] <= 7.5, at_power
-    via_kappa = error_stats(rows, "cost_at_limit")
-    assert via_kappa["median_abs_pp"] <= 2.5 and via_kappa["p90_abs_pp"] <= 8.0, via_kappa
+    via_map = error_stats(rows, "cost_at_limit")
+    assert via_map["median_abs_pp"] <= 2.0 and via_map["p90_abs_pp"] <= 7.0, via_map
+    assert via_map["max_abs_pp"] <= 15.0, via_map
     # the stated prior slope (H100/A100/B200: b1 = 0.30, b2 = 0) fails the same criterion
     # (p90 13.8 pp): the tolerance discriminates
     prior = error_stats(rows, "cost_prior")
     assert prior["p90_abs_pp"] > 7.5, prior
+
+
+def test_power_under_held_out_limits_from_the_limit_map(interleaved):
+    """``power_at_limit`` at held-out limits inside the fitted range against the power
+    measured there: median |error| 0.9 %, p90 3.1 % (the former ``min(kappa L, P_ref)``:
+    2.9 %, p90 7.8 %, median +2.0 %: the ratio power/limit is not constant)."""
+    rows, _ = interleaved
+    err = (rows["power_pred_w"] / rows["power_w"] - 1).abs()
+    assert err.median() <= 0.015 and err.quantile(0.9) <= 0.05, err.describe()
+    # inside the fitted range the map is the linear interpolation of the fitted limits'
+    # powers (made monotone: equal wherever the fitted powers already are)
+    same = np.isclose(rows["power_pred_w"], rows["power_interp_w"], rtol=1e-9)
+    assert same.mean() >= 0.9
 
 
 def test_large_costs_within_10pct_on_the_stated_split(interleaved):
@@ -99,17 +125,25 @@ def test_extrapolation_below_the_fitted_range(points):
     assert far["median_abs_pp"] > 10.0 and far["bias_pp"] < -10.0, far
 
 
-def test_kappa_rule_is_stable_when_its_threshold_changes(points, monkeypatch):
-    """Without throttle reasons a point counts as capped when its power is more than
-    CAPPED_BELOW_REF below P_ref; 3 %, 5 % and 10 % give a median |error| through kappa
-    of 1.99, 2.01 and 1.99 pp (p90 6.62, 6.55, 6.74)."""
-    out = []
-    for thr in (0.03, 0.05, 0.10):
+@pytest.mark.slow
+def test_planner_path_does_not_hang_on_the_kappa_threshold(points, monkeypatch):
+    """Without throttle reasons a point counts as capped (for the reported ``kappa``)
+    when its power is more than CAPPED_BELOW_REF below P_ref.  The planner's path (the
+    limit map) does not use kappa: 3 % and 10 % give the same held-out costs to the last
+    digit, while the kappa reported for the same fits moves (the knob is live)."""
+    out, kap = [], []
+    for thr in (0.03, 0.10):
         monkeypatch.setattr(curve_mod, "CAPPED_BELOW_REF", thr)
-        out.append(error_stats(holdout(points, split_interleaved)[0], "cost_at_limit"))
-    med = [o["median_abs_pp"] for o in out]
-    p90 = [o["p90_abs_pp"] for o in out]
-    assert np.ptp(med) <= 0.2 and np.ptp(p90) <= 0.5, (med, p90)
+        out.append(holdout(points, split_interleaved)[0]["cost_at_limit"].to_numpy())
+        k = []
+        for _, g in itertools.islice(groups(points), 40):
+            try:
+                k.append(fit_curve_points(g).kappa)
+            except AnalysisError:
+                pass
+        kap.append(np.array(k))
+    assert all(np.array_equal(out[0], o) for o in out[1:])
+    assert not np.array_equal(kap[0], kap[1])
 
 
 def test_real_slopes_against_the_stated_prior(points):
@@ -189,3 +223,110 @@ def test_same_fit_as_fit_curve_on_its_blocks():
 def test_bad_points_are_refused(change, match):
     with pytest.raises(AnalysisError, match=match):
         fit_curve_points(change(_exact_points()))
+
+
+# --- the limit map (power under a limit from the measured operating points) -------------
+
+def _affine_points():
+    """Points where the mean busy power is affine in the limit (a capped compute half and
+    a fixed 100-W communication half: P = 0.5 min(L, 700) + 50), the rate on the curve
+    b1 = 0.5, b2 = 0 at that power."""
+    lim = np.array([700.0, 600.0, 500.0, 400.0, 300.0])
+    p = 0.5 * np.minimum(lim, 700.0) + 50.0
+    rate = 2.0 * (p / p[0]) ** 0.5
+    return pd.DataFrame({"power_limit_w": lim, "power_w": p, "step_rate_per_s": rate})
+
+
+def test_limit_map_known_answer():
+    """docs/flexibility.md (Definitions): between fitted limits the power under a limit is
+    the linear interpolation of the fitted limits' mean powers, ``P_ref`` at and above the
+    highest, proportional to the limit below the lowest (flagged); the rate is the
+    curve's at that power.  With P = 0.5 min(L, 700) + 50: P(650) = 375 W, P(450) =
+    275 W, P(200) = 200 * 200 / 300 W (extrapolated: proportional from the lowest
+    fitted point); P_ref = 400 W at and above 700 W.  (kappa L would give 0.61 * 450.)"""
+    c = fit_curve_points(_affine_points())
+    assert c.p_ref_w == 400.0 and np.allclose(c.b, [0.5, 0.0], atol=1e-9)
+    assert np.allclose(c.power_at_limit([800, 700, 650, 450, 300, 200]),
+                       [400, 400, 375, 275, 200, 200 * 200 / 300])
+    assert c.binding_limit_w == pytest.approx(700.0)
+    rr = c.rate_at_limit([650, 450, 200])
+    assert rr["extrapolated"].tolist() == [False, False, True]
+    assert np.allclose(rr["rate_mean"], (rr["power_w"] / 400.0) ** 0.5)
+    sf = c.summary_frame([700, 450, 250])
+    assert sf["extrapolated"].tolist() == [False, False, True]
+    assert "limit map: measured operating points at 5 limits 300-700 W" in str(c)
+    assert np.allclose(c.limit_for_power(c.power_at_limit([650.0, 450.0, 320.0])),
+                       [650.0, 450.0, 320.0])
+
+
+def test_limit_map_is_monotone_relative_and_travels_with_p_ref():
+    """Noise that makes a lower limit draw more power is pooled (isotonic regression);
+    the map is relative to P_ref, so a curve re-anchored at twice the power (what
+    powerlab.flex.levers.job_curves does for another job) draws twice the power at twice
+    the limit, with the same rate."""
+    pts = _affine_points()
+    pts.loc[3, "power_w"] = 310.0                      # 400 W limit: 310 W > 300 W (noise)
+    c = fit_curve_points(pts)
+    assert c.power_at_limit(500.0) == pytest.approx(305.0)     # pooled
+    assert c.power_at_limit(400.0) == pytest.approx(305.0)
+    assert np.all(np.diff(c.power_at_limit(np.arange(200.0, 801.0, 10.0))) >= 0)
+    d = dataclasses.replace(c, p_ref_w=2 * c.p_ref_w)
+    lim = np.array([650.0, 450.0, 350.0, 250.0])
+    assert np.allclose(d.power_at_limit(2 * lim), 2 * c.power_at_limit(lim))
+    assert np.allclose(d.rate_at_limit(2 * lim)["rate_mean"],
+                       c.rate_at_limit(lim)["rate_mean"])
+
+
+def test_band_carries_the_power_interpolation_uncertainty():
+    """Between fitted limits the band of rate_at_limit adds the power's uncertainty
+    (neighbours' standard errors, PCHIP-vs-linear distance) to the coefficients': it is
+    at least as wide as relative_rate's band at the same power, wider between limits
+    where the two interpolants differ, and equal at a fitted limit with one point."""
+    pts = _affine_points().assign(power_w=[400.0, 385.0, 330.0, 250.0, 200.0])
+    pts["step_rate_per_s"] *= np.exp([0.0, 0.004, -0.003, 0.002, -0.004])
+    c = fit_curve_points(pts)
+    lim = [650.0, 550.0, 450.0, 400.0]
+    a = c.rate_at_limit(lim)
+    b = c.relative_rate(a["power_w"])
+    wa = np.log(a["rate_upper"] / a["rate_lower"]).to_numpy()
+    wb = np.log(b["rate_upper"] / b["rate_lower"]).to_numpy()
+    assert np.all(wa >= wb - 1e-12)
+    assert wa[0] > wb[0] and wa[1] > wb[1]
+    assert wa[3] == pytest.approx(wb[3])
+
+
+def test_prior_path_is_unchanged():
+    """No data: power under a limit min(L, P_ref) (kappa 1, stated), no limit map,
+    nothing flagged, rate_at_limit = relative_rate at that power."""
+    c = prior_curve("H100-SXM", 650.0)
+    lim = np.array([700.0, 650.0, 500.0, 300.0, 150.0])
+    assert c.limit_map is None and c.kappa == 1.0
+    assert np.array_equal(c.power_at_limit(lim), np.minimum(lim, 650.0))
+    rr = c.rate_at_limit(lim)
+    ref = c.relative_rate(np.minimum(lim, 650.0))
+    assert not rr["extrapolated"].any()
+    for col in ("rate_mean", "rate_lower", "rate_upper"):
+        assert np.array_equal(rr[col].to_numpy(), ref[col].to_numpy())
+    assert c.binding_limit_w == 650.0
+    assert "min(kappa L, P_ref)" in str(c)
+    with pytest.raises(AnalysisError, match="positive finite"):
+        c.rate_at_limit([300.0, -5.0])
+
+
+def test_reanchored_map_ends_at_the_gpus_highest_limit():
+    """A job's unconstrained power is what it draws at the GPU's highest limit: the map
+    transferred to a job drawing 500 W (fitted job: 400 W at 700 W, map relative to
+    P_ref) would place its highest fitted limit at 875 W, above the 700-W maximum; it
+    ends at 700 W with P_ref there instead (known answer: at 600 W, between the
+    re-anchored 500-W node (x = 1.25, y = 0.75) and (1.4, 1): 0.725 * 500 = 362.5 W).  A
+    job drawing less keeps the map as it is (x relative to its own P_ref)."""
+    c = fit_curve_points(_affine_points())
+    d = c.reanchored(500.0)
+    assert d.p_ref_w == 500.0 and d.binding_limit_w == pytest.approx(700.0)
+    assert d.power_at_limit(700.0) == pytest.approx(500.0)
+    assert d.power_at_limit(600.0) == pytest.approx(362.5)
+    lim = np.arange(300.0, 701.0, 10.0)
+    assert np.all(d.power_at_limit(lim) <= lim) and np.all(np.diff(d.power_at_limit(lim)) >= 0)
+    e = c.reanchored(300.0)
+    assert e.limit_map.equals(c.limit_map)
+    assert e.power_at_limit(450.0 * 0.75) == pytest.approx(0.75 * c.power_at_limit(450.0))

@@ -265,3 +265,20 @@ def test_a_target_outside_the_horizon_is_refused_not_dropped():
                    ("2025-06-02T14:00Z", "2025-06-02T14:10Z", 0.75 * full, None)])
     with pytest.raises(PowerlabError, match="t1 .*not inside the scenario's horizon"):
         plan_curtailment(small, tg, draws=1)
+
+
+def test_offer_flags_costs_extrapolated_below_the_fitted_limits(sc):
+    """A curve fitted on 700-250 W (the twin's campaign) extrapolates below 250 W by its
+    stated rule: the offer's rows at a 200-W limit say so in their note, the 300-W rows
+    (inside the fitted range) and the prior's rows do not."""
+    from powerlab.flex import fit_curve, twin_capping_campaign
+
+    tel, st = twin_capping_campaign([700, 600, 500, 400, 300, 250], hours_each=0.5,
+                                    rounds=1, seed=0)
+    curve = fit_curve(tel, st, gpu_model="H100-SXM")
+    f = flex_offer(sc, curve, levels_w=[300, 200], draws=2).summary_frame()
+    capped = f[f["lever"].isin(["power_cap", "clock_lock"])]
+    flagged = capped["note"].str.contains("extrapolated below the lowest limit")
+    assert flagged.tolist() == (capped["power_limit_w"] == 200).tolist()
+    g = flex_offer(sc, None, levels_w=[200], draws=2).summary_frame()
+    assert not g["note"].str.contains("extrapolated").any()

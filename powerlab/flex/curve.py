@@ -21,8 +21,22 @@ coefficients are an ordinary least-squares fit (statsmodels, HC3 covariance) of
 ``log rate`` on ``[1, u, u^2]``, ``u = log(P / P_ref)``; the intercept absorbs the
 reference rate, so the relative rate and its confidence band depend on ``b`` only.
 
-The power drawn at a limit ``L`` is ``min(kappa L, P_ref)``, with ``kappa`` the median
-ratio of power to limit in blocks where the power cap binds (1 for the prior).
+Where a planner asks in power *limits* (:meth:`PowerThroughputCurve.power_at_limit`,
+:meth:`PowerThroughputCurve.rate_at_limit`), a fitted curve takes the power drawn under a
+limit from the measured operating points themselves (the *limit map*): the mean busy
+power per fitted limit (made monotone in the limit by weighted isotonic regression),
+interpolated linearly between fitted limits, ``P_ref`` at and above the highest fitted
+limit (the limit no longer binds); below the lowest fitted limit it is extrapolated by a
+stated rule (power proportional to the limit from the lowest fitted point) and such rows
+are flagged (``extrapolated``).  The rate under the limit is the curve's at that power.
+The map is stored relative to ``P_ref`` (``L / P_ref -> P / P_ref``), so a curve
+re-anchored at another job's power keeps it.  Why a map and not a ratio: a limit binds
+phase by phase, so the mean busy power is an affine, not proportional, function of the
+limit and a limit costs throughput while still above the mean power (the independent
+generator ``tests/flexgens``); on real sweeps (Zeus) the ratio power/limit falls from
+~0.98 at low power to ~0.85 near ``P_ref`` (docs/flexibility.md).  ``kappa``, the median
+ratio of power to limit where the power cap binds, is still reported.  Without data (the
+prior) the power under a limit ``L`` is ``min(kappa L, P_ref)`` with ``kappa = 1``.
 
 References
 ----------
@@ -35,6 +49,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -123,6 +138,12 @@ class PowerThroughputCurve:
         the lowest the curve is an extrapolation: on real sweeps (Zeus, docs/flexibility.md)
         its error grows from ~1.6 pp one limit step below to a median ~20 pp (cost
         understated) three or more steps below.
+    limit_map : pandas.DataFrame or None
+        The fitted operating points per power limit, relative to ``P_ref``:
+        ``limit_rel`` (``L / P_ref``), ``power_rel`` (``P / P_ref``, the
+        (mean busy power, monotone in the limit), ``power_se_rel`` (its standard error)
+        and ``n`` (points per limit), sorted by limit (None for a prior:
+        ``power_at_limit`` is then ``min(kappa L, P_ref)``).
     """
 
     b: np.ndarray
@@ -137,6 +158,7 @@ class PowerThroughputCurve:
     clock: tuple | None = None
     rsquared: float = float("nan")
     fit_power_w: tuple | None = None
+    limit_map: pd.DataFrame | None = field(default=None, repr=False)
 
     # -- predictions --------------------------------------------------------------------
     def relative_rate(self, power_w, alpha: float = 0.1) -> pd.DataFrame:
@@ -161,15 +183,146 @@ class PowerThroughputCurve:
                              "rate_upper": np.exp(np.minimum(m + z * se, 0.0))})
 
     def power_at_limit(self, limit_w) -> np.ndarray:
-        """Mean power a busy GPU draws under a power limit [W]."""
+        """Mean power a busy GPU draws under a power limit [W].
+
+        Fitted curve: the limit map (monotone interpolation of the measured mean power
+        per fitted limit; ``P_ref`` at and above the highest fitted limit; below the
+        lowest, proportional to the limit from the lowest fitted point).  Prior:
+        ``min(kappa L, P_ref)``.
+        """
         lim = np.asarray(limit_w, float)
-        return np.minimum(self.kappa * lim, self.p_ref_w)
+        if self.limit_map is None:
+            return np.minimum(self.kappa * lim, self.p_ref_w)
+        return self._map_power_rel(lim / self.p_ref_w) * self.p_ref_w
+
+    def reanchored(self, p_ref_w: float) -> PowerThroughputCurve:
+        """The curve transferred to a job that draws ``p_ref_w`` [W] unconstrained.
+
+        The curve and its limit map are relative to ``P_ref``, so they carry over by
+        setting ``P_ref`` (power under a limit ``L``: ``P_ref`` times the map at ``L /
+        P_ref``, as ``min(kappa L, P_ref)`` carries over for a prior).  A job's
+        unconstrained power is what it draws at the GPU's highest limit: where the map's
+        highest fitted limit would lie above ``max_limit_w`` (a job drawing more than the
+        one fitted), the map ends at ``max_limit_w`` with ``P_ref`` there (fitted limits
+        above it are dropped; the segment below it is interpolated to it).
+        """
+        out = dataclasses.replace(self, p_ref_w=float(p_ref_w))
+        if self.limit_map is not None:
+            m = self.limit_map
+            x_max = self.max_limit_w / float(p_ref_w)
+            if float(m["limit_rel"].iloc[-1]) > x_max and float(m["limit_rel"].iloc[0]) < x_max:
+                keep = m[m["limit_rel"] < x_max]
+                top = m.iloc[[-1]].assign(limit_rel=x_max, power_rel=1.0)
+                out = dataclasses.replace(out, limit_map=pd.concat([keep, top],
+                                                                   ignore_index=True))
+        return out
+
+    @property
+    def binding_limit_w(self) -> float:
+        """Lowest limit at and above which the limit changes nothing [W] (``P_ref /
+        kappa`` for a prior, the highest fitted limit for a fitted curve)."""
+        if self.limit_map is None:
+            return float(self.p_ref_w / self.kappa)
+        return float(self.limit_map["limit_rel"].iloc[-1] * self.p_ref_w)
+
+    def extrapolated(self, limit_w) -> np.ndarray:
+        """True where a limit lies below the lowest fitted limit (the map's stated
+        extrapolation rule applies; always False for a prior, which states its own
+        assumption everywhere)."""
+        lim = np.atleast_1d(np.asarray(limit_w, float))
+        if self.limit_map is None:
+            return np.zeros(lim.shape, bool)
+        return lim / self.p_ref_w < self.limit_map["limit_rel"].iloc[0] * (1 - 1e-9)
 
     def limit_for_power(self, power_w) -> np.ndarray:
         """Power limit that holds a busy GPU at ``power_w`` (clipped to the GPU's range)
         [W]."""
-        return np.clip(np.asarray(power_w, float) / self.kappa, self.min_limit_w,
-                       self.max_limit_w)
+        p = np.asarray(power_w, float)
+        if self.limit_map is None:
+            return np.clip(p / self.kappa, self.min_limit_w, self.max_limit_w)
+        m = self.limit_map
+        x_lo, x_hi = float(m["limit_rel"].iloc[0]), float(m["limit_rel"].iloc[-1])
+        grid = np.linspace(x_lo, x_hi, 2001)
+        y = self._map_power_rel(grid)
+        yq = p / self.p_ref_w
+        # below the lowest fitted point: the proportional rule inverted
+        x = np.where(yq < y[0], yq / y[0] * x_lo,
+                     np.interp(yq, y, grid, right=x_hi))
+        return np.clip(x * self.p_ref_w, self.min_limit_w, self.max_limit_w)
+
+    def rate_at_limit(self, limit_w, alpha: float = 0.1) -> pd.DataFrame:
+        """Step rate relative to the reference under power limit(s) ``limit_w`` [W].
+
+        The power curve (:meth:`relative_rate`) at the power drawn under the limit
+        (:meth:`power_at_limit`).  For a fitted curve the band adds the uncertainty of
+        that power, propagated through the curve's slope (delta method in the log): the
+        standard errors of the two neighbouring fitted limits' mean powers and an
+        interpolation uncertainty (the distance between the linear interpolant the map
+        uses and a monotone cubic, PCHIP, through the same points, taken as one standard
+        deviation; between the two highest fitted limits, where the data cannot say at
+        which limit the cap starts to bind, also the distance to the proportional rule
+        ``min(kappa L, P_ref)``; at the lowest fitted limit for an extrapolated row,
+        whose extra error is not modelled: the row is flagged ``extrapolated``).  A
+        prior's band is the coefficients' alone.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``power_limit_w, power_w, rate_mean, rate_lower, rate_upper, extrapolated``.
+        """
+        from scipy import stats
+
+        lim = np.atleast_1d(np.asarray(limit_w, float))
+        if not np.isfinite(lim).all() or (lim <= 0).any():
+            raise AnalysisError("power limits must be positive finite numbers [W]")
+        p = np.atleast_1d(self.power_at_limit(lim))
+        ext = self.extrapolated(lim)
+        rr = self.relative_rate(p, alpha)
+        rr.insert(0, "power_limit_w", lim)
+        rr["extrapolated"] = ext
+        if self.limit_map is None:
+            return rr
+        from scipy.interpolate import PchipInterpolator
+
+        m = self.limit_map
+        xs = m["limit_rel"].to_numpy(float)
+        ys = m["power_rel"].to_numpy(float)
+        ses = m["power_se_rel"].to_numpy(float)
+        xc = np.clip(lim / self.p_ref_w, xs[0], xs[-1])
+        j = np.clip(np.searchsorted(xs, xc, side="right") - 1, 0, len(xs) - 1)
+        k = np.minimum(j + 1, len(xs) - 1)
+        w = np.where(k > j, (xc - xs[j]) / np.where(k > j, xs[k] - xs[j], 1.0), 0.0)
+        y_lin = np.interp(xc, xs, ys)
+        y_cub = PchipInterpolator(xs, ys)(xc) if len(xs) > 1 else y_lin
+        var_y = ((1 - w) * ses[j]) ** 2 + (w * ses[k]) ** 2 + (y_cub - y_lin) ** 2
+        # between the two highest fitted limits the data cannot say where the limit
+        # starts to bind: the band spans the proportional rule min(kappa L, P_ref) too
+        # (kept within the two limits' powers)
+        top = (j == len(xs) - 2) & (k == len(xs) - 1)
+        if top.any():
+            y_k = np.clip(self.kappa * xc, ys[-2], ys[-1])
+            var_y = np.where(top, var_y + (y_k - y_lin) ** 2, var_y)
+        # d log r / d log P of the power curve (0 at and above P_ref)
+        u = np.minimum(np.log(p / self.p_ref_w), 0.0)
+        slope = np.where(u < 0, self.b[0] + 2 * self.b[1] * u, 0.0)
+        se_u = np.sqrt(var_y) / np.minimum(p / self.p_ref_w, 1.0)
+        x = np.column_stack([u, u * u])
+        mean = x @ self.b
+        se = np.sqrt(np.einsum("ij,jk,ik->i", x, self.cov, x) + (slope * se_u) ** 2)
+        z = stats.norm.ppf(1 - alpha / 2)
+        rr["rate_lower"] = np.exp(mean - z * se)
+        rr["rate_upper"] = np.exp(np.minimum(mean + z * se, 0.0))
+        return rr
+
+    def _map_power_rel(self, x) -> np.ndarray:
+        """``P / P_ref`` at ``x = L / P_ref`` from the limit map."""
+        m = self.limit_map
+        xs = m["limit_rel"].to_numpy(float)
+        ys = m["power_rel"].to_numpy(float)
+        x = np.asarray(x, float)
+        y = np.interp(np.clip(x, xs[0], xs[-1]), xs, ys)
+        # below the lowest fitted limit: proportional to the limit (stated rule)
+        return np.where(x < xs[0], ys[0] * x / xs[0], np.minimum(y, 1.0))
 
     def clock_at_power(self, power_w) -> np.ndarray:
         """SM clock at which a busy GPU draws ``power_w`` [MHz] (NaN without clock
@@ -182,12 +335,12 @@ class PowerThroughputCurve:
 
     def summary_frame(self, limits_w=None, alpha: float = 0.1) -> pd.DataFrame:
         """One row per power limit: power drawn, relative rate with its band and the
-        step-rate loss [%] (default limits: the GPU's range in 50-W steps)."""
+        step-rate loss [%] (default limits: the GPU's range in 50-W steps), from
+        :meth:`rate_at_limit`; ``extrapolated`` flags limits below the lowest fitted
+        one."""
         if limits_w is None:
             limits_w = np.arange(self.max_limit_w, self.min_limit_w - 1e-9, -50.0)
-        lim = np.asarray(limits_w, float)
-        rr = self.relative_rate(self.power_at_limit(lim), alpha)
-        rr.insert(0, "power_limit_w", lim)
+        rr = self.rate_at_limit(np.asarray(limits_w, float), alpha)
         rr["step_rate_loss_pct"] = 100.0 * (1.0 - rr["rate_mean"])
         rr["step_rate_loss_pct_lower"] = 100.0 * (1.0 - rr["rate_upper"])
         rr["step_rate_loss_pct_upper"] = 100.0 * (1.0 - rr["rate_lower"])
@@ -209,8 +362,17 @@ class PowerThroughputCurve:
             head.append(f"fitted on mean powers {self.fit_power_w[0]:.0f}-"
                         f"{self.fit_power_w[1]:.0f} W; below {self.fit_power_w[0]:.0f} W "
                         "the curve is extrapolated")
+        if self.limit_map is not None:
+            lims = self.limit_map["limit_rel"].to_numpy() * self.p_ref_w
+            head.append(f"limit map: measured operating points at {len(lims)} limits "
+                        f"{lims[0]:.0f}-{lims[-1]:.0f} W (linear between them; above "
+                        f"{lims[-1]:.0f} W the limit does not bind; below {lims[0]:.0f} W "
+                        "extrapolated: power proportional to the limit, flagged)")
+        else:
+            head.append("power under a limit L: min(kappa L, P_ref)")
         tab = self.summary_frame()[["power_limit_w", "power_w", "step_rate_loss_pct",
-                                    "step_rate_loss_pct_lower", "step_rate_loss_pct_upper"]]
+                                    "step_rate_loss_pct_lower", "step_rate_loss_pct_upper",
+                                    "extrapolated"]]
         s = Summary(float_format="{:.2f}")
         s.add_text(head)
         s.add_df(tab, index=False)
@@ -459,4 +621,30 @@ def _fit_points(pts: pd.DataFrame, gpu_model: str, min_limits: int, what: str
                                 f"fit: OLS (HC3) on {len(pts)} {what} at "
                                 f"{n_lim} power limits", gpu_model, pts, clock,
                                 float(res.rsquared),
-                                (float(pts["power_w"].min()), float(pts["power_w"].max())))
+                                (float(pts["power_w"].min()), float(pts["power_w"].max())),
+                                _limit_map(pts, p_ref))
+
+
+def _limit_map(pts: pd.DataFrame, p_ref: float) -> pd.DataFrame:
+    """Per fitted limit: the mean busy power relative to ``P_ref``, and its error.
+
+    The per-limit means are made monotone (non-decreasing) in the limit by isotonic
+    regression weighted by the points per limit (a lower limit cannot raise the power;
+    noise can) and capped at ``P_ref`` (1 at the highest limit, by definition).  The
+    standard error of a limit's mean is the sd of its points over the root of their
+    number (0 with a single point per limit: the interpolation term then carries the
+    band).
+    """
+    from scipy.optimize import isotonic_regression
+
+    g = (pd.DataFrame({"limit": pts["power_limit_w"].round().to_numpy(float),
+                       "power_w": pts["power_w"].to_numpy(float)})
+         .groupby("limit")["power_w"].agg(["mean", "std", "size"]).sort_index())
+    n = g["size"].to_numpy(float)
+    power_rel = np.minimum(isotonic_regression(g["mean"].to_numpy(), weights=n).x / p_ref,
+                           1.0)
+    power_rel[-1] = 1.0
+    return pd.DataFrame({"limit_rel": g.index.to_numpy(float) / p_ref,
+                         "power_rel": power_rel,
+                         "power_se_rel": g["std"].fillna(0.0).to_numpy() / np.sqrt(n) / p_ref,
+                         "n": g["size"].to_numpy()})

@@ -3,7 +3,8 @@
 =============  ===========================================================================
 lever          effect on the job
 =============  ===========================================================================
-power_cap      every GPU's power limit set to ``L``: compute power ``min(P_c, kappa L)``,
+power_cap      every GPU's power limit set to ``L``: compute power ``min(P_c, P(L))``, ``P(L)``
+               the curve's power under the limit (its limit map, or ``kappa L``),
                other phases ``min(P, L)``; the step stretches by the curve's relative rate
                (:mod:`powerlab.flex.curve`), communication time unchanged
 clock_lock     SM clock locked: the same operating points as a power cap, reached
@@ -30,12 +31,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from ..exceptions import PowerlabError
 from ..grid.scenario import Job, Scenario
 from .curve import PowerThroughputCurve, prior_curve
 
 __all__ = ["LEVERS", "LeverAssumptions", "capped_scenario", "job_curves", "job_power_w",
+           "job_rate_frame",
            "paused_scenario", "restart_risk", "site_constant_w", "site_power_range_w"]
 
 #: The levers, in the order of the offer.
@@ -80,7 +83,9 @@ def job_curves(scenario: Scenario, curves: Mapping[str, PowerThroughputCurve] |
     """One curve per job, re-anchored at the job's compute power.
 
     A fitted curve is relative (rate against ``P / P_ref``), so it transfers to a job by
-    setting ``P_ref`` to the job's unconstrained compute power; jobs without a curve get
+    setting ``P_ref`` to the job's unconstrained compute power
+    (:meth:`~powerlab.flex.curve.PowerThroughputCurve.reanchored`: the limit map follows,
+    its highest fitted limit kept at or below the GPU's highest); jobs without a curve get
     the prior of the scenario's GPU model (:func:`powerlab.flex.curve.prior_curve`).
     """
     out = {}
@@ -89,7 +94,7 @@ def job_curves(scenario: Scenario, curves: Mapping[str, PowerThroughputCurve] |
         if c is None:
             c = prior_curve(scenario.hardware.gpu_model, job.compute_w)
         else:
-            c = dataclasses.replace(c, p_ref_w=float(job.compute_w))
+            c = c.reanchored(float(job.compute_w))
         out[job.name] = c
     return out
 
@@ -110,11 +115,24 @@ def _cap_job(job: Job, limit_w: float, rate: float, curve: PowerThroughputCurve)
         eval_interval_s=job.eval_interval_s * stretch)
 
 
+def job_rate_frame(curve: PowerThroughputCurve, job: Job, limit_w) -> pd.DataFrame:
+    """The curve's :meth:`~powerlab.flex.curve.PowerThroughputCurve.rate_at_limit` for
+    ``job`` under power limit(s) ``limit_w`` [W]: ``power_w`` (at most the job's compute
+    power), ``rate_mean``, ``rate_lower``, ``rate_upper``, ``extrapolated``."""
+    lim = np.atleast_1d(np.asarray(limit_w, float))
+    rr = curve.rate_at_limit(lim)
+    over = rr["power_w"].to_numpy() > job.compute_w
+    if over.any():
+        alt = curve.relative_rate(np.full(int(over.sum()), float(job.compute_w)))
+        for col in ("power_w", "rate_mean", "rate_lower", "rate_upper"):
+            rr.loc[over, col] = alt[col].to_numpy()
+    return rr
+
+
 def job_rate(curve: PowerThroughputCurve, job: Job, limit_w, which: str = "rate_mean"
              ) -> np.ndarray:
     """Relative step rate of ``job`` under power limit(s) ``limit_w`` [-]."""
-    p = np.minimum(job.compute_w, curve.power_at_limit(np.atleast_1d(limit_w)))
-    return curve.relative_rate(p)[which].to_numpy()
+    return job_rate_frame(curve, job, limit_w)[which].to_numpy()
 
 
 def job_power_w(job: Job, curve: PowerThroughputCurve, limit_w, which: str = "rate_lower"

@@ -135,7 +135,8 @@ class Merit:
         self.tables = []
         for j in self.jobs:
             c = curves[j.name]
-            top = min(c.max_limit_w, max(c.min_limit_w, math.ceil(j.compute_w / c.kappa)))
+            top = min(c.max_limit_w, max(c.min_limit_w, math.ceil(
+                c.binding_limit_w * j.compute_w / c.p_ref_w)))
             lims = np.arange(top, c.min_limit_w - 1e-9, -NOTCH_W)
             # the step rate lost counts while the job trains: weighted by its share of
             # time training (as the plan's lost GPU-hours are)

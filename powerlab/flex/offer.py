@@ -41,6 +41,7 @@ from .levers import (
     LeverAssumptions,
     capped_scenario,
     job_curves,
+    job_rate_frame,
     paused_scenario,
     restart_risk,
     site_power_range_w,
@@ -274,10 +275,12 @@ def _cap_rows(scenario: Scenario, cv: dict, lim: float, shed: tuple, hold_max: f
     loss = np.zeros(3)
     lost = 0.0
     clocks = []
+    extrapolated = False
     for j in scenario.jobs:
         c = cv[j.name]
-        p = min(j.compute_w, float(c.power_at_limit(lim)))
-        rr = c.relative_rate(p).iloc[0]
+        rr = job_rate_frame(c, j, lim).iloc[0]
+        p = float(rr["power_w"])
+        extrapolated = extrapolated or bool(rr["extrapolated"])
         ls = 100 * (1 - np.array([rr["rate_mean"], rr["rate_upper"], rr["rate_lower"]]))
         loss += ls * j.gpus / gpus
         lost += j.gpus * ls[0] / 100.0
@@ -296,7 +299,9 @@ def _cap_rows(scenario: Scenario, cv: dict, lim: float, shed: tuple, hold_max: f
                      "extra_checkpoint_writes": 0, "restart_risk_probability": 0.0,
                      "note": ("GPU power limit on every GPU of every job"
                               if lever == "power_cap" else
-                              "SM clock locked at the curve's clock for that power")})
+                              "SM clock locked at the curve's clock for that power")
+                     + ("; cost extrapolated below the lowest limit a curve was fitted on"
+                        if extrapolated else "")})
     return rows
 
 

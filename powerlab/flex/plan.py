@@ -77,6 +77,7 @@ from .levers import (
     LeverAssumptions,
     capped_scenario,
     job_curves,
+    job_rate_frame,
     paused_scenario,
 )
 from .merit import LeverSchedule, Merit, allocate
@@ -559,7 +560,7 @@ def _lost_training(merit: Merit, ls: LeverSchedule, share: pd.Series,
         act = ~ls.paused[ji] & (lim < merit.tables[ji].limits_w[0]) & ls.alive[ji]
         sh = float(share.get(j.name, 1.0))
         if act.any():
-            rr = c.relative_rate(np.minimum(j.compute_w, c.power_at_limit(lim[act])))
+            rr = job_rate_frame(c, j, lim[act])
             for q, col in enumerate(("rate_mean", "rate_upper", "rate_lower")):
                 lost[q] += j.gpus * sh * float((1 - rr[col]).sum()) * tick_s / 3600
             loss = np.zeros(n)
