@@ -1,0 +1,420 @@
+"""The same instants held at any resolution give the same numbers (the rule of
+:mod:`powerlab.telemetry.timeutil`).
+
+pandas keeps times at ``s``, ``ms``, ``us`` or ``ns`` resolution (pandas 3 parses text
+and builds ranges at ``us``), and the raw integers of a time column count that unit.  A
+site that reads them as nanoseconds gives times 1,000x off, wrong blocks and bins, or
+nothing at all.  This is a sweep, not a hand list: :data:`CASES` registers every public
+entry point that takes a frame with a ``timestamp`` column or a DatetimeIndex (with a
+small frame builder), and each runs with all its time inputs cast to each unit; the
+outputs (frames, numbers, chart data) must equal the nanosecond run's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from .conftest import make_telemetry
+
+UNITS = ("s", "ms", "us", "ns")
+
+
+# ------------------------------------------------------------------ casting and comparing
+
+def cast(obj, unit: str):
+    """``obj`` with every datetime inside it (columns, index, Series values) at ``unit``."""
+    if isinstance(obj, pd.DataFrame):
+        out = obj.copy()
+        for c in out.columns:
+            if isinstance(out[c].dtype, pd.DatetimeTZDtype) or out[c].dtype.kind == "M":
+                out[c] = out[c].dt.as_unit(unit)
+        out.index = cast(out.index, unit)
+        return out
+    if isinstance(obj, pd.Series):
+        out = obj.copy()
+        if isinstance(out.dtype, pd.DatetimeTZDtype) or out.dtype.kind == "M":
+            out = out.dt.as_unit(unit)
+        out.index = cast(out.index, unit)
+        return out
+    if isinstance(obj, pd.DatetimeIndex):
+        return obj.as_unit(unit)
+    if isinstance(obj, pd.Timestamp):
+        return obj.as_unit(unit)
+    return obj
+
+
+def canon(x):
+    """A comparable form of a result: frames with times at ns, results as their fields."""
+    if isinstance(x, (pd.DataFrame, pd.Series, pd.DatetimeIndex, pd.Timestamp)):
+        return cast(x, "ns")
+    if isinstance(x, np.ndarray) and x.dtype.kind == "M":
+        return x.astype("datetime64[ns]")
+    if isinstance(x, dict):
+        return {k: canon(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(canon(v) for v in x)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return {f.name: canon(getattr(x, f.name)) for f in dataclasses.fields(x)
+                if not f.name.startswith("_")}
+    return x
+
+
+def assert_same(a, b, path="result"):
+    """``a`` equals ``b`` (frames exactly up to float rounding, times as instants)."""
+    if isinstance(a, pd.DataFrame):
+        pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-9, obj=path)
+    elif isinstance(a, pd.Series):
+        pd.testing.assert_series_equal(a, b, check_exact=False, rtol=1e-9, obj=path)
+    elif isinstance(a, pd.Index):
+        pd.testing.assert_index_equal(a, b, obj=path)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            assert_same(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (u, v) in enumerate(zip(a, b)):
+            assert_same(u, v, f"{path}[{i}]")
+    elif isinstance(a, np.ndarray):
+        if a.dtype.kind in "fc":
+            np.testing.assert_allclose(a, b, rtol=1e-9, err_msg=path)
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=path)
+    elif isinstance(a, float) and isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-9, nan_ok=True), path
+    else:
+        assert a == b, path
+
+
+# ------------------------------------------------------------------------------ the data
+
+T0 = pd.Timestamp("2024-05-17T23:58:00Z")
+
+
+def _tel(unit: str, **kw) -> pd.DataFrame:
+    """Canonical telemetry (2 hosts x 4 GPUs, 1-s samples crossing midnight) at ``unit``."""
+    kw = {"n_samples": 240, "period_s": 1.0, "start": "2024-05-17T23:58:00Z"} | kw
+    return cast(make_telemetry(**kw), unit)
+
+
+def _jobs() -> pd.DataFrame:
+    ts = pd.Timestamp
+    return pd.DataFrame({
+        "host": ["node-00", "node-00", "node-01"], "gpu_index": [0, 1, 2],
+        "job_id": ["A", "B", "C"],
+        "start": [ts("2024-05-17T23:58:30Z"), ts("2024-05-17T23:57:00Z"),
+                  ts("2024-05-18T00:00:10Z")],
+        "end": [ts("2024-05-18T00:01:00Z"), ts("2024-05-18T00:03:00Z"),
+                ts("2024-05-18T00:05:00Z")]})
+
+
+def _node_tel(unit: str) -> pd.DataFrame:
+    """Node-scope meters of 2 hosts read every 2 s, offset by 1 s (an irregular site)."""
+    from powerlab.telemetry import conform
+
+    t = np.arange(0, 600, 2.0)
+    rows = [pd.DataFrame({"timestamp": T0 + pd.to_timedelta(t + off, unit="s"), "host": h,
+                          "scope": "node",
+                          "power_w": 5000.0 + 800.0 * np.sin(2 * np.pi * (t + off) / 120.0)})
+            for h, off in (("n0", 0.0), ("n1", 1.0))]
+    return cast(conform(pd.concat(rows, ignore_index=True)), unit)
+
+
+def _site(unit: str) -> pd.Series:
+    rng = np.random.default_rng(0)
+    idx = pd.date_range("2025-07-01", periods=12 * 1440, freq="1min", tz="UTC")
+    h = idx.hour + idx.minute / 60
+    p = pd.Series(14e6 + 1e6 * np.sin(2 * np.pi * h / 24) + rng.normal(0, 2e5, len(idx)),
+                  index=idx)
+    return cast(p, unit)
+
+
+_EV = pd.DataFrame({"start_utc": [pd.Timestamp("2025-07-10T14:00Z")],
+                    "end_utc": [pd.Timestamp("2025-07-10T17:00Z")], "cap_w": [11e6]})
+
+
+def _events(unit: str) -> pd.DataFrame:
+    from powerlab.telemetry.events import EVENT_DTYPES
+
+    ev = pd.DataFrame({"timestamp": [T0 + pd.Timedelta(seconds=30),
+                                     T0 + pd.Timedelta(seconds=150)],
+                       "host": ["node-00", "node-01"], "gpu_index": [1, 3],
+                       "gpu_uuid": [pd.NA, pd.NA], "pci_bus_id": [pd.NA, pd.NA],
+                       "xid": [79, 48], "kind": ["hardware", "hardware"],
+                       "root_cause": ["gpu_fell_off_bus", "dbe"],
+                       "message": ["x", "y"], "source": ["kernel_log", "kernel_log"]})
+    return cast(ev.astype({k: v for k, v in EVENT_DTYPES.items() if k != "timestamp"}), unit)
+
+
+_CACHE: dict = {}
+
+
+def _once(key, build):
+    if key not in _CACHE:
+        _CACHE[key] = build()
+    return _CACHE[key]
+
+
+def _twin():
+    from powerlab.throughput.synth import simulate_training
+
+    return _once("twin", lambda: simulate_training(
+        "2025-06-03", days=2, n_hosts=2, gpus_per_host=4, stragglers=1, amplitude_pct=2.0,
+        telemetry_interval_s=600.0, seed=4))
+
+
+def _campaign():
+    from powerlab.flex import twin_capping_campaign
+
+    return _once("campaign", lambda: twin_capping_campaign(
+        [700.0, 550.0, 400.0], hours_each=1.0, rounds=1, seed=0))
+
+
+def _quiet(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
+
+
+# ------------------------------------------------------------------------ the registry
+
+def _store_roundtrip(u, tmp):
+    from powerlab.telemetry import read_store, store_summary, write_store
+
+    root = tmp / f"store_{u}"
+    write_store(_tel(u), root)
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.parquet"))
+    return {"files": files, "read": read_store(root),
+            "window": read_store(root, start="2024-05-17T23:59:30Z",
+                                 end="2024-05-18T00:00:30Z"),
+            "summary": store_summary(root)}
+
+
+def _agg(fn_name, **kw):
+    def run(u, tmp):
+        from powerlab.telemetry import aggregate
+
+        return _quiet(lambda: getattr(aggregate, fn_name)(_tel(u), **kw))
+    return run
+
+
+def _t(fn):
+    """A case taking only the unit."""
+    return lambda u, tmp: fn(u)
+
+
+def _flex_curve_us(u):
+    from powerlab.flex import fit_curve
+
+    tel, steps = _campaign()
+    c = fit_curve(cast(tel, u), cast(steps, u))
+    return c.summary_frame() if hasattr(c, "summary_frame") else canon(c)
+
+
+def _curve_points(u):
+    from powerlab.flex import curve_points
+
+    tel, steps = _campaign()
+    return curve_points(cast(tel, u), cast(steps, u))
+
+
+def _verify(u):
+    from powerlab.flex import verify_event
+
+    return verify_event(_site(u), cast(_EV, u), methods=["high_10_of_10",
+                                                         "pre_event_mean"]).frame
+
+
+def _sum_meters(u):
+    from powerlab.calibration import sum_meters
+
+    return sum_meters(_node_tel(u), every_s=1.0)
+
+
+def _meter_readings(u):
+    from powerlab.calibration import meter_readings
+
+    x = np.repeat([1000.0, 3000.0], 300)
+    times = cast(pd.DatetimeIndex(T0 + pd.to_timedelta([10.0, 31.0, 44.0, 58.0],
+                                                       unit="s")), u)
+    return meter_readings(x, tick_s=0.1, start_utc=cast(T0, u), times=times)
+
+
+def _trace(u):
+    from powerlab.interconnect import trace_from_telemetry
+
+    tr = trace_from_telemetry(_node_tel(u), tick_s=0.5)
+    return {"it_w": np.asarray(tr.it_w), "start": getattr(tr, "start_utc", None),
+            "tick_s": tr.tick_s}
+
+
+def _playback(u):
+    from powerlab.interconnect import playback_frame, trace_from_telemetry
+
+    return playback_frame(trace_from_telemetry(_node_tel(u), tick_s=0.5), step_s=1.0,
+                          boundary="it")
+
+
+def _stragglers(u):
+    from powerlab.throughput import find_stragglers
+
+    tw = _twin()
+    r = find_stragglers(cast(tw.telemetry, u))
+    return {"scores": r.scores, "flags": r.flags}
+
+
+def _straggler_baseline(u):
+    from powerlab.throughput import straggler_baseline
+
+    return canon(straggler_baseline(cast(_twin().telemetry, u)))
+
+
+def _time_of_day(u):
+    from powerlab.throughput import fit_time_of_day
+
+    tw = _twin()
+    r = fit_time_of_day(cast(tw.steps, u), site_tz="America/New_York",
+                        telemetry=cast(tw.telemetry, u), n_boot=20, seed=0)
+    return {"profile": r.profile, "amp": r.amplitude_pct, "peak": r.peak_hour}
+
+
+def _slowest(u):
+    from powerlab.throughput import slowest_clock
+
+    return slowest_clock(cast(_twin().telemetry, u))
+
+
+def _throttle(u):
+    from powerlab.throughput import throttle_share_by_hour
+
+    return throttle_share_by_hour(cast(_twin().telemetry, u), site_tz="America/New_York")
+
+
+def _exposure(u):
+    from powerlab.throughput import exposure_table
+
+    return exposure_table(_tel(u), _events(u), period="1h")
+
+
+def _downsample(u):
+    from powerlab.viz import downsample
+
+    return downsample(_tel(u), "power_w", by=["host"], max_points=50)
+
+
+def _chart_data(chart) -> dict:
+    """The chart's Vega-Lite spec: its data sets (named by a hash of their rows) and
+    encodings, as plain JSON values."""
+    return chart.to_dict()
+
+
+def _tel_chart(u):
+    from powerlab import viz
+
+    return _chart_data(viz.telemetry_chart(_tel(u), max_points=60))
+
+
+def _gpu_job_map(u):
+    from powerlab.telemetry import gpu_job_map
+
+    ts = pd.Timestamp
+    sacct = pd.DataFrame({
+        "job_id": ["11", "12"], "step": [pd.NA, pd.NA],
+        "start": [ts("2024-05-17T23:58:30Z"), ts("2024-05-18T00:00:10Z")],
+        "end": [ts("2024-05-18T00:01:00Z"), pd.NaT],
+        "hosts": [["node-00"], ["node-01"]], "gpus": [4, 4]})
+    return _quiet(lambda: gpu_job_map(cast(sacct, u), 4,
+                                      until=cast(ts("2024-05-18T00:03:00Z"), u)))
+
+
+def _job_power(u, tmp):
+    from powerlab.telemetry import job_power
+
+    return _quiet(lambda: job_power(_tel(u), cast(_jobs(), u), "30s"))
+
+
+CASES = {
+    "telemetry.validate": _t(lambda u: _tel(u).pipe(__import__(
+        "powerlab.telemetry", fromlist=["validate"]).validate).shape),
+    "telemetry.conform": _t(lambda u: __import__(
+        "powerlab.telemetry", fromlist=["conform"]).conform(_tel(u))),
+    "telemetry.write_store/read_store/store_summary": _store_roundtrip,
+    "telemetry.gaps": _t(lambda u: __import__(
+        "powerlab.telemetry", fromlist=["gaps"]).gaps(_tel(u).iloc[::3], 2.5)),
+    "telemetry.stale": _t(lambda u: __import__(
+        "powerlab.telemetry", fromlist=["stale"]).stale(_tel(u), "clock_mem_mhz", 5)),
+    "telemetry.counter_resets": _t(lambda u: __import__(
+        "powerlab.telemetry", fromlist=["counter_resets"]).counter_resets(_tel(u))),
+    "telemetry.quality_report": _t(lambda u: __import__(
+        "powerlab.telemetry", fromlist=["quality_report"]).quality_report(
+            _tel(u).iloc[::3], max_gap_s=2.5, stale_min_run=5)),
+    "telemetry.power_sums": _agg("power_sums", freq="30s"),
+    "telemetry.power_sums(by=host)": _agg("power_sums", freq="30s", by="host"),
+    "telemetry.resample_gpu": _agg("resample_gpu", freq="30s"),
+    "telemetry.peer_stats": _agg("peer_stats", freq="30s"),
+    "telemetry.quality_masks": _agg("quality_masks", max_gap_s=2.5, stale_min_run=5),
+    "telemetry.hour_of_day": _agg("hour_of_day", site_tz="America/Chicago", freq="1min"),
+    "telemetry.gpu_job_map": _t(_gpu_job_map),
+    "telemetry.job_power": _job_power,
+    "calibration.sum_meters": _t(_sum_meters),
+    "calibration.meter_readings": _t(_meter_readings),
+    "interconnect.trace_from_telemetry": _t(_trace),
+    "interconnect.playback_frame": _t(_playback),
+    "throughput.find_stragglers": _t(_stragglers),
+    "throughput.straggler_baseline": _t(_straggler_baseline),
+    "throughput.fit_time_of_day": _t(_time_of_day),
+    "throughput.slowest_clock": _t(_slowest),
+    "throughput.throttle_share_by_hour": _t(_throttle),
+    "throughput.exposure_table": _t(_exposure),
+    "flex.fit_curve": _t(_flex_curve_us),
+    "flex.curve_points": _t(_curve_points),
+    "flex.verify_event": _t(_verify),
+    "viz.downsample": _t(_downsample),
+    "viz.telemetry_chart": _t(_tel_chart),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_resolution_gives_the_same_result(name, tmp_path):
+    """Each public entry point, its time inputs at s, ms, us and ns: equal outputs."""
+    run = CASES[name]
+    ref = canon(run("ns", tmp_path))
+    for unit in ("s", "ms", "us"):
+        assert_same(canon(run(unit, tmp_path)), ref, f"{name} at {unit}")
+
+
+def test_the_inputs_really_differ_in_resolution():
+    """The sweep is no sweep if casting did nothing: raw integers differ by 1000x."""
+    a, b = _tel("us")["timestamp"], _tel("ns")["timestamp"]
+    assert a.dtype.unit == "us" and b.dtype.unit == "ns"
+    assert int(b.astype("int64").iloc[0]) == 1000 * int(a.astype("int64").iloc[0])
+
+
+def test_to_epoch_ns_counts_nanoseconds_at_any_unit():
+    """``to_epoch_ns``: int64 ns since 1970-01-01T00:00Z for Series, Index, arrays of any
+    unit, tz-aware or naive; NaT stays the int64 minimum; non-times and out-of-range times
+    refused."""
+    from powerlab.exceptions import PowerlabError
+    from powerlab.telemetry import to_epoch_ns
+
+    s = pd.Series(pd.to_datetime(["2025-01-01T00:00:01Z", None], utc=True))
+    want = np.array([1_735_689_601_000_000_000, np.iinfo(np.int64).min])
+    for u in UNITS:
+        su = s.dt.as_unit(u)
+        np.testing.assert_array_equal(to_epoch_ns(su), want)
+        np.testing.assert_array_equal(to_epoch_ns(pd.DatetimeIndex(su)), want)
+        np.testing.assert_array_equal(to_epoch_ns(su.dt.tz_convert("Asia/Tokyo")), want)
+        np.testing.assert_array_equal(
+            to_epoch_ns(su.dt.tz_localize(None).to_numpy()), want)
+    out = to_epoch_ns(s)
+    out[0] = 0                     # a new array: the caller's column is untouched
+    assert s.iloc[0] == pd.Timestamp("2025-01-01T00:00:01Z")
+    with pytest.raises(TypeError):
+        to_epoch_ns(np.arange(3))
+    with pytest.raises(PowerlabError, match="nanosecond range"):
+        to_epoch_ns(pd.Series(pd.to_datetime(["2300-01-01"])).dt.as_unit("s"))
