@@ -26,26 +26,44 @@ UNITS = ("s", "ms", "us", "ns")
 
 # ------------------------------------------------------------------ casting and comparing
 
+def _is_time(dtype) -> bool:
+    return isinstance(dtype, pd.DatetimeTZDtype) or getattr(dtype, "kind", "") == "M"
+
+
+def _exact(old, new):
+    """``new`` (``old`` at another unit), after checking it holds the same instants: a cast
+    that rounded would compare different inputs."""
+    back = new.as_unit("ns") if hasattr(new, "as_unit") else new.dt.as_unit("ns")
+    ref = old.as_unit("ns") if hasattr(old, "as_unit") else old.dt.as_unit("ns")
+    same = (back == ref) if isinstance(old, pd.Timestamp) else \
+        bool(((np.asarray(back == ref)) | np.asarray(pd.isna(ref))).all())
+    assert same, "test data not representable at this unit: round it first"
+    return new
+
+
 def cast(obj, unit: str):
     """``obj`` with every datetime inside it (columns, index, Series values) at ``unit``."""
     if isinstance(obj, pd.DataFrame):
         out = obj.copy()
         for c in out.columns:
-            if isinstance(out[c].dtype, pd.DatetimeTZDtype) or out[c].dtype.kind == "M":
-                out[c] = out[c].dt.as_unit(unit)
+            if _is_time(out[c].dtype):
+                out[c] = _exact(out[c], out[c].dt.as_unit(unit))
         out.index = cast(out.index, unit)
         return out
     if isinstance(obj, pd.Series):
         out = obj.copy()
-        if isinstance(out.dtype, pd.DatetimeTZDtype) or out.dtype.kind == "M":
-            out = out.dt.as_unit(unit)
+        if _is_time(out.dtype):
+            out = _exact(out, out.dt.as_unit(unit))
         out.index = cast(out.index, unit)
         return out
-    if isinstance(obj, pd.DatetimeIndex):
-        return obj.as_unit(unit)
-    if isinstance(obj, pd.Timestamp):
-        return obj.as_unit(unit)
+    if isinstance(obj, (pd.DatetimeIndex, pd.Timestamp)):
+        return _exact(obj, obj.as_unit(unit))
     return obj
+
+
+def _whole_s(frame: pd.DataFrame, col: str = "timestamp") -> pd.DataFrame:
+    """``frame`` with its times rounded to whole seconds (representable at every unit)."""
+    return frame.assign(**{col: frame[col].dt.round("s")})
 
 
 def canon(x):
@@ -163,16 +181,24 @@ def _once(key, build):
 def _twin():
     from powerlab.throughput.synth import simulate_training
 
-    return _once("twin", lambda: simulate_training(
-        "2025-06-03", days=2, n_hosts=2, gpus_per_host=4, stragglers=1, amplitude_pct=2.0,
-        telemetry_interval_s=600.0, seed=4))
+    def build():
+        tw = simulate_training("2025-06-03", days=2, n_hosts=2, gpus_per_host=4,
+                               stragglers=1, amplitude_pct=2.0, telemetry_interval_s=600.0,
+                               seed=4)
+        steps = _whole_s(tw.steps).drop_duplicates(["segment", "timestamp"])
+        return dataclasses.replace(tw, steps=steps, telemetry=_whole_s(tw.telemetry)) \
+            if dataclasses.is_dataclass(tw) else (steps, _whole_s(tw.telemetry))
+    return _once("twin", build)
 
 
 def _campaign():
     from powerlab.flex import twin_capping_campaign
 
-    return _once("campaign", lambda: twin_capping_campaign(
-        [700.0, 550.0, 400.0], hours_each=1.0, rounds=1, seed=0))
+    def build():
+        tel, steps = twin_capping_campaign([700.0, 550.0, 400.0], hours_each=1.0, rounds=1,
+                                           seed=0)
+        return _whole_s(tel), _whole_s(steps)
+    return _once("campaign", build)
 
 
 def _quiet(fn):
@@ -188,8 +214,16 @@ def _store_roundtrip(u, tmp):
 
     root = tmp / f"store_{u}"
     write_store(_tel(u), root)
-    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.parquet"))
-    return {"files": files, "read": read_store(root),
+    import re
+
+    import pyarrow.parquet as pq
+
+    paths = sorted(root.rglob("*.parquet"))
+    # file names hold a random uuid4 (kept out) and the CRC-32 of the bytes (kept in)
+    files = [re.sub(r"-[0-9a-f]{12}-c", "-<uuid>-c", p.relative_to(root).as_posix())
+             for p in paths]
+    on_disk = {str(pq.read_schema(p).field("timestamp").type) for p in paths}
+    return {"files": files, "on_disk": on_disk, "read": read_store(root),
             "window": read_store(root, start="2024-05-17T23:59:30Z",
                                  end="2024-05-18T00:00:30Z"),
             "summary": store_summary(root)}

@@ -59,6 +59,7 @@ from scipy import stats
 from .._options import Options, choice
 from .._summary import Summary
 from ..exceptions import AnalysisError, SchemaError, Violation
+from ..telemetry.timeutil import to_epoch_ns
 from .changepoints import demeaned_fit, level_shifts
 from .diurnal import (
     ERRORS,
@@ -712,7 +713,7 @@ def _attribution(design: Design, order, hac_lags, telemetry, ambient, clock_quan
     tbin = design.t_ns // interval_ns
     if telemetry is not None:
         sc = slowest_clock(telemetry, quantile=clock_quantile)
-        b = sc.index.asi8 // interval_ns
+        b = to_epoch_ns(sc.index) // interval_ns
         g = sc.groupby(b).mean()
         for col, label, unit in (("clock_slow_mhz", "clock_slow_mhz", "MHz"),
                                  ("temp_gpu_c", "temp_gpu_c", "degC")):
