@@ -22,6 +22,8 @@ import pytest
 from .conftest import make_telemetry
 
 UNITS = ("s", "ms", "us", "ns")
+#: Data with millisecond times (MLPerf logs): not representable in whole seconds.
+MS_UP = ("ms", "us", "ns")
 
 
 # ------------------------------------------------------------------ casting and comparing
@@ -372,6 +374,132 @@ def _job_power(u, tmp):
     return _quiet(lambda: job_power(_tel(u), cast(_jobs(), u), "30s"))
 
 
+def _mlperf_run(u, tmp):
+    """The known-answer MLPerf-layout run of tests/test_calibrate_backtest.py (ms times):
+    ``(node power, MLLogResult)`` at ``u``."""
+    from powerlab.iotools import read_mllog, read_mlperf_power
+
+    from .test_calibrate_backtest import _write_run
+
+    def build():
+        pdir, log = _write_run(tmp / "mlperf")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return read_mlperf_power(pdir), read_mllog(log)
+    power, log = _once("mlperf", build)
+    return cast(power, u), dataclasses.replace(log, events=cast(log.events, u),
+                                               steps=cast(log.steps, u))
+
+
+def _calibrate(u, tmp):
+    from powerlab.calibration import calibrate_job
+
+    power, log = _mlperf_run(u, tmp)
+    c = _quiet(lambda: calibrate_job(power, events=log))
+    return {"fit": c.summary_frame(), "p": c.periodic_p_value}
+
+
+def _fit_profile(u, tmp):
+    from powerlab.calibration import fit_profile
+
+    power, log = _mlperf_run(u, tmp)
+    return _quiet(lambda: fit_profile(power, events=log)).summary_frame()
+
+
+def _backtest(u, tmp):
+    from powerlab.calibration import backtest_split
+
+    power, log = _mlperf_run(u, tmp)
+    return _quiet(lambda: backtest_split(power, log, split=0.5)).summary_frame()
+
+
+class _Draw:
+    """One forecast draw as the engine hands it to ``on_draw`` (tests/test_meter.py)."""
+    draw, tick_s = 0, 0.05
+    it_w = 5e5 + 1e5 * np.sin(np.arange(3600) / 40.0)
+    facility_w = 1.3 * it_w
+
+    def __init__(self, start_utc):
+        self.start_utc = start_utc
+
+
+def _meter_forecast(u):
+    from powerlab.calibration import Meter, meter_forecast
+
+    return meter_forecast(_Draw(cast(T0, u)), Meter(interval_s=2.0, phase_s=1.0),
+                          boundary="it")
+
+
+def _pmu(u):
+    from powerlab.interconnect import pmu_power
+
+    x = 5e5 + 1e5 * np.sin(np.arange(2000) / 40.0)
+    return pmu_power(x, 1 / 600, cast(T0, u), classes=("P",))
+
+
+def _comply(u):
+    from powerlab.interconnect import comply, read_requirements
+
+    from .conftest import REPO
+
+    spec = read_requirements(REPO / "data" / "requirements" / "small_site_example.yaml")
+    return _quiet(lambda: comply(_node_tel(u), spec, pue=1.3, draws=2)).summary_frame()
+
+
+def _random_targets(u):
+    from powerlab.flex import random_targets
+
+    return random_targets(cast(pd.Timestamp("2025-07-01T01:00Z"), u),
+                          cast(pd.Timestamp("2025-07-01T03:00Z"), u), 20e6, n=5).frame
+
+
+def _seasonal(u):
+    from powerlab.throughput import decompose_seasonal
+
+    idx = pd.date_range("2025-06-02", periods=24 * 21, freq="1h", tz="UTC")
+    y = pd.Series(1000 + 20 * np.sin(2 * np.pi * np.arange(len(idx)) / 24)
+                  + np.random.default_rng(0).normal(0, 3, len(idx)), index=idx)
+    return decompose_seasonal(cast(y.drop(idx[50:60]), u))
+
+
+def _job_energy(u, tmp):
+    from powerlab.telemetry import job_energy
+
+    return _quiet(lambda: job_energy(cast(_job_power("ns", tmp), u), "1min"))
+
+
+def _events_store(u, tmp):
+    from powerlab.telemetry import read_events, write_events
+
+    root = tmp / f"events_{u}"
+    _, n = write_events(_events(u), root)
+    return {"n": n, "read": read_events(root)}
+
+
+def _stragglers_chart(u):
+    from powerlab import viz
+    from powerlab.throughput import find_stragglers
+
+    return _chart_data(viz.stragglers_chart(find_stragglers(cast(_twin().telemetry, u))))
+
+
+def _tel_overview(u):
+    from powerlab import viz
+
+    return _chart_data(viz.telemetry_overview(_tel(u), site_tz="America/Chicago"))
+
+
+def _facility_chart(u):
+    from powerlab import viz
+
+    ts = pd.date_range("2025-06-01", periods=4000, freq="1s", tz="UTC")
+    p = 30 + 5 * np.sin(np.arange(4000) / 300)
+    tl = pd.DataFrame({"timestamp": ts, "boundary": "it", "power_megawatts": p,
+                       "power_megawatts_lower": p - 1, "power_megawatts_upper": p + 1})
+    ev = pd.DataFrame({"timestamp": ts[[100, 2000]], "event": ["start", "failure"]})
+    return _chart_data(viz.facility_chart(cast(tl, u), cast(ev, u)))
+
+
 CASES = {
     "telemetry.validate": _t(lambda u: _tel(u).pipe(__import__(
         "powerlab.telemetry", fromlist=["validate"]).validate).shape),
@@ -410,15 +538,29 @@ CASES = {
     "flex.verify_event": _t(_verify),
     "viz.downsample": _t(_downsample),
     "viz.telemetry_chart": _t(_tel_chart),
+    "viz.telemetry_overview": _t(_tel_overview),
+    "viz.stragglers_chart": _t(_stragglers_chart),
+    "viz.facility_chart": _t(_facility_chart),
+    "calibration.calibrate_job": (_calibrate, MS_UP),
+    "calibration.fit_profile": (_fit_profile, MS_UP),
+    "calibration.backtest_split": (_backtest, MS_UP),
+    "calibration.meter_forecast": _t(_meter_forecast),
+    "interconnect.pmu_power": _t(_pmu),
+    "interconnect.comply": _t(_comply),
+    "flex.random_targets": _t(_random_targets),
+    "throughput.decompose_seasonal": _t(_seasonal),
+    "telemetry.job_energy": _job_energy,
+    "telemetry.write_events/read_events": _events_store,
 }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_resolution_gives_the_same_result(name, tmp_path):
-    """Each public entry point, its time inputs at s, ms, us and ns: equal outputs."""
-    run = CASES[name]
+    """Each public entry point, its time inputs at s, ms, us and ns (those units that
+    hold its data's instants exactly): equal outputs."""
+    run, units = CASES[name] if isinstance(CASES[name], tuple) else (CASES[name], UNITS)
     ref = canon(run("ns", tmp_path))
-    for unit in ("s", "ms", "us"):
+    for unit in units[:-1]:
         assert_same(canon(run(unit, tmp_path)), ref, f"{name} at {unit}")
 
 
