@@ -587,8 +587,9 @@ def test_to_epoch_ns_counts_nanoseconds_at_any_unit():
         np.testing.assert_array_equal(to_epoch_ns(su.dt.tz_convert("Asia/Tokyo")), want)
         np.testing.assert_array_equal(
             to_epoch_ns(su.dt.tz_localize(None).to_numpy()), want)
-    out = to_epoch_ns(s)
-    out[0] = 0                     # a new array: the caller's column is untouched
+    out = to_epoch_ns(s.dt.as_unit("ns"))
+    with pytest.raises(ValueError):   # shares the column's memory: read-only
+        out[0] = 0
     assert s.iloc[0] == pd.Timestamp("2025-01-01T00:00:01Z")
     with pytest.raises(TypeError):
         to_epoch_ns(np.arange(3))

@@ -227,7 +227,8 @@ def to_epoch_ns(values) -> np.ndarray:
     -------
     numpy.ndarray
         int64 [ns since the Unix epoch], one per value (``NaT`` becomes the int64
-        minimum, as in pandas); a new array the caller may modify.
+        minimum, as in pandas).  Read-only where it shares memory with ``values``
+        (nanosecond input: no copy is made); ``.copy()`` it to modify it.
 
     Raises
     ------
@@ -245,7 +246,9 @@ def to_epoch_ns(values) -> np.ndarray:
         raise TypeError(f"to_epoch_ns needs datetime64 values, got {dtype or type(values)}")
     idx = pd.DatetimeIndex(values, copy=False)
     if idx.unit == "ns":
-        return idx.asi8.copy()
+        out = idx.asi8.view()
+        out.flags.writeable = False     # the input's own memory: never written through
+        return out
     try:
         return idx.as_unit("ns").asi8
     except (OverflowError, ValueError) as exc:   # OutOfBoundsDatetime is a ValueError

@@ -730,7 +730,7 @@ def _attribution(design: Design, order, hac_lags, telemetry, ambient, clock_quan
             raise SchemaError([Violation("temp_air_c", "ambient must be indexed by "
                                                        "tz-aware timestamps")])
         a = pd.to_numeric(a, errors="coerce").dropna().sort_index()
-        at = a.index.tz_convert("UTC").as_unit("ns").asi8
+        at = to_epoch_ns(a.index)
         v = np.interp(design.t_ns, at, a.to_numpy(), left=np.nan, right=np.nan)
         med["temp_air_c"] = v
         units["temp_air_c"] = "degC"

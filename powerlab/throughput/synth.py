@@ -74,7 +74,7 @@ from scipy import optimize, signal
 from .._options import Options
 from ..exceptions import ScenarioError
 from ..telemetry.schema import THROTTLE_REASONS, conform
-from ..telemetry.timeutil import to_utc
+from ..telemetry.timeutil import to_epoch_ns, to_utc
 from .twin_physics import (
     Fleet,
     StateTable,
@@ -227,8 +227,8 @@ def _ambient_on_grid(ambient, grid: pd.DatetimeIndex, p: TwinParameters,
     a = pd.to_numeric(ambient, errors="coerce").astype("float64").dropna().sort_index()
     if len(a) < 2:
         raise ScenarioError("ambient has fewer than two valid values", key="ambient")
-    at = a.index.tz_convert("UTC").as_unit("ns").asi8
-    gt = grid.as_unit("ns").asi8
+    at = to_epoch_ns(a.index)
+    gt = to_epoch_ns(grid)
     if gt[0] < at[0] - 3600e9 or gt[-1] > at[-1] + 3600e9:
         raise ScenarioError(
             f"ambient covers {a.index[0]} .. {a.index[-1]} but the run spans "
