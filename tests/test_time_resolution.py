@@ -43,23 +43,38 @@ def _exact(old, new):
     return new
 
 
+#: Units "mixed" rotates through (set per case to those its data allow).
+_MIXED = {"units": UNITS, "next": 0}
+
+
+def _unit(unit: str) -> str:
+    """``unit``, or for ``"mixed"`` the next unit in turn: each input (and each time
+    column of a frame) of one call at another resolution."""
+    if unit != "mixed":
+        return unit
+    units = _MIXED["units"]
+    _MIXED["next"] += 1
+    return units[_MIXED["next"] % len(units)]
+
+
 def cast(obj, unit: str):
-    """``obj`` with every datetime inside it (columns, index, Series values) at ``unit``."""
+    """``obj`` with every datetime inside it (columns, index, Series values) at ``unit``
+    (``"mixed"``: a different unit for each column, index or value in turn)."""
     if isinstance(obj, pd.DataFrame):
         out = obj.copy()
         for c in out.columns:
             if _is_time(out[c].dtype):
-                out[c] = _exact(out[c], out[c].dt.as_unit(unit))
+                out[c] = _exact(out[c], out[c].dt.as_unit(_unit(unit)))
         out.index = cast(out.index, unit)
         return out
     if isinstance(obj, pd.Series):
         out = obj.copy()
         if _is_time(out.dtype):
-            out = _exact(out, out.dt.as_unit(unit))
+            out = _exact(out, out.dt.as_unit(_unit(unit)))
         out.index = cast(out.index, unit)
         return out
     if isinstance(obj, (pd.DatetimeIndex, pd.Timestamp)):
-        return _exact(obj, obj.as_unit(unit))
+        return _exact(obj, obj.as_unit(_unit(unit)))
     return obj
 
 
@@ -557,11 +572,14 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_resolution_gives_the_same_result(name, tmp_path):
     """Each public entry point, its time inputs at s, ms, us and ns (those units that
-    hold its data's instants exactly): equal outputs."""
+    hold its data's instants exactly), and at mixed units (each input, each column at
+    another): equal outputs."""
     run, units = CASES[name] if isinstance(CASES[name], tuple) else (CASES[name], UNITS)
     ref = canon(run("ns", tmp_path))
     for unit in units[:-1]:
         assert_same(canon(run(unit, tmp_path)), ref, f"{name} at {unit}")
+    _MIXED["units"], _MIXED["next"] = units, 0
+    assert_same(canon(run("mixed", tmp_path)), ref, f"{name} at mixed units")
 
 
 def test_the_inputs_really_differ_in_resolution():

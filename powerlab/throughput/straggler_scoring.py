@@ -626,7 +626,7 @@ def score_table(w: FleetWork, baseline=None) -> dict:
                                             "detected", "end", "duration_s", "ongoing",
                                             "shift_pct"])
     for c in ("onset", "detected", "end"):
-        episodes[c] = pd.to_datetime(episodes[c].astype("int64"), utc=True)
+        episodes[c] = pd.to_datetime(episodes[c].astype("int64"), unit="ns", utc=True)
     episodes["host"] = episodes["host"].astype("string")
     episodes["gpu_index"] = episodes["gpu_index"].astype("Int16")
     params = {**opts.as_dict(), "metrics": tuple(opts.metrics),
