@@ -468,6 +468,18 @@ def _random_targets(u):
                           cast(pd.Timestamp("2025-07-01T03:00Z"), u), 20e6, n=5).frame
 
 
+def _read_targets(u, tmp):
+    from powerlab.flex import read_targets
+
+    f = tmp / "targets.csv"
+    f.write_text("start_utc,end_utc,cap_megawatts\n2025-07-01T02:00Z,2025-07-01T02:05Z,12\n"
+                 "2025-07-01T01:00Z,2025-07-01T01:10Z,10\n")
+    t = read_targets(f, floor_w=6e6, max_w=17e6,
+                     now=cast(pd.Timestamp("2025-07-01T00:00Z"), u),
+                     horizon_end=cast(pd.Timestamp("2025-07-01T06:00Z"), u))
+    return t.frame
+
+
 def _seasonal(u):
     from powerlab.throughput import decompose_seasonal
 
@@ -563,6 +575,7 @@ CASES = {
     "interconnect.pmu_power": _t(_pmu),
     "interconnect.comply": _t(_comply),
     "flex.random_targets": _t(_random_targets),
+    "flex.read_targets": _read_targets,
     "throughput.decompose_seasonal": _t(_seasonal),
     "telemetry.job_energy": _job_energy,
     "telemetry.write_events/read_events": _events_store,
