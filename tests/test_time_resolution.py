@@ -604,8 +604,8 @@ def test_the_inputs_really_differ_in_resolution():
 
 def test_to_epoch_ns_counts_nanoseconds_at_any_unit():
     """``to_epoch_ns``: int64 ns since 1970-01-01T00:00Z for Series, Index, arrays of any
-    unit, tz-aware or naive; NaT stays the int64 minimum; non-times and out-of-range times
-    refused."""
+    unit, tz-aware or naive; NaT stays the int64 minimum; non-times (integers, text,
+    objects) and out-of-range times refused with a powerlab error."""
     from powerlab.exceptions import PowerlabError
     from powerlab.telemetry import to_epoch_ns
 
@@ -622,7 +622,9 @@ def test_to_epoch_ns_counts_nanoseconds_at_any_unit():
     with pytest.raises(ValueError):   # shares the column's memory: read-only
         out[0] = 0
     assert s.iloc[0] == pd.Timestamp("2025-01-01T00:00:01Z")
-    with pytest.raises(TypeError):
-        to_epoch_ns(np.arange(3))
+    for bad in (np.arange(3), pd.Series(["2025-01-01T00:00Z"], name="start"),
+                pd.Series([pd.Timestamp("2025-01-01T00:00Z")], dtype=object)):
+        with pytest.raises(PowerlabError, match="must be datetime64"):
+            to_epoch_ns(bad)
     with pytest.raises(PowerlabError, match="nanosecond range"):
         to_epoch_ns(pd.Series(pd.to_datetime(["2300-01-01"])).dt.as_unit("s"))

@@ -54,7 +54,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from ..exceptions import PowerlabError, StoreError
+from ..exceptions import PowerlabError, SchemaError, StoreError, Violation
 
 __all__ = ["EXAMPLE", "ISO_8601", "series_to_utc", "time_bound", "to_epoch_ns", "to_utc"]
 
@@ -210,7 +210,7 @@ def series_to_utc(values: pd.Series, *, tz: str | None = None, what: str | None 
         raise error(f"{what}: times in {tz}: {exc}") from None
 
 
-def to_epoch_ns(values) -> np.ndarray:
+def to_epoch_ns(values, *, what: str | None = None) -> np.ndarray:
     """Times as int64 nanoseconds since 1970-01-01T00:00Z, whatever their resolution.
 
     The one way powerlab turns times into integers (see the module's rule): the raw
@@ -222,6 +222,8 @@ def to_epoch_ns(values) -> np.ndarray:
         ``datetime64`` values of any unit (``s``, ``ms``, ``us``, ``ns``).  Tz-aware
         values give their instant (any zone); naive values give the count of their wall
         time since 1970-01-01 (the caller decides what zone that wall time is in).
+    what : str, optional
+        The column named in errors (default: the Series' name, else ``"timestamp"``).
 
     Returns
     -------
@@ -232,18 +234,21 @@ def to_epoch_ns(values) -> np.ndarray:
 
     Raises
     ------
-    TypeError
-        For values that are not ``datetime64`` (integers are not guessed to be times).
-    PowerlabError
-        For a time that nanoseconds since 1970 cannot hold (before 1677-09-21 or after
-        2262-04-11).
+    powerlab.exceptions.SchemaError
+        For values that are not ``datetime64`` (integers, text and objects are not
+        guessed to be times), or a time that nanoseconds since 1970 cannot hold (before
+        1677-09-21 or after 2262-04-11).
     """
+    if what is None:
+        name = getattr(values, "name", None)
+        what = str(name) if name is not None else "timestamp"
     if isinstance(values, pd.Series):
         values = values.array
     dtype = getattr(values, "dtype", None)
     if dtype is None or not (isinstance(dtype, pd.DatetimeTZDtype)
                              or (isinstance(dtype, np.dtype) and dtype.kind == "M")):
-        raise TypeError(f"to_epoch_ns needs datetime64 values, got {dtype or type(values)}")
+        raise SchemaError([Violation(what, "times must be datetime64 values (tz-aware "
+                                           f"UTC), got {dtype or type(values).__name__}")])
     idx = pd.DatetimeIndex(values, copy=False)
     if idx.unit == "ns":
         out = idx.asi8.view()
@@ -252,5 +257,5 @@ def to_epoch_ns(values) -> np.ndarray:
     try:
         return idx.as_unit("ns").asi8
     except (OverflowError, ValueError) as exc:   # OutOfBoundsDatetime is a ValueError
-        raise PowerlabError(f"times outside the nanosecond range 1677-09-21..2262-04-11: "
-                            f"{exc}") from None
+        raise SchemaError([Violation(what, "times outside the nanosecond range "
+                                           f"1677-09-21..2262-04-11: {exc}")]) from None
