@@ -172,10 +172,6 @@ def test_block_length_stability(job):
         assert abs(c3 - c6) <= max(0.005, 0.05 * abs(c6)), (job, L, c3, c6)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "fit_curve finds '0 distinct power limit(s)' and raises AnalysisError when the "
-    "timestamps are datetime64[us, UTC] (pandas 3's default unit for many "
-    "constructors), although the same data in datetime64[ns, UTC] fit fine."))
 def test_fit_curve_timestamp_resolution():
     """The same campaign stored with microsecond timestamps gives the same curve."""
     tel, steps, _ = _campaign("compute_bound", 0)

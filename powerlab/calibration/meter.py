@@ -43,7 +43,7 @@ import pandas as pd
 
 from .._options import choice, renamed_keywords
 from ..exceptions import PowerlabError
-from ..telemetry.timeutil import to_utc
+from ..telemetry.timeutil import to_epoch_ns, to_utc
 
 __all__ = ["Meter", "meter_forecast", "meter_readings", "sum_meters", "tick_power"]
 
@@ -305,7 +305,7 @@ def sum_meters(readings: pd.DataFrame, *, every_s: float = 1.0, start=None, end=
     r = readings[["timestamp", by, "power_w"]].dropna()
     if r.empty:
         raise PowerlabError("no readings with power to sum")
-    t_ns = r["timestamp"].to_numpy("datetime64[ns]").astype(np.int64)
+    t_ns = to_epoch_ns(r["timestamp"])
     groups = r.groupby(by, sort=True, observed=True).indices
     firsts = [t_ns[ix].min() for ix in groups.values()]
     t_start = to_utc(start, what="start") if start is not None \
@@ -317,7 +317,7 @@ def sum_meters(readings: pd.DataFrame, *, every_s: float = 1.0, start=None, end=
         raise PowerlabError("the grid between start and end is empty")
     grid = pd.DatetimeIndex(t_start + pd.to_timedelta(np.arange(n) * every_s, unit="s"),
                             name="timestamp")
-    g_ns = grid.to_numpy("datetime64[ns]").astype(np.int64)
+    g_ns = to_epoch_ns(grid)
     total = np.zeros(n)
     p_all = r["power_w"].to_numpy(float)
     for ix in groups.values():

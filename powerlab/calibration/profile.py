@@ -105,7 +105,7 @@ from scipy import signal
 
 from .._options import Options, choice
 from ..exceptions import AnalysisError, PowerlabError, SchemaError, Violation
-from ..telemetry.timeutil import to_utc
+from ..telemetry.timeutil import to_epoch_ns, to_utc
 from .profile_fit import (
     GPU_IDLE_PRIOR,
     Prior,
@@ -490,7 +490,7 @@ def _mark_readings(w: _ProfileWork, events, idle, start, end) -> pd.DataFrame:
     evaluations wholly inside the window kept for their timing."""
     df, w_s = w.df, w.w_s
     keys = ["host"] + (["gpu_index"] if w.scope == "gpu" and "gpu_index" in df else [])
-    t_ns = df["timestamp"].to_numpy("datetime64[ns]").astype(np.int64)
+    t_ns = to_epoch_ns(df["timestamp"])
     w_ns = round(w_s * 1e9)
     w.lo_ns = lo_ns = pd.Timestamp(start).value if start is not None else int(t_ns.min())
     w.hi_ns = hi_ns = pd.Timestamp(end).value if end is not None else int(t_ns.max()) + 1

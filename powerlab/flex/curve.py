@@ -58,6 +58,7 @@ import pandas as pd
 from .._summary import Summary
 from ..exceptions import AnalysisError, PowerlabError
 from ..telemetry.schema import THROTTLE_REASONS
+from ..telemetry.timeutil import series_to_utc, to_epoch_ns
 
 __all__ = ["CAPPED_BELOW_REF", "PRIORS", "CurvePrior", "PowerThroughputCurve", "curve_points",
            "fit_curve", "fit_curve_points", "prior_curve"]
@@ -446,7 +447,8 @@ def curve_points(telemetry: pd.DataFrame, steps: pd.DataFrame, *, block_s: float
         cap = np.full(len(tel), np.nan)
     if "util_gpu_pct" in tel:
         busy &= tel["util_gpu_pct"].fillna(0).to_numpy(float) > 0
-    t_ns = tel["timestamp"].dt.tz_convert("UTC").astype("int64").to_numpy()
+    t_ns = to_epoch_ns(series_to_utc(tel["timestamp"], what="telemetry timestamp",
+                                     error=AnalysisError))
     blk = (t_ns // int(block_s * 1e9))
     tf = pd.DataFrame({"block": blk, "power_w": tel["power_w"].to_numpy(float),
                        "power_limit_w": tel["power_limit_w"].to_numpy(float),
@@ -461,7 +463,8 @@ def curve_points(telemetry: pd.DataFrame, steps: pd.DataFrame, *, block_s: float
     st = steps
     if "phase" in st:
         st = st[st["phase"].astype(str) == "train"]
-    s_ns = st["timestamp"].dt.tz_convert("UTC").astype("int64").to_numpy()
+    s_ns = to_epoch_ns(series_to_utc(st["timestamp"], what="steps timestamp",
+                                     error=AnalysisError))
     sb = pd.DataFrame({"block": s_ns // int(block_s * 1e9),
                        "duration_s": st["duration_s"].to_numpy(float)})
     sb = sb.groupby("block").agg(step_time_s=("duration_s", "mean"),
@@ -471,7 +474,7 @@ def curve_points(telemetry: pd.DataFrame, steps: pd.DataFrame, *, block_s: float
     out = out[(out["n_steps"] >= 5) & (out["limit_spread_w"] <= 1.0)]
     out = out.drop(columns="limit_spread_w")
     out["step_rate_per_s"] = 1.0 / out["step_time_s"]
-    out.insert(0, "start", pd.to_datetime(out.index * int(block_s * 1e9), utc=True))
+    out.insert(0, "start", pd.to_datetime(out.index * int(block_s * 1e9), unit="ns", utc=True))
     return out.reset_index(drop=True)
 
 

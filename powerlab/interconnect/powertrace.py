@@ -24,7 +24,7 @@ import pandas as pd
 
 from .._options import choice, renamed_keywords
 from ..exceptions import AnalysisError, PowerlabError, ScenarioError
-from ..telemetry.timeutil import to_utc
+from ..telemetry.timeutil import to_epoch_ns, to_utc
 
 __all__ = [
     "SAMPLINGS",
@@ -473,9 +473,9 @@ def _power_rows(data, scope: str, start, end) -> tuple[pd.DataFrame, str]:
 def _device_readings(df: pd.DataFrame, scope: str) -> list[tuple]:
     """Per device (host, and GPU index at GPU scope): ``(key, t [ns], power [W])`` with
     duplicate timestamps averaged, in key order."""
-    t_ns = pd.to_datetime(df["timestamp"], utc=True).astype("datetime64[ns, UTC]")
+    t_ns = to_epoch_ns(pd.to_datetime(df["timestamp"], utc=True))
     keys = ["host"] + (["gpu_index"] if scope == "gpu" and "gpu_index" in df.columns else [])
-    frame = pd.DataFrame({"t": t_ns.astype("int64").to_numpy(),
+    frame = pd.DataFrame({"t": t_ns,
                           "p": df["power_w"].to_numpy(float)})
     for k in keys:
         frame[k] = df[k].to_numpy()

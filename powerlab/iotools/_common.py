@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..exceptions import DataQualityWarning, ParseError
+from ..telemetry.timeutil import to_epoch_ns
 
 #: Cell values that mean "no value" in the sources (nvidia-smi, dcgmi).  Any cell that
 #: starts with ``[`` (``[N/A]``, ``[Not Supported]``, ``[Unknown Error]``,
@@ -325,7 +326,7 @@ def localize(naive: pd.DatetimeIndex, tz) -> tuple[pd.DatetimeIndex, int, int]:
     shifted = naive.tz_localize(tz, ambiguous="NaT", nonexistent="shift_forward")
     ambiguous = np.asarray(shifted.isna() & ~naive.isna())
     nonexistent = np.asarray(bad) & ~ambiguous
-    vals = naive.asi8.copy()
+    vals = to_epoch_ns(naive).copy()
     vals[np.asarray(naive.isna())] = np.iinfo(np.int64).min
     prev_max = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], vals[:-1]]))
     # daylight time until the wall clock has stepped back past this reading

@@ -27,6 +27,7 @@ import pyarrow as pa
 from .._summary import Summary
 from ..exceptions import ParseError
 from ..telemetry import schema
+from ..telemetry.timeutil import to_epoch_ns
 from ._common import (
     TIME_MS_RANGE,
     mask_impossible,
@@ -270,12 +271,12 @@ def clock_offsets(telemetry: pd.DataFrame, *, max_lag_s: float = 5.0,
     from scipy import signal
 
     df = telemetry[telemetry["power_w"].notna()]
-    t_ns = df["timestamp"].to_numpy("datetime64[ns]").astype(np.int64)
+    t_ns = to_epoch_ns(df["timestamp"])
     t0, t1 = t_ns.min(), t_ns.max()
     grid = np.arange(0.0, (t1 - t0) / 1e9, grid_s)
     hosts, series = [], []
     for h, g in df.groupby("host", sort=True, observed=True):
-        tt = (g["timestamp"].to_numpy("datetime64[ns]").astype(np.int64) - t0) / 1e9
+        tt = (to_epoch_ns(g["timestamp"]) - t0) / 1e9
         o = np.argsort(tt)
         hosts.append(str(h))
         series.append(np.interp(grid, tt[o], g["power_w"].to_numpy(float)[o]))

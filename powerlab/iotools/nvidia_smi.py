@@ -31,6 +31,7 @@ import pyarrow.csv as pacsv
 
 from ..exceptions import ParseError
 from ..telemetry import schema
+from ..telemetry.timeutil import to_epoch_ns
 from . import _smi_fast
 from ._common import (
     check_tz,
@@ -337,7 +338,7 @@ def _gpu_of_rows(cols: dict, utc, seg_id, n_gpus, path, row_line, repeats) -> np
         return _index_from_bus_id(bus, path, row_line)
     if "gpu_uuid" in cols:
         return _index_from_uuid(cols["gpu_uuid"], seg_id, path, row_line)
-    return _index_from_order(utc.asi8, seg_id, n_gpus, path, row_line, repeats=repeats)
+    return _index_from_order(to_epoch_ns(utc), seg_id, n_gpus, path, row_line, repeats=repeats)
 
 
 def _sorted_frame(cols: dict, utc, gpu: np.ndarray, host: str, path) -> pd.DataFrame:
@@ -351,12 +352,13 @@ def _sorted_frame(cols: dict, utc, gpu: np.ndarray, host: str, path) -> pd.DataF
     n_unproven = int(np.count_nonzero(gpu < 0))
     if n_unproven:
         order = order[n_unproven:]
-    t_sorted, g_sorted = utc.asi8[order], gpu[order]
+    t_utc = to_epoch_ns(utc)
+    t_sorted, g_sorted = t_utc[order], gpu[order]
     if len(order) > 1 and ((t_sorted[1:] < t_sorted[:-1])
                            & (g_sorted[1:] == g_sorted[:-1])).any():
         # rows that name their GPU but are out of time order in the file
         order = order[np.lexsort((t_sorted, g_sorted))]
-        t_sorted, g_sorted = utc.asi8[order], gpu[order]
+        t_sorted, g_sorted = t_utc[order], gpu[order]
     df = _build_frame(cols, t_sorted, g_sorted, gpu, order, host)
     df = schema.conform(df, sort=False)
     # one host and scope: the GPU index alone tells the devices apart

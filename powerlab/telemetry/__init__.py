@@ -51,7 +51,7 @@ _EXPORTS = {
         "open_store",
     ),
     "timeutil": (
-        "series_to_utc", "time_bound", "to_utc",
+        "series_to_utc", "time_bound", "to_epoch_ns", "to_utc",
     ),
 }
 

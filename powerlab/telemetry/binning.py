@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import PowerlabError
+from .timeutil import to_epoch_ns
 
 __all__ = ["DAY_NS", "DEVICE_KEY", "BinSums", "DeviceMeans", "SortedDevices", "bin_width_ns",
            "energy_fix", "energy_kernel", "energy_tail", "factor", "kahan_add", "merge_tail",
@@ -99,7 +100,7 @@ class SortedDevices:
         sc, self._scopes = factor(df["scope"])
         gi = _int_or_minus_one(df["gpu_index"])
         code = ((hc + 1) * 4 + (sc + 1)) * 2048 + (gi + 1)
-        ts = df["timestamp"].to_numpy(dtype="datetime64[ns]").view(np.int64) if n \
+        ts = to_epoch_ns(df["timestamp"]) if n \
             else np.zeros(0, np.int64)
         if n < 2 or np.all((code[1:] > code[:-1])
                            | ((code[1:] == code[:-1]) & (ts[1:] >= ts[:-1]))):

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import SchemaError, StoreError, Violation
+from .timeutil import to_epoch_ns
 
 __all__ = ["duckdb_job_power", "duckdb_power_sums"]
 
@@ -286,8 +287,8 @@ def duckdb_job_power(files, jobs: pd.DataFrame, bin_ns: int, *, scope: str = "gp
             "host": jobs["host"].astype(str).to_numpy(),
             "gpu_index": jobs["gpu_index"].to_numpy(dtype=np.int16),
             "job_id": jobs["job_id"].astype(str).to_numpy(),
-            "j_start": jobs["start"].to_numpy(dtype="datetime64[ns]").view(np.int64),
-            "j_end": jobs["end"].to_numpy(dtype="datetime64[ns]").view(np.int64)}))
+            "j_start": to_epoch_ns(jobs["start"]),
+            "j_end": to_epoch_ns(jobs["end"])}))
         # valid samples per (device, bin) and, of those, per job: share = sum / all valid
         def build(union: bool) -> tuple[str, list]:
             src, params = _source(files, start, end, scope, dedup, union=union)

@@ -33,7 +33,7 @@ from .partitions import (
 )
 from .schema import empty_frame
 from .timeutil import time_bound as _utc
-from .timeutil import to_utc
+from .timeutil import to_epoch_ns, to_utc
 
 __all__ = ["gpu_job_map", "job_energy", "job_power"]
 
@@ -84,8 +84,8 @@ def _job_kernel(df: pd.DataFrame, jobs: pd.DataFrame, bin_ns: int) -> pd.DataFra
     if n and len(jobs):
         key = pd.MultiIndex.from_arrays([df["host"].astype("string"),
                                          df["gpu_index"].astype("Int16")])
-        jstart = jobs["start"].to_numpy(dtype="datetime64[ns]").view(np.int64)
-        jend = jobs["end"].to_numpy(dtype="datetime64[ns]").view(np.int64)
+        jstart = to_epoch_ns(jobs["start"])
+        jend = to_epoch_ns(jobs["end"])
         dkey = pd.MultiIndex.from_arrays([jobs["host"], jobs["gpu_index"]])
         jdev, uniq = dkey.factorize()            # jobs are sorted by device, start
         jdev = jdev.astype(np.int64)

@@ -21,6 +21,7 @@ import pandas as pd
 from .._summary import Summary
 from ..exceptions import AnalysisError, SchemaError, Violation
 from .schema import device_codes
+from .timeutil import to_epoch_ns
 
 __all__ = ["DEVICE_MODELS", "DuplicateDevices", "clock_drift", "counter_resets",
            "duplicate_devices", "gaps", "implausible", "quality_report", "stale"]
@@ -28,16 +29,17 @@ __all__ = ["DEVICE_MODELS", "DuplicateDevices", "clock_drift", "counter_resets",
 _KEY = ["host", "scope", "gpu_index"]
 
 
-def _device_order(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Row positions sorted by device then time, and the device code of each sorted row."""
+def _device_order(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row positions sorted by device then time, the device code of each sorted row and
+    its time [ns since 1970]."""
     missing = [c for c in [*_KEY, "timestamp"] if c not in df.columns]
     if missing:
         raise SchemaError([Violation(c, "missing column needed for quality checks")
                            for c in missing])
     codes = device_codes(df)
-    ts = df["timestamp"].astype("int64").to_numpy()
+    ts = to_epoch_ns(df["timestamp"])
     order = np.lexsort((ts, codes))
-    return order, codes[order]
+    return order, codes[order], ts[order]
 
 
 def gaps(df: pd.DataFrame, max_gap_s: float) -> pd.Series:
@@ -57,8 +59,7 @@ def gaps(df: pd.DataFrame, max_gap_s: float) -> pd.Series:
     """
     if not max_gap_s > 0:  # also refuses NaN
         raise ValueError("max_gap_s must be positive [s]")
-    order, codes = _device_order(df)
-    ts = df["timestamp"].astype("int64").to_numpy()[order]
+    order, codes, ts = _device_order(df)
     flag = np.zeros(len(df), dtype=bool)
     if len(df) > 1:
         same = codes[1:] == codes[:-1]
@@ -90,7 +91,7 @@ def stale(df: pd.DataFrame, column: str, min_run: int = 10, *, atol: float = 0.0
         raise SchemaError([Violation(column, "missing column for the stale check")])
     if min_run < 2:
         raise ValueError("min_run must be at least 2 [samples]")
-    order, codes = _device_order(df)
+    order, codes, _ = _device_order(df)
     vals = df[column].astype("float64").to_numpy()[order]
     n = len(vals)
     flag_sorted = np.zeros(n, dtype=bool)
@@ -120,7 +121,7 @@ def counter_resets(df: pd.DataFrame, column: str = "energy_j") -> pd.Series:
     """
     if column not in df.columns:
         raise SchemaError([Violation(column, "missing column for the counter-reset check")])
-    order, codes = _device_order(df)
+    order, codes, _ = _device_order(df)
     vals = df[column].astype("float64").to_numpy()[order]
     flag = np.zeros(len(df), dtype=bool)
     if len(df) > 1:
@@ -152,8 +153,7 @@ def quality_report(df: pd.DataFrame, *, max_gap_s: float, stale_min_run: int = 1
 # --------------------------------------------------------------------------- cross-device
 def _ns(ts: pd.Series) -> np.ndarray:
     """Nanoseconds since the epoch, whatever the resolution of the datetime column."""
-    unit = "datetime64[ns, UTC]" if getattr(ts.dt, "tz", None) is not None else "datetime64[ns]"
-    return ts.astype(unit).astype("int64").to_numpy()
+    return to_epoch_ns(ts)
 
 
 def _device_label(host, scope, gpu_index) -> str:
@@ -287,7 +287,7 @@ def duplicate_devices(df: pd.DataFrame, column: str = "power_w", *, window: int 
     """
     if column not in df.columns:
         raise SchemaError([Violation(column, "missing column for the duplicate check")])
-    order, codes = _device_order(df)
+    order, codes, _ = _device_order(df)
     vals = df[column].astype("float64").to_numpy()[order]
     ts = _ns(df["timestamp"])[order]
     keys = df[_KEY].iloc[order]

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..exceptions import SchemaError, Violation
+from .timeutil import to_epoch_ns
 
 __all__ = [
     "CORE_COLUMNS",
@@ -458,7 +459,7 @@ def _check_order(idx: pd.Index, series: dict, scopes: tuple, v: list,
         codes = _device_codes(series, {"scope": (sc_codes, sc_uniq)})
     elif len(codes) != len(idx):
         raise ValueError(f"device_codes has {len(codes)} values for {len(idx)} rows")
-    ts = series["timestamp"].astype("int64").to_numpy()
+    ts = to_epoch_ns(series["timestamp"])
     # rows already grouped by device (in code order) and in time order within each
     # device are their own stable sort order below: skip the sorts
     same_dev = codes[1:] == codes[:-1]

@@ -56,6 +56,7 @@ from .storefiles import (
 )
 from .storefiles import list_files as _list_files
 from .timeutil import time_bound as _as_utc
+from .timeutil import to_epoch_ns
 
 __all__ = [
     "atomic_write_bytes",
@@ -119,7 +120,7 @@ def write_store(df: pd.DataFrame, root: str | os.PathLike, *, fsync: bool = True
             write_format_marker(root)
     except OSError as exc:
         raise StoreError(f"cannot create store folder {root}: {exc.strerror}") from exc
-    day = frame["timestamp"].array.asi8 // (86_400 * 10**9)
+    day = to_epoch_ns(frame["timestamp"]) // (86_400 * 10**9)
     written: list[Path] = []
     for (dnum, host), part in frame.groupby([day, frame["host"]], sort=True, observed=True):
         date = (pd.Timestamp(0, tz="UTC") + pd.Timedelta(days=int(dnum))).strftime("%Y-%m-%d")
@@ -187,7 +188,7 @@ def _time_range(f: Path) -> tuple[int, int]:
 def _keys(df: pd.DataFrame) -> pd.MultiIndex:
     n = len(df)
     return pd.MultiIndex.from_arrays([
-        df["timestamp"].array.asi8 if "timestamp" in df else np.zeros(n),
+        to_epoch_ns(df["timestamp"]) if "timestamp" in df else np.zeros(n),
         df["scope"].astype("string").fillna("").to_numpy(dtype=object)
         if "scope" in df else np.full(n, "gpu", dtype=object),
         df["gpu_index"].astype("Int32").fillna(-1).to_numpy(dtype="int32")
@@ -202,7 +203,7 @@ def _new_rows(part: pd.DataFrame, folder: Path) -> pd.DataFrame:
     folder holds yet.  Only files whose time range overlaps ``part`` are read."""
     if not folder.is_dir():
         return part
-    ts = part["timestamp"].array.asi8
+    ts = to_epoch_ns(part["timestamp"])
     lo, hi = int(ts.min()), int(ts.max())
     old = []
     for f in folder.iterdir():
@@ -249,7 +250,7 @@ def _write_part(part: pd.DataFrame, folder: Path, compression: str, fsync: bool)
         except OSError:
             pass
         raise
-    ts = part["timestamp"].array.asi8
+    ts = to_epoch_ns(part["timestamp"])
     _remember_range(str(target), (int(ts.min()), int(ts.max())))
     return target
 
@@ -590,7 +591,7 @@ def _sort_keys(frame: pd.DataFrame, runs: list) -> tuple:
     else:  # "gpu" < "node"
         scope_codes = is_node.astype(np.int8)
     gpu = frame["gpu_index"].array.to_numpy(dtype="int32", na_value=_NA_GPU)
-    return host_codes, scope_codes, gpu, frame["timestamp"].array.asi8
+    return host_codes, scope_codes, gpu, to_epoch_ns(frame["timestamp"])
 
 
 def _sort_order(keys: tuple) -> np.ndarray | None:

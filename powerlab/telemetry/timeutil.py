@@ -19,6 +19,18 @@ store's time bound, a sacct ``Start`` column, a curtailment target) is read by
 * ``None`` is refused, or returned as ``None`` where the caller takes it as "no bound"
   (``optional=True``); ``NaT``, NaN and empty text are always refused as missing.
 
+Times as integers: pandas keeps times at any resolution (``datetime64[s]`` to
+``datetime64[ns]``; pandas 3 parses text and builds ranges at microseconds), so a time
+column's raw integers (``.astype("int64")``, ``.asi8``, ``.view("i8")``) count seconds,
+milliseconds, microseconds or nanoseconds depending on where the frame came from.  The
+rule: powerlab never reads those raw integers as a count of a unit it assumes.  Every
+place that turns times into integers does it through :func:`to_epoch_ns`, which gives
+nanoseconds since 1970-01-01T00:00Z whatever the input's resolution (a ``Timestamp``'s
+``.value`` is nanoseconds already); arithmetic on ``numpy.datetime64`` values goes through
+``numpy.timedelta64`` units (``/ np.timedelta64(1, "s")``), never through ``.astype(float)``.
+So every public function gives the same numbers for the same instants held at ``s``,
+``ms``, ``us`` or ``ns`` resolution (tests/test_time_resolution.py sweeps them).
+
 Bad values raise one clear error built by the caller's ``error`` (default
 :class:`~powerlab.exceptions.PowerlabError`; a reader passes a
 :class:`~powerlab.exceptions.ParseError` naming its file and line, a scenario a
@@ -42,9 +54,9 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from ..exceptions import PowerlabError, StoreError
+from ..exceptions import PowerlabError, SchemaError, StoreError, Violation
 
-__all__ = ["EXAMPLE", "ISO_8601", "series_to_utc", "time_bound", "to_utc"]
+__all__ = ["EXAMPLE", "ISO_8601", "series_to_utc", "time_bound", "to_epoch_ns", "to_utc"]
 
 #: The example every message shows.
 EXAMPLE = "2024-05-17T15:00:00Z"
@@ -196,3 +208,54 @@ def series_to_utc(values: pd.Series, *, tz: str | None = None, what: str | None 
             .dt.tz_convert("UTC")
     except Exception as exc:  # noqa: BLE001 - pandas/zoneinfo raise several types
         raise error(f"{what}: times in {tz}: {exc}") from None
+
+
+def to_epoch_ns(values, *, what: str | None = None) -> np.ndarray:
+    """Times as int64 nanoseconds since 1970-01-01T00:00Z, whatever their resolution.
+
+    The one way powerlab turns times into integers (see the module's rule): the raw
+    integers of a ``datetime64[us, UTC]`` column count microseconds, not nanoseconds.
+
+    Parameters
+    ----------
+    values : pandas.Series, pandas.DatetimeIndex, DatetimeArray or numpy.ndarray
+        ``datetime64`` values of any unit (``s``, ``ms``, ``us``, ``ns``).  Tz-aware
+        values give their instant (any zone); naive values give the count of their wall
+        time since 1970-01-01 (the caller decides what zone that wall time is in).
+    what : str, optional
+        The column named in errors (default: the Series' name, else ``"timestamp"``).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 [ns since the Unix epoch], one per value (``NaT`` becomes the int64
+        minimum, as in pandas).  Read-only where it shares memory with ``values``
+        (nanosecond input: no copy is made); ``.copy()`` it to modify it.
+
+    Raises
+    ------
+    powerlab.exceptions.SchemaError
+        For values that are not ``datetime64`` (integers, text and objects are not
+        guessed to be times), or a time that nanoseconds since 1970 cannot hold (before
+        1677-09-21 or after 2262-04-11).
+    """
+    if what is None:
+        name = getattr(values, "name", None)
+        what = str(name) if name is not None else "timestamp"
+    if isinstance(values, pd.Series):
+        values = values.array
+    dtype = getattr(values, "dtype", None)
+    if dtype is None or not (isinstance(dtype, pd.DatetimeTZDtype)
+                             or (isinstance(dtype, np.dtype) and dtype.kind == "M")):
+        raise SchemaError([Violation(what, "times must be datetime64 values (tz-aware "
+                                           f"UTC), got {dtype or type(values).__name__}")])
+    idx = pd.DatetimeIndex(values, copy=False)
+    if idx.unit == "ns":
+        out = idx.asi8.view()
+        out.flags.writeable = False     # the input's own memory: never written through
+        return out
+    try:
+        return idx.as_unit("ns").asi8
+    except (OverflowError, ValueError) as exc:   # OutOfBoundsDatetime is a ValueError
+        raise SchemaError([Violation(what, "times outside the nanosecond range "
+                                           f"1677-09-21..2262-04-11: {exc}")]) from None

@@ -19,6 +19,7 @@ import pandas as pd
 from scipy import stats
 
 from ..exceptions import AnalysisError, SchemaError, Violation
+from ..telemetry.timeutil import to_epoch_ns
 
 __all__ = ["ERRORS", "MAX_AR", "MINUTES", "Design", "bc_interval", "check_site_tz",
            "day_block_test", "detect_segments", "fit_daily_profile", "fit_with_errors",
@@ -86,7 +87,7 @@ def series_from(throughput, value_col, segment):
     except (TypeError, ValueError) as exc:
         raise SchemaError([Violation(str(s.name), f"throughput must be numeric: {exc}")]) \
             from exc
-    t = idx.tz_convert("UTC").as_unit("ns").asi8
+    t = to_epoch_ns(idx)
     codes = None
     if seg is not None:
         codes = pd.factorize(seg.to_numpy())[0].astype(np.int64)
@@ -174,7 +175,7 @@ def day_block_test(design: Design, order: int):
     """
     F = design.terms(order)
     q = F.shape[1]
-    day = design.local.normalize().asi8
+    day = to_epoch_ns(design.local.normalize())
     _, g = np.unique(day, return_inverse=True)
     n_days = int(g.max()) + 1
     if n_days < q + 2:

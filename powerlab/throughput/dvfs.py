@@ -59,6 +59,7 @@ from scipy import stats
 from .._options import Options, choice
 from .._summary import Summary
 from ..exceptions import AnalysisError, SchemaError, Violation
+from ..telemetry.timeutil import to_epoch_ns
 from .changepoints import demeaned_fit, level_shifts
 from .diurnal import (
     ERRORS,
@@ -712,7 +713,7 @@ def _attribution(design: Design, order, hac_lags, telemetry, ambient, clock_quan
     tbin = design.t_ns // interval_ns
     if telemetry is not None:
         sc = slowest_clock(telemetry, quantile=clock_quantile)
-        b = sc.index.asi8 // interval_ns
+        b = to_epoch_ns(sc.index) // interval_ns
         g = sc.groupby(b).mean()
         for col, label, unit in (("clock_slow_mhz", "clock_slow_mhz", "MHz"),
                                  ("temp_gpu_c", "temp_gpu_c", "degC")):
@@ -729,7 +730,7 @@ def _attribution(design: Design, order, hac_lags, telemetry, ambient, clock_quan
             raise SchemaError([Violation("temp_air_c", "ambient must be indexed by "
                                                        "tz-aware timestamps")])
         a = pd.to_numeric(a, errors="coerce").dropna().sort_index()
-        at = a.index.tz_convert("UTC").as_unit("ns").asi8
+        at = to_epoch_ns(a.index)
         v = np.interp(design.t_ns, at, a.to_numpy(), left=np.nan, right=np.nan)
         med["temp_air_c"] = v
         units["temp_air_c"] = "degC"

@@ -29,6 +29,7 @@ from scipy.stats import median_abs_deviation, norm
 from .._options import Options
 from ..exceptions import AnalysisError, SchemaError, Violation
 from ..telemetry.schema import THROTTLE_REASONS
+from ..telemetry.timeutil import to_epoch_ns
 from ._robust import group_median, nanmad
 from .chip_baseline import CHANGE_TESTS, baseline_change, match_baseline
 from .evidence import (
@@ -284,7 +285,7 @@ def index_fleet(w: FleetWork, baseline) -> None:
     """Timestamps x GPUs codes, the baseline matched to the GPUs, the compute-phase rows
     and their windows."""
     tel, opts = w.tel, w.opts
-    t = pd.DatetimeIndex(tel["timestamp"]).tz_convert("UTC").as_unit("ns").asi8
+    t = to_epoch_ns(tel["timestamp"])
     w.tcode, w.tu = pd.factorize(t, sort=True)
     hc, hu = pd.factorize(tel["host"].astype("string").to_numpy(), sort=True)
     gi = tel["gpu_index"].to_numpy(dtype=np.int64, na_value=-1)
@@ -625,7 +626,7 @@ def score_table(w: FleetWork, baseline=None) -> dict:
                                             "detected", "end", "duration_s", "ongoing",
                                             "shift_pct"])
     for c in ("onset", "detected", "end"):
-        episodes[c] = pd.to_datetime(episodes[c].astype("int64"), utc=True)
+        episodes[c] = pd.to_datetime(episodes[c].astype("int64"), unit="ns", utc=True)
     episodes["host"] = episodes["host"].astype("string")
     episodes["gpu_index"] = episodes["gpu_index"].astype("Int16")
     params = {**opts.as_dict(), "metrics": tuple(opts.metrics),

@@ -74,7 +74,7 @@ from scipy import optimize, signal
 from .._options import Options
 from ..exceptions import ScenarioError
 from ..telemetry.schema import THROTTLE_REASONS, conform
-from ..telemetry.timeutil import to_utc
+from ..telemetry.timeutil import to_epoch_ns, to_utc
 from .twin_physics import (
     Fleet,
     StateTable,
@@ -227,8 +227,8 @@ def _ambient_on_grid(ambient, grid: pd.DatetimeIndex, p: TwinParameters,
     a = pd.to_numeric(ambient, errors="coerce").astype("float64").dropna().sort_index()
     if len(a) < 2:
         raise ScenarioError("ambient has fewer than two valid values", key="ambient")
-    at = a.index.tz_convert("UTC").as_unit("ns").asi8
-    gt = grid.as_unit("ns").asi8
+    at = to_epoch_ns(a.index)
+    gt = to_epoch_ns(grid)
     if gt[0] < at[0] - 3600e9 or gt[-1] > at[-1] + 3600e9:
         raise ScenarioError(
             f"ambient covers {a.index[0]} .. {a.index[-1]} but the run spans "
@@ -491,12 +491,12 @@ def _thermal_setting(w: _TwinWork, ambient, amplitude_pct) -> None:
 
 def _run_log(w: _TwinWork, restarts) -> None:
     """Run segments between failures, busy grid points, and the step log."""
-    g0 = int(w.grid.asi8[0])
+    g0 = int(to_epoch_ns(w.grid)[0])
     w.segs = segs = _segments(int(w.t_start.value), w.t_end_ns, w.p, w.rng, restarts)
     if not segs:
         raise ScenarioError("the run is too short for a single segment", key="days")
     w.busy = np.zeros(len(w.grid), dtype=bool)
-    gt = w.grid.asi8
+    gt = to_epoch_ns(w.grid)
     for a, b in segs:
         w.busy[(gt >= a) & (gt < b)] = True
     w.steps, w.phases_det, w.mid_ns = _build_steps(segs, w.inlet, w.table, g0, w.dt_ns,
@@ -656,7 +656,7 @@ def _telemetry(grid, fleet: Fleet, temp, hbm, clock, power, bits, busy, p, rng, 
                         dtype="string")
 
     df = pd.DataFrame({
-        "timestamp": pd.DatetimeIndex(np.tile(grid.as_unit("ns").asi8, g),
+        "timestamp": pd.DatetimeIndex(np.tile(to_epoch_ns(grid), g),
                                       tz="UTC").as_unit("ns"),
         "host": strings(fleet.hosts),
         "scope": strings(["gpu"] * g),

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..exceptions import AnalysisError, SchemaError, Violation
 from ..telemetry.schema import THROTTLE_REASONS
+from ..telemetry.timeutil import to_epoch_ns
 from .diurnal import check_site_tz
 
 __all__ = ["slowest_clock", "throttle_share_by_hour"]
@@ -63,7 +64,7 @@ def slowest_clock(telemetry: pd.DataFrame, *, quantile: float = 0.05) -> pd.Data
     tel = _busy_gpu_rows(telemetry)
     if tel.empty:
         raise AnalysisError("telemetry has no busy GPU rows")
-    t = pd.DatetimeIndex(tel["timestamp"]).tz_convert("UTC").as_unit("ns").asi8
+    t = to_epoch_ns(tel["timestamp"])
     codes, uniq = pd.factorize(t, sort=True)
     gcodes, gu = _gpu_codes(tel)
     clock = np.full((len(uniq), len(gu)), np.nan)
@@ -131,7 +132,7 @@ def throttle_share_by_hour(telemetry: pd.DataFrame, *, site_tz: str) -> pd.DataF
     bits = tel["throttle_reasons"].to_numpy(dtype=np.uint64, na_value=0)
     ok = tel["throttle_reasons"].notna().to_numpy()
     bits = bits[ok]
-    t = pd.DatetimeIndex(tel["timestamp"][ok]).tz_convert("UTC").as_unit("ns").asi8
+    t = to_epoch_ns(tel["timestamp"][ok])
     codes, uniq = pd.factorize(t)
     hour = pd.DatetimeIndex(uniq, tz="UTC").tz_convert(site_tz).hour.to_numpy()[codes]
     n = np.bincount(hour, minlength=24).astype(float)

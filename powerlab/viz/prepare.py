@@ -16,7 +16,7 @@ import pandas as pd
 from .._options import choice
 from ..exceptions import SchemaError, Violation
 from ..telemetry.schema import GLOSSARY
-from ..telemetry.timeutil import series_to_utc
+from ..telemetry.timeutil import series_to_utc, to_epoch_ns
 
 __all__ = ["as_utc", "axis_label", "chart_frames", "chart_times", "choose_level", "downsample",
            "is_node", "number_format", "require_columns", "series_label", "time_label",
@@ -126,7 +126,7 @@ def downsample(df: pd.DataFrame, value: str | Sequence[str], *, time: str = "tim
     require_columns(df, [time, *values, *by], "downsample")
     if max_points < 1:
         raise ValueError("max_points must be at least 1")
-    t = as_utc(df[time]).astype("datetime64[ns, UTC]").astype("int64").to_numpy()
+    t = to_epoch_ns(as_utc(df[time]))
     work = df[by + values].copy()
     for v in values:
         work[v] = pd.to_numeric(work[v], errors="coerce").astype("float64")
@@ -216,7 +216,7 @@ def chart_times(ts: pd.Series, site_tz: str | None = None) -> np.ndarray:
         t = t.dt.tz_convert(site_tz).dt.tz_localize(None)
     else:
         t = t.dt.tz_localize(None)
-    return (t.astype("datetime64[ns]").astype("int64") // 1_000_000).to_numpy()
+    return to_epoch_ns(t) // 1_000_000
 
 
 def time_label(site_tz: str | None = None) -> str:
