@@ -140,18 +140,45 @@ def _has_shape(s: str, shape: tuple) -> bool:
 
 
 def _read_tokens(data: bytes, start: int, end: int, plan: list) -> pd.DataFrame:
-    """The body split at single spaces by the pandas C parser, numbers as float64."""
+    """The body split at single spaces by the pandas C parser: numbers parsed in the
+    pass (int64 or float64), the date, time and unit tokens as fixed-width bytes one
+    wider than expected (so that a longer token shows), the other text tokens as text."""
     kinds = [k for field in plan for k in field]
+    dtype = {}
+    for j, k in enumerate(kinds):
+        if k in ("date", "time") or isinstance(k, tuple):
+            dtype[j] = f"S{_width(k)}"
     if end == len(data):
         buf = io.BytesIO(data)  # shares the bytes, no copy
         buf.seek(start)
     else:
         buf = io.BytesIO(memoryview(data)[start:end])
     frame = pd.read_csv(buf, sep=" ", header=None, quoting=csv.QUOTE_NONE, na_filter=False,
-                        skip_blank_lines=False, engine="c")
+                        skip_blank_lines=False, engine="c", dtype=dtype)
     if frame.shape[1] != len(kinds):
         raise ValueError("not the planned tokens")
     return frame
+
+
+def _width(kind) -> int:
+    """Bytes of the fixed-width column of a date, time or unit token: 4, 8 or 16, at
+    least one more than the token (``"W,"``, ``"MiB,"``, ``"00:34:45.155,"``), so that a
+    token cut to the width differs from the expected one and whole rows can be compared
+    as one unsigned integer (or two)."""
+    if kind == "date":
+        return 11
+    if kind == "time":
+        return 16
+    n = len(kind[1]) + 2  # the unit, the comma after it (or none) and one more byte
+    return 4 if n <= 4 else 8 if n <= 8 else 16
+
+
+def _fixed(s: pd.Series, width: int) -> np.ndarray:
+    """The ``S<width>`` values of a column read as fixed-width bytes."""
+    v = s.to_numpy()
+    if v.dtype != np.dtype(f"S{width}"):
+        raise TypeError("not fixed-width bytes")
+    return v
 
 
 def _columns(data, start, end, frame, plan, specs, wanted, tz, by_order):
@@ -164,7 +191,7 @@ def _columns(data, start, end, frame, plan, specs, wanted, tz, by_order):
     for i, kinds in enumerate(plan):
         tail = "" if i == last else ","
         if kinds[0] == "date":
-            t_ns = _timestamps_ns(frame[j], frame[j + 1], tail)
+            t_ns = _timestamps_ns(_fixed(frame[j], 11), _fixed(frame[j + 1], 16), tail)
             by_field[i] = t_ns
         elif kinds[0] == "num":
             v = frame[j].to_numpy()
@@ -175,7 +202,7 @@ def _columns(data, start, end, frame, plan, specs, wanted, tz, by_order):
             by_field[i] = v
             numbers.append(v)
             if len(kinds) == 2:
-                _check_all_equal(frame[j + 1], kinds[1][1] + tail)
+                _check_all_equal(frame[j + 1], kinds[1][1] + tail, _width(kinds[1]))
         else:  # "text": one token ending in the comma
             cut = _without_tail(frame[j], tail)
             if specs[i][0] in ("gpu_uuid", "pci_bus_id"):
@@ -225,9 +252,17 @@ def _arrow(s: pd.Series) -> pa.Array:
     return arr
 
 
-def _check_all_equal(s: pd.Series, expected: str) -> None:
-    arr = _arrow(s)
-    if not pc.all(pc.equal(arr, pa.scalar(expected, arr.type))).as_py():
+_UINT = {4: np.uint32, 8: np.uint64}
+
+
+def _check_all_equal(s: pd.Series, expected: str, width: int) -> None:
+    """Every token of the fixed-width column is ``expected`` (compared as integers)."""
+    v = _fixed(s, width)
+    want = np.array([expected.encode("utf-8")], dtype=f"S{width}")
+    if width in _UINT:
+        if not (v.view(_UINT[width]) == want.view(_UINT[width])[0]).all():
+            raise ValueError("another unit")
+    elif not (v == want[0]).all():
         raise ValueError("another unit")
 
 
@@ -243,46 +278,50 @@ def _without_tail(s: pd.Series, tail: str) -> pa.Array:
     return pc.binary_slice(arr.view(binary), 0, -len(tail)).view(arr.type)
 
 
-def _fixed_width(arr: pa.Array, width: int) -> np.ndarray:
-    """The bytes of tokens all ``width`` bytes long as an ``(n, width)`` uint8 array."""
-    lengths = pc.min_max(pc.binary_length(arr)).as_py() if len(arr) else None
-    if lengths is None or lengths["min"] != width or lengths["max"] != width:
-        raise ValueError("not fixed width")
-    offsets = np.frombuffer(arr.buffers()[1],
-                            dtype=np.int64 if pa.types.is_large_string(arr.type) else np.int32)
-    first = int(offsets[arr.offset])
-    raw = np.frombuffer(arr.buffers()[2], dtype=np.uint8)
-    return raw[first:first + width * len(arr)].reshape(len(arr), width)
-
-
 #: ``HH:MM:SS.fff``: the digits' places, their largest values and weights [ms]
 _TIME_DIGITS = [0, 1, 3, 4, 6, 7, 9, 10, 11]
 _TIME_MAX = np.array([2, 9, 5, 9, 5, 9, 9, 9, 9], dtype=np.uint8)
 _TIME_MS = np.array([36_000_000, 3_600_000, 600_000, 60_000, 10_000, 1_000, 100, 10, 1],
                     dtype=np.int32)
+#: ``YYYY/MM/DD``: the digits' places
+_DATE_DIGITS = [0, 1, 2, 3, 5, 6, 8, 9]
+#: days since 1970 of the first and last dates whose every time of day has a
+#: nanosecond timestamp (pandas.Timestamp.min and .max lie within the day before and after)
+_DAYS = (int(pd.Timestamp.min.ceil("D").value // 86_400_000_000_000),
+         int(pd.Timestamp.max.floor("D").value // 86_400_000_000_000) - 1)
 
 
-def _timestamps_ns(date: pd.Series, time: pd.Series, tail: str) -> np.ndarray:
-    """Naive wall-clock nanoseconds of ``YYYY/MM/DD`` and ``HH:MM:SS.fff`` tokens.
+def _timestamps_ns(date: np.ndarray, time: np.ndarray, tail: str) -> np.ndarray:
+    """Naive wall-clock nanoseconds of ``YYYY/MM/DD`` (``S11``) and ``HH:MM:SS.fff``
+    plus ``tail`` (``S16``) tokens.
 
-    The dates (a few runs of equal values) are read by pyarrow's ISO-8601 cast, as the
-    general path reads the whole timestamp; the times of day are fixed-width digits.
+    The dates (a few runs of equal values) are checked digit by digit and read by
+    numpy's ISO-8601 parser, which refuses a day the month lacks, as the general path's
+    reader does; the times of day are fixed-width digits.
     """
-    date = _arrow(date)
+    n = len(date)
     # a log within one day (the usual case) is checked by one comparison with its first
-    # date, cheaper than run-end encoding its millions of tokens
-    runs = None if pc.all(pc.equal(date, date[0])).as_py() else pc.run_end_encode(date)
-    days = date.slice(0, 1) if runs is None else runs.values
-    if not pc.all(pc.match_substring_regex(days, r"^\d{4}/\d\d/\d\d$")).as_py():
+    # date; else the runs of equal dates
+    if (date == date[0]).all():
+        starts = np.zeros(1, dtype=np.intp)
+    else:
+        starts = np.r_[0, np.flatnonzero(date[1:] != date[:-1]) + 1]
+    days = date[starts].view(np.uint8).reshape(-1, 11)
+    if not ((days[:, _DATE_DIGITS] - np.uint8(ord("0")) <= 9).all()
+            and (days[:, 4] == ord("/")).all() and (days[:, 7] == ord("/")).all()
+            and not days[:, 10].any()):
         raise ValueError("not a date")
-    day_ns = pc.cast(pc.replace_substring(days, "/", "-"), pa.timestamp("ns"))
-    day_ns = day_ns.cast(pa.int64()).to_numpy(zero_copy_only=False)
-    if day_ns.max() >= pd.Timestamp.max.value - 86_400 * 10 ** 9:
+    iso = days[:, :10].copy()
+    iso[:, [4, 7]] = ord("-")
+    day = iso.view("S10").ravel().astype("datetime64[D]").astype(np.int64)
+    if day.min() < _DAYS[0] or day.max() > _DAYS[1]:
         raise ValueError("beyond the nanosecond range")  # the general path says so
 
-    b = _fixed_width(_arrow(time), 12 + len(tail))
+    b = time.view(np.uint8).reshape(n, 16)
+    w = 12 + len(tail)
     if not ((b[:, 2] == ord(":")).all() and (b[:, 5] == ord(":")).all()
-            and (b[:, 8] == ord(".")).all() and (not tail or (b[:, 12] == ord(tail)).all())):
+            and (b[:, 8] == ord(".")).all() and (not tail or (b[:, 12] == ord(tail)).all())
+            and not b[:, w:].any()):
         raise ValueError("not HH:MM:SS.fff")
     digits = b[:, _TIME_DIGITS] - np.uint8(ord("0"))  # below '0' wraps past 9
     if (digits > _TIME_MAX).any():
@@ -292,11 +331,11 @@ def _timestamps_ns(date: pd.Series, time: pd.Series, tail: str) -> np.ndarray:
         raise ValueError("not a time of day")
     t_ns = ms.astype(np.int64)
     t_ns *= 1_000_000
-    if runs is None:
+    day_ns = day * 86_400_000_000_000
+    if len(starts) == 1:
         t_ns += day_ns[0]
     else:
-        t_ns += np.repeat(day_ns, np.diff(runs.run_ends.to_numpy(zero_copy_only=False),
-                                          prepend=0))
+        t_ns += np.repeat(day_ns, np.diff(np.r_[starts, n]))
     return t_ns
 
 
