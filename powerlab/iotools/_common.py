@@ -6,6 +6,7 @@ Nothing here is public API; the readers in this package document the behaviour.
 from __future__ import annotations
 
 import codecs
+import datetime
 import gzip
 import os
 import warnings
@@ -305,6 +306,14 @@ def hex_to_uint64(arr: pa.Array, *, path, column: str, row_line) -> pd.Series:
     return pd.Series(out)
 
 
+def _is_utc(tz) -> bool:
+    """``tz`` names UTC itself (a zone without offset changes, ever)."""
+    if tz is datetime.timezone.utc:
+        return True
+    key = tz if isinstance(tz, str) else getattr(tz, "key", None)
+    return key in ("UTC", "Etc/UTC")
+
+
 def localize(naive: pd.DatetimeIndex, tz) -> tuple[pd.DatetimeIndex, int, int]:
     """Localize naive wall-clock times to ``tz`` and convert to UTC.
 
@@ -318,6 +327,8 @@ def localize(naive: pd.DatetimeIndex, tz) -> tuple[pd.DatetimeIndex, int, int]:
 
     Returns ``(utc_index, n_ambiguous, n_nonexistent)``.
     """
+    if _is_utc(tz):  # no ambiguous or nonexistent times: the wall clock is UTC
+        return naive.as_unit("ns").tz_localize("UTC"), 0, 0
     loc = naive.tz_localize(tz, ambiguous="NaT", nonexistent="NaT")
     bad = loc.isna() & ~naive.isna()
     if not bad.any():

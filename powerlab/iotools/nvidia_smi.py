@@ -194,7 +194,7 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
         return row_line
 
     fast = _smi_fast.fast_columns(data, start, end, [VARIABLE_MAP.get(n) for n in names],
-                                  wanted, tz, by_order)
+                                  wanted, tz, by_order, workers=_workers())
     if fast is not None:
         cols, repeats = fast
         n = len(cols["timestamp"][0])
