@@ -661,6 +661,20 @@ def _repeated_rows(raw: list) -> np.ndarray:
     return eq.to_numpy(zero_copy_only=False)
 
 
+def _steps_sample(d: np.ndarray, same_seg: np.ndarray | None) -> np.ndarray:
+    """The time steps :func:`_gap_threshold` looks at: the first ``_MAX_GPUS * 1024``
+    non-negative steps within segments (``same_seg``; ``None``: one segment), taken
+    from a prefix of ``d`` as short as gives them all."""
+    want = _MAX_GPUS * 1024
+    m = want
+    while True:
+        x = d[:m] if same_seg is None else d[:m][same_seg[:m]]
+        x = x[x >= 0]
+        if len(x) >= want or m >= len(d):
+            return x[:want]
+        m *= 2
+
+
 def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_line,
                       repeats: np.ndarray | None = None):
     """GPU index of each row of a log without a GPU field, ``-1`` where not proven.
@@ -687,9 +701,10 @@ def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_li
     if n_rows == 0:
         return np.zeros(0, dtype=np.int64)
     d = np.diff(t_ns)
-    same_seg = seg_id[1:] == seg_id[:-1]
+    one_seg = seg_id[0] == seg_id[-1]  # (seg_id is non-decreasing)
+    same_seg = np.ones(n_rows - 1, dtype=bool) if one_seg else seg_id[1:] == seg_id[:-1]
     try:
-        thr = _gap_threshold(d[same_seg], path)
+        thr = _gap_threshold(_steps_sample(d, None if one_seg else same_seg), path)
     except ParseError:
         if n_gpus == 1:  # the caller says one GPU: no attribution to prove
             return np.zeros(n_rows, dtype=np.int64)
@@ -697,14 +712,22 @@ def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_li
     if thr is None:
         brk = ~same_seg
     else:
-        brk = ~same_seg | (d >= thr)
+        brk = d >= thr
+        if not one_seg:
+            brk |= ~same_seg
     starts = np.flatnonzero(np.r_[True, brk])
     lens = np.diff(np.r_[starts, n_rows])
-    chunk_of_row_step = np.cumsum(brk)  # chunk number of row i+1
-    back = same_seg & (d < 0)
+
+    def chunk_of_row_step(steps: np.ndarray) -> np.ndarray:
+        """The chunk of row ``i + 1`` for each step ``i`` flagged in ``steps``."""
+        return np.searchsorted(starts, np.flatnonzero(steps) + 1, side="right") - 1
+
+    back = d < 0
+    if not one_seg:
+        back &= same_seg
     bad = np.zeros(len(starts), dtype=bool)
     if back.any():
-        bad[chunk_of_row_step[back]] = True
+        bad[chunk_of_row_step(back)] = True
     by_rows = np.bincount(lens, weights=lens)
     n_seen = int(np.argmax(by_rows))
     if n_gpus is not None and n_gpus != n_seen:
@@ -736,14 +759,18 @@ def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_li
     if repeats is not None and repeats.any():
         # two identical lines in one query: a duplicated line (with another line of the
         # query perhaps lost) cannot be told from two GPUs printing the same values
-        rep[chunk_of_row_step[repeats & same_seg]] = True
+        rep[chunk_of_row_step(repeats & same_seg)] = True
     bad |= rep
     ok = (lens == n) & ~bad
-    row_chunk = np.repeat(np.arange(len(starts)), lens)
-    gpu = np.arange(n_rows) - starts[row_chunk]
-    okr = ok[row_chunk]
-    gpu[~okr] = -1
+    # the place of each row in its chunk: a running count restarted at each chunk
+    gpu = np.ones(n_rows, dtype=np.int64)
+    gpu[0] = 0
+    gpu[starts[1:]] = 1 - lens[:-1]
+    np.cumsum(gpu, out=gpu)
+    okr = np.repeat(ok, lens)
     n_drop = int(n_rows - np.count_nonzero(okr))
+    if n_drop:
+        gpu[~okr] = -1
     if n_drop:
         bad_chunks = np.flatnonzero(~ok)
         fewer = int(np.count_nonzero((lens[bad_chunks] < n) & ~bad[bad_chunks]))
