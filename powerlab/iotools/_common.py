@@ -306,9 +306,19 @@ def hex_to_uint64(arr: pa.Array, *, path, column: str, row_line) -> pd.Series:
     return pd.Series(out)
 
 
+def available_workers(limit: int) -> int:
+    """Threads one parse may use: the cores this process may run on now (its CPU
+    affinity, as a container or ``taskset`` sets it), at most ``limit``."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
+        n = os.cpu_count() or 1
+    return max(1, min(limit, n))
+
+
 def _is_utc(tz) -> bool:
     """``tz`` names UTC itself (a zone without offset changes, ever)."""
-    if tz is datetime.timezone.utc:
+    if tz is datetime.UTC:
         return True
     key = tz if isinstance(tz, str) else getattr(tz, "key", None)
     return key in ("UTC", "Etc/UTC")

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -27,37 +29,74 @@ from ._smi_fast import EXACT_FLOATS
 _FAILED = (ValueError, TypeError, OverflowError, IndexError)
 
 
-def fast_rows(text: str, variable_map: dict, blank_to_nan):
+def fast_rows(text: str, variable_map: dict, blank_to_nan, workers: int = 1):
     """``(gpus, data, sample)`` of plain ``dcgmi dmon`` output, or ``None``.
 
     ``gpus`` are the rows' GPU ids, ``data`` canonical column -> float64 values (as the
     line-by-line path fills them: unit factors applied, DCGM blanks NaN, ``N/A`` NaN,
     where two fields map to one column the later non-``N/A`` one wins) and ``sample`` the
-    sample number of each row (a new sample wherever a GPU id repeats).
+    sample number of each row (a new sample wherever a GPU id repeats).  The runs of
+    rows between header lines are read in pieces of about :data:`PIECE_BYTES`, on up to
+    ``workers`` threads at once (the result does not depend on it).
     """
-    if not EXACT_FLOATS or "-" in text or "\t" in text:
+    if not EXACT_FLOATS or "-" in text or "\t" in text or not text.isascii():
         return None
     lines_head = _header_lines(text)
     if lines_head is None:
         return None
-    columns, skip, skipped_na = lines_head
+    columns, skipped, skipped_na = lines_head
+    raw = text.encode("ascii")  # (ASCII: character and byte offsets agree)
+    pieces = _pieces(raw, skipped)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            frame = pd.read_csv(io.StringIO(text), sep=r"\s+", header=None,
-                                skiprows=skip, quoting=csv.QUOTE_NONE,
-                                na_values=["N/A"], keep_default_na=False,
-                                skip_blank_lines=True, engine="c")
-        return _convert(text.count("N/A") - skipped_na, frame, columns, variable_map,
+            if workers < 2 or len(pieces) < 2:
+                frames = [_read_piece(raw, a, b) for a, b in pieces]
+            else:
+                with ThreadPoolExecutor(max_workers=min(workers, len(pieces))) as ex:
+                    frames = list(ex.map(lambda ab: _read_piece(raw, *ab), pieces))
+        return _convert(text.count("N/A") - skipped_na, frames, columns, variable_map,
                         blank_to_nan)
     except _FAILED:
         return None
 
 
+#: bytes of rows per piece (a few MiB: each piece's arrays stay small)
+PIECE_BYTES = 4 << 20
+
+
+def _pieces(raw: bytes, skipped: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Byte ranges of the rows: the text between the skipped lines (``(start, end)``
+    of each), cut at line ends into pieces of about :data:`PIECE_BYTES`; ranges holding
+    only whitespace are left out."""
+    out = []
+    pos = 0
+    for a, b in [*skipped, (len(raw), len(raw))]:
+        if a > pos and (a - pos > 4096 or raw[pos:a].strip()):
+            k = max(1, (a - pos) // PIECE_BYTES)
+            cuts = [pos]
+            for i in range(1, k):
+                nl = raw.find(b"\n", pos + (a - pos) * i // k, a)
+                if nl < 0:
+                    break
+                if nl + 1 > cuts[-1] and nl + 1 < a:
+                    cuts.append(nl + 1)
+            cuts.append(a)
+            out.extend(itertools.pairwise(cuts))
+        pos = b
+    return out
+
+
+def _read_piece(raw: bytes, start: int, end: int) -> pd.DataFrame:
+    return pd.read_csv(io.BytesIO(memoryview(raw)[start:end]), sep=r"\s+", header=None,
+                       quoting=csv.QUOTE_NONE, na_values=["N/A"], keep_default_na=False,
+                       skip_blank_lines=True, engine="c")
+
+
 def _header_lines(text: str):
-    """``(field names, 0-based numbers of the header, units and 'dmon was stopped'
-    lines, the 'N/A' in those lines)``, or ``None`` unless every ``#Entity`` line is alike
-    and the text starts with one."""
+    """``(field names, (start, end) of the header, units and 'dmon was stopped' lines,
+    the 'N/A' in those lines)``, or ``None`` unless every ``#Entity`` line is alike and
+    the text starts with one."""
     first = text.lstrip("\n").split("\n", 1)[0].strip()
     if not first.startswith("#Entity"):
         return None
@@ -77,36 +116,47 @@ def _header_lines(text: str):
             else:
                 skip.append(pos + 1)
             pos = text.find(marker, pos + 1)
-    # line numbers of those positions (few: one header per screenful of rows), and the
-    # 'N/A' they hold (not values)
+    # where those lines end (few: one header per screenful of rows), and the 'N/A' they
+    # hold (not values)
     skip.sort()
-    lines, last, count, na = [], 0, 0, 0
+    lines, na = [], 0
     for pos in skip:
-        count += text.count("\n", last, pos)
-        last = pos
-        lines.append(count)
         end = text.find("\n", pos)
-        na += text.count("N/A", pos, end if end >= 0 else len(text))
+        end = end + 1 if end >= 0 else len(text)
+        lines.append((pos, end))
+        na += text.count("N/A", pos, end)
     return first.split()[1:], lines, na
 
 
-def _convert(n_na: int, frame, columns, variable_map, blank_to_nan):
-    n = len(frame)
-    if n == 0 or frame.shape[1] != len(columns) + 2:
+def _convert(n_na: int, frames: list, columns, variable_map, blank_to_nan):
+    if not frames:
         return None
-    entity = frame[0]
-    if not isinstance(entity.dtype, pd.StringDtype) or not (entity == "GPU").all():
-        return None  # other entities: the line-by-line path counts them
-    gpus = frame[1].to_numpy()
-    if gpus.dtype != np.int64:
-        return None
+    for frame in frames:
+        if len(frame) == 0 or frame.shape[1] != len(columns) + 2:
+            return None
+        entity = frame[0]
+        if not isinstance(entity.dtype, pd.StringDtype) or not (entity == "GPU").all():
+            return None  # other entities: the line-by-line path counts them
+        if frame[1].dtype != np.int64:
+            return None
+
+    def joined(j: int) -> np.ndarray:
+        parts = [f[j].to_numpy() for f in frames]
+        if any(p.dtype not in (np.int64, np.float64) for p in parts):
+            raise TypeError("not numbers")
+        if len(parts) > 1 and len({p.dtype for p in parts}) > 1:
+            parts = [p.astype(np.float64) for p in parts]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    gpus = joined(1)
+    n = len(gpus)
     k = int(gpus.max()) + 1 if n else 0
     if k < 1 or not np.array_equal(gpus, np.arange(n) % k) or gpus.min() < 0:
         return None
     n_missing = 0
     values = []
     for j in range(len(columns)):
-        v = frame[j + 2].to_numpy()
+        v = joined(j + 2)
         if v.dtype == np.int64:
             v = v.astype(np.float64)
         if v.dtype != np.float64:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -121,7 +122,7 @@ def _pieces(data: bytes, start: int, end: int) -> list[tuple[int, int]]:
         if nl + 1 > cuts[-1]:
             cuts.append(nl + 1)
     cuts.append(end)
-    return list(zip(cuts[:-1], cuts[1:]))
+    return list(itertools.pairwise(cuts))
 
 
 def _piece(data: bytes, start: int, end: int, plan: list, specs: list, wanted: dict):

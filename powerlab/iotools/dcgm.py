@@ -33,6 +33,7 @@ from ..telemetry.timeutil import to_utc
 from . import _dmon_fast
 from ._common import (
     TIME_MS_RANGE,
+    available_workers,
     check_tz,
     localize,
     mask_impossible,
@@ -146,7 +147,8 @@ def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=N
     if cut:
         warn_quality(f"{path or 'dcgmi dmon output'}: dropped 1 truncated last line (no "
                      "newline at the end: its values may be cut short)")
-    fast = _dmon_fast.fast_rows(text, DMON_VARIABLE_MAP, _blank_to_nan)
+    fast = _dmon_fast.fast_rows(text, DMON_VARIABLE_MAP, _blank_to_nan,
+                                workers=available_workers(4))
     if fast is not None:  # plain output read in one CSV pass (same values)
         gpus, data, sample = fast
         _need_start(start, delay_ms, path)

@@ -17,7 +17,6 @@ query (dropped).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +32,7 @@ from ..exceptions import ParseError
 from ..telemetry import schema
 from . import _smi_fast
 from ._common import (
+    available_workers,
     check_tz,
     hex_to_uint64,
     line_of_row,
@@ -94,11 +94,7 @@ _PARALLEL_BYTES = 8 << 20
 def _workers() -> int:
     """Threads one parse may use: the cores this process may run on now (its CPU
     affinity, as a container or ``taskset`` sets it), at most ``_MAX_WORKERS``."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
-        n = os.cpu_count() or 1
-    return max(1, min(_MAX_WORKERS, n))
+    return available_workers(_MAX_WORKERS)
 
 
 #: On one thread the body is parsed as one block: one chunk per column, nothing to
