@@ -360,3 +360,117 @@ def test_dmon_clean_output_takes_the_fast_path_with_the_reference_values():
     assert np.array_equal(data["temp_mem_c"],
                           [np.nan if c[6] == "N/A" else float(c[6]) for c in cells],
                           equal_nan=True)
+
+
+# --- pieces: the body read in pieces on threads gives the one-piece result ---------------
+
+def pieces_outcome(path, tz, monkeypatch, *, piece_bytes: int, workers: int):
+    """The reader's outcome with the fast path cutting the body into pieces of about
+    ``piece_bytes`` read on ``workers`` threads."""
+    with monkeypatch.context() as m:
+        m.setattr(_smi_fast, "PIECE_BYTES", piece_bytes)
+        m.setattr(nvidia_smi, "_workers", lambda: workers)
+        return outcome(path, tz, fast=True, monkeypatch=monkeypatch)
+
+
+def assert_pieces_agree(path, tz, monkeypatch):
+    """Pieces of a few lines on two threads, pieces on one thread, the body in one
+    piece and the general path: the same frame (bit for bit), warnings or error."""
+    general = outcome(path, tz, fast=False, monkeypatch=monkeypatch)
+    for piece_bytes, workers in ((64, 2), (300, 1), (10 ** 12, 1)):
+        got = pieces_outcome(path, tz, monkeypatch, piece_bytes=piece_bytes, workers=workers)
+        if isinstance(general[0], str) or isinstance(got[0], str):
+            assert got[0] == general[0]
+        else:
+            pd.testing.assert_frame_equal(got[0], general[0], check_exact=True)
+        assert got[1] == general[1]
+
+
+def synthetic_log(n_queries: int, n_gpus: int, *, index: bool, seed: int = 0) -> str:
+    """A log as ``nvidia-smi -lms 100`` writes it (the shape of the benchmark's logs):
+    rows of one query 0-2 ms apart, queries 100-101 ms apart, values with units."""
+    rng = np.random.default_rng(seed)
+    head = ("timestamp, index, " if index else "timestamp, ") + \
+        "power.draw [W], utilization.gpu [%], memory.used [MiB]\n"
+    t0 = pd.Timestamp("2025-07-27 23:59:58").value // 10 ** 6  # crosses midnight
+    rows = []
+    base = t0 + np.cumsum(rng.integers(100, 102, n_queries))
+    for q in range(n_queries):
+        t = base[q] + np.cumsum(rng.integers(0, 3, n_gpus))
+        for g in range(n_gpus):
+            stamp = pd.Timestamp(int(t[g]), unit="ms").strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+            cw = int(rng.integers(7000, 70000))
+            rows.append(f"{stamp}, " + (f"{g}, " if index else "")
+                        + f"{cw // 100}.{cw % 100:02d} W, {int(rng.integers(0, 101))} %, "
+                        f"{int(rng.integers(17, 81000))} MiB\n")
+    return head + "".join(rows)
+
+
+@pytest.mark.parametrize("index", [False, True])
+def test_synthetic_logs_in_pieces_give_the_general_paths_frame(index, tmp_path, monkeypatch):
+    """Logs in the benchmark's shape (with and without an index field, across midnight):
+    the fast path reads them in pieces, and the frame is the general path's, bit for bit,
+    however the body is cut and on however many threads."""
+    f = tmp_path / "smi.csv"
+    f.write_text(synthetic_log(150, 8, index=index))
+    assert fast_columns(f, "UTC") is not None
+    assert_pieces_agree(f, "UTC", monkeypatch)
+    df = outcome(f, "UTC", fast=True, monkeypatch=monkeypatch)[0]
+    assert len(df) == 1200 and df["timestamp"].dt.day.nunique() == 2
+
+
+@pytest.mark.parametrize("name", list(MUTATIONS))
+def test_mutations_in_pieces_give_the_general_paths_result_or_error(name, tmp_path,
+                                                                    monkeypatch):
+    """Each damage or odd spelling of MUTATIONS read in pieces of about one line on two
+    threads: a bad token in any piece sends the whole log to the general path, and
+    identical lines on both sides of a cut are still seen."""
+    f = tmp_path / "smi.csv"
+    f.write_bytes((HEAD + "".join(MUTATIONS[name](by_order_log()))).encode("utf-8"))
+    assert_pieces_agree(f, "UTC", monkeypatch)
+
+
+REAL_TRACES = sorted((SHARED_DATA / "nvidia-smi-h100-100ms").glob("h100-traces_ckpt*.csv"))
+
+
+@pytest.mark.parametrize("path", REAL_TRACES or [None], ids=lambda p: p.name if p else "none")
+def test_real_traces_fast_path_gives_the_general_paths_frame(path, monkeypatch):
+    """Every real 8 x H100 trace: the fast path reads it, and the frame (and warning)
+    is the general path's bit for bit, in one piece and in pieces on two threads."""
+    if path is None or not path.is_file():
+        pytest.skip("shared real data not found")
+    tz = "America/Los_Angeles"
+    assert fast_columns(path, tz) is not None
+    general = outcome(path, tz, fast=False, monkeypatch=monkeypatch)
+    for piece_bytes, workers in ((1 << 18, 2), (10 ** 12, 1)):
+        got = pieces_outcome(path, tz, monkeypatch, piece_bytes=piece_bytes, workers=workers)
+        pd.testing.assert_frame_equal(got[0], general[0], check_exact=True)
+        for c in got[0].columns[got[0].dtypes == "float64"]:  # NaN payloads too
+            assert np.array_equal(got[0][c].to_numpy().view(np.uint64),
+                                  general[0][c].to_numpy().view(np.uint64))
+        assert got[1] == general[1]
+
+
+@pytest.mark.parametrize("name", ["clean", "nan", "short row", "long row", "GPU-I row",
+                                  "a GPU missing once", "blank lines", "dmon stopped"])
+def test_dmon_pieces_give_the_line_by_line_result_or_error(name, monkeypatch):
+    """dmon output with repeated headers read in pieces of about one row on two threads:
+    the line-by-line path's frame, warnings or error."""
+    from powerlab.iotools import _dmon_fast, dcgm
+    text = DMON_HEAD + "".join(DMON_MUTATIONS[name](dmon_rows()))
+    general = dmon_outcome(text, fast=False, monkeypatch=monkeypatch)
+    with monkeypatch.context() as m:
+        m.setattr(_dmon_fast, "PIECE_BYTES", 40)
+        m.setattr(dcgm, "available_workers", lambda limit: 2)
+        got = dmon_outcome(text, fast=True, monkeypatch=monkeypatch)
+    if isinstance(general[0], str) or isinstance(got[0], str):
+        assert got[0] == general[0]
+    else:
+        pd.testing.assert_frame_equal(got[0], general[0], check_exact=True)
+    assert got[1] == general[1]
+    if name == "clean":  # read by the fast path, in more than one piece
+        monkeypatch.setattr(_dmon_fast, "PIECE_BYTES", 40)
+        assert len(_dmon_fast._pieces(text.encode(), _dmon_fast._header_lines(text)[1])) > 2
+        fast = _dmon_fast.fast_rows(text, dcgm.DMON_VARIABLE_MAP, dcgm._blank_to_nan,
+                                    workers=2)
+        assert fast is not None and len(fast[0]) == len(got[0]) == 8
