@@ -386,12 +386,19 @@ def assert_pieces_agree(path, tz, monkeypatch):
         assert got[1] == general[1]
 
 
-def synthetic_log(n_queries: int, n_gpus: int, *, index: bool, seed: int = 0) -> str:
+ID_FIELDS = {"index": lambda g: str(g),
+             "uuid": lambda g: f"GPU-{0x4f2a0c00 + g:08x}-0b1c-4d2e-8f30-a0b1c2d3e4f5",
+             "pci.bus_id": lambda g: f"00000000:{0x18 + 16 * (7 - g):02X}:00.0"}
+
+
+def synthetic_log(n_queries: int, n_gpus: int, *, ids: str | None, seed: int = 0,
+                  util_from: int = 0) -> str:
     """A log as ``nvidia-smi -lms 100`` writes it (the shape of the benchmark's logs):
-    rows of one query 0-2 ms apart, queries 100-101 ms apart, values with units."""
+    rows of one query 0-2 ms apart, queries 100-101 ms apart, values with units, a GPU
+    field ``ids`` (or none)."""
     rng = np.random.default_rng(seed)
-    head = ("timestamp, index, " if index else "timestamp, ") + \
-        "power.draw [W], utilization.gpu [%], memory.used [MiB]\n"
+    head = ("timestamp, " + (f"{ids}, " if ids else "")
+            + "power.draw [W], utilization.gpu [%], memory.used [MiB]\n")
     t0 = pd.Timestamp("2025-07-27 23:59:58").value // 10 ** 6  # crosses midnight
     rows = []
     base = t0 + np.cumsum(rng.integers(100, 102, n_queries))
@@ -400,23 +407,45 @@ def synthetic_log(n_queries: int, n_gpus: int, *, index: bool, seed: int = 0) ->
         for g in range(n_gpus):
             stamp = pd.Timestamp(int(t[g]), unit="ms").strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
             cw = int(rng.integers(7000, 70000))
-            rows.append(f"{stamp}, " + (f"{g}, " if index else "")
-                        + f"{cw // 100}.{cw % 100:02d} W, {int(rng.integers(0, 101))} %, "
+            rows.append(f"{stamp}, " + (f"{ID_FIELDS[ids](g)}, " if ids else "")
+                        + f"{cw // 100}.{cw % 100:02d} W, "
+                        f"{int(rng.integers(util_from, 101))} %, "
                         f"{int(rng.integers(17, 81000))} MiB\n")
     return head + "".join(rows)
 
 
-@pytest.mark.parametrize("index", [False, True])
-def test_synthetic_logs_in_pieces_give_the_general_paths_frame(index, tmp_path, monkeypatch):
-    """Logs in the benchmark's shape (with and without an index field, across midnight):
-    the fast path reads them in pieces, and the frame is the general path's, bit for bit,
-    however the body is cut and on however many threads."""
+@pytest.mark.parametrize("ids", [None, "index", "uuid", "pci.bus_id"])
+def test_synthetic_logs_in_pieces_give_the_general_paths_frame(ids, tmp_path, monkeypatch):
+    """Logs in the benchmark's shape (without a GPU field, with an index, a UUID or a
+    PCI bus id field; across midnight): the fast path reads them, and the frame is the
+    general path's bit for bit, however the body is cut and on however many threads."""
     f = tmp_path / "smi.csv"
-    f.write_text(synthetic_log(150, 8, index=index))
+    f.write_text(synthetic_log(150, 8, ids=ids, util_from=1))  # (no 0 %: see below)
     assert fast_columns(f, "UTC") is not None
     assert_pieces_agree(f, "UTC", monkeypatch)
     df = outcome(f, "UTC", fast=True, monkeypatch=monkeypatch)[0]
     assert len(df) == 1200 and df["timestamp"].dt.day.nunique() == 2
+    assert (df.groupby("gpu_index").size() == 150).all()
+    if ids == "uuid":
+        assert (df.groupby("gpu_index")["gpu_uuid"].first().tolist()
+                == [ID_FIELDS["uuid"](g) for g in range(8)])
+
+
+def test_a_zero_in_a_log_holding_a_minus_takes_the_general_path(tmp_path, monkeypatch):
+    """pandas reads the integer token ``-0`` as 0 (the general path: -0.0): a log with a
+    ``-`` anywhere (here in its UUIDs) and a zero in an integer column is declined, and
+    a ``-0`` there gives the general path's frame."""
+    f = tmp_path / "smi.csv"
+    text = synthetic_log(20, 4, ids="uuid", util_from=1)
+    f.write_text(text)
+    assert fast_columns(f, "UTC") is not None  # no zero: read by the fast path
+    rows = text.splitlines(keepends=True)
+    rows[5] = rows[5].replace(rows[5].split(", ")[3], "-0 %")
+    f.write_text("".join(rows))
+    assert fast_columns(f, "UTC") is None
+    df = assert_same_outcome(f, "UTC", monkeypatch)
+    assert np.signbit(df["util_gpu_pct"].to_numpy()).sum() == 1  # -0.0, as written
+    assert_pieces_agree(f, "UTC", monkeypatch)
 
 
 @pytest.mark.parametrize("name", list(MUTATIONS))

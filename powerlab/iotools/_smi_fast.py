@@ -15,8 +15,11 @@ unit, every number parses, no value is missing, and the timestamps have nvidia-s
 filtering off, so a cell that is not a number (``[N/A]``, ``true`` in any case, an empty
 cell of a short row) leaves a text, boolean or object column, which declines.  Where
 pandas would still read a cell that the general path refuses or reads otherwise, the
-body is declined unread: a tab, vertical tab or form feed (pandas skips them around a
-number) and ``-`` (pandas reads ``-0`` as the integer 0, the general path as -0.0).  The
+body is declined: a tab, vertical tab or form feed (pandas skips them around a
+number), and a zero in a column pandas read as integers where the piece holds a ``-``
+(pandas reads ``-0`` as the integer 0, the general path as -0.0; a ``-`` elsewhere, as
+in a UUID, reads alike).  (Numbers are not read with ``dtype=float64``: that reads an
+all-``true`` column as 1.0.)  The
 float parser is pandas 3's (correctly rounded: the same doubles as pyarrow's cast of the
 same text); with older pandas the general path is always taken.
 """
@@ -44,7 +47,7 @@ _NUMBER_UNITS = ("W", "MHz", "C", "%", "MiB")
 _TIMESTAMP = (4, "/", 2, "/", 2, " ", 2, ":", 2, ":", 2, ".", 3)
 #: pandas skips a tab, vertical tab or form feed around a number (the general path refuses
 #: them after it) and reads ``-0`` as the integer 0 (the general path as -0.0)
-_DECLINED_BYTES = (b"\t", b"\x0b", b"\x0c", b"-")
+_DECLINED_BYTES = (b"\t", b"\x0b", b"\x0c")
 _FAILED = (ValueError, TypeError, OverflowError, IndexError, pa.ArrowException)
 
 
@@ -133,7 +136,7 @@ def _piece(data: bytes, start: int, end: int, plan: list, specs: list, wanted: d
         if data.find(b, start, end) >= 0:
             return None
     frame = _read_tokens(data, start, end, plan)
-    return _converted(frame, plan, specs, wanted)
+    return _converted(frame, plan, specs, wanted, data.find(b"-", start, end) >= 0)
 
 
 def _token_plan(data: bytes, start: int, end: int, specs: list) -> list | None:
@@ -192,6 +195,7 @@ def _read_tokens(data: bytes, start: int, end: int, plan: list) -> pd.DataFrame:
     for j, k in enumerate(kinds):
         if k in ("date", "time") or isinstance(k, tuple):
             dtype[j] = f"S{_width(k)}"
+
     if end == len(data):
         buf = io.BytesIO(data)  # shares the bytes, no copy
         buf.seek(start)
@@ -225,9 +229,10 @@ def _fixed(s: pd.Series, width: int) -> np.ndarray:
     return v
 
 
-def _converted(frame: pd.DataFrame, plan: list, specs: list, wanted: dict) -> dict:
+def _converted(frame: pd.DataFrame, plan: list, specs: list, wanted: dict,
+               minus: bool) -> dict:
     """Check every token of one piece and convert its fields (ValueError where the
-    general path must read the log)."""
+    general path must read the log); ``minus``: the piece holds a ``-``."""
     last = len(plan) - 1
     used = set(wanted.values())
     out: dict[int, np.ndarray] = {}
@@ -240,6 +245,8 @@ def _converted(frame: pd.DataFrame, plan: list, specs: list, wanted: dict) -> di
         elif kinds[0] == "num":
             v = frame[j].to_numpy()
             if v.dtype == np.int64:
+                if minus and not v.all():
+                    raise ValueError("a zero, perhaps written -0")
                 v = v.astype(np.float64)
             if v.dtype != np.float64 or np.isnan(v).any():
                 raise ValueError("missing or non-numeric value")
@@ -249,7 +256,7 @@ def _converted(frame: pd.DataFrame, plan: list, specs: list, wanted: dict) -> di
         else:  # "text": one token ending in the comma
             cut = _without_tail(frame[j], tail)
             if canon in ("gpu_uuid", "pci_bus_id"):
-                out[i] = cut.to_numpy(zero_copy_only=False)
+                out[i] = cut  # text stays in pyarrow
             else:
                 v = pc.cast(cut, pa.float64()).to_numpy(zero_copy_only=False)
                 if np.isnan(v).any():
@@ -270,7 +277,11 @@ def _converted(frame: pd.DataFrame, plan: list, specs: list, wanted: dict) -> di
 def _columns(data, start, end, parts, wanted, tz, by_order):
     """The pieces' fields joined into the canonical columns, and the identical lines."""
     def joined(i):
-        return parts[0][i] if len(parts) == 1 else np.concatenate([p[i] for p in parts])
+        if len(parts) == 1:
+            return parts[0][i]
+        if isinstance(parts[0][i], pa.Array):
+            return pa.concat_arrays([p[i] for p in parts])
+        return np.concatenate([p[i] for p in parts])
 
     numbers = {i: joined(i) for i in parts[0]}
     t_ns = numbers.pop(wanted["timestamp"])
@@ -288,7 +299,8 @@ def _columns(data, start, end, parts, wanted, tz, by_order):
         # equal where those are not only by overflowing to inf: candidates either way,
         # compared as text)
         repeats = _identical_lines(data, start, end, t_ns,
-                                   [v for v in numbers.values() if v.dtype == np.float64])
+                                   [v for v in numbers.values()
+                                    if isinstance(v, np.ndarray) and v.dtype == np.float64])
     return cols, repeats
 
 

@@ -376,7 +376,7 @@ def _convert(spec: tuple, nm: str, arr: pa.Array, tz, path, row_line):
                              f"{arr[r].as_py()!r}", path=path, line=row_line(r), column=nm)
         return v.astype(np.int64)
     if canon in ("gpu_uuid", "pci_bus_id"):
-        return pc.utf8_trim_whitespace(arr).to_numpy(zero_copy_only=False)
+        return pc.utf8_trim_whitespace(arr)  # text stays in pyarrow
     if canon == "throttle_reasons":
         return hex_to_uint64(arr, path=path, column=nm, row_line=row_line)
     exp = f"a number in {unit}" if unit else "a number"
@@ -443,7 +443,7 @@ def _build_frame(cols: dict, t_sorted: np.ndarray, g_sorted: np.ndarray, gpu: np
         "host": _repeat_string(host, n),
         "scope": _repeat_string("gpu", n),
         "gpu_index": pd.Series(pd.array(g_sorted.astype(np.int16), dtype="Int16")),
-        "gpu_uuid": pd.Series(cols["gpu_uuid"][order], dtype="string")
+        "gpu_uuid": pd.Series(pd.arrays.ArrowStringArray(pc.take(cols["gpu_uuid"], order)))
         if "gpu_uuid" in cols else pd.Series(pd.arrays.ArrowStringArray(
             pa.nulls(n, pa.large_string()))),
     }
@@ -569,22 +569,36 @@ def _repeat_string(value: str, n: int) -> pd.Series:
                                                           n)))
 
 
-def _index_from_bus_id(bus: np.ndarray, path, row_line) -> np.ndarray:
+def _factorized(arr: pa.Array) -> tuple[np.ndarray, list]:
+    """``pandas.factorize`` of text without nulls (codes in order of first appearance,
+    the distinct values), by pyarrow's dictionary encoding: no Python string per row."""
+    enc = pc.dictionary_encode(arr)
+    return (enc.indices.to_numpy(zero_copy_only=False).astype(np.intp, copy=False),
+            enc.dictionary.to_pylist())
+
+
+def _index_from_bus_id(bus: pa.Array, path, row_line) -> np.ndarray:
     """GPU index from the PCI bus id: NVML (and so nvidia-smi) numbers the GPUs of a
     node in PCI bus order, so the index is the rank of the bus id among those in the
     log.  Every row names its GPU: nothing is inferred from row order."""
-    codes, uniques = pd.factorize(pd.Series(bus, dtype=object).str.upper(), sort=True)
+    # (factorised once as written, then the few distinct ids upper-cased and ranked:
+    # the codes of pandas.factorize(upper-cased ids, sort=True))
+    first, written = _factorized(bus)
+    upper = [u.upper() for u in written]
+    uniques = sorted(set(upper))
+    rank = {u: k for k, u in enumerate(uniques)}
+    codes = np.array([rank[u] for u in upper], dtype=np.int64)[first]
     bad = [i for i, u in enumerate(uniques) if not u or u.startswith("[") or u in ("N/A",)]
     if bad:
         r = int(np.flatnonzero(np.isin(codes, bad))[0])
-        raise ParseError(f"cannot read {bus[r]!r} as a PCI bus id (expected e.g. "
+        raise ParseError(f"cannot read {bus[r].as_py()!r} as a PCI bus id (expected e.g. "
                          "00000000:18:00.0)", path=path, line=row_line(r),
                          column="pci.bus_id")
     return codes.astype(np.int64)
 
 
-def _index_from_uuid(uuids, seg_id, path, row_line) -> np.ndarray:
-    codes, uniques = pd.factorize(uuids)
+def _index_from_uuid(uuids: pa.Array, seg_id, path, row_line) -> np.ndarray:
+    codes, uniques = _factorized(uuids)
     n = len(uniques)
     pos = _position_in_segment(seg_id) % n
     # each UUID must always appear at the same position of its query
