@@ -89,7 +89,7 @@ def fast_columns(data: bytes, start: int, end: int, specs: list, wanted: dict, t
     plan = _token_plan(data, start, end, specs)
     if plan is None:
         return None
-    pieces = _pieces(data, start, end)
+    pieces = _pieces(data, start, end, workers)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # mixed-type chunks: declined below anyway
@@ -112,9 +112,14 @@ def fast_columns(data: bytes, start: int, end: int, specs: list, wanted: dict, t
 PIECE_BYTES = 8 << 20
 
 
-def _pieces(data: bytes, start: int, end: int) -> list[tuple[int, int]]:
-    """``data[start:end]`` cut at line ends into pieces of about :data:`PIECE_BYTES`."""
-    k = (end - start) // PIECE_BYTES
+#: bytes of body per thread below which a log is not cut further for more threads
+THREAD_BYTES = 1 << 20
+
+
+def _pieces(data: bytes, start: int, end: int, workers: int = 1) -> list[tuple[int, int]]:
+    """``data[start:end]`` cut at line ends into pieces of about :data:`PIECE_BYTES`,
+    and into at least one piece per thread where each has :data:`THREAD_BYTES`."""
+    k = max((end - start) // PIECE_BYTES, min(workers, (end - start) // THREAD_BYTES))
     if k <= 1:
         return [(start, end)]
     cuts = [start]
