@@ -347,11 +347,17 @@ def _without_tail(s: pd.Series, tail: str) -> pa.Array:
     return pc.binary_slice(arr.view(binary), 0, -len(tail)).view(arr.type)
 
 
-#: ``HH:MM:SS.fff``: the digits' places, their largest values and weights [ms]
+#: ``HH:MM:SS.fff`` and the tail in 16 bytes: per byte its smallest value and how far
+#: above it it may be (digits: '0' and 9, or 2 and 5 for the tens of hours, minutes and
+#: seconds; separators exactly; the padding zero) and the weight of its digit [ms]
+_TIME_LOW = np.frombuffer(b"00:00:00.000\0\0\0\0", dtype=np.uint8)
+_TIME_SPAN = np.array([2, 9, 0, 5, 9, 0, 5, 9, 0, 9, 9, 9, 0, 0, 0, 0], dtype=np.uint8)
 _TIME_DIGITS = [0, 1, 3, 4, 6, 7, 9, 10, 11]
-_TIME_MAX = np.array([2, 9, 5, 9, 5, 9, 9, 9, 9], dtype=np.uint8)
 _TIME_MS = np.array([36_000_000, 3_600_000, 600_000, 60_000, 10_000, 1_000, 100, 10, 1],
                     dtype=np.int32)
+#: rows of 16 bytes handled as one row of a wider array (numpy's byte-wise operations
+#: with a 16-value operand are several times faster on rows of 1024 bytes)
+_TILE = 64
 #: ``YYYY/MM/DD``: the digits' places
 _DATE_DIGITS = [0, 1, 2, 3, 5, 6, 8, 9]
 #: days since 1970 of the first and last dates whose every time of day has a
@@ -370,8 +376,12 @@ def _timestamps_ns(date: np.ndarray, time: np.ndarray, tail: str) -> np.ndarray:
     """
     n = len(date)
     # a log within one day (the usual case) is checked by one comparison with its first
-    # date; else the runs of equal dates
-    if (date == date[0]).all():
+    # date (as bytes: faster than numpy's comparison of S11 strings); else the runs of
+    # equal dates
+    flat = date.view(np.uint8)
+    m = 11 * (n - n % _TILE)
+    if ((flat[:m].reshape(-1, 11 * _TILE) == np.tile(flat[:11], _TILE)).all()
+            and (flat[m:].reshape(-1, 11) == flat[:11]).all()):
         starts = np.zeros(1, dtype=np.intp)
     else:
         starts = np.r_[0, np.flatnonzero(date[1:] != date[:-1]) + 1]
@@ -386,16 +396,21 @@ def _timestamps_ns(date: np.ndarray, time: np.ndarray, tail: str) -> np.ndarray:
     if day.min() < _DAYS[0] or day.max() > _DAYS[1]:
         raise ValueError("beyond the nanosecond range")  # the general path says so
 
-    b = time.view(np.uint8).reshape(n, 16)
-    w = 12 + len(tail)
-    if not ((b[:, 2] == ord(":")).all() and (b[:, 5] == ord(":")).all()
-            and (b[:, 8] == ord(".")).all() and (not tail or (b[:, 12] == ord(tail)).all())
-            and not b[:, w:].any()):
-        raise ValueError("not HH:MM:SS.fff")
-    digits = b[:, _TIME_DIGITS] - np.uint8(ord("0"))  # below '0' wraps past 9
-    if (digits > _TIME_MAX).any():
-        raise ValueError("not a time of day")
-    ms = np.einsum("ij,j->i", digits, _TIME_MS, dtype=np.int32)
+    # every byte within its range (below the smallest value wraps past any span), the
+    # digits' values being the bytes less their smallest value
+    low = _TIME_LOW.copy()
+    if tail:
+        low[12] = ord(tail)
+    flat = time.view(np.uint8)
+    d = np.empty(16 * n, dtype=np.uint8)
+    m = 16 * (n - n % _TILE)
+    for part, lo, span in ((slice(0, m), np.tile(low, _TILE), np.tile(_TIME_SPAN, _TILE)),
+                           (slice(m, None), low, _TIME_SPAN)):
+        dp = d[part].reshape(-1, len(lo))
+        np.subtract(flat[part].reshape(-1, len(lo)), lo, out=dp)
+        if not (dp <= span).all():
+            raise ValueError("not HH:MM:SS.fff")
+    ms = np.einsum("ij,j->i", d.reshape(n, 16)[:, _TIME_DIGITS], _TIME_MS, dtype=np.int32)
     if ms.max() >= 86_400_000:  # hours 24..29
         raise ValueError("not a time of day")
     t_ns = ms.astype(np.int64)
