@@ -48,6 +48,7 @@ _TIMESTAMP = (4, "/", 2, "/", 2, " ", 2, ":", 2, ":", 2, ".", 3)
 #: pandas skips a tab, vertical tab or form feed around a number (the general path refuses
 #: them after it) and reads ``-0`` as the integer 0 (the general path as -0.0)
 _DECLINED_BYTES = (b"\t", b"\x0b", b"\x0c")
+_IDS = ("gpu_uuid", "pci_bus_id")
 _FAILED = (ValueError, TypeError, OverflowError, IndexError, pa.ArrowException)
 
 
@@ -90,18 +91,30 @@ def fast_columns(data: bytes, start: int, end: int, specs: list, wanted: dict, t
     if plan is None:
         return None
     pieces = _pieces(data, start, end, workers)
+    threads = min(workers, len(pieces))
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), \
+                ThreadPoolExecutor(max_workers=max(threads, 1)) as ex:
             warnings.simplefilter("ignore")  # mixed-type chunks: declined below anyway
-            if len(pieces) == 1 or workers < 2:
-                parts = [_piece(data, a, b, plan, specs, wanted) for a, b in pieces]
-            else:
-                with ThreadPoolExecutor(max_workers=min(workers, len(pieces))) as ex:
-                    parts = list(ex.map(lambda ab: _piece(data, *ab, plan, specs, wanted),
-                                        pieces))
-        if any(p is None for p in parts):
-            return None
-        return _columns(data, start, end, parts, wanted, tz, by_order)
+
+            def run(fn, items) -> list:
+                return list(ex.map(fn, items) if threads > 1 else map(fn, items))
+
+            # the pieces' tokens, then their values written straight into the columns
+            frames = run(lambda ab: _tokens(data, *ab, plan), pieces)
+            if any(f is None for f in frames):
+                return None
+            offsets = np.cumsum([0] + [len(f[0]) for f in frames])
+            out = {i: np.empty(int(offsets[-1]), np.int64 if kinds[0] == "date" else np.float64)
+                   for i, kinds in enumerate(plan) if specs[i][0] not in _IDS}
+
+            def convert(k: int) -> dict:
+                frame, minus = frames[k]
+                frames[k] = None  # (its memory goes as soon as it is read)
+                return _converted(frame, plan, specs, wanted, minus,
+                                  {i: v[offsets[k]:offsets[k + 1]] for i, v in out.items()})
+            texts = run(convert, range(len(frames)))
+        return _columns(data, start, end, out, texts, wanted, tz, by_order)
     except _FAILED:
         return None
 
@@ -133,15 +146,13 @@ def _pieces(data: bytes, start: int, end: int, workers: int = 1) -> list[tuple[i
     return list(itertools.pairwise(cuts))
 
 
-def _piece(data: bytes, start: int, end: int, plan: list, specs: list, wanted: dict):
-    """The columns of one piece of the body (field position -> values: naive
-    nanoseconds, float64 numbers with the unit factor applied, identities as text), or
+def _tokens(data: bytes, start: int, end: int, plan: list):
+    """``(tokens, minus)`` of one piece of the body (``minus``: it holds a ``-``), or
     ``None`` where a byte the fast dialect cannot vouch for is in it."""
     for b in _DECLINED_BYTES:
         if data.find(b, start, end) >= 0:
             return None
-    frame = _read_tokens(data, start, end, plan)
-    return _converted(frame, plan, specs, wanted, data.find(b"-", start, end) >= 0)
+    return _read_tokens(data, start, end, plan), data.find(b"-", start, end) >= 0
 
 
 def _token_plan(data: bytes, start: int, end: int, specs: list) -> list | None:
@@ -234,61 +245,62 @@ def _fixed(s: pd.Series, width: int) -> np.ndarray:
     return v
 
 
-def _converted(frame: pd.DataFrame, plan: list, specs: list, wanted: dict,
-               minus: bool) -> dict:
-    """Check every token of one piece and convert its fields (ValueError where the
-    general path must read the log); ``minus``: the piece holds a ``-``."""
+def _converted(frame: pd.DataFrame, plan: list, specs: list, wanted: dict, minus: bool,
+               out: dict) -> dict:
+    """Check every token of one piece and write its fields' values into ``out`` (field
+    position -> the piece's rows of the column: naive nanoseconds, float64 numbers with
+    the unit factor applied); returns the identities (field position -> pyarrow text).
+    ValueError where the general path must read the log; ``minus``: the piece holds a
+    ``-``."""
     last = len(plan) - 1
     used = set(wanted.values())
-    out: dict[int, np.ndarray] = {}
+    texts: dict[int, pa.Array] = {}
     j = 0
     for i, kinds in enumerate(plan):
         tail = "" if i == last else ","
         canon, _unit, factor = specs[i]
         if kinds[0] == "date":
-            out[i] = _timestamps_ns(_fixed(frame[j], 11), _fixed(frame[j + 1], 16), tail)
-        elif kinds[0] == "num":
+            out[i][:] = _timestamps_ns(_fixed(frame[j], 11), _fixed(frame[j + 1], 16), tail)
+            j += len(kinds)
+            continue
+        if kinds[0] == "num":
             v = frame[j].to_numpy()
-            if v.dtype == np.int64:
-                if minus and not v.all():
-                    raise ValueError("a zero, perhaps written -0")
-                v = v.astype(np.float64)
-            if v.dtype != np.float64 or np.isnan(v).any():
+            if v.dtype == np.int64 and minus and not v.all():
+                raise ValueError("a zero, perhaps written -0")
+            if v.dtype not in (np.int64, np.float64) or (v.dtype == np.float64
+                                                          and np.isnan(v).any()):
                 raise ValueError("missing or non-numeric value")
             if len(kinds) == 2:
                 _check_all_equal(frame[j + 1], kinds[1][1] + tail, _width(kinds[1]))
-            out[i] = v
         else:  # "text": one token ending in the comma
             cut = _without_tail(frame[j], tail)
-            if canon in ("gpu_uuid", "pci_bus_id"):
-                out[i] = cut  # text stays in pyarrow
-            else:
-                v = pc.cast(cut, pa.float64()).to_numpy(zero_copy_only=False)
-                if np.isnan(v).any():
-                    raise ValueError("missing value")
-                out[i] = v
+            if canon in _IDS:
+                texts[i] = cut  # text stays in pyarrow
+                j += len(kinds)
+                continue
+            v = pc.cast(cut, pa.float64()).to_numpy(zero_copy_only=False)
+            if np.isnan(v).any():
+                raise ValueError("missing value")
         if canon == "gpu_index":
             top = schema.GLOSSARY["gpu_index"].valid_range[1]
-            v = out[i]
             if ((v % 1 != 0) | (v < 0) | (v > top)).any():
                 raise ValueError("not a GPU index")  # the general path says where
-        elif i in used and factor not in (None, 1.0):
+        if i in used and factor not in (None, 1.0):
             with np.errstate(over="ignore"):  # 1e308 MiB -> inf B, masked later
-                out[i] = out[i] * factor
+                np.multiply(v, factor, out=out[i])
+        else:
+            out[i][:] = v  # (int64 -> float64: exact below 2**53, else correctly rounded)
         j += len(kinds)
-    return out
+    return texts
 
 
-def _columns(data, start, end, parts, wanted, tz, by_order):
-    """The pieces' fields joined into the canonical columns, and the identical lines."""
-    def joined(i):
-        if len(parts) == 1:
-            return parts[0][i]
-        if isinstance(parts[0][i], pa.Array):
-            return pa.concat_arrays([p[i] for p in parts])
-        return np.concatenate([p[i] for p in parts])
-
-    numbers = {i: joined(i) for i in parts[0]}
+def _columns(data, start, end, out, texts, wanted, tz, by_order):
+    """The fields' values (``out``, and the pieces' identities ``texts`` joined) as the
+    canonical columns, and the identical lines."""
+    numbers = dict(out)
+    for i in texts[0]:
+        numbers[i] = pa.concat_arrays([t[i] for t in texts]) if len(texts) > 1 \
+            else texts[0][i]
     t_ns = numbers.pop(wanted["timestamp"])
     cols = {}
     for canon, i in wanted.items():
