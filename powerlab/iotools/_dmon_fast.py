@@ -16,7 +16,6 @@ Python's ``float`` is present (``-0``, booleans, ``#`` inside a row).
 from __future__ import annotations
 
 import csv
-import io
 import itertools
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
-from ._smi_fast import EXACT_FLOATS
+from ._smi_fast import EXACT_FLOATS, ByteRange
 
 _FAILED = (ValueError, TypeError, OverflowError, IndexError)
 
@@ -88,7 +87,7 @@ def _pieces(raw: bytes, skipped: list[tuple[int, int]]) -> list[tuple[int, int]]
 
 
 def _read_piece(raw: bytes, start: int, end: int) -> pd.DataFrame:
-    return pd.read_csv(io.BytesIO(memoryview(raw)[start:end]), sep=r"\s+", header=None,
+    return pd.read_csv(ByteRange(raw, start, end), sep=r"\s+", header=None,
                        quoting=csv.QUOTE_NONE, na_values=["N/A"], keep_default_na=False,
                        skip_blank_lines=True, engine="c")
 
