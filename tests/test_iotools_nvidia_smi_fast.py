@@ -503,3 +503,28 @@ def test_dmon_pieces_give_the_line_by_line_result_or_error(name, monkeypatch):
         fast = _dmon_fast.fast_rows(text, dcgm.DMON_VARIABLE_MAP, dcgm._blank_to_nan,
                                     workers=2)
         assert fast is not None and len(fast[0]) == len(got[0]) == 8
+
+
+def test_dmon_random_outputs_with_blanks_and_shared_columns(monkeypatch):
+    """Random dmon outputs where two fields give one column (EPLMT, PMLMT), with N/A,
+    int64 and fp64 DCGM blanks: the fast path's frame is the line-by-line path's (a blank
+    of the later field blanks the column; an N/A leaves the earlier field's value)."""
+    rng = np.random.default_rng(5)
+    fields = ["POWER", "EPLMT", "PMLMT", "TOTEC", "DVCCTR", "FBUSD"]
+    for _ in range(40):
+        k, n_samples = int(rng.integers(1, 4)), int(rng.integers(1, 6))
+        lines = ["#Entity   " + "  ".join(fields) + "\nID\n"]
+        for _q in range(n_samples):
+            for g in range(k):
+                cells = []
+                for _f in fields:
+                    r = rng.random()
+                    cells.append("N/A" if r < 0.15 else "9223372036854775792" if r < 0.25
+                                 else "140737488355328.0" if r < 0.3
+                                 else f"{rng.integers(0, 1000)}.{rng.integers(0, 100)}")
+                lines.append(f"GPU {g}  " + "  ".join(cells) + "\n")
+        text = "".join(lines)
+        fast, fast_warn = dmon_outcome(text, fast=True, monkeypatch=monkeypatch)
+        general, general_warn = dmon_outcome(text, fast=False, monkeypatch=monkeypatch)
+        pd.testing.assert_frame_equal(fast, general, check_exact=True)
+        assert fast_warn == general_warn

@@ -160,25 +160,30 @@ def _convert(n_na: int, frames: list, columns, variable_map, blank_to_nan):
             v = v.astype(np.float64)
         if v.dtype != np.float64:
             return None
-        n_missing += int(np.count_nonzero(np.isnan(v)))
-        values.append(v)
+        missing = int(np.count_nonzero(np.isnan(v)))
+        n_missing += missing
+        values.append((v, missing))
     if n_missing != n_na:
         return None  # a short row (padded) or a 'nan' cell: the general path decides
     blank = np.vectorize(blank_to_nan, otypes=[np.float64])
     data: dict[str, np.ndarray] = {}
-    for short, v in zip(columns, values):
+    for short, (v, missing) in zip(columns, values):
         spec = variable_map.get(short)
         if spec is None:
             continue
         canon, _unit, factor = spec
+        scale = factor if canon != "throttle_reasons" else 1.0
+        # (the values given, blanks included: a blank of a later field blanks the column)
+        given = ~np.isnan(v) if missing else slice(None)
+        suspect = v >= 140737488355328.0  # DCGM blanks start at 2**47 (NaN never is)
+        if suspect.any():
+            v = v.copy()
+            v[suspect] = blank(v[suspect])
         arr = data.get(canon)
+        if arr is None and not missing:  # every value given: no masks
+            data[canon] = v * scale if scale != 1.0 else v
+            continue
         if arr is None:
             arr = data[canon] = np.full(n, np.nan)
-        given = ~np.isnan(v)
-        x = v[given]
-        suspect = x >= 140737488355328.0  # DCGM blanks start at 2**47
-        if suspect.any():
-            x = x.copy()
-            x[suspect] = blank(x[suspect])
-        arr[given] = x * factor if canon != "throttle_reasons" else x
+        arr[given] = v[given] * scale if scale != 1.0 else v[given]
     return gpus, data, np.arange(n) // k
