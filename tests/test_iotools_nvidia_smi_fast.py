@@ -373,11 +373,12 @@ def pieces_outcome(path, tz, monkeypatch, *, piece_bytes: int, workers: int):
         return outcome(path, tz, fast=True, monkeypatch=monkeypatch)
 
 
-def assert_pieces_agree(path, tz, monkeypatch):
-    """Pieces of a few lines on two threads, pieces on one thread, the body in one
-    piece and the general path: the same frame (bit for bit), warnings or error."""
+def assert_pieces_agree(path, tz, monkeypatch, sizes=(64, 300)):
+    """Pieces of about ``sizes[0]`` bytes (a line or two) on two threads, of
+    ``sizes[1]`` on one thread, the body in one piece and the general path: the same
+    frame (bit for bit), warnings or error."""
     general = outcome(path, tz, fast=False, monkeypatch=monkeypatch)
-    for piece_bytes, workers in ((64, 2), (300, 1), (10 ** 12, 1)):
+    for piece_bytes, workers in ((sizes[0], 2), (sizes[1], 1), (10 ** 12, 1)):
         got = pieces_outcome(path, tz, monkeypatch, piece_bytes=piece_bytes, workers=workers)
         if isinstance(general[0], str) or isinstance(got[0], str):
             assert got[0] == general[0]
@@ -422,7 +423,7 @@ def test_synthetic_logs_in_pieces_give_the_general_paths_frame(ids, tmp_path, mo
     f = tmp_path / "smi.csv"
     f.write_text(synthetic_log(150, 8, ids=ids, util_from=1))  # (no 0 %: see below)
     assert fast_columns(f, "UTC") is not None
-    assert_pieces_agree(f, "UTC", monkeypatch)
+    assert_pieces_agree(f, "UTC", monkeypatch, sizes=(2000, 9000))  # 40 and 9 pieces
     df = outcome(f, "UTC", fast=True, monkeypatch=monkeypatch)[0]
     assert len(df) == 1200 and df["timestamp"].dt.day.nunique() == 2
     assert (df.groupby("gpu_index").size() == 150).all()
