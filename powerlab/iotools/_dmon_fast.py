@@ -3,8 +3,10 @@
 Output of ``dcgmi dmon -e ... -d ...`` without line timestamps is a table split at runs of
 whitespace: ``GPU <id> <value> ...`` rows under ``#Entity`` header and ``ID`` units lines
 (repeated every few samples).  Where the header lines are all alike and every other line
-is such a GPU row, the pandas C parser reads the rows with the header and units lines
-skipped, the numbers parsed in the CSV pass.
+is such a GPU row, the pandas C parser reads the runs of rows between the header and
+units lines, the numbers parsed in the CSV pass; long runs are cut at line ends into
+pieces read on threads (as pandas' own ``read_csv`` of a file does), the result not
+depending on the cut.  The text must be ASCII (its characters are then its bytes).
 
 This is only a faster route to the same result: :func:`fast_rows` returns ``None`` (and
 the reader takes its line-by-line path, which names the line of any bad row) unless every
