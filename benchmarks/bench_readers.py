@@ -13,6 +13,12 @@
   in ``../shared/data``, else the bundled copy) against a bare script that ``json``-decodes
   the ``power_reading`` lines and builds a pyarrow table converted to pandas: <= 1.5x.
 
+The baselines are what pandas does with a path: in pandas 3.1 (installed here), ``read_csv`` of a
+local file of some size parses byte ranges of it on threads (up to the cores available),
+so on the 2-core development machine the baseline runs on both cores; the nvidia-smi
+and dcgmi dmon readers' fast paths read their logs in pieces on ``_workers()`` threads
+likewise.
+
 The readers do all their checks (GPU attribution, units, impossible values, the schema);
 their DataQualityWarnings are silenced here, not skipped.  Each case runs ``--repeat``
 times (>= 3), baseline and reader interleaved; the ratio is of the minima, min and median

@@ -360,3 +360,172 @@ def test_dmon_clean_output_takes_the_fast_path_with_the_reference_values():
     assert np.array_equal(data["temp_mem_c"],
                           [np.nan if c[6] == "N/A" else float(c[6]) for c in cells],
                           equal_nan=True)
+
+
+# --- pieces: the body read in pieces on threads gives the one-piece result ---------------
+
+def pieces_outcome(path, tz, monkeypatch, *, piece_bytes: int, workers: int):
+    """The reader's outcome with the fast path cutting the body into pieces of about
+    ``piece_bytes`` read on ``workers`` threads."""
+    with monkeypatch.context() as m:
+        m.setattr(_smi_fast, "PIECE_BYTES", piece_bytes)
+        m.setattr(nvidia_smi, "_workers", lambda: workers)
+        return outcome(path, tz, fast=True, monkeypatch=monkeypatch)
+
+
+def assert_pieces_agree(path, tz, monkeypatch, sizes=(64, 300)):
+    """Pieces of about ``sizes[0]`` bytes (a line or two) on two threads, of
+    ``sizes[1]`` on one thread, the body in one piece and the general path: the same
+    frame (bit for bit), warnings or error."""
+    general = outcome(path, tz, fast=False, monkeypatch=monkeypatch)
+    for piece_bytes, workers in ((sizes[0], 2), (sizes[1], 1), (10 ** 12, 1)):
+        got = pieces_outcome(path, tz, monkeypatch, piece_bytes=piece_bytes, workers=workers)
+        if isinstance(general[0], str) or isinstance(got[0], str):
+            assert got[0] == general[0]
+        else:
+            pd.testing.assert_frame_equal(got[0], general[0], check_exact=True)
+        assert got[1] == general[1]
+
+
+ID_FIELDS = {"index": lambda g: str(g),
+             "uuid": lambda g: f"GPU-{0x4f2a0c00 + g:08x}-0b1c-4d2e-8f30-a0b1c2d3e4f5",
+             "pci.bus_id": lambda g: f"00000000:{0x18 + 16 * (7 - g):02X}:00.0"}
+
+
+def synthetic_log(n_queries: int, n_gpus: int, *, ids: str | None, seed: int = 0,
+                  util_from: int = 0) -> str:
+    """A log as ``nvidia-smi -lms 100`` writes it (the shape of the benchmark's logs):
+    rows of one query 0-2 ms apart, queries 100-101 ms apart, values with units, a GPU
+    field ``ids`` (or none)."""
+    rng = np.random.default_rng(seed)
+    head = ("timestamp, " + (f"{ids}, " if ids else "")
+            + "power.draw [W], utilization.gpu [%], memory.used [MiB]\n")
+    t0 = pd.Timestamp("2025-07-27 23:59:58").value // 10 ** 6  # crosses midnight
+    rows = []
+    base = t0 + np.cumsum(rng.integers(100, 102, n_queries))
+    for q in range(n_queries):
+        t = base[q] + np.cumsum(rng.integers(0, 3, n_gpus))
+        for g in range(n_gpus):
+            stamp = pd.Timestamp(int(t[g]), unit="ms").strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+            cw = int(rng.integers(7000, 70000))
+            rows.append(f"{stamp}, " + (f"{ID_FIELDS[ids](g)}, " if ids else "")
+                        + f"{cw // 100}.{cw % 100:02d} W, "
+                        f"{int(rng.integers(util_from, 101))} %, "
+                        f"{int(rng.integers(17, 81000))} MiB\n")
+    return head + "".join(rows)
+
+
+@pytest.mark.parametrize("ids", [None, "index", "uuid", "pci.bus_id"])
+def test_synthetic_logs_in_pieces_give_the_general_paths_frame(ids, tmp_path, monkeypatch):
+    """Logs in the benchmark's shape (without a GPU field, with an index, a UUID or a
+    PCI bus id field; across midnight): the fast path reads them, and the frame is the
+    general path's bit for bit, however the body is cut and on however many threads."""
+    f = tmp_path / "smi.csv"
+    f.write_text(synthetic_log(150, 8, ids=ids, util_from=1))  # (no 0 %: see below)
+    assert fast_columns(f, "UTC") is not None
+    assert_pieces_agree(f, "UTC", monkeypatch, sizes=(2000, 9000))  # 40 and 9 pieces
+    df = outcome(f, "UTC", fast=True, monkeypatch=monkeypatch)[0]
+    assert len(df) == 1200 and df["timestamp"].dt.day.nunique() == 2
+    assert (df.groupby("gpu_index").size() == 150).all()
+    if ids == "uuid":
+        assert (df.groupby("gpu_index")["gpu_uuid"].first().tolist()
+                == [ID_FIELDS["uuid"](g) for g in range(8)])
+
+
+def test_a_zero_in_a_log_holding_a_minus_takes_the_general_path(tmp_path, monkeypatch):
+    """pandas reads the integer token ``-0`` as 0 (the general path: -0.0): a log with a
+    ``-`` anywhere (here in its UUIDs) and a zero in an integer column is declined, and
+    a ``-0`` there gives the general path's frame."""
+    f = tmp_path / "smi.csv"
+    text = synthetic_log(20, 4, ids="uuid", util_from=1)
+    f.write_text(text)
+    assert fast_columns(f, "UTC") is not None  # no zero: read by the fast path
+    rows = text.splitlines(keepends=True)
+    rows[5] = rows[5].replace(rows[5].split(", ")[3], "-0 %")
+    f.write_text("".join(rows))
+    assert fast_columns(f, "UTC") is None
+    df = assert_same_outcome(f, "UTC", monkeypatch)
+    assert np.signbit(df["util_gpu_pct"].to_numpy()).sum() == 1  # -0.0, as written
+    assert_pieces_agree(f, "UTC", monkeypatch)
+
+
+@pytest.mark.parametrize("name", list(MUTATIONS))
+def test_mutations_in_pieces_give_the_general_paths_result_or_error(name, tmp_path,
+                                                                    monkeypatch):
+    """Each damage or odd spelling of MUTATIONS read in pieces of about one line on two
+    threads: a bad token in any piece sends the whole log to the general path, and
+    identical lines on both sides of a cut are still seen."""
+    f = tmp_path / "smi.csv"
+    f.write_bytes((HEAD + "".join(MUTATIONS[name](by_order_log()))).encode("utf-8"))
+    assert_pieces_agree(f, "UTC", monkeypatch)
+
+
+REAL_TRACES = sorted((SHARED_DATA / "nvidia-smi-h100-100ms").glob("h100-traces_ckpt*.csv"))
+
+
+@pytest.mark.parametrize("path", REAL_TRACES or [None], ids=lambda p: p.name if p else "none")
+def test_real_traces_fast_path_gives_the_general_paths_frame(path, monkeypatch):
+    """Every real 8 x H100 trace: the fast path reads it, and the frame (and warning)
+    is the general path's bit for bit, in one piece and in pieces on two threads."""
+    if path is None or not path.is_file():
+        pytest.skip("shared real data not found")
+    tz = "America/Los_Angeles"
+    assert fast_columns(path, tz) is not None
+    general = outcome(path, tz, fast=False, monkeypatch=monkeypatch)
+    for piece_bytes, workers in ((1 << 18, 2), (10 ** 12, 1)):
+        got = pieces_outcome(path, tz, monkeypatch, piece_bytes=piece_bytes, workers=workers)
+        pd.testing.assert_frame_equal(got[0], general[0], check_exact=True)
+        for c in got[0].columns[got[0].dtypes == "float64"]:  # NaN payloads too
+            assert np.array_equal(got[0][c].to_numpy().view(np.uint64),
+                                  general[0][c].to_numpy().view(np.uint64))
+        assert got[1] == general[1]
+
+
+@pytest.mark.parametrize("name", ["clean", "nan", "short row", "long row", "GPU-I row",
+                                  "a GPU missing once", "blank lines", "dmon stopped"])
+def test_dmon_pieces_give_the_line_by_line_result_or_error(name, monkeypatch):
+    """dmon output with repeated headers read in pieces of about one row on two threads:
+    the line-by-line path's frame, warnings or error."""
+    from powerlab.iotools import _dmon_fast, dcgm
+    text = DMON_HEAD + "".join(DMON_MUTATIONS[name](dmon_rows()))
+    general = dmon_outcome(text, fast=False, monkeypatch=monkeypatch)
+    with monkeypatch.context() as m:
+        m.setattr(_dmon_fast, "PIECE_BYTES", 40)
+        m.setattr(dcgm, "available_workers", lambda limit: 2)
+        got = dmon_outcome(text, fast=True, monkeypatch=monkeypatch)
+    if isinstance(general[0], str) or isinstance(got[0], str):
+        assert got[0] == general[0]
+    else:
+        pd.testing.assert_frame_equal(got[0], general[0], check_exact=True)
+    assert got[1] == general[1]
+    if name == "clean":  # read by the fast path, in more than one piece
+        monkeypatch.setattr(_dmon_fast, "PIECE_BYTES", 40)
+        assert len(_dmon_fast._pieces(text.encode(), _dmon_fast._header_lines(text)[1])) > 2
+        fast = _dmon_fast.fast_rows(text, dcgm.DMON_VARIABLE_MAP, dcgm._blank_to_nan,
+                                    workers=2)
+        assert fast is not None and len(fast[0]) == len(got[0]) == 8
+
+
+def test_dmon_random_outputs_with_blanks_and_shared_columns(monkeypatch):
+    """Random dmon outputs where two fields give one column (EPLMT, PMLMT), with N/A,
+    int64 and fp64 DCGM blanks: the fast path's frame is the line-by-line path's (a blank
+    of the later field blanks the column; an N/A leaves the earlier field's value)."""
+    rng = np.random.default_rng(5)
+    fields = ["POWER", "EPLMT", "PMLMT", "TOTEC", "DVCCTR", "FBUSD"]
+    for _ in range(40):
+        k, n_samples = int(rng.integers(1, 4)), int(rng.integers(1, 6))
+        lines = ["#Entity   " + "  ".join(fields) + "\nID\n"]
+        for _q in range(n_samples):
+            for g in range(k):
+                cells = []
+                for _f in fields:
+                    r = rng.random()
+                    cells.append("N/A" if r < 0.15 else "9223372036854775792" if r < 0.25
+                                 else "140737488355328.0" if r < 0.3
+                                 else f"{rng.integers(0, 1000)}.{rng.integers(0, 100)}")
+                lines.append(f"GPU {g}  " + "  ".join(cells) + "\n")
+        text = "".join(lines)
+        fast, fast_warn = dmon_outcome(text, fast=True, monkeypatch=monkeypatch)
+        general, general_warn = dmon_outcome(text, fast=False, monkeypatch=monkeypatch)
+        pd.testing.assert_frame_equal(fast, general, check_exact=True)
+        assert fast_warn == general_warn

@@ -6,6 +6,7 @@ Nothing here is public API; the readers in this package document the behaviour.
 from __future__ import annotations
 
 import codecs
+import datetime
 import gzip
 import os
 import warnings
@@ -306,6 +307,24 @@ def hex_to_uint64(arr: pa.Array, *, path, column: str, row_line) -> pd.Series:
     return pd.Series(out)
 
 
+def available_workers(limit: int) -> int:
+    """Threads one parse may use: the cores this process may run on now (its CPU
+    affinity, as a container or ``taskset`` sets it), at most ``limit``."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
+        n = os.cpu_count() or 1
+    return max(1, min(limit, n))
+
+
+def _is_utc(tz) -> bool:
+    """``tz`` names UTC itself (a zone without offset changes, ever)."""
+    if tz is datetime.UTC:
+        return True
+    key = tz if isinstance(tz, str) else getattr(tz, "key", None)
+    return key in ("UTC", "Etc/UTC")
+
+
 def localize(naive: pd.DatetimeIndex, tz) -> tuple[pd.DatetimeIndex, int, int]:
     """Localize naive wall-clock times to ``tz`` and convert to UTC.
 
@@ -319,6 +338,8 @@ def localize(naive: pd.DatetimeIndex, tz) -> tuple[pd.DatetimeIndex, int, int]:
 
     Returns ``(utc_index, n_ambiguous, n_nonexistent)``.
     """
+    if _is_utc(tz):  # no ambiguous or nonexistent times: the wall clock is UTC
+        return naive.as_unit("ns").tz_localize("UTC"), 0, 0
     loc = naive.tz_localize(tz, ambiguous="NaT", nonexistent="NaT")
     bad = loc.isna() & ~naive.isna()
     if not bad.any():

@@ -3,8 +3,10 @@
 Output of ``dcgmi dmon -e ... -d ...`` without line timestamps is a table split at runs of
 whitespace: ``GPU <id> <value> ...`` rows under ``#Entity`` header and ``ID`` units lines
 (repeated every few samples).  Where the header lines are all alike and every other line
-is such a GPU row, the pandas C parser reads the rows with the header and units lines
-skipped, the numbers parsed in the CSV pass.
+is such a GPU row, the pandas C parser reads the runs of rows between the header and
+units lines, the numbers parsed in the CSV pass; long runs are cut at line ends into
+pieces read on threads (as pandas' own ``read_csv`` of a file does), the result not
+depending on the cut.  The text must be ASCII (its characters are then its bytes).
 
 This is only a faster route to the same result: :func:`fast_rows` returns ``None`` (and
 the reader takes its line-by-line path, which names the line of any bad row) unless every
@@ -16,48 +18,86 @@ Python's ``float`` is present (``-0``, booleans, ``#`` inside a row).
 from __future__ import annotations
 
 import csv
-import io
+import itertools
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
 
-from ._smi_fast import EXACT_FLOATS
+from ._smi_fast import EXACT_FLOATS, ByteRange
 
 _FAILED = (ValueError, TypeError, OverflowError, IndexError)
 
 
-def fast_rows(text: str, variable_map: dict, blank_to_nan):
+def fast_rows(text: str, variable_map: dict, blank_to_nan, workers: int = 1):
     """``(gpus, data, sample)`` of plain ``dcgmi dmon`` output, or ``None``.
 
     ``gpus`` are the rows' GPU ids, ``data`` canonical column -> float64 values (as the
     line-by-line path fills them: unit factors applied, DCGM blanks NaN, ``N/A`` NaN,
     where two fields map to one column the later non-``N/A`` one wins) and ``sample`` the
-    sample number of each row (a new sample wherever a GPU id repeats).
+    sample number of each row (a new sample wherever a GPU id repeats).  The runs of
+    rows between header lines are read in pieces of about :data:`PIECE_BYTES`, on up to
+    ``workers`` threads at once (the result does not depend on it).
     """
-    if not EXACT_FLOATS or "-" in text or "\t" in text:
+    if not EXACT_FLOATS or "-" in text or "\t" in text or not text.isascii():
         return None
     lines_head = _header_lines(text)
     if lines_head is None:
         return None
-    columns, skip, skipped_na = lines_head
+    columns, skipped, skipped_na = lines_head
+    raw = text.encode("ascii")  # (ASCII: character and byte offsets agree)
+    pieces = _pieces(raw, skipped)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            frame = pd.read_csv(io.StringIO(text), sep=r"\s+", header=None,
-                                skiprows=skip, quoting=csv.QUOTE_NONE,
-                                na_values=["N/A"], keep_default_na=False,
-                                skip_blank_lines=True, engine="c")
-        return _convert(text.count("N/A") - skipped_na, frame, columns, variable_map,
+            if workers < 2 or len(pieces) < 2:
+                frames = [_read_piece(raw, a, b) for a, b in pieces]
+            else:
+                with ThreadPoolExecutor(max_workers=min(workers, len(pieces))) as ex:
+                    frames = list(ex.map(lambda ab: _read_piece(raw, *ab), pieces))
+        return _convert(text.count("N/A") - skipped_na, frames, columns, variable_map,
                         blank_to_nan)
     except _FAILED:
         return None
 
 
+#: bytes of rows per piece (a few MiB: each piece's arrays stay small)
+PIECE_BYTES = 4 << 20
+
+
+def _pieces(raw: bytes, skipped: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Byte ranges of the rows: the text between the skipped lines (``(start, end)``
+    of each), cut at line ends into pieces of about :data:`PIECE_BYTES`; ranges holding
+    only whitespace are left out."""
+    out = []
+    pos = 0
+    for a, b in [*skipped, (len(raw), len(raw))]:
+        if a > pos and (a - pos > 4096 or raw[pos:a].strip()):
+            k = max(1, (a - pos) // PIECE_BYTES)
+            cuts = [pos]
+            for i in range(1, k):
+                nl = raw.find(b"\n", pos + (a - pos) * i // k, a)
+                if nl < 0:
+                    break
+                if nl + 1 > cuts[-1] and nl + 1 < a:
+                    cuts.append(nl + 1)
+            cuts.append(a)
+            out.extend(itertools.pairwise(cuts))
+        pos = b
+    return out
+
+
+def _read_piece(raw: bytes, start: int, end: int) -> pd.DataFrame:
+    return pd.read_csv(ByteRange(raw, start, end), sep=r"\s+", header=None,
+                       quoting=csv.QUOTE_NONE, na_values=["N/A"], keep_default_na=False,
+                       skip_blank_lines=True, engine="c")
+
+
 def _header_lines(text: str):
-    """``(field names, 0-based numbers of the header, units and 'dmon was stopped'
-    lines, the 'N/A' in those lines)``, or ``None`` unless every ``#Entity`` line is alike
-    and the text starts with one."""
+    """``(field names, (start, end) of the header, units and 'dmon was stopped' lines,
+    the 'N/A' in those lines)``, or ``None`` unless every ``#Entity`` line is alike and
+    the text starts with one."""
     first = text.lstrip("\n").split("\n", 1)[0].strip()
     if not first.startswith("#Entity"):
         return None
@@ -77,59 +117,75 @@ def _header_lines(text: str):
             else:
                 skip.append(pos + 1)
             pos = text.find(marker, pos + 1)
-    # line numbers of those positions (few: one header per screenful of rows), and the
-    # 'N/A' they hold (not values)
+    # where those lines end (few: one header per screenful of rows), and the 'N/A' they
+    # hold (not values)
     skip.sort()
-    lines, last, count, na = [], 0, 0, 0
+    lines, na = [], 0
     for pos in skip:
-        count += text.count("\n", last, pos)
-        last = pos
-        lines.append(count)
         end = text.find("\n", pos)
-        na += text.count("N/A", pos, end if end >= 0 else len(text))
+        end = end + 1 if end >= 0 else len(text)
+        lines.append((pos, end))
+        na += text.count("N/A", pos, end)
     return first.split()[1:], lines, na
 
 
-def _convert(n_na: int, frame, columns, variable_map, blank_to_nan):
-    n = len(frame)
-    if n == 0 or frame.shape[1] != len(columns) + 2:
+def _convert(n_na: int, frames: list, columns, variable_map, blank_to_nan):
+    if not frames:
         return None
-    entity = frame[0]
-    if not isinstance(entity.dtype, pd.StringDtype) or not (entity == "GPU").all():
-        return None  # other entities: the line-by-line path counts them
-    gpus = frame[1].to_numpy()
-    if gpus.dtype != np.int64:
-        return None
+    for frame in frames:
+        if len(frame) == 0 or frame.shape[1] != len(columns) + 2:
+            return None
+        entity = frame[0]
+        if not isinstance(entity.dtype, pd.StringDtype) or not (entity == "GPU").all():
+            return None  # other entities: the line-by-line path counts them
+        if frame[1].dtype != np.int64:
+            return None
+
+    def joined(j: int) -> np.ndarray:
+        parts = [f[j].to_numpy() for f in frames]
+        if any(p.dtype not in (np.int64, np.float64) for p in parts):
+            raise TypeError("not numbers")
+        if len(parts) > 1 and len({p.dtype for p in parts}) > 1:
+            parts = [p.astype(np.float64) for p in parts]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    gpus = joined(1)
+    n = len(gpus)
     k = int(gpus.max()) + 1 if n else 0
     if k < 1 or not np.array_equal(gpus, np.arange(n) % k) or gpus.min() < 0:
         return None
     n_missing = 0
     values = []
     for j in range(len(columns)):
-        v = frame[j + 2].to_numpy()
+        v = joined(j + 2)
         if v.dtype == np.int64:
             v = v.astype(np.float64)
         if v.dtype != np.float64:
             return None
-        n_missing += int(np.count_nonzero(np.isnan(v)))
-        values.append(v)
+        missing = int(np.count_nonzero(np.isnan(v)))
+        n_missing += missing
+        values.append((v, missing))
     if n_missing != n_na:
         return None  # a short row (padded) or a 'nan' cell: the general path decides
     blank = np.vectorize(blank_to_nan, otypes=[np.float64])
     data: dict[str, np.ndarray] = {}
-    for short, v in zip(columns, values):
+    for short, (v, missing) in zip(columns, values):
         spec = variable_map.get(short)
         if spec is None:
             continue
         canon, _unit, factor = spec
+        scale = factor if canon != "throttle_reasons" else 1.0
+        # (the values given, blanks included: a blank of a later field blanks the column)
+        given = ~np.isnan(v) if missing else slice(None)
+        suspect = v >= 140737488355328.0  # DCGM blanks start at 2**47 (NaN never is)
+        if suspect.any():
+            v = v.copy()
+            v[suspect] = blank(v[suspect])
         arr = data.get(canon)
+        if arr is None and not missing:  # every value given: no masks
+            data[canon] = v * scale if scale != 1.0 else v
+            continue
         if arr is None:
             arr = data[canon] = np.full(n, np.nan)
-        given = ~np.isnan(v)
-        x = v[given]
-        suspect = x >= 140737488355328.0  # DCGM blanks start at 2**47
-        if suspect.any():
-            x = x.copy()
-            x[suspect] = blank(x[suspect])
-        arr[given] = x * factor if canon != "throttle_reasons" else x
+        arr[given] = v[given] * scale if scale != 1.0 else v[given]
     return gpus, data, np.arange(n) // k

@@ -15,8 +15,11 @@ unit, every number parses, no value is missing, and the timestamps have nvidia-s
 filtering off, so a cell that is not a number (``[N/A]``, ``true`` in any case, an empty
 cell of a short row) leaves a text, boolean or object column, which declines.  Where
 pandas would still read a cell that the general path refuses or reads otherwise, the
-body is declined unread: a tab, vertical tab or form feed (pandas skips them around a
-number) and ``-`` (pandas reads ``-0`` as the integer 0, the general path as -0.0).  The
+body is declined: a tab, vertical tab or form feed (pandas skips them around a
+number), and a zero in a column pandas read as integers where the piece holds a ``-``
+(pandas reads ``-0`` as the integer 0, the general path as -0.0; a ``-`` elsewhere, as
+in a UUID, reads alike).  (Numbers are not read with ``dtype=float64``: that reads an
+all-``true`` column as 1.0.)  The
 float parser is pandas 3's (correctly rounded: the same doubles as pyarrow's cast of the
 same text); with older pandas the general path is always taken.
 """
@@ -24,8 +27,9 @@ same text); with older pandas the general path is always taken.
 from __future__ import annotations
 
 import csv
-import io
+import itertools
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -42,12 +46,13 @@ _NUMBER_UNITS = ("W", "MHz", "C", "%", "MiB")
 _TIMESTAMP = (4, "/", 2, "/", 2, " ", 2, ":", 2, ":", 2, ".", 3)
 #: pandas skips a tab, vertical tab or form feed around a number (the general path refuses
 #: them after it) and reads ``-0`` as the integer 0 (the general path as -0.0)
-_DECLINED_BYTES = (b"\t", b"\x0b", b"\x0c", b"-")
+_DECLINED_BYTES = (b"\t", b"\x0b", b"\x0c")
+_IDS = ("gpu_uuid", "pci_bus_id")
 _FAILED = (ValueError, TypeError, OverflowError, IndexError, pa.ArrowException)
 
 
 def fast_columns(data: bytes, start: int, end: int, specs: list, wanted: dict, tz,
-                 by_order: bool):
+                 by_order: bool, workers: int = 1):
     """Canonical columns of the body ``data[start:end]`` read in the space-split
     dialect, or ``None`` where the general path must read it.
 
@@ -67,6 +72,10 @@ def fast_columns(data: bytes, start: int, end: int, specs: list, wanted: dict, t
         missing).
     by_order : bool
         Also return which adjacent rows are identical (GPU attribution by row order).
+    workers : int
+        Threads: the body is cut at line ends into pieces of about :data:`PIECE_BYTES`,
+        read and converted on up to ``workers`` threads at once (the pandas parser and
+        numpy release the GIL); the result does not depend on it.
 
     Returns
     -------
@@ -80,16 +89,69 @@ def fast_columns(data: bytes, start: int, end: int, specs: list, wanted: dict, t
     plan = _token_plan(data, start, end, specs)
     if plan is None:
         return None
+    pieces = _pieces(data, start, end, workers)
+    threads = min(workers, len(pieces))
+    try:
+        with warnings.catch_warnings(), \
+                ThreadPoolExecutor(max_workers=max(threads, 1)) as ex:
+            warnings.simplefilter("ignore")  # mixed-type chunks: declined below anyway
+
+            def run(fn, items) -> list:
+                return list(ex.map(fn, items) if threads > 1 else map(fn, items))
+
+            # the pieces' tokens, then their values written straight into the columns
+            frames = run(lambda ab: _tokens(data, *ab, plan), pieces)
+            if any(f is None for f in frames):
+                return None
+            offsets = np.cumsum([0] + [len(f[0]) for f in frames])
+            out = {i: np.empty(int(offsets[-1]), np.int64 if kinds[0] == "date" else np.float64)
+                   for i, kinds in enumerate(plan) if specs[i][0] not in _IDS}
+
+            def convert(k: int) -> dict:
+                frame, minus = frames[k]
+                frames[k] = None  # (its memory goes as soon as it is read)
+                return _converted(frame, plan, specs, wanted, minus,
+                                  {i: v[offsets[k]:offsets[k + 1]] for i, v in out.items()})
+            texts = run(convert, range(len(frames)))
+        return _columns(data, start, end, out, texts, wanted, tz, by_order)
+    except _FAILED:
+        return None
+
+
+#: bytes of body per piece: pieces of a few MiB keep each piece's token and conversion
+#: arrays small enough to be reused from the heap (measured at 2M rows: 8 MiB pieces,
+#: 0.31 s of CPU and 2,500 page faults; the body in one piece, 0.34 s and 38,000)
+PIECE_BYTES = 8 << 20
+
+
+#: bytes of body per thread below which a log is not cut further for more threads
+THREAD_BYTES = 1 << 20
+
+
+def _pieces(data: bytes, start: int, end: int, workers: int = 1) -> list[tuple[int, int]]:
+    """``data[start:end]`` cut at line ends into pieces of about :data:`PIECE_BYTES`,
+    and into at least one piece per thread where each has :data:`THREAD_BYTES`."""
+    k = max((end - start) // PIECE_BYTES, min(workers, (end - start) // THREAD_BYTES))
+    if k <= 1:
+        return [(start, end)]
+    cuts = [start]
+    for i in range(1, k):
+        nl = data.find(b"\n", start + (end - start) * i // k, end)
+        if nl < 0 or nl + 1 >= end:
+            break
+        if nl + 1 > cuts[-1]:
+            cuts.append(nl + 1)
+    cuts.append(end)
+    return list(itertools.pairwise(cuts))
+
+
+def _tokens(data: bytes, start: int, end: int, plan: list):
+    """``(tokens, minus)`` of one piece of the body (``minus``: it holds a ``-``), or
+    ``None`` where a byte the fast dialect cannot vouch for is in it."""
     for b in _DECLINED_BYTES:
         if data.find(b, start, end) >= 0:
             return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # mixed-type chunks: declined below anyway
-            frame = _read_tokens(data, start, end, plan)
-        return _columns(data, start, end, frame, plan, specs, wanted, tz, by_order)
-    except _FAILED:
-        return None
+    return _read_tokens(data, start, end, plan), data.find(b"-", start, end) >= 0
 
 
 def _token_plan(data: bytes, start: int, end: int, specs: list) -> list | None:
@@ -140,76 +202,131 @@ def _has_shape(s: str, shape: tuple) -> bool:
 
 
 def _read_tokens(data: bytes, start: int, end: int, plan: list) -> pd.DataFrame:
-    """The body split at single spaces by the pandas C parser, numbers as float64."""
+    """The body split at single spaces by the pandas C parser: numbers parsed in the
+    pass (int64 or float64), the date, time and unit tokens as fixed-width bytes one
+    wider than expected (so that a longer token shows), the other text tokens as text."""
     kinds = [k for field in plan for k in field]
-    if end == len(data):
-        buf = io.BytesIO(data)  # shares the bytes, no copy
-        buf.seek(start)
-    else:
-        buf = io.BytesIO(memoryview(data)[start:end])
-    frame = pd.read_csv(buf, sep=" ", header=None, quoting=csv.QUOTE_NONE, na_filter=False,
-                        skip_blank_lines=False, engine="c")
+    dtype = {}
+    for j, k in enumerate(kinds):
+        if k in ("date", "time") or isinstance(k, tuple):
+            dtype[j] = f"S{_width(k)}"
+
+    frame = pd.read_csv(ByteRange(data, start, end), sep=" ", header=None, quoting=csv.QUOTE_NONE, na_filter=False,
+                        skip_blank_lines=False, engine="c", dtype=dtype)
     if frame.shape[1] != len(kinds):
         raise ValueError("not the planned tokens")
     return frame
 
 
-def _columns(data, start, end, frame, plan, specs, wanted, tz, by_order):
-    """Check every token and convert them to the canonical columns (ValueError where
-    the general path must read the log)."""
+class ByteRange:
+    """``data[start:end]`` as a binary file for the pandas parser, read in the small
+    chunks it asks for (``io.BytesIO`` of a slice copies the whole range first: 10 %
+    more CPU in the parse of 8 MiB pieces)."""
+
+    def __init__(self, data: bytes, start: int, end: int):
+        self._view, self._pos, self._end = memoryview(data), start, end
+
+    def read(self, size: int = -1) -> bytes:
+        stop = self._end if size is None or size < 0 else min(self._end, self._pos + size)
+        out = self._view[self._pos:stop].tobytes()
+        self._pos = stop
+        return out
+
+
+def _width(kind) -> int:
+    """Bytes of the fixed-width column of a date, time or unit token: 4, 8 or 16, at
+    least one more than the token (``"W,"``, ``"MiB,"``, ``"00:34:45.155,"``), so that a
+    token cut to the width differs from the expected one and whole rows can be compared
+    as one unsigned integer (or two)."""
+    if kind == "date":
+        return 11
+    if kind == "time":
+        return 16
+    n = len(kind[1]) + 2  # the unit, the comma after it (or none) and one more byte
+    return 4 if n <= 4 else 8 if n <= 8 else 16
+
+
+def _fixed(s: pd.Series, width: int) -> np.ndarray:
+    """The ``S<width>`` values of a column read as fixed-width bytes."""
+    v = s.to_numpy()
+    if v.dtype != np.dtype(f"S{width}"):
+        raise TypeError("not fixed-width bytes")
+    return v
+
+
+def _converted(frame: pd.DataFrame, plan: list, specs: list, wanted: dict, minus: bool,
+               out: dict) -> dict:
+    """Check every token of one piece and write its fields' values into ``out`` (field
+    position -> the piece's rows of the column: naive nanoseconds, float64 numbers with
+    the unit factor applied); returns the identities (field position -> pyarrow text).
+    ValueError where the general path must read the log; ``minus``: the piece holds a
+    ``-``."""
     last = len(plan) - 1
-    by_field: dict[int, np.ndarray] = {}
-    numbers = []
+    used = set(wanted.values())
+    texts: dict[int, pa.Array] = {}
     j = 0
     for i, kinds in enumerate(plan):
         tail = "" if i == last else ","
+        canon, _unit, factor = specs[i]
         if kinds[0] == "date":
-            t_ns = _timestamps_ns(frame[j], frame[j + 1], tail)
-            by_field[i] = t_ns
-        elif kinds[0] == "num":
+            out[i][:] = _timestamps_ns(_fixed(frame[j], 11), _fixed(frame[j + 1], 16), tail)
+            j += len(kinds)
+            continue
+        if kinds[0] == "num":
             v = frame[j].to_numpy()
-            if v.dtype == np.int64:
-                v = v.astype(np.float64)
-            if v.dtype != np.float64 or np.isnan(v).any():
+            if v.dtype == np.int64 and minus and not v.all():
+                raise ValueError("a zero, perhaps written -0")
+            if v.dtype not in (np.int64, np.float64) or (v.dtype == np.float64
+                                                          and np.isnan(v).any()):
                 raise ValueError("missing or non-numeric value")
-            by_field[i] = v
-            numbers.append(v)
             if len(kinds) == 2:
-                _check_all_equal(frame[j + 1], kinds[1][1] + tail)
+                _check_all_equal(frame[j + 1], kinds[1][1] + tail, _width(kinds[1]))
         else:  # "text": one token ending in the comma
             cut = _without_tail(frame[j], tail)
-            if specs[i][0] in ("gpu_uuid", "pci_bus_id"):
-                by_field[i] = cut.to_numpy(zero_copy_only=False)
-            else:
-                v = pc.cast(cut, pa.float64()).to_numpy(zero_copy_only=False)
-                if np.isnan(v).any():
-                    raise ValueError("missing value")
-                by_field[i] = v
-                numbers.append(v)
-        j += len(kinds)
-
-    cols = {}
-    for canon, i in wanted.items():
-        spec = specs[i]
-        v = by_field[i]
-        if canon == "timestamp":
-            cols[canon] = localize(pd.DatetimeIndex(v.view("datetime64[ns]")), tz)
-        elif canon == "gpu_index":
+            if canon in _IDS:
+                texts[i] = cut  # text stays in pyarrow
+                j += len(kinds)
+                continue
+            v = pc.cast(cut, pa.float64()).to_numpy(zero_copy_only=False)
+            if np.isnan(v).any():
+                raise ValueError("missing value")
+        if canon == "gpu_index":
             top = schema.GLOSSARY["gpu_index"].valid_range[1]
             if ((v % 1 != 0) | (v < 0) | (v > top)).any():
                 raise ValueError("not a GPU index")  # the general path says where
-            cols[canon] = v.astype(np.int64)
-        elif canon in ("gpu_uuid", "pci_bus_id"):
-            cols[canon] = v
+        if i in used and factor not in (None, 1.0):
+            with np.errstate(over="ignore"):  # 1e308 MiB -> inf B, masked later
+                np.multiply(v, factor, out=out[i])
         else:
-            if spec[2] != 1.0:
-                with np.errstate(over="ignore"):  # 1e308 MiB -> inf B, masked later
-                    v = v * spec[2]
-            cols[canon] = v
+            out[i][:] = v  # (int64 -> float64: exact below 2**53, else correctly rounded)
+        j += len(kinds)
+    return texts
+
+
+def _columns(data, start, end, out, texts, wanted, tz, by_order):
+    """The fields' values (``out``, and the pieces' identities ``texts`` joined) as the
+    canonical columns, and the identical lines."""
+    numbers = dict(out)
+    for i in texts[0]:
+        numbers[i] = pa.concat_arrays([t[i] for t in texts]) if len(texts) > 1 \
+            else texts[0][i]
+    t_ns = numbers.pop(wanted["timestamp"])
+    cols = {}
+    for canon, i in wanted.items():
+        if canon == "timestamp":
+            cols[canon] = localize(pd.DatetimeIndex(t_ns.view("datetime64[ns]")), tz)
+        elif canon == "gpu_index":
+            cols[canon] = numbers[i].astype(np.int64)
+        else:
+            cols[canon] = numbers[i]
     repeats = None
     if by_order:
-        ts = by_field[wanted["timestamp"]]
-        repeats = _identical_lines(data, start, end, ts, numbers)
+        # (numbers scaled by a unit factor are equal where the numbers are, and may be
+        # equal where those are not only by overflowing to inf: candidates either way,
+        # compared as text)
+        repeats = _identical_lines(data, start, end, t_ns,
+                                   [v for v in numbers.values()
+                                    if isinstance(v, np.ndarray) and v.dtype == np.float64])
     return cols, repeats
 
 
@@ -225,9 +342,17 @@ def _arrow(s: pd.Series) -> pa.Array:
     return arr
 
 
-def _check_all_equal(s: pd.Series, expected: str) -> None:
-    arr = _arrow(s)
-    if not pc.all(pc.equal(arr, pa.scalar(expected, arr.type))).as_py():
+_UINT = {4: np.uint32, 8: np.uint64}
+
+
+def _check_all_equal(s: pd.Series, expected: str, width: int) -> None:
+    """Every token of the fixed-width column is ``expected`` (compared as integers)."""
+    v = _fixed(s, width)
+    want = np.array([expected.encode("utf-8")], dtype=f"S{width}")
+    if width in _UINT:
+        if not (v.view(_UINT[width]) == want.view(_UINT[width])[0]).all():
+            raise ValueError("another unit")
+    elif not (v == want[0]).all():
         raise ValueError("another unit")
 
 
@@ -243,60 +368,79 @@ def _without_tail(s: pd.Series, tail: str) -> pa.Array:
     return pc.binary_slice(arr.view(binary), 0, -len(tail)).view(arr.type)
 
 
-def _fixed_width(arr: pa.Array, width: int) -> np.ndarray:
-    """The bytes of tokens all ``width`` bytes long as an ``(n, width)`` uint8 array."""
-    lengths = pc.min_max(pc.binary_length(arr)).as_py() if len(arr) else None
-    if lengths is None or lengths["min"] != width or lengths["max"] != width:
-        raise ValueError("not fixed width")
-    offsets = np.frombuffer(arr.buffers()[1],
-                            dtype=np.int64 if pa.types.is_large_string(arr.type) else np.int32)
-    first = int(offsets[arr.offset])
-    raw = np.frombuffer(arr.buffers()[2], dtype=np.uint8)
-    return raw[first:first + width * len(arr)].reshape(len(arr), width)
-
-
-#: ``HH:MM:SS.fff``: the digits' places, their largest values and weights [ms]
+#: ``HH:MM:SS.fff`` and the tail in 16 bytes: per byte its smallest value and how far
+#: above it it may be (digits: '0' and 9, or 2 and 5 for the tens of hours, minutes and
+#: seconds; separators exactly; the padding zero) and the weight of its digit [ms]
+_TIME_LOW = np.frombuffer(b"00:00:00.000\0\0\0\0", dtype=np.uint8)
+_TIME_SPAN = np.array([2, 9, 0, 5, 9, 0, 5, 9, 0, 9, 9, 9, 0, 0, 0, 0], dtype=np.uint8)
 _TIME_DIGITS = [0, 1, 3, 4, 6, 7, 9, 10, 11]
-_TIME_MAX = np.array([2, 9, 5, 9, 5, 9, 9, 9, 9], dtype=np.uint8)
 _TIME_MS = np.array([36_000_000, 3_600_000, 600_000, 60_000, 10_000, 1_000, 100, 10, 1],
                     dtype=np.int32)
+#: rows of 16 bytes handled as one row of a wider array (numpy's byte-wise operations
+#: with a 16-value operand are several times faster on rows of 1024 bytes)
+_TILE = 64
+#: ``YYYY/MM/DD``: the digits' places
+_DATE_DIGITS = [0, 1, 2, 3, 5, 6, 8, 9]
+#: days since 1970 of the first and last dates whose every time of day has a
+#: nanosecond timestamp (pandas.Timestamp.min and .max lie within the day before and after)
+_DAYS = (int(pd.Timestamp.min.ceil("D").value // 86_400_000_000_000),
+         int(pd.Timestamp.max.floor("D").value // 86_400_000_000_000) - 1)
 
 
-def _timestamps_ns(date: pd.Series, time: pd.Series, tail: str) -> np.ndarray:
-    """Naive wall-clock nanoseconds of ``YYYY/MM/DD`` and ``HH:MM:SS.fff`` tokens.
+def _timestamps_ns(date: np.ndarray, time: np.ndarray, tail: str) -> np.ndarray:
+    """Naive wall-clock nanoseconds of ``YYYY/MM/DD`` (``S11``) and ``HH:MM:SS.fff``
+    plus ``tail`` (``S16``) tokens.
 
-    The dates (a few runs of equal values) are read by pyarrow's ISO-8601 cast, as the
-    general path reads the whole timestamp; the times of day are fixed-width digits.
+    The dates (a few runs of equal values) are checked digit by digit and read by
+    numpy's ISO-8601 parser, which refuses a day the month lacks, as the general path's
+    reader does; the times of day are fixed-width digits.
     """
-    date = _arrow(date)
+    n = len(date)
     # a log within one day (the usual case) is checked by one comparison with its first
-    # date, cheaper than run-end encoding its millions of tokens
-    runs = None if pc.all(pc.equal(date, date[0])).as_py() else pc.run_end_encode(date)
-    days = date.slice(0, 1) if runs is None else runs.values
-    if not pc.all(pc.match_substring_regex(days, r"^\d{4}/\d\d/\d\d$")).as_py():
+    # date (as bytes: faster than numpy's comparison of S11 strings); else the runs of
+    # equal dates
+    flat = date.view(np.uint8)
+    m = 11 * (n - n % _TILE)
+    if ((flat[:m].reshape(-1, 11 * _TILE) == np.tile(flat[:11], _TILE)).all()
+            and (flat[m:].reshape(-1, 11) == flat[:11]).all()):
+        starts = np.zeros(1, dtype=np.intp)
+    else:
+        starts = np.r_[0, np.flatnonzero(date[1:] != date[:-1]) + 1]
+    days = date[starts].view(np.uint8).reshape(-1, 11)
+    if not ((days[:, _DATE_DIGITS] - np.uint8(ord("0")) <= 9).all()
+            and (days[:, 4] == ord("/")).all() and (days[:, 7] == ord("/")).all()
+            and not days[:, 10].any()):
         raise ValueError("not a date")
-    day_ns = pc.cast(pc.replace_substring(days, "/", "-"), pa.timestamp("ns"))
-    day_ns = day_ns.cast(pa.int64()).to_numpy(zero_copy_only=False)
-    if day_ns.max() >= pd.Timestamp.max.value - 86_400 * 10 ** 9:
+    iso = days[:, :10].copy()
+    iso[:, [4, 7]] = ord("-")
+    day = iso.view("S10").ravel().astype("datetime64[D]").astype(np.int64)
+    if day.min() < _DAYS[0] or day.max() > _DAYS[1]:
         raise ValueError("beyond the nanosecond range")  # the general path says so
 
-    b = _fixed_width(_arrow(time), 12 + len(tail))
-    if not ((b[:, 2] == ord(":")).all() and (b[:, 5] == ord(":")).all()
-            and (b[:, 8] == ord(".")).all() and (not tail or (b[:, 12] == ord(tail)).all())):
-        raise ValueError("not HH:MM:SS.fff")
-    digits = b[:, _TIME_DIGITS] - np.uint8(ord("0"))  # below '0' wraps past 9
-    if (digits > _TIME_MAX).any():
-        raise ValueError("not a time of day")
-    ms = np.einsum("ij,j->i", digits, _TIME_MS, dtype=np.int32)
+    # every byte within its range (below the smallest value wraps past any span), the
+    # digits' values being the bytes less their smallest value
+    low = _TIME_LOW.copy()
+    if tail:
+        low[12] = ord(tail)
+    flat = time.view(np.uint8)
+    d = np.empty(16 * n, dtype=np.uint8)
+    m = 16 * (n - n % _TILE)
+    for part, lo, span in ((slice(0, m), np.tile(low, _TILE), np.tile(_TIME_SPAN, _TILE)),
+                           (slice(m, None), low, _TIME_SPAN)):
+        dp = d[part].reshape(-1, len(lo))
+        np.subtract(flat[part].reshape(-1, len(lo)), lo, out=dp)
+        if not (dp <= span).all():
+            raise ValueError("not HH:MM:SS.fff")
+    ms = np.einsum("ij,j->i", d.reshape(n, 16)[:, _TIME_DIGITS], _TIME_MS, dtype=np.int32)
     if ms.max() >= 86_400_000:  # hours 24..29
         raise ValueError("not a time of day")
     t_ns = ms.astype(np.int64)
     t_ns *= 1_000_000
-    if runs is None:
+    day_ns = day * 86_400_000_000_000
+    if len(starts) == 1:
         t_ns += day_ns[0]
     else:
-        t_ns += np.repeat(day_ns, np.diff(runs.run_ends.to_numpy(zero_copy_only=False),
-                                          prepend=0))
+        t_ns += np.repeat(day_ns, np.diff(np.r_[starts, n]))
     return t_ns
 
 

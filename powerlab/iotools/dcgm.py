@@ -33,6 +33,7 @@ from ..telemetry.timeutil import to_utc
 from . import _dmon_fast
 from ._common import (
     TIME_MS_RANGE,
+    available_workers,
     check_tz,
     localize,
     mask_impossible,
@@ -146,12 +147,18 @@ def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=N
     if cut:
         warn_quality(f"{path or 'dcgmi dmon output'}: dropped 1 truncated last line (no "
                      "newline at the end: its values may be cut short)")
-    fast = _dmon_fast.fast_rows(text, DMON_VARIABLE_MAP, _blank_to_nan)
+    fast = _dmon_fast.fast_rows(text, DMON_VARIABLE_MAP, _blank_to_nan,
+                                workers=available_workers(4))
     if fast is not None:  # plain output read in one CSV pass (same values)
         gpus, data, sample = fast
         _need_start(start, delay_ms, path)
         ts = _sample_times(sample, start, delay_ms, tz, path)
-        return _frame(ts, host, gpus, None, data, path or "dcgmi dmon output")
+        # sorted here by GPU and time (the order conform() would give): a stable sort of
+        # the GPU ids alone, the rows of each GPU being in time order already
+        order = _gpu_time_order(gpus, ts.asi8)
+        return _frame(ts[order], host, gpus[order], None,
+                      {c: v[order] for c, v in data.items()},
+                      path or "dcgmi dmon output", presorted=True)
     columns: list[str] | None = None
     recs: list[tuple] = []  # (line, ts string or None, entity id, values)
     skipped_entities = 0
@@ -273,7 +280,21 @@ def _repeat(value: str, n: int) -> pd.Series:
                                                           n)))
 
 
-def _frame(ts, host, gpus, uuids, data, source) -> pd.DataFrame:
+def _gpu_time_order(gpus: np.ndarray, t_ns: np.ndarray) -> np.ndarray:
+    """The stable order of rows by GPU id and time: a stable sort of the ids alone
+    where that leaves every GPU's times non-decreasing (numpy sorts 16-bit integers by
+    radix sort), else the sort by both keys."""
+    small = len(gpus) and 0 <= gpus.min() and gpus.max() <= np.iinfo(np.int16).max
+    order = np.argsort(gpus.astype(np.int16) if small else gpus, kind="stable")
+    g, t = gpus[order], t_ns[order]
+    if ((g[1:] == g[:-1]) & (t[1:] < t[:-1])).any():
+        order = np.lexsort((t_ns, gpus))
+    return order
+
+
+def _frame(ts, host, gpus, uuids, data, source, presorted: bool = False) -> pd.DataFrame:
+    """The canonical frame, sorted by conform() unless ``presorted`` (rows already in
+    GPU and time order, one host), and validated."""
     n = len(gpus)
     mask_impossible(data, path=source)
     gpus = np.asarray(gpus)
@@ -286,7 +307,8 @@ def _frame(ts, host, gpus, uuids, data, source) -> pd.DataFrame:
         "scope": _repeat("gpu", n),
         "gpu_index": pd.Series(pd.array(gpus.astype(np.int16), dtype="Int16") if small
                                else pd.Series(gpus, dtype="Int16")),
-        "gpu_uuid": pd.Series(uuids if uuids is not None else [pd.NA] * n, dtype="string"),
+        "gpu_uuid": pd.Series(uuids, dtype="string") if uuids is not None
+        else pd.Series(pd.arrays.ArrowStringArray(pa.nulls(n, pa.large_string()))),
     })
     for canon, arr in data.items():
         if canon == "throttle_reasons":
@@ -295,7 +317,7 @@ def _frame(ts, host, gpus, uuids, data, source) -> pd.DataFrame:
             df[canon] = pd.arrays.IntegerArray(vals, mask)
         else:
             df[canon] = arr
-    df = schema.conform(df)
+    df = schema.conform(df, sort=not presorted)
     return schema.validate(df, source=str(source))
 
 

@@ -17,7 +17,6 @@ query (dropped).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +33,7 @@ from ..telemetry import schema
 from ..telemetry.timeutil import to_epoch_ns
 from . import _smi_fast
 from ._common import (
+    available_workers,
     check_tz,
     hex_to_uint64,
     line_of_row,
@@ -95,11 +95,7 @@ _PARALLEL_BYTES = 8 << 20
 def _workers() -> int:
     """Threads one parse may use: the cores this process may run on now (its CPU
     affinity, as a container or ``taskset`` sets it), at most ``_MAX_WORKERS``."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
-        n = os.cpu_count() or 1
-    return max(1, min(_MAX_WORKERS, n))
+    return available_workers(_MAX_WORKERS)
 
 
 #: On one thread the body is parsed as one block: one chunk per column, nothing to
@@ -195,7 +191,7 @@ def _parse(data: bytes, *, tz, n_gpus, host, fields, path) -> pd.DataFrame:
         return row_line
 
     fast = _smi_fast.fast_columns(data, start, end, [VARIABLE_MAP.get(n) for n in names],
-                                  wanted, tz, by_order)
+                                  wanted, tz, by_order, workers=_workers())
     if fast is not None:
         cols, repeats = fast
         n = len(cols["timestamp"][0])
@@ -382,7 +378,7 @@ def _convert(spec: tuple, nm: str, arr: pa.Array, tz, path, row_line):
                              f"{arr[r].as_py()!r}", path=path, line=row_line(r), column=nm)
         return v.astype(np.int64)
     if canon in ("gpu_uuid", "pci_bus_id"):
-        return pc.utf8_trim_whitespace(arr).to_numpy(zero_copy_only=False)
+        return pc.utf8_trim_whitespace(arr)  # text stays in pyarrow
     if canon == "throttle_reasons":
         return hex_to_uint64(arr, path=path, column=nm, row_line=row_line)
     exp = f"a number in {unit}" if unit else "a number"
@@ -449,7 +445,7 @@ def _build_frame(cols: dict, t_sorted: np.ndarray, g_sorted: np.ndarray, gpu: np
         "host": _repeat_string(host, n),
         "scope": _repeat_string("gpu", n),
         "gpu_index": pd.Series(pd.array(g_sorted.astype(np.int16), dtype="Int16")),
-        "gpu_uuid": pd.Series(cols["gpu_uuid"][order], dtype="string")
+        "gpu_uuid": pd.Series(pd.arrays.ArrowStringArray(pc.take(cols["gpu_uuid"], order)))
         if "gpu_uuid" in cols else pd.Series(pd.arrays.ArrowStringArray(
             pa.nulls(n, pa.large_string()))),
     }
@@ -575,22 +571,36 @@ def _repeat_string(value: str, n: int) -> pd.Series:
                                                           n)))
 
 
-def _index_from_bus_id(bus: np.ndarray, path, row_line) -> np.ndarray:
+def _factorized(arr: pa.Array) -> tuple[np.ndarray, list]:
+    """``pandas.factorize`` of text without nulls (codes in order of first appearance,
+    the distinct values), by pyarrow's dictionary encoding: no Python string per row."""
+    enc = pc.dictionary_encode(arr)
+    return (enc.indices.to_numpy(zero_copy_only=False).astype(np.intp, copy=False),
+            enc.dictionary.to_pylist())
+
+
+def _index_from_bus_id(bus: pa.Array, path, row_line) -> np.ndarray:
     """GPU index from the PCI bus id: NVML (and so nvidia-smi) numbers the GPUs of a
     node in PCI bus order, so the index is the rank of the bus id among those in the
     log.  Every row names its GPU: nothing is inferred from row order."""
-    codes, uniques = pd.factorize(pd.Series(bus, dtype=object).str.upper(), sort=True)
+    # (factorised once as written, then the few distinct ids upper-cased and ranked:
+    # the codes of pandas.factorize(upper-cased ids, sort=True))
+    first, written = _factorized(bus)
+    upper = [u.upper() for u in written]
+    uniques = sorted(set(upper))
+    rank = {u: k for k, u in enumerate(uniques)}
+    codes = np.array([rank[u] for u in upper], dtype=np.int64)[first]
     bad = [i for i, u in enumerate(uniques) if not u or u.startswith("[") or u in ("N/A",)]
     if bad:
         r = int(np.flatnonzero(np.isin(codes, bad))[0])
-        raise ParseError(f"cannot read {bus[r]!r} as a PCI bus id (expected e.g. "
+        raise ParseError(f"cannot read {bus[r].as_py()!r} as a PCI bus id (expected e.g. "
                          "00000000:18:00.0)", path=path, line=row_line(r),
                          column="pci.bus_id")
     return codes.astype(np.int64)
 
 
-def _index_from_uuid(uuids, seg_id, path, row_line) -> np.ndarray:
-    codes, uniques = pd.factorize(uuids)
+def _index_from_uuid(uuids: pa.Array, seg_id, path, row_line) -> np.ndarray:
+    codes, uniques = _factorized(uuids)
     n = len(uniques)
     pos = _position_in_segment(seg_id) % n
     # each UUID must always appear at the same position of its query
@@ -663,6 +673,20 @@ def _repeated_rows(raw: list) -> np.ndarray:
     return eq.to_numpy(zero_copy_only=False)
 
 
+def _steps_sample(d: np.ndarray, same_seg: np.ndarray | None) -> np.ndarray:
+    """The time steps :func:`_gap_threshold` looks at: the first ``_MAX_GPUS * 1024``
+    non-negative steps within segments (``same_seg``; ``None``: one segment), taken
+    from a prefix of ``d`` as short as gives them all."""
+    want = _MAX_GPUS * 1024
+    m = want
+    while True:
+        x = d[:m] if same_seg is None else d[:m][same_seg[:m]]
+        x = x[x >= 0]
+        if len(x) >= want or m >= len(d):
+            return x[:want]
+        m *= 2
+
+
 def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_line,
                       repeats: np.ndarray | None = None):
     """GPU index of each row of a log without a GPU field, ``-1`` where not proven.
@@ -689,9 +713,10 @@ def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_li
     if n_rows == 0:
         return np.zeros(0, dtype=np.int64)
     d = np.diff(t_ns)
-    same_seg = seg_id[1:] == seg_id[:-1]
+    one_seg = seg_id[0] == seg_id[-1]  # (seg_id is non-decreasing)
+    same_seg = np.ones(n_rows - 1, dtype=bool) if one_seg else seg_id[1:] == seg_id[:-1]
     try:
-        thr = _gap_threshold(d[same_seg], path)
+        thr = _gap_threshold(_steps_sample(d, None if one_seg else same_seg), path)
     except ParseError:
         if n_gpus == 1:  # the caller says one GPU: no attribution to prove
             return np.zeros(n_rows, dtype=np.int64)
@@ -699,14 +724,22 @@ def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_li
     if thr is None:
         brk = ~same_seg
     else:
-        brk = ~same_seg | (d >= thr)
+        brk = d >= thr
+        if not one_seg:
+            brk |= ~same_seg
     starts = np.flatnonzero(np.r_[True, brk])
     lens = np.diff(np.r_[starts, n_rows])
-    chunk_of_row_step = np.cumsum(brk)  # chunk number of row i+1
-    back = same_seg & (d < 0)
+
+    def chunk_of_row_step(steps: np.ndarray) -> np.ndarray:
+        """The chunk of row ``i + 1`` for each step ``i`` flagged in ``steps``."""
+        return np.searchsorted(starts, np.flatnonzero(steps) + 1, side="right") - 1
+
+    back = d < 0
+    if not one_seg:
+        back &= same_seg
     bad = np.zeros(len(starts), dtype=bool)
     if back.any():
-        bad[chunk_of_row_step[back]] = True
+        bad[chunk_of_row_step(back)] = True
     by_rows = np.bincount(lens, weights=lens)
     n_seen = int(np.argmax(by_rows))
     if n_gpus is not None and n_gpus != n_seen:
@@ -738,14 +771,18 @@ def _index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_li
     if repeats is not None and repeats.any():
         # two identical lines in one query: a duplicated line (with another line of the
         # query perhaps lost) cannot be told from two GPUs printing the same values
-        rep[chunk_of_row_step[repeats & same_seg]] = True
+        rep[chunk_of_row_step(repeats & same_seg)] = True
     bad |= rep
     ok = (lens == n) & ~bad
-    row_chunk = np.repeat(np.arange(len(starts)), lens)
-    gpu = np.arange(n_rows) - starts[row_chunk]
-    okr = ok[row_chunk]
-    gpu[~okr] = -1
+    # the place of each row in its chunk: a running count restarted at each chunk
+    gpu = np.ones(n_rows, dtype=np.int64)
+    gpu[0] = 0
+    gpu[starts[1:]] = 1 - lens[:-1]
+    np.cumsum(gpu, out=gpu)
+    okr = np.repeat(ok, lens)
     n_drop = int(n_rows - np.count_nonzero(okr))
+    if n_drop:
+        gpu[~okr] = -1
     if n_drop:
         bad_chunks = np.flatnonzero(~ok)
         fewer = int(np.count_nonzero((lens[bad_chunks] < n) & ~bad[bad_chunks]))
