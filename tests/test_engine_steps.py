@@ -104,3 +104,68 @@ def test_training_blocks_expand_as_step_by_step():
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
         assert got[0].dtype == np.int64 and got[1].dtype == np.int64
+
+
+def _random_job(rng, tick):
+    """A job with a random step, checkpoint and evaluation cadence (zero durations
+    included) over a few hundred to a few thousand steps."""
+    from powerlab.grid.scenario import parse_scenario
+
+    step = float(rng.uniform(3, 200)) * tick
+    job = {"name": "j", "gpus": 8, "start_utc": "2025-01-01T00:00:00Z",
+           "duration_s": float(rng.uniform(10, 3000)) * step + 400, "step_time_s": step,
+           "compute_fraction": float(rng.choice([0.0, 0.5, 0.75, 1.0])),
+           "startup_s": float(rng.choice([0, 30, 300])),
+           "shutdown_s": float(rng.choice([0, 10, 60])), "jitter_s": 0.0,
+           "failures": {"rate_per_gpu_h": 1e-3, "restart_s": float(rng.choice([0, 60, 600]))}}
+    if rng.random() < 0.8:
+        job["checkpoint"] = {"interval_s": float(rng.uniform(1, 200)) * step,
+                             "duration_s": float(rng.choice([0, tick, 60]))}
+    if rng.random() < 0.6:
+        job["eval"] = {"interval_s": float(rng.uniform(1, 200)) * step,
+                       "duration_s": float(rng.choice([0, tick, 15]))}
+    return parse_scenario({
+        "name": "x", "simulation": {"tick_s": tick},
+        "horizon": {"start_utc": "2025-01-01T00:00:00Z", "end_utc": "2025-02-01T00:00:00Z"},
+        "site": {"pue": 1.2}, "hardware": {}, "jobs": [job]}).jobs[0]
+
+
+def test_phases_laid_out_at_once_equal_one_by_one(monkeypatch):
+    """jobplan: start-up, then "blocks of steps up to the next checkpoint or
+    evaluation, forever", cut by each arrival.  Laying out the uninterrupted phases at
+    once (from the cached sequence) must give exactly the blocks, events, training and
+    lost ticks of laying them out one by one (the generator alone), with failures,
+    planned interruptions and trips anywhere (also a tick either side of a phase's
+    end), including during start-up and downtime."""
+    from powerlab.grid import jobplan
+
+    rng = np.random.default_rng(17)
+    cases = []
+    for _ in range(150):
+        tick = float(rng.choice([0.1, 0.01, 1.0]))
+        job = _random_job(rng, tick)
+        s0 = int(rng.integers(0, 100))
+        e0 = s0 + max(1, round(job.duration_s / tick))
+        nf = int(rng.poisson(rng.choice([0, 1, 5, 30])))
+        fails = rng.integers(0, e0 - s0, nf)
+        if rng.random() < 0.5:   # arrivals at, just before and just after phase ends
+            free = jobplan.job_plan(job, tick, s0, e0, np.zeros(0, np.int64))
+            ends = rng.choice(free.starts, min(3, len(free.starts))) - s0
+            fails = np.concatenate([fails, ends + rng.integers(-1, 2, len(ends))])
+        fails = np.sort(np.clip(fails, 0, e0 - s0 - 1))
+        nf = len(fails)
+        planned = rng.random(nf) < 0.3 if rng.random() < 0.5 else None
+        trips = ([(int(rng.integers(s0, e0)), int(rng.integers(0, 5000)))
+                  for _ in range(int(rng.integers(1, 3)))] if rng.random() < 0.3 else None)
+        cases.append((job, tick, s0, e0, fails, planned, trips))
+    at_once = [jobplan.job_plan(*c[:5], planned=c[5], trips=c[6]) for c in cases]
+    assert sum(jobplan._sequence(jobplan.plan_ticks(c[0], c[1]), c[3] - c[2]) is not None
+               for c in cases) > 100   # most cases have checkpoints or evaluations
+    monkeypatch.setattr(jobplan, "_sequence", lambda pt, ticks: None)
+    for c, got in zip(cases, at_once):
+        want = jobplan.job_plan(*c[:5], planned=c[5], trips=c[6])
+        np.testing.assert_array_equal(got.states, want.states)
+        np.testing.assert_array_equal(got.starts, want.starts)
+        np.testing.assert_array_equal(got.lengths, want.lengths)
+        assert got.events == want.events
+        assert (got.train_ticks, got.lost_ticks) == (want.train_ticks, want.lost_ticks)

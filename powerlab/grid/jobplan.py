@@ -17,6 +17,7 @@ out by a chain of named steps, as pvlib's ``ModelChain.run_model`` runs its mode
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -145,6 +146,43 @@ def _phases(pt: PlanTicks):
                 yield EVAL, pt.eval, "eval"
 
 
+@dataclass(frozen=True)
+class _Sequence:
+    """The phases of :func:`_phases` after a start-up, laid out from offset 0 (lists
+    indexed by phase, zero-length ones included), with their running training ticks."""
+
+    state: list
+    start: list     # [ticks from the first phase]
+    length: list
+    event: list
+    end: np.ndarray         # start + length [ticks]
+    train_before: list      # training ticks in the phases before each one (one more)
+    last_ckpt: list         # the last checkpoint phase before each one, -1 for none
+
+
+@functools.lru_cache(maxsize=256)
+def _sequence(pt: PlanTicks, ticks: int) -> _Sequence | None:
+    """:func:`_phases` after the start-up, covering at least ``ticks`` ticks; None when
+    training runs to the end (no checkpoints, no evaluations)."""
+    if not (pt.ckpt_steps or pt.eval_steps):
+        return None
+    gen = _phases(pt)
+    next(gen)   # the start-up
+    state, start, length, event, train_before, last_ckpt = [], [], [], [], [0], [-1]
+    off = 0
+    while off < ticks:
+        st, n, ev = next(gen)
+        state.append(st)
+        start.append(off)
+        length.append(n)
+        event.append(ev)
+        off += max(n, 0)
+        train_before.append(train_before[-1] + (n if st == _TRAIN else 0))
+        last_ckpt.append(len(state) - 1 if st == CKPT else last_ckpt[-1])
+    return _Sequence(state, start, length, event,
+                     np.add(start, np.maximum(length, 0)), train_before, last_ckpt)
+
+
 @dataclass
 class _Layout:
     """Step 3: the phases laid out one after another over ``[t, stop)``."""
@@ -161,11 +199,29 @@ class _Layout:
     fi: int = 0              # next arrival
 
     def run(self) -> _Layout:
-        """Lay out every phase until the shutdown."""
+        """Lay out every phase until the shutdown.  The phases after a start-up that end
+        before the next arrival and before the stop are laid out at once from
+        :func:`_sequence`, with the same blocks, events and counts as one by one."""
+        seq = _sequence(self.pt, self.stop - self.t)
         plan = _phases(self.pt)
         fails = [a[0] for a in self.arrivals]
+        i = -1   # phase of ``seq`` next (-1: the start-up from ``plan``)
         while self.t < self.stop:
-            state, length, ev = next(plan)
+            if i < 0 or seq is None:
+                state, length, ev = next(plan)
+                i = 0 if i < 0 else i
+            else:
+                while self.fi < len(fails) and fails[self.fi] < self.t:
+                    self.fi += 1
+                nxt = fails[self.fi] if self.fi < len(fails) else self.stop
+                limit = seq.start[i] + min(nxt, self.stop - 1) - self.t
+                j = int(np.searchsorted(seq.end, limit, "right"))
+                if j > i + 1:
+                    self._phases_at_once(seq, i, j)
+                    i = j
+                    continue
+                state, length, ev = seq.state[i], seq.length[i], seq.event[i]
+                i += 1
             if length is None:
                 length = self.stop - self.t
             if length <= 0:
@@ -178,12 +234,30 @@ class _Layout:
             if self.fi < len(fails) and fails[self.fi] < end:
                 self.interrupt(state, ev, fails[self.fi])
                 plan = _phases(self.pt)
+                i = -1
                 continue
             self._block(state, self.t, end - self.t, ev)
             if state == CKPT and end == self.t + length:
                 self.since_ckpt = 0
             self.t = end
         return self
+
+    def _phases_at_once(self, seq: _Sequence, i: int, j: int) -> None:
+        """Phases ``i .. j-1`` of ``seq`` from ``t``, none interrupted or cut short."""
+        shift = self.t - seq.start[i]
+        sl = slice(i, j)
+        self.blocks.extend([(st, shift + a, n) for st, a, n
+                            in zip(seq.state[sl], seq.start[sl], seq.length[sl]) if n > 0])
+        self.events.extend([(shift + a, ev, n) for a, ev, n
+                            in zip(seq.start[sl], seq.event[sl], seq.length[sl])
+                            if ev and n > 0])
+        self.train += seq.train_before[j] - seq.train_before[i]
+        ck = seq.last_ckpt[j]
+        if ck >= i:   # a checkpoint completed in the range: training since it
+            self.since_ckpt = seq.train_before[j] - seq.train_before[ck + 1]
+        else:
+            self.since_ckpt += seq.train_before[j] - seq.train_before[i]
+        self.t = shift + int(seq.end[j - 1])
 
     def _block(self, state: int, t: int, length: int, ev) -> None:
         """A phase of ``length`` ticks from ``t`` (with its event, if any)."""
