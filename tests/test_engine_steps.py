@@ -169,3 +169,50 @@ def test_phases_laid_out_at_once_equal_one_by_one(monkeypatch):
         np.testing.assert_array_equal(got.lengths, want.lengths)
         assert got.events == want.events
         assert (got.train_ticks, got.lost_ticks) == (want.train_ticks, want.lost_ticks)
+
+
+@pytest.mark.parametrize("kind", ["noise", "steps", "walk", "flat"])
+def test_ramps_searched_by_intervals_equal_every_window_pair(kind):
+    """ramps.ramp_of_means: "the mean over every window [t, t + window_s) is compared
+    with the mean over the next window ... for every start t on the tick grid".  With
+    windows of whole base intervals the reducer searches the window pairs by interval
+    bounds, without a per-tick cumulative sum; fed in chunks of whole intervals (the
+    horizon may end in a partial one) it must give the largest rise and fall of the
+    exhaustive definition, within rounding (the bound misses no window pair)."""
+    from powerlab.grid.ramps import ramp_of_means
+    from powerlab.grid.reduction import _RampStream
+
+    rng = np.random.default_rng(23)
+    checked = 0
+    for _ in range(12):
+        tick, per = [(0.1, 2), (0.1, 5), (0.1, 10), (0.05, 2), (0.02, 5)][rng.integers(5)]
+        n = int(rng.integers(1300, 6000))
+        if kind == "noise":
+            x = 5e7 + 1e6 * rng.normal(size=n)
+        elif kind == "steps":   # a square wave, a rare large step anywhere
+            x = 5e7 + 3e6 * (np.arange(n) % int(rng.integers(3, 90)) < 20) \
+                + 1e3 * rng.normal(size=n)
+            x[int(rng.integers(0, n)):] += 2e7
+        elif kind == "walk":
+            x = 5e7 + np.cumsum(1e5 * rng.normal(size=n))
+        else:
+            x = np.full(n, 5e7)
+        chunk = per * int(rng.integers(1, 300))
+        st = _RampStream(n, tick, _Scratch(), per)
+        assert st.by_intervals is not None and st.tail_len == 0   # no tick cumsum
+        for a in range(0, n, chunk):
+            xc = x[a:a + chunk]
+            e = np.arange(0, len(xc), per)
+            st.feed(xc, np.add.reduceat(xc, e), np.maximum.reduceat(xc, e),
+                    np.minimum.reduceat(xc, e))
+        got = st.result(0.0, 0.0)
+        for suffix, (win, per_s) in {"w_per_s_100ms": (0.1, 1.0), "w_per_s_1s": (1.0, 1.0),
+                                     "w_per_min_1min": (60.0, 60.0)}.items():
+            if n < 2 * round(win / tick) or round(win / tick) < 2:
+                continue
+            for direction in ("up", "down"):
+                want = ramp_of_means(x, tick, win, direction) * per_s
+                scale = 1e-12 * (np.ptp(x) + 1.0) * per_s / win
+                assert abs(got[f"ramp_{direction}_{suffix}"] - want) <= scale + 1e-9 * want
+                checked += 1
+    assert checked >= 24

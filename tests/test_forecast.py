@@ -474,7 +474,7 @@ def test_memory_estimate_bounds_the_traced_peak(hours, tick_s, keep):
     try:
         res = forecast(sc, draws=draws, seed=0, keep_ticks=keep)
         if keep:
-            res.facility_w, res.cooling_w, res.electrical_losses_w
+            res.facility_w, res.cooling_w, res.electrical_losses_w  # noqa: B018 - computed
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

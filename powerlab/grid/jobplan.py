@@ -209,7 +209,7 @@ class _Layout:
         while self.t < self.stop:
             if i < 0 or seq is None:
                 state, length, ev = next(plan)
-                i = 0 if i < 0 else i
+                i = max(i, 0)
             else:
                 while self.fi < len(fails) and fails[self.fi] < self.t:
                     self.fi += 1

@@ -43,6 +43,7 @@ from .._options import renamed_keywords
 from ..exceptions import PowerlabError
 from .battery import battery_dispatch
 from .facility import cooling_filter
+from .interval_ramps import IntervalRamps
 from .swings import BANDS_HZ, GRID_BANDS_HZ, RAMP_WINDOWS, band_rms, dominant_frequency, spectrum
 from .timebase import to_ticks
 
@@ -95,26 +96,38 @@ class _RampStream:
     chunk's start and joined to the sums over the last ``2 w - 1`` ticks before it
     (partial sums over a chunk, not the horizon: better conditioned than one
     cumulative sum).  A window of one tick is
-    the tick-to-tick ramp, which the caller supplies.
+    the tick-to-tick ramp, which the caller supplies.  When every longer window is a
+    whole number of base intervals (``per`` ticks, 1-s intervals at 100-ms ticks) no
+    cumulative sum of the ticks is needed: they are searched by intervals
+    (:class:`powerlab.grid.interval_ramps.IntervalRamps`; equal within rounding).
     """
 
-    def __init__(self, n: int, tick_s: float, scratch: _Scratch):
+    def __init__(self, n: int, tick_s: float, scratch: _Scratch, per: int = 1):
         self.tick_s = tick_s
         self.scratch = scratch
         self.wins = {}
-        for suffix, (win, per) in RAMP_WINDOWS.items():
+        for suffix, (win, per_) in RAMP_WINDOWS.items():
             w = win / tick_s
             wi = round(w)
             ok = abs(w - wi) <= 1e-6 * max(w, 1.0) and wi >= 1 and n >= 2 * wi
-            self.wins[suffix] = (wi if ok else 0, win, per)
-        self.tail_len = max([2 * wi - 1 for wi, _, _ in self.wins.values() if wi > 1],
-                            default=0)
+            self.wins[suffix] = (wi if ok else 0, win, per_)
+        # windows of whole base intervals are searched by intervals (interval_ramps),
+        # when that saves the per-tick cumulative sum: when every window is one
+        long = [wi for wi, _, _ in self.wins.values() if wi >= 2]
+        whole = long if per >= 2 and all(wi % per == 0 for wi in long) else []
+        self.by_intervals = IntervalRamps(n, per, whole) if whole else None
+        self.tail_len = max([2 * wi - 1 for wi, _, _ in self.wins.values()
+                             if wi > 1 and wi not in whole], default=0)
         self.ctail = np.zeros(1)
         self.ref = None
         self.hi = {k: -np.inf for k in self.wins}
         self.lo = {k: np.inf for k in self.wins}
 
-    def feed(self, x: np.ndarray) -> None:
+    def feed(self, x: np.ndarray, sums=None, bmax=None, bmin=None) -> None:
+        """Take the next chunk ``x`` (whole base intervals but at the horizon's end) with
+        its intervals' sums, maxima and minima (needed when ``per >= 2``)."""
+        if self.by_intervals is not None:
+            self.by_intervals.feed(x, sums, bmax, bmin)
         if not self.tail_len:
             return
         if self.ref is None:
@@ -130,8 +143,9 @@ class _RampStream:
         keep = min(self.tail_len, end)
         self.ctail = c[end - keep:] - c[end]
         sc = self.scratch
+        skip = self.by_intervals.wins if self.by_intervals is not None else ()
         for k, (wi, _, _) in self.wins.items():
-            if wi < 2:
+            if wi < 2 or wi in skip:
                 continue
             e0 = max(t + 1, 2 * wi)   # window pairs ending in this chunk
             if e0 > end:
@@ -147,7 +161,10 @@ class _RampStream:
         """``ramp_up_<suffix>``, ``ramp_down_<suffix>``; NaN where the window is not a
         whole number of ticks or the horizon is shorter than two windows."""
         out = {}
+        iv = self.by_intervals
         for k, (wi, win, per) in self.wins.items():
+            if iv is not None and wi in iv.wins:
+                self.hi[k], self.lo[k] = iv.hi[wi], iv.lo[wi]
             if wi == 0:
                 up = down = float("nan")
             elif wi == 1:
@@ -510,7 +527,7 @@ class _BoundaryStats:
         self.total = 0.0
         self.up = 0.0
         self.down = 0.0
-        self.ramps = _RampStream(red.n_ticks, red.tick_s, red.scratch)
+        self.ramps = _RampStream(red.n_ticks, red.tick_s, red.scratch, red.per)
         self.swings = _SwingStream(red.tick_s, red.scratch, red.per)
 
     def feed(self, a: int, x: np.ndarray) -> None:
@@ -544,7 +561,7 @@ class _BoundaryStats:
         np.maximum(red.down[sc][i0:i1], dn_b, out=red.down[sc][i0:i1])
         self.total += float(sums.sum())
         self.prev = float(x[-1])
-        self.ramps.feed(x)
+        self.ramps.feed(x, sums, bmax, bmin)
         self.swings.feed(x, bmax, bmin)
 
     def finish(self, spec: pd.DataFrame, bands: dict) -> None:
