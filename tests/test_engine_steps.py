@@ -216,3 +216,28 @@ def test_ramps_searched_by_intervals_equal_every_window_pair(kind):
                 assert abs(got[f"ramp_{direction}_{suffix}"] - want) <= scale + 1e-9 * want
                 checked += 1
     assert checked >= 24
+
+
+def test_interval_stats_by_columns_equal_the_strided_reductions():
+    """The reducer's per-interval sums, extremes and tick-difference extremes from one
+    transposed copy must equal, bit for bit, the column-by-column reductions they
+    replace (the sums in the same order), with and without a previous tick."""
+    from powerlab.grid.reduction import _column_stats, _per_interval
+
+    rng = np.random.default_rng(31)
+    for per in range(2, 17):
+        k = int(rng.integers(1, 400))
+        x = 5e7 + 1e6 * rng.normal(size=k * per)
+        x[rng.integers(0, k * per, 5)] += 3e7
+        e = np.arange(0, k * per, per)
+        for prev in (None, float(x[0] - 1234.5)):
+            got = [np.empty(k) for _ in range(5)]
+            _column_stats(x, per, prev, _Scratch(), *got)
+            dx = np.empty_like(x)
+            dx[0] = 0.0 if prev is None else x[0] - prev
+            np.subtract(x[1:], x[:-1], out=dx[1:])
+            want = [_per_interval(f, v, e, per, np.empty(k)) for f, v in
+                    ((np.add, x), (np.maximum, x), (np.minimum, x), (np.maximum, dx),
+                     (np.minimum, dx))]
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
