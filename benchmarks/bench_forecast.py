@@ -25,6 +25,8 @@ compares across runs on a shared machine):
   the Welch spectrum of the IT power 12 (each tick in two half-overlapping Hann segments:
   mean, centring, window, FFT, squares, sum), and per scope (IT, facility) 6: interval
   sums, maxima, minima (3), tick differences and their interval maxima and minima (3),
+  for intervals of up to 16 ticks from one transposed copy of the chunk as the engine
+  does (reductions along contiguous rows),
   and for the ramps over window means (100 ms where longer than a tick, 1 s, 1 min):
   where every window is a whole number of base intervals (1-s intervals at 100-ms
   ticks) the engine searches them by interval bounds (grid/interval_ramps.py), which
@@ -138,6 +140,8 @@ def numpy_floor(n_ticks: int, draws: int, per: int, tick_s: float) -> None:
     # every window is whole intervals (grid/interval_ramps.py)
     by_intervals = per >= 2 and bool(windows) and all(w % per == 0 for w in windows)
     pi = np.empty(k + 1)
+    xt = np.empty((per, k))
+    dt = np.zeros((per, k))
     iv = np.empty(k)
     for d in range(draws):
         zi_t = signal.lfilter_zi(*ba_t) * 5e7
@@ -166,13 +170,23 @@ def numpy_floor(n_ticks: int, draws: int, per: int, tick_s: float) -> None:
                 acc += zz.sum(axis=0)
             # per scope: 6 passes, and the ramps over window means
             for x in (it, fac):
-                _per_interval(np.add, x, per, red["sum"])
-                _per_interval(np.maximum, x, per, red["max"])
-                _per_interval(np.minimum, x, per, red["min"])
-                np.subtract(x[1:], x[:-1], out=d_x[1:])
-                d_x[0] = 0.0
-                _per_interval(np.maximum, d_x, per, red["up"])
-                _per_interval(np.minimum, d_x, per, red["dn"])
+                if per <= 16:   # as the engine: one transposed copy, contiguous rows
+                    xt[:] = x.reshape(k, per).T
+                    np.add.reduce(xt, axis=0, out=red["sum"])
+                    np.maximum.reduce(xt, axis=0, out=red["max"])
+                    np.minimum.reduce(xt, axis=0, out=red["min"])
+                    np.subtract(xt[1:], xt[:-1], out=dt[1:])
+                    np.subtract(xt[0, 1:], xt[per - 1, :-1], out=dt[0, 1:])
+                    np.maximum.reduce(dt, axis=0, out=red["up"])
+                    np.minimum.reduce(dt, axis=0, out=red["dn"])
+                else:
+                    _per_interval(np.add, x, per, red["sum"])
+                    _per_interval(np.maximum, x, per, red["max"])
+                    _per_interval(np.minimum, x, per, red["min"])
+                    np.subtract(x[1:], x[:-1], out=d_x[1:])
+                    d_x[0] = 0.0
+                    _per_interval(np.maximum, d_x, per, red["up"])
+                    _per_interval(np.minimum, d_x, per, red["dn"])
                 if by_intervals:   # per window a dozen passes over the intervals
                     pi[0] = 0.0
                     np.cumsum(red["sum"], out=pi[1:])
