@@ -160,7 +160,7 @@ class _Sequence:
     last_ckpt: list         # the last checkpoint phase before each one, -1 for none
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=32)   # a sequence holds ~150 kB per 1,000 phases
 def _sequence(pt: PlanTicks, ticks: int) -> _Sequence | None:
     """:func:`_phases` after the start-up, covering at least ``ticks`` ticks; None when
     training runs to the end (no checkpoints, no evaluations)."""
