@@ -336,17 +336,18 @@ def memory_estimate_bytes(scenario: Scenario, draws: int, tick_s: float,
     """Peak memory a forecast needs, estimated before any allocation [bytes].
 
     Keeping the ticks: ``draws x ticks x 8 B x 5`` (IT, facility, losses, cooling and its
-    target per draw and tick) plus one draw being built with its temporaries
-    (``8 x 8 B`` per tick).  Reducing as it goes (:mod:`powerlab.grid.chunks`): per draw
-    and base interval two means, per base interval fourteen arrays (extremes, ramps, the
-    interval edges and lengths), the chunk work arrays (``32 x 8 B`` per tick of a chunk,
-    and the jobs' steps scattered on it), and, where a draw must exist whole (a ramp
-    limiter or unequal rise and fall, a battery), ``3 x 8 B`` per tick.  Both add one
-    draw's job plans (the demand steps of every job, ``16 B`` a run of compute or
-    communication, and one job's plan being built), the event rows of all draws and,
+    target per draw and tick), the chunk work of the IT power (``4 x 8 B`` per tick of a
+    chunk) and, where a draw must exist whole (a ramp limiter or unequal rise and fall, a
+    battery), one draw being built with its temporaries (``8 x 8 B`` per tick).
+    Reducing as it goes (:mod:`powerlab.grid.chunks`): per draw and base interval two
+    means, per base interval fourteen arrays (extremes, ramps, the interval edges and
+    lengths), the chunk work arrays (``16 x 8 B`` per tick of a chunk) and, where a draw
+    must exist whole, ``3 x 8 B`` per tick.  Both add the jobs' steps scattered on a
+    chunk, one draw's job plans (the demand steps of every job, ``16 B`` a run of compute
+    or communication, and one job's plan being built), the event rows of all draws and,
     with a cooling model, the per-tick PUE.  An upper estimate: runs, events and
-    failures are counted at a high draw (``tests/test_forecast.py`` checks it
-    against the traced peak).
+    failures are counted at a high draw (``tests/test_forecast.py`` checks it against the
+    traced peak).
     """
     return int(sum(_memory_parts(scenario, draws, tick_s, keep_ticks, reduce_s).values()))
 
