@@ -33,6 +33,7 @@ __all__ = ["STATES", "JobPlan", "PlanTicks", "arrivals", "job_levels", "job_plan
 STATES = ("idle", "startup", "compute", "comm", "checkpoint", "eval", "down", "shutdown")
 IDLE, STARTUP, COMPUTE, COMM, CKPT, EVAL, DOWN, SHUTDOWN = range(len(STATES))
 _TRAIN = -1  # placeholder for a block of steps in a plan
+_SEGMENT = -2  # a plan's block list entry (_SEGMENT, sequence, first, end phase)
 
 #: Event names of the arrival kinds (0 failure, 1 planned, 2 trip).
 ARRIVAL_NAMES = ("failure", "planned_interruption", "trip")
@@ -158,6 +159,9 @@ class _Sequence:
     end: np.ndarray         # start + length [ticks]
     train_before: list      # training ticks in the phases before each one (one more)
     last_ckpt: list         # the last checkpoint phase before each one, -1 for none
+    run_states: np.ndarray  # the phases expanded into runs (:func:`_expand_blocks`)
+    run_lengths: np.ndarray
+    run_first: list         # first run of each phase (one more)
 
 
 @functools.lru_cache(maxsize=32)   # a sequence holds ~150 kB per 1,000 phases
@@ -179,8 +183,15 @@ def _sequence(pt: PlanTicks, ticks: int) -> _Sequence | None:
         off += max(n, 0)
         train_before.append(train_before[-1] + (n if st == _TRAIN else 0))
         last_ckpt.append(len(state) - 1 if st == CKPT else last_ckpt[-1])
+    blocks = [(st, a, n) for st, a, n in zip(state, start, length) if n > 0]
+    run_states, run_lengths = _expand_blocks(blocks, pt.period, pt.compute)
+    arr = np.array([(st, n) for st, _, n in blocks], np.int64).reshape(-1, 2)
+    cnt = np.zeros(len(state), np.int64)
+    cnt[np.asarray(length) > 0] = _run_counts(arr[:, 0], arr[:, 1], pt.period, pt.compute)
+    run_first = [0, *np.cumsum(cnt).tolist()]
     return _Sequence(state, start, length, event,
-                     np.add(start, np.maximum(length, 0)), train_before, last_ckpt)
+                     np.add(start, np.maximum(length, 0)), train_before, last_ckpt,
+                     run_states, run_lengths, run_first)
 
 
 @dataclass
@@ -246,8 +257,7 @@ class _Layout:
         """Phases ``i .. j-1`` of ``seq`` from ``t``, none interrupted or cut short."""
         shift = self.t - seq.start[i]
         sl = slice(i, j)
-        self.blocks.extend([(st, shift + a, n) for st, a, n
-                            in zip(seq.state[sl], seq.start[sl], seq.length[sl]) if n > 0])
+        self.blocks.append((_SEGMENT, seq, i, j))   # expanded from the sequence's runs
         self.events.extend([(shift + a, ev, n) for a, ev, n
                             in zip(seq.start[sl], seq.event[sl], seq.length[sl])
                             if ev and n > 0])
@@ -324,7 +334,7 @@ def _expand_blocks(blocks: list, period: int, compute: int
     n_full, rem = np.divmod(ln, period)
     n_full = np.where(train, n_full, 0)
     rem = np.where(train, rem, 0)
-    cnt = np.where(train, 2 * n_full + (rem > 0) + (rem > compute), 1)
+    cnt = _run_counts(st, ln, period, compute)
     first = np.cumsum(cnt) - cnt
     total = int(cnt.sum())
     odd = np.zeros(total, np.int8)
@@ -343,12 +353,43 @@ def _expand_blocks(blocks: list, period: int, compute: int
     return states, lengths
 
 
+def _run_counts(st: np.ndarray, ln: np.ndarray, period: int, compute: int) -> np.ndarray:
+    """Runs each block of states ``st`` and lengths ``ln`` expands into
+    (:func:`_expand_blocks`)."""
+    train = st == _TRAIN
+    if compute <= 0 or compute >= period:
+        return np.ones(len(st), np.int64)
+    n_full, rem = np.divmod(ln, period)
+    return np.where(train, 2 * n_full + (rem > 0) + (rem > compute), 1)
+
+
 def _runs(blocks: list, pt: PlanTicks, start_tick: int
           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """States, first ticks and lengths of the runs of ``blocks`` (:func:`_expand_blocks`)."""
-    states, lengths = _expand_blocks(blocks, pt.period, pt.compute)
-    states = states.astype(np.int64, copy=False)
-    lengths = lengths.astype(np.int64, copy=False)
+    """States, first ticks and lengths of the runs of ``blocks`` (:func:`_expand_blocks`;
+    segments of a :class:`_Sequence` from its expanded runs)."""
+    states_p, lengths_p, plain = [], [], []
+
+    def flush():
+        if plain:
+            st, ln = _expand_blocks(plain, pt.period, pt.compute)
+            states_p.append(st)
+            lengths_p.append(ln)
+            plain.clear()
+
+    for b in blocks:
+        if b[0] == _SEGMENT:
+            flush()
+            _, seq, i, j = b
+            r0, r1 = seq.run_first[i], seq.run_first[j]
+            states_p.append(seq.run_states[r0:r1])
+            lengths_p.append(seq.run_lengths[r0:r1])
+        else:
+            plain.append(b)
+    flush()
+    if not states_p:
+        states_p, lengths_p = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    states = np.concatenate(states_p).astype(np.int64, copy=False)
+    lengths = np.concatenate(lengths_p).astype(np.int64, copy=False)
     starts = np.empty(len(lengths), np.int64)
     if len(lengths):
         starts[0] = 0
