@@ -265,9 +265,10 @@ def _job_ticks(scenario: Scenario, t0: pd.Timestamp, tick: float
 _ARRAYS_PER_DRAW_TICK = 5
 
 #: Bytes per run of a job's plan held for the whole draw (the demand step: tick int64 and
-#: step float64), and held while one job's plan is built (states, starts, lengths, the
-#: expansion's and the steps' temporaries: about fifteen 8-byte arrays).
-_BYTES_PER_RUN_HELD = 16
+#: step float64; the job's phases expanded into runs, cached across draws: 5 B), and held
+#: while one job's plan is built (states, starts, lengths, the expansion's and the
+#: steps' temporaries: about fifteen 8-byte arrays).
+_BYTES_PER_RUN_HELD = 21
 _BYTES_PER_RUN_BUILDING = 120
 
 #: Float64 work arrays per tick of a chunk when reducing (IT power, facility, the
@@ -343,9 +344,9 @@ def memory_estimate_bytes(scenario: Scenario, draws: int, tick_s: float,
     means, per base interval fourteen arrays (extremes, ramps, the interval edges and
     lengths), the chunk work arrays (``16 x 8 B`` per tick of a chunk) and, where a draw
     must exist whole, ``3 x 8 B`` per tick.  Both add the jobs' steps scattered on a
-    chunk, one draw's job plans (the demand steps of every job, ``16 B`` a run of compute
-    or communication, and one job's plan being built), the event rows of all draws and,
-    with a cooling model, the per-tick PUE.  An upper estimate: runs, events and
+    chunk, one draw's job plans (the demand steps of every job and their cached runs,
+    ``21 B`` a run of compute or communication, and one job's plan being built), the
+    event rows of all draws and, with a cooling model, the per-tick PUE.  An upper estimate: runs, events and
     failures are counted at a high draw (``tests/test_forecast.py`` checks it against the
     traced peak).
     """

@@ -164,7 +164,7 @@ class _Sequence:
     run_first: list         # first run of each phase (one more)
 
 
-@functools.lru_cache(maxsize=32)   # a sequence holds ~150 kB per 1,000 phases
+@functools.lru_cache(maxsize=32)   # ~150 kB per 1,000 phases and 5 B per run
 def _sequence(pt: PlanTicks, ticks: int) -> _Sequence | None:
     """:func:`_phases` after the start-up, covering at least ``ticks`` ticks; None when
     training runs to the end (no checkpoints, no evaluations)."""
@@ -191,7 +191,7 @@ def _sequence(pt: PlanTicks, ticks: int) -> _Sequence | None:
     run_first = [0, *np.cumsum(cnt).tolist()]
     return _Sequence(state, start, length, event,
                      np.add(start, np.maximum(length, 0)), train_before, last_ckpt,
-                     run_states, run_lengths, run_first)
+                     run_states.astype(np.int8), run_lengths.astype(np.int32), run_first)
 
 
 @dataclass
@@ -388,8 +388,8 @@ def _runs(blocks: list, pt: PlanTicks, start_tick: int
     flush()
     if not states_p:
         states_p, lengths_p = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    states = np.concatenate(states_p).astype(np.int64, copy=False)
-    lengths = np.concatenate(lengths_p).astype(np.int64, copy=False)
+    states = np.concatenate(states_p, dtype=np.int64)
+    lengths = np.concatenate(lengths_p, dtype=np.int64)
     starts = np.empty(len(lengths), np.int64)
     if len(lengths):
         starts[0] = 0
