@@ -215,27 +215,28 @@ def numpy_floor_minimal(n_ticks: int, draws: int, per: int, tick_s: float) -> No
 
 
 def timed(fn, runs: int, trace: bool = False):
-    """(min, median, peak MiB of the first run, last result) of the process CPU time,
+    """(min, median, peak MiB of the traced run, last result) of the process CPU time,
     with the wall-clock (min, median) in ``timed.wall``.
 
     The engine is single-threaded, so on an idle machine its CPU time is its wall time;
     on a shared machine the CPU time leaves out the time other tenants hold the cores.
-    The first run is traced for the peak memory (not timed: tracing slows allocation).
+    One more run, after the timed ones, is traced for the peak memory (not timed:
+    tracing slows allocation, and a traced run before the timed ones slowed them by
+    ~7 % at 7 days).
     """
     cpu, wall, peak, out = [], [], float("nan"), None
-    if trace:
-        tracemalloc.start()
-        out = fn()
-        peak = tracemalloc.get_traced_memory()[1] / 2**20
-        tracemalloc.stop()
-        out = None
     for i in range(runs):
         t, c = time.perf_counter(), time.process_time()
         out = fn()
         cpu.append(time.process_time() - c)
         wall.append(time.perf_counter() - t)
-        if i < runs - 1:
+        if i < runs - 1 or trace:
             out = None
+    if trace:
+        tracemalloc.start()
+        out = fn()
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
     timed.wall = (min(wall), statistics.median(wall))
     return min(cpu), statistics.median(cpu), peak, out
 
@@ -291,7 +292,7 @@ def main() -> int:
             lambda sc=sc: forecast(sc, draws=draws, seed=0, keep_ticks=False), runs,
             trace=True)
         wall = timed.wall
-        res_by[(hours, tick)] = (tmin, res)
+        res_by[(hours, tick)] = (tmin, None)
         bpt = peak * 2**20 / n
         per_tick[(hours, tick)] = bpt
         case = f"{hours:g} h at {tick * 1000:g} ms"
