@@ -23,12 +23,19 @@ compares across runs on a shared machine):
   IT power 5 passes (zero fill, scatter of one step per tick, cumulative sum, idle
   power, GPU transient filter), facility 4 (cooling filter, base load, losses, sum),
   the Welch spectrum of the IT power 12 (each tick in two half-overlapping Hann segments:
-  mean, centring, window, FFT, squares, sum), and per scope (IT, facility) 16: interval
+  mean, centring, window, FFT, squares, sum), and per scope (IT, facility) 6: interval
   sums, maxima, minima (3), tick differences and their interval maxima and minima (3),
-  the re-based cumulative sum for the window ramps (2), per ramp window (1 s, 1 min)
-  two differences, max and min (8); 53 passes in all.  The engine's sliding-window
-  swings are searched by branch and bound over the intervals (a few passes over the
-  intervals, plus the join of the chunk to its tail, not counted);
+  for intervals of up to 16 ticks from one transposed copy of the chunk as the engine
+  does (reductions along contiguous rows),
+  and for the ramps over window means (100 ms where longer than a tick, 1 s, 1 min):
+  where every window is a whole number of base intervals (1-s intervals at 100-ms
+  ticks) the engine searches them by interval bounds (grid/interval_ramps.py), which
+  the floor counts as a dozen passes over the intervals per window and none over the
+  ticks; otherwise the re-based cumulative sum (2) and per window two differences, max
+  and min (4 each).  So 33 passes per tick at 100 ms and 53 + 8 at 10 ms.  The
+  engine's sliding-window swings are searched by branch and bound over the intervals (a
+  few passes over the intervals, plus the join of the chunk to its tail, not counted),
+  as are the candidate intervals of the ramp search;
 - the *minimal floor* (:func:`numpy_floor_minimal`, issue 16): per draw one cumulative
   sum over the ticks and one reduction to 1-s means, the least any per-tick engine does;
   its ratio is printed for continuity (no target: the outputs need ~50 passes).
@@ -107,7 +114,8 @@ def _per_interval(ufunc, x, per, out):
 
 def numpy_floor(n_ticks: int, draws: int, per: int, tick_s: float) -> None:
     """The same-passes floor: the engine's array passes per tick x draw (module
-    docstring: 53), as a plain loop over draws and chunks with preallocated buffers."""
+    docstring: 33 at 100-ms ticks, 61 at 10 ms), as a plain loop over draws and chunks
+    with preallocated buffers."""
     from scipy import fft, signal
 
     chunk = -(-min(FLOOR_CHUNK, n_ticks) // per) * per
@@ -126,7 +134,15 @@ def numpy_floor(n_ticks: int, draws: int, per: int, tick_s: float) -> None:
     nper = min(int(2 ** np.ceil(np.log2(max(50.0 / tick_s, 8)))), chunk)
     win = signal.get_window("hann", nper)
     batch = max(1, 2**15 // nper)
-    windows = [w for w in (round(1.0 / tick_s), round(60.0 / tick_s)) if 2 <= 2 * w < chunk]
+    windows = [w for w in (round(0.1 / tick_s), round(1.0 / tick_s), round(60.0 / tick_s))
+               if w >= 2 and 2 * w < chunk]
+    # the engine searches ramps by intervals, without a cumulative sum of the ticks, when
+    # every window is whole intervals (grid/interval_ramps.py)
+    by_intervals = per >= 2 and bool(windows) and all(w % per == 0 for w in windows)
+    pi = np.empty(k + 1)
+    xt = np.empty((per, k))
+    dt = np.zeros((per, k))
+    iv = np.empty(k)
     for d in range(draws):
         zi_t = signal.lfilter_zi(*ba_t) * 5e7
         zi_c = signal.lfilter_zi(*ba_c) * 5e7
@@ -152,15 +168,34 @@ def numpy_floor(n_ticks: int, draws: int, per: int, tick_s: float) -> None:
                 zz = fft.rfft(z, axis=1, overwrite_x=True).view(np.float64)
                 np.multiply(zz, zz, out=zz)
                 acc += zz.sum(axis=0)
-            # per scope: 16 passes
+            # per scope: 6 passes, and the ramps over window means
             for x in (it, fac):
-                _per_interval(np.add, x, per, red["sum"])
-                _per_interval(np.maximum, x, per, red["max"])
-                _per_interval(np.minimum, x, per, red["min"])
-                np.subtract(x[1:], x[:-1], out=d_x[1:])
-                d_x[0] = 0.0
-                _per_interval(np.maximum, d_x, per, red["up"])
-                _per_interval(np.minimum, d_x, per, red["dn"])
+                if per <= 16:   # as the engine: one transposed copy, contiguous rows
+                    xt[:] = x.reshape(k, per).T
+                    np.add.reduce(xt, axis=0, out=red["sum"])
+                    np.maximum.reduce(xt, axis=0, out=red["max"])
+                    np.minimum.reduce(xt, axis=0, out=red["min"])
+                    np.subtract(xt[1:], xt[:-1], out=dt[1:])
+                    np.subtract(xt[0, 1:], xt[per - 1, :-1], out=dt[0, 1:])
+                    np.maximum.reduce(dt, axis=0, out=red["up"])
+                    np.minimum.reduce(dt, axis=0, out=red["dn"])
+                else:
+                    _per_interval(np.add, x, per, red["sum"])
+                    _per_interval(np.maximum, x, per, red["max"])
+                    _per_interval(np.minimum, x, per, red["min"])
+                    np.subtract(x[1:], x[:-1], out=d_x[1:])
+                    d_x[0] = 0.0
+                    _per_interval(np.maximum, d_x, per, red["up"])
+                    _per_interval(np.minimum, d_x, per, red["dn"])
+                if by_intervals:   # per window a dozen passes over the intervals
+                    pi[0] = 0.0
+                    np.cumsum(red["sum"], out=pi[1:])
+                    for w in windows:
+                        m = w // per
+                        for _ in range(12):
+                            np.subtract(pi[2 * m:], pi[:k + 1 - 2 * m], out=iv[:k + 1 - 2 * m])
+                        iv.max()
+                    continue
                 c[0] = 0.0
                 np.subtract(x, x[0], out=c[1:])
                 np.cumsum(c[1:], out=c[1:])
@@ -180,27 +215,31 @@ def numpy_floor_minimal(n_ticks: int, draws: int, per: int, tick_s: float) -> No
 
 
 def timed(fn, runs: int, trace: bool = False):
-    """(min, median, peak MiB of the first run, last result) of the process CPU time,
+    """(min, median, peak MiB of the traced run, last result) of the process CPU time,
     with the wall-clock (min, median) in ``timed.wall``.
 
     The engine is single-threaded, so on an idle machine its CPU time is its wall time;
     on a shared machine the CPU time leaves out the time other tenants hold the cores.
-    The first run is traced for the peak memory (not timed: tracing slows allocation).
+    One more run, after the timed ones, is traced for the peak memory (not timed:
+    tracing slows allocation, and a traced run before the timed ones slowed them by
+    ~7 % at 7 days).
     """
     cpu, wall, peak, out = [], [], float("nan"), None
-    if trace:
-        tracemalloc.start()
-        out = fn()
-        peak = tracemalloc.get_traced_memory()[1] / 2**20
-        tracemalloc.stop()
-        out = None
     for i in range(runs):
         t, c = time.perf_counter(), time.process_time()
         out = fn()
         cpu.append(time.process_time() - c)
         wall.append(time.perf_counter() - t)
-        if i < runs - 1:
+        if i < runs - 1 or trace:
             out = None
+    if trace:
+        from powerlab.grid import jobplan
+
+        jobplan._sequence.cache_clear()   # the jobs' cached runs count in the peak
+        tracemalloc.start()
+        out = fn()
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
     timed.wall = (min(wall), statistics.median(wall))
     return min(cpu), statistics.median(cpu), peak, out
 
@@ -256,7 +295,7 @@ def main() -> int:
             lambda sc=sc: forecast(sc, draws=draws, seed=0, keep_ticks=False), runs,
             trace=True)
         wall = timed.wall
-        res_by[(hours, tick)] = (tmin, res)
+        res_by[(hours, tick)] = (tmin, None)
         bpt = peak * 2**20 / n
         per_tick[(hours, tick)] = bpt
         case = f"{hours:g} h at {tick * 1000:g} ms"

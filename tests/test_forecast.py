@@ -432,3 +432,51 @@ def test_reduced_windowed_metrics_equal_kept_ticks_whatever_the_alignment(offset
     fac = full.metrics["boundary"] == "facility"
     assert full.metrics.loc[fac, "swing_1s_w"].max() > 9e6       # training starts
     np.testing.assert_array_equal(red.metrics["swing_1s_w"], full.metrics["swing_1s_w"])
+
+
+def _cluster(hours: float, tick_s: float, n_jobs: int = 8):
+    """``n_jobs`` 600-GPU jobs over ``hours``, started an hour apart, with checkpoints,
+    evaluations, failures and 50-ms jitter."""
+    jobs = [{"name": f"j{i}", "gpus": 600, "start_utc": f"2025-01-01T{i % 2:02d}:00:00Z",
+             "duration_s": hours * 3600 - (i % 2) * 1800, "step_time_s": 4.0 + 0.37 * i,
+             "compute_fraction": 0.75, "startup_s": 300, "shutdown_s": 60,
+             "jitter_s": 0.05, "checkpoint": {"interval_s": 1800, "duration_s": 60},
+             "eval": {"interval_s": 3600, "duration_s": 120},
+             "failures": {"rate_per_gpu_h": 2e-4, "restart_s": 600}} for i in range(n_jobs)]
+    end = pd.Timestamp("2025-01-01T00:00:00Z") + pd.Timedelta(hours=hours)
+    return parse_scenario({
+        "name": "mem", "simulation": {"tick_s": tick_s},
+        "horizon": {"start_utc": "2025-01-01T00:00:00Z", "end_utc": end.isoformat()},
+        "site": {"pue": 1.25, "base_load_w": 1e6}, "hardware": {}, "jobs": jobs})
+
+
+@pytest.mark.parametrize("hours, tick_s, keep", [(2.0, 0.1, False), (1.0, 0.01, False),
+                                                 (1.0, 0.1, True)])
+def test_memory_estimate_bounds_the_traced_peak(hours, tick_s, keep):
+    """memory_estimate_bytes: "peak memory a forecast needs ... an upper estimate".  Its
+    terms are arrays of known size (the kept ticks, the per-interval arrays) plus upper
+    estimates each at most about twice what it holds (plans, events, chunk work).
+    Reducing as it goes, all of them are held together at a draw's peak, so the traced
+    peak lies between the known arrays plus half the upper estimates and the whole
+    estimate.  Keeping the ticks, the chunk work is gone before the facility power,
+    losses and cooling are computed from the ticks, so the peak lies between the known
+    arrays and the whole estimate."""
+    import tracemalloc
+
+    from powerlab.grid.forecast import _memory_parts, memory_estimate_bytes
+
+    sc, draws = _cluster(hours, tick_s), 4
+    parts = _memory_parts(sc, draws, tick_s, keep)
+    known = sum(v for k, v in parts.items() if k in ("ticks", "intervals", "pue"))
+    upper = sum(v for k, v in parts.items() if k not in ("ticks", "intervals", "pue"))
+    assert memory_estimate_bytes(sc, draws, tick_s, keep) == known + upper
+    tracemalloc.start()
+    try:
+        res = forecast(sc, draws=draws, seed=0, keep_ticks=keep)
+        if keep:
+            res.facility_w, res.cooling_w, res.electrical_losses_w  # noqa: B018 - computed
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    lower = known if keep else known + upper / 2
+    assert lower <= peak <= known + upper, (peak, parts)

@@ -17,6 +17,7 @@ out by a chain of named steps, as pvlib's ``ModelChain.run_model`` runs its mode
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -32,6 +33,7 @@ __all__ = ["STATES", "JobPlan", "PlanTicks", "arrivals", "job_levels", "job_plan
 STATES = ("idle", "startup", "compute", "comm", "checkpoint", "eval", "down", "shutdown")
 IDLE, STARTUP, COMPUTE, COMM, CKPT, EVAL, DOWN, SHUTDOWN = range(len(STATES))
 _TRAIN = -1  # placeholder for a block of steps in a plan
+_SEGMENT = -2  # a plan's block list entry (_SEGMENT, sequence, first, end phase)
 
 #: Event names of the arrival kinds (0 failure, 1 planned, 2 trip).
 ARRIVAL_NAMES = ("failure", "planned_interruption", "trip")
@@ -145,6 +147,53 @@ def _phases(pt: PlanTicks):
                 yield EVAL, pt.eval, "eval"
 
 
+@dataclass(frozen=True)
+class _Sequence:
+    """The phases of :func:`_phases` after a start-up, laid out from offset 0 (lists
+    indexed by phase, zero-length ones included), with their running training ticks."""
+
+    state: list
+    start: list     # [ticks from the first phase]
+    length: list
+    event: list
+    end: np.ndarray         # start + length [ticks]
+    train_before: list      # training ticks in the phases before each one (one more)
+    last_ckpt: list         # the last checkpoint phase before each one, -1 for none
+    run_states: np.ndarray  # the phases expanded into runs (:func:`_expand_blocks`)
+    run_lengths: np.ndarray
+    run_first: list         # first run of each phase (one more)
+
+
+@functools.lru_cache(maxsize=32)   # ~150 kB per 1,000 phases and 5 B per run
+def _sequence(pt: PlanTicks, ticks: int) -> _Sequence | None:
+    """:func:`_phases` after the start-up, covering at least ``ticks`` ticks; None when
+    training runs to the end (no checkpoints, no evaluations)."""
+    if not (pt.ckpt_steps or pt.eval_steps):
+        return None
+    gen = _phases(pt)
+    next(gen)   # the start-up
+    state, start, length, event, train_before, last_ckpt = [], [], [], [], [0], [-1]
+    off = 0
+    while off < ticks:
+        st, n, ev = next(gen)
+        state.append(st)
+        start.append(off)
+        length.append(n)
+        event.append(ev)
+        off += max(n, 0)
+        train_before.append(train_before[-1] + (n if st == _TRAIN else 0))
+        last_ckpt.append(len(state) - 1 if st == CKPT else last_ckpt[-1])
+    blocks = [(st, a, n) for st, a, n in zip(state, start, length) if n > 0]
+    run_states, run_lengths = _expand_blocks(blocks, pt.period, pt.compute)
+    arr = np.array([(st, n) for st, _, n in blocks], np.int64).reshape(-1, 2)
+    cnt = np.zeros(len(state), np.int64)
+    cnt[np.asarray(length) > 0] = _run_counts(arr[:, 0], arr[:, 1], pt.period, pt.compute)
+    run_first = [0, *np.cumsum(cnt).tolist()]
+    return _Sequence(state, start, length, event,
+                     np.add(start, np.maximum(length, 0)), train_before, last_ckpt,
+                     run_states.astype(np.int8), run_lengths.astype(np.int32), run_first)
+
+
 @dataclass
 class _Layout:
     """Step 3: the phases laid out one after another over ``[t, stop)``."""
@@ -161,11 +210,29 @@ class _Layout:
     fi: int = 0              # next arrival
 
     def run(self) -> _Layout:
-        """Lay out every phase until the shutdown."""
+        """Lay out every phase until the shutdown.  The phases after a start-up that end
+        before the next arrival and before the stop are laid out at once from
+        :func:`_sequence`, with the same blocks, events and counts as one by one."""
+        seq = _sequence(self.pt, self.stop - self.t)
         plan = _phases(self.pt)
         fails = [a[0] for a in self.arrivals]
+        i = -1   # phase of ``seq`` next (-1: the start-up from ``plan``)
         while self.t < self.stop:
-            state, length, ev = next(plan)
+            if i < 0 or seq is None:
+                state, length, ev = next(plan)
+                i = max(i, 0)
+            else:
+                while self.fi < len(fails) and fails[self.fi] < self.t:
+                    self.fi += 1
+                nxt = fails[self.fi] if self.fi < len(fails) else self.stop
+                limit = seq.start[i] + min(nxt, self.stop - 1) - self.t
+                j = int(np.searchsorted(seq.end, limit, "right"))
+                if j > i + 1:
+                    self._phases_at_once(seq, i, j)
+                    i = j
+                    continue
+                state, length, ev = seq.state[i], seq.length[i], seq.event[i]
+                i += 1
             if length is None:
                 length = self.stop - self.t
             if length <= 0:
@@ -178,12 +245,29 @@ class _Layout:
             if self.fi < len(fails) and fails[self.fi] < end:
                 self.interrupt(state, ev, fails[self.fi])
                 plan = _phases(self.pt)
+                i = -1
                 continue
             self._block(state, self.t, end - self.t, ev)
             if state == CKPT and end == self.t + length:
                 self.since_ckpt = 0
             self.t = end
         return self
+
+    def _phases_at_once(self, seq: _Sequence, i: int, j: int) -> None:
+        """Phases ``i .. j-1`` of ``seq`` from ``t``, none interrupted or cut short."""
+        shift = self.t - seq.start[i]
+        sl = slice(i, j)
+        self.blocks.append((_SEGMENT, seq, i, j))   # expanded from the sequence's runs
+        self.events.extend([(shift + a, ev, n) for a, ev, n
+                            in zip(seq.start[sl], seq.event[sl], seq.length[sl])
+                            if ev and n > 0])
+        self.train += seq.train_before[j] - seq.train_before[i]
+        ck = seq.last_ckpt[j]
+        if ck >= i:   # a checkpoint completed in the range: training since it
+            self.since_ckpt = seq.train_before[j] - seq.train_before[ck + 1]
+        else:
+            self.since_ckpt += seq.train_before[j] - seq.train_before[i]
+        self.t = shift + int(seq.end[j - 1])
 
     def _block(self, state: int, t: int, length: int, ev) -> None:
         """A phase of ``length`` ticks from ``t`` (with its event, if any)."""
@@ -250,7 +334,7 @@ def _expand_blocks(blocks: list, period: int, compute: int
     n_full, rem = np.divmod(ln, period)
     n_full = np.where(train, n_full, 0)
     rem = np.where(train, rem, 0)
-    cnt = np.where(train, 2 * n_full + (rem > 0) + (rem > compute), 1)
+    cnt = _run_counts(st, ln, period, compute)
     first = np.cumsum(cnt) - cnt
     total = int(cnt.sum())
     odd = np.zeros(total, np.int8)
@@ -269,12 +353,43 @@ def _expand_blocks(blocks: list, period: int, compute: int
     return states, lengths
 
 
+def _run_counts(st: np.ndarray, ln: np.ndarray, period: int, compute: int) -> np.ndarray:
+    """Runs each block of states ``st`` and lengths ``ln`` expands into
+    (:func:`_expand_blocks`)."""
+    train = st == _TRAIN
+    if compute <= 0 or compute >= period:
+        return np.ones(len(st), np.int64)
+    n_full, rem = np.divmod(ln, period)
+    return np.where(train, 2 * n_full + (rem > 0) + (rem > compute), 1)
+
+
 def _runs(blocks: list, pt: PlanTicks, start_tick: int
           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """States, first ticks and lengths of the runs of ``blocks`` (:func:`_expand_blocks`)."""
-    states, lengths = _expand_blocks(blocks, pt.period, pt.compute)
-    states = states.astype(np.int64, copy=False)
-    lengths = lengths.astype(np.int64, copy=False)
+    """States, first ticks and lengths of the runs of ``blocks`` (:func:`_expand_blocks`;
+    segments of a :class:`_Sequence` from its expanded runs)."""
+    states_p, lengths_p, plain = [], [], []
+
+    def flush():
+        if plain:
+            st, ln = _expand_blocks(plain, pt.period, pt.compute)
+            states_p.append(st)
+            lengths_p.append(ln)
+            plain.clear()
+
+    for b in blocks:
+        if b[0] == _SEGMENT:
+            flush()
+            _, seq, i, j = b
+            r0, r1 = seq.run_first[i], seq.run_first[j]
+            states_p.append(seq.run_states[r0:r1])
+            lengths_p.append(seq.run_lengths[r0:r1])
+        else:
+            plain.append(b)
+    flush()
+    if not states_p:
+        states_p, lengths_p = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    states = np.concatenate(states_p, dtype=np.int64)
+    lengths = np.concatenate(lengths_p, dtype=np.int64)
     starts = np.empty(len(lengths), np.int64)
     if len(lengths):
         starts[0] = 0

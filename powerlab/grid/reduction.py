@@ -43,6 +43,7 @@ from .._options import renamed_keywords
 from ..exceptions import PowerlabError
 from .battery import battery_dispatch
 from .facility import cooling_filter
+from .interval_ramps import IntervalRamps
 from .swings import BANDS_HZ, GRID_BANDS_HZ, RAMP_WINDOWS, band_rms, dominant_frequency, spectrum
 from .timebase import to_ticks
 
@@ -73,6 +74,29 @@ def _per_interval(ufunc, x: np.ndarray, edges: np.ndarray, per: int, out: np.nda
     return out
 
 
+def _column_stats(x: np.ndarray, per: int, prev: float | None, scratch, sums: np.ndarray,
+                  bmax: np.ndarray, bmin: np.ndarray, up: np.ndarray, dn: np.ndarray
+                  ) -> None:
+    """Per interval of ``per`` ticks (a chunk of whole intervals): the sum, maximum and
+    minimum of ``x`` and the largest rise and fall of its tick differences (the first
+    against ``prev``, 0 without one), into the ``out`` arrays.  One transposed copy of
+    the chunk makes every reduction run along contiguous rows (a few vector passes
+    instead of ``per - 1`` strided ones each); the sums are added in the same order as
+    :func:`_per_interval`'s column by column, so every value is the same bit for bit."""
+    k = len(x) // per
+    xt = scratch.get("cols_x", per * k).reshape(per, k)
+    xt[:] = x.reshape(k, per).T
+    np.add.reduce(xt, axis=0, out=sums)
+    np.maximum.reduce(xt, axis=0, out=bmax)
+    np.minimum.reduce(xt, axis=0, out=bmin)
+    dt = scratch.get("cols_dx", per * k).reshape(per, k)
+    np.subtract(xt[1:], xt[:-1], out=dt[1:])
+    dt[0, 0] = 0.0 if prev is None else x[0] - prev
+    np.subtract(xt[0, 1:], xt[per - 1, :-1], out=dt[0, 1:])
+    np.maximum.reduce(dt, axis=0, out=up)
+    np.minimum.reduce(dt, axis=0, out=dn)
+
+
 class _Scratch:
     """Named work arrays reused from chunk to chunk (no fresh temporaries per chunk:
     large fresh arrays cost page faults on every use)."""
@@ -95,26 +119,38 @@ class _RampStream:
     chunk's start and joined to the sums over the last ``2 w - 1`` ticks before it
     (partial sums over a chunk, not the horizon: better conditioned than one
     cumulative sum).  A window of one tick is
-    the tick-to-tick ramp, which the caller supplies.
+    the tick-to-tick ramp, which the caller supplies.  When every longer window is a
+    whole number of base intervals (``per`` ticks, 1-s intervals at 100-ms ticks) no
+    cumulative sum of the ticks is needed: they are searched by intervals
+    (:class:`powerlab.grid.interval_ramps.IntervalRamps`; equal within rounding).
     """
 
-    def __init__(self, n: int, tick_s: float, scratch: _Scratch):
+    def __init__(self, n: int, tick_s: float, scratch: _Scratch, per: int = 1):
         self.tick_s = tick_s
         self.scratch = scratch
         self.wins = {}
-        for suffix, (win, per) in RAMP_WINDOWS.items():
+        for suffix, (win, per_) in RAMP_WINDOWS.items():
             w = win / tick_s
             wi = round(w)
             ok = abs(w - wi) <= 1e-6 * max(w, 1.0) and wi >= 1 and n >= 2 * wi
-            self.wins[suffix] = (wi if ok else 0, win, per)
-        self.tail_len = max([2 * wi - 1 for wi, _, _ in self.wins.values() if wi > 1],
-                            default=0)
+            self.wins[suffix] = (wi if ok else 0, win, per_)
+        # windows of whole base intervals are searched by intervals (interval_ramps),
+        # when that saves the per-tick cumulative sum: when every window is one
+        long = [wi for wi, _, _ in self.wins.values() if wi >= 2]
+        whole = long if per >= 2 and all(wi % per == 0 for wi in long) else []
+        self.by_intervals = IntervalRamps(n, per, whole) if whole else None
+        self.tail_len = max([2 * wi - 1 for wi, _, _ in self.wins.values()
+                             if wi > 1 and wi not in whole], default=0)
         self.ctail = np.zeros(1)
         self.ref = None
         self.hi = {k: -np.inf for k in self.wins}
         self.lo = {k: np.inf for k in self.wins}
 
-    def feed(self, x: np.ndarray) -> None:
+    def feed(self, x: np.ndarray, sums=None, bmax=None, bmin=None) -> None:
+        """Take the next chunk ``x`` (whole base intervals but at the horizon's end) with
+        its intervals' sums, maxima and minima (needed when ``per >= 2``)."""
+        if self.by_intervals is not None:
+            self.by_intervals.feed(x, sums, bmax, bmin)
         if not self.tail_len:
             return
         if self.ref is None:
@@ -130,8 +166,9 @@ class _RampStream:
         keep = min(self.tail_len, end)
         self.ctail = c[end - keep:] - c[end]
         sc = self.scratch
+        skip = self.by_intervals.wins if self.by_intervals is not None else ()
         for k, (wi, _, _) in self.wins.items():
-            if wi < 2:
+            if wi < 2 or wi in skip:
                 continue
             e0 = max(t + 1, 2 * wi)   # window pairs ending in this chunk
             if e0 > end:
@@ -147,7 +184,10 @@ class _RampStream:
         """``ramp_up_<suffix>``, ``ramp_down_<suffix>``; NaN where the window is not a
         whole number of ticks or the horizon is shorter than two windows."""
         out = {}
+        iv = self.by_intervals
         for k, (wi, win, per) in self.wins.items():
+            if iv is not None and wi in iv.wins:
+                self.hi[k], self.lo[k] = iv.hi[wi], iv.lo[wi]
             if wi == 0:
                 up = down = float("nan")
             elif wi == 1:
@@ -510,7 +550,7 @@ class _BoundaryStats:
         self.total = 0.0
         self.up = 0.0
         self.down = 0.0
-        self.ramps = _RampStream(red.n_ticks, red.tick_s, red.scratch)
+        self.ramps = _RampStream(red.n_ticks, red.tick_s, red.scratch, red.per)
         self.swings = _SwingStream(red.tick_s, red.scratch, red.per)
 
     def feed(self, a: int, x: np.ndarray) -> None:
@@ -521,19 +561,24 @@ class _BoundaryStats:
         i1 = i0 + len(e)
         k = len(e)
         per = red.per
-        sums = _per_interval(np.add, x, e, per, tmp.get("sums", k))
+        sums, up_b, dn_b = tmp.get("sums", k), tmp.get("up_b", k), tmp.get("dn_b", k)
+        bmax, bmin = self.bmax[i0:i1], self.bmin[i0:i1]
+        if 2 <= per <= 16 and len(x) == k * per:
+            _column_stats(x, per, self.prev, tmp, sums, bmax, bmin, up_b, dn_b)
+        else:
+            _per_interval(np.add, x, e, per, sums)
+            _per_interval(np.maximum, x, e, per, bmax)
+            _per_interval(np.minimum, x, e, per, bmin)
+            dx = tmp.get("dx", len(x))
+            dx[0] = 0.0 if self.prev is None else x[0] - self.prev
+            np.subtract(x[1:], x[:-1], out=dx[1:])
+            _per_interval(np.maximum, dx, e, per, up_b)
+            _per_interval(np.minimum, dx, e, per, dn_b)
         np.divide(sums, red.counts[i0:i1], out=red.means[sc][self.d, i0:i1])
-        bmax = _per_interval(np.maximum, x, e, per, self.bmax[i0:i1])
-        bmin = _per_interval(np.minimum, x, e, per, self.bmin[i0:i1])
         np.maximum(red.vmax[sc][i0:i1], bmax, out=red.vmax[sc][i0:i1])
         np.minimum(red.vmin[sc][i0:i1], bmin, out=red.vmin[sc][i0:i1])
-        dx = tmp.get("dx", len(x))
-        dx[0] = 0.0 if self.prev is None else x[0] - self.prev
-        np.subtract(x[1:], x[:-1], out=dx[1:])
         # the rate is the difference times 1/tick: a positive factor keeps the extremes
         # (rounding is monotone), so scale the k extremes, not the ticks
-        up_b = _per_interval(np.maximum, dx, e, per, tmp.get("up_b", k))
-        dn_b = _per_interval(np.minimum, dx, e, per, tmp.get("dn_b", k))
         up_b *= 1.0 / red.tick_s
         dn_b *= -1.0 / red.tick_s
         self.up = max(self.up, float(up_b.max()))
@@ -544,7 +589,7 @@ class _BoundaryStats:
         np.maximum(red.down[sc][i0:i1], dn_b, out=red.down[sc][i0:i1])
         self.total += float(sums.sum())
         self.prev = float(x[-1])
-        self.ramps.feed(x)
+        self.ramps.feed(x, sums, bmax, bmin)
         self.swings.feed(x, bmax, bmin)
 
     def finish(self, spec: pd.DataFrame, bands: dict) -> None:
