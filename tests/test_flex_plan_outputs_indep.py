@@ -318,3 +318,70 @@ def test_issue_target_200_random_caps(tmp_path, site16k):
     assert {k: v for k, v in f.items() if v} == {}
     assert run.targets["met"].astype(bool).mean() >= 0.99
     assert int(run.ramps["violations"].sum()) == 0
+
+
+# ----------------------------------------------------------------------------- pauses
+
+
+@pytest.fixture(scope="module")
+def run_e(tmp_path_factory):
+    """(e) a 7.0 MW cap, 0.65 MW above the site's 6.35 MW floor: below what the lowest
+    power cap (200 W: 16,384 x 200 W + 5.12 MW = 8.40 MW) reaches, so only a pause
+    meets it."""
+    tmp = tmp_path_factory.mktemp("e")
+    t = _targets_df([dict(start_utc="2025-07-01T01:00:00Z", end_utc="2025-07-01T01:05:00Z",
+                          cap_megawatts=7.0)])
+    return _run(tmp, "e", pc.SCENARIO_16K, t, pc.REQ_ERCOT)
+
+
+def test_e_pause_met_and_lost_gpu_hours(run_e, site16k):
+    """Lost GPU-h of a pause: 'paused: gpus dt, plus gpus x (startup_s + checkpoint_s)
+    per restart' (16,384 x (600 + 60) s = 3,003.7 GPU-h per restart)."""
+    f = pc.check_all(run_e, site16k)
+    f.pop("sheds deliver")  # the pause step over-sheds the plan: see the xfail below
+    assert {k: v for k, v in f.items() if v} == {}
+    findings, m = pc.check_pause_lost(run_e, site16k)
+    assert findings == [], m
+    assert m["restart_gpu_hours"] == pytest.approx(16384 * 660 / 3600)
+    assert bool(run_e.targets.met.iloc[0]) and run_e.rc == 0
+
+
+def test_e_caps_only_ramps_within_the_plan_rate(run_a, site16k):
+    """Where only power caps act, the levers' power (nominal baseline less planned shed)
+    ramps over 1-min means no faster than the plan rate plus one 5-W notch of every GPU
+    (0.082 MW) per minute."""
+    r = pc.delivered_ramps(run_a, site16k)
+    rates = run_a.ramps.set_index("direction").plan_rate_it_megawatts_per_min
+    notch = 16384 * pc.NOTCH_W / 1e6
+    assert r["down"] <= rates["down"] + notch
+    assert r["up"] <= rates["up"] + notch
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a pause steps the levers' power: a 7.0 MW cap on the 16k site gives 1-min-mean ramps "
+    "of the planned levers (baseline - sum of schedule sheds) of 1.56 MW/min down (00:57) "
+    "and 2.13 MW/min up (01:07) against the plan's own allowed IT rates 0.77 / 0.96 "
+    "MW/min (x PUE 1.3: 2.0 / 2.8 MW/min at the facility, on top of the baseline's 9.0 "
+    "MW/min checkpoint ramps under a 10 MW/min limit); the 2.05 MW step is the minimum "
+    "limit's power (200 W) to idle (75 W) x 16,384 GPUs; plan_ramps.csv reports 0 "
+    "violations in 3 draws"))
+def test_e_pause_ramps_within_the_plan_rate(run_e, site16k):
+    r = pc.delivered_ramps(run_e, site16k)
+    rates = run_e.ramps.set_index("direction").plan_rate_it_megawatts_per_min
+    notch = 16384 * pc.NOTCH_W / 1e6
+    assert r["down"] <= rates["down"] + notch, r
+    assert r["up"] <= rates["up"] + notch, r
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a cap equal to the site's floor (6.3488 MW = every GPU idle + node overhead) is "
+    "accepted and planned at 0.99 x cap = 6.2853 MW, 0.0635 MW below the floor the levers "
+    "can reach (pause sheds 8.5606 MW of 14.9094: 6.3488 MW delivered); reported met "
+    "with worst overshoot 0.000 MW, i.e. only by equality, at a cost of 10,737 GPU-h "
+    "(a 26.5-min pause, 00:47:20-01:13:50, plus a 3,004 GPU-h restart) for a 5-min target"))
+def test_cap_at_the_floor_is_planned_reachably(tmp_path, site16k):
+    t = _targets_df([dict(start_utc="2025-07-01T01:00:00Z", end_utc="2025-07-01T01:05:00Z",
+                          cap_megawatts=round(site16k.floor_it_megawatts, 4))])
+    run = _run(tmp_path, "floor", pc.SCENARIO_16K, t, pc.REQ_ERCOT)
+    assert run.schedule["planned_it_power_megawatts"].min() >= \
+        site16k.floor_it_megawatts - 1e-6
