@@ -18,7 +18,7 @@ import pandas as pd
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests import plancheck as pc  # noqa: E402
+from tests import plancheck as pc
 
 
 def _df(rows):
@@ -92,24 +92,24 @@ def main(argv=None):
     _print_findings("a", f)
 
     s = yaml.safe_load(pc.SCENARIO_16K.read_text())
-    s["mitigations"]["battery"] = dict(power_megawatts=2.0, energy_megawatt_hours=0.5,
-                                       round_trip_efficiency=0.9, window_s=120,
-                                       initial_soc_fraction=0.9, soc_min_fraction=0.2)
+    s["mitigations"]["battery"] = {"power_megawatts": 2.0, "energy_megawatt_hours": 0.5,
+                                       "round_trip_efficiency": 0.9, "window_s": 120,
+                                       "initial_soc_fraction": 0.9, "soc_min_fraction": 0.2}
     bpath = tmp / "battery.yaml"
     bpath.write_text(yaml.safe_dump(s))
     bsite = pc.site_from_yaml(bpath)
-    tb = _df([dict(start_utc="2025-07-01T01:00:00Z", end_utc="2025-07-01T01:05:00Z",
-                   cap_megawatts=11.0),
-              dict(start_utc="2025-07-01T01:30:00Z", end_utc="2025-07-01T01:35:00Z",
-                   cap_megawatts=9.5)])
+    tb = _df([{"start_utc": "2025-07-01T01:00:00Z", "end_utc": "2025-07-01T01:05:00Z",
+                   "cap_megawatts": 11.0},
+              {"start_utc": "2025-07-01T01:30:00Z", "end_utc": "2025-07-01T01:35:00Z",
+                   "cap_megawatts": 9.5}])
     r, f = run("b_battery", bpath, tb, pc.REQ_ERCOT, bsite)
     fb, m = pc.check_battery(r, bsite)
     f["battery"] = fb
     print("  battery: " + ", ".join(f"{k} {v:.4f}" for k, v in m.items()))
     _print_findings("b", f)
 
-    tc = _df([dict(start_utc="2025-06-02T12:03:00Z", end_utc="2025-06-02T12:20:00Z",
-                   cap_megawatts=0.6)])
+    tc = _df([{"start_utc": "2025-06-02T12:03:00Z", "end_utc": "2025-06-02T12:20:00Z",
+                   "cap_megawatts": 0.6}])
     r, f = run("c_shift", pc.SCENARIO_SMALL, tc, pc.REQ_SMALL, small)
     fs, d = pc.check_shift(r, small)
     f["shifted starts"] = fs
@@ -120,24 +120,24 @@ def main(argv=None):
           f"{r.targets.delayed_gpu_hours.sum():.3f}")
     _print_findings("c", f)
 
-    td = _df([dict(start_utc="2025-07-01T01:00:00Z", end_utc="2025-07-01T01:05:00Z",
-                   cap_megawatts=13.0, notice_utc="2025-07-01T01:00:00Z")])
+    td = _df([{"start_utc": "2025-07-01T01:00:00Z", "end_utc": "2025-07-01T01:05:00Z",
+                   "cap_megawatts": 13.0, "notice_utc": "2025-07-01T01:00:00Z"}])
     r, f = run("d_short_notice", pc.SCENARIO_16K, td, pc.REQ_ERCOT, s16, "--response-s", "3",
                response_s=3.0)
     print(f"  throttle_lever {r.targets.throttle_lever.iloc[0]}, first planned move "
           f"{pc.first_move(r, s16)}, response {r.targets.response_time_s.iloc[0]} s")
     _print_findings("d", f)
 
-    te = _df([dict(start_utc="2025-07-01T01:00:00Z", end_utc="2025-07-01T01:05:00Z",
-                   cap_megawatts=7.0)])
+    te = _df([{"start_utc": "2025-07-01T01:00:00Z", "end_utc": "2025-07-01T01:05:00Z",
+                   "cap_megawatts": 7.0}])
     r, f = run("e_pause", pc.SCENARIO_16K, te, pc.REQ_ERCOT, s16)
     fp, m = pc.check_pause_lost(r, s16)
     f["pause lost GPU-h"] = fp
     print(f"  pause: {m}")
     _print_findings("e", f)
 
-    tf = _df([dict(start_utc="2025-07-01T01:00:00Z", end_utc="2025-07-01T01:05:00Z",
-                   cap_megawatts=round(s16.floor_it_megawatts, 4))])
+    tf = _df([{"start_utc": "2025-07-01T01:00:00Z", "end_utc": "2025-07-01T01:05:00Z",
+                   "cap_megawatts": round(s16.floor_it_megawatts, 4)}])
     r, f = run("f_cap_at_floor", pc.SCENARIO_16K, tf, pc.REQ_ERCOT, s16)
     print(f"  planned IT power min {r.schedule.planned_it_power_megawatts.min():.4f} MW vs "
           f"floor {s16.floor_it_megawatts:.4f}")
@@ -148,8 +148,8 @@ def main(argv=None):
         "above max": ("2025-07-01T01:00:00Z,2025-07-01T01:05:00Z,17.0", []),
         "below floor": ("2025-07-01T01:00:00Z,2025-07-01T01:05:00Z,6.0", []),
         "in the past": ("2025-06-30T01:00:00Z,2025-06-30T01:05:00Z,12.0", []),
-        "overlapping": ("2025-07-01T01:00:00Z,2025-07-01T01:05:00Z,12.0\n"
-                        "2025-07-01T01:03:00Z,2025-07-01T01:08:00Z,12.0", []),
+        "overlapping": (("2025-07-01T01:00:00Z,2025-07-01T01:05:00Z,12.0\n"
+                        "2025-07-01T01:03:00Z,2025-07-01T01:08:00Z,12.0"), []),
         "unknown tz (--tz)": ("2025-07-01T01:00:00,2025-07-01T01:05:00,12.0",
                               ["--tz", "Mars/Olympus_Mons"]),
         "unknown lever": ("2025-07-01T01:00:00Z,2025-07-01T01:05:00Z,12.0",

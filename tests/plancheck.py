@@ -74,9 +74,9 @@ def site_from_yaml(path) -> Site:
         cw, mw = p.get("compute_w", comp), p.get("comm_w", comm)
         f = j["compute_fraction"]
         train = f * cw + (1 - f) * mw
-        jobs[j["name"]] = dict(gpus=j["gpus"], start=_utc(j["start_utc"]), train_w=train,
-                               idle_w=idle, end=_utc(j["start_utc"])
-                               + pd.Timedelta(seconds=j["duration_s"]))
+        jobs[j["name"]] = {"gpus": j["gpus"], "start": _utc(j["start_utc"]), "train_w": train,
+                               "idle_w": idle, "end": _utc(j["start_utc"])
+                               + pd.Timedelta(seconds=j["duration_s"])}
         busy += j["gpus"]
     train_total = sum(v["gpus"] * v["train_w"] for v in jobs.values())
     full = (train_total + (hw["cluster_gpus"] - busy) * idle + overhead) / 1e6
@@ -142,7 +142,8 @@ def run_plan(scenario, target, requirements, out, *extra, targets_in=None) -> Pl
     cmd = [sys.executable, "-m", "powerlab.cli", "flex", "plan", str(scenario),
            "--target", str(target), "--requirements", str(requirements), "--out", str(out),
            "--quiet", *map(str, extra)]
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    p = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=ROOT, env=env,
+                       timeout=600)
     return PlanRun(p.returncode, p.stdout, p.stderr, Path(out), targets_in, Path(scenario))
 
 
@@ -296,10 +297,10 @@ def check_caps(run: PlanRun, site: Site) -> tuple[list[str], pd.DataFrame]:
         late = m_plan.index[(m_plan.index >= r.start_utc) & (m_plan.index < r.end_utc)
                             & (m_plan > r.cap_megawatts + 1e-9)]
         resp_plan = ((late.max() - r.start_utc).total_seconds() + 10.0) if len(late) else 0.0
-        rows.append(dict(start=r.start_utc, cap=r.cap_megawatts, met=bool(r.met),
-                         reported_overshoot=r.worst_overshoot_megawatts,
-                         planned_overshoot=over_plan, lever_overshoot=over_lever,
-                         reported_response_s=r.response_time_s, planned_response_s=resp_plan))
+        rows.append({"start": r.start_utc, "cap": r.cap_megawatts, "met": bool(r.met),
+                         "reported_overshoot": r.worst_overshoot_megawatts,
+                         "planned_overshoot": over_plan, "lever_overshoot": over_lever,
+                         "reported_response_s": r.response_time_s, "planned_response_s": resp_plan})
         if bool(r.met) and over_plan > 1e-6:
             out.append(f"target {r.start_utc} cap {r.cap_megawatts:.3f} MW reported met, "
                        f"but the schedule's planned power has a trailing mean "
@@ -424,10 +425,10 @@ def check_ramps(run: PlanRun, site: Site) -> tuple[list[str], pd.DataFrame]:
         means = p.resample(f"{int(w)}s", origin=site.start).mean()
         dm = means.diff().dropna() * (60.0 / w)  # MW/min
         worst = float(dm.max() if q.direction == "up" else -dm.min())
-        rows.append(dict(requirement=q.requirement, direction=q.direction, window_s=w,
-                         planned_it_worst_megawatts_per_min=worst,
-                         plan_rate_it_megawatts_per_min=q.plan_rate_it_megawatts_per_min,
-                         limit=q.limit, worst_plan_ramp=q.worst_plan_ramp))
+        rows.append({"requirement": q.requirement, "direction": q.direction, "window_s": w,
+                         "planned_it_worst_megawatts_per_min": worst,
+                         "plan_rate_it_megawatts_per_min": q.plan_rate_it_megawatts_per_min,
+                         "limit": q.limit, "worst_plan_ramp": q.worst_plan_ramp})
         if worst > q.plan_rate_it_megawatts_per_min * 1.01 + 1e-6:
             out.append(f"{q.requirement} {q.direction}: the schedule's planned IT power ramps "
                        f"{worst:.4f} MW/min over {w:.0f}-s means, above its plan rate "
@@ -455,12 +456,12 @@ def check_battery(run: PlanRun, site: Site) -> tuple[list[str], dict]:
     e_sched = float(dis.sum() * dt_h)
     e_soc = float((soc0 - soc.iloc[-1]) * energy)
     rep = lv.loc["storage"]
-    m = dict(soc_min=float(soc.min()), soc_max=float(soc.max()),
-             discharge_max_megawatts=float(dis.max()), energy_schedule_megawatt_hours=e_sched,
-             energy_soc_megawatt_hours=e_soc,
-             reported_discharge_megawatt_hours=float(rep.storage_discharge_megawatt_hours),
-             reported_recharge_megawatt_hours=float(rep.storage_recharge_megawatt_hours),
-             usable_megawatt_hours=(soc0 - soc_min) * energy)
+    m = {"soc_min": float(soc.min()), "soc_max": float(soc.max()),
+             "discharge_max_megawatts": float(dis.max()), "energy_schedule_megawatt_hours": e_sched,
+             "energy_soc_megawatt_hours": e_soc,
+             "reported_discharge_megawatt_hours": float(rep.storage_discharge_megawatt_hours),
+             "reported_recharge_megawatt_hours": float(rep.storage_recharge_megawatt_hours),
+             "usable_megawatt_hours": (soc0 - soc_min) * energy}
     out = []
     if soc.min() < soc_min - 1e-9:
         out.append(f"state of charge {soc.min():.5f} below its minimum {soc_min}")
@@ -519,9 +520,9 @@ def check_shift(run: PlanRun, site: Site) -> tuple[list[str], pd.DataFrame]:
             win_end = None
         else:
             win_end = win.end_utc.iloc[0]
-        rows.append(dict(job=name, gpus=j["gpus"], start_planned=j["start"],
-                         start_new=start_new, hold_s=hold_s, window_end=win_end,
-                         delayed_gpu_hours=j["gpus"] * hold_s / 3600))
+        rows.append({"job": name, "gpus": j["gpus"], "start_planned": j["start"],
+                         "start_new": start_new, "hold_s": hold_s, "window_end": win_end,
+                         "delayed_gpu_hours": j["gpus"] * hold_s / 3600})
         if win_end is not None and start_new < win_end:
             out.append(f"{name} held for the window ending {win_end} starts at {start_new}")
         if hold_s > 3600 + dt:
@@ -578,8 +579,8 @@ def delivered_ramps(run: PlanRun, site: Site, window_s: float = 60.0) -> dict:
     for t in steps:  # drop the window pairs around a job's own start or end
         dm[(dm.index >= t - pd.Timedelta(seconds=window_s))
            & (dm.index <= t + pd.Timedelta(seconds=2 * window_s))] = np.nan
-    return dict(down=float(-dm.min()), up=float(dm.max()),
-                down_at=dm.idxmin(), up_at=dm.idxmax())
+    return {"down": float(-dm.min()), "up": float(dm.max()),
+                "down_at": dm.idxmin(), "up_at": dm.idxmax()}
 
 
 def check_pause_lost(run: PlanRun, site: Site) -> tuple[list[str], dict]:
@@ -599,7 +600,7 @@ def check_pause_lost(run: PlanRun, site: Site) -> tuple[list[str], dict]:
         paused_h += g * on.sum() * dt / 3600
         restart_h += runs * g * (j["startup_s"] + j.get("checkpoint", {}).get("duration_s", 0)) \
             / 3600
-        m[j["name"]] = dict(paused_s=on.sum() * dt, restarts=runs)
+        m[j["name"]] = {"paused_s": on.sum() * dt, "restarts": runs}
     rep = lv.loc["pause"]
     m.update(paused_gpu_hours=paused_h, restart_gpu_hours=restart_h,
              reported_lost=float(rep.lost_gpu_hours),

@@ -75,9 +75,9 @@ def battery_site(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("bat")
     s = yaml.safe_load(pc.SCENARIO_16K.read_text())
     # keys from docs/scenarios.md (mitigations.battery.*) and the 16k file's comment
-    s["mitigations"]["battery"] = dict(power_megawatts=2.0, energy_megawatt_hours=0.5,
-                                       round_trip_efficiency=0.9, window_s=120,
-                                       initial_soc_fraction=0.9, soc_min_fraction=0.2)
+    s["mitigations"]["battery"] = {"power_megawatts": 2.0, "energy_megawatt_hours": 0.5,
+                                       "round_trip_efficiency": 0.9, "window_s": 120,
+                                       "initial_soc_fraction": 0.9, "soc_min_fraction": 0.2}
     path = tmp / "llama3_16k_battery.yaml"
     path.write_text(yaml.safe_dump(s))
     return path, pc.site_from_yaml(path)
@@ -89,10 +89,10 @@ def run_b(tmp_path_factory, battery_site):
     cover only part of the shed."""
     tmp = tmp_path_factory.mktemp("b")
     t = _targets_df([
-        dict(start_utc="2025-07-01T01:00:00Z", end_utc="2025-07-01T01:05:00Z",
-             cap_megawatts=11.0),
-        dict(start_utc="2025-07-01T01:30:00Z", end_utc="2025-07-01T01:35:00Z",
-             cap_megawatts=9.5)])
+        {"start_utc": "2025-07-01T01:00:00Z", "end_utc": "2025-07-01T01:05:00Z",
+             "cap_megawatts": 11.0},
+        {"start_utc": "2025-07-01T01:30:00Z", "end_utc": "2025-07-01T01:35:00Z",
+             "cap_megawatts": 9.5}])
     return _run(tmp, "b", battery_site[0], t, pc.REQ_ERCOT)
 
 
@@ -106,8 +106,8 @@ def run_c(tmp_path_factory, site_small):
     """(c) small.yaml: both jobs start at 12:05, inside a 12:03-12:20 cap at 0.6 MW
     (below the site's 0.888 MW training power, above its 0.397 MW floor)."""
     tmp = tmp_path_factory.mktemp("c")
-    t = _targets_df([dict(start_utc="2025-06-02T12:03:00Z", end_utc="2025-06-02T12:20:00Z",
-                          cap_megawatts=0.6)])
+    t = _targets_df([{"start_utc": "2025-06-02T12:03:00Z", "end_utc": "2025-06-02T12:20:00Z",
+                          "cap_megawatts": 0.6}])
     return _run(tmp, "c", pc.SCENARIO_SMALL, t, pc.REQ_SMALL)
 
 
@@ -116,8 +116,8 @@ def run_d(tmp_path_factory):
     """(d) a cap known only at its start (notice_utc = start) with a 3-s response: no time
     for a 5-s power cap, so the fastest throttling lever (clock lock, 2 s) must act."""
     tmp = tmp_path_factory.mktemp("d")
-    t = _targets_df([dict(start_utc="2025-07-01T01:00:00Z", end_utc="2025-07-01T01:05:00Z",
-                          cap_megawatts=13.0, notice_utc="2025-07-01T01:00:00Z")])
+    t = _targets_df([{"start_utc": "2025-07-01T01:00:00Z", "end_utc": "2025-07-01T01:05:00Z",
+                          "cap_megawatts": 13.0, "notice_utc": "2025-07-01T01:00:00Z"}])
     return _run(tmp, "d", pc.SCENARIO_16K, t, pc.REQ_ERCOT, "--response-s", "3",
                 response_s=3.0)
 
@@ -329,8 +329,8 @@ def run_e(tmp_path_factory):
     power cap (200 W: 16,384 x 200 W + 5.12 MW = 8.40 MW) reaches, so only a pause
     meets it."""
     tmp = tmp_path_factory.mktemp("e")
-    t = _targets_df([dict(start_utc="2025-07-01T01:00:00Z", end_utc="2025-07-01T01:05:00Z",
-                          cap_megawatts=7.0)])
+    t = _targets_df([{"start_utc": "2025-07-01T01:00:00Z", "end_utc": "2025-07-01T01:05:00Z",
+                          "cap_megawatts": 7.0}])
     return _run(tmp, "e", pc.SCENARIO_16K, t, pc.REQ_ERCOT)
 
 
@@ -380,8 +380,8 @@ def test_e_pause_ramps_within_the_plan_rate(run_e, site16k):
     "with worst overshoot 0.000 MW, i.e. only by equality, at a cost of 10,737 GPU-h "
     "(a 26.5-min pause, 00:47:20-01:13:50, plus a 3,004 GPU-h restart) for a 5-min target"))
 def test_cap_at_the_floor_is_planned_reachably(tmp_path, site16k):
-    t = _targets_df([dict(start_utc="2025-07-01T01:00:00Z", end_utc="2025-07-01T01:05:00Z",
-                          cap_megawatts=round(site16k.floor_it_megawatts, 4))])
+    t = _targets_df([{"start_utc": "2025-07-01T01:00:00Z", "end_utc": "2025-07-01T01:05:00Z",
+                          "cap_megawatts": round(site16k.floor_it_megawatts, 4)}])
     run = _run(tmp_path, "floor", pc.SCENARIO_16K, t, pc.REQ_ERCOT)
     assert run.schedule["planned_it_power_megawatts"].min() >= \
         site16k.floor_it_megawatts - 1e-6
@@ -395,8 +395,8 @@ def run_g(tmp_path_factory):
     """(g) a cap notified 2 min after its start: 'a late notice gives a late response,
     reported, not a too-fast ramp'; the planner 'never acts on a target before' notice."""
     tmp = tmp_path_factory.mktemp("g")
-    t = _targets_df([dict(start_utc="2025-07-01T01:00:00Z", end_utc="2025-07-01T01:05:00Z",
-                          cap_megawatts=12.0, notice_utc="2025-07-01T01:02:00Z")])
+    t = _targets_df([{"start_utc": "2025-07-01T01:00:00Z", "end_utc": "2025-07-01T01:05:00Z",
+                          "cap_megawatts": 12.0, "notice_utc": "2025-07-01T01:02:00Z"}])
     return _run(tmp, "g", pc.SCENARIO_16K, t, pc.REQ_ERCOT)
 
 
@@ -422,3 +422,22 @@ def test_g_no_deeper_shed_after_the_target_ends(run_g):
     s = run_g.schedule.set_index("timestamp").planned_it_power_megawatts
     end = run_g.targets.end_utc.iloc[0]
     assert s[end:end + pd.Timedelta(minutes=3)].min() >= s[end] - 1e-6
+
+
+# ----------------------------------------------------------------------------- facility
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "with --boundary facility the caps apply to facility power, but plan_schedule.csv "
+    "carries only planned_it_power_megawatts (and IT sheds): no facility power column, so "
+    "the caps cannot be checked from the files (measured: a 15.0 MW facility cap at "
+    "20:00-20:05 on the 16k site with a 2 MW / 0.5 MWh battery; IT capping starts at "
+    "19:38:30 and the battery discharges 19:43:40-20:05:40, which only the facility "
+    "power's cooling lag could explain)"))
+def test_facility_boundary_schedule_has_facility_power(tmp_path, battery_site):
+    t = _targets_df([{"start_utc": "2025-07-01T20:00:00Z", "end_utc": "2025-07-01T20:05:00Z",
+                          "cap_megawatts": 15.0}])
+    run = _run(tmp_path, "fac", battery_site[0], t, pc.REQ_ERCOT, "--boundary", "facility")
+    findings, _ = pc.check_battery(run, battery_site[1])
+    assert findings == []
+    assert [c for c in run.schedule.columns if "facility" in c and "_megawatts" in c]
