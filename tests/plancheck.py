@@ -613,3 +613,23 @@ def check_pause_lost(run: PlanRun, site: Site) -> tuple[list[str], dict]:
         out.append(f"pause lost GPU-h {rep.lost_gpu_hours} vs paused time x gpus + restarts "
                    f"{paused_h + restart_h:.2f} (one tick {tol:.2f})")
     return out, m
+
+
+def prior_cap_lost(run: PlanRun, site: Site, b1: float = 0.30,
+                   bracket: str | None = None) -> float:
+    """Lost GPU-h of the power caps recomputed from the schedule's power_limit_w with the
+    stated prior (docs): r(y) = y**b1 (b2 = 0), y = P(L)/P_ref, P(L) = min(L, P_ref)
+    (kappa = 1), P_ref the job's mean busy power; lost = sum gpus x (1 - r) dt. The
+    'weighted by the draws' share of time training' factor is not applied (<= 1)."""
+    s = run.schedule
+    dt_h = s.timestamp.diff().dt.total_seconds().median() / 3600
+    total = 0.0
+    for name, j in site.jobs.items():
+        lim = s[f"power_limit_w[{name}]"].to_numpy(dtype=float)
+        lim = np.where(np.isnan(lim), np.inf, lim)
+        if bracket:  # limits monotone between 10-s samples: the interval's extreme
+            nxt = np.r_[lim[1:], lim[-1:]]
+            lim = np.minimum(lim, nxt) if bracket == "high" else np.maximum(lim, nxt)
+        y = np.minimum(lim, j["train_w"]) / j["train_w"]
+        total += float((j["gpus"] * (1 - y**b1) * dt_h).sum())
+    return total

@@ -441,3 +441,28 @@ def test_facility_boundary_schedule_has_facility_power(tmp_path, battery_site):
     findings, _ = pc.check_battery(run, battery_site[1])
     assert findings == []
     assert [c for c in run.schedule.columns if "facility" in c and "_megawatts" in c]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "power_cap lost GPU-h above what the stated prior gives from the schedule's limits: "
+    "(a) 12 targets, 3 draws: 3,325.67 reported vs bracket [3,103.9, 3,216.5] (+3.4 %); "
+    "(b) battery: 776.72 vs [717.3, 738.3] (+5.2 %); also small.yaml, two jobs, one "
+    "12:03-13:30 cap at 0.6 MW: 274.48 vs [249.8, 250.9] (+9.4 %), while o1 (same targets "
+    "as b, no battery) 1,010.23 lies inside [996.8, 1,030.1]. Related: the schedule's "
+    "power_cap shed is already 0.333 MW (20.3 W/GPU) at a 625-W limit, where "
+    "min(kappa L, P_ref) with P_ref = 597.5 W gives none; with P_ref = 650 W (compute) "
+    "the recomputed lost overshoots instead (200-target run: 18,176 vs 15,245)"))
+@pytest.mark.parametrize("case", ["run_a", "run_b"])
+def test_cap_lost_gpu_hours_from_the_prior(request, case):
+    """'lost GPU-hours: sum over jobs and time of gpus x (1 - r(L(t))) dt', r from the
+    prior (b1 = 0.30, b2 = 0; power under a limit min(kappa L, P_ref), kappa = 1, P_ref
+    the job's nominal busy mean, 597.5 W; the 16k scenario has no capped telemetry), from
+    the schedule's power_limit_w. The limits move each second between the 10-s samples:
+    taking each interval's lowest / highest sampled limit brackets the integral; the
+    plan's weighting by the draws' share of time training (<= 1; checkpoints alone
+    60 s per 1,800 s) may put it up to 10 % under the bracket, never over it."""
+    run, site = _get(request, case)
+    lo = pc.prior_cap_lost(run, site, bracket="low")
+    hi = pc.prior_cap_lost(run, site, bracket="high")
+    rep = float(run.levers.loc["power_cap", "lost_gpu_hours"])
+    assert 0.9 * lo <= rep <= hi * 1.001, (rep, lo, hi)
