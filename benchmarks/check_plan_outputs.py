@@ -80,8 +80,8 @@ def main(argv=None):
             hi = pc.prior_cap_lost(r, site, bracket="high")
             rep = float(r.levers.loc["power_cap", "lost_gpu_hours"])
             f["cap lost GPU-h vs prior"] = [] if 0.9 * lo <= rep <= hi * 1.001 else [
-                f"power_cap lost {rep:.2f} GPU-h, the stated prior on the schedule's limits "
-                f"gives [{lo:.2f}, {hi:.2f}] ({100 * (rep / hi - 1):+.1f} % over the top)"]
+                (f"power_cap lost {rep:.2f} GPU-h, the stated prior on the schedule's limits "
+                f"gives [{lo:.2f}, {hi:.2f}] ({100 * (rep / hi - 1):+.1f} % over the top)")]
         _, caps = pc.check_caps(r, site)
         print("  worst trailing-mean margin to cap: reported "
               f"{caps.reported_overshoot.max():+.4f} MW (simulated), planned "
