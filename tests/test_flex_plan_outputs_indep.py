@@ -167,11 +167,6 @@ def test_no_mw_names(request, case):
     assert [c for c in pc.unitless_numeric_columns(run) if "_mw" in c] == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "plan_ramps.csv: 'limit', 'worst_plan_ramp', 'worst_baseline_ramp' carry no unit in "
-    "their names (the unit is in a separate 'unit' column and differs by row: MW/min for "
-    "ramp_1min, MW/s for ramp_1s of small_site_example.yaml); plan_levers.csv: "
-    "'setting_min' (W or MHz per 'setting_unit')"))
 def test_numeric_columns_carry_units(run_a):
     """STYLE: units in every name (power_megawatts, ramp_megawatts_per_min)."""
     assert pc.unitless_numeric_columns(run_a) == []

@@ -157,8 +157,9 @@ class CurtailmentPlan:
 
     def lever_frame(self) -> pd.DataFrame:
         """Per lever: ``lever, jobs, peak_shed_megawatts, shed_megawatt_hours,
-        lost_gpu_hours, delayed_gpu_hours, restart_gpu_hours, setting_min,
-        setting_unit, storage_soc_fraction`` (the lowest state of charge),
+        lost_gpu_hours, delayed_gpu_hours, restart_gpu_hours, min_power_limit_w`` (the
+        lowest power limit of a cap), ``min_clock_sm_mhz`` (the lowest clock of a lock),
+        ``storage_soc_fraction`` (the lowest state of charge),
         ``storage_discharge_megawatt_hours`` (at the targets' boundary; the shed columns
         are IT power) and ``storage_recharge_megawatt_hours`` (grid energy to restore the
         battery)."""
@@ -600,24 +601,24 @@ def _lever_frame(merit: Merit, ls: LeverSchedule, cost: dict, tick_s: float,
             jobs = [j.name for ji, j in enumerate(merit.jobs)
                     if ((ls.limits_w[ji] < merit.tables[ji].limits_w[0]) & ls.alive[ji]
                         & ~ls.paused[ji] & (ls.throttle == lever)).any()]
-        setting, unit = np.nan, ""
+        lim_min, clk_min = np.nan, np.nan
         if lever in ("power_cap", "clock_lock") and jobs:
             lims = [ls.limits_w[ji][(ls.throttle == lever) & ls.alive[ji]].min()
                     for ji, j in enumerate(merit.jobs) if j.name in jobs]
             if lever == "power_cap":
-                setting, unit = float(min(lims)), "power_limit_w"
+                lim_min = float(min(lims))
             else:
                 clk = [float(merit.curves[j.name].clock_at_power(
                     min(j.compute_w, float(merit.curves[j.name].power_at_limit(lm)))))
                     for j, lm in zip([j for j in merit.jobs if j.name in jobs], lims)]
-                setting, unit = float(np.nanmin(clk)) if clk else np.nan, "clock_sm_mhz"
+                clk_min = float(np.nanmin(clk)) if clk else np.nan
         row = {"lever": lever, "jobs": " ".join(jobs),
                "peak_shed_megawatts": float(sh.max()) / 1e6 if len(sh) else 0.0,
                "shed_megawatt_hours": float(sh.sum()) * tick_s / 3.6e9,
                "lost_gpu_hours": float(cost["per_tick"][lever].sum()),
                "delayed_gpu_hours": cost["delayed"] if lever == "shift_start" else 0.0,
                "restart_gpu_hours": cost["restart"] if lever == "pause" else 0.0,
-               "setting_min": setting, "setting_unit": unit,
+               "min_power_limit_w": lim_min, "min_clock_sm_mhz": clk_min,
                "storage_soc_fraction": np.nan, "storage_discharge_megawatt_hours": np.nan,
                "storage_recharge_megawatt_hours": np.nan, "used": bool(used.any())}
         if lever == "storage" and battery is not None:
@@ -718,11 +719,13 @@ def _ramp_results(reqs: list, plan_w: np.ndarray, b_spec, tick_s: float,
                 viol += int(bad.sum())
                 worst = max(worst, float(rp.max()))
                 worst_b = max(worst_b, float(rb.max()))
+            # one unit for every row (MW/min), whatever unit the requirement is stated in
             ramps.append({"requirement": rq.name, "direction": direction,
-                          "window_s": rq.window_s, "limit": rq.limit, "unit": rq.unit,
+                          "window_s": rq.window_s,
+                          "limit_megawatts_per_min": rq.limit_si * 60 / 1e6,
                           "plan_rate_it_megawatts_per_min":
                               (r_up if direction == "up" else r_down) * 60 / 1e6,
                           "violations": viol,
-                          "worst_plan_ramp": worst / rq.unit_factor,
-                          "worst_baseline_ramp": worst_b / rq.unit_factor})
+                          "worst_plan_ramp_megawatts_per_min": worst * 60 / 1e6,
+                          "worst_baseline_ramp_megawatts_per_min": worst_b * 60 / 1e6})
     return ramps
