@@ -243,6 +243,15 @@ def test_c_shifted_starts(run_c, site_small):
     assert run_c.levers.loc[["power_cap", "clock_lock", "pause"], "lost_gpu_hours"].sum() == 0
 
 
+def test_c_no_throttle_lever_where_none_throttles(run_c):
+    """'throttle_lever' names the lever that throttles for the target: with shifted
+    starts alone (no cap, no lock shed) it is 'none' (issue 23, finding 6)."""
+    t = run_c.targets
+    assert float(t["shed_megawatts[power_cap]"].max()) == 0.0
+    assert float(t["shed_megawatts[clock_lock]"].max()) == 0.0
+    assert (t.throttle_lever == "none").all(), t.throttle_lever.tolist()
+
+
 def test_d_short_notice_uses_the_clock_lock(run_d, site16k):
     t = run_d.targets.iloc[0]
     assert t.throttle_lever == "clock_lock"

@@ -119,8 +119,8 @@ class CurtailmentPlan:
     targets : pandas.DataFrame
         Per target: ``start_utc, end_utc, cap_megawatts``, ``met_share`` (of draws),
         ``met`` (in every draw), ``worst_overshoot_megawatts``, ``response_time_s`` (worst
-        draw), ``lost_gpu_hours``, ``delayed_gpu_hours``, ``throttle_lever``, the mean
-        planned shed per lever ``shed_megawatts[LEVER]`` and ``storage_soc_fraction``
+        draw), ``lost_gpu_hours``, ``delayed_gpu_hours``, ``throttle_lever`` (``none``
+        where no cap or lock sheds), the mean planned shed per lever ``shed_megawatts[LEVER]`` and ``storage_soc_fraction``
         at the target's end.
     levers : pandas.DataFrame
         Per lever (:meth:`lever_frame`).
@@ -689,7 +689,9 @@ def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray, merit: Merit
                "worst_overshoot_megawatts": float(seg[:, ir:].max()) / 1e6,
                "response_time_s": float(resp.max()), "lost_gpu_hours": lost_t,
                "delayed_gpu_hours": delayed,
-               "throttle_lever": thr}
+               # the lever the target would throttle with, "none" where none throttles
+               "throttle_lever": thr if float(ls.shed_w[thr][i0:i1].max(initial=0.0))
+               > 1e-6 else "none"}
         for lever in LEVERS:
             row[f"shed_megawatts[{lever}]"] = float(ls.shed_w[lever][i0:i1].mean()) / 1e6
         row["storage_soc_fraction"] = float(ls.soc_fraction[i1 - 1])
