@@ -431,13 +431,6 @@ def test_g_no_deeper_shed_after_the_target_ends(run_g):
 # ----------------------------------------------------------------------------- facility
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "with --boundary facility the caps apply to facility power, but plan_schedule.csv "
-    "carries only planned_it_power_megawatts (and IT sheds): no facility power column, so "
-    "the caps cannot be checked from the files (measured: a 15.0 MW facility cap at "
-    "20:00-20:05 on the 16k site with a 2 MW / 0.5 MWh battery; IT capping starts at "
-    "19:38:30 and the battery discharges 19:43:40-20:05:40, which only the facility "
-    "power's cooling lag could explain)"))
 def test_facility_boundary_schedule_has_facility_power(tmp_path, battery_site):
     t = _targets_df([{"start_utc": "2025-07-01T20:00:00Z", "end_utc": "2025-07-01T20:05:00Z",
                           "cap_megawatts": 15.0}])

@@ -111,7 +111,10 @@ class CurtailmentPlan:
     ----------
     schedule : pandas.DataFrame
         Per tick: ``timestamp``, ``planned_it_power_megawatts``,
-        ``storage_discharge_megawatts`` (at the targets' boundary),
+        ``planned_facility_power_megawatts`` (from the GPUs' planned IT power, less the
+        battery at the point of connection), ``pue_steady_w_per_w`` (the steady-state
+        PUE it is computed with; caps at the facility boundary are planned at its
+        highest), ``storage_discharge_megawatts`` (at the targets' boundary),
         ``storage_soc_fraction``, ``shed_megawatts[LEVER]`` (planned, IT), then per job
         ``lever[JOB]`` (``power_cap``, ``clock_lock``, ``pause``, ``shift_start`` or
         empty), its setting ``power_limit_w[JOB]`` (a cap) or ``clock_sm_mhz[JOB]`` (a
@@ -183,6 +186,11 @@ class CurtailmentPlan:
             f"starts, not lost): {self.delayed_gpu_hours:.0f} GPU-h"),
             (f"Planned ramp rates (IT): down {self.rate_down_w_per_s * 60 / 1e6:.2f} MW/min, "
             f"up {self.rate_up_w_per_s * 60 / 1e6:.2f} MW/min"),
+            (f"Planned facility power (plan_schedule.csv) with the steady-state PUE "
+            f"{self.schedule['pue_steady_w_per_w'].min():.3f}-"
+            f"{self.schedule['pue_steady_w_per_w'].max():.3f}"
+            + (" (facility caps planned at the highest)" if self.boundary == "facility"
+               else "")),
         ]
         s = Summary(float_format="{:.3f}")
         s.add_text(lines)
@@ -346,6 +354,16 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
                   r_up_w_per_s=r_up, levers=lv, battery=bat, conv=conv,
                   r_down_w_per_s=r_down, max_hold_s=a.shift_max_hold_s)
     sched = _schedule(g.times, p, merit, ls)
+    # the planned facility power (at the point of connection: the battery's output
+    # subtracted) from the GPUs' planned IT power (the planned power plus what the
+    # battery carries), and the steady-state PUE it is computed with
+    site = scenario.site
+    fac_plan = facility_power((p + ls.shed_w["storage"])[None, :], tick_s, g.pue,
+                              electrical_loss_fraction=site.electrical_loss_fraction,
+                              cooling_time_constant_s=site.cooling_time_constant_s,
+                              base_load_w=site.base_load_w, parts=False).facility_w[0]
+    sched.insert(2, "planned_facility_power_megawatts", (fac_plan - ls.storage_w) / 1e6)
+    sched.insert(3, "pue_steady_w_per_w", g.pue)
     cost = _lost_training(merit, ls, share, tick_s)
     out = {"scenario": scenario, "schedule": sched, "times": g.times, "tick_s": tick_s,
            "boundary": targets.boundary, "response_s": response_s, "averaging_s": averaging_s,
@@ -371,7 +389,6 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
         sim_base = forecast(sim_sc, draws=draws, seed=seed, tick_s=tick_s)
     it = _simulated_it(sim_sc, sim_base, merit, cv, ls.limits_w, ls.paused, draws, seed,
                        tick_s)
-    site = scenario.site
     fac = facility_power(it, tick_s, g.pue,
                          electrical_loss_fraction=site.electrical_loss_fraction,
                          cooling_time_constant_s=site.cooling_time_constant_s,
