@@ -377,12 +377,6 @@ def test_e_pause_ramps_within_the_plan_rate(run_e, site16k):
     assert r["up"] <= rates["up"] + notch, r
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a cap equal to the site's floor (6.3488 MW = every GPU idle + node overhead) is "
-    "accepted and planned at 0.99 x cap = 6.2853 MW, 0.0635 MW below the floor the levers "
-    "can reach (pause sheds 8.5606 MW of 14.9094: 6.3488 MW delivered); reported met "
-    "with worst overshoot 0.000 MW, i.e. only by equality, at a cost of 10,737 GPU-h "
-    "(a 26.5-min pause, 00:47:20-01:13:50, plus a 3,004 GPU-h restart) for a 5-min target"))
 def test_cap_at_the_floor_is_planned_reachably(tmp_path, site16k):
     t = _targets_df([{"start_utc": "2025-07-01T01:00:00Z", "end_utc": "2025-07-01T01:05:00Z",
                           "cap_megawatts": round(site16k.floor_it_megawatts, 4)}])

@@ -192,6 +192,11 @@ class CurtailmentPlan:
             + (" (facility caps planned at the highest)" if self.boundary == "facility"
                else "")),
         ]
+        if "planned_at_floor" in t and t["planned_at_floor"].any():
+            lines.append(
+                f"{int(t['planned_at_floor'].sum())} target(s) within the planning margin "
+                "of the site's floor (every job paused): planned at the floor, no margin "
+                "kept (planned_it_level_megawatts, planned_at_floor)")
         s = Summary(float_format="{:.3f}")
         s.add_text(lines)
         s.add_df(self.levers[["lever", "jobs", "peak_shed_megawatts", "shed_megawatt_hours",
@@ -346,7 +351,8 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     r_down, r_up = _allowed_rates(merit, reqs, b_spec, conv_spec, tick_s,
                                   (merit.full_w - merit.cap_floor_w) / max(thr_resp, tick_s),
                                   m.min_ramp_share)
-    p, cap_w, clock, thr_of = _planned_power(targets, scenario.site, g, merit, (r_down, r_up),
+    p, cap_w, clock, (thr_of, lvl_w) = _planned_power(
+        targets, scenario.site, g, merit, (r_down, r_up),
                                      m.margin_fraction, averaging_s - response_s,
                                      response_s, a, lv)
     conv = g.pue_max if targets.boundary == "facility" else 1.0
@@ -398,6 +404,9 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     plan_w = fac if targets.boundary == "facility" else it_seen
     rows = _target_results(targets.frame, g, plan_w, merit, ls, thr_of, cost, response_s,
                            averaging_s)
+    for row, (c, at_floor) in zip(rows, lvl_w):   # the IT level planned, at the floor?
+        row["planned_it_level_megawatts"] = c / 1e6
+        row["planned_at_floor"] = at_floor
     ramps = _ramp_results(reqs, fac if spec_boundary == "facility" else it - ls.storage_w,
                           b_spec, tick_s, r_down, r_up)
     out.update(targets=pd.DataFrame(rows), ramps=pd.DataFrame(ramps),
@@ -478,26 +487,34 @@ def _throttle_of(row, response_s: float, a: LeverAssumptions, lv: tuple) -> str:
 def _planned_power(targets: Targets, site, g: _Ticks, alloc: Merit,
                    rates: tuple[float, float], margin_fraction: float,
                    judged_early_s: float, response_s: float, a: LeverAssumptions,
-                   lv: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+                   lv: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple]:
     """The planned site power ``P(t)`` [IT W] (lower envelope of the caps' cones, limited
     in its rise and fall), the caps at the targets' boundary per tick [W], per tick
-    whether the throttling lever is a clock lock, and each target's throttling lever."""
+    whether the throttling lever is a clock lock, and per target its throttling lever
+    and the IT level it is planned at (cap less the margin, at least the site's floor)
+    [W]."""
     r_down, r_up = rates
     n, tick_s = g.n, g.tick_s
     lead = 3 * site.cooling_time_constant_s if targets.boundary == "facility" else 0.0
     env = np.full(n, alloc.full_w)
     cap_w = np.full(n, np.inf)
-    locked = []
+    locked, planned = [], []
+    floor_w = alloc.const + float(alloc.job_idle_w.sum())
     levers_of = [_throttle_of(r, response_s, a, lv) for r in targets.frame.itertuples()]
     for r, thr in zip(targets.frame.itertuples(), levers_of):
         i0, i1 = g.index(r.start_utc, math.floor), g.index(r.end_utc, math.ceil)
         i0c, i1c = max(i0, 0), min(i1, n)
         if i1c <= i0c:
+            planned.append((np.nan, False))
             continue
         cap_w[i0c:i1c] = np.minimum(cap_w[i0c:i1c], r.cap_w)
         c = r.cap_w * (1 - margin_fraction)
         if targets.boundary == "facility":
             c = (c - site.base_load_w) / g.pue_max
+        # never below what the levers can reach (every job paused: the site's floor); a
+        # cap within the margin of the floor is planned at the floor, margin not kept
+        planned.append((max(c, floor_w), bool(c < floor_w)))
+        c = max(c, floor_w)
         # at the cap early enough that the trailing mean judged from start + response
         # holds no pre-start power (and, for facility caps, the cooling has followed)
         early = lead + max(0.0, judged_early_s)
@@ -531,7 +548,7 @@ def _planned_power(targets: Targets, site, g: _Ticks, alloc: Merit,
         for s, e in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
             if any(i0 < e and s < i1 for i0, i1 in locked):
                 clock[s:e] = True
-    return p, cap_w, clock, levers_of
+    return p, cap_w, clock, (levers_of, planned)
 
 
 def _schedule(times, p: np.ndarray, merit: Merit, ls: LeverSchedule) -> pd.DataFrame:
