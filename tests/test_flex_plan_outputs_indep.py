@@ -409,11 +409,6 @@ def test_g_late_notice_reported_not_rushed(run_g, site16k):
     assert {k: v for k, v in f.items() if v} == {}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "after a late-notice target (notice 01:02, cap 12.0 MW, 01:00-01:05) ends, the planned "
-    "IT power keeps falling for 20 s, from 12.6146 MW at 01:05:00 to 12.3582 MW at "
-    "01:05:20 (clock-lock shed 2.31 -> 2.58 MW), though no cap applies after the end: the "
-    "ramp-up cone from the unreached cap (0.99 x 12 = 11.88 MW at the end) binds"))
 def test_g_no_deeper_shed_after_the_target_ends(run_g):
     """'planned IT power = the highest trajectory under every cap ... that moves no faster
     than those rates': with no cap after the end, nothing makes it go further down."""

@@ -535,10 +535,19 @@ def _planned_power(targets: Targets, site, g: _Ticks, alloc: Merit,
     # down-ramp allowed only from each notice: before a target's notice its cone is absent
     # (handled above); forward passes: rise at most r_up, fall at most r_down
     k = np.arange(n, dtype=float)
-    up = r_up * tick_s
-    p = up * k + np.minimum.accumulate(env - up * k)
-    dn = r_down * tick_s
-    p = np.maximum(p, -dn * k + np.maximum.accumulate(p + dn * k))
+    up, dn = r_up * tick_s, r_down * tick_s
+
+    def passes(e):
+        q = up * k + np.minimum.accumulate(e - up * k)       # under e, rising <= r_up
+        return np.maximum(q, -dn * k + np.maximum.accumulate(q + dn * k))  # falls <= r_down
+
+    p = passes(env)
+    # where a late notice leaves a cap unreached the fall limit lifts p over env; the
+    # rise cone from the unreached cap would still pull p down after the target's end.
+    # Relaxing the caps to what is reached (env2 = max(env, p), p itself is feasible
+    # under it) gives p2 >= p, equal where caps are unreached, under every cap where p
+    # was, and never falling after a target's end for that target.
+    p = passes(np.maximum(env, p))
     p = np.minimum(p, alloc.full_w)
     # a stretch of shed (down, hold, back up) is clock-locked when a target in it is
     clock = np.zeros(n, bool)
