@@ -377,6 +377,20 @@ def test_e_pause_ramps_within_the_plan_rate(run_e, site16k):
     assert r["up"] <= rates["up"] + notch, r
 
 
+def test_e_pause_step_over_the_plan_rate_is_reported(run_e, run_a, site16k):
+    """Issue 23 finding 4: where the levers' own planned power (baseline less the planned
+    sheds) ramps faster than the plan's allowed rate, plan_ramps.csv says so per
+    direction, at least as fast as the grid-aligned 1-min means recomputed here, and the
+    summary warns; with caps only (run_a) nothing is flagged."""
+    r = pc.delivered_ramps(run_e, site16k)
+    q = run_e.ramps.set_index("direction")
+    assert q["lever_ramp_over_plan_rate"].astype(bool).all()
+    for d in ("up", "down"):
+        assert q.loc[d, "worst_lever_ramp_it_megawatts_per_min"] >= r[d] - 1e-3, (d, r)
+    assert "faster than the allowed" in (run_e.out / "plan_summary.txt").read_text()
+    assert not run_a.ramps["lever_ramp_over_plan_rate"].astype(bool).any()
+
+
 def test_cap_at_the_floor_is_planned_reachably(tmp_path, site16k):
     t = _targets_df([{"start_utc": "2025-07-01T01:00:00Z", "end_utc": "2025-07-01T01:05:00Z",
                           "cap_megawatts": round(site16k.floor_it_megawatts, 4)}])

@@ -69,7 +69,6 @@ from .._summary import Summary
 from ..exceptions import PowerlabError
 from ..grid.facility import facility_power
 from ..grid.forecast import forecast
-from ..grid.ramps import whole_ticks
 from ..grid.scenario import Scenario
 from ..outputs import output_folder
 from .levers import (
@@ -81,6 +80,7 @@ from .levers import (
     paused_scenario,
 )
 from .merit import LeverSchedule, Merit, allocate
+from .planramps import allowed_rates, lever_ramps, ramp_results
 from .targets import Targets
 
 __all__ = ["CurtailmentPlan", "PlanMargins", "plan_curtailment"]
@@ -95,13 +95,6 @@ def _trailing_mean(x: np.ndarray, w: int) -> np.ndarray:
     out[..., w:] = c[..., w:] - c[..., :-w]
     n = np.minimum(np.arange(1, x.shape[-1] + 1), w)
     return out / n
-
-
-def _ramp_series(x: np.ndarray, w: int, window_s: float) -> np.ndarray:
-    """Ramp between adjacent ``w``-tick means for every start tick [W/s]."""
-    c = np.concatenate([[0.0], np.cumsum(x - x[0])])
-    m = (c[w:] - c[:-w]) / w
-    return (m[w:] - m[:-w]) / window_s
 
 
 class CurtailmentPlan:
@@ -205,8 +198,22 @@ class CurtailmentPlan:
         if len(self.ramps):
             s.add_df(self.ramps, "Ramp requirements (plan-caused violations over all "
                      "draws):", index=False)
+        fast = (self.ramps[self.ramps["lever_ramp_over_plan_rate"]]
+                if "lever_ramp_over_plan_rate" in self.ramps else self.ramps.iloc[:0])
+        for q in fast.itertuples():
+            s.add_text(
+                f"Warning: the levers' own planned power ramps {q.direction} "
+                f"{q.worst_lever_ramp_it_megawatts_per_min:.2f} MW/min (IT, "
+                f"{q.window_s:g}-s means, at {q.worst_lever_ramp_utc}), faster than the "
+                f"allowed {q.plan_rate_it_megawatts_per_min:.2f} MW/min of "
+                f"{q.requirement} (a pause's step to idle); the draws found "
+                f"{q.violations} violation(s), a step coinciding with the baseline's own "
+                "ramp would make one")
         s.add_text("Verdict: " + ("every target met, no ramp violated" if self.all_met
-                                  else "NOT all targets met or a ramp violated"))
+                                  else "NOT all targets met or a ramp violated")
+                   + (" in the draws; the levers' planned steps exceed the allowed ramp "
+                      "rate (plan_ramps.csv: lever_ramp_over_plan_rate)" if len(fast)
+                      else ""))
         return s
 
     def __str__(self) -> str:
@@ -287,13 +294,13 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
                      assumptions: LeverAssumptions | None = None) -> CurtailmentPlan:
     """Plan per-job levers for a target trajectory and simulate the plan.
 
-    The steps (each a function of this module): the tick grid, the allowed ramp rates
-    (``_allowed_rates``), the planned site power and each target's throttling lever
-    (``_planned_power``), its split over the levers in merit order
+    The steps (functions of this module and :mod:`powerlab.flex.planramps`): the tick
+    grid, the allowed ramp rates (:func:`~powerlab.flex.planramps.allowed_rates`), the
+    planned site power and each target's throttling lever (``_planned_power``), its split over the levers in merit order
     (:func:`powerlab.flex.merit.allocate`), the schedule and the lost and delayed
     training, then, when ``simulate``, the simulated power of every draw
     (``_simulated_it``, less the battery) judged per target (``_target_results``) and
-    per ramp requirement (``_ramp_results``).
+    per ramp requirement (:func:`powerlab.flex.planramps.ramp_results`).
 
     Parameters
     ----------
@@ -348,7 +355,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     b_spec = base.power_w(spec_boundary) if reqs else None
     conv_spec = g.pue_max if spec_boundary == "facility" else 1.0
     thr_resp = (a.power_cap_response_s if "power_cap" in lv else a.clock_lock_response_s)
-    r_down, r_up = _allowed_rates(merit, reqs, b_spec, conv_spec, tick_s,
+    r_down, r_up = allowed_rates(merit, reqs, b_spec, conv_spec, tick_s,
                                   (merit.full_w - merit.cap_floor_w) / max(thr_resp, tick_s),
                                   m.min_ramp_share)
     p, cap_w, clock, (thr_of, lvl_w) = _planned_power(
@@ -407,8 +414,9 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     for row, (c, at_floor) in zip(rows, lvl_w):   # the IT level planned, at the floor?
         row["planned_it_level_megawatts"] = c / 1e6
         row["planned_at_floor"] = at_floor
-    ramps = _ramp_results(reqs, fac if spec_boundary == "facility" else it - ls.storage_w,
+    ramps = ramp_results(reqs, fac if spec_boundary == "facility" else it - ls.storage_w,
                           b_spec, tick_s, r_down, r_up)
+    lever_ramps(ramps, reqs, merit, ls, g.times, tick_s)
     out.update(targets=pd.DataFrame(rows), ramps=pd.DataFrame(ramps),
                baseline_w=base.power_w(targets.boundary), plan_w=plan_w)
     return CurtailmentPlan(**out)
@@ -450,26 +458,6 @@ def _tick_grid(scenario: Scenario, tick_s: float, draws: int, simulate: bool) ->
     times = pd.date_range(t0, periods=n, freq=pd.Timedelta(seconds=tick_s))
     pue = np.asarray(scenario.site.pue_at(times), float) * np.ones(n)
     return _Ticks(t0, n, tick_s, times, pue, float(pue.max()))
-
-
-def _allowed_rates(alloc: Merit, reqs: list, b_spec, conv: float, tick_s: float,
-                   fast: float, min_ramp_share: float) -> tuple[float, float]:
-    """Allowed plan ramp rates down and up [IT W/s]: each ramp limit less the baseline's
-    own largest ramp of that window (at least ``min_ramp_share`` of the limit), in IT
-    power (``conv``: the highest PUE for limits at the facility boundary); ``fast`` without one."""
-    r_down = r_up = fast
-    for rq in reqs:
-        w = whole_ticks(rq.window_s, tick_s)
-        worst_up = worst_dn = 0.0
-        for d in range(len(b_spec)):
-            rr = _ramp_series(b_spec[d], w, rq.window_s)
-            worst_up, worst_dn = max(worst_up, rr.max()), max(worst_dn, -rr.min())
-        lim = rq.limit_si
-        if rq.direction in ("down", "both"):
-            r_down = min(r_down, max(lim - worst_dn, min_ramp_share * lim) / conv)
-        if rq.direction in ("up", "both"):
-            r_up = min(r_up, max(lim - worst_up, min_ramp_share * lim) / conv)
-    return r_down, r_up
 
 
 def _throttle_of(row, response_s: float, a: LeverAssumptions, lv: tuple) -> str:
@@ -740,37 +728,3 @@ def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray, merit: Merit
         row["storage_soc_fraction"] = float(ls.soc_fraction[i1 - 1])
         rows.append(row)
     return rows
-
-
-def _ramp_results(reqs: list, plan_w: np.ndarray, b_spec, tick_s: float,
-                  r_down: float, r_up: float) -> list[dict]:
-    """Per ramp requirement and direction: the plan's violations over all draws (a ramp
-    over the limit and over the baseline's own largest ramp in that draw) and the worst
-    plan and baseline ramps."""
-    ramps = []
-    for rq in reqs:
-        w = whole_ticks(rq.window_s, tick_s)
-        for direction in (("up", "down") if rq.direction == "both" else (rq.direction,)):
-            sgn = 1.0 if direction == "up" else -1.0
-            viol, worst, worst_b = 0, 0.0, 0.0
-            for d in range(len(plan_w)):
-                rp = sgn * _ramp_series(plan_w[d], w, rq.window_s)
-                rb = sgn * _ramp_series(b_spec[d], w, rq.window_s)
-                # the plan violates where its ramp exceeds the limit and everything the
-                # site does anyway in that draw (a site over the limit already is not
-                # made worse)
-                allowed = max(rq.limit_si, float(rb.max())) * (1 + 1e-9)
-                bad = rp > allowed
-                viol += int(bad.sum())
-                worst = max(worst, float(rp.max()))
-                worst_b = max(worst_b, float(rb.max()))
-            # one unit for every row (MW/min), whatever unit the requirement is stated in
-            ramps.append({"requirement": rq.name, "direction": direction,
-                          "window_s": rq.window_s,
-                          "limit_megawatts_per_min": rq.limit_si * 60 / 1e6,
-                          "plan_rate_it_megawatts_per_min":
-                              (r_up if direction == "up" else r_down) * 60 / 1e6,
-                          "violations": viol,
-                          "worst_plan_ramp_megawatts_per_min": worst * 60 / 1e6,
-                          "worst_baseline_ramp_megawatts_per_min": worst_b * 60 / 1e6})
-    return ramps
