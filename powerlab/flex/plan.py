@@ -356,27 +356,17 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     conv_spec = g.pue_max if spec_boundary == "facility" else 1.0
     thr_resp = (a.power_cap_response_s if "power_cap" in lv else a.clock_lock_response_s)
     r_down, r_up = allowed_rates(merit, reqs, b_spec, conv_spec, tick_s,
-                                  (merit.full_w - merit.cap_floor_w) / max(thr_resp, tick_s),
-                                  m.min_ramp_share)
-    p, cap_w, clock, (thr_of, lvl_w) = _planned_power(
-        targets, scenario.site, g, merit, (r_down, r_up),
-                                     m.margin_fraction, averaging_s - response_s,
-                                     response_s, a, lv)
+                                 (merit.full_w - merit.cap_floor_w) / max(thr_resp, tick_s),
+                                 m.min_ramp_share)
+    p, cap_w, clock, per_target = _planned_power(
+        targets, scenario.site, g, merit, (r_down, r_up), m.margin_fraction,
+        averaging_s - response_s, response_s, a, lv)
     conv = g.pue_max if targets.boundary == "facility" else 1.0
     ls = allocate(merit, merit.full_w - p, g.times, tick_s, clock=clock,
                   r_up_w_per_s=r_up, levers=lv, battery=bat, conv=conv,
                   r_down_w_per_s=r_down, max_hold_s=a.shift_max_hold_s)
     sched = _schedule(g.times, p, merit, ls)
-    # the planned facility power (at the point of connection: the battery's output
-    # subtracted) from the GPUs' planned IT power (the planned power plus what the
-    # battery carries), and the steady-state PUE it is computed with
-    site = scenario.site
-    fac_plan = facility_power((p + ls.shed_w["storage"])[None, :], tick_s, g.pue,
-                              electrical_loss_fraction=site.electrical_loss_fraction,
-                              cooling_time_constant_s=site.cooling_time_constant_s,
-                              base_load_w=site.base_load_w, parts=False).facility_w[0]
-    sched.insert(2, "planned_facility_power_megawatts", (fac_plan - ls.storage_w) / 1e6)
-    sched.insert(3, "pue_steady_w_per_w", g.pue)
+    _add_planned_facility(sched, p, ls, scenario.site, g)
     cost = _lost_training(merit, ls, share, tick_s)
     out = {"scenario": scenario, "schedule": sched, "times": g.times, "tick_s": tick_s,
            "boundary": targets.boundary, "response_s": response_s, "averaging_s": averaging_s,
@@ -391,8 +381,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
         out.update(targets=pd.DataFrame(), ramps=pd.DataFrame(), baseline_w=None,
                    plan_w=None)
         return CurtailmentPlan(**out)
-    sim_sc = scenario
-    sim_base = base
+    sim_sc, sim_base = scenario, base
     if ls.starts_utc:            # the shifted starts, in the same horizon
         sim_sc = scenario.replace(
             horizon_start_utc=scenario.start_utc, horizon_end_utc=scenario.end_utc,
@@ -402,6 +391,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
         sim_base = forecast(sim_sc, draws=draws, seed=seed, tick_s=tick_s)
     it = _simulated_it(sim_sc, sim_base, merit, cv, ls.limits_w, ls.paused, draws, seed,
                        tick_s)
+    site = scenario.site
     fac = facility_power(it, tick_s, g.pue,
                          electrical_loss_fraction=site.electrical_loss_fraction,
                          cooling_time_constant_s=site.cooling_time_constant_s,
@@ -409,13 +399,10 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     fac = fac - ls.storage_w                  # the battery at the point of connection
     it_seen = it - ls.storage_w if targets.boundary == "it" else it
     plan_w = fac if targets.boundary == "facility" else it_seen
-    rows = _target_results(targets.frame, g, plan_w, merit, ls, thr_of, cost, response_s,
-                           averaging_s)
-    for row, (c, at_floor) in zip(rows, lvl_w):   # the IT level planned, at the floor?
-        row["planned_it_level_megawatts"] = c / 1e6
-        row["planned_at_floor"] = at_floor
+    rows = _target_results(targets.frame, g, plan_w, merit, ls, per_target, cost,
+                           response_s, averaging_s)
     ramps = ramp_results(reqs, fac if spec_boundary == "facility" else it - ls.storage_w,
-                          b_spec, tick_s, r_down, r_up)
+                         b_spec, tick_s, r_down, r_up)
     lever_ramps(ramps, reqs, merit, ls, g.times, tick_s)
     out.update(targets=pd.DataFrame(rows), ramps=pd.DataFrame(ramps),
                baseline_w=base.power_w(targets.boundary), plan_w=plan_w)
@@ -577,6 +564,19 @@ def _schedule(times, p: np.ndarray, merit: Merit, ls: LeverSchedule) -> pd.DataF
     return sched
 
 
+def _add_planned_facility(sched: pd.DataFrame, p: np.ndarray, ls: LeverSchedule, site,
+                          g: _Ticks) -> None:
+    """Add the planned facility power (at the point of connection: the battery's output
+    subtracted) from the GPUs' planned IT power (the planned power plus what the battery
+    carries), and the steady-state PUE it is computed with, to the schedule."""
+    fac = facility_power((p + ls.shed_w["storage"])[None, :], g.tick_s, g.pue,
+                         electrical_loss_fraction=site.electrical_loss_fraction,
+                         cooling_time_constant_s=site.cooling_time_constant_s,
+                         base_load_w=site.base_load_w, parts=False).facility_w[0]
+    sched.insert(2, "planned_facility_power_megawatts", (fac - ls.storage_w) / 1e6)
+    sched.insert(3, "pue_steady_w_per_w", g.pue)
+
+
 def _lost_training(merit: Merit, ls: LeverSchedule, share: pd.Series,
                    tick_s: float) -> dict:
     """Planned lost training [GPU-h] (curve mean, upper and lower band; each throttled
@@ -690,11 +690,12 @@ def _simulated_it(scenario: Scenario, base, merit: Merit, cv: dict,
 
 
 def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray, merit: Merit,
-                    ls: LeverSchedule, thr_of: list, cost: dict, response_s: float,
+                    ls: LeverSchedule, per_target: tuple, cost: dict, response_s: float,
                     averaging_s: float) -> list[dict]:
     """Per target: met share and met, worst overshoot, worst response time, lost and
-    delayed training, the throttling lever, the mean planned shed per lever and the
-    battery's state of charge at its end, judged on the trailing ``averaging_s`` mean
+    delayed training, the throttling lever (``per_target``: the levers and the planned
+    IT levels of :func:`_planned_power`), the mean planned shed per lever, the battery's
+    state of charge at its end and the IT level planned, judged on the trailing ``averaging_s`` mean
     of the simulated power.  Lost and delayed training are the plan's per-tick costs
     (:func:`_lost_training`: training-share weighted, restarts included) summed over the
     target's ticks, so the ramps before and after a target count toward the plan's
@@ -702,7 +703,7 @@ def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray, merit: Merit
     tick_s = g.tick_s
     tm = _trailing_mean(plan_w, max(1, round(averaging_s / tick_s)))
     rows = []
-    for r, thr in zip(f.itertuples(), thr_of):
+    for r, thr, (lvl, at_floor) in zip(f.itertuples(), *per_target):
         i0 = max(0, g.index(r.start_utc, math.floor))
         i1 = min(g.n, g.index(r.end_utc, math.ceil))
         seg = tm[:, i0:i1] - r.cap_w
@@ -726,5 +727,8 @@ def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray, merit: Merit
         for lever in LEVERS:
             row[f"shed_megawatts[{lever}]"] = float(ls.shed_w[lever][i0:i1].mean()) / 1e6
         row["storage_soc_fraction"] = float(ls.soc_fraction[i1 - 1])
+        # the IT level the target is planned at, and whether that is the site's floor
+        row["planned_it_level_megawatts"] = lvl / 1e6
+        row["planned_at_floor"] = at_floor
         rows.append(row)
     return rows
