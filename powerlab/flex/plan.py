@@ -11,7 +11,11 @@ Search (:func:`plan_curtailment`, fast, no simulation)
        trajectory is known), and back up at ``r_up`` after it.  It is the lower envelope
        of cones ``cap_k + r (t_k - t)`` (two cumulative minima over the tick grid), then
        limited in its descent from each notice time, so a late notice gives a late
-       response rather than a too-fast ramp.
+       response rather than a too-fast ramp (the passes are repeated under the caps
+       relaxed to what is reached, so after an unreached cap's end the power rises from
+       where it got to instead of falling on towards the cap).  No cap is planned below
+       the site's floor (every job paused): a cap within the margin of it is planned at
+       the floor, reported per target (``planned_at_floor``).
     2. The allowed ramp rates are the spec's ramp limits (``kind: ramp``) less the
        baseline's own largest ramp of the same window means (the site already uses that
        much), at least ``min_ramp_share`` of the limit, converted to IT power with the
