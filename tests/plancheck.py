@@ -397,8 +397,10 @@ def ramp_rates(run: PlanRun, site: Site) -> pd.DataFrame:
     """Allowed IT ramp rates recomputed from plan_ramps' limits and baseline ramps:
     max(limit - baseline ramp, 10 % of limit) / PUE_max, in MW/min (docs, plan step 1)."""
     r = run.ramps.copy()
-    per_min = np.where(r["unit"].str.endswith("/s"), 60.0, 1.0)
-    headroom = np.maximum(r["limit"] - r["worst_baseline_ramp"], 0.1 * r["limit"])
+    per_min = 1.0  # plan_ramps.csv states every ramp column in MW/min
+    headroom = np.maximum(r["limit_megawatts_per_min"]
+                          - r["worst_baseline_ramp_megawatts_per_min"],
+                          0.1 * r["limit_megawatts_per_min"])
     r["my_rate_it_megawatts_per_min"] = headroom * per_min / site.pue_max
     return r
 
@@ -428,12 +430,16 @@ def check_ramps(run: PlanRun, site: Site) -> tuple[list[str], pd.DataFrame]:
         rows.append({"requirement": q.requirement, "direction": q.direction, "window_s": w,
                          "planned_it_worst_megawatts_per_min": worst,
                          "plan_rate_it_megawatts_per_min": q.plan_rate_it_megawatts_per_min,
-                         "limit": q.limit, "worst_plan_ramp": q.worst_plan_ramp})
+                         "limit": q.limit_megawatts_per_min,
+                         "worst_plan_ramp": q.worst_plan_ramp_megawatts_per_min})
         if worst > q.plan_rate_it_megawatts_per_min * 1.01 + 1e-6:
             out.append(f"{q.requirement} {q.direction}: the schedule's planned IT power ramps "
                        f"{worst:.4f} MW/min over {w:.0f}-s means, above its plan rate "
                        f"{q.plan_rate_it_megawatts_per_min:.4f}")
     for _, q in r.iterrows():
+        q = q.rename({"limit_megawatts_per_min": "limit",
+                      "worst_plan_ramp_megawatts_per_min": "worst_plan_ramp",
+                      "worst_baseline_ramp_megawatts_per_min": "worst_baseline_ramp"})
         if q.worst_plan_ramp <= q.limit and q.violations > 0:
             out.append(f"{q.requirement} {q.direction}: {q.violations} violations although "
                        f"worst_plan_ramp {q.worst_plan_ramp} <= limit {q.limit}")

@@ -11,7 +11,11 @@ Search (:func:`plan_curtailment`, fast, no simulation)
        trajectory is known), and back up at ``r_up`` after it.  It is the lower envelope
        of cones ``cap_k + r (t_k - t)`` (two cumulative minima over the tick grid), then
        limited in its descent from each notice time, so a late notice gives a late
-       response rather than a too-fast ramp.
+       response rather than a too-fast ramp (the passes are repeated under the caps
+       relaxed to what is reached, so after an unreached cap's end the power rises from
+       where it got to instead of falling on towards the cap).  No cap is planned below
+       the site's floor (every job paused): a cap within the margin of it is planned at
+       the floor, reported per target (``planned_at_floor``).
     2. The allowed ramp rates are the spec's ramp limits (``kind: ramp``) less the
        baseline's own largest ramp of the same window means (the site already uses that
        much), at least ``min_ramp_share`` of the limit, converted to IT power with the
@@ -69,7 +73,6 @@ from .._summary import Summary
 from ..exceptions import PowerlabError
 from ..grid.facility import facility_power
 from ..grid.forecast import forecast
-from ..grid.ramps import whole_ticks
 from ..grid.scenario import Scenario
 from ..outputs import output_folder
 from .levers import (
@@ -81,6 +84,7 @@ from .levers import (
     paused_scenario,
 )
 from .merit import LeverSchedule, Merit, allocate
+from .planramps import allowed_rates, lever_ramps, ramp_results
 from .targets import Targets
 
 __all__ = ["CurtailmentPlan", "PlanMargins", "plan_curtailment"]
@@ -97,13 +101,6 @@ def _trailing_mean(x: np.ndarray, w: int) -> np.ndarray:
     return out / n
 
 
-def _ramp_series(x: np.ndarray, w: int, window_s: float) -> np.ndarray:
-    """Ramp between adjacent ``w``-tick means for every start tick [W/s]."""
-    c = np.concatenate([[0.0], np.cumsum(x - x[0])])
-    m = (c[w:] - c[:-w]) / w
-    return (m[w:] - m[:-w]) / window_s
-
-
 class CurtailmentPlan:
     """A curtailment plan and its simulation (results object).
 
@@ -111,7 +108,10 @@ class CurtailmentPlan:
     ----------
     schedule : pandas.DataFrame
         Per tick: ``timestamp``, ``planned_it_power_megawatts``,
-        ``storage_discharge_megawatts`` (at the targets' boundary),
+        ``planned_facility_power_megawatts`` (from the GPUs' planned IT power, less the
+        battery at the point of connection), ``pue_steady_w_per_w`` (the steady-state
+        PUE it is computed with; caps at the facility boundary are planned at its
+        highest), ``storage_discharge_megawatts`` (at the targets' boundary),
         ``storage_soc_fraction``, ``shed_megawatts[LEVER]`` (planned, IT), then per job
         ``lever[JOB]`` (``power_cap``, ``clock_lock``, ``pause``, ``shift_start`` or
         empty), its setting ``power_limit_w[JOB]`` (a cap) or ``clock_sm_mhz[JOB]`` (a
@@ -119,8 +119,8 @@ class CurtailmentPlan:
     targets : pandas.DataFrame
         Per target: ``start_utc, end_utc, cap_megawatts``, ``met_share`` (of draws),
         ``met`` (in every draw), ``worst_overshoot_megawatts``, ``response_time_s`` (worst
-        draw), ``lost_gpu_hours``, ``delayed_gpu_hours``, ``throttle_lever``, the mean
-        planned shed per lever ``shed_megawatts[LEVER]`` and ``storage_soc_fraction``
+        draw), ``lost_gpu_hours``, ``delayed_gpu_hours``, ``throttle_lever`` (``none``
+        where no cap or lock sheds), the mean planned shed per lever ``shed_megawatts[LEVER]`` and ``storage_soc_fraction``
         at the target's end.
     levers : pandas.DataFrame
         Per lever (:meth:`lever_frame`).
@@ -157,8 +157,9 @@ class CurtailmentPlan:
 
     def lever_frame(self) -> pd.DataFrame:
         """Per lever: ``lever, jobs, peak_shed_megawatts, shed_megawatt_hours,
-        lost_gpu_hours, delayed_gpu_hours, restart_gpu_hours, setting_min,
-        setting_unit, storage_soc_fraction`` (the lowest state of charge),
+        lost_gpu_hours, delayed_gpu_hours, restart_gpu_hours, min_power_limit_w`` (the
+        lowest power limit of a cap), ``min_clock_sm_mhz`` (the lowest clock of a lock),
+        ``storage_soc_fraction`` (the lowest state of charge),
         ``storage_discharge_megawatt_hours`` (at the targets' boundary; the shed columns
         are IT power) and ``storage_recharge_megawatt_hours`` (grid energy to restore the
         battery)."""
@@ -182,7 +183,17 @@ class CurtailmentPlan:
             f"starts, not lost): {self.delayed_gpu_hours:.0f} GPU-h"),
             (f"Planned ramp rates (IT): down {self.rate_down_w_per_s * 60 / 1e6:.2f} MW/min, "
             f"up {self.rate_up_w_per_s * 60 / 1e6:.2f} MW/min"),
+            (f"Planned facility power (plan_schedule.csv) with the steady-state PUE "
+            f"{self.schedule['pue_steady_w_per_w'].min():.3f}-"
+            f"{self.schedule['pue_steady_w_per_w'].max():.3f}"
+            + (" (facility caps planned at the highest)" if self.boundary == "facility"
+               else "")),
         ]
+        if "planned_at_floor" in t and t["planned_at_floor"].any():
+            lines.append(
+                f"{int(t['planned_at_floor'].sum())} target(s) within the planning margin "
+                "of the site's floor (every job paused): planned at the floor, no margin "
+                "kept (planned_it_level_megawatts, planned_at_floor)")
         s = Summary(float_format="{:.3f}")
         s.add_text(lines)
         s.add_df(self.levers[["lever", "jobs", "peak_shed_megawatts", "shed_megawatt_hours",
@@ -191,8 +202,22 @@ class CurtailmentPlan:
         if len(self.ramps):
             s.add_df(self.ramps, "Ramp requirements (plan-caused violations over all "
                      "draws):", index=False)
+        fast = (self.ramps[self.ramps["lever_ramp_over_plan_rate"]]
+                if "lever_ramp_over_plan_rate" in self.ramps else self.ramps.iloc[:0])
+        for q in fast.itertuples():
+            s.add_text(
+                f"Warning: the levers' own planned power ramps {q.direction} "
+                f"{q.worst_lever_ramp_it_megawatts_per_min:.2f} MW/min (IT, "
+                f"{q.window_s:g}-s means, at {q.worst_lever_ramp_utc}), faster than the "
+                f"allowed {q.plan_rate_it_megawatts_per_min:.2f} MW/min of "
+                f"{q.requirement} (a pause's step to idle); the draws found "
+                f"{q.violations} violation(s), a step coinciding with the baseline's own "
+                "ramp would make one")
         s.add_text("Verdict: " + ("every target met, no ramp violated" if self.all_met
-                                  else "NOT all targets met or a ramp violated"))
+                                  else "NOT all targets met or a ramp violated")
+                   + (" in the draws; the levers' planned steps exceed the allowed ramp "
+                      "rate (plan_ramps.csv: lever_ramp_over_plan_rate)" if len(fast)
+                      else ""))
         return s
 
     def __str__(self) -> str:
@@ -273,13 +298,13 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
                      assumptions: LeverAssumptions | None = None) -> CurtailmentPlan:
     """Plan per-job levers for a target trajectory and simulate the plan.
 
-    The steps (each a function of this module): the tick grid, the allowed ramp rates
-    (``_allowed_rates``), the planned site power and each target's throttling lever
-    (``_planned_power``), its split over the levers in merit order
+    The steps (functions of this module and :mod:`powerlab.flex.planramps`): the tick
+    grid, the allowed ramp rates (:func:`~powerlab.flex.planramps.allowed_rates`), the
+    planned site power and each target's throttling lever (``_planned_power``), its split over the levers in merit order
     (:func:`powerlab.flex.merit.allocate`), the schedule and the lost and delayed
     training, then, when ``simulate``, the simulated power of every draw
     (``_simulated_it``, less the battery) judged per target (``_target_results``) and
-    per ramp requirement (``_ramp_results``).
+    per ramp requirement (:func:`powerlab.flex.planramps.ramp_results`).
 
     Parameters
     ----------
@@ -334,17 +359,18 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     b_spec = base.power_w(spec_boundary) if reqs else None
     conv_spec = g.pue_max if spec_boundary == "facility" else 1.0
     thr_resp = (a.power_cap_response_s if "power_cap" in lv else a.clock_lock_response_s)
-    r_down, r_up = _allowed_rates(merit, reqs, b_spec, conv_spec, tick_s,
-                                  (merit.full_w - merit.cap_floor_w) / max(thr_resp, tick_s),
-                                  m.min_ramp_share)
-    p, cap_w, clock, thr_of = _planned_power(targets, scenario.site, g, merit, (r_down, r_up),
-                                     m.margin_fraction, averaging_s - response_s,
-                                     response_s, a, lv)
+    r_down, r_up = allowed_rates(merit, reqs, b_spec, conv_spec, tick_s,
+                                 (merit.full_w - merit.cap_floor_w) / max(thr_resp, tick_s),
+                                 m.min_ramp_share)
+    p, cap_w, clock, per_target = _planned_power(
+        targets, scenario.site, g, merit, (r_down, r_up), m.margin_fraction,
+        averaging_s - response_s, response_s, a, lv)
     conv = g.pue_max if targets.boundary == "facility" else 1.0
     ls = allocate(merit, merit.full_w - p, g.times, tick_s, clock=clock,
                   r_up_w_per_s=r_up, levers=lv, battery=bat, conv=conv,
                   r_down_w_per_s=r_down, max_hold_s=a.shift_max_hold_s)
     sched = _schedule(g.times, p, merit, ls)
+    _add_planned_facility(sched, p, ls, scenario.site, g)
     cost = _lost_training(merit, ls, share, tick_s)
     out = {"scenario": scenario, "schedule": sched, "times": g.times, "tick_s": tick_s,
            "boundary": targets.boundary, "response_s": response_s, "averaging_s": averaging_s,
@@ -359,8 +385,7 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
         out.update(targets=pd.DataFrame(), ramps=pd.DataFrame(), baseline_w=None,
                    plan_w=None)
         return CurtailmentPlan(**out)
-    sim_sc = scenario
-    sim_base = base
+    sim_sc, sim_base = scenario, base
     if ls.starts_utc:            # the shifted starts, in the same horizon
         sim_sc = scenario.replace(
             horizon_start_utc=scenario.start_utc, horizon_end_utc=scenario.end_utc,
@@ -378,10 +403,11 @@ def plan_curtailment(scenario: Scenario, targets: Targets, *, spec=None, curves=
     fac = fac - ls.storage_w                  # the battery at the point of connection
     it_seen = it - ls.storage_w if targets.boundary == "it" else it
     plan_w = fac if targets.boundary == "facility" else it_seen
-    rows = _target_results(targets.frame, g, plan_w, merit, ls, thr_of, cost, response_s,
-                           averaging_s)
-    ramps = _ramp_results(reqs, fac if spec_boundary == "facility" else it - ls.storage_w,
-                          b_spec, tick_s, r_down, r_up)
+    rows = _target_results(targets.frame, g, plan_w, merit, ls, per_target, cost,
+                           response_s, averaging_s)
+    ramps = ramp_results(reqs, fac if spec_boundary == "facility" else it - ls.storage_w,
+                         b_spec, tick_s, r_down, r_up)
+    lever_ramps(ramps, reqs, merit, ls, g.times, tick_s)
     out.update(targets=pd.DataFrame(rows), ramps=pd.DataFrame(ramps),
                baseline_w=base.power_w(targets.boundary), plan_w=plan_w)
     return CurtailmentPlan(**out)
@@ -425,26 +451,6 @@ def _tick_grid(scenario: Scenario, tick_s: float, draws: int, simulate: bool) ->
     return _Ticks(t0, n, tick_s, times, pue, float(pue.max()))
 
 
-def _allowed_rates(alloc: Merit, reqs: list, b_spec, conv: float, tick_s: float,
-                   fast: float, min_ramp_share: float) -> tuple[float, float]:
-    """Allowed plan ramp rates down and up [IT W/s]: each ramp limit less the baseline's
-    own largest ramp of that window (at least ``min_ramp_share`` of the limit), in IT
-    power (``conv``: the highest PUE for limits at the facility boundary); ``fast`` without one."""
-    r_down = r_up = fast
-    for rq in reqs:
-        w = whole_ticks(rq.window_s, tick_s)
-        worst_up = worst_dn = 0.0
-        for d in range(len(b_spec)):
-            rr = _ramp_series(b_spec[d], w, rq.window_s)
-            worst_up, worst_dn = max(worst_up, rr.max()), max(worst_dn, -rr.min())
-        lim = rq.limit_si
-        if rq.direction in ("down", "both"):
-            r_down = min(r_down, max(lim - worst_dn, min_ramp_share * lim) / conv)
-        if rq.direction in ("up", "both"):
-            r_up = min(r_up, max(lim - worst_up, min_ramp_share * lim) / conv)
-    return r_down, r_up
-
-
 def _throttle_of(row, response_s: float, a: LeverAssumptions, lv: tuple) -> str:
     """The throttling lever of a target: a power cap when the time from its notice to
     ``start + response_s`` allows the cap's response (always for a target known in
@@ -460,26 +466,34 @@ def _throttle_of(row, response_s: float, a: LeverAssumptions, lv: tuple) -> str:
 def _planned_power(targets: Targets, site, g: _Ticks, alloc: Merit,
                    rates: tuple[float, float], margin_fraction: float,
                    judged_early_s: float, response_s: float, a: LeverAssumptions,
-                   lv: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+                   lv: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple]:
     """The planned site power ``P(t)`` [IT W] (lower envelope of the caps' cones, limited
     in its rise and fall), the caps at the targets' boundary per tick [W], per tick
-    whether the throttling lever is a clock lock, and each target's throttling lever."""
+    whether the throttling lever is a clock lock, and per target its throttling lever
+    and the IT level it is planned at (cap less the margin, at least the site's floor)
+    [W]."""
     r_down, r_up = rates
     n, tick_s = g.n, g.tick_s
     lead = 3 * site.cooling_time_constant_s if targets.boundary == "facility" else 0.0
     env = np.full(n, alloc.full_w)
     cap_w = np.full(n, np.inf)
-    locked = []
+    locked, planned = [], []
+    floor_w = alloc.const + float(alloc.job_idle_w.sum())
     levers_of = [_throttle_of(r, response_s, a, lv) for r in targets.frame.itertuples()]
     for r, thr in zip(targets.frame.itertuples(), levers_of):
         i0, i1 = g.index(r.start_utc, math.floor), g.index(r.end_utc, math.ceil)
         i0c, i1c = max(i0, 0), min(i1, n)
         if i1c <= i0c:
+            planned.append((np.nan, False))
             continue
         cap_w[i0c:i1c] = np.minimum(cap_w[i0c:i1c], r.cap_w)
         c = r.cap_w * (1 - margin_fraction)
         if targets.boundary == "facility":
             c = (c - site.base_load_w) / g.pue_max
+        # never below what the levers can reach (every job paused: the site's floor); a
+        # cap within the margin of the floor is planned at the floor, margin not kept
+        planned.append((max(c, floor_w), bool(c < floor_w)))
+        c = max(c, floor_w)
         # at the cap early enough that the trailing mean judged from start + response
         # holds no pre-start power (and, for facility caps, the cooling has followed)
         early = lead + max(0.0, judged_early_s)
@@ -500,10 +514,19 @@ def _planned_power(targets: Targets, site, g: _Ticks, alloc: Merit,
     # down-ramp allowed only from each notice: before a target's notice its cone is absent
     # (handled above); forward passes: rise at most r_up, fall at most r_down
     k = np.arange(n, dtype=float)
-    up = r_up * tick_s
-    p = up * k + np.minimum.accumulate(env - up * k)
-    dn = r_down * tick_s
-    p = np.maximum(p, -dn * k + np.maximum.accumulate(p + dn * k))
+    up, dn = r_up * tick_s, r_down * tick_s
+
+    def passes(e):
+        q = up * k + np.minimum.accumulate(e - up * k)       # under e, rising <= r_up
+        return np.maximum(q, -dn * k + np.maximum.accumulate(q + dn * k))  # falls <= r_down
+
+    p = passes(env)
+    # where a late notice leaves a cap unreached the fall limit lifts p over env; the
+    # rise cone from the unreached cap would still pull p down after the target's end.
+    # Relaxing the caps to what is reached (env2 = max(env, p), p itself is feasible
+    # under it) gives p2 >= p, equal where caps are unreached, under every cap where p
+    # was, and never falling after a target's end for that target.
+    p = passes(np.maximum(env, p))
     p = np.minimum(p, alloc.full_w)
     # a stretch of shed (down, hold, back up) is clock-locked when a target in it is
     clock = np.zeros(n, bool)
@@ -513,7 +536,7 @@ def _planned_power(targets: Targets, site, g: _Ticks, alloc: Merit,
         for s, e in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
             if any(i0 < e and s < i1 for i0, i1 in locked):
                 clock[s:e] = True
-    return p, cap_w, clock, levers_of
+    return p, cap_w, clock, (levers_of, planned)
 
 
 def _schedule(times, p: np.ndarray, merit: Merit, ls: LeverSchedule) -> pd.DataFrame:
@@ -543,6 +566,19 @@ def _schedule(times, p: np.ndarray, merit: Merit, ls: LeverSchedule) -> pd.DataF
         sched[f"clock_sm_mhz[{j.name}]"] = clk
         sched[f"paused[{j.name}]"] = ls.paused[ji]
     return sched
+
+
+def _add_planned_facility(sched: pd.DataFrame, p: np.ndarray, ls: LeverSchedule, site,
+                          g: _Ticks) -> None:
+    """Add the planned facility power (at the point of connection: the battery's output
+    subtracted) from the GPUs' planned IT power (the planned power plus what the battery
+    carries), and the steady-state PUE it is computed with, to the schedule."""
+    fac = facility_power((p + ls.shed_w["storage"])[None, :], g.tick_s, g.pue,
+                         electrical_loss_fraction=site.electrical_loss_fraction,
+                         cooling_time_constant_s=site.cooling_time_constant_s,
+                         base_load_w=site.base_load_w, parts=False).facility_w[0]
+    sched.insert(2, "planned_facility_power_megawatts", (fac - ls.storage_w) / 1e6)
+    sched.insert(3, "pue_steady_w_per_w", g.pue)
 
 
 def _lost_training(merit: Merit, ls: LeverSchedule, share: pd.Series,
@@ -600,24 +636,24 @@ def _lever_frame(merit: Merit, ls: LeverSchedule, cost: dict, tick_s: float,
             jobs = [j.name for ji, j in enumerate(merit.jobs)
                     if ((ls.limits_w[ji] < merit.tables[ji].limits_w[0]) & ls.alive[ji]
                         & ~ls.paused[ji] & (ls.throttle == lever)).any()]
-        setting, unit = np.nan, ""
+        lim_min, clk_min = np.nan, np.nan
         if lever in ("power_cap", "clock_lock") and jobs:
             lims = [ls.limits_w[ji][(ls.throttle == lever) & ls.alive[ji]].min()
                     for ji, j in enumerate(merit.jobs) if j.name in jobs]
             if lever == "power_cap":
-                setting, unit = float(min(lims)), "power_limit_w"
+                lim_min = float(min(lims))
             else:
                 clk = [float(merit.curves[j.name].clock_at_power(
                     min(j.compute_w, float(merit.curves[j.name].power_at_limit(lm)))))
                     for j, lm in zip([j for j in merit.jobs if j.name in jobs], lims)]
-                setting, unit = float(np.nanmin(clk)) if clk else np.nan, "clock_sm_mhz"
+                clk_min = float(np.nanmin(clk)) if clk else np.nan
         row = {"lever": lever, "jobs": " ".join(jobs),
                "peak_shed_megawatts": float(sh.max()) / 1e6 if len(sh) else 0.0,
                "shed_megawatt_hours": float(sh.sum()) * tick_s / 3.6e9,
                "lost_gpu_hours": float(cost["per_tick"][lever].sum()),
                "delayed_gpu_hours": cost["delayed"] if lever == "shift_start" else 0.0,
                "restart_gpu_hours": cost["restart"] if lever == "pause" else 0.0,
-               "setting_min": setting, "setting_unit": unit,
+               "min_power_limit_w": lim_min, "min_clock_sm_mhz": clk_min,
                "storage_soc_fraction": np.nan, "storage_discharge_megawatt_hours": np.nan,
                "storage_recharge_megawatt_hours": np.nan, "used": bool(used.any())}
         if lever == "storage" and battery is not None:
@@ -658,11 +694,12 @@ def _simulated_it(scenario: Scenario, base, merit: Merit, cv: dict,
 
 
 def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray, merit: Merit,
-                    ls: LeverSchedule, thr_of: list, cost: dict, response_s: float,
+                    ls: LeverSchedule, per_target: tuple, cost: dict, response_s: float,
                     averaging_s: float) -> list[dict]:
     """Per target: met share and met, worst overshoot, worst response time, lost and
-    delayed training, the throttling lever, the mean planned shed per lever and the
-    battery's state of charge at its end, judged on the trailing ``averaging_s`` mean
+    delayed training, the throttling lever (``per_target``: the levers and the planned
+    IT levels of :func:`_planned_power`), the mean planned shed per lever, the battery's
+    state of charge at its end and the IT level planned, judged on the trailing ``averaging_s`` mean
     of the simulated power.  Lost and delayed training are the plan's per-tick costs
     (:func:`_lost_training`: training-share weighted, restarts included) summed over the
     target's ticks, so the ramps before and after a target count toward the plan's
@@ -670,7 +707,7 @@ def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray, merit: Merit
     tick_s = g.tick_s
     tm = _trailing_mean(plan_w, max(1, round(averaging_s / tick_s)))
     rows = []
-    for r, thr in zip(f.itertuples(), thr_of):
+    for r, thr, (lvl, at_floor) in zip(f.itertuples(), *per_target):
         i0 = max(0, g.index(r.start_utc, math.floor))
         i1 = min(g.n, g.index(r.end_utc, math.ceil))
         seg = tm[:, i0:i1] - r.cap_w
@@ -688,41 +725,14 @@ def _target_results(f: pd.DataFrame, g: _Ticks, plan_w: np.ndarray, merit: Merit
                "worst_overshoot_megawatts": float(seg[:, ir:].max()) / 1e6,
                "response_time_s": float(resp.max()), "lost_gpu_hours": lost_t,
                "delayed_gpu_hours": delayed,
-               "throttle_lever": thr}
+               # the lever the target would throttle with, "none" where none throttles
+               "throttle_lever": thr if float(ls.shed_w[thr][i0:i1].max(initial=0.0))
+               > 1e-6 else "none"}
         for lever in LEVERS:
             row[f"shed_megawatts[{lever}]"] = float(ls.shed_w[lever][i0:i1].mean()) / 1e6
         row["storage_soc_fraction"] = float(ls.soc_fraction[i1 - 1])
+        # the IT level the target is planned at, and whether that is the site's floor
+        row["planned_it_level_megawatts"] = lvl / 1e6
+        row["planned_at_floor"] = at_floor
         rows.append(row)
     return rows
-
-
-def _ramp_results(reqs: list, plan_w: np.ndarray, b_spec, tick_s: float,
-                  r_down: float, r_up: float) -> list[dict]:
-    """Per ramp requirement and direction: the plan's violations over all draws (a ramp
-    over the limit and over the baseline's own largest ramp in that draw) and the worst
-    plan and baseline ramps."""
-    ramps = []
-    for rq in reqs:
-        w = whole_ticks(rq.window_s, tick_s)
-        for direction in (("up", "down") if rq.direction == "both" else (rq.direction,)):
-            sgn = 1.0 if direction == "up" else -1.0
-            viol, worst, worst_b = 0, 0.0, 0.0
-            for d in range(len(plan_w)):
-                rp = sgn * _ramp_series(plan_w[d], w, rq.window_s)
-                rb = sgn * _ramp_series(b_spec[d], w, rq.window_s)
-                # the plan violates where its ramp exceeds the limit and everything the
-                # site does anyway in that draw (a site over the limit already is not
-                # made worse)
-                allowed = max(rq.limit_si, float(rb.max())) * (1 + 1e-9)
-                bad = rp > allowed
-                viol += int(bad.sum())
-                worst = max(worst, float(rp.max()))
-                worst_b = max(worst_b, float(rb.max()))
-            ramps.append({"requirement": rq.name, "direction": direction,
-                          "window_s": rq.window_s, "limit": rq.limit, "unit": rq.unit,
-                          "plan_rate_it_megawatts_per_min":
-                              (r_up if direction == "up" else r_down) * 60 / 1e6,
-                          "violations": viol,
-                          "worst_plan_ramp": worst / rq.unit_factor,
-                          "worst_baseline_ramp": worst_b / rq.unit_factor})
-    return ramps
