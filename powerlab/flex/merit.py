@@ -46,8 +46,11 @@ step rate first):
    wins, so a pause is used where capping cannot reach the shed, or where it is cheaper
    (a long hold on a small job).  Into and out of a pause the job's limit glides
    between its top and its minimum at the allowed ramp rates, so that the pause is only
-   the small step from the minimum limit's power to idle (that glide's cost is counted
-   in the lost training, not in the choice).
+   the step from the minimum limit's power to idle (that glide's cost is counted in the
+   lost training, not in the choice).  That step is not small for a large job (2.05 MW
+   of IT power for the bundled 16,384-GPU job, 200 W to idle per GPU) and can exceed the
+   allowed ramp rate: the plan reports it (:mod:`powerlab.flex.planramps`,
+   ``lever_ramp_over_plan_rate``) and does not hide it.
 """
 
 from __future__ import annotations
