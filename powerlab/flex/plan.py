@@ -425,15 +425,19 @@ def _check_levers(levers) -> tuple[str, ...]:
 
 
 def _check_in_horizon(f: pd.DataFrame, scenario: Scenario) -> None:
-    """Refuse a target not inside the scenario's horizon (one a hand-built
-    :class:`Targets` may hold; :func:`read_targets` refuses it with its line)."""
+    """Refuse a target no part of which lies in the scenario's horizon, or one ending
+    before it starts: the time rules :func:`~powerlab.flex.targets.check_targets` applies
+    to targets read from a file (with ``now`` the horizon's start), for a hand-built
+    :class:`Targets`.  A target overlapping the horizon in part is planned over that
+    part, as one read from a file."""
     for r in f.itertuples():
-        if r.start_utc < scenario.start_utc or r.end_utc > scenario.end_utc \
-                or not r.end_utc > r.start_utc:
+        if not (r.end_utc > r.start_utc and r.end_utc > scenario.start_utc
+                and r.start_utc < scenario.end_utc):
             raise PowerlabError(
                 f"target {r.source!s} ({r.start_utc} .. {r.end_utc}) is not inside the "
-                f"scenario's horizon {scenario.start_utc} .. {scenario.end_utc}; a plan "
-                "never drops a target: move the horizon or the target")
+                f"scenario's horizon {scenario.start_utc} .. {scenario.end_utc} (no part "
+                "of it overlaps); a plan never drops a target: move the horizon or the "
+                "target")
 
 
 def _tick_grid(scenario: Scenario, tick_s: float, draws: int, simulate: bool) -> _Ticks:

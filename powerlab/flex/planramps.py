@@ -17,18 +17,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..grid.ramps import whole_ticks
+from ..grid.ramps import ramps_of_means, whole_ticks
 from .levers import LEVERS
 from .merit import NOTCH_W, LeverSchedule, Merit
 
-__all__ = ["allowed_rates", "lever_ramps", "ramp_results", "ramp_series"]
-
-
-def ramp_series(x: np.ndarray, w: int, window_s: float) -> np.ndarray:
-    """Ramp between adjacent ``w``-tick means for every start tick [W/s]."""
-    c = np.concatenate([[0.0], np.cumsum(x - x[0])])
-    m = (c[w:] - c[:-w]) / w
-    return (m[w:] - m[:-w]) / window_s
+__all__ = ["allowed_rates", "lever_ramps", "ramp_results"]
 
 
 def allowed_rates(alloc: Merit, reqs: list, b_spec, conv: float, tick_s: float,
@@ -41,7 +34,7 @@ def allowed_rates(alloc: Merit, reqs: list, b_spec, conv: float, tick_s: float,
         w = whole_ticks(rq.window_s, tick_s)
         worst_up = worst_dn = 0.0
         for d in range(len(b_spec)):
-            rr = ramp_series(b_spec[d], w, rq.window_s)
+            rr = ramps_of_means(b_spec[d], w, rq.window_s)
             worst_up, worst_dn = max(worst_up, rr.max()), max(worst_dn, -rr.min())
         lim = rq.limit_si
         if rq.direction in ("down", "both"):
@@ -63,8 +56,8 @@ def ramp_results(reqs: list, plan_w: np.ndarray, b_spec, tick_s: float,
             sgn = 1.0 if direction == "up" else -1.0
             viol, worst, worst_b = 0, 0.0, 0.0
             for d in range(len(plan_w)):
-                rp = sgn * ramp_series(plan_w[d], w, rq.window_s)
-                rb = sgn * ramp_series(b_spec[d], w, rq.window_s)
+                rp = sgn * ramps_of_means(plan_w[d], w, rq.window_s)
+                rb = sgn * ramps_of_means(b_spec[d], w, rq.window_s)
                 # the plan violates where its ramp exceeds the limit and everything the
                 # site does anyway in that draw (a site over the limit already is not
                 # made worse)
@@ -102,7 +95,7 @@ def lever_ramps(ramps: list[dict], reqs: list, merit: Merit, ls: LeverSchedule,
         rq = by_req[row["requirement"]]
         w = whole_ticks(rq.window_s, tick_s)
         sgn = 1.0 if row["direction"] == "up" else -1.0
-        rr = sgn * ramp_series(lever_w, w, rq.window_s) if len(lever_w) >= 2 * w \
+        rr = sgn * ramps_of_means(lever_w, w, rq.window_s) if len(lever_w) >= 2 * w \
             else np.zeros(1)
         i = int(np.argmax(rr))
         worst = max(float(rr[i]), 0.0) * 60 / 1e6

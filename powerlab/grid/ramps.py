@@ -13,7 +13,7 @@ from .._options import choice
 from ..exceptions import AnalysisError
 
 __all__ = ["RAMP_DEFINITIONS", "pick_direction", "power_series", "ramp_label", "ramp_of_means",
-           "whole_ticks"]
+           "ramps_of_means", "whole_ticks"]
 
 #: The one definition of each ramp figure, by the window suffix every name carries
 #: (``ramp_up_w_per_s_1s`` in the metrics, ``ramp_up_megawatts_per_s_1s`` in figures,
@@ -100,7 +100,23 @@ def ramp_of_means(power_w, tick_s: float, window_s: float, direction: str = "bot
     if len(x) < 2 * w:
         raise AnalysisError(f"{len(x) * tick_s:g} s of data is shorter than two "
                             f"{window_s:g}-s windows")
+    d = ramps_of_means(x, w, window_s)
+    return pick_direction(float(max(d.max(), 0.0)), float(max(-d.min(), 0.0)), direction)
+
+
+def ramps_of_means(x: np.ndarray, w: int, window_s: float) -> np.ndarray:
+    """The ramp between adjacent ``w``-tick means for every start tick [W/s] (signed):
+    the series :func:`ramp_of_means` takes the largest of; ``len(x) - 2 w + 1`` values.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Power, one value per tick [W] (at least ``2 w`` ticks).
+    w : int
+        Window in ticks (:func:`whole_ticks`).
+    window_s : float
+        The same window [s].
+    """
     c = np.concatenate([[0.0], np.cumsum(x - x[0])])
     means = (c[w:] - c[:-w]) / w
-    d = (means[w:] - means[:-w]) / window_s
-    return pick_direction(float(max(d.max(), 0.0)), float(max(-d.min(), 0.0)), direction)
+    return (means[w:] - means[:-w]) / window_s

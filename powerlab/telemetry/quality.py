@@ -151,11 +151,6 @@ def quality_report(df: pd.DataFrame, *, max_gap_s: float, stale_min_run: int = 1
 
 
 # --------------------------------------------------------------------------- cross-device
-def _ns(ts: pd.Series) -> np.ndarray:
-    """Nanoseconds since the epoch, whatever the resolution of the datetime column."""
-    return to_epoch_ns(ts)
-
-
 def _device_label(host, scope, gpu_index) -> str:
     if gpu_index is None or pd.isna(gpu_index):
         return f"{host}/{scope}"
@@ -287,9 +282,8 @@ def duplicate_devices(df: pd.DataFrame, column: str = "power_w", *, window: int 
     """
     if column not in df.columns:
         raise SchemaError([Violation(column, "missing column for the duplicate check")])
-    order, codes, _ = _device_order(df)
+    order, codes, ts = _device_order(df)
     vals = df[column].astype("float64").to_numpy()[order]
-    ts = _ns(df["timestamp"])[order]
     keys = df[_KEY].iloc[order]
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else []
     bounds = list(zip(starts, [*starts[1:], len(codes)]))
