@@ -96,3 +96,14 @@ def pytest_collection_modifyitems(config, items):
             component = mark.args[0] if mark.args else "unspecified"
             tally.setdefault(component, []).append(item.nodeid)
     Path(out).write_text(json.dumps(tally, indent=1, sort_keys=True), encoding="utf-8")
+
+
+def make_targets(rows):
+    """Curtailment targets (powerlab.flex.targets.Targets) from ``(start, end, cap_w,
+    notice)`` tuples, sources ``t0, t1, ...`` (notice ``None``: known in advance)."""
+    from powerlab.flex.targets import Targets
+
+    return Targets(pd.DataFrame([{"start_utc": pd.Timestamp(a), "end_utc": pd.Timestamp(b),
+                                  "cap_w": c, "notice_utc": pd.Timestamp(n) if n else pd.NaT,
+                                  "source": f"t{i}"}
+                                 for i, (a, b, c, n) in enumerate(rows)]))

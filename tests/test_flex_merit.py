@@ -15,10 +15,10 @@ from powerlab.exceptions import PowerlabError
 from powerlab.flex import plan_curtailment
 from powerlab.flex.levers import site_power_range_w
 from powerlab.flex.merit import shift_starts, storage_dispatch
-from powerlab.flex.targets import Targets
 from powerlab.grid import read_scenario
 from powerlab.grid.scenario import Battery
 from powerlab.interconnect import read_requirements
+from tests.conftest import make_targets as _targets
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,13 +31,6 @@ def sc():
 @pytest.fixture(scope="module")
 def ercot():
     return read_requirements(REPO / "data/requirements/ercot_large_load_illustrative.yaml")
-
-
-def _targets(rows):
-    return Targets(pd.DataFrame([{"start_utc": pd.Timestamp(a), "end_utc": pd.Timestamp(b),
-                                  "cap_w": c, "notice_utc": pd.Timestamp(n) if n else pd.NaT,
-                                  "source": f"t{i}"}
-                                 for i, (a, b, c, n) in enumerate(rows)]))
 
 
 def _only(*levers):
