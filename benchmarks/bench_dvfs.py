@@ -10,7 +10,7 @@ denominators of the linearity ratios); its peak resident memory (``ru_maxrss``,
 log included; ``VmHWM``) is the memory figure.  Data generation is not timed.
 
 Same-run baseline: the explicit-dummy path (one dense dummy column per segment, fitted
-by statsmodels; ``tests/dvfs_reference.py``) at 54 days, which is also the reference
+by statsmodels; ``tests/support/dvfs_reference.py``) at 54 days, which is also the reference
 the estimates must equal to 1e-6.
 
 Targets (issue 16): 365 days with two restarts a day < 15 s and < 2 GiB peak; time
@@ -78,7 +78,7 @@ def child(path: str, runs: int, reference: bool) -> None:
 
     from powerlab.throughput.dvfs import fit_time_of_day
     sys.path.insert(0, str(REPO))
-    from tests.dvfs_reference import explicit_dummy_path
+    from tests.support.dvfs_reference import explicit_dummy_path
     steps = pd.read_pickle(path)
     rss_data = peak_rss_mib()
     times = []

@@ -34,9 +34,9 @@ from powerlab.data import bundled_path
 from powerlab.flex.levers import site_power_range_w
 from powerlab.flex.plan import plan_curtailment
 from powerlab.flex.targets import Targets
-from powerlab.grid.forecast import forecast
-from powerlab.grid.scenario import Battery, read_scenario
-from powerlab.interconnect.requirements import read_requirements
+from powerlab.limits.requirements import read_requirements
+from powerlab.site.engine import forecast
+from powerlab.site.scenario import Battery, read_scenario
 
 
 def _timed(fn, runs: int):

@@ -11,7 +11,7 @@ Targets (issue 25, section 4), each timed as min and median of >= 3 runs, 100,00
   tick of each case are printed and kept in the RESULT rows, ``bytes_per_tick``);
 - linear in horizon: the 7-day time <= 8 x the 24-hour time;
 - flat in the GPU count (1k -> 100k GPUs: < 2 x);
-- the same answers: the brute-force per-GPU reference (tests/reference_sim.py) agrees
+- the same answers: the brute-force per-GPU reference (tests/support/reference_sim.py) agrees
   within a relative 1e-6 (timed on a small case for the speed-up).
 
 Baselines measured in the same run (load-robust: the ratios, not the seconds, are what
@@ -29,7 +29,7 @@ compares across runs on a shared machine):
   does (reductions along contiguous rows),
   and for the ramps over window means (100 ms where longer than a tick, 1 s, 1 min):
   where every window is a whole number of base intervals (1-s intervals at 100-ms
-  ticks) the engine searches them by interval bounds (grid/interval_ramps.py), which
+  ticks) the engine searches them by interval bounds (limits/interval_ramps.py), which
   the floor counts as a dozen passes over the intervals per window and none over the
   ticks; otherwise the re-based cumulative sum (2) and per window two differences, max
   and min (4 each).  So 33 passes per tick at 100 ms and 53 + 8 at 10 ms.  The
@@ -62,9 +62,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from powerlab.grid.forecast import forecast
-from powerlab.grid.scenario import parse_scenario
-from powerlab.grid.swings import resolved_bands
+from powerlab.site.engine import forecast
+from powerlab.site.scenario import parse_scenario
+from powerlab.site.swings import resolved_bands
 
 
 def scenario(total_gpus: int, n_jobs: int = 20, hours: float = 24.0, tick_s: float = 0.1,
@@ -95,7 +95,7 @@ def scenario(total_gpus: int, n_jobs: int = 20, hours: float = 24.0, tick_s: flo
         "site": {"pue": 1.25, "base_load_w": 1e6}, "hardware": {}, "jobs": jobs})
 
 
-#: Ticks per chunk of the floor (the engine's default, powerlab.grid.chunks).
+#: Ticks per chunk of the floor (the engine's default, powerlab.site.chunks).
 FLOOR_CHUNK = 65_536
 
 
@@ -137,7 +137,7 @@ def numpy_floor(n_ticks: int, draws: int, per: int, tick_s: float) -> None:
     windows = [w for w in (round(0.1 / tick_s), round(1.0 / tick_s), round(60.0 / tick_s))
                if w >= 2 and 2 * w < chunk]
     # the engine searches ramps by intervals, without a cumulative sum of the ticks, when
-    # every window is whole intervals (grid/interval_ramps.py)
+    # every window is whole intervals (limits/interval_ramps.py)
     by_intervals = per >= 2 and bool(windows) and all(w % per == 0 for w in windows)
     pi = np.empty(k + 1)
     xt = np.empty((per, k))
@@ -233,7 +233,7 @@ def timed(fn, runs: int, trace: bool = False):
         if i < runs - 1 or trace:
             out = None
     if trace:
-        from powerlab.grid import jobplan
+        from powerlab.site import jobplan
 
         jobplan._sequence.cache_clear()   # the jobs' cached runs count in the peak
         tracemalloc.start()
@@ -334,7 +334,7 @@ def main() -> int:
     row("100k GPUs / 1k GPUs", "100 x the GPUs", t_g[100_000], t_g[100_000],
         float("nan"), t_g[1_000], "< 2 x", t_g[100_000] < 2 * t_g[1_000])
 
-    from tests.reference_sim import simulate
+    from tests.support.reference_sim import simulate
 
     small = scenario(64, n_jobs=2, hours=0.5, failure_rate_per_gpu_h=0.02)
     t_ref = timed(lambda: simulate(small, draws=2, seed=0), 1)[0]

@@ -33,11 +33,11 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from powerlab.data import bundled_path
-from powerlab.grid.forecast import forecast
-from powerlab.grid.scenario import read_scenario
 from powerlab.interconnect.compliance import Compliance
-from powerlab.interconnect.requirements import read_requirements
 from powerlab.interconnect.sizing import SearchGrid, size_mitigation
+from powerlab.limits.requirements import read_requirements
+from powerlab.site.engine import forecast
+from powerlab.site.scenario import read_scenario
 
 GRID = SearchGrid(floor_pct_tdp=(0, 40, 80, 90), ramp_w_per_s=(0, 500, 60, 15, 4),
                   hysteresis_ms=(0, 4000), filler=(False,), stagger_s=(0,),

@@ -1,6 +1,6 @@
 """Check ``powerlab flex plan``'s output files independently, as a facilities engineer.
 
-Runs the CLI on the cases of ``tests/test_flex_plan_outputs_indep.py`` (and the issue's
+Runs the CLI on the cases of ``tests/flex/test_plan_outputs_indep.py`` (and the issue's
 200 random 5-min caps at the issue's 20 draws) and prints, per case, what was recomputed
 from the CSVs and every disagreement with the definitions of docs/flexibility.md.
 
@@ -18,7 +18,7 @@ import pandas as pd
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests import plancheck as pc
+from tests.support import plancheck as pc
 
 
 def _df(rows):

@@ -1,7 +1,7 @@
 """The long fuzz run (issue 24): every public reader and every CLI subcommand on
-generated bad input (tests/fuzz_harness.py), with a per-case deadline and a capped address
+generated bad input (tests/support/fuzz_harness.py), with a per-case deadline and a capped address
 space; prints the outcome counts per target and component and, with ``--write``,
-regenerates the fuzz table of docs/reliability.md from this run's counts.
+regenerates the fuzz table of docs/robustness.md from this run's counts.
 
 Property per case: a valid result (possibly with a counted DataQualityWarning) or a
 powerlab error; at the command line exit 0/1, or 2 with one stderr line.  A traceback, a
@@ -11,7 +11,7 @@ failure: the first few of each are printed with the generated input, and the run
 Usage::
 
     python benchmarks/fuzz.py                      # 400 cases per reader, 30 per command
-    python benchmarks/fuzz.py --write              # ... and rewrite docs/reliability.md
+    python benchmarks/fuzz.py --write              # ... and rewrite docs/robustness.md
     python benchmarks/fuzz.py --readers 20 --cli 3 # quick
 """
 
@@ -31,9 +31,9 @@ sys.path.insert(0, str(REPO))
 
 from hypothesis import HealthCheck, given, seed, settings
 
-from tests.fuzz_harness import _PROM, CLEAN, all_targets, run_case
+from tests.support.fuzz_harness import _PROM, CLEAN, all_targets, run_case
 
-DOC = REPO / "docs" / "reliability.md"
+DOC = REPO / "docs" / "robustness.md"
 START, END = "<!-- fuzz:start -->", "<!-- fuzz:end -->"
 KINDS = ("ok", "warned", "error", "traceback", "hang", "memory", "badexit")
 

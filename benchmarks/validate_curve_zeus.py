@@ -5,7 +5,7 @@ workload, batch size, optimizer and power limit, the time of one training epoch 
 GPU's average power, each measured once (You, Chung, Chowdhury, NSDI 2023).  Per group
 (one job swept over the limits), :func:`powerlab.flex.fit_curve_points` is fitted on a
 subset of the limits and predicts the throughput cost ``1 - r(L) / r(L_top)`` at the
-others (rules in ``tests/curve_holdout.py``):
+others (rules in ``tests/support/curve_holdout.py``):
 
 - interleaved: limits sorted from the highest, fit on every other one, always the highest
   (the reference) and the lowest; the rest held out (all inside the fitted range);
@@ -33,7 +33,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from powerlab.flex import PRIORS
-from tests.curve_holdout import (
+from tests.support.curve_holdout import (
     error_stats,
     holdout,
     noise_floor,

@@ -1,6 +1,6 @@
 """Validation of straggler detection on an independent fleet generator (not the twin).
 
-Runs :func:`powerlab.throughput.stragglers.find_stragglers` on ``tests/fleet_sim.py``
+Runs :func:`powerlab.throughput.stragglers.find_stragglers` on ``tests/support/fleet_sim.py``
 fleets (64 power-capped H100s, 24 h of 1-min telemetry, per-host inlet differences,
 board positions, 20-25 MHz leakage clock spread, heavy-tailed per-GPU power, a hot host
 in half the runs) and prints, over ``--seeds`` seeds:
@@ -36,7 +36,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from powerlab.throughput.stragglers import find_stragglers, straggler_baseline
-from tests.fleet_sim import Straggler, simulate_fleet
+from tests.support.fleet_sim import Straggler, simulate_fleet
 
 CAUSES = ("thermal", "power", "hw_slowdown", "silent_onset", "silent_from_start")
 

@@ -1,7 +1,7 @@
 """powerlab: power and thermal analytics of GPU clusters.
 
-Data flow: collect / iotools readers -> store -> quality -> analysis & forecast ->
-export, charts.
+Data flow (the wings, README "Layout"): iotools, collect -> telemetry -> limits ->
+reliability -> site, throughput -> calibration, interconnect -> flex -> viz.
 """
 
 from importlib.metadata import PackageNotFoundError
@@ -12,20 +12,25 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
+from . import _deprecation
 from .exceptions import (
     DataQualityWarning,
     OptionError,
     ParseError,
+    PowerlabDeprecationWarning,
     PowerlabError,
     ScenarioError,
     SchemaError,
     StoreError,
 )
 
+_deprecation.install()   # the 0.1 import paths (powerlab.grid.*) keep working, warning
+
 __all__ = [
     "DataQualityWarning",
     "OptionError",
     "ParseError",
+    "PowerlabDeprecationWarning",
     "PowerlabError",
     "ScenarioError",
     "SchemaError",

@@ -11,13 +11,13 @@
    the scenario's node power equals the measured node power whatever the split;
 2. forecasts a 16,384-GPU site (``data/scenarios/llama3_16k_h100.yaml``) running one
    synchronous job that starts on all GPUs at once, with checkpoints and failures, using
-   the calibrated profile (:func:`powerlab.grid.forecast.forecast`), checks the utility limits
+   the calibrated profile (:func:`powerlab.site.engine.forecast`), checks the utility limits
    and compares mitigations (power floor, GPU ramp limit, battery);
 3. runs the time-of-day analysis (:func:`powerlab.throughput.dvfs.fit_time_of_day`) and the
    straggler search (:func:`powerlab.throughput.stragglers.find_stragglers`) on the synthetic twin
    (:func:`powerlab.throughput.synth.simulate_training`) driven by the real weather of a station
    next to the MGHPCC datacenter (MIT);
-4. writes the facilities CSV with its JSON sidecar (:func:`powerlab.grid.export.
+4. writes the facilities CSV with its JSON sidecar (:func:`powerlab.site.export.
    write_facilities_csv`) and one self-contained HTML report with the charts
    (:class:`powerlab.viz.report.Report`) that renders offline.
 
@@ -160,12 +160,12 @@ def demo_scenario(profile=None, *, hours: float = 6.0) -> Any:
 
     Returns
     -------
-    powerlab.grid.scenario.Scenario
+    powerlab.site.scenario.Scenario
     """
     import yaml
 
     from .data import bundled_path
-    from .grid.scenario import parse_scenario
+    from .site.scenario import parse_scenario
 
     path = bundled_path("scenarios", _SCENARIO)
     spec = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -247,7 +247,7 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
         When ``out`` cannot be created or written to (checked before any work).
     """
     from . import viz
-    from .grid.export import read_facilities_csv, write_facilities_csv
+    from .site.export import read_facilities_csv, write_facilities_csv
 
     out = _writable_folder(out)  # before minutes of work, not after
     prog = _Progress(progress, 9)
@@ -339,8 +339,8 @@ def _profile_figures(prof) -> dict[str, float]:
 def _forecast(prof, hours: float, draws: int, seed: int):
     """The demo scenario with the calibrated profile, its forecast, the utility limits'
     violations and the facility metrics per draw."""
-    from .grid.forecast import forecast
-    from .grid.swings import check_limits
+    from .site.engine import forecast
+    from .site.swings import check_limits
 
     scen = demo_scenario(prof, hours=hours)
     res = forecast(scen, draws=draws, seed=seed)
@@ -352,7 +352,7 @@ def _forecast(prof, hours: float, draws: int, seed: int):
 def _forecast_figures(prof, scen, res, violations, fac) -> dict[str, float]:
     """The forecast's key numbers: scenario node power, swings, ramps, planner figures and
     the probability of a limit violation."""
-    from .grid.planner import PLANNER_FIGURES, planner_summary
+    from .site.planner import PLANNER_FIGURES, planner_summary
 
     hw, job = scen.hardware, scen.jobs[0]
     node_compute = hw.node_overhead_w + hw.gpus_per_node * job.compute_w
@@ -384,8 +384,8 @@ def _forecast_figures(prof, scen, res, violations, fac) -> dict[str, float]:
 
 def _mitigations(scen, seed: int):
     """Power floor, GPU ramp limit and battery compared on three draws."""
-    from .grid.mitigations import compare_mitigations
-    from .grid.scenario import Battery, Mitigations
+    from .site.mitigations import compare_mitigations
+    from .site.scenario import Battery, Mitigations
 
     variants = {
         "power floor 60% TDP": Mitigations(gpu_power_floor_pct_tdp=60.0),
@@ -433,8 +433,8 @@ def study_package_step(out: Path, *, hours: float, draws: int, seed: int):
     (``data/scenarios/llama3_16k_h100.yaml``, its first ``hours``) against the bundled
     requirement spec, written into ``out`` (issue 20 section 2)."""
     from .data import bundled_path
-    from .grid.scenario import read_scenario
     from .interconnect.studypackage import RideThrough, study_package
+    from .site.scenario import read_scenario
 
     scen = read_scenario(bundled_path("scenarios", "llama3_16k_h100.yaml"))
     scen = scen.replace(horizon_end_utc=scen.start_utc + pd.Timedelta(hours=hours))
@@ -493,7 +493,7 @@ class ReportInputs:
     forecast : ForecastResult
         Its forecast.
     limits : pandas.DataFrame
-        Limit violations (:func:`powerlab.grid.swings.check_limits`).
+        Limit violations (:func:`powerlab.site.swings.check_limits`).
     mitigations : pandas.DataFrame
         The mitigation comparison.
     twin : object
@@ -596,7 +596,7 @@ def _report_calibration(rep, r: ReportInputs) -> None:
 
 
 def _report_forecast(rep, r: ReportInputs) -> None:
-    from .grid.ramps import ramp_label
+    from .limits.ramps import ramp_label
 
     scen, res, fig, fc = r.scenario, r.forecast, r.figures, r.forecast_charts
     rep.heading(f"2. Forecast: {scen.hardware.cluster_gpus:,} GPUs, one synchronous job")
@@ -731,9 +731,9 @@ def interconnection_study(res, *, spec=None, seed: int = 1, draws: int = 3,
     """
 
     from .interconnect.compliance import Compliance, comply
-    from .interconnect.requirements import read_requirements
     from .interconnect.resonance import screen_resonance
     from .interconnect.sizing import SearchGrid, size_mitigation
+    from .limits.requirements import read_requirements
 
     if spec is None:
         from .data import bundled_path

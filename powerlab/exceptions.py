@@ -19,6 +19,7 @@ __all__ = [
     "NVMLUnavailableError",
     "OptionError",
     "ParseError",
+    "PowerlabDeprecationWarning",
     "PowerlabError",
     "ScenarioError",
     "SchemaError",
@@ -170,3 +171,10 @@ class Interrupted(KeyboardInterrupt):
 
 class DataQualityWarning(UserWarning):
     """Data were skipped or repaired while reading; the message says how many and why."""
+
+
+class PowerlabDeprecationWarning(FutureWarning):
+    """A name or import path that still works but will be removed in a named release
+    (:mod:`powerlab._deprecation`).  A :class:`FutureWarning`, so that it shows in a
+    notebook and a script by default (pvlib's ``pvlibDeprecationWarning`` likewise
+    derives from a warning shown by default)."""

@@ -63,7 +63,7 @@ def telemetry() -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def mlperf_gpt3():
     """The bundled MLPerf GPT-3 64-node run: ``(node power telemetry, MLLogResult)``, read
-    once per test session (tests/test_profile.py, tests/test_demo.py)."""
+    once per test session (tests/calibration/test_profile.py, tests/system/test_demo.py)."""
     from powerlab.iotools import read_mllog, read_mlperf_power
 
     folder = REPO / "data" / "mlperf-gpt3-64node"
@@ -74,7 +74,7 @@ def mlperf_gpt3():
 
     with warnings.catch_warnings():
         # as published: 30 pairs of node logs hold identical readings (asserted in
-        # tests/test_iotools_mlperf.py)
+        # tests/iotools/test_mlperf.py)
         warnings.filterwarnings("ignore", ".*node logs with identical readings",
                                 DataQualityWarning)
         power = read_mlperf_power(folder / "power")
@@ -83,7 +83,7 @@ def mlperf_gpt3():
 
 def pytest_collection_modifyitems(config, items):
     """With ``POWERLAB_TALLY_FILE`` set, write the bad-input cases per component there
-    (tests/reliability_tally.py builds docs/reliability.md from it)."""
+    (tests/support/robustness_tally.py builds docs/robustness.md from it)."""
     import json
     import os
 

@@ -83,8 +83,8 @@ def test_format_duration():
 
 
 def test_forecast_prints_size_and_progress_or_nothing(capsys):
-    from powerlab.grid.forecast import forecast
-    from powerlab.grid.scenario import read_scenario
+    from powerlab.site.engine import forecast
+    from powerlab.site.scenario import read_scenario
 
     from .conftest import REPO
 
@@ -121,7 +121,7 @@ def test_cli_aggregate_announces_and_phases_unless_quiet(tmp_path, capsys):
 
 # ----------------------------------------------------------------- size-mitigation
 def _sizing_site():
-    from .test_sizing import SMALL_GRID, scenario, spec
+    from .interconnect.test_sizing import SMALL_GRID, scenario, spec
 
     return scenario(0.02), spec(), SMALL_GRID
 
@@ -166,7 +166,7 @@ def test_ctrl_c_in_the_search_writes_the_best_so_far_and_exits_130(tmp_path, cap
     from powerlab.interconnect.sitemodel import SiteModel
     from powerlab.interconnect.sizing import size_mitigation
 
-    from .test_sizing import SCENARIO
+    from .interconnect.test_sizing import SCENARIO
 
     real, calls = SiteModel.trace, []
 
@@ -218,7 +218,7 @@ def test_a_real_sigint_stops_the_command_cleanly(tmp_path):
     import yaml
 
     from .conftest import REPO
-    from .test_sizing import SCENARIO
+    from .interconnect.test_sizing import SCENARIO
 
     scn, req = tmp_path / "s.yaml", tmp_path / "r.yaml"
     scn.write_text(SCENARIO.replace("JITTER", "0.02")
@@ -272,7 +272,7 @@ def test_per_draw_checks_show_the_forecast_and_the_draws_done(capsys):
 
 @pytest.mark.slow
 def test_in_a_jupyter_kernel_the_progress_is_one_output_updated_in_place(tmp_path):
-    """A real kernel (nbclient, as tests/test_notebooks.py runs them): the progress is one
+    """A real kernel (nbclient, as tests/system/test_notebooks.py runs them): the progress is one
     display output (an HTML progress bar) that update_display messages rewrite, ending at
     the last status, with the announcement and phases in it; nothing on stderr.  Outside
     a kernel (this test process) it is text."""
@@ -338,9 +338,9 @@ def test_notebook_mode_draws_a_bar_and_redraws_it(monkeypatch):
 def test_facilities_table_shows_its_steps_or_nothing(capsys):
     """The facilities table of a forecast (a minute or more for 54 days x 20 draws):
     its size, a line per boundary and the steps done; quiet by default."""
-    from powerlab.grid.export import facilities_frame
-    from powerlab.grid.forecast import forecast
-    from powerlab.grid.scenario import read_scenario
+    from powerlab.site.engine import forecast
+    from powerlab.site.export import facilities_frame
+    from powerlab.site.scenario import read_scenario
 
     from .conftest import REPO
 
@@ -361,8 +361,8 @@ def test_facilities_table_shows_its_steps_or_nothing(capsys):
 def test_forecast_metrics_show_progress_when_asked(capsys):
     """``ForecastResult.metrics`` (swings and spectra of every draw, what ``summary()``
     needs: 15 min for 54 days x 20 draws): its size and draws done, or nothing."""
-    from powerlab.grid.forecast import forecast
-    from powerlab.grid.scenario import read_scenario
+    from powerlab.site.engine import forecast
+    from powerlab.site.scenario import read_scenario
 
     from .conftest import REPO
 

@@ -50,10 +50,10 @@ def test_summary_without_title_or_blocks():
 def _cheap_results():
     from powerlab.calibration.profile import fit_profile
     from powerlab.flex.curve import prior_curve
-    from powerlab.throughput.reliability import failure_rates
-    from powerlab.throughput.survival import dispersion_test
+    from powerlab.reliability.rates import failure_rates
+    from powerlab.reliability.survival import dispersion_test
 
-    from .test_profile import _square_trace
+    from .calibration.test_profile import _square_trace
 
     ev = pd.DataFrame({"root_cause": ["gpu_hw", "gpu_hw", "network"]})
     counts = pd.DataFrame({"gpu_uuid": [f"g{i}" for i in range(40)],

@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args) -> int:
     from ..calibration.calibrate import calibrate_job
     from ..exceptions import PowerlabError
-    from ..grid.scenario import parse_scenario
+    from ..site.scenario import parse_scenario
     from ..telemetry.timeutil import to_utc
     from ._recording import read_events, read_power
 

@@ -86,9 +86,9 @@ def check_draws_out_sags(args) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
-    from ..grid.scenario import Scenario
     from ..interconnect.powertrace import open_source
-    from ..interconnect.requirements import read_requirements
+    from ..limits.requirements import read_requirements
+    from ..site.scenario import Scenario
     from ..telemetry.timeutil import to_utc
 
     check_draws_out_sags(args)
@@ -98,7 +98,7 @@ def run(args) -> int:
         if not isinstance(source, Scenario):
             raise PowerlabError("--requirements is required for measured telemetry (a "
                                 "scenario without it is checked against its limits: block)")
-        from ..grid.requirements import limits_spec
+        from ..limits.requirements import limits_spec
 
         spec = limits_spec(source.limits, name=f"limits of scenario {source.name!r}")
         if not spec.requirements:

@@ -48,9 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
-    from ..grid.scenario import Scenario
     from ..interconnect.gridstudy import step_ticks, write_grid_playback
     from ..interconnect.powertrace import forecast_trace, open_source, trace_from_telemetry
+    from ..site.scenario import Scenario
 
     if args.draw < 0:
         raise PowerlabError(f"--draw must be >= 0, got {args.draw}")

@@ -105,7 +105,7 @@ def _check(args) -> None:
 
 
 def run_offer(args) -> int:
-    from ..grid.scenario import read_scenario
+    from ..site.scenario import read_scenario
 
     _check(args)
     sc = read_scenario(args.scenario)
@@ -142,8 +142,8 @@ def _site_bounds(sc, boundary: str):
 
 
 def run_plan(args) -> int:
-    from ..grid.scenario import read_scenario
-    from ..interconnect.requirements import read_requirements
+    from ..limits.requirements import read_requirements
+    from ..site.scenario import read_scenario
 
     _check(args)
     sc = read_scenario(args.scenario)
@@ -179,7 +179,7 @@ def run_verify(args) -> int:
                       now=pd.Timestamp("1970-01-01", tz="UTC"), tz=args.tz)
     sc = None
     if args.scenario is not None:
-        from ..grid.scenario import read_scenario
+        from ..site.scenario import read_scenario
 
         sc = read_scenario(args.scenario)
     power = read_site_power(args.store, scope=args.scope)

@@ -40,9 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError, ScenarioError
-    from ..grid.export import write_facilities_csv, write_facilities_xlsx
-    from ..grid.forecast import forecast
-    from ..grid.scenario import read_scenario
+    from ..site.engine import forecast
+    from ..site.export import write_facilities_csv, write_facilities_xlsx
+    from ..site.scenario import read_scenario
 
     if args.draws < 1:
         raise ScenarioError(f"--draws must be >= 1, got {args.draws}", key="--draws")
@@ -62,7 +62,7 @@ def run(args) -> int:
     res = forecast(scen, draws=args.draws, seed=args.seed,
                    progress=False if args.quiet else None)
     from .._progress import Progress
-    from ..grid.forecast import TICK_DRAWS_PER_S
+    from ..site.engine import TICK_DRAWS_PER_S
 
     big = res.n_ticks * res.draws / TICK_DRAWS_PER_S >= 2.0
     Progress(0, "forecast", enabled=big and not args.quiet).phase(

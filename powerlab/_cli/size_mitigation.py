@@ -52,8 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
-    from ..grid.scenario import read_scenario
-    from ..interconnect.requirements import read_requirements
+    from ..limits.requirements import read_requirements
+    from ..site.scenario import read_scenario
     from .comply import check_draws_out_sags, read_sags
 
     check_draws_out_sags(args)

@@ -53,10 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
-    from ..grid.scenario import Scenario
     from ..interconnect.powertrace import open_source
-    from ..interconnect.requirements import read_requirements
+    from ..limits.requirements import read_requirements
     from ..outputs import output_folder
+    from ..site.scenario import Scenario
     from ..telemetry.timeutil import to_utc
 
     if args.draws < 1:

@@ -1,7 +1,7 @@
 """Calibration on measured power: a job's power profile fitted from telemetry, what an
 interval-averaging meter reads, and backtests of the forecast against a recording.
 
-It sits downstream of :mod:`powerlab.grid` (it writes scenario jobs and runs the engine to
+It sits downstream of :mod:`powerlab.site` (it writes scenario jobs and runs the engine to
 score them) and beside :mod:`powerlab.interconnect`; nothing below imports it.
 
 Modules
@@ -13,8 +13,8 @@ Modules
 :mod:`~powerlab.calibration.runfind`      a job's run in event-less telemetry; regime-change notes
 :mod:`~powerlab.calibration.backtest`     the forecast scored against what was measured
 
-Moved out of :mod:`powerlab.grid` on 2026-12-03 (the wing had grown two domains): import
-from ``powerlab.calibration`` (``powerlab.grid.profile`` etc. no longer exist).
+Moved out of :mod:`powerlab.site` on 2026-12-03 (the wing had grown two domains): import
+from ``powerlab.calibration`` (``powerlab.site.profile`` etc. no longer exist).
 """
 
 from .._lazy import lazy_exports

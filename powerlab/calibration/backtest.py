@@ -158,8 +158,8 @@ class BacktestResult:
 def _forecast_through_meters(cal: Calibration, power: pd.DataFrame, *, job_start,
                              startup: bool, horizon, duration_s: float):
     """Forecast the job from ``job_start`` and read it at ``power``'s own instants."""
-    from ..grid.forecast import forecast
-    from ..grid.scenario import parse_scenario
+    from ..site.engine import forecast
+    from ..site.scenario import parse_scenario
     from .meter import Meter, meter_forecast
 
     step = cal.fit.step_time_s

@@ -6,7 +6,7 @@ power over its interval** ``(t_k - interval_s, t_k]``.  The MLPerf Training powe
 for instance, carry one node AC reading about every 2 s; a revenue meter may report
 15-minute demand.  To compare a forecast with such a meter, pass the forecast through the
 same averaging, at the same instants: :func:`meter_readings` does it for a per-tick
-series, :func:`meter_forecast` for a :class:`~powerlab.grid.results.ForecastResult` or a
+series, :func:`meter_forecast` for a :class:`~powerlab.site.results.ForecastResult` or a
 per-draw ``DrawPower``, and :func:`sum_meters` adds several meters read at their own
 instants (64 node meters, say) the way a SCADA system that keeps each meter's last reading
 does.

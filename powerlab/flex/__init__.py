@@ -12,7 +12,7 @@ Modules
 :mod:`~powerlab.flex.plan`      the curtailment plan, simulated over every forecast draw
 :mod:`~powerlab.flex.verify`    measurement and verification: baselines and credited MW
 
-Downstream of :mod:`powerlab.grid` (the forecast engine), :mod:`powerlab.throughput` (the
+Downstream of :mod:`powerlab.site` (the forecast engine), :mod:`powerlab.throughput` (the
 twin) and :mod:`powerlab.interconnect` (ramp requirements); reads them through their
 public names.
 """

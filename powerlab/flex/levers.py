@@ -16,7 +16,7 @@ storage        the site battery (``mitigations.battery``) carries part of the lo
 =============  ===========================================================================
 
 :func:`capped_scenario` and :func:`paused_scenario` turn a lever setting into a
-:class:`~powerlab.grid.scenario.Scenario` the forecast engine simulates (every Monte
+:class:`~powerlab.site.scenario.Scenario` the forecast engine simulates (every Monte
 Carlo draw): the job keeps its randomness (failures, timing offsets), so a draw of the
 curtailed scenario is the same world as the baseline's draw, with the lever applied.
 Checkpoints stay every N steps (the interval in seconds stretches with the step).
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import PowerlabError
-from ..grid.scenario import Job, Scenario
+from ..site.scenario import Job, Scenario
 from .curve import PowerThroughputCurve, prior_curve
 
 __all__ = ["LEVERS", "LeverAssumptions", "capped_scenario", "job_curves", "job_power_w",

@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import PowerlabError
-from ..grid.scenario import Scenario
+from ..site.scenario import Scenario
 from .levers import job_power_w, job_rate, site_constant_w
 
 __all__ = ["LeverSchedule", "Merit", "shift_starts", "storage_dispatch"]
@@ -271,7 +271,7 @@ def storage_dispatch(need_w: np.ndarray, tick_s: float, battery
         Shed still needed per tick, at the battery's boundary [W].
     tick_s : float
         Tick [s].
-    battery : powerlab.grid.scenario.Battery
+    battery : powerlab.site.scenario.Battery
 
     Returns
     -------

@@ -33,9 +33,9 @@ import pandas as pd
 
 from .._summary import Summary
 from ..exceptions import PowerlabError
-from ..grid.forecast import forecast
-from ..grid.scenario import Scenario
 from ..outputs import output_folder
+from ..site.engine import forecast
+from ..site.scenario import Scenario
 from ..telemetry.timeutil import to_utc
 from .levers import (
     LeverAssumptions,

@@ -37,7 +37,7 @@ Simulation (every draw)
     same seed (the same failures and timing offsets), are combined tick by tick:
     ``P_d(t) = B_d(t) + sum_j D_j(L_j(t))_d(t) - B_d(t)``, linearly interpolated between
     the two grid limits around ``L_j(t)``.  Facility power follows from
-    :func:`powerlab.grid.facility.facility_power`; the battery's planned output is
+    :func:`powerlab.site.facility.facility_power`; the battery's planned output is
     subtracted from it and from the power at the targets' boundary (at the IT boundary
     the battery is read as carrying that much of the IT load).  With the ``storage``
     lever the battery is the plan's: every forecast runs without the engine's own
@@ -71,10 +71,10 @@ import pandas as pd
 from .._options import renamed_attribute
 from .._summary import Summary
 from ..exceptions import PowerlabError
-from ..grid.facility import facility_power
-from ..grid.forecast import forecast
-from ..grid.scenario import Scenario
 from ..outputs import output_folder
+from ..site.engine import forecast
+from ..site.facility import facility_power
+from ..site.scenario import Scenario
 from .levers import (
     LEVERS,
     LeverAssumptions,

@@ -4,7 +4,7 @@ requirement, and the ramps of the levers' own planned power against the allowed 
 (:mod:`powerlab.flex.plan`, docs/flexibility.md "Plan").
 
 Ramps are those of adjacent window means, as everywhere in powerlab
-(:func:`powerlab.grid.ramps.ramp_of_means`).
+(:func:`powerlab.limits.ramps.ramp_of_means`).
 
 References
 ----------
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..grid.ramps import ramps_of_means, whole_ticks
+from ..limits.ramps import ramps_of_means, whole_ticks
 from .levers import LEVERS
 from .merit import NOTCH_W, LeverSchedule, Merit
 

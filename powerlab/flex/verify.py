@@ -271,7 +271,7 @@ def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_
                     if scenario is None:
                         raise AnalysisError("needs the scenario (--scenario)")
                     if res is None:
-                        from ..grid.forecast import forecast
+                        from ..site.engine import forecast
 
                         res = forecast(scenario, draws=draws, seed=seed, tick_s=1.0)
                     tt = res.times

@@ -3,8 +3,6 @@ measured telemetry, and the cheapest mitigation that meets it.
 
 Modules
 -------
-:mod:`~powerlab.interconnect.requirements` = :mod:`powerlab.grid.requirements` (specs, moved: issue 26)
-:mod:`~powerlab.interconnect.loadmetrics`  = :mod:`powerlab.grid.loadmetrics` (metrics, moved: issue 26)
 :mod:`~powerlab.interconnect.powertrace`   one regular power series: a forecast draw or measured data
 :mod:`~powerlab.interconnect.compliance`   a power series or a forecast checked against a spec
 :mod:`~powerlab.interconnect.resonance`    harmonics of the load against the grid's mode bands
@@ -21,22 +19,16 @@ Modules
 :mod:`~powerlab.interconnect.studypackage` the large-load study package
 :mod:`~powerlab.interconnect.studypage`    its text summary, printable page and files
 
-Data flows one way: this wing reads the site model and the forecast engine of
-:mod:`powerlab.grid` (and :mod:`powerlab.telemetry` for measured data) through their
-public names; neither of those imports anything from here.
+Data flows one way: this wing reads the requirement specs and load metrics of
+:mod:`powerlab.limits`, the site model and the forecast engine of :mod:`powerlab.site`
+(and :mod:`powerlab.telemetry` for measured data) through their public names; none of
+those imports anything from here.  The specs and metrics were re-exported here before
+0.2.0; those names still resolve, with a deprecation warning.
 """
 
 from .._lazy import lazy_exports
 
 _EXPORTS = {
-    "requirements": (
-        "DEVIATION_RULES", "GridMode", "Requirement", "RequirementSpec", "parse_requirements",
-        "read_requirements",
-    ),
-    "loadmetrics": (
-        "band_oscillation", "band_windows", "gated_ramp", "largest_deviation",
-        "largest_step", "ramp_of_means", "sag_load_loss",
-    ),
     "powertrace": (
         "PowerTrace", "band_visibility", "for_each_draw", "forecast_trace",
         "trace_from_telemetry",
@@ -80,4 +72,13 @@ _EXPORTS = {
     ),
 }
 
-__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+#: names that moved to another wing in 0.2.0 (deprecated here, removed in 0.3.0)
+_MOVED = {
+    "powerlab.limits": (
+        "DEVIATION_RULES", "GridMode", "Requirement", "RequirementSpec", "parse_requirements",
+        "read_requirements", "band_oscillation", "band_windows", "gated_ramp",
+        "largest_deviation", "largest_step", "ramp_of_means", "sag_load_loss",
+    ),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, moved=_MOVED)

@@ -2,9 +2,9 @@
 
 Three layers (pvlib style):
 
-- the metric functions of :mod:`powerlab.grid.loadmetrics`;
-- :class:`Compliance` holds a parsed :class:`~powerlab.grid.requirements.RequirementSpec`
-  and evaluates it (through :func:`powerlab.grid.requirements.evaluate_power`, the one
+- the metric functions of :mod:`powerlab.limits.loadmetrics`;
+- :class:`Compliance` holds a parsed :class:`~powerlab.limits.requirements.RequirementSpec`
+  and evaluates it (through :func:`powerlab.limits.requirements.evaluate_power`, the one
   evaluation of powerlab's limits, which a scenario's ``limits:`` also goes through) on one power series (a ``DrawPower`` of the engine or a
   :class:`~powerlab.interconnect.powertrace.PowerTrace`): ``Compliance(spec).evaluate(dp)``
   returns ``{requirement: value}``, cheap enough to call for every draw of every option
@@ -14,10 +14,10 @@ Three layers (pvlib style):
   ``summary_frame()``, ``write(dir)`` for ``compliance.csv``).
 
 Oscillation requirements are read over sliding windows of the band-passed power
-(:func:`~powerlab.grid.loadmetrics.band_windows`): the value is the worst window,
+(:func:`~powerlab.limits.loadmetrics.band_windows`): the value is the worst window,
 and the result says when it starts and what share of the windows exceed the limit.  A
 ``deviation`` requirement is, by default, the allowance before the ramp limits are
-triggered (:data:`~powerlab.grid.requirements.DEVIATION_RULES`).  For measured
+triggered (:data:`~powerlab.limits.requirements.DEVIATION_RULES`).  For measured
 telemetry each oscillation row's note says what the sampling shows of its band and names
 the aliasing of faster content (:func:`~powerlab.interconnect.powertrace.band_visibility`).
 
@@ -51,8 +51,8 @@ import pandas as pd
 
 from .._summary import Summary
 from ..exceptions import PowerlabError
-from ..grid import loadmetrics as lm
-from ..grid.requirements import (
+from ..limits import loadmetrics as lm
+from ..limits.requirements import (
     ASSESSABLE,
     NOT_ASSESSABLE,
     PARTIAL,
@@ -92,7 +92,7 @@ class Compliance:
     ----------
     spec : RequirementSpec, Limits or path-like
         The spec (read once); a scenario's ``limits`` are read as a spec
-        (:func:`~powerlab.grid.requirements.limits_spec`).
+        (:func:`~powerlab.limits.requirements.limits_spec`).
     sags : DataFrame, optional
         Voltage sags (``timestamp``, ``duration_s``, ``residual_voltage_pu``) to add to
         every series' own ``voltage_sag`` events, e.g. from a power-quality recorder.
@@ -348,7 +348,7 @@ class ComplianceResult:
                         f"{share:.2%} of the windows over the limit"
                         + ("; " + note if note else ""))
             if r.kind == "ride_through" and n:        # what the load lost is measured from
-                from ..grid.disturbances import BASELINE_FORECAST, BASELINE_MEASURED
+                from ..site.disturbances import BASELINE_FORECAST, BASELINE_MEASURED
 
                 note = (note + "; " if note else "") + "baseline: " + (
                     BASELINE_FORECAST if getattr(self.trace, "without_sags", None)
@@ -500,7 +500,7 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
         a store folder, a canonical Parquet file or a scenario YAML.
     spec : RequirementSpec, Compliance, Limits or path-like
         The requirements (a scenario's ``limits`` are read as a spec by
-        :func:`~powerlab.grid.requirements.limits_spec`).
+        :func:`~powerlab.limits.requirements.limits_spec`).
     draws : int, default 20
         Monte Carlo draws of a scenario [-].
     seed : int, default 0
@@ -532,8 +532,8 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
     (:func:`~powerlab.interconnect.powertrace.for_each_draw`); within
     ``powerlab._progress.quiet()`` nothing is shown.
     """
-    from ..grid.results import ForecastResult
-    from ..grid.scenario import Scenario, read_scenario
+    from ..site.results import ForecastResult
+    from ..site.scenario import Scenario, read_scenario
 
     check = spec if isinstance(spec, Compliance) else Compliance(spec, sags=sags)
     if sags is not None and isinstance(spec, Compliance):

@@ -2,7 +2,7 @@
 without exceeding the utility's ramp and step limits.
 
 The schedule is a staircase: blocks of ``h`` MW switched on every ``dt`` seconds.  Its
-ramps follow from the definitions of :mod:`powerlab.grid.ramps` (ramps between adjacent
+ramps follow from the definitions of :mod:`powerlab.limits.ramps` (ramps between adjacent
 window means, every alignment):
 
 - a single step of ``h`` seen by means over windows ``w <= dt`` gives a ramp of ``h / w``

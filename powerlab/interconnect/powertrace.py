@@ -82,7 +82,7 @@ class PowerTrace:
         means attenuate it (:func:`band_visibility`).
     without_sags : PowerTrace or None
         The same draw forecast without the scenario's voltage sags (the ride-through
-        counterfactual, :func:`powerlab.grid.disturbances.sag_load_loss_vs_baseline`);
+        counterfactual, :func:`powerlab.site.disturbances.sag_load_loss_vs_baseline`);
         None for measured telemetry, whose baseline is the power before the sag.
     """
 
@@ -247,7 +247,7 @@ def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
     DataFrame
         One row per draw, in draw order, columns from ``fn``'s mappings.
     """
-    from ..grid.forecast import forecast
+    from ..site.engine import forecast
 
     res = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s, progress=progress)
     fac = res.power_w("facility")
@@ -523,7 +523,7 @@ def _check_gaps(key, t: np.ndarray, grid: np.ndarray, gap_max: float) -> None:
 def open_source(path: str | Path):
     """Read what a command was given: a scenario YAML (returns a ``Scenario``) or measured
     telemetry (a store folder or a canonical ``.parquet`` file; returns a DataFrame)."""
-    from ..grid.scenario import read_scenario
+    from ..site.scenario import read_scenario
 
     p = Path(path)
     if p.suffix.lower() in (".yaml", ".yml"):

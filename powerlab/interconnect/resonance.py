@@ -10,7 +10,7 @@ excite them (Choukse et al. 2025).  :func:`screen_resonance`:
    their amplitudes in MW) from the Welch spectrum (:func:`periodic_components`,
    :func:`harmonic_amplitudes`);
 2. compares every harmonic with the spec's grid modes (``grid_modes`` of a
-   :class:`~powerlab.grid.requirements.RequirementSpec`): a hit is a harmonic in a mode's
+   :class:`~powerlab.limits.requirements.RequirementSpec`): a hit is a harmonic in a mode's
    band with at least the mode's ``min_amplitude_megawatts``;
 3. says what moves the hits out: the nearest shorter and longer step period with no hit
    (assuming the waveform keeps its shape), and the fewest equal groups ``N`` staggered by
@@ -407,8 +407,8 @@ def screen_resonance(source, spec, *, draw: int = 0, seed: int = 0,
     """
     from pathlib import Path
 
-    from ..grid.requirements import RequirementSpec, read_requirements
-    from ..grid.scenario import Scenario, read_scenario
+    from ..limits.requirements import RequirementSpec, read_requirements
+    from ..site.scenario import Scenario, read_scenario
     from .powertrace import PowerTrace, forecast_trace, trace_from_telemetry
 
     if not isinstance(spec, RequirementSpec):

@@ -4,13 +4,13 @@
 reads for a ``ride_through`` requirement when the series carries its sag-free twin
 (``PowerTrace.without_sags``, which the forecast adapters fill by running the engine with
 and without the scenario's disturbances).  Measured telemetry has no such twin: its load
-loss stays :func:`powerlab.grid.loadmetrics.sag_load_loss`, against the mean of the
-second before the sag (:data:`powerlab.grid.disturbances.BASELINE_MEASURED`).
+loss stays :func:`powerlab.limits.loadmetrics.sag_load_loss`, against the mean of the
+second before the sag (:data:`powerlab.site.disturbances.BASELINE_MEASURED`).
 
 Definition (issue 20, item 3): the load lost is ``baseline(t) - power(t)``, the power the
 site would have drawn without the sag minus what it drew, its largest value during the sag
 and in the ``observe_s`` after it (reported apart by
-:func:`powerlab.grid.disturbances.sag_load_loss_vs_baseline`); a sag with no effect reads
+:func:`powerlab.site.disturbances.sag_load_loss_vs_baseline`); a sag with no effect reads
 0 exactly, and a training job's own swing is not counted.
 
 References
@@ -52,7 +52,7 @@ def counterfactual_sag_loss(power_w, baseline_w, tick_s: float, start_utc,
 
     A sag is covered when its residual voltage is at least ``residual_voltage_pu`` and
     it lasts at most ``sag_duration_s`` (as
-    :func:`~powerlab.grid.loadmetrics.sag_load_loss`).
+    :func:`~powerlab.limits.loadmetrics.sag_load_loss`).
 
     Returns
     -------
@@ -60,7 +60,7 @@ def counterfactual_sag_loss(power_w, baseline_w, tick_s: float, start_utc,
         The largest load loss during or after a covered sag [W] (NaN when none lies in
         the series) and the number of covered sags evaluated.
     """
-    from ..grid.disturbances import sag_load_loss_vs_baseline
+    from ..site.disturbances import sag_load_loss_vs_baseline
 
     if sags is None or len(sags) == 0:
         return math.nan, 0

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 
-from ..grid.forecast import TICK_DRAWS_PER_S as _ENGINE_TICK_DRAWS_PER_S  # engine speed
+from ..site.engine import TICK_DRAWS_PER_S as _ENGINE_TICK_DRAWS_PER_S  # engine speed
 
 __all__ = ["max_option_evaluations", "search_estimate_s"]
 
 
 #: Rough speed of option evaluation [option-draw ticks per second] for the up-front
-#: estimate (tests/test_sizing.py's failing site, 77 options x 2 draws x 24,000 ticks in
+#: estimate (tests/interconnect/test_sizing.py's failing site, 77 options x 2 draws x 24,000 ticks in
 #: 1.3 s on a 2-core machine, i.e. ~3e6; taken lower so the estimate errs long).
 _OPTION_TICK_DRAWS_PER_S = 2e6
 

@@ -55,11 +55,11 @@ class SiteModel:
               filler: bool, progress=False) -> SiteModel:
         """Run the engine once per job (and per filler setting).
 
-        ``progress`` is passed to every :func:`~powerlab.grid.forecast.forecast` (a
+        ``progress`` is passed to every :func:`~powerlab.site.engine.forecast` (a
         :class:`powerlab._progress.Progress` of ``runs_needed x draws`` engine draws is
         updated once per draw and left open)."""
-        from ..grid.forecast import forecast
-        from ..grid.scenario import Mitigations
+        from ..site.engine import forecast
+        from ..site.scenario import Mitigations
 
         sc0 = scenario.replace(mitigations=Mitigations(),
                                horizon_start_utc=scenario.start_utc,
@@ -112,7 +112,7 @@ class SiteModel:
         """(power at the point of interconnection [W], its energy with storage recharge
         [J]): storage dispatch on the facility power, then load carried by UPS batteries
         during voltage sags, as the engine does (``ForecastResult.facility_w``)."""
-        from ..grid.disturbances import ups_transfer_w
+        from ..site.disturbances import ups_transfer_w
         from .storage import storage_grid_energy
 
         grid, e_j = storage_grid_energy(fac, self.tick_s, opt)
@@ -148,8 +148,8 @@ class SiteModel:
 
     def stagger_delays_s(self, stagger_s: float) -> list[float]:
         """Start delay of each job under a stagger of ``stagger_s`` [s]: the engine's rule
-        (:func:`powerlab.grid.stagger.stagger_delay_ticks`), capped as the engine caps it."""
-        from ..grid.stagger import stagger_delay_ticks
+        (:func:`powerlab.site.stagger.stagger_delay_ticks`), capped as the engine caps it."""
+        from ..site.stagger import stagger_delay_ticks
 
         return [k * self.tick_s for k in stagger_delay_ticks(self.scenario, self.start_utc,
                                                              self.tick_s, stagger_s)]
@@ -189,7 +189,7 @@ class SiteModel:
             lost_gpu_s += job.gpus * alloc_s * frac
             total_gpu_s += job.gpus * alloc_s
         loss_pct = 100.0 * lost_gpu_s / total_gpu_s if total_gpu_s else 0.0
-        from ..grid.facility import facility_power
+        from ..site.facility import facility_power
 
         site = sc.site
         fac = facility_power(it, self.tick_s, self.pue,

@@ -23,7 +23,7 @@ and ``none_passes``.
 
 How an option is evaluated (fast path)
 --------------------------------------
-The engine is run once per job and filler setting (:func:`~powerlab.grid.forecast.forecast`,
+The engine is run once per job and filler setting (:func:`~powerlab.site.engine.forecast`,
 public API, no mitigation switched on; :class:`~powerlab.interconnect.sitemodel.SiteModel`),
 and once more without the scenario's voltage sags when it has any (the ride-through
 counterfactual, :mod:`powerlab.interconnect.ridethrough`): job ``j`` alone on the cluster gives its per-GPU
@@ -32,11 +32,11 @@ power of the GPUs in no job and of the nodes.  An option is then array arithmeti
 draw: :func:`~powerlab.interconnect.smoothing.smooth_power` on ``g_j`` (while the job holds its
 GPUs), a shift by the job's stagger delay, ``IT = constant + sum_j gpus_j g_j``,
 facility power from IT through the engine's public facility model
-(:func:`~powerlab.grid.facility.facility_power`: losses, lagging cooling, base load), then
-:func:`~powerlab.grid.battery.battery_dispatch`, then
+(:func:`~powerlab.site.facility.facility_power`: losses, lagging cooling, base load), then
+:func:`~powerlab.site.battery.battery_dispatch`, then
 :meth:`~powerlab.interconnect.compliance.Compliance.evaluate`.  Smoothing the *mean* of a job's
 GPUs instead of each GPU is exact without timing jitter and an approximation with it
-(the per-GPU offsets spread each edge over a few ticks); ``tests/test_sizing.py``
+(the per-GPU offsets spread each edge over a few ticks); ``tests/interconnect/test_sizing.py``
 compares it with the engine's own per-GPU floor and ramp limit.
 
 The search (structured, monotone)
@@ -592,7 +592,7 @@ def size_mitigation(scenario, spec, *, draws: int = 5, seed: int = 0,
         in the summary, says so).  Ctrl-C before the first option is evaluated (the
         engine runs) raises the plain ``KeyboardInterrupt``.
     """
-    from ..grid.scenario import Scenario, read_scenario
+    from ..site.scenario import Scenario, read_scenario
     from .assessability import assess
 
     if isinstance(scenario, (str, Path)):
@@ -636,7 +636,7 @@ def _run(scenario, check, grid, cost, found, desc, draws, seed, tick_s, progress
     """The engine runs and the search of :func:`size_mitigation`, with their size,
     estimate and progress, and a partial result on Ctrl-C."""
     from .._progress import Progress
-    from ..grid.timebase import to_ticks
+    from ..site.timebase import to_ticks
     from .searchsize import max_option_evaluations, search_estimate_s
 
     n = to_ticks((pd.Timestamp(scenario.end_utc) - pd.Timestamp(scenario.start_utc)

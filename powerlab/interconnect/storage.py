@@ -7,13 +7,13 @@ and energy [MWh].  The class bounds what can be built and how it is run:
   duration ``energy / power`` is at least ``min_duration_h``) and the duration at most
   ``max_duration_h``;
 - the state of charge stays within ``[soc_min_fraction, soc_max_fraction]`` of the
-  energy (:func:`powerlab.grid.battery.battery_dispatch` enforces it on every tick);
+  energy (:func:`powerlab.site.battery.battery_dispatch` enforces it on every tick);
 - the power converter follows a new command with a first-order lag of
   ``converter_response_s``;
 - ``round_trip_efficiency`` and the illustrative capital costs per MWh and per MW.
 
 :func:`storage_battery` turns an option into the engine's
-:class:`~powerlab.grid.scenario.Battery` and **refuses** an option outside its class
+:class:`~powerlab.site.scenario.Battery` and **refuses** an option outside its class
 (a 20 C, 3-minute "Li-ion" battery is not a product: issue 20, item 8).
 
 The numbers of :data:`TECHNOLOGIES` are illustrative assumptions stated with their
@@ -157,9 +157,9 @@ def clamp_duration_h(name: str, duration_h: float) -> float:
 
 
 def storage_battery(opt):
-    """The :class:`~powerlab.grid.scenario.Battery` of a mitigation option's storage,
+    """The :class:`~powerlab.site.scenario.Battery` of a mitigation option's storage,
     checked against its technology class (C-rate, duration)."""
-    from ..grid.scenario import Battery
+    from ..site.scenario import Battery
 
     t = technology(opt.storage_technology or "li-ion")
     p, e = opt.battery_power_megawatts, opt.battery_energy_megawatt_hours
@@ -182,7 +182,7 @@ def storage_grid_energy(fac: np.ndarray, tick_s: float, opt) -> tuple[np.ndarray
     charge [J]) of facility power ``fac`` with the option's storage."""
     if not opt.battery:
         return fac, float(fac.sum() * tick_s)
-    from ..grid.battery import battery_dispatch
+    from ..site.battery import battery_dispatch
 
     bat = storage_battery(opt)
     b, soc = battery_dispatch(fac, tick_s, bat)

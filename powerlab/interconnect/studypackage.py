@@ -38,9 +38,9 @@ import pandas as pd
 
 from .._options import renamed_attribute, renamed_keywords
 from ..exceptions import AnalysisError, PowerlabError
-from . import loadmetrics as lm
+from ..limits import loadmetrics as lm
+from ..limits.requirements import RequirementSpec, read_requirements
 from .powertrace import PowerTrace, for_each_draw, trace_from_telemetry
-from .requirements import RequirementSpec, read_requirements
 
 __all__ = [
     "ITIC_RIDE_THROUGH",
@@ -74,20 +74,20 @@ PER_DRAW_COLUMNS = {
     "ramp_up_megawatts_per_s_1s_means": (
         "MW/s", "largest rise between adjacent 1-s means, every alignment, per second",
         ("form: Choukse et al. 2025 (arXiv:2508.14318), ramp rate in MW/s; "
-        "powerlab.grid.ramps.ramp_of_means")),
+        "powerlab.limits.ramps.ramp_of_means")),
     "ramp_down_megawatts_per_s_1s_means": (
         "MW/s", "largest fall between adjacent 1-s means, every alignment, per second",
         "as above"),
     "ramp_up_megawatts_per_min_1min_means": (
         "MW/min", "largest rise between adjacent 1-min means, every alignment, per minute",
         ("form: 1-min ramp limits of large-load requirements (e.g. ERCOT studies); "
-        "powerlab.grid.ramps.ramp_of_means")),
+        "powerlab.limits.ramps.ramp_of_means")),
     "ramp_down_megawatts_per_min_1min_means": (
         "MW/min", "largest fall between adjacent 1-min means, every alignment, per minute",
         "as above"),
     "largest_step_megawatts_within_1s": (
         "MW", "largest change between any two samples at most 1 s apart (up or down)",
-        "powerlab.interconnect.loadmetrics.largest_step"),
+        "powerlab.limits.loadmetrics.largest_step"),
 }
 
 
@@ -242,7 +242,7 @@ def ride_through_table(scenario, at_utc, *, residual_voltages_pu=(0.0, 0.5, 0.7,
 
     For every (residual voltage, duration) the scenario is forecast over a window around
     ``at_utc`` twice on the same draws and seed: without the sag and with it
-    (:class:`~powerlab.grid.disturbances.VoltageSag`; the engine's other random streams
+    (:class:`~powerlab.site.disturbances.VoltageSag`; the engine's other random streams
     do not depend on the sag, so the draws are the same load).  The nodes' supplies trip
     (``assumptions.trip_fraction_outside_itic``) when the sag lies outside the ITIC
     no-interruption region (:func:`itic_rides_through`), else not;
@@ -267,8 +267,8 @@ def ride_through_table(scenario, at_utc, *, residual_voltages_pu=(0.0, 0.5, 0.7,
         ``load_lost_megawatts_after_sag_median`` / ``_max``, ``recovery_s_median`` /
         ``_max`` (over draws), ``draws``.
     """
-    from ..grid.disturbances import VoltageSag
-    from ..grid.forecast import forecast
+    from ..site.disturbances import VoltageSag
+    from ..site.engine import forecast
 
     sa = assumptions or SagAssumptions()
     at = pd.Timestamp(at_utc)
@@ -559,7 +559,7 @@ def study_package(source, spec, *, draws: int = 20, seed: int = 0,
     """
     import time
 
-    from ..grid.scenario import Scenario
+    from ..site.scenario import Scenario
 
     spec = _spec(spec)
     boundary = spec.boundary
@@ -611,7 +611,7 @@ def _horizon(source, boundary: str, draws: int, seed: int, tick_s, measured: Mea
              notes: list) -> tuple[pd.DataFrame, PowerTrace, str, int]:
     """The per-draw figures over the whole horizon, draw 0's trace (or the measured
     trace), the source's label and the number of draws (1 for measured data)."""
-    from ..grid.scenario import Scenario
+    from ..site.scenario import Scenario
 
     if isinstance(source, Scenario):
         kept: list[PowerTrace] = []

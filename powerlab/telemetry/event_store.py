@@ -4,8 +4,8 @@ Events live in ``<store>/_events/`` as Parquet files with the canonical events c
 (:data:`powerlab.telemetry.events.EVENT_COLUMNS`).  :func:`write_events` appends only
 events the store does not hold yet (same timestamp, host, GPU, XID and message), so
 importing a log twice never duplicates an event; :func:`read_events` returns them all,
-sorted by time, for :func:`powerlab.throughput.hazard.exposure_table` and
-:func:`powerlab.throughput.reliability.failure_rates`.
+sorted by time, for :func:`powerlab.reliability.hazard.exposure_table` and
+:func:`powerlab.reliability.rates.failure_rates`.
 """
 
 from __future__ import annotations

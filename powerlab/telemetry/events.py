@@ -3,7 +3,7 @@
 Readers (:mod:`powerlab.iotools`) turn kernel-log ``NVRM: Xid`` lines, DCGM health output
 and the collector's own events into one **events table** (:data:`EVENT_COLUMNS`);
 reliability analytics (:mod:`powerlab.throughput`) estimate failure rates per
-**root cause** (:data:`ROOT_CAUSES`) from it; the forecast (:mod:`powerlab.grid`) takes
+**root cause** (:data:`ROOT_CAUSES`) from it; the forecast (:mod:`powerlab.site`) takes
 those rates per GPU-hour in a scenario's ``interruptions`` section.
 
 Root causes follow Table 5 of the Llama 3 paper [1]_ (419 unexpected interruptions of a

@@ -29,7 +29,7 @@ nanoseconds since 1970-01-01T00:00Z whatever the input's resolution (a ``Timesta
 ``.value`` is nanoseconds already); arithmetic on ``numpy.datetime64`` values goes through
 ``numpy.timedelta64`` units (``/ np.timedelta64(1, "s")``), never through ``.astype(float)``.
 So every public function gives the same numbers for the same instants held at ``s``,
-``ms``, ``us`` or ``ns`` resolution (tests/test_time_resolution.py sweeps them).
+``ms``, ``us`` or ``ns`` resolution (tests/system/test_time_resolution.py sweeps them).
 
 Bad values raise one clear error built by the caller's ``error`` (default
 :class:`~powerlab.exceptions.PowerlabError`; a reader passes a

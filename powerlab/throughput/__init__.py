@@ -18,12 +18,10 @@ Modules
 :mod:`~powerlab.throughput.chip_baseline` each chip's offsets from an earlier record
 :mod:`~powerlab.throughput.synth`         the synthetic twin of a training run
 :mod:`~powerlab.throughput.twin_physics`  the twin's parameters and physics
-:mod:`~powerlab.throughput.reliability`   failure rates per GPU-hour, job MTBF
-:mod:`~powerlab.throughput.hazard`        hazard model of failures vs temperature, power
-:mod:`~powerlab.throughput.survival`      Kaplan-Meier, Weibull, Cox (noisy covariates,
-                                          frailty), dispersion of failure counts
 
-This wing imports only :mod:`powerlab.telemetry` (and :mod:`powerlab.exceptions`).
+Failure rates, hazards and survival moved to :mod:`powerlab.reliability` in 0.2.0 (their
+old names here still resolve, with a deprecation warning).  This wing imports only
+:mod:`powerlab.telemetry` (and the base modules).
 """
 
 from .._lazy import lazy_exports
@@ -50,16 +48,16 @@ _EXPORTS = {
     "twin_physics": (
         "TwinParameters",
     ),
-    "reliability": (
+}
+
+#: names that moved to another wing in 0.2.0 (deprecated here, removed in 0.3.0)
+_MOVED = {
+    "powerlab.reliability": (
         "FailureRates", "failure_rates", "garwood_interval", "job_mtbf", "llama3_rates",
-    ),
-    "hazard": (
         "HazardResult", "exposure_table", "fit_hazard", "simulate_fleet_failures",
-    ),
-    "survival": (
         "CoxResult", "DispersionResult", "WeibullResult", "dispersion_test", "fit_cox",
         "fit_weibull", "kaplan_meier", "regression_calibration",
     ),
 }
 
-__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, moved=_MOVED)

@@ -13,7 +13,7 @@ Modules
 :mod:`~powerlab.viz.render`            the only altair importer: theme, notebook renderer, SVG/PNG
 :mod:`~powerlab.viz.prepare`           pandas preparation: column checks, labels, downsampling
 :mod:`~powerlab.viz.telemetry_charts`  telemetry over time
-:mod:`~powerlab.viz.grid_charts`       facility power forecasts and mitigations
+:mod:`~powerlab.viz.site_charts`       facility power forecasts and mitigations
 :mod:`~powerlab.viz.throughput_charts` time of day and stragglers
 :mod:`~powerlab.viz.flex_charts`       flexibility offer, power-throughput curve, curtailment plan
 :mod:`~powerlab.viz.report`            self-contained offline HTML report
@@ -47,7 +47,7 @@ _EXPORTS = {
                "use_offline_renderer", "use_theme"),
     "prepare": ("downsample",),
     "telemetry_charts": ("telemetry_chart", "telemetry_overview"),
-    "grid_charts": ("TimelineColumns", "facility_chart", "forecast_charts", "mitigation_chart",
+    "site_charts": ("TimelineColumns", "facility_chart", "forecast_charts", "mitigation_chart",
                     "ramp_rate_chart", "spectrum_chart"),
     "throughput_charts": ("hour_of_day_chart", "straggler_heatmap", "stragglers_chart",
                           "throttle_share_chart", "time_of_day_charts"),

@@ -33,7 +33,7 @@ def require_columns(df: pd.DataFrame, columns: Sequence[str], what: str) -> None
 
 
 #: A ramp figure's name: ``ramp[_up|_down]_megawatts_per_<s|min>_<window>`` (the windows
-#: of :data:`powerlab.grid.ramps.RAMP_DEFINITIONS`).
+#: of :data:`powerlab.limits.ramps.RAMP_DEFINITIONS`).
 _RAMP_NAME = re.compile(r"^(?P<name>.*)_megawatts_per_(?P<per>s|min)_(?P<win>1s|100ms|1min|tick)$")
 
 

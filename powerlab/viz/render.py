@@ -1,7 +1,7 @@
 """Rendering of powerlab charts: the theme, the notebook renderer, SVG and PNG.
 
 This is the only module of powerlab that imports altair; the chart modules of this wing
-(:mod:`~powerlab.viz.telemetry_charts`, :mod:`~powerlab.viz.grid_charts`,
+(:mod:`~powerlab.viz.telemetry_charts`, :mod:`~powerlab.viz.site_charts`,
 :mod:`~powerlab.viz.throughput_charts`) build on the ``alt`` name it exports, so the
 dependency, the theme and the renderers are set up in one place.
 

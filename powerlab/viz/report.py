@@ -432,7 +432,7 @@ def interconnection_section(rep: Report, compliance: Any, sizing: Any = None,
                             resonance: Any = None, *, heading: str = "Interconnection",
                             note: str | None = None) -> Report:
     """Add the interconnection section: compliance table, cheapest passing mitigation and
-    its cost, resonance table (results objects of ``powerlab.grid``; nothing computed)."""
+    its cost, resonance table (results objects of ``powerlab.site``; nothing computed)."""
     rep.heading(heading)
     sf = compliance.summary_frame()
     failed = compliance.failed

@@ -1,6 +1,6 @@
 /*
  * An LD_PRELOAD shim that makes fsync(2) and fdatasync(2) slow: a slow or overloaded disk
- * for powerlab's collector tests (tests/test_collector.py).
+ * for powerlab's collector tests (tests/collect/test_collector.py).
  *
  * SLOW_FSYNC_S = seconds each call sleeps before calling the real function (default 0).
  * SLOW_FSYNC_LOG = a file to which each call appends "start_us end_us\n" (wall clock).

@@ -1,0 +1,420 @@
+"""Grid disturbances: voltage sags, the load they drop, and the recovery.
+
+A scenario's ``disturbances:`` list holds voltage sags (:class:`VoltageSag`).  What a sag
+does to the site, per Monte Carlo draw:
+
+* **Trip.** Each node's power supplies drop out independently with probability
+  ``trip_fraction`` (sags deeper or longer than the supplies' hold-up time).  A tripped
+  node draws nothing for ``outage_s`` (until power is back, the node has rebooted and
+  passed its checks).  A synchronous job with at least one tripped node stops: it is
+  interrupted at the sag like a failure (work since the last checkpoint is lost), all
+  its GPUs go idle (those on tripped nodes to zero), and it starts up again when the
+  outage ends.  Every tripped job restarts at the same tick: a synchronized start, the
+  recovery ramp the grid sees.  An interruption arriving while a job is down extends
+  its downtime (:mod:`powerlab.reliability.interruptions`).
+* **Ride-through on UPS.** A share ``ups_fraction`` of the IT load that did not trip
+  moves to the UPS batteries for ``duration_s`` (the UPS isolates it from the sag) and is
+  walked back onto the grid linearly over ``ups_return_s``.  The IT load keeps running;
+  the point of interconnection sees it leave and come back.  Battery recharge after the
+  event is not modelled.
+
+The forecast shows the MW lost at the point of interconnection and the recovery ramp;
+each sag is an event row (``event == "voltage_sag"``, ``residual_voltage_pu``,
+``duration_s``) that :mod:`powerlab.interconnect.compliance` ride-through checks read, and
+:func:`disturbance_summary` reports per sag the load lost, during the sag and after it
+apart (median and max over draws, [W]), the recovery time and the largest recovery ramp
+over 1-s means.
+
+Load lost is a counterfactual
+-----------------------------
+The load a sag takes off the grid is the power the site would have drawn without the sag
+minus the power it drew (:func:`sag_load_loss_vs_baseline`): the engine runs the same
+draw twice, with and without the disturbances (the same seed gives the same workload),
+so a training job's own swing (a step ending during the sag) is not counted as load lost,
+and a sag that changes nothing reads 0 exactly.  "1-s mean before the sag minus the
+lowest power after it" counted that swing: a load that ignores the sag read 0.068 MW
+median (issue 20, item 3).  Measured telemetry has no counterfactual; its baseline is the
+mean over the second before the sag, and what it reports says so
+(``BASELINE_MEASURED``).
+
+Without disturbances nothing changes: no random numbers are drawn, no power is touched.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._options import renamed_keywords
+from ..exceptions import ScenarioError
+from ..limits.yamlspec import Section
+from .timebase import to_ticks
+
+__all__ = [
+    "BASELINE_FORECAST",
+    "BASELINE_MEASURED",
+    "DisturbancePlan",
+    "VoltageSag",
+    "add_sag_events",
+    "check_ups_needs_ticks",
+    "disturbance_plan",
+    "disturbance_summary",
+    "parse_disturbances",
+    "sag_load_loss_vs_baseline",
+    "ups_transfer_w",
+    "without_disturbances",
+]
+
+#: What a forecast's ride-through load loss is measured against.
+BASELINE_FORECAST = ("the same forecast draw without the voltage sags (same seed): "
+                     "load lost = power without the sag - power with it")
+#: What a measured trace's ride-through load loss is measured against.
+BASELINE_MEASURED = ("mean power over the second before the sag (measured telemetry has "
+                     "no sag-free counterfactual; the workload's own swing is counted)")
+
+
+@dataclass(frozen=True)
+class VoltageSag:
+    """A voltage sag at the point of interconnection.
+
+    Attributes
+    ----------
+    name : str
+    at_utc : pandas.Timestamp
+        Start of the sag (UTC).
+    residual_voltage_pu : float
+        Voltage during the sag, per unit of nominal (0.5: a sag to 50 %) [pu].
+    duration_s : float
+        Length of the sag [s].
+    trip_fraction : float
+        Probability that a node's supplies drop out [-].
+    ups_fraction : float
+        Share of the untripped IT load carried by UPS batteries during the sag [-].
+    ups_return_s : float
+        Time over which the UPS walks the load back onto the grid after the sag [s].
+    outage_s : float
+        From the sag until tripped nodes are back and their jobs start up [s].
+    """
+
+    name: str
+    at_utc: pd.Timestamp
+    residual_voltage_pu: float
+    duration_s: float
+    trip_fraction: float = 0.0
+    ups_fraction: float = 0.0
+    ups_return_s: float = 0.0
+    outage_s: float = 600.0
+
+
+def parse_disturbances(raw, source: str | None = None) -> tuple[VoltageSag, ...]:
+    """Read the scenario's ``disturbances:`` list (key paths ``disturbances[i].key``)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ScenarioError("expected a list of disturbances", key="disturbances",
+                            path=source)
+    out = []
+    for i, item in enumerate(raw):
+        s = Section(item, f"disturbances[{i}]", source)
+        kind = s.string("type", "voltage_sag")
+        if kind != "voltage_sag":
+            raise s.error("type", f"expected 'voltage_sag', got {kind!r}")
+        res = s.number("residual_voltage_pu", required=True, hi=1.0)
+        if res >= 1.0:
+            raise s.error("residual_voltage_pu", "must be below 1 pu (a sag lowers the "
+                          "voltage; 0.7 means a sag to 70 % of nominal)")
+        sag = VoltageSag(
+            name=s.string("name", f"sag{i}"),
+            at_utc=s.timestamp("at_utc"),
+            residual_voltage_pu=res,
+            duration_s=s.number("duration_s", required=True, lo=0.0, lo_open=True,
+                                hi=3600.0),
+            trip_fraction=s.number("trip_fraction", 0.0, hi=1.0),
+            ups_fraction=s.number("ups_fraction", 0.0, hi=1.0),
+            ups_return_s=s.number("ups_return_s", 0.0, hi=3600.0),
+            outage_s=s.number("outage_s", 600.0, hi=7 * 86400.0),
+        )
+        if sag.outage_s < sag.duration_s and sag.trip_fraction > 0:
+            raise s.error("outage_s", f"{sag.outage_s:g} s is shorter than the sag "
+                          f"({sag.duration_s:g} s): tripped nodes stay dark at least "
+                          "while it lasts")
+        s.finish()
+        out.append(sag)
+    names = [d.name for d in out]
+    for i, n in enumerate(names):
+        if names.index(n) != i:
+            raise ScenarioError(f"duplicate disturbance name {n!r}",
+                                key=f"disturbances[{i}].name", path=source)
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- per draw
+
+
+@dataclass(frozen=True)
+class DisturbancePlan:
+    """What the disturbances do in one draw.
+
+    Attributes
+    ----------
+    trips : list of list of (int, int)
+        Per job: ``(sag tick, downtime ticks)`` of each sag that stops it.
+    dark : list of (int, int, int)
+        ``(first tick, end tick, tripped nodes)`` per sag.
+    """
+
+    trips: list
+    dark: list
+
+
+def _sag_tick(sag: VoltageSag, t0: pd.Timestamp, tick_s: float) -> int:
+    return to_ticks((sag.at_utc - t0).total_seconds(), tick_s)
+
+
+def disturbance_plan(scenario, t0: pd.Timestamp, tick_s: float, seed: int, draw: int
+                     ) -> DisturbancePlan | None:
+    """Which nodes and jobs each sag trips in one draw (None without disturbances).
+
+    Tripped nodes per job and among the nodes in no job are binomial draws from
+    ``numpy.random.default_rng([seed, draw, sag index, 2])``.
+    """
+    sags = getattr(scenario, "disturbances", ())
+    if not sags:
+        return None
+    hw = scenario.hardware
+    job_nodes = [math.ceil(j.gpus / hw.gpus_per_node) for j in scenario.jobs]
+    free_nodes = max(0, hw.nodes - sum(job_nodes))
+    trips: list = [[] for _ in scenario.jobs]
+    dark = []
+    for k, sag in enumerate(sags):
+        rng = np.random.default_rng([int(seed), int(draw), k, 2])
+        per_job = rng.binomial(job_nodes, sag.trip_fraction)
+        free = int(rng.binomial(free_nodes, sag.trip_fraction))
+        t = _sag_tick(sag, t0, tick_s)
+        n_out = max(1, to_ticks(sag.outage_s, tick_s))
+        for ji, n_tripped in enumerate(per_job):
+            if n_tripped > 0:
+                trips[ji].append((t, n_out))
+        dark.append((t, t + n_out, int(per_job.sum()) + free))
+    return DisturbancePlan(trips, dark)
+
+
+def apply_dark(it_w: np.ndarray, plan: DisturbancePlan | None, scenario) -> None:
+    """Remove the tripped nodes' power (node overhead and idle GPUs: their jobs are down)
+    from one draw's IT power, in place.  The engine's GPU fall transient at the trip
+    (tens of ms) is kept: the first ticks of the outage are slightly above zero."""
+    if plan is None:
+        return
+    hw = scenario.hardware
+    per_node = hw.node_overhead_w + hw.gpus_per_node * hw.gpu_idle_w
+    n = len(it_w)
+    for a, b, nodes in plan.dark:
+        a, b = max(0, a), min(n, b)
+        if b > a and nodes:
+            it_w[a:b] -= nodes * per_node
+
+
+def check_ups_needs_ticks(scenario, keep_ticks: bool) -> None:
+    """Refuse a reduced forecast (``keep_ticks=False``) of sags that move load to UPS:
+    the transfer is applied to the per-tick facility power only, and the reduction
+    would silently leave it out."""
+    if keep_ticks:
+        return
+    for i, sag in enumerate(getattr(scenario, "disturbances", ())):
+        if sag.ups_fraction > 0:
+            raise ScenarioError("a voltage sag with ups_fraction > 0 needs the per-tick "
+                                "power: run forecast(..., keep_ticks=True) or set "
+                                "ups_fraction to 0", key=f"disturbances[{i}].ups_fraction")
+
+
+def ups_transfer_w(scenario, it_w: np.ndarray, t0: pd.Timestamp, tick_s: float
+                   ) -> np.ndarray | None:
+    """Power the UPS batteries carry per draw and tick (subtracted at the point of
+    interconnection) [W]; None without sags moving load to UPS."""
+    sags = [s for s in getattr(scenario, "disturbances", ()) if s.ups_fraction > 0]
+    if not sags:
+        return None
+    out = np.zeros_like(it_w)
+    n = it_w.shape[1]
+    for sag in sags:
+        a = _sag_tick(sag, t0, tick_s)
+        b = a + max(1, to_ticks(sag.duration_s, tick_s))
+        r = to_ticks(sag.ups_return_s, tick_s)
+        share = np.concatenate([np.ones(b - a), 1.0 - np.arange(1, r + 1) / (r + 1)])
+        k = np.arange(a, a + len(share))
+        ok = (k >= 0) & (k < n)
+        out[:, k[ok]] += sag.ups_fraction * it_w[:, k[ok]] * share[ok]
+    return out
+
+
+def add_sag_events(ev: pd.DataFrame, scenario, draws: int, t0: pd.Timestamp,
+                   tick_s: float) -> pd.DataFrame:
+    """The events frame with a ``voltage_sag`` row per sag and draw and a
+    ``residual_voltage_pu`` column (NaN on other rows)."""
+    sags = getattr(scenario, "disturbances", ())
+    if not sags:
+        return ev
+    rows = []
+    for sag in sags:
+        t = _sag_tick(sag, t0, tick_s)
+        for d in range(draws):
+            rows.append({"draw": d, "tick": t, "job": "", "event": "voltage_sag",
+                         "duration_s": sag.duration_s,
+                         "residual_voltage_pu": sag.residual_voltage_pu})
+    add = pd.DataFrame(rows)
+    add.insert(1, "timestamp", (t0 + pd.to_timedelta(add["tick"] * tick_s, unit="s")))
+    add["timestamp"] = add["timestamp"].astype("datetime64[ns, UTC]")
+    out = ev.copy()
+    out["residual_voltage_pu"] = np.nan
+    out = pd.concat([out, add[out.columns]], ignore_index=True)
+    return out.sort_values(["draw", "tick", "job"], kind="stable").reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def _second_means(x: np.ndarray, tick_s: float, a: int, b: int) -> np.ndarray:
+    per = max(1, round(1.0 / tick_s))
+    seg = x[a:b]
+    m = len(seg) // per
+    return seg[:m * per].reshape(m, per).mean(axis=1) if m else seg
+
+
+def without_disturbances(scenario):
+    """The scenario with no disturbances (the counterfactual of a ride-through)."""
+    return scenario.replace(disturbances=())
+
+
+def sag_load_loss_vs_baseline(power_w: np.ndarray, baseline_w: np.ndarray, tick_s: float,
+                              sag_tick: int, duration_s: float, observe_s: float = 1.0
+                              ) -> tuple[float, float]:
+    """Load a voltage sag takes off the grid: ``(during the sag, after it)`` [W].
+
+    ``loss(t) = baseline(t) - power(t)`` where ``baseline`` is the power the site draws
+    in the same draw without the sag.  During the sag: the largest ``loss`` from the
+    sag's first tick to its end; after it: the largest ``loss`` from its end to
+    ``observe_s`` later (the load not yet back once the voltage has recovered).  Both are
+    at least 0, and exactly 0 for a sag that changes nothing.
+
+    Parameters
+    ----------
+    power_w, baseline_w : ndarray
+        Power with and without the sag, one value per tick [W].
+    tick_s : float
+        [s].
+    sag_tick : int
+        First tick of the sag [-].
+    duration_s, observe_s : float
+        Length of the sag, and the time after it still counted [s].
+
+    Returns
+    -------
+    (float, float)
+        [W], [W]; NaN when the sag lies outside the series.
+    """
+    x = np.asarray(power_w, dtype=float)
+    b = np.asarray(baseline_w, dtype=float)
+    n = len(x)
+    if sag_tick < 0 or sag_tick >= n:
+        return math.nan, math.nan
+    end = min(n, sag_tick + max(1, math.ceil(duration_s / tick_s - 1e-9)))
+    obs = min(n, end + max(0, math.ceil(observe_s / tick_s - 1e-9)))
+    d = b - x
+    during = max(0.0, float(d[sag_tick:end].max()))
+    after = max(0.0, float(d[end:obs].max())) if obs > end else 0.0
+    return during, after
+
+
+@renamed_keywords(scope="boundary")
+def disturbance_summary(res, boundary: str = "facility", baseline=None) -> pd.DataFrame:
+    """Per sag: load lost at the point of interconnection and the recovery.
+
+    Parameters
+    ----------
+    res : ForecastResult
+        A forecast with disturbances (kept ticks).
+    boundary : {'facility', 'it'}
+    baseline : ForecastResult, optional
+        The same forecast without disturbances (same seed, draws and tick); default: run
+        it (one more engine run, ``res.sag_free()``, which the engine attaches).
+
+    Returns
+    -------
+    DataFrame
+        One row per sag: ``residual_voltage_pu``, ``duration_s``,
+        ``load_loss_during_sag_w_median`` / ``_max`` and ``load_loss_after_sag_w_median``
+        / ``_max`` (over draws; :func:`sag_load_loss_vs_baseline` with 1 s after the sag,
+        or until the UPS has returned the load and 1 s more) [W], ``load_loss_w_median``
+        and ``load_loss_w_max`` (the larger of the two) [W], ``tripped_jobs_median`` [-],
+        ``recovery_s_median`` (from the lowest power until it is back within 5 % of the
+        lost load of the mean over the second before the sag) [s], ``recovery_ramp_w_per_s_max`` (largest rise
+        between consecutive 1-s means within the hour after the sag) [W/s] and
+        ``baseline`` (what the loss is measured against: ``BASELINE_FORECAST``).
+    """
+    sags = getattr(res.scenario, "disturbances", ())
+    if not sags:
+        return pd.DataFrame()
+    if not getattr(res, "keeps_ticks", True):
+        return pd.DataFrame({"note": [("the load lost in voltage sags needs "
+                                       "forecast(..., keep_ticks=True)")]})
+    if baseline is None:
+        rerun = getattr(res, "sag_free", None)    # set by the engine (forecast.py)
+        if rerun is None:
+            raise ScenarioError("the load lost in a sag needs the same forecast without "
+                                "the disturbances: pass baseline=", key="baseline")
+        baseline = rerun()
+    x = res.power_w(boundary)
+    x0 = baseline.power_w(boundary)
+    if x0.shape != x.shape:
+        raise ScenarioError("the baseline forecast differs in draws or ticks", key="baseline")
+    tick = res.tick_s
+    n = x.shape[1]
+    pre = max(1, round(1.0 / tick))
+    ev = res.events
+    rows = {}
+    for sag in sags:
+        a = _sag_tick(sag, res.start_utc, tick)
+        if a < 0 or a >= n:
+            continue
+        observe = 1.0 + sag.ups_return_s
+        during, after, recs, ramps, tripped = [], [], [], [], []
+        for d in range(res.draws):
+            dl, af = sag_load_loss_vs_baseline(x[d], x0[d], tick, a, sag.duration_s, observe)
+            during.append(dl)
+            after.append(af)
+            loss = max(dl, af)
+            if loss > 0:
+                # back within 5 % of the lost load of the level before the sag (the
+                # sag-free draw is no target here: a restarted job's steps run out of
+                # phase with it)
+                before = float(x[d, max(0, a - pre):a].mean()) if a > 0 else float(x[d, a])
+                low = int(np.argmin(x[d, a:min(n, a + to_ticks(
+                    sag.duration_s + observe, tick) + 1)]))
+                back = np.flatnonzero(x[d, a + low:] >= before - 0.05 * loss)
+                recs.append((low + back[0]) * tick if len(back) else math.nan)
+            else:
+                recs.append(0.0)
+            sm = _second_means(x[d], tick, a, min(n, a + to_ticks(3600.0, tick)))
+            ramps.append(float(np.max(np.diff(sm), initial=0.0)))
+            t_ev = ev[(ev["draw"] == d) & (ev["event"] == "trip") & (ev["tick"] == a)]
+            tripped.append(len(t_ev))
+        both = np.maximum(during, after)
+        rows[sag.name] = {
+            "at_utc": sag.at_utc, "residual_voltage_pu": sag.residual_voltage_pu,
+            "duration_s": sag.duration_s,
+            "load_loss_during_sag_w_median": float(np.median(during)),
+            "load_loss_during_sag_w_max": float(np.max(during)),
+            "load_loss_after_sag_w_median": float(np.median(after)),
+            "load_loss_after_sag_w_max": float(np.max(after)),
+            "load_loss_w_median": float(np.median(both)),
+            "load_loss_w_max": float(np.max(both)),
+            "tripped_jobs_median": float(np.median(tripped)),
+            "recovery_s_median": float(np.nanmedian(recs)) if np.isfinite(recs).any()
+            else math.nan,
+            "recovery_ramp_w_per_s_max": float(np.max(ramps)),
+            "baseline": BASELINE_FORECAST,
+        }
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("sag")
