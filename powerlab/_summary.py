@@ -1,4 +1,5 @@
-"""The one summary type every results object's ``summary()`` returns.
+"""The one summary type every results object's ``summary()`` returns, and the one base
+class of results objects (:class:`Results`).
 
 Modelled on statsmodels' ``statsmodels.iolib.summary.Summary``: a title, tables and
 extra text, rendered as plain text (``as_text()``, ``str()``, ``print()``) or HTML
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-__all__ = ["Summary"]
+__all__ = ["Results", "Summary"]
 
 
 @dataclass
@@ -148,3 +149,43 @@ class Summary:
     def __contains__(self, text: str) -> bool:
         """``"x" in summary``: whether the text rendering contains ``x``."""
         return text in self.as_text()
+
+
+class Results:
+    """Base class of every powerlab results object (statsmodels ``base/model.py``
+    ``Results``): the display lives here, once.
+
+    A subclass implements :meth:`summary` (a :class:`Summary`: text, and HTML in
+    JupyterLab) and :meth:`summary_frame` (its numbers as a tidy frame, the natural
+    shape for a CSV).  ``str(result)`` and ``print(result)`` give the summary's text,
+    ``_repr_html_`` its HTML; ``repr(result)`` is the one-line :meth:`_repr_line` where the
+    subclass has one, else the summary's text.  A subclass that is a dataclass declares
+    ``@dataclass(repr=False)`` so that these reprs are not replaced by the generated one.
+
+    References
+    ----------
+    .. [1] statsmodels, ``statsmodels/base/model.py``, class ``Results``, and
+       ``statsmodels/iolib/summary.py``, class ``Summary``.
+    """
+
+    def summary(self) -> Summary:
+        """Title, tables and notes of the result (text; HTML in JupyterLab)."""
+        raise NotImplementedError(f"{type(self).__name__} has no summary()")
+
+    def summary_frame(self) -> pd.DataFrame:
+        """The result's numbers as a tidy frame."""
+        raise NotImplementedError(f"{type(self).__name__} has no summary_frame()")
+
+    def _repr_line(self) -> str | None:
+        """A one-line ``repr`` (``<Kind name: key figures>``), or None for the summary."""
+        return None
+
+    def __str__(self) -> str:
+        return self.summary().as_text()
+
+    def __repr__(self) -> str:
+        line = self._repr_line()
+        return line if line is not None else self.summary().as_text()
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
