@@ -244,7 +244,7 @@ def test_read_only_out_gives_a_clear_error(tmp_path, capsys):
 
 
 def test_existing_folder_is_reused(tmp_path):
-    from powerlab.demo import _writable_folder
+    from powerlab.demo.chain import _writable_folder
 
     (tmp_path / "keep.txt").write_text("mine")
     assert _writable_folder(tmp_path) == tmp_path
