@@ -34,7 +34,7 @@ def demo_scenario(profile=None, *, hours: float = 6.0) -> Any:
     step time and duty cycle come from the fit, and so does node power: the scenario's
     node overhead is the fit's non-GPU power and the GPU levels are the rest, so that a
     node draws the measured node power while computing and in the step dip.  A fit without
-    a split is split with :data:`NODE_OVERHEAD_PRIOR`.
+    a split is split with :data:`powerlab.demo.NODE_OVERHEAD_PRIOR`.
 
     Parameters
     ----------

@@ -38,7 +38,7 @@ class ReportInputs:
     Attributes
     ----------
     profile : ProfileFit
-        The calibrated job power profile (split by :data:`NODE_OVERHEAD_PRIOR`).
+        The calibrated job power profile (split by :data:`powerlab.demo.NODE_OVERHEAD_PRIOR`).
     power : pandas.DataFrame
         The MLPerf node power readings (canonical telemetry).
     scenario : Scenario

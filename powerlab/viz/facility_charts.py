@@ -123,16 +123,16 @@ def facility_chart(timeline: pd.DataFrame, events: pd.DataFrame | None = None, *
     binned = bool((data["n_samples"] > 1).any())
     tlabel = time_label(site_tz)
     unit = unit_of(c.value) or "MW"
+    ylab = f"power [{unit}]"
     x = time_x("timestamp", tlabel)
     color = alt.Color(f"{by[0]}:N", title=by[0]) if by else alt.value(PALETTE[0])
     brush = alt.selection_interval(name="brush", encodings=["x"])
     tips = _timeline_tooltips(c, by, unit, tlabel, binned, has_band)
     base = alt.Chart(inline_table(data))
     detail_x = time_x("timestamp", tlabel, domain=brush)
-    layers = _band_layers(base, c, detail_x, color, f"power [{unit}]", binned, has_band)
+    layers = _band_layers(base, c, detail_x, color, ylab, binned, has_band)
     layers.append(base.mark_line().encode(
-        x=detail_x, y=alt.Y(f"{c.value}:Q", title=f"power [{unit}]",
-                            scale=alt.Scale(zero=False)),
+        x=detail_x, y=alt.Y(f"{c.value}:Q", title=ylab, scale=alt.Scale(zero=False)),
         color=color, tooltip=tips))
     if events is not None and len(events):
         layers.append(_event_rules(events, detail_x, tlabel, site_tz))
