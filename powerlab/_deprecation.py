@@ -52,7 +52,7 @@ MOVED_MODULES: dict[str, str] = {
     "powerlab.throughput.hazard": "powerlab.reliability.hazard",
     "powerlab.throughput.reliability": "powerlab.reliability.rates",
     "powerlab.throughput.survival": "powerlab.reliability.survival",
-    "powerlab.viz.grid_charts": "powerlab.viz.site_charts",
+    "powerlab.viz.grid_charts": "powerlab.viz",   # its charts are split by concept
 }
 
 #: Removed package -> the packages whose public names it forwards, in lookup order.

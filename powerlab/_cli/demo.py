@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import sys
 from pathlib import Path
+
+from ..exceptions import PowerlabError
 
 #: Longest demo horizon [h] (the scenario's bound on a forecast span: a year).
 MAX_HOURS = 366 * 24.0
@@ -31,16 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args) -> int:
-    import importlib.util
-    import sys
-
-    from ..exceptions import PowerlabError
-
     missing = [m for m in ("altair", "vl_convert") if importlib.util.find_spec(m) is None]
     if missing:
         raise PowerlabError(f"the demo's charts and report need {', '.join(missing)}: "
                             "pip install 'powerlab[charts]'")
-    from ..demo import run_demo
+    from ..demo import run_demo  # here, not at the top: keeps `powerlab --help` light
 
     if not 0 < args.hours <= MAX_HOURS:
         raise PowerlabError(f"--hours must be positive and at most {MAX_HOURS:g} (a year), "

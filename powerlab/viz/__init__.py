@@ -13,9 +13,14 @@ Modules
 :mod:`~powerlab.viz.render`            the only altair importer: theme, notebook renderer, SVG/PNG
 :mod:`~powerlab.viz.prepare`           pandas preparation: column checks, labels, downsampling
 :mod:`~powerlab.viz.telemetry_charts`  telemetry over time
-:mod:`~powerlab.viz.site_charts`       facility power forecasts and mitigations
+:mod:`~powerlab.viz.facility_charts`   facility power timeline with its band and events
+:mod:`~powerlab.viz.ramp_charts`       ramp-rate distribution against the ramp limits
+:mod:`~powerlab.viz.spectrum_charts`   oscillation spectrum with the limit bands
+:mod:`~powerlab.viz.mitigation_charts` what each mitigation removes, at what cost
+:mod:`~powerlab.viz.site_charts`       ForecastResult -> timeline, ramps, spectrum
 :mod:`~powerlab.viz.throughput_charts` time of day and stragglers
 :mod:`~powerlab.viz.flex_charts`       flexibility offer, power-throughput curve, curtailment plan
+:mod:`~powerlab.viz.backtest_chart`    measured against forecast power of a backtest
 :mod:`~powerlab.viz.report`            self-contained offline HTML report
 
 Chart functions (re-exported here)
@@ -46,11 +51,15 @@ _EXPORTS = {
     "render": ("DEFAULT_MAX_ROWS", "MAX_ROWS", "THEME", "to_png", "to_svg",
                "use_offline_renderer", "use_theme"),
     "prepare": ("downsample",),
-    "telemetry_charts": ("telemetry_chart", "telemetry_overview"),
-    "site_charts": ("TimelineColumns", "facility_chart", "forecast_charts", "mitigation_chart",
-                    "ramp_rate_chart", "spectrum_chart"),
-    "throughput_charts": ("hour_of_day_chart", "straggler_heatmap", "stragglers_chart",
-                          "throttle_share_chart", "time_of_day_charts"),
+    "telemetry_charts": ("TelemetryChartOptions", "telemetry_chart", "telemetry_overview"),
+    "facility_charts": ("TimelineColumns", "facility_chart"),
+    "ramp_charts": ("ramp_rate_chart",),
+    "spectrum_charts": ("SpectrumColumns", "spectrum_chart"),
+    "mitigation_charts": ("mitigation_chart",),
+    "site_charts": ("forecast_charts",),
+    "throughput_charts": ("HeatmapColumns", "HourOfDayColumns", "hour_of_day_chart",
+                          "straggler_heatmap", "stragglers_chart", "throttle_share_chart",
+                          "time_of_day_charts"),
     "flex_charts": ("flex_curve_chart", "flex_offer_chart", "flex_plan_chart"),
     "report": ("Report", "write_report"),
 }

@@ -7,6 +7,7 @@ of detail that fits the row budget) live here, testable without a renderer.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Sequence
 
@@ -230,8 +231,6 @@ def chart_frames(chart) -> list[pd.DataFrame]:
     Reads altair's named ``datasets`` (JSON records, or CSV text as
     :func:`powerlab.viz.render.inline_table` makes them) and inline CSV values.
     """
-    import io
-
     spec = chart if isinstance(chart, dict) else chart.to_dict()
     out = [pd.read_csv(io.StringIO(v)) if isinstance(v, str) else pd.DataFrame(v)
            for v in spec.get("datasets", {}).values()]

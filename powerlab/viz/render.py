@@ -1,9 +1,9 @@
 """Rendering of powerlab charts: the theme, the notebook renderer, SVG and PNG.
 
 This is the only module of powerlab that imports altair; the chart modules of this wing
-(:mod:`~powerlab.viz.telemetry_charts`, :mod:`~powerlab.viz.site_charts`,
-:mod:`~powerlab.viz.throughput_charts`) build on the ``alt`` name it exports, so the
-dependency, the theme and the renderers are set up in one place.
+(:mod:`~powerlab.viz.telemetry_charts`, :mod:`~powerlab.viz.facility_charts`, ...) build
+on the ``alt`` name it exports, so the dependency, the theme and the renderers are set up
+in one place.
 
 Importing the module registers the ``powerlab`` theme (``alt.theme.register``) and enables
 it unless the user already enabled another one; :func:`use_theme` enables it explicitly.
@@ -14,9 +14,15 @@ render with vl-convert, no browser needed.
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
+import uuid
+
 import altair as alt
 
 from .._options import choice
+from .report import javascript_bundle
 
 __all__ = ["DEFAULT_MAX_ROWS", "FONT", "MAX_ROWS", "PALETTE", "THEME", "alt", "inline_table",
            "prune_views",
@@ -107,11 +113,6 @@ def use_offline_renderer(mode: str = "interactive") -> None:
 
 def _bundle_loader() -> str:
     """JavaScript that inflates the gzip+base64 bundle once and evaluates it."""
-    import base64
-    import gzip
-
-    from .report import javascript_bundle
-
     packed = base64.b64encode(gzip.compress(javascript_bundle(vl_version()).encode(),
                                             9, mtime=0)).decode("ascii")
     return ("if (typeof window.vegaEmbed !== 'function' && !window.__powerlabVega) {\n"
@@ -130,9 +131,6 @@ def _bundle_loader() -> str:
 
 
 def _offline_renderer(spec: dict, **metadata) -> dict[str, str]:
-    import json
-    import uuid
-
     div = f"powerlab-{uuid.uuid4().hex}"
     loader = "" if _SESSION["bundle_sent"] else _bundle_loader()
     _SESSION["bundle_sent"] = True

@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from .. import __version__
+from .._format import column_words, format_number
 from .._options import choice
 from ..exceptions import PowerlabError, StoreError
 from ..outputs import atomic_write
@@ -185,8 +186,6 @@ class Report:
         names in words with their units (``ramp_up_megawatts_per_s`` -> ``ramp up
         (MW/s)``).
         """
-        from .._format import column_words, format_number
-
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"table expects a DataFrame, got {type(df).__name__}")
         shown = df.head(max_rows)

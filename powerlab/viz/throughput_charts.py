@@ -4,28 +4,48 @@ heat map; and the adapters from TimeOfDayResult and StragglerResult."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .._options import Options
 from ..exceptions import SchemaError, Violation
-from .prepare import (
-    require_columns,
-)
+from .prepare import require_columns
 from .render import PALETTE, alt, sized
 
-__all__ = ["hour_of_day_chart", "straggler_heatmap", "stragglers_chart",
-           "throttle_share_chart", "time_of_day_charts"]
+__all__ = ["HeatmapColumns", "HourOfDayColumns", "hour_of_day_chart", "straggler_heatmap",
+           "stragglers_chart", "throttle_share_chart", "time_of_day_charts"]
 
 # --------------------------------------------------------------------------- time of day
 
 
-def hour_of_day_chart(profile: pd.DataFrame, *, hour: str = "hour", effect: str = "effect_pct",
-                      lower: str | None = "lower_pct", upper: str | None = "upper_pct",
+@dataclass(frozen=True)
+class HourOfDayColumns(Options):
+    """Column names of an hour-of-day profile for :func:`hour_of_day_chart`.
+
+    Attributes
+    ----------
+    hour : str, default "hour"
+        Local fractional hour [h], 0–24.
+    effect : str, default "effect_pct"
+        Effect on throughput [%] of the mean.
+    lower, upper : str or None, default "lower_pct", "upper_pct"
+        Interval bounds [%]; None or absent: no interval.
+    """
+
+    hour: str = "hour"
+    effect: str = "effect_pct"
+    lower: str | None = "lower_pct"
+    upper: str | None = "upper_pct"
+
+
+def hour_of_day_chart(profile: pd.DataFrame, *, columns: HourOfDayColumns | None = None,
                       peak_hour: float | None = None, trough_hour: float | None = None,
                       site_tz: str | None = None, title: str | None = None,
-                      width: int | None = None, height: int | None = None) -> alt.LayerChart:
+                      width: int | None = None, height: int | None = None,
+                      **column_kw) -> alt.LayerChart:
     """The fitted hour-of-day effect with its confidence interval.
 
     Parameters
@@ -33,19 +53,25 @@ def hour_of_day_chart(profile: pd.DataFrame, *, hour: str = "hour", effect: str 
     profile : pandas.DataFrame
         ``hour`` (local fractional hour, 0–24), ``effect`` (effect on throughput [%] of the
         mean), optional ``lower`` and ``upper`` interval bounds [%].
-    hour, effect, lower, upper : str
-        Column names.
+    columns : HourOfDayColumns, optional
+        Column names of ``hour``, ``effect``, ``lower`` and ``upper`` (default
+        ``HourOfDayColumns()``: ``hour``, ``effect_pct``, ``lower_pct``, ``upper_pct``).
     peak_hour, trough_hour : float, optional
         Marked with labelled rules [h, local].
     site_tz : str, optional
         Time zone named in the axis title.
     title : str, optional
     width, height : int, optional
+    **column_kw
+        Fields of :class:`HourOfDayColumns` replacing those of ``columns``
+        (``hour_of_day_chart(prof, hour="local_hour")``).
 
     Returns
     -------
     altair.LayerChart
     """
+    names = HourOfDayColumns.from_kwargs(columns, **column_kw)
+    hour, effect, lower, upper = names.hour, names.effect, names.lower, names.upper
     require_columns(profile, [hour, effect], "hour_of_day_chart")
     has_ci = lower is not None and upper is not None and {lower, upper} <= set(profile.columns)
     cols = [hour, effect] + ([lower, upper] if has_ci else [])
@@ -130,11 +156,32 @@ def throttle_share_chart(shares: pd.DataFrame, *, hour: str = "hour", reason: st
 # --------------------------------------------------------------------------- stragglers
 
 
-def straggler_heatmap(scores: pd.DataFrame, *, host: str = "host", gpu: str = "gpu_index",
-                      value: str = "score", flagged: str | None = "flagged",
+@dataclass(frozen=True)
+class HeatmapColumns(Options):
+    """Column names of per-GPU scores for :func:`straggler_heatmap`.
+
+    Attributes
+    ----------
+    host : str, default "host"
+    gpu : str, default "gpu_index"
+        Index of the GPU on its host.
+    value : str, default "score"
+        A robust score against peers (e.g. a median z-score).
+    flagged : str or None, default "flagged"
+        Boolean: the GPU is flagged; None or absent: nothing marked.
+    """
+
+    host: str = "host"
+    gpu: str = "gpu_index"
+    value: str = "score"
+    flagged: str | None = "flagged"
+
+
+def straggler_heatmap(scores: pd.DataFrame, *, columns: HeatmapColumns | None = None,
                       value_title: str = "robust score", higher_is_worse: bool = True,
                       details: Sequence[str] = (), title: str | None = None,
-                      width: int | None = None, height: int | None = None) -> alt.LayerChart:
+                      width: int | None = None, height: int | None = None,
+                      **column_kw) -> alt.LayerChart:
     """Heat map of a per-GPU straggler score, hosts down and GPUs across.
 
     Parameters
@@ -142,8 +189,9 @@ def straggler_heatmap(scores: pd.DataFrame, *, host: str = "host", gpu: str = "g
     scores : pandas.DataFrame
         One row per GPU: ``host``, ``gpu`` (index on the host) and ``value`` (a robust
         score against peers, e.g. a median z-score), optional boolean ``flagged``.
-    host, gpu, value, flagged : str
-        Column names.
+    columns : HeatmapColumns, optional
+        Column names of ``host``, ``gpu``, ``value`` and ``flagged`` (default
+        ``HeatmapColumns()``: ``host``, ``gpu_index``, ``score``, ``flagged``).
     value_title : str
         Legend title of the score.
     higher_is_worse : bool, default True
@@ -152,11 +200,16 @@ def straggler_heatmap(scores: pd.DataFrame, *, host: str = "host", gpu: str = "g
         Further columns shown in the tooltip (e.g. ``reasons``, ``cost_step_pct``).
     title : str, optional
     width, height : int, optional
+    **column_kw
+        Fields of :class:`HeatmapColumns` replacing those of ``columns``
+        (``straggler_heatmap(scores, value="clock_sm_mhz_z")``).
 
     Returns
     -------
     altair.LayerChart
     """
+    names = HeatmapColumns.from_kwargs(columns, **column_kw)
+    host, gpu, value, flagged = names.host, names.gpu, names.value, names.flagged
     details = [c for c in details if c in scores.columns and c not in (host, gpu, value)]
     require_columns(scores, [host, gpu, value], "straggler_heatmap")
     data = pd.DataFrame({"host": scores[host].astype(str).to_numpy(),

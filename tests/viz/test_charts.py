@@ -264,8 +264,10 @@ def test_facility_chart_reads_the_old_scope_column_with_a_warning():
     """The ``boundary`` column was named ``scope`` before 2026-12-03: a timeline written
     then still draws one line per boundary, and says the column is renamed."""
     tl = _timeline(1500)
-    with pytest.warns(DeprecationWarning, match="'scope' column .* is renamed 'boundary'"):
+    with pytest.warns(DeprecationWarning, match="'scope' column .* is renamed 'boundary'") \
+            as rec:
         old = frames(viz.facility_chart(tl.rename(columns={"boundary": "scope"})))[0]
+    assert rec[0].filename == __file__      # the warning points at the caller
     new = frames(viz.facility_chart(tl))[0]
     assert sorted(old["scope"].unique()) == sorted(new["boundary"].unique()) == ["facility",
                                                                                   "it"]
@@ -360,6 +362,83 @@ def test_straggler_heatmap_marks_flagged_only_when_flagged():
     assert len(rows) == 24 and sum(r["flagged"] for r in rows) == 1
     clean = viz.straggler_heatmap(sc.assign(flagged=False)).to_dict()
     assert len(clean["layer"]) == 1
+
+
+# ----------------------------------------------------------------------------- column objects
+# A chart with many column names takes one column object (``columns=``) and, as before, the
+# names as keywords (powerlab._options.Options): both draw the same chart.
+
+def _spectrum_frame():
+    f = np.linspace(0.01, 25, 2000)
+    return pd.DataFrame({"f": f, "p": 1.0 / (1.0 + f**2), "s": np.where(f < 5, "a", "b")})
+
+
+def _profile_frame():
+    h = np.arange(0, 24, 0.5)
+    return pd.DataFrame({"h": h, "e": np.cos(h), "lo": np.cos(h) - 0.1, "hi": np.cos(h) + 0.1})
+
+
+def _scores_frame():
+    return pd.DataFrame({"node": ["a", "a", "b"], "gpu": [0, 1, 0], "z": [0.5, -1.0, 4.0],
+                         "bad": [False, False, True]})
+
+
+COLUMN_CASES = [
+    ("spectrum_chart", "SpectrumColumns", _spectrum_frame,
+     {"frequency": "f", "value": "p", "series": "s"}),
+    ("hour_of_day_chart", "HourOfDayColumns", _profile_frame,
+     {"hour": "h", "effect": "e", "lower": "lo", "upper": "hi"}),
+    ("straggler_heatmap", "HeatmapColumns", _scores_frame,
+     {"host": "node", "gpu": "gpu", "value": "z", "flagged": "bad"}),
+]
+
+
+@pytest.mark.parametrize("chart,cls,make,names", COLUMN_CASES,
+                         ids=[c[0] for c in COLUMN_CASES])
+def test_a_column_object_and_the_keywords_draw_the_same_chart(chart, cls, make, names):
+    fn, columns = getattr(viz, chart), getattr(viz, cls)
+    df = make()
+    by_object = fn(df, columns=columns(**names)).to_dict()
+    assert by_object == fn(df, **names).to_dict()
+    # a keyword replaces the object's field
+    first, *_ = names
+    assert fn(df, columns=columns(**{**names, first: "nowhere"}), **{first: names[first]}
+              ).to_dict() == by_object
+    with pytest.raises(SchemaError, match="missing column"):
+        fn(df)                               # the default names are not in this frame
+    with pytest.raises(TypeError, match=f"unknown {cls} option.*expected some of"):
+        fn(df, **names, colour="red")
+
+
+def test_telemetry_chart_options_object_and_keywords():
+    tel = make_telemetry(n_hosts=2, n_gpus=4, n_samples=400, seed=2)
+    opts = viz.TelemetryChartOptions(by="host", max_points=40, band=False)
+    spec = viz.telemetry_chart(tel, "power_w", options=opts).to_dict()
+    assert spec == viz.telemetry_chart(tel, "power_w", by="host", max_points=40,
+                                       band=False).to_dict()
+    (df,) = frames(viz.telemetry_chart(tel, "power_w", options=opts))
+    assert df["series"].nunique() == 2 and df.groupby("series").size().max() <= 40
+    assert len(spec["layer"]) == 1                                  # no band
+    assert len(viz.telemetry_chart(tel, "power_w").to_dict()["layer"]) == 2
+    with pytest.raises(TypeError, match="unknown TelemetryChartOptions option"):
+        viz.telemetry_chart(tel, "power_w", max_point=40)
+
+
+def test_the_deprecated_grid_charts_path_finds_every_chart_it_held():
+    """``powerlab.viz.grid_charts`` (0.1) held the charts now split by concept over
+    facility_charts, ramp_charts, spectrum_charts, mitigation_charts and site_charts:
+    the old path is the viz wing, which exports them all."""
+    import importlib
+    import sys
+
+    from powerlab.exceptions import PowerlabDeprecationWarning
+
+    sys.modules.pop("powerlab.viz.grid_charts", None)
+    with pytest.warns(PowerlabDeprecationWarning, match="powerlab.viz.grid_charts"):
+        old = importlib.import_module("powerlab.viz.grid_charts")
+    for name in ("TimelineColumns", "facility_chart", "forecast_charts", "mitigation_chart",
+                 "ramp_rate_chart", "spectrum_chart"):
+        assert getattr(old, name) is getattr(viz, name)
 
 
 # ----------------------------------------------------------------------------- rendering
