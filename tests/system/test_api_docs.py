@@ -29,8 +29,10 @@ docbuild = _load("build")
 
 
 def test_every_wing_is_in_the_reference():
+    # powerlab.demo is a package of the top level (the main job's chain of steps, run by
+    # `powerlab demo`), not a wing
     wings = {m.name for m in pkgutil.iter_modules(powerlab.__path__)
-             if m.ispkg and not m.name.startswith("_")}
+             if m.ispkg and not m.name.startswith("_")} - {"demo"}
     assert wings == set(apigen.WINGS)
     assert "powerlab.exceptions" in apigen.MODULES
 
