@@ -30,8 +30,11 @@ References
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy import stats
+from statsmodels.regression.linear_model import yule_walker
 
 __all__ = ["demeaned_fit", "level_shifts", "within_segments"]
 
@@ -69,9 +72,6 @@ def demeaned_fit(y: np.ndarray, F: np.ndarray, seg: np.ndarray):
 
 
 def _long_run_sd(u: np.ndarray) -> float:
-    import warnings
-
-    from statsmodels.regression.linear_model import yule_walker
     if len(u) < 20 or not np.any(u):
         return float(np.std(u))
     with warnings.catch_warnings():     # the future NamedTuple return (statsmodels 0.16)

@@ -17,9 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import stats
+from statsmodels.regression.linear_model import OLS
+from statsmodels.tsa.ar_model import ar_select_order
+from statsmodels.tsa.deterministic import CalendarFourier
 
 from ..exceptions import AnalysisError, SchemaError, Violation
 from ..telemetry.timeutil import to_epoch_ns
+from .absorb import fit_absorbed
+from .changepoints import demeaned_fit, within_segments
 
 __all__ = ["ERRORS", "MAX_AR", "MINUTES", "Design", "bc_interval", "check_site_tz",
            "day_block_test", "detect_segments", "fit_daily_profile", "fit_with_errors",
@@ -116,7 +121,6 @@ def local_naive(t_ns: np.ndarray, site_tz: str) -> pd.DatetimeIndex:
 
 
 def fourier_terms(index: pd.DatetimeIndex, order: int) -> np.ndarray:
-    from statsmodels.tsa.deterministic import CalendarFourier
     return CalendarFourier("D", order).in_sample(index).to_numpy()
 
 
@@ -137,7 +141,6 @@ def fit_with_errors(y, Z, seg, errors, ar_order, hac_lags):
     ``GLSAR(rho=ar_order).iterative_fit(maxiter=8)`` + ``fit(cov_type="HAC")`` on the
     explicit dummy design, at O(n q) instead of O(n (S + q)^2) per fit.
     """
-    from .absorb import fit_absorbed
     return fit_absorbed(y, Z, seg, errors, ar_order, hac_lags, maxiter=8)
 
 
@@ -150,9 +153,6 @@ def select_ar_order(design: Design, order: int, max_ar: int = MAX_AR) -> int:
     All candidate orders are compared on the same sample (``ar_select_order``), so the
     criterion is comparable across orders; order 0 is not allowed (the fit is GLS).
     """
-    from statsmodels.tsa.ar_model import ar_select_order
-
-    from .changepoints import demeaned_fit
     # the OLS residuals of the dummy regression, levels absorbed (Frisch-Waugh-Lovell)
     _, u = demeaned_fit(design.y, design.terms(order), design.seg)
     with warnings.catch_warnings():
@@ -180,10 +180,6 @@ def day_block_test(design: Design, order: int):
     n_days = int(g.max()) + 1
     if n_days < q + 2:
         return float("nan"), float("nan"), n_days
-    from statsmodels.regression.linear_model import OLS
-
-    from .changepoints import within_segments
-
     # segment levels absorbed by within-segment demeaning (Frisch-Waugh-Lovell): the
     # Fourier coefficients, the residuals and the cluster sandwich of the Fourier block
     # are those of the dummy-variable regression, at O(n q) instead of O(n (q + S)^2).
