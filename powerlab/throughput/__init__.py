@@ -3,7 +3,8 @@ the synthetic twin that gives them ground truth.
 
 Modules
 -------
-:mod:`~powerlab.throughput.dvfs`          fit_time_of_day and its results, attribution
+:mod:`~powerlab.throughput.dvfs`          fit_time_of_day (the model in its docstring), attribution
+:mod:`~powerlab.throughput.time_of_day_result`  what it reports (TimeOfDayResult)
 :mod:`~powerlab.throughput.diurnal`       the regression behind it (design, errors, tests)
 :mod:`~powerlab.throughput.absorb`        regressions with segment levels absorbed (FWL)
 :mod:`~powerlab.throughput.changepoints`  gapless level shifts (CUSUM, binary segmentation)
@@ -28,7 +29,10 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "dvfs": (
-        "TimeOfDayOptions", "TimeOfDayResult", "fit_time_of_day",
+        "TimeOfDayOptions", "fit_time_of_day",
+    ),
+    "time_of_day_result": (
+        "TimeOfDayResult",
     ),
     "throttling": (
         "slowest_clock", "throttle_share_by_hour",

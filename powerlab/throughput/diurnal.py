@@ -1,6 +1,7 @@
 """The time-of-day regression behind :func:`powerlab.throughput.dvfs.fit_time_of_day`.
 
-Series preparation (run segments from gaps), the design (one level per run segment,
+Series preparation (run segments from gaps, warm-up and outlier steps dropped, interval
+means within segments), the design (one level per run segment,
 absorbed rather than held as dummy columns -- :mod:`powerlab.throughput.absorb` -- plus
 Fourier terms of the local, daylight-saving aware hour from
 :class:`statsmodels.tsa.deterministic.CalendarFourier`), fits with AR(p)/HAC/OLS errors,
@@ -27,9 +28,9 @@ from .absorb import fit_absorbed
 from .changepoints import demeaned_fit, within_segments
 
 __all__ = ["ERRORS", "MAX_AR", "MINUTES", "Design", "bc_interval", "check_site_tz",
-           "day_block_test", "detect_segments", "fit_daily_profile", "fit_with_errors",
-           "fourier_terms", "grid_basis", "info_criterion", "local_naive",
-           "select_ar_order", "series_from"]
+           "clean_steps", "day_block_test", "detect_segments", "fit_daily_profile",
+           "fit_with_errors", "fourier_terms", "grid_basis", "info_criterion",
+           "interval_means", "local_naive", "select_ar_order", "series_from"]
 
 ERRORS = ("ar", "hac", "ols")
 MINUTES = np.arange(1440) / 60.0   # evaluation grid of local hours
@@ -114,6 +115,59 @@ def detect_segments(t: np.ndarray, gap_s: float | None) -> np.ndarray:
         med = float(np.median(dt)) if len(dt) else 0.0
         gap_s = max(10.0 * med, 300.0)
     return np.concatenate([[0], np.cumsum(dt > gap_s)]).astype(np.int64)
+
+
+def clean_steps(t: np.ndarray, y: np.ndarray, seg: np.ndarray | None, *, warmup_s: float,
+                outlier_z: float, gap_s: float | None):
+    """The steps kept for the regression: finite values, each segment's warm-up dropped
+    and the outliers (robust z of log throughput against a centred 1-h rolling median
+    beyond ``outlier_z``: checkpoints, evaluations).
+
+    Returns ``((t, y, seg) of the steps kept, counts)`` with ``counts`` the steps dropped
+    as warm-up (``n_warmup``), as outliers (``n_outliers``) and used (``n_used``).
+    Segments are split at gaps longer than ``gap_s`` when ``seg`` is None.
+    """
+    fin = np.isfinite(y)
+    t, y = t[fin], y[fin]
+    seg = detect_segments(t, gap_s) if seg is None else seg[fin]
+    if len(t) < 10:
+        raise AnalysisError(f"only {len(t)} valid throughput values; need at least two "
+                            "days of data")
+    seg_start = pd.Series(t).groupby(seg).transform("min").to_numpy()
+    warm = (t - seg_start) < warmup_s * 1e9
+    logy = pd.Series(np.log(y), index=pd.DatetimeIndex(t, tz="UTC"))
+    base = logy.copy()
+    base[warm] = np.nan
+    med = base.rolling("1h", center=True, min_periods=1).median().to_numpy()
+    dev = np.log(y) - med
+    ok_dev = ~warm & np.isfinite(dev)
+    mad = np.median(np.abs(dev[ok_dev] - np.median(dev[ok_dev]))) if ok_dev.any() else 0.0
+    scale = 1.4826 * mad if mad > 0 else np.inf
+    outlier = ~warm & (np.abs(dev) > outlier_z * scale)
+    use = ~warm & ~outlier
+    counts = {"n_warmup": int(warm.sum()), "n_outliers": int(outlier.sum()),
+              "n_used": int(use.sum())}
+    return (t[use], y[use], seg[use]), counts
+
+
+def interval_means(t: np.ndarray, y: np.ndarray, seg: np.ndarray, interval_ns: int):
+    """Means over regular intervals within segments: ``(y, t [ns], segment, steps)`` per
+    interval.  Intervals with fewer than half the median steps, and segments of fewer
+    than three intervals (no information about the profile), are dropped."""
+    bins = t // interval_ns
+    key = seg * (int(bins.max()) + 1 if len(bins) else 1) + bins
+    _uk, inv = np.unique(key, return_inverse=True)
+    cnt = np.bincount(inv)
+    ym = np.bincount(inv, weights=y) / cnt
+    tm = (np.bincount(inv, weights=(t - t[0]).astype(float)) / cnt).astype(np.int64) \
+        + (t[0] if len(t) else 0)
+    sm_ = np.bincount(inv, weights=seg) / cnt
+    good = cnt >= 0.5 * np.median(cnt) if len(cnt) else cnt > 0
+    ym, tm, sm_, cnt = ym[good], tm[good], sm_[good].astype(np.int64), cnt[good]
+    # segments with too few intervals carry no information about the profile
+    sc = pd.Series(sm_).map(pd.Series(sm_).value_counts()).to_numpy()
+    keep = sc >= 3
+    return ym[keep], tm[keep], sm_[keep], cnt[keep]
 
 
 def local_naive(t_ns: np.ndarray, site_tz: str) -> pd.DatetimeIndex:
