@@ -19,6 +19,8 @@ Modules
 :mod:`~powerlab.throughput.chip_baseline` each chip's offsets from an earlier record
 :mod:`~powerlab.throughput.synth`         the synthetic twin of a training run
 :mod:`~powerlab.throughput.twin_physics`  the twin's parameters and physics
+:mod:`~powerlab.throughput.twin_ambient`  the ambient temperature that drives it
+:mod:`~powerlab.throughput.twin_log`      its run segments and per-step training log
 
 Failure rates, hazards and survival moved to :mod:`powerlab.reliability` in 0.2.0 (their
 old names here still resolve, with a deprecation warning).  This wing imports only
@@ -47,7 +49,10 @@ _EXPORTS = {
         "StragglerBaseline",
     ),
     "synth": (
-        "TwinFleet", "TwinResult", "TwinTruth", "simulate_training", "sinusoidal_ambient",
+        "TwinFleet", "TwinResult", "TwinRun", "TwinTruth", "simulate_training",
+    ),
+    "twin_ambient": (
+        "sinusoidal_ambient",
     ),
     "twin_physics": (
         "TwinParameters",
