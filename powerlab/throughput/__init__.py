@@ -12,6 +12,8 @@ Modules
 :mod:`~powerlab.throughput.seasonal`      MSTL decomposition (daily and weekly parts)
 :mod:`~powerlab.throughput.stragglers`    GPUs that hold a synchronous job back
 :mod:`~powerlab.throughput.straggler_scoring`  the steps of the straggler search
+:mod:`~powerlab.throughput.fleet_matrix`  its options and the fleet as matrices
+:mod:`~powerlab.throughput.peer_evidence` each GPU's evidence against its peers
 :mod:`~powerlab.throughput.evidence`      straggler evidence channels and their score
 :mod:`~powerlab.throughput.fleet_levels`  slow hosts and racks against the fleet
 :mod:`~powerlab.throughput.failslow`      fail-slow onsets and intermittent episodes

@@ -64,7 +64,8 @@ from .._summary import Results, Summary
 from ..exceptions import AnalysisError
 from ._robust import nanmad
 from .chip_baseline import StragglerBaseline, chip_keys
-from .straggler_scoring import StragglerOptions, score_fleet, score_table
+from .fleet_matrix import StragglerOptions
+from .straggler_scoring import score_fleet, score_table
 
 __all__ = ["StragglerBaseline", "StragglerOptions", "StragglerResult", "find_stragglers",
            "straggler_baseline"]
