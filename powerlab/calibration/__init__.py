@@ -8,6 +8,8 @@ Modules
 -------
 :mod:`~powerlab.calibration.profile`      calibrating a job's power levels on measured power
 :mod:`~powerlab.calibration.profile_fit`  the calibrated profile, its uncertainties and priors
+:mod:`~powerlab.calibration.step_shape`   the step's period and dip from the readings
+:mod:`~powerlab.calibration.windows`      evaluation and idle windows, and the readings in them
 :mod:`~powerlab.calibration.meter`        what an interval-averaging meter would read of a forecast
 :mod:`~powerlab.calibration.calibrate`    a scenario job (and its hardware) from a recording
 :mod:`~powerlab.calibration.runfind`      a job's run in event-less telemetry; regime-change notes
