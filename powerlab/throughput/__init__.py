@@ -3,7 +3,7 @@ the synthetic twin that gives them ground truth.
 
 Modules
 -------
-:mod:`~powerlab.throughput.dvfs`          fit_time_of_day (the model in its docstring), attribution
+:mod:`~powerlab.throughput.dvfs`          fit_time_of_day (its model), attribution
 :mod:`~powerlab.throughput.time_of_day_result`  what it reports (TimeOfDayResult)
 :mod:`~powerlab.throughput.diurnal`       the regression behind it (design, errors, tests)
 :mod:`~powerlab.throughput.absorb`        regressions with segment levels absorbed (FWL)
