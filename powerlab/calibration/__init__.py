@@ -8,10 +8,14 @@ Modules
 -------
 :mod:`~powerlab.calibration.profile`      calibrating a job's power levels on measured power
 :mod:`~powerlab.calibration.profile_fit`  the calibrated profile, its uncertainties and priors
+:mod:`~powerlab.calibration.step_shape`   the step's period and dip from the readings
+:mod:`~powerlab.calibration.windows`      evaluation and idle windows, and the readings in them
 :mod:`~powerlab.calibration.meter`        what an interval-averaging meter would read of a forecast
 :mod:`~powerlab.calibration.calibrate`    a scenario job (and its hardware) from a recording
+:mod:`~powerlab.calibration.calibrated_job`  the calibrated job (Calibration), its scenario YAML
 :mod:`~powerlab.calibration.runfind`      a job's run in event-less telemetry; regime-change notes
 :mod:`~powerlab.calibration.backtest`     the forecast scored against what was measured
+:mod:`~powerlab.calibration.scores`       how a backtest scores it
 
 Moved out of :mod:`powerlab.site` on 2026-12-03 (the wing had grown two domains): import
 from ``powerlab.calibration`` (``powerlab.site.profile`` etc. no longer exist).
@@ -30,7 +34,10 @@ _EXPORTS = {
         "Meter", "meter_forecast", "meter_readings", "sum_meters",
     ),
     "calibrate": (
-        "Calibration", "calibrate_job",
+        "calibrate_job",
+    ),
+    "calibrated_job": (
+        "Calibration",
     ),
     "backtest": (
         "backtest_runs", "backtest_split",

@@ -31,15 +31,9 @@ node's last reading (:func:`powerlab.calibration.meter.sum_meters`) on a 0.1-s g
 compares these two series over the scored window (from one meter interval after the
 forecast starts to the end of the run).
 
-Scores (:data:`METRICS`): energy; 1-min mean power MAPE and bias (whole minutes from the
-window's start); the step oscillation's trough and peak (median over training time of the
-lowest and highest value within one step) and its period (periodogram peak between half
-and twice the calibrated step); evaluation dip depth (mean over the window's evaluations
-of the mean 30 s before each against the evaluation from two meter intervals after its
-start); evaluation start error (forecast evaluation events against the log's); the
-largest rise and fall between consecutive 1-s means; the largest max-minus-min within one
-minute of the 1-s means.  A score the recording cannot give (no evaluation in the window,
-no whole minute) is ``nan``.
+Scores (:data:`~powerlab.calibration.scores.METRICS`, defined in
+:func:`~powerlab.calibration.scores.score`): energy, 1-min mean power, the step
+oscillation, evaluations, ramps and swings.
 """
 
 from __future__ import annotations
@@ -50,38 +44,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import signal
 
-from .._summary import Summary
+from .._summary import Results, Summary
 from ..exceptions import AnalysisError, PowerlabError
-from .calibrate import Calibration, calibrate_job, run_window, summed_readings
-from .profile import eval_intervals
+from ..site.engine import forecast
+from ..site.scenario import parse_scenario
+from .calibrate import calibrate_job, run_window, summed_readings
+from .calibrated_job import Calibration
+from .meter import Meter, meter_forecast
 from .runfind import find_run, regime_notes
+from .scores import METRICS, score, score_table
+from .windows import eval_intervals
 
 __all__ = ["METRICS", "BacktestResult", "backtest_runs", "backtest_split", "score",
            "split_rule"]
 
-#: metric -> unit, in the order of ``backtest.csv``.
-METRICS = {
-    "energy_j": "J",
-    "mean_power_w": "W",
-    "mape_1min_pct": "%",
-    "bias_1min_pct": "%",
-    "step_trough_w": "W",
-    "step_peak_w": "W",
-    "step_swing_w": "W",
-    "step_period_s": "s",
-    "eval_dip_depth_w": "W",
-    "eval_start_error_s": "s",
-    "ramp_up_1s_w_per_s": "W/s",
-    "ramp_down_1s_w_per_s": "W/s",
-    "swing_1min_w": "W",
-}
 GRID_S = 0.1
 
 
-@dataclass
-class BacktestResult:
+@dataclass(repr=False)
+class BacktestResult(Results):
     """Scores of a backtest.
 
     Attributes
@@ -151,17 +133,10 @@ class BacktestResult:
                          "period and the 1-s ramps are not a test of the model here.")
         return notes
 
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
-
 
 def _forecast_through_meters(cal: Calibration, power: pd.DataFrame, *, job_start,
                              startup: bool, horizon, duration_s: float):
     """Forecast the job from ``job_start`` and read it at ``power``'s own instants."""
-    from ..site.engine import forecast
-    from ..site.scenario import parse_scenario
-    from .meter import Meter, meter_forecast
-
     step = cal.fit.step_time_s
     spec = cal.scenario_spec(name="backtest", start=job_start, duration_s=duration_s,
                              horizon=horizon, tick_s=step / math.ceil(step / 0.01))
@@ -190,117 +165,6 @@ def _forecast_through_meters(cal: Calibration, power: pd.DataFrame, *, job_start
     return res, meas, fc.dropna(subset=["power_w"])
 
 
-def score(measured: pd.Series, forecast: pd.Series, *, step_time_s: float, evals=None,
-          forecast_evals=None, meter_interval_s: float = 2.0) -> dict:
-    """Scores of a forecast against a measurement on one regular grid (see module doc).
-
-    Returns
-    -------
-    dict
-        metric -> (measured, forecast) for levels, or (nan, score) for MAPE and bias.
-    """
-    ym, yf = measured, forecast
-    dt = (ym.index[1] - ym.index[0]).total_seconds()
-    out = {}
-    span = len(ym) * dt
-    out["energy_j"] = (float(ym.sum() * dt), float(yf.sum() * dt))
-    out["mean_power_w"] = (float(ym.mean()), float(yf.mean()))
-    n_min = int(span // 60)
-    per = round(60 / dt)
-    if n_min:
-        a = ym.to_numpy()[:n_min * per].reshape(n_min, per).mean(axis=1)
-        b = yf.to_numpy()[:n_min * per].reshape(n_min, per).mean(axis=1)
-        out["mape_1min_pct"] = (np.nan, float(100 * np.mean(np.abs(b - a) / a)))
-        out["bias_1min_pct"] = (np.nan, float(100 * np.mean((b - a) / a)))
-    else:
-        out["mape_1min_pct"] = out["bias_1min_pct"] = (np.nan, np.nan)
-    idx = ym.index
-    evi = eval_intervals(evals) if evals is not None else pd.DataFrame(
-        columns=["start_utc", "stop_utc"])
-    train = np.ones(len(idx), bool)
-    for a, b in zip(evi["start_utc"], evi["stop_utc"]):
-        train &= ~((idx >= a - pd.Timedelta(seconds=meter_interval_s))
-                   & (idx < b + pd.Timedelta(seconds=2 * meter_interval_s)))
-    n_step = max(2, round(step_time_s / dt))
-
-    def swing(x):
-        s = pd.Series(np.where(train, x.to_numpy(), np.nan), index=idx)
-        roll = s.rolling(n_step, center=True, min_periods=n_step)
-        lo, hi = roll.min().dropna(), roll.max().dropna()
-        if lo.empty:  # no whole step of training between the evaluations
-            return np.nan, np.nan
-        return float(lo.median()), float(hi.median())
-
-    if train.sum() > 2 * n_step:
-        (tm, pm), (tf, pf) = swing(ym), swing(yf)
-    else:
-        tm = pm = tf = pf = np.nan
-    out["step_trough_w"], out["step_peak_w"] = (tm, tf), (pm, pf)
-    out["step_swing_w"] = (pm - tm, pf - tf)
-
-    def period(x):
-        v = x.to_numpy()
-        if len(v) < 4 * n_step:
-            return np.nan
-        fr, pxx = signal.periodogram(v, fs=1 / dt, window="hann",
-                                     nfft=int(2 ** np.ceil(np.log2(len(v) * 16))),
-                                     detrend="linear")
-        lo_f = 1 / (2 * step_time_s)
-        hi_f = min(2 / step_time_s, 1 / (2 * meter_interval_s))
-        band = (fr > lo_f) & (fr < hi_f)
-        return float(1.0 / fr[band][np.argmax(pxx[band])]) if band.any() else np.nan
-
-    out["step_period_s"] = (period(ym), period(yf))
-    later = evi[(evi["start_utc"] > idx[0] + pd.Timedelta(seconds=30))
-                & (evi["stop_utc"] < idx[-1])]
-    off = pd.Timedelta(seconds=2 * meter_interval_s)
-    later = later[(later["stop_utc"] - later["start_utc"]) > off + pd.Timedelta(seconds=1)]
-
-    def dip(x, a, b):
-        before = x[(x.index >= a - pd.Timedelta(seconds=30)) & (x.index < a)].mean()
-        return before - x[(x.index >= a + off) & (x.index < b)].mean()
-
-    if len(later):
-        out["eval_dip_depth_w"] = tuple(float(np.mean([dip(x, a, b) for a, b in zip(
-            later["start_utc"], later["stop_utc"])])) for x in (ym, yf))
-    else:
-        out["eval_dip_depth_w"] = (np.nan, np.nan)
-    inwin = evi[(evi["start_utc"] >= idx[0]) & (evi["start_utc"] <= idx[-1])]
-    if forecast_evals is not None and len(forecast_evals) and len(inwin):
-        fe = pd.DatetimeIndex(forecast_evals)
-        errs = [float((fe - a).total_seconds()[np.argmin(np.abs((fe - a).total_seconds()))])
-                for a in inwin["start_utc"]]
-        out["eval_start_error_s"] = (np.nan, float(np.max(np.abs(errs))))
-    else:
-        out["eval_start_error_s"] = (np.nan, np.nan)
-
-    def ramps(x):
-        s1 = x.groupby(x.index.floor("1s")).mean()
-        d = np.diff(s1.to_numpy())
-        sw = s1.rolling(60, min_periods=60).max() - s1.rolling(60, min_periods=60).min()
-        return float(d.max()), float(-d.min()), float(sw.max())
-
-    (um, dm, sm), (uf, df_, sf) = ramps(ym), ramps(yf)
-    out["ramp_up_1s_w_per_s"] = (um, uf)
-    out["ramp_down_1s_w_per_s"] = (dm, df_)
-    out["swing_1min_w"] = (sm, sf)
-    return out
-
-
-def _table(run: str, scores: dict) -> pd.DataFrame:
-    rows = []
-    for k, unit in METRICS.items():
-        m, f = scores.get(k, (np.nan, np.nan))
-        if k in ("mape_1min_pct", "bias_1min_pct", "eval_start_error_s"):
-            err, pct = f, np.nan
-        else:
-            err = f - m
-            pct = 100 * err / abs(m) if np.isfinite(m) and m != 0 else np.nan
-        rows.append({"run": run, "metric": k, "measured": m, "forecast": f, "error": err,
-                     "error_pct": pct, "unit": unit})
-    return pd.DataFrame(rows)
-
-
 def _score_window(cal, power, events, *, job_start, startup, t0, t1, duration_s, run):
     res, meas, fc = _forecast_through_meters(cal, power, job_start=job_start,
                                              startup=startup, horizon=(t0, t1),
@@ -318,7 +182,7 @@ def _score_window(cal, power, events, *, job_start, startup, t0, t1, duration_s,
         if "event" in res.events else None
     sc = score(ym, yf, step_time_s=cal.fit.step_time_s, evals=events,
                forecast_evals=fev, meter_interval_s=w)
-    return (_table(run, sc), pd.DataFrame({"measured_w": ym, "forecast_w": yf}),
+    return (score_table(run, sc), pd.DataFrame({"measured_w": ym, "forecast_w": yf}),
             pd.DatetimeIndex(fev if fev is not None else []))
 
 
@@ -391,42 +255,14 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
     if split is None:
         split = split_rule(events, r0, r1) if events is not None else 0.5
     cut = r0 + (r1 - r0) * split
-    past = None
-    ev_all = eval_intervals(events) if events is not None else None
-    if ev_all is not None:  # evaluations of the run (some logs evaluate after run_stop)
-        ev_all = ev_all[(ev_all["start_utc"] >= r0) & (ev_all["stop_utc"] <= r1)]
-    if events is not None:
-        ev = getattr(events, "events", events)
-        past = ev[ev["timestamp"] < cut] if "timestamp" in ev else \
-            ev_all[ev_all["stop_utc"] < cut]
-        n_past = int(((ev_all["start_utc"] >= cal_all.training_start)
-                      & (ev_all["stop_utc"] < cut)).sum())
-        if len(ev_all) and n_past == 0:
-            raise AnalysisError(f"{evname}: the split at {split:g} of the run ({cut}) leaves "
-                                f"no complete evaluation before it to calibrate (the log "
-                                f"has {len(ev_all)}, the first ending "
-                                f"{ev_all['stop_utc'].min()}); move the split later")
-    # an evaluation begun but not ended at the split is known to be running: the
-    # calibration stops at its start (its readings are not training)
-    end = running = cut
-    if past is not None and "key" in past:
-        st = past.loc[past["key"] == "eval_start", "timestamp"]
-        sp = past.loc[past["key"] == "eval_stop", "timestamp"]
-        if len(st) and (sp.empty or st.max() > sp.max()):
-            end = running = min(cut, st.max())
-    cal = calibrate_job(power, events=past, start=r0, end=end,
+    ev_all = _run_evals(events, r0, r1)
+    past = _known_at(events, ev_all, cut, cal_all.training_start,
+                     what=f"{evname}: the split at {split:g} of the run ({cut})")
+    running = _eval_under_way(past, cut)
+    cal = calibrate_job(power, events=past, start=r0, end=running,
                         meter_interval_s=cal_all.meter_interval_s,
                         gpus_per_node=gpus_per_node, source=name)
-    # the job resumes at the end of the last evaluation known at the split; an evaluation
-    # under way at the split is the resumed job's start-up, as long as a calibrated one
-    done = ev_all[ev_all["stop_utc"] < cut] if ev_all is not None else None
-    job_start = done["stop_utc"].max() if done is not None and len(done) else \
-        cal.training_start
-    startup = False
-    job = cal.job()
-    if running < cut and "eval" in job:
-        job_start = running
-        startup = (job["eval"]["duration_s"], job["power"]["eval_w"])
+    job_start, startup = _resumed_job(cal, ev_all, cut, running)
     dur = (r1 - job_start).total_seconds() + 60.0
     table, ser, fev = _score_window(cal, power, events, job_start=job_start,
                                     startup=startup, t0=cut, t1=r1, duration_s=dur,
@@ -436,6 +272,59 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
     return BacktestResult(metrics=table, calibration=cal, series={"split": ser},
                           mode="split", forecast_evals={"split": fev}, split=float(split),
                           run_notes=notes)
+
+
+def _run_evals(events, r0, r1) -> pd.DataFrame | None:
+    """The evaluations of the run (some logs evaluate after ``run_stop``); None without
+    events."""
+    if events is None:
+        return None
+    ev_all = eval_intervals(events)
+    return ev_all[(ev_all["start_utc"] >= r0) & (ev_all["stop_utc"] <= r1)]
+
+
+def _known_at(events, ev_all, cut, training_start, *, what: str):
+    """The events known at the split ``cut`` (None without events); an AnalysisError
+    when no complete evaluation after ``training_start`` ends before it while the run
+    has some."""
+    if events is None:
+        return None
+    ev = getattr(events, "events", events)
+    past = ev[ev["timestamp"] < cut] if "timestamp" in ev else \
+        ev_all[ev_all["stop_utc"] < cut]
+    n_past = int(((ev_all["start_utc"] >= training_start)
+                  & (ev_all["stop_utc"] < cut)).sum())
+    if len(ev_all) and n_past == 0:
+        raise AnalysisError(f"{what} leaves no complete evaluation before it to calibrate "
+                            f"(the log has {len(ev_all)}, the first ending "
+                            f"{ev_all['stop_utc'].min()}); move the split later")
+    return past
+
+
+def _eval_under_way(past, cut):
+    """Where the calibration stops: the start of an evaluation begun but not ended at the
+    split (its readings are not training), else the split."""
+    if past is not None and "key" in past:
+        st = past.loc[past["key"] == "eval_start", "timestamp"]
+        sp = past.loc[past["key"] == "eval_stop", "timestamp"]
+        if len(st) and (sp.empty or st.max() > sp.max()):
+            return min(cut, st.max())
+    return cut
+
+
+def _resumed_job(cal: Calibration, ev_all, cut, running):
+    """Where the forecast job resumes and its start-up: at the end of the last evaluation
+    known at the split (no start-up); an evaluation under way at the split is the resumed
+    job's start-up, as long as a calibrated one at the evaluation level."""
+    done = ev_all[ev_all["stop_utc"] < cut] if ev_all is not None else None
+    job_start = done["stop_utc"].max() if done is not None and len(done) else \
+        cal.training_start
+    startup = False
+    job = cal.job()
+    if running < cut and "eval" in job:
+        job_start = running
+        startup = (job["eval"]["duration_s"], job["power"]["eval_w"])
+    return job_start, startup
 
 
 def _found_run(power, events, meter_interval_s, name):

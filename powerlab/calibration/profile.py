@@ -48,33 +48,18 @@ lists them with their unit and where each number comes from.
 
 Node power and the GPUs
 -----------------------
-A node meter measures GPUs and everything else (CPUs, memory, NICs, fans, PSU losses)
-together.  :func:`fit_profile` splits node power into a per-GPU part and a constant
-non-GPU part **only from evidence**:
-
-- ``node_overhead_w=<float>``: hardware data (a BMC or PDU reading of the node without
-  its GPUs, a vendor figure you trust): taken as exact;
-- ``node_overhead_w=Prior(mean, sd, source)``: a prior, whose uncertainty is carried into
-  the per-GPU levels;
-- ``idle=[(start, end), ...]``: periods in which the nodes ran no job; the node idle
-  level is measured there and ``node_overhead = node_idle - gpus_per_node * gpu_idle``
-  with ``gpu_idle_w`` (hardware data or a prior).
-
-Without any of these the fit keeps **node-level levels** (per-GPU levels are ``nan``;
-:meth:`ProfileFit.job_kwargs` then shares node power equally among the node's GPUs, with
-no node overhead, which reproduces node power while the job runs but says nothing about
-a node's idle power).  A node's lowest reading is *not* evidence of its idle power: in
-the MLPerf GPT-3 log it is a transient at an evaluation's start (4.3 kW in the first half
-of the run, 5.2 kW in the second, median over nodes).  It is reported (``node_lowest_w``)
-as an upper bound on the non-GPU part.
+A node meter measures GPUs and everything else together; :func:`fit_profile` splits node
+power into a per-GPU part and a constant non-GPU part **only from evidence**
+(``node_overhead_w`` as hardware data or a :class:`Prior`, or ``idle`` periods), else it
+keeps node-level levels: the rules are in :mod:`powerlab.calibration.profile_fit`.
 
 Meters
 ------
 Node meters often report interval averages (``meter_interval_s``; 2 s for the MLPerf
 logs, see :mod:`powerlab.calibration.meter`).  Averaging keeps the training mean and the
 compute level (the compute phase is much longer than the interval) but blurs a step dip
-shorter than the interval into a dip of the same energy ``A``, ``W + D`` seconds wide and
-``A / W`` deep, whatever its true duration ``D`` and depth ``A / D``.  Then:
+shorter than the interval into one of the same energy ``A``, ``W + D`` seconds wide
+(:mod:`powerlab.calibration.step_shape`).  Then:
 
 - when the dip seen by the meter is clearly longer than the interval (at least
   1.5 ``W``), its duration is measured;
@@ -83,10 +68,9 @@ shorter than the interval into a dip of the same energy ``A``, ``W + D`` seconds
   depth is a **lower bound** (source ``'bound'``, no standard error).
 
 The dip is located by a least-squares fit of the metered two-level step to the training
-readings folded on the steps (counted from each evaluation's end, as the forecast engine
-counts them); the compute level of a device is the mean of its readings whose interval
-lies 0.5 s or more away from the dip (not the fitted amplitude, which a wrong ``D``
-biases), and the dip level follows from the energy: ``compute - A / D``.
+readings folded on the steps (:func:`~powerlab.calibration.step_shape.fold_dip`, which
+also gives each device's compute level); the dip level follows from the energy:
+``compute - A / D``.
 
 References
 ----------
@@ -101,11 +85,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import signal
 
 from .._options import Options, choice
 from ..exceptions import AnalysisError, PowerlabError, SchemaError, Violation
-from ..telemetry.timeutil import to_epoch_ns, to_utc
+from ..telemetry.timeutil import to_epoch_ns
 from .profile_fit import (
     GPU_IDLE_PRIOR,
     Prior,
@@ -115,6 +98,8 @@ from .profile_fit import (
     param_rows,
     split_label,
 )
+from .step_shape import otsu_threshold, step_dip, step_period
+from .windows import eval_intervals, inside, intervals, overlaps
 
 __all__ = ["GPU_IDLE_PRIOR", "Prior", "ProfileFit", "ProfileOptions", "eval_intervals",
            "fit_profile", "otsu_threshold"]  # results re-exported from profile_fit
@@ -126,98 +111,6 @@ MIN_LEVEL_READINGS = 10
 
 
 # --------------------------------------------------------------------------- helpers
-def otsu_threshold(values: np.ndarray, bins: int = 128) -> float:
-    """Threshold that best splits ``values`` into two levels (Otsu's method)."""
-    v = np.asarray(values, float)
-    hist, edges = np.histogram(v, bins=bins)
-    centers = 0.5 * (edges[1:] + edges[:-1])
-    w0 = np.cumsum(hist)
-    w1 = w0[-1] - w0
-    m0 = np.cumsum(hist * centers)
-    mu0 = m0 / np.maximum(w0, 1)
-    mu1 = (m0[-1] - m0) / np.maximum(w1, 1)
-    between = w0 * w1 * (mu0 - mu1) ** 2
-    return float(edges[1:][np.argmax(between[:-1])]) if len(between) > 1 else float(v.mean())
-
-
-def eval_intervals(events) -> pd.DataFrame:
-    """Evaluation intervals (``start_utc``, ``stop_utc``) from MLLOG-style events.
-
-    Parameters
-    ----------
-    events : DataFrame or object with ``.events``
-        Rows with ``timestamp`` and ``key`` in ``eval_start`` / ``eval_stop`` (the
-        ``events`` table of :func:`powerlab.iotools.read_mllog`), or already a frame with
-        ``start_utc`` and ``stop_utc``.
-    """
-    ev = getattr(events, "events", events)
-    if isinstance(ev, pd.DataFrame) and {"start_utc", "stop_utc"} <= set(ev.columns):
-        return ev[["start_utc", "stop_utc"]].reset_index(drop=True)
-    if not isinstance(ev, pd.DataFrame) or not {"timestamp", "key"} <= set(ev.columns):
-        raise PowerlabError("events must be a frame with 'timestamp' and 'key' columns "
-                            "(read_mllog(...).events) or with 'start_utc' and 'stop_utc'")
-    starts = ev.loc[ev["key"] == "eval_start", "timestamp"].drop_duplicates().sort_values()
-    stops = ev.loc[ev["key"] == "eval_stop", "timestamp"].drop_duplicates().sort_values()
-    rows = []
-    for s in starts:
-        after = stops[stops > s]
-        if len(after):
-            rows.append((s, after.iloc[0]))
-    return pd.DataFrame(rows, columns=["start_utc", "stop_utc"])
-
-
-def _intervals(windows, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted (start_ns, stop_ns) arrays of UTC windows given as pairs or a frame."""
-    if isinstance(windows, pd.DataFrame):
-        if not {"start_utc", "stop_utc"} <= set(windows.columns):
-            raise PowerlabError(f"{what} must be (start, end) pairs or a frame with "
-                                "'start_utc' and 'stop_utc'")
-        pairs = list(zip(windows["start_utc"], windows["stop_utc"]))
-    else:
-        try:
-            pairs = [(a, b) for a, b in windows]
-        except (TypeError, ValueError):
-            raise PowerlabError(f"{what} must be (start, end) pairs of UTC times") from None
-    s, e = [], []
-    for a, b in pairs:
-        ta, tb = to_utc(a, what=f"{what} start"), to_utc(b, what=f"{what} end")
-        if tb <= ta:
-            raise PowerlabError(f"{what}: {tb} is not after {ta}")
-        s.append(ta.value)
-        e.append(tb.value)
-    order = np.argsort(s)
-    return np.asarray(s, np.int64)[order], np.asarray(e, np.int64)[order]
-
-
-def _overlaps(t_ns: np.ndarray, w_ns: int, s_ns: np.ndarray, e_ns: np.ndarray) -> np.ndarray:
-    """Whether each reading's window ``[t - w, t]`` overlaps one of the intervals."""
-    if not len(s_ns):
-        return np.zeros(len(t_ns), bool)
-    j = np.searchsorted(s_ns, t_ns, side="right") - 1  # last interval starting <= t
-    ok = j >= 0
-    return ok & (e_ns[np.clip(j, 0, None)] > t_ns - w_ns)
-
-
-def _inside(t_ns: np.ndarray, w_ns: int, s_ns: np.ndarray, e_ns: np.ndarray) -> np.ndarray:
-    """Whether each reading's window ``[t - w, t]`` lies inside one of the intervals."""
-    if not len(s_ns):
-        return np.zeros(len(t_ns), bool)
-    j = np.searchsorted(s_ns, t_ns - w_ns, side="right") - 1
-    ok = j >= 0
-    return ok & (e_ns[np.clip(j, 0, None)] >= t_ns)
-
-
-def _peak_frequency(f: np.ndarray, pxx: np.ndarray) -> float:
-    """Frequency of the largest periodogram value, refined by a parabola [Hz]."""
-    k = int(np.argmax(pxx))
-    if 0 < k < len(f) - 1:
-        a, b, c = pxx[k - 1], pxx[k], pxx[k + 1]
-        den = a - 2 * b + c
-        shift = 0.5 * (a - c) / den if den != 0 else 0.0
-        return float(f[k] + shift * (f[1] - f[0]))
-    return float(f[k])
-
-
 def _stat(values) -> tuple[float, float, int]:
     """Mean over devices, its standard error (``sd / sqrt(n)``) and ``n``."""
     v = np.asarray(values, float)
@@ -227,73 +120,6 @@ def _stat(values) -> tuple[float, float, int]:
         return np.nan, np.nan, 0
     se = float(v.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
     return float(v.mean()), se, n
-
-
-def _overlap(a0, a1, b0, b1):
-    return np.clip(np.minimum(a1, b1) - np.maximum(a0, b0), 0.0, None)
-
-
-def _fold_dip(samples, means, period: float, w_s: float, dur: float, origins: np.ndarray
-              ) -> tuple[np.ndarray, float]:
-    """Where the step dip falls, and the compute level of each device, from metered readings.
-
-    Model: each step of ``period`` seconds, counted from the last evaluation's end (the
-    ``origins``), is at ``mean + A / period`` except for a dip of ``dur`` seconds at
-    ``mean + A / period - A / dur`` that ends ``shift`` seconds after the step's end; a
-    reading is its mean over the ``w_s`` seconds before it.  ``shift`` maximises the
-    least-squares fit (``A`` is linear given ``shift``; ``shift`` is searched on a grid).
-    The compute level of a device is then the mean of its readings whose interval lies
-    0.5 s or more away from the dip (robust to a wrong ``dur``, unlike the fitted ``A``);
-    without such readings (steps too short), ``mean + A / period`` from the fit.
-
-    Returns
-    -------
-    compute_w : ndarray
-        Per device [W].
-    shift : float
-        [s]; ``nan`` without origins (the fold then starts at the first reading).
-    """
-    t_all = np.concatenate([t for t, _ in samples])
-    r_all = np.concatenate([p - m for (_, p), m in zip(samples, means)])
-    dev = np.repeat(np.arange(len(samples)), [len(t) for t, _ in samples])
-    if len(origins):
-        j = np.searchsorted(origins, t_all, side="right") - 1
-        keep = j >= 0
-        x = (t_all[keep] - origins[j[keep]]) / 1e9
-    else:
-        keep = np.ones(len(t_all), bool)
-        x = (t_all - t_all.min()) / 1e9
-    r, dev = r_all[keep], dev[keep]
-    if len(r) < 10:
-        raise AnalysisError("too few readings after an evaluation to fit the step dip")
-
-    def basis(sh):
-        phi = np.mod(x - sh, period)
-        ov = _overlap(phi - w_s, phi, -dur, 0.0) + _overlap(phi - w_s, phi, period - dur,
-                                                              period)
-        return 1.0 / period - ov / (dur * w_s)
-
-    def gain(sh):  # einsum, not BLAS: threaded dot products crawl on a loaded machine
-        b = basis(sh)
-        return np.einsum("i,i->", b, r) ** 2 / max(np.einsum("i,i->", b, b), 1e-30)
-
-    coarse = np.arange(-0.5 * period, 0.5 * period, 0.1)
-    best = coarse[int(np.argmax([gain(s) for s in coarse]))]
-    fine = best + np.arange(-0.1, 0.1001, 0.005)
-    best = float(fine[int(np.argmax([gain(s) for s in fine]))])
-    b = basis(best)
-    n = len(samples)
-    phi = np.mod(x - best, period)
-    margin = 0.5
-    flat = (phi >= w_s + margin) & (phi <= period - dur - margin)
-    counts = np.bincount(dev[flat], minlength=n)
-    if counts.min() >= 3:
-        level = np.bincount(dev[flat], r[flat], minlength=n) / counts
-    else:
-        num = np.bincount(dev, b * r, minlength=n)
-        den = np.bincount(dev, b * b, minlength=n)
-        level = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan) / period
-    return np.asarray(means) + level, (best if len(origins) else np.nan)
 
 
 # --------------------------------------------------------------------------- the fit
@@ -499,16 +325,16 @@ def _mark_readings(w: _ProfileWork, events, idle, start, end) -> pd.DataFrame:
     if events is not None:
         evi = eval_intervals(events)
         if len(evi):
-            ev_s, ev_e = _intervals(evi, "events")
-        inside = (ev_s >= lo_ns) & (ev_e <= hi_ns)
-        w.evi = pd.DataFrame({"start_utc": pd.to_datetime(ev_s[inside], utc=True),
-                              "stop_utc": pd.to_datetime(ev_e[inside], utc=True)})
+            ev_s, ev_e = intervals(evi, "events")
+        whole = (ev_s >= lo_ns) & (ev_e <= hi_ns)
+        w.evi = pd.DataFrame({"start_utc": pd.to_datetime(ev_s[whole], utc=True),
+                              "stop_utc": pd.to_datetime(ev_e[whole], utc=True)})
     w.ev_s, w.ev_e = ev_s, ev_e
-    id_s, id_e = _intervals(idle, "idle") if idle is not None else (ev_s[:0], ev_e[:0])
-    train = ~_overlaps(t_ns, w_ns, ev_s, ev_e) & ~_overlaps(t_ns, w_ns, id_s, id_e)
+    id_s, id_e = intervals(idle, "idle") if idle is not None else (ev_s[:0], ev_e[:0])
+    train = ~overlaps(t_ns, w_ns, ev_s, ev_e) & ~overlaps(t_ns, w_ns, id_s, id_e)
     marks = pd.DataFrame({"t": t_ns, "p": df["power_w"].to_numpy(float),
-                          "tr": train, "ev": _inside(t_ns, w_ns, ev_s, ev_e),
-                          "idle": _inside(t_ns, w_ns, id_s, id_e),
+                          "tr": train, "ev": inside(t_ns, w_ns, ev_s, ev_e),
+                          "idle": inside(t_ns, w_ns, id_s, id_e),
                           "first_ok": t_ns - w_ns >= (lo_ns if start is not None
                                                       else -(2 ** 62))})
     marks["dev"] = df.groupby(keys, sort=True, observed=True).ngroup().to_numpy()
@@ -574,33 +400,11 @@ def _device_levels(w: _ProfileWork, marks: pd.DataFrame, start) -> None:
 
 
 def _step_period(w: _ProfileWork) -> None:
-    """The step period: periodogram of each device resampled on a regular grid (sampling
-    clocks jitter), zero-padded for a fine frequency grid, averaged over devices."""
-    dt, spectra, period_range_s = w.dt, w.spectra, w.opts.period_range_s
-    f_hi = min(1.0 / period_range_s[0], 0.5 / dt)
-    f_lo = 1.0 / period_range_s[1]
-    if f_hi <= f_lo:
-        raise PowerlabError(f"sampling every {dt:g} s cannot resolve periods in "
-                            f"{period_range_s} s")
-    t0 = min(t[0] for t, _ in spectra)
-    t1 = max(t[-1] for t, _ in spectra)
-    grid = np.arange(0.0, (t1 - t0) / 1e9, dt)
-    nfft = int(2 ** np.ceil(np.log2(len(grid) * 16)))
-    acc = None
-    peaks = []
-    for t, p in spectra:
-        y = np.interp(grid, (t - t0) / 1e9, p)
-        f, pxx = signal.periodogram(y, fs=1.0 / dt, window="hann", nfft=nfft,
-                                    detrend="linear")
-        band = (f >= f_lo) & (f <= f_hi)
-        peaks.append(1.0 / _peak_frequency(f[band], pxx[band]))
-        acc = pxx if acc is None else acc + pxx
-    acc = acc / len(spectra)
-    band = (f >= f_lo) & (f <= f_hi)
-    w.freqs, w.acc = f[band], acc[band]
-    w.period = 1.0 / _peak_frequency(w.freqs, w.acc)
+    """The step period from the periodogram (:func:`step_period`) and its spread over
+    devices."""
+    w.period, peaks, w.freqs, w.acc = step_period(w.spectra, w.dt, w.opts.period_range_s)
     w.period_se = _stat(peaks)[1]
-    w.period_src = f"periodogram ({len(spectra)} devices)"
+    w.period_src = f"periodogram ({len(w.spectra)} devices)"
 
 
 def _eval_timing(w: _ProfileWork) -> None:
@@ -625,48 +429,54 @@ def _eval_timing(w: _ProfileWork) -> None:
 
 
 def _step_dip(w: _ProfileWork) -> None:
-    """The step dip: its energy always; its duration and depth when the readings tell
-    them (instantaneous samples, or a dip longer than 1.5 meter intervals), else from a
-    prior, else a bound."""
-    per, period, w_s = w.per, w.period, w.w_s
-    d_obs = (1.0 - float(np.median(per["duty_raw"]))) * period
-    if w_s == 0:
-        per["dip_energy_j"] = period * (per["compute_w"] - per["train_mean_w"])
-        per["duty"], per["comm_w"] = per["duty_raw"], per["low_cluster_w"]
-        w.dip_src = "measured"
-        return
-    dip_prior = w.dip_prior
-    if dip_prior is not None:
-        if not 0 < dip_prior.mean < period:
-            raise PowerlabError(f"dip_duration_s = {dip_prior.mean:g} s must be in "
-                                f"(0, step time {period:.3g} s)")
-        w.dip_src, w.dip_sd, dur = split_label(dip_prior), dip_prior.sd, dip_prior.mean
-    elif 1.5 * w_s <= d_obs < period:
-        w.dip_src, dur = "measured", d_obs
-    else:
-        w.dip_src, dur = "bound", w_s
+    """The step dip (:func:`~powerlab.calibration.step_shape.step_dip`), the steps counted
+    from the ends of the evaluations before the window's end."""
     ev_e = w.ev_e
     origins = ev_e[ev_e <= w.hi_ns] if len(ev_e) else np.zeros(0, np.int64)
-    compute, shift = _fold_dip(w.samples, per["train_mean_w"].to_numpy(), period, w_s,
-                               dur, origins)
-    w.center = shift - dur / 2
-    per["compute_w"] = compute
-    per["dip_energy_j"] = period * (compute - per["train_mean_w"])
-    per["comm_w"] = per["compute_w"] - per["dip_energy_j"] / dur
-    per["duty"] = 1.0 - dur / period
+    cols, w.dip_src, w.dip_sd, w.center = step_dip(w.per, w.samples, w.period, w.w_s,
+                                                   w.dip_prior, origins)
+    for name, values in cols.items():
+        w.per[name] = values
 
 
 def _profile_table(w: _ProfileWork, idle) -> tuple[ProfileFit, dict, float]:
     """Levels over devices with their errors, the parameter rows and the fit (before
     any split); the node idle level from the idle periods."""
-    per, period, w_s, dip_src, scope = w.per, w.period, w.w_s, w.dip_src, w.scope
-    n_dev = len(per)
-    meas = f"measured ({n_dev} devices)"
-    # the one-time-cost rules (module doc), said where they applied
+    per, scope = w.per, w.scope
+    rows_p = {**_step_rows(w), **_eval_rows(w)}
+    lowest = float(np.median(per["lowest_w"]))
+    if scope == "node":
+        rows_p["node_lowest_w"] = (lowest, np.nan, "measured: upper bound on non-GPU power",
+                                   np.inf)
+    node_idle = np.nan
+    if idle is not None:
+        node_idle, idle_se, n_id = _stat(per["idle_w"])
+        if n_id == 0:
+            raise AnalysisError("no reading lies wholly inside the idle periods given")
+        rows_p["node_idle_w"] = (node_idle, idle_se, f"idle periods ({n_id} nodes)",
+                                 max(n_id - 1, 0))
+    fit = _unsplit_fit(w, rows_p, lowest)
+    # the parameter table reads the fit's fields: built from them, then set in a copy
+    fit = dataclasses.replace(fit, params=param_rows(fit, rows_p))
+    return fit, rows_p, node_idle
+
+
+def _level_source(w: _ProfileWork) -> tuple[str, str, str]:
+    """Where the levels come from: measured over the devices, with the one-time-cost
+    rules (module doc) said where they applied (training levels, evaluation levels)."""
+    meas = f"measured ({len(w.per)} devices)"
     lvl = (meas + ", training after the first evaluation (the first block may include "
            "warm-up)") if w.late_levels else meas
     ev_meas = (meas + ", evaluations after the first (the first may carry set-up)"
                if w.n_ev >= 2 else meas)
+    return meas, lvl, ev_meas
+
+
+def _step_rows(w: _ProfileWork) -> dict:
+    """Parameter rows of the step: period, duty, levels, the dip's energy, centre and
+    depth (value, standard error, source, degrees of freedom)."""
+    per, period, w_s, dip_src = w.per, w.period, w.w_s, w.dip_src
+    meas, lvl, _ = _level_source(w)
     c, c_se, _ = _stat(per["compute_w"])
     m, m_se, _ = _stat(per["comm_w"])
     u, u_se, _ = _stat(per["duty"])
@@ -677,9 +487,9 @@ def _profile_table(w: _ProfileWork, idle) -> tuple[ProfileFit, dict, float]:
         dur = (1.0 - u) * period
         m_se = float(np.hypot(m_se, a / dur ** 2 * w.dip_sd))
         u_se = w.dip_sd / period
-    dof = n_dev - 1
+    dof = len(per) - 1
     center = w.center
-    rows_p = {
+    return {
         "step_time_s": (period, w.period_se, w.period_src, np.inf),
         "compute_fraction": (u, u_se, f"dip duration {dip_src}"
                              if w_s > 0 else lvl, dof),
@@ -695,31 +505,38 @@ def _profile_table(w: _ProfileWork, idle) -> tuple[ProfileFit, dict, float]:
                              _stat(per["compute_w"] - per["comm_w"])[1],
                              "bound (lower)" if dip_src == "bound" else meas, dof),
     }
+
+
+def _eval_rows(w: _ProfileWork) -> dict:
+    """Parameter rows of the evaluations: level, dip depth, duration and interval."""
+    per = w.per
+    _, _, ev_meas = _level_source(w)
+    dof = len(per) - 1
     has_ev = per["eval_w"].notna().any()
     ev_w, ev_w_se, _ = _stat(per["eval_w"])
-    rows_p["device_eval_w"] = (ev_w, ev_w_se, ev_meas if has_ev else "no evaluations",
-                               dof)
-    rows_p["eval_dip_depth_w"] = (*_stat(per["train_mean_w"] - per["eval_w"])[:2],
-                                  ev_meas if has_ev else "no evaluations", dof)
-    rows_p["eval_duration_s"] = (w.ev_dur, w.ev_dur_se, f"events ({w.n_ev} in the window"
-                                 + ("; those after the first: the first may carry set-up)"
-                                    if w.n_ev >= 2 else ")"), np.inf)
-    rows_p["eval_interval_s"] = (w.ev_int, w.ev_int_se,
-                                 "events: training time between evaluations", np.inf)
-    lowest = float(np.median(per["lowest_w"]))
-    if scope == "node":
-        rows_p["node_lowest_w"] = (lowest, np.nan, "measured: upper bound on non-GPU power",
-                                   np.inf)
-    node_idle = np.nan
-    if idle is not None:
-        node_idle, idle_se, n_id = _stat(per["idle_w"])
-        if n_id == 0:
-            raise AnalysisError("no reading lies wholly inside the idle periods given")
-        rows_p["node_idle_w"] = (node_idle, idle_se, f"idle periods ({n_id} nodes)",
-                                 max(n_id - 1, 0))
+    return {
+        "device_eval_w": (ev_w, ev_w_se, ev_meas if has_ev else "no evaluations", dof),
+        "eval_dip_depth_w": (*_stat(per["train_mean_w"] - per["eval_w"])[:2],
+                             ev_meas if has_ev else "no evaluations", dof),
+        "eval_duration_s": (w.ev_dur, w.ev_dur_se, f"events ({w.n_ev} in the window"
+                            + ("; those after the first: the first may carry set-up)"
+                               if w.n_ev >= 2 else ")"), np.inf),
+        "eval_interval_s": (w.ev_int, w.ev_int_se,
+                            "events: training time between evaluations", np.inf),
+    }
+
+
+def _unsplit_fit(w: _ProfileWork, rows_p: dict, lowest: float) -> ProfileFit:
+    """The fit's fields from the parameter rows, node power not split (an empty
+    parameter table)."""
+    per, scope, w_s = w.per, w.scope, w.w_s
+    c, m = rows_p["device_compute_w"][0], rows_p["device_comm_w"][0]
+    u, a = rows_p["compute_fraction"][0], rows_p["step_dip_energy_j"][0]
+    has_ev = per["eval_w"].notna().any()
+    ev_w = rows_p["device_eval_w"][0]
     gpu = scope == "gpu"
-    fit = ProfileFit(
-        scope=scope, devices=n_dev, step_time_s=float(period), compute_fraction=u,
+    return ProfileFit(
+        scope=scope, devices=len(per), step_time_s=float(w.period), compute_fraction=u,
         device_compute_w=c, device_comm_w=m, device_eval_w=ev_w if has_ev else np.nan,
         device_train_mean_w=rows_p["device_train_mean_w"][0],
         compute_w=c if gpu else np.nan, comm_w=m if gpu else np.nan,
@@ -730,10 +547,7 @@ def _profile_table(w: _ProfileWork, idle) -> tuple[ProfileFit, dict, float]:
         node_overhead_sd_w=0.0 if gpu else np.nan,
         split="gpu telemetry" if gpu else "none",
         node_lowest_w=lowest if scope == "node" else np.nan, meter_interval_s=w_s,
-        dip_source=dip_src, evals_used=w.n_ev, step_dip_center_s=center,
+        dip_source=w.dip_src, evals_used=w.n_ev, step_dip_center_s=w.center,
         gpus_per_node=w.opts.gpus_per_node, alpha=w.opts.alpha,
         params=pd.DataFrame(), periodogram=pd.DataFrame(
             {"period_s": 1.0 / w.freqs, "power": w.acc}), per_device=per)
-    # the parameter table reads the fit's fields: built from them, then set in a copy
-    fit = dataclasses.replace(fit, params=param_rows(fit, rows_p))
-    return fit, rows_p, node_idle

@@ -4,6 +4,28 @@ uncertainties, and the evidence for splitting node power into GPU and non-GPU pa
 :class:`ProfileFit` holds every fitted quantity with its standard error and where it
 comes from (``summary_frame()``); :class:`Prior` is a number known from outside the data
 with its uncertainty (a node's non-GPU power, a GPU's idle power, a dip's duration).
+
+Node power and the GPUs
+-----------------------
+A node meter measures GPUs and everything else (CPUs, memory, NICs, fans, PSU losses)
+together.  :func:`~powerlab.calibration.profile.fit_profile` splits node power into a
+per-GPU part and a constant non-GPU part **only from evidence**:
+
+- ``node_overhead_w=<float>``: hardware data (a BMC or PDU reading of the node without
+  its GPUs, a vendor figure you trust): taken as exact;
+- ``node_overhead_w=Prior(mean, sd, source)``: a prior, whose uncertainty is carried into
+  the per-GPU levels;
+- ``idle=[(start, end), ...]``: periods in which the nodes ran no job; the node idle
+  level is measured there and ``node_overhead = node_idle - gpus_per_node * gpu_idle``
+  with ``gpu_idle_w`` (hardware data or a prior).
+
+Without any of these the fit keeps **node-level levels** (per-GPU levels are ``nan``;
+:meth:`ProfileFit.job_kwargs` then shares node power equally among the node's GPUs, with
+no node overhead, which reproduces node power while the job runs but says nothing about
+a node's idle power).  A node's lowest reading is *not* evidence of its idle power: in
+the MLPerf GPT-3 log it is a transient at an evaluation's start (4.3 kW in the first half
+of the run, 5.2 kW in the second, median over nodes).  It is reported (``node_lowest_w``)
+as an upper bound on the non-GPU part.
 """
 
 from __future__ import annotations
@@ -13,8 +35,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-from .._summary import Summary
+from .._summary import Results, Summary
 from ..exceptions import AnalysisError, PowerlabError
 
 __all__ = ["GPU_IDLE_PRIOR", "Prior", "ProfileFit"]
@@ -76,8 +99,8 @@ def _unit(name: str) -> str:
     return ""
 
 
-@dataclass
-class ProfileFit:
+@dataclass(repr=False)
+class ProfileFit(Results):
     """A job power profile calibrated from telemetry (see :func:`fit_profile`).
 
     Attributes
@@ -262,9 +285,6 @@ class ProfileFit:
                        "bound (dip duration taken as the meter interval).")
         return out
 
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
-
 
 def split_label(prior: Prior) -> str:
     """Where a node-power split's number came from, as :attr:`ProfileFit.split` says it."""
@@ -275,8 +295,6 @@ def split_label(prior: Prior) -> str:
 
 def param_rows(fit: ProfileFit, dev_rows: dict) -> pd.DataFrame:
     """The params table: device rows plus per-GPU rows from the split."""
-    from scipy import stats
-
     rows = dict(dev_rows)
     g = fit.gpus_per_node
     if fit.scope == "node":

@@ -15,7 +15,7 @@ On the 1-s means of the summed readings, starting from the whole recording:
    threshold :func:`~powerlab.calibration.calibrate.calibrate_job` already uses;
 2. the *step period* is the periodogram peak of the stretch between four meter
    intervals (at least 2 s) and an eighth of the stretch
-   (:data:`~powerlab.calibration.calibrate.MIN_STEPS` steps);
+   (:data:`~powerlab.calibration.calibrated_job.MIN_STEPS` steps);
 3. readings at or above the threshold form stretches; stretches separated by a dip below
    it of at most :data:`DIP_STEPS` step periods are joined (a low phase of the step is
    part of the job; a pause longer than that is not);
@@ -34,7 +34,8 @@ import pandas as pd
 from scipy import signal
 
 from ..exceptions import AnalysisError
-from .calibrate import MIN_STEPS, STARTUP_LEVEL_FRACTION, summed_readings
+from .calibrate import STARTUP_LEVEL_FRACTION, summed_readings
+from .calibrated_job import MIN_STEPS
 
 __all__ = ["DIP_STEPS", "MAX_ROUNDS", "REGIME_LEVEL_MARGIN", "REGIME_PERIOD_FACTOR",
            "FoundRun", "find_run", "regime_notes"]

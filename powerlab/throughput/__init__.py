@@ -3,7 +3,8 @@ the synthetic twin that gives them ground truth.
 
 Modules
 -------
-:mod:`~powerlab.throughput.dvfs`          fit_time_of_day and its results, attribution
+:mod:`~powerlab.throughput.dvfs`          fit_time_of_day (its model), attribution
+:mod:`~powerlab.throughput.time_of_day_result`  what it reports (TimeOfDayResult)
 :mod:`~powerlab.throughput.diurnal`       the regression behind it (design, errors, tests)
 :mod:`~powerlab.throughput.absorb`        regressions with segment levels absorbed (FWL)
 :mod:`~powerlab.throughput.changepoints`  gapless level shifts (CUSUM, binary segmentation)
@@ -11,6 +12,8 @@ Modules
 :mod:`~powerlab.throughput.seasonal`      MSTL decomposition (daily and weekly parts)
 :mod:`~powerlab.throughput.stragglers`    GPUs that hold a synchronous job back
 :mod:`~powerlab.throughput.straggler_scoring`  the steps of the straggler search
+:mod:`~powerlab.throughput.fleet_matrix`  its options and the fleet as matrices
+:mod:`~powerlab.throughput.peer_evidence` each GPU's evidence against its peers
 :mod:`~powerlab.throughput.evidence`      straggler evidence channels and their score
 :mod:`~powerlab.throughput.fleet_levels`  slow hosts and racks against the fleet
 :mod:`~powerlab.throughput.failslow`      fail-slow onsets and intermittent episodes
@@ -18,6 +21,8 @@ Modules
 :mod:`~powerlab.throughput.chip_baseline` each chip's offsets from an earlier record
 :mod:`~powerlab.throughput.synth`         the synthetic twin of a training run
 :mod:`~powerlab.throughput.twin_physics`  the twin's parameters and physics
+:mod:`~powerlab.throughput.twin_ambient`  the ambient temperature that drives it
+:mod:`~powerlab.throughput.twin_log`      its run segments and per-step training log
 
 Failure rates, hazards and survival moved to :mod:`powerlab.reliability` in 0.2.0 (their
 old names here still resolve, with a deprecation warning).  This wing imports only
@@ -28,7 +33,10 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "dvfs": (
-        "TimeOfDayOptions", "TimeOfDayResult", "fit_time_of_day",
+        "TimeOfDayOptions", "fit_time_of_day",
+    ),
+    "time_of_day_result": (
+        "TimeOfDayResult",
     ),
     "throttling": (
         "slowest_clock", "throttle_share_by_hour",
@@ -43,7 +51,10 @@ _EXPORTS = {
         "StragglerBaseline",
     ),
     "synth": (
-        "TwinFleet", "TwinResult", "TwinTruth", "simulate_training", "sinusoidal_ambient",
+        "TwinFleet", "TwinResult", "TwinRun", "TwinTruth", "simulate_training",
+    ),
+    "twin_ambient": (
+        "sinusoidal_ambient",
     ),
     "twin_physics": (
         "TwinParameters",

@@ -37,6 +37,10 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import sparse
+from scipy.sparse.linalg import splu
+from statsmodels.regression.linear_model import OLS, yule_walker
+from statsmodels.tools.tools import pinv_extended
 
 from .._options import choice
 from ..exceptions import AnalysisError
@@ -120,7 +124,6 @@ class _Absorber:
     """Projection off the (whitened) segment dummies, kept sparse."""
 
     def __init__(self, inv: np.ndarray, n_seg: int, rho: np.ndarray):
-        from scipy import sparse
         n, p = len(inv), len(rho)
         D = sparse.csr_matrix((np.ones(n), (np.arange(n), inv)), shape=(n, n_seg))
         Dw = D[p:]
@@ -134,7 +137,7 @@ class _Absorber:
         self.n_seg = n_seg
         self.Dw = Dw[:, self.cols] if len(self.cols) < n_seg else Dw
         self.DwT = self.Dw.T.tocsr()
-        self.lu = sparse.linalg.splu((self.DwT @ self.Dw).tocsc())
+        self.lu = splu((self.DwT @ self.Dw).tocsc())
 
     def _solve(self, v: np.ndarray) -> np.ndarray:
         return self.lu.solve(np.asarray(self.DwT @ v, dtype=np.float64))
@@ -164,7 +167,6 @@ def _wls_step(y, Z, inv, n_seg, rho):
 
     Returns ``(params_Z, levels, resid (unwhitened), My, MZ, absorber)``.
     """
-    from statsmodels.tools.tools import pinv_extended
     ab = _Absorber(inv, n_seg, rho)
     yw, Zw = _whiten(y, rho), _whiten(Z, rho)
     My, MZ = ab.project(yw), ab.project(Zw)
@@ -204,7 +206,6 @@ def fit_absorbed(y: np.ndarray, Z: np.ndarray, seg: np.ndarray, errors: str = "a
         Equal (to rounding) to the ``Z`` part of the statsmodels fit with explicit dummy
         columns ``[D, Z]``; ``levels`` are the dummies' coefficients.
     """
-    from statsmodels.regression.linear_model import OLS, yule_walker
     choice(errors, "errors", ERRORS, error=AnalysisError)
     if errors == "ar" and not (isinstance(ar_order, (int, np.integer)) and ar_order >= 1):
         raise AnalysisError(f"ar_order must be a positive integer, got {ar_order!r}")
@@ -214,24 +215,35 @@ def fit_absorbed(y: np.ndarray, Z: np.ndarray, seg: np.ndarray, errors: str = "a
     _, inv = np.unique(seg, return_inverse=True)
     inv = inv.ravel()
     n_seg = int(inv.max()) + 1 if len(inv) else 0
-    n, q = Z.shape
+    n = Z.shape[0]
     lags = hac_lags if hac_lags is not None else int(np.floor(4 * (n / 100.0) ** (2 / 9)))
     if errors in ("ols", "hac"):
-        b, lev, resid, My, MZ, ab = _wls_step(y, Z, inv, n_seg, np.zeros(0))
-        rank = ab.rank + q
-        ssr = float(np.sum((My - MZ @ b) ** 2))
-        if errors == "hac":
-            red = OLS(My, MZ, hasconst=False).fit(cov_type="HAC", cov_kwds={"maxlags": lags})
-            cov, kw = np.asarray(red.cov_params()), {"maxlags": lags}
-        else:
-            red = OLS(My, MZ, hasconst=False).fit()
-            cov, kw = np.asarray(red.normalized_cov_params) * ssr / (n - rank), {}
-        return AbsorbedFit(params=b, cov=cov, levels=lev, resid=resid, rho=None,
-                           llf=_llf(ssr, n), nobs=n, rank=rank, errors=errors,
-                           cov_kwds=kw)
+        return _fit_least_squares(y, Z, inv, n_seg, errors, lags)
+    return _fit_glsar(y, Z, inv, n_seg, int(ar_order), lags, maxiter, rtol)
 
-    # GLSAR.iterative_fit(maxiter, rtol), step by step
-    p = int(ar_order)
+
+def _fit_least_squares(y, Z, inv, n_seg: int, errors: str, lags: int) -> AbsorbedFit:
+    """OLS with the levels absorbed: the plain covariance (``"ols"``, the full model's
+    residual degrees of freedom) or Newey-West HAC (``"hac"``)."""
+    n, q = Z.shape
+    b, lev, resid, My, MZ, ab = _wls_step(y, Z, inv, n_seg, np.zeros(0))
+    rank = ab.rank + q
+    ssr = float(np.sum((My - MZ @ b) ** 2))
+    if errors == "hac":
+        red = OLS(My, MZ, hasconst=False).fit(cov_type="HAC", cov_kwds={"maxlags": lags})
+        cov, kw = np.asarray(red.cov_params()), {"maxlags": lags}
+    else:
+        red = OLS(My, MZ, hasconst=False).fit()
+        cov, kw = np.asarray(red.normalized_cov_params) * ssr / (n - rank), {}
+    return AbsorbedFit(params=b, cov=cov, levels=lev, resid=resid, rho=None,
+                       llf=_llf(ssr, n), nobs=n, rank=rank, errors=errors, cov_kwds=kw)
+
+
+def _fit_glsar(y, Z, inv, n_seg: int, p: int, lags: int, maxiter: int,
+               rtol: float) -> AbsorbedFit:
+    """``GLSAR(rho=p).iterative_fit(maxiter, rtol)`` step by step with the levels
+    absorbed, then ``fit(cov_type="HAC")`` on the whitened data."""
+    n, q = Z.shape
     rho = np.zeros(p)
     converged, i, last = False, -1, None
     for i in range(maxiter - 1):
@@ -255,6 +267,6 @@ def fit_absorbed(y: np.ndarray, Z: np.ndarray, seg: np.ndarray, errors: str = "a
     return AbsorbedFit(params=b, cov=np.asarray(red.cov_params()), levels=lev,
                        resid=resid, rho=np.array(rho, dtype=float),
                        llf=_llf(float(np.sum(wresid ** 2)), nobs), nobs=nobs,
-                       rank=ab.rank + q, errors=errors,
+                       rank=ab.rank + q, errors="ar",
                        iterations=(i + 1) + (0 if converged else 1), converged=converged,
                        cov_kwds={"maxlags": lags})

@@ -30,10 +30,14 @@ References
 
 from __future__ import annotations
 
-import numpy as np
-from scipy import stats
+import warnings
 
-__all__ = ["demeaned_fit", "level_shifts", "within_segments"]
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.regression.linear_model import yule_walker
+
+__all__ = ["demeaned_fit", "level_shifts", "shift_table", "within_segments"]
 
 
 def _within(a: np.ndarray, seg_inv: np.ndarray, n_seg: int) -> np.ndarray:
@@ -69,9 +73,6 @@ def demeaned_fit(y: np.ndarray, F: np.ndarray, seg: np.ndarray):
 
 
 def _long_run_sd(u: np.ndarray) -> float:
-    import warnings
-
-    from statsmodels.regression.linear_model import yule_walker
     if len(u) < 20 or not np.any(u):
         return float(np.std(u))
     with warnings.catch_warnings():     # the future NamedTuple return (statsmodels 0.16)
@@ -142,3 +143,26 @@ def level_shifts(y: np.ndarray, F: np.ndarray, seg: np.ndarray, *, alpha: float 
         seg = np.cumsum(cut).astype(np.int64)
     breaks.sort(key=lambda d: d["index"])
     return seg, breaks
+
+
+def shift_table(y: np.ndarray, F: np.ndarray, seg: np.ndarray, t_ns: np.ndarray,
+                shifts: list[dict], *, mean_y: float, site_tz: str) -> pd.DataFrame:
+    """The level shifts found (:func:`level_shifts`): time (UTC and local), size [%] from
+    the final model's segment levels (``y`` on ``F`` and one level per ``seg``, as a
+    percentage of ``mean_y``), p-value."""
+    if not shifts:
+        return pd.DataFrame({
+            "timestamp": pd.Series([], dtype="datetime64[ns, UTC]"),
+            "local_time": pd.Series([], dtype=f"datetime64[ns, {site_tz}]"),
+            "shift_pct": pd.Series([], dtype=float), "pvalue": pd.Series([], dtype=float)})
+    coef, _ = demeaned_fit(y, F, seg)
+    base = y - F @ coef
+    level = pd.Series(base).groupby(seg).mean()
+    rows = []
+    for s in shifts:
+        i = s["index"]
+        before, after = level[seg[i - 1]], level[seg[i]]
+        ts = pd.Timestamp(t_ns[i], tz="UTC")
+        rows.append((ts, ts.tz_convert(site_tz), 100.0 * (after - before) / mean_y,
+                     s["pvalue"]))
+    return pd.DataFrame(rows, columns=["timestamp", "local_time", "shift_pct", "pvalue"])

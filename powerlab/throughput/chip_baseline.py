@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import median_abs_deviation
 
-from .._summary import Summary
+from .._summary import Results, Summary
 from ..exceptions import AnalysisError
 from ._robust import group_median, nanmad
 
@@ -36,8 +36,8 @@ CHANGE_TESTS = {
 }
 
 
-@dataclass(frozen=True)
-class StragglerBaseline:
+@dataclass(frozen=True, repr=False)
+class StragglerBaseline(Results):
     """Each chip's persistent clock offset against its peers, learned from an earlier
     healthy record by :func:`~powerlab.throughput.stragglers.straggler_baseline`, for
     :func:`~powerlab.throughput.stragglers.find_stragglers`.
@@ -93,12 +93,6 @@ class StragglerBaseline:
         s = Summary()
         s.add_text(lines, pre=True)
         return s
-
-    def __repr__(self) -> str:
-        return str(self.summary())
-
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
 
 
 def chip_keys(key: str, gu: pd.MultiIndex, uuid: np.ndarray) -> np.ndarray:

@@ -1,6 +1,7 @@
 """The time-of-day regression behind :func:`powerlab.throughput.dvfs.fit_time_of_day`.
 
-Series preparation (run segments from gaps), the design (one level per run segment,
+Series preparation (run segments from gaps, warm-up and outlier steps dropped, interval
+means within segments), the design (one level per run segment,
 absorbed rather than held as dummy columns -- :mod:`powerlab.throughput.absorb` -- plus
 Fourier terms of the local, daylight-saving aware hour from
 :class:`statsmodels.tsa.deterministic.CalendarFourier`), fits with AR(p)/HAC/OLS errors,
@@ -17,14 +18,19 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import stats
+from statsmodels.regression.linear_model import OLS
+from statsmodels.tsa.ar_model import ar_select_order
+from statsmodels.tsa.deterministic import CalendarFourier
 
 from ..exceptions import AnalysisError, SchemaError, Violation
 from ..telemetry.timeutil import to_epoch_ns
+from .absorb import fit_absorbed
+from .changepoints import demeaned_fit, within_segments
 
 __all__ = ["ERRORS", "MAX_AR", "MINUTES", "Design", "bc_interval", "check_site_tz",
-           "day_block_test", "detect_segments", "fit_daily_profile", "fit_with_errors",
-           "fourier_terms", "grid_basis", "info_criterion", "local_naive",
-           "select_ar_order", "series_from"]
+           "clean_steps", "day_block_test", "detect_segments", "fit_daily_profile",
+           "fit_with_errors", "fourier_terms", "grid_basis", "info_criterion",
+           "interval_means", "local_naive", "select_ar_order", "series_from"]
 
 ERRORS = ("ar", "hac", "ols")
 MINUTES = np.arange(1440) / 60.0   # evaluation grid of local hours
@@ -111,12 +117,64 @@ def detect_segments(t: np.ndarray, gap_s: float | None) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(dt > gap_s)]).astype(np.int64)
 
 
+def clean_steps(t: np.ndarray, y: np.ndarray, seg: np.ndarray | None, *, warmup_s: float,
+                outlier_z: float, gap_s: float | None):
+    """The steps kept for the regression: finite values, each segment's warm-up dropped
+    and the outliers (robust z of log throughput against a centred 1-h rolling median
+    beyond ``outlier_z``: checkpoints, evaluations).
+
+    Returns ``((t, y, seg) of the steps kept, counts)`` with ``counts`` the steps dropped
+    as warm-up (``n_warmup``), as outliers (``n_outliers``) and used (``n_used``).
+    Segments are split at gaps longer than ``gap_s`` when ``seg`` is None.
+    """
+    fin = np.isfinite(y)
+    t, y = t[fin], y[fin]
+    seg = detect_segments(t, gap_s) if seg is None else seg[fin]
+    if len(t) < 10:
+        raise AnalysisError(f"only {len(t)} valid throughput values; need at least two "
+                            "days of data")
+    seg_start = pd.Series(t).groupby(seg).transform("min").to_numpy()
+    warm = (t - seg_start) < warmup_s * 1e9
+    logy = pd.Series(np.log(y), index=pd.DatetimeIndex(t, tz="UTC"))
+    base = logy.copy()
+    base[warm] = np.nan
+    med = base.rolling("1h", center=True, min_periods=1).median().to_numpy()
+    dev = np.log(y) - med
+    ok_dev = ~warm & np.isfinite(dev)
+    mad = np.median(np.abs(dev[ok_dev] - np.median(dev[ok_dev]))) if ok_dev.any() else 0.0
+    scale = 1.4826 * mad if mad > 0 else np.inf
+    outlier = ~warm & (np.abs(dev) > outlier_z * scale)
+    use = ~warm & ~outlier
+    counts = {"n_warmup": int(warm.sum()), "n_outliers": int(outlier.sum()),
+              "n_used": int(use.sum())}
+    return (t[use], y[use], seg[use]), counts
+
+
+def interval_means(t: np.ndarray, y: np.ndarray, seg: np.ndarray, interval_ns: int):
+    """Means over regular intervals within segments: ``(y, t [ns], segment, steps)`` per
+    interval.  Intervals with fewer than half the median steps, and segments of fewer
+    than three intervals (no information about the profile), are dropped."""
+    bins = t // interval_ns
+    key = seg * (int(bins.max()) + 1 if len(bins) else 1) + bins
+    _uk, inv = np.unique(key, return_inverse=True)
+    cnt = np.bincount(inv)
+    ym = np.bincount(inv, weights=y) / cnt
+    tm = (np.bincount(inv, weights=(t - t[0]).astype(float)) / cnt).astype(np.int64) \
+        + (t[0] if len(t) else 0)
+    sm_ = np.bincount(inv, weights=seg) / cnt
+    good = cnt >= 0.5 * np.median(cnt) if len(cnt) else cnt > 0
+    ym, tm, sm_, cnt = ym[good], tm[good], sm_[good].astype(np.int64), cnt[good]
+    # segments with too few intervals carry no information about the profile
+    sc = pd.Series(sm_).map(pd.Series(sm_).value_counts()).to_numpy()
+    keep = sc >= 3
+    return ym[keep], tm[keep], sm_[keep], cnt[keep]
+
+
 def local_naive(t_ns: np.ndarray, site_tz: str) -> pd.DatetimeIndex:
     return pd.DatetimeIndex(t_ns, tz="UTC").tz_convert(site_tz).tz_localize(None)
 
 
 def fourier_terms(index: pd.DatetimeIndex, order: int) -> np.ndarray:
-    from statsmodels.tsa.deterministic import CalendarFourier
     return CalendarFourier("D", order).in_sample(index).to_numpy()
 
 
@@ -137,7 +195,6 @@ def fit_with_errors(y, Z, seg, errors, ar_order, hac_lags):
     ``GLSAR(rho=ar_order).iterative_fit(maxiter=8)`` + ``fit(cov_type="HAC")`` on the
     explicit dummy design, at O(n q) instead of O(n (S + q)^2) per fit.
     """
-    from .absorb import fit_absorbed
     return fit_absorbed(y, Z, seg, errors, ar_order, hac_lags, maxiter=8)
 
 
@@ -150,9 +207,6 @@ def select_ar_order(design: Design, order: int, max_ar: int = MAX_AR) -> int:
     All candidate orders are compared on the same sample (``ar_select_order``), so the
     criterion is comparable across orders; order 0 is not allowed (the fit is GLS).
     """
-    from statsmodels.tsa.ar_model import ar_select_order
-
-    from .changepoints import demeaned_fit
     # the OLS residuals of the dummy regression, levels absorbed (Frisch-Waugh-Lovell)
     _, u = demeaned_fit(design.y, design.terms(order), design.seg)
     with warnings.catch_warnings():
@@ -180,10 +234,6 @@ def day_block_test(design: Design, order: int):
     n_days = int(g.max()) + 1
     if n_days < q + 2:
         return float("nan"), float("nan"), n_days
-    from statsmodels.regression.linear_model import OLS
-
-    from .changepoints import within_segments
-
     # segment levels absorbed by within-segment demeaning (Frisch-Waugh-Lovell): the
     # Fourier coefficients, the residuals and the cluster sandwich of the Fourier block
     # are those of the dummy-variable regression, at O(n q) instead of O(n (q + S)^2).

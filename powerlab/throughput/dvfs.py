@@ -27,6 +27,41 @@ die temperature), tabulates the share of GPU-time under each NVML throttle reaso
 local hour, converts the effect into GPU-hours lost per day, and (for series of two weeks
 or more) decomposes throughput with MSTL into daily and weekly components [5]_.
 
+Model
+-----
+For the interval mean ``y_t`` of segment ``s(t)`` at local hour ``h_t``:
+
+.. math:: y_t = \\mu_{s(t)} + \\sum_{k=1}^{K} a_k \\sin(2\\pi k h_t/24)
+          + b_k \\cos(2\\pi k h_t/24) + u_t
+
+``K`` is the fewest harmonics in ``1..max_order`` whose information criterion is
+within 2 of the minimum (weaker evidence than that does not buy a harmonic [6]_);
+``u_t`` is AR(p) (``errors="ar"``, ``p = ar_order``, or by AIC up to 3).
+
+The p-value of "no time-of-day effect" is the larger of two tests of
+``a_k = b_k = 0``: (i) the Wald test with the model's covariance (GLS + HAC), which
+relies on the AR model capturing the noise's low-frequency power and over-rejects
+when the noise is correlated over hours and the AR coefficient is biased towards
+zero; (ii) a day-block test: OLS with standard errors clustered by local calendar
+day, with Hotelling's small-sample F reference ``T2 (G-q)/(q(G-1)) ~ F(q, G-q)`` for
+``G`` days and ``q = 2K`` coefficients [7]_, valid when the noise decorrelates
+within a day whatever its form.  The maximum of two valid p-values is valid
+(conservative); with fewer than ``q + 2`` days only (i) is used.  The amplitude
+interval uses the model covariance (i).  The amplitude is ``max_h f(h) - min_h f(h)``
+of the fitted profile ``f`` divided by the mean of ``y``.  Mediation (attribution)
+refits the model with the mediator ``m_t`` (slowest-GPU clock, mean die temperature,
+ambient) as a regressor; the profile that remains is the direct effect, and the mediated share is
+the projection of (total - direct) on the total profile.  The mediator's coefficient
+is identified only by its variation apart from the time of day (day-to-day weather,
+faults); ``attribution["identified"]`` is false where ``|coef / se| < 2``.  Mediation
+fits use OLS in levels with HAC errors (GLS quasi-differencing would leave mostly
+the mediator's measurement noise and attenuate its coefficient).
+
+The amplitude is that of the smooth profile the selected harmonics can resolve: a
+narrow feature (say, one GPU crossing its thermal slowdown threshold for an hour each
+afternoon) that the data cannot distinguish from noise is smoothed, and the interval
+does not include that smoothing bias.
+
 References
 ----------
 .. [1] A. Grattafiori et al., "The Llama 3 Herd of Models", arXiv:2407.21783, 2024,
@@ -55,30 +90,31 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import stats
+from threadpoolctl import threadpool_limits
 
 from .._options import Options, choice
-from .._summary import Summary
-from ..exceptions import AnalysisError, SchemaError, Violation
-from ..telemetry.timeutil import to_epoch_ns
-from .changepoints import demeaned_fit, level_shifts
+from ..exceptions import AnalysisError
+from .changepoints import demeaned_fit, level_shifts, shift_table
 from .diurnal import (
     ERRORS,
     MINUTES,
     Design,
     bc_interval,
     check_site_tz,
+    clean_steps,
     day_block_test,
-    detect_segments,
     fit_daily_profile,
     fourier_terms,
     grid_basis,
     info_criterion,
+    interval_means,
     local_naive,
     select_ar_order,
     series_from,
 )
 from .seasonal import decompose_seasonal
-from .throttling import slowest_clock, throttle_share_by_hour
+from .throttling import mediator_series, slowest_clock, throttle_share_by_hour
+from .time_of_day_result import TimeOfDayResult
 
 __all__ = [
     "TimeOfDayOptions",
@@ -88,144 +124,6 @@ __all__ = [
     "slowest_clock",
     "throttle_share_by_hour",
 ]
-
-# ----------------------------------------------------------------------------- result
-class TimeOfDayResult:
-    """Result of :func:`fit_time_of_day`; read-only properties, statsmodels-like.
-
-    Attributes
-    ----------
-    amplitude_pct : float
-        Peak-to-trough of the fitted local-time profile, % of mean throughput [%].
-    amplitude_ci_pct : tuple of float
-        Confidence interval of the amplitude (bias-corrected parametric bootstrap; its
-        lower bound is 0 where the test does not reject "no effect" at ``alpha``) [%].
-    change_points : pandas.DataFrame
-        Gapless level shifts found and used as segment boundaries: ``timestamp`` (UTC),
-        ``local_time``, ``shift_pct`` (level after minus before, % of mean), ``pvalue``.
-    peak_hour, trough_hour : float
-        Local hours of the profile's maximum and minimum [h].
-    pvalue : float
-        Test of "no time-of-day effect" (all Fourier coefficients zero): the larger of
-        ``pvalue_model`` and ``pvalue_day`` (``pvalue_method`` says which were used).
-    pvalue_model : float
-        Wald test with the model's covariance (GLS with AR errors + HAC by default).
-    pvalue_day : float
-        Day-block test: cluster-robust (by local day) Wald statistic ``day_block_t2``
-        referred to Hotelling's F with ``n_days``; NaN with too few days.
-    profile : pandas.DataFrame
-        By local hour (15-min grid): ``effect`` [throughput unit], ``effect_pct``,
-        ``lower_pct``, ``upper_pct`` (pointwise interval) [%].
-    order : int
-        Number of Fourier harmonics (chosen by the information criterion).
-    counts : dict
-        Steps in, dropped as warm-up, as outliers (checkpoint / evaluation), as missing,
-        used; intervals used; segments.
-    attribution : pandas.DataFrame or None
-        Mediation of the effect per mediator (see :func:`fit_time_of_day`).
-    throttle_by_hour : pandas.DataFrame or None
-        Share of GPU-time under each throttle reason by local hour.
-    gpu_hours_lost_per_day, gpu_hours_lost_ci : float, tuple
-        GPU-hours per day lost relative to running all day at the peak hour's throughput.
-    decomposition : pandas.DataFrame or None
-        MSTL decomposition (series of two weeks or more).
-    timings : dict
-        Seconds spent per stage.
-    results : powerlab.throughput.absorb.AbsorbedFit
-        The selected fit: Fourier coefficients and covariance, one level per segment,
-        AR coefficients, log-likelihood and BIC -- the numbers of statsmodels' fit with one
-        dummy column per segment, with the levels absorbed (linear in the span and in the
-        number of segments).
-    """
-
-    def __init__(self, **kw):
-        self._d = kw
-
-    def __getattr__(self, name):
-        d = self.__dict__.get("_d", {})
-        if name in d:
-            return d[name]
-        raise AttributeError(name)
-
-    def __dir__(self):
-        return sorted(set(super().__dir__()) | set(self._d))
-
-    def summary_frame(self) -> pd.DataFrame:
-        """Key estimates with their intervals as a tidy frame (estimate, lower, upper)."""
-        a = self._d
-        rows = [
-            ("amplitude_pct", a["amplitude_pct"], *a["amplitude_ci_pct"], "%"),
-            ("peak_hour", a["peak_hour"], np.nan, np.nan, "h (local)"),
-            ("trough_hour", a["trough_hour"], np.nan, np.nan, "h (local)"),
-            ("pvalue", a["pvalue"], np.nan, np.nan, ""),
-            ("gpu_hours_lost_per_day", a["gpu_hours_lost_per_day"],
-             *a["gpu_hours_lost_ci"], "GPU h/day"),
-        ]
-        df = pd.DataFrame(rows, columns=["quantity", "estimate", "lower", "upper", "unit"])
-        return df.set_index("quantity")
-
-    def summary(self) -> Summary:
-        """Summary: estimates, data cleaning counts, model, attribution."""
-        a = self._d
-        c = a["counts"]
-        lo, hi = a["amplitude_ci_pct"]
-        lines = [
-            f"Site time zone:        {a['site_tz']}",
-            f"Span:                  {a['span'][0]} .. {a['span'][1]}",
-            (f"Steps in / used:       {c['n_in']} / {c['n_used']}  (warm-up {c['n_warmup']},"
-            f" outliers {c['n_outliers']}, missing {c['n_missing']})"),
-            (f"Intervals / segments:  {c['n_intervals']} x {a['interval']} / "
-            f"{c['n_segments']}"),
-            f"Model:                 levels per segment + {a['order']} daily harmonic(s) "
-            f"({a['ic'].upper()}), errors={a['errors']!r}"
-            + (f", AR({a['ar_order']}) rho={np.round(a['rho'], 3).tolist()}"
-               if a["rho"] is not None else ""),
-            "-" * 64,
-            (f"Amplitude (peak-trough): {a['amplitude_pct']:.3f} %  "
-            f"[{lo:.3f}, {hi:.3f}] ({100 * (1 - a['alpha']):.0f} % CI)"),
-            f"Peak / trough (local):   {_hhmm(a['peak_hour'])} / {_hhmm(a['trough_hour'])}",
-            f"Level shifts (no gap):   {len(a['change_points'])}" + "".join(
-                f"; {r.local_time:%Y-%m-%d %H:%M} {r.shift_pct:+.2f} %"
-                for r in a["change_points"].itertuples()),
-            (f"p-value (no effect):     {a['pvalue']:.3g}  [{a['pvalue_method']}: model "
-             f"{a['pvalue_model']:.3g}, day-block {a['pvalue_day']:.3g} over "
-             f"{a['n_days']} days]"),
-        ]
-        if np.isfinite(a["gpu_hours_lost_per_day"]):
-            gl, gh = a["gpu_hours_lost_ci"]
-            lines.append(f"GPU-hours lost per day:  {a['gpu_hours_lost_per_day']:.2f} "
-                         f"[{gl:.2f}, {gh:.2f}] ({a['n_gpus']} GPUs)")
-        att = a.get("attribution")
-        if att is not None and len(att):
-            lines += ["-" * 64, "Attribution (share of the profile mediated):"]
-            for name, r in att.iterrows():
-                weak = "" if r["identified"] else "  (not identified)"
-                lines.append(f"  {name:<16} share {r['share_mediated']:6.2f}   coef "
-                             f"{r['coef']:.4g} (se {r['se']:.2g}) per {r['unit']}{weak}")
-            if not att["identified"].all():
-                lines.append("  not identified: |coef/se| < 2 -- the mediator hardly varies "
-                             "apart from the time of day (e.g. a purely periodic ambient), "
-                             "so its effect cannot be told from the daily profile")
-        s = Summary("Time-of-day throughput effect")
-        s.add_text(lines, pre=True)
-        s.add_df(self.summary_frame(), "Estimates")
-        return s
-
-    def __repr__(self) -> str:
-        lo, hi = self.amplitude_ci_pct
-        return (f"<TimeOfDayResult amplitude={self.amplitude_pct:.3f}% [{lo:.3f}, {hi:.3f}]"
-                f" trough={_hhmm(self.trough_hour)} p={self.pvalue:.3g}>")
-
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
-
-
-def _hhmm(h: float) -> str:
-    if not np.isfinite(h):
-        return "--:--"
-    m = round(h * 60) % 1440
-    return f"{m // 60:02d}:{m % 60:02d}"
-
 
 # ----------------------------------------------------------------------------- options
 @dataclass(frozen=True)
@@ -341,8 +239,8 @@ def fit_time_of_day(throughput: pd.Series | pd.DataFrame, *, site_tz: str,
         unit, e.g. tokens/s].  A DataFrame may carry the timestamp in a ``timestamp``
         column, the throughput in ``value_col`` (default: the first column whose name
         contains "throughput", else the only float column; several float columns and
-        none named so raise :class:`~powerlab.exceptions.SchemaError`) and the run segment in ``segment`` (default column
-        ``segment`` when present).
+        none named so raise :class:`~powerlab.exceptions.SchemaError`) and the run segment
+        in ``segment`` (default column ``segment`` when present).
     site_tz : str
         IANA time zone of the site; the profile is in local civil time (daylight saving
         handled).
@@ -381,41 +279,9 @@ def fit_time_of_day(throughput: pd.Series | pd.DataFrame, *, site_tz: str,
 
     Notes
     -----
-    Model for the interval mean ``y_t`` of segment ``s(t)`` at local hour ``h_t``:
-
-    .. math:: y_t = \\mu_{s(t)} + \\sum_{k=1}^{K} a_k \\sin(2\\pi k h_t/24)
-              + b_k \\cos(2\\pi k h_t/24) + u_t
-
-    ``K`` is the fewest harmonics in ``1..max_order`` whose information criterion is
-    within 2 of the minimum (weaker evidence than that does not buy a harmonic [6]_);
-    ``u_t`` is AR(p) (``errors="ar"``, ``p = ar_order``, or by AIC up to 3).
-
-    The p-value of "no time-of-day effect" is the larger of two tests of
-    ``a_k = b_k = 0``: (i) the Wald test with the model's covariance (GLS + HAC), which
-    relies on the AR model capturing the noise's low-frequency power and over-rejects
-    when the noise is correlated over hours and the AR coefficient is biased towards
-    zero; (ii) a day-block test: OLS with standard errors clustered by local calendar
-    day, with Hotelling's small-sample F reference ``T2 (G-q)/(q(G-1)) ~ F(q, G-q)`` for
-    ``G`` days and ``q = 2K`` coefficients [7]_, valid when the noise decorrelates
-    within a day whatever its form.  The maximum of two valid p-values is valid
-    (conservative); with fewer than ``q + 2`` days only (i) is used.  The amplitude
-    interval uses the model covariance (i).  The amplitude is ``max_h f(h) - min_h f(h)`` of the fitted
-    profile ``f`` divided by the mean of ``y``.  Mediation (attribution) refits the model
-    with the mediator ``m_t`` (slowest-GPU clock, mean die temperature, ambient) as a
-    regressor; the profile that remains is the direct effect, and the mediated share is
-    the projection of (total - direct) on the total profile.  The mediator's coefficient
-    is identified only by its variation apart from the time of day (day-to-day weather,
-    faults); ``attribution["identified"]`` is false where ``|coef / se| < 2``.  Mediation
-    fits use OLS in levels with HAC errors (GLS quasi-differencing would leave mostly
-    the mediator's measurement noise and attenuate its coefficient).
-
-    The amplitude is that of the smooth profile the selected harmonics can resolve: a
-    narrow feature (say, one GPU crossing its thermal slowdown threshold for an hour each
-    afternoon) that the data cannot distinguish from noise is smoothed, and the interval
-    does not include that smoothing bias.
+    The model, its two tests of "no time-of-day effect", the amplitude and its interval,
+    and the mediation are stated in the module's docstring (*Model*).
     """
-    from threadpoolctl import threadpool_limits
-
     # the regressions are small (thousands x tens): multi-threaded BLAS only adds
     # contention, most visibly on shared CI machines
     with threadpool_limits(1, user_api="blas"):
@@ -498,51 +364,18 @@ def _fit_time_of_day(throughput, *, site_tz, value_col, segment, telemetry, ambi
 
 
 def _clean(w: _ToDWork, throughput, value_col, segment) -> None:
-    """Drop each segment's warm-up and the outliers (robust z against a centred 1-h
-    rolling median of log throughput); count what was dropped."""
+    """The series; each segment's warm-up and the outliers dropped, and counted."""
     opts = w.opts
     t, y, seg, w.name, n_missing = series_from(throughput, value_col, segment)
-    n_in = len(t)
-    fin = np.isfinite(y)
-    t, y = t[fin], y[fin]
-    seg = detect_segments(t, opts.gap_s) if seg is None else seg[fin]
-    if len(t) < 10:
-        raise AnalysisError(f"only {len(t)} valid throughput values; need at least two "
-                            "days of data")
-    seg_start = pd.Series(t).groupby(seg).transform("min").to_numpy()
-    warm = (t - seg_start) < opts.warmup_s * 1e9
-    logy = pd.Series(np.log(y), index=pd.DatetimeIndex(t, tz="UTC"))
-    base = logy.copy()
-    base[warm] = np.nan
-    med = base.rolling("1h", center=True, min_periods=1).median().to_numpy()
-    dev = np.log(y) - med
-    ok_dev = ~warm & np.isfinite(dev)
-    mad = np.median(np.abs(dev[ok_dev] - np.median(dev[ok_dev]))) if ok_dev.any() else 0.0
-    scale = 1.4826 * mad if mad > 0 else np.inf
-    outlier = ~warm & (np.abs(dev) > opts.outlier_z * scale)
-    use = ~warm & ~outlier
-    w.counts = {"n_in": n_in, "n_missing": n_missing, "n_warmup": int(warm.sum()),
-                "n_outliers": int(outlier.sum()), "n_used": int(use.sum())}
-    w.tu, w.yu, w.su = t[use], y[use], seg[use]
+    (w.tu, w.yu, w.su), dropped = clean_steps(t, y, seg, warmup_s=opts.warmup_s,
+                                              outlier_z=opts.outlier_z, gap_s=opts.gap_s)
+    w.counts = {"n_in": len(t), "n_missing": n_missing, **dropped}
 
 
 def _aggregate(w: _ToDWork) -> None:
-    """Interval means within segments; segments of fewer than three intervals dropped."""
-    tu, yu, su, max_order = w.tu, w.yu, w.su, w.opts.max_order
-    bins = tu // w.interval_ns
-    key = su * (int(bins.max()) + 1 if len(bins) else 1) + bins
-    _uk, inv = np.unique(key, return_inverse=True)
-    cnt = np.bincount(inv)
-    ym = np.bincount(inv, weights=yu) / cnt
-    tm = (np.bincount(inv, weights=(tu - tu[0]).astype(float)) / cnt).astype(np.int64) \
-        + (tu[0] if len(tu) else 0)
-    sm_ = np.bincount(inv, weights=su) / cnt
-    good = cnt >= 0.5 * np.median(cnt) if len(cnt) else cnt > 0
-    ym, tm, sm_, cnt = ym[good], tm[good], sm_[good].astype(np.int64), cnt[good]
-    # segments with too few intervals carry no information about the profile
-    sc = pd.Series(sm_).map(pd.Series(sm_).value_counts()).to_numpy()
-    keep = sc >= 3
-    w.ym, w.tm, w.sm, w.cnt = ym[keep], tm[keep], sm_[keep], cnt[keep]
+    """Interval means within segments; enough of them for the largest model."""
+    max_order = w.opts.max_order
+    w.ym, w.tm, w.sm, w.cnt = interval_means(w.tu, w.yu, w.su, w.interval_ns)
     w.span_days = (w.tm[-1] - w.tm[0]) / 86400e9 if len(w.tm) else 0.0
     n_seg = len(np.unique(w.sm))
     if len(w.ym) < n_seg + 2 * max_order + 10 or w.span_days < 1.0:
@@ -652,8 +485,9 @@ def _profile_step(w: _ToDWork, telemetry, n_gpus) -> None:
              n_days=n_days, pvalue_method=pvalue_method, mean_throughput=mean_y,
              amplitude_draws=amp_d, gpu_hours_lost_per_day=lost, gpu_hours_lost_ci=lost_ci,
              n_gpus=n_g)
-    o["change_points"] = _change_point_table(w.design, w.shifts, w.order, mean_y,
-                                             w.site_tz)
+    d = w.design
+    o["change_points"] = shift_table(d.y, d.terms(w.order), d.seg, d.t_ns, w.shifts,
+                                     mean_y=mean_y, site_tz=w.site_tz)
 
 
 def _mediation_step(w: _ToDWork, telemetry, ambient) -> None:
@@ -678,27 +512,6 @@ def _decompose_step(w: _ToDWork) -> None:
     w.out["decomposition"] = decomposition
 
 
-def _change_point_table(design: Design, shifts, order, mean_y, site_tz) -> pd.DataFrame:
-    """Level shifts found: time (UTC and local), size [%] from the final levels, p-value."""
-    if not shifts:
-        return pd.DataFrame({
-            "timestamp": pd.Series([], dtype="datetime64[ns, UTC]"),
-            "local_time": pd.Series([], dtype=f"datetime64[ns, {site_tz}]"),
-            "shift_pct": pd.Series([], dtype=float), "pvalue": pd.Series([], dtype=float)})
-    F = design.terms(order)
-    coef, _ = demeaned_fit(design.y, F, design.seg)
-    base = design.y - F @ coef
-    level = pd.Series(base).groupby(design.seg).mean()
-    rows = []
-    for s in shifts:
-        i = s["index"]
-        before, after = level[design.seg[i - 1]], level[design.seg[i]]
-        ts = pd.Timestamp(design.t_ns[i], tz="UTC")
-        rows.append((ts, ts.tz_convert(site_tz), 100.0 * (after - before) / mean_y,
-                     s["pvalue"]))
-    return pd.DataFrame(rows, columns=["timestamp", "local_time", "shift_pct", "pvalue"])
-
-
 def _attribution(design: Design, order, hac_lags, telemetry, ambient, clock_quantile,
                  interval_ns):
     """Mediation of the diurnal profile by clock, temperature and ambient.
@@ -708,32 +521,8 @@ def _attribution(design: Design, order, hac_lags, telemetry, ambient, clock_quan
     attenuate its coefficient towards zero.
     """
     errors, ar_order = "hac", 1
-    med = {}
-    units = {}
-    tbin = design.t_ns // interval_ns
-    if telemetry is not None:
-        sc = slowest_clock(telemetry, quantile=clock_quantile)
-        b = to_epoch_ns(sc.index) // interval_ns
-        g = sc.groupby(b).mean()
-        for col, label, unit in (("clock_slow_mhz", "clock_slow_mhz", "MHz"),
-                                 ("temp_gpu_c", "temp_gpu_c", "degC")):
-            v = g[col].reindex(tbin).to_numpy()
-            if np.isfinite(v).sum() > 0:
-                med[label] = v
-                units[label] = unit
-    if ambient is not None:
-        if isinstance(ambient, pd.DataFrame) and "temp_air_c" not in ambient.columns:
-            raise SchemaError([Violation("temp_air_c", "an ambient DataFrame needs a "
-                                                       "'temp_air_c' column [degC]")])
-        a = ambient["temp_air_c"] if isinstance(ambient, pd.DataFrame) else ambient
-        if not isinstance(a.index, pd.DatetimeIndex) or a.index.tz is None:
-            raise SchemaError([Violation("temp_air_c", "ambient must be indexed by "
-                                                       "tz-aware timestamps")])
-        a = pd.to_numeric(a, errors="coerce").dropna().sort_index()
-        at = to_epoch_ns(a.index)
-        v = np.interp(design.t_ns, at, a.to_numpy(), left=np.nan, right=np.nan)
-        med["temp_air_c"] = v
-        units["temp_air_c"] = "degC"
+    med, units = mediator_series(design.t_ns, interval_ns, telemetry, ambient,
+                                 clock_quantile=clock_quantile)
     rows = []
     frame = pd.DataFrame(med, index=pd.DatetimeIndex(design.t_ns, tz="UTC",
                                                      name="timestamp"))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from scipy.stats import norm, spearmanr
 
 from ..telemetry.schema import THROTTLE_REASONS
 from ._robust import group_median, nanmad
@@ -245,8 +245,6 @@ def combine_evidence(channels: dict[str, np.ndarray]):
 
 def _rank_corr(a: np.ndarray, b: np.ndarray) -> float:
     """Spearman correlation of two channels, floored at 0 (0 when either is constant)."""
-    from scipy.stats import spearmanr
-
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return 0.0
     r = spearmanr(a, b).statistic

@@ -153,18 +153,8 @@ def drop_episodes(x: np.ndarray, *, min_shift_pct: float = 1.0, min_windows: int
                 sigma_floor_pct)
     d = mu - v
     low = (d > z_min * sigma) & (d > min_shift_pct / 2)
-    idx = np.flatnonzero(low)
     out = []
-    if not len(idx):
-        return out
-    runs, start, prev = [], idx[0], idx[0]
-    for i in idx[1:]:
-        if i - prev > gap_windows + 1:
-            runs.append((start, prev + 1))
-            start = i
-        prev = i
-    runs.append((start, prev + 1))
-    for a, b in runs:
+    for a, b in _low_runs(np.flatnonzero(low), gap_windows):
         seg = d[a:b]
         n_low = int(low[a:b].sum())
         zsum = float(seg.sum() / (sigma * np.sqrt(len(seg))))
@@ -173,6 +163,21 @@ def drop_episodes(x: np.ndarray, *, min_shift_pct: float = 1.0, min_windows: int
                         "ongoing": bool(b >= len(v)), "shift_pct": float(-seg.mean()),
                         "z": zsum})
     return out
+
+
+def _low_runs(idx: np.ndarray, gap_windows: int) -> list[tuple[int, int]]:
+    """``(start, end)`` (``end`` exclusive) of the runs of low windows ``idx``, merged
+    across gaps of at most ``gap_windows``."""
+    if not len(idx):
+        return []
+    runs, start, prev = [], idx[0], idx[0]
+    for i in idx[1:]:
+        if i - prev > gap_windows + 1:
+            runs.append((start, prev + 1))
+            start = i
+        prev = i
+    runs.append((start, prev + 1))
+    return runs
 
 
 def drop_shared(found_by: dict, host_code: np.ndarray, n_w: int) -> dict:

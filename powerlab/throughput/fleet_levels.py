@@ -28,6 +28,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scipy.stats import median_abs_deviation
+from statsmodels.robust.norms import HuberT
+from statsmodels.robust.robust_linear_model import RLM
+from statsmodels.tools.tools import add_constant
 
 from .evidence import combine_evidence
 
@@ -37,13 +40,11 @@ __all__ = ["group_stragglers", "temperature_slope"]
 def temperature_slope(clock_off: np.ndarray, temp_off: np.ndarray) -> tuple[float, float]:
     """Robust slope of clock offset [%] on temperature offset [degC] across GPUs, and its
     standard error; clipped at 0 (a hotter chip never clocks higher under a cap)."""
-    import statsmodels.api as sm
-
     ok = np.isfinite(clock_off) & np.isfinite(temp_off)
     if ok.sum() < 8 or np.std(temp_off[ok]) == 0:
         return 0.0, 0.0
-    X = sm.add_constant(temp_off[ok])
-    fit = sm.RLM(clock_off[ok], X, M=sm.robust.norms.HuberT()).fit()
+    X = add_constant(temp_off[ok])
+    fit = RLM(clock_off[ok], X, M=HuberT()).fit()
     return min(float(fit.params[1]), 0.0), float(fit.bse[1])
 
 
@@ -85,11 +86,35 @@ def group_stragglers(group: np.ndarray, pos_code: np.ndarray, *, clock_off, temp
         clock_z, power_z, power_limit_z, hw_bits_z, score, p_value, best_evidence,
         flagged, cause.
     """
-    clock_off = np.asarray(clock_off, float).copy()
-    temp_off = np.asarray(temp_off, float).copy()
     labels, gcode = np.unique(np.asarray(group).astype(str), return_inverse=True)
     n_grp = len(labels)
-    chans = {"clock": clock_off, "temp": temp_off}
+    chans = _fleet_channels(clock_off, temp_off, power_off, limit_off, hw_share, pos_code,
+                            n_grp)
+    slope, slope_se = temperature_slope(chans["clock"], chans["temp"])
+    resid = chans["clock"] - slope * chans["temp"]
+    n = np.bincount(gcode, minlength=n_grp)
+    t_g = _per_group(chans["temp"], gcode, n_grp)
+    c_g = _per_group(chans["clock"], gcode, n_grp)
+    r_g = _per_group(resid, gcode, n_grp)
+    z = _group_z(chans, resid, r_g, t_g, slope_se, gcode, n)
+    score, p, best = _group_score(z)
+    flagged = (n >= min_gpus) & (score > z_threshold)
+    cause = _group_cause(z, n_grp)
+    return pd.DataFrame({
+        "group": labels, "n_gpus": n, "clock_offset_pct": c_g, "temp_offset_c": t_g,
+        "clock_explained_pct": slope * t_g, "clock_residual_pct": r_g,
+        **{f"{k}_z": v for k, v in z.items()}, "score": score,
+        "p_value": np.minimum(p * 1.0, 1.0), "best_evidence": best,
+        "flagged": flagged, "cause": np.where(flagged, cause, ""),
+        "temp_slope_pct_per_c": slope})
+
+
+def _fleet_channels(clock_off, temp_off, power_off, limit_off, hw_share, pos_code,
+                    n_grp: int) -> dict:
+    """Each GPU's offsets by channel, the board-position effect removed from clock,
+    temperature and power when there are at least three groups."""
+    chans = {"clock": np.asarray(clock_off, float).copy(),
+             "temp": np.asarray(temp_off, float).copy()}
     for name, v in (("power", power_off), ("power_limit", limit_off),
                     ("hw_bits", hw_share)):
         if v is not None:
@@ -101,19 +126,22 @@ def group_stragglers(group: np.ndarray, pos_code: np.ndarray, *, clock_off, temp
                 for k in ("clock", "temp", "power"):
                     if k in chans:
                         chans[k][cols] -= np.nanmedian(chans[k][cols])
-    slope, slope_se = temperature_slope(chans["clock"], chans["temp"])
-    resid = chans["clock"] - slope * chans["temp"]
+    return chans
+
+
+def _per_group(v: np.ndarray, gcode: np.ndarray, n_grp: int) -> np.ndarray:
+    """Median over each group's GPUs (NaN for a group without a value)."""
+    return np.array([np.nanmedian(v[gcode == g]) if np.isfinite(v[gcode == g]).any()
+                     else np.nan for g in range(n_grp)])
+
+
+def _group_z(chans: dict, resid, r_g, t_g, slope_se: float, gcode, n) -> dict:
+    """Robust z of each group's residual clock, power, power limit and hardware bits
+    against the other groups (floors: the GPU-level spread over sqrt(n), the slope's
+    uncertainty times the group's temperature offset)."""
+    n_grp = len(n)
     gpu_sd = max(float(median_abs_deviation(resid, scale="normal", nan_policy="omit")),
                  0.05)
-
-    def per_group(v):
-        return np.array([np.nanmedian(v[gcode == g]) if np.isfinite(v[gcode == g]).any()
-                         else np.nan for g in range(n_grp)])
-
-    n = np.bincount(gcode, minlength=n_grp)
-    t_g = per_group(chans["temp"])
-    c_g = per_group(chans["clock"])
-    r_g = per_group(resid)
     # median of n: 1.2533 sigma / sqrt(n)
     floor = 1.2533 * gpu_sd / np.sqrt(np.maximum(n, 1))
     floor = np.sqrt(floor ** 2 + (slope_se * (t_g - np.nanmedian(t_g))) ** 2)
@@ -121,15 +149,20 @@ def group_stragglers(group: np.ndarray, pos_code: np.ndarray, *, clock_off, temp
     if "power" in chans:
         p_sd = max(float(median_abs_deviation(chans["power"], scale="normal",
                                               nan_policy="omit")), 0.1)
-        z["power"] = -_robust_z(per_group(chans["power"]),
+        z["power"] = -_robust_z(_per_group(chans["power"], gcode, n_grp),
                                 1.2533 * p_sd / np.sqrt(np.maximum(n, 1)))
     if "power_limit" in chans:
-        z["power_limit"] = -_robust_z(per_group(chans["power_limit"]),
+        z["power_limit"] = -_robust_z(_per_group(chans["power_limit"], gcode, n_grp),
                                       np.full(n_grp, 0.5))
     if "hw_bits" in chans:
-        z["hw_bits"] = _robust_z(per_group(chans["hw_bits"]), np.full(n_grp, 0.02))
-    # power alone is not evidence (a host that draws less is not slower): it only
-    # joins the clock
+        z["hw_bits"] = _robust_z(_per_group(chans["hw_bits"], gcode, n_grp),
+                                 np.full(n_grp, 0.02))
+    return z
+
+
+def _group_score(z: dict):
+    """The combined score, its p-value and the evidence that gives it; power alone is
+    not evidence (a host that draws less is not slower): it only joins the clock."""
     score, p, best = combine_evidence({k: v for k, v in z.items() if k != "power"})
     if "power" in z:
         pair = np.where((z["clock"] > 0) & (z["power"] > 0),
@@ -137,15 +170,12 @@ def group_stragglers(group: np.ndarray, pos_code: np.ndarray, *, clock_off, temp
         better = pair > score
         score = np.where(better, pair, score)
         best = np.where(better, "clock+power", best)
-    ok = n >= min_gpus
-    flagged = ok & (score > z_threshold)
-    cause = np.where(np.nan_to_num(z.get("power_limit", np.zeros(n_grp))) >= 2,
-                     "power cap", np.where(np.nan_to_num(z.get("hw_bits", np.zeros(n_grp)))
-                                           >= 2, "hardware slowdown", "unexplained"))
-    return pd.DataFrame({
-        "group": labels, "n_gpus": n, "clock_offset_pct": c_g, "temp_offset_c": t_g,
-        "clock_explained_pct": slope * t_g, "clock_residual_pct": r_g,
-        **{f"{k}_z": v for k, v in z.items()}, "score": score,
-        "p_value": np.minimum(p * 1.0, 1.0), "best_evidence": best,
-        "flagged": flagged, "cause": np.where(flagged, cause, ""),
-        "temp_slope_pct_per_c": slope})
+    return score, p, best
+
+
+def _group_cause(z: dict, n_grp: int) -> np.ndarray:
+    """Power cap (power limit z >= 2), else hardware slowdown (bits z >= 2), else
+    unexplained."""
+    return np.where(np.nan_to_num(z.get("power_limit", np.zeros(n_grp))) >= 2,
+                    "power cap", np.where(np.nan_to_num(z.get("hw_bits", np.zeros(n_grp)))
+                                          >= 2, "hardware slowdown", "unexplained"))

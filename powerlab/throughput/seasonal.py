@@ -9,6 +9,7 @@ References
 from __future__ import annotations
 
 import pandas as pd
+from statsmodels.tsa.seasonal import MSTL
 
 from ..exceptions import AnalysisError, SchemaError, Violation
 
@@ -44,7 +45,6 @@ def decompose_seasonal(throughput: pd.Series, *, periods=(24, 168),
     K. Bandara, R. J. Hyndman and C. Bergmeir, "MSTL: A seasonal-trend decomposition
     algorithm for time series with multiple seasonal patterns", arXiv:2107.13462, 2021.
     """
-    from statsmodels.tsa.seasonal import MSTL
     if not isinstance(throughput.index, pd.DatetimeIndex) or throughput.index.tz is None:
         raise SchemaError([Violation("timestamp", "tz-aware DatetimeIndex expected")])
     s = throughput.tz_convert("UTC").resample(interval).mean()

@@ -60,18 +60,19 @@ import numpy as np
 import pandas as pd
 from scipy.stats import median_abs_deviation
 
-from .._summary import Summary
+from .._summary import Results, Summary
 from ..exceptions import AnalysisError
 from ._robust import nanmad
 from .chip_baseline import StragglerBaseline, chip_keys
-from .straggler_scoring import StragglerOptions, score_fleet, score_table
+from .fleet_matrix import StragglerOptions
+from .straggler_scoring import score_fleet, score_table
 
 __all__ = ["StragglerBaseline", "StragglerOptions", "StragglerResult", "find_stragglers",
            "straggler_baseline"]
 
 
-@dataclass(frozen=True)
-class StragglerResult:
+@dataclass(frozen=True, repr=False)
+class StragglerResult(Results):
     """Result of :func:`find_stragglers`.
 
     Attributes
@@ -191,9 +192,6 @@ class StragglerResult:
             s.add_df(self.flags[cols], "Flagged GPUs", index=False)
         return s
 
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
-
 
 def straggler_baseline(telemetry: pd.DataFrame, options: StragglerOptions | None = None,
                        **option_kw) -> StragglerBaseline:
@@ -236,24 +234,12 @@ def straggler_baseline(telemetry: pd.DataFrame, options: StragglerOptions | None
     opts = dataclasses.replace(opts, metrics=ms + (("power_w",) if "power_w" in
                                                    telemetry.columns else ()))
     work = score_fleet(telemetry, opts)
-    res = StragglerResult(**score_table(work))
-    raw = {"win_raw": work.win_raw, "win": work.win_loo, "gu": work.gu, "uuid": work.uuid}
-    gu, uuid = raw["gu"], raw["uuid"]
-    cols = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        for m in ms:
-            n_win = np.isfinite(raw["win"][m]).sum(axis=0)
-            cols[f"{m}_offset"] = np.nanmedian(raw["win_raw"][m], axis=0)
-            cols[f"{m}_se"] = 1.2533 * nanmad(raw["win"][m]) / np.sqrt(
-                np.maximum(n_win, 1))
-        n_win = np.isfinite(raw["win"]["clock_sm_mhz"]).sum(axis=0)
-    sc = res.scores
+    sc = score_table(work)["scores"]
+    cols, n_win = _chip_offsets(work, ms)
     ok = np.isfinite(cols["clock_sm_mhz_offset"]) & (
         sc["n_samples"].to_numpy() >= opts.min_samples)
-    has_uuid = not pd.isna(uuid).any()
-    key = "gpu_uuid" if has_uuid else "host/gpu_index"
-    keys = chip_keys(key, gu, uuid)
+    key = "gpu_uuid" if not pd.isna(work.uuid).any() else "host/gpu_index"
+    keys = chip_keys(key, work.gu, work.uuid)
     if pd.Index(keys).has_duplicates:
         raise AnalysisError("straggler_baseline: the same gpu_uuid on two slots; chips "
                             "need a unique identity")
@@ -262,18 +248,41 @@ def straggler_baseline(telemetry: pd.DataFrame, options: StragglerOptions | None
         "gpu_index": sc["gpu_index"], "gpu_uuid": sc["gpu_uuid"],
         **cols, "n_windows": n_win,
         "flagged": sc["flagged"].to_numpy(), "reasons": sc["reasons"]})[ok]
+    ts = telemetry["timestamp"]
+    return StragglerBaseline(chips=chips.reset_index(drop=True), key=key,
+                             host_ref_sd=_host_ref_sd(chips, ms), start=ts.min(),
+                             end=ts.max(),
+                             params={"window_s": opts.window_s,
+                                     "z_threshold": opts.z_threshold,
+                                     "min_peers": opts.min_peers,
+                                     "min_samples": opts.min_samples})
+
+
+def _chip_offsets(work, ms) -> tuple[dict, np.ndarray]:
+    """Per metric each chip's offset (median of its windows against the fleet, not
+    host-centred) and its standard error (of its host-centred windows); the clock's
+    window count."""
+    cols = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for m in ms:
+            n_win = np.isfinite(work.win_loo[m]).sum(axis=0)
+            cols[f"{m}_offset"] = np.nanmedian(work.win_raw[m], axis=0)
+            cols[f"{m}_se"] = 1.2533 * nanmad(work.win_loo[m]) / np.sqrt(
+                np.maximum(n_win, 1))
+        n_win = np.isfinite(work.win_loo["clock_sm_mhz"]).sum(axis=0)
+    return cols, n_win
+
+
+def _host_ref_sd(chips: pd.DataFrame, ms) -> dict:
+    """Per metric the spread of the hosts' median offsets (all chips' with fewer than
+    three hosts): the moved-chip uncertainty."""
     ref = {}
     for m in ms:
         hosts = chips.groupby("host")[f"{m}_offset"].median()
         ref[m] = float(median_abs_deviation(hosts, scale="normal") if len(hosts) >= 3
                        else median_abs_deviation(chips[f"{m}_offset"], scale="normal"))
-    ts = telemetry["timestamp"]
-    return StragglerBaseline(chips=chips.reset_index(drop=True), key=key,
-                             host_ref_sd=ref, start=ts.min(), end=ts.max(),
-                             params={"window_s": opts.window_s,
-                                     "z_threshold": opts.z_threshold,
-                                     "min_peers": opts.min_peers,
-                                     "min_samples": opts.min_samples})
+    return ref
 
 
 def find_stragglers(telemetry: pd.DataFrame, options: StragglerOptions | None = None, *,

@@ -63,18 +63,21 @@ References
 from __future__ import annotations
 
 import dataclasses
+import zoneinfo
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from scipy import optimize, signal
+from scipy import optimize
 
 from .._options import Options
 from ..exceptions import ScenarioError
 from ..telemetry.schema import THROTTLE_REASONS, conform
-from ..telemetry.timeutil import to_epoch_ns, to_utc
+from ..telemetry.timeutil import to_epoch_ns
+from .twin_ambient import ambient_on_grid, local_hours, sinusoidal_ambient
+from .twin_log import build_steps, run_segments
 from .twin_physics import (
     Fleet,
     StateTable,
@@ -91,6 +94,7 @@ __all__ = [
     "TwinFleet",
     "TwinParameters",
     "TwinResult",
+    "TwinRun",
     "TwinTruth",
     "simulate_training",
     "sinusoidal_ambient",
@@ -171,75 +175,6 @@ class TwinResult:
         return s.rename("throughput_tokens_per_s")
 
 
-# ----------------------------------------------------------------------------- ambient
-def sinusoidal_ambient(index: pd.DatetimeIndex, *, mean_c: float = 24.0,
-                       swing_c: float = 12.0, peak_hour: float = 15.0,
-                       site_tz: str = "America/New_York") -> pd.Series:
-    """A sinusoidal daily ambient temperature following the site's civil clock.
-
-    Parameters
-    ----------
-    index : pandas.DatetimeIndex
-        tz-aware timestamps.
-    mean_c : float
-        Daily mean [degC].
-    swing_c : float
-        Peak-to-trough swing [K].
-    peak_hour : float
-        Local (civil, daylight-saving aware) hour of the maximum [h].
-    site_tz : str
-        IANA time zone of the site.
-
-    Returns
-    -------
-    pandas.Series
-        Ambient temperature [degC] on ``index`` (converted to UTC).
-    """
-    if not isinstance(index, pd.DatetimeIndex) or index.tz is None:
-        raise ScenarioError("index must be a tz-aware DatetimeIndex", key="index")
-    h = _local_hours(index, site_tz)
-    vals = mean_c + 0.5 * swing_c * np.cos(2 * np.pi * (h - peak_hour) / 24.0)
-    return pd.Series(vals, index=index.tz_convert("UTC"), name="temp_air_c")
-
-
-def _local_hours(index: pd.DatetimeIndex, site_tz: str) -> np.ndarray:
-    loc = index.tz_convert(site_tz)
-    return (loc.hour + loc.minute / 60.0 + loc.second / 3600.0).to_numpy(dtype=float)
-
-
-def _ambient_on_grid(ambient, grid: pd.DatetimeIndex, p: TwinParameters,
-                     site_tz: str) -> np.ndarray:
-    if ambient is None:
-        return sinusoidal_ambient(grid, mean_c=p.ambient_mean_c, swing_c=p.ambient_swing_c,
-                                  peak_hour=p.ambient_peak_hour,
-                                  site_tz=site_tz).to_numpy()
-    if isinstance(ambient, pd.DataFrame):
-        if "temp_air_c" not in ambient.columns:
-            raise ScenarioError("an ambient DataFrame needs a 'temp_air_c' column [degC]",
-                                key="ambient")
-        ambient = ambient["temp_air_c"]
-    if not isinstance(ambient, pd.Series):
-        raise ScenarioError("ambient must be a pandas Series (or DataFrame with "
-                            "'temp_air_c') indexed by tz-aware timestamps", key="ambient")
-    if not isinstance(ambient.index, pd.DatetimeIndex) or ambient.index.tz is None:
-        raise ScenarioError("ambient must be indexed by tz-aware timestamps (UTC)",
-                            key="ambient")
-    a = pd.to_numeric(ambient, errors="coerce").astype("float64").dropna().sort_index()
-    if len(a) < 2:
-        raise ScenarioError("ambient has fewer than two valid values", key="ambient")
-    at = to_epoch_ns(a.index)
-    gt = to_epoch_ns(grid)
-    if gt[0] < at[0] - 3600e9 or gt[-1] > at[-1] + 3600e9:
-        raise ScenarioError(
-            f"ambient covers {a.index[0]} .. {a.index[-1]} but the run spans "
-            f"{grid[0]} .. {grid[-1]}; give a longer series or a shorter run",
-            key="ambient")
-    if (a < -60).any() or (a > 60).any():
-        raise ScenarioError("ambient values outside [-60, 60] degC (kelvin or "
-                            "Fahrenheit?)", key="ambient")
-    return np.interp(gt, at, a.to_numpy())
-
-
 def _profile(local_h: np.ndarray, y: np.ndarray, n_bins: int = 96):
     """Mean of ``y`` by local-hour bin, as % of the overall mean; (centres, pct)."""
     b = np.minimum((local_h * n_bins / 24.0).astype(int), n_bins - 1)
@@ -255,44 +190,6 @@ def _profile(local_h: np.ndarray, y: np.ndarray, n_bins: int = 96):
 def _amplitude(pct: np.ndarray) -> float:
     ok = np.isfinite(pct)
     return float(np.max(pct[ok]) - np.min(pct[ok])) if ok.any() else float("nan")
-
-
-# ----------------------------------------------------------------------------- timeline
-def _segments(t0_ns: int, t1_ns: int, p: TwinParameters, rng, restarts):
-    """(start_ns, end_ns) of each run segment."""
-    segs = []
-    s = t0_ns
-    if restarts is None:
-        while s < t1_ns:
-            fail = s + int(rng.exponential(p.mtbf_s) * 1e9)
-            e = min(fail, t1_ns)
-            segs.append((s, e))
-            s = e + int(p.downtime_s * rng.uniform(0.5, 1.5) * 1e9)
-    else:
-        bounds = []
-        for r in restarts:
-            ts = to_utc(r, what="restart time",
-                        error=lambda msg: ScenarioError(msg, key="restarts"))
-            bounds.append(int(ts.as_unit("ns").value))
-        bounds.sort()
-        for b in bounds:
-            if b <= s or b >= t1_ns:
-                continue
-            segs.append((s, b))
-            s = b + int(p.downtime_s * 1e9)
-        if s < t1_ns:
-            segs.append((s, t1_ns))
-    return [(a, b) for a, b in segs if b - a > 10 * p.step_time_s * 1e9]
-
-
-def _interp_rows(t_ns: np.ndarray, g0: int, dt_ns: int, arr: np.ndarray) -> np.ndarray:
-    """Linear interpolation of grid rows ``arr`` (n_t, ...) at times ``t_ns``."""
-    x = (t_ns - g0) / dt_ns
-    i = np.clip(np.floor(x).astype(np.int64), 0, len(arr) - 2)
-    w = np.clip(x - i, 0.0, 1.0)
-    if arr.ndim == 1:
-        return arr[i] * (1 - w) + arr[i + 1] * w
-    return arr[i] * (1 - w)[:, None] + arr[i + 1] * w[:, None]
 
 
 @dataclass(frozen=True)
@@ -311,6 +208,34 @@ class TwinFleet(Options):
     n_hosts: int = 8
     gpus_per_host: int = 8
     stragglers: int | Sequence = 2
+
+
+@dataclass(frozen=True)
+class TwinRun(Options):
+    """How the twin's run goes and is recorded (:func:`simulate_training`).
+
+    Parameters
+    ----------
+    restarts : sequence of timestamps, optional
+        Fixed failure times; default: Poisson failures with mean ``mtbf_s``.
+    telemetry : bool
+        Build the telemetry frame (the step log is always built).
+    telemetry_interval_s : float
+        Telemetry (and physics) grid interval [s].
+    seed : int, optional
+        Random seed.
+    """
+
+    restarts: Sequence | None = None
+    telemetry: bool = True
+    telemetry_interval_s: float = 60.0
+    seed: int | None = None
+
+
+def _pop_fields(cls, overrides: dict) -> dict:
+    """The keywords of ``overrides`` that are fields of ``cls``, taken out of it."""
+    return {k: overrides.pop(k) for k in [f.name for f in dataclasses.fields(cls)]
+            if k in overrides}
 
 
 @dataclass
@@ -344,10 +269,7 @@ def simulate_training(start="2025-06-03", days: float = 14.0, *,
                       ambient: pd.Series | pd.DataFrame | None = None,
                       amplitude_pct: float | None = None,
                       fleet: TwinFleet | None = None,
-                      restarts: Sequence | None = None,
-                      telemetry: bool = True,
-                      telemetry_interval_s: float = 60.0,
-                      seed: int | None = None,
+                      run: TwinRun | None = None,
                       params: TwinParameters | None = None,
                       **overrides) -> TwinResult:
     """Simulate a synchronous training run on a fleet, with telemetry and known truth.
@@ -376,19 +298,15 @@ def simulate_training(start="2025-06-03", days: float = 14.0, *,
     fleet : TwinFleet, optional
         Fleet shape and stragglers (``n_hosts``, ``gpus_per_host``, ``stragglers``); its
         fields may also be given as keywords (``n_hosts=2``).
-    restarts : sequence of timestamps, optional
-        Fixed failure times; default: Poisson failures with mean ``mtbf_s``.
-    telemetry : bool
-        Build the telemetry frame (the step log is always built).
-    telemetry_interval_s : float
-        Telemetry (and physics) grid interval [s].
-    seed : int, optional
-        Random seed.
+    run : TwinRun, optional
+        Failure times, telemetry and its interval, seed (``restarts``, ``telemetry``,
+        ``telemetry_interval_s``, ``seed``); its fields may also be given as keywords
+        (``seed=1``).
     params : TwinParameters, optional
         Base parameters; ``overrides`` (field names of :class:`TwinParameters`) replace
         single fields.
     **overrides
-        Fields of :class:`TwinParameters` and of :class:`TwinFleet`.
+        Fields of :class:`TwinParameters`, :class:`TwinFleet` and :class:`TwinRun`.
 
     Returns
     -------
@@ -406,17 +324,16 @@ def simulate_training(start="2025-06-03", days: float = 14.0, *,
     >>> round(run.truth.amplitude_pct, 1)  # doctest: +SKIP
     1.5
     """
-    fleet_kw = {k: overrides.pop(k) for k in [f.name for f in dataclasses.fields(TwinFleet)]
-                if k in overrides}
-    shape = TwinFleet.from_kwargs(fleet, **fleet_kw)
+    shape = TwinFleet.from_kwargs(fleet, **_pop_fields(TwinFleet, overrides))
+    rec = TwinRun.from_kwargs(run, **_pop_fields(TwinRun, overrides))
     p = checked_parameters(params or TwinParameters(), overrides)
-    _check_run(shape, days, p, telemetry_interval_s, site_tz)
-    w = _TwinWork(p=p, shape=shape, site_tz=site_tz, rng=np.random.default_rng(seed))
-    _run_grid(w, start, days, telemetry_interval_s)
+    _check_run(shape, days, p, rec.telemetry_interval_s, site_tz)
+    w = _TwinWork(p=p, shape=shape, site_tz=site_tz, rng=np.random.default_rng(rec.seed))
+    _run_grid(w, start, days, rec.telemetry_interval_s)
     _thermal_setting(w, ambient, amplitude_pct)
-    _run_log(w, restarts)
+    _run_log(w, rec.restarts)
     _known_truth(w)
-    if telemetry:
+    if rec.telemetry:
         _twin_telemetry(w)
     return TwinResult(telemetry=w.telemetry, steps=w.steps, truth=w.truth)
 
@@ -437,7 +354,6 @@ def _check_run(shape: TwinFleet, days, p: TwinParameters, telemetry_interval_s,
     if n_hosts < 1 or gpus_per_host < 1:
         raise ScenarioError("the fleet needs at least one GPU", key="n_hosts")
     try:
-        import zoneinfo
         zoneinfo.ZoneInfo(site_tz)
     except Exception as exc:
         raise ScenarioError(f"unknown time zone {site_tz!r}", key="site_tz") from exc
@@ -462,10 +378,10 @@ def _thermal_setting(w: _TwinWork, ambient, amplitude_pct) -> None:
     """Ambient on the grid, the fleet, and the inlet temperature (the economiser
     coupling calibrated to ``amplitude_pct`` when given)."""
     p, grid, dt = w.p, w.grid, w.dt
-    w.amb = amb = _ambient_on_grid(ambient, grid, p, w.site_tz)
+    w.amb = amb = ambient_on_grid(ambient, grid, p, w.site_tz)
     w.fleet = make_fleet(w.shape.n_hosts, w.shape.gpus_per_host, w.shape.stragglers, p,
                          w.rng)
-    local_grid_h = _local_hours(grid, w.site_tz)
+    local_grid_h = local_hours(grid, w.site_tz)
     w.table = table = state_table(w.fleet, p)
 
     def inlet_for(coef):
@@ -492,14 +408,14 @@ def _thermal_setting(w: _TwinWork, ambient, amplitude_pct) -> None:
 def _run_log(w: _TwinWork, restarts) -> None:
     """Run segments between failures, busy grid points, and the step log."""
     g0 = int(to_epoch_ns(w.grid)[0])
-    w.segs = segs = _segments(int(w.t_start.value), w.t_end_ns, w.p, w.rng, restarts)
+    w.segs = segs = run_segments(int(w.t_start.value), w.t_end_ns, w.p, w.rng, restarts)
     if not segs:
         raise ScenarioError("the run is too short for a single segment", key="days")
     w.busy = np.zeros(len(w.grid), dtype=bool)
     gt = to_epoch_ns(w.grid)
     for a, b in segs:
         w.busy[(gt >= a) & (gt < b)] = True
-    w.steps, w.phases_det, w.mid_ns = _build_steps(segs, w.inlet, w.table, g0, w.dt_ns,
+    w.steps, w.phases_det, w.mid_ns = build_steps(segs, w.inlet, w.table, g0, w.dt_ns,
                                                       w.p, w.rng)
 
 
@@ -508,7 +424,7 @@ def _known_truth(w: _TwinWork) -> None:
     steps, fleet, table = w.steps, w.fleet, w.table
     # truth from noise-free throughput over productive steps
     prod = steps["phase"].to_numpy() == "train"
-    lh = _local_hours(pd.DatetimeIndex(w.mid_ns[prod], tz="UTC"), w.site_tz)
+    lh = local_hours(pd.DatetimeIndex(w.mid_ns[prod], tz="UTC"), w.site_tz)
     centres, pct = _profile(lh, w.phases_det[prod])
     ok = np.isfinite(pct)
     n_gpu = w.shape.n_hosts * w.shape.gpus_per_host
@@ -570,70 +486,6 @@ def _calibrate(target, inlet_for, local_h, table: StateTable, dt) -> float:
             raise ScenarioError(f"amplitude_pct={target} cannot be reached with this "
                                 "ambient series and fleet", key="amplitude_pct")
     return float(optimize.brentq(amp, 0.0, hi, xtol=1e-5))
-
-
-def _build_steps(segs, inlet, table: StateTable, g0, dt_ns, p: TwinParameters, rng):
-    """The training log; returns (frame, noise-free throughput, step mid-times [ns])."""
-    frames, det_all, mid_all = [], [], []
-    last_ckpt = 0
-    phi = np.exp(-p.step_time_s / p.noise_corr_s) if p.noise_corr_s > 0 else 0.0
-    sd = p.noise_pct / 100.0
-    jit = p.jitter_pct / 100.0
-    for j, (a, b) in enumerate(segs):
-        n_max = int((b - a) / 1e9 / (p.step_time_s * 0.95)) + 5
-        k = np.arange(n_max)
-        step_no = last_ckpt + 1 + k
-        extra = np.zeros(n_max)
-        extra[0] += p.startup_s
-        warm = (p.warmup_extra * np.exp(-k / p.warmup_steps) if p.warmup_steps > 0
-                else np.zeros(n_max))
-        is_ckpt = (step_no % int(p.checkpoint_every) == 0) if p.checkpoint_every else k < 0
-        is_eval = (step_no % int(p.eval_every) == 0) if p.eval_every else k < 0
-        extra += np.where(is_ckpt, p.checkpoint_s, 0.0) + np.where(is_eval, p.eval_s, 0.0)
-        level = 1.0 + p.segment_level_pct / 100.0 * rng.standard_normal()
-        e = rng.standard_normal(n_max) * sd * np.sqrt(1 - phi**2)
-        x0 = rng.standard_normal() * sd
-        ar, _ = signal.lfilter([1.0], [1.0, -phi], e, zi=[phi * x0])
-        # fixed-point timeline: step durations depend on when the steps run
-        dur = np.full(n_max, p.step_time_s * 1.03) * (1 + warm) + extra
-        for _ in range(2):
-            end = a + np.cumsum(dur) * 1e9
-            mid = end - 0.5e9 * dur
-            base = table.rows(table.job_step, _interp_rows(mid, g0, dt_ns, inlet))
-            dur = base * level * (1 + warm) * (1 + ar) + extra
-        end = a + np.cumsum(dur) * 1e9
-        n = int(np.searchsorted(end, b, side="right"))
-        mid = (end - 0.5e9 * dur)[:n]
-        inlet_s = _interp_rows(mid, g0, dt_ns, inlet)
-        # the job waits for the slowest GPU at every step (per-GPU jitter included)
-        slowest = np.empty(n)
-        for c0 in range(0, n, 16384):
-            c1 = min(n, c0 + 16384)
-            dg = table.rows(table.step, inlet_s[c0:c1])
-            z = rng.standard_normal(dg.shape, dtype=np.float32)
-            slowest[c0:c1] = (dg * (1 + jit * z)).max(axis=1)
-        det = table.rows(table.job_step, inlet_s)
-        dur = slowest * level * (1 + warm[:n]) * (1 + ar[:n]) + extra[:n]
-        end = a + np.cumsum(dur) * 1e9
-        n = int(np.searchsorted(end, b, side="right"))
-        phase = np.full(n, "train", dtype=object)
-        phase[(k[:n] < 5 * p.warmup_steps) | (k[:n] == 0)] = "warmup"
-        phase[is_ckpt[:n]] = "checkpoint"
-        phase[is_eval[:n]] = "eval"
-        frames.append(pd.DataFrame({
-            "timestamp": pd.DatetimeIndex(end[:n].astype(np.int64), tz="UTC").as_unit("ns"),
-            "step": step_no[:n].astype(np.int64),
-            "segment": np.full(n, j, dtype=np.int64),
-            "phase": pd.array(phase.astype(str), dtype="string"),
-            "duration_s": dur[:n],
-            "throughput_tokens_per_s": p.tokens_per_step / dur[:n],
-        }))
-        det_all.append(p.tokens_per_step / det[:n])   # the physical effect, no level
-        mid_all.append((end[:n] - 0.5e9 * dur[:n]).astype(np.int64))
-        ck = step_no[:n][is_ckpt[:n]]
-        last_ckpt = int(ck[-1]) if len(ck) else last_ckpt
-    steps = pd.concat(frames, ignore_index=True)
-    return steps, np.concatenate(det_all), np.concatenate(mid_all)
 
 
 def _telemetry(grid, fleet: Fleet, temp, hbm, clock, power, bits, busy, p, rng, dt):

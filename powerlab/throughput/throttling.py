@@ -1,6 +1,7 @@
 """Fleet clock and throttle state from telemetry, for the time-of-day attribution:
-the slowest GPUs' clock per sample time, and the share of GPU time under each NVML
-throttle reason by local hour."""
+the slowest GPUs' clock per sample time, the mediators on the regression's intervals
+(that clock, the die temperature and the ambient temperature), and the share of GPU time
+under each NVML throttle reason by local hour."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ..telemetry.schema import THROTTLE_REASONS
 from ..telemetry.timeutil import to_epoch_ns
 from .diurnal import check_site_tz
 
-__all__ = ["slowest_clock", "throttle_share_by_hour"]
+__all__ = ["mediator_series", "slowest_clock", "throttle_share_by_hour"]
 
 
 def _busy_gpu_rows(telemetry: pd.DataFrame) -> pd.DataFrame:
@@ -91,6 +92,43 @@ def slowest_clock(telemetry: pd.DataFrame, *, quantile: float = 0.05) -> pd.Data
     n = np.isfinite(clock).sum(axis=1)
     return pd.DataFrame({"clock_slow_mhz": slow, "temp_gpu_c": temp, "n_gpus": n},
                         index=pd.DatetimeIndex(uniq, tz="UTC", name="timestamp"))
+
+
+def mediator_series(t_ns: np.ndarray, interval_ns: int, telemetry: pd.DataFrame | None,
+                    ambient, *, clock_quantile: float) -> tuple[dict, dict]:
+    """The attribution's mediators at the regression's interval times ``t_ns``: the
+    slowest GPUs' clock [MHz] and the mean die temperature [degC] per interval of
+    ``interval_ns`` (from ``telemetry``, where it has values), and the ambient
+    temperature [degC] interpolated (a Series, or a frame with ``temp_air_c``).
+
+    Returns ``(name -> values, name -> unit)``.
+    """
+    med = {}
+    units = {}
+    tbin = t_ns // interval_ns
+    if telemetry is not None:
+        sc = slowest_clock(telemetry, quantile=clock_quantile)
+        b = to_epoch_ns(sc.index) // interval_ns
+        g = sc.groupby(b).mean()
+        for col, label, unit in (("clock_slow_mhz", "clock_slow_mhz", "MHz"),
+                                 ("temp_gpu_c", "temp_gpu_c", "degC")):
+            v = g[col].reindex(tbin).to_numpy()
+            if np.isfinite(v).sum() > 0:
+                med[label] = v
+                units[label] = unit
+    if ambient is not None:
+        if isinstance(ambient, pd.DataFrame) and "temp_air_c" not in ambient.columns:
+            raise SchemaError([Violation("temp_air_c", "an ambient DataFrame needs a "
+                                                       "'temp_air_c' column [degC]")])
+        a = ambient["temp_air_c"] if isinstance(ambient, pd.DataFrame) else ambient
+        if not isinstance(a.index, pd.DatetimeIndex) or a.index.tz is None:
+            raise SchemaError([Violation("temp_air_c", "ambient must be indexed by "
+                                                       "tz-aware timestamps")])
+        a = pd.to_numeric(a, errors="coerce").dropna().sort_index()
+        at = to_epoch_ns(a.index)
+        med["temp_air_c"] = np.interp(t_ns, at, a.to_numpy(), left=np.nan, right=np.nan)
+        units["temp_air_c"] = "degC"
+    return med, units
 
 
 def _gpu_codes(tel: pd.DataFrame):

@@ -160,6 +160,9 @@ def test_result_fields(run16, fit16):
     html = r._repr_html_()
     assert html.startswith("<div>") and "amplitude_pct" in html and "<table" in html
     assert "TimeOfDayResult" in repr(r)
+    # the one results style: a one-line repr, the summary's text for str()
+    assert "\n" not in repr(r) and repr(r).startswith("<TimeOfDayResult amplitude=")
+    assert str(r) == text.as_text()
     assert set(r.timings) >= {"clean", "fit", "attribution", "total"}
 
 
@@ -380,3 +383,21 @@ def test_no_level_shift_found_on_clean_null_logs():
         r = fit_time_of_day(_null_run(7000 + seed, 3600.0).steps, site_tz=TZ, n_boot=10)
         n_false += len(r.change_points)
     assert n_false <= 2
+
+
+def test_interval_means_drop_sparse_intervals_and_short_segments():
+    """diurnal.interval_means: means within segments and intervals; an interval with
+    under half the median steps and a segment of fewer than three intervals are dropped."""
+    from powerlab.throughput.diurnal import interval_means
+
+    iv = 300 * 10 ** 9
+    # segment 0: four 5-min intervals of 3 steps (the third has 1), segment 1: two
+    t0 = [k * iv + j * 60 * 10 ** 9 for k in range(4) for j in range(3 if k != 2 else 1)]
+    t1 = [(10 + k) * iv + j * 60 * 10 ** 9 for k in range(2) for j in range(3)]
+    t = np.array(t0 + t1, dtype=np.int64)
+    y = np.arange(len(t), dtype=float) + 1.0
+    seg = np.array([0] * len(t0) + [1] * len(t1), dtype=np.int64)
+    ym, tm, sm, cnt = interval_means(t, y, seg, iv)
+    assert list(sm) == [0, 0, 0] and list(cnt) == [3, 3, 3]
+    assert ym.tolist() == [2.0, 5.0, 9.0]        # the means of steps 1-3, 4-6, 8-10
+    assert (tm // iv).tolist() == [0, 1, 3]

@@ -10,7 +10,8 @@ import pytest
 
 from powerlab.exceptions import ScenarioError
 from powerlab.telemetry.schema import validate
-from powerlab.throughput.synth import THROTTLE_REASONS, simulate_training, sinusoidal_ambient
+from powerlab.throughput.synth import THROTTLE_REASONS, simulate_training
+from powerlab.throughput.twin_ambient import sinusoidal_ambient
 
 REPO = Path(__file__).resolve().parents[2]
 WEATHER = REPO / "data" / "weather-kmahighl4-2025"
@@ -230,3 +231,22 @@ def test_bad_input_names_the_key(kwargs, key):
     with pytest.raises(ScenarioError) as exc:
         simulate_training(**{"days": 1, "telemetry": False, **kwargs})
     assert exc.value.key == key
+
+
+def test_twin_run_keywords_and_object_agree():
+    """The run's options (restarts, telemetry, its interval, seed) as a TwinRun or as the
+    keywords that predate it give the same run; a TwinRun field overrides the object's."""
+    from powerlab.throughput.synth import TwinRun
+
+    restarts = ["2025-06-03T20:00Z"]
+    kw = {"days": 1.5, "n_hosts": 1, "gpus_per_host": 4, "stragglers": 0}
+    a = simulate_training(restarts=restarts, telemetry=False, seed=3, **kw)
+    b = simulate_training(run=TwinRun(restarts=restarts, telemetry=False, seed=3), **kw)
+    pd.testing.assert_frame_equal(a.steps, b.steps)
+    assert a.telemetry is None and b.telemetry is None
+    assert a.steps["segment"].nunique() == 2          # the restart splits the run
+    c = simulate_training(run=TwinRun(restarts=restarts, telemetry=False, seed=3), seed=4,
+                          **kw)
+    assert not c.steps["duration_s"].equals(a.steps["duration_s"])
+    with pytest.raises(TypeError, match="must be a TwinRun"):
+        simulate_training(run={"seed": 3}, **kw)
