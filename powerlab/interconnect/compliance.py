@@ -277,7 +277,8 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
     if src.kind == "scenario" and (isinstance(draws, bool) or not isinstance(
             draws, (int, np.integer)) or draws < 1):
         raise PowerlabError(f"draws must be an integer >= 1, got {draws!r}")
-    run = src.run(check._row, draws=draws, seed=seed, tick_s=tick_s, progress=None,
+    run = src.run(check._row, draws=int(draws) if src.is_forecast else draws, seed=seed,
+                  tick_s=tick_s, progress=None,
                   measured=MeasuredOptions.from_kwargs(measured, **measured_kw),
                   sag_free=any(r.kind == "ride_through" for r in check.spec.requirements))
     tr = run.first
