@@ -129,7 +129,8 @@ def test_flex_and_study_package_boundary_old_names_warn(tmp_path):
     from powerlab.flex.plan import CurtailmentPlan
     from powerlab.flex.targets import Targets, read_targets
     from powerlab.flex.verify import verify_event
-    from powerlab.interconnect.studypackage import StudyPackage, ride_through_table
+    from powerlab.interconnect.ridethrough import ride_through_table
+    from powerlab.interconnect.studypackage import StudyPackage
 
     p = tmp_path / "t.csv"
     p.write_text("start_utc,end_utc,cap_megawatts\n2025-07-01T15:00Z,2025-07-01T15:10Z,5\n")

@@ -86,30 +86,30 @@ def check_draws_out_sags(args) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
-    from ..interconnect.powertrace import open_source
+    from ..interconnect.sources import resolve
     from ..limits.requirements import read_requirements
-    from ..site.scenario import Scenario
     from ..telemetry.timeutil import to_utc
 
     check_draws_out_sags(args)
     spec = read_requirements(args.requirements) if args.requirements is not None else None
-    source = open_source(args.source)
+    source = resolve(args.source)      # a scenario YAML is read; telemetry when used
     if spec is None:
-        if not isinstance(source, Scenario):
+        if source.kind != "scenario":
             raise PowerlabError("--requirements is required for measured telemetry (a "
                                 "scenario without it is checked against its limits: block)")
         from ..limits.requirements import limits_spec
 
-        spec = limits_spec(source.limits, name=f"limits of scenario {source.name!r}")
+        scen = source.scenario
+        spec = limits_spec(scen.limits, name=f"limits of scenario {scen.name!r}")
         if not spec.requirements:
-            raise PowerlabError(f"scenario {source.name!r} sets no limits (every limits: "
+            raise PowerlabError(f"scenario {scen.name!r} sets no limits (every limits: "
                                 "value is 0); give --requirements SPEC.yaml")
     sags = read_sags(args.sags) if args.sags is not None else None
     start, end = (to_utc(args.start, what="--start", optional=True),
                   to_utc(args.end, what="--end", optional=True))
-    if isinstance(source, Scenario) and (args.pue is not None or args.base_load_w
-                                         or start is not None or end is not None
-                                         or args.interval_means):
+    if source.is_forecast and (args.pue is not None or args.base_load_w
+                               or start is not None or end is not None
+                               or args.interval_means):
         raise PowerlabError("--pue, --base-load-w, --start, --end and --interval-means "
                             "apply to measured telemetry; a scenario sets its own PUE, base "
                             "load and horizon, and its ticks are interval means")

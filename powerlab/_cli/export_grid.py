@@ -48,31 +48,26 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
-    from ..interconnect.gridstudy import step_ticks, write_grid_playback
-    from ..interconnect.powertrace import forecast_trace, open_source, trace_from_telemetry
-    from ..site.scenario import Scenario
+    from ..interconnect.gridstudy import represented_band, step_ticks, write_grid_playback
+    from ..interconnect.sources import MeasuredOptions, resolve
 
     if args.draw < 0:
         raise PowerlabError(f"--draw must be >= 0, got {args.draw}")
     guard_outputs([args.out], [args.source], force=args.force)
-    source = open_source(args.source)
-    if isinstance(source, Scenario):
+    source = resolve(args.source)      # a scenario YAML is read; telemetry when used
+    if source.is_forecast:
         if args.pue is not None or args.base_load_w:
             raise PowerlabError("--pue and --base-load-w apply to measured telemetry; a "
                                 "scenario sets its own")
         if args.step_s is not None:     # before the forecast runs
-            step_ticks(args.step_s, args.tick_s or source.tick_s)
-        trace = forecast_trace(source, draw=args.draw, seed=args.seed, tick_s=args.tick_s)
-    else:
-        if args.draw:
-            raise PowerlabError("--draw applies to a scenario's forecast; measured "
-                                "telemetry is one trace")
-        trace = trace_from_telemetry(source, tick_s=args.tick_s, pue=args.pue,
-                                     base_load_w=args.base_load_w)
+            step_ticks(args.step_s, args.tick_s or source.scenario.tick_s)
+    elif args.draw:
+        raise PowerlabError("--draw applies to a scenario's forecast; measured "
+                            "telemetry is one trace")
+    trace = source.trace(draw=args.draw, seed=args.seed, tick_s=args.tick_s,
+                         measured=MeasuredOptions(pue=args.pue, base_load_w=args.base_load_w))
     path = write_grid_playback(trace, args.out, args.fmt, step_s=args.step_s,
                                boundary=args.boundary)
-    from ..interconnect.gridstudy import represented_band
-
     step = trace.tick_s if args.step_s is None else args.step_s
     print(f"wrote {path} ({args.fmt}, {args.boundary} power, {step:g}-s steps; "
           f"{represented_band(step, trace.tick_s)[2]})")

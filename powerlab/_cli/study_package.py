@@ -53,10 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     from ..exceptions import PowerlabError
-    from ..interconnect.powertrace import open_source
+    from ..interconnect.sources import resolve
     from ..limits.requirements import read_requirements
     from ..outputs import output_folder
-    from ..site.scenario import Scenario
     from ..telemetry.timeutil import to_utc
 
     if args.draws < 1:
@@ -67,20 +66,15 @@ def run(args) -> int:
         raise PowerlabError("--short-tick-s and --short-window-s must be positive")
     output_folder(args.out, create=False, what="--out")
     spec = read_requirements(args.requirements)
-    source = open_source(args.source)
+    source = resolve(args.source)      # a scenario YAML is read; telemetry when used
     start, end = (to_utc(args.start, what="--start", optional=True),
                   to_utc(args.end, what="--end", optional=True))
-    if isinstance(source, Scenario) and (args.pue is not None or args.base_load_w
-                                         or start is not None or end is not None):
+    if source.is_forecast and (args.pue is not None or args.base_load_w
+                               or start is not None or end is not None):
         raise PowerlabError("--pue, --base-load-w, --start and --end apply to measured "
                             "telemetry; a scenario sets its own PUE, base load and horizon")
-    from ..interconnect.studypackage import (
-        MeasuredOptions,
-        PmuSettings,
-        RideThrough,
-        ShortWindow,
-        study_package,
-    )
+    from ..interconnect.sources import MeasuredOptions
+    from ..interconnect.studypackage import PmuSettings, RideThrough, ShortWindow, study_package
 
     pkg = study_package(source, spec, draws=args.draws, seed=args.seed, tick_s=args.tick_s,
                         short=ShortWindow(tick_s=args.short_tick_s,

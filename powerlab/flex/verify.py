@@ -35,14 +35,20 @@ References
 
 from __future__ import annotations
 
+import os
+import zoneinfo
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from .._options import choice, renamed_keywords
-from .._summary import Summary
+from .._summary import Results, Summary
 from ..exceptions import AnalysisError, ParseError, PowerlabError
+from ..interconnect.sources import resolve
 from ..outputs import output_folder
 
 __all__ = ["BASELINE_METHODS", "Verification", "read_site_power", "verify_event"]
@@ -52,61 +58,59 @@ BASELINE_METHODS = ("high_10_of_10", "high_4_of_5", "pre_event_mean",
 
 
 def read_site_power(source, *, freq: str = "1min", scope: str = "gpu") -> pd.Series:
-    """Site power per ``freq`` bin [W], indexed by UTC time, from a meter CSV
-    (``timestamp`` and ``power_w`` or ``power_megawatts``), a telemetry store folder or a
-    canonical Parquet file (summed over devices, :func:`powerlab.telemetry.power_sums`),
-    or a frame / series already in memory."""
+    """Site power per ``freq`` bin [W], indexed by UTC time.
+
+    ``source`` is a meter's readings (a series, a frame with ``timestamp`` and
+    ``power_w`` and no ``gpu_index``, or a meter CSV with ``timestamp`` and ``power_w`` or
+    ``power_megawatts``), or measured power as
+    :func:`~powerlab.interconnect.sources.resolve` takes it: canonical telemetry, a store
+    folder or a canonical Parquet file (summed over the devices of ``scope``,
+    :func:`powerlab.telemetry.power_sums`), or a trace.  Anything else is refused with the
+    resolver's error."""
     if isinstance(source, pd.Series):
         s = source
     elif isinstance(source, pd.DataFrame) and "timestamp" in source and \
             "power_w" in source and "gpu_index" not in source:
         s = source.set_index("timestamp")["power_w"]
+    elif isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() == ".csv":
+        s = _read_meter_csv(Path(source))
     else:
-        path = Path(source) if not isinstance(source, pd.DataFrame) else None
-        if path is not None and path.suffix.lower() == ".csv":
-            try:
-                df = pd.read_csv(path)
-            except FileNotFoundError:
-                raise ParseError("no such file", path=path) from None
-            except (OSError, ValueError, UnicodeDecodeError) as exc:
-                raise ParseError(f"cannot read as CSV: {exc}", path=path) from None
-            if "timestamp" not in df:
-                raise ParseError("no 'timestamp' column", path=path, line=1)
-            if "power_w" in df:
-                v = pd.to_numeric(df["power_w"], errors="coerce")
-            elif "power_megawatts" in df:
-                v = pd.to_numeric(df["power_megawatts"], errors="coerce") * 1e6
-            else:
-                raise ParseError("no 'power_w' or 'power_megawatts' column", path=path,
-                                 line=1)
-            try:
-                ts = pd.to_datetime(df["timestamp"], utc=False)
-            except (ValueError, TypeError) as exc:
-                raise ParseError(f"timestamps not ISO 8601: {exc}", path=path,
-                                 column="timestamp") from None
-            if getattr(ts.dt, "tz", None) is None:
-                raise ParseError("timestamps have no time zone (write them in UTC with a "
-                                 "'Z')", path=path, column="timestamp")
-            s = pd.Series(v.to_numpy(), index=ts.dt.tz_convert("UTC"))
-        else:
-            from ..telemetry.aggregate import power_sums
-
-            if path is not None and not path.exists():
-                raise PowerlabError(f"{path}: no such store, Parquet or CSV file")
-            agg = power_sums(source if path is None else path, freq, by="cluster",
-                             scope=scope, engine="pandas")
-            if agg.empty:
-                raise AnalysisError("no power readings in the telemetry")
-            s = agg.set_index("timestamp")["power_w"]
+        s = resolve(source).site_power(freq, scope=scope)
     if not isinstance(s.index, pd.DatetimeIndex) or s.index.tz is None:
         raise PowerlabError("site power must be indexed by tz-aware timestamps")
     s = s.astype(float).sort_index()
     return s.tz_convert("UTC").resample(freq).mean().rename("power_w")
 
 
-def _band_t(values: np.ndarray) -> tuple[float, float]:
-    from scipy import stats
+def _read_meter_csv(path: Path) -> pd.Series:
+    """A meter CSV: ``timestamp`` (ISO 8601 with a zone) and ``power_w`` or
+    ``power_megawatts``; errors name the file and column."""
+    try:
+        df = pd.read_csv(path)
+    except FileNotFoundError:
+        raise ParseError("no such file", path=path) from None
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise ParseError(f"cannot read as CSV: {exc}", path=path) from None
+    if "timestamp" not in df:
+        raise ParseError("no 'timestamp' column", path=path, line=1)
+    if "power_w" in df:
+        v = pd.to_numeric(df["power_w"], errors="coerce")
+    elif "power_megawatts" in df:
+        v = pd.to_numeric(df["power_megawatts"], errors="coerce") * 1e6
+    else:
+        raise ParseError("no 'power_w' or 'power_megawatts' column", path=path, line=1)
+    try:
+        ts = pd.to_datetime(df["timestamp"], utc=False)
+    except (ValueError, TypeError) as exc:
+        raise ParseError(f"timestamps not ISO 8601: {exc}", path=path,
+                         column="timestamp") from None
+    if getattr(ts.dt, "tz", None) is None:
+        raise ParseError("timestamps have no time zone (write them in UTC with a 'Z')",
+                         path=path, column="timestamp")
+    return pd.Series(v.to_numpy(), index=ts.dt.tz_convert("UTC"))
 
+
+def _band_t(values: np.ndarray) -> tuple[float, float]:
     x = len(values)
     sd = float(np.std(values, ddof=1)) if x > 1 else float("nan")
     half = float(stats.t.ppf(0.95, x - 1) * sd * np.sqrt(1 + 1 / x)) if x > 1 else np.nan
@@ -146,7 +150,7 @@ def _similar_days(power: pd.Series, start, end, *, x: int, y: int, site_tz: str,
     return float(vals.mean()), half, [p[0] for p in top]
 
 
-class Verification:
+class Verification(Results):
     """Credited MW of each event interval under each baseline method (results object).
 
     Attributes
@@ -184,18 +188,25 @@ class Verification:
         s.add_df(f[cols], index=False)
         return s
 
-    def __str__(self) -> str:
-        return str(self.summary())
-
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
-
     def write(self, out_dir) -> list[Path]:
         out = output_folder(out_dir)
         p1, p2 = out / "verification.csv", out / "verification_summary.txt"
         self.frame.to_csv(p1, index=False, float_format="%.6g")
         p2.write_text(str(self.summary()) + "\n", encoding="utf-8")
         return [p1, p2]
+
+
+@dataclass(frozen=True)
+class _Event:
+    """What the baselines of one event read: the measured power, the site's day types,
+    the lookback, the forecast (run on first use) and its boundary."""
+
+    power: pd.Series
+    site_tz: str
+    lookback_s: float
+    event_days: set
+    forecast: Callable
+    boundary: str
 
 
 @renamed_keywords(forecast_scope="forecast_boundary")
@@ -207,8 +218,10 @@ def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_
 
     Parameters
     ----------
-    power : pandas.Series
-        Measured site power [W] on a regular UTC grid (:func:`read_site_power`).
+    power : pandas.Series or source
+        Measured site power [W] on a regular UTC grid, or what :func:`read_site_power`
+        reads it from (a meter CSV, telemetry, a store folder, a Parquet file; 1-min
+        bins of GPU power).
     events : pandas.DataFrame
         ``start_utc, end_utc, cap_w`` (e.g. :attr:`powerlab.flex.targets.Targets.frame`).
     methods : sequence of str
@@ -217,8 +230,10 @@ def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_
         Site time zone (day types of the similar days).
     lookback_s : float
         Window of ``pre_event_mean`` [s].
-    scenario : Scenario, optional
-        Needed by ``forecast_counterfactual``.
+    scenario : Scenario, ForecastResult or path-like, optional
+        Needed by ``forecast_counterfactual``: a scenario (or its YAML), forecast at a
+        1-s tick with ``draws`` and ``seed``, or a forecast already run
+        (:func:`~powerlab.interconnect.sources.resolve`).
     forecast_boundary : {'it', 'facility'}
         Which forecast power the measured power is compared with (where the meter is;
         ``forecast_scope`` is its deprecated name).
@@ -233,55 +248,22 @@ def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_
     bad = [m for m in methods if m not in BASELINE_METHODS]
     if bad:
         raise PowerlabError(f"unknown baseline method(s) {bad}; known: {BASELINE_METHODS}")
-    import zoneinfo
-
     try:
         zoneinfo.ZoneInfo(site_tz)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
         raise PowerlabError(f"unknown time zone {site_tz!r}") from None
+    if not isinstance(power, pd.Series):
+        power = read_site_power(power)
     ev = events.sort_values("start_utc")
-    event_days = {t.tz_convert(site_tz).date() for t in ev["start_utc"]}
-    res = None
+    ctx = _Event(power, site_tz, lookback_s,
+                 {t.tz_convert(site_tz).date() for t in ev["start_utc"]},
+                 _forecast_once(scenario, draws, seed), forecast_boundary)
     rows, notes = [], {}
     for r in ev.itertuples():
-        seg = power[(power.index >= r.start_utc) & (power.index < r.end_utc)].dropna()
-        if seg.empty:
-            raise AnalysisError(f"no measured power in the event {r.start_utc} - "
-                                f"{r.end_utc}")
-        meas = float(seg.mean())
+        meas = _measured_mean(power, r)
         for m in methods:
             try:
-                days = ""
-                if m in ("high_10_of_10", "high_4_of_5"):
-                    x, y = (10, 10) if m == "high_10_of_10" else (4, 5)
-                    b, half, dl = _similar_days(power, r.start_utc, r.end_utc, x=x, y=y,
-                                                site_tz=site_tz, event_days=event_days)
-                    lo, hi = b - half, b + half
-                    days = " ".join(dl)
-                elif m == "pre_event_mean":
-                    t0 = r.start_utc - pd.Timedelta(seconds=lookback_s)
-                    pre = power[(power.index >= t0) & (power.index < r.start_utc)].dropna()
-                    if len(pre) < 2:
-                        raise AnalysisError("no measured power in the lookback window")
-                    b = float(pre.mean())
-                    blocks = pre.resample("5min").mean().dropna()
-                    half = 1.645 * float(blocks.std(ddof=1)) if len(blocks) > 1 else np.nan
-                    lo, hi = b - half, b + half
-                else:
-                    if scenario is None:
-                        raise AnalysisError("needs the scenario (--scenario)")
-                    if res is None:
-                        from ..site.engine import forecast
-
-                        res = forecast(scenario, draws=draws, seed=seed, tick_s=1.0)
-                    tt = res.times
-                    sel = (tt >= r.start_utc) & (tt < r.end_utc)
-                    if not sel.any():
-                        raise AnalysisError("the event is outside the scenario's horizon")
-                    wm = res.power_w(forecast_boundary)[:, sel].mean(axis=1)
-                    b = float(wm.mean())
-                    lo, hi = float(np.quantile(wm, 0.05)), float(np.quantile(wm, 0.95))
-                    half = (hi - lo) / 2
+                b, lo, hi, half, days = _BASELINES[m](ctx, r, m)
             except AnalysisError as exc:
                 notes[m] = str(exc)
                 continue
@@ -298,3 +280,65 @@ def verify_event(power, events: pd.DataFrame, *, methods=("high_10_of_10", "pre_
         raise AnalysisError("no baseline method could be computed: " + "; ".join(
             f"{k}: {v}" for k, v in notes.items()))
     return Verification(pd.DataFrame(rows), notes)
+
+
+def _measured_mean(power: pd.Series, r) -> float:
+    """Mean measured power over the event ``r`` [W]."""
+    seg = power[(power.index >= r.start_utc) & (power.index < r.end_utc)].dropna()
+    if seg.empty:
+        raise AnalysisError(f"no measured power in the event {r.start_utc} - {r.end_utc}")
+    return float(seg.mean())
+
+
+def _forecast_once(scenario, draws: int, seed: int) -> Callable:
+    """The forecast counterfactual's forecast, run on first use (1-s tick)."""
+    kept = []
+
+    def get():
+        if scenario is None:
+            raise AnalysisError("needs the scenario (--scenario)")
+        if not kept:
+            kept.append(resolve(scenario).forecast(draws=draws, seed=seed, tick_s=1.0))
+        return kept[0]
+
+    return get
+
+
+def _similar_day_baseline(ctx: _Event, r, m: str):
+    """``high_10_of_10`` / ``high_4_of_5``: the mean of the highest similar days, with a
+    90 % prediction band."""
+    x, y = (10, 10) if m == "high_10_of_10" else (4, 5)
+    b, half, dl = _similar_days(ctx.power, r.start_utc, r.end_utc, x=x, y=y,
+                                site_tz=ctx.site_tz, event_days=ctx.event_days)
+    return b, b - half, b + half, half, " ".join(dl)
+
+
+def _pre_event_baseline(ctx: _Event, r, m: str):
+    """``pre_event_mean``: the mean over the lookback, band 1.645 x the SD of its
+    5-minute means."""
+    t0 = r.start_utc - pd.Timedelta(seconds=ctx.lookback_s)
+    pre = ctx.power[(ctx.power.index >= t0) & (ctx.power.index < r.start_utc)].dropna()
+    if len(pre) < 2:
+        raise AnalysisError("no measured power in the lookback window")
+    b = float(pre.mean())
+    blocks = pre.resample("5min").mean().dropna()
+    half = 1.645 * float(blocks.std(ddof=1)) if len(blocks) > 1 else np.nan
+    return b, b - half, b + half, half, ""
+
+
+def _forecast_baseline(ctx: _Event, r, m: str):
+    """``forecast_counterfactual``: the draws' mean over the window, band their 5-95 %."""
+    res = ctx.forecast()
+    tt = res.times
+    sel = (tt >= r.start_utc) & (tt < r.end_utc)
+    if not sel.any():
+        raise AnalysisError("the event is outside the scenario's horizon")
+    wm = res.power_w(ctx.boundary)[:, sel].mean(axis=1)
+    lo, hi = float(np.quantile(wm, 0.05)), float(np.quantile(wm, 0.95))
+    return float(wm.mean()), lo, hi, (hi - lo) / 2, ""
+
+
+#: Baseline method -> its step: ``(baseline, lower, upper, half band [W], days)``.
+_BASELINES = {"high_10_of_10": _similar_day_baseline, "high_4_of_5": _similar_day_baseline,
+              "pre_event_mean": _pre_event_baseline,
+              "forecast_counterfactual": _forecast_baseline}

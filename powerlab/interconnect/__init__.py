@@ -4,10 +4,12 @@ measured telemetry, and the cheapest mitigation that meets it.
 Modules
 -------
 :mod:`~powerlab.interconnect.powertrace`   one regular power series: a forecast draw or measured data
+:mod:`~powerlab.interconnect.sources`      the one resolver of what a check is given (forecast, telemetry, ...)
 :mod:`~powerlab.interconnect.compliance`   a power series or a forecast checked against a spec
+:mod:`~powerlab.interconnect.verdicts`     the verdicts over draws: ComplianceResult
 :mod:`~powerlab.interconnect.resonance`    harmonics of the load against the grid's mode bands
 :mod:`~powerlab.interconnect.gridstudy`    playback files for PSCAD, PowerFactory and CSV
-:mod:`~powerlab.interconnect.ridethrough`  ride-through load loss against the sag-free forecast
+:mod:`~powerlab.interconnect.ridethrough`  ride-through load loss against the sag-free forecast; the sag table
 :mod:`~powerlab.interconnect.smoothing`    NVML power smoothing (8 profile params; Blackwell or newer)
 :mod:`~powerlab.interconnect.storage`      storage technology classes: C-rate, SOC bounds, converter
 :mod:`~powerlab.interconnect.assessability` can a forecast at this tick assess a spec? (no engine run)
@@ -17,6 +19,7 @@ Modules
 :mod:`~powerlab.interconnect.comtrade`     COMTRADE (C37.111) ASCII records: writer, reader
 :mod:`~powerlab.interconnect.energisation` staircase energisation within ramp and step limits
 :mod:`~powerlab.interconnect.studypackage` the large-load study package
+:mod:`~powerlab.interconnect.study`        its sections, one module each
 :mod:`~powerlab.interconnect.studypage`    its text summary, printable page and files
 
 Data flows one way: this wing reads the requirement specs and load metrics of
@@ -33,8 +36,14 @@ _EXPORTS = {
         "PowerTrace", "band_visibility", "for_each_draw", "forecast_trace",
         "trace_from_telemetry",
     ),
+    "sources": (
+        "MeasuredOptions", "PowerSource", "resolve",
+    ),
     "compliance": (
-        "Compliance", "ComplianceResult", "comply",
+        "Compliance", "comply",
+    ),
+    "verdicts": (
+        "ComplianceResult",
     ),
     "resonance": (
         "ResonanceResult", "screen_resonance",
@@ -43,7 +52,7 @@ _EXPORTS = {
         "playback_frame", "represented_band", "write_grid_playback",
     ),
     "ridethrough": (
-        "counterfactual_sag_loss",
+        "SagAssumptions", "SagGrid", "counterfactual_sag_loss", "ride_through_table",
     ),
     "smoothing": (
         "SmoothingProfile", "smooth_power", "smoothing_support",
@@ -58,7 +67,7 @@ _EXPORTS = {
         "CostModel", "MitigationOption", "SearchGrid", "SizingResult", "size_mitigation",
     ),
     "pmu": (
-        "modulation_gain", "pmu_filter", "pmu_power",
+        "PmuSettings", "modulation_gain", "pmu_filter", "pmu_power",
     ),
     "comtrade": (
         "read_comtrade", "write_comtrade", "write_trace_comtrade",
@@ -67,8 +76,10 @@ _EXPORTS = {
         "energisation_schedule", "schedule_power",
     ),
     "studypackage": (
-        "MeasuredOptions", "PmuSettings", "RideThrough", "SagAssumptions", "ShortWindow",
-        "StudyPackage", "ride_through_table", "spectrum_lines", "study_package",
+        "RideThrough", "ShortWindow", "StudyOptions", "StudyPackage", "study_package",
+    ),
+    "study.spectrum": (
+        "spectrum_lines",
     ),
 }
 

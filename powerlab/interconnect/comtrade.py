@@ -52,6 +52,7 @@ import pandas as pd
 
 from .._options import choice
 from ..exceptions import ParseError, PowerlabError
+from ..outputs import atomic_write
 from ..telemetry.timeutil import to_utc
 
 __all__ = [
@@ -113,26 +114,12 @@ def write_comtrade(path, channels: Mapping[str, np.ndarray], tick_s: float, star
         ``cfg`` and ``dat`` (the paths) and ``resolution`` (channel name to the
         quantisation step ``a``, in ``unit``).
     """
-    from ..outputs import atomic_write
-
     choice(rev_year, "rev_year", _REVISIONS)
     if not (isinstance(tick_s, (int, float)) and math.isfinite(tick_s) and tick_s > 0):
         raise PowerlabError(f"tick_s must be a positive number, got {tick_s!r}")
     start = to_utc(start_utc, what="start_utc")
-    if not channels:
-        raise PowerlabError("a COMTRADE record needs at least one channel")
-    data = {_field(k, "channel name"): np.asarray(v, dtype=float) for k, v in channels.items()}
-    if len(data) != len(channels):
-        raise PowerlabError("channel names collide once written as COMTRADE ids")
-    n = {len(v) for v in data.values()}
-    if len(n) != 1:
-        raise PowerlabError("all COMTRADE channels need the same number of samples")
-    n = n.pop()
-    if n < 1 or n > 9_999_999_999:
-        raise PowerlabError(f"a COMTRADE record holds 1 to 9,999,999,999 samples, got {n}")
-    for k, v in data.items():
-        if v.ndim != 1 or not np.isfinite(v).all():
-            raise PowerlabError(f"channel {k!r}: expected finite 1-D values")
+    data = _checked_channels(channels)
+    n = len(next(iter(data.values())))
     uu = _field(unit, "unit", 32)
     lines = [(f"{_field(station_name, 'station name')},{_field(rec_dev_id, 'device id')},"
              f"{rev_year}"),
@@ -156,6 +143,33 @@ def write_comtrade(path, channels: Mapping[str, np.ndarray], tick_s: float, star
     table = np.column_stack([np.arange(1, n + 1), stamps, *ints])
     buf = io.StringIO()
     np.savetxt(buf, table, fmt="%d", delimiter=",", newline="\r\n")
+    cfg, dat = _write_record(path, cfg_text, buf.getvalue())
+    return {"cfg": cfg, "dat": dat, "resolution": resolution}
+
+
+def _checked_channels(channels: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The channels as float arrays under their cfg ids: at least one, ids distinct, the
+    same number of samples (1 to 9,999,999,999), finite 1-D values."""
+    if not channels:
+        raise PowerlabError("a COMTRADE record needs at least one channel")
+    data = {_field(k, "channel name"): np.asarray(v, dtype=float) for k, v in channels.items()}
+    if len(data) != len(channels):
+        raise PowerlabError("channel names collide once written as COMTRADE ids")
+    n = {len(v) for v in data.values()}
+    if len(n) != 1:
+        raise PowerlabError("all COMTRADE channels need the same number of samples")
+    n = n.pop()
+    if n < 1 or n > 9_999_999_999:
+        raise PowerlabError(f"a COMTRADE record holds 1 to 9,999,999,999 samples, got {n}")
+    for k, v in data.items():
+        if v.ndim != 1 or not np.isfinite(v).all():
+            raise PowerlabError(f"channel {k!r}: expected finite 1-D values")
+    return data
+
+
+def _write_record(path, cfg_text: str, dat_text: str) -> tuple[Path, Path]:
+    """Write ``NAME.cfg`` and ``NAME.dat`` atomically (a ``.cfg``/``.dat`` suffix on
+    ``path`` replaced), the folder created."""
     p = Path(path)
     if p.suffix.lower() in (".cfg", ".dat"):
         p = p.with_suffix("")
@@ -167,8 +181,8 @@ def write_comtrade(path, channels: Mapping[str, np.ndarray], tick_s: float, star
     cfg = atomic_write(p.with_name(p.name + ".cfg"),
                        lambda tmp: Path(tmp).write_bytes(cfg_text.encode("ascii")))
     dat = atomic_write(p.with_name(p.name + ".dat"),
-                       lambda tmp: Path(tmp).write_bytes(buf.getvalue().encode("ascii")))
-    return {"cfg": cfg, "dat": dat, "resolution": resolution}
+                       lambda tmp: Path(tmp).write_bytes(dat_text.encode("ascii")))
+    return cfg, dat
 
 
 def write_trace_comtrade(trace, path, *, rev_year: int = 1999,

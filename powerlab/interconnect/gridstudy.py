@@ -48,8 +48,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._format import spreadsheet_times
 from .._options import choice, renamed_keywords
 from ..exceptions import PowerlabError
+from ..outputs import atomic_write
 
 __all__ = [
     "FORMATS",
@@ -157,8 +159,6 @@ def _powerfactory(frame: pd.DataFrame) -> str:
 
 
 def _csv(frame: pd.DataFrame, band: str) -> str:
-    from .._format import spreadsheet_times
-
     out = pd.DataFrame({
         "time_s": frame["time_s"].map("{:.6f}".format),
         # the spreadsheet-readable form of every CSV for people (docs/facilities_csv.md)
@@ -198,8 +198,6 @@ def write_grid_playback(trace, path, fmt: str, *, step_s: float | None = None,
     0 of a PSCAD or PowerFactory file is the first row's stamp (a block midpoint when
     resampled), which the PSCAD header gives in UTC.
     """
-    from ..outputs import atomic_write
-
     choice(fmt, "format", FORMATS)
     frame = playback_frame(trace, step_s=step_s, boundary=boundary)
     step = float(trace.tick_s) if step_s is None else float(step_s)

@@ -43,6 +43,7 @@ References
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -57,6 +58,7 @@ __all__ = [
     "M_CLASS_50HZ",
     "M_CLASS_60HZ",
     "SAMPLES_PER_CYCLE",
+    "PmuSettings",
     "modulation_gain",
     "pmu_filter",
     "pmu_power",
@@ -67,6 +69,26 @@ CLASSES = ("P", "M")
 
 #: Samples per nominal cycle of the reference model (960 Hz at 60 Hz) [-].
 SAMPLES_PER_CYCLE = 16
+
+
+@dataclass(frozen=True)
+class PmuSettings:
+    """The reference PMUs (IEEE C37.118.1) of a PMU view (e.g. the study package's).
+
+    Attributes
+    ----------
+    f0_hz : {50, 60}, default 60
+        Nominal frequency [Hz].
+    reporting_rate_fps : int, optional
+        Reporting rate, default one frame a nominal cycle (60 or 50) [frames/s].
+    """
+
+    f0_hz: float = 60.0
+    reporting_rate_fps: int | None = None
+
+    def __post_init__(self):    # (an f0 other than 50 or 60 is refused by pmu, by name)
+        if self.reporting_rate_fps is None and self.f0_hz in (50, 60):
+            object.__setattr__(self, "reporting_rate_fps", int(self.f0_hz))
 
 #: M-class reference filter for 60-Hz systems sampled at 960 Hz, by reporting rate
 #: [frames/s]: (``Ffr`` [Hz], filter order ``N`` [-]); IEEE C37.118.1a-2014 Table C.1, as

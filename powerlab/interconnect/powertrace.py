@@ -9,7 +9,11 @@ resonance screening and the grid-study exports take either.
   folder or a Parquet file) onto a regular grid, honestly (see its docstring);
 - :func:`for_each_draw` is the **one** place that reaches into the forecast engine for
   per-draw series; :func:`forecast_trace` builds on it;
-- :func:`open_source` tells a scenario YAML from measured telemetry on disk.
+- :func:`telemetry_path` checks the path of measured telemetry on disk (a store folder or
+  a canonical Parquet file).
+
+What an entry point was given (a forecast, a scenario, a trace, telemetry or a path) is
+sorted out once, by :func:`powerlab.interconnect.sources.resolve`.
 """
 
 from __future__ import annotations
@@ -21,9 +25,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
+from .._lazy import lazy_exports
 from .._options import choice, renamed_keywords
+from .._progress import Progress
 from ..exceptions import AnalysisError, PowerlabError, ScenarioError
+from ..site.engine import forecast
+from ..telemetry.schema import conform
+from ..telemetry.store import read_store
 from ..telemetry.timeutil import to_epoch_ns, to_utc
 
 __all__ = [
@@ -32,8 +43,8 @@ __all__ = [
     "band_visibility",
     "for_each_draw",
     "forecast_trace",
-    "open_source",
     "read_telemetry",
+    "telemetry_path",
     "trace_from_telemetry",
 ]
 
@@ -247,8 +258,6 @@ def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
     DataFrame
         One row per draw, in draw order, columns from ``fn``'s mappings.
     """
-    from ..site.engine import forecast
-
     res = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s, progress=progress)
     fac = res.power_w("facility")
     it = res.it_w
@@ -257,8 +266,6 @@ def for_each_draw(scenario, fn: Callable[[PowerTrace], Mapping[str, float]], *,
     if getattr(scenario, "disturbances", ()):   # ride-through counterfactual (issue 20.3)
         base = forecast(scenario.replace(disturbances=()), draws=draws, seed=seed,
                         tick_s=tick_s)
-    from .._progress import Progress
-
     rows = []
     big = res.n_ticks * res.draws / 5e6 >= 2.0     # the forecast's own rule (5e6 tick-draws/s)
     bar = Progress(res.draws, "per-draw checks", "draw",
@@ -306,6 +313,27 @@ def forecast_trace(scenario, *, draw: int = 0, seed: int = 0,
 # --------------------------------------------------------------------------- telemetry
 
 
+def telemetry_path(path: str | Path) -> Path:
+    """The path of measured telemetry on disk, checked: a store folder or one canonical
+    Parquet file that exists.
+
+    Raises
+    ------
+    PowerlabError
+        No such file or folder, or a file that is not ``.parquet``.
+    """
+    p = Path(path)
+    if p.is_dir():
+        return p
+    if not p.exists():
+        raise PowerlabError(f"{p}: no such file or folder")
+    if p.suffix.lower() != ".parquet":
+        raise PowerlabError(f"{p}: expected a scenario (.yaml), a store folder or a "
+                            "canonical telemetry Parquet file (.parquet); import other "
+                            "formats first with 'powerlab import'")
+    return p
+
+
 def read_telemetry(path: str | Path, *, start=None, end=None) -> pd.DataFrame:
     """Measured power from a store folder or a canonical Parquet file.
 
@@ -317,23 +345,11 @@ def read_telemetry(path: str | Path, *, start=None, end=None) -> pd.DataFrame:
     start, end : datetime-like, optional
         Time range to keep.
     """
-    from ..telemetry.schema import conform
-    from ..telemetry.store import read_store
-
-    p = Path(path)
+    p = telemetry_path(path)
     start, end = (to_utc(start, what="start", optional=True),
                   to_utc(end, what="end", optional=True))
     if p.is_dir():
         return read_store(p, start=start, end=end, columns=["power_w"])
-    if not p.exists():
-        raise PowerlabError(f"{p}: no such file or folder")
-    if p.suffix.lower() != ".parquet":
-        raise PowerlabError(f"{p}: expected a scenario (.yaml), a store folder or a "
-                            "canonical telemetry Parquet file (.parquet); import other "
-                            "formats first with 'powerlab import'")
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     try:
         df = pq.read_table(p).to_pandas()
     except (OSError, pa.ArrowException) as exc:
@@ -411,11 +427,7 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
     start, end = (to_utc(start, what="start", optional=True),
                   to_utc(end, what="end", optional=True))
     df, scope = _power_rows(data, scope, start, end)
-    if pue is not None and not (math.isfinite(pue) and 1.0 <= pue <= 10.0):
-        raise PowerlabError(f"pue must be a number from 1 to 10, got {pue!r}")
-    if not (math.isfinite(base_load_w) and 0 <= base_load_w <= 10e9):
-        raise PowerlabError(f"base_load_w must be from 0 to 10 GW (1e10 W), got "
-                            f"{base_load_w!r}")
+    _check_conversion(pue, base_load_w)
     devices = _device_readings(df, scope)
     intervals = [float(np.median(np.diff(t))) / 1e9 for _, t, _ in devices]
     native = max(intervals)
@@ -423,10 +435,7 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
     if not (math.isfinite(tick) and tick > 0):
         raise PowerlabError(f"tick_s must be > 0, got {tick_s!r}")
     grid = _common_grid(devices, tick)
-    total = np.zeros(len(grid))
-    for (key, t, p), iv in zip(devices, intervals):
-        _check_gaps(key, t, grid, (max_gap_s if max_gap_s is not None else 3.0 * iv) * 1e9)
-        total += np.interp(grid.astype(float), t.astype(float), p)
+    total = _interpolated_sum(devices, intervals, grid, max_gap_s)
     kind = "node AC power" if scope == "node" else "GPU power only"
     desc = (f"measured: {len(devices)} {scope}-scope devices ({kind}), readings every "
             f"{native:g} s (median, slowest device) linearly interpolated to {tick:g}-s "
@@ -439,6 +448,26 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
                       it_w=total, facility_w=fac, native_interval_s=native,
                       description=desc + f"; readings taken as {sampling.replace('_', ' ')}s",
                       sampling=sampling)
+
+
+def _check_conversion(pue: float | None, base_load_w: float) -> None:
+    """Refuse a PUE outside 1-10 or a base load outside 0-10 GW."""
+    if pue is not None and not (math.isfinite(pue) and 1.0 <= pue <= 10.0):
+        raise PowerlabError(f"pue must be a number from 1 to 10, got {pue!r}")
+    if not (math.isfinite(base_load_w) and 0 <= base_load_w <= 10e9):
+        raise PowerlabError(f"base_load_w must be from 0 to 10 GW (1e10 W), got "
+                            f"{base_load_w!r}")
+
+
+def _interpolated_sum(devices: list[tuple], intervals: list[float], grid: np.ndarray,
+                      max_gap_s: float | None) -> np.ndarray:
+    """The devices' readings interpolated onto ``grid`` [ns] and summed [W], each
+    device's gaps checked first (default longest gap: 3 x its median interval)."""
+    total = np.zeros(len(grid))
+    for (key, t, p), iv in zip(devices, intervals):
+        _check_gaps(key, t, grid, (max_gap_s if max_gap_s is not None else 3.0 * iv) * 1e9)
+        total += np.interp(grid.astype(float), t.astype(float), p)
+    return total
 
 
 def _power_rows(data, scope: str, start, end) -> tuple[pd.DataFrame, str]:
@@ -520,14 +549,6 @@ def _check_gaps(key, t: np.ndarray, grid: np.ndarray, gap_max: float) -> None:
             "choose a span without it (start/end) or raise max_gap_s")
 
 
-def open_source(path: str | Path):
-    """Read what a command was given: a scenario YAML (returns a ``Scenario``) or measured
-    telemetry (a store folder or a canonical ``.parquet`` file; returns a DataFrame)."""
-    from ..site.scenario import read_scenario
-
-    p = Path(path)
-    if p.suffix.lower() in (".yaml", ".yml"):
-        return read_scenario(p)
-    if not p.exists():
-        raise PowerlabError(f"{p}: no such file or folder")
-    return read_telemetry(p)
+# the name moved to the resolver (issue 31); the old path warns for one release
+_, __getattr__, _ = lazy_exports(__name__, {}, moved={
+    "powerlab.interconnect.sources": ("open_source",)})

@@ -37,8 +37,10 @@ import pandas as pd
 from scipy import signal
 from scipy.ndimage import median_filter
 
-from .._summary import Summary
+from .._summary import Results, Summary
 from ..exceptions import AnalysisError, PowerlabError
+from ..limits.requirements import RequirementSpec, read_requirements
+from .sources import MeasuredOptions, resolve
 
 __all__ = [
     "ResonanceResult",
@@ -132,8 +134,9 @@ def periodic_components(power_w, tick_s: float, *, max_frequency_hz: float | Non
     The spectral lines (local maxima :data:`LINE_THRESHOLD` times above the running-median
     floor) are grouped into harmonic series: starting from the strongest unassigned
     line at ``f_s``, each candidate fundamental ``f_s / m`` (``m = 1..10``) that has a
-    line of its own and lines at most (60 %) of its multiples up to ``f_s`` is scored by the power of the unassigned lines at its multiples; the
-    best (ties: the higher frequency) is refined by least squares over its matched lines
+    line of its own and lines at most (60 %) of its multiples up to ``f_s`` is scored by
+    the power of the unassigned lines at its multiples; the best (ties: the higher
+    frequency) is refined by least squares over its matched lines
     (``f0 = sum w k f_k / sum w k^2``, weights the line powers).  Repeats while the
     strongest unassigned line holds at least ``min_power_share`` of all line power.
 
@@ -162,7 +165,6 @@ def periodic_components(power_w, tick_s: float, *, max_frequency_hz: float | Non
                          max_frequency_hz=max_frequency_hz)
     f = spec["frequency_hz"].to_numpy()
     df = f[1] - f[0]
-    f_max = f[-1]
     f_min = min_frequency_hz if min_frequency_hz is not None else 5 * df
     lines = _lines(spec, LINE_THRESHOLD)
     lines = lines[lines["frequency_hz"] >= f_min].reset_index(drop=True)
@@ -177,33 +179,52 @@ def periodic_components(power_w, tick_s: float, *, max_frequency_hz: float | Non
         s = int(np.flatnonzero(free)[0])       # lines are sorted by power
         if power[s] < min_power_share * total:
             break
-        fs = float(lines["frequency_hz"].iloc[s])
-        best = None
-        for m in range(1, 11):
-            fc = fs / m
-            if fc < f_min:
-                break
-            got = _match(lines, fc, int(f_max / fc), df, m)
-            # a fundamental has a line of its own, and (m > 1) lines at most of the
-            # multiples up to the strongest line: a stray slow line is no fundamental
-            if 1 not in got or (m > 1 and sum(k <= m for k in got) < max(2, math.ceil(0.6 * m))):
-                continue
-            e = sum(power[j] for j in got.values() if free[j])
-            if best is None or e > best[0] * (1 + 1e-6):
-                best = (e, fc, got)
+        best = _best_fundamental(lines, free, s, f_min, f[-1], df)
         if best is None:
             free[s] = False
             continue
-        _, fc, got = best
-        ks = np.array(list(got))
-        fk = lines["frequency_hz"].to_numpy()[list(got.values())]
-        w = power[list(got.values())]
-        f0 = float((w * ks * fk).sum() / (w * ks * ks).sum())
-        got = _match(lines, f0, int(f_max / f0), df)
-        idx = [j for j in got.values() if free[j]] or [s]
+        f0, idx = _refined(lines, best, free, s, f[-1], df)
         free[idx] = False
         rows.append((len(rows), f0, 1.0 / f0, len(idx), float(power[idx].sum() / total)))
     return pd.DataFrame(rows, columns=cols)
+
+
+def _best_fundamental(lines: pd.DataFrame, free: np.ndarray, s: int, f_min: float,
+                      f_max: float, df: float) -> tuple[float, dict] | None:
+    """The candidate fundamental ``f_s / m`` (``m = 1..10``) of line ``s`` whose multiples
+    hold the most unassigned line power, and its matched lines; None when none has a
+    line of its own and lines at most of its multiples up to ``f_s``."""
+    power = lines["power_w2"].to_numpy()
+    fs = float(lines["frequency_hz"].iloc[s])
+    best = None
+    for m in range(1, 11):
+        fc = fs / m
+        if fc < f_min:
+            break
+        got = _match(lines, fc, int(f_max / fc), df, m)
+        # a fundamental has a line of its own, and (m > 1) lines at most of the
+        # multiples up to the strongest line: a stray slow line is no fundamental
+        if 1 not in got or (m > 1 and sum(k <= m for k in got) < max(2, math.ceil(0.6 * m))):
+            continue
+        e = sum(power[j] for j in got.values() if free[j])
+        if best is None or e > best[0] * (1 + 1e-6):
+            best = (e, fc, got)
+    return None if best is None else (best[1], best[2])
+
+
+def _refined(lines: pd.DataFrame, best: tuple[float, dict], free: np.ndarray, s: int,
+             f_max: float, df: float) -> tuple[float, list[int]]:
+    """The fundamental refined by least squares over its matched lines
+    (``f0 = sum w k f_k / sum w k^2``, weights the line powers) and the unassigned lines
+    at its multiples (at least line ``s``)."""
+    _, got = best
+    power = lines["power_w2"].to_numpy()
+    ks = np.array(list(got))
+    fk = lines["frequency_hz"].to_numpy()[list(got.values())]
+    w = power[list(got.values())]
+    f0 = float((w * ks * fk).sum() / (w * ks * ks).sum())
+    got = _match(lines, f0, int(f_max / f0), df)
+    return f0, [j for j in got.values() if free[j]] or [s]
 
 
 def harmonic_amplitudes(power_w, tick_s: float, fundamental_hz: float, *,
@@ -283,7 +304,7 @@ def _nearest_clear(period: float, iv: list[tuple[float, float]], span: float = 4
     return shorter, longer
 
 
-class ResonanceResult:
+class ResonanceResult(Results):
     """Results of :func:`screen_resonance`.
 
     Attributes
@@ -324,10 +345,7 @@ class ResonanceResult:
         """Text summary (HTML in JupyterLab)."""
         return ResonanceSummary(self)
 
-    def _repr_html_(self) -> str:
-        return self.summary()._repr_html_()
-
-    def __repr__(self) -> str:
+    def _repr_line(self) -> str:
         return (f"<ResonanceResult: {len(self.components)} periodic component(s), "
                 f"{len(self.hits)} hit(s) in {len(self.modes)} grid mode band(s)>")
 
@@ -386,11 +404,17 @@ def screen_resonance(source, spec, *, draw: int = 0, seed: int = 0,
                      max_stagger_groups: int = 16) -> ResonanceResult:
     """Screen a load's harmonics against the grid mode bands of a requirement spec.
 
+    The steps: the spec's grid modes (:func:`_grid_spec`), the trace
+    (:func:`~powerlab.interconnect.sources.resolve`), its periodic components
+    (:func:`periodic_components`), then per component its harmonics, their hits and
+    what moves them out (:func:`_screen_component`).
+
     Parameters
     ----------
-    source : Scenario, PowerTrace, DataFrame or path-like
-        A scenario (one forecast draw is screened: a spectrum needs one trajectory),
-        a trace, canonical telemetry, a store or a scenario YAML.
+    source : Scenario, ForecastResult, PowerTrace, DataFrame or path-like
+        A scenario or a forecast already run (one draw is screened: a spectrum needs one
+        trajectory), a trace, canonical telemetry, a store, a canonical Parquet file or a
+        scenario YAML.
     spec : RequirementSpec or path-like
         Its ``grid_modes`` and ``boundary`` are used.
     draw, seed, tick_s
@@ -405,65 +429,20 @@ def screen_resonance(source, spec, *, draw: int = 0, seed: int = 0,
     -------
     ResonanceResult
     """
-    from pathlib import Path
-
-    from ..limits.requirements import RequirementSpec, read_requirements
-    from ..site.scenario import Scenario, read_scenario
-    from .powertrace import PowerTrace, forecast_trace, trace_from_telemetry
-
-    if not isinstance(spec, RequirementSpec):
-        spec = read_requirements(spec)
-    if not spec.grid_modes:
-        raise PowerlabError(f"requirement spec {spec.name!r} has no grid_modes to screen")
-    if isinstance(source, (str, Path)) and Path(source).suffix.lower() in (".yaml", ".yml"):
-        source = read_scenario(source)
-    if isinstance(source, Scenario):
-        trace = forecast_trace(source, draw=draw, seed=seed, tick_s=tick_s)
-    elif isinstance(source, PowerTrace):
-        trace = source
-    else:
-        trace = trace_from_telemetry(source, tick_s=tick_s, pue=pue, base_load_w=base_load_w)
+    spec = _grid_spec(spec)
+    trace = resolve(source).trace(draw=draw, seed=seed, tick_s=tick_s,
+                                  measured=MeasuredOptions(pue=pue, base_load_w=base_load_w))
     x = trace.power_w(spec.boundary)
     f_res = 0.5 / max(trace.tick_s, trace.native_interval_s)
     comps = periodic_components(x, trace.tick_s, max_frequency_hz=f_res,
                                 max_components=max_components)
-    top_hz = max(m.band_hz[1] for m in spec.grid_modes)
     h_rows, hit_rows, opt_rows = [], [], []
     for _, c in comps.iterrows():
-        ci, f0 = int(c["component"]), float(c["fundamental_hz"])
-        h = harmonic_amplitudes(x, trace.tick_s, f0, max_frequency_hz=f_res)
-        amp = h["amplitude_w"].to_numpy()
-        det = h["detected"].to_numpy()
-        env = float((h["harmonic"] * h["amplitude_w"])[det].max()) if det.any() else 0.0
-        n_all = max(len(amp), math.ceil(top_hz * 4.0 / f0))   # periods down to P/4
-        k_all = np.arange(1, n_all + 1)
-        amp_all = np.concatenate([amp, env / k_all[len(amp):]])
-        resolved = k_all <= len(amp)
-        det_all = np.concatenate([det, np.zeros(n_all - len(amp), bool)])
-        in_range = k_all * f0 <= max(top_hz, f_res)
-        hits_all = _hits(amp_all[: int(top_hz / f0 + 1e-9)], f0, spec.grid_modes)
-        by_k: dict[int, list[str]] = {}
-        for k, mode in hits_all:
-            by_k.setdefault(k, []).append(mode.name)
-            hit_rows.append((mode.name, mode.band_hz[0], mode.band_hz[1], ci, k, k * f0,
-                             amp_all[k - 1] / 1e6, mode.min_amplitude_megawatts,
-                             bool(resolved[k - 1])))
-        hits = [k for k, _ in hits_all if resolved[k - 1]]
-        for k in k_all[in_range]:
-            h_rows.append((ci, int(k), k * f0, amp_all[k - 1] / 1e6, bool(det_all[k - 1]),
-                           bool(resolved[k - 1]), ";".join(by_k.get(int(k), []))))
-        # options from the resolved harmonics (the assumed ones are reported, not solved)
-        period = 1.0 / f0
-        shorter, longer = _nearest_clear(period, _forbidden_periods(amp, spec.grid_modes))
-        groups = offset = math.nan
-        if hits:
-            for n in range(2, max_stagger_groups + 1):
-                if all(k % n for k in hits):
-                    groups, offset = float(n), period / n
-                    break
-        opt_rows.append((ci, len(hits), len(hits_all) - len(hits),
-                         shorter if hits else math.nan, longer if hits else math.nan,
-                         groups, offset))
+        h, hits, opt = _screen_component(x, trace.tick_s, c, spec, f_res,
+                                         max_stagger_groups)
+        h_rows += h
+        hit_rows += hits
+        opt_rows.append(opt)
     harmonics = pd.DataFrame(h_rows, columns=["component", "harmonic", "frequency_hz",
                                               "amplitude_megawatts", "detected", "resolved",
                                               "modes"])
@@ -479,3 +458,66 @@ def screen_resonance(source, spec, *, draw: int = 0, seed: int = 0,
     desc = (f"{trace.description or 'power trace'}; boundary {spec.boundary}; spectrum resolved "
             f"to {f_res:g} Hz; grid modes of {spec.name!r}")
     return ResonanceResult(comps, harmonics, hits_df, options, spec.grid_modes, f_res, desc)
+
+
+def _grid_spec(spec) -> RequirementSpec:
+    """The spec (read when a path), refused when it names no grid modes."""
+    if not isinstance(spec, RequirementSpec):
+        spec = read_requirements(spec)
+    if not spec.grid_modes:
+        raise PowerlabError(f"requirement spec {spec.name!r} has no grid_modes to screen")
+    return spec
+
+
+def _harmonic_series(x: np.ndarray, tick_s: float, f0: float, f_res: float, top_hz: float):
+    """The harmonics of ``f0``: measured up to ``f_res``, and above it (up to 4 x the
+    highest mode band, for periods down to P/4) assumed on the ``1/k`` envelope of the
+    detected ones.  Returns ``(amp, amp_all, resolved, det_all, k_all)`` [W]."""
+    h = harmonic_amplitudes(x, tick_s, f0, max_frequency_hz=f_res)
+    amp = h["amplitude_w"].to_numpy()
+    det = h["detected"].to_numpy()
+    env = float((h["harmonic"] * h["amplitude_w"])[det].max()) if det.any() else 0.0
+    n_all = max(len(amp), math.ceil(top_hz * 4.0 / f0))   # periods down to P/4
+    k_all = np.arange(1, n_all + 1)
+    amp_all = np.concatenate([amp, env / k_all[len(amp):]])
+    det_all = np.concatenate([det, np.zeros(n_all - len(amp), bool)])
+    return amp, amp_all, k_all <= len(amp), det_all, k_all
+
+
+def _screen_component(x: np.ndarray, tick_s: float, c, spec: RequirementSpec, f_res: float,
+                      max_stagger_groups: int) -> tuple[list, list, tuple]:
+    """One periodic component: its harmonic rows, its (harmonic, mode) hit rows, and its
+    options row (nearest clear step periods and the stagger that cancels every hit,
+    from the resolved harmonics; the assumed ones are reported, not solved)."""
+    modes = spec.grid_modes
+    top_hz = max(m.band_hz[1] for m in modes)
+    ci, f0 = int(c["component"]), float(c["fundamental_hz"])
+    amp, amp_all, resolved, det_all, k_all = _harmonic_series(x, tick_s, f0, f_res, top_hz)
+    hits_all = _hits(amp_all[: int(top_hz / f0 + 1e-9)], f0, modes)
+    by_k: dict[int, list[str]] = {}
+    hit_rows = []
+    for k, mode in hits_all:
+        by_k.setdefault(k, []).append(mode.name)
+        hit_rows.append((mode.name, mode.band_hz[0], mode.band_hz[1], ci, k, k * f0,
+                         amp_all[k - 1] / 1e6, mode.min_amplitude_megawatts,
+                         bool(resolved[k - 1])))
+    hits = [k for k, _ in hits_all if resolved[k - 1]]
+    h_rows = [(ci, int(k), k * f0, amp_all[k - 1] / 1e6, bool(det_all[k - 1]),
+               bool(resolved[k - 1]), ";".join(by_k.get(int(k), [])))
+              for k in k_all[k_all * f0 <= max(top_hz, f_res)]]
+    period = 1.0 / f0
+    shorter, longer = _nearest_clear(period, _forbidden_periods(amp, modes))
+    groups, offset = _stagger(hits, period, max_stagger_groups)
+    return h_rows, hit_rows, (ci, len(hits), len(hits_all) - len(hits),
+                              shorter if hits else math.nan, longer if hits else math.nan,
+                              groups, offset)
+
+
+def _stagger(hits: list[int], period: float, max_groups: int) -> tuple[float, float]:
+    """Fewest equal groups ``N`` offset by ``period / N`` that cancel every hit harmonic
+    (none of whose orders is a multiple of ``N``), and the offset; NaN when none."""
+    if hits:
+        for n in range(2, max_groups + 1):
+            if all(k % n for k in hits):
+                return float(n), period / n
+    return math.nan, math.nan

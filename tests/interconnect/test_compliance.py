@@ -19,8 +19,9 @@ import pytest
 
 from powerlab import cli
 from powerlab.exceptions import AnalysisError, PowerlabError
-from powerlab.interconnect.compliance import COMPLIANCE_COLUMNS, Compliance, comply
+from powerlab.interconnect.compliance import Compliance, comply
 from powerlab.interconnect.powertrace import PowerTrace, for_each_draw, trace_from_telemetry
+from powerlab.interconnect.verdicts import COMPLIANCE_COLUMNS
 from powerlab.limits import loadmetrics as lm
 from powerlab.limits.requirements import parse_requirements
 from powerlab.site.scenario import parse_scenario

@@ -14,14 +14,9 @@ from powerlab.exceptions import PowerlabError
 from powerlab.interconnect.comtrade import ASCII_MAX, read_comtrade, write_comtrade
 from powerlab.interconnect.energisation import energisation_schedule, schedule_power
 from powerlab.interconnect.pmu import modulation_gain, pmu_filter, pmu_power
-from powerlab.interconnect.studypackage import (
-    RideThrough,
-    ShortWindow,
-    itic_rides_through,
-    ride_through_table,
-    spectrum_lines,
-    study_package,
-)
+from powerlab.interconnect.ridethrough import itic_rides_through, ride_through_table
+from powerlab.interconnect.study.spectrum import spectrum_lines
+from powerlab.interconnect.studypackage import RideThrough, ShortWindow, study_package
 from powerlab.limits.loadmetrics import largest_step, welch_psd
 from powerlab.limits.ramps import ramp_of_means
 from powerlab.limits.requirements import read_requirements
