@@ -5,14 +5,16 @@ facilities teams.  "grid" in powerlab means only the utility's grid
 
 Modules
 -------
-:mod:`~powerlab.site.scenario`     the YAML scenario: site, hardware, jobs, mitigations, limits
+:mod:`~powerlab.site.scenario`     the YAML scenario: jobs, mitigations, the whole scenario
+:mod:`~powerlab.site.hardware`     GPU power levels and node composition (``hardware:``)
 :mod:`~powerlab.site.timebase`     the engine's discrete time grid
 :mod:`~powerlab.site.engine`       the engine: per-job templates, jitter, failures
                                    (:func:`powerlab.site.forecast` is its entry point)
 :mod:`~powerlab.site.jobplan`      a job's training, checkpoint and downtime plan
 :mod:`~powerlab.site.chunks`       one draw's IT power built chunk by chunk (state carried)
 :mod:`~powerlab.site.transients`   GPU power rising and falling with a first-order lag
-:mod:`~powerlab.site.facility`     IT -> electrical losses -> lagging cooling -> base load
+:mod:`~powerlab.site.facility`     the site (``site:``) and IT -> electrical losses ->
+                                   lagging cooling -> base load
 :mod:`~powerlab.site.reduction`    reducing each draw as it is computed (keep_ticks=False)
 :mod:`~powerlab.site.uncertainty`  exceedance probabilities and bands with MC errors
 :mod:`~powerlab.site.interruption_sim` a job's interruption process alone (no power)
