@@ -98,7 +98,7 @@ def run(args) -> int:
         if not isinstance(source, Scenario):
             raise PowerlabError("--requirements is required for measured telemetry (a "
                                 "scenario without it is checked against its limits: block)")
-        from ..limits.requirements import limits_spec
+        from ..limits.scenario_limits import limits_spec
 
         spec = limits_spec(source.limits, name=f"limits of scenario {source.name!r}")
         if not spec.requirements:

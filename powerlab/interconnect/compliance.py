@@ -52,19 +52,17 @@ import pandas as pd
 from .._summary import Summary
 from ..exceptions import PowerlabError
 from ..limits import loadmetrics as lm
-from ..limits.requirements import (
+from ..limits.evaluation import (
     ASSESSABLE,
     NOT_ASSESSABLE,
     PARTIAL,
-    Requirement,
-    RequirementSpec,
     evaluate_power,
-    limits_spec,
     metric_name,
     plan_requirements,
-    read_requirements,
     rule_note,
 )
+from ..limits.requirements import Requirement, RequirementSpec, read_requirements
+from ..limits.scenario_limits import limits_spec
 from ..outputs import output_folder  # re-exported: sizing writes through it too
 from .powertrace import PowerTrace, band_visibility, for_each_draw, trace_from_telemetry
 

@@ -541,7 +541,8 @@ def forecast_charts(result: Any, *, boundary: str = "facility", draw: int = 0,
     # a band with a limit shows the value the limit is checked on (the requirement
     # spec's oscillation metric, limits.requirements.evaluate_power: the worst window's
     # RMS of the band-passed power); a band without one the whole record's RMS
-    from ..limits.requirements import evaluate_power, limits_spec
+    from ..limits.evaluation import evaluate_power
+    from ..limits.scenario_limits import limits_spec
 
     spec = limits_spec(lim)
     checked = {r.name: r for r in spec.requirements if r.kind == "oscillation"} \
