@@ -4,7 +4,7 @@ A job's interruptions are a marked Poisson process: every root cause ``c`` strik
 ``gpus * rate_c`` per hour (``rates_per_gpu_h``), and planned interruptions (firmware
 updates, configuration or data-set changes the operators start) at
 ``gpus * planned_rate_per_gpu_h``.  The engine draws the superposed process (one Poisson
-process at the total rate, :func:`powerlab.site.engine.job_randomness`) and this module
+process at the total rate, :func:`powerlab.site.randomness.job_randomness`) and this module
 marks each arrival with its cause from a separate stream (:func:`interruption_marks`), so
 that adding causes never changes a draw's per-GPU timing offsets.
 

@@ -19,8 +19,9 @@ from powerlab.reliability.interruptions import (
     llama3_model,
     young_interval_s,
 )
-from powerlab.site.engine import forecast, job_plan
+from powerlab.site.engine import forecast
 from powerlab.site.interruption_sim import simulate_interruptions
+from powerlab.site.jobplan import job_plan
 from powerlab.site.scenario import parse_scenario, read_scenario
 from powerlab.telemetry.events import ROOT_CAUSES
 
