@@ -26,6 +26,8 @@ Modules
 :mod:`~powerlab.site.planner`      the planner's figures: 15-min peak demand, MWh, MW/min
 :mod:`~powerlab.site.mitigations`  what-ifs: what each mitigation removes and costs
 :mod:`~powerlab.site.export`       the facilities CSV and its JSON sidecar
+:mod:`~powerlab.site.export_reader` reading a facilities CSV back, checked by its sidecar
+:mod:`~powerlab.site.export_workbook` the facilities table as an Excel workbook
 
 What a utility or the scenario's ``limits:`` states, and how it is measured, is the wing
 below, :mod:`powerlab.limits`; the interruption model (root causes, Young/Daly) is
@@ -74,7 +76,13 @@ _EXPORTS = {
         "compare_mitigations",
     ),
     "export": (
-        "facilities_frame", "read_facilities_csv", "write_facilities_csv",
+        "facilities_frame", "write_facilities_csv",
+    ),
+    "export_reader": (
+        "read_facilities_csv",
+    ),
+    "export_workbook": (
+        "write_facilities_xlsx",
     ),
 }
 

@@ -13,13 +13,13 @@ Format version 3, documented column by column in ``docs/facilities_csv.md``:
   between adjacent 1-min means), and the events of draw 0;
 - numbers written with fixed decimals (:data:`DECIMALS`), never in exponent form.
 
-:func:`write_facilities_xlsx` writes the same table as an Excel workbook (openpyxl):
-real date-time cells, a units row under the header, and an ``about`` sheet with the
-sidecar's facts.
+:func:`~powerlab.site.export_workbook.write_facilities_xlsx` writes the same table as an
+Excel workbook (openpyxl): real date-time cells, a units row under the header, and an
+``about`` sheet with the sidecar's facts.
 
 The sidecar ``<name>.json`` holds the units, the rounding, the time zone, the scenario
 hash, the powerlab version, the generation time and the CSV's SHA-256, which
-:func:`read_facilities_csv` checks.  The pair is written so that a crash never leaves a
+:func:`~powerlab.site.export_reader.read_facilities_csv` checks.  The pair is written so that a crash never leaves a
 new CSV beside an old sidecar (both written to temporary files first; the old sidecar is
 removed before the new CSV takes its name).  Text cells that a spreadsheet would run as a
 formula (``= + - @``, tab, carriage return) get a leading ``'``, which the reader removes.
@@ -35,8 +35,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..exceptions import AnalysisError, DataQualityWarning, ParseError, PowerlabError
-from ..outputs import atomic_write, fsync_dir, write_temporary
+from .. import __version__
+from .._format import spreadsheet_times
+from .._progress import Progress
+from ..exceptions import AnalysisError, PowerlabError
+from ..limits.requirements import BOUNDARIES
+from ..outputs import fsync_dir, write_temporary
 from .planner import clock_edges, ramp_into_tick
 
 __all__ = [
@@ -45,10 +49,9 @@ __all__ = [
     "RESOLUTIONS",
     "facilities_columns",
     "facilities_frame",
-    "read_facilities_csv",
     "sanitize_cell",
+    "sidecar_digest",
     "write_facilities_csv",
-    "write_facilities_xlsx",
 ]
 
 FORMAT_VERSION = 3   # 3: no '/' in column names, text UTC offsets, and the sidecar
@@ -58,7 +61,6 @@ FORMAT_VERSION = 3   # 3: no '/' in column names, text UTC offsets, and the side
 RESOLUTIONS = {"1s": 1.0, "1min": 60.0, "5min": 300.0, "15min": 900.0, "30min": 1800.0,
                "1h": 3600.0}
 
-BOUNDARIES = ("facility", "it")
 _STATS = ("mean", "min", "max", "p10", "p50", "p90")
 _RAMPS = (("ramp_up_megawatts_per_s_1s_max", 1.0, +1), ("ramp_down_megawatts_per_s_1s_max",
                                                           1.0, -1),
@@ -182,8 +184,6 @@ _FRAME_TICK_DRAWS_PER_S = 1e6
 
 def _frame_progress(result, progress):
     """(Progress of the table's steps, whether this call owns it)."""
-    from .._progress import Progress
-
     if isinstance(progress, Progress):
         return progress, False
     steps = len(BOUNDARIES) * (2 + len(_RAMPS))
@@ -271,8 +271,7 @@ def _boundary_columns(result, s, edges, counts, tick, n, out, bar) -> None:
 
 
 def _fmt_time(ts: pd.DatetimeIndex | pd.Series) -> list[str]:
-    from .._format import spreadsheet_times  # one time format for every CSV for people
-
+    """One time format for every CSV for people (:func:`powerlab._format.spreadsheet_times`)."""
     return spreadsheet_times(ts, zone=None)
 
 
@@ -310,8 +309,6 @@ def _sidecar(result, df: pd.DataFrame, res_s: float, file_name: str, sha256: str
              gen: pd.Timestamp) -> dict:
     """The facts of an export (units, rounding, scenario, provenance): the CSV's JSON
     sidecar, the workbook's ``about`` sheet."""
-    from .. import __version__
-
     sc = result.scenario
     tz = sc.site.tz
     notes = []
@@ -419,112 +416,6 @@ def write_facilities_csv(result, path, resolution="15min",
     return path, jpath
 
 
-def write_facilities_xlsx(result, path, resolution="15min",
-                          generated_utc: pd.Timestamp | None = None,
-                          progress=False) -> Path:
-    """Write the facilities table as an Excel workbook (``.xlsx``, with openpyxl).
-
-    Sheet ``facilities``: the columns of :func:`facilities_columns`, a units row under the
-    header (``UTC``, the zone, ``MW``, ``MWh``, ``MW/s``, ``MW/min``, ``text``), then one
-    row per interval: times as date-time cells (UTC, and the site's local time, without
-    a zone as spreadsheets hold them), numbers as number cells rounded as in the CSV
-    (:data:`DECIMALS`) and shown with that many decimals, blanks where undefined.  Sheet
-    ``about``: what the CSV's sidecar holds (format, time zone, units of every column,
-    rounding, draws, seed, scenario name and hash, powerlab version, generation time,
-    assumptions), one fact per row.  Written to a temporary file and renamed into place.
-
-    Parameters
-    ----------
-    result : ForecastResult
-    path : str or Path
-        The workbook, named ``*.xlsx``.
-    resolution, generated_utc, progress
-        As in :func:`write_facilities_csv`.
-
-    Returns
-    -------
-    Path
-
-    Raises
-    ------
-    PowerlabError
-        A name that does not end in ``.xlsx``, a missing folder, a path that is a folder,
-        an unknown resolution, or openpyxl missing (``pip install 'powerlab[xlsx]'``).
-    """
-    path = Path(path)
-    if path.suffix.lower() != ".xlsx":
-        raise PowerlabError(f"cannot write {path}: name the workbook '*.xlsx'")
-    if not path.parent.is_dir():
-        raise PowerlabError(f"cannot write {path}: folder {path.parent} does not exist")
-    if path.is_dir():
-        raise PowerlabError(f"cannot write {path}: it is a folder")
-    try:
-        from openpyxl import Workbook
-        from openpyxl.styles import Font
-    except ImportError:
-        raise PowerlabError("--format xlsx needs openpyxl: pip install 'powerlab[xlsx]'"
-                            ) from None
-    res_s = _resolution_s(resolution)
-    tz = result.scenario.site.tz
-    df = facilities_frame(result, res_s, progress=progress)
-    gen = generated_utc if generated_utc is not None else pd.Timestamp.now(tz="UTC")
-    side = _sidecar(result, df, res_s, path.name, None, gen)
-    side["format"] = "powerlab facilities workbook"
-    cols = facilities_columns(tz)
-    units = ["UTC", "UTC", tz, "text"] + [
-        "MWh" if "energy" in c else "MW/s" if "per_s" in c else "MW/min" if "per_min" in c
-        else "MW" for c in cols[4:-1]] + ["text"]
-    wb = Workbook()
-    ws = wb.active
-    ws.title = "facilities"
-    ws.append(cols)
-    ws.append(units)
-    for cell in ws[1]:
-        cell.font = Font(bold=True)
-    for cell in ws[2]:
-        cell.font = Font(italic=True)
-    ws.freeze_panes = "A3"
-    times = [pd.DatetimeIndex(df[c]).tz_localize(None).to_pydatetime()
-             for c in cols[:3]]
-    nums = {c: np.round(df[c].to_numpy(dtype=float), _decimals(c)) + 0.0 for c in cols[4:-1]}
-    events = df["events"].fillna("").astype(str).map(sanitize_cell).tolist()
-    offs = df["utc_offset_local"].tolist()
-    for i in range(len(df)):
-        row = [times[0][i], times[1][i], times[2][i], offs[i]]
-        row += [None if np.isnan(nums[c][i]) else float(nums[c][i]) for c in cols[4:-1]]
-        row.append(events[i] or None)
-        ws.append(row)
-    fmt = {c: "0." + "0" * _decimals(c) for c in cols[4:-1]}
-    for j, c in enumerate(cols, start=1):
-        letter = ws.cell(row=1, column=j).column_letter
-        ws.column_dimensions[letter].width = max(12, min(len(c) + 2, 40))
-        number_format = ("yyyy-mm-dd hh:mm:ss" if j <= 3 else fmt.get(c))
-        if number_format:
-            for cell in ws[letter][2:]:
-                cell.number_format = number_format
-    about = wb.create_sheet("about")
-    about.append(["fact", "value"])
-    for cell in about[1]:
-        cell.font = Font(bold=True)
-    for key in ("format", "format_version", "file", "rows", "time_zone", "time_format",
-                "interval_alignment", "resolution_s", "engine_tick_s", "draws", "seed",
-                "scenario_name", "scenario_hash_sha256", "scenario_file", "powerlab_version",
-                "generated_utc"):
-        about.append([key, side.get(key)])
-    for k, v in side["rounding"].items():
-        about.append([f"rounding of {k}", v])
-    for a in side["assumptions"]:
-        about.append(["assumption", a])
-    for c in cols:
-        about.append([f"unit of {c}", side["units"][c]])
-    for job, figs in side["jobs"].items():
-        for k, v in figs.items():
-            about.append([f"job {job}: {k} (median over draws)", v])
-    about.column_dimensions["A"].width = 48
-    about.column_dimensions["B"].width = 100
-    return atomic_write(path, wb.save)
-
-
 def sidecar_digest(side: dict) -> str:
     """SHA-256 of a sidecar's own fields (all but ``sidecar_sha256``), over their canonical
     JSON (sorted keys, no blanks): units, time zone and assumptions are covered, not only
@@ -532,122 +423,3 @@ def sidecar_digest(side: dict) -> str:
     body = {k: v for k, v in side.items() if k != "sidecar_sha256"}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _read_sidecar(path: Path) -> dict:
-    jpath = path.with_suffix(".json")
-    if not jpath.is_file():
-        raise ParseError(f"its JSON sidecar {jpath.name} is missing (it holds the units and "
-                         "the checksum); pass verify=False to read the CSV alone", path=path)
-    try:
-        side = json.loads(jpath.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ParseError(f"cannot read the sidecar: {str(exc)[:200]}", path=jpath) from None
-    if not isinstance(side, dict):
-        raise ParseError("the sidecar is not a JSON object", path=jpath)
-    version = side.get("format_version")
-    if isinstance(version, int) and version >= 3:
-        if side.get("sidecar_sha256") != sidecar_digest(side):
-            raise ParseError("the sidecar's own fields (units, time zone, ...) do not match "
-                             "its sidecar_sha256: it was edited after it was written",
-                             path=jpath)
-    elif "sidecar_sha256" in side or not isinstance(version, int):
-        raise ParseError(f"unexpected format_version {version!r}", path=jpath)
-    else:
-        import warnings
-
-        warnings.warn(f"{jpath.name}: format {version} sidecar (an older powerlab): its own "
-                      "fields (units, time zone) carry no checksum; only the CSV is verified",
-                      DataQualityWarning, stacklevel=3)
-    return side
-
-
-def read_facilities_csv(path, *, verify: bool = True) -> pd.DataFrame:
-    """Read a facilities CSV written by :func:`write_facilities_csv`.
-
-    Parameters
-    ----------
-    path : str or Path
-    verify : bool, default True
-        Check the CSV against the SHA-256 in its sidecar (refusing a CSV without one).
-
-    Returns
-    -------
-    DataFrame
-        The columns of the file: times tz-aware (UTC; local in the site's zone), the
-        numbers as float64 at the written resolution (NaN where blank), the event text
-        with the formula guard removed.
-
-    Raises
-    ------
-    ParseError
-        A missing or mismatched sidecar, a missing column, or a value that cannot be
-        read (names the line and column).
-    """
-    path = Path(path)
-    try:
-        raw_bytes = path.read_bytes()
-    except OSError as exc:
-        raise ParseError(f"cannot read facilities CSV: {exc.strerror}", path=path) from None
-    side = None
-    if verify:
-        side = _read_sidecar(path)
-        digest = hashlib.sha256(raw_bytes).hexdigest()
-        if side.get("csv_sha256") != digest:
-            jname = path.with_suffix(".json").name
-            raise ParseError(f"the CSV does not match its sidecar {jname} "
-                             f"(SHA-256 {digest[:12]}... vs recorded "
-                             f"{str(side.get('csv_sha256'))[:12]}...): one of the pair was "
-                             "replaced or changed", path=path)
-    import io
-
-    try:
-        raw = pd.read_csv(io.BytesIO(raw_bytes), dtype=str, keep_default_na=False)
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise ParseError(f"cannot read facilities CSV: {exc}", path=path) from None
-    local = [c for c in raw.columns if c.startswith("interval_start_local_")]
-    if len(local) != 1:
-        raise ParseError("expected one column 'interval_start_local_<IANA zone>'",
-                         path=path, line=1)
-    tz = _zone_of(local[0])
-    try:
-        import zoneinfo
-
-        zoneinfo.ZoneInfo(tz)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
-        raise ParseError(f"the local-time column names {tz!r}, not an IANA time zone",
-                         path=path, line=1, column=local[0]) from None
-    expected = facilities_columns(tz)
-    if local[0] != _local_col(tz):            # format 2: the zone's slash as written
-        expected[2] = local[0]
-    missing = [c for c in expected if c not in raw.columns]
-    if missing:
-        raise ParseError(f"missing column(s) {missing}; expected {expected}", path=path,
-                         line=1)
-    out = pd.DataFrame(index=raw.index)
-    for c in ("interval_start_utc", "interval_end_utc", local[0]):
-        vals = pd.to_datetime(raw[c], format="ISO8601", errors="coerce")
-        bad = np.flatnonzero(vals.isna().to_numpy())
-        if len(bad):
-            raise ParseError(f"expected a time 'YYYY-MM-DD HH:MM:SS', got "
-                             f"{raw[c].iloc[bad[0]]!r}", path=path, line=int(bad[0]) + 2,
-                             column=c)
-        out[c] = vals
-    out["interval_start_utc"] = out["interval_start_utc"].dt.tz_localize("UTC")
-    out["interval_end_utc"] = out["interval_end_utc"].dt.tz_localize("UTC")
-    try:
-        out[local[0]] = out["interval_start_utc"].dt.tz_convert(tz)
-    except Exception as exc:
-        raise ParseError(f"column {local[0]!r} does not name an IANA time zone ({tz!r})",
-                         path=path, line=1) from exc
-    out["utc_offset_local"] = raw["utc_offset_local"].astype("string")
-    ramps = {f"{s}_{n}" for s in BOUNDARIES for n, _, _ in _RAMPS}
-    for c in expected[4:-1]:
-        vals = pd.to_numeric(raw[c].replace("", np.nan), errors="coerce")
-        bad = np.flatnonzero((vals.isna() & ((raw[c] != "") | (c not in ramps))).to_numpy())
-        if len(bad):
-            raise ParseError(f"expected a number, got {raw[c].iloc[bad[0]]!r}", path=path,
-                             line=int(bad[0]) + 2, column=c)
-        out[c] = vals.astype("float64")
-    out["events"] = raw["events"].map(_unsanitize).astype("string")
-    return out
