@@ -247,7 +247,8 @@ def run_demo(out: str | Path = "powerlab-demo", *, progress: IO[str] | None = sy
         When ``out`` cannot be created or written to (checked before any work).
     """
     from . import viz
-    from .site.export import read_facilities_csv, write_facilities_csv
+    from .site.export import write_facilities_csv
+    from .site.export_reader import read_facilities_csv
 
     out = _writable_folder(out)  # before minutes of work, not after
     prog = _Progress(progress, 9)
