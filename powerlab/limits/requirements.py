@@ -348,7 +348,8 @@ def _requirement(s: Section) -> Requirement:
         if kw["residual_voltage_pu"] >= 1.0:
             raise s.error("residual_voltage_pu", "must be below 1 pu (a sag lowers the "
                           "voltage; 0.7 means a sag to 70 % of nominal)")
-        kw["window_s"] = s.number("sag_duration_s", required=True, lo=0.0, lo_open=True, hi=MAX_SAG_S)
+        kw["window_s"] = s.number("sag_duration_s", required=True, lo=0.0, lo_open=True,
+                                  hi=MAX_SAG_S)
         kw["observe_s"] = s.number("observe_s", 1.0, hi=MAX_SAG_S)
     req = Requirement(name=name, kind=kind, limit=limit, unit=unit, source=_source(s),
                       illustrative=_flag(s, "illustrative"), **kw)

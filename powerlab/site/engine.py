@@ -59,7 +59,7 @@ import pandas as pd
 from .._options import Options, renamed_keywords
 from .._progress import Progress
 from ..exceptions import PowerlabError, ScenarioError
-from ..reliability.interruptions import (
+from ..reliability.interruption_draws import (
     cause_rows,
     interruption_frame,
     interruption_marks,
@@ -153,8 +153,8 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
         Engine tick (default: ``scenario.tick_s``, 0.1 s) [s].
     memory_limit_bytes : int, optional
         Refuse (``ScenarioError`` with the estimate) a forecast whose
-        :func:`~powerlab.site.memory.memory_estimate_bytes` exceeds this (default: half the physical memory)
-        [bytes].
+        :func:`~powerlab.site.memory.memory_estimate_bytes` exceeds this (default: half
+        the physical memory) [bytes].
     keep_ticks : bool, default True
         Keep every draw's per-tick power (``it_w``, ``power_w()``, ``timeline``).  With
         False each draw is reduced to ``reduce_s`` interval statistics and its metrics

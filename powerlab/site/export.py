@@ -19,10 +19,11 @@ Excel workbook (openpyxl): real date-time cells, a units row under the header, a
 
 The sidecar ``<name>.json`` holds the units, the rounding, the time zone, the scenario
 hash, the powerlab version, the generation time and the CSV's SHA-256, which
-:func:`~powerlab.site.export_reader.read_facilities_csv` checks.  The pair is written so that a crash never leaves a
-new CSV beside an old sidecar (both written to temporary files first; the old sidecar is
-removed before the new CSV takes its name).  Text cells that a spreadsheet would run as a
-formula (``= + - @``, tab, carriage return) get a leading ``'``, which the reader removes.
+:func:`~powerlab.site.export_reader.read_facilities_csv` checks.  The pair is written so
+that a crash never leaves a new CSV beside an old sidecar (both written to temporary files
+first; the old sidecar is removed before the new CSV takes its name).  Text cells that a
+spreadsheet would run as a formula (``= + - @``, tab, carriage return) get a leading
+``'``, which the reader removes.
 """
 
 from __future__ import annotations
@@ -46,12 +47,19 @@ from .planner import clock_edges, ramp_into_tick
 __all__ = [
     "DECIMALS",
     "FORMAT_VERSION",
+    "RAMP_COLUMNS",
     "RESOLUTIONS",
+    "decimals_of",
     "facilities_columns",
     "facilities_frame",
+    "local_time_column",
+    "resolution_seconds",
     "sanitize_cell",
     "sidecar_digest",
+    "sidecar_facts",
+    "unsanitize_cell",
     "write_facilities_csv",
+    "zone_of_column",
 ]
 
 FORMAT_VERSION = 3   # 3: no '/' in column names, text UTC offsets, and the sidecar
@@ -62,10 +70,12 @@ RESOLUTIONS = {"1s": 1.0, "1min": 60.0, "5min": 300.0, "15min": 900.0, "30min": 
                "1h": 3600.0}
 
 _STATS = ("mean", "min", "max", "p10", "p50", "p90")
-_RAMPS = (("ramp_up_megawatts_per_s_1s_max", 1.0, +1), ("ramp_down_megawatts_per_s_1s_max",
-                                                          1.0, -1),
-          ("ramp_up_megawatts_per_min_1min_max", 60.0, +1),
-          ("ramp_down_megawatts_per_min_1min_max", 60.0, -1))
+#: The ramp columns of each boundary: (name, window of the adjacent means [s], sign:
+#: +1 rises, -1 falls).
+RAMP_COLUMNS = (("ramp_up_megawatts_per_s_1s_max", 1.0, +1),
+                ("ramp_down_megawatts_per_s_1s_max", 1.0, -1),
+                ("ramp_up_megawatts_per_min_1min_max", 60.0, +1),
+                ("ramp_down_megawatts_per_min_1min_max", 60.0, -1))
 
 #: Decimal places written per kind of column (the stated resolution of the numbers).
 DECIMALS = {"power": 3, "energy": 6, "ramp": 3}
@@ -73,24 +83,25 @@ _TIME_FMT = "%Y-%m-%d %H:%M:%S"           # powerlab._format.SPREADSHEET_TIME_FO
 _DANGEROUS = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
-def _local_col(tz: str) -> str:
+def local_time_column(tz: str) -> str:
     """``interval_start_local_<zone>`` with the zone's ``/`` written ``__`` (IANA names
     never hold ``__``), so that no column name holds a slash."""
     return f"interval_start_local_{tz.replace('/', '__')}"
 
 
-def _zone_of(column: str) -> str:
+def zone_of_column(column: str) -> str:
     """The IANA zone named by a local-time column (format 3 ``__`` or format 2 ``/``)."""
     return column[len("interval_start_local_"):].replace("__", "/")
 
 
 def facilities_columns(tz: str) -> list[str]:
     """The CSV's columns for a site in time zone ``tz`` (IANA name), in order."""
-    cols = ["interval_start_utc", "interval_end_utc", _local_col(tz), "utc_offset_local"]
+    cols = ["interval_start_utc", "interval_end_utc", local_time_column(tz),
+            "utc_offset_local"]
     for s in BOUNDARIES:
         cols += [f"{s}_power_megawatts_{st}" for st in _STATS]
         cols.append(f"{s}_energy_megawatt_hours")
-        cols += [f"{s}_{name}" for name, _, _ in _RAMPS]
+        cols += [f"{s}_{name}" for name, _, _ in RAMP_COLUMNS]
     cols.append("events")
     return cols
 
@@ -98,7 +109,7 @@ def facilities_columns(tz: str) -> list[str]:
 def _units(tz: str) -> dict:
     u = {"interval_start_utc": "UTC, YYYY-MM-DD HH:MM:SS, start of the interval",
          "interval_end_utc": "UTC, end of the interval (exclusive)",
-         _local_col(tz): f"local time in {tz}, start of the interval",
+         local_time_column(tz): f"local time in {tz}, start of the interval",
          "utc_offset_local": "offset of the local time from UTC at the interval start, "
                              "text UTC+HH:MM or UTC-HH:MM"}
     for s in BOUNDARIES:
@@ -111,7 +122,7 @@ def _units(tz: str) -> dict:
             u[f"{s}_power_megawatts_{p}"] = (f"MW, {p[1:]}th percentile across draws of "
                                              "the interval mean")
         u[f"{s}_energy_megawatt_hours"] = "MWh, energy in the interval, mean over draws"
-        for name, win, sign in _RAMPS:
+        for name, win, sign in RAMP_COLUMNS:
             unit = "MW/s" if win == 1.0 else "MW/min"
             u[f"{s}_{name}"] = (f"{unit}, largest {'rise' if sign > 0 else 'fall'} between "
                                 f"adjacent {win:g}-s means whose boundary lies in the "
@@ -120,7 +131,8 @@ def _units(tz: str) -> dict:
     return u
 
 
-def _decimals(col: str) -> int:
+def decimals_of(col: str) -> int:
+    """Decimal places the column ``col`` is written with (:data:`DECIMALS`)."""
     if "energy" in col:
         return DECIMALS["energy"]
     if "ramp" in col:
@@ -150,13 +162,15 @@ def sanitize_cell(text: str) -> str:
     return text
 
 
-def _unsanitize(text: str) -> str:
+def unsanitize_cell(text: str) -> str:
+    """The text :func:`sanitize_cell` guarded, its guard removed."""
     if text.startswith("'") and _needs_guard(text[1:]):
         return text[1:]
     return text
 
 
-def _resolution_s(resolution) -> float:
+def resolution_seconds(resolution) -> float:
+    """The row interval of :data:`RESOLUTIONS` named (or given in seconds) [s]."""
     if isinstance(resolution, str) and resolution in RESOLUTIONS:
         return RESOLUTIONS[resolution]
     if isinstance(resolution, (int, float)) and float(resolution) in RESOLUTIONS.values():
@@ -186,13 +200,13 @@ def _frame_progress(result, progress):
     """(Progress of the table's steps, whether this call owns it)."""
     if isinstance(progress, Progress):
         return progress, False
-    steps = len(BOUNDARIES) * (2 + len(_RAMPS))
+    steps = len(BOUNDARIES) * (2 + len(RAMP_COLUMNS))
     est_s = result.n_ticks * result.draws / _FRAME_TICK_DRAWS_PER_S
     bar = Progress(steps, "facilities table", "step",
                    enabled=(est_s >= 2.0) if progress is None else bool(progress))
     bar.announce(f"{result.n_ticks:,} ticks x {result.draws} draws x {len(BOUNDARIES)} boundaries: "
                  f"{steps} steps (power, interval statistics, "
-                 f"{len(_RAMPS)} ramp windows per boundary)", estimate_s=est_s)
+                 f"{len(RAMP_COLUMNS)} ramp windows per boundary)", estimate_s=est_s)
     return bar, True
 
 
@@ -216,7 +230,7 @@ def facilities_frame(result, resolution="15min", progress=False) -> pd.DataFrame
         The columns of :func:`facilities_columns` (times tz-aware: UTC, and local in
         the site's zone), numbers in MW, MWh, MW/s and MW/min.
     """
-    res = _resolution_s(resolution)
+    res = resolution_seconds(resolution)
     tz = result.scenario.site.tz
     tick = result.tick_s
     n = result.n_ticks
@@ -226,7 +240,7 @@ def facilities_frame(result, resolution="15min", progress=False) -> pd.DataFrame
     ends = starts + pd.to_timedelta(counts * tick, unit="s")
     local = starts.tz_convert(tz)
     off = local.strftime("%z")
-    out = {"interval_start_utc": starts, "interval_end_utc": ends, _local_col(tz): local,
+    out = {"interval_start_utc": starts, "interval_end_utc": ends, local_time_column(tz): local,
            "utc_offset_local": ["UTC" + o[:3] + ":" + o[3:] for o in off]}
     bar, own = _frame_progress(result, progress)
     try:
@@ -259,7 +273,7 @@ def _boundary_columns(result, s, edges, counts, tick, n, out, bar) -> None:
     out[f"{s}_energy_megawatt_hours"] = (np.add.reduceat(x, edges, axis=1).mean(axis=0)
                                         * tick / 3.6e9)
     bar.update()
-    for name, win, sign in _RAMPS:
+    for name, win, sign in RAMP_COLUMNS:
         scale = (1.0 if win == 1.0 else 60.0) / 1e6
         try:  # the largest ramp over draws at each boundary tick (NaN: undefined)
             best = np.fmax.reduce(sign * ramp_into_tick(x, tick, win), axis=0)
@@ -284,11 +298,11 @@ def _csv_text(df: pd.DataFrame, tz: str) -> str:
     text = pd.DataFrame({
         "interval_start_utc": _fmt_time(df["interval_start_utc"]),
         "interval_end_utc": _fmt_time(df["interval_end_utc"]),
-        _local_col(tz): _fmt_time(df[_local_col(tz)]),
+        local_time_column(tz): _fmt_time(df[local_time_column(tz)]),
         "utc_offset_local": df["utc_offset_local"],
     })
     for c in facilities_columns(tz)[4:-1]:
-        text[c] = _fmt_numbers(df[c].to_numpy(), _decimals(c))
+        text[c] = _fmt_numbers(df[c].to_numpy(), decimals_of(c))
     text["events"] = df["events"].fillna("").astype(str).map(sanitize_cell)
     return text.to_csv(index=False, lineterminator="\r\n")
 
@@ -305,14 +319,14 @@ def _job_figures(result) -> dict:
             for job, r in g[["effective_training_time", "interruptions"]].median().iterrows()}
 
 
-def _sidecar(result, df: pd.DataFrame, res_s: float, file_name: str, sha256: str | None,
-             gen: pd.Timestamp) -> dict:
+def sidecar_facts(result, df: pd.DataFrame, res_s: float, file_name: str,
+                  sha256: str | None, gen: pd.Timestamp) -> dict:
     """The facts of an export (units, rounding, scenario, provenance): the CSV's JSON
     sidecar, the workbook's ``about`` sheet."""
     sc = result.scenario
     tz = sc.site.tz
     notes = []
-    if df[[f"facility_{n}" for n, w, _ in _RAMPS if w == 1.0]].isna().all().all():
+    if df[[f"facility_{n}" for n, w, _ in RAMP_COLUMNS if w == 1.0]].isna().all().all():
         notes.append(f"The engine tick ({result.tick_s:g} s) does not divide 1 s: the "
                      "1-s ramp columns are blank.")
     side = {
@@ -391,12 +405,12 @@ def write_facilities_csv(result, path, resolution="15min",
     for p in (path, jpath):
         if p.is_dir():
             raise PowerlabError(f"cannot write {p}: it is a folder")
-    res_s = _resolution_s(resolution)
+    res_s = resolution_seconds(resolution)
     tz = result.scenario.site.tz
     df = facilities_frame(result, res_s, progress=progress)
     csv = _csv_text(df, tz).encode("utf-8")
     gen = generated_utc if generated_utc is not None else pd.Timestamp.now(tz="UTC")
-    side = _sidecar(result, df, res_s, path.name, hashlib.sha256(csv).hexdigest(), gen)
+    side = sidecar_facts(result, df, res_s, path.name, hashlib.sha256(csv).hexdigest(), gen)
     side["sidecar_sha256"] = sidecar_digest(side)
     data = json.dumps(side, indent=2, default=str).encode("utf-8")
     # a full or read-only disk leaves nothing behind

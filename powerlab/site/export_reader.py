@@ -23,7 +23,14 @@ import pandas as pd
 
 from ..exceptions import DataQualityWarning, ParseError
 from ..limits.requirements import BOUNDARIES
-from .export import _RAMPS, _local_col, _unsanitize, _zone_of, facilities_columns, sidecar_digest
+from .export import (
+    RAMP_COLUMNS,
+    facilities_columns,
+    local_time_column,
+    sidecar_digest,
+    unsanitize_cell,
+    zone_of_column,
+)
 
 __all__ = ["read_facilities_csv"]
 
@@ -68,7 +75,7 @@ def read_facilities_csv(path, *, verify: bool = True) -> pd.DataFrame:
     _read_times(path, raw, out, local, tz)
     out["utc_offset_local"] = raw["utc_offset_local"].astype("string")
     _read_numbers(path, raw, out, expected)
-    out["events"] = raw["events"].map(_unsanitize).astype("string")
+    out["events"] = raw["events"].map(unsanitize_cell).astype("string")
     return out
 
 
@@ -125,7 +132,7 @@ def _zone_column(path: Path, raw: pd.DataFrame) -> tuple[str, str]:
     if len(local) != 1:
         raise ParseError(f"expected one column '{_LOCAL_PREFIX}<IANA zone>'",
                          path=path, line=1)
-    tz = _zone_of(local[0])
+    tz = zone_of_column(local[0])
     try:
         zoneinfo.ZoneInfo(tz)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
@@ -138,7 +145,7 @@ def _expected_columns(path: Path, raw: pd.DataFrame, local: str, tz: str) -> lis
     """Step: the columns of the format (format 2: the zone's slash as written), all of
     which the file must have."""
     expected = facilities_columns(tz)
-    if local != _local_col(tz):            # format 2: the zone's slash as written
+    if local != local_time_column(tz):            # format 2: the zone's slash as written
         expected[2] = local
     missing = [c for c in expected if c not in raw.columns]
     if missing:
@@ -171,7 +178,7 @@ def _read_numbers(path: Path, raw: pd.DataFrame, out: pd.DataFrame,
                   expected: list[str]) -> None:
     """Step: the power, energy and ramp columns as float64 (blank: NaN, allowed in the
     ramp columns only)."""
-    ramps = {f"{s}_{n}" for s in BOUNDARIES for n, _, _ in _RAMPS}
+    ramps = {f"{s}_{n}" for s in BOUNDARIES for n, _, _ in RAMP_COLUMNS}
     for c in expected[4:-1]:
         vals = pd.to_numeric(raw[c].replace("", np.nan), errors="coerce")
         bad = np.flatnonzero((vals.isna() & ((raw[c] != "") | (c not in ramps))).to_numpy())

@@ -17,12 +17,12 @@ import pandas as pd
 from ..exceptions import PowerlabError
 from ..outputs import atomic_write
 from .export import (
-    _decimals,
-    _resolution_s,
-    _sidecar,
+    decimals_of,
     facilities_columns,
     facilities_frame,
+    resolution_seconds,
     sanitize_cell,
+    sidecar_facts,
 )
 
 __all__ = ["write_facilities_xlsx"]
@@ -40,14 +40,14 @@ def write_facilities_xlsx(result, path, resolution="15min",
                           progress=False) -> Path:
     """Write the facilities table as an Excel workbook (``.xlsx``, with openpyxl).
 
-    Sheet ``facilities``: the columns of :func:`~powerlab.site.export.facilities_columns`, a units row under the
-    header (``UTC``, the zone, ``MW``, ``MWh``, ``MW/s``, ``MW/min``, ``text``), then one
-    row per interval: times as date-time cells (UTC, and the site's local time, without
-    a zone as spreadsheets hold them), numbers as number cells rounded as in the CSV
-    (:data:`~powerlab.site.export.DECIMALS`) and shown with that many decimals, blanks where undefined.  Sheet
-    ``about``: what the CSV's sidecar holds (format, time zone, units of every column,
-    rounding, draws, seed, scenario name and hash, powerlab version, generation time,
-    assumptions), one fact per row.  Written to a temporary file and renamed into place.
+    Sheet ``facilities``: the columns of :func:`~powerlab.site.export.facilities_columns`,
+    a units row under the header (``UTC``, the zone, ``MW``, ``MWh``, ``MW/s``,
+    ``MW/min``, ``text``), then one row per interval: times as date-time cells (UTC, and
+    the site's local time, without a zone as spreadsheets hold them), numbers as number
+    cells rounded as in the CSV (:data:`~powerlab.site.export.DECIMALS`) and shown with
+    that many decimals, blanks where undefined.  Sheet ``about``: what the CSV's sidecar
+    holds (format, time zone, units of every column, rounding, draws, seed, scenario name
+    and hash, powerlab version, generation time, assumptions), one fact per row.  Written to a temporary file and renamed into place.
 
     Parameters
     ----------
@@ -73,11 +73,11 @@ def write_facilities_xlsx(result, path, resolution="15min",
     except ImportError:
         raise PowerlabError("--format xlsx needs openpyxl: pip install 'powerlab[xlsx]'"
                             ) from None
-    res_s = _resolution_s(resolution)
+    res_s = resolution_seconds(resolution)
     tz = result.scenario.site.tz
     df = facilities_frame(result, res_s, progress=progress)
     gen = generated_utc if generated_utc is not None else pd.Timestamp.now(tz="UTC")
-    side = _sidecar(result, df, res_s, path.name, None, gen)
+    side = sidecar_facts(result, df, res_s, path.name, None, gen)
     side["format"] = "powerlab facilities workbook"
     cols = facilities_columns(tz)
     wb = Workbook()
@@ -122,7 +122,7 @@ def _facilities_sheet(ws, df: pd.DataFrame, cols: list[str], tz: str) -> None:
     ws.freeze_panes = "A3"
     times = [pd.DatetimeIndex(df[c]).tz_localize(None).to_pydatetime()
              for c in cols[:3]]
-    nums = {c: np.round(df[c].to_numpy(dtype=float), _decimals(c)) + 0.0 for c in cols[4:-1]}
+    nums = {c: np.round(df[c].to_numpy(dtype=float), decimals_of(c)) + 0.0 for c in cols[4:-1]}
     events = df["events"].fillna("").astype(str).map(sanitize_cell).tolist()
     offs = df["utc_offset_local"].tolist()
     for i in range(len(df)):
@@ -130,7 +130,7 @@ def _facilities_sheet(ws, df: pd.DataFrame, cols: list[str], tz: str) -> None:
         row += [None if np.isnan(nums[c][i]) else float(nums[c][i]) for c in cols[4:-1]]
         row.append(events[i] or None)
         ws.append(row)
-    fmt = {c: "0." + "0" * _decimals(c) for c in cols[4:-1]}
+    fmt = {c: "0." + "0" * decimals_of(c) for c in cols[4:-1]}
     for j, c in enumerate(cols, start=1):
         letter = ws.cell(row=1, column=j).column_letter
         ws.column_dimensions[letter].width = max(12, min(len(c) + 2, 40))

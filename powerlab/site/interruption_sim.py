@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..reliability.interruptions import interruption_marks, interruption_stats, planned_mask
+from ..reliability.interruption_draws import interruption_marks, interruption_stats, planned_mask
 from .jobplan import job_plan
 from .randomness import job_randomness
 from .timebase import to_ticks

@@ -9,7 +9,7 @@ Any simulation that calls it sees the same randomness: a brute-force per-GPU sim
 (``tests/support/reference_sim.py``) reproduces an engine draw exactly, and
 :mod:`powerlab.site.interruption_sim` the engine's interruption process.  The causes of
 the arrivals come from a stream of their own
-(:func:`powerlab.reliability.interruptions.interruption_marks`).
+(:func:`powerlab.reliability.interruption_draws.interruption_marks`).
 """
 
 from __future__ import annotations

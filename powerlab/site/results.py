@@ -18,7 +18,8 @@ from .._summary import Results, Summary
 from ..exceptions import PowerlabError
 from ..limits.ramps import ramp_label
 from ..limits.requirements import BOUNDARIES
-from ..reliability.interruptions import checkpoint_report, interruption_summary
+from ..reliability.interruption_draws import interruption_summary
+from ..reliability.interruptions import checkpoint_report
 from .battery import battery_dispatch
 from .disturbances import disturbance_summary, ups_transfer_w
 from .facility import facility_power
@@ -49,7 +50,7 @@ class ForecastResult(Results):
         Per draw and job: ``train_s``, ``lost_to_failures_s``, ``ramp_deficit_s``,
         ``stagger_delay_s``, ``useful_gpu_h``.
     interruptions : DataFrame or None
-        Interruptions by cause (:func:`powerlab.reliability.interruptions.interruption_frame`).
+        Interruptions by cause (:func:`powerlab.reliability.interruption_draws.interruption_frame`).
     sag_free : callable or None
         Runs the ride-through counterfactual (the scenario without its voltage sags).
 

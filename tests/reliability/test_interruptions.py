@@ -10,12 +10,12 @@ import yaml
 from scipy import optimize, stats
 
 from powerlab.exceptions import ScenarioError
+from powerlab.reliability.interruption_draws import interruption_marks
 from powerlab.reliability.interruptions import (
     PLANNED,
     checkpoint_report,
     checkpoint_waste_fraction,
     daly_interval_s,
-    interruption_marks,
     llama3_model,
     young_interval_s,
 )
