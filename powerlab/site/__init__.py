@@ -10,12 +10,16 @@ Modules
 :mod:`~powerlab.site.timebase`     the engine's discrete time grid
 :mod:`~powerlab.site.engine`       the engine: per-job templates, jitter, failures
                                    (:func:`powerlab.site.forecast` is its entry point)
+:mod:`~powerlab.site.randomness`   each job's failures and GPU offsets in a draw
+:mod:`~powerlab.site.memory`       the memory a forecast needs, before it allocates
 :mod:`~powerlab.site.jobplan`      a job's training, checkpoint and downtime plan
 :mod:`~powerlab.site.chunks`       one draw's IT power built chunk by chunk (state carried)
-:mod:`~powerlab.site.transients`   GPU power rising and falling with a first-order lag
+:mod:`~powerlab.site.transients`   GPU power rising and falling with a first-order lag,
+                                   or slewing under a ramp limiter
 :mod:`~powerlab.site.facility`     the site (``site:``) and IT -> electrical losses ->
                                    lagging cooling -> base load
 :mod:`~powerlab.site.reduction`    reducing each draw as it is computed (keep_ticks=False)
+:mod:`~powerlab.site.streaming`    ramps, spectrum and swings fed chunk by chunk
 :mod:`~powerlab.site.uncertainty`  exceedance probabilities and bands with MC errors
 :mod:`~powerlab.site.interruption_sim` a job's interruption process alone (no power)
 :mod:`~powerlab.site.disturbances` voltage sags: trips, UPS ride-through, recovery

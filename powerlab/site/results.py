@@ -257,31 +257,11 @@ class ForecastResult(Results):
         counts = np.diff(np.append(edges, self.n_ticks))
         starts = self.times[edges]
         ends = starts + pd.to_timedelta(counts * self.tick_s, unit="s")
-        ev0 = self.events[self.events["draw"] == 0]
-        idx = np.searchsorted(edges, ev0["tick"].to_numpy(), side="right") - 1
-        ok = (idx >= 0) & (ev0["tick"].to_numpy() < self.n_ticks)
-        labels = (ev0["job"] + ":" + ev0["event"]).to_numpy()
-        ev_text = [""] * len(edges)
-        for i, lab in zip(idx[ok], labels[ok]):
-            ev_text[i] = lab if not ev_text[i] else ev_text[i] + "; " + lab
+        ev_text = self._events_by_interval(edges)
         boundaries = [boundary] if boundary else ["facility", "it"]
         frames = []
         for sc in boundaries:
-            if red is not None:
-                means = red.interval_means(sc, res)
-                vmin, vmax = red.group(red.vmin[sc], res, "min"), red.group(red.vmax[sc],
-                                                                             res, "max")
-                up, down = red.group(red.up[sc], res, "max"), red.group(red.down[sc], res,
-                                                                          "max")
-            else:
-                x = self.power_w(sc)
-                means = np.add.reduceat(x, edges, axis=1) / counts
-                dx = np.diff(x, axis=1, prepend=x[:, :1]) / self.tick_s
-                vmin = np.minimum.reduceat(x.min(axis=0), edges)
-                vmax = np.maximum.reduceat(x.max(axis=0), edges)
-                up = np.maximum.reduceat(np.maximum(dx.max(axis=0), 0.0), edges)
-                down = np.maximum.reduceat(np.maximum(-dx.min(axis=0), 0.0), edges)
-                del dx
+            means, vmin, vmax, up, down = self._interval_stats(sc, res, edges, counts)
             lo_q, hi_q = np.quantile(means, [alpha / 2, 1 - alpha / 2], axis=0)
             frames.append(pd.DataFrame({
                 "interval_start_utc": starts,
@@ -300,6 +280,39 @@ class ForecastResult(Results):
         df["boundary"] = df["boundary"].astype("string")
         df["events"] = df["events"].astype("string")
         return df
+
+    def _events_by_interval(self, edges: np.ndarray) -> list[str]:
+        """Step of :meth:`summary_frame`: the events of draw 0 starting in each interval,
+        ``'job:event'`` joined by ``'; '``."""
+        ev0 = self.events[self.events["draw"] == 0]
+        idx = np.searchsorted(edges, ev0["tick"].to_numpy(), side="right") - 1
+        ok = (idx >= 0) & (ev0["tick"].to_numpy() < self.n_ticks)
+        labels = (ev0["job"] + ":" + ev0["event"]).to_numpy()
+        ev_text = [""] * len(edges)
+        for i, lab in zip(idx[ok], labels[ok]):
+            ev_text[i] = lab if not ev_text[i] else ev_text[i] + "; " + lab
+        return ev_text
+
+    def _interval_stats(self, boundary: str, res: float, edges: np.ndarray,
+                        counts: np.ndarray) -> tuple:
+        """Step of :meth:`summary_frame`: per interval of ``res`` seconds, the interval
+        means of every draw, the lowest and highest tick and the largest tick-to-tick
+        rise and fall of any draw [W], [W/s] (from the reduction, or from the ticks)."""
+        red = self.reduced if self._it is None else None
+        if red is not None:
+            return (red.interval_means(boundary, res),
+                    red.group(red.vmin[boundary], res, "min"),
+                    red.group(red.vmax[boundary], res, "max"),
+                    red.group(red.up[boundary], res, "max"),
+                    red.group(red.down[boundary], res, "max"))
+        x = self.power_w(boundary)
+        means = np.add.reduceat(x, edges, axis=1) / counts
+        dx = np.diff(x, axis=1, prepend=x[:, :1]) / self.tick_s
+        vmin = np.minimum.reduceat(x.min(axis=0), edges)
+        vmax = np.maximum.reduceat(x.max(axis=0), edges)
+        up = np.maximum.reduceat(np.maximum(dx.max(axis=0), 0.0), edges)
+        down = np.maximum.reduceat(np.maximum(-dx.min(axis=0), 0.0), edges)
+        return means, vmin, vmax, up, down
 
     @renamed_keywords(scope="boundary")
     def exceedance(self, thresholds_w, resolution="15min", boundary: str = "facility",
