@@ -1,5 +1,12 @@
-"""The facility: the site a scenario describes (:class:`Site`, its ``site:`` section) and
-its power model, IT power -> electrical losses -> cooling -> base load.
+"""The facility: the site a scenario describes (:class:`Site`, read from its ``site:``
+section by :func:`parse_site`) and its power model, IT power -> electrical losses ->
+cooling -> base load.
+
+Layout of the section (all optional)::
+
+    site: {tz, pue | cooling{pue_at_reference, reference_temp_c, pue_per_c, ambient_mean_c,
+           ambient_amplitude_c, ambient_peak_hour_local}, base_load_w,
+           electrical_loss_fraction, cooling_time_constant_s}
 
 Facility (grid) power is built from IT power in three physical parts:
 
