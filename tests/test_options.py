@@ -15,8 +15,9 @@ from powerlab.calibration.meter import Meter, meter_forecast
 from powerlab.data import bundled_path
 from powerlab.exceptions import AnalysisError, OptionError, PowerlabError, ScenarioError
 from powerlab.limits.requirements import parse_requirements
+from powerlab.limits.scenario_limits import Limits
 from powerlab.site.engine import forecast
-from powerlab.site.scenario import Limits, parse_scenario, read_scenario
+from powerlab.site.scenario import parse_scenario, read_scenario
 
 SPEC = ("name: l\n{key}: it\nrequirements:\n  - {{name: s, kind: step, within_s: 1, "
         "limit: 1, unit: MW, source: x, illustrative: true}}\n")

@@ -97,7 +97,7 @@ def run(args) -> int:
         if source.kind != "scenario":
             raise PowerlabError("--requirements is required for measured telemetry (a "
                                 "scenario without it is checked against its limits: block)")
-        from ..limits.requirements import limits_spec
+        from ..limits.scenario_limits import limits_spec
 
         scen = source.scenario
         spec = limits_spec(scen.limits, name=f"limits of scenario {scen.name!r}")

@@ -41,7 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args) -> int:
     from ..exceptions import PowerlabError, ScenarioError
     from ..site.engine import forecast
-    from ..site.export import write_facilities_csv, write_facilities_xlsx
+    from ..site.export import write_facilities_csv
+    from ..site.export_workbook import write_facilities_xlsx
     from ..site.scenario import read_scenario
 
     if args.draws < 1:

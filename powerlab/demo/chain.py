@@ -13,7 +13,8 @@ from typing import IO, Any
 
 from .. import viz
 from ..exceptions import StoreError
-from ..site.export import read_facilities_csv, write_facilities_csv
+from ..site.export import write_facilities_csv
+from ..site.export_reader import read_facilities_csv
 from .calibrate import calibrate_profile, profile_figures, read_mlperf
 from .flexibility import flex_figures
 from .forecast import SITE_GPUS, forecast_figures, forecast_site

@@ -90,7 +90,7 @@ class Targets:
         NaT: known in advance).
     boundary : str
         ``"it"`` or ``"facility"``: which power the caps apply to
-        (:data:`powerlab.site.scenario.BOUNDARIES`; ``scope`` is its deprecated name).
+        (:data:`powerlab.limits.requirements.BOUNDARIES`; ``scope`` is its deprecated name).
     """
 
     frame: pd.DataFrame

@@ -4,7 +4,7 @@ Three layers (pvlib style):
 
 - the metric functions of :mod:`powerlab.limits.loadmetrics`;
 - :class:`Compliance` holds a parsed :class:`~powerlab.limits.requirements.RequirementSpec`
-  and evaluates it (through :func:`powerlab.limits.requirements.evaluate_power`, the one
+  and evaluates it (through :func:`powerlab.limits.evaluation.evaluate_power`, the one
   evaluation of powerlab's limits, which a scenario's ``limits:`` also goes through) on
   one power series (a ``DrawPower`` of the engine or a
   :class:`~powerlab.interconnect.powertrace.PowerTrace`): ``Compliance(spec).evaluate(dp)``
@@ -53,15 +53,9 @@ import pandas as pd
 from .._lazy import lazy_exports
 from ..exceptions import PowerlabError
 from ..limits import loadmetrics as lm
-from ..limits.requirements import (
-    ASSESSABLE,
-    Requirement,
-    RequirementSpec,
-    evaluate_power,
-    limits_spec,
-    plan_requirements,
-    read_requirements,
-)
+from ..limits.evaluation import ASSESSABLE, evaluate_power, plan_requirements
+from ..limits.requirements import Requirement, RequirementSpec, read_requirements
+from ..limits.scenario_limits import limits_spec
 from ..outputs import output_folder  # noqa: F401  (sizing writes through it too)
 from .powertrace import PowerTrace
 from .ridethrough import counterfactual_sag_loss, simulated_sags
@@ -81,7 +75,7 @@ class Compliance:
     ----------
     spec : RequirementSpec, Limits or path-like
         The spec (read once); a scenario's ``limits`` are read as a spec
-        (:func:`~powerlab.limits.requirements.limits_spec`).
+        (:func:`~powerlab.limits.scenario_limits.limits_spec`).
     sags : DataFrame, optional
         Voltage sags (``timestamp``, ``duration_s``, ``residual_voltage_pu``) to add to
         every series' own ``voltage_sag`` events, e.g. from a power-quality recorder.
@@ -240,7 +234,7 @@ def comply(source, spec, *, draws: int = 20, seed: int = 0, tick_s: float | None
         (:func:`~powerlab.interconnect.sources.resolve`).
     spec : RequirementSpec, Compliance, Limits or path-like
         The requirements (a scenario's ``limits`` are read as a spec by
-        :func:`~powerlab.limits.requirements.limits_spec`).
+        :func:`~powerlab.limits.scenario_limits.limits_spec`).
     draws : int, default 20
         Monte Carlo draws of a scenario [-].
     seed : int, default 0

@@ -25,14 +25,8 @@ import pandas as pd
 from scipy.special import betaincinv
 
 from .._summary import Results, Summary
-from ..limits.requirements import (
-    NOT_ASSESSABLE,
-    PARTIAL,
-    Requirement,
-    RequirementSpec,
-    metric_name,
-    rule_note,
-)
+from ..limits.evaluation import NOT_ASSESSABLE, PARTIAL, metric_name, rule_note
+from ..limits.requirements import Requirement, RequirementSpec
 from ..outputs import atomic_write, output_folder
 from ..site.disturbances import BASELINE_FORECAST, BASELINE_MEASURED
 from .powertrace import band_visibility

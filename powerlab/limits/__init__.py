@@ -9,8 +9,9 @@ sits below both the forecast (:mod:`powerlab.site`) and the checks of
 
 Modules
 -------
-:mod:`~powerlab.limits.requirements`   requirement specs (YAML or a scenario's ``limits:``)
-                                       and their one evaluation
+:mod:`~powerlab.limits.requirements`   requirement specs of a utility, from YAML
+:mod:`~powerlab.limits.evaluation`     the one evaluation of a spec on a power series
+:mod:`~powerlab.limits.scenario_limits` a scenario's ``limits:`` block, read as a spec
 :mod:`~powerlab.limits.loadmetrics`    the metrics limits are stated in: ramps, deviation,
                                        bands, steps, sag load loss
 :mod:`~powerlab.limits.ramps`          ramps of window means (one definition for every wing)
@@ -22,8 +23,14 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "requirements": (
-        "DEVIATION_RULES", "GridMode", "Requirement", "RequirementSpec", "evaluate_power",
-        "limits_spec", "parse_requirements", "read_requirements",
+        "BOUNDARIES", "DEVIATION_RULES", "GridMode", "Requirement", "RequirementSpec",
+        "parse_requirements", "read_requirements",
+    ),
+    "evaluation": (
+        "evaluate_power", "plan_requirements",
+    ),
+    "scenario_limits": (
+        "Limits", "limits_spec",
     ),
     "loadmetrics": (
         "band_oscillation", "band_windows", "gated_ramp", "largest_deviation",

@@ -35,6 +35,9 @@ Layout of the YAML document::
     deviation_rule: allowance_before_ramp   # or separate_limit (see DEVIATION_RULES)
     requirements: [{name, kind, limit, unit, source, illustrative, ...kind's keys}]
     grid_modes: [{name, band_hz: [lo, hi], min_amplitude_megawatts, source, illustrative}]
+
+A spec is evaluated on a power series by :mod:`powerlab.limits.evaluation`; a scenario's
+``limits:`` block is read as a spec by :mod:`powerlab.limits.scenario_limits`.
 """
 
 from __future__ import annotations
@@ -47,28 +50,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from .._options import choice, renamed_attribute, renamed_keywords
 from ..exceptions import ScenarioError
-from .yamlspec import Section, load_yaml
+from .loadmetrics import default_band_window_s
+from .yamlspec import Section, load_yaml, read_yaml_text
 
 __all__ = [
+    "BOUNDARIES",
     "DEVIATION_RULES",
     "KINDS",
-    "LIMIT_BANDS_HZ",
     "UNITS",
     "GridMode",
     "Requirement",
     "RequirementSpec",
-    "evaluate_power",
-    "limits_spec",
-    "metric_name",
     "parse_requirements",
-    "plan_requirements",
     "read_requirements",
-    "rule_note",
 ]
+
+#: Where the power of a site is taken (issue 26: ``boundary``, not ``scope``, which names
+#: telemetry rows): ``"facility"``, the point of interconnection (IT load, its electrical
+#: losses, cooling and base load), or ``"it"``, the IT load alone.  The ``boundary`` of a
+#: spec, of a scenario's ``limits:`` and of every forecast figure.
+BOUNDARIES = ("facility", "it")
 
 #: Kinds of requirement.
 KINDS = ("ramp", "deviation", "oscillation", "step", "ride_through")
@@ -212,7 +215,7 @@ class RequirementSpec:
     name, description : str
     boundary : str
         ``facility`` (power at the point of interconnection) or ``it``
-        (:data:`powerlab.site.scenario.BOUNDARIES`; ``scope`` is its deprecated name).
+        (:data:`BOUNDARIES`; ``scope`` is its deprecated name).
     max_exceed_probability : float
         A requirement fails when more than this share of Monte Carlo draws exceed its
         limit (0: any draw over the limit fails it) [-].
@@ -329,8 +332,6 @@ def _requirement(s: Section) -> Requirement:
     elif kind == "deviation":
         kw["window_s"] = s.number("window_s", required=True, lo=0.0, lo_open=True, hi=MAX_WINDOW_S)
     elif kind == "oscillation":
-        from .loadmetrics import default_band_window_s
-
         kw["band_hz"] = _band(s)
         kw["measure"] = _choice(s, "measure", _MEASURES, None)
         lo = kw["band_hz"][0]
@@ -347,7 +348,8 @@ def _requirement(s: Section) -> Requirement:
         if kw["residual_voltage_pu"] >= 1.0:
             raise s.error("residual_voltage_pu", "must be below 1 pu (a sag lowers the "
                           "voltage; 0.7 means a sag to 70 % of nominal)")
-        kw["window_s"] = s.number("sag_duration_s", required=True, lo=0.0, lo_open=True, hi=MAX_SAG_S)
+        kw["window_s"] = s.number("sag_duration_s", required=True, lo=0.0, lo_open=True,
+                                  hi=MAX_SAG_S)
         kw["observe_s"] = s.number("observe_s", 1.0, hi=MAX_SAG_S)
     req = Requirement(name=name, kind=kind, limit=limit, unit=unit, source=_source(s),
                       illustrative=_flag(s, "illustrative"), **kw)
@@ -399,7 +401,7 @@ def parse_requirements(source: str | Mapping, *, path: str | Path | None = None
     name = top.string("name", "requirements")
     description = top.string("description", "")
     top.renamed("scope", "boundary")
-    boundary = _choice(top, "boundary", ("facility", "it"), "facility")
+    boundary = _choice(top, "boundary", BOUNDARIES, "facility")
     p_max = top.number("max_exceed_probability", 0.0, hi=1.0)
     rule = _choice(top, "deviation_rule", DEVIATION_RULES, DEVIATION_RULES[0])
     if p_max >= 1.0:
@@ -447,252 +449,5 @@ def read_requirements(path: str | Path) -> RequirementSpec:
     -------
     RequirementSpec
     """
-    from .yamlspec import read_yaml_text
-
     p = Path(path)
     return parse_requirements(read_yaml_text(p, what="requirement spec"), path=p)
-
-
-# --------------------------------------------------------------------------- evaluation
-# One evaluation for every limit powerlab checks: a utility's spec (interconnect's
-# Compliance, the mitigation search, the study package) and a scenario's ``limits:``
-# block (read as a spec by :func:`limits_spec`; ``site.swings.check_limits``).
-
-#: Status of a requirement for a series: assessable (``ok``), only the resolved part of an
-#: RMS band (``partial``), or not at all (``no``).
-ASSESSABLE, PARTIAL, NOT_ASSESSABLE = "ok", "partial", "no"
-
-
-def _assess(req: Requirement, tick_s: float, native_s: float, duration_s: float
-            ) -> tuple[str, str]:
-    """(status, note) of one requirement for series of this tick, native interval and
-    length (see :func:`plan_requirements`)."""
-    from ..exceptions import AnalysisError
-    from . import loadmetrics as lm
-
-    res = max(tick_s, native_s)
-    if req.kind in ("ramp", "deviation", "step"):
-        try:
-            lm.whole_ticks(req.window_s, tick_s)
-        except AnalysisError as exc:
-            return NOT_ASSESSABLE, str(exc)
-        if req.window_s < native_s * (1 - 1e-9):
-            return NOT_ASSESSABLE, (f"readings every {native_s:g} s cannot resolve a "
-                                    f"{req.window_s:g}-s window")
-        need = 2 * req.window_s if req.kind == "ramp" else req.window_s + tick_s
-        if duration_s < need:
-            return NOT_ASSESSABLE, f"{duration_s:g} s of data is shorter than {need:g} s"
-        return ASSESSABLE, ""
-    if req.kind == "oscillation":
-        lo, hi = req.band_hz
-        nyq = 0.5 / res
-        if lo >= nyq:
-            return NOT_ASSESSABLE, (f"band {lo:g}-{hi:g} Hz lies above {nyq:g} Hz, the "
-                                    f"Nyquist frequency of {res:g}-s samples")
-        try:
-            lm.whole_ticks(req.window_s, tick_s)
-        except AnalysisError as exc:
-            return NOT_ASSESSABLE, str(exc)
-        need = req.window_s + 2 * lm.settle_s(lo)
-        if duration_s < need * (1 - 1e-9):
-            return NOT_ASSESSABLE, (
-                f"{duration_s:g} s of data is shorter than the {req.window_s:g}-s window "
-                f"plus {lm.settle_s(lo):g} s at each end (the band filter's transients)")
-        if hi > nyq:
-            note = (f"band cut at {nyq:g} Hz (Nyquist frequency of {res:g}-s samples); "
-                    f"value over {lo:g}-{nyq:g} Hz only")
-            return (PARTIAL if req.measure == "rms" else NOT_ASSESSABLE), note
-        return ASSESSABLE, ""
-    return ASSESSABLE, ""   # ride_through: decided per draw by the sags present
-
-
-def plan_requirements(spec: RequirementSpec, tick_s: float, native_interval_s: float,
-                      duration_s: float) -> dict[str, tuple[str, str]]:
-    """Which requirements series of this tick, native interval and length can assess.
-
-    Parameters
-    ----------
-    spec : RequirementSpec
-    tick_s : float
-        Sample spacing of the series [s].
-    native_interval_s : float
-        Interval of the readings the series was made from (the tick for a forecast) [s].
-    duration_s : float
-        Length of the series [s].
-
-    Returns
-    -------
-    dict
-        ``{requirement: (status, note)}``, status :data:`ASSESSABLE` (``ok``),
-        :data:`PARTIAL` (``partial``: an RMS band cut at the Nyquist frequency, its
-        resolved part evaluated) or :data:`NOT_ASSESSABLE` (``no``), the reason in ``note``.
-        A deviation allowance whose ramp limits cannot be assessed is not assessable.
-    """
-    key = (float(tick_s), float(native_interval_s), float(duration_s))
-    plan = {r.name: _assess(r, *key) for r in spec.requirements}
-    for r in spec.requirements:   # an allowance needs a ramp limit to trigger
-        gated = spec.gated_ramps(r)
-        if gated and plan[r.name][0] == ASSESSABLE and all(
-                plan[g.name][0] != ASSESSABLE for g in gated):
-            plan[r.name] = (NOT_ASSESSABLE, (
-                "it is the allowance before the ramp limits "
-                f"({', '.join(g.name for g in gated)}), which these data cannot assess"))
-    return plan
-
-
-def metric_name(spec: RequirementSpec, req: Requirement) -> str:
-    """The ``metric`` column of a requirement: :attr:`Requirement.metric`, qualified where
-    the spec's ``deviation_rule`` changes what is measured."""
-    if req.kind == "ramp" and spec.allowances(req):
-        gates = "_".join(f"{d.window_s:g}s" for d in spec.allowances(req))
-        return f"{req.metric}_beyond_deviation_allowance_{gates}"
-    if req.kind == "deviation" and spec.deviation_rule == "allowance_before_ramp":
-        return f"{req.metric}_where_a_ramp_limit_is_exceeded"
-    return req.metric
-
-
-def rule_note(spec: RequirementSpec, req: Requirement) -> str:
-    """How the deviation rule shaped a ramp or deviation row ('' when it did not)."""
-    if req.kind == "ramp" and spec.allowances(req):
-        names = ", ".join(d.name for d in spec.allowances(req))
-        return (f"ramps count only where the power leaves the short-term deviation "
-                f"allowance ({names}; Choukse et al. 2025: deviation allowed before ramp "
-                "constraints are triggered)")
-    if req.kind == "deviation" and spec.deviation_rule == "allowance_before_ramp":
-        names = ", ".join(g.name for g in spec.gated_ramps(req))
-        return (f"allowance before the ramp limits ({names}) are triggered: fails only "
-                "where the power leaves it and breaks a ramp limit there (deviation_rule: "
-                "separate_limit checks it as a limit of its own)")
-    return ""
-
-
-def evaluate_power(spec: RequirementSpec, power_w, tick_s: float,
-                   native_interval_s: float | None = None, *, plan: Mapping | None = None,
-                   ride_through=None) -> tuple[dict[str, float], dict[str, float]]:
-    """Every requirement's value on one power series, in the requirement's unit.
-
-    The one evaluation of powerlab's limits: interconnection specs
-    (:class:`powerlab.interconnect.compliance.Compliance`) and a scenario's ``limits:``
-    (:func:`limits_spec`, :func:`powerlab.site.swings.check_limits`) both come here.
-
-    Parameters
-    ----------
-    spec : RequirementSpec
-    power_w : array_like
-        The power the spec applies to (``spec.boundary``), one value per tick [W].
-    tick_s : float
-        Sample spacing [s].
-    native_interval_s : float, optional
-        Interval of the readings behind the series (default: the tick) [s].
-    plan : mapping, optional
-        :func:`plan_requirements` of this series (computed when not given).
-    ride_through : callable, optional
-        ``ride_through(requirement) -> load loss [W]`` for ``ride_through``
-        requirements (they need the series' voltage sags); NaN without it.
-
-    Returns
-    -------
-    values : dict
-        ``{requirement: value}`` in each requirement's unit; NaN where the series cannot
-        assess it.
-    details : dict
-        For every windowed oscillation requirement, where its worst window starts
-        (``"<name>.worst_window_start_s"``, seconds from the first sample) and the share
-        of its windows over the limit (``"<name>.share_of_windows_over_limit"``).
-    """
-    from . import loadmetrics as lm
-
-    tick = float(tick_s)
-    x = np.asarray(power_w, dtype=float)
-    native = tick if native_interval_s is None else float(native_interval_s)
-    if plan is None:
-        plan = plan_requirements(spec, tick, native, len(x) * tick)
-    out: dict[str, float] = {}
-    detail: dict[str, float] = {}
-    for r in spec.requirements:
-        if plan[r.name][0] == NOT_ASSESSABLE:
-            out[r.name] = math.nan
-            continue
-        if r.kind == "ramp":
-            gates = [(d.window_s, d.limit_si) for d in spec.allowances(r)
-                     if plan[d.name][0] == ASSESSABLE]
-            v = (lm.gated_ramp(x, tick, r.window_s, r.direction, gates) if gates
-                 else lm.ramp_of_means(x, tick, r.window_s, r.direction))
-        elif r.kind == "deviation":
-            ramps = [(g.window_s, g.direction, g.limit_si) for g in spec.gated_ramps(r)
-                     if plan[g.name][0] == ASSESSABLE]
-            v = (lm.deviation_beyond_allowance(x, tick, r.window_s, r.limit_si, ramps)
-                 if spec.deviation_rule == "allowance_before_ramp"
-                 else lm.largest_deviation(x, tick, r.window_s))
-        elif r.kind == "oscillation":   # cut at the Nyquist frequency of the data
-            band = (r.band_hz[0], min(r.band_hz[1], 0.5 / max(tick, native)))
-            bw = lm.band_windows(x, tick, band, r.window_s, r.measure)
-            v = bw.worst_w
-            detail[f"{r.name}.worst_window_start_s"] = bw.worst_start_s
-            detail[f"{r.name}.share_of_windows_over_limit"] = bw.share_over(r.limit_si)
-        elif r.kind == "step":
-            v = lm.largest_step(x, tick, r.window_s, r.direction)
-        else:
-            v = math.nan if ride_through is None else ride_through(r)
-        out[r.name] = v / r.unit_factor
-    return out, detail
-
-
-#: The oscillation bands of a scenario's ``limits.band_<name>_megawatts`` [Hz] (also the
-#: bands of the forecast's swing metrics, :data:`powerlab.site.swings.BANDS_HZ`).
-LIMIT_BANDS_HZ = {"0p1_2hz": (0.1, 2.0), "2_20hz": (2.0, 20.0)}
-
-#: A scenario's ``limits:`` keys as requirements: key -> (requirement name, kind, unit,
-#: window [s] or band name, direction).  The names are those of ``check_limits``' rows.
-SCENARIO_LIMITS = {
-    "ramp_up_megawatts_per_s": ("ramp_up", "ramp", "MW/s", 1.0, "up"),
-    "ramp_down_megawatts_per_s": ("ramp_down", "ramp", "MW/s", 1.0, "down"),
-    "swing_1s_megawatts": ("swing_1s", "deviation", "MW", 1.0, "both"),
-    "swing_10s_megawatts": ("swing_10s", "deviation", "MW", 10.0, "both"),
-    "swing_60s_megawatts": ("swing_60s", "deviation", "MW", 60.0, "both"),
-    "band_0p1_2hz_megawatts": ("band_0p1_2hz", "oscillation", "MW", "0p1_2hz", "both"),
-    "band_2_20hz_megawatts": ("band_2_20hz", "oscillation", "MW", "2_20hz", "both"),
-}
-
-
-def limits_spec(limits, *, name: str = "scenario limits") -> RequirementSpec:
-    """A scenario's ``limits:`` block read as a requirement spec.
-
-    Each non-zero limit becomes one requirement (:data:`SCENARIO_LIMITS`): the ramps are
-    ``ramp`` requirements over adjacent 1-s means (MW/s, up or down), the swings
-    ``deviation`` requirements read as limits of their own (``deviation_rule:
-    separate_limit``: the largest max-minus-min within the window, both ends included),
-    the bands ``oscillation`` requirements (RMS of the band-passed power, worst window
-    of :func:`~powerlab.limits.loadmetrics.default_band_window_s`).  The scenario's limits
-    carry no source: every requirement is marked illustrative.
-
-    Parameters
-    ----------
-    limits : powerlab.site.scenario.Limits
-    name : str
-        Name of the spec.
-
-    Returns
-    -------
-    RequirementSpec
-        ``boundary`` is the limits' :attr:`~powerlab.site.scenario.Limits.boundary`; a
-        requirement's name is the ``limit`` of :func:`powerlab.site.swings.check_limits`.
-    """
-    from .loadmetrics import default_band_window_s
-
-    reqs = []
-    for key, (rname, kind, unit, win, direction) in SCENARIO_LIMITS.items():
-        val = float(getattr(limits, key))
-        if not val > 0:
-            continue
-        kw: dict = {"direction": direction}
-        if kind == "oscillation":
-            band = LIMIT_BANDS_HZ[win]
-            kw.update(band_hz=band, measure="rms", window_s=default_band_window_s(band[0]))
-        else:
-            kw["window_s"] = float(win)
-        reqs.append(Requirement(name=rname, kind=kind, limit=val, unit=unit,
-                                source=f"scenario limits.{key}", illustrative=True, **kw))
-    return RequirementSpec(name=name, description="the scenario's limits: block",
-                           boundary=limits.boundary, max_exceed_probability=0.0,
-                           requirements=tuple(reqs), deviation_rule="separate_limit")

@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import re
+import stat
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -123,9 +126,6 @@ def read_yaml_text(path, *, what: str, error_cls=ScenarioError) -> str:
     error_cls
         Naming the file and what is wrong with it, on one line.
     """
-    import os
-    import stat
-
     p = Path(path)
     try:
         st = os.stat(p)
@@ -259,8 +259,6 @@ class Section:
             return
         if new in self.data:
             raise self.error(old, f"is the old name of {new!r}; give {new!r} only")
-        import warnings
-
         warnings.warn(f"{self.source or 'spec'}, key {self.key(old)!r} is renamed "
                       f"{new!r}; the old name will be removed in the next release",
                       DeprecationWarning, stacklevel=4)

@@ -11,6 +11,8 @@ Modules
                                            frailty), dispersion of failure counts
 :mod:`~powerlab.reliability.interruptions` interruptions by root cause, recovery,
                                            Young/Daly checkpoint intervals
+:mod:`~powerlab.reliability.interruption_draws` a forecast's interruptions draw by draw:
+                                           causes, per-draw figures, the cause table
 
 This wing imports :mod:`powerlab.telemetry` (event vocabulary) and :mod:`powerlab.limits`
 (the YAML section reader); the forecast engine (:mod:`powerlab.site`) imports its

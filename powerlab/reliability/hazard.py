@@ -24,13 +24,16 @@ References
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import statsmodels.api as sm
+from scipy.stats import norm
 
-from .._summary import Summary
-from ..exceptions import AnalysisError
+from .._summary import Results, Summary
+from ..exceptions import AnalysisError, DataQualityWarning
 
 __all__ = ["HazardResult", "exposure_table", "fit_hazard", "simulate_fleet_failures"]
 
@@ -39,8 +42,8 @@ SCALES = {"temp_gpu_c": (10.0, "per 10 °C"), "power_w": (100.0, "per 100 W"),
           "temp_mem_c": (10.0, "per 10 °C"), "util_gpu_pct": (10.0, "per 10 %")}
 
 
-@dataclass(frozen=True)
-class HazardResult:
+@dataclass(frozen=True, repr=False)
+class HazardResult(Results):
     """A fitted hazard model (see :func:`fit_hazard`).
 
     Attributes
@@ -80,8 +83,6 @@ class HazardResult:
     def summary_frame(self) -> pd.DataFrame:
         """Per covariate: ``hazard_ratio``, ``lower``, ``upper`` (Wald interval at
         :attr:`conf`), ``per`` (the unit), ``log_hr``, ``se``, ``p_value``."""
-        from scipy.stats import norm
-
         z = norm.ppf(0.5 + self.conf / 2)
         cov = list(self.covariates)
         b, se = self.params[cov], self.bse[cov]
@@ -108,15 +109,6 @@ class HazardResult:
         s.add_text(lines, pre=True)
         return s
 
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
-
-    def __repr__(self) -> str:
-        return str(self.summary())
-
-    def __str__(self) -> str:
-        return str(self.summary())
-
 
 def fit_hazard(table: pd.DataFrame, covariates=("temp_gpu_c", "power_w"), *,
                failures: str = "failures", exposure: str = "gpu_hours",
@@ -142,8 +134,6 @@ def fit_hazard(table: pd.DataFrame, covariates=("temp_gpu_c", "power_w"), *,
     -------
     HazardResult
     """
-    import statsmodels.api as sm
-
     cov = list(covariates)
     missing = [c for c in [failures, exposure, *cov] if c not in table.columns]
     if missing:
@@ -206,9 +196,6 @@ def exposure_table(telemetry: pd.DataFrame, events: pd.DataFrame, *, period: str
     out["failures"] = n.reindex(out.index, fill_value=0).astype(int)
     lost = int(n.sum() - out["failures"].sum())
     if lost:
-        import warnings
-
-        from ..exceptions import DataQualityWarning
         warnings.warn(f"{lost} failure event(s) fall outside the telemetry's GPUs and "
                       "periods and are not in the exposure table", DataQualityWarning,
                       stacklevel=2)

@@ -4,9 +4,10 @@ A job's interruptions are a marked Poisson process: every root cause ``c`` strik
 ``gpus * rate_c`` per hour (``rates_per_gpu_h``), and planned interruptions (firmware
 updates, configuration or data-set changes the operators start) at
 ``gpus * planned_rate_per_gpu_h``.  The engine draws the superposed process (one Poisson
-process at the total rate, :func:`powerlab.site.engine.job_randomness`) and this module
-marks each arrival with its cause from a separate stream (:func:`interruption_marks`), so
-that adding causes never changes a draw's per-GPU timing offsets.
+process at the total rate, :func:`powerlab.site.randomness.job_randomness`) and marks each
+arrival with its cause from a separate stream
+(:func:`powerlab.reliability.interruption_draws.interruption_marks`), so that adding causes
+never changes a draw's per-GPU timing offsets.
 
 Rules the engine follows (:func:`powerlab.site.jobplan.job_plan`)
 -----------------------------------------------------------------
@@ -67,10 +68,6 @@ __all__ = [
     "checkpoint_report",
     "checkpoint_waste_fraction",
     "daly_interval_s",
-    "interruption_frame",
-    "interruption_marks",
-    "interruption_stats",
-    "interruption_summary",
     "llama3_model",
     "parse_interruptions",
     "young_interval_s",
@@ -219,62 +216,6 @@ def parse_interruptions(s: Section) -> InterruptionModel:
                              planned_rate_per_gpu_h=planned, model=model, **recovery)
 
 
-# --------------------------------------------------------------------------- per draw
-
-
-def interruption_marks(model: InterruptionModel | None, seed: int, draw: int,
-                       job_index: int, n: int) -> np.ndarray:
-    """Cause index (into :attr:`InterruptionModel.all_causes`) of each of ``n`` arrivals.
-
-    Drawn from ``numpy.random.default_rng([seed, draw, job_index, 1])``, a stream of its
-    own.  Without a model every arrival is an unexpected failure of cause 0.
-    """
-    if model is None or n == 0:
-        return np.zeros(n, np.int64)
-    rng = np.random.default_rng([int(seed), int(draw), int(job_index), 1])
-    p = model.probabilities()
-    return rng.choice(len(p), size=n, p=p).astype(np.int64)
-
-
-def planned_mask(model: InterruptionModel | None, marks: np.ndarray) -> np.ndarray | None:
-    """Which arrivals are planned (None without a model)."""
-    if model is None:
-        return None
-    return marks == len(model.causes)
-
-
-def interruption_stats(job, plan, marks: np.ndarray, start_tick: int,
-                       failure_ticks: np.ndarray, tick_s: float) -> dict:
-    """Per-draw interruption figures of one job (for the engine's throughput frame).
-
-    Returns
-    -------
-    dict
-        ``interruptions``, ``planned_interruptions``, ``downtime_s`` (from each
-        interruption to the end of its downtime, start-up excluded) and
-        ``effective_training_time`` ([-], see the module docstring).
-    """
-    n_arr = sum(1 for _, name, _ in plan.events if name in ("failure", "planned_interruption"))
-    n_planned = sum(1 for _, name, _ in plan.events if name == "planned_interruption")
-    down = sum(d for _, name, d in plan.events if name in ("failure", "planned_interruption"))
-    alloc_s = job.duration_s
-    eff = (plan.train_ticks - plan.lost_ticks) * tick_s / alloc_s if alloc_s > 0 else 0.0
-    return {"interruptions": n_arr, "planned_interruptions": n_planned,
-            "downtime_s": down * tick_s, "effective_training_time": eff}
-
-
-def cause_rows(job, model, marks, start_tick, failure_ticks, stop_tick, draw) -> list:
-    """``(draw, job, tick, cause, planned)`` rows of the arrivals that count (before the
-    job's shutdown)."""
-    causes = model.all_causes if model is not None else ("failure", PLANNED)
-    out = []
-    for f, m in zip(failure_ticks.tolist(), marks.tolist()):
-        tk = start_tick + int(f)
-        if tk < stop_tick:
-            out.append((draw, job.name, tk, causes[m], causes[m] == PLANNED))
-    return out
-
-
 # --------------------------------------------------------------------------- checkpoints
 
 
@@ -360,41 +301,3 @@ def checkpoint_report(scenario, job=None) -> pd.DataFrame:
             "lost_work_energy_megawatt_hours_per_day": lost_s * j.gpus * train_w / 3.6e9,
         }
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("job")
-
-
-def interruption_summary(res) -> pd.DataFrame:
-    """Per job: interruptions per draw (median, planned), downtime, effective training
-    time (median and p10 over draws) [-] and the recovery split of one unexpected
-    interruption (detection, drain, reschedule, start-up [s]; a plain ``failures:``
-    section's ``restart_s`` is shown as reschedule); empty without any rate."""
-    t = res.throughput
-    if "interruptions" not in t.columns or not (t["interruptions"] > 0).any():
-        return pd.DataFrame()
-    g = t.groupby("job", sort=False)
-    out = pd.DataFrame({
-        "interruptions (median)": g["interruptions"].median(),
-        "planned (median)": g["planned_interruptions"].median(),
-        "downtime_s (median)": g["downtime_s"].median(),
-        "effective_training_time (median)": g["effective_training_time"].median(),
-        "effective_training_time (p10)": g["effective_training_time"].quantile(0.1),
-    })
-    # the recovery split of one unexpected interruption [s]
-    jobs = {j.name: j for j in res.scenario.jobs}
-    for col, attr in (("detection_s", "detection_s"), ("drain_s", "drain_s"),
-                      ("reschedule_s", "reschedule_s")):
-        out[f"restart: {col}"] = [
-            getattr(jobs[n].interruptions, attr) if jobs[n].interruptions is not None
-            else (jobs[n].restart_s if attr == "reschedule_s" else 0.0) for n in out.index]
-    out["restart: startup_s"] = [jobs[n].startup_s for n in out.index]
-    return out
-
-
-def interruption_frame(rows: list, start_utc, tick_s: float) -> pd.DataFrame:
-    """The engine's arrivals as a frame: ``draw, timestamp, job, cause, planned``."""
-    df = pd.DataFrame(rows, columns=["draw", "job", "tick", "cause", "planned"])
-    ts = pd.Timestamp(start_utc) + pd.to_timedelta(df["tick"].to_numpy() * tick_s, unit="s")
-    df.insert(1, "timestamp", pd.DatetimeIndex(ts).astype("datetime64[ns, UTC]"))
-    df["job"] = df["job"].astype("string")
-    df["cause"] = df["cause"].astype("string")
-    df["planned"] = df["planned"].astype(bool)
-    return df.drop(columns="tick")

@@ -38,7 +38,7 @@ import pandas as pd
 from scipy.stats import chi2
 
 from .._options import choice
-from .._summary import Summary
+from .._summary import Results, Summary
 from ..exceptions import AnalysisError
 from ..telemetry.events import LLAMA3_SNAPSHOT, ROOT_CAUSES
 
@@ -76,8 +76,8 @@ def garwood_interval(count, exposure, conf: float = 0.95) -> tuple[np.ndarray, n
     return lower, upper
 
 
-@dataclass(frozen=True)
-class FailureRates:
+@dataclass(frozen=True, repr=False)
+class FailureRates(Results):
     """Failure rates per category per GPU-hour (see :func:`failure_rates`).
 
     Attributes
@@ -167,15 +167,6 @@ class FailureRates:
         s = Summary()
         s.add_text(lines, pre=True)
         return s
-
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
-
-    def __repr__(self) -> str:
-        return str(self.summary())
-
-    def __str__(self) -> str:
-        return str(self.summary())
 
 
 def failure_rates(events: pd.DataFrame, gpu_hours: float, *, by: str = "root_cause",

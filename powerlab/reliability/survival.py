@@ -43,13 +43,16 @@ References
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import statsmodels.api as sm
 from scipy.stats import chi2, norm
+from statsmodels.base.model import GenericLikelihoodModel
 
-from .._summary import Summary
+from .._summary import Results, Summary
 from ..exceptions import AnalysisError
 
 __all__ = ["CoxResult", "DispersionResult", "WeibullResult", "dispersion_test",
@@ -89,8 +92,6 @@ def kaplan_meier(df: pd.DataFrame, *, duration: str = "duration_s",
         ``time_s``, ``survival``, ``lower``, ``upper``, ``at_risk``, ``failures`` at each
         failure time.
     """
-    import statsmodels.api as sm
-
     _, t, e = _survival_columns(df, duration, event)
     sf = sm.SurvfuncRight(t, e.astype(int))
     se = sf.surv_prob_se
@@ -107,8 +108,8 @@ def kaplan_meier(df: pd.DataFrame, *, duration: str = "duration_s",
                          "at_risk": sf.n_risk, "failures": sf.n_events})
 
 
-@dataclass(frozen=True)
-class WeibullResult:
+@dataclass(frozen=True, repr=False)
+class WeibullResult(Results):
     """Weibull proportional-hazards fit (see :func:`fit_weibull`).
 
     Attributes
@@ -144,9 +145,6 @@ class WeibullResult:
         s.add_df(self.summary_frame())
         return s
 
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
-
 
 def fit_weibull(df: pd.DataFrame, covariates=(), *, duration: str = "duration_s",
                 event: str = "failed", conf: float = 0.95) -> WeibullResult:
@@ -160,8 +158,6 @@ def fit_weibull(df: pd.DataFrame, covariates=(), *, duration: str = "duration_s"
     -------
     WeibullResult
     """
-    from statsmodels.base.model import GenericLikelihoodModel
-
     cov = list(covariates)
     d, t, e = _survival_columns(df, duration, event, cov)
     X = d[cov].to_numpy(float) - d[cov].to_numpy(float).mean(axis=0) if cov else \
@@ -180,8 +176,6 @@ def fit_weibull(df: pd.DataFrame, covariates=(), *, duration: str = "duration_s"
 
     names = ["log_shape", "log_scale", *cov]
     start = np.r_[0.0, np.log(np.mean(tt) / max(e.mean(), 1e-3)), np.zeros(len(cov))]
-    import warnings
-
     with warnings.catch_warnings():
         # GenericLikelihoodModel counts parameters from exog; ours come from loglike
         warnings.simplefilter("ignore", UserWarning)
@@ -227,8 +221,8 @@ def regression_calibration(W: np.ndarray, error_var) -> np.ndarray:
     return mu + (W - mu) @ np.linalg.solve(sw, sx)
 
 
-@dataclass(frozen=True)
-class CoxResult:
+@dataclass(frozen=True, repr=False)
+class CoxResult(Results):
     """Cox proportional-hazards fit (see :func:`fit_cox`).
 
     Attributes
@@ -278,9 +272,6 @@ class CoxResult:
         s.add_df(self.summary_frame())
         return s
 
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
-
 
 def fit_cox(df: pd.DataFrame, covariates, *, duration: str = "duration_s",
             event: str = "failed", error_var=None, groups: str | None = None,
@@ -307,8 +298,6 @@ def fit_cox(df: pd.DataFrame, covariates, *, duration: str = "duration_s",
     -------
     CoxResult
     """
-    import statsmodels.api as sm
-
     cov = list(covariates)
     extra = [groups] if groups else []
     d, t, e = _survival_columns(df, duration, event, cov + extra)
@@ -331,8 +320,8 @@ def fit_cox(df: pd.DataFrame, covariates, *, duration: str = "duration_s",
                      robust=bool(groups), conf=conf, _fit=fit)
 
 
-@dataclass(frozen=True)
-class DispersionResult:
+@dataclass(frozen=True, repr=False)
+class DispersionResult(Results):
     """Over-dispersion of failure counts (see :func:`dispersion_test`).
 
     Attributes
@@ -383,9 +372,6 @@ class DispersionResult:
                    f"{self.min_detectable_var:.3g}")
         return s
 
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
-
 
 def dispersion_test(df: pd.DataFrame, *, count: str = "count", unit: str = "gpu_uuid",
                     exposure: str | None = None, alpha: float = 0.05,
@@ -404,8 +390,6 @@ def dispersion_test(df: pd.DataFrame, *, count: str = "count", unit: str = "gpu_
     -------
     DispersionResult
     """
-    import statsmodels.api as sm
-
     need = [count, unit] + ([exposure] if exposure else [])
     missing = [c for c in need if c not in df.columns]
     if missing:

@@ -5,15 +5,21 @@ facilities teams.  "grid" in powerlab means only the utility's grid
 
 Modules
 -------
-:mod:`~powerlab.site.scenario`     the YAML scenario: site, hardware, jobs, mitigations, limits
+:mod:`~powerlab.site.scenario`     the YAML scenario: jobs, mitigations, the whole scenario
+:mod:`~powerlab.site.hardware`     GPU power levels and node composition (``hardware:``)
 :mod:`~powerlab.site.timebase`     the engine's discrete time grid
 :mod:`~powerlab.site.engine`       the engine: per-job templates, jitter, failures
                                    (:func:`powerlab.site.forecast` is its entry point)
+:mod:`~powerlab.site.randomness`   each job's failures and GPU offsets in a draw
+:mod:`~powerlab.site.memory`       the memory a forecast needs, before it allocates
 :mod:`~powerlab.site.jobplan`      a job's training, checkpoint and downtime plan
 :mod:`~powerlab.site.chunks`       one draw's IT power built chunk by chunk (state carried)
-:mod:`~powerlab.site.transients`   GPU power rising and falling with a first-order lag
-:mod:`~powerlab.site.facility`     IT -> electrical losses -> lagging cooling -> base load
+:mod:`~powerlab.site.transients`   GPU power rising and falling with a first-order lag,
+                                   or slewing under a ramp limiter
+:mod:`~powerlab.site.facility`     the site (``site:``) and IT -> electrical losses ->
+                                   lagging cooling -> base load
 :mod:`~powerlab.site.reduction`    reducing each draw as it is computed (keep_ticks=False)
+:mod:`~powerlab.site.streaming`    ramps, spectrum and swings fed chunk by chunk
 :mod:`~powerlab.site.uncertainty`  exceedance probabilities and bands with MC errors
 :mod:`~powerlab.site.interruption_sim` a job's interruption process alone (no power)
 :mod:`~powerlab.site.disturbances` voltage sags: trips, UPS ride-through, recovery
@@ -24,6 +30,8 @@ Modules
 :mod:`~powerlab.site.planner`      the planner's figures: 15-min peak demand, MWh, MW/min
 :mod:`~powerlab.site.mitigations`  what-ifs: what each mitigation removes and costs
 :mod:`~powerlab.site.export`       the facilities CSV and its JSON sidecar
+:mod:`~powerlab.site.export_reader` reading a facilities CSV back, checked by its sidecar
+:mod:`~powerlab.site.export_workbook` the facilities table as an Excel workbook
 
 What a utility or the scenario's ``limits:`` states, and how it is measured, is the wing
 below, :mod:`powerlab.limits`; the interruption model (root causes, Young/Daly) is
@@ -72,7 +80,13 @@ _EXPORTS = {
         "compare_mitigations",
     ),
     "export": (
-        "facilities_frame", "read_facilities_csv", "write_facilities_csv",
+        "facilities_frame", "write_facilities_csv",
+    ),
+    "export_reader": (
+        "read_facilities_csv",
+    ),
+    "export_workbook": (
+        "write_facilities_xlsx",
     ),
 }
 

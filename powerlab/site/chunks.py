@@ -20,8 +20,7 @@ bit, see ``tests/site/test_engine.py``):
   a chunk meets an outage.
 
 The nonlinear GPU responses (a ramp limiter, unequal rise and fall) are built job by job
-over the whole horizon (:func:`powerlab.site.engine._add_dense`) and then cut into
-the same chunks.
+over the whole horizon (:func:`add_dense`) and then cut into the same chunks.
 """
 
 from __future__ import annotations
@@ -32,9 +31,11 @@ import numpy as np
 from scipy import signal
 
 from ..exceptions import PowerlabError
+from .jobplan import COMPUTE, IDLE
+from .transients import first_order_rle, slew_rle
 
-__all__ = ["DEFAULT_CHUNK_TICKS", "chunk_ticks", "dense_chunks", "it_power_chunks",
-           "job_steps"]
+__all__ = ["DEFAULT_CHUNK_TICKS", "add_dense", "chunk_ticks", "dense_chunks",
+           "it_power_chunks", "job_steps"]
 
 #: Ticks per chunk unless asked otherwise: 512 kB per float64 array.
 DEFAULT_CHUNK_TICKS = 65_536
@@ -194,3 +195,52 @@ def dense_chunks(x: np.ndarray, chunk: int):
     """Yield ``(first tick, view)`` of a whole-horizon series in chunks."""
     for a in range(0, len(x), chunk):
         yield a, x[a:a + chunk]
+
+
+def add_dense(out: np.ndarray, plan, levels: np.ndarray, rnd, s: int, slew: float,
+              tick: float, rise: float, fall: float) -> float:
+    """Add a job's power to ``out`` (one draw's IT power over the horizon) tick by tick:
+    the nonlinear GPU responses, a ramp limiter (``slew`` W per tick,
+    :func:`~powerlab.site.transients.slew_rle`) or unequal rise and fall time constants
+    (:func:`~powerlab.site.transients.first_order_rle`), applied per GPU to the job's
+    template (its :class:`~powerlab.site.jobplan.JobPlan` at the per-state ``levels``,
+    allocation from tick ``s``) before the shift by the offsets of ``rnd``
+    (:class:`~powerlab.site.randomness.JobDraw`).
+
+    Returns the ramp-limit deficit of compute power [ticks of full compute].
+    """
+    n = len(out)
+    big_j = int(rnd.offset_ticks[-1])
+    lo, hi = -big_j, n + big_j
+    if slew > 0:
+        lo -= math.ceil(float(np.ptp(levels)) / slew) + 1
+    st, b0, b1 = plan.states, plan.starts, plan.starts + plan.lengths
+    keep = (b1 > lo) & (b0 < hi)
+    st, b0c, b1c = st[keep], np.maximum(b0[keep], lo), np.minimum(b1[keep], hi)
+    ln = b1c - b0c
+    pre = max(0, min(s, hi) - lo) if len(st) == 0 else b0c[0] - lo
+    post = hi - (b1c[-1] if len(st) else lo + pre)
+    states = np.concatenate([[IDLE], st, [IDLE]])
+    lens = np.concatenate([[pre], ln, [post]])
+    nz = lens > 0
+    states, lens = states[nz], lens[nz]
+    vals = levels[states]
+    deficit = 0.0
+    if slew > 0:
+        y = slew_rle(vals, lens, slew)
+        comp = np.repeat(states == COMPUTE, lens)
+        x = np.repeat(vals, lens)
+        core = slice(-lo, -lo + n)
+        deficit = float(np.sum(1.0 - np.minimum(1.0, y[core][comp[core]]
+                                                 / x[core][comp[core]])))
+        y = y[-big_j - lo:]
+    else:
+        y = first_order_rle(vals, lens, tick, rise, fall)
+    counts = rnd.offset_counts.astype(float)
+    if len(counts) == 1:
+        out += counts[0] * y
+    elif len(counts) <= 64:
+        out += np.convolve(y, counts, mode="valid")
+    else:
+        out += signal.oaconvolve(y, counts, mode="valid")
+    return deficit

@@ -350,9 +350,10 @@ def disturbance_summary(res, boundary: str = "facility", baseline=None) -> pd.Da
         or until the UPS has returned the load and 1 s more) [W], ``load_loss_w_median``
         and ``load_loss_w_max`` (the larger of the two) [W], ``tripped_jobs_median`` [-],
         ``recovery_s_median`` (from the lowest power until it is back within 5 % of the
-        lost load of the mean over the second before the sag) [s], ``recovery_ramp_w_per_s_max`` (largest rise
-        between consecutive 1-s means within the hour after the sag) [W/s] and
-        ``baseline`` (what the loss is measured against: ``BASELINE_FORECAST``).
+        lost load of the mean over the second before the sag) [s],
+        ``recovery_ramp_w_per_s_max`` (largest rise between consecutive 1-s means within
+        the hour after the sag) [W/s] and ``baseline`` (what the loss is measured
+        against: ``BASELINE_FORECAST``).
     """
     sags = getattr(res.scenario, "disturbances", ())
     if not sags:
@@ -360,6 +361,18 @@ def disturbance_summary(res, boundary: str = "facility", baseline=None) -> pd.Da
     if not getattr(res, "keeps_ticks", True):
         return pd.DataFrame({"note": [("the load lost in voltage sags needs "
                                        "forecast(..., keep_ticks=True)")]})
+    x, x0 = _with_and_without(res, boundary, baseline)
+    rows = {}
+    for sag in sags:
+        a = _sag_tick(sag, res.start_utc, res.tick_s)
+        if 0 <= a < x.shape[1]:
+            rows[sag.name] = _sag_row(sag, _sag_draws(res, x, x0, sag, a))
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("sag")
+
+
+def _with_and_without(res, boundary: str, baseline) -> tuple[np.ndarray, np.ndarray]:
+    """Step: the power of every draw with the sags and without them (the baseline
+    forecast, run through ``res.sag_free()`` when not given), shape (draws, ticks) [W]."""
     if baseline is None:
         rerun = getattr(res, "sag_free", None)    # set by the engine (forecast.py)
         if rerun is None:
@@ -370,51 +383,63 @@ def disturbance_summary(res, boundary: str = "facility", baseline=None) -> pd.Da
     x0 = baseline.power_w(boundary)
     if x0.shape != x.shape:
         raise ScenarioError("the baseline forecast differs in draws or ticks", key="baseline")
-    tick = res.tick_s
-    n = x.shape[1]
-    pre = max(1, round(1.0 / tick))
+    return x, x0
+
+
+def _sag_draws(res, x: np.ndarray, x0: np.ndarray, sag: VoltageSag, a: int) -> dict:
+    """Step: per draw, the load lost during and after the sag starting at tick ``a`` [W],
+    the recovery time [s], the largest recovery ramp over 1-s means [W/s] and the jobs
+    it tripped [-]."""
+    tick, n = res.tick_s, x.shape[1]
     ev = res.events
-    rows = {}
-    for sag in sags:
-        a = _sag_tick(sag, res.start_utc, tick)
-        if a < 0 or a >= n:
-            continue
-        observe = 1.0 + sag.ups_return_s
-        during, after, recs, ramps, tripped = [], [], [], [], []
-        for d in range(res.draws):
-            dl, af = sag_load_loss_vs_baseline(x[d], x0[d], tick, a, sag.duration_s, observe)
-            during.append(dl)
-            after.append(af)
-            loss = max(dl, af)
-            if loss > 0:
-                # back within 5 % of the lost load of the level before the sag (the
-                # sag-free draw is no target here: a restarted job's steps run out of
-                # phase with it)
-                before = float(x[d, max(0, a - pre):a].mean()) if a > 0 else float(x[d, a])
-                low = int(np.argmin(x[d, a:min(n, a + to_ticks(
-                    sag.duration_s + observe, tick) + 1)]))
-                back = np.flatnonzero(x[d, a + low:] >= before - 0.05 * loss)
-                recs.append((low + back[0]) * tick if len(back) else math.nan)
-            else:
-                recs.append(0.0)
-            sm = _second_means(x[d], tick, a, min(n, a + to_ticks(3600.0, tick)))
-            ramps.append(float(np.max(np.diff(sm), initial=0.0)))
-            t_ev = ev[(ev["draw"] == d) & (ev["event"] == "trip") & (ev["tick"] == a)]
-            tripped.append(len(t_ev))
-        both = np.maximum(during, after)
-        rows[sag.name] = {
-            "at_utc": sag.at_utc, "residual_voltage_pu": sag.residual_voltage_pu,
-            "duration_s": sag.duration_s,
-            "load_loss_during_sag_w_median": float(np.median(during)),
-            "load_loss_during_sag_w_max": float(np.max(during)),
-            "load_loss_after_sag_w_median": float(np.median(after)),
-            "load_loss_after_sag_w_max": float(np.max(after)),
-            "load_loss_w_median": float(np.median(both)),
-            "load_loss_w_max": float(np.max(both)),
-            "tripped_jobs_median": float(np.median(tripped)),
-            "recovery_s_median": float(np.nanmedian(recs)) if np.isfinite(recs).any()
-            else math.nan,
-            "recovery_ramp_w_per_s_max": float(np.max(ramps)),
-            "baseline": BASELINE_FORECAST,
-        }
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("sag")
+    observe = 1.0 + sag.ups_return_s
+    out: dict[str, list] = {"during": [], "after": [], "recovery": [], "ramp": [],
+                            "tripped": []}
+    for d in range(res.draws):
+        dl, af = sag_load_loss_vs_baseline(x[d], x0[d], tick, a, sag.duration_s, observe)
+        out["during"].append(dl)
+        out["after"].append(af)
+        out["recovery"].append(_recovery_s(x[d], tick, a, max(dl, af),
+                                           sag.duration_s + observe))
+        sm = _second_means(x[d], tick, a, min(n, a + to_ticks(3600.0, tick)))
+        out["ramp"].append(float(np.max(np.diff(sm), initial=0.0)))
+        t_ev = ev[(ev["draw"] == d) & (ev["event"] == "trip") & (ev["tick"] == a)]
+        out["tripped"].append(len(t_ev))
+    return out
+
+
+def _recovery_s(x: np.ndarray, tick_s: float, a: int, loss: float, span_s: float
+                ) -> float:
+    """Time from the lowest power within ``span_s`` of the sag's start (tick ``a``) until
+    the power is back within 5 % of the lost load of the mean over the second before the
+    sag [s]: 0 without loss, NaN when it never is.  (The sag-free draw is no target here:
+    a restarted job's steps run out of phase with it.)"""
+    if not loss > 0:
+        return 0.0
+    n = len(x)
+    pre = max(1, round(1.0 / tick_s))
+    before = float(x[max(0, a - pre):a].mean()) if a > 0 else float(x[a])
+    low = int(np.argmin(x[a:min(n, a + to_ticks(span_s, tick_s) + 1)]))
+    back = np.flatnonzero(x[a + low:] >= before - 0.05 * loss)
+    return (low + back[0]) * tick_s if len(back) else math.nan
+
+
+def _sag_row(sag: VoltageSag, figs: dict) -> dict:
+    """Step: a sag's row, the medians and maxima over draws of :func:`_sag_draws`."""
+    during, after, recs = figs["during"], figs["after"], figs["recovery"]
+    both = np.maximum(during, after)
+    return {
+        "at_utc": sag.at_utc, "residual_voltage_pu": sag.residual_voltage_pu,
+        "duration_s": sag.duration_s,
+        "load_loss_during_sag_w_median": float(np.median(during)),
+        "load_loss_during_sag_w_max": float(np.max(during)),
+        "load_loss_after_sag_w_median": float(np.median(after)),
+        "load_loss_after_sag_w_max": float(np.max(after)),
+        "load_loss_w_median": float(np.median(both)),
+        "load_loss_w_max": float(np.max(both)),
+        "tripped_jobs_median": float(np.median(figs["tripped"])),
+        "recovery_s_median": float(np.nanmedian(recs)) if np.isfinite(recs).any()
+        else math.nan,
+        "recovery_ramp_w_per_s_max": float(np.max(figs["ramp"])),
+        "baseline": BASELINE_FORECAST,
+    }

@@ -28,9 +28,10 @@ checkpoint (training time since then is lost).  Failures that fall while the job
 already down extend the downtime (never dropped); planned interruptions and the causes
 of failures follow :mod:`powerlab.reliability.interruptions`.
 
-:func:`job_randomness` is the one source of randomness: seeded by ``(seed, draw, job)``,
-so a brute-force per-GPU simulation (``tests/support/reference_sim.py``) reproduces a draw
-exactly.
+:func:`~powerlab.site.randomness.job_randomness` is the one source of randomness: seeded
+by ``(seed, draw, job)``, so a brute-force per-GPU simulation
+(``tests/support/reference_sim.py``) reproduces a draw exactly.  Before anything is
+allocated the engine checks its memory estimate (:mod:`powerlab.site.memory`).
 
 Transients: each GPU's power follows its template with a first-order rise and fall
 (``hardware.gpu_rise_time_constant_s``/``gpu_fall_time_constant_s``,
@@ -50,36 +51,41 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-from scipy import signal, special
 
-from .._options import renamed_keywords
+from .._options import Options, renamed_keywords
+from .._progress import Progress
 from ..exceptions import PowerlabError, ScenarioError
-from ..reliability.interruptions import (
+from ..reliability.interruption_draws import (
     cause_rows,
     interruption_frame,
     interruption_marks,
     interruption_stats,
     planned_mask,
 )
-from .chunks import DEFAULT_CHUNK_TICKS, dense_chunks, it_power_chunks, job_steps
+from .chunks import add_dense, dense_chunks, it_power_chunks, job_steps
 from .chunks import chunk_ticks as _chunk_len
 from .disturbances import add_sag_events, apply_dark, check_ups_needs_ticks, disturbance_plan
-from .jobplan import COMPUTE, IDLE, STATES, JobPlan, job_levels, job_plan
+from .jobplan import IDLE, STATES, JobPlan, job_levels, job_plan
+from .memory import default_memory_limit, memory_estimate_bytes
+from .randomness import JobDraw, job_randomness
 from .reduction import Reducer
 from .results import ForecastResult
-from .scenario import Job, Scenario
+from .scenario import Scenario
 from .stagger import stagger_delay_ticks
 from .timebase import to_ticks
-from .transients import first_order_rle
+from .uncertainty import exceedance_frame, interval_statistic, quantile_bands
 
 __all__ = [
     "STATES",
+    "TICK_DRAWS_PER_S",
     "ForecastResult",
     "JobDraw",
     "JobPlan",
+    "TargetErrorOptions",
     "forecast",
     "forecast_to_target",
     "job_plan",
@@ -88,162 +94,12 @@ __all__ = [
     "to_ticks",
 ]
 
-# --------------------------------------------------------------------------- randomness
-
-
-@dataclass(frozen=True)
-class JobDraw:
-    """The random parts of one job in one Monte Carlo draw.
-
-    Attributes
-    ----------
-    failure_ticks : ndarray of int64
-        Ticks (from the job start) at which failures strike, sorted.
-    offset_ticks : ndarray of int64
-        The possible per-GPU timing offsets ``-J..J`` [ticks].
-    offset_counts : ndarray of int64
-        How many of the job's GPUs have each offset (sums to ``gpus``).
-    """
-
-    failure_ticks: np.ndarray
-    offset_ticks: np.ndarray
-    offset_counts: np.ndarray
-
-
-def jitter_probabilities(jitter_s: float, tick_s: float) -> tuple[np.ndarray, np.ndarray]:
-    """Offsets ``-J..J`` [ticks] and their probabilities for a normal jitter.
-
-    The normal distribution of standard deviation ``jitter_s`` is truncated at 4 sigma
-    and discretised on ticks (offset ``j`` gets the mass of ``[(j-1/2), (j+1/2)) * tick``).
-    """
-    offs, p = _jitter_table(float(jitter_s), float(tick_s))
-    return offs.copy(), p.copy()
-
-
-@functools.lru_cache(maxsize=64)
-def _jitter_table(jitter_s: float, tick_s: float) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`jitter_probabilities`, computed once per (jitter, tick): every job of
-    every draw asks for it."""
-    if jitter_s <= 0:
-        return np.zeros(1, np.int64), np.ones(1)
-    big_j = math.ceil(4.0 * jitter_s / tick_s)
-    offs = np.arange(-big_j, big_j + 1, dtype=np.int64)
-    edges = (np.append(offs, big_j + 1) - 0.5) * tick_s / jitter_s
-    cdf = special.ndtr(np.clip(edges, -4.0, 4.0))
-    p = np.diff(cdf)
-    return offs, p / p.sum()
-
-
-def job_randomness(job: Job, tick_s: float, seed: int, draw: int, job_index: int,
-                   start_tick: int | None = None, end_tick: int | None = None) -> JobDraw:
-    """Draw the failures and the offset histogram of one job in one draw.
-
-    The generator is ``numpy.random.default_rng([seed, draw, job_index])``; failures are
-    drawn first (a Poisson count, then uniform ticks over the allocation), then the
-    offset histogram (one multinomial draw), so that any simulation calling this
-    function sees the same randomness.
-
-    Parameters
-    ----------
-    job : Job
-    tick_s : float
-        Engine tick [s].
-    seed, draw, job_index : int
-        Identify the stream.
-    start_tick, end_tick : int, optional
-        The allocation in ticks (default: from the job's duration).
-
-    Returns
-    -------
-    JobDraw
-    """
-    rng = np.random.default_rng([int(seed), int(draw), int(job_index)])
-    n_alloc = (end_tick - start_tick) if start_tick is not None else to_ticks(
-        job.duration_s, tick_s)
-    lam = job.gpus * job.failure_rate_per_gpu_h * n_alloc * tick_s / 3600.0
-    n_fail = int(rng.poisson(lam)) if lam > 0 else 0
-    fails = np.sort(rng.integers(0, n_alloc, n_fail)) if n_fail else np.zeros(0, np.int64)
-    offs, p = jitter_probabilities(job.jitter_s, tick_s)
-    counts = rng.multinomial(job.gpus, p) if len(p) > 1 else np.array([job.gpus])
-    return JobDraw(fails.astype(np.int64), offs, counts.astype(np.int64))
-
-
-def _slew_rle(values: np.ndarray, lengths: np.ndarray, step_w: float) -> np.ndarray:
-    """Ramp-limit a run-length encoded series tick by tick; returns the painted series.
-
-    ``y[k] = clip(x[k], y[k-1] - step_w, y[k-1] + step_w)`` with ``y[-1] = x[0]``; the
-    loop runs over runs, not ticks.
-    """
-    n = len(values)
-    y0 = np.empty(n)
-    y = float(values[0])
-    vals = values.tolist()
-    lens = lengths.tolist()
-    for i in range(n):
-        y0[i] = y
-        x = vals[i]
-        reach = step_w * lens[i]
-        if x > y:
-            y = min(x, y + reach)
-        elif x < y:
-            y = max(x, y - reach)
-    d = values - y0
-    idx = np.repeat(np.arange(n), lengths)
-    pos = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return y0[idx] + np.sign(d)[idx] * np.minimum(step_w * (pos + 1), np.abs(d)[idx])
-
-
-def _add_dense(out: np.ndarray, plan: JobPlan, levels: np.ndarray, rnd: JobDraw, n: int,
-               s: int, slew: float, tick: float, rise: float, fall: float) -> float:
-    """Add a job's power to ``out`` tick by tick (ramp limiter or unequal rise and fall
-    time constants: nonlinear per GPU, so applied to the template before the shift).
-
-    Returns the ramp-limit deficit of compute power [ticks of full compute].
-    """
-    big_j = int(rnd.offset_ticks[-1])
-    lo, hi = -big_j, n + big_j
-    if slew > 0:
-        lo -= math.ceil(float(np.ptp(levels)) / slew) + 1
-    st, b0, b1 = plan.states, plan.starts, plan.starts + plan.lengths
-    keep = (b1 > lo) & (b0 < hi)
-    st, b0c, b1c = st[keep], np.maximum(b0[keep], lo), np.minimum(b1[keep], hi)
-    ln = b1c - b0c
-    pre = max(0, min(s, hi) - lo) if len(st) == 0 else b0c[0] - lo
-    post = hi - (b1c[-1] if len(st) else lo + pre)
-    states = np.concatenate([[IDLE], st, [IDLE]])
-    lens = np.concatenate([[pre], ln, [post]])
-    nz = lens > 0
-    states, lens = states[nz], lens[nz]
-    vals = levels[states]
-    deficit = 0.0
-    if slew > 0:
-        y = _slew_rle(vals, lens, slew)
-        comp = np.repeat(states == COMPUTE, lens)
-        x = np.repeat(vals, lens)
-        core = slice(-lo, -lo + n)
-        deficit = float(np.sum(1.0 - np.minimum(1.0, y[core][comp[core]]
-                                                 / x[core][comp[core]])))
-        y = y[-big_j - lo:]
-    else:
-        y = first_order_rle(vals, lens, tick, rise, fall)
-    counts = rnd.offset_counts.astype(float)
-    if len(counts) == 1:
-        out += counts[0] * y
-    elif len(counts) <= 64:
-        out += np.convolve(y, counts, mode="valid")
-    else:
-        out += signal.oaconvolve(y, counts, mode="valid")
-    return deficit
-
-
 
 # --------------------------------------------------------------------------- engine
 
 
 def _shifted(dplan, first_tick: int):
     """A disturbance plan's outages in ticks from ``first_tick`` (for one chunk)."""
-    from types import SimpleNamespace
-
     return SimpleNamespace(dark=[(a - first_tick, b - first_tick, nodes)
                                  for a, b, nodes in dplan.dark])
 
@@ -260,109 +116,6 @@ def _job_ticks(scenario: Scenario, t0: pd.Timestamp, tick: float
     return out
 
 
-#: Per-tick float64 arrays of all draws a forecast holds at its peak: IT power, facility
-#: power, electrical losses, cooling, and the cooling target while it is computed.
-_ARRAYS_PER_DRAW_TICK = 5
-
-#: Bytes per run of a job's plan held for the whole draw (the demand step: tick int64 and
-#: step float64; the job's phases expanded into runs, cached across draws: 5 B), and held
-#: while one job's plan is built (states, starts, lengths, the expansion's and the
-#: steps' temporaries: about fifteen 8-byte arrays).
-_BYTES_PER_RUN_HELD = 21
-_BYTES_PER_RUN_BUILDING = 120
-
-#: Float64 work arrays per tick of a chunk when reducing (IT power, facility, the
-#: reduction's scratch: about a dozen, and the filters' fresh outputs; four when the
-#: ticks are kept: the IT power alone).
-_ARRAYS_PER_CHUNK_TICK = 16
-
-#: Bytes per event row: the collected tuple with its tick and duration objects (~140 B
-#: on CPython 3.11) and the events table built from them (six columns, a sorted copy).
-_BYTES_PER_EVENT = 250
-
-
-def _memory_parts(scenario: Scenario, draws: int, tick_s: float, keep_ticks: bool = True,
-                  reduce_s: float = 1.0) -> dict:
-    """The terms of :func:`memory_estimate_bytes` [bytes], by name: ``ticks``,
-    ``intervals`` and ``pue`` are arrays of known size; ``plans``, ``events``, ``chunk``,
-    ``target`` and ``draw`` are upper estimates, each at most about twice what it
-    holds."""
-    n = to_ticks((scenario.end_utc - scenario.start_utc).total_seconds(), tick_s)
-    jobs = scenario.jobs
-    widest = max((math.ceil(4.0 * j.jitter_s / tick_s) for j in jobs), default=0)
-    chunk = min(n, DEFAULT_CHUNK_TICKS) + 2 * widest + 2
-    runs, scatter, events = [], 0, 0.0
-    for j in jobs:
-        alloc = min(n, to_ticks(j.duration_s, tick_s))
-        period = max(2, to_ticks(j.step_time_s, tick_s))
-        cadence = sum(alloc / max(to_ticks(iv, tick_s), 1)
-                      for iv in (j.checkpoint_interval_s, j.eval_interval_s) if iv > 0)
-        fails = j.gpus * j.failure_rate_per_gpu_h * alloc * tick_s / 3600.0
-        fails += 4.0 * math.sqrt(fails)   # a draw well above the mean
-        runs.append(2 * alloc / period + 2 * cadence + 4 * fails + 8)
-        offsets = 2 * math.ceil(4.0 * j.jitter_s / tick_s) + 1
-        # the steps landing in a chunk, spread over the offsets (index and weight),
-        # in buffers that grow by doubling
-        scatter += 2 * (2 * min(chunk, alloc) / period + 2) * offsets * 16
-        events += 4 + cadence + 3 * fails
-    mit, hw = scenario.mitigations, scenario.hardware
-    whole = (mit.gpu_ramp_limit_w_per_s > 0 or mit.battery is not None
-             or hw.gpu_rise_time_constant_s != hw.gpu_fall_time_constant_s)
-    parts = {
-        "plans": int(sum(runs) * _BYTES_PER_RUN_HELD
-                     + max(runs, default=0) * _BYTES_PER_RUN_BUILDING),
-        "events": int(draws * events * _BYTES_PER_EVENT),
-        # the chunk's work arrays (IT power, facility, the reduction's scratch) and the
-        # jobs' steps scattered on it
-        "chunk": chunk * 8 * (4 if keep_ticks else _ARRAYS_PER_CHUNK_TICK) + int(scatter),
-    }
-    if scenario.site.cooling is not None:   # the per-tick PUE and its timestamps
-        parts["pue"] = 2 * n * 8
-    if keep_ticks:
-        # IT, facility, losses and cooling kept; the cooling target while computed
-        parts["ticks"] = int(draws) * n * 8 * (_ARRAYS_PER_DRAW_TICK - 1)
-        parts["target"] = int(draws) * n * 8
-        if whole:
-            parts["draw"] = (n + 2 * widest + 2) * 8 * 8
-        return parts
-    m = math.ceil(n * tick_s / reduce_s)
-    parts["intervals"] = int(draws) * m * 8 * 2 + m * 8 * 14
-    if whole:
-        parts["draw"] = (n + 2 * widest + 2) * 8 * 3
-    return parts
-
-
-def memory_estimate_bytes(scenario: Scenario, draws: int, tick_s: float,
-                          keep_ticks: bool = True, reduce_s: float = 1.0) -> int:
-    """Peak memory a forecast needs, estimated before any allocation [bytes].
-
-    Keeping the ticks: ``draws x ticks x 8 B x 5`` (IT, facility, losses, cooling and its
-    target per draw and tick), the chunk work of the IT power (``4 x 8 B`` per tick of a
-    chunk) and, where a draw must exist whole (a ramp limiter or unequal rise and fall, a
-    battery), one draw being built with its temporaries (``8 x 8 B`` per tick).
-    Reducing as it goes (:mod:`powerlab.site.chunks`): per draw and base interval two
-    means, per base interval fourteen arrays (extremes, ramps, the interval edges and
-    lengths), the chunk work arrays (``16 x 8 B`` per tick of a chunk) and, where a draw
-    must exist whole, ``3 x 8 B`` per tick.  Both add the jobs' steps scattered on a
-    chunk, one draw's job plans (the demand steps of every job and their cached runs,
-    ``21 B`` a run of compute or communication, and one job's plan being built), the
-    event rows of all draws and, with a cooling model, the per-tick PUE.  An upper estimate: runs, events and
-    failures are counted at a high draw (``tests/site/test_engine.py`` checks it against the
-    traced peak).
-    """
-    return int(sum(_memory_parts(scenario, draws, tick_s, keep_ticks, reduce_s).values()))
-
-
-def _default_memory_limit() -> int:
-    """Half of the machine's physical memory (16 GiB where it cannot be read) [bytes]."""
-    import os
-
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
-    except (ValueError, OSError, AttributeError):
-        return 16 * 2**30
-
-
 #: Rough engine throughput [ticks x draws per second] for the up-front estimate
 #: (benchmarks/bench_forecast.py: 24 h at 100 ms, 20 draws of 100,000 GPUs in about 2 s
 #: on a 2-core machine, i.e. ~9e6; taken lower so the estimate errs long).  The
@@ -372,8 +125,6 @@ TICK_DRAWS_PER_S = 5e6
 
 def _progress_bar(progress, draws: int, n: int, tick: float, est_bytes: int):
     """(Progress, whether this call owns it) for :func:`forecast`."""
-    from .._progress import Progress
-
     if isinstance(progress, Progress):
         return progress, False
     est_s = n * draws / TICK_DRAWS_PER_S
@@ -397,13 +148,13 @@ def forecast(scenario: Scenario, *, draws: int = 20, seed: int = 0,
     draws : int, default 20
         Monte Carlo draws of failures and per-GPU timing offsets [-].
     seed : int, default 0
-        Seed of the random streams (see :func:`job_randomness`).
+        Seed of the random streams (see :func:`~powerlab.site.randomness.job_randomness`).
     tick_s : float, optional
         Engine tick (default: ``scenario.tick_s``, 0.1 s) [s].
     memory_limit_bytes : int, optional
         Refuse (``ScenarioError`` with the estimate) a forecast whose
-        :func:`memory_estimate_bytes` exceeds this (default: half the physical memory)
-        [bytes].
+        :func:`~powerlab.site.memory.memory_estimate_bytes` exceeds this (default: half
+        the physical memory) [bytes].
     keep_ticks : bool, default True
         Keep every draw's per-tick power (``it_w``, ``power_w()``, ``timeline``).  With
         False each draw is reduced to ``reduce_s`` interval statistics and its metrics
@@ -487,7 +238,7 @@ def _check_request(scenario, draws, seed, tick_s, memory_limit_bytes, keep_ticks
                             "simulation.tick_s or shorten the horizon",
                             key="simulation.tick_s")
     est = memory_estimate_bytes(scenario, draws, tick, keep_ticks, reduce_s)
-    limit = memory_limit_bytes if memory_limit_bytes is not None else _default_memory_limit()
+    limit = memory_limit_bytes if memory_limit_bytes is not None else default_memory_limit()
     if est > limit:
         raise ScenarioError(
             f"this forecast would need about {est / 2**30:,.1f} GiB ({draws:,} draws x "
@@ -605,8 +356,8 @@ def _power_step(eng: _Engine, ji: int, plan: JobPlan, rnd: JobDraw, parts: list,
         parts.append(job_steps(plan, eng.levels[ji], rnd, IDLE))
         return 0.0
     s = eng.jticks[ji][0]
-    return _add_dense(dense, plan, eng.levels[ji], rnd, eng.n, s, eng.slew, eng.tick,
-                      eng.rise, eng.fall)
+    return add_dense(dense, plan, eng.levels[ji], rnd, s, eng.slew, eng.tick, eng.rise,
+                     eng.fall)
 
 
 def _it_power_step(eng: _Engine, d: int, parts: list, dense: np.ndarray | None,
@@ -653,11 +404,58 @@ def _assemble(eng: _Engine, acc: _Collected, sag_free=None) -> ForecastResult:
                           sag_free=sag_free)
 
 
+@dataclass(frozen=True)
+class TargetErrorOptions(Options):
+    """What :func:`forecast_to_target` measures, and the draws it may spend.
+
+    Attributes
+    ----------
+    thresholds_w : sequence of float or None, default None
+        Measure the standard errors of the exceedance probabilities of these thresholds
+        (:func:`~powerlab.site.uncertainty.exceedance_frame`); None: of the quantile
+        bands ``probs``, relative to the band's mean power [W].
+    probs : tuple of float, default (0.1, 0.9)
+        Quantiles of the bands [-].
+    resolution : str, default '15min'
+        Interval of the figures.
+    boundary : {'facility', 'it'}, default 'facility'
+        Whose power (:data:`~powerlab.limits.requirements.BOUNDARIES`).
+    draws0 : int, default 20
+        Draws of the pilot forecast [-].
+    max_draws : int, default 2000
+        Most draws of the rerun [-].
+    seed : int, default 0
+        Seed of the forecasts (:func:`~powerlab.site.randomness.job_randomness`).
+    tick_s : float or None, default None
+        Engine tick (None: the scenario's) [s].
+    """
+
+    thresholds_w: object = None
+    probs: tuple = (0.1, 0.9)
+    resolution: str = "15min"
+    boundary: str = "facility"
+    draws0: int = 20
+    max_draws: int = 2000
+    seed: int = 0
+    tick_s: float | None = None
+
+
+def _largest_se(res: ForecastResult, opts: TargetErrorOptions) -> float:
+    """The largest standard error over the intervals: of the exceedance probabilities
+    (with ``thresholds_w``), else of the quantile bands relative to the mean power [-]."""
+    if opts.thresholds_w is not None:
+        return float(exceedance_frame(res, opts.thresholds_w, opts.resolution,
+                                      opts.boundary)["probability_se"].max())
+    qb = quantile_bands(res, opts.probs, opts.resolution, opts.boundary)
+    mean = interval_statistic(res, opts.resolution, opts.boundary)[1].mean(axis=0)
+    ses = qb[[c for c in qb.columns if c.endswith("_se")]].to_numpy()
+    return float((ses / np.abs(mean)[:, None]).max())
+
+
 @renamed_keywords(scope="boundary")
-def forecast_to_target(scenario, target_se: float, *, thresholds_w=None,
-                       probs=(0.1, 0.9), resolution="15min", boundary: str = "facility",
-                       draws0: int = 20, max_draws: int = 2000, seed: int = 0,
-                       tick_s: float | None = None):
+def forecast_to_target(scenario: Scenario, target_se: float,
+                       options: TargetErrorOptions | None = None, **option_kw
+                       ) -> tuple[ForecastResult, float]:
     """Forecast with enough draws that every reported figure reaches a target MC error.
 
     A pilot of ``draws0`` draws measures the largest standard error over intervals (of
@@ -666,6 +464,18 @@ def forecast_to_target(scenario, target_se: float, *, thresholds_w=None,
     ``(se / target)^2`` (errors fall as ``1/sqrt(draws)``) and the forecast rerun (draws
     are seeded one by one, so the pilot's draws are the first of the rerun).
 
+    Parameters
+    ----------
+    scenario : Scenario
+    target_se : float
+        The largest standard error wanted (a probability, or a fraction of the mean
+        power for bands) [-].
+    options : TargetErrorOptions, optional
+        What is measured and the draws allowed; default: the defaults.
+    **option_kw
+        Fields of :class:`TargetErrorOptions` replacing those of ``options``
+        (``forecast_to_target(sc, 0.02, thresholds_w=[5e7])``).
+
     Returns
     -------
     result : ForecastResult
@@ -673,23 +483,13 @@ def forecast_to_target(scenario, target_se: float, *, thresholds_w=None,
         The largest standard error at the final draw count (a probability, or a
         fraction of the mean power for bands) [-].
     """
-    from .uncertainty import exceedance_frame, interval_statistic, quantile_bands
-
-    def worst(res):
-        if thresholds_w is not None:
-            return float(exceedance_frame(res, thresholds_w, resolution, boundary)
-                         ["probability_se"].max())
-        qb = quantile_bands(res, probs, resolution, boundary)
-        mean = interval_statistic(res, resolution, boundary)[1].mean(axis=0)
-        ses = qb[[c for c in qb.columns if c.endswith("_se")]].to_numpy()
-        return float((ses / np.abs(mean)[:, None]).max())
-
-    res = forecast(scenario, draws=draws0, seed=seed, tick_s=tick_s)
-    se = worst(res)
+    opts = TargetErrorOptions.from_kwargs(options, **option_kw)
+    res = forecast(scenario, draws=opts.draws0, seed=opts.seed, tick_s=opts.tick_s)
+    se = _largest_se(res, opts)
     if se <= target_se:
         return res, se
-    need = min(max_draws, math.ceil(draws0 * (se / target_se) ** 2))
-    if need > draws0:
-        res = forecast(scenario, draws=need, seed=seed, tick_s=tick_s)
-        se = worst(res)
+    need = min(opts.max_draws, math.ceil(opts.draws0 * (se / target_se) ** 2))
+    if need > opts.draws0:
+        res = forecast(scenario, draws=need, seed=opts.seed, tick_s=opts.tick_s)
+        se = _largest_se(res, opts)
     return res, se

@@ -13,16 +13,17 @@ Format version 3, documented column by column in ``docs/facilities_csv.md``:
   between adjacent 1-min means), and the events of draw 0;
 - numbers written with fixed decimals (:data:`DECIMALS`), never in exponent form.
 
-:func:`write_facilities_xlsx` writes the same table as an Excel workbook (openpyxl):
-real date-time cells, a units row under the header, and an ``about`` sheet with the
-sidecar's facts.
+:func:`~powerlab.site.export_workbook.write_facilities_xlsx` writes the same table as an
+Excel workbook (openpyxl): real date-time cells, a units row under the header, and an
+``about`` sheet with the sidecar's facts.
 
 The sidecar ``<name>.json`` holds the units, the rounding, the time zone, the scenario
 hash, the powerlab version, the generation time and the CSV's SHA-256, which
-:func:`read_facilities_csv` checks.  The pair is written so that a crash never leaves a
-new CSV beside an old sidecar (both written to temporary files first; the old sidecar is
-removed before the new CSV takes its name).  Text cells that a spreadsheet would run as a
-formula (``= + - @``, tab, carriage return) get a leading ``'``, which the reader removes.
+:func:`~powerlab.site.export_reader.read_facilities_csv` checks.  The pair is written so
+that a crash never leaves a new CSV beside an old sidecar (both written to temporary files
+first; the old sidecar is removed before the new CSV takes its name).  Text cells that a
+spreadsheet would run as a formula (``= + - @``, tab, carriage return) get a leading
+``'``, which the reader removes.
 """
 
 from __future__ import annotations
@@ -35,20 +36,30 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..exceptions import AnalysisError, DataQualityWarning, ParseError, PowerlabError
-from ..outputs import atomic_write, fsync_dir, write_temporary
+from .. import __version__
+from .._format import spreadsheet_times
+from .._progress import Progress
+from ..exceptions import AnalysisError, PowerlabError
+from ..limits.requirements import BOUNDARIES
+from ..outputs import fsync_dir, write_temporary
 from .planner import clock_edges, ramp_into_tick
 
 __all__ = [
     "DECIMALS",
     "FORMAT_VERSION",
+    "RAMP_COLUMNS",
     "RESOLUTIONS",
+    "decimals_of",
     "facilities_columns",
     "facilities_frame",
-    "read_facilities_csv",
+    "local_time_column",
+    "resolution_seconds",
     "sanitize_cell",
+    "sidecar_digest",
+    "sidecar_facts",
+    "unsanitize_cell",
     "write_facilities_csv",
-    "write_facilities_xlsx",
+    "zone_of_column",
 ]
 
 FORMAT_VERSION = 3   # 3: no '/' in column names, text UTC offsets, and the sidecar
@@ -58,12 +69,13 @@ FORMAT_VERSION = 3   # 3: no '/' in column names, text UTC offsets, and the side
 RESOLUTIONS = {"1s": 1.0, "1min": 60.0, "5min": 300.0, "15min": 900.0, "30min": 1800.0,
                "1h": 3600.0}
 
-BOUNDARIES = ("facility", "it")
 _STATS = ("mean", "min", "max", "p10", "p50", "p90")
-_RAMPS = (("ramp_up_megawatts_per_s_1s_max", 1.0, +1), ("ramp_down_megawatts_per_s_1s_max",
-                                                          1.0, -1),
-          ("ramp_up_megawatts_per_min_1min_max", 60.0, +1),
-          ("ramp_down_megawatts_per_min_1min_max", 60.0, -1))
+#: The ramp columns of each boundary: (name, window of the adjacent means [s], sign:
+#: +1 rises, -1 falls).
+RAMP_COLUMNS = (("ramp_up_megawatts_per_s_1s_max", 1.0, +1),
+                ("ramp_down_megawatts_per_s_1s_max", 1.0, -1),
+                ("ramp_up_megawatts_per_min_1min_max", 60.0, +1),
+                ("ramp_down_megawatts_per_min_1min_max", 60.0, -1))
 
 #: Decimal places written per kind of column (the stated resolution of the numbers).
 DECIMALS = {"power": 3, "energy": 6, "ramp": 3}
@@ -71,24 +83,25 @@ _TIME_FMT = "%Y-%m-%d %H:%M:%S"           # powerlab._format.SPREADSHEET_TIME_FO
 _DANGEROUS = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
-def _local_col(tz: str) -> str:
+def local_time_column(tz: str) -> str:
     """``interval_start_local_<zone>`` with the zone's ``/`` written ``__`` (IANA names
     never hold ``__``), so that no column name holds a slash."""
     return f"interval_start_local_{tz.replace('/', '__')}"
 
 
-def _zone_of(column: str) -> str:
+def zone_of_column(column: str) -> str:
     """The IANA zone named by a local-time column (format 3 ``__`` or format 2 ``/``)."""
     return column[len("interval_start_local_"):].replace("__", "/")
 
 
 def facilities_columns(tz: str) -> list[str]:
     """The CSV's columns for a site in time zone ``tz`` (IANA name), in order."""
-    cols = ["interval_start_utc", "interval_end_utc", _local_col(tz), "utc_offset_local"]
+    cols = ["interval_start_utc", "interval_end_utc", local_time_column(tz),
+            "utc_offset_local"]
     for s in BOUNDARIES:
         cols += [f"{s}_power_megawatts_{st}" for st in _STATS]
         cols.append(f"{s}_energy_megawatt_hours")
-        cols += [f"{s}_{name}" for name, _, _ in _RAMPS]
+        cols += [f"{s}_{name}" for name, _, _ in RAMP_COLUMNS]
     cols.append("events")
     return cols
 
@@ -96,7 +109,7 @@ def facilities_columns(tz: str) -> list[str]:
 def _units(tz: str) -> dict:
     u = {"interval_start_utc": "UTC, YYYY-MM-DD HH:MM:SS, start of the interval",
          "interval_end_utc": "UTC, end of the interval (exclusive)",
-         _local_col(tz): f"local time in {tz}, start of the interval",
+         local_time_column(tz): f"local time in {tz}, start of the interval",
          "utc_offset_local": "offset of the local time from UTC at the interval start, "
                              "text UTC+HH:MM or UTC-HH:MM"}
     for s in BOUNDARIES:
@@ -109,7 +122,7 @@ def _units(tz: str) -> dict:
             u[f"{s}_power_megawatts_{p}"] = (f"MW, {p[1:]}th percentile across draws of "
                                              "the interval mean")
         u[f"{s}_energy_megawatt_hours"] = "MWh, energy in the interval, mean over draws"
-        for name, win, sign in _RAMPS:
+        for name, win, sign in RAMP_COLUMNS:
             unit = "MW/s" if win == 1.0 else "MW/min"
             u[f"{s}_{name}"] = (f"{unit}, largest {'rise' if sign > 0 else 'fall'} between "
                                 f"adjacent {win:g}-s means whose boundary lies in the "
@@ -118,7 +131,8 @@ def _units(tz: str) -> dict:
     return u
 
 
-def _decimals(col: str) -> int:
+def decimals_of(col: str) -> int:
+    """Decimal places the column ``col`` is written with (:data:`DECIMALS`)."""
     if "energy" in col:
         return DECIMALS["energy"]
     if "ramp" in col:
@@ -148,13 +162,15 @@ def sanitize_cell(text: str) -> str:
     return text
 
 
-def _unsanitize(text: str) -> str:
+def unsanitize_cell(text: str) -> str:
+    """The text :func:`sanitize_cell` guarded, its guard removed."""
     if text.startswith("'") and _needs_guard(text[1:]):
         return text[1:]
     return text
 
 
-def _resolution_s(resolution) -> float:
+def resolution_seconds(resolution) -> float:
+    """The row interval of :data:`RESOLUTIONS` named (or given in seconds) [s]."""
     if isinstance(resolution, str) and resolution in RESOLUTIONS:
         return RESOLUTIONS[resolution]
     if isinstance(resolution, (int, float)) and float(resolution) in RESOLUTIONS.values():
@@ -182,17 +198,15 @@ _FRAME_TICK_DRAWS_PER_S = 1e6
 
 def _frame_progress(result, progress):
     """(Progress of the table's steps, whether this call owns it)."""
-    from .._progress import Progress
-
     if isinstance(progress, Progress):
         return progress, False
-    steps = len(BOUNDARIES) * (2 + len(_RAMPS))
+    steps = len(BOUNDARIES) * (2 + len(RAMP_COLUMNS))
     est_s = result.n_ticks * result.draws / _FRAME_TICK_DRAWS_PER_S
     bar = Progress(steps, "facilities table", "step",
                    enabled=(est_s >= 2.0) if progress is None else bool(progress))
     bar.announce(f"{result.n_ticks:,} ticks x {result.draws} draws x {len(BOUNDARIES)} boundaries: "
                  f"{steps} steps (power, interval statistics, "
-                 f"{len(_RAMPS)} ramp windows per boundary)", estimate_s=est_s)
+                 f"{len(RAMP_COLUMNS)} ramp windows per boundary)", estimate_s=est_s)
     return bar, True
 
 
@@ -216,7 +230,7 @@ def facilities_frame(result, resolution="15min", progress=False) -> pd.DataFrame
         The columns of :func:`facilities_columns` (times tz-aware: UTC, and local in
         the site's zone), numbers in MW, MWh, MW/s and MW/min.
     """
-    res = _resolution_s(resolution)
+    res = resolution_seconds(resolution)
     tz = result.scenario.site.tz
     tick = result.tick_s
     n = result.n_ticks
@@ -226,7 +240,7 @@ def facilities_frame(result, resolution="15min", progress=False) -> pd.DataFrame
     ends = starts + pd.to_timedelta(counts * tick, unit="s")
     local = starts.tz_convert(tz)
     off = local.strftime("%z")
-    out = {"interval_start_utc": starts, "interval_end_utc": ends, _local_col(tz): local,
+    out = {"interval_start_utc": starts, "interval_end_utc": ends, local_time_column(tz): local,
            "utc_offset_local": ["UTC" + o[:3] + ":" + o[3:] for o in off]}
     bar, own = _frame_progress(result, progress)
     try:
@@ -259,7 +273,7 @@ def _boundary_columns(result, s, edges, counts, tick, n, out, bar) -> None:
     out[f"{s}_energy_megawatt_hours"] = (np.add.reduceat(x, edges, axis=1).mean(axis=0)
                                         * tick / 3.6e9)
     bar.update()
-    for name, win, sign in _RAMPS:
+    for name, win, sign in RAMP_COLUMNS:
         scale = (1.0 if win == 1.0 else 60.0) / 1e6
         try:  # the largest ramp over draws at each boundary tick (NaN: undefined)
             best = np.fmax.reduce(sign * ramp_into_tick(x, tick, win), axis=0)
@@ -271,8 +285,7 @@ def _boundary_columns(result, s, edges, counts, tick, n, out, bar) -> None:
 
 
 def _fmt_time(ts: pd.DatetimeIndex | pd.Series) -> list[str]:
-    from .._format import spreadsheet_times  # one time format for every CSV for people
-
+    """One time format for every CSV for people (:func:`powerlab._format.spreadsheet_times`)."""
     return spreadsheet_times(ts, zone=None)
 
 
@@ -285,11 +298,11 @@ def _csv_text(df: pd.DataFrame, tz: str) -> str:
     text = pd.DataFrame({
         "interval_start_utc": _fmt_time(df["interval_start_utc"]),
         "interval_end_utc": _fmt_time(df["interval_end_utc"]),
-        _local_col(tz): _fmt_time(df[_local_col(tz)]),
+        local_time_column(tz): _fmt_time(df[local_time_column(tz)]),
         "utc_offset_local": df["utc_offset_local"],
     })
     for c in facilities_columns(tz)[4:-1]:
-        text[c] = _fmt_numbers(df[c].to_numpy(), _decimals(c))
+        text[c] = _fmt_numbers(df[c].to_numpy(), decimals_of(c))
     text["events"] = df["events"].fillna("").astype(str).map(sanitize_cell)
     return text.to_csv(index=False, lineterminator="\r\n")
 
@@ -306,16 +319,14 @@ def _job_figures(result) -> dict:
             for job, r in g[["effective_training_time", "interruptions"]].median().iterrows()}
 
 
-def _sidecar(result, df: pd.DataFrame, res_s: float, file_name: str, sha256: str | None,
-             gen: pd.Timestamp) -> dict:
+def sidecar_facts(result, df: pd.DataFrame, res_s: float, file_name: str,
+                  sha256: str | None, gen: pd.Timestamp) -> dict:
     """The facts of an export (units, rounding, scenario, provenance): the CSV's JSON
     sidecar, the workbook's ``about`` sheet."""
-    from .. import __version__
-
     sc = result.scenario
     tz = sc.site.tz
     notes = []
-    if df[[f"facility_{n}" for n, w, _ in _RAMPS if w == 1.0]].isna().all().all():
+    if df[[f"facility_{n}" for n, w, _ in RAMP_COLUMNS if w == 1.0]].isna().all().all():
         notes.append(f"The engine tick ({result.tick_s:g} s) does not divide 1 s: the "
                      "1-s ramp columns are blank.")
     side = {
@@ -394,12 +405,12 @@ def write_facilities_csv(result, path, resolution="15min",
     for p in (path, jpath):
         if p.is_dir():
             raise PowerlabError(f"cannot write {p}: it is a folder")
-    res_s = _resolution_s(resolution)
+    res_s = resolution_seconds(resolution)
     tz = result.scenario.site.tz
     df = facilities_frame(result, res_s, progress=progress)
     csv = _csv_text(df, tz).encode("utf-8")
     gen = generated_utc if generated_utc is not None else pd.Timestamp.now(tz="UTC")
-    side = _sidecar(result, df, res_s, path.name, hashlib.sha256(csv).hexdigest(), gen)
+    side = sidecar_facts(result, df, res_s, path.name, hashlib.sha256(csv).hexdigest(), gen)
     side["sidecar_sha256"] = sidecar_digest(side)
     data = json.dumps(side, indent=2, default=str).encode("utf-8")
     # a full or read-only disk leaves nothing behind
@@ -419,112 +430,6 @@ def write_facilities_csv(result, path, resolution="15min",
     return path, jpath
 
 
-def write_facilities_xlsx(result, path, resolution="15min",
-                          generated_utc: pd.Timestamp | None = None,
-                          progress=False) -> Path:
-    """Write the facilities table as an Excel workbook (``.xlsx``, with openpyxl).
-
-    Sheet ``facilities``: the columns of :func:`facilities_columns`, a units row under the
-    header (``UTC``, the zone, ``MW``, ``MWh``, ``MW/s``, ``MW/min``, ``text``), then one
-    row per interval: times as date-time cells (UTC, and the site's local time, without
-    a zone as spreadsheets hold them), numbers as number cells rounded as in the CSV
-    (:data:`DECIMALS`) and shown with that many decimals, blanks where undefined.  Sheet
-    ``about``: what the CSV's sidecar holds (format, time zone, units of every column,
-    rounding, draws, seed, scenario name and hash, powerlab version, generation time,
-    assumptions), one fact per row.  Written to a temporary file and renamed into place.
-
-    Parameters
-    ----------
-    result : ForecastResult
-    path : str or Path
-        The workbook, named ``*.xlsx``.
-    resolution, generated_utc, progress
-        As in :func:`write_facilities_csv`.
-
-    Returns
-    -------
-    Path
-
-    Raises
-    ------
-    PowerlabError
-        A name that does not end in ``.xlsx``, a missing folder, a path that is a folder,
-        an unknown resolution, or openpyxl missing (``pip install 'powerlab[xlsx]'``).
-    """
-    path = Path(path)
-    if path.suffix.lower() != ".xlsx":
-        raise PowerlabError(f"cannot write {path}: name the workbook '*.xlsx'")
-    if not path.parent.is_dir():
-        raise PowerlabError(f"cannot write {path}: folder {path.parent} does not exist")
-    if path.is_dir():
-        raise PowerlabError(f"cannot write {path}: it is a folder")
-    try:
-        from openpyxl import Workbook
-        from openpyxl.styles import Font
-    except ImportError:
-        raise PowerlabError("--format xlsx needs openpyxl: pip install 'powerlab[xlsx]'"
-                            ) from None
-    res_s = _resolution_s(resolution)
-    tz = result.scenario.site.tz
-    df = facilities_frame(result, res_s, progress=progress)
-    gen = generated_utc if generated_utc is not None else pd.Timestamp.now(tz="UTC")
-    side = _sidecar(result, df, res_s, path.name, None, gen)
-    side["format"] = "powerlab facilities workbook"
-    cols = facilities_columns(tz)
-    units = ["UTC", "UTC", tz, "text"] + [
-        "MWh" if "energy" in c else "MW/s" if "per_s" in c else "MW/min" if "per_min" in c
-        else "MW" for c in cols[4:-1]] + ["text"]
-    wb = Workbook()
-    ws = wb.active
-    ws.title = "facilities"
-    ws.append(cols)
-    ws.append(units)
-    for cell in ws[1]:
-        cell.font = Font(bold=True)
-    for cell in ws[2]:
-        cell.font = Font(italic=True)
-    ws.freeze_panes = "A3"
-    times = [pd.DatetimeIndex(df[c]).tz_localize(None).to_pydatetime()
-             for c in cols[:3]]
-    nums = {c: np.round(df[c].to_numpy(dtype=float), _decimals(c)) + 0.0 for c in cols[4:-1]}
-    events = df["events"].fillna("").astype(str).map(sanitize_cell).tolist()
-    offs = df["utc_offset_local"].tolist()
-    for i in range(len(df)):
-        row = [times[0][i], times[1][i], times[2][i], offs[i]]
-        row += [None if np.isnan(nums[c][i]) else float(nums[c][i]) for c in cols[4:-1]]
-        row.append(events[i] or None)
-        ws.append(row)
-    fmt = {c: "0." + "0" * _decimals(c) for c in cols[4:-1]}
-    for j, c in enumerate(cols, start=1):
-        letter = ws.cell(row=1, column=j).column_letter
-        ws.column_dimensions[letter].width = max(12, min(len(c) + 2, 40))
-        number_format = ("yyyy-mm-dd hh:mm:ss" if j <= 3 else fmt.get(c))
-        if number_format:
-            for cell in ws[letter][2:]:
-                cell.number_format = number_format
-    about = wb.create_sheet("about")
-    about.append(["fact", "value"])
-    for cell in about[1]:
-        cell.font = Font(bold=True)
-    for key in ("format", "format_version", "file", "rows", "time_zone", "time_format",
-                "interval_alignment", "resolution_s", "engine_tick_s", "draws", "seed",
-                "scenario_name", "scenario_hash_sha256", "scenario_file", "powerlab_version",
-                "generated_utc"):
-        about.append([key, side.get(key)])
-    for k, v in side["rounding"].items():
-        about.append([f"rounding of {k}", v])
-    for a in side["assumptions"]:
-        about.append(["assumption", a])
-    for c in cols:
-        about.append([f"unit of {c}", side["units"][c]])
-    for job, figs in side["jobs"].items():
-        for k, v in figs.items():
-            about.append([f"job {job}: {k} (median over draws)", v])
-    about.column_dimensions["A"].width = 48
-    about.column_dimensions["B"].width = 100
-    return atomic_write(path, wb.save)
-
-
 def sidecar_digest(side: dict) -> str:
     """SHA-256 of a sidecar's own fields (all but ``sidecar_sha256``), over their canonical
     JSON (sorted keys, no blanks): units, time zone and assumptions are covered, not only
@@ -532,122 +437,3 @@ def sidecar_digest(side: dict) -> str:
     body = {k: v for k, v in side.items() if k != "sidecar_sha256"}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _read_sidecar(path: Path) -> dict:
-    jpath = path.with_suffix(".json")
-    if not jpath.is_file():
-        raise ParseError(f"its JSON sidecar {jpath.name} is missing (it holds the units and "
-                         "the checksum); pass verify=False to read the CSV alone", path=path)
-    try:
-        side = json.loads(jpath.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ParseError(f"cannot read the sidecar: {str(exc)[:200]}", path=jpath) from None
-    if not isinstance(side, dict):
-        raise ParseError("the sidecar is not a JSON object", path=jpath)
-    version = side.get("format_version")
-    if isinstance(version, int) and version >= 3:
-        if side.get("sidecar_sha256") != sidecar_digest(side):
-            raise ParseError("the sidecar's own fields (units, time zone, ...) do not match "
-                             "its sidecar_sha256: it was edited after it was written",
-                             path=jpath)
-    elif "sidecar_sha256" in side or not isinstance(version, int):
-        raise ParseError(f"unexpected format_version {version!r}", path=jpath)
-    else:
-        import warnings
-
-        warnings.warn(f"{jpath.name}: format {version} sidecar (an older powerlab): its own "
-                      "fields (units, time zone) carry no checksum; only the CSV is verified",
-                      DataQualityWarning, stacklevel=3)
-    return side
-
-
-def read_facilities_csv(path, *, verify: bool = True) -> pd.DataFrame:
-    """Read a facilities CSV written by :func:`write_facilities_csv`.
-
-    Parameters
-    ----------
-    path : str or Path
-    verify : bool, default True
-        Check the CSV against the SHA-256 in its sidecar (refusing a CSV without one).
-
-    Returns
-    -------
-    DataFrame
-        The columns of the file: times tz-aware (UTC; local in the site's zone), the
-        numbers as float64 at the written resolution (NaN where blank), the event text
-        with the formula guard removed.
-
-    Raises
-    ------
-    ParseError
-        A missing or mismatched sidecar, a missing column, or a value that cannot be
-        read (names the line and column).
-    """
-    path = Path(path)
-    try:
-        raw_bytes = path.read_bytes()
-    except OSError as exc:
-        raise ParseError(f"cannot read facilities CSV: {exc.strerror}", path=path) from None
-    side = None
-    if verify:
-        side = _read_sidecar(path)
-        digest = hashlib.sha256(raw_bytes).hexdigest()
-        if side.get("csv_sha256") != digest:
-            jname = path.with_suffix(".json").name
-            raise ParseError(f"the CSV does not match its sidecar {jname} "
-                             f"(SHA-256 {digest[:12]}... vs recorded "
-                             f"{str(side.get('csv_sha256'))[:12]}...): one of the pair was "
-                             "replaced or changed", path=path)
-    import io
-
-    try:
-        raw = pd.read_csv(io.BytesIO(raw_bytes), dtype=str, keep_default_na=False)
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise ParseError(f"cannot read facilities CSV: {exc}", path=path) from None
-    local = [c for c in raw.columns if c.startswith("interval_start_local_")]
-    if len(local) != 1:
-        raise ParseError("expected one column 'interval_start_local_<IANA zone>'",
-                         path=path, line=1)
-    tz = _zone_of(local[0])
-    try:
-        import zoneinfo
-
-        zoneinfo.ZoneInfo(tz)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
-        raise ParseError(f"the local-time column names {tz!r}, not an IANA time zone",
-                         path=path, line=1, column=local[0]) from None
-    expected = facilities_columns(tz)
-    if local[0] != _local_col(tz):            # format 2: the zone's slash as written
-        expected[2] = local[0]
-    missing = [c for c in expected if c not in raw.columns]
-    if missing:
-        raise ParseError(f"missing column(s) {missing}; expected {expected}", path=path,
-                         line=1)
-    out = pd.DataFrame(index=raw.index)
-    for c in ("interval_start_utc", "interval_end_utc", local[0]):
-        vals = pd.to_datetime(raw[c], format="ISO8601", errors="coerce")
-        bad = np.flatnonzero(vals.isna().to_numpy())
-        if len(bad):
-            raise ParseError(f"expected a time 'YYYY-MM-DD HH:MM:SS', got "
-                             f"{raw[c].iloc[bad[0]]!r}", path=path, line=int(bad[0]) + 2,
-                             column=c)
-        out[c] = vals
-    out["interval_start_utc"] = out["interval_start_utc"].dt.tz_localize("UTC")
-    out["interval_end_utc"] = out["interval_end_utc"].dt.tz_localize("UTC")
-    try:
-        out[local[0]] = out["interval_start_utc"].dt.tz_convert(tz)
-    except Exception as exc:
-        raise ParseError(f"column {local[0]!r} does not name an IANA time zone ({tz!r})",
-                         path=path, line=1) from exc
-    out["utc_offset_local"] = raw["utc_offset_local"].astype("string")
-    ramps = {f"{s}_{n}" for s in BOUNDARIES for n, _, _ in _RAMPS}
-    for c in expected[4:-1]:
-        vals = pd.to_numeric(raw[c].replace("", np.nan), errors="coerce")
-        bad = np.flatnonzero((vals.isna() & ((raw[c] != "") | (c not in ramps))).to_numpy())
-        if len(bad):
-            raise ParseError(f"expected a number, got {raw[c].iloc[bad[0]]!r}", path=path,
-                             line=int(bad[0]) + 2, column=c)
-        out[c] = vals.astype("float64")
-    out["events"] = raw["events"].map(_unsanitize).astype("string")
-    return out

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..reliability.interruptions import interruption_marks, interruption_stats, planned_mask
-from .engine import job_plan, job_randomness
+from ..reliability.interruption_draws import interruption_marks, interruption_stats, planned_mask
+from .jobplan import job_plan
+from .randomness import job_randomness
 from .timebase import to_ticks
 
 __all__ = ["simulate_interruptions"]
@@ -18,7 +19,7 @@ def simulate_interruptions(job, *, draws: int = 20, seed: int = 0, tick_s: float
                            job_index: int = 0) -> pd.DataFrame:
     """The interruption process of one job alone, without power (fast).
 
-    Runs the engine's randomness and plan (:func:`~powerlab.site.engine.job_randomness`,
+    Runs the engine's randomness and plan (:func:`~powerlab.site.randomness.job_randomness`,
     :func:`~powerlab.site.engine.job_plan`) exactly as :func:`forecast` does for a job
     starting at tick 0.
 

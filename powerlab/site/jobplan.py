@@ -3,7 +3,7 @@
 A job's GPUs follow one template (:mod:`powerlab.site.engine`): start-up, then steps
 of compute and communication wait, a checkpoint every ``checkpoint.interval_s`` and an
 evaluation every ``eval.interval_s`` (both rounded to whole steps), interrupted by the
-arrivals of :func:`powerlab.site.engine.job_randomness` (failures, planned
+arrivals of :func:`powerlab.site.randomness.job_randomness` (failures, planned
 interruptions) and by grid-disturbance trips, and a final shutdown.  The plan is laid
 out by a chain of named steps, as pvlib's ``ModelChain.run_model`` runs its models:
 
@@ -416,7 +416,7 @@ def job_plan(job: Job, tick_s: float, start_tick: int, end_tick: int,
         Allocation, in ticks from the horizon start.
     failure_ticks : ndarray
         Failure times in ticks from ``start_tick`` (from
-        :func:`powerlab.site.engine.job_randomness`).
+        :func:`powerlab.site.randomness.job_randomness`).
     planned : ndarray of bool, optional
         Which of them are planned interruptions (:mod:`powerlab.reliability.interruptions`:
         an on-demand checkpoint saves the work, no detection time).

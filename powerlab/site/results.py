@@ -13,20 +13,28 @@ import numpy as np
 import pandas as pd
 
 from .._options import choice, renamed_keywords
-from .._summary import Summary
+from .._progress import Progress
+from .._summary import Results, Summary
 from ..exceptions import PowerlabError
 from ..limits.ramps import ramp_label
+from ..limits.requirements import BOUNDARIES
+from ..reliability.interruption_draws import interruption_summary
+from ..reliability.interruptions import checkpoint_report
 from .battery import battery_dispatch
+from .disturbances import disturbance_summary, ups_transfer_w
 from .facility import facility_power
 from .planner import planner_summary
 from .swings import GRID_BANDS_HZ, resolved_bands, swing_metrics
 from .timebase import interval_edges, parse_resolution
+from .uncertainty import exceedance_frame, quantile_bands
 
 __all__ = ["ForecastResult", "ForecastSummary"]
 
 
-class ForecastResult:
-    """Results of :func:`forecast` (statsmodels style).
+class ForecastResult(Results):
+    """Results of :func:`~powerlab.site.engine.forecast` (statsmodels style: a
+    :class:`~powerlab._summary.Results`; ``print(result)`` prints its summary, ``repr`` is
+    one line).
 
     Attributes
     ----------
@@ -42,7 +50,7 @@ class ForecastResult:
         Per draw and job: ``train_s``, ``lost_to_failures_s``, ``ramp_deficit_s``,
         ``stagger_delay_s``, ``useful_gpu_h``.
     interruptions : DataFrame or None
-        Interruptions by cause (:func:`powerlab.reliability.interruptions.interruption_frame`).
+        Interruptions by cause (:func:`powerlab.reliability.interruption_draws.interruption_frame`).
     sag_free : callable or None
         Runs the ride-through counterfactual (the scenario without its voltage sags).
 
@@ -171,7 +179,6 @@ class ForecastResult:
     def facility_w(self) -> np.ndarray:
         """Facility (grid) power, shape (draws, ticks) [W]."""
         # less the load carried by UPS batteries during voltage sags (site.disturbances)
-        from .disturbances import ups_transfer_w
         ups = None if self._it is None else ups_transfer_w(self.scenario, self._it,
                                                            self.start_utc, self.tick_s)
         if self.battery_w is None and ups is None:
@@ -185,7 +192,7 @@ class ForecastResult:
     @renamed_keywords(scope="boundary")
     def power_w(self, boundary: str = "facility") -> np.ndarray:
         """Power of one boundary, ``"facility"`` or ``"it"``, shape (draws, ticks) [W]."""
-        choice(boundary, "boundary", ("facility", "it"))
+        choice(boundary, "boundary", BOUNDARIES)
         self._need_ticks("power_w()")
         return self.facility_w if boundary == "facility" else self.it_w
 
@@ -193,7 +200,7 @@ class ForecastResult:
     def energy_j(self, boundary: str = "facility") -> np.ndarray:
         """Energy over the horizon per draw [J]."""
         if self._it is None:
-            choice(boundary, "boundary", ("facility", "it"))
+            choice(boundary, "boundary", BOUNDARIES)
             return self.reduced.energy[boundary]
         return self.power_w(boundary).sum(axis=1) * self.tick_s
 
@@ -250,31 +257,11 @@ class ForecastResult:
         counts = np.diff(np.append(edges, self.n_ticks))
         starts = self.times[edges]
         ends = starts + pd.to_timedelta(counts * self.tick_s, unit="s")
-        ev0 = self.events[self.events["draw"] == 0]
-        idx = np.searchsorted(edges, ev0["tick"].to_numpy(), side="right") - 1
-        ok = (idx >= 0) & (ev0["tick"].to_numpy() < self.n_ticks)
-        labels = (ev0["job"] + ":" + ev0["event"]).to_numpy()
-        ev_text = [""] * len(edges)
-        for i, lab in zip(idx[ok], labels[ok]):
-            ev_text[i] = lab if not ev_text[i] else ev_text[i] + "; " + lab
+        ev_text = self._events_by_interval(edges)
         boundaries = [boundary] if boundary else ["facility", "it"]
         frames = []
         for sc in boundaries:
-            if red is not None:
-                means = red.interval_means(sc, res)
-                vmin, vmax = red.group(red.vmin[sc], res, "min"), red.group(red.vmax[sc],
-                                                                             res, "max")
-                up, down = red.group(red.up[sc], res, "max"), red.group(red.down[sc], res,
-                                                                          "max")
-            else:
-                x = self.power_w(sc)
-                means = np.add.reduceat(x, edges, axis=1) / counts
-                dx = np.diff(x, axis=1, prepend=x[:, :1]) / self.tick_s
-                vmin = np.minimum.reduceat(x.min(axis=0), edges)
-                vmax = np.maximum.reduceat(x.max(axis=0), edges)
-                up = np.maximum.reduceat(np.maximum(dx.max(axis=0), 0.0), edges)
-                down = np.maximum.reduceat(np.maximum(-dx.min(axis=0), 0.0), edges)
-                del dx
+            means, vmin, vmax, up, down = self._interval_stats(sc, res, edges, counts)
             lo_q, hi_q = np.quantile(means, [alpha / 2, 1 - alpha / 2], axis=0)
             frames.append(pd.DataFrame({
                 "interval_start_utc": starts,
@@ -294,12 +281,44 @@ class ForecastResult:
         df["events"] = df["events"].astype("string")
         return df
 
+    def _events_by_interval(self, edges: np.ndarray) -> list[str]:
+        """Step of :meth:`summary_frame`: the events of draw 0 starting in each interval,
+        ``'job:event'`` joined by ``'; '``."""
+        ev0 = self.events[self.events["draw"] == 0]
+        idx = np.searchsorted(edges, ev0["tick"].to_numpy(), side="right") - 1
+        ok = (idx >= 0) & (ev0["tick"].to_numpy() < self.n_ticks)
+        labels = (ev0["job"] + ":" + ev0["event"]).to_numpy()
+        ev_text = [""] * len(edges)
+        for i, lab in zip(idx[ok], labels[ok]):
+            ev_text[i] = lab if not ev_text[i] else ev_text[i] + "; " + lab
+        return ev_text
+
+    def _interval_stats(self, boundary: str, res: float, edges: np.ndarray,
+                        counts: np.ndarray) -> tuple:
+        """Step of :meth:`summary_frame`: per interval of ``res`` seconds, the interval
+        means of every draw, the lowest and highest tick and the largest tick-to-tick
+        rise and fall of any draw [W], [W/s] (from the reduction, or from the ticks)."""
+        red = self.reduced if self._it is None else None
+        if red is not None:
+            return (red.interval_means(boundary, res),
+                    red.group(red.vmin[boundary], res, "min"),
+                    red.group(red.vmax[boundary], res, "max"),
+                    red.group(red.up[boundary], res, "max"),
+                    red.group(red.down[boundary], res, "max"))
+        x = self.power_w(boundary)
+        means = np.add.reduceat(x, edges, axis=1) / counts
+        dx = np.diff(x, axis=1, prepend=x[:, :1]) / self.tick_s
+        vmin = np.minimum.reduceat(x.min(axis=0), edges)
+        vmax = np.maximum.reduceat(x.max(axis=0), edges)
+        up = np.maximum.reduceat(np.maximum(dx.max(axis=0), 0.0), edges)
+        down = np.maximum.reduceat(np.maximum(-dx.min(axis=0), 0.0), edges)
+        return means, vmin, vmax, up, down
+
     @renamed_keywords(scope="boundary")
     def exceedance(self, thresholds_w, resolution="15min", boundary: str = "facility",
                    statistic: str = "mean") -> pd.DataFrame:
         """``P(power > x)`` per interval and threshold with its Monte Carlo standard error
         (:func:`powerlab.site.uncertainty.exceedance_frame`)."""
-        from .uncertainty import exceedance_frame
         return exceedance_frame(self, thresholds_w, resolution, boundary, statistic)
 
     @renamed_keywords(scope="boundary")
@@ -307,7 +326,6 @@ class ForecastResult:
                        boundary: str = "facility", statistic: str = "mean") -> pd.DataFrame:
         """Quantiles of the interval power across draws with their Monte Carlo standard
         errors (:func:`powerlab.site.uncertainty.quantile_bands`)."""
-        from .uncertainty import quantile_bands
         return quantile_bands(self, probs, resolution, boundary, statistic)
 
     # -- metrics -----------------------------------------------------------------------
@@ -330,8 +348,6 @@ class ForecastResult:
             return pd.DataFrame(self.reduced.rows).sort_values(
                 ["boundary", "draw"], key=lambda c: c.map({"facility": 0, "it": 1})
                 if c.name == "boundary" else c).reset_index(drop=True)
-        from .._progress import Progress
-
         rows = []
         n = self._it.shape[1]
         per_tick, per_s = self.METRIC_COST_S
@@ -352,86 +368,52 @@ class ForecastResult:
         """Text summary (``print(res.summary())``; renders as HTML in JupyterLab)."""
         return ForecastSummary(self)
 
-    def _repr_html_(self) -> str:
-        return self.summary()._repr_html_()
-
-    def __repr__(self) -> str:
+    def _repr_line(self) -> str:
+        """``<ForecastResult 'name': draws x ticks of tick s from start>``."""
         return (f"<ForecastResult {self.scenario.name!r}: {self.draws} draws x "
                 f"{self.n_ticks} ticks of {self.tick_s:g} s from {self.start_utc}>")
 
 
+#: The figures of the summary's table: the metric (:attr:`ForecastResult.metrics`) ->
+#: its label, in order.
+_FIGURES = {
+    "peak_w": "peak [MW]", "min_w": "minimum [MW]",
+    "swing_1s_w": "largest swing in 1 s [MW]",
+    "swing_10s_w": "largest swing in 10 s [MW]",
+    "swing_60s_w": "largest swing in 60 s [MW]",
+    **{k: f"max ramp: {ramp_label(k)} [{u}]" for k, u in (
+        ("ramp_up_w_per_s_1s", "MW/s"), ("ramp_down_w_per_s_1s", "MW/s"),
+        ("ramp_up_w_per_min_1min", "MW/min"),
+        ("ramp_down_w_per_min_1min", "MW/min"),
+        ("ramp_up_w_per_s_100ms", "MW/s"), ("ramp_up_w_per_s_tick", "MW/s"))},
+    "dominant_frequency_hz": "dominant frequency [Hz]",
+    "band_0p1_2hz_rms_w": "RMS in 0.1-2 Hz, whole-horizon Welch [MW]",
+    "band_2_20hz_rms_w": "RMS in 2-20 Hz, whole-horizon Welch [MW]",
+    "band_3_30hz_rms_w": "RMS in 3-30 Hz, whole-horizon Welch [MW]"}
+
+
 class ForecastSummary(Summary):
-    """Summary tables of a :class:`ForecastResult`."""
+    """Summary tables of a :class:`ForecastResult`: the run, its figures (median and
+    worst over draws), the planner's figures, events, throughput, interruptions,
+    checkpoints, voltage sags and what the tick resolves."""
 
     def __init__(self, res: ForecastResult):
         super().__init__("Power-swing forecast", float_format="{:,.3f}", width=120)
         self.res = res
-        sc = res.scenario
         m = res.metrics
-        self.header = pd.DataFrame({"value": [
-            sc.name, sc.hash()[:12], str(res.start_utc), str(res.start_utc + pd.Timedelta(
-                seconds=res.n_ticks * res.tick_s)), f"{res.tick_s:g} s", res.draws, res.seed,
-            sc.hardware.cluster_gpus, len(sc.jobs)]},
-            index=["scenario", "hash", "start (UTC)", "end (UTC)", "tick", "draws", "seed",
-                   "GPUs", "jobs"])
-        cols = {"peak_w": "peak [MW]", "min_w": "minimum [MW]",
-                "swing_1s_w": "largest swing in 1 s [MW]",
-                "swing_10s_w": "largest swing in 10 s [MW]",
-                "swing_60s_w": "largest swing in 60 s [MW]",
-                **{k: f"max ramp: {ramp_label(k)} [{u}]" for k, u in (
-                    ("ramp_up_w_per_s_1s", "MW/s"), ("ramp_down_w_per_s_1s", "MW/s"),
-                    ("ramp_up_w_per_min_1min", "MW/min"),
-                    ("ramp_down_w_per_min_1min", "MW/min"),
-                    ("ramp_up_w_per_s_100ms", "MW/s"), ("ramp_up_w_per_s_tick", "MW/s"))},
-                "dominant_frequency_hz": "dominant frequency [Hz]",
-                "band_0p1_2hz_rms_w": "RMS in 0.1-2 Hz, whole-horizon Welch [MW]",
-                "band_2_20hz_rms_w": "RMS in 2-20 Hz, whole-horizon Welch [MW]",
-                "band_3_30hz_rms_w": "RMS in 3-30 Hz, whole-horizon Welch [MW]"}
-        rows = {}
-        for sc_name in ("facility", "it"):
-            sub = m[m["boundary"] == sc_name]
-            for k, lab in cols.items():
-                v = sub[k].to_numpy()
-                if np.isnan(v).all():
-                    continue
-                f = 1.0 if k == "dominant_frequency_hz" else 1e-6
-                rows.setdefault(lab, {})[f"{sc_name} median"] = np.median(v) * f
-                rows[lab][f"{sc_name} worst"] = (np.nanmin(v) if k == "min_w"
-                                                 else np.nanmax(v)) * f
-        e = {s: res.energy_j(s) / 3.6e9 for s in ("facility", "it")}
-        rows["energy [MWh]"] = {"facility median": np.median(e["facility"]),
-                                "facility worst": e["facility"].max(),
-                                "it median": np.median(e["it"]), "it worst": e["it"].max()}
-        pr = res.pue_realised
-        rows["PUE realised [-]"] = {"facility median": float(np.median(pr)),
-                                    "facility worst": float(pr.max())}
-        self.table = pd.DataFrame(rows).T
+        self.header = _run_table(res)
+        self.table = _figure_table(res, m)
         self.planner = (planner_summary(res) if res.keeps_ticks else pd.DataFrame(
             {"note": ["planner figures need forecast(..., keep_ticks=True)"]}))
         evc = res.events.groupby("event").size() / res.draws
         self.events = evc.rename("per draw").to_frame()
-        t = res.throughput
-        self.throughput = t.groupby("job")[["train_s", "lost_to_failures_s",
-                                            "ramp_deficit_s", "useful_gpu_h"]].mean()
+        self.throughput = res.throughput.groupby("job")[[
+            "train_s", "lost_to_failures_s", "ramp_deficit_s", "useful_gpu_h"]].mean()
         # interruptions, checkpoints and disturbances of the forecast (their own modules)
-        from ..reliability.interruptions import checkpoint_report, interruption_summary
         self.interruptions = interruption_summary(res)
-        self.checkpoints = checkpoint_report(sc)
-        from .disturbances import disturbance_summary
+        self.checkpoints = checkpoint_report(res.scenario)
         self.disturbances = disturbance_summary(res)
-        nyq = 0.5 / res.tick_s
-        self.notes = []
-        for name, (lo, hi) in GRID_BANDS_HZ.items():
-            got = resolved_bands(res.tick_s)[name]
-            label = f"{lo:g}-{hi:g} Hz"
-            if got[1] is None:
-                self.notes.append(f"Tick {res.tick_s:g} s resolves up to {nyq:g} Hz: the "
-                                  f"{label} grid band is not resolved.")
-            elif got[1] < hi:
-                self.notes.append(f"Tick {res.tick_s:g} s resolves up to {nyq:g} Hz: the "
-                                  f"{label} grid band only to {got[1]:g} Hz.")
-            else:
-                self.notes.append(f"Tick {res.tick_s:g} s resolves the {label} grid band.")
+        self.notes = _band_notes(res.tick_s)
         self.add_df(self.header, header=False)
         self.add_df(self.table)
         self.add_df(self.planner, "Planner figures (facility; over draws)")
@@ -449,3 +431,56 @@ class ForecastSummary(Summary):
                ("Voltage sags: load lost at the point of interconnection and recovery",
                 self.disturbances)]
         return [(t, df) for t, df in out if len(df)]
+
+
+def _run_table(res: ForecastResult) -> pd.DataFrame:
+    """Step: the run (scenario, hash, horizon, tick, draws, seed, GPUs, jobs)."""
+    sc = res.scenario
+    end = res.start_utc + pd.Timedelta(seconds=res.n_ticks * res.tick_s)
+    return pd.DataFrame({"value": [
+        sc.name, sc.hash()[:12], str(res.start_utc), str(end), f"{res.tick_s:g} s",
+        res.draws, res.seed, sc.hardware.cluster_gpus, len(sc.jobs)]},
+        index=["scenario", "hash", "start (UTC)", "end (UTC)", "tick", "draws", "seed",
+               "GPUs", "jobs"])
+
+
+def _figure_table(res: ForecastResult, m: pd.DataFrame) -> pd.DataFrame:
+    """Step: each figure of :data:`_FIGURES` (MW, MW/s, MW/min; Hz), the energy [MWh] and
+    the realised PUE, median and worst over draws, per boundary."""
+    rows = {}
+    for sc_name in ("facility", "it"):
+        sub = m[m["boundary"] == sc_name]
+        for k, lab in _FIGURES.items():
+            v = sub[k].to_numpy()
+            if np.isnan(v).all():
+                continue
+            f = 1.0 if k == "dominant_frequency_hz" else 1e-6
+            rows.setdefault(lab, {})[f"{sc_name} median"] = np.median(v) * f
+            rows[lab][f"{sc_name} worst"] = (np.nanmin(v) if k == "min_w"
+                                             else np.nanmax(v)) * f
+    e = {s: res.energy_j(s) / 3.6e9 for s in ("facility", "it")}
+    rows["energy [MWh]"] = {"facility median": np.median(e["facility"]),
+                            "facility worst": e["facility"].max(),
+                            "it median": np.median(e["it"]), "it worst": e["it"].max()}
+    pr = res.pue_realised
+    rows["PUE realised [-]"] = {"facility median": float(np.median(pr)),
+                                "facility worst": float(pr.max())}
+    return pd.DataFrame(rows).T
+
+
+def _band_notes(tick_s: float) -> list[str]:
+    """Step: what the tick resolves of each grid band (its Nyquist frequency)."""
+    nyq = 0.5 / tick_s
+    notes = []
+    for name, (lo, hi) in GRID_BANDS_HZ.items():
+        got = resolved_bands(tick_s)[name]
+        label = f"{lo:g}-{hi:g} Hz"
+        if got[1] is None:
+            notes.append(f"Tick {tick_s:g} s resolves up to {nyq:g} Hz: the "
+                         f"{label} grid band is not resolved.")
+        elif got[1] < hi:
+            notes.append(f"Tick {tick_s:g} s resolves up to {nyq:g} Hz: the "
+                         f"{label} grid band only to {got[1]:g} Hz.")
+        else:
+            notes.append(f"Tick {tick_s:g} s resolves the {label} grid band.")
+    return notes

@@ -21,8 +21,10 @@ import pandas as pd
 from scipy import signal
 from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
+from ..limits import loadmetrics as lm
+from ..limits.evaluation import NOT_ASSESSABLE, PARTIAL, evaluate_power, plan_requirements
 from ..limits.ramps import power_series, ramp_of_means
-from .scenario import Limits
+from ..limits.scenario_limits import Limits, limits_spec
 
 __all__ = [
     "BANDS_HZ",
@@ -283,10 +285,8 @@ def _episodes(mask: np.ndarray) -> list[tuple[int, int]]:
 
 def _runs(req, x: np.ndarray, tick_s: float, times, end_utc) -> list[tuple]:
     """(start, end, worst in the requirement's unit) of every run over ``req``'s limit,
-    from the per-position series of the metric :func:`~powerlab.limits.requirements.evaluate_power`
+    from the per-position series of the metric :func:`~powerlab.limits.evaluation.evaluate_power`
     takes the largest of."""
-    from ..limits import loadmetrics as lm
-
     n = len(x)
 
     def t_at(i):
@@ -322,9 +322,9 @@ def _runs(req, x: np.ndarray, tick_s: float, times, end_utc) -> list[tuple]:
 def check_limits(result, limits: Limits | None = None) -> pd.DataFrame:
     """Every violation of the limits, in every draw.
 
-    The limits are read as a requirement spec (:func:`powerlab.limits.requirements.limits_spec`)
+    The limits are read as a requirement spec (:func:`powerlab.limits.scenario_limits.limits_spec`)
     and evaluated by the code that checks a utility's spec
-    (:func:`powerlab.limits.requirements.evaluate_power`, which ``powerlab comply`` runs):
+    (:func:`powerlab.limits.evaluation.evaluate_power`, which ``powerlab comply`` runs):
     a limit has rows in a draw exactly when that draw fails it there, and the largest
     ``worst`` of a draw's rows is the draw's value in ``comply``.  This function adds
     where and when: one row per episode.
@@ -350,14 +350,6 @@ def check_limits(result, limits: Limits | None = None) -> pd.DataFrame:
         draw over the whole horizon with ``worst`` NaN (``comply``: ``fail``, value NaN).
         Empty when all hold.
     """
-    from ..limits.requirements import (
-        NOT_ASSESSABLE,
-        PARTIAL,
-        evaluate_power,
-        limits_spec,
-        plan_requirements,
-    )
-
     lim = limits if limits is not None else result.scenario.limits
     spec = limits_spec(lim)
     tick = result.tick_s

@@ -27,6 +27,11 @@ moves by more than 150 W between consecutive 100-ms samples (the reading is prob
 averaged), so they bound nothing below 100 ms.  Set the constants from your own fast (1 kHz, shunt or PDU) measurement
 where you have one.
 
+A ramp limiter (GPU power smoothing, ``mitigations.gpu_ramp_limit_w_per_s``) replaces the
+lag: the GPU's power moves towards the demand by at most the limit per tick
+(:func:`slew_rle`); the natural transient, faster than any practical limit, is not added
+on top.
+
 References
 ----------
 .. [1] E. Choukse et al., "Power Stabilization for AI Training Datacenters",
@@ -38,8 +43,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import signal
 
-__all__ = ["first_order_rle", "first_order_ticks", "run_start_states"]
+__all__ = ["first_order_rle", "first_order_ticks", "run_start_states", "slew_rle"]
 
 #: A transient older than this many time constants is below 1e-13 of its step.
 _SETTLED_TAUS = 30.0
@@ -160,8 +166,6 @@ def first_order_ticks(demand_w: np.ndarray, tick_s: float, tau_s: float,
     overwrite : bool, default False
         Reuse ``demand_w`` (a float64 array) for the result.
     """
-    from scipy import signal
-
     v = np.asarray(demand_w, float)
     if tau_s <= 0 or v.shape[-1] < 2:
         return v if overwrite else v.copy()
@@ -177,3 +181,28 @@ def first_order_ticks(demand_w: np.ndarray, tick_s: float, tau_s: float,
     out *= 1.0 - g
     out += s
     return out
+
+
+def slew_rle(values: np.ndarray, lengths: np.ndarray, step_w: float) -> np.ndarray:
+    """Ramp-limit a run-length encoded series tick by tick; returns the painted series.
+
+    ``y[k] = clip(x[k], y[k-1] - step_w, y[k-1] + step_w)`` with ``y[-1] = x[0]``; the
+    loop runs over runs, not ticks.
+    """
+    n = len(values)
+    y0 = np.empty(n)
+    y = float(values[0])
+    vals = values.tolist()
+    lens = lengths.tolist()
+    for i in range(n):
+        y0[i] = y
+        x = vals[i]
+        reach = step_w * lens[i]
+        if x > y:
+            y = min(x, y + reach)
+        elif x < y:
+            y = max(x, y - reach)
+    d = values - y0
+    idx = np.repeat(np.arange(n), lengths)
+    pos = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return y0[idx] + np.sign(d)[idx] * np.minimum(step_w * (pos + 1), np.abs(d)[idx])

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from .._options import renamed_keywords
-from ..limits.requirements import evaluate_power, limits_spec
+from ..limits.evaluation import evaluate_power
+from ..limits.scenario_limits import limits_spec
 from ..site.planner import ramp_into_tick
 from ..site.swings import BANDS_HZ, spectrum
 from .facility_charts import facility_chart
@@ -113,7 +114,7 @@ def _spectrum(result: Any, x: np.ndarray, boundary: str, draw: int) -> alt.Layer
 def _band_values(result: Any, x: np.ndarray, boundary: str, draw: int) -> pd.DataFrame:
     """One row per oscillation band: a band with a scenario limit at ``boundary`` shows
     the value the limit is checked on (the requirement spec's oscillation metric,
-    limits.requirements.evaluate_power: the worst window's RMS of the band-passed
+    limits.evaluation.evaluate_power: the worst window's RMS of the band-passed
     power), a band without one the whole record's RMS [MW]."""
     m = result.metrics
     row = m[(m["boundary"] == boundary) & (m["draw"] == draw)].iloc[0]

@@ -10,17 +10,18 @@ import yaml
 from scipy import optimize, stats
 
 from powerlab.exceptions import ScenarioError
+from powerlab.reliability.interruption_draws import interruption_marks
 from powerlab.reliability.interruptions import (
     PLANNED,
     checkpoint_report,
     checkpoint_waste_fraction,
     daly_interval_s,
-    interruption_marks,
     llama3_model,
     young_interval_s,
 )
-from powerlab.site.engine import forecast, job_plan
+from powerlab.site.engine import forecast
 from powerlab.site.interruption_sim import simulate_interruptions
+from powerlab.site.jobplan import job_plan
 from powerlab.site.scenario import parse_scenario, read_scenario
 from powerlab.telemetry.events import ROOT_CAUSES
 

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy.stats import poisson
 
+from powerlab._summary import Results
 from powerlab.exceptions import AnalysisError
 from powerlab.iotools.xid import parse_kernel_xid
 from powerlab.reliability.hazard import exposure_table, fit_hazard, simulate_fleet_failures
@@ -214,3 +215,15 @@ def test_pipeline_from_telemetry_and_events_recovers_the_hazard_ratio():
     f = fit_hazard(tab).summary_frame()
     assert f.loc["temp_gpu_c", "lower"] < 1.5 < f.loc["temp_gpu_c", "upper"]
     assert f.loc["power_w", "lower"] < 1.0 < f.loc["power_w", "upper"]
+
+
+def test_rates_and_hazard_results_display_through_the_results_base():
+    """FailureRates and HazardResult are powerlab Results: ``str``, ``repr`` and the HTML
+    are their summary's (as before the base), and neither defines a display itself."""
+    for r in (llama3_rates(), fit_hazard(simulate_fleet_failures(seed=3))):
+        assert isinstance(r, Results)
+        assert not {"__repr__", "__str__", "_repr_html_"} & set(vars(type(r)))
+        text = r.summary().as_text()
+        assert str(r) == repr(r) == text and text
+        assert r._repr_html_() == r.summary().as_html()
+    assert repr(llama3_rates()).startswith("Failure rates by root_cause: 419 failures")

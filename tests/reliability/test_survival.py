@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from powerlab._summary import Results
 from powerlab.exceptions import AnalysisError
 from powerlab.reliability.survival import (
     dispersion_test,
@@ -127,3 +128,24 @@ def test_dispersion_size_power_and_its_limit_at_rare_rates():
     nb = dispersion_test(c, exposure="exposure_periods")
     assert nb.score == d.score and nb.frailty_var > 0.5 and nb.lr_p_value < 0.05
     assert "detectable" in nb.summary()
+
+
+def test_the_survival_results_display_through_the_results_base():
+    """WeibullResult, CoxResult and DispersionResult are powerlab Results: ``str``,
+    ``repr`` and the HTML are their summary's, and none defines a display of its own."""
+    rng = np.random.default_rng(5)
+    n = 400
+    temp = rng.normal(65.0, 5.0, n)
+    t = rng.exponential(1e7 * np.exp(-0.05 * (temp - 65.0)))
+    df = pd.DataFrame({"duration_s": np.minimum(t, 2e7), "failed": t < 2e7, "temp": temp})
+    counts = pd.DataFrame({"count": rng.poisson(0.5, 200), "gpu_uuid": np.arange(200) % 40})
+    fits = [fit_weibull(df, ["temp"]), fit_cox(df, ["temp"]),
+            dispersion_test(counts, fit_nb=False)]
+    for r in fits:
+        assert isinstance(r, Results)
+        assert not {"__repr__", "__str__", "_repr_html_"} & set(vars(type(r)))
+        text = r.summary().as_text()
+        assert str(r) == repr(r) == text and text
+        assert r._repr_html_() == r.summary().as_html()
+    assert "shape" in str(fits[0]) and "Cox PH" in repr(fits[1])
+    assert "Dispersion of failure counts over 40 units" in str(fits[2])

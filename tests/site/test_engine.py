@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from powerlab.exceptions import PowerlabError, ScenarioError
-from powerlab.site.engine import ForecastResult, forecast, jitter_probabilities, job_randomness
+from powerlab.site.engine import ForecastResult, forecast
+from powerlab.site.randomness import jitter_probabilities, job_randomness
 from powerlab.site.scenario import parse_scenario, read_scenario
 
 from ..support.reference_sim import simulate
@@ -463,10 +464,10 @@ def test_memory_estimate_bounds_the_traced_peak(hours, tick_s, keep):
     arrays and the whole estimate."""
     import tracemalloc
 
-    from powerlab.site.engine import _memory_parts, memory_estimate_bytes
+    from powerlab.site.memory import memory_estimate_bytes, memory_parts
 
     sc, draws = _cluster(hours, tick_s), 4
-    parts = _memory_parts(sc, draws, tick_s, keep)
+    parts = memory_parts(sc, draws, tick_s, keep)
     known = sum(v for k, v in parts.items() if k in ("ticks", "intervals", "pue"))
     upper = sum(v for k, v in parts.items() if k not in ("ticks", "intervals", "pue"))
     assert memory_estimate_bytes(sc, draws, tick_s, keep) == known + upper

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from powerlab.site.jobplan import COMM, COMPUTE, _expand_blocks
-from powerlab.site.reduction import _Scratch, _SwingStream, _window_swings
+from powerlab.site.streaming import Scratch, SwingStream, window_swings
 
 
 def _swing_exhaustive(x: np.ndarray, k: int) -> float:
@@ -45,7 +45,7 @@ def test_swing_search_by_intervals_equals_every_window(kind):
         else:
             x = np.full(n, 5e7)
         chunk = per * int(rng.integers(1, 80))
-        st = _SwingStream(tick, _Scratch(), per)
+        st = SwingStream(tick, Scratch(), per)
         for a in range(0, n, chunk):
             xc = x[a:a + chunk]
             e = np.arange(0, len(xc), per)
@@ -57,8 +57,8 @@ def test_swing_search_by_intervals_equals_every_window(kind):
 
 def test_window_swings_rows_take_the_largest_over_rows():
     x = np.array([[0.0, 1.0, 5.0, 1.0], [0.0, 0.0, 0.0, 9.0]])
-    assert _window_swings(x, [2]) == [9.0]
-    assert _window_swings(x[0], [3]) == [5.0]
+    assert window_swings(x, [2]) == [9.0]
+    assert window_swings(x[0], [3]) == [5.0]
 
 
 def _expand_loop(blocks, period, compute):
@@ -180,7 +180,7 @@ def test_ramps_searched_by_intervals_equal_every_window_pair(kind):
     horizon may end in a partial one) it must give the largest rise and fall of the
     exhaustive definition, within rounding (the bound misses no window pair)."""
     from powerlab.limits.ramps import ramp_of_means
-    from powerlab.site.reduction import _RampStream
+    from powerlab.site.streaming import RampStream
 
     rng = np.random.default_rng(23)
     checked = 0
@@ -198,7 +198,7 @@ def test_ramps_searched_by_intervals_equal_every_window_pair(kind):
         else:
             x = np.full(n, 5e7)
         chunk = per * int(rng.integers(1, 300))
-        st = _RampStream(n, tick, _Scratch(), per)
+        st = RampStream(n, tick, Scratch(), per)
         assert st.by_intervals is not None and st.tail_len == 0   # no tick cumsum
         for a in range(0, n, chunk):
             xc = x[a:a + chunk]
@@ -232,7 +232,7 @@ def test_interval_stats_by_columns_equal_the_strided_reductions():
         e = np.arange(0, k * per, per)
         for prev in (None, float(x[0] - 1234.5)):
             got = [np.empty(k) for _ in range(5)]
-            _column_stats(x, per, prev, _Scratch(), *got)
+            _column_stats(x, per, prev, Scratch(), *got)
             dx = np.empty_like(x)
             dx[0] = 0.0 if prev is None else x[0] - prev
             np.subtract(x[1:], x[:-1], out=dx[1:])

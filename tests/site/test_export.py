@@ -1,4 +1,5 @@
-"""Tests of powerlab.site.export (facilities CSV v2) and the ``powerlab forecast`` command."""
+"""Tests of powerlab.site.export, export_reader and export_workbook (the facilities CSV,
+its reader and the workbook) and the ``powerlab forecast`` command."""
 
 import csv as stdcsv
 import json
@@ -23,10 +24,10 @@ from powerlab.site.export import (
     DECIMALS,
     facilities_columns,
     facilities_frame,
-    read_facilities_csv,
     sanitize_cell,
     write_facilities_csv,
 )
+from powerlab.site.export_reader import read_facilities_csv
 from powerlab.site.scenario import parse_scenario, read_scenario
 
 SCEN = Path(__file__).parents[2] / "data" / "scenarios"
@@ -371,7 +372,7 @@ def test_xlsx_has_date_cells_a_units_row_and_an_about_sheet(result, tmp_path):
     import datetime as dt
 
     openpyxl = pytest.importorskip("openpyxl")
-    from powerlab.site.export import write_facilities_xlsx
+    from powerlab.site.export_workbook import write_facilities_xlsx
 
     path = write_facilities_xlsx(result, tmp_path / "site.xlsx", "15min",
                                  generated_utc=pd.Timestamp("2026-01-02T03:04:05Z"))

@@ -161,7 +161,8 @@ def test_absurd_sizes_are_refused_naming_the_key(mutate, key, words):
 
 @pytest.mark.bad_input("scenario")
 def test_forecast_memory_is_estimated_and_refused_before_allocation():
-    from powerlab.site.engine import forecast, memory_estimate_bytes
+    from powerlab.site.engine import forecast
+    from powerlab.site.memory import memory_estimate_bytes
 
     sc = read_scenario(SCEN / "small.yaml")
     est = memory_estimate_bytes(sc, 100_000, 0.1)

@@ -20,16 +20,22 @@ import pytest
 import yaml
 
 from powerlab.exceptions import ScenarioError
+from powerlab.limits import scenario_limits as limits_module
+from powerlab.limits.scenario_limits import Limits
 from powerlab.reliability import interruptions as interruptions_module
 from powerlab.site import disturbances as disturbances_module
+from powerlab.site import facility as facility_module
+from powerlab.site import hardware as hardware_module
 from powerlab.site import scenario as scenario_module
-from powerlab.site.scenario import Limits, parse_scenario
+from powerlab.site.scenario import parse_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "scenarios.md"
 SCENARIOS = sorted((ROOT / "data" / "scenarios").glob("*.yaml"))
-PARSER_SOURCES = [Path(m.__file__) for m in (scenario_module, interruptions_module,
-                                              disturbances_module)]
+#: The modules that read a scenario's sections (parse_scenario and the section readers).
+PARSER_SOURCES = [Path(m.__file__) for m in (scenario_module, facility_module,
+                                              hardware_module, limits_module,
+                                              interruptions_module, disturbances_module)]
 SHIPPED = ("small.yaml", "llama3_16k_h100.yaml", "llama3_54d_16k_h100.yaml")
 #: Mappings whose keys are names chosen by the user, written ``<cause>`` in the doc.
 OPEN_MAPPINGS = {"rates_per_gpu_h": "<cause>"}

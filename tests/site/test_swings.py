@@ -9,8 +9,9 @@ import yaml
 
 from powerlab.exceptions import PowerlabError
 from powerlab.limits.loadmetrics import band_windows
+from powerlab.limits.scenario_limits import Limits
 from powerlab.site.engine import forecast
-from powerlab.site.scenario import Limits, parse_scenario
+from powerlab.site.scenario import parse_scenario
 from powerlab.site.swings import (
     band_rms,
     check_limits,

@@ -6,7 +6,7 @@ import pytest
 from scipy.stats import mstats
 
 from powerlab.exceptions import ScenarioError
-from powerlab.site.engine import forecast, forecast_to_target
+from powerlab.site.engine import TargetErrorOptions, forecast, forecast_to_target
 from powerlab.site.scenario import parse_scenario
 from powerlab.site.uncertainty import draws_for_standard_error, interval_statistic
 
@@ -75,6 +75,12 @@ def test_draws_chosen_for_a_target_error():
                                  resolution="1h", boundary="it", draws0=20)
     assert se <= 0.04 * 1.05
     assert res.draws > 20
+    # the options as one object: the same forecast; an unknown option is named
+    opts = TargetErrorOptions(thresholds_w=[50_000.0], resolution="1h", boundary="it")
+    res2, se2 = forecast_to_target(_hazard(), 0.04, opts)
+    assert (res2.draws, se2) == (res.draws, se)
+    with pytest.raises(TypeError, match="unknown TargetErrorOptions option"):
+        forecast_to_target(_hazard(), 0.04, opts, draws=5)
 
 
 @pytest.mark.bad_input("scenario")

@@ -302,7 +302,7 @@ def _pair_mutation(draw):
 
 
 def _facilities_call(value, work: Path):
-    from powerlab.site.export import read_facilities_csv
+    from powerlab.site.export_reader import read_facilities_csv
 
     which, _r, _m = value
     csv, side = _facilities_pair(work)

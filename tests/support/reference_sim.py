@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from powerlab.site.engine import job_randomness
+from powerlab.site.randomness import job_randomness
 
 IDLE, STARTUP, COMPUTE, COMM, CKPT, EVAL, DOWN, SHUTDOWN = range(8)
 

@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 from powerlab import cli
-from powerlab.site.export import facilities_columns, read_facilities_csv
+from powerlab.site.export import facilities_columns
+from powerlab.site.export_reader import read_facilities_csv
 
 from ..viz.test_report_browser import Browser, _find_chromium, assert_rendered, open_report
 

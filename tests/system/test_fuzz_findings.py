@@ -55,7 +55,7 @@ def test_dcgm_exporter_line_starting_with_a_brace_is_one_parse_error(tmp_path):
 @pytest.mark.bad_input("export")
 def test_facilities_csv_with_an_unknown_zone_in_the_column_name(tmp_path):
     """Was ZoneInfoNotFoundError (read with verify=False, where no checksum guards it)."""
-    from powerlab.site.export import read_facilities_csv
+    from powerlab.site.export_reader import read_facilities_csv
 
     f = tmp_path / "f.csv"
     f.write_text("interval_start_utc,interval_end_utc,interval_start_local_Amer(New_York\n")

@@ -1,8 +1,8 @@
 """A scenario's ``limits:`` block is read as a requirement spec (issue 26 section 1).
 
 ``site.swings.check_limits`` (violation episodes) and the requirement-spec path
-(``interconnect.compliance.comply`` on ``limits.requirements.limits_spec``) are one
-evaluation (``limits.requirements.evaluate_power``): on the bundled scenarios they give the
+(``interconnect.compliance.comply`` on ``limits.scenario_limits.limits_spec``) are one
+evaluation (``limits.evaluation.evaluate_power``): on the bundled scenarios they give the
 same verdicts and the same numbers, draw by draw.
 """
 
@@ -17,9 +17,9 @@ import pytest
 
 from powerlab.data import bundled_path
 from powerlab.interconnect.compliance import comply
-from powerlab.limits.requirements import SCENARIO_LIMITS, limits_spec
+from powerlab.limits.scenario_limits import SCENARIO_LIMITS, Limits, limits_spec
 from powerlab.site.engine import forecast
-from powerlab.site.scenario import Limits, read_scenario
+from powerlab.site.scenario import read_scenario
 from powerlab.site.swings import check_limits
 
 
