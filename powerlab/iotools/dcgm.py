@@ -41,6 +41,7 @@ from ._common import (
     split_cut_last_line,
     warn_quality,
 )
+from .registry import ReaderEntrypoint, head_lines, head_text, register_reader
 
 __all__ = [
     "DMON_VARIABLE_MAP",
@@ -488,3 +489,31 @@ def parse_dcgm_prometheus(text_or_buffer, *, timestamp=None, host: str | None = 
             if c not in ("ts", "host", "gpu")}
     return _frame(ts, wide["host"].tolist(), wide["gpu"].to_numpy(), uuids, data,
                   path or "dcgm-exporter output")
+
+
+@register_reader
+class DcgmDmonReader(ReaderEntrypoint):
+    """``dcgmi dmon`` text: a ``#Entity`` header line among the first 50 lines."""
+
+    name = "dcgm-dmon"
+    kind = "telemetry"
+    description = "dcgmi dmon"
+    priority = 40
+    open = staticmethod(read_dcgm_dmon)
+
+    def guess_can_open(self, path, head_bytes) -> bool:
+        return any(ln.lstrip().startswith("#Entity") for ln in head_lines(head_bytes)[:50])
+
+
+@register_reader
+class DcgmPrometheusReader(ReaderEntrypoint):
+    """dcgm-exporter text: ``DCGM_FI_*`` samples (asked after the XID-only text)."""
+
+    name = "dcgm-prom"
+    kind = "telemetry"
+    description = "dcgm-exporter"
+    priority = 60
+    open = staticmethod(read_dcgm_prometheus)
+
+    def guess_can_open(self, path, head_bytes) -> bool:
+        return "DCGM_FI_" in head_text(head_bytes)

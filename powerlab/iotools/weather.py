@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..exceptions import ParseError
 from ._common import check_tz, localize, read_text, strip_gz, warn_quality
+from .registry import ReaderEntrypoint, head_lines, register_reader
 
 __all__ = ["VARIABLE_MAP", "parse_weather", "read_weather"]
 
@@ -221,3 +222,25 @@ def _parse(text: str, path) -> tuple[pd.DataFrame, str]:
     if wrong:
         parts.append(f"{wrong} row(s) with the wrong number of fields")
     return pd.DataFrame(out), " and ".join(parts)
+
+
+#: The first line of the other export of such stations (``2025-06-04 00:04 | Temp: ...``).
+_PIPE_LINE = re.compile(r"^\d{4}-\d\d-\d\d .*\|\s*Temp:")
+
+
+@register_reader
+class WeatherReader(ReaderEntrypoint):
+    """Weather-station exports, by their first line; a folder holding one (a file per
+    day) is read whole."""
+
+    name = "weather"
+    description = "weather CSV"
+    priority = 70
+    folder_of_files = True
+    open = staticmethod(read_weather)
+
+    def guess_can_open(self, path, head_bytes) -> bool:
+        lines = head_lines(head_bytes)
+        first = lines[0] if lines else ""
+        return bool(first.startswith("Time,") and "Temp" in first
+                    or _PIPE_LINE.match(first))
