@@ -299,9 +299,9 @@ def _power_fast(text: str):
     """``(time_ms, value, switch readings)`` lists of a power log whose every MLLOG line
     is a plain ``:::MLLOG {event}`` line with a well-formed event and a numeric power
     value, decoded by one ``json.loads`` of all the events; None when any line or event
-    is not (then :func:`~powerlab.iotools.mllog.mllog_events` parses line by line, and counts and names the bad
-    lines exactly as it always did).  What it returns is what the line-by-line path
-    gives for such a text."""
+    is not (then :func:`~powerlab.iotools.mllog.mllog_events` parses line by line, and
+    counts and names the bad lines exactly as it always did).  What it returns is what
+    the line-by-line path gives for such a text."""
     text, cut = split_cut_last_line(text)
     if (cut or any(c in text for c in _OTHER_BREAKS)
             or text.count("\r") != text.count("\r\n")):
