@@ -259,9 +259,8 @@ def guess_reader(path) -> ReaderEntrypoint:
         return ep
     ep = _guess_file(p)
     if ep is None:
-        kinds = list(dict.fromkeys(e.description or e.name for e in _listed()))
-        expected = ", ".join(kinds[:-1]) + " or " + kinds[-1] if len(kinds) > 1 else \
-            "".join(kinds)
+        names = list(dict.fromkeys(e.description or e.name for e in _listed()))
+        expected = " or ".join(filter(None, [", ".join(names[:-1]), *names[-1:]]))
         raise ParseError(f"cannot tell the format from the content (expected {expected})",
                          path=p)
     return ep
