@@ -8,7 +8,22 @@ from pathlib import Path
 
 from . import _args
 
-FORMAT_CHOICES = ["auto", "nvidia-smi", "dcgm-dmon", "dcgm-prom", "mlperf-power"]
+
+class _FormatChoices(list):
+    """``--format`` values: the built-in telemetry formats (listed by ``--help`` without
+    importing the readers) and any telemetry reader registered since
+    (:func:`powerlab.iotools.register_reader`), looked up only when one is named."""
+
+    def __contains__(self, name) -> bool:
+        if list.__contains__(self, name):
+            return True
+        from ..iotools import formats
+
+        return name in formats("telemetry")
+
+
+FORMAT_CHOICES = _FormatChoices(["auto", "nvidia-smi", "dcgm-dmon", "dcgm-prom",
+                                 "mlperf-power"])
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,7 +78,7 @@ def run(args) -> int:
     import pyarrow.parquet as pq
 
     from ..exceptions import ParseError
-    from ..iotools import EVENT_FORMATS, TELEMETRY_FORMATS, read_any, sniff_format
+    from ..iotools import formats, read_any, sniff_format
     from ..outputs import atomic_write
     from ..telemetry.event_store import write_events
     from ..telemetry.store import write_store
@@ -75,10 +90,10 @@ def run(args) -> int:
         if not src.exists():
             raise ParseError("no such file or folder", path=src)
         fmt = sniff_format(src) if args.format == "auto" else args.format
-        if fmt not in TELEMETRY_FORMATS + EVENT_FORMATS:
+        takes = formats("telemetry", "events")
+        if fmt not in takes:
             raise ParseError(f"recognised as '{fmt}', which is not GPU telemetry; "
-                             "powerlab import takes "
-                             f"{', '.join(TELEMETRY_FORMATS + EVENT_FORMATS)}", path=src)
+                             f"powerlab import takes {', '.join(takes)}", path=src)
         options = {"format": fmt, "tz": args.tz, "host": args.host, "n_gpus": args.n_gpus}
         key = _source_key(src, options)
         record = args.out / "_imports" / f"{key}.json"
@@ -87,7 +102,7 @@ def run(args) -> int:
             print(f"{src}: already imported into this store on {when} with the same options; "
                   "skipped (--force imports it again)")
             continue
-        if fmt in EVENT_FORMATS:
+        if fmt in formats("events"):
             ev = read_any(src, format=fmt)
             if args.host and "host" in ev.columns:
                 ev["host"] = ev["host"].fillna(args.host)

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..exceptions import DataQualityWarning, ParseError
+from ..telemetry import schema
 from ..telemetry.timeutil import to_epoch_ns
 
 #: Cell values that mean "no value" in the sources (nvidia-smi, dcgmi).  Any cell that
@@ -390,8 +391,6 @@ def mask_impossible(cols: dict, *, node=None, path=None, what: str = "file") -> 
     dict
         Column name -> number of masked values (empty if none).
     """
-    from ..telemetry import schema
-
     counts: dict[str, int] = {}
     examples: dict[str, float] = {}
     for name, v in list(cols.items()):

@@ -6,6 +6,8 @@ another GPU."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -151,11 +153,8 @@ def index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_lin
     ``n`` is the commonest chunk length (by rows), or ``n_gpus``; an ``n_gpus`` the
     chunks contradict is an error.
     """
+    n_gpus = _checked_n_gpus(n_gpus, path)
     n_rows = len(t_ns)
-    if n_gpus is not None:
-        n_gpus = int(n_gpus)
-        if n_gpus < 1:
-            raise ParseError(f"n_gpus must be a positive integer, got {n_gpus}", path=path)
     if n_rows == 0:
         return np.zeros(0, dtype=np.int64)
     d = np.diff(t_ns)
@@ -175,25 +174,43 @@ def index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_lin
             brk |= ~same_seg
     starts = np.flatnonzero(np.r_[True, brk])
     lens = np.diff(np.r_[starts, n_rows])
-
-    def chunk_of_row_step(steps: np.ndarray) -> np.ndarray:
-        """The chunk of row ``i + 1`` for each step ``i`` flagged in ``steps``."""
-        return np.searchsorted(starts, np.flatnonzero(steps) + 1, side="right") - 1
-
+    n = _query_size(lens, n_rows, n_gpus, path)
     back = d < 0
     if not one_seg:
         back &= same_seg
-    bad = np.zeros(len(starts), dtype=bool)
-    if back.any():
-        bad[chunk_of_row_step(back)] = True
+    # two identical lines in one query: a duplicated line (with another line of the
+    # query perhaps lost) cannot be told from two GPUs printing the same values
+    rep = _flagged_chunks(None if repeats is None else repeats & same_seg, starts)
+    bad = _flagged_chunks(back, starts) | rep
+    ok = (lens == n) & ~bad
+    gpu = _place_in_chunk(starts, lens, n_rows)
+    okr = np.repeat(ok, lens)
+    n_drop = int(n_rows - np.count_nonzero(okr))
+    if n_drop:
+        gpu[~okr] = -1
+        _warn_dropped(_Dropped(n, n_drop, n_rows, lens, ok, bad, rep, starts), path,
+                      row_line)
+    return gpu
+
+
+def _checked_n_gpus(n_gpus, path) -> int | None:
+    if n_gpus is not None:
+        n_gpus = int(n_gpus)
+        if n_gpus < 1:
+            raise ParseError(f"n_gpus must be a positive integer, got {n_gpus}", path=path)
+    return n_gpus
+
+
+def _query_size(lens: np.ndarray, n_rows: int, n_gpus: int | None, path) -> int:
+    """The rows of one query: the commonest chunk length (by rows), which must hold half
+    the rows, agree with ``n_gpus`` and not give way to another steady size."""
     by_rows = np.bincount(lens, weights=lens)
-    n_seen = int(np.argmax(by_rows))
-    if n_gpus is not None and n_gpus != n_seen:
+    n = int(np.argmax(by_rows))
+    if n_gpus is not None and n_gpus != n:
         raise ParseError(f"n_gpus={n_gpus} was given, but the timestamps show queries of "
-                         f"{n_seen} rows ({int(by_rows[n_seen]):,} of {n_rows:,} rows lie in "
-                         f"{n_seen}-row queries separated by the logging interval); the "
+                         f"{n} rows ({int(by_rows[n]):,} of {n_rows:,} rows lie in "
+                         f"{n}-row queries separated by the logging interval); the "
                          "log has no 'index' field to settle it", path=path)
-    n = n_seen
     if n > _MAX_GPUS or by_rows[n] < 0.5 * n_rows:
         raise ParseError("cannot tell how many GPUs each query covers: the log has no "
                          "'index', 'uuid' or 'pci.bus_id' field and its timestamps show no "
@@ -213,36 +230,59 @@ def index_from_order(t_ns: np.ndarray, seg_id: np.ndarray, n_gpus, path, row_lin
                          f"runs of {m}-row ones (a GPU lost or added during the log?); "
                          "without an 'index' field the GPU of a row cannot be told; add "
                          "'index' to the --query-gpu list", path=path)
-    rep = np.zeros(len(starts), dtype=bool)
-    if repeats is not None and repeats.any():
-        # two identical lines in one query: a duplicated line (with another line of the
-        # query perhaps lost) cannot be told from two GPUs printing the same values
-        rep[chunk_of_row_step(repeats & same_seg)] = True
-    bad |= rep
-    ok = (lens == n) & ~bad
-    # the place of each row in its chunk: a running count restarted at each chunk
+    return n
+
+
+def _flagged_chunks(steps: np.ndarray | None, starts: np.ndarray) -> np.ndarray:
+    """Per chunk: whether a flagged step ``i`` of ``steps`` (from row ``i`` to row
+    ``i + 1``) leads into it."""
+    out = np.zeros(len(starts), dtype=bool)
+    if steps is not None and steps.any():
+        out[np.searchsorted(starts, np.flatnonzero(steps) + 1, side="right") - 1] = True
+    return out
+
+
+def _place_in_chunk(starts: np.ndarray, lens: np.ndarray, n_rows: int) -> np.ndarray:
+    """The place of each row in its chunk: a running count restarted at each chunk."""
     gpu = np.ones(n_rows, dtype=np.int64)
     gpu[0] = 0
     gpu[starts[1:]] = 1 - lens[:-1]
     np.cumsum(gpu, out=gpu)
-    okr = np.repeat(ok, lens)
-    n_drop = int(n_rows - np.count_nonzero(okr))
-    if n_drop:
-        gpu[~okr] = -1
-    if n_drop:
-        bad_chunks = np.flatnonzero(~ok)
-        fewer = int(np.count_nonzero((lens[bad_chunks] < n) & ~bad[bad_chunks]))
-        more = int(np.count_nonzero((lens[bad_chunks] > n) & ~bad[bad_chunks]))
-        twins = int(np.count_nonzero(rep[bad_chunks]))
-        backwards = int(np.count_nonzero(bad[bad_chunks] & ~rep[bad_chunks]))
-        first_line = row_line(int(starts[bad_chunks[0]]))
-        warn_quality(f"{path or 'nvidia-smi output'}: no GPU index/uuid field, so a row's "
-                     f"GPU comes from its place in a {n}-row query; dropped {n_drop:,} of "
-                     f"{n_rows:,} rows whose GPU the timestamps do not prove ({fewer} "
-                     f"run(s) of fewer than {n} rows: a lost line or a GPU answering later "
-                     f"than the sleep between queries; "
-                     f"{more} with more than {n} rows, {backwards} with time going "
-                     f"backwards, {twins} holding two identical lines, which a duplicated "
-                     f"line and two GPUs printing the same values both give; first at "
-                     f"line {first_line})", stacklevel=4)
     return gpu
+
+
+@dataclass(frozen=True)
+class _Dropped:
+    """What :func:`index_from_order` dropped: query size ``n``, rows dropped of all, and
+    per chunk its length, whether kept, damaged, holding identical lines, first row."""
+
+    n: int
+    n_drop: int
+    n_rows: int
+    lens: np.ndarray
+    ok: np.ndarray
+    bad: np.ndarray
+    rep: np.ndarray
+    starts: np.ndarray
+
+
+def _warn_dropped(x: _Dropped, path, row_line) -> None:
+    """One DataQualityWarning counting the dropped chunks by kind (pointing at the
+    caller of the nvidia-smi reader)."""
+    n = x.n
+    bad_chunks = np.flatnonzero(~x.ok)
+    bad, rep, lens = x.bad[bad_chunks], x.rep[bad_chunks], x.lens[bad_chunks]
+    fewer = int(np.count_nonzero((lens < n) & ~bad))
+    more = int(np.count_nonzero((lens > n) & ~bad))
+    twins = int(np.count_nonzero(rep))
+    backwards = int(np.count_nonzero(bad & ~rep))
+    first_line = row_line(int(x.starts[bad_chunks[0]]))
+    warn_quality(f"{path or 'nvidia-smi output'}: no GPU index/uuid field, so a row's "
+                 f"GPU comes from its place in a {n}-row query; dropped {x.n_drop:,} of "
+                 f"{x.n_rows:,} rows whose GPU the timestamps do not prove ({fewer} "
+                 f"run(s) of fewer than {n} rows: a lost line or a GPU answering later "
+                 f"than the sleep between queries; "
+                 f"{more} with more than {n} rows, {backwards} with time going "
+                 f"backwards, {twins} holding two identical lines, which a duplicated "
+                 f"line and two GPUs printing the same values both give; first at "
+                 f"line {first_line})", stacklevel=5)

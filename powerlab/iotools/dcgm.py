@@ -41,6 +41,7 @@ from ._common import (
     split_cut_last_line,
     warn_quality,
 )
+from .registry import ReaderEntrypoint, head_lines, head_text, register_reader
 
 __all__ = [
     "DMON_VARIABLE_MAP",
@@ -159,6 +160,17 @@ def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=N
         return _frame(ts[order], host, gpus[order], None,
                       {c: v[order] for c, v in data.items()},
                       path or "dcgmi dmon output", presorted=True)
+    recs = _general_rows(text, path)
+    data = _values(recs, path)
+    gpus = np.array([r[2] for r in recs], dtype=np.int64)
+    ts = _row_times(recs, gpus, start, delay_ms, tz, path)
+    return _frame(ts, host, gpus, None, data, path or "dcgmi dmon output")
+
+
+def _general_rows(text: str, path) -> list[tuple]:
+    """``(line, timestamp text or None, GPU id, value cells, header columns)`` of each
+    GPU row, line by line (any header, entity or timestamp prefix dcgmi prints); rows
+    of other entities are skipped and counted in a warning."""
     columns: list[str] | None = None
     recs: list[tuple] = []  # (line, ts string or None, entity id, values)
     skipped_entities = 0
@@ -197,7 +209,13 @@ def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=N
         raise ParseError("no '#Entity' header line: not dcgmi dmon output", path=path)
     if skipped_entities:
         warn_quality(f"{path or 'dcgmi dmon output'}: skipped {skipped_entities} row(s) of "
-                     "non-GPU entities (GPU instances, switches ...)")
+                     "non-GPU entities (GPU instances, switches ...)", stacklevel=4)
+    return recs
+
+
+def _values(recs: list[tuple], path) -> dict[str, np.ndarray]:
+    """Canonical column -> values of the rows (NaN where missing or blank), converted
+    to the canonical unit."""
     n = len(recs)
     data: dict[str, np.ndarray] = {}
     for i, (lineno, _, _, vals, cols) in enumerate(recs):
@@ -218,28 +236,32 @@ def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=N
                                  line=lineno, column=short) from None
             arr[i] = _blank_to_nan(x) * factor if canon != "throttle_reasons" else \
                 _blank_to_nan(x)
-    gpus = np.array([r[2] for r in recs], dtype=np.int64)
+    return data
+
+
+def _row_times(recs: list[tuple], gpus: np.ndarray, start, delay_ms, tz,
+               path) -> pd.DatetimeIndex:
+    """UTC time of each row: its timestamp prefix, else its sample number (a new sample
+    starts whenever a GPU id repeats) ``delay_ms`` apart from ``start``."""
+    n = len(recs)
     stamps = [r[1] for r in recs]
     if n and all(s is not None for s in stamps):
-        ts = _stamps_to_utc(stamps, tz, path, [r[0] for r in recs])
-    elif n and any(s is not None for s in stamps):
+        return _stamps_to_utc(stamps, tz, path, [r[0] for r in recs])
+    if n and any(s is not None for s in stamps):
         bad = next(r[0] for r in recs if r[1] is None)
         raise ParseError("some rows have a timestamp prefix and some do not", path=path,
                          line=bad)
-    else:
-        _need_start(start, delay_ms, path)
-        # a new sample starts whenever a GPU id repeats
-        sample = np.zeros(n, dtype=np.int64)
-        seen: set[int] = set()
-        k = 0
-        for i, g in enumerate(gpus):
-            if g in seen:
-                k += 1
-                seen = set()
-            seen.add(int(g))
-            sample[i] = k
-        ts = _sample_times(sample, start, delay_ms, tz, path)
-    return _frame(ts, host, gpus, None, data, path or "dcgmi dmon output")
+    _need_start(start, delay_ms, path)
+    sample = np.zeros(n, dtype=np.int64)
+    seen: set[int] = set()
+    k = 0
+    for i, g in enumerate(gpus):
+        if g in seen:
+            k += 1
+            seen = set()
+        seen.add(int(g))
+        sample[i] = k
+    return _sample_times(sample, start, delay_ms, tz, path)
 
 
 def _need_start(start, delay_ms, path) -> None:
@@ -420,40 +442,7 @@ def parse_dcgm_prometheus(text_or_buffer, *, timestamp=None, host: str | None = 
     if cut:
         warn_quality(f"{path or 'dcgm-exporter output'}: dropped 1 truncated last line (no "
                      "newline at the end: its value may be cut short)")
-    rows = []
-    mig = 0
-    bad_time = 0
-    for lineno, metric, labels, value, ts_ms in _samples(text, path):
-        spec = PROMETHEUS_VARIABLE_MAP.get(metric)
-        if spec is None:
-            continue
-        if labels.get("GPU_I_ID", "") != "":
-            mig += 1
-            continue
-        if "gpu" not in labels:
-            raise ParseError(f"sample of {metric} has no 'gpu' label", path=path, line=lineno)
-        try:
-            gpu = int(labels["gpu"])
-        except ValueError:
-            raise ParseError(f"label gpu={labels['gpu']!r} is not a GPU index", path=path,
-                             line=lineno, column="gpu") from None
-        if ts_ms is not None:
-            if not TIME_MS_RANGE[0] <= ts_ms < TIME_MS_RANGE[1]:  # also False for NaN
-                bad_time += 1
-                continue
-            ts_ms = round(ts_ms)
-        rows.append((ts_ms, labels.get("Hostname") or default_host, gpu, labels.get("UUID"),
-                     spec[0], _blank_to_nan(float(value)) * (
-                         spec[2] if spec[0] != "throttle_reasons" else 1.0),
-                     lineno, metric, _PRIO[metric]))
-    if bad_time:
-        warn_quality(f"{path or 'dcgm-exporter output'}: dropped {bad_time} sample(s) whose "
-                     "timestamp is not a time between 2000 and 2100 (Unix ms)")
-    if mig:
-        warn_quality(f"{path or 'dcgm-exporter output'}: skipped {mig} MIG instance "
-                     "sample(s) (not part of the per-GPU canonical schema)")
-    if not rows:
-        raise ParseError("no DCGM_FI_* samples that map to canonical columns", path=path)
+    rows = _exposition_rows(text, path, default_host)
     raw = pd.DataFrame(rows, columns=["ts", "host", "gpu", "uuid", "col", "value", "line",
                                       "metric", "prio"])
     if raw["ts"].isna().any():
@@ -488,3 +477,72 @@ def parse_dcgm_prometheus(text_or_buffer, *, timestamp=None, host: str | None = 
             if c not in ("ts", "host", "gpu")}
     return _frame(ts, wide["host"].tolist(), wide["gpu"].to_numpy(), uuids, data,
                   path or "dcgm-exporter output")
+
+
+def _exposition_rows(text: str, path, default_host: str) -> list[tuple]:
+    """``(ts_ms or None, host, gpu, uuid, column, value, line, metric, priority)`` of each
+    sample of a mapped metric; MIG instance samples and samples whose timestamp is no
+    time between 2000 and 2100 are left out and counted in warnings."""
+    rows = []
+    mig = 0
+    bad_time = 0
+    for lineno, metric, labels, value, ts_ms in _samples(text, path):
+        spec = PROMETHEUS_VARIABLE_MAP.get(metric)
+        if spec is None:
+            continue
+        if labels.get("GPU_I_ID", "") != "":
+            mig += 1
+            continue
+        if "gpu" not in labels:
+            raise ParseError(f"sample of {metric} has no 'gpu' label", path=path, line=lineno)
+        try:
+            gpu = int(labels["gpu"])
+        except ValueError:
+            raise ParseError(f"label gpu={labels['gpu']!r} is not a GPU index", path=path,
+                             line=lineno, column="gpu") from None
+        if ts_ms is not None:
+            if not TIME_MS_RANGE[0] <= ts_ms < TIME_MS_RANGE[1]:  # also False for NaN
+                bad_time += 1
+                continue
+            ts_ms = round(ts_ms)
+        rows.append((ts_ms, labels.get("Hostname") or default_host, gpu, labels.get("UUID"),
+                     spec[0], _blank_to_nan(float(value)) * (
+                         spec[2] if spec[0] != "throttle_reasons" else 1.0),
+                     lineno, metric, _PRIO[metric]))
+    if bad_time:
+        warn_quality(f"{path or 'dcgm-exporter output'}: dropped {bad_time} sample(s) whose "
+                     "timestamp is not a time between 2000 and 2100 (Unix ms)", stacklevel=4)
+    if mig:
+        warn_quality(f"{path or 'dcgm-exporter output'}: skipped {mig} MIG instance "
+                     "sample(s) (not part of the per-GPU canonical schema)", stacklevel=4)
+    if not rows:
+        raise ParseError("no DCGM_FI_* samples that map to canonical columns", path=path)
+    return rows
+
+
+@register_reader
+class DcgmDmonReader(ReaderEntrypoint):
+    """``dcgmi dmon`` text: a ``#Entity`` header line among the first 50 lines."""
+
+    name = "dcgm-dmon"
+    kind = "telemetry"
+    description = "dcgmi dmon"
+    priority = 40
+    open = staticmethod(read_dcgm_dmon)
+
+    def guess_can_open(self, path, head_bytes) -> bool:
+        return any(ln.lstrip().startswith("#Entity") for ln in head_lines(head_bytes)[:50])
+
+
+@register_reader
+class DcgmPrometheusReader(ReaderEntrypoint):
+    """dcgm-exporter text: ``DCGM_FI_*`` samples (asked after the XID-only text)."""
+
+    name = "dcgm-prom"
+    kind = "telemetry"
+    description = "dcgm-exporter"
+    priority = 60
+    open = staticmethod(read_dcgm_prometheus)
+
+    def guess_can_open(self, path, head_bytes) -> bool:
+        return "DCGM_FI_" in head_text(head_bytes)

@@ -37,12 +37,13 @@ from ._common import (
     check_tz,
     hex_to_uint64,
     line_of_row,
-    localize,
     mask_impossible,
     read_bytes,
     strings_to_float,
     warn_quality,
 )
+from ._smi_time import parse_timestamps
+from .registry import ReaderEntrypoint, head_lines, register_reader
 
 __all__ = ["VARIABLE_MAP", "parse_nvidia_smi", "read_nvidia_smi"]
 
@@ -79,7 +80,6 @@ VARIABLE_MAP: dict[str, tuple[str, str | None, float | None]] = {
 }
 
 _HEADER_CELL = re.compile(r"^([a-z_][a-z0-9_.]*)(?:\s*\[([^\]]*)\])?$")
-_ZONE = r"(Z|[+-]\d\d:?\d\d)$"
 #: Threads: from ``_PARALLEL_ROWS`` rows on the fields are converted on up to
 #: ``_MAX_WORKERS`` threads at once, and from ``_PARALLEL_BYTES`` bytes of body on pyarrow
 #: splits the CSV on its threads.  Only where at least 4 cores are available (counted by
@@ -365,7 +365,7 @@ def _convert(spec: tuple, nm: str, arr: pa.Array, tz, path, row_line):
     """One field's cells -> its canonical column (ParseError naming line and column)."""
     canon, unit, factor = spec
     if canon == "timestamp":
-        return _parse_timestamps(arr, tz, path, nm, row_line)
+        return parse_timestamps(arr, tz, path, nm, row_line)
     if canon == "gpu_index":
         v = strings_to_float(arr, unit=None, path=path, column=nm, row_line=row_line,
                              expected="a GPU index (integer)", allow_empty=False)
@@ -504,60 +504,6 @@ def _read_cells(data: bytes, start: int, end: int, ncol: int, path, text,
     return table
 
 
-def _parse_timestamps(arr: pa.Array, tz, path, column, row_line):
-    s = arr
-    if len(s) and (s[0].as_py()[:1].isspace() or s[0].as_py()[-1:].isspace()):
-        s = pc.utf8_trim_whitespace(s)
-    n_zoned = 0
-    if len(s) and re.search(_ZONE, s[0].as_py()):
-        # zoned timestamps: make sure all of them are (a naive one would be taken as UTC)
-        zoned = pc.match_substring_regex(s, _ZONE)
-        n_zoned = pc.sum(pc.cast(zoned, pa.int64())).as_py() or 0
-    if 0 < n_zoned < len(s):
-        r = int(np.flatnonzero(~zoned.to_numpy(zero_copy_only=False))[0])
-        raise ParseError("some timestamps carry a time zone and some do not", path=path,
-                         line=row_line(r), column=column)
-    iso = _replace_byte(s, b"/", b"-")
-    target = pa.timestamp("ns", tz="UTC") if n_zoned else pa.timestamp("ns")
-    try:
-        ts = pc.cast(iso, target)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        bad = pd.to_datetime(pd.Series(iso.to_pylist(), dtype=object), errors="coerce",
-                             format="ISO8601", utc=bool(n_zoned)).isna().to_numpy()
-        r = int(np.flatnonzero(bad)[0]) if bad.any() else 0
-        raise ParseError(f"cannot read {arr[r].as_py()!r} as a timestamp (expected "
-                         "'YYYY/MM/DD HH:MM:SS.fff' as nvidia-smi prints it)", path=path,
-                         line=row_line(r), column=column) from None
-    ns = ts.cast(pa.int64()).to_numpy(zero_copy_only=False)
-    if n_zoned:
-        return pd.DatetimeIndex(ns.view("datetime64[ns]")).tz_localize("UTC"), 0, 0
-    if tz is None:
-        raise ParseError("timestamps have no time zone (nvidia-smi prints local wall-clock "
-                         "time); pass tz=, e.g. tz='America/New_York' or tz='UTC', naming "
-                         "the zone of the machine that wrote the log", path=path,
-                         column=column)
-    return localize(pd.DatetimeIndex(ns.view("datetime64[ns]")), tz)
-
-
-def _replace_byte(arr: pa.Array, old: bytes, new: bytes) -> pa.Array:
-    """``pc.replace_substring(arr, old, new)`` for one ASCII byte, done on the data buffer.
-
-    Replacing one ASCII byte by another keeps every offset and keeps the text valid UTF-8
-    (ASCII bytes never occur inside a multi-byte sequence).
-    """
-    if not isinstance(arr, (pa.StringArray, pa.LargeStringArray)) or len(old) != 1:
-        return pc.replace_substring(arr, old.decode(), new.decode())
-    validity, offsets, data = arr.buffers()
-    if data is None:
-        return arr
-    raw = data.to_pybytes()
-    if old not in raw:
-        return arr
-    return pa.Array.from_buffers(arr.type, len(arr),
-                                 [validity, offsets, pa.py_buffer(raw.replace(old, new))],
-                                 arr.null_count, arr.offset)
-
-
 def _one_array(col: pa.ChunkedArray) -> pa.Array:
     """The values of ``col`` as one array (no copy when it has a single chunk)."""
     return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
@@ -568,3 +514,28 @@ def _repeat_string(value: str, n: int) -> pd.Series:
     and faster than building the offsets with numpy)."""
     return pd.Series(pd.arrays.ArrowStringArray(pa.repeat(pa.scalar(value, pa.large_string()),
                                                           n)))
+
+
+#: The first line of a log: a header of --query-gpu field names, or a row that starts
+#: with nvidia-smi's timestamp (a ``noheader`` log).
+_FIRST_HEADER = re.compile(r"^\s*(timestamp|index|uuid|name|pci\.bus_id|power\.draw|"
+                           r"utilization\.gpu|memory\.used|temperature\.gpu|clocks\.)",
+                           re.IGNORECASE)
+_FIRST_ROW = re.compile(r"^\s*\d{4}/\d\d/\d\d \d\d:\d\d:\d\d(\.\d+)?\s*,")
+
+
+@register_reader
+class NvidiaSmiReader(ReaderEntrypoint):
+    """``nvidia-smi --query-gpu=... --format=csv`` logs, by their first line (asked
+    last: a header shape, not a marker)."""
+
+    name = "nvidia-smi"
+    kind = "telemetry"
+    description = "nvidia-smi CSV"
+    priority = 80
+    open = staticmethod(read_nvidia_smi)
+
+    def guess_can_open(self, path, head_bytes) -> bool:
+        lines = head_lines(head_bytes)
+        first = lines[0] if lines else ""
+        return bool(_FIRST_HEADER.match(first) or _FIRST_ROW.match(first))

@@ -35,15 +35,21 @@ References
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
+import socket
+import threading
+import time
+import urllib.parse
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
 
 from ..exceptions import DataQualityWarning, ParseError, PowerlabError
+from ..telemetry import schema
 from ..telemetry.timeutil import to_utc
 from .dcgm import PROMETHEUS_VARIABLE_MAP
 
@@ -87,12 +93,6 @@ def _fetch(full: str, timeout_s: float, max_bytes: int) -> bytes:
     """GET ``full`` within one deadline for the whole exchange (a server dripping a byte
     at a time cannot hold it), at most ``max_bytes``, following at most
     :data:`_MAX_REDIRECTS` redirects and only to the same scheme."""
-    import http.client
-    import socket
-    import threading
-    import time
-    import urllib.parse
-
     deadline = time.monotonic() + timeout_s
     for _ in range(_MAX_REDIRECTS + 1):
         parts = urllib.parse.urlsplit(full)
@@ -103,82 +103,95 @@ def _fetch(full: str, timeout_s: float, max_bytes: int) -> bytes:
         if left <= 0:
             raise PowerlabError(f"Prometheus at {parts.netloc} did not answer within "
                                 f"{timeout_s:g} s (timeout_s)")
-        cls = http.client.HTTPSConnection if parts.scheme == "https" \
-            else http.client.HTTPConnection
-        conn = cls(parts.hostname, parts.port, timeout=left)
-        fired = threading.Event()
-        held: list = []   # the socket (http.client drops conn.sock once the reply owns it)
-
-        def kill(conn=conn, fired=fired, held=held):
-            fired.set()
-            sock = conn.sock or (held[0] if held else None)
-            if sock is not None:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-        timer = threading.Timer(left, kill)
-        timer.daemon = True
-        timer.start()
-        try:
-            target = parts.path or "/"
-            conn.connect()
-            held.append(conn.sock)
-            conn.request("GET", target + (f"?{parts.query}" if parts.query else ""),
-                         headers={"Accept-Encoding": "identity", "Accept": "application/json"})
-            resp = conn.getresponse()
-            if 300 <= resp.status < 400 and resp.getheader("Location"):
-                nxt = urllib.parse.urljoin(full, resp.getheader("Location"))
-                if urllib.parse.urlsplit(nxt).scheme != parts.scheme:
-                    raise PowerlabError(f"Prometheus at {parts.netloc} redirected to "
-                                        f"{nxt[:200]!r}, another scheme; refused")
-                full = nxt
-                continue
-            length = resp.getheader("Content-Length")
-            if length and length.isdigit() and int(length) > max_bytes:
-                raise PowerlabError(f"Prometheus at {parts.netloc} answers {int(length):,} "
-                                    f"bytes; at most {max_bytes:,} (max_response_bytes): "
-                                    "narrow the range, step or selector")
-            chunks, n = [], 0
-            while True:
-                chunk = resp.read(1 << 16)
-                if not chunk:
-                    break
-                n += len(chunk)
-                if n > max_bytes:
-                    raise PowerlabError(f"Prometheus at {parts.netloc} answered more than "
-                                        f"{max_bytes:,} bytes (max_response_bytes): narrow "
-                                        "the range, step or selector")
-                chunks.append(chunk)
-            if fired.is_set():         # the deadline cut the answer short
-                raise OSError("deadline")
-            body = b"".join(chunks)
-            if resp.status >= 400:
-                try:
-                    detail = str(json.loads(body).get("error", ""))[:300]
-                except (ValueError, AttributeError, RecursionError):
-                    detail = ""
-                raise PowerlabError(f"Prometheus at {parts.netloc} answered HTTP "
-                                    f"{resp.status}" + (f": {detail}" if detail else ""))
+        body, redirect = _exchange(full, parts, left, timeout_s, max_bytes)
+        if redirect is None:
             return body
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            if fired.is_set():
-                raise PowerlabError(f"Prometheus at {parts.netloc} did not answer within "
-                                    f"{timeout_s:g} s (timeout_s)") from None
-            reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
-            raise PowerlabError(f"cannot reach Prometheus at {parts.netloc}: {reason}") \
-                from None
-        finally:
-            timer.cancel()
-            conn.close()
+        full = redirect
     raise PowerlabError(f"Prometheus at {full[:200]}: more than {_MAX_REDIRECTS} redirects")
+
+
+def _exchange(full: str, parts, left: float, timeout_s: float,
+              max_bytes: int) -> tuple[bytes | None, str | None]:
+    """One GET of ``full`` (split into ``parts``) that a timer cuts off after ``left``
+    seconds: ``(body, None)``, or ``(None, URL)`` for a redirect to the same scheme."""
+    cls = http.client.HTTPSConnection if parts.scheme == "https" \
+        else http.client.HTTPConnection
+    conn = cls(parts.hostname, parts.port, timeout=left)
+    fired = threading.Event()
+    held: list = []   # the socket (http.client drops conn.sock once the reply owns it)
+
+    def kill(conn=conn, fired=fired, held=held):
+        fired.set()
+        sock = conn.sock or (held[0] if held else None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    timer = threading.Timer(left, kill)
+    timer.daemon = True
+    timer.start()
+    try:
+        target = parts.path or "/"
+        conn.connect()
+        held.append(conn.sock)
+        conn.request("GET", target + (f"?{parts.query}" if parts.query else ""),
+                     headers={"Accept-Encoding": "identity", "Accept": "application/json"})
+        resp = conn.getresponse()
+        if 300 <= resp.status < 400 and resp.getheader("Location"):
+            nxt = urllib.parse.urljoin(full, resp.getheader("Location"))
+            if urllib.parse.urlsplit(nxt).scheme != parts.scheme:
+                raise PowerlabError(f"Prometheus at {parts.netloc} redirected to "
+                                    f"{nxt[:200]!r}, another scheme; refused")
+            return None, nxt
+        body = _read_body(resp, parts.netloc, max_bytes)
+        if fired.is_set():         # the deadline cut the answer short
+            raise OSError("deadline")
+        if resp.status >= 400:
+            try:
+                detail = str(json.loads(body).get("error", ""))[:300]
+            except (ValueError, AttributeError, RecursionError):
+                detail = ""
+            raise PowerlabError(f"Prometheus at {parts.netloc} answered HTTP "
+                                f"{resp.status}" + (f": {detail}" if detail else ""))
+        return body, None
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        if fired.is_set():
+            raise PowerlabError(f"Prometheus at {parts.netloc} did not answer within "
+                                f"{timeout_s:g} s (timeout_s)") from None
+        reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
+        raise PowerlabError(f"cannot reach Prometheus at {parts.netloc}: {reason}") \
+            from None
+    finally:
+        timer.cancel()
+        conn.close()
+
+
+def _read_body(resp, netloc: str, max_bytes: int) -> bytes:
+    """The answer's body, refused (PowerlabError) as soon as it says or proves to be
+    longer than ``max_bytes``."""
+    length = resp.getheader("Content-Length")
+    if length and length.isdigit() and int(length) > max_bytes:
+        raise PowerlabError(f"Prometheus at {netloc} answers {int(length):,} "
+                            f"bytes; at most {max_bytes:,} (max_response_bytes): "
+                            "narrow the range, step or selector")
+    chunks, n = [], 0
+    while True:
+        chunk = resp.read(1 << 16)
+        if not chunk:
+            break
+        n += len(chunk)
+        if n > max_bytes:
+            raise PowerlabError(f"Prometheus at {netloc} answered more than "
+                                f"{max_bytes:,} bytes (max_response_bytes): narrow "
+                                "the range, step or selector")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _get(url: str, params: dict, timeout_s: float,
          max_bytes: int = MAX_RESPONSE_BYTES) -> dict:
-    import urllib.parse
-
     full = f"{url}/api/v1/query_range?{urllib.parse.urlencode(params)}"
     body = _fetch(full, timeout_s, max_bytes)
     try:
@@ -261,17 +274,8 @@ def read_prometheus(url: str, start, end, step="15s", *, selector: str = "",
     if t1 < t0:
         raise PowerlabError(f"end {t1.isoformat()} is before start {t0.isoformat()}")
     dt = _step_s(step)
-    if int(max_points) < 2:
-        raise PowerlabError(f"max_points must be at least 2, got {max_points}")
-    if not (isinstance(timeout_s, (int, float)) and 0 < timeout_s <= 3600):
-        raise PowerlabError(f"timeout_s must be in (0, 3600] s, got {timeout_s!r}")
-    if int(max_response_bytes) < 1:
-        raise PowerlabError(f"max_response_bytes must be positive, got {max_response_bytes}")
-    names = list(PROMETHEUS_QUERY_MAP) if metrics is None else list(metrics)
-    unknown = [m for m in names if m not in PROMETHEUS_QUERY_MAP]
-    if unknown:
-        raise PowerlabError(f"metrics: unknown {unknown}; expected some of "
-                            f"{list(PROMETHEUS_QUERY_MAP)}")
+    _check_request_limits(max_points, timeout_s, max_response_bytes)
+    names = _metric_names(metrics)
     url = str(url).rstrip("/")
     if not url.startswith(("http://", "https://")):
         raise PowerlabError(f"url: expected http://host:port, got {url!r}")
@@ -284,19 +288,41 @@ def read_prometheus(url: str, start, end, step="15s", *, selector: str = "",
     frames = []
     for name in names:
         query = f"{name}{{{selector}}}"
-        # requests of at most max_points evaluation times each
-        for k in range(0, n_steps + 1, int(max_points)):
-            a = s0 + k * dt
-            b = s0 + min(k + int(max_points) - 1, n_steps) * dt
+        for a, b in _request_ranges(s0, n_steps, dt, int(max_points)):
             data = _get(url, {"query": query, "start": f"{a:.3f}", "end": f"{b:.3f}",
                               "step": f"{dt:g}"}, timeout_s, int(max_response_bytes))
             frames += _series_frames(data["result"], name, left_out)
     _warn_left_out(url, left_out)
     if not frames:
-        from ..telemetry import schema
-
         return schema.conform(schema.empty_frame())
     return _canonical(pd.concat(frames, ignore_index=True))
+
+
+def _check_request_limits(max_points, timeout_s, max_response_bytes) -> None:
+    if int(max_points) < 2:
+        raise PowerlabError(f"max_points must be at least 2, got {max_points}")
+    if not (isinstance(timeout_s, (int, float)) and 0 < timeout_s <= 3600):
+        raise PowerlabError(f"timeout_s must be in (0, 3600] s, got {timeout_s!r}")
+    if int(max_response_bytes) < 1:
+        raise PowerlabError(f"max_response_bytes must be positive, got {max_response_bytes}")
+
+
+def _metric_names(metrics: Iterable[str] | None) -> list[str]:
+    """The metrics to read: every key of :data:`PROMETHEUS_QUERY_MAP` by default."""
+    names = list(PROMETHEUS_QUERY_MAP) if metrics is None else list(metrics)
+    unknown = [m for m in names if m not in PROMETHEUS_QUERY_MAP]
+    if unknown:
+        raise PowerlabError(f"metrics: unknown {unknown}; expected some of "
+                            f"{list(PROMETHEUS_QUERY_MAP)}")
+    return names
+
+
+def _request_ranges(s0: float, n_steps: int, dt: float,
+                    max_points: int) -> Iterator[tuple[float, float]]:
+    """``(first, last)`` evaluation time [Unix s] of each request: at most
+    ``max_points`` evaluation times each, ``dt`` apart from ``s0`` to step ``n_steps``."""
+    for k in range(0, n_steps + 1, max_points):
+        yield s0 + k * dt, s0 + min(k + max_points - 1, n_steps) * dt
 
 
 def _series_frames(result: list, name: str, left_out: dict) -> list[pd.DataFrame]:
@@ -354,8 +380,6 @@ def _warn_left_out(url: str, left_out: dict) -> None:
 def _canonical(long: pd.DataFrame) -> pd.DataFrame:
     """The long frame as canonical telemetry: one row per GPU and time, ``power_w`` from
     the instantaneous series, else from dcgm-exporter's ``POWER_USAGE``."""
-    from ..telemetry import schema
-
     long["uuid"] = long["uuid"].fillna("")
     # power_w: the instantaneous series, else dcgm-exporter's POWER_USAGE
     avg = long[long["col"] == "power_avg_w"]

@@ -25,10 +25,12 @@ References
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 import re
 import warnings
+import zoneinfo
 from pathlib import Path
 
 import pandas as pd
@@ -156,8 +158,6 @@ def _expand_range(body: str, expr: str) -> list[str]:
 
 
 def _check_tz(tz: str, path) -> None:
-    import zoneinfo
-
     try:
         zoneinfo.ZoneInfo(tz)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
@@ -214,8 +214,6 @@ def _finish(rows: list[dict]) -> pd.DataFrame:
 
 
 def _read_text(path: Path) -> str:
-    import gzip
-
     try:
         raw = path.read_bytes()
         if raw[:2] == b"\x1f\x8b":
@@ -263,6 +261,11 @@ def read_sacct(path, *, tz: str | None = None) -> pd.DataFrame:
         raise ParseError("sacct --parsable2 prints times without a zone: pass tz= (the "
                          "cluster's IANA time zone, e.g. 'America/Chicago')", path=path)
     _check_tz(tz, path)
+    return _read_parsable(text, path, tz)
+
+
+def _read_parsable(text: str, path: Path, tz: str) -> pd.DataFrame:
+    """The job table of ``sacct --parsable2`` output (see :func:`read_sacct`)."""
     lines = text.splitlines()
     if not lines or "|" not in lines[0]:
         raise ParseError("expected a header line of '|'-separated field names (sacct "
@@ -281,56 +284,62 @@ def read_sacct(path, *, tz: str | None = None) -> pd.DataFrame:
         if len(cells) != len(header):
             raise ParseError(f"expected {len(header)} '|'-separated fields, got "
                              f"{len(cells)}", path=path, line=n)
-        rec = {f: cells[i].strip() for f, i in col.items()}
-
-        def get(f, rec=rec):
-            return rec.get(f, "")
-        jid = get("JobID")
-        parts = _split_id(jid)
-        if parts is None:
-            raise ParseError(f"{jid!r} is not a Slurm job ID (1234, 1234.batch, 1235_7)",
-                             path=path, line=n, column="JobID")
-        array_job, task, step = parts
-        try:
-            start, end = _time(get("Start"), tz), _time(get("End"), tz)
-        except (ValueError, TypeError) as exc:
-            raise ParseError(f"bad time: {exc}", path=path, line=n, column="Start/End") \
-                from None
-        try:
-            hosts = tuple(expand_hostlist(get("NodeList")))
-        except ValueError as exc:
-            raise ParseError(str(exc), path=path, line=n, column="NodeList") from None
-        m = _GPU_TRES.search(get("AllocTRES"))
-        if m and not (m[1].isdigit() and len(m[1]) <= 12):
-            raise ParseError(f"GPU count {m[1]!r} is not a whole number >= 0", path=path,
-                             line=n, column="AllocTRES")
-        nn = get("NNodes")
-        if nn and not nn.isdigit():
-            raise ParseError(f"NNodes {nn!r} is not a whole number", path=path, line=n,
-                             column="NNodes")
-        if nn and hosts and int(nn) != len(hosts):
+        row, nnodes = _parsable_row({f: cells[i].strip() for f, i in col.items()}, tz,
+                                    path, n)
+        if nnodes and row["hosts"] and int(nnodes) != len(row["hosts"]):
             mismatched += 1
-        state = get("State").split(" ")[0]
-        rows.append({
-            "job_id": jid.split(".")[0] if step else jid, "job_id_raw": get("JobIDRaw") or None,
-            "array_job_id": array_job, "array_task_id": task, "step": step,
-            "name": get("JobName") or None, "partition": get("Partition") or None,
-            "state": state, "start": start, "end": end,
-            "running": state in ("RUNNING", "COMPLETING") or (start is not pd.NaT
-                                                              and end is pd.NaT),
-            "hosts": hosts, "n_nodes": len(hosts),
-            "gpus": int(m[1]) if m else (0 if get("AllocTRES") else None),
-            "gpu_indices": None})
+        rows.append(row)
         _check_row(rows[-1], path, n)
     if mismatched:
         warnings.warn(f"{path}: {mismatched} job row(s) have an NNodes that differs from "
                       "the number of hosts in NodeList; the host list is used",
-                      DataQualityWarning, stacklevel=2)
+                      DataQualityWarning, stacklevel=3)
     pending = sum(1 for r in rows if r["start"] is pd.NaT)
     if pending:
         warnings.warn(f"{path}: {pending} job row(s) have not started (no Start); they hold "
-                      "no GPUs", DataQualityWarning, stacklevel=2)
+                      "no GPUs", DataQualityWarning, stacklevel=3)
     return _finish(rows)
+
+
+def _parsable_row(rec: dict, tz: str, path: Path, n: int) -> tuple[dict, str]:
+    """One job row from the fields of line ``n`` (field -> text), and its ``NNodes``."""
+
+    def get(f):
+        return rec.get(f, "")
+    jid = get("JobID")
+    parts = _split_id(jid)
+    if parts is None:
+        raise ParseError(f"{jid!r} is not a Slurm job ID (1234, 1234.batch, 1235_7)",
+                         path=path, line=n, column="JobID")
+    array_job, task, step = parts
+    try:
+        start, end = _time(get("Start"), tz), _time(get("End"), tz)
+    except (ValueError, TypeError) as exc:
+        raise ParseError(f"bad time: {exc}", path=path, line=n, column="Start/End") \
+            from None
+    try:
+        hosts = tuple(expand_hostlist(get("NodeList")))
+    except ValueError as exc:
+        raise ParseError(str(exc), path=path, line=n, column="NodeList") from None
+    m = _GPU_TRES.search(get("AllocTRES"))
+    if m and not (m[1].isdigit() and len(m[1]) <= 12):
+        raise ParseError(f"GPU count {m[1]!r} is not a whole number >= 0", path=path,
+                         line=n, column="AllocTRES")
+    nn = get("NNodes")
+    if nn and not nn.isdigit():
+        raise ParseError(f"NNodes {nn!r} is not a whole number", path=path, line=n,
+                         column="NNodes")
+    state = get("State").split(" ")[0]
+    return {
+        "job_id": jid.split(".")[0] if step else jid, "job_id_raw": get("JobIDRaw") or None,
+        "array_job_id": array_job, "array_task_id": task, "step": step,
+        "name": get("JobName") or None, "partition": get("Partition") or None,
+        "state": state, "start": start, "end": end,
+        "running": state in ("RUNNING", "COMPLETING") or (start is not pd.NaT
+                                                          and end is pd.NaT),
+        "hosts": hosts, "n_nodes": len(hosts),
+        "gpus": int(m[1]) if m else (0 if get("AllocTRES") else None),
+        "gpu_indices": None}, nn
 
 
 def _check_row(row: dict, path: Path, line=None, what: str = "") -> None:

@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..exceptions import ParseError
 from ._common import check_tz, localize, read_text, strip_gz, warn_quality
+from .registry import ReaderEntrypoint, head_lines, register_reader
 
 __all__ = ["VARIABLE_MAP", "parse_weather", "read_weather"]
 
@@ -153,19 +154,40 @@ def _parse(text: str, path) -> tuple[pd.DataFrame, str]:
         n_rows = sum(1 for ln in lines if ln.strip()) + truncated
         return empty, (f"{n_rows} row(s) not in the expected CSV format (header "
                        f"{lines[header_idx][:40]!r}...)")
-    # a known quantity in another unit (a US export: "Temp (°F)", "Pressure (in)") must
-    # not be dropped silently as an unknown column
+    _check_header(header, path, header_idx + 1)
+    raw, lineno, wrong = _rows(lines, header_idx, header, path)
+    out = {"_time": _local_times(raw, lineno, path)}
+    masked = _read_values(raw, lineno, path, out)
+    parts = []
+    if masked:
+        parts.append("impossible value(s) masked as missing: " + ", ".join(masked))
+    if truncated:
+        parts.append("1 truncated last line")
+    if wrong:
+        parts.append(f"{wrong} row(s) with the wrong number of fields")
+    return pd.DataFrame(out), " and ".join(parts)
+
+
+def _check_header(header: list[str], path, line: int) -> None:
+    """A known quantity in another unit (a US export: ``Temp (°F)``, ``Pressure (in)``)
+    or a column named twice is a ParseError, never dropped silently."""
     known = {src.split(" (")[0]: src for src in VARIABLE_MAP}
     for c in header:
         base = c.split(" (")[0]
         if base in known and c != known[base]:
             raise ParseError(f"column {c!r} is in a unit powerlab does not read; expected "
                              f"{known[base]!r} (export the data in metric units)",
-                             path=path, line=header_idx + 1, column=c)
+                             path=path, line=line, column=c)
     dup = sorted({c for c in header if header.count(c) > 1})
     if dup:
         raise ParseError(f"column(s) {dup} appear more than once in the header", path=path,
-                         line=header_idx + 1, column=dup[0])
+                         line=line, column=dup[0])
+
+
+def _rows(lines: list[str], header_idx: int, header: list[str],
+          path) -> tuple[pd.DataFrame, list[int], int]:
+    """The rows with as many fields as the header, as text (``raw``), their file lines,
+    and the count of rows with another number of fields (skipped)."""
     ncol = len(header)
     good, lineno = [], []
     wrong = 0
@@ -184,6 +206,11 @@ def _parse(text: str, path) -> tuple[pd.DataFrame, str]:
     except (ValueError, pd.errors.ParserError) as exc:   # e.g. a quote never closed
         raise ParseError(f"cannot read the rows as CSV: {str(exc)[:200]}", path=path,
                          line=lineno[0] if lineno else header_idx + 1) from None
+    return raw, lineno, wrong
+
+
+def _local_times(raw: pd.DataFrame, lineno: list[int], path) -> np.ndarray:
+    """The rows' local wall-clock times (``YYYY-MM-DD HH:MM``), naive."""
     times = pd.to_datetime(raw[_TIME].str.strip(), format="%Y-%m-%d %H:%M", errors="coerce")
     bad_t = times.isna().to_numpy()
     if bad_t.any():
@@ -191,7 +218,12 @@ def _parse(text: str, path) -> tuple[pd.DataFrame, str]:
         raise ParseError(f"cannot read {raw[_TIME].iloc[r]!r} as a local time "
                          "(expected YYYY-MM-DD HH:MM)", path=path, line=lineno[r],
                          column=_TIME)
-    out = {"_time": times.to_numpy(dtype="datetime64[ns]")}
+    return times.to_numpy(dtype="datetime64[ns]")
+
+
+def _read_values(raw: pd.DataFrame, lineno: list[int], path, out: dict) -> list[str]:
+    """Each known column into ``out`` in its unit, impossible values masked; returns
+    what was masked (``"3 temp_air_c (e.g. -999)"``)."""
     masked: list[str] = []
     for src, (name, factor) in VARIABLE_MAP.items():
         if src not in raw.columns:
@@ -213,11 +245,26 @@ def _parse(text: str, path) -> tuple[pd.DataFrame, str]:
                           f"{x[np.flatnonzero(impossible)[0]]:g})")
             x[impossible] = np.nan
         out[name] = x
-    parts = []
-    if masked:
-        parts.append("impossible value(s) masked as missing: " + ", ".join(masked))
-    if truncated:
-        parts.append("1 truncated last line")
-    if wrong:
-        parts.append(f"{wrong} row(s) with the wrong number of fields")
-    return pd.DataFrame(out), " and ".join(parts)
+    return masked
+
+
+#: The first line of the other export of such stations (``2025-06-04 00:04 | Temp: ...``).
+_PIPE_LINE = re.compile(r"^\d{4}-\d\d-\d\d .*\|\s*Temp:")
+
+
+@register_reader
+class WeatherReader(ReaderEntrypoint):
+    """Weather-station exports, by their first line; a folder holding one (a file per
+    day) is read whole."""
+
+    name = "weather"
+    description = "weather CSV"
+    priority = 70
+    folder_of_files = True
+    open = staticmethod(read_weather)
+
+    def guess_can_open(self, path, head_bytes) -> bool:
+        lines = head_lines(head_bytes)
+        first = lines[0] if lines else ""
+        return bool(first.startswith("Time,") and "Temp" in first
+                    or _PIPE_LINE.match(first))

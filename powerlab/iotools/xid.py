@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -40,6 +41,7 @@ from ..exceptions import DataQualityWarning, ParseError
 from ..telemetry.events import EVENT_COLUMNS, EVENT_DTYPES, classify_xid, empty_events
 from ..telemetry.timeutil import to_utc
 from ._common import read_text
+from .registry import ReaderEntrypoint, head_lines, head_text, register_reader
 
 __all__ = [
     "DCGM_HEALTH_SYSTEMS",
@@ -217,8 +219,6 @@ def parse_kernel_xid(src, *, host: str | None = None, boot_time=None, tz: str = 
 
 def read_kernel_xid(path, **kw) -> pd.DataFrame:
     """Read a kernel log file (``.gz`` too); see :func:`parse_kernel_xid`."""
-    from pathlib import Path
-
     return parse_kernel_xid(Path(path), **kw)
 
 
@@ -288,8 +288,6 @@ def parse_dcgm_xid(src, *, timestamp=None, devices: pd.DataFrame | None = None,
 
 def read_dcgm_xid(path, **kw) -> pd.DataFrame:
     """Read dcgm-exporter text from a file; see :func:`parse_dcgm_xid`."""
-    from pathlib import Path
-
     return parse_dcgm_xid(Path(path), **kw)
 
 
@@ -381,8 +379,6 @@ def parse_dcgm_health(src, *, timestamp, host: str | None = None,
 
 def read_dcgm_health(path, **kw) -> pd.DataFrame:
     """Read ``dcgmi health -c`` output from a file; see :func:`parse_dcgm_health`."""
-    from pathlib import Path
-
     return parse_dcgm_health(Path(path), **kw)
 
 
@@ -419,3 +415,34 @@ def events_from_collector(frame: pd.DataFrame) -> pd.DataFrame:
                      "pci_bus_id": getattr(r, "pci_bus_id", None), "xid": code,
                      "message": msg, "source": "collector"})
     return _frame(rows)
+
+
+@register_reader
+class KernelXidReader(ReaderEntrypoint):
+    """Kernel logs (``dmesg``, ``journalctl -k``, ``kern.log``) with ``NVRM: Xid`` lines."""
+
+    name = "kernel-xid"
+    kind = "events"
+    description = "kernel 'NVRM: Xid' log"
+    priority = 30
+    open = staticmethod(read_kernel_xid)
+
+    def guess_can_open(self, path, head_bytes) -> bool:
+        return "NVRM: Xid" in head_text(head_bytes)
+
+
+@register_reader
+class DcgmXidReader(ReaderEntrypoint):
+    """dcgm-exporter text whose ``DCGM_FI_*`` samples are all ``DCGM_FI_DEV_XID_ERRORS``
+    (asked before the telemetry reader of dcgm-exporter text)."""
+
+    name = "dcgm-xid"
+    kind = "events"
+    description = "dcgm-exporter XID text"
+    priority = 50
+    open = staticmethod(read_dcgm_xid)
+
+    def guess_can_open(self, path, head_bytes) -> bool:
+        metrics = {ln.split("{")[0].split()[0] for ln in head_lines(head_bytes)
+                   if ln.startswith("DCGM_FI_")}
+        return metrics == {"DCGM_FI_DEV_XID_ERRORS"}

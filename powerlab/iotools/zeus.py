@@ -138,24 +138,7 @@ def parse_zeus_power_trace(src, *, gpu_model: str) -> pd.DataFrame:
 
     out = {"gpu_model": str(gpu_model)}
     for col in VARIABLE_MAP:
-        s = raw[col].str.strip()
-        empty = (s == "").to_numpy()
-        if empty.any():
-            i = int(np.argmax(empty))
-            raise ParseError("empty cell", path=name, line=where(i), column=col)
-        if col in _TEXT:
-            out[col] = s.to_numpy(object)
-            continue
-        v = pd.to_numeric(s, errors="coerce").to_numpy(float)
-        bad = ~np.isfinite(v) | (v <= 0)
-        if col == "batch_size":
-            bad |= v != np.round(v)
-        if bad.any():
-            i = int(np.argmax(bad))
-            what = "a positive integer" if col == "batch_size" else "a positive number"
-            raise ParseError(f"{s.iloc[i]!r} is not {what}", path=name, line=where(i),
-                             column=col)
-        out[col] = v.astype(np.int64) if col == "batch_size" else v
+        out[col] = _column(raw[col].str.strip(), col, name, where)
     df = pd.DataFrame(out).rename(columns=VARIABLE_MAP)
     dup = df.duplicated([VARIABLE_MAP[k] for k in _KEY]).to_numpy()
     if dup.any():
@@ -165,3 +148,25 @@ def parse_zeus_power_trace(src, *, gpu_model: str) -> pd.DataFrame:
                          line=where(i), column="power_limit")
     df.insert(3, "workload", df["dataset"] + "/" + df["network"])
     return df
+
+
+def _column(s: pd.Series, col: str, name, where) -> np.ndarray:
+    """One column's cells (stripped): text as is, numbers that must be positive and
+    finite (``batch_size`` an integer); ParseError at the first empty or bad cell
+    (``where(row)`` gives its line)."""
+    empty = (s == "").to_numpy()
+    if empty.any():
+        i = int(np.argmax(empty))
+        raise ParseError("empty cell", path=name, line=where(i), column=col)
+    if col in _TEXT:
+        return s.to_numpy(object)
+    v = pd.to_numeric(s, errors="coerce").to_numpy(float)
+    bad = ~np.isfinite(v) | (v <= 0)
+    if col == "batch_size":
+        bad |= v != np.round(v)
+    if bad.any():
+        i = int(np.argmax(bad))
+        what = "a positive integer" if col == "batch_size" else "a positive number"
+        raise ParseError(f"{s.iloc[i]!r} is not {what}", path=name, line=where(i),
+                         column=col)
+    return v.astype(np.int64) if col == "batch_size" else v

@@ -86,7 +86,7 @@ def test_weather_row_with_an_unclosed_quote_is_one_parse_error(tmp_path):
 def test_mllog_line_with_deeply_nested_json_is_skipped_and_counted():
     """Was RecursionError from json (a value nested 100,000 deep)."""
     from powerlab.exceptions import DataQualityWarning
-    from powerlab.iotools.mlperf import parse_mllog
+    from powerlab.iotools.mllog import parse_mllog
 
     good = (TEST_DATA / "iotools" / "mlperf_gpt3_result_excerpt.txt").read_text()
     deep = ':::MLLOG {"key": "x", "value": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
