@@ -30,8 +30,8 @@ import warnings
 
 from .exceptions import PowerlabDeprecationWarning
 
-__all__ = ["DEPRECATED_IN", "MOVED_MODULES", "MOVED_PACKAGES", "REMOVED_IN", "deprecated",
-           "install"]
+__all__ = ["DEPRECATED_IN", "MOVED_MODULES", "MOVED_NAMES", "MOVED_PACKAGES", "REMOVED_IN",
+           "deprecated", "install"]
 
 #: The release that deprecated the paths below, and the one that removes them.
 DEPRECATED_IN = "0.2.0"
@@ -55,6 +55,31 @@ MOVED_MODULES: dict[str, str] = {
     "powerlab.viz.grid_charts": "powerlab.viz",   # its charts are split by concept
 }
 
+_EVALUATION = {n: "powerlab.limits.evaluation" for n in (
+    "ASSESSABLE", "NOT_ASSESSABLE", "PARTIAL", "evaluate_power", "metric_name",
+    "plan_requirements", "rule_note")}
+_SCENARIO_LIMITS = {n: "powerlab.limits.scenario_limits" for n in (
+    "LIMIT_BANDS_HZ", "Limits", "SCENARIO_LIMITS", "limits_spec", "parse_limits")}
+
+#: Names of a moved 0.1 module that now live apart from the rest of it (old module ->
+#: name -> the module that holds it): the old path forwards each to its own home.
+MOVED_NAMES: dict[str, dict[str, str]] = {
+    "powerlab.grid.requirements": {**_EVALUATION, **_SCENARIO_LIMITS},
+    "powerlab.interconnect.requirements": {**_EVALUATION, **_SCENARIO_LIMITS},
+    "powerlab.grid.scenario": {"BOUNDARIES": "powerlab.limits.requirements",
+                               "CoolingModel": "powerlab.site.facility",
+                               "Site": "powerlab.site.facility",
+                               "Hardware": "powerlab.site.hardware"},
+    "powerlab.grid.export": {"read_facilities_csv": "powerlab.site.export_reader",
+                             "write_facilities_xlsx": "powerlab.site.export_workbook"},
+    "powerlab.grid.interruptions": {n: "powerlab.reliability.interruption_draws" for n in (
+        "cause_rows", "interruption_frame", "interruption_marks", "interruption_stats",
+        "interruption_summary", "planned_mask")},
+    "powerlab.grid.forecast": {"JobDraw": "powerlab.site.randomness",
+                               "job_randomness": "powerlab.site.randomness",
+                               "memory_estimate_bytes": "powerlab.site.memory"},
+}
+
 #: Removed package -> the packages whose public names it forwards, in lookup order.
 MOVED_PACKAGES: dict[str, tuple[str, ...]] = {
     "powerlab.grid": ("powerlab.site", "powerlab.limits", "powerlab.reliability"),
@@ -70,6 +95,32 @@ def deprecated(old: str, new: str, *, stacklevel: int = 3) -> None:
     warnings.warn(f"{old} was deprecated in powerlab {DEPRECATED_IN} and will be removed in "
                   f"{REMOVED_IN}; use {new} instead", PowerlabDeprecationWarning,
                   stacklevel=stacklevel)
+
+
+def _forwarding_module(name: str) -> types.ModuleType:
+    """The moved module ``name`` whose names went to more than one home
+    (:data:`MOVED_NAMES`): each name resolves where it lives now."""
+    main, moved = MOVED_MODULES[name], MOVED_NAMES[name]
+    module = types.ModuleType(name, f"Deprecated: use {main} (removed in powerlab "
+                                    f"{REMOVED_IN}).")
+
+    def __getattr__(attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        if attr in moved:
+            deprecated(f"{name}.{attr}", f"{moved[attr]}.{attr}", stacklevel=3)
+            value = getattr(importlib.import_module(moved[attr]), attr)
+        else:
+            value = getattr(importlib.import_module(main), attr)
+        module.__dict__[attr] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(dir(importlib.import_module(main))) | set(moved))
+
+    module.__getattr__ = __getattr__
+    module.__dir__ = __dir__
+    return module
 
 
 def _forwarding_package(name: str) -> types.ModuleType:
@@ -124,8 +175,10 @@ class _MovedPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         new = MOVED_MODULES[name]
         deprecated(name, new, stacklevel=level)
         # the import system returns sys.modules[name] after exec_module: the old path
-        # *is* the new module (same objects, same functions to patch)
-        sys.modules[name] = importlib.import_module(new)
+        # *is* the new module (same objects, same functions to patch), or, where some of
+        # its names live elsewhere now, a module that forwards each name to its home
+        sys.modules[name] = (_forwarding_module(name) if name in MOVED_NAMES
+                             else importlib.import_module(new))
 
 
 _FINDER = _MovedPaths()

@@ -7,6 +7,7 @@ one (pvlib's ``_deprecation.py`` wording: deprecated in, removed in, use instead
 from __future__ import annotations
 
 import importlib
+import json
 import subprocess
 import sys
 import warnings
@@ -14,8 +15,20 @@ import warnings
 import pytest
 
 from powerlab import _deprecation
-from powerlab._deprecation import DEPRECATED_IN, MOVED_MODULES, MOVED_PACKAGES, REMOVED_IN
+from powerlab._deprecation import (
+    DEPRECATED_IN,
+    MOVED_MODULES,
+    MOVED_NAMES,
+    MOVED_PACKAGES,
+    REMOVED_IN,
+)
 from powerlab.exceptions import PowerlabDeprecationWarning
+
+from .conftest import TEST_DATA
+
+#: Every module of powerlab 0.1.0 with an ``__all__`` and the names in it, listed from
+#: commit 6b16388 (the last 0.1 commit) by importing each module (see its README).
+API_01 = json.loads((TEST_DATA / "api" / "powerlab-0.1.0-all.json").read_text())
 
 
 def _fresh(name: str) -> None:
@@ -40,10 +53,22 @@ def test_a_moved_module_is_the_new_module_and_warns(old, new):
     _fresh(old)
     with pytest.warns(PowerlabDeprecationWarning) as rec:
         mod = importlib.import_module(old)
-    assert mod is importlib.import_module(new)
-    assert mod.__name__ == new and mod.__spec__.name == new     # the real module, untouched
     # (the first import of powerlab.grid.x also warns for the package powerlab.grid)
     _message_names(str(rec[-1].message), old, new)
+    if old not in MOVED_NAMES:
+        assert mod is importlib.import_module(new)
+        assert mod.__name__ == new and mod.__spec__.name == new  # the real module, untouched
+        return
+    # some of its names live elsewhere now: the old path forwards each to its home
+    real = importlib.import_module(new)
+    public = [n for n in getattr(real, "__all__", ()) if n not in MOVED_NAMES[old]]
+    for name in public[:5]:
+        assert getattr(mod, name) is getattr(real, name)
+    for name, home in MOVED_NAMES[old].items():
+        with pytest.warns(PowerlabDeprecationWarning) as rec:
+            value = getattr(mod, name)
+        assert value is getattr(importlib.import_module(home), name)
+        _message_names(str(rec[0].message), f"{old}.{name}", f"{home}.{name}")
 
 
 def test_from_import_of_a_moved_module_points_the_warning_at_the_caller(tmp_path):
@@ -121,3 +146,26 @@ def test_the_finder_is_installed_once_and_passes_other_imports_by():
     assert sum(isinstance(f, _deprecation._MovedPaths) for f in sys.meta_path) == 1
     assert _deprecation._FINDER.find_spec("powerlab.site.engine") is None
     assert _deprecation._FINDER.find_spec("json") is None
+
+
+@pytest.mark.parametrize("module", sorted(API_01))
+def test_every_public_name_of_0_1_still_imports_from_its_0_1_module(module):
+    """A notebook written against 0.1 runs on 0.2: ``from <0.1 module> import <name>``
+    works for every name of every 0.1 module's ``__all__`` (warning where it moved)."""
+    names = API_01[module]
+    missing = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PowerlabDeprecationWarning)
+        mod = importlib.import_module(module)
+        for name in names:
+            try:
+                getattr(mod, name)
+            except AttributeError:
+                missing.append(name)
+    assert not missing, f"{module}: {missing} no longer import from their 0.1 module"
+
+
+def test_the_0_1_listing_is_whole():
+    assert len(API_01) > 100 and sum(map(len, API_01.values())) > 900
+    assert "forecast" in API_01["powerlab.grid.forecast"]
+    assert "read_requirements" in API_01["powerlab.interconnect.requirements"]

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .._lazy import lazy_exports
 from ..exceptions import ParseError
 from ..telemetry import schema
 from ._common import (
@@ -408,3 +409,10 @@ class MLPerfPowerReader(ReaderEntrypoint):
 
     def guess_can_open_folder(self, path) -> bool:
         return any(_NODE.match(f.name) for f in path.iterdir())
+
+
+#: names of 0.1 that moved with the MLLOG training logs to :mod:`powerlab.iotools.mllog`
+#: (0.2.0): they still resolve here, with a deprecation warning, until 0.3.0
+_, __getattr__, _ = lazy_exports(__name__, {}, moved={
+    "powerlab.iotools.mllog": ("MLLogResult", "STEP_VARIABLE_MAP", "parse_mllog",
+                               "read_mllog")})
