@@ -612,12 +612,11 @@ def test_store_sums_read_one_folder_at_a_time_and_only_needed_columns(store, fra
     """The pandas engine never holds more than one date/host folder of telemetry: each
     read is one folder's files, projected to the five columns the sums need, and the
     folder's device means are folded before the next folder is read."""
-    from powerlab.telemetry import binning
-    from powerlab.telemetry import store as store_mod
+    from powerlab.telemetry import binning, engines
     from powerlab.telemetry.storefiles import partition_of
 
     calls, live, peak = [], set(), [0]
-    real_read, real_add = store_mod.read_tables, binning.BinSums.add
+    real_read, real_add = engines.read_tables, binning.BinSums.add
 
     def read(files, **kw):
         calls.append(([partition_of(f) for f in files], list(kw["columns"])))
@@ -629,7 +628,7 @@ def test_store_sums_read_one_folder_at_a_time_and_only_needed_columns(store, fra
         live.clear()                      # the folder read last is folded now
         return real_add(self, *a)
 
-    monkeypatch.setattr(store_mod, "read_tables", read)
+    monkeypatch.setattr(engines, "read_tables", read)
     monkeypatch.setattr(binning.BinSums, "add", add)
     got = ag.power_sums(store, "1min", engine="pandas")
     pd.testing.assert_frame_equal(got, ag.power_sums(frame, "1min"), check_exact=True)
