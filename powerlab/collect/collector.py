@@ -50,6 +50,14 @@ Faults
 Status events are written beside the data under ``STORE/events/`` (read them with
 :func:`read_events`), and the GPUs' static facts (name, UUID, serial, TDP, driver,
 capabilities) once per start under ``STORE/devices/`` (:func:`read_devices`).
+
+Parts
+-----
+:class:`Collector` holds the run (start, stop, live window, report, status events); its
+options are one :class:`~powerlab.collect.options.CollectorOptions`, and each thread's
+work is a part of its own: the sampling loop (:mod:`powerlab.collect.sampling`), the
+buffer, flushes and writer (:mod:`powerlab.collect.flushing`), and the hang watchdog,
+retries and XID events (:mod:`powerlab.collect.faults`).
 """
 
 from __future__ import annotations
