@@ -57,7 +57,7 @@ _EXPORTS = {
         "AggregationOptions", "EmptyResultWarning",
     ),
     "sources": (
-        "TelemetrySource", "telemetry_source",
+        "TelemetrySource", "read_parquet_telemetry", "telemetry_source",
     ),
     "partitions": (
         "open_store",

@@ -61,7 +61,7 @@ _DESCRIBE = {"frame": "a pandas DataFrame", "dask": "a Dask DataFrame",
              "store": "a store folder", "parquet": "a canonical telemetry .parquet file"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TelemetrySource:
     """One telemetry input and its kind (see :data:`KINDS`).
 
