@@ -359,12 +359,16 @@ WORKER_LIMIT = 480 * 2**20
 NO_PAUSE = {"distributed.worker.memory.pause": False,
             "distributed.worker.memory.spill": False,
             "distributed.worker.memory.target": False}
+#: Dask's NVML monitor would initialise NVML in this process and keep it initialised:
+#: with the fake libnvidia-ml of the collector tests loaded, a later test's scenario
+#: would then never be read (tests/telemetry/test_store_readers.py failed after these).
+NO_NVML = {"distributed.diagnostics.nvml": False}
 
 
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("distributed")
-    with dask.config.set(NO_PAUSE), \
+    with dask.config.set({**NO_PAUSE, **NO_NVML}), \
             distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                      memory_limit=WORKER_LIMIT, dashboard_address=None,
                                      silence_logs=40) as lc, distributed.Client(lc) as c:
@@ -376,8 +380,9 @@ def test_cli_scheduler_option_runs_on_an_existing_cluster(store, frame, tmp_path
     """`powerlab aggregate --scheduler ADDRESS` connects to that running scheduler and the
     work is done there (not on a default client or the local threads)."""
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None, silence_logs=40) as other:
+    with dask.config.set(NO_NVML), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                     dashboard_address=None, silence_logs=40) as other:
         before = other.scheduler.transition_counter
         out = tmp_path / "cluster.parquet"
         assert cli_main(["aggregate", str(store), "--by", "cluster", "--freq", "1min",
