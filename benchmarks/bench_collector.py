@@ -73,7 +73,7 @@ def _deadline_loop(seconds: float, work=None) -> tuple[float, float]:
 
 def sleep_floor(seconds: float) -> tuple[float, float]:
     """CPU per iteration [us] and rate [Hz] of a bare sleep-to-deadline loop at 1 kHz."""
-    from powerlab.collect.collector import _fine_timer_slack
+    from powerlab.collect.sampling import _fine_timer_slack
 
     _fine_timer_slack()  # as the collector's sampling thread does
     return _deadline_loop(seconds)

@@ -245,19 +245,32 @@ def _job_map(args):
 
 
 def run(args) -> int:
-    import contextlib
     import warnings
 
-    from ..telemetry import aggregate as ag
-    from ..telemetry import jobs as jb
-    from ..telemetry.engines import EmptyResultWarning
+    from ..telemetry.engines import EmptyResultWarning, resolve_engine
 
     start, end = _check_args(args)
     address = probe_scheduler(args.scheduler, args.timeout_s) if args.scheduler else None
-    from ..telemetry.engines import resolve_engine
-
     engine = "dask" if (args.scheduler or args.workers) else resolve_engine(args.engine)
     compute = engine in ("pandas", "duckdb")
+    lazy = _aggregate(args, engine, compute, start, end)
+    result = lazy if compute else _compute(args, lazy, address)
+    if len(result) == 0 and not compute:
+        from ..telemetry.engines import explain_empty
+
+        warnings.warn(explain_empty(f"aggregate --by {args.by}", args.store,
+                                    scope=args.scope, start=start, end=end),
+                      EmptyResultWarning, stacklevel=1)
+    _write(args, result)
+    return 0
+
+
+def _aggregate(args, engine: str, compute: bool, start, end):
+    """The power sums (or per-job power) of the store: computed on DuckDB or pandas, a
+    lazy Dask frame on Dask."""
+    from ..telemetry import aggregate as ag
+    from ..telemetry import jobs as jb
+
     jobs = _job_map(args) if args.by == "job" else None
     racks = None
     if args.racks is not None:
@@ -274,45 +287,56 @@ def run(args) -> int:
                                  progress=bar)
         if compute:
             bar.set_fraction(1.0)
+    return lazy
+
+
+def _compute(args, lazy, address):
+    """A lazy Dask result computed: on a running cluster (``--scheduler``), a local one
+    (``--workers``) or Dask's threads, with Dask's own progress."""
+    import contextlib
+
+    from ..telemetry import aggregate as ag
 
     with contextlib.ExitStack() as stack:
-        if compute:
-            result = lazy
-        elif args.scheduler or args.workers:
+        if args.scheduler or args.workers:
             import pandas as pd
-            from distributed import Client, LocalCluster, progress
+            from distributed import progress
 
-            if address:
-                try:
-                    client = stack.enter_context(Client(address,
-                                                        timeout=f"{args.timeout_s}s"))
-                except (OSError, TimeoutError) as exc:
-                    from ..exceptions import PowerlabError
-
-                    raise PowerlabError(f"cannot connect to the Dask scheduler at "
-                                        f"{address}: {exc}") from None
-            else:
-                cluster = stack.enter_context(LocalCluster(
-                    n_workers=args.workers, threads_per_worker=1, processes=True,
-                    memory_limit=args.memory_limit, dashboard_address=None))
-                client = stack.enter_context(Client(cluster))
+            client = _client(args, address, stack)
             futs = client.compute(lazy.to_delayed())
             if not args.no_progress:
                 progress(futs)
                 print()
-            result = ag.collect(pd.concat(client.gather(futs), ignore_index=True))
-        else:
-            from dask.diagnostics import ProgressBar
+            return ag.collect(pd.concat(client.gather(futs), ignore_index=True))
+        from dask.diagnostics import ProgressBar
 
-            if not args.no_progress:
-                stack.enter_context(ProgressBar())
-            result = ag.collect(lazy)
-    if len(result) == 0 and not compute:
-        from ..telemetry.engines import explain_empty
+        if not args.no_progress:
+            stack.enter_context(ProgressBar())
+        return ag.collect(lazy)
 
-        warnings.warn(explain_empty(f"aggregate --by {args.by}", args.store,
-                                    scope=args.scope, start=start, end=end),
-                      EmptyResultWarning, stacklevel=1)
+
+def _client(args, address, stack):
+    """A Dask client of the running scheduler at ``address``, or of a local cluster of
+    ``--workers`` processes (closed with ``stack``)."""
+    from distributed import Client, LocalCluster
+
+    if address:
+        try:
+            return stack.enter_context(Client(address, timeout=f"{args.timeout_s}s"))
+        except (OSError, TimeoutError) as exc:
+            from ..exceptions import PowerlabError
+
+            raise PowerlabError(f"cannot connect to the Dask scheduler at "
+                                f"{address}: {exc}") from None
+    cluster = stack.enter_context(LocalCluster(
+        n_workers=args.workers, threads_per_worker=1, processes=True,
+        memory_limit=args.memory_limit, dashboard_address=None))
+    return stack.enter_context(Client(cluster))
+
+
+def _write(args, result) -> None:
+    """The result to ``--out`` (CSV for spreadsheets, or Parquet), and for ``--by job``
+    the per-job figures on stdout."""
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.out.suffix == ".csv":
         spreadsheet_csv(result).to_csv(args.out, index=False)
@@ -322,9 +346,10 @@ def run(args) -> int:
     if args.by == "job" and len(result):
         import pandas as pd
 
+        from ..telemetry import jobs as jb
+
         with pd.option_context("display.width", 120, "display.max_columns", 10):
             print(jb.job_energy(result, args.freq).to_string(index=False))
-    return 0
 
 
 def spreadsheet_csv(frame):

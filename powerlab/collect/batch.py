@@ -33,47 +33,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import nvml
+from .fieldvalues import FV_DTYPE, decode_values
+from .nvml_codes import ERR_NOT_SUPPORTED
 from .sidetables import NAT
+from .signals import SAMPLE_COLUMNS, TIMESTAMP_COLUMNS
 from .slots import Chunk
 
-__all__ = ["FV_DTYPE", "PowerBatch", "decode_values"]
+__all__ = ["PowerBatch"]
 
-#: ``nvmlFieldValue_t`` (40 bytes): fieldId, scopeId, timestamp [us], latencyUsec,
-#: valueType, nvmlReturn and the 8-byte value union (read as unsigned 64-bit).
-FV_DTYPE = np.dtype([("fieldId", "<u4"), ("scopeId", "<u4"), ("timestamp", "<i8"),
-                     ("latency", "<i8"), ("vtype", "<u4"), ("ret", "<u4"),
-                     ("value", "<u8")])
 _KMAX = 4
-_NS = len(nvml.SAMPLE_COLUMNS)
-_NT = len(nvml.TIMESTAMP_COLUMNS)
-_POWER_MASK = 1  # the power group's bit (nvml.GROUPS order)
-
-
-def decode_values(vtype: np.ndarray, raw: np.ndarray) -> np.ndarray:
-    """Field values as float64 from NVML's ``valueType`` and the raw 8-byte union
-    (the vector form of :func:`powerlab.collect.nvml._decode_raw`)."""
-    if vtype.size and (vtype == 1).all():  # the power fields' type: the common case
-        return (raw & 0xFFFFFFFF).astype(np.float64)
-    if vtype.size and (vtype == 3).all():  # the energy counter's
-        return raw.astype(np.float64)
-    out = np.empty(raw.shape, dtype=np.float64)
-    for t in np.unique(vtype):
-        m = vtype == t
-        r = raw[m]
-        if t == 1:  # unsigned int
-            out[m] = r & 0xFFFFFFFF
-        elif t in (2, 3):  # unsigned long / unsigned long long
-            out[m] = r
-        elif t == 0:  # double
-            out[m] = r.view(np.float64)
-        elif t == 4:  # signed long long
-            out[m] = r.view(np.int64)
-        elif t == 5:  # signed int
-            out[m] = (r & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
-        else:  # unsigned short
-            out[m] = r & 0xFFFF
-    return out
+_NS = len(SAMPLE_COLUMNS)
+_NT = len(TIMESTAMP_COLUMNS)
+_POWER_MASK = 1  # the power group's bit (signals.GROUPS order)
 
 
 class PowerBatch:
@@ -197,13 +168,7 @@ class PowerBatch:
     def _dense(self, t: int) -> Chunk:
         """Every GPU in every tick, one plan, no error: whole-batch arrays (t, n)."""
         g = self.n
-        rec = self.rec[:t]
-        vals = [np.full((t, g), math.nan) for _ in range(3)]
-        tsv = [None, None, None]
-        for f, (col, ts_slot, scale) in enumerate(self.plans[0][4]):
-            r = rec[:, :, f]
-            vals[col] = decode_values(r["vtype"], r["value"]) * scale
-            tsv[ts_slot] = r["timestamp"]
+        vals, tsv = self._dense_values(t)
         wall = self.wall
         mono = np.asarray(self.mono, dtype=np.float64).reshape(t, g)
         slots = self.slots
@@ -224,18 +189,45 @@ class PowerBatch:
         if not e_ok or (e[0] < last_e).any() or (t > 1 and (e[1:] < e[:-1]).any()) \
                 or np.isnan(p).any() or tp is None:
             # NaN or an energy-counter reset somewhere: GPU by GPU
-            rows_sel = np.arange(t * g).reshape(t, g)
-            flat = [v.ravel() for v in vals]
-            tsf = np.zeros((3, t * g), dtype=np.int64)
-            tok = np.zeros((3, t * g), dtype=bool)
-            for k in range(3):
-                if tsv[k] is not None:
-                    tsf[k] = tsv[k].ravel()
-                    tok[k] = True
-            for pos in range(g):
-                sel = rows_sel[:, pos]
-                _account(slots[pos], rows, sel, mono[:, pos], flat, tsf, tok, wall)
-            return rows
+            self._account_each(rows, t, vals, tsv, mono)
+        else:
+            self._account_all(rows, t, mono, (p, tp), (e, te))
+        return rows
+
+    def _dense_values(self, t: int) -> tuple[list, list]:
+        """The power group's values (t, n) and NVML timestamps (t, n, or None) of a
+        dense batch, decoded with its one plan."""
+        rec = self.rec[:t]
+        vals = [np.full((t, self.n), math.nan) for _ in range(3)]
+        tsv = [None, None, None]
+        for f, (col, ts_slot, scale) in enumerate(self.plans[0][4]):
+            r = rec[:, :, f]
+            vals[col] = decode_values(r["vtype"], r["value"]) * scale
+            tsv[ts_slot] = r["timestamp"]
+        return vals, tsv
+
+    def _account_each(self, rows: Chunk, t: int, vals, tsv, mono: np.ndarray) -> None:
+        """Account a dense batch GPU by GPU (:func:`_account`: NaN readings, counter
+        resets)."""
+        g = self.n
+        rows_sel = np.arange(t * g).reshape(t, g)
+        flat = [v.ravel() for v in vals]
+        tsf = np.zeros((3, t * g), dtype=np.int64)
+        tok = np.zeros((3, t * g), dtype=bool)
+        for k in range(3):
+            if tsv[k] is not None:
+                tsf[k] = tsv[k].ravel()
+                tok[k] = True
+        for pos in range(g):
+            sel = rows_sel[:, pos]
+            _account(self.slots[pos], rows, sel, mono[:, pos], flat, tsf, tok, self.wall)
+
+    def _account_all(self, rows: Chunk, t: int, mono: np.ndarray, power, energy) -> None:
+        """Account a dense batch without NaN or counter reset: rates, jitter, energy
+        two ways and the latest rows of every GPU from whole-batch arrays; ``power`` is
+        ``(p, tp)`` and ``energy`` ``(e, te)``, values and times (t, n)."""
+        g = self.n
+        (p, tp), (e, te) = power, energy
         d = np.diff(mono, axis=0)
         sum_d = d.sum(0).tolist()
         sum_d2 = (d * d).sum(0).tolist()
@@ -247,7 +239,7 @@ class PowerBatch:
         e0, e1 = e[0].tolist(), e[-1].tolist()
         te0, te1 = te[0].tolist(), te[-1].tolist()
         latest = rows.rows(range((t - 1) * g, t * g))
-        for pos, slot in enumerate(slots):
+        for pos, slot in enumerate(self.slots):
             if slot.n:
                 dt = m0[pos] - slot.last
                 slot.sum_dt += sum_d[pos] + dt
@@ -272,7 +264,6 @@ class PowerBatch:
             slot.int_n += t - 1
             slot.p_prev, slot.p_t = p1[pos], tp1[pos]
             slot.latest[_POWER_MASK] = latest[pos]
-        return rows
 
     def _general(self) -> tuple[Chunk | list, list]:
         """Any batch: GPUs missing from some ticks, per-field returns, mixed plans."""
@@ -283,13 +274,13 @@ class PowerBatch:
         mono = np.asarray(self.mono, dtype=np.float64)
         failed = []
         rets = recs["ret"]
-        bad = ((rets != 0) & (rets != nvml.ERR_NOT_SUPPORTED)).any(axis=1)
+        bad = ((rets != 0) & (rets != ERR_NOT_SUPPORTED)).any(axis=1)
         if bad.any():  # a GPU is taken out at its first bad sample
             keep = np.ones(len(j), dtype=bool)
             for pos in np.unique(pos_all[bad]).tolist():
                 q = int(np.flatnonzero(bad & (pos_all == pos))[0])
                 k = self.calls[pos][2]
-                ret = next(int(r) for r in rets[q, :k] if r not in (0, nvml.ERR_NOT_SUPPORTED))
+                ret = next(int(r) for r in rets[q, :k] if r not in (0, ERR_NOT_SUPPORTED))
                 failed.append((pos, ret, wall[q], float(mono[q])))
                 keep &= ~((pos_all == pos) & (np.arange(len(j)) >= q))
             j, pos_all, recs, mono = j[keep], pos_all[keep], recs[keep], mono[keep]

@@ -1,9 +1,10 @@
 """Fault handling of a running collector: the hang watchdog, GPU retries and XID events.
 
 :class:`FaultHandling` is the part of :class:`powerlab.collect.collector.Collector` that
-runs in its retry thread (see the Faults section there): it replaces a sampling thread
-whose NVML call hung, retries lost GPUs with exponential backoff, each retry in its own
-thread, and records XID errors NVML reports through its event set.
+takes a failed GPU out of sampling (:meth:`FaultHandling._fail`) and runs in its retry
+thread (see the Faults section there): it replaces a sampling thread whose NVML call hung,
+retries lost GPUs with exponential backoff, each retry in its own thread, and records XID
+errors NVML reports through its event set.
 """
 
 from __future__ import annotations
@@ -21,6 +22,23 @@ __all__ = ["FaultHandling"]
 
 class FaultHandling:
     """Mixin of :class:`~powerlab.collect.collector.Collector`: its fault handling."""
+
+    def _fail(self, slot: Slot, exc: BaseException, wall_ns: int, mono: float) -> None:
+        """Take a GPU out of sampling after ``exc`` and schedule its first retry."""
+        kind = getattr(exc, "kind", "error")
+        if kind not in ("lost", "timeout", "unknown", "hang"):
+            kind = "error"
+        # the retry thread picks a slot up once it is down: schedule the retry first
+        slot.kind = kind
+        slot.attempt = 0
+        slot.backoff = self.retry_backoff_s[0]
+        slot.next_retry = mono + slot.backoff
+        slot.device = None
+        slot.latest = {}  # a GPU that is down leaves /metrics, not frozen in it
+        slot.down = True
+        if self._batch is not None:
+            self._batch.changed()
+        self._event(slot, kind, str(exc), 0, slot.backoff, wall_ns)
 
     def _watchdog(self) -> None:
         """Replace the sampling thread when its NVML call has hung (see Faults)."""

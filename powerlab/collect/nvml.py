@@ -20,6 +20,11 @@ gives the rest of powerlab a small typed surface:
 * units converted right here: mW -> W, mJ -> J.  A quantity the GPU does not support is
   NaN, never 0.
 
+What needs no ``pynvml`` lives beside it: the columns and signal groups of a sample
+(:mod:`powerlab.collect.signals`), the field ids, record layout and decoding of field
+values (:mod:`powerlab.collect.fieldvalues`) and the return codes with the powerlab
+exception of each (:mod:`powerlab.collect.nvml_codes`).
+
 References
 ----------
 .. [1] NVIDIA, "NVML API Reference Guide", Field Value Enums and Device Queries.
@@ -30,16 +35,25 @@ References
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import math
-import struct
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from .._options import choice
-from ..exceptions import GPULostError, NVMLError, NVMLUnavailableError
+from ..exceptions import NVMLError, NVMLUnavailableError
+from .fieldvalues import COLUMN_POS, FIELDS, FV_STRUCT, decode_raw
+from .nvml_codes import (
+    ERR_FUNCTION_NOT_FOUND,
+    ERR_NOT_SUPPORTED,
+    ERR_TIMEOUT,
+    ERR_UNKNOWN,
+    SUCCESS,
+    powerlab_error,
+)
+from .signals import ALL_GROUPS, GROUPS, SAMPLE_COLUMNS, TIMESTAMP_COLUMNS, group_mask
 
 try:  # the optional dependency: pip install "powerlab[nvml]"
     import pynvml
@@ -47,6 +61,7 @@ except ImportError:  # pragma: no cover - exercised only without nvidia-ml-py
     pynvml = None
 
 __all__ = [
+    "ALL_GROUPS",
     "GROUPS",
     "SAMPLE_COLUMNS",
     "TIMESTAMP_COLUMNS",
@@ -56,6 +71,7 @@ __all__ = [
     "device_count",
     "driver_version",
     "error_for",
+    "group_mask",
     "init",
     "is_available",
     "nvml_errors",
@@ -65,83 +81,9 @@ __all__ = [
 
 NAN = math.nan
 
-#: Measurements returned by :meth:`Device.read`, in order (canonical names and units).
-SAMPLE_COLUMNS: tuple[str, ...] = (
-    "power_w", "power_avg_w", "energy_j", "temp_gpu_c", "temp_mem_c", "clock_sm_mhz",
-    "clock_mem_mhz", "throttle_reasons", "util_gpu_pct", "util_mem_pct", "power_limit_w",
-)
-#: NVML's own per-field timestamps [us since the Unix epoch] that follow them in the tuple
-#: (``None`` when the value came from an individual call or was not read).
-TIMESTAMP_COLUMNS: tuple[str, ...] = (
-    "nvml_time_power", "nvml_time_power_avg", "nvml_time_energy", "nvml_time_temp_mem",
-)
-
-#: Signal groups that can be sampled at their own rates, and their columns.
-GROUPS: dict[str, tuple[str, ...]] = {
-    "power": ("power_w", "power_avg_w", "energy_j"),
-    "temperature": ("temp_gpu_c", "temp_mem_c"),
-    "clocks": ("clock_sm_mhz", "clock_mem_mhz", "throttle_reasons"),
-    "utilization": ("util_gpu_pct", "util_mem_pct"),
-    "power_limit": ("power_limit_w",),
-}
-_GROUP_BIT = {g: 1 << i for i, g in enumerate(GROUPS)}
-ALL_GROUPS = sum(_GROUP_BIT.values())
-
-# error codes (copied so that this module imports without pynvml)
-_SUCCESS = 0
-_ERR_UNINITIALIZED = 1
-_ERR_NOT_SUPPORTED = 3
-ERR_NOT_SUPPORTED = _ERR_NOT_SUPPORTED  # for powerlab.collect.batch
-_ERR_NO_PERMISSION = 4
-_ERR_DRIVER_NOT_LOADED = 9
-_ERR_TIMEOUT = 10
-_ERR_LIBRARY_NOT_FOUND = 12
-_ERR_FUNCTION_NOT_FOUND = 13
-_ERR_GPU_IS_LOST = 15
-_ERR_LIB_RM_VERSION_MISMATCH = 18
-_ERR_UNKNOWN = 999
-
-_KIND = {
-    _ERR_GPU_IS_LOST: "lost",
-    _ERR_TIMEOUT: "timeout",
-    _ERR_UNKNOWN: "unknown",
-    _ERR_NOT_SUPPORTED: "not_supported",
-    _ERR_FUNCTION_NOT_FOUND: "not_supported",
-    _ERR_LIBRARY_NOT_FOUND: "unavailable",
-    _ERR_DRIVER_NOT_LOADED: "unavailable",
-    _ERR_LIB_RM_VERSION_MISMATCH: "unavailable",
-    _ERR_UNINITIALIZED: "unavailable",
-    _ERR_NO_PERMISSION: "permission",
-}
-_HINT = {
-    _ERR_LIBRARY_NOT_FOUND: "NVML library libnvidia-ml.so.1 not found; is the NVIDIA driver "
-                            "installed and on the library path?",
-    _ERR_DRIVER_NOT_LOADED: "the NVIDIA kernel driver is not loaded",
-    _ERR_LIB_RM_VERSION_MISMATCH: "NVML library and kernel driver versions differ "
-                                  "(reboot or reload the driver)",
-    _ERR_UNINITIALIZED: "NVML is not initialised (call powerlab.collect.nvml.init() first)",
-}
-
-# field ids (NVML_FI_DEV_*)
-FI_MEMORY_TEMP = 82
-FI_TOTAL_ENERGY = 83
-FI_POWER_AVERAGE = 185
-FI_POWER_INSTANT = 186
-
 
 def _to_powerlab(exc: BaseException) -> NVMLError:
-    code = getattr(exc, "value", _ERR_UNKNOWN)
-    kind = _KIND.get(code, "error")
-    text = _HINT.get(code) or f"NVML error: {exc}"
-    if code == _ERR_GPU_IS_LOST:
-        err: NVMLError = GPULostError(f"GPU is lost (NVML_ERROR_GPU_IS_LOST): {exc}")
-    elif kind == "unavailable":
-        err = NVMLUnavailableError(text)
-    else:
-        err = NVMLError(f"{text} (NVML return code {code})")
-    err.code = code  # type: ignore[attr-defined]
-    err.kind = kind  # type: ignore[attr-defined]
-    return err
+    return powerlab_error(getattr(exc, "value", ERR_UNKNOWN), str(exc))
 
 
 F = TypeVar("F", bound=Callable)
@@ -286,49 +228,17 @@ class DeviceInfo:
     minor_number: int = -1
 
 
-# c_nvmlFieldValue_t: fieldId u32, scopeId u32, timestamp i64, latencyUsec i64,
-# valueType u32, nvmlReturn u32, value (8-byte union) -- 40 bytes, no padding
-_FV = struct.Struct("<IIqqIIQ")
-_U64 = struct.Struct("<Q")
-_DBL = struct.Struct("<d")
-_I64 = struct.Struct("<q")
-
-
-def _decode_raw(vtype: int, raw: int):
-    """A field value from its 8 raw bytes (as an unsigned 64-bit int) and its type."""
-    if vtype == 1:  # unsigned int
-        return raw & 0xFFFFFFFF
-    if vtype == 3 or vtype == 2:  # unsigned long long / unsigned long
-        return raw
-    if vtype == 0:  # double
-        return _DBL.unpack(_U64.pack(raw))[0]
-    if vtype == 4:  # signed long long
-        return _I64.unpack(_U64.pack(raw))[0]
-    if vtype == 5:  # signed int
-        v = raw & 0xFFFFFFFF
-        return v - (1 << 32) if v >= 1 << 31 else v
-    return raw & 0xFFFF  # unsigned short
-
-
 def _supported(call: Callable) -> bool:
     """Run ``call`` once; False on NOT_SUPPORTED / FUNCTION_NOT_FOUND, re-raise others."""
     try:
         call()
     except pynvml.NVMLError as exc:
-        if exc.value in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND):
+        if exc.value in (ERR_NOT_SUPPORTED, ERR_FUNCTION_NOT_FOUND):
             return False
         raise
     return True
 
 
-# (column, field id, timestamp slot, scale to SI, fallback call name)
-_FIELDS = (
-    ("power_w", FI_POWER_INSTANT, 0, 1e-3, None),
-    ("power_avg_w", FI_POWER_AVERAGE, 1, 1e-3, "nvmlDeviceGetPowerUsage"),
-    ("energy_j", FI_TOTAL_ENERGY, 2, 1e-3, "nvmlDeviceGetTotalEnergyConsumption"),
-    ("temp_mem_c", FI_MEMORY_TEMP, 3, 1.0, None),
-)
-_COL_POS = {c: i for i, c in enumerate(SAMPLE_COLUMNS)}
 _NCOL = len(SAMPLE_COLUMNS)
 
 
@@ -356,13 +266,13 @@ class Device:
         try:
             serial = str(pynvml.nvmlDeviceGetSerial(h))
         except pynvml.NVMLError as exc:
-            if exc.value not in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND):
+            if exc.value not in (ERR_NOT_SUPPORTED, ERR_FUNCTION_NOT_FOUND):
                 raise
             serial = ""
         try:
             tdp_w = pynvml.nvmlDeviceGetPowerManagementDefaultLimit(h) / 1000.0
         except pynvml.NVMLError as exc:
-            if exc.value not in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND):
+            if exc.value not in (ERR_NOT_SUPPORTED, ERR_FUNCTION_NOT_FOUND):
                 raise
             tdp_w = NAN
         caps = self._probe(h)
@@ -371,12 +281,12 @@ class Device:
             busid = pynvml.nvmlDeviceGetPciInfo(h).busId
             pci = busid.decode() if isinstance(busid, bytes) else str(busid)
         except pynvml.NVMLError as exc:
-            if exc.value not in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND):
+            if exc.value not in (ERR_NOT_SUPPORTED, ERR_FUNCTION_NOT_FOUND):
                 raise
         try:
             minor = int(pynvml.nvmlDeviceGetMinorNumber(h))
         except pynvml.NVMLError as exc:
-            if exc.value not in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND):
+            if exc.value not in (ERR_NOT_SUPPORTED, ERR_FUNCTION_NOT_FOUND):
                 raise
         self._memory = _supported(lambda: pynvml.nvmlDeviceGetMemoryInfo(h))
         self.info = DeviceInfo(self.index, name, uuid, serial, tdp_w,
@@ -390,19 +300,19 @@ class Device:
     # -- capability probe (once) ----------------------------------------------------
     def _probe(self, h) -> dict[str, str]:
         caps: dict[str, str] = {}
-        ids = [f[1] for f in _FIELDS]
+        ids = [f[1] for f in FIELDS]
         try:
             vals = pynvml.nvmlDeviceGetFieldValues(h, ids)
             rets = [v.nvmlReturn for v in vals]
         except pynvml.NVMLError as exc:
-            if exc.value not in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND):
+            if exc.value not in (ERR_NOT_SUPPORTED, ERR_FUNCTION_NOT_FOUND):
                 raise
-            rets = [_ERR_NOT_SUPPORTED] * len(ids)
-        for (col, _fid, _slot, _scale, fallback), ret in zip(_FIELDS, rets):
-            if ret == _SUCCESS:
+            rets = [ERR_NOT_SUPPORTED] * len(ids)
+        for (col, _fid, _slot, _scale, fallback), ret in zip(FIELDS, rets):
+            if ret == SUCCESS:
                 caps[col] = "field"
                 continue
-            if ret not in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND):
+            if ret not in (ERR_NOT_SUPPORTED, ERR_FUNCTION_NOT_FOUND):
                 raise pynvml.NVMLError(ret)
             if fallback and _supported(lambda fb=fallback: getattr(pynvml, fb)(h)):
                 caps[col] = "call"
@@ -442,11 +352,11 @@ class Device:
         for k in range(4):
             power, temp = bool(k & 1), bool(k & 2)
             ids, slots = [], []
-            for col, fid, ts_slot, scale, _fb in _FIELDS:
+            for col, fid, ts_slot, scale, _fb in FIELDS:
                 want = temp if col == "temp_mem_c" else power
                 if want and caps[col] == "field":
                     ids.append(fid)
-                    slots.append((_COL_POS[col], ts_slot, scale))
+                    slots.append((COLUMN_POS[col], ts_slot, scale))
             arr_type = pynvml.c_nvmlFieldValue_t * max(len(ids), 1)
             arr = arr_type()
             for i, fid in enumerate(ids):
@@ -502,18 +412,18 @@ class Device:
             if self._fv_fn is not None:
                 buf = bytearray(template)
                 ret = self._fv_fn(h, len(ids), arr_type.from_buffer(buf))
-                if ret != _SUCCESS:
+                if ret != SUCCESS:
                     raise pynvml.NVMLError(ret)
             else:
                 buf = memoryview(pynvml.nvmlDeviceGetFieldValues(h, ids)).cast("B")
             # decode the array in one pass over its bytes: pynvml's structures answer each
             # attribute access through a slow Python __getattribute__
-            for rec, (pos, ts_slot, scale) in zip(_FV.iter_unpack(buf), slots):
+            for rec, (pos, ts_slot, scale) in zip(FV_STRUCT.iter_unpack(buf), slots):
                 ret = rec[5]
-                if ret == _SUCCESS:
-                    out[pos] = _decode_raw(rec[4], rec[6]) * scale
+                if ret == SUCCESS:
+                    out[pos] = decode_raw(rec[4], rec[6]) * scale
                     ts[ts_slot] = rec[2]
-                elif ret != _ERR_NOT_SUPPORTED:
+                elif ret != ERR_NOT_SUPPORTED:
                     raise pynvml.NVMLError(ret)
         has = self._has
         if power:
@@ -555,15 +465,6 @@ def error_for(ret: int) -> NVMLError:
     return _to_powerlab(pynvml.NVMLError(ret))
 
 
-def group_mask(names: Iterable[str]) -> int:
-    """Bit set for signal-group names (see :data:`GROUPS`)."""
-    mask = 0
-    for n in names:
-        choice(n, "signal group", tuple(GROUPS))
-        mask |= _GROUP_BIT[n]
-    return mask
-
-
 #: NVML event type of XID critical errors (``nvmlEventTypeXidCriticalError``).
 EVENT_XID = 8
 
@@ -580,8 +481,6 @@ class XidWatcher:
 
     @nvml_errors
     def __init__(self, devices: Iterable[Device]):
-        import ctypes
-
         self._set = pynvml.nvmlEventSetCreate()
         self._by_handle: dict[int, int] = {}
         self.watched: list[int] = []
@@ -589,7 +488,7 @@ class XidWatcher:
             try:
                 pynvml.nvmlDeviceRegisterEvents(dev.handle, EVENT_XID, self._set)
             except pynvml.NVMLError as exc:
-                if exc.value not in (_ERR_NOT_SUPPORTED, _ERR_FUNCTION_NOT_FOUND):
+                if exc.value not in (ERR_NOT_SUPPORTED, ERR_FUNCTION_NOT_FOUND):
                     raise
                 continue
             self._by_handle[ctypes.cast(dev.handle, ctypes.c_void_p).value] = dev.index
@@ -598,12 +497,10 @@ class XidWatcher:
     @nvml_errors
     def wait(self, timeout_ms: int) -> tuple[int, int] | None:
         """The next XID as ``(gpu_index, xid)``, or None after ``timeout_ms`` [ms]."""
-        import ctypes
-
         try:
             data = pynvml.nvmlEventSetWait_v2(self._set, int(timeout_ms))
         except pynvml.NVMLError as exc:
-            if exc.value == _ERR_TIMEOUT:
+            if exc.value == ERR_TIMEOUT:
                 return None
             raise
         if not data.eventType & EVENT_XID:

@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .._summary import Summary
+from .._summary import Results, Summary
 
 __all__ = ["CollectorReport"]
 
 
-@dataclass(frozen=True)
-class CollectorReport:
+@dataclass(frozen=True, repr=False)
+class CollectorReport(Results):
     """What a collector achieved: rates, jitter, energy both ways, events, files.
 
     Attributes
@@ -78,8 +78,8 @@ class CollectorReport:
             s.add_text(f"error: {self.error}")
         return s
 
-    def __str__(self) -> str:
-        return str(self.summary())
-
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
+    def _repr_line(self) -> str:
+        return (f"<CollectorReport: {len(self.gpus)} GPU(s), {self.duration_s:.1f} s at "
+                f"{1 / self.interval_s:g} Hz, {self.rows_written} samples in "
+                f"{self.files_written} file(s)"
+                + (f", error: {self.error}" if self.error else "") + ">")

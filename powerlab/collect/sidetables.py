@@ -9,14 +9,24 @@ telemetry (``STORE/**/*.parquet``) never pick them up (atomic, see
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..exceptions import StoreError
+from ..telemetry.store import atomic_write_bytes
+from ..telemetry.storefiles import (
+    clean_dead_temporaries,
+    owner_tag,
+    side_table_dir,
+    side_table_files,
+)
 
 __all__ = ["DEVICE_COLUMNS", "EVENT_COLUMNS", "device_facts_frame", "events_frame",
            "read_devices", "read_events", "ts_column", "write_side_table"]
@@ -69,12 +79,6 @@ def write_side_table(root: Path, kind: str, frame: pd.DataFrame) -> Path:
     """Write a side table (``events``, ``devices``) of a store as a new Parquet file,
     atomically (see store.atomic_write_bytes); temporary files that a killed writer of
     this host left in the folder are removed first."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from ..telemetry.store import atomic_write_bytes
-    from ..telemetry.storefiles import clean_dead_temporaries, owner_tag, side_table_dir
-
     stamp = frame["timestamp"].min().strftime("%Y%m%dT%H%M%S%fZ")
     folder = side_table_dir(root, kind)
     # several collectors share this folder: only leftovers of dead writers are removed
@@ -86,10 +90,6 @@ def write_side_table(root: Path, kind: str, frame: pd.DataFrame) -> Path:
 
 def _read_side_table(root, kind: str, empty: pd.DataFrame, sort_by: list[str]) -> pd.DataFrame:
     """All files of a side table of a store, concatenated and sorted."""
-    import pyarrow.parquet as pq
-
-    from ..telemetry.storefiles import side_table_files
-
     files = side_table_files(root, kind)
     if not files:
         return empty
@@ -121,8 +121,6 @@ def read_devices(root: str | Path) -> pd.DataFrame:
 
 def device_facts_frame(devices: dict, host: str) -> pd.DataFrame:
     """Static facts of opened GPUs (``{index: Device}``), one row each, stamped now."""
-    import json
-
     rows = []
     now = pd.Timestamp.now(tz="UTC")
     for i, dev in sorted(devices.items()):

@@ -17,25 +17,27 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..telemetry.schema import conform, empty_frame
 from . import nvml
 from .metrics import DCGM_FIELDS
 from .sidetables import NAT, ts_column
+from .signals import GROUPS, SAMPLE_COLUMNS, TIMESTAMP_COLUMNS
 
 __all__ = ["I_ENERGY", "I_POWER", "I_TS_ENERGY", "I_TS_POWER", "ROW_COLS", "Chunk", "Slot",
            "first_wall", "gpu_table", "is_full", "last_wall", "latest_by_gpu",
            "parts_to_frame", "rows_to_frame"]
 
-ROW_COLS = ("_wall_ns", "gpu_index", "gpu_uuid", "monotonic_s", *nvml.SAMPLE_COLUMNS,
-            *nvml.TIMESTAMP_COLUMNS)
-_NS = len(nvml.SAMPLE_COLUMNS)
-I_POWER = 4 + nvml.SAMPLE_COLUMNS.index("power_w")
-I_ENERGY = 4 + nvml.SAMPLE_COLUMNS.index("energy_j")
-I_TS_POWER = 4 + _NS + nvml.TIMESTAMP_COLUMNS.index("nvml_time_power")
-I_TS_ENERGY = 4 + _NS + nvml.TIMESTAMP_COLUMNS.index("nvml_time_energy")
-_I_THROTTLE = 4 + nvml.SAMPLE_COLUMNS.index("throttle_reasons")
+ROW_COLS = ("_wall_ns", "gpu_index", "gpu_uuid", "monotonic_s", *SAMPLE_COLUMNS,
+            *TIMESTAMP_COLUMNS)
+_NS = len(SAMPLE_COLUMNS)
+I_POWER = 4 + SAMPLE_COLUMNS.index("power_w")
+I_ENERGY = 4 + SAMPLE_COLUMNS.index("energy_j")
+I_TS_POWER = 4 + _NS + TIMESTAMP_COLUMNS.index("nvml_time_power")
+I_TS_ENERGY = 4 + _NS + TIMESTAMP_COLUMNS.index("nvml_time_energy")
+_I_THROTTLE = 4 + SAMPLE_COLUMNS.index("throttle_reasons")
 _I_TS0 = 4 + _NS
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
-_GROUP_BIT = {c: 1 << gi for gi, cols in enumerate(nvml.GROUPS.values()) for c in cols}
+_GROUP_BIT = {c: 1 << gi for gi, cols in enumerate(GROUPS.values()) for c in cols}
 _METRIC_COLUMNS = tuple(f[1] for f in DCGM_FIELDS if f[1] in _GROUP_BIT)
 _POS = {c: i for i, c in enumerate(ROW_COLS)}
 
@@ -112,14 +114,12 @@ def parts_to_frame(parts: Sequence, host: str, conformed: bool = True,
     the parts' order, or with ``by_gpu`` in the store's order (GPU, then time: what
     :func:`~powerlab.telemetry.schema.conform` sorts into, so the store's sort and its
     Parquet encoding have less to do); conformed and sorted when asked."""
-    from ..telemetry.schema import conform, empty_frame
-
     parts = [p for p in parts if len(p)]
     if not parts:
         out = empty_frame()
         for c in ("monotonic_s", "power_avg_w", "util_mem_pct"):
             out[c] = pd.Series([], dtype="float64")
-        for c in nvml.TIMESTAMP_COLUMNS:
+        for c in TIMESTAMP_COLUMNS:
             out[c] = pd.Series([], dtype="datetime64[ns, UTC]")
         return conform(out)
     merged: list = []  # runs of per-tick row lists joined: one transposition each
@@ -151,7 +151,7 @@ def parts_to_frame(parts: Sequence, host: str, conformed: bool = True,
         "gpu_uuid": pd.array(uuids if order is None else uuids[order], dtype="string"),
         "monotonic_s": column(3, _float_piece),
     }
-    for c, name in enumerate(nvml.SAMPLE_COLUMNS, start=4):
+    for c, name in enumerate(SAMPLE_COLUMNS, start=4):
         if name == "throttle_reasons":
             vals, mask = [], []
             for cols, k in pieces:
@@ -169,7 +169,7 @@ def parts_to_frame(parts: Sequence, host: str, conformed: bool = True,
             data[name] = pd.arrays.IntegerArray(vals_a, mask_a)
         else:
             data[name] = column(c, _float_piece)
-    for c, name in enumerate(nvml.TIMESTAMP_COLUMNS, start=4 + _NS):
+    for c, name in enumerate(TIMESTAMP_COLUMNS, start=4 + _NS):
         data[name] = ts_column(column(c, _ts_piece), 1000)
     frame = pd.DataFrame(data)
     return conform(frame) if conformed else frame
@@ -288,7 +288,7 @@ def gpu_table(slots: Sequence[Slot], span: float) -> pd.DataFrame:
             "achieved_rate_hz": rate, "interval_mean_s": mean, "jitter_ms": jitter,
             "max_gap_s": s.max_dt if n > 1 else math.nan, "down": s.down,
         }
-        for gi, g in enumerate(nvml.GROUPS):
+        for gi, g in enumerate(GROUPS):
             n_g = sum(c for mask, c in s.mask_n.items() if mask & (1 << gi))
             row[f"rate_{g}_hz"] = n_g / span
         row["energy_counter_j"] = counter

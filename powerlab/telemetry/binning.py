@@ -13,8 +13,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from ..exceptions import PowerlabError
+from ..exceptions import PowerlabError, StoreError
 from .timeutil import to_epoch_ns
 
 __all__ = ["DAY_NS", "DEVICE_KEY", "BinSums", "DeviceMeans", "SortedDevices", "bin_width_ns",
@@ -356,11 +358,6 @@ class DeviceMeans:
 def _batch_columns(rb, column: str):
     """(timestamps [ns], scope dictionary, scope indices, gpu_index (-1 for NA), values)
     of one record batch; absent optional columns read as NA, as :func:`read_files` does."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from ..exceptions import StoreError
-
     n = rb.num_rows
     names = rb.schema.names
     ts = rb.column("timestamp")

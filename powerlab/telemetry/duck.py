@@ -32,11 +32,17 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 
+import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..exceptions import SchemaError, StoreError, Violation
+from .binning import BinSums, utc_series
+from .storefiles import partition_of
 from .timeutil import to_epoch_ns
 
 __all__ = ["duckdb_job_power", "duckdb_power_sums"]
@@ -46,8 +52,6 @@ _THREADS_ENV = "POWERLAB_DUCKDB_THREADS"
 
 
 def _connect():
-    import duckdb
-
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     threads = os.environ.get(_THREADS_ENV)
@@ -58,11 +62,6 @@ def _connect():
 
 def _overlapping(files: list[str]) -> bool:
     """Whether two files of one date/host folder may hold the same timestamps."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from .storefiles import partition_of
-
     by_folder: dict = {}
     for f in files:
         by_folder.setdefault(partition_of(f), []).append(f)
@@ -119,8 +118,6 @@ def _source(files: list[str], start, end, scope: str | None, dedup: bool,
 
 
 def _empty(keys) -> pd.DataFrame:
-    from .binning import BinSums
-
     return BinSums().frame(keys, 1)
 
 
@@ -136,8 +133,6 @@ def _no_null_times(con, files, df: pd.DataFrame) -> None:
 
 
 def _result(df: pd.DataFrame, keys, bin_ns: int) -> pd.DataFrame:
-    from .binning import utc_series
-
     out = {k: pd.array(df[k].to_numpy(dtype=object), dtype="string") for k in keys}
     out["timestamp"] = utc_series(df["bin"].to_numpy(dtype=np.int64) * bin_ns)
     out["power_w"] = pd.Series(df["power_w"].to_numpy(dtype=np.float64, na_value=np.nan))
@@ -149,8 +144,6 @@ def _result(df: pd.DataFrame, keys, bin_ns: int) -> pd.DataFrame:
 def _watch(con, on_progress):
     """Report DuckDB's progress of the running query (0..1) every 0.2 s in a thread;
     returns the stop event."""
-    import threading
-
     stop = threading.Event()
     if on_progress is None:
         return stop
@@ -176,8 +169,6 @@ def _run(con, build, on_progress=None) -> pd.DataFrame:
     file's columns (the fast path; a store's files normally share them), then, when a
     file lacks a column or types differ, matching columns by name.  ``on_progress``
     receives DuckDB's progress (0..1) while it runs."""
-    import duckdb
-
     stop = _watch(con, on_progress)
     try:
         try:

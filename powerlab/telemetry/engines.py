@@ -16,6 +16,13 @@ chain of small tasks, without a shuffle.  The other aggregations of a store path
 to stay in pandas.
 An aggregation that finds nothing to aggregate says why (:class:`EmptyResultWarning`)
 instead of returning an empty table in silence.
+
+What part of the telemetry an aggregation reads (``start``, ``end``, ``hosts``) and how it
+runs (``engine``, ``compute``, ``partition_rows``, ``progress``) is one parameter object,
+:class:`AggregationOptions`, shared by the aggregations that take all of them
+(:func:`~powerlab.telemetry.aggregate.power_sums`,
+:func:`~powerlab.telemetry.aggregate.hour_of_day`,
+:func:`~powerlab.telemetry.jobs.job_power`): ``options=`` or its fields as keywords.
 """
 
 from __future__ import annotations
@@ -24,17 +31,59 @@ import importlib.util
 import os
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from .._options import choice
-from ..exceptions import DataQualityWarning, PowerlabError, StoreError
+from .._options import Options, choice
+from ..exceptions import DataQualityWarning, PowerlabError, SchemaError, StoreError, Violation
+from .binning import BinSums, DeviceMeans
+from .duck import duckdb_power_sums
+from .partitions import filter_frame, read_files, store_groups
+from .sources import telemetry_source
+from .store import list_files
+from .store_tables import read_tables
+from .storefiles import partition_of
+from .timeutil import time_bound as _utc
 
-__all__ = ["ENGINES", "EmptyResultWarning", "dask_available", "duckdb_available",
-           "estimate_rows", "explain_empty", "resolve_engine", "store_files", "store_frame",
-           "store_power_sums"]
+__all__ = ["ENGINES", "AggregationOptions", "EmptyResultWarning", "dask_available",
+           "duckdb_available", "estimate_rows", "explain_empty", "resolve_engine",
+           "store_files", "store_frame", "store_power_sums"]
 
 ENGINES = ("auto", "duckdb", "dask", "pandas")
+
+
+@dataclass(frozen=True)
+class AggregationOptions(Options):
+    """What part of the telemetry an aggregation reads, and how it runs.
+
+    Parameters
+    ----------
+    start, end : datetime-like, optional
+        Keep samples with ``start <= timestamp < end`` (tz-aware).
+    hosts : sequence of str, optional
+        Keep these hosts only.
+    compute : bool, default True
+        Return a pandas frame; ``False`` returns a lazy Dask frame for Dask inputs (pass
+        it to :func:`powerlab.telemetry.aggregate.collect`).
+    partition_rows : int, default 2,000,000
+        Store input on Dask: rows per partition (whole folders of one date) [rows].
+    engine : {"auto", "duckdb", "dask", "pandas"}, default "auto"
+        Where a store is aggregated (``auto``: DuckDB where the aggregation has a DuckDB
+        form); frames given in memory run where they are.
+    progress : powerlab._progress.Progress, optional
+        Updated with the fraction done while DuckDB aggregates a store (total: rows).
+    """
+
+    start: object = None
+    end: object = None
+    hosts: Sequence[str] | None = None
+    compute: bool = True
+    partition_rows: int = 2_000_000
+    engine: str = "auto"
+    progress: object = None
 
 
 class EmptyResultWarning(DataQualityWarning):
@@ -91,20 +140,18 @@ def store_frame(root, columns: Sequence[str], start=None, end=None,
                 hosts: Sequence[str] | None = None) -> pd.DataFrame:
     """A store's rows in ``[start, end)`` for ``hosts``, projected to ``columns``, in
     memory (the pandas engine's input; file order kept as the Dask path keeps it)."""
-    from .partitions import read_files, store_groups
-
     src = store_groups(root, start, end, hosts, 2**62)
     files = [f for g in src.groups for f in g.files]
     return read_files(files, list(columns), src.start, src.end, categorical=True)
 
 
 def _scope_counts(data, start, end, hosts) -> dict[str, int]:
-    if isinstance(data, (str, os.PathLike)):
-        df = store_frame(data, ["timestamp", "host", "scope"], start, end, hosts)
-    elif isinstance(data, pd.DataFrame):
-        from .partitions import filter_frame
-
-        df = filter_frame(data, start, end, hosts) if "timestamp" in data.columns else data
+    src = telemetry_source(data)
+    if src.kind == "store":
+        df = store_frame(src.data, ["timestamp", "host", "scope"], start, end, hosts)
+    elif src.kind in ("frame", "parquet"):
+        frame = src.frame()
+        df = filter_frame(frame, start, end, hosts) if "timestamp" in frame.columns else frame
     else:
         return {}
     if "scope" not in df.columns:
@@ -114,7 +161,9 @@ def _scope_counts(data, start, end, hosts) -> dict[str, int]:
 
 def explain_empty(what: str, data, *, scope: str | None, start=None, end=None,
                   hosts: Sequence[str] | None = None) -> str:
-    """Why an aggregation of ``data`` found no rows: what the input holds instead."""
+    """Why an aggregation of ``data`` (telemetry of any kind, see
+    :func:`~powerlab.telemetry.sources.telemetry_source`) found no rows: what the input
+    holds instead."""
     counts = _scope_counts(data, start, end, hosts)
     where = []
     if start is not None or end is not None:
@@ -148,8 +197,6 @@ _SUM_COLUMNS = ["timestamp", "host", "scope", "gpu_index", "power_w"]
 
 def _folders(files) -> list[tuple[str, tuple[str, ...]]]:
     """(host, files) runs of consecutive files of one date/host folder."""
-    from .storefiles import partition_of
-
     runs: list[tuple[str, list[str]]] = []
     for f in files:
         host = partition_of(f)[1]
@@ -163,9 +210,6 @@ def _folders(files) -> list[tuple[str, tuple[str, ...]]]:
 def _iter_means(files, start, end, bin_ns: int, scope: str | None):
     """(host, DeviceMeans) of each folder among ``files`` (hosts in store order), one
     folder read at a time."""
-    from .binning import DeviceMeans
-    from .store import read_tables
-
     for host, fs in _folders(files):
         tables = read_tables(fs, columns=_SUM_COLUMNS, start=start, end=end,
                              read_dictionary=["host", "scope"])
@@ -192,8 +236,6 @@ class _SumSpec:
 
     def fold(self, acc, group):
         """Add one partition's device means to ``acc`` (a BinSums) in device order."""
-        from .binning import BinSums
-
         acc = acc if acc is not None else (BinSums(), set())
         sums, missing = acc
         for host, m in group:
@@ -222,12 +264,8 @@ class _SumSpec:
         return self.fold(acc, group)
 
     def frame(self, acc, bin_ns: int) -> pd.DataFrame:
-        from .binning import BinSums
-
         sums, missing = acc if acc is not None else (BinSums(), set())
         if missing:
-            from ..exceptions import SchemaError, Violation
-
             raise SchemaError([Violation("host", f"no rack for host(s) {sorted(missing)}"
                                                  " in the rack mapping")],
                               source="rack mapping")
@@ -241,13 +279,6 @@ def _store_parts(root, start, end, hosts, partition_rows: int):
     Rows are estimated from file sizes (one footer gives the bytes per row), so planning
     costs a directory listing, not a footer read per file.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from .store import list_files
-    from .storefiles import partition_of
-    from .timeutil import time_bound as _utc
-
     if partition_rows < 1:
         raise PowerlabError("partition_rows must be at least 1 [rows]")
     start, end = _utc(start), _utc(end)
@@ -296,9 +327,6 @@ def store_files(root, start=None, end=None, hosts=None) -> tuple[list[str], obje
 
 def estimate_rows(files) -> int:
     """Rows of ``files`` estimated from their sizes (one footer gives the rows per byte)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     files = list(files)
     if not files:
         return 0
@@ -309,9 +337,8 @@ def estimate_rows(files) -> int:
     return int(sum(os.path.getsize(f) for f in files) * per_byte)
 
 
-def store_power_sums(root, bin_ns: int, *, by: str, racks: pd.Series | None,
-                     scope: str, start, end, hosts, engine: str,
-                     partition_rows: int = 2_000_000, progress=None):
+def store_power_sums(root, bin_ns: int, *, by: str, racks: pd.Series | None, scope: str,
+                     options: AggregationOptions | None = None, **option_kw):
     """Per-bin power sums of a store, streamed folder by folder (no full frame in memory).
 
     Each date/host folder is read with only the columns needed, reduced to per (device,
@@ -319,53 +346,72 @@ def store_power_sums(root, bin_ns: int, *, by: str, racks: pd.Series | None,
     of its date (:class:`~powerlab.telemetry.binning.BinSums`) in (host, scope, gpu_index)
     order, which gives bit for bit the pandas path's sums.  ``engine="pandas"`` runs it
     here, holding one folder and the result; ``"dask"`` reads and reduces the partitions
-    in parallel and folds each date's partitions in a chain of small tasks (no shuffle).
+    in parallel and folds each date's partitions in a chain of small tasks (no shuffle);
+    ``"duckdb"`` runs one query (:mod:`powerlab.telemetry.duck`).  ``options`` (or its
+    fields as keywords): :class:`AggregationOptions` (``compute`` is not used here).
 
     Returns ``("pandas", frame)`` or ``("dask", lazy frame)``, not yet canonical.
     """
+    opts = AggregationOptions.from_kwargs(options, **option_kw)
     spec = _SumSpec(by, racks, scope == "all")
-    scope_f = None if scope == "all" else scope
-    if resolve_engine(engine) == "duckdb":
-        from .duck import duckdb_power_sums
-
-        files, start, end = store_files(root, start, end, hosts)
+    if resolve_engine(opts.engine) == "duckdb":
+        files, start, end = store_files(root, opts.start, opts.end, opts.hosts)
         return "pandas", duckdb_power_sums(files, bin_ns, by=by, racks=racks, scope=scope,
                                            start=start, end=end,
-                                           on_progress=_fraction_of(progress))
-    pandas = resolve_engine(engine) == "pandas"
-    start, end, parts = _store_parts(root, start, end, hosts,
-                                     2**62 if pandas else partition_rows)
-    by_date: dict = {}                  # a date's parts, in store order
+                                           on_progress=_fraction_of(opts.progress))
+    pandas = resolve_engine(opts.engine) == "pandas"
+    start, end, parts = _store_parts(root, opts.start, opts.end, opts.hosts,
+                                     2**62 if pandas else opts.partition_rows)
+    window = (start, end, bin_ns, None if scope == "all" else scope)
+    if pandas:
+        return "pandas", _streamed_sums(spec, parts, window)
+    return "dask", _dask_sums(spec, parts, window)
+
+
+def _by_date(parts) -> dict:
+    """A store's partitions grouped by date, each date's in store order."""
+    by_date: dict = {}
     for d, files in parts:
         by_date.setdefault(d, []).append(files)
-    if pandas:
-        frames = []
-        for date_parts in by_date.values():   # one folder in memory at a time, and the sums
-            acc = None
-            for files in date_parts:
-                for item in _iter_means(files, start, end, bin_ns, scope_f):
-                    acc = spec.fold(acc, [item])
-            frames.append(spec.frame(acc, bin_ns))
-        frames = [f for f in frames if len(f)]
-        return "pandas", (pd.concat(frames, ignore_index=True) if frames
-                          else spec.frame(None, bin_ns))
+    return by_date
+
+
+def _streamed_sums(spec: _SumSpec, parts, window) -> pd.DataFrame:
+    """The sums here, one folder in memory at a time (``window``: start, end, bin width
+    [ns] and the scope kept)."""
+    start, end, bin_ns, scope = window
+    frames = []
+    for date_parts in _by_date(parts).values():   # one folder in memory at a time
+        acc = None
+        for files in date_parts:
+            for item in _iter_means(files, start, end, bin_ns, scope):
+                acc = spec.fold(acc, [item])
+        frames.append(spec.frame(acc, bin_ns))
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else spec.frame(None, bin_ns)
+
+
+def _dask_sums(spec: _SumSpec, parts, window):
+    """The sums as a lazy Dask frame: partitions reduced in parallel, each date's folded
+    in a chain of small tasks (by host: no chain, a host's bins lie in one partition)."""
     import dask
     import dask.dataframe as dd
 
+    start, end, bin_ns, scope = window
     meta = spec.frame(None, bin_ns)
     if not parts:
-        return "dask", dd.from_pandas(meta, npartitions=1)
+        return dd.from_pandas(meta, npartitions=1)
     means = dask.delayed(_group_means, pure=True)
     fold = dask.delayed(spec.fold_copy, pure=True)
     final = dask.delayed(spec.frame, pure=True)
     out = []
-    if by == "host":                    # a host's bins lie in one partition: no chain
+    if spec.by == "host":               # a host's bins lie in one partition: no chain
         for _d, files in parts:
-            out.append(final(fold(None, means(files, start, end, bin_ns, scope_f)), bin_ns))
-        return "dask", dd.from_delayed(out, meta=meta, verify_meta=False)
-    for date_parts in by_date.values():   # dates are independent; a date's parts in order
+            out.append(final(fold(None, means(files, start, end, bin_ns, scope)), bin_ns))
+        return dd.from_delayed(out, meta=meta, verify_meta=False)
+    for date_parts in _by_date(parts).values():   # dates are independent, parts in order
         acc = None
         for files in date_parts:
-            acc = fold(acc, means(files, start, end, bin_ns, scope_f))
+            acc = fold(acc, means(files, start, end, bin_ns, scope))
         out.append(final(acc, bin_ns))
-    return "dask", dd.from_delayed(out, meta=meta, verify_meta=False)
+    return dd.from_delayed(out, meta=meta, verify_meta=False)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..exceptions import SchemaError, Violation
+from ..outputs import atomic_write
 from .events import EVENT_COLUMNS, EVENT_DTYPES, empty_events
 
 __all__ = ["EVENTS_DIR", "read_events", "write_events"]
@@ -64,8 +65,6 @@ def write_events(df: pd.DataFrame, root: str | os.PathLike) -> tuple[Path | None
     path, rows : (pathlib.Path or None, int)
         The file written (None when every event was already there) and its rows.
     """
-    from ..outputs import atomic_write
-
     new = _canonical(df)
     old = read_events(root)
     if len(old) and len(new):

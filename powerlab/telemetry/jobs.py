@@ -10,28 +10,35 @@ columns ``host, gpu_index, job_id, start, end``.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
+import warnings
 
 import numpy as np
 import pandas as pd
 
 from .._options import choice
-from ..exceptions import PowerlabError, SchemaError, Violation
-from .aggregate import result_frame, sum_by
+from ..exceptions import DataQualityWarning, PowerlabError, SchemaError, Violation
+from .aggregate import result_frame
 from .binning import SortedDevices, bin_width_ns, utc_series
-from .engines import resolve_engine, store_files, store_frame, warn_if_empty
+from .duck import duckdb_job_power
+from .engines import (
+    AggregationOptions,
+    resolve_engine,
+    store_files,
+    store_frame,
+    warn_if_empty,
+)
 from .partitions import (
     ID_COLUMNS,
     StoreGroup,
     check_columns,
     columns_for,
     filter_frame,
-    is_dask,
     read_files,
     store_groups,
 )
 from .schema import empty_frame
+from .sources import TelemetrySource, telemetry_source
+from .sums import sum_by
 from .timeutil import time_bound as _utc
 from .timeutil import to_epoch_ns, to_utc
 
@@ -154,26 +161,31 @@ def _read_job(group: StoreGroup, cols, start, end, jobs, bin_ns, scope="gpu"):
     return _job_kernel(_scoped(df, scope), jobs, bin_ns)
 
 
-def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, start=None, end=None,
-              hosts: Sequence[str] | None = None, compute: bool = True,
-              partition_rows: int = 2_000_000, engine: str = "auto",
-              scope: str = "gpu", progress=None) -> pd.DataFrame:
+def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, scope: str = "gpu",
+              options: AggregationOptions | None = None, **option_kw) -> pd.DataFrame:
     """Power of each job per time bin, from a GPU -> job mapping.
 
     Parameters
     ----------
     data : pandas.DataFrame, dask.dataframe.DataFrame or path-like
-        Telemetry in the canonical schema, or a store folder (GPU rows are used).
+        Telemetry in the canonical schema, a store folder or a canonical ``.parquet``
+        file (:func:`~powerlab.telemetry.sources.telemetry_source`; GPU rows are used).
     jobs : pandas.DataFrame
         Columns ``host``, ``gpu_index``, ``job_id``, ``start``, ``end`` (tz-aware): the
         GPU belonged to the job for ``start <= timestamp < end``; jobs on one GPU must
         not overlap.
-    freq, start, end, hosts, compute, partition_rows, engine, progress
+    freq
         As in :func:`powerlab.telemetry.aggregate.power_sums`.
     scope : {"gpu", "node"}, default "gpu"
         Attribute GPU board power per GPU, or node AC power per node (a node's power
         goes to the jobs holding GPUs on it, split by time; for node-exclusive jobs,
         which is what node meters can attribute).
+    options : AggregationOptions, optional
+        ``start``, ``end``, ``hosts``, ``compute``, ``partition_rows``, ``engine``,
+        ``progress``: as in :func:`powerlab.telemetry.aggregate.power_sums`.
+    **option_kw
+        Fields of :class:`~powerlab.telemetry.engines.AggregationOptions` as keywords,
+        replacing those of ``options``.
 
     Returns
     -------
@@ -183,62 +195,84 @@ def job_power(data, jobs: pd.DataFrame, freq: str = "1min", *, start=None, end=N
         proportion to their samples, so jobs plus unassigned GPUs add up to the cluster
         power of :func:`power_sums` [W].  ``n_gpus`` counts GPUs with samples of the job.
     """
+    opts = AggregationOptions.from_kwargs(options, **option_kw)
     bin_ns = bin_width_ns(freq)
     choice(scope, "scope", ("gpu", "node"))
     jt = _job_table(jobs)
     if scope == "node":
         jt = _node_jobs(jt)
-    eng = resolve_engine(engine) if isinstance(data, (str, os.PathLike)) else None
-    if eng == "duckdb":
-        from .duck import duckdb_job_power
+    source = telemetry_source(data)
+    out, held = _ENTRIES[source.kind](source, jt, bin_ns, scope, opts)
+    if opts.compute:
+        warn_if_empty(out, "job_power", held, scope=scope, start=opts.start, end=opts.end,
+                      hosts=opts.hosts)
+    return out
 
-        files, s_u, e_u = store_files(data, start, end, hosts)
-        out = result_frame("pandas", duckdb_job_power(
+
+# ------------------------------------------------------------------ one entry per kind
+# Each returns the result and the telemetry whose rows explain an empty one.
+
+def _job_power_of_frame(source: TelemetrySource, jt, bin_ns: int, scope: str,
+                        opts: AggregationOptions):
+    return _job_power_in_memory(source.frame(), jt, bin_ns, scope, opts)
+
+
+def _job_power_in_memory(data: pd.DataFrame, jt, bin_ns: int, scope: str,
+                         opts: AggregationOptions):
+    check_columns(data.columns, [*ID_COLUMNS, "power_w"], "input frame")
+    df = filter_frame(data, opts.start, opts.end, opts.hosts)
+    frame = _job_kernel(_scoped(df, scope), jt, bin_ns)
+    return result_frame("pandas", sum_by("pandas", frame, ["job_id"], "power_w"),
+                        opts.compute), data
+
+
+def _job_power_of_dask(source: TelemetrySource, jt, bin_ns: int, scope: str,
+                       opts: AggregationOptions):
+    data = source.data
+    check_columns(data.columns, [*ID_COLUMNS, "power_w"], "dask input")
+    ddf = data[ID_COLUMNS + ["power_w"]]
+    s_u, e_u = _utc(opts.start), _utc(opts.end)
+    ddf = ddf.map_partitions(filter_frame, s_u, e_u, opts.hosts, meta=ddf._meta)
+    ddf = ddf.map_partitions(_scoped, scope, meta=_scoped(ddf._meta, scope))
+    ddf = ddf.shuffle(on="host")
+    meta = _job_kernel(empty_frame(ID_COLUMNS + ["power_w"]), jt, bin_ns)
+    frame = ddf.map_partitions(_job_kernel, jt, bin_ns, meta=meta, enforce_metadata=False)
+    return result_frame("dask", sum_by("dask", frame, ["job_id"], "power_w"),
+                        opts.compute), data
+
+
+def _job_power_of_store(source: TelemetrySource, jt, bin_ns: int, scope: str,
+                        opts: AggregationOptions):
+    eng = resolve_engine(opts.engine)
+    root = source.data
+    if eng == "duckdb":
+        files, s_u, e_u = store_files(root, opts.start, opts.end, opts.hosts)
+        progress = opts.progress
+        return result_frame("pandas", duckdb_job_power(
             files, jt, bin_ns, scope=scope, start=s_u, end=e_u,
             on_progress=getattr(progress, "set_fraction", None) if progress else None),
-            compute)
-        if compute:
-            warn_if_empty(out, "job_power", data, scope=scope, start=start, end=end,
-                          hosts=hosts)
-        return out
+            opts.compute), root
     if eng == "pandas":
-        data = store_frame(data, columns_for(["power_w"]), start, end, hosts)
-    if isinstance(data, (str, os.PathLike)):
-        import dask.dataframe as dd
+        frame = store_frame(root, columns_for(["power_w"]), opts.start, opts.end,
+                            opts.hosts)
+        return _job_power_in_memory(frame, jt, bin_ns, scope, opts)
+    import dask.dataframe as dd
 
-        src = store_groups(data, start, end, hosts, partition_rows)
-        cols = [c for c in columns_for(["power_w"]) if c != "gpu_uuid"]
-        meta = _job_kernel(empty_frame(cols), jt, bin_ns)
-        if not src.groups:
-            frame = dd.from_pandas(meta, npartitions=1)
-        else:
-            frame = dd.from_map(_read_job, list(src.groups),
-                                args=[cols, src.start, src.end, jt, bin_ns, scope],
-                                meta=meta,
-                                enforce_metadata=False, label="job-power")
-        kind = "dask"
-    elif is_dask(data):
-        check_columns(data.columns, [*ID_COLUMNS, "power_w"], "dask input")
-        ddf = data[ID_COLUMNS + ["power_w"]]
-        s_u, e_u = _utc(start), _utc(end)
-        ddf = ddf.map_partitions(filter_frame, s_u, e_u, hosts, meta=ddf._meta)
-        ddf = ddf.map_partitions(_scoped, scope, meta=_scoped(ddf._meta, scope))
-        ddf = ddf.shuffle(on="host")
-        meta = _job_kernel(empty_frame(ID_COLUMNS + ["power_w"]), jt, bin_ns)
-        frame = ddf.map_partitions(_job_kernel, jt, bin_ns, meta=meta, enforce_metadata=False)
-        kind = "dask"
-    elif isinstance(data, pd.DataFrame):
-        check_columns(data.columns, [*ID_COLUMNS, "power_w"], "input frame")
-        df = filter_frame(data, start, end, hosts)
-        frame, kind = _job_kernel(_scoped(df, scope), jt, bin_ns), "pandas"
+    src = store_groups(root, opts.start, opts.end, opts.hosts, opts.partition_rows)
+    cols = [c for c in columns_for(["power_w"]) if c != "gpu_uuid"]
+    meta = _job_kernel(empty_frame(cols), jt, bin_ns)
+    if not src.groups:
+        frame = dd.from_pandas(meta, npartitions=1)
     else:
-        raise PowerlabError(f"expected a pandas or Dask DataFrame or a store path, got "
-                            f"{type(data).__name__}")
-    out = result_frame(kind, sum_by(kind, frame, ["job_id"], "power_w"), compute)
-    if compute:
-        warn_if_empty(out, "job_power", data, scope=scope, start=start, end=end,
-                      hosts=hosts)
-    return out
+        frame = dd.from_map(_read_job, list(src.groups),
+                            args=[cols, src.start, src.end, jt, bin_ns, scope],
+                            meta=meta, enforce_metadata=False, label="job-power")
+    return result_frame("dask", sum_by("dask", frame, ["job_id"], "power_w"),
+                        opts.compute), root
+
+
+_ENTRIES = {"frame": _job_power_of_frame, "parquet": _job_power_of_frame,
+            "dask": _job_power_of_dask, "store": _job_power_of_store}
 
 
 def gpu_job_map(jobs: pd.DataFrame, gpus_per_node, *, until=None) -> pd.DataFrame:
@@ -263,10 +297,6 @@ def gpu_job_map(jobs: pd.DataFrame, gpus_per_node, *, until=None) -> pd.DataFram
         is left out with a :class:`~powerlab.exceptions.DataQualityWarning` naming it —
         which GPUs it held is not in the data.
     """
-    import warnings
-
-    from ..exceptions import DataQualityWarning
-
     need = ("job_id", "step", "start", "end", "hosts", "gpus")
     missing = [c for c in need if c not in jobs.columns]
     if missing:

@@ -15,9 +15,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..exceptions import PowerlabError, SchemaError, StoreError, Violation
-from .schema import GLOSSARY, empty_frame
+from .schema import CORE_COLUMNS, GLOSSARY, empty_frame
+from .store import list_files
+from .store_tables import read_tables
+from .storefiles import partition_of
 from .timeutil import time_bound as _utc
 
 __all__ = ["ID_COLUMNS", "LABEL_COLUMNS", "StoreGroup", "StoreSource", "check_columns",
@@ -55,17 +60,11 @@ class StoreSource:
 
 
 def store_groups(root, start, end, hosts, partition_rows: int) -> StoreSource:
-    import pyarrow.parquet as pq
-
-    from .store import list_files
-
     if partition_rows < 1:
         raise PowerlabError("partition_rows must be at least 1 [rows]")
     root = Path(root)
     start, end = _utc(start), _utc(end)
     files = list_files(root, start=start, end=end, hosts=hosts)
-    from .storefiles import partition_of
-
     by_folder: dict[tuple[str, str], list[Path]] = {}
     for f in files:
         by_folder.setdefault(partition_of(f), []).append(f)
@@ -98,10 +97,6 @@ def read_files(files: Sequence[str], columns: Sequence[str], start, end, *,
     With ``categorical`` the label columns stay dictionary-encoded (categoricals), which
     the kernels factorise for free.
     """
-    import pyarrow as pa
-
-    from .store import read_tables
-
     tables = read_tables(files, columns=columns, start=start, end=end,
                          read_dictionary=[c for c in LABEL_COLUMNS if c in columns]
                          if categorical else ())
@@ -161,8 +156,6 @@ def open_store(root: str | os.PathLike, *, start=None, end=None,
         Telemetry with the canonical dtypes; rows in file order within each partition.
     """
     import dask.dataframe as dd
-
-    from .schema import CORE_COLUMNS
 
     cols = columns_for(columns if columns is not None else CORE_COLUMNS)
     src = store_groups(root, start, end, hosts, partition_rows)

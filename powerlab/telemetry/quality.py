@@ -17,8 +17,10 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from numpy.lib.stride_tricks import sliding_window_view
+from scipy.signal import correlate
 
-from .._summary import Summary
+from .._summary import Results, Summary
 from ..exceptions import AnalysisError, SchemaError, Violation
 from .schema import device_codes
 from .timeutil import to_epoch_ns
@@ -157,7 +159,7 @@ def _device_label(host, scope, gpu_index) -> str:
     return f"{host}/gpu{int(gpu_index)}"
 
 
-class DuplicateDevices:
+class DuplicateDevices(Results):
     """Devices whose series copy another device's (see :func:`duplicate_devices`).
 
     Attributes
@@ -211,11 +213,9 @@ class DuplicateDevices:
                    f"no devices with identical {self.column} series")
         return s
 
-    def __str__(self) -> str:
-        return str(self.summary())
-
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
+    def _repr_line(self) -> str:
+        return (f"<DuplicateDevices {self.column}: {len(self.groups)} group(s), "
+                f"{len(self.pairs)} pair(s)>")
 
 
 def _connected_groups(pairs: pd.DataFrame) -> list[list[str]]:
@@ -305,8 +305,6 @@ def duplicate_devices(df: pd.DataFrame, column: str = "power_w", *, window: int 
 
 
 def _copy_pairs(labels, series, window, min_share, decimals) -> list[dict]:
-    from numpy.lib.stride_tricks import sliding_window_view
-
     rng = np.random.default_rng(12345)
     mult = rng.integers(1, 2**63 - 1, size=window, dtype=np.int64).astype(np.uint64) | 1
     hs, devs, tss, n_windows = [], [], [], []
@@ -458,8 +456,6 @@ def clock_drift(df: pd.DataFrame, column: str = "power_w", *, grid_s: float | No
 def _best_lag(a: np.ndarray, b: np.ndarray, L: int) -> tuple[int, float]:
     """Lag [samples] in ``[-L, L]`` maximising the correlation of ``a[i]`` with
     ``b[i + lag]``, and that correlation (NaN readings count as the mean)."""
-    from scipy.signal import correlate
-
     def z(x):
         x = np.where(np.isnan(x), np.nanmean(x), x)
         sd = x.std()

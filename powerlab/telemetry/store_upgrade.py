@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from ..exceptions import StoreError
 from .store import write_store
 from .storefiles import (
@@ -39,8 +41,6 @@ def upgrade_store(root: str | os.PathLike) -> dict:
         ``files`` (telemetry files converted), ``rows``, ``side_files`` moved and the
         ``format`` before.
     """
-    import pyarrow.parquet as pq
-
     root = Path(root)
     if not root.is_dir():
         raise StoreError(f"no store at {root}")

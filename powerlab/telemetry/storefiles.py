@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import io
 import json
 import os
 import re
+import socket
 import threading
 import urllib.parse
 import warnings
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import Self
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from ..exceptions import DataQualityWarning, StoreError
 from ..outputs import TMP_PREFIX, fsync_dir, fsync_file  # re-exported: the store's helpers
@@ -233,8 +236,6 @@ def verify_store(root: str | os.PathLike) -> dict:
         (files in the partition folders that are not powerlab part files, CRC-less or
         copied part files, as in :func:`list_files`).
     """
-    import pyarrow.parquet as pq
-
     root = Path(root)
     if not root.is_dir():
         raise StoreError(f"no store at {root}")
@@ -253,8 +254,6 @@ def verify_store(root: str | os.PathLike) -> dict:
             data = f.read_bytes()
             out["bytes"] += len(data)
             verify_crc(f, data)
-            import io
-
             pq.read_table(io.BytesIO(data), page_checksum_verification=True)
         except StoreError as exc:
             out["damaged"].append((str(f), str(exc)))
@@ -381,8 +380,6 @@ def owner_tag() -> str:
     """``host~pid~`` of this process, put in the name of temporary files in folders that
     several writers share (side tables), so that :func:`clean_dead_temporaries` can tell
     a dead writer's leftovers from a live writer's work in progress."""
-    import socket
-
     host = re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname())
     return f"{host}~{os.getpid()}~"
 

@@ -122,25 +122,45 @@ def to_utc(value, *, tz: str | None = None, what: str = "time",
         if optional:
             return None
         raise error(f"{what} is missing; give an ISO 8601 time such as {EXAMPLE!r}")
+    _refuse_non_time(value, what, error)
+    if isinstance(value, numbers.Real) and not isinstance(value, np.datetime64):
+        return _from_epoch(value, what, error, epoch_unit)
+    ts, value = _parse(value, what, error)
+    if ts.tzinfo is None:
+        ts = _localize(ts, value, tz, what, error, hint)
+    return ts.tz_convert("UTC")
+
+
+def _refuse_non_time(value, what: str, error) -> None:
+    """Refuse a missing value (NaT, NaN, empty text) and a boolean."""
     if _missing(value):
         raise error(f"{what} is missing (got {value!r}); give an ISO 8601 time such as "
                     f"{EXAMPLE!r}")
     if isinstance(value, (bool, np.bool_)):
         raise error(f"{what} {value!r} is not a time; give an ISO 8601 time such as "
                     f"{EXAMPLE!r}")
-    if isinstance(value, numbers.Real) and not isinstance(value, np.datetime64):
-        if epoch_unit is None:
-            raise error(f"{what} {value!r} is a number, not a time; give an ISO 8601 time "
-                        f"such as {EXAMPLE!r}")
-        if epoch_unit not in _EPOCH_UNITS:
-            raise ValueError(f"epoch_unit must be one of {_EPOCH_UNITS}, got {epoch_unit!r}")
-        if not np.isfinite(float(value)):
-            raise error(f"{what} {value!r} is not a finite epoch time")
-        try:
-            return pd.Timestamp(value, unit=epoch_unit, tz="UTC")
-        except (ValueError, OverflowError) as exc:
-            raise error(f"{what} {value!r} [{epoch_unit} since 1970] is out of range: "
-                        f"{exc}") from None
+
+
+def _from_epoch(value, what: str, error, epoch_unit: str | None) -> pd.Timestamp:
+    """A number as a count of ``epoch_unit`` since 1970-01-01T00:00Z (refused without
+    one)."""
+    if epoch_unit is None:
+        raise error(f"{what} {value!r} is a number, not a time; give an ISO 8601 time "
+                    f"such as {EXAMPLE!r}")
+    if epoch_unit not in _EPOCH_UNITS:
+        raise ValueError(f"epoch_unit must be one of {_EPOCH_UNITS}, got {epoch_unit!r}")
+    if not np.isfinite(float(value)):
+        raise error(f"{what} {value!r} is not a finite epoch time")
+    try:
+        return pd.Timestamp(value, unit=epoch_unit, tz="UTC")
+    except (ValueError, OverflowError) as exc:
+        raise error(f"{what} {value!r} [{epoch_unit} since 1970] is out of range: "
+                    f"{exc}") from None
+
+
+def _parse(value, what: str, error) -> tuple[pd.Timestamp, object]:
+    """ISO 8601 text or a datetime-like value as a ``Timestamp`` (zone kept, if any), and
+    the value as read (text stripped, a decimal comma as a point)."""
     if isinstance(value, str):
         text = value.strip()
         if not ISO_8601.match(text):
@@ -155,17 +175,22 @@ def to_utc(value, *, tz: str | None = None, what: str = "time",
         raise error(f"{what} {value!r} is not a valid time: {exc}") from None
     if ts is pd.NaT:
         raise error(f"{what} is missing (got {value!r})")
-    if ts.tzinfo is None:
-        if tz is None:
-            also = f", or {hint}" if hint else ""
-            raise error(f"{what} {value!r} has no time zone; write it in UTC with a trailing "
-                        f"'Z' (e.g. {EXAMPLE!r}){also}")
-        try:
-            ts = ts.tz_localize(tz, ambiguous="raise", nonexistent="raise")
-        except Exception as exc:  # noqa: BLE001 - pandas/zoneinfo raise several types
-            raise error(f"{what} {value!r} in {tz}: {exc} (a time that does not exist or is "
-                        "ambiguous there, or an unknown zone)") from None
-    return ts.tz_convert("UTC")
+    return ts, value
+
+
+def _localize(ts: pd.Timestamp, value, tz: str | None, what: str, error,
+              hint: str | None) -> pd.Timestamp:
+    """A zone-less time read in ``tz`` (refused without one, or where the wall time
+    does not exist or is ambiguous there)."""
+    if tz is None:
+        also = f", or {hint}" if hint else ""
+        raise error(f"{what} {value!r} has no time zone; write it in UTC with a trailing "
+                    f"'Z' (e.g. {EXAMPLE!r}){also}")
+    try:
+        return ts.tz_localize(tz, ambiguous="raise", nonexistent="raise")
+    except Exception as exc:  # noqa: BLE001 - pandas/zoneinfo raise several types
+        raise error(f"{what} {value!r} in {tz}: {exc} (a time that does not exist or is "
+                    "ambiguous there, or an unknown zone)") from None
 
 
 def time_bound(value, what: str = "time bound") -> pd.Timestamp | None:

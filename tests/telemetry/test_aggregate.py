@@ -359,12 +359,16 @@ WORKER_LIMIT = 480 * 2**20
 NO_PAUSE = {"distributed.worker.memory.pause": False,
             "distributed.worker.memory.spill": False,
             "distributed.worker.memory.target": False}
+#: Dask's NVML monitor would initialise NVML in this process and keep it initialised:
+#: with the fake libnvidia-ml of the collector tests loaded, a later test's scenario
+#: would then never be read (tests/telemetry/test_store_readers.py failed after these).
+NO_NVML = {"distributed.diagnostics.nvml": False}
 
 
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("distributed")
-    with dask.config.set(NO_PAUSE), \
+    with dask.config.set({**NO_PAUSE, **NO_NVML}), \
             distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                      memory_limit=WORKER_LIMIT, dashboard_address=None,
                                      silence_logs=40) as lc, distributed.Client(lc) as c:
@@ -376,8 +380,9 @@ def test_cli_scheduler_option_runs_on_an_existing_cluster(store, frame, tmp_path
     """`powerlab aggregate --scheduler ADDRESS` connects to that running scheduler and the
     work is done there (not on a default client or the local threads)."""
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None, silence_logs=40) as other:
+    with dask.config.set(NO_NVML), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                     dashboard_address=None, silence_logs=40) as other:
         before = other.scheduler.transition_counter
         out = tmp_path / "cluster.parquet"
         assert cli_main(["aggregate", str(store), "--by", "cluster", "--freq", "1min",
@@ -612,12 +617,11 @@ def test_store_sums_read_one_folder_at_a_time_and_only_needed_columns(store, fra
     """The pandas engine never holds more than one date/host folder of telemetry: each
     read is one folder's files, projected to the five columns the sums need, and the
     folder's device means are folded before the next folder is read."""
-    from powerlab.telemetry import binning
-    from powerlab.telemetry import store as store_mod
+    from powerlab.telemetry import binning, engines
     from powerlab.telemetry.storefiles import partition_of
 
     calls, live, peak = [], set(), [0]
-    real_read, real_add = store_mod.read_tables, binning.BinSums.add
+    real_read, real_add = engines.read_tables, binning.BinSums.add
 
     def read(files, **kw):
         calls.append(([partition_of(f) for f in files], list(kw["columns"])))
@@ -629,7 +633,7 @@ def test_store_sums_read_one_folder_at_a_time_and_only_needed_columns(store, fra
         live.clear()                      # the folder read last is folded now
         return real_add(self, *a)
 
-    monkeypatch.setattr(store_mod, "read_tables", read)
+    monkeypatch.setattr(engines, "read_tables", read)
     monkeypatch.setattr(binning.BinSums, "add", add)
     got = ag.power_sums(store, "1min", engine="pandas")
     pd.testing.assert_frame_equal(got, ag.power_sums(frame, "1min"), check_exact=True)

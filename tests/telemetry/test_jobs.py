@@ -11,6 +11,7 @@ import threading
 import warnings
 from pathlib import Path
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -335,9 +336,11 @@ def test_a_real_scheduler_passes_the_probe(tmp_path):
     distributed = pytest.importorskip("distributed")
     from powerlab._cli.aggregate import probe_scheduler
 
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  protocol="tcp://", dashboard_address=None,
-                                  silence_logs=40) as c:
+    # no NVML monitor in this process (see test_aggregate.NO_NVML)
+    with dask.config.set({"distributed.diagnostics.nvml": False}), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                     protocol="tcp://", dashboard_address=None,
+                                     silence_logs=40) as c:
         addr = c.scheduler_address
         assert addr.startswith("tcp://")
         assert probe_scheduler(addr, 5.0) == addr

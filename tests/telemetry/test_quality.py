@@ -118,6 +118,24 @@ def test_exact_copy_under_another_name_is_found():
     assert "identical" in line and "node-00/gpu1" in line and "node-03/gpu2" in line
 
 
+def test_duplicate_devices_display_comes_from_the_results_base():
+    from powerlab._summary import Results
+    from powerlab.telemetry.quality import DuplicateDevices
+
+    f = _fleet()
+    src = (f["host"] == "node-00") & (f["gpu_index"] == 1)
+    f.loc[(f["host"] == "node-03") & (f["gpu_index"] == 2), "power_w"] = \
+        f.loc[src, "power_w"].to_numpy()
+    d = duplicate_devices(f)
+    assert isinstance(d, Results)
+    assert not {"__str__", "__repr__", "_repr_html_"} & set(vars(DuplicateDevices))
+    assert str(d) == d.summary().as_text() == d.lines()[0]
+    assert d._repr_html_() == d.summary().as_html()
+    assert repr(d) == "<DuplicateDevices power_w: 1 group(s), 1 pair(s)>"
+    none = duplicate_devices(_fleet(seed=1))
+    assert str(none) == "no devices with identical power_w series"
+
+
 def test_whole_host_copied_gives_one_group_per_gpu():
     f = _fleet(n_hosts=3)
     copy = f[f["host"] == "node-01"].assign(host="node-09")

@@ -199,7 +199,7 @@ def test_fast_read_equals_a_plain_read(tmp_path, monkeypatch, case):
     files come sorted (one date, one file per host: no reordering), were appended in time
     order (2 files in some partitions: each device's runs interleaved, as Arrow slices or
     by one take) or not (node rows, two files of one partition whose samples alternate: full sort)."""
-    import powerlab.telemetry.store as store_mod
+    import powerlab.telemetry.store_order as order_mod
 
     a = make_telemetry(3, 2, 40, start="2024-05-17T23:59:45Z", seed=5)
     b = make_telemetry(3, 2, 40, start="2024-05-18T00:00:30Z", seed=6)
@@ -213,10 +213,10 @@ def test_fast_read_equals_a_plain_read(tmp_path, monkeypatch, case):
     for p in parts:
         write_store(p, tmp_path)
     if case == "appended-take":
-        monkeypatch.setattr(store_mod, "_MAX_SLICES", 1)
+        monkeypatch.setattr(order_mod, "_MAX_SLICES", 1)
     seen = []
-    real = store_mod._segments
-    monkeypatch.setattr(store_mod, "_segments", lambda *x: seen.append(real(*x)) or seen[-1])
+    real = order_mod._segments
+    monkeypatch.setattr(order_mod, "_segments", lambda *x: seen.append(real(*x)) or seen[-1])
     start, end = pd.Timestamp("2024-05-17T23:59:55Z"), pd.Timestamp("2024-05-18T00:00:50Z")
     for cols in (None, ["power_w", "power_avg_w", "throttle_reasons"], []):
         got = read_store(tmp_path, start=start, end=end, columns=cols)

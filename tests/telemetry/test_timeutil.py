@@ -390,3 +390,16 @@ def test_api_callers_agree(tmp_path, value, expect):
            ref_utc if isinstance(ref_utc, pd.Timestamp) else _kind(ref_utc), "kernel log")
     if expect == "no time zone":         # dmon with tz= reads the naive start there
         assert _via_dmon(value, tz=CHICAGO) == T + pd.Timedelta(5, "h")
+
+
+@pytest.mark.parametrize("value, named", [
+    (" 2025-07-01 10:00 ", "'2025-07-01 10:00'"),          # stripped
+    ("2025-07-01 10:00:00,5", "'2025-07-01 10:00:00.5'"),  # the decimal comma as read
+])
+def test_messages_name_the_time_as_read(value, named):
+    """The steps of to_utc pass on the text as read: a zone-less or nonexistent time is
+    named stripped, its decimal comma a point."""
+    with pytest.raises(PowerlabError, match=f"^time {named} has no time zone"):
+        to_utc(value)
+    with pytest.raises(PowerlabError, match=f"^start {named} in Mars/Base: "):
+        to_utc(value, tz="Mars/Base", what="start")
