@@ -8,9 +8,9 @@ turns a canonical column name into words with its unit (``ramp_up_megawatts_per_
 :func:`spreadsheet_times` writes times the way every CSV for people does
 (``2025-06-02 12:00:00``: Excel and LibreOffice read it as a date-time).
 
-Only the standard library is imported at module level (pandas inside
-:func:`spreadsheet_times`), so any wing may import it (a base module, like
-:mod:`powerlab.exceptions`).
+A base module, like :mod:`powerlab.exceptions`: any wing may import it.  It imports
+pandas (for :func:`spreadsheet_times`), so the light command-line paths (``powerlab
+--help``) do not import it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 import numbers
 import re
+
+import pandas as pd
 
 __all__ = ["SPREADSHEET_TIME_FORMAT", "column_words", "format_number", "spreadsheet_times"]
 
@@ -30,8 +32,6 @@ def spreadsheet_times(ts, zone: str | None = "UTC") -> list[str]:
     """Times as spreadsheet-readable text in ``zone`` (default UTC; None: as they are):
     ``YYYY-MM-DD HH:MM:SS``, with ``.ffffff`` on every row when any has a fraction of a
     second; tz-naive times are taken as UTC; missing times are empty cells."""
-    import pandas as pd  # (lazily: this module is otherwise the standard library's)
-
     t = pd.DatetimeIndex(pd.to_datetime(ts))
     if zone is not None:
         t = (t.tz_localize("UTC") if t.tz is None else t).tz_convert(zone)

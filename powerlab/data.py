@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .exceptions import PowerlabError
@@ -11,8 +12,6 @@ __all__ = ["bundled_path", "data_dir"]
 
 def data_dir() -> Path:
     """The folder of bundled data: ``$POWERLAB_DATA`` or the checkout's ``data/``."""
-    import os
-
     env = os.environ.get("POWERLAB_DATA")
     if env:
         return Path(env)
