@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from powerlab.flex import flex_offer, plan_curtailment, random_targets
-from powerlab.flex.levers import site_power_range_w
 from powerlab.flex.targets import Targets
+from powerlab.levers import site_power_range_w
 from powerlab.limits import read_requirements
 from powerlab.site import read_scenario
 from tests.conftest import make_targets as _targets
