@@ -53,6 +53,11 @@ MOVED_MODULES: dict[str, str] = {
     "powerlab.throughput.reliability": "powerlab.reliability.rates",
     "powerlab.throughput.survival": "powerlab.reliability.survival",
     "powerlab.viz.grid_charts": "powerlab.viz.site_charts",
+    "powerlab.flex.curve": "powerlab.flex",
+    "powerlab.flex.levers": "powerlab.levers",
+    "powerlab.flex.merit": "powerlab.levers",
+    "powerlab.interconnect.smoothing": "powerlab.levers.smoothing",
+    "powerlab.interconnect.storage": "powerlab.levers.storage",
 }
 
 #: Removed package -> the packages whose public names it forwards, in lookup order.
