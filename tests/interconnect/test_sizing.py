@@ -323,6 +323,35 @@ def test_bad_tick_and_hours_on_the_command_line(tmp_path, capsys):
     assert "--hours" in capsys.readouterr().err
 
 
+def test_an_option_is_described_priced_and_read_back_by_its_mitigations():
+    """The description, hardware and capital cost of an option come from the mitigations
+    it switches on (powerlab.levers.registry.MITIGATIONS, in that order); a row of the
+    evaluated frame (storage columns tidied) reads back as the same option."""
+    from powerlab.interconnect.searchspace import capital_usd_per_day, option_from_row
+    from powerlab.levers import MITIGATIONS, TECHNOLOGIES
+
+    opt = MitigationOption(percent_tmp_floor=60, filler=True, stagger_starts_s=30,
+                           storage_technology="li-ion", battery_power_megawatts=1.0,
+                           battery_energy_megawatt_hours=0.25)
+    assert [m.name for m in MITIGATIONS.objects() if m.is_on(opt)] == [
+        "smoothing", "filler", "stagger", "storage"]
+    assert opt.label() == ("NVML power smoothing (floor 60 % TMP) + filler + stagger 30 s + "
+                           "li-ion storage 1 MW / 0.25 MWh, 60-s window")
+    assert opt.requires() == "Blackwell or newer GPUs (NVML power smoothing)"
+    li = TECHNOLOGIES["li-ion"]
+    assert capital_usd_per_day(opt) == pytest.approx(
+        0.25 * li.usd_per_megawatt_hour_day + 1.0 * li.usd_per_megawatt_day)
+    for o in (opt, MitigationOption(filler=True), MitigationOption()):
+        row = dataclasses.asdict(o)
+        for m in MITIGATIONS.objects():
+            m.tidy_row(o, row)
+        want = (dataclasses.replace(o, battery_round_trip_efficiency=li.round_trip_efficiency)
+                if o.battery else o)
+        assert option_from_row(row) == want
+        assert np.isnan(row["battery_window_s"]) != bool(o.battery)
+    assert capital_usd_per_day(MitigationOption(filler=True)) == 0.0
+
+
 def test_options_are_hashable_values():
     a = MitigationOption(percent_tmp_floor=60)
     assert a == dataclasses.replace(MitigationOption(), percent_tmp_floor=60)

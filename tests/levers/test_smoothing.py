@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from powerlab.interconnect import MitigationOption
-from powerlab.levers.smoothing import smooth_power
+from powerlab.levers.smoothing import SmoothingOptions, SmoothingProfile, smooth_power
 
 
 def _brute(x, tick, floor, up, down, hyst_s, active):
@@ -106,3 +106,30 @@ def test_secondary_floor_and_floor_windows_known_answer():
     np.testing.assert_array_equal(y[40:], 350.0)            # engaged until the job ends
     plain = SmoothingProfile(percent_tmp_floor=50).apply(x, 0.1, 700.0, active=act)
     np.testing.assert_array_equal(plain, np.where(act, np.maximum(x, 350.0), x))
+
+
+def test_smoothing_options_as_an_object_or_as_keywords():
+    """smooth_power's settings are one SmoothingOptions; its fields also work as
+    keywords (the calls that predate it), replacing the object's."""
+    x = np.r_[np.full(20, 100.0), np.full(20, 600.0), np.full(20, 100.0)]
+    o = SmoothingOptions(floor_w=300.0, ramp_up_w_per_s=500.0, hysteresis_s=0.5)
+    by_kw = smooth_power(x, 0.1, floor_w=300.0, ramp_up_w_per_s=500.0, hysteresis_s=0.5)
+    np.testing.assert_array_equal(smooth_power(x, 0.1, o), by_kw)
+    np.testing.assert_array_equal(smooth_power(x, 0.1, o, floor_w=0.0),
+                                  smooth_power(x, 0.1, ramp_up_w_per_s=500.0,
+                                               hysteresis_s=0.5))
+    assert by_kw[0] == 300.0 and np.diff(by_kw).max() <= 50.0 + 1e-9    # floor; 500 W/s
+    with pytest.raises(TypeError, match="unknown SmoothingOptions option"):
+        smooth_power(x, 0.1, floor=300.0)
+
+
+def test_a_profile_in_si_units():
+    """NVML's units to smooth_power's: % of TMP to W, ms to s, window multipliers times
+    the 1-s base window (an assumption)."""
+    p = SmoothingProfile(percent_tmp_floor=40, ramp_up_rate_w_per_s=250,
+                         ramp_down_hysteresis_ms=1500, primary_floor_act_win_mult=3,
+                         primary_floor_act_offset_w=20)
+    assert p.options(700.0) == SmoothingOptions(
+        floor_w=280.0, ramp_up_w_per_s=250.0, hysteresis_s=1.5, act_window_s=3.0,
+        act_offset_w=20.0)
+    assert p.options(700.0, window_base_s=2.0).act_window_s == 6.0
