@@ -35,9 +35,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 import numpy as np
+
+if TYPE_CHECKING:                 # the state the plan's hooks read (modules above this)
+    from .allocation import Allocation, LeverSchedule
+    from .operating import Merit
 
 __all__ = ["CurtailmentLever", "JobOnSite", "Lever", "LeverAssumptions", "LeverCost",
            "Mitigation", "OfferContext", "OfferRow", "SimContext"]
@@ -314,45 +318,48 @@ class CurtailmentLever(Lever):
         may use it (default: the scenario, none)."""
         return scenario, None
 
-    def allocate(self, state, members: tuple) -> None:
-        """The family's step of the split of the shed (``state``:
-        :class:`powerlab.levers.allocation.Allocation`); records
-        ``state.shed[name]`` [IT W] per allowed member."""
+    def allocate(self, state: Allocation, members: tuple) -> None:
+        """The family's step of the split of the shed, run on its first member with the
+        members the plan may use: take a part of ``state.need`` [IT W] and record it as
+        ``state.shed[name]`` (:class:`powerlab.levers.allocation.Allocation`)."""
 
-    def job_ticks(self, merit, ls, ji: int) -> np.ndarray:
+    def job_ticks(self, merit: Merit, ls: LeverSchedule, ji: int) -> np.ndarray:
         """Ticks at which job ``ji`` is under this lever (bool)."""
         return np.zeros(ls.limits_w.shape[1], bool)
 
-    def jobs_using(self, merit, ls) -> list[str]:
+    def jobs_using(self, merit: Merit, ls: LeverSchedule) -> list[str]:
         """Names of the jobs it acts on at some tick."""
         return [j.name for ji, j in enumerate(merit.jobs) if self.job_ticks(merit, ls, ji).any()]
 
-    def site_columns(self, ls) -> dict:
+    def site_columns(self, ls: LeverSchedule) -> dict:
         """Site-wide columns of the plan's schedule, per tick (after the planned power)."""
         return {}
 
-    def schedule_columns(self, merit, ls, ji: int, lever_col: np.ndarray) -> dict:
+    def schedule_columns(self, merit: Merit, ls: LeverSchedule, ji: int,
+                         lever_col: np.ndarray) -> dict:
         """Job ``ji``'s setting columns of the schedule (``lever_col``: its lever per
         tick)."""
         return {}
 
-    def target_columns(self, ls, i0: int, i1: int) -> dict:
+    def target_columns(self, ls: LeverSchedule, i0: int, i1: int) -> dict:
         """Columns of a target's row (its ticks ``[i0, i1)``)."""
         return {}
 
-    def cost(self, merit, ls, share, tick_s: float) -> LeverCost:
+    def cost(self, merit: Merit, ls: LeverSchedule, share, tick_s: float) -> LeverCost:
         """Lost and delayed training (``share``: each job's share of time training)."""
         return LeverCost.none(ls.limits_w.shape[1])
 
-    def lever_row(self, merit, ls, equipment: Mapping, tick_s: float) -> dict:
+    def lever_row(self, merit: Merit, ls: LeverSchedule, equipment: Mapping,
+                  tick_s: float) -> dict:
         """Its setting and state columns in the plan's table of levers."""
         return {}
 
-    def site_offset_w(self, ls) -> np.ndarray | None:
-        """Power it takes off the site at the boundary, outside the GPUs [W] (None)."""
+    def site_offset_w(self, ls: LeverSchedule) -> np.ndarray | None:
+        """Power it takes off the site at the targets' boundary, outside the GPUs (a
+        battery's output) [W] (None: none)."""
         return None
 
-    def simulated_scenario(self, scenario, ls):
+    def simulated_scenario(self, scenario, ls: LeverSchedule):
         """The scenario the plan's simulation forecasts with this lever's schedule."""
         return scenario
 

@@ -87,7 +87,7 @@ def test_nvml_profile_parameters_under_nvml_names_and_units():
 
 
 def test_secondary_floor_and_floor_windows_known_answer():
-    """The floor model of interconnect/smoothing.py (module docstring): while a job holds
+    """The floor model of levers/smoothing.py (module docstring): while a job holds
     the GPU the primary floor (PERCENT_TMP_FLOOR x TMP) applies once engaged, the
     SECONDARY_POWER_FLOOR otherwise; the primary floor engages once the mean over the
     ACT window (ACT_WIN_MULT x 1 s) reaches floor + ACT_OFFSET, and with multipliers 0
