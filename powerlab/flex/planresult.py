@@ -44,6 +44,11 @@ class CurtailmentPlan(Results):
     boundary : str
         ``"it"`` or ``"facility"``: the targets' boundary, where the plan is judged
         (``scope`` is its deprecated name).
+    lever_schedule : LeverSchedule
+        The levers chosen per tick (:class:`powerlab.levers.allocation.LeverSchedule`).
+    cost : PlanCost
+        Lost and delayed training, per lever and tick
+        (:class:`powerlab.flex.planschedule.PlanCost`).
     """
 
     scope = renamed_attribute("boundary")     # the old name, for one release

@@ -21,7 +21,7 @@ from ..levers.registry import MITIGATIONS
 from ..levers.smoothing import SmoothingProfile
 from ..levers.storage import STORAGE, clamp_duration_h, technology
 
-__all__ = ["COST_AXES", "OPTION_COLUMNS", "STATUSES", "CostModel", "MitigationOption",
+__all__ = ["COST_AXES", "OPTION_COLUMNS", "CostModel", "MitigationOption",
            "SearchGrid", "capital_usd_per_day", "option_from_row", "pareto_front"]
 
 OPTION_COLUMNS = ("percent_tmp_floor", "ramp_up_rate_w_per_s", "ramp_down_rate_w_per_s",
@@ -31,8 +31,6 @@ OPTION_COLUMNS = ("percent_tmp_floor", "ramp_up_rate_w_per_s", "ramp_down_rate_w
                   "storage_technology", "battery_power_megawatts",
                   "battery_energy_megawatt_hours", "battery_round_trip_efficiency",
                   "battery_window_s")
-#: What a search can end with (``SizingResult.status``).
-STATUSES = ("no_mitigation_needed", "options_found", "none_passes", "not_assessable")
 COST_AXES = ("extra_energy_megawatt_hours_per_day", "throughput_loss_pct",
              "storage_megawatt_hours")
 

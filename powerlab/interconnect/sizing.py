@@ -93,18 +93,16 @@ from .assessability import assess, needed_tick_s
 from .compliance import Compliance
 from .optionsearch import OptionSearch, run_search
 from .searchsize import max_option_evaluations, search_estimate_s
-from .searchspace import COST_AXES, CostModel, MitigationOption, SearchGrid, pareto_front
+from .searchspace import CostModel, MitigationOption, SearchGrid
 from .sitemodel import SiteModel
 from .sizingresult import SizingResult
 
 __all__ = [
-    "COST_AXES",
     "CostModel",
     "MitigationOption",
     "SearchGrid",
     "SiteModel",
     "SizingResult",
-    "pareto_front",
     "size_mitigation",
 ]
 

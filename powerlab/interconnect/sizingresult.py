@@ -24,7 +24,10 @@ from .searchspace import (
 )
 from .sitemodel import SiteModel
 
-__all__ = ["SizingResult"]
+__all__ = ["STATUSES", "SizingResult"]
+
+#: What a search can end with (``SizingResult.status``).
+STATUSES = ("no_mitigation_needed", "options_found", "none_passes", "not_assessable")
 
 
 class SizingResult(Results):

@@ -14,12 +14,11 @@ import pytest
 from powerlab import cli
 from powerlab.exceptions import PowerlabError
 from powerlab.interconnect.compliance import Compliance, comply
+from powerlab.interconnect.searchspace import COST_AXES, pareto_front
 from powerlab.interconnect.sizing import (
-    COST_AXES,
     MitigationOption,
     SearchGrid,
     SiteModel,
-    pareto_front,
     size_mitigation,
 )
 from powerlab.levers.storage import storage_battery
