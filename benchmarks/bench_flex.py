@@ -31,9 +31,9 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from powerlab.data import bundled_path
-from powerlab.flex.levers import site_power_range_w
 from powerlab.flex.plan import plan_curtailment
 from powerlab.flex.targets import Targets
+from powerlab.levers.jobs import site_power_range_w
 from powerlab.limits.requirements import read_requirements
 from powerlab.site.engine import forecast
 from powerlab.site.scenario import Battery, read_scenario

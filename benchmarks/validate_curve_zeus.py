@@ -32,7 +32,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from powerlab.flex import PRIORS
+from powerlab.levers import PRIORS
 from tests.support.curve_holdout import (
     error_stats,
     holdout,

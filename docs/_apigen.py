@@ -30,7 +30,7 @@ from sphinx.util import logging as sphinx_logging
 #: names documented in each come from its ``__all__``.
 WINGS = (
     "iotools", "collect", "telemetry", "limits", "reliability", "site", "throughput",
-    "calibration", "interconnect", "flex", "viz",
+    "levers", "calibration", "interconnect", "flex", "viz",
 )
 MODULES = tuple(f"powerlab.{w}" for w in WINGS) + ("powerlab.exceptions",)
 
@@ -200,7 +200,8 @@ def _index_page() -> str:
     out = [_title("API reference"),
            "Generated from the numpydoc docstrings: one section per wing, in the order of "
            "the data flow (``iotools, collect -> telemetry -> limits -> reliability -> "
-           "site, throughput -> calibration, interconnect -> flex -> viz``), listing what "
+           "site, throughput -> levers -> calibration, interconnect -> flex -> viz``), "
+           "listing what "
            "the wing re-exports (its ``__all__``: ``from powerlab.site import forecast``), "
            "then the exceptions (also importable from ``powerlab``) and the command line.",
            "",

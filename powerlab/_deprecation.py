@@ -53,6 +53,11 @@ MOVED_MODULES: dict[str, str] = {
     "powerlab.throughput.reliability": "powerlab.reliability.rates",
     "powerlab.throughput.survival": "powerlab.reliability.survival",
     "powerlab.viz.grid_charts": "powerlab.viz",   # its charts are split by concept
+    "powerlab.flex.curve": "powerlab.flex",
+    "powerlab.flex.levers": "powerlab.levers",
+    "powerlab.flex.merit": "powerlab.levers",
+    "powerlab.interconnect.smoothing": "powerlab.levers.smoothing",
+    "powerlab.interconnect.storage": "powerlab.levers.storage",
 }
 
 _EVALUATION = {n: "powerlab.limits.evaluation" for n in (

@@ -49,7 +49,7 @@ def test_summary_without_title_or_blocks():
 
 def _cheap_results():
     from powerlab.calibration.profile import fit_profile
-    from powerlab.flex.curve import prior_curve
+    from powerlab.levers.curve import prior_curve
     from powerlab.reliability.rates import failure_rates
     from powerlab.reliability.survival import dispersion_test
 

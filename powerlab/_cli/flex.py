@@ -130,7 +130,7 @@ def _site_bounds(sc, boundary: str):
     import numpy as np
     import pandas as pd
 
-    from ..flex.levers import site_power_range_w
+    from ..levers.jobs import site_power_range_w
 
     floor, _, top = site_power_range_w(sc)
     if boundary == "it":
@@ -154,9 +154,9 @@ def run_plan(args) -> int:
     floor, top = _site_bounds(sc, args.boundary)
     tg = read_targets(args.target, floor_w=floor, max_w=top, now=sc.start_utc,
                       horizon_end=sc.end_utc, tz=args.tz, boundary=args.boundary)
-    from ..flex.levers import LEVERS, LeverAssumptions
+    from ..levers.lever import LeverAssumptions
 
-    levers = LEVERS if args.levers is None else tuple(
+    levers = None if args.levers is None else tuple(
         x.strip() for x in args.levers.split(",") if x.strip())
     plan = plan_curtailment(sc, tg, spec=spec, response_s=args.response_s,
                             averaging_s=args.averaging_s, draws=args.draws, seed=args.seed,

@@ -2,7 +2,7 @@
 GPU power limits, one after the other, with telemetry and a training log.
 
 This is the data a fleet records when an operator steps the power limit (for a
-flexibility test or a demand-response event): :func:`powerlab.flex.curve.fit_curve`
+flexibility test or a demand-response event): :func:`powerlab.flex.curvefit.fit_curve`
 learns the power-throughput curve from it, and the twin's own step times at other limits
 are the truth the curve is checked against (the twin's physics, not the curve's formula:
 :mod:`powerlab.throughput.synth`).

@@ -1,12 +1,13 @@
 """The flexibility offer: megawatts a site can shed, how fast, for how long, at what cost.
 
-For each lever and level (:mod:`powerlab.flex.levers`) the scenario is forecast with the
-lever applied, with the same seeds as the baseline (every Monte Carlo draw: the same
+For each registered lever and level (:data:`powerlab.levers.registry.LEVERS`: each lever
+family gives its own rows, :meth:`~powerlab.levers.lever.CurtailmentLever.offer_rows`)
+the scenario is forecast with the lever applied, with the same seeds as the baseline (every Monte Carlo draw: the same
 failures and timing offsets), and the shed power is the baseline's mean IT power minus
 the curtailed one over the hold window, per draw; its mean and 5-95 % range across draws
 are the offer and its uncertainty (failures during the window shed nothing).  The
 throughput cost comes from the job's power-throughput curve with its band
-(:mod:`powerlab.flex.curve`).
+(:mod:`powerlab.levers.curve`).
 
 Columns of ``flex_offer.csv`` (:meth:`FlexOffer.summary_frame`):
 ``lever, power_limit_w, clock_sm_mhz, shed_megawatts, shed_megawatts_p05,
@@ -31,21 +32,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._summary import Summary
+from .._summary import Results, Summary
 from ..exceptions import PowerlabError
+from ..levers.jobs import job_curves, site_power_range_w
+from ..levers.lever import LeverAssumptions, OfferContext
+from ..levers.registry import LEVERS
 from ..outputs import output_folder
 from ..site.engine import forecast
 from ..site.scenario import Scenario
 from ..telemetry.timeutil import to_utc
-from .levers import (
-    LeverAssumptions,
-    capped_scenario,
-    job_curves,
-    job_rate_frame,
-    paused_scenario,
-    restart_risk,
-    site_power_range_w,
-)
 
 __all__ = ["FlexOffer", "flex_offer"]
 
@@ -54,7 +49,7 @@ RESPONSES_S = (1, 5, 10, 30, 60, 120, 300, 900)
 DURATIONS_S = (900, 3600, 3 * 3600, 10 * 3600)
 
 
-class FlexOffer:
+class FlexOffer(Results):
     """A site's flexibility offer (results object: ``summary()``, ``summary_frame()``).
 
     Attributes
@@ -123,12 +118,11 @@ class FlexOffer:
     def summary(self) -> Summary:
         """Headline (25 % of IT power within 30 s for 3 h) and the table."""
         a = self.assumptions
+        said = [t for lv in LEVERS.objects() if (t := lv.response_text(a)) is not None]
         lines = [(f"Flexibility offer: IT power {self.it_power_w / 1e6:.2f} MW, hold window "
                  f"{self.window[0]:%Y-%m-%d %H:%M} - {self.window[1]:%H:%M} UTC, "
                  f"{self.draws} draws"),
-                 (f"Response assumptions: power cap {a.power_cap_response_s:g} s, clock lock "
-                 f"{a.clock_lock_response_s:g} s, pause = on-demand checkpoint + "
-                 f"{a.pause_drain_s:g} s")]
+                 "Response assumptions: " + ", ".join(said)]
         b = self.best(30.0, 3 * 3600.0, 25.0)
         if b is None:
             lines.append("No lever sheds 25 % of IT power within 30 s for 3 h.")
@@ -147,12 +141,6 @@ class FlexOffer:
         s.add_text(lines)
         s.add_df(self.rows[cols], index=False)
         return s
-
-    def __str__(self) -> str:
-        return str(self.summary())
-
-    def _repr_html_(self) -> str:
-        return self.summary().as_html()
 
     def write(self, out_dir) -> Path:
         """Write ``flex_offer.csv`` into ``out_dir`` (created); returns its path."""
@@ -184,16 +172,16 @@ def flex_offer(scenario: Scenario, curves=None, *, hold_s: float = 3 * 3600.0,
                ) -> FlexOffer:
     """The flexibility offer of a scenario.
 
-    The steps: the hold window (``_hold_window``), the baseline forecast, then one
-    forecast per lever setting on the same seed, each read as the shed over the window
-    (``_cap_rows``, ``_pause_row``, ``_shift_row``), and the battery
-    (``_storage_row``).
+    The steps: the hold window (``_hold_window``), the baseline forecast, then each
+    registered lever family's rows (:meth:`~powerlab.levers.lever.CurtailmentLever.offer_rows`:
+    one forecast per setting on the same seed, read as the shed over the window), in the
+    registry's order.
 
     Parameters
     ----------
     scenario : Scenario
     curves : PowerThroughputCurve or mapping of job name to curve, optional
-        Default: the prior of the scenario's GPU model (:func:`~powerlab.flex.levers.job_curves`).
+        Default: the prior of the scenario's GPU model (:func:`~powerlab.levers.jobs.job_curves`).
     hold_s : float
         Length of the window the sheds are measured over [s].
     start : str or pandas.Timestamp, optional
@@ -222,9 +210,6 @@ def flex_offer(scenario: Scenario, curves=None, *, hold_s: float = 3 * 3600.0,
     _, full_w, _ = site_power_range_w(scenario)
     base = forecast(scenario, draws=draws, seed=seed, tick_s=tick_s)
     b_mean = _window_means(base, i0, i1)
-    first = next(iter(cv.values()))
-    if levels_w is None:
-        levels_w = np.arange(first.max_limit_w, first.min_limit_w - 1e-9, -50.0)
 
     def shed_of(sc):
         """Shed over the window of a scenario's forecast on the baseline's seed [MW]:
@@ -233,17 +218,9 @@ def flex_offer(scenario: Scenario, curves=None, *, hold_s: float = 3 * 3600.0,
         s = (b_mean - _window_means(res, i0, i1)) / 1e6
         return float(s.mean()), float(np.quantile(s, 0.05)), float(np.quantile(s, 0.95))
 
-    rows = []
-    for lim in levels_w:
-        sc = capped_scenario(scenario, {j.name: float(lim) for j in scenario.jobs}, cv)
-        rows += _cap_rows(scenario, cv, float(lim), shed_of(sc), hold_max, a)
-    rows.append(_pause_row(scenario, shed_of(paused_scenario(scenario)), hold_max, a))
-    # shift the jobs that would start inside the window
-    starting = [j for j in scenario.jobs if w0 <= j.start_utc < w1]
-    shed = (shed_of(paused_scenario(scenario, {j.name for j in starting})) if starting
-            else (0.0, 0.0, 0.0))
-    rows.append(_shift_row(starting, shed, (w1 - w0).total_seconds()))
-    rows.append(_storage_row(scenario.mitigations.battery, hold_s, a))
+    offer = OfferContext(scenario, cv, a, (w0, w1), hold_s, hold_max, levels_w, shed_of)
+    rows = [row.as_dict() for first, members in LEVERS.families()
+            for row in first.offer_rows(offer, members)]
     df = pd.DataFrame(rows)
     df.insert(6, "shed_pct_of_it", 100 * df["shed_megawatts"] * 1e6 / full_w)
     return FlexOffer(df, full_w, (w0, w1), cv, a, draws)
@@ -260,98 +237,3 @@ def _hold_window(scenario: Scenario, start, hold_s: float
     if not scenario.start_utc <= w0 < w1:
         raise PowerlabError(f"start {w0} is outside the scenario's horizon")
     return w0, w1
-
-
-def _shed_columns(shed: tuple[float, float, float]) -> dict:
-    m, lo, hi = shed
-    return {"shed_megawatts": m, "shed_megawatts_p05": lo, "shed_megawatts_p95": hi}
-
-
-def _cap_rows(scenario: Scenario, cv: dict, lim: float, shed: tuple, hold_max: float,
-              a: LeverAssumptions) -> list[dict]:
-    """The power-cap and clock-lock rows of one limit: the shed, and the step-rate cost
-    from each job's curve (GPU-weighted; mean, upper and lower band)."""
-    gpus = sum(j.gpus for j in scenario.jobs)
-    loss = np.zeros(3)
-    lost = 0.0
-    clocks = []
-    extrapolated = False
-    for j in scenario.jobs:
-        c = cv[j.name]
-        rr = job_rate_frame(c, j, lim).iloc[0]
-        p = float(rr["power_w"])
-        extrapolated = extrapolated or bool(rr["extrapolated"])
-        ls = 100 * (1 - np.array([rr["rate_mean"], rr["rate_upper"], rr["rate_lower"]]))
-        loss += ls * j.gpus / gpus
-        lost += j.gpus * ls[0] / 100.0
-        clocks.append(float(c.clock_at_power(p)))
-    rows = []
-    for lever, resp in (("power_cap", a.power_cap_response_s),
-                        ("clock_lock", a.clock_lock_response_s)):
-        rows.append({"lever": lever, "power_limit_w": lim,
-                     "clock_sm_mhz": (np.nan if lever == "power_cap"
-                                      else float(np.nanmean(clocks))),
-                     **_shed_columns(shed), "notice_s": 0.0, "ramp_time_s": resp,
-                     "hold_max_s": hold_max, "step_rate_loss_pct": loss[0],
-                     "step_rate_loss_pct_lower": loss[1],
-                     "step_rate_loss_pct_upper": loss[2],
-                     "lost_gpu_hours_per_hour": lost, "restart_gpu_hours": 0.0,
-                     "extra_checkpoint_writes": 0, "restart_risk_probability": 0.0,
-                     "note": ("GPU power limit on every GPU of every job"
-                              if lever == "power_cap" else
-                              "SM clock locked at the curve's clock for that power")
-                     + ("; cost extrapolated below the lowest limit a curve was fitted on"
-                        if extrapolated else "")})
-    return rows
-
-
-def _pause_row(scenario: Scenario, shed: tuple, hold_max: float,
-               a: LeverAssumptions) -> dict:
-    """Pause after an on-demand checkpoint: every job checkpoints, then idles."""
-    ck = max(j.checkpoint_duration_s for j in scenario.jobs)
-    return {"lever": "pause", "power_limit_w": np.nan, "clock_sm_mhz": np.nan,
-            **_shed_columns(shed),
-            "notice_s": 0.0, "ramp_time_s": ck + a.pause_drain_s,
-            "hold_max_s": hold_max, "step_rate_loss_pct": 100.0,
-            "step_rate_loss_pct_lower": 100.0, "step_rate_loss_pct_upper": 100.0,
-            "lost_gpu_hours_per_hour": float(sum(j.gpus for j in scenario.jobs)),
-            "restart_gpu_hours": float(sum(j.gpus * (j.startup_s + j.checkpoint_duration_s)
-                                           for j in scenario.jobs) / 3600.0),
-            "extra_checkpoint_writes": len(scenario.jobs),
-            "restart_risk_probability": float(1 - np.prod(
-                [1 - restart_risk(j) for j in scenario.jobs])),
-            "note": "every job checkpoints on demand, then idles; restart costs "
-                    "start-up"}
-
-
-def _shift_row(starting: list, shed: tuple, window_s: float) -> dict:
-    """Shift the jobs that would start inside the window until it ends."""
-    return {"lever": "shift_start", "power_limit_w": np.nan, "clock_sm_mhz": np.nan,
-            **_shed_columns(shed),
-            "notice_s": 0.0, "ramp_time_s": 0.0, "hold_max_s": window_s,
-            "step_rate_loss_pct": 0.0, "step_rate_loss_pct_lower": 0.0,
-            "step_rate_loss_pct_upper": 0.0,
-            "lost_gpu_hours_per_hour": float(sum(j.gpus for j in starting)),
-            "restart_gpu_hours": 0.0, "extra_checkpoint_writes": 0,
-            "restart_risk_probability": 0.0,
-            "note": (f"{len(starting)} job(s) start in the window and wait until it "
-                     "ends" if starting else "no job starts in the window")}
-
-
-def _storage_row(bat, hold_s: float, a: LeverAssumptions) -> dict:
-    """The site battery discharging over the hold window (none: 0 MW)."""
-    if bat is not None:
-        p = min(bat.power_megawatts, bat.energy_megawatt_hours * bat.initial_soc_fraction
-                * 3600.0 / hold_s)
-        hmax = bat.energy_megawatt_hours * bat.initial_soc_fraction * 3600.0 \
-            / bat.power_megawatts
-        note = "site battery discharging over the hold window"
-    else:
-        p, hmax, note = 0.0, 0.0, "no storage in the scenario"
-    return {"lever": "storage", "power_limit_w": np.nan, "clock_sm_mhz": np.nan,
-            "shed_megawatts": p, "shed_megawatts_p05": p, "shed_megawatts_p95": p,
-            "notice_s": 0.0, "ramp_time_s": a.storage_response_s, "hold_max_s": hmax,
-            "step_rate_loss_pct": 0.0, "step_rate_loss_pct_lower": 0.0,
-            "step_rate_loss_pct_upper": 0.0, "lost_gpu_hours_per_hour": 0.0,
-            "restart_gpu_hours": 0.0, "extra_checkpoint_writes": 0,
-            "restart_risk_probability": 0.0, "note": note}

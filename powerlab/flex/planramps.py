@@ -17,9 +17,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..levers.allocation import LeverSchedule
+from ..levers.operating import NOTCH_W, Merit
+from ..levers.registry import LEVERS
 from ..limits.ramps import ramps_of_means, whole_ticks
-from .levers import LEVERS
-from .merit import NOTCH_W, LeverSchedule, Merit
 
 __all__ = ["allowed_rates", "lever_ramps", "ramp_results"]
 

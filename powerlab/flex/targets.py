@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import io
 import json
+import warnings
+import zoneinfo
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from .._options import choice, renamed_attribute, renamed_keywords
-from ..exceptions import ParseError, PowerlabError
+from ..exceptions import DataQualityWarning, ParseError, PowerlabError
 from ..telemetry.timeutil import to_utc
 
 __all__ = ["Targets", "check_targets", "parse_openadr_event", "random_targets",
@@ -107,8 +109,6 @@ Targets.__init__ = renamed_keywords(scope="boundary")(Targets.__init__)
 def _zone(tz: str | None, where: dict):
     if tz is None:
         return None
-    import zoneinfo
-
     try:
         zoneinfo.ZoneInfo(str(tz))
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
@@ -253,14 +253,53 @@ def _duration(text, where: dict) -> pd.Timedelta:
 def parse_openadr_event(doc, *, tz: str | None = None, path=None) -> pd.DataFrame:
     """Targets from OpenADR 3 event JSON (text, bytes or the parsed object).
 
+    The steps: the JSON document's events (:func:`_events`), each checked against
+    :data:`EVENT_SCHEMA` (``jsonschema``, the ``openadr`` extra), then its intervals with
+    an ``IMPORT_CAPACITY_LIMIT`` payload as targets (:func:`_event_rows`).
+
     Returns
     -------
     pandas.DataFrame
         ``start_utc, end_utc, cap_w, notice_utc, source``, one row per interval with an
         ``IMPORT_CAPACITY_LIMIT`` payload.
-    """
-    import jsonschema
 
+    Raises
+    ------
+    powerlab.exceptions.ParseError
+        A document that is not JSON or not OpenADR 3 event JSON, or a value at fault.
+    powerlab.exceptions.PowerlabError
+        ``jsonschema`` is not installed (``pip install 'powerlab[openadr]'``).
+    """
+    validate = _event_validator(path)
+    rows, locs = [], {}
+    for e, ev in enumerate(_events(doc, path)):
+        validate(ev, e)
+        _event_rows(ev, e, tz, path, rows, locs)
+    return _located(pd.DataFrame(rows), locs)
+
+
+def _event_validator(path):
+    """``validate(event, e)``: a :class:`ParseError` naming the JSON path of the first
+    value :data:`EVENT_SCHEMA` refuses."""
+    try:
+        import jsonschema
+    except ImportError as exc:
+        raise PowerlabError("reading OpenADR 3 event JSON needs jsonschema "
+                            "(pip install 'powerlab[openadr]')") from exc
+
+    def validate(ev, e: int) -> None:
+        try:
+            jsonschema.validate(ev, EVENT_SCHEMA)
+        except jsonschema.ValidationError as exc:
+            loc = "/".join(str(p) for p in exc.absolute_path)
+            raise ParseError(f"not an OpenADR 3 event: {exc.message}",
+                             path=path, column=f"events[{e}]/{loc}".rstrip("/")) from None
+    return validate
+
+
+def _events(doc, path) -> list:
+    """The events of a document: an event object, a list of them or ``{"events":
+    [...]}`` (text and bytes parsed as JSON first)."""
     if isinstance(doc, (str, bytes)):
         try:
             doc = json.loads(doc)
@@ -277,87 +316,97 @@ def parse_openadr_event(doc, *, tz: str | None = None, path=None) -> pd.DataFram
     if not isinstance(events, list) or not events:
         raise ParseError("expected an OpenADR 3 event object, a list of events or "
                          "{'events': [...]}", path=path)
-    rows, locs = [], {}
-    for e, ev in enumerate(events):
-        try:
-            jsonschema.validate(ev, EVENT_SCHEMA)
-        except jsonschema.ValidationError as exc:
-            loc = "/".join(str(p) for p in exc.absolute_path)
-            raise ParseError(f"not an OpenADR 3 event: {exc.message}",
-                             path=path, column=f"events[{e}]/{loc}".rstrip("/")) from None
-        name = ev.get("eventName") or ev.get("id") or f"event {e}"
-        units = 1e3  # OpenADR capacity limits are usually in KW
-        for pd_ in ev.get("payloadDescriptors") or []:
-            if pd_.get("payloadType") == "IMPORT_CAPACITY_LIMIT" and pd_.get("units"):
-                u = str(pd_["units"]).upper()
-                if u not in _UNITS:
-                    raise ParseError(f"unit {pd_['units']!r} of IMPORT_CAPACITY_LIMIT not "
-                                     f"one of {sorted(_UNITS)}", path=path,
-                                     column=f"events[{e}]/payloadDescriptors")
-                units = _UNITS[u]
-        notice = (_time(ev["createdDateTime"], tz,
-                        {"path": path, "column": f"events[{e}]/createdDateTime"})
-                  if ev.get("createdDateTime") else pd.NaT)
-        dflt = ev.get("intervalPeriod")
-        nxt = None
-        found = 0
-        skipped: list[int] = []
-        for k, iv in enumerate(ev["intervals"]):
-            at = f"events[{e}]/intervals[{k}]"
-            where = {"path": path, "column": at}
-            per = iv.get("intervalPeriod")
-            # the period that sets the start and the one that sets the duration
-            own = f"{at}/intervalPeriod"
-            span = own if per is not None and per.get("duration") else \
-                f"events[{e}]/intervalPeriod"
-            if per is not None:
-                t0 = _time(per["start"], tz, {**where, "column": f"{own}/start"})
-                dur = _duration(per.get("duration") or (dflt or {}).get("duration"),
-                                {**where, "column": f"{span}/duration"})
-                start = own
-            elif dflt is not None:
-                start = f"events[{e}]/intervalPeriod" if nxt is None else \
-                    f"events[{e}]/intervals[{k - 1}]"      # follows the previous interval
-                t0 = nxt if nxt is not None else _time(
-                    dflt["start"], tz, {**where, "column": f"{start}/start"})
-                dur = _duration(dflt.get("duration"), {**where, "column": f"{span}/duration"})
-            else:
-                raise ParseError("interval has no intervalPeriod and the event none",
-                                 **where)
-            nxt = t0 + dur
-            caps = [p for p in iv["payloads"] if p["type"] == "IMPORT_CAPACITY_LIMIT"]
-            if not caps:
-                skipped.append(k)
-                continue
-            vals = caps[0]["values"]
-            at_cap = f"{at}/payloads[{iv['payloads'].index(caps[0])}]/values"
-            where = {"path": path, "column": at_cap}
-            if len(vals) != 1:
-                raise ParseError(f"IMPORT_CAPACITY_LIMIT has {len(vals)} values; one "
-                                 "expected", **where)
-            try:
-                cap = float(vals[0]) * units
-            except (TypeError, ValueError):
-                raise ParseError(f"capacity limit {vals[0]!r} is not a number",
-                                 **where) from None
-            locs[len(rows)] = {"start": (None, start), "end": (None, span),
-                               "cap": (None, at_cap)}
-            rows.append({"start_utc": t0, "end_utc": t0 + dur, "cap_w": cap,
-                         "notice_utc": notice, "source": f"{name}/intervals[{k}]"})
-            found += 1
-        if not found:
-            raise ParseError("event has no IMPORT_CAPACITY_LIMIT payload (the only "
-                             "payload type a curtailment target is read from)", path=path,
-                             column=f"events[{e}]")
-        if skipped:
-            import warnings
+    return events
 
-            from ..exceptions import DataQualityWarning
 
-            warnings.warn(f"{path or 'event'}: events[{e}] intervals {skipped} carry no "
-                          "IMPORT_CAPACITY_LIMIT payload and set no cap", DataQualityWarning,
-                          stacklevel=2)
-    return _located(pd.DataFrame(rows), locs)
+def _units(ev: dict, e: int, path) -> float:
+    """Watts per unit of the event's ``IMPORT_CAPACITY_LIMIT`` (kW unless it says)."""
+    units = 1e3  # OpenADR capacity limits are usually in KW
+    for pd_ in ev.get("payloadDescriptors") or []:
+        if pd_.get("payloadType") == "IMPORT_CAPACITY_LIMIT" and pd_.get("units"):
+            u = str(pd_["units"]).upper()
+            if u not in _UNITS:
+                raise ParseError(f"unit {pd_['units']!r} of IMPORT_CAPACITY_LIMIT not "
+                                 f"one of {sorted(_UNITS)}", path=path,
+                                 column=f"events[{e}]/payloadDescriptors")
+            units = _UNITS[u]
+    return units
+
+
+def _event_rows(ev: dict, e: int, tz, path, rows: list, locs: dict) -> None:
+    """Append the event's targets to ``rows`` (and their JSON paths to ``locs``); warn
+    about intervals that set no cap, refuse an event with none."""
+    name = ev.get("eventName") or ev.get("id") or f"event {e}"
+    units = _units(ev, e, path)
+    notice = (_time(ev["createdDateTime"], tz,
+                    {"path": path, "column": f"events[{e}]/createdDateTime"})
+              if ev.get("createdDateTime") else pd.NaT)
+    nxt = None
+    found = 0
+    skipped: list[int] = []
+    for k, iv in enumerate(ev["intervals"]):
+        at = f"events[{e}]/intervals[{k}]"
+        t0, dur, start, span = _interval_period(ev, e, k, iv, nxt, tz, path)
+        nxt = t0 + dur
+        caps = [p for p in iv["payloads"] if p["type"] == "IMPORT_CAPACITY_LIMIT"]
+        if not caps:
+            skipped.append(k)
+            continue
+        at_cap = f"{at}/payloads[{iv['payloads'].index(caps[0])}]/values"
+        locs[len(rows)] = {"start": (None, start), "end": (None, span),
+                           "cap": (None, at_cap)}
+        rows.append({"start_utc": t0, "end_utc": t0 + dur,
+                     "cap_w": _payload_cap_w(caps[0]["values"], units, path, at_cap),
+                     "notice_utc": notice, "source": f"{name}/intervals[{k}]"})
+        found += 1
+    if not found:
+        raise ParseError("event has no IMPORT_CAPACITY_LIMIT payload (the only "
+                         "payload type a curtailment target is read from)", path=path,
+                         column=f"events[{e}]")
+    if skipped:
+        warnings.warn(f"{path or 'event'}: events[{e}] intervals {skipped} carry no "
+                      "IMPORT_CAPACITY_LIMIT payload and set no cap", DataQualityWarning,
+                      stacklevel=3)
+
+
+def _interval_period(ev: dict, e: int, k: int, iv: dict, nxt, tz, path) -> tuple:
+    """``(start, duration, JSON path of the start, JSON path of the duration)`` of
+    interval ``k``: its own period, or the event's (an interval without a period follows
+    the previous one)."""
+    at = f"events[{e}]/intervals[{k}]"
+    where = {"path": path, "column": at}
+    dflt = ev.get("intervalPeriod")
+    per = iv.get("intervalPeriod")
+    # the period that sets the start and the one that sets the duration
+    own = f"{at}/intervalPeriod"
+    span = own if per is not None and per.get("duration") else \
+        f"events[{e}]/intervalPeriod"
+    if per is not None:
+        t0 = _time(per["start"], tz, {**where, "column": f"{own}/start"})
+        dur = _duration(per.get("duration") or (dflt or {}).get("duration"),
+                        {**where, "column": f"{span}/duration"})
+        return t0, dur, own, span
+    if dflt is None:
+        raise ParseError("interval has no intervalPeriod and the event none", **where)
+    start = f"events[{e}]/intervalPeriod" if nxt is None else \
+        f"events[{e}]/intervals[{k - 1}]"      # follows the previous interval
+    t0 = nxt if nxt is not None else _time(
+        dflt["start"], tz, {**where, "column": f"{start}/start"})
+    dur = _duration(dflt.get("duration"), {**where, "column": f"{span}/duration"})
+    return t0, dur, start, span
+
+
+def _payload_cap_w(vals: list, units: float, path, at_cap: str) -> float:
+    """The cap of an ``IMPORT_CAPACITY_LIMIT`` payload's one value [W]."""
+    where = {"path": path, "column": at_cap}
+    if len(vals) != 1:
+        raise ParseError(f"IMPORT_CAPACITY_LIMIT has {len(vals)} values; one "
+                         "expected", **where)
+    try:
+        return float(vals[0]) * units
+    except (TypeError, ValueError):
+        raise ParseError(f"capacity limit {vals[0]!r} is not a number",
+                         **where) from None
 
 
 def check_targets(frame: pd.DataFrame, *, floor_w: float, max_w: float,

@@ -10,11 +10,13 @@ Modules
 :mod:`~powerlab.interconnect.resonance`    harmonics of the load against the grid's mode bands
 :mod:`~powerlab.interconnect.gridstudy`    playback files for PSCAD, PowerFactory and CSV
 :mod:`~powerlab.interconnect.ridethrough`  ride-through load loss against the sag-free forecast; the sag table
-:mod:`~powerlab.interconnect.smoothing`    NVML power smoothing (8 profile params; Blackwell or newer)
-:mod:`~powerlab.interconnect.storage`      storage technology classes: C-rate, SOC bounds, converter
 :mod:`~powerlab.interconnect.assessability` can a forecast at this tick assess a spec? (no engine run)
 :mod:`~powerlab.interconnect.sitemodel`    per-job forecast series for fast option evaluation
+:mod:`~powerlab.interconnect.searchspace`  the mitigation options, the grid searched, the costs
+:mod:`~powerlab.interconnect.optionsearch` options evaluated, and the search's steps
+:mod:`~powerlab.interconnect.searchsize`   the search's size and time, announced before it runs
 :mod:`~powerlab.interconnect.sizing`       the cheapest mitigations that meet a requirement spec
+:mod:`~powerlab.interconnect.sizingresult` its result: the Pareto set, the files
 :mod:`~powerlab.interconnect.pmu`          what P- and M-class reference PMUs (C37.118.1) report
 :mod:`~powerlab.interconnect.comtrade`     COMTRADE (C37.111) ASCII records: writer, reader
 :mod:`~powerlab.interconnect.energisation` staircase energisation within ramp and step limits
@@ -54,17 +56,17 @@ _EXPORTS = {
     "ridethrough": (
         "SagAssumptions", "SagGrid", "counterfactual_sag_loss", "ride_through_table",
     ),
-    "smoothing": (
-        "SmoothingProfile", "smooth_power", "smoothing_support",
-    ),
-    "storage": (
-        "StorageTechnology", "TECHNOLOGIES", "storage_battery",
-    ),
     "assessability": (
         "Assessability", "assess",
     ),
+    "searchspace": (
+        "CostModel", "MitigationOption", "SearchGrid",
+    ),
     "sizing": (
-        "CostModel", "MitigationOption", "SearchGrid", "SizingResult", "size_mitigation",
+        "size_mitigation",
+    ),
+    "sizingresult": (
+        "SizingResult",
     ),
     "pmu": (
         "PmuSettings", "modulation_gain", "pmu_filter", "pmu_power",
@@ -89,6 +91,10 @@ _MOVED = {
         "DEVIATION_RULES", "GridMode", "Requirement", "RequirementSpec", "parse_requirements",
         "read_requirements", "band_oscillation", "band_windows", "gated_ramp",
         "largest_deviation", "largest_step", "ramp_of_means", "sag_load_loss",
+    ),
+    "powerlab.levers": (
+        "SmoothingProfile", "smooth_power", "smoothing_support", "StorageTechnology",
+        "TECHNOLOGIES", "storage_battery",
     ),
 }
 

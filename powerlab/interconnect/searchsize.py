@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from ..levers.smoothing import smoothing_support
+from ..levers.storage import available_storage
 from ..site.engine import TICK_DRAWS_PER_S as _ENGINE_TICK_DRAWS_PER_S  # engine speed
 
 __all__ = ["max_option_evaluations", "search_estimate_s"]
@@ -24,7 +26,7 @@ _OPTION_TICK_DRAWS_PER_S = 2e6
 
 
 def _bisections(length: int) -> int:
-    """Most evaluations a bisection (``_Search.first_passing``) makes on ``length``
+    """Most evaluations a bisection (``OptionSearch.first_passing``) makes on ``length``
     options."""
     return 0 if length < 1 else 1 + math.ceil(math.log2(length))
 
@@ -32,12 +34,9 @@ def _bisections(length: int) -> int:
 def max_option_evaluations(scenario, grid, *, refine_rates: int = 5,
                            hybrid_storage: int = 2) -> int:
     """The most options :func:`~powerlab.interconnect.sizing.size_mitigation` can evaluate
-    on a scenario with a :class:`~powerlab.interconnect.sizing.SearchGrid` (every
+    on a scenario with a :class:`~powerlab.interconnect.searchspace.SearchGrid` (every
     bisection at its longest, no option shared between steps) [-]; the search usually
     evaluates fewer (cached options, chains cut by cost)."""
-    from .smoothing import smoothing_support
-    from .storage import available_storage
-
     jobs = scenario.jobs
     together = len({j.start_utc for j in jobs}) < len(jobs)
     ok = smoothing_support(scenario.hardware.gpu_model)[0]

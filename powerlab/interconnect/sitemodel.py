@@ -2,19 +2,32 @@
 
 :class:`SiteModel` runs the engine once per job and filler setting (and once more without
 the scenario's voltage sags when it has any: the ride-through counterfactual), then
-evaluates a :class:`~powerlab.interconnect.sizing.MitigationOption` on one draw by array
-arithmetic (see :mod:`powerlab.interconnect.sizing` for the method and its accuracy).
+evaluates a :class:`~powerlab.interconnect.searchspace.MitigationOption` on one draw by
+array arithmetic: each mitigation (:data:`powerlab.levers.registry.MITIGATIONS`) acts on
+each job's per-GPU power in turn, in the order of its ``job_stage``
+(:meth:`~powerlab.levers.lever.Mitigation.job_power`),
+the facility model turns IT power into facility power, and each acts on that
+(:meth:`~powerlab.levers.lever.Mitigation.grid_power`).  See
+:mod:`powerlab.interconnect.sizing` for the method and its accuracy.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from ..exceptions import PowerlabError
+from ..levers.filler import Filler
+from ..levers.lever import JobOnSite
+from ..levers.registry import MITIGATIONS
+from ..levers.smoothing import smoothing_support
+from ..levers.stagger import Stagger
+from ..site.disturbances import ups_transfer_w
+from ..site.engine import forecast
+from ..site.facility import facility_power
+from ..site.scenario import Mitigations
 from .powertrace import PowerTrace
 
 __all__ = ["SiteModel"]
@@ -58,9 +71,6 @@ class SiteModel:
         ``progress`` is passed to every :func:`~powerlab.site.engine.forecast` (a
         :class:`powerlab._progress.Progress` of ``runs_needed x draws`` engine draws is
         updated once per draw and left open)."""
-        from ..site.engine import forecast
-        from ..site.scenario import Mitigations
-
         sc0 = scenario.replace(mitigations=Mitigations(),
                                horizon_start_utc=scenario.start_utc,
                                horizon_end_utc=scenario.end_utc)
@@ -73,8 +83,7 @@ class SiteModel:
         has_sags = bool(getattr(sc0, "disturbances", ()))
         for ji, job in enumerate(sc0.jobs):
             for fill in ((False, True) if filler else (False,)):
-                j = dataclasses.replace(job, comm_w=max(job.comm_w, job.compute_w)) \
-                    if fill else job
+                j = Filler.filled(job) if fill else job
                 sub = sc0.replace(jobs=(j,))
                 own = (hw.cluster_gpus - j.gpus) * hw.gpu_idle_w + hw.nodes * hw.node_overhead_w
                 for with_sags in ((True, False) if has_sags else (True,)):
@@ -98,8 +107,6 @@ class SiteModel:
                          "jobs the tripped nodes differ from a whole-site forecast's, so "
                          "ride-through values are approximate (re-check the chosen option "
                          "with comply)")
-        from .smoothing import smoothing_support
-
         ok, why = smoothing_support(hw.gpu_model)
         if not ok:
             notes.append(why)
@@ -107,15 +114,23 @@ class SiteModel:
                    series, active, engine_runs=runs, draws=draws, sag_events=sags,
                    notes=notes, gpu_mean_no_sag_w=no_sag, smoothing_ok=ok)
 
+    def grid_power(self, opt, fac: np.ndarray) -> tuple[np.ndarray, float]:
+        """(power at the point of interconnection before UPS transfer [W], its energy with
+        the mitigations' own additions, the storage's recharge [J]): each mitigation on
+        the facility power in turn."""
+        grid, extra = fac, 0.0
+        for m in MITIGATIONS.objects():
+            grid, e = m.grid_power(opt, grid, self.tick_s)
+            extra += e
+        return grid, float(grid.sum() * self.tick_s + extra)
+
     def grid_w(self, fac: np.ndarray, it: np.ndarray, opt
                ) -> tuple[np.ndarray, float]:
         """(power at the point of interconnection [W], its energy with storage recharge
-        [J]): storage dispatch on the facility power, then load carried by UPS batteries
-        during voltage sags, as the engine does (``ForecastResult.facility_w``)."""
-        from ..site.disturbances import ups_transfer_w
-        from .storage import storage_grid_energy
-
-        grid, e_j = storage_grid_energy(fac, self.tick_s, opt)
+        [J]): the mitigations on the facility power (storage dispatch), then load carried
+        by UPS batteries during voltage sags, as the engine does
+        (``ForecastResult.facility_w``)."""
+        grid, e_j = self.grid_power(opt, fac)
         ups = ups_transfer_w(self.scenario, it[None, :], self.start_utc, self.tick_s)
         if ups is None:
             return grid, e_j
@@ -132,14 +147,11 @@ class SiteModel:
         if self.gpu_mean_no_sag_w:
             # the same option on the same draw without the sags: the ride-through
             # counterfactual (no UPS transfer either: that is the sag's doing)
-            from .storage import storage_grid_energy
-
             fac0, it0, _ = self.facility(opt, d, filler_loss_pct, no_sag=True)
             kw["without_sags"] = PowerTrace(d, self.tick_s, self.start_utc, it0,
-                                            storage_grid_energy(fac0, self.tick_s, opt)[0])
+                                            self.grid_power(opt, fac0)[0])
         return (PowerTrace(d, self.tick_s, self.start_utc, it, grid, description=description,
                            **kw), e_j, loss_pct)
-
 
     @property
     def days(self) -> float:
@@ -148,49 +160,37 @@ class SiteModel:
 
     def stagger_delays_s(self, stagger_s: float) -> list[float]:
         """Start delay of each job under a stagger of ``stagger_s`` [s]: the engine's rule
-        (:func:`powerlab.site.stagger.stagger_delay_ticks`), capped as the engine caps it."""
-        from ..site.stagger import stagger_delay_ticks
-
-        return [k * self.tick_s for k in stagger_delay_ticks(self.scenario, self.start_utc,
-                                                             self.tick_s, stagger_s)]
+        (:func:`powerlab.site.stagger.stagger_delay_ticks`, through
+        :meth:`powerlab.levers.stagger.Stagger.delays_s`), capped as the engine caps it."""
+        return Stagger.delays_s(self.scenario, self.start_utc, self.tick_s, stagger_s)
 
     def facility(self, opt, d: int, filler_loss_pct: float,
                  no_sag: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
         """(facility power before storage [W], IT power [W], throughput loss [%]) of one
         option in draw ``d`` (``no_sag``: of the same draw without the voltage sags)."""
-        if opt.smoothing and not self.smoothing_ok:
-            raise PowerlabError(f"{self.scenario.hardware.gpu_model} has no NVML power "
-                                "smoothing (Blackwell or newer)")
+        gpu_model = self.scenario.hardware.gpu_model
+        for m in MITIGATIONS.objects():
+            why = m.refuse(opt, gpu_model)
+            if why:
+                raise PowerlabError(why)
         src = self.gpu_mean_no_sag_w if no_sag else self.gpu_mean_w
-
         sc = self.scenario
-        hw = sc.hardware
         it = np.full(len(self.pue), self.constant_w)
-        delays = self.stagger_delays_s(opt.stagger_starts_s)
         lost_gpu_s = total_gpu_s = 0.0
+        chain = MITIGATIONS.by("job_stage")
         for ji, job in enumerate(sc.jobs):
-            g = src[(ji, bool(opt.filler))][d]
-            act = self.active[ji]
-            if opt.smoothing:
-                y = opt.profile.apply(g, self.tick_s, hw.gpu_tdp_w, active=act)
-                above = np.maximum(g - hw.gpu_idle_w, 0)[act].sum()
-                deficit = np.maximum(g - y, 0)[act].sum()
-                ramp_frac = deficit / above if above > 0 else 0.0
-            else:
-                y, ramp_frac = g, 0.0
-            k = round(delays[ji] / self.tick_s)
-            if k > 0:
-                y = np.concatenate([np.full(min(k, len(y)), hw.gpu_idle_w), y[:len(y) - k]])
+            y = src[(ji, bool(opt.filler))][d]
+            on = JobOnSite(sc, ji, job, self.active[ji], self.tick_s, self.start_utc,
+                           filler_loss_pct)
+            frac = 0.0
+            for m in chain:
+                y, f = m.job_power(opt, y, on)
+                frac += f
             it += job.gpus * y
             alloc_s = job.duration_s
-            frac = ramp_frac + min(delays[ji], alloc_s) / alloc_s
-            if opt.filler:
-                frac += filler_loss_pct / 100
             lost_gpu_s += job.gpus * alloc_s * frac
             total_gpu_s += job.gpus * alloc_s
         loss_pct = 100.0 * lost_gpu_s / total_gpu_s if total_gpu_s else 0.0
-        from ..site.facility import facility_power
-
         site = sc.site
         fac = facility_power(it, self.tick_s, self.pue,
                              electrical_loss_fraction=site.electrical_loss_fraction,

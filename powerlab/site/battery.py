@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.signal import lfilter
 
 from .scenario import Battery
 from .timebase import to_ticks
@@ -55,8 +56,6 @@ def battery_dispatch(power_w: np.ndarray, tick_s: float, battery: Battery
         target[0] = x[0]
     cmd = x - target
     if tau > 0 and len(cmd):
-        from scipy.signal import lfilter  # only with a converter lag: keeps imports light
-
         a = math.exp(-tick_s / tau)
         cmd = lfilter([1.0 - a], [1.0, -a], cmd)
     b = np.clip(cmd, -p_max, p_max)

@@ -17,19 +17,20 @@ from .engine import forecast
 from .scenario import Mitigations, Scenario
 from .swings import swing_metrics
 
-__all__ = ["compare_mitigations"]
+__all__ = ["ENGINE_MITIGATIONS", "compare_mitigations"]
+
+
+#: The engine's mitigations (:class:`~powerlab.site.scenario.Mitigations` fields), by the
+#: name of their what-if, in the order compared.
+ENGINE_MITIGATIONS = (("power floor", "gpu_power_floor_pct_tdp"),
+                      ("ramp limit", "gpu_ramp_limit_w_per_s"),
+                      ("staggered starts", "stagger_starts_s"), ("battery", "battery"))
 
 
 def _default_variants(m: Mitigations) -> dict[str, Mitigations]:
-    out = {}
-    if m.gpu_power_floor_pct_tdp:
-        out["power floor"] = Mitigations(gpu_power_floor_pct_tdp=m.gpu_power_floor_pct_tdp)
-    if m.gpu_ramp_limit_w_per_s:
-        out["ramp limit"] = Mitigations(gpu_ramp_limit_w_per_s=m.gpu_ramp_limit_w_per_s)
-    if m.stagger_starts_s:
-        out["staggered starts"] = Mitigations(stagger_starts_s=m.stagger_starts_s)
-    if m.battery is not None:
-        out["battery"] = Mitigations(battery=m.battery)
+    """Each mitigation switched on in ``m`` alone, then (with several) all of them."""
+    out = {name: Mitigations(**{f: getattr(m, f)}) for name, f in ENGINE_MITIGATIONS
+           if getattr(m, f)}
     if len(out) > 1:
         out["all"] = m
     return out
@@ -70,6 +71,21 @@ def compare_mitigations(scenario: Scenario, variants: Mapping[str, Mitigations] 
         charge, so its losses count) and ``throughput_loss_pct`` (useful GPU-hours lost
         against the baseline, mean over draws).
     """
+    runs = _what_if_runs(scenario, variants)
+    rows = {}
+    for name, sc in runs.items():
+        res = forecast(sc, draws=draws, seed=seed, tick_s=tick_s)
+        rows[name] = _figures(res, boundary, draws)
+    return _compared(rows)
+
+
+#: The swing figures compared, each with its reduction in % of the baseline.
+_FIGURES = ("swing_1s_megawatts", "swing_60s_megawatts", "ramp_up_megawatts_per_s_1s",
+            "ramp_down_megawatts_per_s_1s", "band_0p1_2hz_rms_megawatts")
+
+
+def _what_if_runs(scenario: Scenario, variants) -> dict[str, Scenario]:
+    """The unmitigated baseline and each variant, all over one horizon (the widest)."""
     if variants is None:
         variants = _default_variants(scenario.mitigations)
         if not variants:
@@ -83,29 +99,34 @@ def compare_mitigations(scenario: Scenario, variants: Mapping[str, Mitigations] 
     # energy of the extra idle tail would otherwise be billed to the mitigation
     h0 = min(sc.start_utc for sc in runs.values())
     h1 = max(sc.end_utc for sc in runs.values())
-    runs = {k: sc.replace(horizon_start_utc=h0, horizon_end_utc=h1) for k, sc in runs.items()}
-    rows = {}
-    for name, sc in runs.items():
-        res = forecast(sc, draws=draws, seed=seed, tick_s=tick_s)
-        x = res.power_w(boundary)
-        ms = pd.DataFrame([swing_metrics(x[d], res.tick_s) for d in range(draws)])
-        useful = res.throughput.groupby("draw")["useful_gpu_h"].sum().to_numpy()
-        rows[name] = {
-            "swing_1s_megawatts": ms["swing_1s_w"].median() / 1e6,
-            "swing_60s_megawatts": ms["swing_60s_w"].median() / 1e6,
-            "ramp_up_megawatts_per_s_1s": ms["ramp_up_w_per_s_1s"].median() / 1e6,
-            "ramp_down_megawatts_per_s_1s": ms["ramp_down_w_per_s_1s"].median() / 1e6,
-            "band_0p1_2hz_rms_megawatts": ms["band_0p1_2hz_rms_w"].median() / 1e6,
-            "_energy": res.energy_j(boundary) + (res.battery_recharge_j
-                                                 if boundary == "facility" else 0.0),
-            "_useful": useful,
-        }
+    return {k: sc.replace(horizon_start_utc=h0, horizon_end_utc=h1) for k, sc in runs.items()}
+
+
+def _figures(res, boundary: str, draws: int) -> dict:
+    """A forecast's swing figures (median over draws), energy at the boundary (with the
+    battery's recharge at the facility) and useful GPU-hours per draw."""
+    x = res.power_w(boundary)
+    ms = pd.DataFrame([swing_metrics(x[d], res.tick_s) for d in range(draws)])
+    useful = res.throughput.groupby("draw")["useful_gpu_h"].sum().to_numpy()
+    return {
+        "swing_1s_megawatts": ms["swing_1s_w"].median() / 1e6,
+        "swing_60s_megawatts": ms["swing_60s_w"].median() / 1e6,
+        "ramp_up_megawatts_per_s_1s": ms["ramp_up_w_per_s_1s"].median() / 1e6,
+        "ramp_down_megawatts_per_s_1s": ms["ramp_down_w_per_s_1s"].median() / 1e6,
+        "band_0p1_2hz_rms_megawatts": ms["band_0p1_2hz_rms_w"].median() / 1e6,
+        "_energy": res.energy_j(boundary) + (res.battery_recharge_j
+                                             if boundary == "facility" else 0.0),
+        "_useful": useful,
+    }
+
+
+def _compared(rows: dict) -> pd.DataFrame:
+    """Each variant's figures, their reductions against the baseline and its costs."""
     base = rows["baseline"]
     out = []
     for name, r in rows.items():
         row = {"variant": name}
-        for k in ("swing_1s_megawatts", "swing_60s_megawatts", "ramp_up_megawatts_per_s_1s",
-                  "ramp_down_megawatts_per_s_1s", "band_0p1_2hz_rms_megawatts"):
+        for k in _FIGURES:
             row[k] = r[k]
             row[k.rsplit("_megawatts", 1)[0] + "_reduction_pct"] = (
                 100.0 * (1 - r[k] / base[k]) if base[k] > 0 else 0.0)

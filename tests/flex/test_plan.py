@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from powerlab.flex import flex_offer, plan_curtailment, random_targets
-from powerlab.flex.levers import site_power_range_w
 from powerlab.flex.targets import Targets
+from powerlab.levers import site_power_range_w
 from powerlab.limits import read_requirements
 from powerlab.site import read_scenario
 from tests.conftest import make_targets as _targets
@@ -276,3 +276,23 @@ def test_offer_flags_costs_extrapolated_below_the_fitted_limits(sc):
     assert flagged.tolist() == (capped["power_limit_w"] == 200).tolist()
     g = flex_offer(sc, None, levels_w=[200], draws=2).summary_frame()
     assert not g["note"].str.contains("extrapolated").any()
+
+
+def test_plan_options_as_an_object_or_as_keywords(sc, ercot):
+    """plan_curtailment's options are one PlanOptions; its fields also work as keywords
+    (the calls that predate it), replacing the object's; an unknown one is refused with
+    the fields' names."""
+    from powerlab.flex import PlanOptions
+
+    _, full, _ = site_power_range_w(sc)
+    tg = _targets([("2025-07-01T06:00Z", "2025-07-01T06:10Z", 0.8 * full, None)])
+    o = PlanOptions(draws=2, simulate=False, response_s=10.0)
+    a = plan_curtailment(sc, tg, o, spec=ercot)
+    b = plan_curtailment(sc, tg, spec=ercot, draws=2, simulate=False, response_s=10.0)
+    c = plan_curtailment(sc, tg, PlanOptions(draws=5, simulate=False), spec=ercot, draws=2,
+                         response_s=10.0)
+    pd.testing.assert_frame_equal(a.schedule, b.schedule)
+    pd.testing.assert_frame_equal(a.schedule, c.schedule)
+    assert a.response_s == 10.0 and c.draws == 2 and a.targets.empty
+    with pytest.raises(TypeError, match="unknown PlanOptions option.*'averaging_s'"):
+        plan_curtailment(sc, tg, spec=ercot, averaging=30.0)

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from powerlab.exceptions import ParseError
+from powerlab.exceptions import ParseError, PowerlabError
 from powerlab.flex import parse_openadr_event, read_targets
 
 NOW = pd.Timestamp("2025-07-01T00:00Z")
@@ -187,3 +187,13 @@ def test_targets_not_read_from_a_file_are_named_by_source():
     e = _error(lambda: check_targets(f, floor_w=6e6, max_w=17e6, now=NOW))
     assert (e.line, e.column) == (None, None)
     assert str(e).startswith("target random[") and "above the site's maximum" in str(e)
+
+
+def test_openadr_without_jsonschema_names_the_extra(monkeypatch):
+    """jsonschema comes with the 'openadr' extra; without it reading an event is one clean
+    PowerlabError that says what to install (not an ImportError), before any parsing."""
+    monkeypatch.setitem(__import__("sys").modules, "jsonschema", None)   # import fails
+    with pytest.raises(PowerlabError, match=r"needs jsonschema \(pip install "
+                                            r"'powerlab\[openadr\]'\)") as e:
+        parse_openadr_event(json.dumps(EVENT))
+    assert not isinstance(e.value, ParseError)

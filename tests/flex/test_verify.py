@@ -114,7 +114,7 @@ def test_cli_verify_offer_plan(tmp_path, capsys):
 
 def test_charts_draw_the_flex_frames():
     pytest.importorskip("altair")
-    from powerlab.flex import prior_curve
+    from powerlab.levers import prior_curve
     from powerlab.viz import flex_curve_chart, flex_offer_chart
 
     c = prior_curve("H100-SXM", 650.0)

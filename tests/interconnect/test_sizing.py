@@ -1,11 +1,11 @@
-"""Mitigation sizing: the NVML-style smoothing model, the fast per-draw evaluation against
-the engine, and the search (a failing site gets a passing option, a passing site the
-zero-cost option, the Pareto property, stability under a refined grid, the CLI)."""
+"""Mitigation sizing: the fast per-draw evaluation against the engine, and the search (a
+failing site gets a passing option, a passing site the zero-cost option, the Pareto
+property, stability under a refined grid, the CLI).  The smoothing model and the storage
+classes themselves: tests/levers/test_smoothing.py, tests/levers/test_storage.py."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 import pandas as pd
@@ -14,16 +14,14 @@ import pytest
 from powerlab import cli
 from powerlab.exceptions import PowerlabError
 from powerlab.interconnect.compliance import Compliance, comply
+from powerlab.interconnect.searchspace import COST_AXES, pareto_front
 from powerlab.interconnect.sizing import (
-    COST_AXES,
     MitigationOption,
     SearchGrid,
     SiteModel,
-    pareto_front,
     size_mitigation,
 )
-from powerlab.interconnect.smoothing import smooth_power
-from powerlab.interconnect.storage import storage_battery
+from powerlab.levers.storage import storage_battery
 from powerlab.limits.requirements import parse_requirements
 from powerlab.site.engine import forecast
 from powerlab.site.scenario import Mitigations, parse_scenario
@@ -78,58 +76,6 @@ SMALL_GRID = SearchGrid(floor_pct_tdp=(0, 60, 90), ramp_w_per_s=(0, 500, 125, 30
                         hysteresis_ms=(0, 2000), filler=(False, True), stagger_s=(0,),
                         battery_power_fraction=(0.1, 0.3, 0.6), battery_duration_h=(0.1,),
                         battery_window_s=(60,))
-
-
-# --------------------------------------------------------------------------- smoothing
-
-
-def _brute(x, tick, floor, up, down, hyst_s, active):
-    """The smoothing model tick by tick (the definition in interconnect/smoothing.py)."""
-    hold = math.floor(hyst_s / tick + 0.5 + 1e-9)
-    y = None
-    below = 0
-    out = np.empty(len(x))
-    for k, v in enumerate(x):
-        t = max(v, floor) if (floor > 0 and active[k]) else v
-        if y is None:
-            y = t
-        elif t >= y:
-            below = 0
-            y = t if up <= 0 else min(t, y + up * tick)
-        else:
-            below += 1
-            if below > hold:
-                y = t if down <= 0 else max(t, y - down * tick)
-        out[k] = y
-    return out
-
-
-@pytest.mark.parametrize("params", [(0, 0, 0, 0), (400, 0, 0, 0), (0, 300, 0, 0),
-                                    (0, 0, 200, 0), (0, 500, 100, 0.5), (420, 50, 80, 1.2),
-                                    (630, 0, 0, 3.0)])
-def test_smoothing_matches_its_definition_tick_by_tick(params):
-    rng = np.random.default_rng(7)
-    lv = rng.choice([75.0, 250.0, 650.0, 110.0], size=60)
-    x = np.repeat(lv, rng.integers(1, 40, size=60))
-    active = np.ones(len(x), bool)
-    active[:30] = False
-    floor, up, down, hyst = params
-    got = smooth_power(x, 0.1, floor_w=floor, ramp_up_w_per_s=up, ramp_down_w_per_s=down,
-                       hysteresis_s=hyst, active=active)
-    want = _brute(x, 0.1, floor, up, down, hyst, active)
-    np.testing.assert_allclose(got, want, atol=1e-6)
-    if up or down:
-        d = np.diff(got)
-        assert d.max() <= (up or np.inf) * 0.1 + 1e-6
-        assert -d.min() <= (down or np.inf) * 0.1 + 1e-6
-
-
-def test_hysteresis_holds_power_through_a_short_dip():
-    x = np.r_[np.full(50, 650.0), np.full(9, 250.0), np.full(50, 650.0)]   # 0.9-s dip
-    y = smooth_power(x, 0.1, hysteresis_s=1.0)
-    assert (y == 650.0).all()                               # held: the grid sees nothing
-    y = smooth_power(x, 0.1, hysteresis_s=0.5)
-    assert y.min() == 250.0 and (y[50:55] == 650.0).all()   # held 0.5 s, then drops
 
 
 # --------------------------------------------------------------------------- fast path
@@ -376,6 +322,35 @@ def test_bad_tick_and_hours_on_the_command_line(tmp_path, capsys):
     assert "--hours" in capsys.readouterr().err
 
 
+def test_an_option_is_described_priced_and_read_back_by_its_mitigations():
+    """The description, hardware and capital cost of an option come from the mitigations
+    it switches on (powerlab.levers.registry.MITIGATIONS, in that order); a row of the
+    evaluated frame (storage columns tidied) reads back as the same option."""
+    from powerlab.interconnect.searchspace import capital_usd_per_day, option_from_row
+    from powerlab.levers import MITIGATIONS, TECHNOLOGIES
+
+    opt = MitigationOption(percent_tmp_floor=60, filler=True, stagger_starts_s=30,
+                           storage_technology="li-ion", battery_power_megawatts=1.0,
+                           battery_energy_megawatt_hours=0.25)
+    assert [m.name for m in MITIGATIONS.objects() if m.is_on(opt)] == [
+        "smoothing", "filler", "stagger", "storage"]
+    assert opt.label() == ("NVML power smoothing (floor 60 % TMP) + filler + stagger 30 s + "
+                           "li-ion storage 1 MW / 0.25 MWh, 60-s window")
+    assert opt.requires() == "Blackwell or newer GPUs (NVML power smoothing)"
+    li = TECHNOLOGIES["li-ion"]
+    assert capital_usd_per_day(opt) == pytest.approx(
+        0.25 * li.usd_per_megawatt_hour_day + 1.0 * li.usd_per_megawatt_day)
+    for o in (opt, MitigationOption(filler=True), MitigationOption()):
+        row = dataclasses.asdict(o)
+        for m in MITIGATIONS.objects():
+            m.tidy_row(o, row)
+        want = (dataclasses.replace(o, battery_round_trip_efficiency=li.round_trip_efficiency)
+                if o.battery else o)
+        assert option_from_row(row) == want
+        assert np.isnan(row["battery_window_s"]) != bool(o.battery)
+    assert capital_usd_per_day(MitigationOption(filler=True)) == 0.0
+
+
 def test_options_are_hashable_values():
     a = MitigationOption(percent_tmp_floor=60)
     assert a == dataclasses.replace(MitigationOption(), percent_tmp_floor=60)
@@ -519,57 +494,11 @@ def test_several_jobs_with_tripping_sags_carry_a_note():
 # ------------------------------------------------------ NVML smoothing by hardware (20.7)
 
 
-def test_nvml_profile_parameters_under_nvml_names_and_units():
-    """Issue 20, item 7: "model every documented parameter under NVML's names and
-    units".  NVML API reference, Power Smoothing Information: NUM_PROFILE_PARAMS 8;
-    PERCENT_TMP_FLOOR 0, RAMP_UP_RATE 1, RAMP_DOWN_RATE 2, RAMP_DOWN_HYSTERESIS 3,
-    SECONDARY_POWER_FLOOR 4 ("in Watts"), PRIMARY_FLOOR_ACT_WIN_MULT 5,
-    PRIMARY_FLOOR_TAR_WIN_MULT 6, PRIMARY_FLOOR_ACT_OFFSET 7 ("in Watts");
-    nvmlDevicePowerSmoothingUpdatePresetProfileParam: floor "as a percentage from
-    00.00-100.00%", ramp rates "in W/s", hysteresis "in ms"."""
-    from powerlab.interconnect.smoothing import NVML_PROFILE_PARAMS, SmoothingProfile
-
-    want = {"PERCENT_TMP_FLOOR": (0, "% of TMP"), "RAMP_UP_RATE": (1, "W/s"),
-            "RAMP_DOWN_RATE": (2, "W/s"), "RAMP_DOWN_HYSTERESIS": (3, "ms"),
-            "SECONDARY_POWER_FLOOR": (4, "W"), "PRIMARY_FLOOR_ACT_WIN_MULT": (5, "-"),
-            "PRIMARY_FLOOR_TAR_WIN_MULT": (6, "-"), "PRIMARY_FLOOR_ACT_OFFSET": (7, "W")}
-    got = {m.removeprefix("NVML_POWER_SMOOTHING_PROFILE_PARAM_"): (i, u)
-           for m, i, u, _ in NVML_PROFILE_PARAMS.values()}
-    assert got == want
-    assert [f.name for f in dataclasses.fields(SmoothingProfile)] == list(NVML_PROFILE_PARAMS)
-    assert set(NVML_PROFILE_PARAMS) <= {f.name for f in dataclasses.fields(MitigationOption)}
-    for _, idx, _, needs in NVML_PROFILE_PARAMS.values():
-        assert needs.startswith("Blackwell or newer")
-        assert ("4 profile params" in needs) == (idx < 4)
-
-
-def test_secondary_floor_and_floor_windows_known_answer():
-    """The floor model of interconnect/smoothing.py (module docstring): while a job holds
-    the GPU the primary floor (PERCENT_TMP_FLOOR x TMP) applies once engaged, the
-    SECONDARY_POWER_FLOOR otherwise; the primary floor engages once the mean over the
-    ACT window (ACT_WIN_MULT x 1 s) reaches floor + ACT_OFFSET, and with multipliers 0
-    it is engaged whenever the job holds the GPU."""
-    from powerlab.interconnect.smoothing import SmoothingProfile
-
-    x = np.r_[np.full(20, 100.0), np.full(20, 600.0), np.full(20, 100.0)]
-    act = np.r_[np.zeros(5, bool), np.ones(55, bool)]
-    p = SmoothingProfile(percent_tmp_floor=50, secondary_power_floor_w=200,
-                         primary_floor_act_win_mult=0.5, primary_floor_act_offset_w=100)
-    y = p.apply(x, 0.1, 700.0, active=act)
-    np.testing.assert_array_equal(y[:5], 100.0)             # no job: no floor at all
-    np.testing.assert_array_equal(y[5:20], 200.0)           # secondary floor
-    # 5-tick means reach 450 W (350 W floor + 100 W offset) at tick 24: 3 of 5 at 600 W
-    np.testing.assert_array_equal(y[20:40], 600.0)
-    np.testing.assert_array_equal(y[40:], 350.0)            # engaged until the job ends
-    plain = SmoothingProfile(percent_tmp_floor=50).apply(x, 0.1, 700.0, active=act)
-    np.testing.assert_array_equal(plain, np.where(act, np.maximum(x, 350.0), x))
-
-
 def test_smoothing_is_offered_only_where_the_gpus_have_it():
     """NVIDIA documents NVML power smoothing "For Blackwell or newer fully supported
     devices" (cuda-python nvml bindings, after the NVML reference): an H100 site gets no
     smoothing option, says why, and cannot be handed one; a GB200 site gets them."""
-    from powerlab.interconnect.smoothing import gpu_generation, smoothing_support
+    from powerlab.levers.smoothing import gpu_generation, smoothing_support
 
     assert gpu_generation("H100-SXM-80GB") == "Hopper"
     assert gpu_generation("GB300 NVL72") == "Blackwell Ultra"
@@ -598,31 +527,10 @@ def test_smoothing_is_offered_only_where_the_gpus_have_it():
 # ------------------------------------------------------------ storage classes (20.8)
 
 
-def test_a_20c_three_minute_li_ion_battery_is_refused():
-    """Issue 20, item 8: "the cheapest option was 20 C (3-min duration) priced as ordinary
-    Li-ion".  Grid Li-ion systems are built for hours (PNNL-33283, 2022: 2-10 h); powerlab
-    takes 4 C (15 min) as the most power-dense Li-ion class.  The same 20 C shape is a
-    product only as a supercapacitor (seconds to a minute), which it exceeds too."""
-    from powerlab.interconnect.storage import TECHNOLOGIES, storage_battery
-
-    li = TECHNOLOGIES["li-ion"]
-    assert li.max_c_rate_per_h == 4.0 and (li.soc_min_fraction, li.soc_max_fraction) == (
-        0.1, 0.9)
-    bad = MitigationOption(storage_technology="li-ion", battery_power_megawatts=20.0,
-                           battery_energy_megawatt_hours=1.0)
-    with pytest.raises(PowerlabError, match="20 C .3 min.: the class is built with 15-600"):
-        storage_battery(bad)
-    with pytest.raises(PowerlabError, match="supercapacitor"):
-        storage_battery(dataclasses.replace(bad, storage_technology="supercapacitor"))
-    ok = storage_battery(dataclasses.replace(bad, battery_energy_megawatt_hours=5.0))
-    assert (ok.soc_min_fraction, ok.soc_max_fraction, ok.initial_soc_fraction,
-            ok.converter_response_s) == (0.1, 0.9, 0.5, 0.05)
-
-
 def test_the_search_offers_only_buildable_storage(failing):
     """Every storage option the search evaluated lies within its class's C-rate and
     duration range (a grid duration outside a class's range is moved to its end)."""
-    from powerlab.interconnect.storage import TECHNOLOGIES
+    from powerlab.levers.storage import TECHNOLOGIES
 
     _, res = failing
     st = res.evaluated[res.evaluated["battery_power_megawatts"] > 0]

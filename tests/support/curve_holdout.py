@@ -34,8 +34,9 @@ import numpy as np
 import pandas as pd
 
 from powerlab.exceptions import AnalysisError
-from powerlab.flex import fit_curve_points, prior_curve
+from powerlab.flex import fit_curve_points
 from powerlab.iotools import read_zeus_power_trace
+from powerlab.levers import prior_curve
 
 ZEUS = Path(__file__).resolve().parents[2] / "data" / "zeus-nsdi23"
 GPUS = ("a40", "v100", "rtx6000", "p100")

@@ -61,7 +61,7 @@ def test_single_module_imports_boundary(module, owner):
 # --------------------------------------------------------------------------- wings
 # Data flows one way (README "Layout"):
 #   iotools/, collect/ -> telemetry/ -> limits/ -> reliability/ -> site/, throughput/
-#   -> calibration/, interconnect/ -> flex/ -> viz/
+#   -> levers/ -> calibration/, interconnect/ -> flex/ -> viz/
 # with the command line and the demo on top.  Base modules everyone may import:
 BASE = {"powerlab", "powerlab.exceptions", "powerlab._lazy", "powerlab._progress",
         "powerlab.outputs", "powerlab._summary", "powerlab._options",
@@ -75,13 +75,15 @@ ALLOWED = {
     "reliability": {"telemetry", "limits"},
     "site": {"telemetry", "limits", "reliability"},
     "throughput": {"telemetry"},
+    "levers": {"telemetry", "limits", "reliability", "site", "throughput"},
     "calibration": {"telemetry", "limits", "site"},
-    "interconnect": {"telemetry", "limits", "site"},
-    "flex": {"telemetry", "limits", "reliability", "site", "throughput", "interconnect"},
-    "viz": {"telemetry", "limits", "reliability", "site", "throughput", "calibration",
-            "interconnect", "flex"},
+    "interconnect": {"telemetry", "limits", "site", "levers"},
+    "flex": {"telemetry", "limits", "reliability", "site", "throughput", "levers",
+             "interconnect"},
+    "viz": {"telemetry", "limits", "reliability", "site", "throughput", "levers",
+            "calibration", "interconnect", "flex"},
     "top": {"telemetry", "iotools", "collect", "limits", "reliability", "site",
-            "throughput", "calibration", "interconnect", "flex", "viz", "top"},
+            "throughput", "levers", "calibration", "interconnect", "flex", "viz", "top"},
 }
 MAX_LINES = 800
 #: numbers, column names and times for people (reports, CSVs): a base module too

@@ -1,7 +1,8 @@
 """GPU power smoothing as NVIDIA documents it for Blackwell and newer (NVML power smoothing).
 
-A pure function on one power series, :func:`smooth_power`, and the profile it models,
-:class:`SmoothingProfile`, whose fields carry NVML's parameter names and units.  The
+A pure function on one power series, :func:`smooth_power` (its settings in SI units:
+:class:`SmoothingOptions`), the profile it models, :class:`SmoothingProfile`, whose fields
+carry NVML's parameter names and units, and the mitigation, :class:`Smoothing`.  The
 mitigation search (:mod:`powerlab.interconnect.sizing`) applies it to the per-GPU mean
 power of each job of a forecast draw, so that trying a profile costs array arithmetic
 rather than an engine run, and offers it only on hardware that has it
@@ -71,12 +72,15 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
-__all__ = ["GENERATIONS", "NVML_PROFILE_PARAMS", "SmoothingProfile", "gpu_generation",
-           "smooth_power", "smoothing_support"]
+from .._options import Options
+from .lever import Mitigation
+
+__all__ = ["GENERATIONS", "NVML_PROFILE_PARAMS", "Smoothing", "SmoothingOptions",
+           "SmoothingProfile", "gpu_generation", "smooth_power", "smoothing_support"]
 
 #: GPU generations in order; the first name fragment of ``gpu_model`` that matches wins.
 GENERATIONS = ("Volta", "Ampere", "Ada", "Hopper", "Blackwell", "Blackwell Ultra", "Rubin")
@@ -136,6 +140,38 @@ def smoothing_support(gpu_model: str) -> tuple[bool, str]:
 
 
 @dataclass(frozen=True)
+class SmoothingOptions(Options):
+    """Settings of :func:`smooth_power`, in SI units (fields replaceable by keyword:
+    ``smooth_power(x, 0.1, floor_w=400.0)``).
+
+    Attributes
+    ----------
+    floor_w : float, default 0
+        Power floor while ``active`` (0: off) [W].
+    ramp_up_w_per_s, ramp_down_w_per_s : float, default 0
+        Largest rise and fall rates (0: unlimited) [W/s].
+    hysteresis_s : float, default 0
+        How long power is held after the target falls before ramping down [s].
+    secondary_floor_w : float, default 0
+        Floor while a job holds the GPU and the primary floor is not engaged [W].
+    act_window_s, tar_window_s : float, default 0
+        Engage and release windows of the primary floor (0: engaged whenever ``active``)
+        [s].
+    act_offset_w : float, default 0
+        Engage level above the primary floor [W].
+    """
+
+    floor_w: float = 0.0
+    ramp_up_w_per_s: float = 0.0
+    ramp_down_w_per_s: float = 0.0
+    hysteresis_s: float = 0.0
+    secondary_floor_w: float = 0.0
+    act_window_s: float = 0.0
+    tar_window_s: float = 0.0
+    act_offset_w: float = 0.0
+
+
+@dataclass(frozen=True)
 class SmoothingProfile:
     """One NVML power-smoothing profile (field names and units: the module docstring).
 
@@ -151,18 +187,24 @@ class SmoothingProfile:
     primary_floor_tar_win_mult: float = 0.0
     primary_floor_act_offset_w: float = 0.0
 
-    def apply(self, power_w: np.ndarray, tick_s: float, tmp_w: float, *,
-              active: np.ndarray | None = None, window_base_s: float = 1.0) -> np.ndarray:
-        """:func:`smooth_power` with this profile [W]."""
-        return smooth_power(
-            power_w, tick_s, floor_w=self.percent_tmp_floor / 100.0 * tmp_w,
+    def options(self, tmp_w: float, window_base_s: float = 1.0) -> SmoothingOptions:
+        """The profile in :func:`smooth_power`'s SI units (``tmp_w``: the total module
+        power [W]; ``window_base_s``: the floor windows' base, an assumption [s])."""
+        return SmoothingOptions(
+            floor_w=self.percent_tmp_floor / 100.0 * tmp_w,
             ramp_up_w_per_s=self.ramp_up_rate_w_per_s,
             ramp_down_w_per_s=self.ramp_down_rate_w_per_s,
-            hysteresis_s=self.ramp_down_hysteresis_ms / 1000.0, active=active,
+            hysteresis_s=self.ramp_down_hysteresis_ms / 1000.0,
             secondary_floor_w=self.secondary_power_floor_w,
             act_window_s=self.primary_floor_act_win_mult * window_base_s,
             tar_window_s=self.primary_floor_tar_win_mult * window_base_s,
             act_offset_w=self.primary_floor_act_offset_w)
+
+    def apply(self, power_w: np.ndarray, tick_s: float, tmp_w: float, *,
+              active: np.ndarray | None = None, window_base_s: float = 1.0) -> np.ndarray:
+        """:func:`smooth_power` with this profile [W]."""
+        return smooth_power(power_w, tick_s, self.options(tmp_w, window_base_s),
+                            active=active)
 
 
 def _trailing_mean(x: np.ndarray, n: int) -> np.ndarray:
@@ -188,12 +230,13 @@ def _engaged(x, tick_s, active, level, act_window_s, tar_window_s):
     return (last_on > last_off) & act
 
 
-def smooth_power(power_w: np.ndarray, tick_s: float, *, floor_w: float = 0.0,
-                 ramp_up_w_per_s: float = 0.0, ramp_down_w_per_s: float = 0.0,
-                 hysteresis_s: float = 0.0, active: np.ndarray | None = None,
-                 secondary_floor_w: float = 0.0, act_window_s: float = 0.0,
-                 tar_window_s: float = 0.0, act_offset_w: float = 0.0) -> np.ndarray:
+def smooth_power(power_w: np.ndarray, tick_s: float, options: SmoothingOptions | None = None,
+                 *, active: np.ndarray | None = None, **option_kw) -> np.ndarray:
     """Power of a GPU under NVML-style power smoothing.
+
+    The steps: the target (the workload's power raised to the floor that is engaged,
+    :func:`_floor_target`), then the ramp limits and the hysteresis, run by run of
+    constant target (:func:`_ramp_runs`), painted onto the ticks (:func:`_paint`).
 
     Parameters
     ----------
@@ -201,21 +244,13 @@ def smooth_power(power_w: np.ndarray, tick_s: float, *, floor_w: float = 0.0,
         Power the workload draws without smoothing, one value per tick [W].
     tick_s : float
         Tick [s].
-    floor_w : float, default 0
-        Power floor while ``active`` (0: off) [W].
-    ramp_up_w_per_s, ramp_down_w_per_s : float, default 0
-        Largest rise and fall rates (0: unlimited) [W/s].
-    hysteresis_s : float, default 0
-        How long power is held after the target falls before ramping down [s].
+    options : SmoothingOptions, optional
+        Floors, ramp rates, hysteresis and floor windows (default: all off).
     active : ndarray of bool, optional
         Ticks at which the floor applies (a job holds the GPU); default every tick.
-    secondary_floor_w : float, default 0
-        Floor while a job holds the GPU and the primary floor is not engaged [W].
-    act_window_s, tar_window_s : float, default 0
-        Engage and release windows of the primary floor (0: engaged whenever ``active``)
-        [s].
-    act_offset_w : float, default 0
-        Engage level above the primary floor [W].
+    **option_kw
+        Fields of :class:`SmoothingOptions` replacing those of ``options``
+        (``smooth_power(x, 0.1, floor_w=400.0, ramp_up_w_per_s=300.0)``).
 
     Returns
     -------
@@ -228,28 +263,40 @@ def smooth_power(power_w: np.ndarray, tick_s: float, *, floor_w: float = 0.0,
     the series is painted with array arithmetic, so a day at 0.1 s costs milliseconds
     for a piecewise-constant training load.
     """
+    o = SmoothingOptions.from_kwargs(options, **option_kw)
     x = np.asarray(power_w, dtype=float)
-    n = len(x)
-    if n == 0:
+    if len(x) == 0:
         return x.copy()
-    t = x
-    if floor_w > 0 or secondary_floor_w > 0:
-        eng = _engaged(x, tick_s, active, floor_w + act_offset_w, act_window_s,
-                       tar_window_s)
-        held = np.ones(n, bool) if active is None else np.asarray(active, bool)
-        t = np.where(eng, np.maximum(x, floor_w),
-                     np.where(held, np.maximum(x, secondary_floor_w), x))
-    if ramp_up_w_per_s <= 0 and ramp_down_w_per_s <= 0 and hysteresis_s <= 0:
+    t = _floor_target(x, tick_s, active, o)
+    if o.ramp_up_w_per_s <= 0 and o.ramp_down_w_per_s <= 0 and o.hysteresis_s <= 0:
         return np.array(t, dtype=float)
-    big = math.inf
-    su = ramp_up_w_per_s * tick_s if ramp_up_w_per_s > 0 else big
-    sd = ramp_down_w_per_s * tick_s if ramp_down_w_per_s > 0 else big
-    hold = math.floor(hysteresis_s / tick_s + 0.5 + 1e-9)
     tr = np.round(t, 6)
     starts = np.flatnonzero(np.concatenate([[True], tr[1:] != tr[:-1]]))
-    lens = np.diff(np.append(starts, n))
+    lens = np.diff(np.append(starts, len(x)))
     vals = tr[starts]
-    m = len(starts)
+    return _paint(len(x), starts, lens, vals, *_ramp_runs(vals, lens, tick_s, o))
+
+
+def _floor_target(x: np.ndarray, tick_s: float, active, o: SmoothingOptions) -> np.ndarray:
+    """The workload's power raised to the primary floor where it is engaged, to the
+    secondary floor elsewhere while a job holds the GPU [W]."""
+    if not (o.floor_w > 0 or o.secondary_floor_w > 0):
+        return x
+    eng = _engaged(x, tick_s, active, o.floor_w + o.act_offset_w, o.act_window_s,
+                   o.tar_window_s)
+    held = np.ones(len(x), bool) if active is None else np.asarray(active, bool)
+    return np.where(eng, np.maximum(x, o.floor_w),
+                    np.where(held, np.maximum(x, o.secondary_floor_w), x))
+
+
+def _ramp_runs(vals: np.ndarray, lens: np.ndarray, tick_s: float, o: SmoothingOptions):
+    """Per run of constant target: the power at its start, the ticks held before it
+    ramps (hysteresis), its ramp per tick and whether it rises."""
+    big = math.inf
+    su = o.ramp_up_w_per_s * tick_s if o.ramp_up_w_per_s > 0 else big
+    sd = o.ramp_down_w_per_s * tick_s if o.ramp_down_w_per_s > 0 else big
+    hold = math.floor(o.hysteresis_s / tick_s + 0.5 + 1e-9)
+    m = len(vals)
     y0 = np.empty(m)
     hold0 = np.zeros(m, dtype=np.int64)
     rate = np.empty(m)
@@ -276,6 +323,11 @@ def smooth_power(power_w: np.ndarray, tick_s: float, *, floor_w: float = 0.0,
             below = 0 if reach < L else below + L
             if L > h:
                 y = v if sd == big else max(v, y - sd * (L - h))
+    return y0, hold0, rate, up
+
+
+def _paint(n: int, starts, lens, vals, y0, hold0, rate, up) -> np.ndarray:
+    """The runs' ramps painted onto the ``n`` ticks [W]."""
     j = np.arange(n) - np.repeat(starts, lens) + 1            # 1..L within a run
     ramp = np.maximum(j - np.repeat(hold0, lens), 0).astype(float)
     r = np.repeat(rate, lens)
@@ -284,5 +336,55 @@ def smooth_power(power_w: np.ndarray, tick_s: float, *, floor_w: float = 0.0,
     uu = np.repeat(up, lens)
     with np.errstate(invalid="ignore"):
         step = np.where(ramp > 0, r * ramp, 0.0)                # inf * 0 avoided
-    out = np.where(uu, np.minimum(base + step, v), np.maximum(base - step, v))
-    return out
+    return np.where(uu, np.minimum(base + step, v), np.maximum(base - step, v))
+
+
+class Smoothing(Mitigation):
+    """NVML power smoothing on every GPU of every job: a floor, ramp limits and a
+    hysteresis (:class:`SmoothingProfile`; Blackwell or newer only)."""
+
+    name = "smoothing"
+    hardware = "Blackwell or newer GPUs (NVML power smoothing)"
+    fields = tuple(f.name for f in fields(SmoothingProfile))
+    job_stage = 1
+
+    def is_on(self, opt) -> bool:
+        return bool(opt.percent_tmp_floor or opt.ramp_up_rate_w_per_s
+                    or opt.ramp_down_rate_w_per_s or opt.ramp_down_hysteresis_ms
+                    or opt.secondary_power_floor_w)
+
+    def profile(self, opt) -> SmoothingProfile:
+        """The option's profile (its fields carry the profile's NVML names)."""
+        return SmoothingProfile(**{f: getattr(opt, f) for f in self.fields})
+
+    def label(self, opt) -> str:
+        s = []
+        if opt.percent_tmp_floor:
+            s.append(f"floor {opt.percent_tmp_floor:g} % TMP")
+        if opt.ramp_up_rate_w_per_s or opt.ramp_down_rate_w_per_s:
+            s.append(f"ramp {opt.ramp_up_rate_w_per_s:g}/{opt.ramp_down_rate_w_per_s:g} W/s")
+        if opt.ramp_down_hysteresis_ms:
+            s.append(f"hysteresis {opt.ramp_down_hysteresis_ms:g} ms")
+        if opt.secondary_power_floor_w:
+            s.append(f"secondary floor {opt.secondary_power_floor_w:g} W")
+        return "NVML power smoothing (" + ", ".join(s) + ")"
+
+    def requires(self, opt) -> str:
+        return self.hardware if self.is_on(opt) else ""
+
+    def refuse(self, opt, gpu_model: str) -> str | None:
+        if self.is_on(opt) and not smoothing_support(gpu_model)[0]:
+            return f"{gpu_model} has no NVML power smoothing (Blackwell or newer)"
+        return None
+
+    def job_power(self, opt, power_w: np.ndarray, job) -> tuple[np.ndarray, float]:
+        """The profile on the job's per-GPU power while it holds its GPUs (TMP taken as
+        the TDP); the work delayed by the ramp-up limit, as a share of the power above
+        idle, is the throughput lost."""
+        if not self.is_on(opt):
+            return power_w, 0.0
+        act, hw = job.active, job.hardware
+        y = self.profile(opt).apply(power_w, job.tick_s, hw.gpu_tdp_w, active=act)
+        above = np.maximum(power_w - hw.gpu_idle_w, 0)[act].sum()
+        deficit = np.maximum(power_w - y, 0)[act].sum()
+        return y, (deficit / above if above > 0 else 0.0)

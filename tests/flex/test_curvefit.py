@@ -1,4 +1,4 @@
-"""The power-throughput curve (powerlab.flex.curve), validated on the synthetic twin.
+"""The power-throughput curve (powerlab.flex.curvefit, powerlab.levers.curve), validated on the synthetic twin.
 
 The truth is the twin's own mean productive step time under each power limit
 (powerlab.throughput.synth: clock capped where the power demand would exceed the limit,
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from powerlab.exceptions import AnalysisError, PowerlabError
-from powerlab.flex import fit_curve, prior_curve, twin_capping_campaign, twin_step_time
+from powerlab.flex import fit_curve, twin_capping_campaign, twin_step_time
+from powerlab.levers import prior_curve
 
 TRAIN_W = [700, 600, 500, 400, 300, 250]
 HELD_OUT_W = [550, 450, 350, 275]

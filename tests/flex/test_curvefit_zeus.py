@@ -1,4 +1,4 @@
-"""The power-throughput curve (powerlab.flex.curve) on real power-capped data: the Zeus
+"""The power-throughput curve (powerlab.flex.curvefit, powerlab.levers.curve) on real power-capped data: the Zeus
 NSDI'23 power traces (data/zeus-nsdi23/, Apache-2.0), and fit_curve_points itself.
 
 Source definitions (ml-energy/zeus, examples/research_reproducibility/zeus_nsdi23/trace/
@@ -23,15 +23,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import powerlab.flex.curve as curve_mod
+import powerlab.flex.curvefit as curve_mod
 from powerlab.exceptions import AnalysisError
-from powerlab.flex import (
-    PRIORS,
-    fit_curve,
-    fit_curve_points,
-    prior_curve,
-    twin_capping_campaign,
-)
+from powerlab.flex import fit_curve, fit_curve_points, twin_capping_campaign
+from powerlab.levers import PRIORS, prior_curve
 
 from ..support.curve_holdout import (
     error_stats,
@@ -262,7 +257,7 @@ def test_limit_map_known_answer():
 def test_limit_map_is_monotone_relative_and_travels_with_p_ref():
     """Noise that makes a lower limit draw more power is pooled (isotonic regression);
     the map is relative to P_ref, so a curve re-anchored at twice the power (what
-    powerlab.flex.levers.job_curves does for another job) draws twice the power at twice
+    powerlab.levers.jobs.job_curves does for another job) draws twice the power at twice
     the limit, with the same rate."""
     pts = _affine_points()
     pts.loc[3, "power_w"] = 310.0                      # 400 W limit: 310 W > 300 W (noise)

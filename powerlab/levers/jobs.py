@@ -1,26 +1,21 @@
-"""The curtailment levers and what each does to a job of a scenario.
+"""What a lever setting does to a job of a scenario, and the site's power range.
 
-=============  ===========================================================================
-lever          effect on the job
-=============  ===========================================================================
-power_cap      every GPU's power limit set to ``L``: compute power ``min(P_c, P(L))``, ``P(L)``
-               the curve's power under the limit (its limit map, or ``kappa L``),
-               other phases ``min(P, L)``; the step stretches by the curve's relative rate
-               (:mod:`powerlab.flex.curve`), communication time unchanged
-clock_lock     SM clock locked: the same operating points as a power cap, reached
-               without the power controller (the curve's clock at that power)
-pause          the job checkpoints on demand, then its GPUs idle; restart costs the
-               job's ``startup_s`` and risks a failure while starting
-shift_start    a job that would start in the window starts after it
-storage        the site battery (``mitigations.battery``) carries part of the load
-=============  ===========================================================================
+- a power limit ``L`` on every GPU of a job (the power-cap and clock-lock levers,
+  :mod:`powerlab.levers.throttle`): compute power ``min(P_c, P(L))``, ``P(L)`` the
+  curve's power under the limit (its limit map, or ``kappa L``), other phases
+  ``min(P, L)``; the step stretches by the curve's relative rate
+  (:mod:`powerlab.levers.curve`), communication time unchanged (:func:`capped_scenario`,
+  :func:`job_power_w`, :func:`job_rate_frame`);
+- a pause (:mod:`powerlab.levers.pause`): the job's GPUs idle (:func:`paused_scenario`),
+  and a restart risks a failure while starting (:func:`restart_risk`);
+- what no lever moves: node overhead and GPUs in no job (:func:`site_constant_w`,
+  :func:`site_power_range_w`).
 
 :func:`capped_scenario` and :func:`paused_scenario` turn a lever setting into a
 :class:`~powerlab.site.scenario.Scenario` the forecast engine simulates (every Monte
 Carlo draw): the job keeps its randomness (failures, timing offsets), so a draw of the
 curtailed scenario is the same world as the baseline's draw, with the lever applied.
 Checkpoints stay every N steps (the interval in seconds stretches with the step).
-The response times are assumptions (:class:`LeverAssumptions`), stated in every output.
 """
 
 from __future__ import annotations
@@ -28,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -37,45 +31,8 @@ from ..exceptions import PowerlabError
 from ..site.scenario import Job, Scenario
 from .curve import PowerThroughputCurve, prior_curve
 
-__all__ = ["LEVERS", "LeverAssumptions", "capped_scenario", "job_curves", "job_power_w",
-           "job_rate_frame",
+__all__ = ["capped_scenario", "job_curves", "job_power_w", "job_rate", "job_rate_frame",
            "paused_scenario", "restart_risk", "site_constant_w", "site_power_range_w"]
-
-#: The levers, in the order of the offer.
-LEVERS = ("power_cap", "clock_lock", "pause", "shift_start", "storage")
-
-
-@dataclass(frozen=True)
-class LeverAssumptions:
-    """Response times of the levers (assumptions, stated in every output).
-
-    Attributes
-    ----------
-    power_cap_response_s : float
-        From the command to the fleet drawing the capped power: the limit set on every
-        GPU in parallel (``nvmlDeviceSetPowerManagementLimit``) and the GPU's power
-        controller settling [s].
-    clock_lock_response_s : float
-        The same for ``nvmlDeviceSetGpuLockedClocks`` (no controller loop) [s].
-    pause_drain_s : float
-        After the on-demand checkpoint, until the job's GPUs are idle [s].
-    storage_response_s : float
-        Battery inverter response [s].
-    shift_max_hold_s : float
-        Longest a job's start is held for a curtailment (the scheduler holds a job
-        through a grid event, it does not re-plan the day); a longer wait is not a
-        shift and the job starts on time, capped [s].
-    levers : tuple of str
-        The levers the site lets a curtailment plan use (default all of
-        :data:`LEVERS`).
-    """
-
-    power_cap_response_s: float = 5.0
-    clock_lock_response_s: float = 2.0
-    pause_drain_s: float = 10.0
-    storage_response_s: float = 1.0
-    shift_max_hold_s: float = 3600.0
-    levers: tuple[str, ...] = LEVERS
 
 
 def job_curves(scenario: Scenario, curves: Mapping[str, PowerThroughputCurve] |
@@ -84,9 +41,9 @@ def job_curves(scenario: Scenario, curves: Mapping[str, PowerThroughputCurve] |
 
     A fitted curve is relative (rate against ``P / P_ref``), so it transfers to a job by
     setting ``P_ref`` to the job's unconstrained compute power
-    (:meth:`~powerlab.flex.curve.PowerThroughputCurve.reanchored`: the limit map follows,
+    (:meth:`~powerlab.levers.curve.PowerThroughputCurve.reanchored`: the limit map follows,
     its highest fitted limit kept at or below the GPU's highest); jobs without a curve get
-    the prior of the scenario's GPU model (:func:`powerlab.flex.curve.prior_curve`).
+    the prior of the scenario's GPU model (:func:`powerlab.levers.curve.prior_curve`).
     """
     out = {}
     for job in scenario.jobs:
@@ -116,7 +73,7 @@ def _cap_job(job: Job, limit_w: float, rate: float, curve: PowerThroughputCurve)
 
 
 def job_rate_frame(curve: PowerThroughputCurve, job: Job, limit_w) -> pd.DataFrame:
-    """The curve's :meth:`~powerlab.flex.curve.PowerThroughputCurve.rate_at_limit` for
+    """The curve's :meth:`~powerlab.levers.curve.PowerThroughputCurve.rate_at_limit` for
     ``job`` under power limit(s) ``limit_w`` [W]: ``power_w`` (at most the job's compute
     power), ``rate_mean``, ``rate_lower``, ``rate_upper``, ``extrapolated``."""
     lim = np.atleast_1d(np.asarray(limit_w, float))

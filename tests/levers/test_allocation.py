@@ -1,4 +1,4 @@
-"""The levers of the curtailment plan in merit order (powerlab.flex.merit): shifted job
+"""The levers of the curtailment plan in merit order (powerlab.levers.allocation): shifted job
 starts, the site battery, caps or clock locks by response, pauses; known answers derived
 by hand from the definitions in the module docstring and docs/flexibility.md."""
 
@@ -13,8 +13,7 @@ import pytest
 
 from powerlab.exceptions import PowerlabError
 from powerlab.flex import plan_curtailment
-from powerlab.flex.levers import site_power_range_w
-from powerlab.flex.merit import shift_starts, storage_dispatch
+from powerlab.levers import LeverAssumptions, site_power_range_w
 from powerlab.limits import read_requirements
 from powerlab.site import read_scenario
 from powerlab.site.scenario import Battery
@@ -34,53 +33,11 @@ def ercot():
 
 
 def _only(*levers):
-    from powerlab.flex.levers import LeverAssumptions
-
     return LeverAssumptions(levers=levers)
 
 
 def _with_battery(sc, **kw):
     return sc.replace(mitigations=dataclasses.replace(sc.mitigations, battery=Battery(**kw)))
-
-
-def test_storage_water_filling_known_answer():
-    """Definition: ``B(t) = min(P_max, max(N(t) - g, 0))`` at the least level ``g`` whose
-    energy fits ``(initial_soc_fraction - soc_min_fraction) x energy``; the state of
-    charge falls by exactly the energy discharged.  By hand, N = [0, 2, 4, 2, 0] MW over
-    1-s ticks and 3 MJ available: ``(2 - g) 2 + (4 - g) = 3 MJ`` gives ``g = 5/3`` MW,
-    B = [0, 1/3, 7/3, 1/3, 0] MW; with energy to spare, P_max = 3 MW clips the peak."""
-    need = np.array([0.0, 2.0, 4.0, 2.0, 0.0]) * 1e6
-    cap_mwh = 6e6 / 3.6e9                                 # 6 MJ
-    bat = Battery(power_megawatts=3.0, energy_megawatt_hours=cap_mwh,
-                  initial_soc_fraction=0.75, soc_min_fraction=0.25)
-    b, soc = storage_dispatch(need, 1.0, bat)
-    assert np.allclose(b / 1e6, [0, 1 / 3, 7 / 3, 1 / 3, 0], atol=1e-6)
-    assert soc[-1] == pytest.approx(0.25 * 6e6, abs=1.0)   # 4.5 MJ - 3 MJ, at the minimum
-    assert soc.min() >= 0.25 * 6e6 - 1e-6
-    big = Battery(power_megawatts=3.0, energy_megawatt_hours=1.0, initial_soc_fraction=1.0)
-    b2, soc2 = storage_dispatch(need, 1.0, big)
-    assert np.allclose(b2 / 1e6, [0, 2, 3, 2, 0])
-    assert 3.6e9 - soc2[-1] == pytest.approx(7e6)          # exactly the energy out
-
-
-def test_shift_starts_known_answer():
-    """Definition: a job starting in a run of shed waits until the run ends; held jobs
-    start in order, each ``ceil(step / (r_up tick))`` ticks after the previous one, and a
-    start pushed into a later run waits for that one too."""
-    shed = np.zeros(20)
-    shed[2:5] = 1.0
-    shed[11:14] = 1.0
-    # steps 10 W and 5 W at 5 W/s: gaps of 2 and 1 ticks; the third job starts outside
-    out = shift_starts(np.array([2, 4, 8]), shed, np.array([10.0, 5.0, 5.0]), 5.0, 1.0)
-    assert list(out) == [5, 7, 8]
-    # a 40-W step (8 ticks) pushes the second job to 13, inside the second run: 14
-    out = shift_starts(np.array([3, 3]), shed, np.array([40.0, 40.0]), 5.0, 1.0)
-    assert list(out) == [5, 14]
-    assert list(shift_starts(np.array([0, 6]), np.zeros(20), np.ones(2), 1.0, 1.0)) == [0, 6]
-    # a wait over max_hold_s (3 ticks from 2) is no shift: that job starts on time;
-    # the one starting at 3 waits 2 ticks, within it
-    assert list(shift_starts(np.array([2, 3]), shed, np.array([10.0, 5.0]), 5.0, 1.0,
-                             max_hold_s=2.5)) == [2, 5]
 
 
 def test_battery_covers_a_small_target_without_lost_training(sc, ercot):
@@ -274,7 +231,8 @@ def test_pause_when_cheaper_than_capping_for_a_long_hold():
     once the job is barely capped."""
     import numpy as np
 
-    from powerlab.flex import PlanMargins, prior_curve
+    from powerlab.flex import PlanMargins
+    from powerlab.levers import prior_curve
 
     small = read_scenario(REPO / "data/scenarios/small.yaml")
     spec = read_requirements(REPO / "data/requirements/small_site_example.yaml")
@@ -301,8 +259,6 @@ def test_no_shift_when_the_wait_exceeds_the_longest_hold(sc, ercot):
     """The 16k job starts at 00:10 inside caps that run from 00:05 to 02:00: holding it
     would take nearly 2 h, more than ``shift_max_hold_s`` (1 h), so it starts on time
     and is capped; with a 3-h hold allowed it waits, losing no training."""
-    from powerlab.flex.levers import LeverAssumptions
-
     _, full, _ = site_power_range_w(sc)
     tg = _targets([("2025-07-01T00:05Z", "2025-07-01T01:00Z", 0.8 * full, None),
                    ("2025-07-01T01:00Z", "2025-07-01T02:00Z", 0.9 * full, None)])
