@@ -85,7 +85,16 @@ ALLOWED = {
     "top": {"telemetry", "iotools", "collect", "limits", "reliability", "site",
             "throughput", "levers", "calibration", "interconnect", "flex", "viz", "top"},
 }
-MAX_LINES = 800
+MAX_LINES = 600
+#: Caps are ceilings, not targets (issue 31): nothing may sit within MARGIN of a cap (a
+#: module at 596 of 600 lines says the split was postponed), so the checks compare
+#: against ``within(cap)``: 570 lines a module, 76 a function, 9 public parameters.
+MARGIN = 0.05
+
+
+def within(cap: int) -> int:
+    """The largest size allowed under ``cap``: below the last 5 % of it."""
+    return int(cap * (1 - MARGIN))
 #: numbers, column names and times for people (reports, CSVs): a base module too
 BASE |= {"powerlab._format"}
 
@@ -225,10 +234,17 @@ def test_imports_follow_the_data_flow():
     assert not bad, "imports against the data flow:\n" + "\n".join(bad)
 
 
+def test_the_margin_keeps_sizes_off_the_caps():
+    assert (within(MAX_LINES), within(MAX_FUNCTION_LINES), within(MAX_PUBLIC_PARAMETERS)) \
+        == (570, 76, 9)
+
+
 def test_no_module_over_the_size_limit():
+    cap = within(MAX_LINES)
     long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
-    assert not long, f"modules over {MAX_LINES} lines (split them where a seam exists): {long}"
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > cap}
+    assert not long, (f"modules over {cap} lines (cap {MAX_LINES}, none within "
+                      f"{MARGIN:.0%} of it; split them by concept): {long}")
 
 
 def private_imports(source: str, module: str, is_package: bool, known: set[str]) -> list[str]:
@@ -287,15 +303,16 @@ def test_no_module_imports_another_modules_private_name():
 
 
 # --------------------------------------------------------------------------- sizes
-# Issue 26: the longest functions become short chains of named steps, and option sets
-# become small parameter objects.  Every function (methods and nested functions too) stays
-# within MAX_FUNCTION_LINES lines, from its ``def`` to its last line (docstring included,
-# decorators not); every public function takes at most MAX_PUBLIC_PARAMETERS parameters
+# Issues 26 and 31: the longest functions become short chains of named steps, and option
+# sets become small parameter objects.  Every function (methods and nested functions too)
+# stays within within(MAX_FUNCTION_LINES) lines, from its ``def`` to its last line (docstring included,
+# decorators not); every public function takes at most within(MAX_PUBLIC_PARAMETERS)
+# parameters
 # (``self``/``cls`` not counted; ``*args`` and ``**kwargs`` one each).  Public: no name on
 # the way to it (module path, class, function) starts with an underscore, and it is not
 # nested in a function; dunder methods such as ``__init__`` start with one.
-MAX_FUNCTION_LINES = 120
-MAX_PUBLIC_PARAMETERS = 12
+MAX_FUNCTION_LINES = 80
+MAX_PUBLIC_PARAMETERS = 10
 
 
 def function_sizes(source: str, module: str) -> list[tuple[str, int, int, bool]]:
@@ -335,35 +352,36 @@ def _all_function_sizes() -> list[tuple[str, int, int, bool]]:
 
 def test_the_size_checks_catch_a_long_function_and_a_wide_public_one():
     body = "    x = 1\n"
-    params = ", ".join(f"a{i}" for i in range(13))
-    src = (f"def long_one():\n{body * 120}"              # 121 lines: over
-           f"def just_fits():\n{body * 119}"              # 120 lines: fits
-           f"def wide({params}):\n    pass\n"            # 13 parameters, public: over
-           f"def _wide_private({params}):\n    pass\n"   # private: no parameter limit
-           "def twelve(a, b, c, d, e, f, g, h, i, j, k, *rest):\n    pass\n"
+    n_lines, n_params = within(MAX_FUNCTION_LINES), within(MAX_PUBLIC_PARAMETERS)   # 76, 9
+    params = ", ".join(f"a{i}" for i in range(n_params + 1))                       # 10
+    src = (f"def long_one():\n{body * n_lines}"              # 77 lines: over
+           f"def just_fits():\n{body * (n_lines - 1)}"        # 76 lines: fits
+           f"def wide({params}):\n    pass\n"                # 10 parameters, public: over
+           f"def _wide_private({params}):\n    pass\n"       # private: no parameter limit
+           "def nine(a, b, c, d, e, f, g, h, *rest):\n    pass\n"
            "class Pub:\n"
            f"    def method(self, {params}):\n        pass\n"      # public method: over
            f"    def __init__(self, {params}):\n        pass\n"    # dunder: not public
            "    @classmethod\n"
-           "    def make(cls, a, b, c, d, e, f, g, h, i, j, k, *args, **kw):\n        pass\n"
+           "    def make(cls, a, b, c, d, e, f, g, h, *args, **kw):\n        pass\n"
            "class _Priv:\n"
            f"    def method(self, {params}):\n        pass\n"
            "def outer():\n"
            f"    def inner({params}):\n{'        x = 1' + chr(10)}"
-           f"    def long_inner():\n{('    ' + body) * 120}"
+           f"    def long_inner():\n{('    ' + body) * n_lines}"
            "    return inner\n")
     sizes = {name: (lines, n, pub) for name, lines, n, pub in
              function_sizes(src, "powerlab.wing.mod")}
-    long = {n.split(".")[-1] for n, (lines, _, _) in sizes.items() if lines > MAX_FUNCTION_LINES}
+    long = {n.split(".")[-1] for n, (lines, _, _) in sizes.items() if lines > n_lines}
     assert long == {"long_one", "outer", "long_inner"}
-    assert sizes["powerlab.wing.mod.just_fits"][0] == MAX_FUNCTION_LINES
-    wide = sorted(n for n, (_, k, pub) in sizes.items() if pub and k > MAX_PUBLIC_PARAMETERS)
+    assert sizes["powerlab.wing.mod.just_fits"][0] == n_lines
+    wide = sorted(n for n, (_, k, pub) in sizes.items() if pub and k > n_params)
     assert wide == ["powerlab.wing.mod.Pub.make", "powerlab.wing.mod.Pub.method",
                     "powerlab.wing.mod.wide"]
-    assert sizes["powerlab.wing.mod.twelve"][1:] == (12, True)
-    assert sizes["powerlab.wing.mod.Pub.make"][1:] == (13, True)   # *args, **kw count
-    assert sizes["powerlab.wing.mod.outer.inner"][1:] == (13, False)
-    assert sizes["powerlab.wing.mod._Priv.method"][1:] == (13, False)
+    assert sizes["powerlab.wing.mod.nine"][1:] == (9, True)
+    assert sizes["powerlab.wing.mod.Pub.make"][1:] == (10, True)   # *args, **kw count
+    assert sizes["powerlab.wing.mod.outer.inner"][1:] == (10, False)
+    assert sizes["powerlab.wing.mod._Priv.method"][1:] == (10, False)
     # a private module has no public functions
     assert not any(pub for *_, pub in function_sizes(src, "powerlab._cli.mod"))
 
@@ -372,18 +390,19 @@ def test_no_function_over_the_length_limit():
     """A function over the limit is split into named steps (pvlib ModelChain style)."""
     sizes = _all_function_sizes()
     assert len(sizes) > 500
-    long = {name: lines for name, lines, _, _ in sizes if lines > MAX_FUNCTION_LINES}
-    assert not long, (f"functions over {MAX_FUNCTION_LINES} lines (split them into named "
-                      f"steps): {long}")
+    cap = within(MAX_FUNCTION_LINES)
+    long = {name: lines for name, lines, _, _ in sizes if lines > cap}
+    assert not long, (f"functions over {cap} lines (cap {MAX_FUNCTION_LINES}; split them into "
+                      f"named steps): {long}")
 
 
 def test_no_public_function_over_the_parameter_limit():
     """Options of a public function that grow past the limit are grouped into small
     frozen parameter objects (e.g. flex.plan.PlanMargins)."""
-    wide = {name: n for name, _, n, pub in _all_function_sizes()
-            if pub and n > MAX_PUBLIC_PARAMETERS}
-    assert not wide, (f"public functions over {MAX_PUBLIC_PARAMETERS} parameters (group "
-                      f"options into parameter objects): {wide}")
+    cap = within(MAX_PUBLIC_PARAMETERS)
+    wide = {name: n for name, _, n, pub in _all_function_sizes() if pub and n > cap}
+    assert not wide, (f"public functions over {cap} parameters (cap {MAX_PUBLIC_PARAMETERS}; "
+                      f"group options into parameter objects): {wide}")
 
 
 # --------------------------------------------------------------------------- deprecations
@@ -455,3 +474,104 @@ def test_the_library_imports_no_deprecated_path():
                                           p.name == "__init__.py")]
     assert not bad, "deprecated paths imported by the library:\n" + "\n".join(bad)
     assert not (PACKAGE / "grid").exists(), "powerlab/grid/ is gone: grid is the utility's"
+
+
+
+# --------------------------------------------------------------------------- import placement
+# Imports sit at module top, where they show the arrows of the house (docs/contributing.md
+# "Rules the suite checks"; pvlib and xarray do the same).  Two exceptions:
+# - an optional extra, imported where it is used so that the core install works without it;
+# - the command line's run functions (powerlab/cli.py, powerlab/_cli/), which load the
+#   library only when a command runs, so that ``powerlab --help`` stays light
+#   (tests/system/test_startup.py).
+#: import name -> the distribution of an optional extra (pyproject's optional-dependencies)
+OPTIONAL_EXTRAS = {
+    "pynvml": "nvidia-ml-py", "prometheus_client": "prometheus-client",
+    "altair": "altair", "vl_convert": "vl-convert-python", "dask": "dask",
+    "distributed": "dask", "openpyxl": "openpyxl", "comtrade": "comtrade",
+    "IPython": "ipykernel", "nbclient": "nbclient", "jsonschema": "jsonschema",
+}
+
+
+def _pyproject() -> dict:
+    import tomllib
+    return tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_the_optional_extras_are_optional():
+    meta = _pyproject()["project"]
+    core = {d.split(">")[0].split("=")[0].split("[")[0].strip().lower()
+            for d in meta["dependencies"]}
+    extras = {d.split(">")[0].split("=")[0].split("[")[0].strip().lower()
+              for deps in meta["optional-dependencies"].values() for d in deps}
+    for module, dist in OPTIONAL_EXTRAS.items():
+        assert dist.lower() in extras, f"{module}: {dist} is in no extra"
+        assert dist.lower() not in core, f"{module}: {dist} is a core dependency"
+
+
+def imports_in_functions(source: str) -> list[tuple[int, str]]:
+    """``(line, module)`` of every import inside a function (methods, nested functions
+    and lambdas' enclosing functions included); relative imports keep their dots."""
+    out = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Import):
+                out += [(node.lineno, a.name) for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                out.append((node.lineno, "." * node.level + (node.module or "")))
+    return sorted(set(out))
+
+
+def test_the_import_placement_check_sees_every_function():
+    src = ("import os\n"
+           "def f():\n    import json\n    from .x import y\n"
+           "class C:\n    def m(self):\n        def inner():\n"
+           "            from pynvml import nvmlInit\n        return inner\n")
+    assert imports_in_functions(src) == [(3, "json"), (4, ".x"), (8, "pynvml")]
+
+
+def test_imports_sit_at_module_top():
+    bad = []
+    for p in sorted(PACKAGE.rglob("*.py")):
+        rel = p.relative_to(PACKAGE).as_posix()
+        if rel == "cli.py" or rel.startswith("_cli/"):
+            continue
+        bad += [f"powerlab/{rel}:{line} imports {mod} inside a function"
+                for line, mod in imports_in_functions(p.read_text(encoding="utf-8"))
+                if mod.split(".")[0] not in OPTIONAL_EXTRAS]
+    assert not bad, ("imports belong at module top (only optional extras and the command "
+                     "line's run functions defer them):\n" + "\n".join(bad))
+
+
+# --------------------------------------------------------------------------- results
+def _results_classes() -> list[type]:
+    """Every class defined in powerlab that has a ``summary`` method."""
+    import importlib
+    import inspect
+
+    found = []
+    for m in sorted(import_graph()):
+        mod = importlib.import_module(m)
+        found += [c for _, c in inspect.getmembers(mod, inspect.isclass)
+                  if c.__module__ == m and "summary" in vars(c)]
+    return found
+
+
+def test_every_results_class_derives_from_the_one_base_and_renders_through_it():
+    """statsmodels' ``Results``: one base carries summary, summary_frame and the reprs
+    (issue 31 item 5); a results class defines none of the reprs itself."""
+    from powerlab._summary import Results, Summary
+
+    classes = _results_classes()
+    assert len(classes) >= 20
+    bad = [f"{c.__module__}.{c.__qualname__}: not a Results" for c in classes
+           if c is not Summary and not issubclass(c, Results)]
+    bad += [f"{c.__module__}.{c.__qualname__} defines {name}" for c in classes
+            if c is not Summary and c is not Results
+            for name in ("__repr__", "__str__", "_repr_html_") if name in vars(c)]
+    bad += [f"{c.__module__}.{c.__qualname__}: no summary_frame" for c in classes
+            if c not in (Summary, Results)
+            and getattr(c, "summary_frame") is Results.summary_frame]
+    assert not bad, "\n".join(bad)
