@@ -1,7 +1,7 @@
 """powerlab: power and thermal analytics of GPU clusters.
 
 Data flow (the wings, README "Layout"): iotools, collect -> telemetry -> limits ->
-reliability -> site, throughput -> calibration, interconnect -> flex -> viz.
+reliability -> site, throughput -> levers -> calibration, interconnect -> flex -> viz.
 """
 
 from importlib.metadata import PackageNotFoundError

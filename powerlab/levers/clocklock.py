@@ -16,16 +16,19 @@ from __future__ import annotations
 import numpy as np
 
 from .lever import LeverAssumptions
+from .registry import register_lever
 from .throttle import Throttle
 
 __all__ = ["ClockLock"]
 
 
+@register_lever
 class ClockLock(Throttle):
     """Clock lock: the job's GPUs at the curve's SM clock for the capped power [MHz]
     (``clock_sm_mhz``)."""
 
     name = "clock_lock"
+    offer_order = 20
     merit_order = 4
     hardware = "GPUs whose clocks can be locked (NVML, administrator rights)"
     offer_note = "SM clock locked at the curve's clock for that power"

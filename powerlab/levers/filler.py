@@ -22,15 +22,18 @@ import dataclasses
 import numpy as np
 
 from .lever import Mitigation
+from .registry import register_lever
 
 __all__ = ["Filler"]
 
 
+@register_lever
 class Filler(Mitigation):
     """A filler workload that holds GPU power at the compute level during communication
     waits (option field ``filler``)."""
 
     name = "filler"
+    search_order = 20
     fields = ("filler",)
     job_stage = 3
 

@@ -264,6 +264,11 @@ class Lever:
     name: ClassVar[str] = ""
     #: Hardware the lever needs (``""``: any site).
     hardware: ClassVar[str] = ""
+    #: Its place among the curtailment levers (the offer's rows, ``--levers``) and among
+    #: the mitigations (an option's description): lower first, registration order among
+    #: equals.  The built-in ones use 10 to 50; a new one comes after them by default.
+    offer_order: ClassVar[float] = 100.0
+    search_order: ClassVar[float] = 100.0
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

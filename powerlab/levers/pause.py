@@ -27,6 +27,7 @@ from ..site.engine import forecast
 from .jobs import paused_scenario, restart_risk
 from .lever import CurtailmentLever, LeverAssumptions, LeverCost, OfferContext, OfferRow
 from .operating import Merit, runs
+from .registry import register_lever
 
 __all__ = ["EXHAUSTIVE_JOBS", "Pause", "pause_choice"]
 
@@ -80,10 +81,12 @@ def pause_choice(merit: Merit, need: np.ndarray, alive: np.ndarray, a: int, b: i
     return best[1], best[2]
 
 
+@register_lever
 class Pause(CurtailmentLever):
     """Pause: the job checkpoints on demand, then idles (``paused[JOB]``)."""
 
     name = "pause"
+    offer_order = 30
     merit_order = 5
     plan_phase = 3
     hardware = "jobs that checkpoint on demand (a scheduler that can suspend them)"

@@ -15,15 +15,18 @@ from __future__ import annotations
 import numpy as np
 
 from .lever import LeverAssumptions
+from .registry import register_lever
 from .throttle import Throttle
 
 __all__ = ["PowerCap"]
 
 
+@register_lever
 class PowerCap(Throttle):
     """Power cap: the job's GPUs under a power limit [W] (``power_limit_w``)."""
 
     name = "power_cap"
+    offer_order = 10
     merit_order = 3
     hardware = "GPUs whose power limit can be set (NVML, administrator rights)"
     offer_note = "GPU power limit on every GPU of every job"

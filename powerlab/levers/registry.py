@@ -2,43 +2,74 @@
 
 :data:`LEVERS` holds the curtailment levers of the flexibility offer and the curtailment
 plan, in the order of the offer (``power_cap, clock_lock, pause, shift_start,
-storage``); :data:`MITIGATIONS` the mitigations of the mitigation search, in the order of
-an option's description (``smoothing, filler, stagger, storage``).  Both read like a
-tuple of names (``"pause" in LEVERS``, ``", ".join(LEVERS)``); :meth:`LeverRegistry.get`
-gives the object.
+storage``: their ``offer_order``); :data:`MITIGATIONS` the mitigations of the mitigation
+search, in the order of an option's description (``smoothing, filler, stagger,
+storage``: their ``search_order``).  Both read like a tuple of names (``"pause" in
+LEVERS``, ``", ".join(LEVERS)``); :meth:`LeverRegistry.get` gives the object.
 
-:func:`register_lever` adds a lever (a class decorator: an instance of the class joins
-:data:`LEVERS` if it is a :class:`~powerlab.levers.lever.CurtailmentLever`, and
-:data:`MITIGATIONS` if it is a :class:`~powerlab.levers.lever.Mitigation`);
+Levers register themselves: each module of this package decorates its class with
+:func:`register_lever` (an instance joins :data:`LEVERS` if it is a
+:class:`~powerlab.levers.lever.CurtailmentLever`, and :data:`MITIGATIONS` if it is a
+:class:`~powerlab.levers.lever.Mitigation`), and the registries import every public
+module of the package the first time they are read (as the reader registry,
+:mod:`powerlab.iotools.registry`, does), so a new lever is one module and its test.
 :func:`unregister_lever` removes one (a test's own lever, afterwards).
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Iterable, Sequence
 
 from ..exceptions import PowerlabError
-from .clocklock import ClockLock
-from .filler import Filler
 from .lever import CurtailmentLever, Lever, Mitigation
-from .pause import Pause
-from .powercap import PowerCap
-from .shift import ShiftStart
-from .smoothing import Smoothing
-from .stagger import Stagger
-from .storage import STORAGE
 
 __all__ = ["LEVERS", "MITIGATIONS", "LeverRegistry", "register_lever", "unregister_lever"]
 
 
-class LeverRegistry(Sequence):
-    """Registered levers by name, in registration order (a sequence of names)."""
+def _import_lever_modules() -> None:
+    """Import every public module of :mod:`powerlab.levers` once: each registers its own
+    lever (a new module needs no import line anywhere else)."""
+    package = importlib.import_module(__package__)
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__package__}.{info.name}")
 
-    def __init__(self, kind: str, levers: Iterable[Lever]):
+
+class LeverRegistry(Sequence):
+    """Registered levers by name, ordered by ``order`` (an attribute of the levers;
+    registration order among equals): a sequence of names.
+
+    Parameters
+    ----------
+    kind : str
+        ``"lever"`` or ``"mitigation"`` (in messages).
+    order : str
+        The levers' attribute that orders them (``offer_order``, ``search_order``).
+    levers : iterable of Lever
+        Levers registered at once (the package's own register themselves).
+    """
+
+    _loaded = False
+
+    def __init__(self, kind: str, order: str = "offer_order", levers: Iterable[Lever] = ()):
         self.kind = kind
-        self._levers: dict[str, Lever] = {}
+        self.order = order
+        self._by_name: dict[str, Lever] = {}
         for lv in levers:
             self.add(lv)
+
+    @property
+    def _levers(self) -> dict[str, Lever]:
+        """The registered levers by name, in order (the package's modules imported on the
+        first read)."""
+        if not LeverRegistry._loaded:
+            LeverRegistry._loaded = True
+            _import_lever_modules()
+        seq = {name: i for i, name in enumerate(self._by_name)}
+        return dict(sorted(self._by_name.items(),
+                           key=lambda kv: (getattr(kv[1], self.order), seq[kv[0]])))
 
     def __getitem__(self, i):
         return list(self._levers)[i]
@@ -72,11 +103,12 @@ class LeverRegistry(Sequence):
         if isinstance(names, str):
             names = [names]
         names = list(names)
-        bad = [x for x in names if x not in self._levers]
+        levers = self._levers
+        bad = [x for x in names if x not in levers]
         if bad:
             raise PowerlabError(f"unknown {self.kind} {bad[0]!r}; {self.kind}s are "
-                                f"{', '.join(self._levers)}")
-        return tuple(lv for n, lv in self._levers.items() if n in set(names))
+                                f"{', '.join(levers)}")
+        return tuple(lv for n, lv in levers.items() if n in set(names))
 
     def by(self, attribute: str) -> tuple:
         """The objects ordered by ``attribute`` (registry order among equals)."""
@@ -94,24 +126,25 @@ class LeverRegistry(Sequence):
         """Register ``lever`` (a name registered already is an error)."""
         if not lever.name:
             raise PowerlabError(f"{type(lever).__name__} has no name")
-        if lever.name in self._levers:
+        if lever.name in self._by_name:
             raise PowerlabError(f"a {self.kind} named {lever.name!r} is registered already")
-        self._levers[lever.name] = lever
+        self._by_name[lever.name] = lever
 
     def remove(self, name: str) -> None:
         """Unregister the lever called ``name``."""
         self.get(name)
-        del self._levers[name]
+        del self._by_name[name]
 
 
 #: The curtailment levers (offer and plan), in the order of the offer.
-LEVERS = LeverRegistry("lever", (PowerCap(), ClockLock(), Pause(), ShiftStart(), STORAGE))
+LEVERS = LeverRegistry("lever", "offer_order")
 #: The mitigations of the mitigation search, in the order of an option's description.
-MITIGATIONS = LeverRegistry("mitigation", (Smoothing(), Filler(), Stagger(), STORAGE))
+MITIGATIONS = LeverRegistry("mitigation", "search_order")
 
 
-def register_lever(cls: type) -> type:
-    """Class decorator: register an instance of ``cls`` (a lever, a mitigation or both).
+def register_lever(lever):
+    """Register a lever, a mitigation or both: a class decorator (an instance of the
+    class is registered) or a call on an instance; returns its argument.
 
     Examples
     --------
@@ -119,14 +152,15 @@ def register_lever(cls: type) -> type:
     ... class Cooling(CurtailmentLever):        # doctest: +SKIP
     ...     name = "cooling_setpoint"
     """
-    obj = cls()
+    obj = lever() if isinstance(lever, type) else lever
     kinds = [(CurtailmentLever, LEVERS), (Mitigation, MITIGATIONS)]
     if not any(isinstance(obj, base) for base, _ in kinds):
-        raise PowerlabError(f"{cls.__name__} is neither a CurtailmentLever nor a Mitigation")
+        raise PowerlabError(f"{type(obj).__name__} is neither a CurtailmentLever nor a "
+                            "Mitigation")
     for base, registry in kinds:
         if isinstance(obj, base):
             registry.add(obj)
-    return cls
+    return lever
 
 
 def unregister_lever(name: str) -> None:

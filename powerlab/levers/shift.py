@@ -23,6 +23,7 @@ import numpy as np
 from .jobs import paused_scenario
 from .lever import CurtailmentLever, LeverCost, OfferContext, OfferRow
 from .operating import runs
+from .registry import register_lever
 
 __all__ = ["ShiftStart", "shift_starts"]
 
@@ -63,10 +64,12 @@ def shift_starts(start_idx: np.ndarray, shed_w: np.ndarray, step_w: np.ndarray,
     return out
 
 
+@register_lever
 class ShiftStart(CurtailmentLever):
     """Shifted start: a job that would start in a curtailment starts after it."""
 
     name = "shift_start"
+    offer_order = 40
     merit_order = 1
     plan_phase = 1
     hardware = "a scheduler that can hold a job's start"

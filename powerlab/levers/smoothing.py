@@ -78,6 +78,7 @@ import numpy as np
 
 from .._options import Options
 from .lever import Mitigation
+from .registry import register_lever
 
 __all__ = ["GENERATIONS", "NVML_PROFILE_PARAMS", "Smoothing", "SmoothingOptions",
            "SmoothingProfile", "gpu_generation", "smooth_power", "smoothing_support"]
@@ -339,11 +340,13 @@ def _paint(n: int, starts, lens, vals, y0, hold0, rate, up) -> np.ndarray:
     return np.where(uu, np.minimum(base + step, v), np.maximum(base - step, v))
 
 
+@register_lever
 class Smoothing(Mitigation):
     """NVML power smoothing on every GPU of every job: a floor, ramp limits and a
     hysteresis (:class:`SmoothingProfile`; Blackwell or newer only)."""
 
     name = "smoothing"
+    search_order = 10
     hardware = "Blackwell or newer GPUs (NVML power smoothing)"
     fields = tuple(f.name for f in fields(SmoothingProfile))
     job_stage = 1

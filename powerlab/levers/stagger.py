@@ -14,14 +14,17 @@ import numpy as np
 
 from ..site.stagger import stagger_delay_ticks
 from .lever import Mitigation
+from .registry import register_lever
 
 __all__ = ["Stagger"]
 
 
+@register_lever
 class Stagger(Mitigation):
     """Staggered starts: jobs starting together start ``stagger_starts_s`` apart [s]."""
 
     name = "stagger"
+    search_order = 30
     fields = ("stagger_starts_s",)
     job_stage = 2
 

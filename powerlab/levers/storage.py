@@ -63,6 +63,7 @@ from ..exceptions import PowerlabError
 from ..site.battery import battery_dispatch
 from ..site.scenario import Battery
 from .lever import CurtailmentLever, LeverAssumptions, Mitigation, OfferContext, OfferRow
+from .registry import register_lever
 
 __all__ = [
     "STORAGE",
@@ -259,6 +260,8 @@ class Storage(CurtailmentLever, Mitigation):
     """Storage: the site battery as a lever, a technology class as a mitigation."""
 
     name = "storage"
+    offer_order = 50
+    search_order = 40
     merit_order = 2
     plan_phase = 2
     reduces_it = False
@@ -386,4 +389,4 @@ class Storage(CurtailmentLever, Mitigation):
 
 
 #: The one storage object (a lever and a mitigation).
-STORAGE = Storage()
+STORAGE = register_lever(Storage())

@@ -54,7 +54,7 @@ def flex_curve_chart(frame: pd.DataFrame, *, title: str | None = None,
     Parameters
     ----------
     frame : pandas.DataFrame
-        :meth:`powerlab.flex.curve.PowerThroughputCurve.summary_frame`:
+        :meth:`powerlab.levers.curve.PowerThroughputCurve.summary_frame`:
         ``power_limit_w, step_rate_loss_pct, step_rate_loss_pct_lower,
         step_rate_loss_pct_upper``.
     """

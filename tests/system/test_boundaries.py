@@ -575,3 +575,26 @@ def test_every_results_class_derives_from_the_one_base_and_renders_through_it():
             if c not in (Summary, Results)
             and getattr(c, "summary_frame") is Results.summary_frame]
     assert not bad, "\n".join(bad)
+
+
+def test_notebooks_benchmarks_and_readme_use_no_deprecated_path():
+    """What users copy from (notebooks, the README, the benchmarks) shows the 0.2 paths."""
+    import json
+
+    repo = PACKAGE.parent
+    sources = {str(p.relative_to(repo)): p.read_text(encoding="utf-8")
+               for p in sorted((repo / "benchmarks").glob("*.py"))}
+    for nb in sorted((repo / "notebooks").glob("*.ipynb")):
+        for i, cell in enumerate(json.loads(nb.read_text(encoding="utf-8"))["cells"]):
+            if cell["cell_type"] == "code":
+                src = "".join(cell["source"])
+                sources[f"{nb.name} cell {i}"] = "\n".join(
+                    line for line in src.splitlines()
+                    if not line.lstrip().startswith(("%", "!")))
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    for k, block in enumerate(readme.split("```python\n")[1:]):
+        sources[f"README.md python block {k}"] = block.split("```")[0]
+    assert len(sources) > 20
+    bad = [f"{where}: {name}" for where, src in sources.items()
+           for name in deprecated_imports(src, "user", False)]
+    assert not bad, "deprecated paths in user-facing code:\n" + "\n".join(bad)
