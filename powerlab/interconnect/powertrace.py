@@ -25,15 +25,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .._lazy import lazy_exports
 from .._options import choice, renamed_keywords
 from .._progress import Progress
 from ..exceptions import AnalysisError, PowerlabError, ScenarioError
 from ..site.engine import forecast
-from ..telemetry.schema import conform
+from ..telemetry.sources import read_parquet_telemetry
 from ..telemetry.store import read_store
 from ..telemetry.timeutil import to_epoch_ns, to_utc
 
@@ -350,11 +348,7 @@ def read_telemetry(path: str | Path, *, start=None, end=None) -> pd.DataFrame:
                   to_utc(end, what="end", optional=True))
     if p.is_dir():
         return read_store(p, start=start, end=end, columns=["power_w"])
-    try:
-        df = pq.read_table(p).to_pandas()
-    except (OSError, pa.ArrowException) as exc:
-        raise PowerlabError(f"{p}: cannot read as Parquet: {exc}") from None
-    df = conform(df)
+    df = read_parquet_telemetry(p)      # the telemetry wing's one reader of such files
     if start is not None:
         df = df[df["timestamp"] >= start]
     if end is not None:
