@@ -57,8 +57,16 @@ class CurtailmentPlan(Results):
         self.__dict__.update(kw)
 
     @property
+    def simulated(self) -> bool:
+        """Whether the plan was simulated over the draws (``simulate=True``): only then
+        are the targets and the ramp requirements judged."""
+        return "met" in self.targets
+
+    @property
     def share_met(self) -> float:
-        """Share of targets met in every draw [-]."""
+        """Share of targets met in every draw [-]; NaN for a plan not simulated."""
+        if not self.simulated:
+            return float("nan")
         return float(self.targets["met"].mean()) if len(self.targets) else 1.0
 
     @property
@@ -84,6 +92,14 @@ class CurtailmentPlan(Results):
         battery)."""
         return self.levers.copy()
 
+    def _verdict_lines(self) -> list[str]:
+        t = self.targets
+        return [(f"Targets met in every draw: {t['met'].sum()} of {len(t)} "
+                 f"({100 * self.share_met:.1f} %); target-draw pairs met: "
+                 f"{100 * t['met_share'].mean():.2f} %"),
+                (f"Worst overshoot: {t['worst_overshoot_megawatts'].max():.3f} MW; worst "
+                 f"response time: {t['response_time_s'].max():.0f} s")]
+
     def summary(self) -> Summary:
         """Targets met, overshoot, lost training, levers, ramp requirements, verdict."""
         t = self.targets
@@ -91,11 +107,9 @@ class CurtailmentPlan(Results):
             (f"Curtailment plan: {len(t)} targets ({self.boundary} power), {self.draws} draws, "
             f"response {self.response_s:g} s, trailing {self.averaging_s:g}-s means; "
             f"levers {', '.join(self.levers_allowed)}"),
-            (f"Targets met in every draw: {t['met'].sum()} of {len(t)} "
-            f"({100 * self.share_met:.1f} %); target-draw pairs met: "
-            f"{100 * t['met_share'].mean():.2f} %"),
-            (f"Worst overshoot: {t['worst_overshoot_megawatts'].max():.3f} MW; worst "
-            f"response time: {t['response_time_s'].max():.0f} s"),
+            *(self._verdict_lines() if self.simulated else [
+                "Not simulated (simulate=False): whether the targets and the ramp "
+                "requirements are met is judged only by the simulation over the draws"]),
             (f"Lost training: {self.lost_gpu_hours:.0f} GPU-h (curve band "
             f"{self.lost_gpu_hours_lower:.0f}-{self.lost_gpu_hours_upper:.0f}), of which "
             f"{self.restart_gpu_hours:.0f} GPU-h restarting paused jobs; delayed (shifted "
@@ -132,6 +146,9 @@ class CurtailmentPlan(Results):
                 f"{q.requirement} (a pause's step to idle); the draws found "
                 f"{q.violations} violation(s), a step coinciding with the baseline's own "
                 "ramp would make one")
+        if not self.simulated:
+            s.add_text("Verdict: none (not simulated)")
+            return s
         s.add_text("Verdict: " + ("every target met, no ramp violated" if self.all_met
                                   else "NOT all targets met or a ramp violated")
                    + (" in the draws; the levers' planned steps exceed the allowed ramp "

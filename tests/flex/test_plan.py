@@ -296,3 +296,26 @@ def test_plan_options_as_an_object_or_as_keywords(sc, ercot):
     assert a.response_s == 10.0 and c.draws == 2 and a.targets.empty
     with pytest.raises(TypeError, match="unknown PlanOptions option.*'averaging_s'"):
         plan_curtailment(sc, tg, spec=ercot, averaging=30.0)
+
+
+def test_a_plan_not_simulated_is_not_called_met_and_its_summary_says_so():
+    """simulate=False plans the levers but judges nothing: its summary (also its repr in
+    JupyterLab) renders, says so, and the plan claims no target met (it said 100 % and
+    raised KeyError 'met' in summary() before)."""
+    from powerlab.levers import site_power_range_w
+    from powerlab.limits import read_requirements
+    from powerlab.site import read_scenario
+
+    small = read_scenario(REPO / "data/scenarios/small.yaml")
+    spec = read_requirements(REPO / "data/requirements/small_site_example.yaml")
+    _, full, _ = site_power_range_w(small)
+    tg = _targets([("2025-06-02T12:20Z", "2025-06-02T12:50Z", 0.88 * full, None)])
+    plan = plan_curtailment(small, tg, spec=spec, draws=2, simulate=False)
+    assert not plan.simulated and np.isnan(plan.share_met) and not plan.all_met
+    text = str(plan.summary())
+    assert "Not simulated (simulate=False)" in text and "Verdict: none (not simulated)" in text
+    assert "Targets met" not in text and repr(plan) == text
+    assert plan.lost_gpu_hours > 0                      # the plan itself is there
+    done = plan_curtailment(small, tg, spec=spec, draws=2)
+    assert done.simulated and done.share_met == 1.0
+    assert "Targets met in every draw: 1 of 1" in str(done) and "not simulated" not in str(done)
