@@ -44,11 +44,12 @@ import pandas as pd
 
 from .._options import Options
 from ..exceptions import PowerlabError
-from ..levers.allocation import ShedContext, allocate
+from ..levers.allocation import allocate
 from ..levers.jobs import job_curves
 from ..levers.lever import LeverAssumptions
 from ..levers.operating import Merit
 from ..levers.registry import LEVERS
+from ..levers.shedstate import ShedContext
 from ..site.engine import forecast
 from ..site.scenario import Scenario
 from .planpower import Envelope, PlanTicks, plan_throttles, planned_power, tick_grid

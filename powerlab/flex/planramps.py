@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..levers.allocation import LeverSchedule
 from ..levers.operating import NOTCH_W, Merit
 from ..levers.registry import LEVERS
+from ..levers.shedstate import LeverSchedule
 from ..limits.ramps import ramps_of_means, whole_ticks
 
 __all__ = ["allowed_rates", "lever_ramps", "ramp_results"]

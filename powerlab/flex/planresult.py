@@ -45,7 +45,7 @@ class CurtailmentPlan(Results):
         ``"it"`` or ``"facility"``: the targets' boundary, where the plan is judged
         (``scope`` is its deprecated name).
     lever_schedule : LeverSchedule
-        The levers chosen per tick (:class:`powerlab.levers.allocation.LeverSchedule`).
+        The levers chosen per tick (:class:`powerlab.levers.shedstate.LeverSchedule`).
     cost : PlanCost
         Lost and delayed training, per lever and tick
         (:class:`powerlab.flex.planschedule.PlanCost`).

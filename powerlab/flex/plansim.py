@@ -23,10 +23,10 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..levers.allocation import LeverSchedule
 from ..levers.lever import SimContext
 from ..levers.operating import Merit
 from ..levers.registry import LEVERS
+from ..levers.shedstate import LeverSchedule
 from ..site.engine import forecast
 from ..site.facility import facility_power
 from ..site.scenario import Scenario

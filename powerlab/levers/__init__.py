@@ -18,6 +18,7 @@ Modules
 :mod:`~powerlab.levers.filler`      a filler workload during communication waits
 :mod:`~powerlab.levers.stagger`     staggered starts of jobs starting together
 :mod:`~powerlab.levers.allocation`  a planned shed split over the levers in merit order
+:mod:`~powerlab.levers.shedstate`   the split's state and its result (LeverSchedule)
 
 The planners iterate over the registered objects: the flexibility offer and the
 curtailment plan (:mod:`powerlab.flex`) over :data:`LEVERS`, the mitigation search
@@ -79,7 +80,10 @@ _EXPORTS = {
         "Stagger",
     ),
     "allocation": (
-        "Allocation", "LeverSchedule", "ShedContext", "allocate",
+        "allocate",
+    ),
+    "shedstate": (
+        "Allocation", "LeverSchedule", "ShedContext",
     ),
 }
 

@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, ClassVar, NamedTuple
 import numpy as np
 
 if TYPE_CHECKING:                 # the state the plan's hooks read (modules above this)
-    from .allocation import Allocation, LeverSchedule
     from .operating import Merit
+    from .shedstate import Allocation, LeverSchedule
 
 __all__ = ["CurtailmentLever", "JobOnSite", "Lever", "LeverAssumptions", "LeverCost",
            "Mitigation", "OfferContext", "OfferRow", "SimContext"]
@@ -208,7 +208,7 @@ class SimContext:
         The jobs' operating points (:class:`powerlab.levers.operating.Merit`).
     curves : dict
     schedule : LeverSchedule
-        The levers chosen per tick (:class:`powerlab.levers.allocation.LeverSchedule`).
+        The levers chosen per tick (:class:`powerlab.levers.shedstate.LeverSchedule`).
     draws, seed : int
     tick_s : float
     """
@@ -326,7 +326,7 @@ class CurtailmentLever(Lever):
     def allocate(self, state: Allocation, members: tuple) -> None:
         """The family's step of the split of the shed, run on its first member with the
         members the plan may use: take a part of ``state.need`` [IT W] and record it as
-        ``state.shed[name]`` (:class:`powerlab.levers.allocation.Allocation`)."""
+        ``state.shed[name]`` (:class:`powerlab.levers.shedstate.Allocation`)."""
 
     def job_ticks(self, merit: Merit, ls: LeverSchedule, ji: int) -> np.ndarray:
         """Ticks at which job ``ji`` is under this lever (bool)."""

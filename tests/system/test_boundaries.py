@@ -124,11 +124,25 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
     return skip
 
 
-def internal_imports(source: str, module: str, is_package: bool, known: set[str]) -> set[str]:
+def import_from_target(node: ast.ImportFrom, package: str, top: str = "powerlab"
+                       ) -> str | None:
+    """The absolute module a ``from X import ...`` in ``package`` names: relative forms
+    resolved; None for an absolute import of anything but ``top`` (``""``: any)."""
+    if node.level:
+        base = package.split(".")
+        base = base[: len(base) - (node.level - 1)]
+        return ".".join(base + ([node.module] if node.module else []))
+    if node.module and (not top or node.module.split(".")[0] == top):
+        return node.module
+    return None
+
+
+def internal_imports(source: str, module: str, is_package: bool, known: set[str],
+                     type_checking: bool = False) -> set[str]:
     """powerlab modules imported by a module (anywhere in it, lazy imports included;
-    ``if TYPE_CHECKING:`` blocks excluded)."""
+    ``if TYPE_CHECKING:`` blocks excluded unless ``type_checking``)."""
     tree = ast.parse(source)
-    skip = _type_checking_nodes(tree)
+    skip = set() if type_checking else _type_checking_nodes(tree)
     package = module if is_package else module.rsplit(".", 1)[0]
     out: set[str] = set()
     for node in ast.walk(tree):
@@ -139,13 +153,8 @@ def internal_imports(source: str, module: str, is_package: bool, known: set[str]
                 if a.name.split(".")[0] == "powerlab":
                     out.add(a.name)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            elif node.module and node.module.split(".")[0] == "powerlab":
-                target = node.module
-            else:
+            target = import_from_target(node, package)
+            if target is None:
                 continue
             for a in node.names:
                 sub = f"{target}.{a.name}"
@@ -153,11 +162,12 @@ def internal_imports(source: str, module: str, is_package: bool, known: set[str]
     return {m for m in out if m in known} - {module}
 
 
-def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+def import_graph(package: Path = PACKAGE, type_checking: bool = False
+                 ) -> dict[str, set[str]]:
     files = {module_name(p): p for p in package.rglob("*.py")}
     known = set(files)
     return {m: internal_imports(p.read_text(encoding="utf-8"), m, p.name == "__init__.py",
-                                known) for m, p in files.items()}
+                                known, type_checking) for m, p in files.items()}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -229,6 +239,18 @@ def test_no_import_cycle_between_powerlab_modules():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
+def test_no_import_cycle_through_annotations_either():
+    """An ``if TYPE_CHECKING:`` import is an arrow a reader follows too: no cycle may
+    close through one (a type the hooks name lives below the registry, not beside it)."""
+    src = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n")
+    assert internal_imports(src, "powerlab.w.a", False, {"powerlab.w.b"}) == set()
+    assert internal_imports(src, "powerlab.w.a", False, {"powerlab.w.b"},
+                            type_checking=True) == {"powerlab.w.b"}
+    graph = import_graph(type_checking=True)
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
 def test_imports_follow_the_data_flow():
     bad = direction_violations(import_graph())
     assert not bad, "imports against the data flow:\n" + "\n".join(bad)
@@ -258,13 +280,8 @@ def private_imports(source: str, module: str, is_package: bool, known: set[str])
     for node in ast.walk(tree):
         if not isinstance(node, ast.ImportFrom):
             continue
-        if node.level:
-            base = package.split(".")
-            base = base[: len(base) - (node.level - 1)]
-            target = ".".join(base + ([node.module] if node.module else []))
-        elif node.module and node.module.split(".")[0] == "powerlab":
-            target = node.module
-        else:
+        target = import_from_target(node, package)
+        if target is None:
             continue
         if target == module:
             continue
@@ -417,13 +434,8 @@ def deprecated_imports(source: str, module: str, is_package: bool) -> list[str]:
         if isinstance(node, ast.Import):
             out += [a.name for a in node.names if _is_deprecated_path(a.name)]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            elif node.module:
-                target = node.module
-            else:
+            target = import_from_target(node, package, top="")
+            if target is None:
                 continue
             if _is_deprecated_path(target):
                 out.append(target)
