@@ -57,6 +57,7 @@ class LeverRegistry(Sequence):
         self.kind = kind
         self.order = order
         self._by_name: dict[str, Lever] = {}
+        self._ordered: dict[str, Lever] | None = None     # sorted once per change
         for lv in levers:
             self.add(lv)
 
@@ -67,12 +68,17 @@ class LeverRegistry(Sequence):
         if not LeverRegistry._loaded:
             LeverRegistry._loaded = True
             _import_lever_modules()
-        seq = {name: i for i, name in enumerate(self._by_name)}
-        return dict(sorted(self._by_name.items(),
-                           key=lambda kv: (getattr(kv[1], self.order), seq[kv[0]])))
+        if self._ordered is None:
+            seq = {name: i for i, name in enumerate(self._by_name)}
+            self._ordered = dict(sorted(self._by_name.items(), key=lambda kv: (
+                getattr(kv[1], self.order), seq[kv[0]])))
+        return self._ordered
 
     def __getitem__(self, i):
         return list(self._levers)[i]
+
+    def __iter__(self):
+        return iter(list(self._levers))
 
     def __len__(self) -> int:
         return len(self._levers)
@@ -129,11 +135,13 @@ class LeverRegistry(Sequence):
         if lever.name in self._by_name:
             raise PowerlabError(f"a {self.kind} named {lever.name!r} is registered already")
         self._by_name[lever.name] = lever
+        self._ordered = None
 
     def remove(self, name: str) -> None:
         """Unregister the lever called ``name``."""
         self.get(name)
         del self._by_name[name]
+        self._ordered = None
 
 
 #: The curtailment levers (offer and plan), in the order of the offer.
