@@ -241,7 +241,12 @@ class Generator:
             else:
                 args[o.dest] = [rng.choice(VALID_STRING.get(o.dest, ["x"]))]
 
-        for o in cmd.options:
+        run_to_run = cmd.opt("train_runs") is not None and rng.random() < 0.3
+        for o in sorted(cmd.options, key=lambda o: not o.positional):  # inputs first
+            if o.role == "runs" or (run_to_run and o.positional):
+                if run_to_run and o.role == "runs":
+                    set_valid(o)
+                continue
             if o.required or o.positional and o.role.startswith("in_") and rng.random() < 0.8:
                 set_valid(o)
             elif o.role == "flag" and o.dest in ("quiet", "no_progress", "force"):
@@ -252,6 +257,10 @@ class Generator:
             elif o.dest in ("by",):
                 if rng.random() < 0.4:
                     set_valid(o)
+            elif o.description.lower().startswith("telemetry only") and any(
+                str(v).endswith(".yaml") for v in args.get("source") or []
+            ):
+                pass
             elif (
                 rng.random() < 0.18
                 and o.role not in ("address",)
@@ -293,12 +302,16 @@ class Generator:
             v = args[o.dest]
             if v is None:
                 argv.append(o.flag)
-            elif o.multi or o.dest == "method":
+            elif o.multi:
                 argv.append(o.flag)
                 argv += v
             else:
                 for x in v:
-                    argv += [o.flag, x]
+                    # "--opt=-inf": a value starting with '-' would read as an option
+                    if x.startswith("-") or (x and rng.random() < 0.2):
+                        argv.append(f"{o.flag}={x}")
+                    else:
+                        argv += [o.flag, x]
         for extra in case.extra_argv:
             argv += extra
         pos = []
@@ -375,6 +388,9 @@ class Generator:
         # mutate a private copy so that two arguments naming one seed stay apart
         if target.is_dir() and (target / "..").resolve() == case_dir.resolve():
             pass
+        if target.is_symlink() or not target.exists() or not _inside(case_dir, target):
+            case.notes.append(f"{dest}: nothing to mutate at {path!r}")
+            return
         label = mutate.mutate_path(target, rng)
         case.files.append({"arg": dest, "path": path, "mutation": label})
         case.notes.append(f"{dest}: {label}")
@@ -596,7 +612,7 @@ def hash_tree(root: Path, rel: str) -> dict[str, str]:
 def _limits(mem_bytes: int, fsize: int):
     def fn():
         os.nice(10)
-        resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
+        resource.setrlimit(resource.RLIMIT_DATA, (mem_bytes, mem_bytes))  # not AS: V8 reserves
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
@@ -870,9 +886,15 @@ def main(argv=None) -> int:
             log(f"case {i}: generator failed: {exc!r}")
             shutil.rmtree(case_dir, ignore_errors=True)
             return
-        rec = execute(
-            case, program, case_dir, a.timeout_s, env, vcodes.get(case.command, frozenset())
-        )
+        case.argv = [x.replace("\x00", "") for x in case.argv]  # exec cannot pass a NUL
+        try:
+            rec = execute(
+                case, program, case_dir, a.timeout_s, env, vcodes.get(case.command, frozenset())
+            )
+        except Exception as exc:  # a harness bug must not stop the campaign
+            log(f"case {i}: harness failed: {exc!r}")
+            shutil.rmtree(case_dir, ignore_errors=True)
+            return
         if rec["outcome"] in FAILING:
             _keep_repro(case, case_dir, a.out / "repro" / f"case{i:05d}", rec)
         if not a.keep_scratch:
@@ -887,8 +909,14 @@ def main(argv=None) -> int:
                 log(f"{n}/{a.cases} cases, {time.monotonic() - t_start:.0f} s: {dict(c)}")
                 (a.out / "summary.json").write_text(json.dumps(summarize(records, meta), indent=1))
 
+    def one_safe(i: int):
+        try:
+            one(i)
+        except Exception as exc:  # never let one case end the campaign
+            log(f"case {i}: harness failed: {exc!r}")
+
     with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
-        list(ex.map(one, range(a.cases)))
+        list(ex.map(one_safe, range(a.cases)))
     jsonl.close()
     meta["elapsed_s"] = round(time.monotonic() - t_start, 1)
     summ = summarize(sorted(records, key=lambda r: r["id"]), meta)
@@ -916,10 +944,12 @@ def _keep_repro(case: Case, case_dir: Path, dst: Path, rec: dict, limit: int = 3
         (dst / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(p, dst / rel)
     (dst / "case.json").write_text(json.dumps(rec, indent=1))
-    (dst / "rerun.sh").write_text(
-        '#!/bin/sh\n# run from this folder (the case\'s scratch layout)\ncd "$(dirname "$0")"\n'
-        + " ".join(_shq(x) for x in rec["argv"])
-        + "\n"
+    (dst / "rerun.sh").write_bytes(
+        (
+            '#!/bin/sh\n# run from this folder (the case\'s scratch layout)\ncd "$(dirname "$0")"\n'
+            + " ".join(_shq(x) for x in rec["argv"])
+            + "\n"
+        ).encode("utf-8", "surrogateescape")
     )
 
 

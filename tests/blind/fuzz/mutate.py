@@ -90,7 +90,7 @@ TZ_VALUES = [
     "+05:30",
     "EST5EDT",
     "x" * 5000,
-    "\x00",
+    "\x01",
     "America/New_York\n",
     "nan",
 ]
@@ -113,7 +113,7 @@ FREQ_VALUES = [
 ]
 STRING_VALUES = [
     "",
-    "\x00",
+    "\x7f",
     HUGE_STRING,
     "-",
     "--",
@@ -153,7 +153,7 @@ def hostile_value(role: str, rng: random.Random, choices=None) -> str:
         return rng.choice(ADDRESS_VALUES)
     if role == "choice":
         base = rng.choice(choices or ["x"])
-        return rng.choice([base.upper(), base + " ", "", "bogus", base * 50, "\x00" + base])
+        return rng.choice([base.upper(), base + " ", "", "bogus", base * 50, "\x1b" + base])
     return rng.choice(STRING_VALUES + NUMERIC_VALUES[:11])
 
 
