@@ -749,6 +749,7 @@ def execute(
         "progress_seen": bool(
             re.search(r"(estimate|time left|progress|done|/s\b)", res["stderr"], re.I)
         ),
+        "hashed": case.hashed,
         "changed_inputs": changed,
         "added_to_inputs": added[:20],
         "exception": exc,
@@ -830,6 +831,18 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--max-minutes", type=float, default=0, help="stop starting cases after this")
     ap.add_argument("--keep-scratch", action="store_true")
+    ap.add_argument(
+        "--regen-repro",
+        action="store_true",
+        help="rewrite DIR/repro/ of the campaign in --out (same --seed): each failing case's "
+        "inputs regenerated as they were before the run",
+    )
+    ap.add_argument(
+        "--replay",
+        type=Path,
+        help="rerun the failing cases kept in this earlier campaign folder (its repro/) instead "
+        "of generating new ones: the same inputs and command lines against the current code",
+    )
     a = ap.parse_args(argv)
 
     import shlex
@@ -845,12 +858,33 @@ def main(argv=None) -> int:
         log_f.write(line + "\n")
         log_f.flush()
 
+    if a.replay:
+        return replay(a, program, env, log)
     commands = discover(program, env)
     log(f"discovered {len(commands)} commands: {', '.join(c.name for c in commands)}")
     (a.out / "commands.json").write_text(
         json.dumps([asdict(c) for c in commands], indent=1, default=str)
     )
     seeds_dir = a.out / "seeds"
+    if a.regen_repro:  # the campaign's own seeds, the catalogue rebuilt aside
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            seeds = build_seeds(Path(tmp) / "seeds", program, env, log=log)
+        gen = Generator(commands, seeds, seeds_dir)
+        only = [x.strip() for x in a.commands.split(",") if x.strip()] or None
+        n = 0
+        for line in (a.out / "cases.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            if rec["outcome"] in FAILING:
+                ok = _regen_repro(
+                    gen, a.seed, rec["id"], only, a.out / "repro" / f"case{rec['id']:05d}", rec
+                )
+                n += 1
+                if not ok:
+                    log(f"case {rec['id']}: regenerated command line differs from the record")
+        log(f"regenerated {n} repro folders")
+        return 0
     seeds = build_seeds(seeds_dir, program, env, log=log)
     gen = Generator(commands, seeds, seeds_dir)
     vcodes = {c.name: frozenset(c.verdict_codes) for c in commands}
@@ -896,7 +930,7 @@ def main(argv=None) -> int:
             shutil.rmtree(case_dir, ignore_errors=True)
             return
         if rec["outcome"] in FAILING:
-            _keep_repro(case, case_dir, a.out / "repro" / f"case{i:05d}", rec)
+            _regen_repro(gen, a.seed, i, only, a.out / "repro" / f"case{i:05d}", rec)
         if not a.keep_scratch:
             shutil.rmtree(case_dir, ignore_errors=True)
         with lock:
@@ -927,7 +961,105 @@ def main(argv=None) -> int:
     return 0
 
 
-def _keep_repro(case: Case, case_dir: Path, dst: Path, rec: dict, limit: int = 3 << 20) -> None:
+def replay(a, program: list[str], env: dict, log) -> int:
+    """Rerun every case kept under ``a.replay/repro/`` and classify it again."""
+    import copy
+
+    scratch = a.out / "scratch"
+    scratch.mkdir(exist_ok=True)
+    recs = []
+    with open(a.out / "cases.jsonl", "w") as jsonl:
+        for rdir in sorted((a.replay / "repro").glob("case*")):
+            old = json.loads((rdir / "case.json").read_text())
+            case_dir = scratch / rdir.name
+            shutil.rmtree(case_dir, ignore_errors=True)
+            shutil.copytree(rdir, case_dir, symlinks=True)
+            (case_dir / "case.json").unlink()
+            (case_dir / "rerun.sh").unlink()
+            if (case_dir / "links.json").exists():
+                for first, *others in json.loads((case_dir / "links.json").read_text()):
+                    for o in others:
+                        (case_dir / o).unlink()
+                        os.link(case_dir / first, case_dir / o)
+                (case_dir / "links.json").unlink()
+            hashed = old.get("hashed") or sorted(
+                {f["path"] for f in old.get("files", []) if f.get("path")}
+                | set(old.get("changed_inputs", []))
+            )
+            hashed = [
+                h for h in hashed if (case_dir / h).exists() or h in old.get("changed_inputs", [])
+            ]
+            case = Case(
+                id=old["id"],
+                command=old["command"],
+                strategy=old["strategy"],
+                argv=old["argv"][1:],
+                files=old.get("files", []),
+                hashed=hashed,
+                notes=old.get("notes", []),
+            )
+            vcodes = frozenset(copy.copy(old.get("verdict_codes", [])))
+            if not vcodes:  # the verdict codes of the current help
+                vcodes = _verdicts_now(program, env).get(case.command, frozenset())
+            rec = execute(case, program, case_dir, a.timeout_s, env, vcodes)
+            rec["previous_outcome"] = old["outcome"]
+            recs.append(rec)
+            jsonl.write(json.dumps(rec) + "\n")
+            jsonl.flush()
+            log(f"replay {rdir.name}: {old['outcome']} -> {rec['outcome']}")
+            if not a.keep_scratch:
+                shutil.rmtree(case_dir, ignore_errors=True)
+    meta = {
+        "replay_of": str(a.replay),
+        "timeout_s": a.timeout_s,
+        "program": program,
+        "repo": str(REPO),
+    }
+    summ = summarize(recs, meta)
+    summ["transitions"] = dict(
+        collections.Counter(f"{r['previous_outcome']} -> {r['outcome']}" for r in recs)
+    )
+    (a.out / "summary.json").write_text(json.dumps(summ, indent=1))
+    log(f"replayed {len(recs)} cases: {summ['per_outcome']}; {summ['transitions']}")
+    if not a.keep_scratch:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+_VERDICTS: dict = {}
+
+
+def _verdicts_now(program, env) -> dict:
+    if not _VERDICTS:
+        _VERDICTS.update({c.name: frozenset(c.verdict_codes) for c in discover(program, env)})
+    return _VERDICTS
+
+
+def _regen_repro(gen, seed, i, only, dst: Path, rec: dict) -> bool:
+    """Regenerate case ``i`` (deterministic) into ``dst``: its inputs as they were before the run."""
+    shutil.rmtree(dst, ignore_errors=True)
+    dst.mkdir(parents=True)
+    case = gen.generate(i, random.Random(f"{seed}:{i}"), dst, only)
+    (dst / "case.json").write_text(json.dumps(rec, indent=1))
+    # hard links do not survive a copy: name them, replay makes them again
+    by_inode = collections.defaultdict(list)
+    for p in sorted(dst.rglob("*")):
+        if p.is_file() and not p.is_symlink() and p.stat().st_nlink > 1:
+            by_inode[p.stat().st_ino].append(str(p.relative_to(dst)))
+    groups = [g for g in by_inode.values() if len(g) > 1]
+    if groups:
+        (dst / "links.json").write_text(json.dumps(groups))
+    (dst / "rerun.sh").write_bytes(
+        (
+            '#!/bin/sh\n# run from this folder (the case\'s scratch layout)\ncd "$(dirname "$0")"\n'
+            + " ".join(_shq(x) for x in rec["argv"])
+            + "\n"
+        ).encode("utf-8", "surrogateescape")
+    )
+    return ["powerlab", *case.argv] == rec["argv"]
+
+
+def _keep_repro(case: Case, case_dir: Path, dst: Path, rec: dict, limit: int = 8 << 20) -> None:
     """Copy a failing case's inputs (when small) and its record, to rerun it by hand."""
     dst.mkdir(parents=True, exist_ok=True)
     total = 0

@@ -8,9 +8,9 @@ mutation writes is a few MB.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
-import os
 import random
 import re
 import shutil
@@ -704,7 +704,9 @@ def mutate_path(path: Path, rng: random.Random) -> str:
     files = [p for p in sorted(path.rglob("*")) if p.is_file()]
     r = rng.random()
     if not files or r < 0.08:
-        (path / "junk.parquet").write_bytes(b"PAR1" + os.urandom(64) + b"PAR1")
+        (path / "junk.parquet").write_bytes(
+            b"PAR1" + hashlib.sha256(b"junk").digest() * 2 + b"PAR1"
+        )
         return "folder: foreign junk.parquet added"
     f = rng.choice(files)
     rel = f.relative_to(path)

@@ -102,3 +102,47 @@ def test_small_campaign_against_powerlab(tmp_path):
     summ = json.loads((out / "summary.json").read_text())
     assert summ["cases"] == 20 and sum(summ["per_outcome"].values()) == 20
     assert sum(v["total"] for v in summ["per_command"].values()) == 20
+
+
+def test_replay_reruns_kept_cases(tmp_path):
+    """--replay reruns a kept case (inputs, hard links, command line) and classifies it again."""
+    case = tmp_path / "old" / "repro" / "case00007"
+    case.mkdir(parents=True)
+    (case / "s.yaml").write_text("name: x\n")
+    import os
+
+    os.link(case / "s.yaml", case / "link.yaml")
+    (case / "links.json").write_text(json.dumps([["s.yaml", "link.yaml"]]))
+    (case / "rerun.sh").write_text("#!/bin/sh\n")
+    rec = {
+        "id": 7,
+        "command": "overwrite",
+        "strategy": "alias",
+        "outcome": "overwritten_input",
+        "argv": ["powerlab", "overwrite", "link.yaml", "--out", "o"],
+        "files": [{"arg": "scenario", "path": "s.yaml", "mutation": "alias:hardlink"}],
+        "changed_inputs": ["s.yaml"],
+    }
+    (case / "case.json").write_text(json.dumps(rec))
+    prog = " ".join(STANDIN)
+    assert (
+        main(
+            [
+                "--out",
+                str(tmp_path / "new"),
+                "--replay",
+                str(tmp_path / "old"),
+                "--program",
+                prog,
+                "--timeout-s",
+                "30",
+            ]
+        )
+        == 0
+    )
+    new = [json.loads(x) for x in (tmp_path / "new" / "cases.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["previous_outcome"], r["outcome"]) for r in new] == [
+        (7, "overwritten_input", "overwritten_input")
+    ]
+    summ = json.loads((tmp_path / "new" / "summary.json").read_text())
+    assert summ["transitions"] == {"overwritten_input -> overwritten_input": 1}
