@@ -632,6 +632,7 @@ def run_argv(
     out_f, err_f = cwd / ".stdout", cwd / ".stderr"
     t0 = time.monotonic()
     timed_out = False
+    cpu_s = None
     with open(out_f, "wb") as fo, open(err_f, "wb") as fe:
         proc = subprocess.Popen(
             [*program, *argv],
@@ -647,6 +648,7 @@ def run_argv(
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
+            cpu_s = _cpu_seconds(proc.pid)  # busy (slow) or blocked (waiting forever)?
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -666,9 +668,19 @@ def run_argv(
         "rc": rc,
         "timed_out": timed_out,
         "duration_s": round(dur, 3),
+        "cpu_s_at_timeout": cpu_s,
         "stderr": stderr,
         "stdout": stdout,
     }
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a running process (Linux /proc), None if unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 2)
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _tail(p: Path, n: int) -> str:
@@ -746,6 +758,7 @@ def execute(
         "outcome": outcome,
         "rc": res["rc"],
         "duration_s": res["duration_s"],
+        "cpu_s_at_timeout": res["cpu_s_at_timeout"],
         "progress_seen": bool(
             re.search(r"(estimate|time left|progress|done|/s\b)", res["stderr"], re.I)
         ),

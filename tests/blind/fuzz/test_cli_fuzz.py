@@ -56,6 +56,7 @@ def test_other_outcomes(tmp_path):
     assert _run(tmp_path, ["crash"])["outcome"] == "native_crash"
     rec = _run(tmp_path, ["hang", "--seconds", "30"], timeout=1.0)
     assert rec["outcome"] == "hang" and rec["duration_s"] < 20
+    assert rec["cpu_s_at_timeout"] is not None and rec["cpu_s_at_timeout"] < 1.0  # blocked
 
 
 def test_classify_rules():
