@@ -163,3 +163,147 @@ def test_extreme_option_values_are_one_line_usage_errors(tmp_path, monkeypatch, 
     assert _rc(argv) == 2
     err = _one_line(capsys)
     assert words in err, err
+
+
+# ----------------------------------------------------------- targets and OpenADR events
+def _targets_csv(path: Path, n: int) -> Path:
+    import pandas as pd
+
+    t0 = pd.Timestamp("2025-06-02T12:10:00Z")
+    rows = ["start_utc,end_utc,cap_megawatts"]
+    for i in range(n):
+        a = t0 + pd.Timedelta(seconds=5 * i)
+        rows.append(f"{a.isoformat()},{(a + pd.Timedelta(seconds=4)).isoformat()},0.5")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _copied_entries(monkeypatch, read) -> int:
+    """How many location entries pandas deep-copies (frame attrs) while ``read`` runs."""
+    import pandas.core.generic as gen
+
+    seen = [0]
+    real = gen.deepcopy
+
+    def counting(obj, *a, **k):
+        if isinstance(obj, dict):
+            seen[0] += sum(len(v) if isinstance(v, dict) else 1 for v in obj.values())
+        return real(obj, *a, **k)
+    monkeypatch.setattr(gen, "deepcopy", counting)
+    read()
+    monkeypatch.setattr(gen, "deepcopy", real)
+    return seen[0]
+
+
+def test_reading_targets_is_linear_in_the_number_of_targets(tmp_path, monkeypatch):
+    """250 targets took 5.4 s, 1,000 took 60 s: each row of the checked frame deep-copied
+    the locations of every target (n^2 copies).  Counted, not timed: the entries copied
+    grow in proportion to n."""
+    import pandas as pd
+
+    from powerlab.flex.targets import read_targets
+
+    now = pd.Timestamp("2025-06-02T12:00:00Z")
+    counts = {}
+    for n in (100, 400):
+        p = _targets_csv(tmp_path / f"t{n}.csv", n)
+        counts[n] = _copied_entries(monkeypatch, lambda p=p: read_targets(
+            p, floor_w=0, max_w=1e9, now=now))
+    assert counts[400] <= 4 * counts[100] + 10, counts      # was ~16x (quadratic)
+    assert counts[400] <= 10 * 400
+
+
+def _event(n: int, value="0.5", duration='"PT5S"') -> str:
+    ivs = ",".join(f'{{"id": {i}, "payloads": [{{"type": "IMPORT_CAPACITY_LIMIT", '
+                   f'"values": [{value}]}}]}}' for i in range(n))
+    return ('{"programID": "p", "intervalPeriod": {"start": "2025-06-02T12:10:00Z", '
+            f'"duration": {duration}}}, "payloadDescriptors": [{{"payloadType": '
+            f'"IMPORT_CAPACITY_LIMIT", "units": "MW"}}], "intervals": [{ivs}]}}')
+
+
+@pytest.mark.parametrize("value, duration, words", [
+    ("NaN", '"PT5M"', "not a finite number"),          # passed, then crashed the plan
+    ("true", '"PT5M"', "is not a number"),             # was a cap of 1 (1 MW)
+    ('"5"', '"PT5M"', "is not a number"),
+    ("1" + "0" * 400, '"PT5M"', "not a finite number"),
+    ("0.5", '"P1M"', "calendar months and years have no fixed length"),  # was 1 minute
+    ("0.5", '"P9999Y"', "calendar months"),
+    ("0.5", '"PT1M5"', "not an ISO 8601 duration"),
+    ("0.5", '"P"', "not an ISO 8601 duration"),
+    ("0.5", '"PT0S"', "must be positive"),
+])
+def test_openadr_values_and_durations_are_read_as_what_they_are(value, duration, words):
+    """OpenADR ``P1M`` (a month) was read as one minute; a value ``true`` as a cap of 1;
+    ``NaN`` passed the reader and crashed the plan."""
+    from powerlab.exceptions import ParseError
+    from powerlab.flex.targets import parse_openadr_event
+
+    with pytest.raises(ParseError, match=words):
+        parse_openadr_event(_event(2, value, duration))
+
+
+def test_openadr_fixed_durations_keep_their_length():
+    from powerlab.flex.targets import parse_openadr_event
+
+    for text, secs in (('"PT1M"', 60), ('"PT1H30M"', 5400), ('"P1DT2H"', 93600),
+                       ('"P2W"', 1209600), ('"PT0.5S"', 0.5)):
+        f = parse_openadr_event(_event(1, duration=text))
+        assert (f["end_utc"] - f["start_utc"]).iloc[0].total_seconds() == secs
+
+
+def test_a_100000_deep_openadr_document_is_one_error():
+    """A 100,000-deep JSON document was a RecursionError traceback."""
+    from powerlab.exceptions import ParseError
+    from powerlab.flex.targets import parse_openadr_event
+
+    with pytest.raises(ParseError, match="nested too deeply"):
+        parse_openadr_event("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ParseError, match="nested too deeply"):
+        parse_openadr_event('{"events": ' + "[" * 100_000 + "]" * 100_000 + "}")
+
+
+@pytest.mark.slow   # about 5 s here: 20,000 intervals read and checked
+def test_a_large_openadr_event_is_read_in_linear_work(tmp_path, monkeypatch):
+    """A 100,000-interval event ran past 120 s (the same n^2 copies as the CSV)."""
+    import pandas as pd
+
+    from powerlab.flex.targets import read_targets
+
+    now = pd.Timestamp("2025-06-02T12:00:00Z")
+    counts = {}
+    for n in (2_000, 20_000):
+        p = tmp_path / f"e{n}.json"
+        p.write_text(_event(n))
+        counts[n] = _copied_entries(monkeypatch, lambda p=p: read_targets(
+            p, floor_w=0, max_w=1e9, now=now))
+    assert counts[20_000] <= 10 * counts[2_000] + 10, counts
+
+
+# ------------------------------------------------------------------------- backtest
+def test_backtest_without_events_on_one_reading_per_meter_is_one_error(tmp_path, capsys):
+    """``backtest`` without ``--events`` on an MLPerf power excerpt: a ValueError
+    traceback (the meter interval was NaN)."""
+    log = REPO / "tests/data/iotools/mlperf_gpt3_node_7_excerpt.txt"
+    rc = _rc(["backtest", log, "--tz", "UTC", "--out", tmp_path / "bt"])
+    err = _one_line(capsys)
+    assert rc == 2 and err.startswith("powerlab backtest: error:"), err
+
+
+def test_backtest_chart_of_a_long_run_stays_under_the_row_limit():
+    """Run-to-run ``backtest`` crashed drawing its chart: 6,814 rows over altair's
+    5,000-row limit.  The means widen and the subtitle says so."""
+    pytest.importorskip("altair")
+    import numpy as np
+    import pandas as pd
+
+    from powerlab.viz.backtest_chart import backtest_chart
+    from powerlab.viz.render import MAX_ROWS
+
+    i = pd.date_range("2025-01-01", periods=20_442, freq="1s", tz="UTC")
+    s = pd.DataFrame({"measured_w": np.linspace(1, 2, len(i)),
+                      "forecast_w": np.linspace(1, 2, len(i))}, index=i)
+    chart = backtest_chart(s)
+    spec = chart.to_dict()                                   # raised MaxRowsError
+    assert len(chart.data) < MAX_ROWS
+    assert "widened to stay under 3,000 rows" in spec["title"]["subtitle"]
+    assert "widened" not in backtest_chart(s.iloc[:600]).to_dict()["title"]["subtitle"]
