@@ -307,3 +307,56 @@ def test_backtest_chart_of_a_long_run_stays_under_the_row_limit():
     assert len(chart.data) < MAX_ROWS
     assert "widened to stay under 3,000 rows" in spec["title"]["subtitle"]
     assert "widened" not in backtest_chart(s.iloc[:600]).to_dict()["title"]["subtitle"]
+
+
+# ------------------------------------------------------- reads that survive other programs
+_READER = """
+from powerlab.exceptions import PowerlabError
+from powerlab.telemetry.store import read_store
+ok = bad = 0
+for i in range({n}):
+    try:
+        read_store({root!r}); ok += 1
+    except PowerlabError:
+        bad += 1
+print(ok, bad)
+"""
+
+
+@pytest.mark.slow   # a reader process and 60 reads of a 0.8-MB file rewritten meanwhile
+def test_a_store_file_rewritten_in_place_during_reads_is_no_native_crash(tmp_path):
+    """Another program truncating and rewriting a store file in place while it is read
+    killed the reader with SIGBUS (exit -7; ``powerlab summary`` 135 "Bus error"): store
+    files were memory-mapped.  Now each read is whole or one StoreError."""
+    import subprocess
+    import sys
+
+    import numpy as np
+    import pandas as pd
+
+    from powerlab.telemetry.schema import conform
+    from powerlab.telemetry.store import write_store
+
+    root = tmp_path / "st"
+    t = pd.Timestamp("2025-06-01T00:00:00Z") + pd.to_timedelta(np.arange(50_000) * 0.1,
+                                                               unit="s")
+    write_store(conform(pd.DataFrame({
+        "timestamp": t, "host": "n0", "scope": "gpu", "gpu_index": 0,
+        "power_w": np.random.default_rng(0).uniform(100, 700, len(t))})), root, fsync=False)
+    f = max(root.rglob("*.parquet"), key=lambda p: p.stat().st_size)
+    data = f.read_bytes()
+    n = 60
+    child = subprocess.Popen([sys.executable, "-c", _READER.format(n=n, root=str(root))],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    rewrites = 0
+    while child.poll() is None:
+        with open(f, "r+b") as fh:                 # in place: same inode, cut then refilled
+            fh.truncate(0)
+            fh.flush()
+            fh.write(data)
+        rewrites += 1
+    out, err = child.communicate()
+    assert child.returncode == 0, (child.returncode, err[-2000:])   # was -7 (SIGBUS)
+    ok, bad = map(int, out.split())
+    assert ok + bad == n and rewrites > 0
