@@ -360,3 +360,48 @@ def test_a_store_file_rewritten_in_place_during_reads_is_no_native_crash(tmp_pat
     assert child.returncode == 0, (child.returncode, err[-2000:])   # was -7 (SIGBUS)
     ok, bad = map(int, out.split())
     assert ok + bad == n and rewrites > 0
+
+
+# --------------------------------------------------------------- Parquet in, everywhere
+def _canon(tmp_path) -> tuple[Path, Path]:
+    """A canonical Parquet file and a store holding the same 10 minutes of one GPU."""
+    import numpy as np
+    import pandas as pd
+
+    from powerlab.telemetry.schema import conform
+    from powerlab.telemetry.store import write_store
+
+    t = pd.Timestamp("2025-06-01T00:00:00Z") + pd.to_timedelta(np.arange(600.0), unit="s")
+    df = conform(pd.DataFrame({"timestamp": t, "host": "n0", "scope": "gpu",
+                               "gpu_index": 0, "power_w": 500.0 + 100 * (t.minute >= 5)}))
+    canon = tmp_path / "canon.parquet"
+    df.to_parquet(canon)
+    write_store(df, tmp_path / "st", fsync=False)
+    return canon, next((tmp_path / "st").rglob("part-*.parquet"))
+
+
+def test_canonical_parquet_is_accepted_by_summary_and_import(tmp_path, capsys):
+    """``summary canon.parquet``, ``import`` and even a store's own part file: "holds
+    NUL bytes"."""
+    canon, part = _canon(tmp_path)
+    for src in (canon, part):
+        assert _rc(["summary", src]) == 0
+        assert "600 samples from 1 host(s)" in capsys.readouterr().out
+    assert _rc(["import", canon, "--out", tmp_path / "imp"]) == 0
+    assert "600 rows (parquet)" in capsys.readouterr().out
+    from powerlab.telemetry.store import read_store
+
+    assert len(read_store(tmp_path / "imp")) == 600
+
+
+def test_flex_verify_reads_a_canonical_parquet_file(tmp_path, capsys):
+    """``flex verify canon.parquet`` said "no store"."""
+    canon, _ = _canon(tmp_path)
+    ev = tmp_path / "ev.csv"
+    ev.write_text("start_utc,end_utc,cap_megawatts\n"
+                  "2025-06-01T00:06:00Z,2025-06-01T00:08:00Z,0.0005\n")
+    rc = _rc(["flex", "verify", canon, "--event", ev, "--out", tmp_path / "v",
+              "--method", "pre_event_mean"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert (tmp_path / "v" / "verification.csv").is_file()
