@@ -405,3 +405,101 @@ def test_flex_verify_reads_a_canonical_parquet_file(tmp_path, capsys):
     out = capsys.readouterr()
     assert rc == 0, out.err
     assert (tmp_path / "v" / "verification.csv").is_file()
+
+
+# ------------------------------------------------------- one escaping rule for every cell
+def test_sanitize_cell_is_the_one_rule_and_is_reversible():
+    import pandas as pd
+
+    from powerlab._format import safe_frame, sanitize_cell, unsanitize_cell
+    from powerlab.site import export
+
+    assert export.sanitize_cell is sanitize_cell            # one rule, not two
+    for text in ("=cmd|' /C calc'!A0", "+1", "-2", "@SUM(A1)", "\t=x", " \n=x", "'=x"):
+        assert sanitize_cell(text).startswith("'")
+        assert unsanitize_cell(sanitize_cell(text)) == text
+    assert sanitize_cell("ramp_1min") == "ramp_1min" and sanitize_cell(3.5) == 3.5
+    df = pd.DataFrame({"name": ["=HYPERLINK(\"http://x\",\"y\")", "ok"], "v": [-1.0, 2.0],
+                       "c": pd.Categorical(["@a", "b"])})
+    out = safe_frame(df)
+    assert out["name"].tolist() == ["'=HYPERLINK(\"http://x\",\"y\")", "ok"]
+    assert out["c"].tolist() == ["'@a", "b"] and out["v"].tolist() == [-1.0, 2.0]
+    assert df["name"].iloc[0].startswith("=")                # the input is not changed
+
+
+def test_a_requirement_name_is_no_live_formula_in_plan_ramps_csv(tmp_path):
+    """A requirement name ``=HYPERLINK(...)`` went raw into ``plan_ramps.csv``."""
+    evil = '=HYPERLINK("http://example.invalid/x","click")'
+    spec = tmp_path / "req.yaml"
+    spec.write_text(ERCOT.read_text().replace("name: ramp_1min", f"name: '{evil}'"))
+    tg = tmp_path / "t.csv"
+    tg.write_text("start_utc,end_utc,cap_megawatts\n"
+                  "2025-06-02T12:30:00Z,2025-06-02T12:40:00Z,0.5\n")
+    assert _rc(["flex", "plan", SMALL, "--target", tg, "--requirements", spec,
+                "--out", tmp_path / "o", "--draws", "1", "--quiet"]) in (0, 1)
+    text = (tmp_path / "o" / "plan_ramps.csv").read_text()
+    assert evil[:10] in text
+    import csv
+
+    cells = [c for row in csv.reader(text.splitlines()) for c in row]
+    assert not any(c.lstrip(" \t\r\n").startswith(("=", "+", "@")) for c in cells)
+    assert any(c == "'" + evil for c in cells)
+
+
+def test_a_scenario_name_is_no_live_formula_in_the_xlsx_about_sheet(tmp_path):
+    """A scenario name ``=cmd|...`` was stored as a live formula in the "about" sheet."""
+    openpyxl = pytest.importorskip("openpyxl")
+    evil = "=cmd|' /C calc'!A0"
+    sc = tmp_path / "s.yaml"
+    sc.write_text(SMALL.read_text().replace("name: small-example", f'name: "{evil}"'))
+    out = tmp_path / "f.xlsx"
+    assert _rc(["forecast", sc, "--out", out, "--format", "xlsx", "--draws", "1"]) == 0
+    about = openpyxl.load_workbook(out)["about"]
+    cells = [c for row in about.iter_rows() for c in row if c.value is not None]
+    assert not any(c.data_type == "f" for c in cells)        # no formula cell at all
+    assert "'" + evil in [c.value for c in cells]
+
+
+# ----------------------------------------------------------------------- the workbook
+def test_a_workbook_over_the_sheet_row_limit_is_refused_before_writing(tmp_path,
+                                                                       monkeypatch):
+    """An xlsx forecast with more rows than a sheet holds (4.7 M) hung and left no file.
+    Counted against a lowered limit so the test stays small: refused before openpyxl."""
+    pytest.importorskip("openpyxl")
+    from powerlab.site import export_workbook as ew
+
+    assert ew.MAX_SHEET_ROWS == 1_048_576                 # Excel's limit
+    monkeypatch.setattr(ew, "MAX_SHEET_ROWS", 100)      # 2 h at 1 min is 121 rows
+    out = tmp_path / "f.xlsx"
+    with pytest.raises(PowerlabError, match="do not fit a worksheet"):
+        from powerlab.site import forecast, read_scenario
+
+        ew.write_facilities_xlsx(forecast(read_scenario(SMALL), draws=1), out, "1min")
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+_FULL = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+from powerlab import cli
+resource.setrlimit(resource.RLIMIT_FSIZE, (3000, resource.RLIM_INFINITY))
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow   # a subprocess running a forecast
+def test_xlsx_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
+    """``--format xlsx`` on a full disk: a traceback.  Simulated with a 3-kB file size
+    limit (every write past it fails with EFBIG, as on a full disk with ENOSPC)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("openpyxl")
+    out = tmp_path / "f.xlsx"
+    r = subprocess.run([sys.executable, "-c", _FULL, "forecast", str(SMALL), "--out",
+                        str(out), "--format", "xlsx", "--draws", "1"], capture_output=True,
+                       text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()], r.stderr    # one line
+    assert "could not write" in r.stderr and "File too large" in r.stderr
+    assert list(tmp_path.iterdir()) == []                  # no workbook, no temporary
