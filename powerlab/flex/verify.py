@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._format import safe_frame
 from .._options import choice, renamed_keywords
 from .._summary import Results, Summary
 from ..exceptions import AnalysisError, ParseError, PowerlabError
@@ -191,7 +192,7 @@ class Verification(Results):
     def write(self, out_dir) -> list[Path]:
         out = output_folder(out_dir)
         p1, p2 = out / "verification.csv", out / "verification_summary.txt"
-        self.frame.to_csv(p1, index=False, float_format="%.6g")
+        safe_frame(self.frame).to_csv(p1, index=False, float_format="%.6g")
         p2.write_text(str(self.summary()) + "\n", encoding="utf-8")
         return [p1, p2]
 
