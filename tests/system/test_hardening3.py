@@ -503,3 +503,97 @@ def test_xlsx_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
     assert r.stderr.strip().splitlines() == [r.stderr.strip()], r.stderr    # one line
     assert "could not write" in r.stderr and "File too large" in r.stderr
     assert list(tmp_path.iterdir()) == []                  # no workbook, no temporary
+
+
+# -------------------------------------------------------------------- reader values
+DATA = REPO / "tests/data/iotools"
+
+
+def test_a_23_digit_gpu_id_in_dcgmi_dmon_is_one_error(tmp_path, capsys):
+    """A 23-digit GPU id crashed ``import`` and ``summary`` (OverflowError)."""
+    lines = (DATA / "dcgmi_dmon_constructed.txt").read_text().splitlines()
+    bad = tmp_path / "dmon.txt"
+    bad.write_text("\n".join(lines[:3] + [lines[3].replace("GPU 1 ", "GPU 12345678901234567890123 ",
+                                                           1)]) + "\n")
+    for argv in (["summary", bad], ["import", bad, "--out", tmp_path / "st",
+                                    "--format", "dcgm-dmon"]):
+        assert _rc(argv) == 2
+        err = _one_line(capsys)
+        assert "GPU id 12345678901234567890123 is outside 0 to 32767" in err, err
+        assert "line 4" in err
+
+
+def test_a_400_digit_mlperf_power_value_is_a_counted_bad_line(tmp_path, capsys):
+    """A 400-digit MLPerf power value crashed ``import`` and ``summary``
+    (OverflowError: int too large to convert to float)."""
+    text = (DATA / "mlperf_gpt3_node_7_excerpt.txt").read_text()
+    assert '"value": 6933' in text
+    bad = tmp_path / "node_7.txt"
+    bad.write_text(text.replace('"value": 6933', '"value": 1' + "0" * 400, 1))
+    import warnings
+
+    from powerlab.exceptions import DataQualityWarning
+    from powerlab.iotools import read_any
+
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        df = read_any(bad)
+    good = read_any(DATA / "mlperf_gpt3_node_7_excerpt.txt")
+    assert len(df) == len(good) - 1                 # that one reading left out, counted
+    assert df["power_w"].max() < 1e5
+    assert any(issubclass(w.category, DataQualityWarning) and "1 malformed" in str(w.message)
+               for w in got), [str(w.message) for w in got]
+    assert _rc(["summary", bad]) == 0
+
+
+def _prom_answer(values, metric="DCGM_FI_DEV_GPU_UTIL"):
+    import json
+
+    return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"__name__": metric, "gpu": "0", "Hostname": "n0"},
+         "values": values}]}}).encode()
+
+
+@pytest.mark.parametrize("values, kept, words", [
+    ([[True, "50"], [1748736000, "50"], [1748736015, "60"]], 0, "not in Prometheus' matrix"),
+    ([[-500, "50"], [1748736000, "50"], [1748736015, "60"]], 2, "outside the requested"),
+    ([[1748736000, "-1"], [1748736015, "60"]], 2, "outside their column's valid range"),
+    ([[1748736000, "50"], [1748736015, True]], 0, "not in Prometheus' matrix shape"),
+])
+def test_prometheus_times_and_values_are_read_as_what_they_are(values, kept, words):
+    """Prometheus sample times ``true`` or ``-500`` became 1970/1969, outside the queried
+    range; utilisation -1 % was kept (power was range-checked, utilisation not)."""
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    from powerlab.exceptions import DataQualityWarning
+    from powerlab.iotools.prometheus import read_prometheus
+    from tests.support.fakeprom import FakeProm
+
+    body = _prom_answer(values)
+
+    def behave(h):
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+    srv = FakeProm(behave)
+    try:
+        t0 = pd.Timestamp(1748736000, unit="s", tz="UTC")
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            df = read_prometheus(srv.url, t0, t0 + pd.Timedelta(seconds=15), step="15s",
+                                 metrics=["DCGM_FI_DEV_GPU_UTIL"])
+    finally:
+        srv.close()
+    msgs = " ".join(str(w.message) for w in got if issubclass(w.category,
+                                                                DataQualityWarning))
+    assert words in msgs, msgs
+    assert len(df) == kept
+    if kept:
+        assert df["timestamp"].min() >= t0                   # never 1969/1970
+        u = df["util_gpu_pct"].to_numpy(float)
+        assert np.nanmin(u) >= 0
