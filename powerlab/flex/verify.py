@@ -83,6 +83,10 @@ def read_site_power(source, *, freq: str = "1min", scope: str = "gpu") -> pd.Ser
     return s.tz_convert("UTC").resample(freq).mean().rename("power_w")
 
 
+#: Largest site power a meter CSV may hold [W] (10 GW: beyond any site).
+MAX_METER_W = 1e10
+
+
 def _read_meter_csv(path: Path) -> pd.Series:
     """A meter CSV: ``timestamp`` (ISO 8601 with a zone) and ``power_w`` or
     ``power_megawatts``; errors name the file and column."""
@@ -100,6 +104,12 @@ def _read_meter_csv(path: Path) -> pd.Series:
         v = pd.to_numeric(df["power_megawatts"], errors="coerce") * 1e6
     else:
         raise ParseError("no 'power_w' or 'power_megawatts' column", path=path, line=1)
+    with np.errstate(invalid="ignore"):     # -5 MW or inf gave credited MW (issue 38)
+        out = np.flatnonzero(np.isinf(v) | (v < 0) | (v > MAX_METER_W))
+    if len(out):
+        raise ParseError(f"power {df[v.name].iloc[out[0]]} is negative, infinite or "
+                         f"above {MAX_METER_W / 1e9:g} GW", path=path, line=int(out[0]) + 2,
+                         column=str(v.name))
     try:
         ts = pd.to_datetime(df["timestamp"], utc=False)
     except (ValueError, TypeError) as exc:

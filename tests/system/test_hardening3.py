@@ -597,3 +597,16 @@ def test_prometheus_times_and_values_are_read_as_what_they_are(values, kept, wor
         assert df["timestamp"].min() >= t0                   # never 1969/1970
         u = df["util_gpu_pct"].to_numpy(float)
         assert np.nanmin(u) >= 0
+
+
+@pytest.mark.parametrize("value", ["-5", "inf", "1e400"])
+def test_a_meter_csv_at_minus_5_mw_or_inf_is_refused(tmp_path, value):
+    """A meter CSV at -5 MW or ``inf`` gave credited MW (exit 0)."""
+    from powerlab.exceptions import ParseError
+    from powerlab.flex.verify import read_site_power
+
+    m = tmp_path / "m.csv"
+    m.write_text("timestamp,power_megawatts\n2025-06-01T00:00:00Z,1\n"
+                 f"2025-06-01T00:01:00Z,{value}\n")
+    with pytest.raises(ParseError, match="line 3.*negative, infinite or above 10 GW"):
+        read_site_power(m)
