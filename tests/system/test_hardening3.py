@@ -610,3 +610,50 @@ def test_a_meter_csv_at_minus_5_mw_or_inf_is_refused(tmp_path, value):
                  f"2025-06-01T00:01:00Z,{value}\n")
     with pytest.raises(ParseError, match="line 3.*negative, infinite or above 10 GW"):
         read_site_power(m)
+
+
+# ------------------------------------------------------- store verify: rows in partition
+def _two_day_store(root: Path) -> Path:
+    import numpy as np
+    import pandas as pd
+
+    from powerlab.telemetry.schema import conform
+    from powerlab.telemetry.store import write_store
+
+    t = pd.Timestamp("2025-06-01T23:50:00Z") + pd.to_timedelta(np.arange(1200.0), unit="s")
+    write_store(conform(pd.DataFrame({"timestamp": t, "host": "n0", "scope": "gpu",
+                                      "gpu_index": 0, "power_w": 500.0})), root,
+                fsync=False)
+    return next((root / "2025-06-02").rglob("part-*.parquet"))
+
+
+@pytest.mark.parametrize("to", ["2025-06-03/n0", "2025-06-02/n1"])
+def test_store_verify_finds_a_file_moved_to_another_partition(tmp_path, capsys, to):
+    """A store file moved to another date folder passed ``store verify``."""
+    root = tmp_path / "st"
+    f = _two_day_store(root)
+    assert _rc(["store", "verify", root]) == 0
+    capsys.readouterr()
+    (root / to).mkdir(parents=True, exist_ok=True)
+    f.rename(root / to / f.name)
+    assert _rc(["store", "verify", root]) == 1
+    out = capsys.readouterr().out
+    assert "DAMAGED" in out and ("outside its date folder 2025-06-03" in out
+                                 or "not of its folder's host 'n1'" in out), out
+
+
+def test_a_date_bounded_read_says_when_a_file_of_its_dates_sits_elsewhere(tmp_path):
+    """...and a date-bounded read returned 0 rows without a warning."""
+    import pandas as pd
+
+    from powerlab.exceptions import DataQualityWarning
+    from powerlab.telemetry.store import read_store
+
+    root = tmp_path / "st"
+    f = _two_day_store(root)
+    a, b = pd.Timestamp("2025-06-02T00:00Z"), pd.Timestamp("2025-06-03T00:00Z")
+    assert len(read_store(root, start=a, end=b)) == 600
+    (root / "2025-06-03/n0").mkdir(parents=True)
+    f.rename(root / "2025-06-03/n0" / f.name)
+    with pytest.warns(DataQualityWarning, match="1 file.* sit in another date's folder"):
+        assert len(read_store(root, start=a, end=b)) == 0
