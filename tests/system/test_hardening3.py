@@ -657,3 +657,83 @@ def test_a_date_bounded_read_says_when_a_file_of_its_dates_sits_elsewhere(tmp_pa
     f.rename(root / "2025-06-03/n0" / f.name)
     with pytest.warns(DataQualityWarning, match="1 file.* sit in another date's folder"):
         assert len(read_store(root, start=a, end=b)) == 0
+
+
+# ------------------------------------------- the guard, derived from the parser: every input
+def _commands():
+    """``(words, parser)`` of every command and sub-command the real parser knows."""
+    out = []
+
+    def walk(p, words):
+        subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            out.append((words, p))
+        for a in subs:
+            for name, sp in a.choices.items():
+                walk(sp, [*words, name])
+    walk(cli.build_parser(), [])
+    return out
+
+
+def _path_actions(p):
+    """The actions of a parser that name files or folders: typed Path, or text options
+    that name a store or a recording (``collect --out``, ``backtest --train-runs``)."""
+    return [a for a in p._actions
+            if a.type is Path or a.dest in ("train_runs", "test_runs")
+            or (a.dest == "out" and a.type is None)]
+
+
+def test_every_input_of_every_command_is_protected(tmp_path):
+    """Derived from the parser: for every command, every argument that names a path is
+    an input the one guard protects, except each command's output (``--out``) and the
+    store ``store upgrade`` rewrites in place."""
+    from powerlab._cli._guard import OUTPUT_DESTS, READ_WRITE, command_inputs
+
+    parser = cli.build_parser()
+    commands = _commands()
+    assert len(commands) >= 15
+    checked = 0
+    for words, p in commands:
+        argv, expect = list(words), []
+        for k, a in enumerate(_path_actions(p)):
+            f = tmp_path / f"{'_'.join(words)}_{a.dest}_{k}.csv"
+            f.write_text("x\n")
+            val = f"{f}={f}" if a.dest in ("train_runs", "test_runs") else str(f)
+            argv += ([val] if not a.option_strings else [a.option_strings[-1], val])
+            rw = READ_WRITE.get((words[0], words[-1]), frozenset())
+            if a.dest not in OUTPUT_DESTS and a.dest not in rw:
+                expect.append(f)
+        for a in p._actions:              # the other required options, any valid text
+            if a.required and a.option_strings and a not in _path_actions(p):
+                argv += [a.option_strings[-1], str(next(iter(a.choices or ["1"])))]
+        if words == ["backtest"]:
+            argv = [x for x in argv if "test_runs" not in x and "train_runs" not in x
+                    and x not in ("--train-runs", "--test-runs")]
+            expect = [e for e in expect if "runs" not in e.name]
+        args = parser.parse_args(argv)
+        got = {Path(x).resolve() for x in command_inputs(args)}
+        missing = [e for e in expect if e.resolve() not in got]
+        assert not missing, (words, missing)
+        checked += len(expect)
+    assert checked >= 25
+
+
+@pytest.mark.parametrize("argv_of", [
+    lambda d, f: ["forecast", f, "--out", f, "--force"],
+    lambda d, f: ["export-grid", f, "--out", f, "--format", "csv", "--force"],
+    lambda d, f: ["flex", "offer", f, "--out", d, "--draws", "1"],
+])
+def test_commands_given_an_input_as_output_write_nothing(tmp_path, capsys, argv_of):
+    """End to end through the guard: the scenario given as the output file (even with
+    --force), or in the output folder under the name of an output."""
+    d = tmp_path / "d"
+    d.mkdir()
+    f = d / "flex_offer.csv"
+    f.write_bytes(SMALL.read_bytes())
+    argv = argv_of(d, f)
+    if argv[0] != "flex":
+        f = f.rename(d / "s.yaml")
+        argv = argv_of(d, f)
+    assert _rc(argv) == 2
+    assert "input" in _one_line(capsys)
+    assert f.read_bytes() == SMALL.read_bytes()
