@@ -131,8 +131,12 @@ def _provenance() -> str:
     def git(*a):
         r = subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True)
         return r.stdout.strip()
-    dirty = "+" if git("status", "--porcelain", "--untracked-files=no") else ""
+    import os
+
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if os.environ.get("POWERLAB_FUZZ_COMMIT"):     # a run from an exported snapshot
+        return f"run {when} at commit {os.environ['POWERLAB_FUZZ_COMMIT']}"
+    dirty = "+" if git("status", "--porcelain", "--untracked-files=no") else ""
     return f"run {when} at commit {git('rev-parse', '--short', 'HEAD')}{dirty}"
 
 
