@@ -51,6 +51,7 @@ __all__ = [
     "FORMAT",
     "META",
     "clean_dead_temporaries",
+    "clean_host_temporaries",
     "file_crc",
     "fsync_dir",
     "fsync_file",
@@ -490,6 +491,24 @@ def _unlink(p: Path) -> bool:
         return True
     except OSError:
         return False
+
+
+def clean_host_temporaries(root: str | os.PathLike, host: str) -> int:
+    """Remove what killed writers of ``host`` left in a store: temporary files in every
+    date folder of that host (each under its partition lock, so a live writer of the same
+    partition is never cut short) and this host's dead writers' temporaries in the side
+    tables.  A collector calls it at start (issue 38: orphans after kills on a slow disk
+    stayed until the next write to that very partition).  Returns how many were removed."""
+    root = Path(root)
+    n = 0
+    for date, h, folder in list(_partition_dirs(root)) if root.is_dir() else []:
+        if h != host or not any(p.name.startswith(TMP_PREFIX) for p in folder.iterdir()):
+            continue
+        with partition_lock(root, date, host):
+            n += clean_temporaries(folder)
+    for kind in ("events", "devices"):
+        n += clean_dead_temporaries(side_table_dir(root, kind))
+    return n
 
 
 def clean_temporaries(folder: Path) -> int:

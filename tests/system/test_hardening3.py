@@ -737,3 +737,44 @@ def test_commands_given_an_input_as_output_write_nothing(tmp_path, capsys, argv_
     assert _rc(argv) == 2
     assert "input" in _one_line(capsys)
     assert f.read_bytes() == SMALL.read_bytes()
+
+
+# ------------------------------------------------------------------- the collector
+@pytest.mark.slow   # 300 connections and 20 scrapes (about 10 s here)
+@pytest.mark.bad_input("collector")
+def test_metrics_under_a_connection_flood_from_one_address(tmp_path):
+    """3 of 11 scrapes failed under a connection flood: the flood's connections filled
+    the server and pushed the scraper's out.  Now one address holds at most
+    max_per_client connections (its own oldest goes), so 300 connections from 127.0.0.2
+    keep 16 open and every scrape from 127.0.0.1 is answered."""
+    import socket
+    import urllib.request
+
+    from powerlab.collect.metrics import ACCEPT_BACKLOG, MetricsServer
+
+    srv = MetricsServer(lambda: b"DCGM_FI_DEV_POWER_USAGE 1\n", 0)
+    flood = []
+    try:
+        for i in range(300):
+            try:
+                s = socket.create_connection(("127.0.0.1", srv.server_port), timeout=2,
+                                             source_address=("127.0.0.2", 0))
+            except OSError:                 # no 127.0.0.2 here: the test cannot flood
+                pytest.skip("no second loopback address")
+            if i % 2:
+                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")   # never reads
+            flood.append(s)
+        ok = 0
+        for _ in range(20):
+            with urllib.request.urlopen(f"http://127.0.0.1:{srv.server_port}/metrics",
+                                        timeout=10) as r:
+                ok += r.read() == b"DCGM_FI_DEV_POWER_USAGE 1\n"
+        assert ok == 20
+        assert srv._by_peer.get("127.0.0.2", 0) <= MetricsServer.max_per_client == 16
+        assert srv.evicted >= 300 - 16 - 1
+        assert ACCEPT_BACKLOG >= 1024
+    finally:
+        for s in flood:
+            s.close()
+        srv.shutdown()
+        srv.server_close()
