@@ -80,9 +80,14 @@ def read_site_power(source, *, freq: str = "1min", scope: str = "gpu") -> pd.Ser
     if not isinstance(s.index, pd.DatetimeIndex) or s.index.tz is None:
         raise PowerlabError("site power must be indexed by tz-aware timestamps")
     s = s.astype(float).sort_index()
+    if len(s) and (s.index[-1] - s.index[0]) / pd.Timedelta(freq) > MAX_BINS:
+        raise PowerlabError(f"site power from {s.index[0]} to {s.index[-1]} makes more "
+                            f"than {MAX_BINS:,} bins of {freq} (a damaged time?)")
     return s.tz_convert("UTC").resample(freq).mean().rename("power_w")
 
 
+#: Most bins of site power (10 years of minutes, 42 MB; a year-202 time asked 7 GiB).
+MAX_BINS = 5_300_000
 #: Largest site power a meter CSV may hold [W] (10 GW: beyond any site).
 MAX_METER_W = 1e10
 

@@ -778,3 +778,16 @@ def test_metrics_under_a_connection_flood_from_one_address(tmp_path):
             s.close()
         srv.shutdown()
         srv.server_close()
+
+
+def test_a_meter_csv_with_a_damaged_year_is_one_error(tmp_path):
+    """Found by the fuzz run (issue 38 harness, meter-csv): a time in the year 202 made
+    the 1-min resampling ask numpy for 7.14 GiB (a MemoryError)."""
+    from powerlab.exceptions import PowerlabError
+    from powerlab.flex.verify import read_site_power
+
+    m = tmp_path / "m.csv"
+    m.write_text("timestamp,power_megawatts\n202-06-01T00:00:00Z,1\n"
+                 "2025-06-01T00:01:00Z,1\n")
+    with pytest.raises(PowerlabError, match="bins of 1min"):
+        read_site_power(m)
