@@ -81,6 +81,7 @@ def run(args) -> int:
     from ..iotools import formats, read_any, sniff_format
     from ..outputs import atomic_write
     from ..telemetry.event_store import write_events
+    from ..telemetry.sources import is_parquet_file, read_parquet_telemetry
     from ..telemetry.store import write_store
 
     total = 0
@@ -89,8 +90,9 @@ def run(args) -> int:
     for src in args.sources:
         if not src.exists():
             raise ParseError("no such file or folder", path=src)
-        fmt = sniff_format(src) if args.format == "auto" else args.format
-        takes = formats("telemetry", "events")
+        fmt = "parquet" if is_parquet_file(src) else \
+            sniff_format(src) if args.format == "auto" else args.format
+        takes = (*formats("telemetry", "events"), "parquet")
         if fmt not in takes:
             raise ParseError(f"recognised as '{fmt}', which is not GPU telemetry; "
                              f"powerlab import takes {', '.join(takes)}", path=src)
@@ -111,7 +113,8 @@ def run(args) -> int:
             print(f"{src}: {n_ev:,} events ({fmt}) -> "
                   f"{path.relative_to(args.out) if path else 'nothing new'}{dup}")
             continue
-        df = read_any(src, format=fmt, tz=args.tz, host=args.host, n_gpus=args.n_gpus)
+        df = read_parquet_telemetry(src) if fmt == "parquet" else \
+            read_any(src, format=fmt, tz=args.tz, host=args.host, n_gpus=args.n_gpus)
         files = write_store(df, args.out)  # drops the samples the store already holds
         rows = sum(pq.read_metadata(f).num_rows for f in files)
         # recorded after the data: a crash in between can only cause a re-import

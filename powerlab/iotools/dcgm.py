@@ -53,6 +53,8 @@ __all__ = [
 ]
 
 #: ``dcgmi dmon`` short column name -> (canonical column, DCGM unit, factor to canonical).
+#: Largest GPU id read (the canonical ``gpu_index`` is an Int16).
+MAX_GPU_ID = 32767
 DMON_VARIABLE_MAP: dict[str, tuple[str, str, float]] = {
     "POWER": ("power_w", "W", 1.0),                 # 155 power_usage
     "TOTEC": ("energy_j", "mJ", 1e-3),              # 156 total_energy_consumption
@@ -200,10 +202,14 @@ def _general_rows(text: str, path) -> list[tuple]:
             raise ParseError(f"{len(tok) - 2} value(s) where the header names "
                              f"{len(columns)}", path=path, line=lineno)
         try:
-            gpu = int(tok[1])
+            gpu = int(tok[1]) if len(tok[1]) <= 12 else -1
         except ValueError:
             raise ParseError(f"expected a GPU id, got {tok[1]!r}", path=path, line=lineno,
                              column="#Entity") from None
+        if not 0 <= gpu <= MAX_GPU_ID:      # a 23-digit id overflowed int64 (issue 38)
+            raise ParseError(f"GPU id {tok[1][:30]} is outside 0 to {MAX_GPU_ID} (the "
+                             "canonical gpu_index is a 16-bit integer)", path=path,
+                             line=lineno, column="#Entity")
         recs.append((lineno, stamp, gpu, tok[2:], tuple(columns)))
     if columns is None:
         raise ParseError("no '#Entity' header line: not dcgmi dmon output", path=path)
