@@ -76,6 +76,8 @@ class PlanTicks:
         [ticks].
     ckpt_steps, eval_steps : int
         Steps between checkpoints and between evaluations (0: none) [-].
+    eval_first_steps : int
+        Steps before the first evaluation of a (re)started job [-].
     ckpt, eval : int
         Checkpoint and evaluation durations [ticks].
     """
@@ -90,6 +92,7 @@ class PlanTicks:
     eval_steps: int
     ckpt: int
     eval: int
+    eval_first_steps: int = 0
 
 
 def plan_ticks(job: Job, tick_s: float) -> PlanTicks:
@@ -110,7 +113,8 @@ def plan_ticks(job: Job, tick_s: float) -> PlanTicks:
                          if job.interruptions is not None else restart),
         ckpt_steps=every(job.checkpoint_interval_s), eval_steps=every(job.eval_interval_s),
         ckpt=to_ticks(job.checkpoint_duration_s, tick_s),
-        eval=to_ticks(job.eval_duration_s, tick_s))
+        eval=to_ticks(job.eval_duration_s, tick_s),
+        eval_first_steps=every(job.eval_first_s or job.eval_interval_s))
 
 
 def arrivals(failure_ticks: np.ndarray, start_tick: int, pt: PlanTicks,
@@ -131,7 +135,9 @@ def _phases(pt: PlanTicks):
     then blocks of steps up to the next checkpoint or evaluation, forever (a None length
     trains to the end)."""
     yield STARTUP, pt.startup, None
-    s_ck = s_ev = 0
+    s_ck = 0
+    # the first evaluation after eval_first_steps (the count starts that much "late")
+    s_ev = pt.eval_steps - pt.eval_first_steps if pt.eval_steps else 0
     while True:
         due = [n - s for n, s in ((pt.ckpt_steps, s_ck), (pt.eval_steps, s_ev)) if n]
         k = min(due) if due else None

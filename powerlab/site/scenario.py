@@ -98,6 +98,10 @@ class Job:
         Training time between checkpoints (0: none) and their length [s].
     eval_interval_s, eval_duration_s : float
         Training time between evaluations (0: none) and their length [s].
+    eval_first_s : float
+        Training time before the first evaluation of a (re)started job (0: one
+        ``eval_interval_s``, the default); real runs evaluate first at their own offset
+        (``eval.first_s``, rounded to whole steps like the interval) [s].
     failure_rate_per_gpu_h : float
         Interruptions per GPU-hour; the job fails at ``gpus`` times this rate [1/h].
     restart_s : float
@@ -129,6 +133,7 @@ class Job:
     checkpoint_duration_s: float = 0.0
     eval_interval_s: float = 0.0
     eval_duration_s: float = 0.0
+    eval_first_s: float = 0.0
     failure_rate_per_gpu_h: float = 0.0
     restart_s: float = 0.0
     interruptions: InterruptionModel | None = None
@@ -286,17 +291,21 @@ def _time(s: Section, name: str, required: bool = True) -> pd.Timestamp | None:
     return ts
 
 
-def _pause(s: Section, name: str, step: float) -> tuple[float, float]:
+def _pause(s: Section, name: str, step: float) -> tuple[float, float, float]:
     """A periodic pause of training (``checkpoint``, ``eval``): ``interval_s`` of training
-    between pauses (0: none; at least one step) and ``duration_s`` of each [s]."""
+    between pauses (0: none; at least one step), ``duration_s`` of each and, for
+    evaluations, ``first_s``: the training before the first (0: one interval) [s]."""
     sec = s.section(name)
     interval = sec.number("interval_s", 0.0)
     duration = sec.number("duration_s", 0.0)
+    first = sec.number("first_s", 0.0) if name == "eval" else 0.0
     if interval and interval < step:
         raise sec.error("interval_s", f"{interval:g} s is shorter than one step "
                         f"(step_time_s = {step:g} s)")
+    if first and not interval:
+        raise sec.error("first_s", "needs interval_s (the evaluations after the first)")
     sec.finish()
-    return interval, duration
+    return interval, duration, first
 
 
 def _job_interruptions(s: Section, site_interruptions: InterruptionModel | None
@@ -344,8 +353,8 @@ def _job(s: Section, hw: Hardware, index: int,
         # step apart; the engine's offset kernel spans +-4 jitter_s
         raise s.error("jitter_s", f"{jitter:g} s is more than one step (step_time_s = "
                       f"{step:g} s); GPUs of a synchronous job stay within a step")
-    ck_int, ck_dur = _pause(s, "checkpoint", step)
-    ev_int, ev_dur = _pause(s, "eval", step)
+    ck_int, ck_dur, _ = _pause(s, "checkpoint", step)
+    ev_int, ev_dur, ev_first = _pause(s, "eval", step)
     inter, rate, restart = _job_interruptions(s, site_interruptions)
     pw = s.section("power")
     tdp = hw.gpu_tdp_w
@@ -360,7 +369,7 @@ def _job(s: Section, hw: Hardware, index: int,
     job = Job(name=name, gpus=gpus, start_utc=start, duration_s=duration, step_time_s=step,
               compute_fraction=frac, startup_s=startup, shutdown_s=shutdown,
               jitter_s=jitter, checkpoint_interval_s=ck_int, checkpoint_duration_s=ck_dur,
-              eval_interval_s=ev_int, eval_duration_s=ev_dur,
+              eval_interval_s=ev_int, eval_duration_s=ev_dur, eval_first_s=ev_first,
               failure_rate_per_gpu_h=rate, restart_s=restart, interruptions=inter,
               **levels)
     s.finish()

@@ -1,0 +1,75 @@
+"""The phases of a real run that a cadence from ``run_start`` misses (:func:`run_phases`):
+the first evaluation's own offset and the end of the run.
+
+Rules (the same for every recording)
+------------------------------------
+- **First evaluation**: with two or more evaluations in the window, the training time
+  from the end of the start-up to the first evaluation's ``eval_start`` (scenario
+  ``eval.first_s``); the later ones follow every ``eval.interval_s``.  With fewer, the
+  first evaluation is placed one interval in, as before.
+- **End of run**: an MLPerf run stops at the evaluation that reaches the target
+  (``run_stop`` follows that ``eval_stop``), so the run ends with an evaluation, not at
+  the training level.  When the window holds ``run_stop`` and the log's last evaluation
+  ends within :data:`END_GAP_S` (or two meter intervals) before it, the end phase lasts
+  from that evaluation's start to ``run_stop`` and its level is each node's mean over
+  the readings that overlap it (a blurred value when it is shorter than two meter
+  intervals); otherwise, with evaluations calibrated, the end phase is one evaluation at
+  the evaluation level (a prior from the MLPerf rules, stated as such).  The scenario
+  carries it as the job's ``shutdown_s`` / ``power.shutdown_w``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .windows import eval_intervals
+
+__all__ = ["END_GAP_S", "run_phases"]
+
+#: Largest gap between the last ``eval_stop`` and ``run_stop`` for the run to end with it [s].
+END_GAP_S = 5.0
+
+
+def _evals(events, a, b) -> pd.DataFrame:
+    if events is None:
+        return pd.DataFrame(columns=["start_utc", "stop_utc"])
+    try:
+        ev = eval_intervals(events).sort_values("start_utc")
+    except Exception:   # noqa: BLE001 - events without evaluations
+        return pd.DataFrame(columns=["start_utc", "stop_utc"])
+    return ev[(ev["start_utc"] >= a) & (ev["stop_utc"] <= b)]
+
+
+def run_phases(fit, df, events, t_train, job_end, run_stop, w: float) -> dict:
+    """``{"eval_first_s", "eval_first_source", "end_s", "end_device_w", "end_source"}``
+    (module rules); ``nan`` / empty where the data give none."""
+    out = {"eval_first_s": float("nan"), "eval_first_source": "",
+           "end_s": 0.0, "end_device_w": float("nan"), "end_source": ""}
+    ev = _evals(events, t_train, job_end + pd.Timedelta(seconds=1))
+    if len(ev) >= 2:
+        out["eval_first_s"] = float((ev["start_utc"].iloc[0] - t_train).total_seconds())
+        out["eval_first_source"] = ("events: training time from the end of the start-up to "
+                                    "the first eval_start")
+    gap = max(END_GAP_S, 2 * w)
+    holds_stop = run_stop is not None and job_end >= run_stop - pd.Timedelta(seconds=1)
+    if holds_stop and len(ev):
+        a, b = ev["start_utc"].iloc[-1], ev["stop_utc"].iloc[-1]
+        if (run_stop - b).total_seconds() <= gap:
+            ts = df["timestamp"]
+            over = (ts > a) & (ts - pd.Timedelta(seconds=w) < run_stop)
+            per = df.loc[over].groupby("host", observed=True)["power_w"].mean()
+            if len(per):
+                dur = float((run_stop - a).total_seconds())
+                out.update(end_s=dur, end_device_w=float(per.mean()),
+                           end_source=f"measured: the last evaluation to run_stop ({dur:.1f} "
+                           f"s), mean of the {int(over.sum())} readings overlapping it"
+                           + (f" (shorter than two {w:g}-s meter intervals: blurred)"
+                              if dur < 2 * w else ""))
+            return out
+    if fit.evals_used and np.isfinite(fit.eval_duration_s) and fit.eval_duration_s > 0:
+        # level nan: the calibrated evaluation level (Calibration.device_eval_w)
+        out.update(end_s=float(fit.eval_duration_s), end_device_w=float("nan"),
+                   end_source="prior (MLPerf rules: a run stops at the evaluation that "
+                   "reaches the target): one evaluation at the evaluation level")
+    return out
