@@ -16,7 +16,8 @@ Rules (the same for every recording)
   elsewhere, between ``run_start`` and ``run_stop``), lags within +-:data:`MAX_LAG_S`.
   It needs at least :data:`MIN_EVALS` evaluations each at least one meter interval long
   (shorter ones are not seen by the meter); the uncertainty is the spread of the lags
-  found on each half of the evaluations.  An offset larger than one meter interval and
+  found on each half of the evaluations.  The readings' own lag (an interval mean held
+  until the next reading: one meter interval on average) is subtracted.  An offset larger than one meter interval and
   larger than twice its uncertainty is applied to the events (their timestamps move by
   it) and warned about; otherwise only reported.
 """
@@ -159,7 +160,9 @@ def log_offset(summed: pd.Series, evals: pd.DataFrame, r0, r1, meter_interval_s:
             x[(t >= a) & (t < b)] = -1.0
         return _xcorr_lag(y.to_numpy(float), x, int(MAX_LAG_S))   # a 1-s grid
 
-    off = best(long)
+    # an interval-mean reading at t is the mean over [t - w, t] and the summed series holds
+    # it until the next one: the readings lag the power by one meter interval on average
+    off = best(long) - meter_interval_s
     parts = [long.iloc[0::2], long.iloc[1::2]]
     sd = float(np.std([best(p) for p in parts if len(p)])) + 0.5   # half a grid step
     return float(off), sd, ""

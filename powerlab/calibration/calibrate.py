@@ -384,7 +384,7 @@ def _startup(df, scope, job_start, job_end, w, training_start, name):
                             "several steps")
     devices = int(df.groupby(["host"] + (["gpu_index"] if scope == "gpu" else []),
                              observed=True).ngroups)
-    y = summed_readings(inwin, every_s=_GRID_S)
+    y = _mean_of_reporting(inwin, scope, job_start, job_end)
     level = float(np.nanmedian(y))
     t = y.index
     reached = np.flatnonzero(y.to_numpy() >= STARTUP_LEVEL_FRACTION * level)
@@ -407,6 +407,15 @@ def _startup(df, scope, job_start, job_end, w, training_start, name):
                and np.isfinite(y).any()]
         dev_startup = float(np.mean(per)) if per else np.nan
     return devices, t_train, startup_s, dev_startup
+
+
+def _mean_of_reporting(inwin, scope, a, b) -> pd.Series:
+    """Mean over the devices that have reported of each one's last reading, on the
+    start-up grid: a node whose log starts late does not hide the start-up."""
+    keys = ["host"] + (["gpu_index"] if scope == "gpu" else [])
+    cols = [sum_meters(g[["timestamp", "power_w"]].assign(host="m"), every_s=_GRID_S,
+                       start=a, end=b) for _, g in inwin.groupby(keys, observed=True)]
+    return pd.concat(cols, axis=1).mean(axis=1, skipna=True).dropna()
 
 
 def _periodic_step_test(df, events, t_train, job_end, w) -> float:

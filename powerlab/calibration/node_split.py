@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,6 +116,9 @@ def gpu_model_of(system_json) -> tuple[str | None, int | None, str]:
     model = str(d.get("accelerator_model_name") or "").strip()
     for vendor in ("NVIDIA ", "AMD ", "Nvidia "):
         model = model.removeprefix(vendor)
+    inner = re.search(r"\(([^()]+)\)", model)   # "Blackwell GPU (B200-SXM-180GB)"
+    if inner:
+        model = inner.group(1).strip()
     try:
         per = int(str(d.get("accelerators_per_node", "")).strip())
     except ValueError:

@@ -12,8 +12,8 @@ Rules (the same for every recording)
   the training level.  When the window holds ``run_stop`` and the log's last evaluation
   ends within :data:`END_GAP_S` (or two meter intervals) before it, the end phase lasts
   from that evaluation's start to ``run_stop`` and its level is each node's mean over
-  the readings that overlap it (a blurred value when it is shorter than two meter
-  intervals); otherwise, with evaluations calibrated, the end phase is one evaluation at
+  the readings wholly inside it (at least two meter intervals long; a shorter one is at
+  the calibrated evaluation level, what the meter cannot resolve); otherwise, with evaluations calibrated, the end phase is one evaluation at
   the evaluation level (a prior from the MLPerf rules, stated as such).  The scenario
   carries it as the job's ``shutdown_s`` / ``power.shutdown_w``.
 """
@@ -56,16 +56,19 @@ def run_phases(fit, df, events, t_train, job_end, run_stop, w: float) -> dict:
     if holds_stop and len(ev):
         a, b = ev["start_utc"].iloc[-1], ev["stop_utc"].iloc[-1]
         if (run_stop - b).total_seconds() <= gap:
+            dur = float((run_stop - a).total_seconds())
             ts = df["timestamp"]
-            over = (ts > a) & (ts - pd.Timedelta(seconds=w) < run_stop)
-            per = df.loc[over].groupby("host", observed=True)["power_w"].mean()
-            if len(per):
-                dur = float((run_stop - a).total_seconds())
+            inside = (ts - pd.Timedelta(seconds=w) >= a) & (ts <= run_stop)
+            per = df.loc[inside].groupby("host", observed=True)["power_w"].mean()
+            if dur >= 2 * w and len(per):
                 out.update(end_s=dur, end_device_w=float(per.mean()),
                            end_source=f"measured: the last evaluation to run_stop ({dur:.1f} "
-                           f"s), mean of the {int(over.sum())} readings overlapping it"
-                           + (f" (shorter than two {w:g}-s meter intervals: blurred)"
-                              if dur < 2 * w else ""))
+                           f"s), mean of the {int(inside.sum())} readings wholly inside it")
+            else:   # too short for the meter: its length from the log, the eval level
+                out.update(end_s=dur, end_device_w=float("nan"),
+                           end_source=f"events: the last evaluation to run_stop ({dur:.1f} "
+                           f"s, shorter than two {w:g}-s meter intervals), at the "
+                           "evaluation level")
             return out
     if fit.evals_used and np.isfinite(fit.eval_duration_s) and fit.eval_duration_s > 0:
         # level nan: the calibrated evaluation level (Calibration.device_eval_w)
