@@ -54,7 +54,7 @@ from .calibrated_job import Calibration
 from .meter import Meter, meter_forecast
 from .phases import END_GAP_S
 from .runfind import find_run, regime_notes
-from .scores import METRICS, score, score_table
+from .scores import METRICS, MIN_SCORED_MINUTES, score, score_table
 from .windows import eval_intervals
 
 __all__ = ["METRICS", "BacktestResult", "backtest_runs", "backtest_split", "score",
@@ -129,6 +129,11 @@ class BacktestResult(Results):
         """The notes in words: how the run was found (no run events), a regime change
         in the held-out part, then the calibration's notes."""
         notes = list(self.run_notes) + list(self.calibration.notes())
+        m = self.metrics[self.metrics["metric"] == "scored_minutes"]
+        for run, n in zip(m["run"], m["measured"]):
+            if n < MIN_SCORED_MINUTES:
+                notes.append(f"{run}: 1-min MAPE and bias refused: {n:.0f} whole minute(s) "
+                             f"scored (< {MIN_SCORED_MINUTES}); energy is still scored.")
         if not self.ramp_resolved:
             notes.append("the meter does not resolve a periodic step: the step swing, its "
                          "period and the 1-s ramps are not a test of the model here.")

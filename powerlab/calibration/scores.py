@@ -20,12 +20,13 @@ from scipy import signal
 
 from .windows import eval_intervals
 
-__all__ = ["METRICS", "score", "score_table"]
+__all__ = ["METRICS", "MIN_SCORED_MINUTES", "score", "score_table"]
 
 #: metric -> unit, in the order of ``backtest.csv``.
 METRICS = {
     "energy_j": "J",
     "mean_power_w": "W",
+    "scored_minutes": "min",
     "mape_1min_pct": "%",
     "bias_1min_pct": "%",
     "step_trough_w": "W",
@@ -59,16 +60,23 @@ def score(measured: pd.Series, forecast: pd.Series, *, step_time_s: float, evals
             **_ramp_scores(ym, yf)}
 
 
+#: Whole minutes a 1-min MAPE (and bias) needs; fewer: refused (``nan``, with a note) [-].
+MIN_SCORED_MINUTES = 10
+
+
 def _level_scores(ym: pd.Series, yf: pd.Series, dt: float) -> dict:
-    """Energy, mean power, and the MAPE and bias of whole-minute means (from the
-    window's start)."""
+    """Energy, mean power, the whole minutes scored, and the MAPE and bias of
+    whole-minute means (from the window's start; ``nan`` under
+    :data:`MIN_SCORED_MINUTES`: a MAPE of a few minutes is the error of those minutes,
+    not a rate)."""
     out = {}
     span = len(ym) * dt
     out["energy_j"] = (float(ym.sum() * dt), float(yf.sum() * dt))
     out["mean_power_w"] = (float(ym.mean()), float(yf.mean()))
     n_min = int(span // 60)
     per = round(60 / dt)
-    if n_min:
+    out["scored_minutes"] = (float(n_min), float(n_min))
+    if n_min >= MIN_SCORED_MINUTES:
         a = ym.to_numpy()[:n_min * per].reshape(n_min, per).mean(axis=1)
         b = yf.to_numpy()[:n_min * per].reshape(n_min, per).mean(axis=1)
         out["mape_1min_pct"] = (np.nan, float(100 * np.mean(np.abs(b - a) / a)))
@@ -180,7 +188,7 @@ def score_table(run: str, scores: dict) -> pd.DataFrame:
     rows = []
     for k, unit in METRICS.items():
         m, f = scores.get(k, (np.nan, np.nan))
-        if k in ("mape_1min_pct", "bias_1min_pct", "eval_start_error_s"):
+        if k in ("mape_1min_pct", "bias_1min_pct", "eval_start_error_s", "scored_minutes"):
             err, pct = f, np.nan
         else:
             err = f - m
