@@ -144,7 +144,8 @@ def log_offset(summed: pd.Series, evals: pd.DataFrame, r0, r1, meter_interval_s:
     """``(offset, uncertainty, why-not)`` of the power log against the training log [s]
     (module rules); a positive offset: the power changes later than the log says."""
     ev = evals[(evals["start_utc"] >= r0) & (evals["stop_utc"] <= r1)]
-    long = ev[(ev["stop_utc"] - ev["start_utc"]).dt.total_seconds() >= meter_interval_s]
+    long = ev[[(b - a).total_seconds() >= meter_interval_s
+               for a, b in zip(ev["start_utc"], ev["stop_utc"])]]
     if len(long) < MIN_EVALS:
         return float("nan"), float("nan"), (f"{len(long)} evaluation(s) at least one meter "
                                             f"interval long; {MIN_EVALS} needed")

@@ -449,7 +449,9 @@ def backtest_runs(train: list, test: list, *, meter_interval_s: float | None = N
             cal, periodic_p_value=float(max(c.periodic_p_value for _, c in parts)),
             startup_s=float(np.mean([c.startup_s for _, c in parts])),
             device_startup_w=float(np.nanmean([c.device_startup_w for _, c in parts])),
-            devices=first.devices)
+            devices=first.devices,
+            step_halves=next((c.step_halves for _, c in parts if not c.halves_agree),
+                             first.step_halves))
     tables, series, fevs = [], {}, {}
     for nm, p, e in test:
         if e is None:

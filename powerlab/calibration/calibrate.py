@@ -247,7 +247,7 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
     devices += len(dropped)   # identical logs: copies of real nodes, still nodes of the job
     fit = fit_profile(df, events=events, scope=scope, start=t_train, end=job_end,
                       gpus_per_node=o.gpus_per_node, meter_interval_s=w)
-    p_value = _periodic_step_test(df, events, t_train, job_end, w)
+    p_value, halves = _periodic_step_test(df, events, t_train, job_end, w)
     dev_eval, eval_src = _eval_level(fit, df, events, t_train, job_end, w)
     fit, eval_interval_src = _single_eval_interval(fit, events, t_train, job_end)
     fit, hw = _hardware(fit, df, scope, o, r0, r1, w)
@@ -270,7 +270,8 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
                        device_startup_w=dev_startup, devices=devices, meter_interval_s=w,
                        periodic_p_value=p_value, eval_source=eval_src,
                        device_eval_w=float(dev_eval), sources=sources, hw=hw,
-                       phases=phases, alignment=align, data_notes=data_notes)
+                       phases=phases, alignment=align, data_notes=data_notes,
+                       step_halves=halves)
 
 
 #: A reading below this fraction of its node's median is a meter dropout [-].
@@ -418,9 +419,10 @@ def _mean_of_reporting(inwin, scope, a, b) -> pd.Series:
     return pd.concat(cols, axis=1).mean(axis=1, skipna=True).dropna()
 
 
-def _periodic_step_test(df, events, t_train, job_end, w) -> float:
+def _periodic_step_test(df, events, t_train, job_end, w) -> tuple[float, tuple]:
     """Fisher's g-test on the summed training readings at the meter rate (evaluations
-    and the two meter intervals after them left out)."""
+    and the two meter intervals after them left out): its p-value, and ``(p, period)`` of
+    the test on each half of those readings (:attr:`Calibration.has_periodic_step`)."""
     yt = summed_readings(df[(df["timestamp"] >= t_train) & (df["timestamp"] <= job_end)],
                          every_s=max(w, _GRID_S))
     if events is not None:
@@ -429,7 +431,14 @@ def _periodic_step_test(df, events, t_train, job_end, w) -> float:
         for a, b in zip(evi["start_utc"], evi["stop_utc"]):
             keep &= ~((yt.index >= a) & (yt.index < b + pd.Timedelta(seconds=2 * w)))
         yt = yt[keep]
-    return fisher_g_test(yt.to_numpy())[0]
+    x = yt.to_numpy()
+    dt = max(w, _GRID_S)
+    halves = []
+    for part in (x[:len(x) // 2], x[len(x) // 2:]):   # the step must show in both halves
+        p_h, k = fisher_g_test(part)
+        n = np.isfinite(part).sum()
+        halves.append((float(p_h), float(n * dt / k) if k else float("nan")))
+    return fisher_g_test(x)[0], tuple(halves)
 
 
 def _eval_level(fit, df, events, t_train, job_end, w) -> tuple[float, str]:

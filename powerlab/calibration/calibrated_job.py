@@ -23,6 +23,9 @@ __all__ = ["MIN_STEPS", "PERIODIC_ALPHA", "Calibration", "HardwareInfo", "param_
 PERIODIC_ALPHA = 0.01
 #: Steps the calibration window must hold for a periodic step to be claimed [-].
 MIN_STEPS = 8
+#: Largest relative difference of the step periods of the two halves (and of their mean
+#: from the calibrated step) for a periodic step to be claimed [-].
+HALVES_TOLERANCE = 0.15
 
 
 @dataclass(frozen=True)
@@ -95,16 +98,31 @@ class Calibration(Results):
     phases: dict = field(default_factory=dict)
     alignment: Alignment = field(default_factory=Alignment)
     data_notes: list = field(default_factory=list)
+    step_halves: tuple = ()
+
+    @property
+    def halves_agree(self) -> bool:
+        """Whether the step shows in both halves of the training readings: the g-test
+        significant on each and their periods within :data:`HALVES_TOLERANCE` of each
+        other and of the calibrated step (True when the halves were not tested)."""
+        if not self.step_halves:
+            return True
+        (p1, t1), (p2, t2) = self.step_halves
+        step = self.fit.step_time_s
+        return bool(max(p1, p2) < PERIODIC_ALPHA and np.isfinite(t1) and np.isfinite(t2)
+                    and abs(t1 - t2) <= HALVES_TOLERANCE * step
+                    and abs(0.5 * (t1 + t2) - step) <= HALVES_TOLERANCE * step)
 
     @property
     def has_periodic_step(self) -> bool:
         """Whether the readings show a periodic step: the g-test's p < 0.01, a dip (the
-        step's energy below its compute level is positive) and at least
-        :data:`MIN_STEPS` steps in the training part of the window."""
+        step's energy below its compute level is positive), at least :data:`MIN_STEPS`
+        steps in the training part of the window, and the same step in both halves
+        (:attr:`halves_agree`)."""
         f = self.fit
         train_s = (self.job_end - self.training_start).total_seconds()
         return bool(self.periodic_p_value < PERIODIC_ALPHA and f.step_dip_energy_j > 0
-                    and train_s >= MIN_STEPS * f.step_time_s)
+                    and train_s >= MIN_STEPS * f.step_time_s and self.halves_agree)
 
     @property
     def gpus(self) -> int:
@@ -231,6 +249,11 @@ class Calibration(Results):
                            f"(< {MIN_STEPS})")
             if not f.step_dip_energy_j > 0:
                 why.append("no dip below the compute level")
+            if not self.halves_agree:
+                (p1, t1), (p2, t2) = self.step_halves
+                why.append(f"not resolved by this meter: the halves of the run give "
+                           f"{t1:.3g} s (p = {p1:.2g}) and {t2:.3g} s (p = {p2:.2g}) "
+                           f"against a {f.step_time_s:.3g}-s step")
             out.append(f"no periodic step claimed: {'; '.join(why)}. The job is modelled "
                        "at its flat training mean: energy and levels hold, swings and "
                        "ramps from a step are not forecast.")

@@ -486,7 +486,7 @@ def _step_rows(w: _ProfileWork) -> dict:
     m, m_se, _ = _stat(per["comm_w"])
     u, u_se, _ = _stat(per["duty"])
     a, a_se, _ = _stat(per["dip_energy_j"])
-    if dip_src == "bound":
+    if dip_src == "bound" or dip_src.startswith("not measured"):
         m_se = u_se = np.nan
     elif w_s > 0 and dip_src != "measured":
         dur = (1.0 - u) * period
