@@ -166,8 +166,10 @@ def _forecast_through_meters(cal: Calibration, power: pd.DataFrame, *, job_start
     if not end_phase:
         job.pop("shutdown_s", None)
         job["power"].pop("shutdown_w", None)
-    if startup is not True and "eval" in job:
-        job["eval"].pop("first_s", None)   # resumed after an evaluation: one interval on
+    if startup is not True:   # resumed after an evaluation: one interval on, no warm-up
+        job.get("eval", {}).pop("first_s", None)
+        job.pop("warmup_s", None)
+        job["power"].pop("warmup_w", None)
     if startup is False and "startup_s" in job:
         job.pop("startup_s")
         job["power"].pop("startup_w", None)

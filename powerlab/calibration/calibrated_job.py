@@ -200,6 +200,10 @@ class Calibration(Results):
                 out["eval"]["first_s"] = float(first)
         else:
             out["power"].pop("eval_w", None)
+        wu = float(self.phases.get("warmup_s", 0.0))
+        if wu > 0 and np.isfinite(self.phases.get("warmup_device_w", np.nan)):
+            out["warmup_s"] = wu
+            out["power"]["warmup_w"] = gpu(self.phases["warmup_device_w"])
         end_s = float(self.phases.get("end_s", 0.0))
         end_w = self.phases.get("end_device_w", float("nan"))
         end_w = end_w if np.isfinite(end_w) else self.device_eval_w
@@ -366,6 +370,9 @@ class Calibration(Results):
                row("duration_s", job["duration_s"], src.get("duration_s"), 4)]
         if "startup_s" in job:
             out.append(row("startup_s", job["startup_s"], src.get("startup_s"), 4))
+        if "warmup_s" in job:
+            out.append(row("warmup_s", job["warmup_s"], "warm-up: "
+                           + self.phases.get("warmup_source", ""), 4))
         if "shutdown_s" in job:
             out.append(row("shutdown_s", job["shutdown_s"], "end of run: "
                            + self.phases.get("end_source", ""), 4))
@@ -394,7 +401,8 @@ class Calibration(Results):
                 "comm_w": param_source(f, "device_comm_w") if self.has_periodic_step
                 else flat,
                 "eval_w": self.eval_source, "startup_w": src.get("startup_w"),
-                "shutdown_w": "end of run: " + self.phases.get("end_source", "")}
+                "shutdown_w": "end of run: " + self.phases.get("end_source", ""),
+                "warmup_w": "warm-up: " + self.phases.get("warmup_source", "")}
         for k, v in job["power"].items():
             out.append(row(k, v, psrc.get(k), 6))
         return "\n".join(out) + "\n"
