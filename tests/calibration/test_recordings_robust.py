@@ -163,3 +163,51 @@ def test_end_of_run_and_first_evaluation_phases(tmp_path):
     assert job["power"]["shutdown_w"] * 8 == pytest.approx(EVAL_W, rel=0.06)
     assert job["eval"]["first_s"] == pytest.approx(EVAL_EVERY_S, abs=4.0)
     parse_scenario(c.to_yaml())
+
+
+def test_warmup_block_is_calibrated_and_forecast(tmp_path):
+    """The first training block (start-up end to the first evaluation, 120 s) at 90 % of
+    the later training: calibrate writes it as the warm-up (``warmup_s`` ~120 s at ~90 %
+    of the training level); without it (the null case, test above) no warm-up."""
+    pdir, log = _write_run(tmp_path, nodes=3, dur_s=600.0)
+    t0 = read_mllog(log).run_start.value // 1_000_000
+    lo, hi = t0 + round(1000 * (STARTUP_S + 4)), t0 + round(1000 * (STARTUP_S + EVAL_EVERY_S))
+    for f in pdir.glob("node_*.txt"):
+        out = []
+        for line in f.read_text().splitlines(keepends=True):
+            pre, _, js = line.partition(":::MLLOG ")
+            ev = json.loads(js)
+            if ev["key"] == "power_reading" and lo <= ev["time_ms"] <= hi:
+                ev["value"] = round(0.9 * ev["value"])
+            out.append(f"{pre}:::MLLOG {json.dumps(ev)}\n")
+        f.write_text("".join(out))
+    c = _quiet(lambda: calibrate_job(read_mlperf_power(pdir), events=read_mllog(log)))
+    job = c.job()
+    assert job["warmup_s"] == pytest.approx(EVAL_EVERY_S, abs=4.0)
+    # node levels here (no GPU model: no split, 1/8 of node power per GPU)
+    assert 8 * job["power"]["warmup_w"] / c.fit.device_train_mean_w == pytest.approx(
+        0.9, abs=0.02)
+    parse_scenario(c.to_yaml())
+
+
+def test_no_warmup_without_a_different_first_block(tmp_path):
+    pdir, log = _write_run(tmp_path, nodes=3, dur_s=600.0, flat=True)
+    c = _quiet(lambda: calibrate_job(read_mlperf_power(pdir), events=read_mllog(log)))
+    assert "warmup_s" not in c.job()
+
+
+def test_backtest_scores_energy_per_phase(tmp_path):
+    """A run that stops on its last evaluation, split in the middle: the forecast ends
+    with the calibrated evaluation (the end phase), the phases' energies add up to the
+    total, and each phase's error is small (known job, brute-force meters)."""
+    from powerlab.calibration.backtest import backtest_split
+
+    dur = STARTUP_S + 5 * (EVAL_EVERY_S + EVAL_S) + 0.5
+    pdir, log = _write_run(tmp_path, nodes=3, dur_s=dur)
+    r = _quiet(lambda: backtest_split(read_mlperf_power(pdir), read_mllog(log)))
+    m = r.metrics.set_index("metric")
+    parts = m.loc[["energy_train_j", "energy_eval_j", "energy_end_j"], "measured"]
+    assert parts.sum() == pytest.approx(m.loc["energy_j", "measured"], rel=1e-9)
+    for k in ("energy_train_j", "energy_eval_j", "energy_end_j"):
+        assert abs(m.loc[k, "error_pct"]) < 5.0, (k, m.loc[k, "error_pct"])
+    assert abs(m.loc["energy_j", "error_pct"]) < 1.0
