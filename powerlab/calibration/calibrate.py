@@ -255,13 +255,7 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
     sources = _sources(devices, scope, o.gpus_per_node, (job_start, job_end), (r0, r1))
     if eval_interval_src:
         sources["eval_interval_s"] = eval_interval_src
-    data_notes = [f"identical node logs: {len(dropped)} copies dropped from the fit "
-                  f"({', '.join(dropped[:6])}{' ...' if len(dropped) > 6 else ''}); the job "
-                  f"still counts their nodes ({devices})"] if dropped else []
-    if n_out:
-        data_notes.append(f"meter dropouts: {n_out} readings below "
-                          f"{DROPOUT_FRACTION:.0%} of their node's median dropped (a powered "
-                          "node does not read near 0 W)")
+    data_notes = _data_notes(telemetry.attrs, dropped, devices, n_out)
     if not np.isfinite(dev_startup) and startup_s > 0:
         data_notes.append("no node has a reading inside the start-up: start-up dropped")
         startup_s, t_train = 0.0, job_start
@@ -287,6 +281,32 @@ def drop_dropouts(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     med = df.groupby(keys, observed=True)["power_w"].transform("median")
     bad = (df["power_w"] < DROPOUT_FRACTION * med).to_numpy()
     return (df[~bad], int(bad.sum())) if bad.any() else (df, 0)
+
+
+def _data_notes(attrs: dict, dropped: list, devices: int, n_out: int) -> list:
+    """What was dropped or repaired in the readings, in words (notes, YAML comments)."""
+    out = []
+    if dropped:
+        out.append(f"identical node logs: {len(dropped)} copies dropped from the fit "
+                   f"({', '.join(dropped[:6])}{' ...' if len(dropped) > 6 else ''}); the "
+                   f"job still counts their nodes ({devices})")
+    if n_out:
+        out.append(f"meter dropouts: {n_out} readings below {DROPOUT_FRACTION:.0%} of their "
+                   "node's median dropped (a powered node does not read near 0 W)")
+    rep = attrs.get("repeated_readings") or {}
+    n_rep = int(sum(v for v in rep.values() if isinstance(v, (int, float))))
+    if n_rep:
+        out.append(f"repeated polls: {n_rep} readings repeated at one instant, dropped or "
+                   f"averaged by the reader ({sum(1 for v in rep.values() if v)} node logs)")
+    bad = attrs.get("unreadable_files") or []
+    if bad:
+        out.append(f"unreadable logs left out: {', '.join(map(str, bad[:6]))}")
+    iv = {k: v for k, v in (attrs.get("meter_interval_s") or {}).items()
+          if isinstance(v, (int, float)) and np.isfinite(v)}
+    if iv and max(iv.values()) > 1.5 * min(iv.values()):
+        out.append(f"mixed meter intervals: {min(iv.values()):g} .. {max(iv.values()):g} s "
+                   "between nodes; the median is used")
+    return out
 
 
 def _sources(devices, scope, gpn, window, run) -> dict:
