@@ -15,7 +15,11 @@ Rules (the same for every recording)
   reported.
 - **Power log against training log**: the summed power (1-s grid) is cross-correlated
   with the log's evaluation indicator (-1 inside ``eval_start`` .. ``eval_stop``, 0
-  elsewhere, between ``run_start`` and ``run_stop``), lags within +-:data:`MAX_LAG_S`.
+  elsewhere, between ``run_start`` and ``run_stop``), lags within +-1.5 x
+  :data:`MAX_LAG_S`; then, within +-:data:`REFINE_S` of that lag, its 1-s differences
+  with the evaluations' edges (-1 at each ``eval_start``, +1 at each ``eval_stop``):
+  the level match finds the right evaluation, the edges the time (the power inside an
+  evaluation need not follow its logged interval; its edges do).
   It needs at least :data:`MIN_EVALS` evaluations each at least one meter interval long
   (shorter ones are not seen by the meter); the uncertainty is the spread of the lags
   found on each half of the evaluations.  The readings' own lag (an interval mean held
@@ -51,6 +55,8 @@ MIN_EVALS = 2
 #: level ~10 s before eval_stop, which alone reads as -5.5 s), so only offsets beyond
 #: this are taken as a clock's; smaller ones are reported.
 LOG_APPLY_MIN_S = 10.0
+#: Half-width of the edge search around the level match [s].
+REFINE_S = 5
 
 
 @dataclass(frozen=True)
@@ -98,18 +104,23 @@ class Alignment:
 _NODE_GRID_S = 0.5
 
 
-def _xcorr_lag(v: np.ndarray, x: np.ndarray, k: int) -> float:
+def _xcorr_lag(v: np.ndarray, x: np.ndarray, k: int, near: float | None = None,
+               within: int = 0) -> float:
     """The lag (grid steps, within +-k, parabola-refined) at which ``x`` shifted best
-    matches ``v``: positive when ``v`` changes later than ``x``."""
+    matches ``v``: positive when ``v`` changes later than ``x``.  With ``near``, only
+    lags within ``within`` steps of it are considered."""
     v = v - v.mean()
     x = x - x.mean()
     n = len(v)
     m = 1 << int(np.ceil(np.log2(2 * n)))
     cc = np.fft.irfft(np.fft.rfft(v, m) * np.conj(np.fft.rfft(x, m)), m)
     win = np.concatenate([cc[m - k:], cc[:k + 1]])   # lags -k..k
+    if near is not None:
+        lags = np.arange(-k, k + 1)
+        win = np.where(np.abs(lags - near) <= within, win, -np.inf)
     j = int(np.argmax(win))
     frac = 0.0
-    if 0 < j < 2 * k:
+    if 0 < j < 2 * k and np.isfinite(win[j - 1]) and np.isfinite(win[j + 1]):
         den = win[j - 1] - 2 * win[j] + win[j + 1]
         frac = 0.5 * (win[j - 1] - win[j + 1]) / den if den else 0.0
     return j - k + frac
@@ -176,12 +187,22 @@ def log_offset(summed: pd.Series, evals: pd.DataFrame, r0, r1, meter_interval_s:
     if len(y) < 4 * MAX_LAG_S:
         return float("nan"), float("nan"), "the run is too short for the search"
 
+    k = int(1.5 * MAX_LAG_S)   # a 1-s grid; the log's clock and each node's may differ
+    v = y.to_numpy(float)
+    dv = np.diff(v, prepend=v[0])
+    t = y.index
+
     def best(sel):
-        x = np.zeros(len(y))
-        t = y.index
+        x = np.zeros(len(y))   # the evaluations as a level (coarse) ...
+        e = np.zeros(len(y))   # ... and as edges: power falls at eval_start, rises at stop
         for a, b in zip(sel["start_utc"], sel["stop_utc"]):
             x[(t >= a) & (t < b)] = -1.0
-        return _xcorr_lag(y.to_numpy(float), x, int(MAX_LAG_S))   # a 1-s grid
+            for u, sign in ((a, -1.0), (b, 1.0)):
+                i = t.searchsorted(u)
+                if 0 < i < len(e):
+                    e[i] = sign
+        coarse = _xcorr_lag(v, x, k)
+        return _xcorr_lag(dv, e, k, near=coarse, within=REFINE_S)
 
     # an interval-mean reading at t is the mean over [t - w, t] and the summed series holds
     # it until the next one: the readings lag the power by one meter interval on average
