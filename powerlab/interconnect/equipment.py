@@ -85,6 +85,7 @@ __all__ = [
     "equipment_from_scenario",
     "parse_equipment",
     "pq_at_poi",
+    "tan_phi",
     "trace_pq",
     "voltage_at_poi_pu",
     "with_overrides",
@@ -381,7 +382,8 @@ def equipment_from_scenario(scenario) -> SiteEquipment:
     return parse_equipment(raw, getattr(scenario, "source", None)) if raw else SiteEquipment()
 
 
-def _tan(pf: np.ndarray | float) -> np.ndarray:
+def tan_phi(pf: np.ndarray | float) -> np.ndarray:
+    """Q/P of a power factor: ``tan(acos(pf))`` (pf clipped to (0, 1]) [-]."""
     pf = np.clip(np.asarray(pf, dtype=float), 1e-6, 1.0)
     return np.sqrt(1.0 - pf ** 2) / pf
 
@@ -415,9 +417,10 @@ def pq_at_poi(facility_w, it_w=None, equipment: SiteEquipment | None = None
     loading = eq.psu.loading * np.clip(it, 0.0, None) / peak
     vfi = eq.ups.topology == "double_conversion"
     behind = eq.ups.share if vfi else 0.0
-    q = (it * behind * eq.ups.reactive_sign * _tan(eq.ups.input_power_factor)
-         + it * (1.0 - behind) * eq.psu.reactive_sign * _tan(eq.psu.power_factor(loading))
-         + (p - it) * eq.auxiliaries.reactive_sign * _tan(eq.auxiliaries.power_factor))
+    q = (it * behind * eq.ups.reactive_sign * tan_phi(eq.ups.input_power_factor)
+         + it * (1.0 - behind) * eq.psu.reactive_sign
+         * tan_phi(eq.psu.power_factor(loading))
+         + (p - it) * eq.auxiliaries.reactive_sign * tan_phi(eq.auxiliaries.power_factor))
     return p.copy(), q
 
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..site.disturbances import VoltageSag
-from .equipment import SiteEquipment, _tan, equipment_from_scenario
+from .equipment import SiteEquipment, equipment_from_scenario, tan_phi
 
 __all__ = [
     "SUPPLY_TRIP_ASSUMPTION",
@@ -241,10 +241,10 @@ def event_response(eq: SiteEquipment, *, residual_voltage_pu: float = 1.0,
 def _path_tan(eq: SiteEquipment) -> dict:
     """Q/P of each path, signed (the PSUs at their loading) [-]."""
     vfi = eq.ups.topology == "double_conversion"
-    psu_t = eq.psu.reactive_sign * float(_tan(eq.psu.power_factor(eq.psu.loading)))
-    return {"ups": eq.ups.reactive_sign * float(_tan(eq.ups.input_power_factor))
+    psu_t = eq.psu.reactive_sign * float(tan_phi(eq.psu.power_factor(eq.psu.loading)))
+    return {"ups": eq.ups.reactive_sign * float(tan_phi(eq.ups.input_power_factor))
             if vfi else psu_t, "psu": psu_t,
-            "aux": eq.auxiliaries.reactive_sign * float(_tan(eq.auxiliaries.power_factor))}
+            "aux": eq.auxiliaries.reactive_sign * float(tan_phi(eq.auxiliaries.power_factor))}
 
 
 def _tripped_by_protection(eq: SiteEquipment, v: float, df: float, d: float, s_it: float,

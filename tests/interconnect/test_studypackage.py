@@ -301,7 +301,7 @@ def test_ride_through_table_no_effect_reads_zero_exactly(small):
     at = pd.Timestamp("2025-06-02T12:40:00Z")
     rt = ride_through_table(small, at, residual_voltages_pu=(0.8, 0.0),
                             durations_s=(1.0,), draws=2, follow_s=400.0,
-                            assumptions=SagAssumptions())      # the ITIC rule
+                            model=SagAssumptions())            # the ITIC rule
     assert rt.attrs["model"] == "itic"
     inside = rt[rt["itic_ride_through"]].iloc[0]
     assert inside["load_lost_megawatts_during_sag_max"] == 0.0
