@@ -259,10 +259,11 @@ class Protection(Options):
         ANSI 27: trips the site when the voltage stays below for the delay [pu], [s].
     overvoltage_pu, overvoltage_delay_s : float, default 1.2, 1.0
         ANSI 59 [pu], [s].
-    underfrequency_hz, underfrequency_delay_s : float, default 57.0, 0.5
-        ANSI 81U: trips below this frequency after the delay [Hz], [s].
-    overfrequency_hz, overfrequency_delay_s : float, default 61.8, 0.5
-        ANSI 81O [Hz], [s].
+    underfrequency_hz, underfrequency_delay_s : float, default 0.95 f0, 0.5
+        ANSI 81U: trips below this frequency after the delay (default 57.0 Hz on a
+        60-Hz system, 47.5 Hz on a 50-Hz one) [Hz], [s].
+    overfrequency_hz, overfrequency_delay_s : float, default 1.03 f0, 0.5
+        ANSI 81O (default 61.8 Hz at 60 Hz, 51.5 Hz at 50 Hz) [Hz], [s].
     reconnect_s : float, default 300
         From a protection trip to the site reconnected (assumed; utilities commonly ask
         for 5 min of normal voltage and frequency first) [s].
@@ -272,11 +273,17 @@ class Protection(Options):
     undervoltage_delay_s: float = 2.0
     overvoltage_pu: float = 1.2
     overvoltage_delay_s: float = 1.0
-    underfrequency_hz: float = 57.0
+    underfrequency_hz: float | None = None
     underfrequency_delay_s: float = 0.5
-    overfrequency_hz: float = 61.8
+    overfrequency_hz: float | None = None
     overfrequency_delay_s: float = 0.5
     reconnect_s: float = 300.0
+
+    def frequency_band_hz(self, f0_hz: float) -> tuple[float, float]:
+        """(81U, 81O) pickups on a system of nominal frequency ``f0_hz`` [Hz]."""
+        lo = self.underfrequency_hz if self.underfrequency_hz is not None else 0.95 * f0_hz
+        hi = self.overfrequency_hz if self.overfrequency_hz is not None else 1.03 * f0_hz
+        return float(lo), float(hi)
 
 
 @dataclass(frozen=True)

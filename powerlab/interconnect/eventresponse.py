@@ -119,16 +119,17 @@ class EventResponse:
 def _protection(eq: SiteEquipment, v: float, df: float, d: float) -> str:
     """The relay that trips the site, or ''."""
     pr, f = eq.protection, eq.poi.frequency_hz + df
+    f_lo, f_hi = pr.frequency_band_hz(eq.poi.frequency_hz)
     if v < pr.undervoltage_pu and d > pr.undervoltage_delay_s:
         return f"27 undervoltage ({v:g} < {pr.undervoltage_pu:g} pu for > " \
                f"{pr.undervoltage_delay_s:g} s)"
     if v > pr.overvoltage_pu and d > pr.overvoltage_delay_s:
         return f"59 overvoltage ({v:g} > {pr.overvoltage_pu:g} pu)"
-    if f < pr.underfrequency_hz and d > pr.underfrequency_delay_s:
-        return f"81U underfrequency ({f:g} < {pr.underfrequency_hz:g} Hz for > " \
+    if f < f_lo and d > pr.underfrequency_delay_s:
+        return f"81U underfrequency ({f:g} < {f_lo:g} Hz for > " \
                f"{pr.underfrequency_delay_s:g} s)"
-    if f > pr.overfrequency_hz and d > pr.overfrequency_delay_s:
-        return f"81O overfrequency ({f:g} > {pr.overfrequency_hz:g} Hz for > " \
+    if f > f_hi and d > pr.overfrequency_delay_s:
+        return f"81O overfrequency ({f:g} > {f_hi:g} Hz for > " \
                f"{pr.overfrequency_delay_s:g} s)"
     return ""
 

@@ -105,9 +105,11 @@ def frequency_ride_through(eq: SiteEquipment, p_before_w: float, it_share: float
                            durations_s=FREQUENCY_DURATIONS_S) -> pd.DataFrame:
     """The frequency ride-through table: one row per deviation and duration (the voltage
     at 1 pu); columns as :func:`voltage_ride_through` with ``frequency_hz`` and
-    ``deviation_hz`` first."""
+    ``deviation_hz`` first.  The default deviations are for 60 Hz and scale with the
+    nominal frequency (x 50/60 on a 50-Hz system)."""
+    scale = eq.poi.frequency_hz / 60.0 if deviations_hz is FREQUENCY_DEVIATIONS_HZ else 1.0
     rows = []
-    for df, d in itertools.product(deviations_hz, durations_s):
+    for df, d in itertools.product([x * scale for x in deviations_hz], durations_s):
         r = event_response(eq, frequency_deviation_hz=df, duration_s=d, it_share=it_share)
         rows.append({"frequency_hz": eq.poi.frequency_hz + float(df),
                      "deviation_hz": float(df), "duration_s": float(d),

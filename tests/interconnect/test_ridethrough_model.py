@@ -185,3 +185,14 @@ def test_size_mitigation_sees_the_same_loss_as_comply(tmp_path, v):
     got = [Compliance(spec).evaluate(model.trace(MitigationOption(), d, 0.0)[0])["rt"]
            for d in range(2)]
     assert np.allclose(got, ref, rtol=1e-6) and (ref > 0.1).all()
+
+
+def test_frequency_settings_follow_the_nominal_frequency():
+    # 81U/81O defaults 0.95 and 1.03 of nominal: 57.0/61.8 Hz at 60 Hz (PRC-024's no-trip
+    # edges), 47.5/51.5 Hz at 50 Hz; the table's deviations scale by 50/60
+    eq50 = parse_equipment({"poi": {"frequency_hz": 50.0}})
+    assert eq50.protection.frequency_band_hz(50.0) == pytest.approx((47.5, 51.5))
+    f = frequency_ride_through(eq50, 20e6, 0.8)
+    assert f["frequency_hz"].min() == pytest.approx(50 - 3.5 * 50 / 60)
+    mild = f[f["deviation_hz"].abs() < 1.5]
+    assert mild["rides_through"].all()
