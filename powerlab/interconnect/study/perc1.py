@@ -50,7 +50,8 @@ def _known(study: Study) -> dict:
         known["composition"] = (f"IT share {a['it_share']:.3g} of facility power at the "
                                 f"peak; {eq.ups.share:.0%} of IT behind a "
                                 f"{eq.ups.topology} UPS")
-        known["perc1"] = "perc1.dyd and perc1_mapping.csv (IT load)"
+        known["perc1"] = ("perc1.dyd and perc1_mapping.csv (IT load, one record per path: "
+                          "UPS-fed, directly fed)")
     for key, name in (("voltage_rt", "voltage_ride_through"),
                       ("frequency_rt", "frequency_ride_through")):
         if t.get(name) is not None:
@@ -82,7 +83,8 @@ class Perc1Section(Section):
             study.tables[self.name] = study.tables["data_list"] = None
             return
         a = eq_tab.attrs
-        study.tables[self.name] = perc1_parameters(a["equipment"], a["it_share"])
+        study.tables[self.name] = perc1_parameters(a["equipment"], a["it_share"],
+                                                   a["p_before_w"] / 1e6)
         study.tables["data_list"] = data_list(a["equipment"], _known(study))
         study.notes.append("Measured disturbance records: none bundled; the ride-through "
                            "parameters come from the equipment model, not fitted to "
@@ -93,8 +95,9 @@ class Perc1Section(Section):
         if dl is None:
             return []
         n = int((dl["status"] == "needs").sum())
-        return [f"PERC1: {len(pkg.tables['perc1'])} parameters from the equipment model "
-                f"(perc1.dyd); data list: {len(dl) - n} of {len(dl)} items filled, {n} "
+        p = pkg.tables["perc1"]
+        return [f"PERC1: {p['path'].nunique()} records (UPS-fed and directly fed IT load), "
+                f"{len(p)} parameters from the equipment model (perc1.dyd); data list: {len(dl) - n} of {len(dl)} items filled, {n} "
                 "need inputs from the site or the planner."]
 
     def html(self, pkg) -> str:
@@ -105,7 +108,7 @@ class Perc1Section(Section):
             "<p><b>PERC1 parameters</b> of the IT load and where each comes from "
             "(names not confirmed by the stored documentation are marked 'no': check "
             "them against the simulator's manual)</p>",
-            table(p[["parameter", "value", "unit", "from", "assumption",
+            table(p[["path", "parameter", "value", "unit", "from", "assumption",
                      "name_confirmed"]], fmt={"value": "{:.4g}"}),
             "<p><b>Data list</b> in the order of the alert's areas</p>",
             table(dl[["number", "area", "item", "value"]]),
