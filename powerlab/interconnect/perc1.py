@@ -199,15 +199,15 @@ def write_perc1_dyd(table: pd.DataFrame, path, *, bus: int = 1, bus_name: str = 
                 {r.parameter for r in table.itertuples() if not r.name_confirmed}
                 - set(notes)))]
     lines = []
-    for path, rec in table.groupby("path", sort=False):
+    for name, rec in table.groupby("path", sort=False):
         v = dict(zip(rec["parameter"], rec["value"]))
         if v["fraction"] <= 0:
             continue
-        lines.append(f"# path {path}: fraction {v['fraction']:.4g} of the IT load, MWinit "
+        lines.append(f"# path {name}: fraction {v['fraction']:.4g} of the IT load, MWinit "
                      f"{v['MWinit']:.4g}, Frecon valid for events up to {v['Tvalid']:g} s")
         pairs = [f'"{k.lower()}" {x:.6g}' for k, x in v.items() if k not in notes]
         rows = [f'perc1 {int(bus)} "{bus_name[:12]}" {base_kv:.2f} '
-                f'"{path[0].upper()} " : #9']
+                f'"{name[0].upper()} " : #9']
         rows += [" " + " ".join(pairs[i:i + 4]) for i in range(0, len(pairs), 4)]
         lines.append(" /\n".join(rows))
     text = "\n".join(head + lines) + "\n"
