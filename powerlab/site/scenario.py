@@ -34,6 +34,8 @@ Layout of the YAML document::
     disturbances: [{name, type: voltage_sag, at_utc, residual_voltage_pu, duration_s,
                     trip_fraction, ups_fraction, ups_return_s, outage_s}]
                                             # (powerlab.site.disturbances)
+    equipment: {psu: {...}, ups: {...}, auxiliaries: {...}, protection: {...}, poi: {...}}
+                                            # (powerlab.interconnect.equipment)
     limits: {boundary, ramp_up_megawatts_per_s, ramp_down_megawatts_per_s,
              swing_1s_megawatts, swing_10s_megawatts, swing_60s_megawatts,
              band_0p1_2hz_megawatts, band_2_20hz_megawatts}
@@ -232,6 +234,8 @@ class Scenario:
     description: str = ""
     source: str | None = None
     disturbances: tuple[VoltageSag, ...] = ()
+    #: the ``equipment:`` mapping as written (read by powerlab.interconnect.equipment)
+    equipment: dict | None = field(default=None, hash=False)
 
     def to_dict(self) -> dict:
         """Plain, JSON-ready dictionary of the scenario (timestamps as ISO strings)."""
@@ -541,8 +545,11 @@ def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> 
     h0, h1 = _horizon(top.section("horizon"))
     tick = _tick(top.section("simulation"), jobs, src)
     dist = parse_disturbances(top.raw("disturbances"), src)
+    equipment = top.raw("equipment")
+    if equipment is not None and not isinstance(equipment, dict):
+        raise ScenarioError("expected a mapping", key="equipment", path=src)
     top.finish()
-    scen = Scenario(disturbances=dist, name=name, description=description, site=site,
+    scen = Scenario(disturbances=dist, equipment=equipment, name=name, description=description, site=site,
                     hardware=hardware, jobs=tuple(jobs), mitigations=mit, limits=lim,
                     horizon_start_utc=h0, horizon_end_utc=h1, tick_s=tick, source=src)
     _check_span(scen, src)
