@@ -53,13 +53,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 from scipy import signal
 
 from .._options import Options, choice
 from ..exceptions import AnalysisError
+from .resampling import upsample
 
 __all__ = [
     "CLASSES",
@@ -74,7 +74,6 @@ __all__ = [
     "plt_from_pst",
     "pst",
     "pst_from_pinst",
-    "upsample",
 ]
 
 
@@ -243,30 +242,6 @@ def pinst_from_waveform(u, rate_hz: float, options: FlickerOptions | None = None
                                                    .mean()))
 
 
-def upsample(x, rate_hz: float, target_hz: float) -> tuple[np.ndarray, float]:
-    """``x`` at ``rate_hz`` resampled band-limited (polyphase, Kaiser window) to a rate of
-    at least ``target_hz``; returns the series and its rate [Hz].
-
-    The spectrum below the input's Nyquist frequency is kept (the ideal interpolation of
-    the samples; linear interpolation would attenuate a 23-Hz line sampled at 100 Hz by
-    16 %); the ends are padded with their edge values so they do not ring.
-    """
-    x = np.asarray(x, dtype=float)
-    if rate_hz >= target_hz:
-        return x, float(rate_hz)
-    ratio = Fraction(target_hz / rate_hz).limit_denominator(1000)
-    up = math.ceil(target_hz / rate_hz) if ratio.denominator > 50 else ratio.numerator
-    down = 1 if ratio.denominator > 50 else ratio.denominator
-    if up / down * rate_hz < target_hz - 1e-9:
-        up, down = math.ceil(target_hz / rate_hz), 1
-    pad = min(len(x), 64)
-    padded = np.concatenate([np.full(pad, x[0]), x, np.full(pad, x[-1])])
-    y = signal.resample_poly(padded, up, down, window=("kaiser", 8.0))
-    cut = pad * up // down
-    n = len(x) * up // down
-    return y[cut:cut + n], rate_hz * up / down
-
-
 def pinst_from_envelope(rms, rate_hz: float, options: FlickerOptions | None = None,
                         **kw) -> tuple[np.ndarray, float]:
     """Instantaneous flicker sensation of an RMS-voltage series (blocks 1-4 without the
@@ -279,9 +254,9 @@ def pinst_from_envelope(rms, rate_hz: float, options: FlickerOptions | None = No
         or pu].
     rate_hz : float
         Its sampling rate [Hz]; a series slower than :data:`MIN_RATE_HZ` is resampled
-        band-limited (:func:`upsample`): fluctuations above its Nyquist frequency are
-        not seen (a 0.01-s series resolves them up to 50 Hz, beyond block 3's 35/42-Hz
-        low-pass).
+        band-limited (:func:`~powerlab.interconnect.resampling.upsample`): fluctuations
+        above its Nyquist frequency are not seen (a 0.01-s series resolves them up to
+        50 Hz, beyond block 3's 35/42-Hz low-pass).
     options : FlickerOptions, optional
 
     Returns
