@@ -17,9 +17,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..flicker import PST_INTERVAL_S, FlickerOptions
+from ..flicker import LOWPASS_HZ, PST_INTERVAL_S, FlickerOptions
 from ..voltagechange import GridStrength, flicker_at_poi
 from .html import esc, table
+from .resolution import data_label, native_interval_s
 from .section import FIGURE_COLUMNS, PackageFolder, Section, Study, register
 
 __all__ = ["Flicker", "flicker_options"]
@@ -53,7 +54,8 @@ class Flicker(Section):
         rows = study.short.rows[self.name]
         grid, opts = flicker_options(study)
         n = len(rows)
-        src = (f"short window ({study.short.window_s:g} s, {n} draw{'s' if n != 1 else ''}); "
+        src = (f"{data_label(study)}; short window ({study.short.window_s:g} s, {n} "
+               f"draw{'s' if n != 1 else ''}); "
                f"S_sc {grid.short_circuit_megavolt_amperes:g} MVA, X/R {grid.x_over_r:g}, "
                f"power factor {grid.power_factor:g}; IEC 61000-4-15 flickermeter, "
                f"{opts.lamp} lamp, {opts.f0_hz:g} Hz")
@@ -62,21 +64,29 @@ class Flicker(Section):
         figs = [("max_voltage_step_pct", float(dv[np.argmax(np.abs(dv))]), "%",
                  f"largest |step| of {n} draws",
                  "largest voltage step dV/V = -(R dP + X dQ)/V^2 (IEC/TR 61000-3-7 6.3); "
-                 "negative a drop"),
-                ("pinst_max", max(r["pinst_max"] for r in rows), "-",
-                 f"largest of {n} draws", "largest instantaneous flicker sensation")]
+                 "negative a drop")]
+        native = native_interval_s(study.short.trace)
+        top = LOWPASS_HZ[int(opts.f0_hz)]
+        if 0.5 / native < top:
+            why = (f"readings every {native:g} s resolve fluctuations only up to "
+                   f"{0.5 / native:g} Hz; the flickermeter weighs them up to {top:g} Hz")
+            figs += [(f, math.nan, "-", f"not resolved: {why}", d) for f, d in (
+                ("pinst_max", "largest instantaneous flicker sensation"),
+                ("pst", "short-term flicker severity"))]
+            study.notes.append(f"Pinst and Pst not given: {why}.")
+            pst = np.full(n, math.nan)
+        else:
+            figs.append(("pinst_max", max(r["pinst_max"] for r in rows), "-",
+                         f"largest of {n} draws", "largest instantaneous flicker sensation"))
         if np.isfinite(pst).any():
             figs.append(("pst", float(np.nanmax(pst)), "-", f"largest of {n} draws",
                          "short-term flicker severity over the window's first 10 min"))
-        else:
+        elif 0.5 / native >= top:
             study.notes.append(f"Pst needs a {PST_INTERVAL_S:g}-s window; the short window "
                                f"lasts {study.short.window_s:g} s (ShortWindow(window_s="
                                "660) gives Pst).")
         study.notes.append("Plt (12 consecutive Pst, 2 h at a tick resolving flicker) is "
                            "not computed by the package.")
-        for note in rows[0]["notes"]:
-            if "resolves fluctuations" in note:
-                study.notes.append(note)
         fig = pd.DataFrame([(f, v, u, 0.0, st, d, src) for f, v, u, st, d in figs],
                            columns=FIGURE_COLUMNS)
         study.tables.update(flicker_figures=fig, voltage_steps=pd.concat(
@@ -85,10 +95,10 @@ class Flicker(Section):
 
     def key_lines(self, pkg) -> list[str]:
         f = pkg.flicker_figures.set_index("figure")["value"]
-        line = (f"Voltage at the POI: largest step {f['max_voltage_step_pct']:.3g} %, "
-                f"Pinst max {f['pinst_max']:.3g}")
-        if "pst" in f:
-            line += f", Pst {f['pst']:.3g}"
+        line = f"Voltage at the POI: largest step {f['max_voltage_step_pct']:.3g} %"
+        for k, name in (("pinst_max", "Pinst max"), ("pst", "Pst")):
+            if k in f and pd.notna(f[k]):
+                line += f", {name} {f[k]:.3g}"
         return [line + "."]
 
     def html(self, pkg) -> str:
