@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "import_",
     "forecast",
     "calibrate",
+    "scale",
     "backtest",
     "demo",
     "aggregate",
