@@ -139,6 +139,11 @@ def overlaps(a_on: int, a_off: int, eps: pd.DataFrame, share: float = 0.5) -> bo
     return bool(cover.mean() >= share)
 
 
+def _hhmm(h: float) -> str:
+    m = int(round(h * 60)) % 1440
+    return f"{m // 60:02d}:{m % 60:02d}"
+
+
 def summarise_episodes(eps: pd.DataFrame, tod_tol_h: float = 2.0) -> pd.DataFrame:
     """Per group: number of (flagged) episodes, their class (``time of day`` or
     ``on/off``), typical hours [UTC] and the share of the record they cover."""
@@ -155,8 +160,7 @@ def summarise_episodes(eps: pd.DataFrame, tod_tol_h: float = 2.0) -> pd.DataFram
         end_h = (np.angle(np.exp(2j * np.pi * h1 / 24).mean()) * 24 / (2 * np.pi)) % 24
         out.append({"level": level, "group": g, "episodes": len(d),
                     "episode_kind": "time of day" if tod else "on/off",
-                    "hours_utc": (f"{int(mean_h):02d}:{int(mean_h % 1 * 60):02d}-"
-                                  f"{int(end_h):02d}:{int(end_h % 1 * 60):02d}"),
+                    "hours_utc": f"{_hhmm(mean_h)}-{_hhmm(end_h)}",
                     "episode_shift": float(d["shift"].median()),
                     "episode_metric": ",".join(sorted(set(d["metric"])))})
     return pd.DataFrame(out, columns=["level", "group", "episodes", "episode_kind",

@@ -10,10 +10,15 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .fleet_matrix import FleetWork
+from ._robust import nanmad
+from .fleet_matrix import METRICS, FleetWork
 from .regimes import REGIME_COLUMNS, find_regimes, regime_codes
 
-__all__ = ["regime_breaks", "relevel"]
+__all__ = ["regime_breaks", "regime_persistence", "relevel"]
+
+#: peer-test channel of each metric, and its harmful direction
+_PEER = {"clock_sm_mhz": ("clock", -1.0), "temp_gpu_c": ("temp", 1.0),
+         "temp_mem_c": ("hbm", 1.0)}
 
 _SETTING_COLUMNS = ("driver_version", "clock_policy")
 
@@ -63,3 +68,32 @@ def relevel(x: np.ndarray, code: np.ndarray | None) -> np.ndarray:
             sel = code == r
             x[sel] -= np.nanmedian(x[sel], axis=0)
     return x
+
+
+def regime_persistence(w: FleetWork, min_windows: int = 4) -> None:
+    """With fleet-wide breaks, a GPU's persistent peer evidence must hold in every
+    regime: each peer channel becomes the smallest of its per-regime robust z (a chip
+    that responds more than others to a lower cap is not a straggler of the old regime;
+    one that becomes slow within a regime is its episode tests' business)."""
+    code = w.regime_code
+    if code is None or not (code != 0).any():
+        return
+    regs = [r for r in np.unique(code[code >= 0]) if (code == r).sum() >= min_windows]
+    if len(regs) < 2:
+        return
+    for m, (chan, sign) in _PEER.items():
+        if chan not in w.chan or m not in w.win_loo:
+            continue
+        floor = METRICS[m][1]
+        harm = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for r in regs:
+                win = w.win_loo[m][code == r]
+                loc = np.nanmedian(win, axis=0)
+                n = np.isfinite(win).sum(axis=0)
+                se = 1.2533 * nanmad(win) / np.sqrt(np.maximum(n, 1))
+                spread = max(float(nanmad(loc[np.isfinite(loc)])), floor)
+                z = (loc - np.nanmedian(loc)) / np.sqrt(spread ** 2 + se ** 2)
+                harm.append(np.nan_to_num(sign * z))
+        w.chan[chan] = np.minimum(w.chan[chan], np.min(harm, axis=0))

@@ -60,10 +60,16 @@ def _limit_breaks(lim: np.ndarray, wcode, n_w: int) -> list[dict]:
     per_gpu = pd.DataFrame(lim).groupby(wcode).median().reindex(range(n_w)).to_numpy()
     out = []
     ok = np.flatnonzero(np.isfinite(wmed))
+    done = -1
     for a, b in zip(ok[:-1], ok[1:]):
-        before, after = wmed[a], wmed[b]
-        if not abs(after / before - 1) >= 0.01:
+        if a < done or not abs(wmed[b] / wmed[a] - 1) >= 0.01:
             continue
+        # the level the fleet settles at: the first window after which it holds
+        settle = b
+        while settle + 1 < n_w and np.isfinite(wmed[settle + 1]) and \
+                abs(wmed[settle + 1] / wmed[settle] - 1) >= 0.01:
+            settle += 1
+        before, after = wmed[a], wmed[settle]
         # the rollout: windows where some GPUs already sit at the new value
         new = np.abs(per_gpu - after) < np.abs(per_gpu - before)
         share = np.nanmean(np.where(np.isfinite(per_gpu), new, np.nan), axis=1)
@@ -72,6 +78,7 @@ def _limit_breaks(lim: np.ndarray, wcode, n_w: int) -> list[dict]:
             lo -= 1
         while hi < n_w - 1 and not share[hi] >= 0.98:
             hi += 1
+        done = hi
         out.append({"kind": "power limit", "w0": lo, "w1": hi, "before": before,
                     "after": after, "share_gpus": float(np.nanmax(share)),
                     "detail": f"fleet power limit {before:.0f} -> {after:.0f} W"})

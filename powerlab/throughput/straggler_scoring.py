@@ -28,6 +28,7 @@ from scipy.stats import median_abs_deviation
 
 from ..exceptions import AnalysisError
 from ..telemetry.schema import THROTTLE_REASONS
+from ._robust import nanmad
 from .evidence import cause_of, combine_evidence
 from .failslow import cusum_episodes, drop_episodes, drop_shared
 from .fleet_matrix import (
@@ -41,7 +42,7 @@ from .fleet_matrix import (
 from .group_episodes import EPISODE_COLUMNS
 from .group_step import absorb_gpu_episodes, group_levels, level_episodes
 from .peer_evidence import baseline_changes, peer_offsets, throttle_evidence
-from .regime_step import regime_breaks, relevel
+from .regime_step import regime_breaks, regime_persistence, relevel
 from .regimes import REGIME_COLUMNS
 from .straggler_cost import job_cost
 
@@ -75,6 +76,7 @@ def score_fleet(telemetry, opts: StragglerOptions, baseline=None, _exclude=None)
             baseline_changes(w)
         throttle_evidence(w)
     regime_breaks(w)
+    regime_persistence(w)
     flag_gpus(w)
     failslow_episodes(w)
     if _exclude is None and w.flagged.any() and w.n_g > 2 * opts.min_peers:
@@ -254,7 +256,7 @@ def score_table(w: FleetWork, baseline=None) -> dict:
               "host_z_threshold": w.z_group, "silent_limit_pct": silent_limit,
               "clock_spread_pct": spread_pct,
               **{f"{k}_silent_limit_pct": v for k, v in w.silent_limit.items()},
-              "communication_identifiable": False}
+              "communication_identifiable": False, **_detectable(w, silent_limit)}
     if w.bl is not None:
         params.update(baseline_key=baseline.key, baseline_chips=int(w.bl["use"].sum()),
                       peer_test_chips=int((~w.bl["use"]).sum()))
@@ -266,6 +268,21 @@ def score_table(w: FleetWork, baseline=None) -> dict:
             "regimes": w.regimes[REGIME_COLUMNS].reset_index(drop=True),
             "group_episodes": (w.group_eps if w.group_eps is not None else pd.DataFrame(
                 columns=EPISODE_COLUMNS)).drop(columns=["w_on", "w_off"])}
+
+
+def _detectable(w: FleetWork, silent_limit: float) -> dict:
+    """The sampling, the window used and the smallest slowdown each test detects at
+    them: an episode needs a mean drop of ``min_shift_pct`` and windows ``2.5 sigma``
+    below the GPU's level (sigma: the median GPU's window noise at this sampling)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sig = float(np.nanmedian(nanmad(np.diff(w.win_clock, axis=0)) / np.sqrt(2))) \
+            if w.win_clock is not None and len(w.win_clock) > 2 else np.nan
+    det = {"gpu_episode": float(max(w.opts.min_shift_pct, 2.5 * np.nan_to_num(sig))),
+           "gpu_without_baseline": float(silent_limit)}
+    det.update({f"{k}_without_baseline": v for k, v in w.silent_limit.items()})
+    return {"sampling_s": _interval_s(w.tu), "window_s_used": w.win_ns / 1e9,
+            "window_noise_pct": sig, "min_detectable_pct": det}
 
 
 def _interval_s(tu_ok) -> float:

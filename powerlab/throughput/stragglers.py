@@ -226,6 +226,12 @@ class StragglerResult(Results):
         """Summary lines: what a record without a baseline, or telemetry alone, cannot
         identify."""
         p, lines = self.params, []
+        if "min_detectable_pct" in p:
+            d = p["min_detectable_pct"]
+            lines.append(
+                f"At {p['sampling_s']:g}-s sampling ({p['window_s_used']:g}-s windows, "
+                f"window noise {p['window_noise_pct']:.2f} %) the smallest GPU slowdown "
+                f"episode detected is {d['gpu_episode']:.2f} %")
         for level in ("host", "rack"):
             if f"{level}_silent_limit_pct" in p and "baseline_chips" not in p:
                 lines.append(

@@ -25,6 +25,7 @@ def test_section_kinds():
         ["comm", "comm", "comm", "data", "compute", "compute"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["slow_rank", "slow_link", "slow_p2p"])
 def test_finds_the_slow_rank_or_link(case):
     hits = 0
@@ -44,6 +45,7 @@ def test_finds_the_slow_rank_or_link(case):
     assert hits == 4
 
 
+@pytest.mark.slow
 def test_clean_jobs_report_nothing_and_state_the_limit():
     for seed in range(6):
         res, _ = _find(seed, "clean")
