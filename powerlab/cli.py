@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "size_mitigation",
     "flex",
     "study_package",
+    "reliability",
 ]
 
 
