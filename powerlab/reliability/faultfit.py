@@ -22,7 +22,9 @@ Poisson fleet; a large :math:`\\theta` means a few "lemon" nodes fail again and 
   (:mod:`powerlab.reliability.repair`).
 - **Trend**: a Poisson regression of monthly fault counts on calendar time (offset:
   node-days in service), the rate ratio per 100 days with its Wald interval, and the
-  Laplace test (Cox and Lewis [1]_).  Node age (burn-in per node) needs install dates,
+  Laplace test (Cox and Lewis [1]_); and the Weibull shape of the time from a repair to
+  the node's next fault (< 1: early re-failure after repair, which a frailty mixture
+  also produces in a pooled fleet; the two are not separated).  Node age (burn-in per node) needs install dates,
   which the InfiniteHBD trace does not give: then only the fleet's calendar trend is
   tested, and the result says so.
 
@@ -48,7 +50,7 @@ from ..exceptions import AnalysisError
 from ..telemetry.faults import PLANNED_CLASSES, check_faults
 from .rates import garwood_interval
 from .repair import fit_repair
-from .survival import dispersion_test
+from .survival import dispersion_test, fit_weibull
 
 __all__ = ["FaultFit", "fit_faults", "node_exposure"]
 
@@ -186,7 +188,9 @@ class FaultFit(Results):
             f"{rep['mean_d']:.2f} d [{rep['mean_lower_d']:.2f}, {rep['mean_upper_d']:.2f}]",
             f"trend: rate ratio per 100 d {tr['rate_ratio_per_100d']:.2f} "
             f"[{tr['lower']:.2f}, {tr['upper']:.2f}] (p {tr['p_value']:.2g}; Laplace p "
-            f"{tr['laplace_p_value']:.2g}); {tr['note']}"])
+            f"{tr['laplace_p_value']:.2g}); time from repair to next fault: Weibull "
+            f"shape {tr['post_repair_shape']:.2f} [{tr['post_repair_shape_lower']:.2f}, "
+            f"{tr['post_repair_shape_upper']:.2f}]; {tr['note']}"])
         s.add_df(self.class_rates)
         return s
 
@@ -243,6 +247,29 @@ def _frailty(nodes: pd.DataFrame):
     return frail, pd.DataFrame(rows).set_index("at_least")
 
 
+def _post_repair(faults, end, conf):
+    """Weibull shape of the time from a repair to the node's next unexpected fault
+    (spells after a repair; the last one censored at ``end``)."""
+    rows = []
+    for _, g in faults.groupby("node", sort=False):
+        cursor = None
+        for r in g.itertuples():
+            if cursor is not None and r.start > cursor:
+                rows.append(((r.start - cursor) / DAY, r.fault_class not in PLANNED_CLASSES))
+            back = r.end if pd.notna(r.end) else end
+            cursor = back if cursor is None else max(cursor, back)
+        if cursor is not None and cursor < end:
+            rows.append(((end - cursor) / DAY, False))
+    spells = pd.DataFrame(rows, columns=["duration_s", "failed"])
+    spells["duration_s"] *= 86400.0
+    try:
+        w = fit_weibull(spells, conf=conf).summary_frame().loc["log_shape"]
+    except AnalysisError:
+        return np.nan, np.nan, np.nan, len(spells)
+    return float(np.exp(w["estimate"])), float(np.exp(w["lower"])), \
+        float(np.exp(w["upper"])), len(spells)
+
+
 def _trend(faults, nodes, start, end, conf, node_age: bool):
     ev = faults[~faults["fault_class"].isin(PLANNED_CLASSES)]
     days = (end - start) / DAY
@@ -260,10 +287,15 @@ def _trend(faults, nodes, start, end, conf, node_age: bool):
     note = ("node age known: burn-in tested per node" if node_age else
             "node install dates not in the record: burn-in per node not estimable; the "
             "fleet's calendar trend is what is tested")
+    k_sh, k_lo, k_hi, n_sp = _post_repair(faults, end, conf)
     return pd.DataFrame([{"rate_ratio_per_100d": np.exp(b), "lower": np.exp(b - z * se),
                           "upper": np.exp(b + z * se), "p_value": float(fit.pvalues[1]),
                           "laplace_z": lap, "laplace_p_value": 2 * stats.norm.sf(abs(lap)),
-                          "months": len(k), "note": note}])
+                          "months": len(k), "post_repair_shape": k_sh,
+                          "post_repair_shape_lower": k_lo, "post_repair_shape_upper": k_hi,
+                          "post_repair_spells": n_sp, "note": note +
+                          "; post-repair Weibull shape < 1 (early re-failure) is also what "
+                          "frailty alone gives a pooled fleet: not separated here"}])
 
 
 def fit_faults(faults: pd.DataFrame, *, n_nodes: int, start=None, end=None,

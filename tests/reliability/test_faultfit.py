@@ -55,6 +55,9 @@ def test_infinitehbd_fit(hbd):
     assert best["median_lower_d"] <= 0.85 <= best["median_upper_d"]
     assert best["mean_lower_d"] <= 5.535 <= best["mean_upper_d"]
     assert "not estimable" in hbd.trend["note"].iloc[0]
+    # time from a repair to the next fault: shape 0.30 [0.27, 0.33], far below what the
+    # fitted frailty alone gives a pooled fleet (0.84 on a theta 1.2 twin, below)
+    assert hbd.trend["post_repair_shape_upper"].iloc[0] < 0.5
     assert "theta" in str(hbd.summary())
 
 
@@ -105,6 +108,10 @@ def test_repair_fit_recovers_lognormal_with_censoring():
 def test_trend_finds_a_rising_rate_and_not_a_flat_one():
     flat = _fit(0.0, 7).trend.iloc[0]
     assert flat["lower"] <= 1.0 <= flat["upper"]
+    # exponential nodes, no frailty: the post-repair Weibull shape's interval holds 1
+    assert flat["post_repair_shape_lower"] <= 1.0 <= flat["post_repair_shape_upper"]
+    frail = _fit(1.2, 1).trend.iloc[0]
+    assert 0.6 < frail["post_repair_shape"] < 0.95       # frailty alone: mildly below 1
     # rising fleet: second half at 3x the first half's rate
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataQualityWarning)
