@@ -182,6 +182,9 @@ def run_plan(args) -> int:
         fit = fit_faults(faults, n_nodes=meta["n_nodes"], start=meta["start"],
                          end=meta["end"], source="InfiniteHBD trace (bundled)")
         params, durations = fit.params(), fit.repair_durations_d
+    if not params["repair_mean_d"] == params["repair_mean_d"]:      # NaN
+        raise PowerlabError("the fit has no repair times (its records have no ends: XID "
+                            "or sacct); a plan needs them: fit records with ends")
     plan = GoodputPlan(gpus=args.gpus, days=args.days, checkpoint_s=args.checkpoint_s,
                        restart_s=args.restart_s, interval_s=args.interval_s,
                        gpus_per_node=args.gpus_per_node, spares=args.spares,

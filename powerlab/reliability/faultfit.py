@@ -83,8 +83,9 @@ def node_exposure(faults: pd.DataFrame, n_nodes: int, start, end) -> pd.DataFram
         raise AnalysisError(f"{len(seen)} nodes have faults but the fleet has only "
                             f"{n_nodes}")
     rows = []
+    known = faults["end"].notna().any()   # records without any end: outages unknown (0)
     for node, g in faults.groupby("node", sort=True):
-        out = _outage_days(g, end)
+        out = _outage_days(g, end) if known else 0.0
         planned = g["fault_class"].isin(PLANNED_CLASSES)
         rows.append({"node": node, "faults": int((~planned).sum()),
                      "planned": int(planned.sum()), "outage_d": out,
@@ -287,7 +288,8 @@ def _trend(faults, nodes, start, end, conf, node_age: bool):
     note = ("node age known: burn-in tested per node" if node_age else
             "node install dates not in the record: burn-in per node not estimable; the "
             "fleet's calendar trend is what is tested")
-    k_sh, k_lo, k_hi, n_sp = _post_repair(faults, end, conf)
+    k_sh, k_lo, k_hi, n_sp = (_post_repair(faults, end, conf) if faults["end"].notna().any()
+                              else (np.nan, np.nan, np.nan, 0))
     return pd.DataFrame([{"rate_ratio_per_100d": np.exp(b), "lower": np.exp(b - z * se),
                           "upper": np.exp(b + z * se), "p_value": float(fit.pvalues[1]),
                           "laplace_z": lap, "laplace_p_value": 2 * stats.norm.sf(abs(lap)),
@@ -334,7 +336,16 @@ def fit_faults(faults: pd.DataFrame, *, n_nodes: int, start=None, end=None,
     frail, lemons = _frailty(nodes)
     closed = f["end"].notna()
     dur = ((f["end"].fillna(end) - f["start"]) / DAY).to_numpy(float)
-    repair = fit_repair(dur, closed.to_numpy(), conf=conf, seed=seed)
+    if closed.sum() >= 3:
+        repair = fit_repair(dur, closed.to_numpy(), conf=conf, seed=seed)
+    else:       # kernel logs and sacct record no repairs
+        repair = pd.DataFrame([{"model": "not estimable", "shape": np.nan,
+                                "scale_d": np.nan, "median_d": np.nan, "mean_d": np.nan,
+                                "median_lower_d": np.nan, "median_upper_d": np.nan,
+                                "mean_lower_d": np.nan, "mean_upper_d": np.nan,
+                                "n": len(f), "n_censored": int((~closed).sum()),
+                                "note": f"{int(closed.sum())} repairs with an end: repair "
+                                        "times need records with ends"}])
     trend = _trend(f, nodes, start, end, conf, node_age=False)
     return FaultFit(rates, frail, lemons, repair, trend, int(n_nodes),
                     float((end - start) / DAY), exposure, dur[closed.to_numpy()],

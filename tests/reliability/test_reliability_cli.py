@@ -45,3 +45,29 @@ def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
                  "1", "--restart-s", "1", "--fit", str(tmp_path), "--out",
                  str(tmp_path / "p")]) == 2
     assert "no fit.json" in capsys.readouterr().err
+
+
+def test_fit_from_a_store_of_xid_events(tmp_path, capsys):
+    # six Xid failures on three hosts, hours apart: six faults without ends; the rates and
+    # the frailty test are fitted, repair times are said not estimable, and a plan refuses
+    lines = [f"2025-07-0{d}T0{h}:00:00+00:00 n{k} kernel: NVRM: Xid (PCI:0000:3b:00): 79, x"
+             for d, h, k in ((1, 1, 1), (1, 5, 1), (2, 1, 2), (3, 1, 1), (4, 2, 3),
+                             (5, 3, 1))]
+    log = tmp_path / "kern.log"
+    log.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "store"
+    assert main(["import", str(log), "--out", str(store)]) == 0
+    fit = tmp_path / "fit"
+    assert main(["reliability", "fit", str(store), "--nodes", "8", "--out", str(fit)]) == 0
+    rates = pd.read_csv(fit / "class_rates.csv", index_col=0)
+    assert rates.loc["unexpected", "faults"] == 6
+    # exposure: outages unknown (no ends) -> the whole window (07-01 00:00 to the last
+    # fault, 07-05 03:00) for 8 nodes
+    assert json.loads((fit / "fit.json").read_text())["exposure_node_days"] == \
+        pytest.approx(8 * (4 + 3 / 24), rel=1e-3)
+    assert "not estimable" in pd.read_csv(fit / "repair.csv")["model"].iloc[0]
+    capsys.readouterr()
+    assert main(["reliability", "plan", "--gpus", "64", "--days", "1", "--checkpoint-s",
+                 "10", "--restart-s", "60", "--fit", str(fit), "--out",
+                 str(tmp_path / "p")]) == 2
+    assert "no repair times" in capsys.readouterr().err
