@@ -139,8 +139,9 @@ def check_faults(df: pd.DataFrame, *, errors: str = "raise", name: str | None = 
 
 def overlapping(df: pd.DataFrame) -> pd.Series:
     """Boolean mask: the fault starts before an earlier fault of the same node ended
-    (``df`` sorted by node and start)."""
-    end = df["end"].fillna(pd.Timestamp.max.tz_localize("UTC"))
+    (``df`` sorted by node and start; an open fault, whose end is unknown, overlaps
+    nothing)."""
+    end = df["end"].fillna(df["start"])
     prev_end = end.groupby(df["node"], sort=False).cummax().groupby(
         df["node"], sort=False).shift(1)
     return (df["start"] < prev_end).fillna(False).astype(bool)
