@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "size_mitigation",
     "flex",
     "study_package",
+    "reliability",
 ]
 
 

@@ -129,6 +129,11 @@ def _cases(tmp: str) -> list:
          "draws"),
         (["study-package", SMALL, "--requirements", REQ, "--out", f"{tmp}/bad.yaml"],
          "not a folder"),
+        (["reliability"], "required"),
+        (["reliability", "fit", "/nonexistent/faults.csv", "--nodes", "4", "--out", tmp],
+         "no such file"),
+        (["reliability", "plan", "--gpus", "0", "--days", "1", "--checkpoint-s", "1",
+          "--restart-s", "1", "--out", tmp], "not in (0"),
     ]
 
 
