@@ -72,6 +72,15 @@ def _source_key(src: Path, options: dict) -> str:
 
 
 def run(args) -> int:
+    from .._progress import CommandProgress
+    from ._estimates import reading
+
+    with CommandProgress("import", *reading("import", list(args.sources)),
+                         outputs=[args.out]) as bar:
+        return _run(args, bar)
+
+
+def _run(args, bar) -> int:
     import json
     from datetime import datetime
 
@@ -86,7 +95,8 @@ def run(args) -> int:
     total = 0
     imported = []
     unreadable: list[str] = []
-    for src in args.sources:
+    for k, src in enumerate(args.sources):
+        bar.phase(f"{k + 1}/{len(args.sources)}: {src}")
         if not src.exists():
             raise ParseError("no such file or folder", path=src)
         fmt = sniff_format(src) if args.format == "auto" else args.format
