@@ -48,6 +48,7 @@ from ..support.fake_nvml_util import (  # noqa: F401  (fixtures)
     init_time_us,
     write_scenario,
 )
+from ..support.load_probe import SchedulingProbe as _SchedulingProbe
 
 SCENARIO = {
     "gpus": 3,
@@ -531,32 +532,6 @@ def test_bad_parameters_are_clear_errors():
 
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "powerlab.cli", "collect", *args]
-
-
-class _SchedulingProbe:
-    """The machine's scheduling delay while a test runs: a thread that sleeps 5 ms at a
-    time and records how late it woke up [s].  On a loaded 2-core machine a process can
-    wait 0.1-0.5 s for a core; the collector under test waits as long, so the bounds
-    below add the delay measured here instead of a guessed slack."""
-
-    def __init__(self) -> None:
-        self.max_late_s = 0.0
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            t0 = time.monotonic()
-            time.sleep(0.005)
-            self.max_late_s = max(self.max_late_s, time.monotonic() - t0 - 0.005)
-
-    def __enter__(self):
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join()
 
 
 def _start(args, env) -> tuple[subprocess.Popen, float]:
