@@ -59,15 +59,21 @@ def run(args) -> int:
                   to_utc(args.end, what="--end", optional=True))
     if args.meter_interval is not None and not args.meter_interval > 0:
         raise PowerlabError(f"--meter-interval must be > 0 seconds, got {args.meter_interval}")
-    power = read_power(args.power, tz=args.tz)
-    events = read_events(args.events) if args.events else None
-    src = ", ".join(str(p) for p in args.power)
-    model, model_src = _gpu_model(args)
-    cal = calibrate_job(power, events=events, start=start,
-                        end=end, meter_interval_s=args.meter_interval,
-                        gpus_per_node=args.gpus_per_node, source=src,
-                        events_source=str(args.events) if args.events else None,
-                        gpu_model=model, gpu_model_source=model_src)
+    from .._progress import CommandProgress
+    from ._estimates import reading
+
+    with CommandProgress("calibrate", *reading("fit a job to", args.power)) as bar:
+        bar.phase("reading the power recording")
+        power = read_power(args.power, tz=args.tz)
+        events = read_events(args.events) if args.events else None
+        src = ", ".join(str(p) for p in args.power)
+        model, model_src = _gpu_model(args)
+        bar.phase(f"fitting {len(power):,} readings")
+        cal = calibrate_job(power, events=events, start=start,
+                            end=end, meter_interval_s=args.meter_interval,
+                            gpus_per_node=args.gpus_per_node, source=src,
+                            events_source=str(args.events) if args.events else None,
+                            gpu_model=model, gpu_model_source=model_src)
     text = cal.to_yaml(name=args.name, source=src + (f" with events {args.events}"
                                                       if args.events else ""))
     parse_scenario(text, path=args.out)  # what forecast will read must parse

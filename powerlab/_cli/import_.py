@@ -123,6 +123,15 @@ def _import_events(src: Path, fmt: str, args) -> None:
 
 
 def run(args) -> int:
+    from .._progress import CommandProgress
+    from ._estimates import reading
+
+    with CommandProgress("import", *reading("import", list(args.sources)),
+                         outputs=[args.out]) as bar:
+        return _run(args, bar)
+
+
+def _run(args, bar) -> int:
     import json
     from datetime import datetime
 
@@ -137,7 +146,8 @@ def run(args) -> int:
     total = 0
     imported = []
     unreadable: list[str] = []
-    for src in args.sources:
+    for k, src in enumerate(args.sources):
+        bar.phase(f"{k + 1}/{len(args.sources)}: {src}")
         if not src.exists():
             raise ParseError("no such file or folder", path=src)
         fmt = "parquet" if is_parquet_file(src) else \
