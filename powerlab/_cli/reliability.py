@@ -78,6 +78,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     pl.add_argument("--spares", type=int, help="spare nodes (default: P 0.99 pool)")
     pl.add_argument("--repair-crews", type=_positive(int), dest="repair_crews")
     pl.add_argument("--draws", type=_positive(int), default=40)
+    for name, what in (("train", "training"), ("checkpoint", "writing a checkpoint"),
+                       ("idle", "down between a failure and the restart")):
+        pl.add_argument(f"--{name}-w", type=_positive(float), dest=f"{name}_w",
+                        help=f"per-GPU power while {what} [W]: the plan then states the "
+                             "power step of each checkpoint and restart [MW]")
     pl.add_argument("--fit", type=Path, metavar="DIR")
     pl.add_argument("--out", required=True, type=Path, metavar="DIR")
     _args.add_seed(pl)
@@ -188,7 +193,9 @@ def run_plan(args) -> int:
     plan = GoodputPlan(gpus=args.gpus, days=args.days, checkpoint_s=args.checkpoint_s,
                        restart_s=args.restart_s, interval_s=args.interval_s,
                        gpus_per_node=args.gpus_per_node, spares=args.spares,
-                       repair_crews=args.repair_crews, draws=args.draws, seed=args.seed)
+                       repair_crews=args.repair_crews, draws=args.draws, seed=args.seed,
+                       train_w=args.train_w, checkpoint_w=args.checkpoint_w,
+                       idle_w=args.idle_w)
     res = plan_goodput(params, plan, durations_d=durations)
     args.out.mkdir(parents=True, exist_ok=True)
     res.table.to_csv(args.out / "goodput.csv", index=False)

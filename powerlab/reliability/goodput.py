@@ -73,6 +73,10 @@ class GoodputPlan(Options):
     draws : int
         Simulated allocations [-].
     seed : int
+    train_w, checkpoint_w, idle_w : float or None
+        Per-GPU power while training, writing a checkpoint and down (restart) [W]; when
+        given, the plan states the facility's power step at each checkpoint and restart
+        (GPU power only) [MW].
     """
 
     gpus: int = 16_384
@@ -85,6 +89,9 @@ class GoodputPlan(Options):
     repair_crews: int | None = None
     draws: int = 40
     seed: int = 0
+    train_w: float | None = None
+    checkpoint_w: float | None = None
+    idle_w: float | None = None
 
     def __post_init__(self):
         if self.gpus <= 0 or self.days <= 0 or self.gpus_per_node <= 0:
@@ -212,6 +219,20 @@ class GoodputResult(Results):
         return s
 
 
+def _swings(plan: GoodputPlan) -> list:
+    """The GPU power step of each checkpoint and restart [MW], when powers are given."""
+    rows = []
+    if plan.train_w is not None and plan.checkpoint_w is not None:
+        rows.append(_row("checkpoint_swing_power_megawatts",
+                         plan.gpus * (plan.train_w - plan.checkpoint_w) / 1e6, unit="MW",
+                         note="GPU power drop at each checkpoint, back up after it"))
+    if plan.train_w is not None and plan.idle_w is not None:
+        rows.append(_row("restart_swing_power_megawatts",
+                         plan.gpus * (plan.train_w - plan.idle_w) / 1e6, unit="MW",
+                         note="GPU power drop at each failure, back up at restart"))
+    return rows
+
+
 def _row(metric, value, lower=np.nan, upper=np.nan, unit="", note=""):
     return {"metric": metric, "value": value, "lower": lower, "upper": upper,
             "unit": unit, "note": note}
@@ -289,6 +310,7 @@ def plan_goodput(params: dict, plan: GoodputPlan | None = None, *, durations_d=N
         _row("spare_nodes", spares, unit="-",
              note=f"P(job whole) >= 0.99 at a random time: {pool['spares']}"),
         _row("waited_for_spare_h", here["waited_for_spare_s"].mean() / 3600, unit="h"),
+        *_swings(plan),
     ]
     intervals = pd.DataFrame([{k: v for k, v in r.items() if k != "_sim"} for r in scan])
     return GoodputResult(pd.DataFrame(rows), intervals, here, plan)
