@@ -77,6 +77,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     pl.add_argument("--gpus-per-node", type=_positive(int), default=8, dest="gpus_per_node")
     pl.add_argument("--spares", type=int, help="spare nodes (default: P 0.99 pool)")
     pl.add_argument("--repair-crews", type=_positive(int), dest="repair_crews")
+    pl.add_argument("--retire-after", type=_positive(int), dest="retire_after",
+                    help="retire a node after this many faults in the allocation (lemon "
+                         "removal) instead of repairing it")
     pl.add_argument("--draws", type=_positive(int), default=40)
     for name, what in (("train", "training"), ("checkpoint", "writing a checkpoint"),
                        ("idle", "down between a failure and the restart")):
@@ -194,6 +197,7 @@ def run_plan(args) -> int:
                        restart_s=args.restart_s, interval_s=args.interval_s,
                        gpus_per_node=args.gpus_per_node, spares=args.spares,
                        repair_crews=args.repair_crews, draws=args.draws, seed=args.seed,
+                       retire_after=args.retire_after,
                        train_w=args.train_w, checkpoint_w=args.checkpoint_w,
                        idle_w=args.idle_w)
     res = plan_goodput(params, plan, durations_d=durations)

@@ -73,6 +73,9 @@ class GoodputPlan(Options):
     draws : int
         Simulated allocations [-].
     seed : int
+    retire_after : int or None
+        A node with this many faults in the allocation is retired instead of repaired
+        (lemon-node removal); None keeps every node.
     train_w, checkpoint_w, idle_w : float or None
         Per-GPU power while training, writing a checkpoint and down (restart) [W]; when
         given, the plan states the facility's power step at each checkpoint and restart
@@ -89,6 +92,7 @@ class GoodputPlan(Options):
     repair_crews: int | None = None
     draws: int = 40
     seed: int = 0
+    retire_after: int | None = None
     train_w: float | None = None
     checkpoint_w: float | None = None
     idle_w: float | None = None
@@ -129,6 +133,7 @@ def _one_run(rng, lam_day, theta, plan: GoodputPlan, spares, tau, repair):
     free = list(range(n, pool))
     repairs: list = []
     crews = [0.0] * plan.repair_crews if plan.repair_crews else None
+    count = np.zeros(pool, int)
     t = work = waited = 0.0
     faults = ckpts = 0
     cyc = tau + C
@@ -146,13 +151,19 @@ def _one_run(rng, lam_day, theta, plan: GoodputPlan, spares, tau, repair):
         faults += 1
         j = int(np.searchsorted(np.cumsum(za), rng.random() * za.sum()))
         j = min(j, n - 1)
-        dur = repair(rng) * 86400.0
-        begin = max(t, heapq.heappop(crews)) if crews is not None else t
-        if crews is not None:
-            heapq.heappush(crews, begin + dur)
-        heapq.heappush(repairs, (begin + dur, int(active[j])))
+        node = int(active[j])
+        count[node] += 1
+        if not (plan.retire_after and count[node] >= plan.retire_after):
+            dur = repair(rng) * 86400.0
+            begin = max(t, heapq.heappop(crews)) if crews is not None else t
+            if crews is not None:
+                heapq.heappush(crews, begin + dur)
+            heapq.heappush(repairs, (begin + dur, node))
         while repairs and repairs[0][0] <= t:
             free.append(heapq.heappop(repairs)[1])
+        if not free and not repairs:      # every node retired: the allocation is lost
+            waited += T - t
+            break
         if not free:
             back, node = heapq.heappop(repairs)
             waited += back - t
