@@ -8,6 +8,7 @@ Modules
 :mod:`~powerlab.interconnect.compliance`   a power series or a forecast checked against a spec
 :mod:`~powerlab.interconnect.verdicts`     the verdicts over draws: ComplianceResult
 :mod:`~powerlab.interconnect.resonance`    harmonics of the load against the grid's mode bands
+:mod:`~powerlab.interconnect.equipment`    the site's electrical front end: PSUs, UPS, protection; P and Q at the POI
 :mod:`~powerlab.interconnect.gridstudy`    playback files for PSCAD, PowerFactory and CSV
 :mod:`~powerlab.interconnect.ridethrough`  ride-through load loss against the sag-free forecast; the sag table
 :mod:`~powerlab.interconnect.assessability` can a forecast at this tick assess a spec? (no engine run)
@@ -51,6 +52,9 @@ _EXPORTS = {
     ),
     "resonance": (
         "ResonanceResult", "screen_resonance",
+    ),
+    "equipment": (
+        "SiteEquipment", "equipment_from_scenario", "pq_at_poi", "trace_pq",
     ),
     "gridstudy": (
         "playback_frame", "represented_band", "write_grid_playback",

@@ -14,7 +14,11 @@ from powerlab.exceptions import PowerlabError
 from powerlab.interconnect.comtrade import ASCII_MAX, read_comtrade, write_comtrade
 from powerlab.interconnect.energisation import energisation_schedule, schedule_power
 from powerlab.interconnect.pmu import modulation_gain, pmu_filter, pmu_power
-from powerlab.interconnect.ridethrough import itic_rides_through, ride_through_table
+from powerlab.interconnect.ridethrough import (
+    SagAssumptions,
+    itic_rides_through,
+    ride_through_table,
+)
 from powerlab.interconnect.study.spectrum import spectrum_lines
 from powerlab.interconnect.studypackage import RideThrough, ShortWindow, study_package
 from powerlab.limits.loadmetrics import largest_step, welch_psd
@@ -295,7 +299,9 @@ def test_ride_through_table_no_effect_reads_zero_exactly(small):
     exactly, recovery 0 s.  A sag outside it trips the nodes: the IT load is lost."""
     at = pd.Timestamp("2025-06-02T12:40:00Z")
     rt = ride_through_table(small, at, residual_voltages_pu=(0.8, 0.0),
-                            durations_s=(1.0,), draws=2, follow_s=400.0)
+                            durations_s=(1.0,), draws=2, follow_s=400.0,
+                            model=SagAssumptions())            # the ITIC rule
+    assert rt.attrs["model"] == "itic"
     inside = rt[rt["itic_ride_through"]].iloc[0]
     assert inside["load_lost_megawatts_during_sag_max"] == 0.0
     assert inside["load_lost_megawatts_after_sag_max"] == 0.0
