@@ -42,6 +42,7 @@ def test_section_states_its_grid_and_writes_its_files(pkgs, tmp_path):
     f = fig.set_index("figure")["value"]
     assert f["max_voltage_step_pct"] < 0 and math.isfinite(f["pst"]) and f["pst"] > 0
     assert fig["source"].str.contains("S_sc 50 MVA, X/R 8").all()
+    assert fig["source"].str.contains("Q from the equipment model").all()
     assert "Voltage at the POI" in str(pkg.summary())
     assert any("Plt" in n for n in pkg.notes)
     pkg.write(tmp_path / "p")
