@@ -44,9 +44,10 @@ from .._options import Options, renamed_attribute, renamed_keywords
 from .._summary import Results
 from ..exceptions import PowerlabError
 from ..limits.requirements import RequirementSpec, read_requirements
+from ..site.randomness import ParameterBands, draw_parameters
 from .pmu import PmuSettings
 from .powertrace import PowerTrace
-from .sources import MeasuredOptions, PowerSource, resolve
+from .sources import DrawRun, MeasuredOptions, PowerSource, resolve
 from .study import Study, sections
 from .study.figures import ramp_envelope
 from .study.ridethrough import RideThrough
@@ -87,6 +88,12 @@ class StudyOptions(Options):
         Short-circuit power, X/R and power factor at the point of interconnection for
         the voltage-change and flicker section (default ``GridStrength()``: 1000 MVA,
         X/R 10, power factor 0.98, stated in the section).
+    parameters : ParameterBands, optional
+        A scenario only: every whole-horizon draw also draws the uncertain parameters
+        within these bands (:func:`powerlab.site.randomness.draw_parameters`: job power
+        levels, PUE, job starts, jitter), so the exceedance probabilities express that
+        uncertainty, not only the seed's; the drawn values join ``per_draw``.  Default
+        None: failures and timing jitter alone (the short window is not varied).
     """
 
     short: ShortWindow | None = None
@@ -95,6 +102,7 @@ class StudyOptions(Options):
     probabilities: tuple = (0.5, 0.1, 0.05)
     max_block_w: float | None = None
     grid: GridStrength | None = None
+    parameters: ParameterBands | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "short", self.short or ShortWindow())
@@ -255,8 +263,12 @@ def _horizon(study: Study, secs: list, draws: int, measured: MeasuredOptions) ->
             row.update(s.per_draw(dp, study))
         return row
 
-    run = src.run(fn, draws=draws, seed=study.seed,
-                  tick_s=study.tick_s if src.is_forecast else None, measured=measured)
+    bands = getattr(study.options, "parameters", None)
+    if bands is not None and src.kind == "scenario":
+        run = _parameter_run(src.scenario, bands, fn, draws, study)
+    else:
+        run = src.run(fn, draws=draws, seed=study.seed,
+                      tick_s=study.tick_s if src.is_forecast else None, measured=measured)
     study.per_draw, study.trace, study.draws = run.values, run.first, run.draws
     if src.kind == "forecast":       # its own tick and seed, for the sections too
         study.tick_s, study.seed = float(run.first.tick_s), run.seed
@@ -267,6 +279,23 @@ def _horizon(study: Study, secs: list, draws: int, measured: MeasuredOptions) ->
         study.label = f"measured: {run.first.description}"
         study.notes.append("Measured telemetry is one trace: exceedance probabilities "
                            "over draws do not apply; each figure is the trace's value.")
+
+
+def _parameter_run(scenario, bands: ParameterBands, fn, draws: int, study: Study) -> DrawRun:
+    """Every draw with its parameters drawn within ``bands`` (one engine run a draw, on
+    the seed ``seed * 1_000_003 + draw``), the drawn values beside ``fn``'s figures."""
+    rows, first = [], None
+    for d in range(int(draws)):
+        scen, vals = draw_parameters(scenario, bands, study.seed, d)
+        one = PowerSource.from_scenario(scen).run(
+            fn, draws=1, seed=int(study.seed) * 1_000_003 + d, tick_s=study.tick_s)
+        first = first or one.first
+        rows.append({**one.values.iloc[0].to_dict(), **vals})
+    study.notes.append("Each draw varies " + "; ".join(bands.varied() or ["nothing"])
+                       + " (uniform bands; drawn values in per_draw.csv).")
+    return DrawRun(pd.DataFrame(rows, index=pd.RangeIndex(len(rows), name="draw")), first,
+                   f"forecast of scenario {scenario.name!r}, {draws} draws with parameter "
+                   f"uncertainty, seed {study.seed}", int(draws), study.seed)
 
 
 def _build(study: Study, secs: list) -> None:

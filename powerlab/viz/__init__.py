@@ -30,6 +30,7 @@ Chart functions (re-exported here)
 :func:`facility_chart`           facility power timeline with quantile band and event markers
 :func:`ramp_rate_chart`          distribution of ramp rates with the limit marked
 :func:`spectrum_chart`           oscillation spectrum with the limit bands shaded
+:func:`spectrum_lines_chart`     the same with the spectral lines (flagged, harmonic, significant)
 :func:`mitigation_chart`         swing and ramp reduction per mitigation, cost in tooltips
 :func:`hour_of_day_chart`        hour-of-day effect with its confidence interval
 :func:`throttle_share_chart`     share of GPU time under each throttle reason by hour
@@ -54,7 +55,7 @@ _EXPORTS = {
     "telemetry_charts": ("TelemetryChartOptions", "telemetry_chart", "telemetry_overview"),
     "facility_charts": ("TimelineColumns", "facility_chart"),
     "ramp_charts": ("ramp_rate_chart",),
-    "spectrum_charts": ("SpectrumColumns", "spectrum_chart"),
+    "spectrum_charts": ("SpectrumColumns", "spectrum_chart", "spectrum_lines_chart"),
     "mitigation_charts": ("mitigation_chart",),
     "site_charts": ("forecast_charts",),
     "throughput_charts": ("HeatmapColumns", "HourOfDayColumns", "hour_of_day_chart",

@@ -17,7 +17,7 @@ from ..exceptions import SchemaError, Violation
 from .prepare import axis_label, require_columns
 from .render import PALETTE, alt, sized
 
-__all__ = ["SpectrumColumns", "spectrum_chart"]
+__all__ = ["SpectrumColumns", "spectrum_chart", "spectrum_lines_chart"]
 
 #: Colour of a band by its status against its limit.
 _STATUS_COLORS = {"band": "#888888", "within limit": "#009E73", "over limit": "#D55E00"}
@@ -50,8 +50,7 @@ def spectrum_chart(spectrum: pd.DataFrame, *, columns: SpectrumColumns | None = 
                                                                            (2.0, 20.0)),
                    value_title: str | None = None, max_points: int = 800,
                    title: str | None = None, width: int | None = None,
-                   height: int | None = None, lines: pd.DataFrame | None = None,
-                   **column_kw) -> alt.LayerChart:
+                   height: int | None = None, **column_kw) -> alt.LayerChart:
     """Oscillation spectrum (log-log) with the regulated frequency bands shaded.
 
     Parameters
@@ -72,11 +71,6 @@ def spectrum_chart(spectrum: pd.DataFrame, *, columns: SpectrumColumns | None = 
         Spectra longer than this are reduced to log-spaced frequency bins (mean density).
     title : str, optional
     width, height : int, optional
-    lines : DataFrame, optional
-        Spectral lines (``frequency_hz``, ``amplitude_megawatts``, ``flagged``,
-        ``material``, ``attribution``: the study package's ``lines`` table) drawn as
-        vertical rules: flagged, material harmonic of the load's rhythm, or significant
-        only.
     **column_kw
         Fields of :class:`SpectrumColumns` (``frequency``, ``value``, ``series``)
         replacing those of ``columns`` (``spectrum_chart(df, value="psd_w2_per_hz")``).
@@ -99,14 +93,42 @@ def spectrum_chart(spectrum: pd.DataFrame, *, columns: SpectrumColumns | None = 
         tooltip=[*([alt.Tooltip("series:N", title=c.series)] if c.series else []),
                  alt.Tooltip("frequency_hz:Q", title="frequency [Hz]", format=",.4~g"),
                  alt.Tooltip("psd:Q", title=ylab, format=",.4~g")])
-    layers = [rect, labels, line]
-    sub = "Welch power spectral density; shaded: limit bands"
-    if lines is not None and len(lines):
-        layers.append(_line_layer(lines, xs, fmin, fmax))
-        sub += "; rules: spectral lines"
-    chart = alt.layer(*layers).resolve_scale(color="independent").properties(
-        title=alt.Title(title or "Oscillation spectrum", subtitle=sub))
+    chart = alt.layer(rect, labels, line).resolve_scale(color="independent").properties(
+        title=alt.Title(title or "Oscillation spectrum",
+                        subtitle="Welch power spectral density; shaded: limit bands"))
     return sized(chart, width, height)
+
+
+def spectrum_lines_chart(spectrum: pd.DataFrame, lines: pd.DataFrame, *,
+                         title: str | None = None, **kw) -> alt.LayerChart:
+    """:func:`spectrum_chart` with the spectral lines drawn as vertical rules coloured
+    by what they are: flagged (significant, material, unexplained), a material harmonic
+    of the load's rhythm, or significant only.
+
+    Parameters
+    ----------
+    spectrum : pandas.DataFrame
+        As :func:`spectrum_chart` takes it (e.g. the study package's ``spectrum`` with
+        ``value="psd_megawatts2_per_hz_median"``).
+    lines : pandas.DataFrame
+        ``frequency_hz``, ``amplitude_megawatts``, ``flagged``, ``material``,
+        ``attribution`` (the study package's ``lines`` table,
+        :func:`powerlab.interconnect.lines.flag_lines`).
+    title : str, optional
+    **kw
+        Further options of :func:`spectrum_chart`.
+    """
+    chart = spectrum_chart(spectrum, title=title or "Oscillation spectrum and its lines",
+                           **kw)
+    c = SpectrumColumns.from_kwargs(kw.get("columns"), **{
+        k: v for k, v in kw.items() if k in ("frequency", "value", "series")})
+    f = pd.to_numeric(spectrum[c.frequency]).astype(float)
+    f = f[f > 0]
+    chart.layer.append(_line_layer(lines, alt.Scale(type="log"), float(f.min()),
+                                   float(f.max())))
+    chart.title = alt.Title(chart.title.text, subtitle="Welch power spectral density; "
+                            "shaded: limit bands; rules: spectral lines")
+    return chart
 
 
 def _line_layer(lines: pd.DataFrame, xs: alt.Scale, fmin: float, fmax: float) -> alt.Chart:

@@ -33,6 +33,7 @@ def _peak_at(sc, factor):
     return float(res.power_w("facility")[0].max()) / 1e6
 
 
+@pytest.mark.slow
 def test_exceedance_follows_the_job_power_band(one_job):
     # only the job's power varies, u ~ U(-0.1, 0.1): the peak is increasing in the factor,
     # so P(peak > peak at factor f) = (1.1 - f) / 0.2: 0.5 at f = 1, 0.25 at f = 1.05
@@ -46,6 +47,15 @@ def test_exceedance_follows_the_job_power_band(one_job):
     # the drawn factor explains the peak
     r = np.corrcoef(d["job_power_factor_pretrain"], d["peak_power_megawatts"])[0, 1]
     assert r > 0.99
+
+
+def test_the_drawn_factor_bounds_and_explains_the_peak(one_job):
+    bands = ParameterBands(job_power_fraction=0.1, pue_fraction=0.0)
+    d = parameter_draws(one_job, bands, draws=12, seed=4)
+    top = _peak_at(one_job, 1.1) * 1.001
+    assert exceedance(d["peak_power_megawatts"], [top])["probability"].iloc[0] == 0.0
+    assert d["job_power_factor_pretrain"].between(0.9, 1.1).all()
+    assert np.corrcoef(d["job_power_factor_pretrain"], d["peak_power_megawatts"])[0, 1] > 0.99
 
 
 def test_without_bands_the_draws_are_seed_noise(one_job):

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 
 from powerlab import viz
+from powerlab.viz.spectrum_charts import spectrum_lines_chart
 
 
 def test_spectrum_chart_draws_the_lines_by_status():
@@ -14,7 +15,7 @@ def test_spectrum_chart_draws_the_lines_by_status():
                           "flagged": [False, True, False], "material": [True, True, False],
                           "attribution": ["harmonic 1 of step (6 s)", "unexplained",
                                           "harmonic 18 of step (6 s)"]})
-    spec = viz.spectrum_chart(sp, lines=lines).to_dict()
+    spec = spectrum_lines_chart(sp, lines).to_dict()
     frames = [pd.DataFrame(v) for v in spec["datasets"].values()]
     rules = next(f for f in frames if "attribution" in f)
     assert rules.set_index("frequency_hz")["status"].to_dict() == {

@@ -2,8 +2,10 @@
 
 Every draw of the short window (:mod:`.shortwindow`) through
 :func:`powerlab.interconnect.voltagechange.flicker_at_poi`: the relative voltage from
-the site's P and Q behind the stated short-circuit power and X/R
-(:class:`~powerlab.interconnect.voltagechange.GridStrength`, ``StudyOptions.grid``), its
+the site's P and Q (Q from the equipment model,
+:func:`powerlab.interconnect.equipment.pq_at_poi`) behind the stated short-circuit power
+and X/R (``StudyOptions.grid``, else the equipment's ``poi``, else
+:class:`~powerlab.interconnect.voltagechange.GridStrength`'s defaults), its
 largest voltage step, the largest instantaneous flicker sensation and, where the window
 lasts 10 minutes, Pst (IEC 61000-4-15).  Plt needs 12 consecutive Pst values at a tick
 that resolves flicker (two hours at 0.01 s): the package does not forecast that, and says
@@ -17,6 +19,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..equipment import SiteEquipment, equipment_from_scenario, trace_pq
 from ..flicker import LOWPASS_HZ, PST_INTERVAL_S, FlickerOptions
 from ..voltagechange import GridStrength, flicker_at_poi
 from .html import esc, table
@@ -26,12 +29,32 @@ from .section import FIGURE_COLUMNS, PackageFolder, Section, Study, register
 __all__ = ["Flicker", "flicker_options"]
 
 
+def _equipment(study: Study) -> SiteEquipment:
+    """The scenario's equipment (its ``equipment:`` block over the defaults), or the
+    defaults for measured data."""
+    sc = study.source.scenario
+    return equipment_from_scenario(sc) if sc is not None else SiteEquipment()
+
+
 def flicker_options(study: Study) -> tuple[GridStrength, FlickerOptions]:
-    """The grid (``StudyOptions.grid``, default :class:`GridStrength`) and the
+    """The grid (``StudyOptions.grid``; else the equipment's ``poi.short_circuit_mva``
+    and ``x_over_r`` where given; else :class:`GridStrength`'s defaults) and the
     flickermeter's options (120-V lamp at 60 Hz, 230-V lamp at 50 Hz)."""
-    grid = getattr(study.options, "grid", None) or GridStrength()
+    grid = getattr(study.options, "grid", None)
+    if grid is None:
+        poi = _equipment(study).poi
+        grid = GridStrength(poi.short_circuit_mva, poi.x_over_r) \
+            if poi.short_circuit_mva else GridStrength()
     f0 = float(study.options.pmu.f0_hz)
     return grid, FlickerOptions(lamp="120V" if f0 == 60 else "230V", f0_hz=f0)
+
+
+def _reactive(trace, study: Study):
+    """Q at the POI from the equipment model (facility boundary), else None (Q at the
+    grid's power factor)."""
+    if study.boundary != "facility" or trace.facility_w is None:
+        return None
+    return trace_pq(trace, _equipment(study))[1]
 
 
 class Flicker(Section):
@@ -44,7 +67,8 @@ class Flicker(Section):
     def per_short_draw(self, trace, study: Study) -> dict:
         grid, opts = flicker_options(study)
         res = flicker_at_poi(trace.power_w(study.boundary), trace.tick_s, grid,
-                             options=opts, source=trace.description or "power trace")
+                             reactive_var=_reactive(trace, study), options=opts,
+                             source=trace.description or "power trace")
         steps = res.steps.head(20).assign(draw=trace.draw)
         return {"max_dv_pct": res.max_dv_pct, "pinst_max": res.pinst_max,
                 "pst": float(res.pst[0]) if len(res.pst) else math.nan,
@@ -56,8 +80,11 @@ class Flicker(Section):
         n = len(rows)
         src = (f"{data_label(study)}; short window ({study.short.window_s:g} s, {n} "
                f"draw{'s' if n != 1 else ''}); "
-               f"S_sc {grid.short_circuit_megavolt_amperes:g} MVA, X/R {grid.x_over_r:g}, "
-               f"power factor {grid.power_factor:g}; IEC 61000-4-15 flickermeter, "
+               f"S_sc {grid.short_circuit_megavolt_amperes:g} MVA, X/R {grid.x_over_r:g}; "
+               + ("Q from the equipment model (powerlab.interconnect.equipment.pq_at_poi)"
+                  if study.boundary == "facility" and study.short.trace.facility_w
+                  is not None else f"Q at power factor {grid.power_factor:g}")
+               + "; IEC 61000-4-15 flickermeter, "
                f"{opts.lamp} lamp, {opts.f0_hz:g} Hz")
         dv = np.array([r["max_dv_pct"] for r in rows])
         pst = np.array([r["pst"] for r in rows])
@@ -104,7 +131,7 @@ class Flicker(Section):
     def html(self, pkg) -> str:
         f = pkg.flicker_figures
         return (f"<p>{esc(f['source'].iloc[0])}. The relative voltage is formed from the "
-                "site's P and Q (Q at the stated power factor) behind the grid's "
+                "site's P and Q behind the grid's "
                 "impedance; the steps are runs of one sign.</p>"
                 + table(f[["figure", "value", "unit", "statistic", "definition"]])
                 + table(pkg.voltage_steps.sort_values(

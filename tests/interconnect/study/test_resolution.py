@@ -24,8 +24,13 @@ def _measured(native_s, tick_s=None, seconds=300.0):
                       description=f"telemetry site.parquet, readings every {native_s:g} s")
 
 
-def test_two_second_data_refuse_the_one_second_figures_and_say_why():
-    pkg = study_package(_measured(2.0), SPEC)
+@pytest.fixture(scope="module")
+def two_s():
+    return study_package(_measured(2.0), SPEC)
+
+
+def test_two_second_data_refuse_the_one_second_figures_and_say_why(two_s):
+    pkg = two_s
     f = pkg.summary_frame().set_index("figure")
     for name in ("ramp_up_megawatts_per_s_1s_means", "largest_step_megawatts_within_1s"):
         assert math.isnan(f.loc[name, "value"])
@@ -43,8 +48,8 @@ def test_two_second_data_refuse_the_one_second_figures_and_say_why():
     assert "Pinst and Pst not given" in " ".join(pkg.notes)
 
 
-def test_every_source_names_the_data():
-    pkg = study_package(_measured(2.0), SPEC)
+def test_every_source_names_the_data(two_s):
+    pkg = two_s
     src = pkg.summary_frame()["source"]
     assert src.str.startswith("data: measured: telemetry site.parquet").all()
     assert src.str.contains("readings every 2 s").all()
