@@ -47,6 +47,19 @@ def _cap_memory(extra_gib: float) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, resource.RLIM_INFINITY))
 
 
+def _warm_chart_engine() -> None:
+    """Start vl-convert's JavaScript engine before the address space is capped: V8
+    reserves its heap cage (gigabytes of address space, not memory) once per process,
+    and under the cap that reservation is a fatal "out of memory" of the whole run
+    (seen at the first backtest chart, issue 38), not a MemoryError of one case."""
+    try:
+        import vl_convert as vlc
+    except ImportError:
+        return
+    vlc.vegalite_to_svg({"mark": "point", "data": {"values": [{"x": 1}]},
+                         "encoding": {"x": {"field": "x", "type": "quantitative"}}})
+
+
 def _one(target, n, counts, failures, work, seed_, deadline_s) -> None:
     if not n:
         return
@@ -99,8 +112,32 @@ WHAT = {
     "scenario": "scenario YAML (read_scenario)",
     "requirements": "requirement spec YAML (read_requirements)",
     "export": "facilities CSV and its sidecar (read_facilities_csv)",
-    "cli": "every subcommand, in process, with generated arguments and paths",
+    "flex": ("curtailment targets CSV and OpenADR 3 event JSON (read_targets; hostile "
+             "documents: nesting 100,000 deep, 20,000 intervals, values of every JSON type, "
+             "durations of months and years, NaN) and meter CSVs (read_site_power)"),
+    "reliability": ("failure analytics (kaplan_meier, fit_weibull) on generated durations "
+                    "and event flags: NaN, inf, negative, huge, wrong types"),
+    "cli": ("every subcommand, in process, with generated arguments and paths (half the "
+            "cases valid but one value: NaN, +-inf, 1e18, negative, empty, 400 digits); a "
+            "case also fails when a file it names as an input is changed"),
 }
+
+
+def _provenance() -> str:
+    """The date (UTC) and the commit the run was made at (+ when the tree had changes)."""
+    import datetime
+    import subprocess
+
+    def git(*a):
+        r = subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True)
+        return r.stdout.strip()
+    import os
+
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if os.environ.get("POWERLAB_FUZZ_COMMIT"):     # a run from an exported snapshot
+        return f"run {when} at commit {os.environ['POWERLAB_FUZZ_COMMIT']}"
+    dirty = "+" if git("status", "--porcelain", "--untracked-files=no") else ""
+    return f"run {when} at commit {git('rev-parse', '--short', 'HEAD')}{dirty}"
 
 
 def table(results: dict, seed_: int) -> str:
@@ -121,7 +158,8 @@ def table(results: dict, seed_: int) -> str:
                  f"**{total['hang']}** | **{total['memory']}** | **{total['badexit']}** |")
     per = ", ".join(f"{name} {sum(r['counts'].values())}" for name, r in results.items())
     return (f"{START}\n" + "\n".join(lines)
-            + f"\n\nCases per target (hypothesis seed {seed_}): {per}.\n{END}")
+            + f"\n\nCases per target (hypothesis seed {seed_}; {_provenance()}): {per}.\n"
+            f"{END}")
 
 
 def main() -> int:
@@ -142,6 +180,7 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="rewrite the table in the doc")
     ap.add_argument("--json", type=Path, help="also write the raw counts here")
     args = ap.parse_args()
+    _warm_chart_engine()
     _cap_memory(args.memory_gib)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "work"

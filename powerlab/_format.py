@@ -21,7 +21,8 @@ import re
 
 import pandas as pd
 
-__all__ = ["SPREADSHEET_TIME_FORMAT", "column_words", "format_number", "spreadsheet_times"]
+__all__ = ["SPREADSHEET_TIME_FORMAT", "column_words", "format_number", "safe_frame",
+           "sanitize_cell", "spreadsheet_times", "unsanitize_cell"]
 
 #: Times in CSV files for people (facilities CSV, ``powerlab aggregate``,
 #: ``powerlab export-grid``): what Excel's default import and LibreOffice Calc read as
@@ -38,6 +39,61 @@ def spreadsheet_times(ts, zone: str | None = "UTC") -> list[str]:
     frac = ((t.nanosecond != 0) | (t.microsecond != 0)) & ~t.isna()
     fmt = SPREADSHEET_TIME_FORMAT + (".%f" if frac.any() else "")
     return ["" if v is pd.NaT else v.strftime(fmt) for v in t]
+
+
+# ------------------------------------------------------------- cells from user text
+#: Starts of a cell a spreadsheet evaluates as a formula (OWASP, "CSV Injection").
+_DANGEROUS = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def _needs_guard(text: str) -> bool:
+    # apostrophes count too, so that a text that itself starts with the guard ("'=x")
+    # is guarded again and reads back unchanged
+    # leading blanks and line breaks too: a spreadsheet may drop them and see the formula
+    t = text.lstrip("'")
+    return t.startswith(_DANGEROUS) or t.lstrip(" \t\r\n").startswith(_DANGEROUS)
+
+
+def sanitize_cell(text):
+    """The one escaping rule for a text cell a spreadsheet may open (CSV and xlsx).
+
+    Cells starting with ``= + - @``, tab, carriage return or line feed (or with one of
+    them after leading blanks and line breaks) get a leading ``'`` (OWASP CSV injection
+    guidance [1]_); so do cells whose text after leading apostrophes starts so, which
+    keeps the guard reversible (:func:`unsanitize_cell`).  Anything not a ``str`` is
+    returned as it is.  HTML pages escape with :func:`html.escape` instead.
+
+    References
+    ----------
+    .. [1] OWASP, "CSV Injection", https://owasp.org/www-community/attacks/CSV_Injection
+    """
+    if isinstance(text, str) and text and _needs_guard(text):
+        return "'" + text
+    return text
+
+
+def unsanitize_cell(text: str) -> str:
+    """The text :func:`sanitize_cell` guarded, its guard removed."""
+    if text.startswith("'") and _needs_guard(text[1:]):
+        return text[1:]
+    return text
+
+
+def safe_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with :func:`sanitize_cell` applied to every text cell (object, string and
+    category columns); numbers, times and untouched columns are shared, not copied."""
+    out = None
+    for c in df.columns:
+        col = df[c]
+        if not (col.dtype == object or isinstance(col.dtype, (pd.StringDtype,
+                                                                pd.CategoricalDtype))):
+            continue
+        vals = col.astype(object)
+        fixed = vals.map(sanitize_cell)
+        if not fixed.equals(vals):
+            out = df.copy(deep=False) if out is None else out
+            out[c] = fixed
+    return df if out is None else out
 
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")

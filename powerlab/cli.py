@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "size_mitigation",
     "flex",
     "study_package",
+    "reliability",
 ]
 
 
@@ -57,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         mod = importlib.import_module(f"powerlab._cli.{name}")
         mod.register(sub)
+    from ._cli._bounds import apply
+
+    apply(parser)                 # every number typed: finite, in its declared range
     return parser
 
 
@@ -76,12 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     _default_show = warnings.showwarning
     warnings.showwarning = _show
     from ._cli._args import special_paths
+    from ._cli._guard import guarded
 
     try:
         bad = special_paths(args)
         if bad:
             raise PowerlabError(bad)
-        rc = args.func(args)
+        with guarded(args):                 # no write lands on an input of this command
+            rc = args.func(args)
     except PowerlabError as exc:
         msg = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         print(f"powerlab {args.command}: error: {msg}", file=sys.stderr)  # one line

@@ -9,6 +9,12 @@
 * :func:`guard_outputs` — the check every writing command makes before any work: an
   output never lands on one of its inputs, nor on an existing file without ``--force``
   (:func:`add_force` adds the option).
+* :func:`protect_inputs` — the one output guard every write goes through while a command
+  runs: a Python audit hook [2]_ sees every ``open`` for writing, rename, replace, link,
+  truncate and removal in the process (pandas, openpyxl, ``Path.write_text`` and
+  :func:`atomic_write` alike) and refuses one that lands on an input of *this* command
+  (:func:`check_write`: resolved paths, hard links by device and inode, sidecars as any
+  other file, every existing file under an input folder).
 * :func:`output_folder` — the folder a writer fills: refused when a file has its name,
   created with its parents, a one-line error when it cannot be.
 * :func:`fsync_file`, :func:`fsync_dir` — durability across a power loss.
@@ -20,19 +26,26 @@ References
 ----------
 .. [1] The Open Group, "rename", The Open Group Base Specifications Issue 7 (POSIX.1-2017),
    https://pubs.opengroup.org/onlinepubs/9699919799/functions/rename.html
+.. [2] PEP 578, "Python Runtime Audit Hooks", https://peps.python.org/pep-0578/ (events
+   ``open``, ``os.rename``, ``os.remove``, ``os.truncate``, ``os.link``,
+   ``shutil.copyfile``: https://docs.python.org/3/library/audit_events.html)
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from .exceptions import PowerlabError, StoreError
 
 __all__ = ["TMP_PREFIX", "add_force", "atomic_write", "fsync_dir", "fsync_file",
-           "guard_outputs", "output_folder", "write_temporary"]
+           "check_write", "guard_outputs", "output_folder", "protect_inputs",
+           "write_temporary"]
 
 #: Start of every temporary file's name (a store's cleaner recognises them by it).
 TMP_PREFIX = ".tmp-"
@@ -239,3 +252,128 @@ def guard_outputs(outputs: Iterable, inputs: Iterable, *, force: bool = False) -
                 raise PowerlabError(f"output {out} exists and is not a regular file")
             if not force:
                 raise PowerlabError(f"output {out} exists; pass --force to overwrite it")
+
+
+# --------------------------------------------------------------------------- the guard
+class _Protected:
+    """The inputs of the running command: files by resolved path and (device, inode),
+    folders by resolved path."""
+
+    def __init__(self, paths: Iterable) -> None:
+        self.files: dict[str, Path] = {}
+        self.inodes: dict[tuple[int, int], Path] = {}
+        self.folders: list[tuple[str, Path]] = []
+        for p in paths:
+            p = Path(p)
+            try:
+                st = os.stat(p)
+                real = os.path.realpath(p)
+            except (OSError, ValueError):
+                continue
+            if os.path.isdir(real):
+                self.folders.append((real.rstrip(os.sep) + os.sep, p))
+            else:
+                self.files[real] = p
+                self.inodes[(st.st_dev, st.st_ino)] = p
+
+    def input_of(self, target, *, under_folders: bool = True) -> Path | None:
+        """The input ``target`` would overwrite, or None."""
+        try:
+            real = os.path.realpath(os.fsdecode(target))
+        except (TypeError, ValueError):
+            return None
+        if real in self.files:
+            return self.files[real]
+        try:
+            st = os.stat(real)
+        except (OSError, ValueError):
+            return None                      # a new file overwrites nothing
+        if (st.st_dev, st.st_ino) in self.inodes:
+            return self.inodes[(st.st_dev, st.st_ino)]
+        if under_folders and not os.path.isdir(real):
+            for prefix, folder in self.folders:
+                if real.startswith(prefix):
+                    return Path(real)
+        return None
+
+
+_ACTIVE: _Protected | None = None
+_HOOKED = False
+_BUSY = threading.local()
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+
+def check_write(path: str | os.PathLike, *, under_folders: bool = True) -> None:
+    """Refuse (:class:`PowerlabError`) a write to ``path`` while :func:`protect_inputs`
+    is active and ``path`` is (resolved, or by device and inode) an input of the running
+    command, or an existing file inside an input folder.  A no-op otherwise."""
+    prot = _ACTIVE
+    if prot is None:
+        return
+    hit = prot.input_of(path, under_folders=under_folders)
+    if hit is not None:
+        raise PowerlabError(f"output {os.fsdecode(path)} is the input {hit}; refusing to "
+                            "write over an input (choose another output name or folder)")
+
+
+def _writes(event: str, args: tuple) -> list:
+    """The paths an audited event would write, replace or remove: ``[(path,
+    under_folders)]``."""
+    if event == "open":
+        path, mode, flags = (tuple(args) + (None, None))[:3]
+        if isinstance(path, int):
+            return []
+        if isinstance(mode, str):
+            return [(path, True)] if any(c in mode for c in "wax+") else []
+        return [(path, True)] if isinstance(flags, int) and flags & _WRITE_FLAGS else []
+    if event == "os.rename":          # os.rename and os.replace: the source disappears
+        return [(args[0], False), (args[1], True)]
+    if event in ("os.remove", "os.truncate"):
+        return [(args[0], False)]
+    if event in ("os.link", "os.symlink", "shutil.copyfile", "shutil.move"):
+        return [(args[1], True)]
+    return []
+
+
+def _audit(event: str, args: tuple) -> None:
+    if _ACTIVE is None or getattr(_BUSY, "on", False):
+        return
+    if event not in ("open", "os.rename", "os.remove", "os.truncate", "os.link",
+                     "os.symlink", "shutil.copyfile", "shutil.move"):
+        return
+    _BUSY.on = True
+    try:
+        for path, under in _writes(event, args):
+            if isinstance(path, (str, bytes, os.PathLike)):
+                check_write(path, under_folders=under)
+    finally:
+        _BUSY.on = False
+
+
+@contextlib.contextmanager
+def protect_inputs(inputs: Iterable) -> Iterator[None]:
+    """While the block runs, no write in this process (any thread) lands on ``inputs``.
+
+    Parameters
+    ----------
+    inputs : iterable of path-like
+        The files and folders the command reads (missing ones are skipped); every
+        existing file inside an input folder counts as an input (a new file may be
+        created there).
+
+    Raises
+    ------
+    PowerlabError
+        From the write that would have overwritten, replaced, truncated or removed an
+        input; nothing of that input is changed.
+    """
+    global _ACTIVE, _HOOKED
+    if not _HOOKED:
+        sys.addaudithook(_audit)        # hooks cannot be removed: it idles when inactive
+        _HOOKED = True
+    previous = _ACTIVE
+    _ACTIVE = _Protected(inputs)
+    try:
+        yield
+    finally:
+        _ACTIVE = previous

@@ -124,8 +124,10 @@ def test_cli_numbers_and_names_are_bounded(tmp_path, capsys, args, words):
 def test_demo_hours_bound(tmp_path, capsys):
     pytest.importorskip("altair")
     pytest.importorskip("vl_convert")
-    assert main(["demo", "--hours", "1e9", "--out", str(tmp_path / "d")]) == 2
-    assert "at most 8784" in _err(capsys)
+    with pytest.raises(SystemExit) as exc:      # refused while parsing (issue 38)
+        main(["demo", "--hours", "1e9", "--out", str(tmp_path / "d")])
+    assert exc.value.code == 2
+    assert "more than 0 to 8784 h" in _err(capsys)
 
 
 def test_utf16_scenario_and_fifo_input_are_one_line(tmp_path, capsys):

@@ -13,19 +13,12 @@ def read_power(paths, *, tz: str | None = None):
     import pandas as pd
 
     from ..exceptions import ParseError
-    from ..iotools import read_any
-    from ..telemetry.store import read_store
-    from ..telemetry.storefiles import is_store
+    from ._inputs import read_telemetry_path
 
     frames, attrs = [], {}
     for path in paths:
         path = Path(path)
-        if is_store(path):
-            df = read_store(path)
-        elif path.exists():
-            df = read_any(path, tz=tz)
-        else:
-            raise ParseError("no such file, folder or store", path=path)
+        df = read_telemetry_path(path, tz=tz)   # store, Parquet file or a reader's file
         if not isinstance(df, pd.DataFrame) or "power_w" not in df or \
                 df["power_w"].notna().sum() == 0:
             what = ""

@@ -48,20 +48,12 @@ def run(args) -> int:
     import pandas as pd
 
     from ..data import bundled_path
-    from ..exceptions import PowerlabError
-    from ..iotools import read_any
-    from ..telemetry.store import read_store
-    from ..telemetry.storefiles import is_store
+    from ._inputs import read_telemetry_path
 
     paths = args.paths or [bundled_path("mlperf-gpt3-64node", "power")]
     frames = []
-    for path in paths:
-        if is_store(path):
-            frames.append(read_store(path))
-        elif path.exists():
-            frames.append(read_any(path, tz=args.tz))
-        else:
-            raise PowerlabError(f"{path}: no such file or store")
+    for path in paths:     # a store, a canonical Parquet file or any reader's file
+        frames.append(read_telemetry_path(path, tz=args.tz))
     df = pd.concat(frames, ignore_index=True)
     s = summarize(df)
     from ._quality import warn_identical_devices

@@ -140,8 +140,12 @@ def find_run(telemetry: pd.DataFrame, *, meter_interval_s: float | None = None,
         raise AnalysisError(f"{name}: only {len(y)} s of readings; cannot find the run")
     if meter_interval_s is None:
         keys = [k for k in ("host", "gpu_index") if k in telemetry]
-        t = telemetry.sort_values("timestamp").groupby(keys, observed=True)["timestamp"]
-        meter_interval_s = float(np.nanmedian(t.diff().dt.total_seconds()))
+        t = telemetry.sort_values("timestamp").groupby(keys, observed=True,
+                                                        dropna=False)["timestamp"]
+        meter_interval_s = float(np.nanmedian(t.diff().dt.total_seconds().to_numpy(float)))
+        if not np.isfinite(meter_interval_s) or meter_interval_s <= 0:  # one reading a meter
+            raise AnalysisError(f"{name}: no meter has two readings at different times; "
+                                "cannot find the interval of the readings (--events)")
     v = y.to_numpy()
     lo_s = max(4 * meter_interval_s, 2 * _GRID_S)
     a, b = 0, len(v) - 1

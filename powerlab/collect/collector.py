@@ -73,6 +73,7 @@ import pandas as pd
 
 from ..exceptions import NVMLError, NVMLUnavailableError, PowerlabError, StoreError
 from ..telemetry.schema import conform
+from ..telemetry.storefiles import clean_host_temporaries
 from . import nvml
 from .faults import FaultHandling
 from .flushing import Flushing
@@ -238,6 +239,7 @@ class Collector(Sampling, Flushing, FaultHandling):
             except OSError as exc:
                 raise StoreError(f"cannot create store folder {self.out}: "
                                  f"{exc.strerror or exc}") from exc
+            self._cleaned = clean_host_temporaries(self.out, self.host)  # a killed run's
             self._write_devices()
         except BaseException:
             if self._httpd is not None:

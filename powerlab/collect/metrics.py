@@ -11,8 +11,12 @@ with ``prometheus_client``'s own number formatting), and dcgm-exporter's labels 
 The server is one asyncio thread, whatever the number of connections: idle connections
 cost a socket, not a thread; they are closed after ``idle_timeout_s``; a reply the client
 does not read within ``write_timeout_s`` drops the connection; a connection beyond
-``max_connections`` closes the oldest idle one, else the one stuck longest in a write (so
-neither idle nor non-reading clients can lock a scraper out).  Scrapes are served from an
+``max_connections`` closes the oldest idle one of the client holding the most
+connections, else its one stuck longest in a write; and no client (one address) holds
+more than ``MetricsServer.max_per_client`` connections: beyond, its own oldest goes (so a
+flood from one address can neither fill the server nor push a scraper out, issue 38).
+The accept backlog is :data:`ACCEPT_BACKLOG` (the kernel caps it at ``somaxconn``), so a
+burst of connections waits in the queue instead of being refused.  Scrapes are served from an
 immutable snapshot rebuilt once per collection interval, never rendered per request;
 ``/health`` is 503 before the first collection and when none is fresh within three
 intervals.  It binds ``127.0.0.1`` unless told
@@ -29,6 +33,7 @@ References
 from __future__ import annotations
 
 import asyncio
+import collections
 import gzip
 import math
 import socket
@@ -107,6 +112,16 @@ def exposition(gpus, host: str) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+#: Connections the kernel queues before they are accepted (capped at ``somaxconn``).
+ACCEPT_BACKLOG = 4096
+
+
+def _peer(writer) -> str:
+    """The client's address (the port left out: one client, one address)."""
+    info = writer.get_extra_info("peername")
+    return str(info[0]) if isinstance(info, tuple) and info else str(info)
+
+
 class MetricsServer:
     """A minimal HTTP/1.1 server for ``GET /metrics`` and ``GET /health`` on one asyncio
     thread.
@@ -144,7 +159,14 @@ class MetricsServer:
         first; without it, the latest snapshot counts as the collection.
     stale_s : float, optional
         ``/health`` fails when the latest collection is older [s]; default 3 x refresh_s.
+
+    Attributes
+    ----------
+    max_per_client : int
+        Most connections one client address holds at once (default 16).
     """
+
+    max_per_client = 16
 
     def __init__(self, render: Callable[[], bytes], port: int, addr: str = "127.0.0.1",
                  max_connections: int = 64, idle_timeout_s: float = 30.0,
@@ -164,6 +186,8 @@ class MetricsServer:
         self._open = 0
         self._idle: dict = {}     # writer -> None, oldest first: waiting for a request
         self._writing: dict = {}  # writer -> monotonic start of its pending write
+        self._peer_of: dict = {}  # writer -> client address
+        self._by_peer: collections.Counter = collections.Counter()
         try:
             infos = socket.getaddrinfo(addr, int(port), type=socket.SOCK_STREAM,
                                        flags=socket.AI_PASSIVE)
@@ -171,7 +195,7 @@ class MetricsServer:
             sock = socket.socket(family, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(infos[0][4])
-            sock.listen(128)
+            sock.listen(ACCEPT_BACKLOG)
             sock.setblocking(False)
         except (OSError, UnicodeError, OverflowError) as exc:
             raise PowerlabError(f"cannot serve /metrics on {addr}:{port}: "
@@ -237,27 +261,47 @@ class MetricsServer:
         self._loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
         self._loop.close()
 
-    def _make_room(self) -> bool:
-        """At the connection limit: close the oldest idle connection, else the one stuck
-        longest in a write.  False when every connection is busy answering."""
-        if self._idle:
-            victim = next(iter(self._idle))
+    def _make_room(self, peer: str | None = None) -> bool:
+        """Close a connection of ``peer`` (default: the client holding the most): its
+        oldest idle one, else its one stuck longest in a write.  False when every such
+        connection is busy answering."""
+        if peer is None:
+            peer = max(self._by_peer, key=self._by_peer.get, default=None)
+        idle = [w for w in self._idle if self._peer_of.get(w) == peer]
+        writing = [w for w in self._writing if self._peer_of.get(w) == peer]
+        if idle:
+            victim = idle[0]
             del self._idle[victim]
-        elif self._writing:
-            victim = min(self._writing, key=self._writing.get)
+        elif writing:
+            victim = min(writing, key=self._writing.get)
             del self._writing[victim]
         else:
             return False
         self.evicted += 1
+        self._release(victim)     # counted out now, not when its handler gets to run
         victim.transport.abort()  # its handler sees the end of the stream and returns
         return True
 
+    def _release(self, writer) -> None:
+        """Count a connection out (once: at its eviction or at its handler's end)."""
+        peer = self._peer_of.pop(writer, None)
+        if peer is None:
+            return
+        self._open -= 1
+        self._by_peer[peer] -= 1
+        if not self._by_peer[peer]:
+            del self._by_peer[peer]
+
     async def _handle(self, reader: asyncio.StreamReader,
                       writer: asyncio.StreamWriter) -> None:
-        if self._open >= self.max_connections and not self._make_room():
+        peer = _peer(writer)
+        if (self._by_peer[peer] >= self.max_per_client and not self._make_room(peer)) or \
+                (self._open >= self.max_connections and not self._make_room()):
             writer.transport.abort()
             return
         self._open += 1
+        self._by_peer[peer] += 1
+        self._peer_of[writer] = peer
         try:
             writer.transport.set_write_buffer_limits(high=64 * 1024)
             while True:
@@ -307,7 +351,7 @@ class MetricsServer:
                 if close or not ok:
                     return
         finally:
-            self._open -= 1
+            self._release(writer)
             self._idle.pop(writer, None)
             self._writing.pop(writer, None)
             if writer.transport.get_write_buffer_size():

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._format import safe_frame
 from .._summary import Results, Summary
 from ..exceptions import PowerlabError
 from ..levers.jobs import job_curves, site_power_range_w
@@ -146,7 +147,7 @@ class FlexOffer(Results):
         """Write ``flex_offer.csv`` into ``out_dir`` (created); returns its path."""
         out = output_folder(out_dir)
         path = out / "flex_offer.csv"
-        self.rows.to_csv(path, index=False, float_format="%.6g")
+        safe_frame(self.rows).to_csv(path, index=False, float_format="%.6g")
         return path
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._format import safe_frame
 from .._options import renamed_attribute
 from .._summary import Results, Summary
 from ..outputs import output_folder
@@ -177,9 +178,9 @@ class CurtailmentPlan(Results):
         k = max(1, round(10.0 / self.tick_s))
         paths = [out / "plan_targets.csv", out / "plan_schedule.csv",
                  out / "plan_levers.csv", out / "plan_ramps.csv", out / "plan_summary.txt"]
-        self.targets.to_csv(paths[0], index=False, float_format="%.6g")
-        self.schedule.iloc[::k].to_csv(paths[1], index=False, float_format="%.6g")
-        self.levers.to_csv(paths[2], index=False, float_format="%.6g")
-        self.ramps.to_csv(paths[3], index=False, float_format="%.6g")
+        safe_frame(self.targets).to_csv(paths[0], index=False, float_format="%.6g")
+        safe_frame(self.schedule.iloc[::k]).to_csv(paths[1], index=False, float_format="%.6g")
+        safe_frame(self.levers).to_csv(paths[2], index=False, float_format="%.6g")
+        safe_frame(self.ramps).to_csv(paths[3], index=False, float_format="%.6g")
         paths[4].write_text(str(self.summary()) + "\n", encoding="utf-8")
         return paths

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import warnings
 import zoneinfo
 from dataclasses import dataclass
@@ -239,15 +240,37 @@ def _located(frame: pd.DataFrame, locs: dict) -> pd.DataFrame:
     return frame
 
 
+#: ISO 8601 durations of fixed length: weeks, days, hours, minutes, seconds (months and
+#: years differ in length and are refused, not read as minutes).
+_ISO_DURATION = re.compile(
+    r"P(?:(?P<w>\d{1,9}(?:[.,]\d{1,9})?)W)?(?:(?P<d>\d{1,9}(?:[.,]\d{1,9})?)D)?"
+    r"(?:T(?:(?P<h>\d{1,9}(?:[.,]\d{1,9})?)H)?(?:(?P<m>\d{1,9}(?:[.,]\d{1,9})?)M)?"
+    r"(?:(?P<s>\d{1,12}(?:[.,]\d{1,9})?)S)?)?")
+_CALENDAR = re.compile(r"P(?:[^T]*[YM])")
+_SECONDS = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+#: Longest event interval read [s]: ten years (OpenADR's "P9999Y", for ever, is refused).
+MAX_DURATION_S = 3653 * 86400.0
+
+
 def _duration(text, where: dict) -> pd.Timedelta:
-    try:
-        d = pd.Timedelta(str(text))
-    except (ValueError, TypeError):
-        raise ParseError(f"duration {text!r} is not an ISO 8601 duration (e.g. 'PT5M')",
-                         **where) from None
-    if d <= pd.Timedelta(0):
-        raise ParseError(f"duration {text!r} must be positive", **where)
-    return d
+    """An ISO 8601 duration (``PT5M``, ``P1DT2H``, ``P2W``) of fixed length.
+
+    ``P1M`` is a month, not a minute (``PT1M``): pandas read it as one minute, so this
+    parser is written to the standard [ISO 8601-1:2019, 5.5.2] and refuses calendar months
+    and years, which have no fixed length in seconds."""
+    t = text.strip().upper() if isinstance(text, str) else None
+    m = _ISO_DURATION.fullmatch(t) if t and len(t) <= 80 else None
+    if m is None or t in ("P", "PT") or t.endswith("T"):
+        why = ("calendar months and years have no fixed length; give days (P30D) or "
+               "weeks" if t and _CALENDAR.match(t) else "e.g. 'PT5M', 'PT1H30M', 'P1D'")
+        raise ParseError(f"duration {str(text)[:40]!r} is not an ISO 8601 duration of "
+                         f"fixed length ({why})", **where)
+    secs = sum(float(v.replace(",", ".")) * _SECONDS[k]
+               for k, v in m.groupdict().items() if v)
+    if not 0 < secs <= MAX_DURATION_S:
+        raise ParseError(f"duration {text!r} must be positive and at most ten years",
+                         **where)
+    return pd.Timedelta(seconds=secs)
 
 
 def parse_openadr_event(doc, *, tz: str | None = None, path=None) -> pd.DataFrame:
@@ -287,9 +310,17 @@ def _event_validator(path):
         raise PowerlabError("reading OpenADR 3 event JSON needs jsonschema "
                             "(pip install 'powerlab[openadr]')") from exc
 
+    checker = jsonschema.Draft202012Validator(EVENT_SCHEMA)   # the schema checked once
+
     def validate(ev, e: int) -> None:
         try:
-            jsonschema.validate(ev, EVENT_SCHEMA)
+            err = jsonschema.exceptions.best_match(checker.iter_errors(ev))
+        except RecursionError:
+            raise ParseError("JSON nested too deeply", path=path,
+                             column=f"events[{e}]") from None
+        try:
+            if err is not None:
+                raise err
         except jsonschema.ValidationError as exc:
             loc = "/".join(str(p) for p in exc.absolute_path)
             raise ParseError(f"not an OpenADR 3 event: {exc.message}",
@@ -306,6 +337,9 @@ def _events(doc, path) -> list:
         except json.JSONDecodeError as exc:
             raise ParseError(f"not JSON: {exc.msg} (character {exc.colno} of the line)",
                              path=path, line=exc.lineno) from None
+        except RecursionError:
+            raise ParseError("JSON nested too deeply (an OpenADR event is a few levels "
+                             "deep)", path=path) from None
         except ValueError as exc:                   # bytes that are not UTF-8
             raise ParseError(f"not JSON: {exc}", path=path) from None
     events = doc
@@ -402,11 +436,18 @@ def _payload_cap_w(vals: list, units: float, path, at_cap: str) -> float:
     if len(vals) != 1:
         raise ParseError(f"IMPORT_CAPACITY_LIMIT has {len(vals)} values; one "
                          "expected", **where)
+    v = vals[0]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        # JSON true is not a cap of 1, nor "5" a number (the schema says number)
+        raise ParseError(f"capacity limit {str(v)[:40]!r} is not a number", **where)
     try:
-        return float(vals[0]) * units
-    except (TypeError, ValueError):
-        raise ParseError(f"capacity limit {vals[0]!r} is not a number",
-                         **where) from None
+        cap = float(v) * units
+    except OverflowError:                       # an integer of hundreds of digits
+        cap = float("inf")
+    if not np.isfinite(cap):
+        raise ParseError(f"capacity limit {str(v)[:40]} is not a finite number "
+                         "(NaN or infinite)", **where)
+    return cap
 
 
 def check_targets(frame: pd.DataFrame, *, floor_w: float, max_w: float,
@@ -419,28 +460,35 @@ def check_targets(frame: pd.DataFrame, *, floor_w: float, max_w: float,
     :func:`parse_openadr_event`, the line and CSV column (or JSON path) of the value at
     fault; otherwise the target's ``source``."""
     locs = frame.attrs.get("locations") or {}
+    frame = frame.copy(deep=False)
+    frame.attrs = {k: v for k, v in frame.attrs.items() if k != "locations"}
+    # one pass over columns, not rows: a row of a frame copies its attrs (the locations
+    # of every target), which made reading n targets take n^2 time (issue 38)
     f = frame.sort_values("start_utc", kind="stable")
-    for i, r in f.iterrows():
-        def err(msg, what, r=r, i=i):
-            loc = locs.get(i)
-            if loc is None:
-                return ParseError(f"target {r['source']}: {msg}", path=path)
-            return ParseError(msg, path=path, line=loc[what][0], column=loc[what][1])
-
-        if not r["end_utc"] > r["start_utc"]:
-            raise err("target ends before it starts", "end")
-        if r["cap_w"] > max_w:
-            raise err(f"cap {r['cap_w'] / 1e6:.3f} MW is above the site's maximum "
-                      f"power {max_w / 1e6:.3f} MW", "cap")
-        if r["cap_w"] < floor_w:
-            raise err(f"cap {r['cap_w'] / 1e6:.3f} MW is below the site's floor "
-                      f"{floor_w / 1e6:.3f} MW (every job paused)", "cap")
-        if r["end_utc"] <= now:
-            raise err(f"target ends at {r['end_utc']}, before the plan starts "
-                      f"({now}): an event in the past", "end")
-        if horizon_end is not None and r["start_utc"] >= horizon_end:
-            raise err(f"target starts at {r['start_utc']}, after the horizon ends "
-                      f"({horizon_end})", "start")
+    start, end = f["start_utc"], f["end_utc"]
+    cap = f["cap_w"].to_numpy(float)
+    checks = [(~(end > start).to_numpy(), "end", lambda r: "target ends before it starts"),
+              (cap > max_w, "cap", lambda r: f"cap {r['cap_w'] / 1e6:.3f} MW is above the "
+               f"site's maximum power {max_w / 1e6:.3f} MW"),
+              (cap < floor_w, "cap", lambda r: f"cap {r['cap_w'] / 1e6:.3f} MW is below "
+               f"the site's floor {floor_w / 1e6:.3f} MW (every job paused)"),
+              ((end <= now).to_numpy(), "end", lambda r: f"target ends at {r['end_utc']}, "
+               f"before the plan starts ({now}): an event in the past"),
+              ((start >= horizon_end).to_numpy() if horizon_end is not None
+               else np.zeros(len(f), bool), "start",
+               lambda r: f"target starts at {r['start_utc']}, after the horizon ends "
+               f"({horizon_end})")]
+    bad = np.zeros(len(f), bool)
+    for mask, _, _ in checks:
+        bad |= mask
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        i, r = f.index[k], f.iloc[k]
+        mask, what, msg = next(c for c in checks if c[0][k])
+        loc = locs.get(i)
+        if loc is None:
+            raise ParseError(f"target {r['source']}: {msg(r)}", path=path)
+        raise ParseError(msg(r), path=path, line=loc[what][0], column=loc[what][1])
     if len(f) > 1:
         over = np.flatnonzero(f["start_utc"].to_numpy()[1:] < f["end_utc"].to_numpy()[:-1])
         if len(over):
@@ -451,9 +499,7 @@ def check_targets(frame: pd.DataFrame, *, floor_w: float, max_w: float,
                              path=path, **({} if loc is None else
                                            {"line": loc["start"][0],
                                             "column": loc["start"][1]}))
-    f = f.reset_index(drop=True)
-    f.attrs = {k: v for k, v in frame.attrs.items() if k != "locations"}
-    return f
+    return f.reset_index(drop=True)
 
 
 @renamed_keywords(scope="boundary")

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._format import safe_frame
 from .._options import choice, renamed_keywords
 from .._summary import Results, Summary
 from ..exceptions import AnalysisError, ParseError, PowerlabError
@@ -79,7 +80,16 @@ def read_site_power(source, *, freq: str = "1min", scope: str = "gpu") -> pd.Ser
     if not isinstance(s.index, pd.DatetimeIndex) or s.index.tz is None:
         raise PowerlabError("site power must be indexed by tz-aware timestamps")
     s = s.astype(float).sort_index()
+    if len(s) and (s.index[-1] - s.index[0]) / pd.Timedelta(freq) > MAX_BINS:
+        raise PowerlabError(f"site power from {s.index[0]} to {s.index[-1]} makes more "
+                            f"than {MAX_BINS:,} bins of {freq} (a damaged time?)")
     return s.tz_convert("UTC").resample(freq).mean().rename("power_w")
+
+
+#: Most bins of site power (10 years of minutes, 42 MB; a year-202 time asked 7 GiB).
+MAX_BINS = 5_300_000
+#: Largest site power a meter CSV may hold [W] (10 GW: beyond any site).
+MAX_METER_W = 1e10
 
 
 def _read_meter_csv(path: Path) -> pd.Series:
@@ -99,6 +109,12 @@ def _read_meter_csv(path: Path) -> pd.Series:
         v = pd.to_numeric(df["power_megawatts"], errors="coerce") * 1e6
     else:
         raise ParseError("no 'power_w' or 'power_megawatts' column", path=path, line=1)
+    with np.errstate(invalid="ignore"):     # -5 MW or inf gave credited MW (issue 38)
+        out = np.flatnonzero(np.isinf(v) | (v < 0) | (v > MAX_METER_W))
+    if len(out):
+        raise ParseError(f"power {df[v.name].iloc[out[0]]} is negative, infinite or "
+                         f"above {MAX_METER_W / 1e9:g} GW", path=path, line=int(out[0]) + 2,
+                         column=str(v.name))
     try:
         ts = pd.to_datetime(df["timestamp"], utc=False)
     except (ValueError, TypeError) as exc:
@@ -191,7 +207,7 @@ class Verification(Results):
     def write(self, out_dir) -> list[Path]:
         out = output_folder(out_dir)
         p1, p2 = out / "verification.csv", out / "verification_summary.txt"
-        self.frame.to_csv(p1, index=False, float_format="%.6g")
+        safe_frame(self.frame).to_csv(p1, index=False, float_format="%.6g")
         p2.write_text(str(self.summary()) + "\n", encoding="utf-8")
         return [p1, p2]
 

@@ -19,6 +19,8 @@ Modules
 :mod:`~powerlab.interconnect.sizing`       the cheapest mitigations that meet a requirement spec
 :mod:`~powerlab.interconnect.sizingresult` its result: the Pareto set, the files
 :mod:`~powerlab.interconnect.pmu`          what P- and M-class reference PMUs (C37.118.1) report
+:mod:`~powerlab.interconnect.flicker`      the IEC 61000-4-15 flickermeter: Pinst, Pst, Plt
+:mod:`~powerlab.interconnect.voltagechange` voltage change and flicker at the POI from P, Q, S_sc, X/R
 :mod:`~powerlab.interconnect.comtrade`     COMTRADE (C37.111) ASCII records: writer, reader
 :mod:`~powerlab.interconnect.energisation` staircase energisation within ramp and step limits
 :mod:`~powerlab.interconnect.studypackage` the large-load study package
@@ -74,6 +76,14 @@ _EXPORTS = {
     ),
     "pmu": (
         "PmuSettings", "modulation_gain", "pmu_filter", "pmu_power",
+    ),
+    "flicker": (
+        "FlickerOptions", "pinst_from_envelope", "pinst_from_waveform", "plt_from_pst",
+        "pst", "pst_from_pinst",
+    ),
+    "voltagechange": (
+        "FlickerResult", "GridStrength", "flicker_at_poi", "relative_voltage",
+        "voltage_steps",
     ),
     "comtrade": (
         "read_comtrade", "write_comtrade", "write_trace_comtrade",

@@ -214,6 +214,12 @@ def _with_clock_offsets(df: pd.DataFrame, logs: _NodeLogs, align: bool) -> pd.Da
     df.attrs["repeated_readings"] = logs.repeats
     df.attrs["identical_logs"] = [list(g) for g in logs.identical()]
     df.attrs["clock_offsets_s"] = offsets.to_dict()
+    far = {h: v for h, v in offsets.items() if abs(v) > logs.intervals.get(h, 2.0)}
+    if far and not align:
+        warn_quality("node clock offsets beyond the meter interval: "
+                     + ", ".join(f"{h} {v:+.1f} s" for h, v in list(far.items())[:8])
+                     + " -- not applied (read with align_clocks=True; powerlab calibrate "
+                     "applies them)")
     df.attrs["clocks_aligned"] = bool(align and len(hosts) > 1)
     df.attrs["switch_power"] = [  # plain values: attrs travel into Parquet metadata
         {"switch": r[0], "time_utc": pd.Timestamp(r[1], unit="ms", tz="UTC").isoformat(),
@@ -257,15 +263,16 @@ def _power_arrays(text: str, path) -> tuple[np.ndarray, np.ndarray, dict]:
     for lineno, _, ev in events:
         if ev["key"] in SWITCH_KEYS:
             v = ev.get("value")
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and \
+                    not _too_big(v):
                 sw.append((int(ev["time_ms"]), float(v)))
             continue
         spec = VARIABLE_MAP.get(ev["key"]) if isinstance(ev["key"], str) else None
         if spec is None:   # another event (a key that is not a string: not a reading)
             continue
         v = ev.get("value")
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            bad += 1
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or _too_big(v):
+            bad += 1                # not a number, or beyond any meter (400 digits)
             if first_bad is None:
                 first_bad = f"line {lineno}: {spec[0]} value {v!r} is not a number in {spec[1]}"
             continue
@@ -293,6 +300,13 @@ def _power_arrays(text: str, path) -> tuple[np.ndarray, np.ndarray, dict]:
 #: Line breaks of ``str.splitlines`` other than ``\n`` and ``\r\n``: a text holding
 #: one is parsed line by line (:func:`~powerlab.iotools.mllog.mllog_events`).
 _OTHER_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def _too_big(v) -> bool:
+    """A JSON integer beyond any float (hundreds of digits): a malformed line, not a
+    reading (float() of it raised OverflowError); inf and 1e308 are masked later."""
+    return type(v) is int and v.bit_length() > 1000
+
 _PLAIN_LINE = re.compile(r"^:::MLLOG (.*)$", re.MULTILINE)
 
 
@@ -330,14 +344,14 @@ def _power_fast(text: str):
         spec = power.get(key)
         if spec is not None:
             v = ev.get("value")
-            if type(v) not in num:
-                return None
+            if type(v) not in num or _too_big(v):
+                return None       # the line-by-line path counts it as a bad line
             put_t(tm)
             put_w(v)
             put_f(spec[2])
         elif key in switch:
             v = ev.get("value")
-            if type(v) in num:
+            if type(v) in num and not _too_big(v):
                 sw.append((int(tm), float(v)))
     # int() and float() of each, as the line-by-line path does: exact for the integer
     # time_ms of real logs (< 2**53), truncation toward zero for fractional ones

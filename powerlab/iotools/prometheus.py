@@ -218,12 +218,21 @@ def _series(series) -> tuple[dict, np.ndarray]:
     vals = series.get("values", [])
     if not isinstance(vals, list):
         raise TypeError("values is not a list")
-    arr = np.array([(float(t), float(v)) for t, v in vals], dtype="float64").reshape(-1, 2)
+    arr = np.array([(_number(t), _number(v)) for t, v in vals],
+                   dtype="float64").reshape(-1, 2)
     if len(arr) and not np.isfinite(arr[:, 0]).all():
         raise ValueError("a time is not finite")
     if len(arr) and not (np.abs(arr[:, 0]) < 2**33).all():
         raise ValueError("a time is not a Unix time")
     return lab, arr
+
+
+def _number(x) -> float:
+    """A time or value of a series: a JSON number or a string of one (Prometheus sends
+    values as strings); never a boolean (``true`` was read as 1, 1970-01-01)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float, str)):
+        raise TypeError(f"{x!r} is not a number")
+    return float(x)       # OverflowError for an integer of hundreds of digits
 
 
 def read_prometheus(url: str, start, end, step="15s", *, selector: str = "",
@@ -284,14 +293,14 @@ def read_prometheus(url: str, start, end, step="15s", *, selector: str = "",
     if n_steps + 1 > 10_000_000:
         raise PowerlabError(f"{n_steps + 1:,} steps of {dt:g} s from start to end; at most "
                             "10,000,000 per series: raise step or shorten the range")
-    left_out = {"masked": 0, "no_gpu": 0, "dup": 0, "bad_series": 0}
+    left_out = {"masked": 0, "no_gpu": 0, "dup": 0, "bad_series": 0, "outside": 0}
     frames = []
     for name in names:
         query = f"{name}{{{selector}}}"
         for a, b in _request_ranges(s0, n_steps, dt, int(max_points)):
             data = _get(url, {"query": query, "start": f"{a:.3f}", "end": f"{b:.3f}",
                               "step": f"{dt:g}"}, timeout_s, int(max_response_bytes))
-            frames += _series_frames(data["result"], name, left_out)
+            frames += _series_frames(data["result"], name, left_out, (s0, s1))
     _warn_left_out(url, left_out)
     if not frames:
         return schema.conform(schema.empty_frame())
@@ -325,18 +334,27 @@ def _request_ranges(s0: float, n_steps: int, dt: float,
         yield s0 + k * dt, s0 + min(k + max_points - 1, n_steps) * dt
 
 
-def _series_frames(result: list, name: str, left_out: dict) -> list[pd.DataFrame]:
+def _series_frames(result: list, name: str, left_out: dict,
+                   span: tuple[float, float] = (-math.inf, math.inf)) -> list[pd.DataFrame]:
     """Long frames (``t, host, gpu, uuid, col, metric, value``) of one answer's series
-    of metric ``name``; what is left out or masked is counted into ``left_out``."""
+    of metric ``name``; what is left out or masked is counted into ``left_out``: samples
+    timed outside ``span`` (the request, Unix seconds), values outside the column's
+    valid range (:data:`powerlab.telemetry.schema.GLOSSARY`)."""
     col, _unit, factor = PROMETHEUS_QUERY_MAP[name]
+    glossary = schema.GLOSSARY.get(col)
+    valid = glossary.valid_range if glossary is not None else None
     frames = []
     seen = set()
     for series in result:
         try:
             lab, arr = _series(series)
-        except (ValueError, TypeError, AttributeError):
+        except (ValueError, TypeError, AttributeError, OverflowError):
             left_out["bad_series"] += 1
             continue
+        inside = (arr[:, 0] >= span[0] - 1e-3) & (arr[:, 0] <= span[1] + 1e-3)
+        if not inside.all():                # a time of -500 or 'true' is not asked for
+            left_out["outside"] += int((~inside).sum())
+            arr = arr[inside]
         if not len(arr):
             continue
         gpu = str(lab.get("gpu", ""))
@@ -352,6 +370,9 @@ def _series_frames(result: list, name: str, left_out: dict) -> list[pd.DataFrame
         bad = ~np.isfinite(v)
         if col in ("power_w", "power_avg_w"):
             bad |= (v < 0) | (v > MAX_GPU_POWER_W)
+        if valid is not None:               # utilisation -1 %, a clock below 0
+            with np.errstate(invalid="ignore"):
+                bad |= (v < valid[0]) | (v > valid[1])
         left_out["masked"] += int(bad.sum())
         v[bad] = np.nan
         uuid = lab.get("UUID")
@@ -365,8 +386,10 @@ def _series_frames(result: list, name: str, left_out: dict) -> list[pd.DataFrame
 def _warn_left_out(url: str, left_out: dict) -> None:
     """One ``DataQualityWarning`` counting what was masked or left out (none: silent)."""
     what = [f"{n} {w}" for n, w in (
-        (left_out["masked"], ("value(s) not finite or, for power, below 0 or above "
-                              f"{MAX_GPU_POWER_W:g} W (masked to NaN)")),
+        (left_out["masked"], ("value(s) not finite or outside their column's valid "
+                              f"range (power: 0 to {MAX_GPU_POWER_W:g} W; utilisation: 0 "
+                              "to 100 %) (masked to NaN)")),
+        (left_out["outside"], "sample(s) timed outside the requested range (left out)"),
         (left_out["no_gpu"], "series without a numeric 'gpu' label (left out)"),
         (left_out["dup"], ("second series for one host, GPU and metric (left out; narrow "
                            "the selector, e.g. by job or instance)")),

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
-from .._format import spreadsheet_times
+from .._format import sanitize_cell, spreadsheet_times, unsanitize_cell
 from .._progress import Progress
 from ..exceptions import AnalysisError, PowerlabError
 from ..limits.requirements import BOUNDARIES
@@ -80,7 +80,6 @@ RAMP_COLUMNS = (("ramp_up_megawatts_per_s_1s_max", 1.0, +1),
 #: Decimal places written per kind of column (the stated resolution of the numbers).
 DECIMALS = {"power": 3, "energy": 6, "ramp": 3}
 _TIME_FMT = "%Y-%m-%d %H:%M:%S"           # powerlab._format.SPREADSHEET_TIME_FORMAT
-_DANGEROUS = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
 def local_time_column(tz: str) -> str:
@@ -138,35 +137,6 @@ def decimals_of(col: str) -> int:
     if "ramp" in col:
         return DECIMALS["ramp"]
     return DECIMALS["power"]
-
-
-def _needs_guard(text: str) -> bool:
-    # apostrophes count too, so that a text that itself starts with the guard ("'=x")
-    # is guarded again and reads back unchanged
-    # leading blanks and line breaks too: a spreadsheet may drop them and see the formula
-    t = text.lstrip("'")
-    return t.startswith(_DANGEROUS) or t.lstrip(" \t\r\n").startswith(_DANGEROUS)
-
-
-def sanitize_cell(text: str) -> str:
-    """Neutralise a text cell a spreadsheet would evaluate as a formula.
-
-    Cells starting with ``= + - @``, tab, carriage return or line feed (or with one of
-    them after leading blanks and line breaks) get a leading ``'``
-    (OWASP CSV injection guidance); so do cells whose text after leading apostrophes
-    starts so, which keeps the guard reversible (``read_facilities_csv`` returns the
-    original text).
-    """
-    if text and _needs_guard(text):
-        return "'" + text
-    return text
-
-
-def unsanitize_cell(text: str) -> str:
-    """The text :func:`sanitize_cell` guarded, its guard removed."""
-    if text.startswith("'") and _needs_guard(text[1:]):
-        return text[1:]
-    return text
 
 
 def resolution_seconds(resolution) -> float:

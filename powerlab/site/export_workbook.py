@@ -9,19 +9,22 @@ cells, a units row under the header and number cells rounded as in the CSV, and 
 
 from __future__ import annotations
 
+import gc
+import io
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..exceptions import PowerlabError
+from .._format import sanitize_cell
+from ..exceptions import PowerlabError, StoreError
 from ..outputs import atomic_write
 from .export import (
     decimals_of,
     facilities_columns,
     facilities_frame,
     resolution_seconds,
-    sanitize_cell,
     sidecar_facts,
 )
 
@@ -33,6 +36,9 @@ ABOUT_FACTS = ("format", "format_version", "file", "rows", "time_zone", "time_fo
                "interval_alignment", "resolution_s", "engine_tick_s", "draws", "seed",
                "scenario_name", "scenario_hash_sha256", "scenario_file", "powerlab_version",
                "generated_utc")
+#: Rows a worksheet holds (Excel's limit, also LibreOffice's since 7.4): the header and
+#: units rows included.
+MAX_SHEET_ROWS = 1_048_576
 
 
 def write_facilities_xlsx(result, path, resolution="15min",
@@ -76,6 +82,10 @@ def write_facilities_xlsx(result, path, resolution="15min",
     res_s = resolution_seconds(resolution)
     tz = result.scenario.site.tz
     df = facilities_frame(result, res_s, progress=progress)
+    if len(df) + 2 > MAX_SHEET_ROWS:        # refused before a row is written (issue 38)
+        raise PowerlabError(f"{len(df):,} rows do not fit a worksheet ({MAX_SHEET_ROWS:,} "
+                            "rows with the header and units): choose a coarser "
+                            "resolution or write the CSV (--format csv)")
     gen = generated_utc if generated_utc is not None else pd.Timestamp.now(tz="UTC")
     side = sidecar_facts(result, df, res_s, path.name, None, gen)
     side["format"] = "powerlab facilities workbook"
@@ -83,7 +93,32 @@ def write_facilities_xlsx(result, path, resolution="15min",
     wb = Workbook()
     _facilities_sheet(wb.active, df, cols, tz)
     _about_sheet(wb.create_sheet("about"), side, cols)
-    return atomic_write(path, wb.save)
+    data = _saved(wb, path)
+    return atomic_write(path, lambda tmp: Path(tmp).write_bytes(data))
+
+
+def _saved(wb, path: Path) -> bytes:
+    """Step: the workbook's bytes, built in memory.  openpyxl writes each sheet through a
+    temporary file of its own: on a full disk that write fails inside a generator whose
+    clean-up then prints a second traceback ("Exception ignored in"); the failure is one
+    :class:`StoreError` naming the workbook, the generator closed while unraisable
+    exceptions are silenced."""
+    buf = io.BytesIO()
+    failed = None
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: None
+    try:
+        try:
+            wb.save(buf)
+        except OSError as exc:
+            failed = exc.strerror or str(exc)
+        gc.collect()                       # openpyxl's half-run writers, closed now
+    finally:
+        sys.unraisablehook = hook
+    if failed is not None:
+        raise StoreError(f"could not write {path}: {failed} (while building the workbook "
+                         "in the temporary folder)")
+    return buf.getvalue()
 
 
 def _workbook_path(path) -> Path:
@@ -148,16 +183,13 @@ def _about_sheet(about, side: dict, cols: list[str]) -> None:
     about.append(["fact", "value"])
     for cell in about[1]:
         cell.font = Font(bold=True)
-    for key in ABOUT_FACTS:
-        about.append([key, side.get(key)])
-    for k, v in side["rounding"].items():
-        about.append([f"rounding of {k}", v])
-    for a in side["assumptions"]:
-        about.append(["assumption", a])
-    for c in cols:
-        about.append([f"unit of {c}", side["units"][c]])
-    for job, figs in side["jobs"].items():
-        for k, v in figs.items():
-            about.append([f"job {job}: {k} (median over draws)", v])
+    rows = [[key, side.get(key)] for key in ABOUT_FACTS]
+    rows += [[f"rounding of {k}", v] for k, v in side["rounding"].items()]
+    rows += [["assumption", a] for a in side["assumptions"]]
+    rows += [[f"unit of {c}", side["units"][c]] for c in cols]
+    rows += [[f"job {job}: {k} (median over draws)", v]
+             for job, figs in side["jobs"].items() for k, v in figs.items()]
+    for fact, value in rows:    # names come from users: never a live formula
+        about.append([sanitize_cell(fact), sanitize_cell(value)])
     about.column_dimensions["A"].width = 48
     about.column_dimensions["B"].width = 100

@@ -53,7 +53,11 @@ from ..exceptions import PowerlabError
 from .partitions import is_dask
 from .schema import conform
 
-__all__ = ["KINDS", "TelemetrySource", "read_parquet_telemetry", "telemetry_source"]
+__all__ = ["KINDS", "TelemetrySource", "is_parquet_file", "read_parquet_telemetry",
+           "telemetry_source"]
+
+#: The four bytes a Parquet file starts (and ends) with.
+PARQUET_MAGIC = b"PAR1"
 
 #: The kinds of telemetry input, in the order messages list them.
 KINDS = ("frame", "dask", "store", "parquet")
@@ -163,7 +167,23 @@ def read_parquet_telemetry(path) -> pd.DataFrame:
     if not p.exists():
         raise PowerlabError(f"{path}: no such file or folder")
     try:
-        table = pq.read_table(p)
+        with open(p, "rb") as fh:       # into memory: never mapped (issue 38, SIGBUS)
+            table = pq.read_table(pa.BufferReader(fh.read()))
     except (OSError, pa.ArrowException) as exc:
         raise PowerlabError(f"{path}: cannot read as Parquet: {exc}") from None
-    return conform(table.to_pandas())
+    df = table.to_pandas()
+    for c in ("host", "scope", "gpu_uuid", "job_id"):  # a store's own part file: categories
+        if c in df and isinstance(df[c].dtype, pd.CategoricalDtype):
+            df[c] = df[c].astype(object)
+    return conform(df)
+
+
+def is_parquet_file(path) -> bool:
+    """Whether ``path`` is a file that starts with the Parquet magic bytes (whatever its
+    name: a store's part file, ``canon.parquet``, a file without a suffix)."""
+    try:
+        with open(path, "rb") as fh:
+            return os.path.isfile(path) and fh.read(4) == PARQUET_MAGIC
+    except (OSError, ValueError):
+        return False
+

@@ -2,7 +2,8 @@
 
 Every file a store read touches goes through :func:`read_tables` (or
 :func:`read_file_tables`, which also gives each file's footer facts): its bytes are
-memory-mapped and checked against the CRC-32 in its name (for large files the next file's
+read into memory (never memory-mapped: a file another program truncates or rewrites in
+place while it is mapped kills the reader with SIGBUS) and checked against the CRC-32 in its name (for large files the next file's
 check runs in a thread while the current one is parsed), its Parquet page checksums are
 verified, it is projected to the columns asked for that it holds and filtered to the time
 range, and its rows must belong to the host of its folder.  A file that fails any of this
@@ -137,12 +138,14 @@ def _checked_buffers(files: list[Path]):
 
 
 def _file_buffer(f: Path) -> pa.Buffer:
-    """The bytes of a store file, memory-mapped (no copy: the CRC-32 and the Parquet
-    reader read the page cache; store files are never rewritten in place)."""
-    if f.stat().st_size == 0:
-        return pa.py_buffer(b"")
-    with pa.memory_map(str(f), "r") as src:
-        return src.read_buffer()
+    """The bytes of a store file, read into memory.
+
+    Not memory-mapped (issue 38): powerlab never rewrites a store file in place, but
+    another program may, and a mapped page that a truncation removed raises SIGBUS, a
+    native crash no ``except`` can catch.  Read, a file changed under the reader is at
+    worst bytes that fail their CRC-32: a :class:`StoreError` naming it."""
+    with open(f, "rb") as fh:
+        return pa.py_buffer(fh.read())
 
 
 def _one_value(md: pq.FileMetaData, names: Sequence[str]) -> dict[str, str]:

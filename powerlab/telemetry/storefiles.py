@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Self
 
 import pandas as pd
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..exceptions import DataQualityWarning, StoreError
@@ -50,6 +51,7 @@ __all__ = [
     "FORMAT",
     "META",
     "clean_dead_temporaries",
+    "clean_host_temporaries",
     "file_crc",
     "fsync_dir",
     "fsync_file",
@@ -191,16 +193,17 @@ def list_files(root: str | os.PathLike, *, start=None, end=None,
         if p.is_file() and p.suffix == ".parquet":
             _stray(p, "a Parquet file outside the date/host partition folders")
     files = []
+    misplaced = 0
     for date, host, hdir in _partition_dirs(root):
         try:
             day = pd.Timestamp(date, tz="UTC")
         except ValueError:
             continue
-        if start is not None and day + pd.Timedelta(days=1) <= start:
-            continue
-        if end is not None and day >= end:
-            continue
         if host_set is not None and host not in host_set:
+            continue
+        if (start is not None and day + pd.Timedelta(days=1) <= start) or \
+                (end is not None and day >= end):
+            misplaced += _named_inside(hdir, date, start, end)   # skipped: said, counted
             continue
         format2 = not hdir.name.startswith("host=")
         crcs: dict[str, Path] = {}
@@ -221,7 +224,30 @@ def list_files(root: str | os.PathLike, *, start=None, end=None,
                 files.append(p)
             elif not p.name.startswith(TMP_PREFIX):
                 _stray(p, "not a telemetry file (expected part-*.parquet)")
+    if misplaced:
+        warnings.warn(f"store: {misplaced} file(s) named for a date in the range read sit "
+                      "in another date's folder and were not read (moved?); run "
+                      f"'powerlab store verify {root}'", DataQualityWarning, stacklevel=3)
     return files
+
+
+_NAME_DAY = re.compile(r"^part-(\d{4})(\d{2})(\d{2})T")
+
+
+def _named_inside(hdir: Path, date: str, start, end) -> int:
+    """Part files of a folder outside ``[start, end)`` whose names (the first sample's
+    time) say a day inside it and not the folder's: files moved to another date folder,
+    which a date-bounded read would skip without a word."""
+    n = 0
+    for name in os.listdir(hdir):
+        m = _NAME_DAY.match(name)
+        if m is None or "-".join(m.groups()) == date:
+            continue
+        day = pd.Timestamp("-".join(m.groups()), tz="UTC")
+        if (start is None or day + pd.Timedelta(days=1) > start) and \
+                (end is None or day < end):
+            n += 1
+    return n
 
 
 def verify_store(root: str | os.PathLike) -> dict:
@@ -248,18 +274,66 @@ def verify_store(root: str | os.PathLike) -> dict:
     foreign = [str(w.message) for w in caught if issubclass(w.category, DataQualityWarning)]
     side = [p for kind in ("events", "devices") for p in side_table_files(root, kind)]
     out = {"files": 0, "bytes": 0, "damaged": [], "foreign": foreign}
+    telemetry = set(files)
     for f in [*files, *side]:
         out["files"] += 1
         try:
             data = f.read_bytes()
             out["bytes"] += len(data)
             verify_crc(f, data)
-            pq.read_table(io.BytesIO(data), page_checksum_verification=True)
+            t = pq.read_table(io.BytesIO(data), page_checksum_verification=True)
+            why = _misplaced_rows(f, t) if f in telemetry else None
+            if why:                        # a file moved to another date or host folder
+                out["damaged"].append((str(f), why))
         except StoreError as exc:
             out["damaged"].append((str(f), str(exc)))
         except Exception as exc:  # noqa: BLE001  (pyarrow's errors: OSError, ArrowInvalid)
             out["damaged"].append((str(f), f"not a readable Parquet file: {str(exc)[:200]}"))
     return out
+
+
+def partition_day(f: Path) -> pd.Timestamp | None:
+    """The UTC day of a telemetry file's date folder (None: not a date)."""
+    try:
+        return pd.Timestamp(partition_of(f)[0], tz="UTC")
+    except ValueError:
+        return None
+
+
+def misplaced_span(f: Path, lo, hi) -> str | None:
+    """Why rows timed ``lo`` .. ``hi`` do not belong to the date folder of ``f``, or None.
+
+    Every row of a part file lies in its folder's UTC day (the writer partitions so); a
+    file moved to another date folder would be skipped by a date-bounded read."""
+    day = partition_day(f)
+    if day is None or lo is None or hi is None:
+        return None
+    lo, hi = pd.Timestamp(lo), pd.Timestamp(hi)
+    lo, hi = (x.tz_localize("UTC") if x.tz is None else x for x in (lo, hi))
+    if lo >= day and hi < day + pd.Timedelta(days=1):
+        return None
+    return (f"holds rows from {lo} to {hi}, outside its date folder {day.date()}: move it "
+            "to the folder of its date (or out of the store)")
+
+
+def _misplaced_rows(f: Path, t) -> str | None:
+    """Why the rows of table ``t`` (file ``f``) do not belong to its partition: its date
+    folder (by the rows' times) or its host folder (by their host); None if they do."""
+    if not t.num_rows or "timestamp" not in t.column_names:
+        return None
+    mm = pc.min_max(t.column("timestamp"))
+    why = misplaced_span(f, mm["min"].as_py(), mm["max"].as_py())
+    if why or "host" not in t.column_names:
+        return why
+    col = t.column("host")
+    hosts = {str(h) for h in pc.unique(col.cast("string") if not
+                                       str(col.type).startswith("string") else col)
+             .to_pylist()}
+    want = partition_of(f)[1]
+    if hosts != {want}:
+        return (f"holds rows of host(s) {', '.join(sorted(hosts)[:3])}, not of its folder's "
+                f"host {want!r}")
+    return None
 
 
 def side_table_dir(root: str | os.PathLike, kind: str) -> Path:
@@ -417,6 +491,24 @@ def _unlink(p: Path) -> bool:
         return True
     except OSError:
         return False
+
+
+def clean_host_temporaries(root: str | os.PathLike, host: str) -> int:
+    """Remove what killed writers of ``host`` left in a store: temporary files in every
+    date folder of that host (each under its partition lock, so a live writer of the same
+    partition is never cut short) and this host's dead writers' temporaries in the side
+    tables.  A collector calls it at start (issue 38: orphans after kills on a slow disk
+    stayed until the next write to that very partition).  Returns how many were removed."""
+    root = Path(root)
+    n = 0
+    for date, h, folder in list(_partition_dirs(root)) if root.is_dir() else []:
+        if h != host or not any(p.name.startswith(TMP_PREFIX) for p in folder.iterdir()):
+            continue
+        with partition_lock(root, date, host):
+            n += clean_temporaries(folder)
+    for kind in ("events", "devices"):
+        n += clean_dead_temporaries(side_table_dir(root, kind))
+    return n
 
 
 def clean_temporaries(folder: Path) -> int:

@@ -150,9 +150,8 @@ def test_pmu_power_reports_modulation_times_the_gain(tick_s, fm):
     """An amplitude-modulated current (power P0 (1 + m cos 2 pi fm t)) through the full
     reference estimator (demodulation at f0, FIR filter, magnitude) reports a modulation
     depth of m |W(fm)| / W(0): within 1 % (the 2 f0 image leaks a little), whatever the
-    tick of the input series while fm stays below a fifth of its Nyquist frequency (the
-    series is linearly interpolated onto the PMU's 960-Hz grid, which attenuates faster
-    modulation: 10 Hz on a 0.01-s series reads 2 % low)."""
+    tick of the input series (resampled band-limited onto the PMU's 960-Hz grid; see
+    tests/interconnect/test_pmu.py up to the reporting rate's Nyquist frequency)."""
     t = np.arange(0, 12.0, tick_s)
     x = 20e6 * (1 + 0.1 * np.cos(2 * np.pi * fm * t))
     f = pmu_power(x, tick_s, START)

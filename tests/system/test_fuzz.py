@@ -32,7 +32,9 @@ def _stop_fake_prometheus():
 
 
 @pytest.mark.parametrize("name", [
-    pytest.param(t.name, marks=[pytest.mark.slow] if t.name == "cli demo" else [])
+    # the demo runs the whole chain; openadr builds documents of 20,000 intervals
+    pytest.param(t.name, marks=[pytest.mark.slow] if t.name in ("cli demo", "openadr")
+                 else [])
     for t in _targets()])
 def test_fuzz_target(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
