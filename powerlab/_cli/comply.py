@@ -74,9 +74,20 @@ def sags_for(source, sags):
     disturbances, simulated through the equipment model (the same model as the study
     package's ride-through table); on measured data they stay measurements, read against
     the second before each sag."""
-    if sags is None:
-        return None, source, ""
     from ..interconnect.sources import resolve
+
+    if sags is None:
+        if source.is_forecast and any(getattr(d, "from_model", False)
+                                      for d in source.scenario.disturbances):
+            from ..interconnect.equipment import equipment_from_scenario
+            from ..interconnect.eventresponse import (
+                scenario_with_sags,
+                supply_trip_assumption,
+            )
+            return None, resolve(scenario_with_sags(source.scenario, None)), (
+                "Ride-through (the scenario's sags that state no effect): "
+                + supply_trip_assumption(equipment_from_scenario(source.scenario)))
+        return None, source, ""
 
     if source.is_forecast:
         from ..interconnect.equipment import equipment_from_scenario
