@@ -161,7 +161,8 @@ def test_flex_and_study_package_boundary_old_names_warn(tmp_path):
                      forecast_boundary="it")
     with pytest.raises(OptionError, match="both scope= and boundary="):
         ride_through_table(None, None, scope="it", boundary="it")
-    assert ride_through_table.__renamed_keywords__ == {"scope": "boundary"}
+    assert ride_through_table.__renamed_keywords__ == {"scope": "boundary",
+                                                       "assumptions": "model"}
     fields = {f: None for f in StudyPackage.__dataclass_fields__
               if f not in ("boundary", "notes", "timings_s", "pmu_gains")}
     with pytest.warns(DeprecationWarning):

@@ -74,9 +74,20 @@ def sags_for(source, sags):
     disturbances, simulated through the equipment model (the same model as the study
     package's ride-through table); on measured data they stay measurements, read against
     the second before each sag."""
-    if sags is None:
-        return None, source, ""
     from ..interconnect.sources import resolve
+
+    if sags is None:
+        if source.is_forecast and any(getattr(d, "from_model", False)
+                                      for d in source.scenario.disturbances):
+            from ..interconnect.equipment import equipment_from_scenario
+            from ..interconnect.eventresponse import (
+                scenario_with_sags,
+                supply_trip_assumption,
+            )
+            return None, resolve(scenario_with_sags(source.scenario, None)), (
+                "Ride-through (the scenario's sags that state no effect): "
+                + supply_trip_assumption(equipment_from_scenario(source.scenario)))
+        return None, source, ""
 
     if source.is_forecast:
         from ..interconnect.equipment import equipment_from_scenario
@@ -96,6 +107,33 @@ def sags_for(source, sags):
     return sags, source, ("Ride-through (--sags on measured data): load lost against the "
                           f"{BASELINE_MEASURED}; no supply-trip model applies (what the "
                           "site did is in the data)")
+
+
+def fitted_sags(trace, sags, boundary: str) -> str:
+    """One line per measured sag: the ride-through parameters fitted to the record
+    (:func:`powerlab.interconnect.ridethroughfit.fit_sag_record`), or why not."""
+    import pandas as pd
+
+    from ..exceptions import PowerlabError
+    from ..interconnect.ridethroughfit import fit_sag_record
+
+    lines = ["Ride-through fitted to the measured record (per unit of the mean power "
+             "over the second before each sag):"]
+    x = trace.power_w(boundary)
+    for row in sags.itertuples(index=False):
+        t = pd.Timestamp(row.timestamp)
+        t = t.tz_localize("UTC") if t.tzinfo is None else t
+        k = round((t - trace.start_utc).total_seconds() / trace.tick_s)
+        try:
+            f = fit_sag_record(x, trace.tick_s, k, float(row.duration_s))
+        except PowerlabError as exc:
+            lines.append(f"  {t.isoformat()}: not fitted ({exc})")
+            continue
+        lines.append(f"  {t.isoformat()}: during {f.p_during_pu:.3g}, ceased "
+                     f"{f.ceased_pu:.3g}, tripped {f.tripped_pu:.3g}, return after "
+                     f"{f.return_delay_s:.3g} s over {f.return_s:.3g} s (residual "
+                     f"{f.rms_pu:.3g} vs {f.flat_rms_pu:.3g} flat)")
+    return "\n".join(lines)
 
 
 def check_draws_out_sags(args) -> None:
@@ -172,6 +210,8 @@ def run(args) -> int:
             summaries.append(str(rz.summary()))
     if sag_line:
         summaries.append(sag_line)
+    if sags is not None and not source.is_forecast:
+        summaries.append(fitted_sags(res.trace, sags, spec.boundary))
     if not args.quiet:
         print("\n\n".join(summaries))
     print("wrote " + ", ".join(str(p) for p in written))

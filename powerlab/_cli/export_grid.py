@@ -19,7 +19,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                     ".parquet file) as a playback file: PSCAD File Read (comment line, time "
                     "[s] then P [MW]), PowerFactory measurement file (ElmFile: first line "
                     "the number of variables, then time [s] and P [MW]) or a plain CSV with "
-                    "units in its header. By default every tick of the series is written; "
+                    "units in its header. For a scenario the files also carry the reactive "
+                    "power Q [Mvar] at the point of interconnection and, when the scenario's "
+                    "equipment: block states poi.short_circuit_mva, the voltage V [pu] "
+                    "there (powerlab.interconnect.equipment); --p-only writes P alone. By "
+                    "default every tick of the series is written; "
                     "with --step-s the power is averaged over each step and stamped at the "
                     "block midpoint, and the header says which band the file represents.",
     )
@@ -42,6 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="telemetry only: facility power = IT power x PUE + base load")
     p.add_argument("--base-load-w", type=float, default=0.0,
                    help="telemetry only: non-IT load added to facility power [W]")
+    p.add_argument("--p-only", action="store_true",
+                   help="write active power only (no Q and V columns)")
     add_force(p)
     p.set_defaults(func=run)
 
@@ -66,9 +72,14 @@ def run(args) -> int:
                             "telemetry is one trace")
     trace = source.trace(draw=args.draw, seed=args.seed, tick_s=args.tick_s,
                          measured=MeasuredOptions(pue=args.pue, base_load_w=args.base_load_w))
+    eq = None
+    if source.is_forecast and not args.p_only and args.boundary == "facility":
+        from ..interconnect.equipment import equipment_from_scenario
+        eq = equipment_from_scenario(source.scenario)
     path = write_grid_playback(trace, args.out, args.fmt, step_s=args.step_s,
-                               boundary=args.boundary)
+                               boundary=args.boundary, equipment=eq)
     step = trace.tick_s if args.step_s is None else args.step_s
-    print(f"wrote {path} ({args.fmt}, {args.boundary} power, {step:g}-s steps; "
+    what = "P" if eq is None else ("P, Q, V" if eq.poi.short_circuit_mva else "P, Q")
+    print(f"wrote {path} ({args.fmt}, {args.boundary} power: {what}, {step:g}-s steps; "
           f"{represented_band(step, trace.tick_s)[2]})")
     return 0

@@ -72,13 +72,10 @@ def run(args) -> int:
     spec = read_requirements(args.requirements)
     scenario = read_scenario(args.scenario)
     sags = read_sags(args.sags) if args.sags is not None else None
-    if sags is not None:    # simulated through the equipment model, as comply does
-        from ..interconnect.sources import resolve
-        src = resolve(scenario)
-        sags, src, sag_line = sags_for(src, sags)
-        scenario = src.scenario
-    else:
-        sag_line = ""
+    from ..interconnect.sources import resolve  # sags through the equipment model
+    src = resolve(scenario)
+    sags, src, sag_line = sags_for(src, sags)
+    scenario = src.scenario
     from ..exceptions import Interrupted
     from ..interconnect.compliance import Compliance  # scipy: only once the inputs are read
     from ..interconnect.sizing import size_mitigation

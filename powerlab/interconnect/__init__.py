@@ -9,6 +9,12 @@ Modules
 :mod:`~powerlab.interconnect.verdicts`     the verdicts over draws: ComplianceResult
 :mod:`~powerlab.interconnect.resonance`    harmonics of the load against the grid's mode bands
 :mod:`~powerlab.interconnect.equipment`    the site's electrical front end: PSUs, UPS, protection; P and Q at the POI
+:mod:`~powerlab.interconnect.equipmenttable` its parameters with units and sources
+:mod:`~powerlab.interconnect.eventresponse` the one ride-through model: what ceases, trips, returns
+:mod:`~powerlab.interconnect.ridethroughtables` voltage and frequency ride-through tables
+:mod:`~powerlab.interconnect.ridethroughfit` ride-through parameters fitted to a measured record
+:mod:`~powerlab.interconnect.perc1`        PERC1 records from the equipment model, PSLF .dyd
+:mod:`~powerlab.interconnect.datalist`     the computational-load data list, filled or "needs: ..."
 :mod:`~powerlab.interconnect.gridstudy`    playback files for PSCAD, PowerFactory and CSV
 :mod:`~powerlab.interconnect.ridethrough`  ride-through load loss against the sag-free forecast; the sag table
 :mod:`~powerlab.interconnect.assessability` can a forecast at this tick assess a spec? (no engine run)
@@ -55,6 +61,21 @@ _EXPORTS = {
     ),
     "equipment": (
         "SiteEquipment", "equipment_from_scenario", "pq_at_poi", "trace_pq",
+    ),
+    "eventresponse": (
+        "event_response", "scenario_with_sags",
+    ),
+    "ridethroughtables": (
+        "frequency_ride_through", "voltage_ride_through",
+    ),
+    "ridethroughfit": (
+        "fit_sag_record",
+    ),
+    "perc1": (
+        "perc1_parameters", "write_perc1_dyd",
+    ),
+    "datalist": (
+        "data_list",
     ),
     "gridstudy": (
         "playback_frame", "represented_band", "write_grid_playback",

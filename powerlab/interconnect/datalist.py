@@ -80,6 +80,9 @@ def _from_equipment(eq: SiteEquipment, keys: str) -> tuple[str, str]:
     """(value, status) of equipment parameters: ``given`` when the scenario set them
     all, else ``needs``."""
     vals = dict(eq.parameters())
+    lo, hi = eq.protection.frequency_band_hz(eq.poi.frequency_hz)
+    vals["protection.underfrequency_hz"] = vals["protection.underfrequency_hz"] or lo
+    vals["protection.overfrequency_hz"] = vals["protection.overfrequency_hz"] or hi
     ks = keys.split(",")
     text = "; ".join(f"{k} = {vals[k]}" for k in ks)
     missing = [k for k in ks if f"equipment.{k}" not in eq.overridden]

@@ -283,7 +283,7 @@ class Protection(Options):
         """(81U, 81O) pickups on a system of nominal frequency ``f0_hz`` [Hz]."""
         lo = self.underfrequency_hz if self.underfrequency_hz is not None else 0.95 * f0_hz
         hi = self.overfrequency_hz if self.overfrequency_hz is not None else 1.03 * f0_hz
-        return float(lo), float(hi)
+        return round(float(lo), 9), round(float(hi), 9)
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,10 @@ def equipment_table(eq: SiteEquipment) -> pd.DataFrame:
     """One row per parameter: ``parameter`` (key path), ``value``, ``unit``,
     ``meaning``, ``source`` and ``set_by`` (``scenario`` or ``default``)."""
     rows = []
+    lo, hi = eq.protection.frequency_band_hz(eq.poi.frequency_hz)
+    resolved = {"protection.underfrequency_hz": lo, "protection.overfrequency_hz": hi}
     for key, value in eq.parameters():
+        value = resolved.get(key, value) if value is None else value
         unit, meaning, source = PARAMETERS.get(key, ("", "", ""))
         rows.append({"parameter": key,
                      "value": "" if value is None else str(value),

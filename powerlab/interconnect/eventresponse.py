@@ -317,14 +317,19 @@ def nominal_it_share(scenario) -> float:
 
 def scenario_with_sags(scenario, sags: pd.DataFrame, equipment: SiteEquipment | None = None):
     """The scenario with voltage sags given as a table (``timestamp``, ``duration_s``,
-    ``residual_voltage_pu``) added to its disturbances, each as the equipment model's
-    response (:func:`engine_sag`; equipment default: the scenario's)."""
+    ``residual_voltage_pu``; None or empty: none) added to its disturbances, each as the
+    equipment model's response (:func:`engine_sag`; equipment default: the scenario's);
+    its own sags that state no effect (``from_model``) take the model's too."""
     eq = equipment or equipment_from_scenario(scenario)
     share = nominal_it_share(scenario)
-    own = tuple(getattr(scenario, "disturbances", ()))
+    own = tuple(engine_sag(event_response(eq, residual_voltage_pu=d.residual_voltage_pu,
+                                          duration_s=d.duration_s, it_share=share),
+                           d.at_utc, name=d.name, eq=eq, it_share=share)
+                if getattr(d, "from_model", False) else d
+                for d in getattr(scenario, "disturbances", ()))
     names = {d.name for d in own}
     add = []
-    for i, row in enumerate(sags.itertuples(index=False)):
+    for i, row in enumerate(() if sags is None else sags.itertuples(index=False)):
         resp = event_response(eq, residual_voltage_pu=float(row.residual_voltage_pu),
                               duration_s=float(row.duration_s), it_share=share)
         name = f"given_sag{i}"

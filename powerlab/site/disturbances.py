@@ -107,6 +107,11 @@ class VoltageSag:
         Share of the non-IT power (facility minus IT) that trips at the sag [-].
     aux_outage_s : float
         From the sag until the tripped non-IT load is back [s].
+    from_model : bool
+        True when the scenario gave none of the effect keys (the fractions and times
+        above): the interconnection commands then take the sag's effect from the site's
+        equipment model (:func:`powerlab.interconnect.eventresponse.scenario_with_sags`);
+        the engine alone applies the zeros.
     """
 
     name: str
@@ -121,12 +126,18 @@ class VoltageSag:
     ups_return_delay_s: float = 0.0
     aux_trip_fraction: float = 0.0
     aux_outage_s: float = 0.0
+    from_model: bool = False
 
     @property
     def acts_on_facility(self) -> bool:
         """Whether the sag changes the grid power beyond the IT nodes' trips."""
         return bool(self.ups_fraction > 0 or self.cease_fraction > 0
                     or self.aux_trip_fraction > 0)
+
+
+#: The keys of a sag that state its effect (none given: the equipment model decides).
+_EFFECT_KEYS = ("trip_fraction", "ups_fraction", "ups_return_s", "outage_s",
+                "cease_fraction", "ups_return_delay_s", "aux_trip_fraction", "aux_outage_s")
 
 
 def parse_disturbances(raw, source: str | None = None) -> tuple[VoltageSag, ...]:
@@ -146,7 +157,9 @@ def parse_disturbances(raw, source: str | None = None) -> tuple[VoltageSag, ...]
         if res >= 1.0:
             raise s.error("residual_voltage_pu", "must be below 1 pu (a sag lowers the "
                           "voltage; 0.7 means a sag to 70 % of nominal)")
+        model = not any(s.has(k) for k in _EFFECT_KEYS)
         sag = VoltageSag(
+            from_model=model,
             name=s.string("name", f"sag{i}"),
             at_utc=s.timestamp("at_utc"),
             residual_voltage_pu=res,

@@ -234,8 +234,7 @@ class Scenario:
     description: str = ""
     source: str | None = None
     disturbances: tuple[VoltageSag, ...] = ()
-    #: the ``equipment:`` mapping as written (read by powerlab.interconnect.equipment)
-    equipment: dict | None = field(default=None, hash=False)
+    equipment: dict | None = field(default=None, hash=False)   # interconnect.equipment
 
     def to_dict(self) -> dict:
         """Plain, JSON-ready dictionary of the scenario (timestamps as ISO strings)."""
@@ -545,9 +544,7 @@ def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> 
     h0, h1 = _horizon(top.section("horizon"))
     tick = _tick(top.section("simulation"), jobs, src)
     dist = parse_disturbances(top.raw("disturbances"), src)
-    equipment = top.raw("equipment")
-    if equipment is not None and not isinstance(equipment, dict):
-        raise ScenarioError("expected a mapping", key="equipment", path=src)
+    equipment = Section(top.raw("equipment"), "equipment", src).data or None  # a mapping
     top.finish()
     scen = Scenario(disturbances=dist, equipment=equipment, name=name, description=description, site=site,
                     hardware=hardware, jobs=tuple(jobs), mitigations=mit, limits=lim,

@@ -73,3 +73,7 @@ def test_scenario_carries_equipment(tmp_path):
     assert equipment_from_scenario(scen).ups.it_share == 0.5
     assert equipment_from_scenario(read_scenario(src)) == SiteEquipment()
     hash(scen)      # the raw mapping does not make the scenario unhashable
+    d["equipment"] = 5
+    p.write_text(yaml.safe_dump(d))
+    with pytest.raises(ScenarioError, match="equipment.*expected a mapping"):
+        read_scenario(p)

@@ -196,3 +196,48 @@ def test_frequency_settings_follow_the_nominal_frequency():
     assert f["frequency_hz"].min() == pytest.approx(50 - 3.5 * 50 / 60)
     mild = f[f["deviation_hz"].abs() < 1.5]
     assert mild["rides_through"].all()
+
+
+def test_a_scenario_sag_stating_no_effect_takes_the_equipment_model(tmp_path, small):
+    # `powerlab scale --sag` writes a sag with residual voltage and duration only: comply
+    # reads its loss through the same equipment model as --sags and the table
+    follow = 200.0
+    scen = _window_scenario(tmp_path, follow)
+    d = yaml.safe_load(scen.read_text())
+    d["disturbances"] = [{"name": "s", "type": "voltage_sag", "at_utc": AT.isoformat(),
+                          "residual_voltage_pu": 0.6, "duration_s": 1.0}]
+    scen.write_text(yaml.safe_dump(d))
+    sc = read_scenario(scen)
+    assert sc.disturbances[0].from_model
+    spec = tmp_path / "rt.yaml"
+    spec.write_text("name: rt\nboundary: facility\nrequirements:\n  - {name: rt, kind: "
+                    "ride_through, residual_voltage_pu: 0.0, sag_duration_s: 2.0, observe_s: "
+                    "1, limit: 0.001, unit: MW, source: t, illustrative: true}\n")
+    out = tmp_path / "c"
+    cli.main(["comply", str(scen), "--requirements", str(spec), "--draws", "2",
+              "--out", str(out), "--quiet"])
+    got = pd.read_csv(out / "compliance.csv").iloc[0]["value"]
+    rt = ride_through_table(small, AT, residual_voltages_pu=(0.6,), durations_s=(1.0,),
+                            draws=2, seed=0, follow_s=follow).iloc[0]
+    want = max(rt["load_lost_megawatts_during_sag_max"],
+               rt["load_lost_megawatts_after_sag_max"])
+    assert got == pytest.approx(want, rel=1e-5) and want > 0.1
+    # a sag that states its effect keeps it
+    d["disturbances"][0]["trip_fraction"] = 0.0
+    scen.write_text(yaml.safe_dump(d))
+    assert not read_scenario(scen).disturbances[0].from_model
+
+
+def test_table_stable_when_the_tick_changes(small):
+    # the same sags at 0.1-s and 0.05-s ticks: the same outcome, loss within a few %
+    out = {}
+    for tick in (0.1, 0.05):
+        rt = ride_through_table(small, AT, residual_voltages_pu=(0.0, 0.8),
+                                durations_s=(1.0,), draws=1, follow_s=60.0, tick_s=tick)
+        out[tick] = rt.set_index("residual_voltage_pu")
+    for v in (0.0, 0.8):
+        a, b = out[0.1].loc[v], out[0.05].loc[v]
+        assert a["tripped_megawatts"] == pytest.approx(b["tripped_megawatts"], rel=0.05)
+        assert a["load_lost_megawatts_during_sag_max"] == pytest.approx(
+            b["load_lost_megawatts_during_sag_max"], rel=0.05)
+    assert out[0.05].loc[0.0, "p_during_megawatts"] == 0.0

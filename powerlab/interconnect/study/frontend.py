@@ -23,6 +23,7 @@ import pandas as pd
 from ..equipment import SiteEquipment, equipment_from_scenario, trace_pq, with_overrides
 from ..equipmenttable import equipment_table
 from ..ridethroughtables import frequency_ride_through, voltage_ride_through
+from ..voltagechange import GridStrength
 from .html import esc, table
 from .section import PackageFolder, Section, Study, register
 
@@ -31,12 +32,20 @@ __all__ = ["FrontEnd", "operating_point", "study_equipment"]
 
 def study_equipment(study: Study) -> SiteEquipment:
     """The equipment of the study: the scenario's (defaults for measured telemetry), at
-    the PMU's nominal frequency when the scenario does not set ``poi.frequency_hz``."""
+    the PMU's nominal frequency when the scenario does not set ``poi.frequency_hz``, and
+    with the package's grid strength (the voltage-change section's
+    :class:`~powerlab.interconnect.voltagechange.GridStrength`: one short-circuit level
+    and X/R for the V channel and the voltage change) when it does not set
+    ``poi.short_circuit_mva``."""
     src = study.source
     eq = equipment_from_scenario(src.scenario) if src.is_forecast else SiteEquipment()
     f0 = float(study.options.pmu.f0_hz)
     if "equipment.poi.frequency_hz" not in eq.overridden and eq.poi.frequency_hz != f0:
         eq = with_overrides(eq, poi={"frequency_hz": f0})
+    if "equipment.poi.short_circuit_mva" not in eq.overridden:
+        grid = getattr(study.options, "grid", None) or GridStrength()
+        eq = with_overrides(eq, poi={"short_circuit_mva": grid.short_circuit_megavolt_amperes,
+                                     "x_over_r": grid.x_over_r})
     return eq
 
 

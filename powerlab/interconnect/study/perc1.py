@@ -25,7 +25,8 @@ def _figure(study: Study, name: str) -> float:
     """The largest-over-draws value of a per-draw figure (NaN when absent)."""
     if study.per_draw is None or name not in getattr(study.per_draw, "columns", ()):
         return float("nan")
-    return float(np.nanmax(study.per_draw[name].to_numpy(float)))
+    v = study.per_draw[name].to_numpy(float)
+    return float(np.nanmax(v)) if np.isfinite(v).any() else float("nan")
 
 
 def _known(study: Study) -> dict:
