@@ -70,3 +70,25 @@ def test_gpu_model_from_the_system_description(tmp_path):
     assert path == sub / "systems" / "SR780aV3.json"
     assert gpu_model_of(path)[:2] == ("B200-SXM-180GB", 8)
     assert find_system_json(tmp_path / "elsewhere") is None
+
+
+def test_calibrate_cli_carries_the_bundled_b200_model(tmp_path):
+    """``powerlab calibrate`` on the bundled B200 sample names the model from its
+    system.json, writes the B200 TDP and a sourced split; ``--gpu-model`` overrides."""
+    import yaml
+
+    from powerlab.cli import main
+    from powerlab.data import bundled_path
+
+    d = bundled_path("mlperf-v50-b200-bert")
+    out = tmp_path / "j.yaml"
+    assert main(["calibrate", str(d / "power" / "result_0"), "--events",
+                 str(d / "result_0.txt.gz"), "--out", str(out)]) == 0
+    text = out.read_text()
+    hw = yaml.safe_load(text)["hardware"]
+    assert hw["gpu_model"] == "B200-SXM-180GB" and hw["gpu_tdp_w"] == 1000
+    assert "system description" in text and "hardware prior" in text
+    assert main(["calibrate", str(d / "power" / "result_0"), "--events",
+                 str(d / "result_0.txt.gz"), "--gpu-model", "H100-SXM5-80GB",
+                 "--out", str(out)]) == 0
+    assert yaml.safe_load(out.read_text())["hardware"]["gpu_model"] == "H100-SXM5-80GB"
