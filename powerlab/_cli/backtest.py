@@ -37,6 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run to run: runs to forecast from their own start events")
     p.add_argument("--gpus-per-node", type=int, default=8,
                    help="GPUs per node (default 8)")
+    p.add_argument("--gpu-model",
+                   help="GPU model (time split; default: from an MLPerf system description "
+                        "found beside the recording, see powerlab calibrate --help)")
     p.add_argument("--tz", help="time zone of zone-less timestamps in the sources")
     p.add_argument("--out", type=Path, required=True, help="output folder")
     p.set_defaults(func=run)
@@ -70,6 +73,7 @@ def run(args) -> int:
     output_folder(args.out, create=False, what="--out")
     from .._progress import CommandProgress
     from ._estimates import reading
+    from .calibrate import gpu_model_for
 
     inputs = args.power or [s.split(":")[0] for s in args.train_runs + args.test_runs]
     with CommandProgress("backtest", *reading("calibrate and forecast", inputs),
@@ -84,6 +88,7 @@ def run(args) -> int:
             events = read_events(args.events) if args.events else None
             res = backtest_split(power, events, split=args.split,
                                  gpus_per_node=args.gpus_per_node,
+                                 gpu_model=gpu_model_for(args.gpu_model, None, args.power)[0],
                                  source=", ".join(str(p) for p in args.power),
                                  events_source=str(args.events) if args.events else None)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -67,7 +67,7 @@ def run(args) -> int:
         power = read_power(args.power, tz=args.tz)
         events = read_events(args.events) if args.events else None
         src = ", ".join(str(p) for p in args.power)
-        model, model_src = _gpu_model(args)
+        model, model_src = gpu_model_for(args.gpu_model, args.system, args.power)
         bar.phase(f"fitting {len(power):,} readings")
         cal = calibrate_job(power, events=events, start=start,
                             end=end, meter_interval_s=args.meter_interval,
@@ -83,19 +83,18 @@ def run(args) -> int:
     return 0
 
 
-def _gpu_model(args):
-    """(model, source): --gpu-model, else --system, else a system description found
-    beside the recording; (None, why) when there is none."""
+def gpu_model_for(model, system, power_paths):
+    """(model, source): the model given, else the system description given, else one
+    found beside the recording; (None, why) when there is none."""
     from ..calibration.node_split import find_system_json, gpu_model_of
     from ..exceptions import PowerlabError
 
-    if args.gpu_model:
-        return args.gpu_model, "given: --gpu-model"
-    path = args.system
-    if path is not None and not path.is_file():
-        raise PowerlabError(f"--system {path}: no such file")
-    path = path or next((f for f in map(find_system_json, args.power) if f), None)
+    if model:
+        return model, "given: --gpu-model"
+    if system is not None and not system.is_file():
+        raise PowerlabError(f"--system {system}: no such file")
+    path = system or next((f for f in map(find_system_json, power_paths) if f), None)
     if path is None:
         return None, "not given (no --gpu-model, no system description found)"
-    model, _, why = gpu_model_of(path)
-    return model, why
+    found, _, why = gpu_model_of(path)
+    return found, why

@@ -16,7 +16,8 @@ Rules (the same for every recording)
 - **Power log against training log**: the summed power (1-s grid) is cross-correlated
   with the log's evaluation indicator (-1 inside ``eval_start`` .. ``eval_stop``, 0
   elsewhere, between ``run_start`` and ``run_stop``), lags within +-1.5 x
-  :data:`MAX_LAG_S`; then, within +-:data:`REFINE_S` of that lag, its 1-s differences
+  :data:`MAX_LAG_S` but less than half the shortest gap between evaluation starts (a
+  lag of one evaluation cadence looks alike; larger offsets are not resolved); then, within +-:data:`REFINE_S` of that lag, its 1-s differences
   with the evaluations' edges (-1 at each ``eval_start``, +1 at each ``eval_stop``):
   the level match finds the right evaluation, the edges the time (the power inside an
   evaluation need not follow its logged interval; its edges do).
@@ -24,8 +25,8 @@ Rules (the same for every recording)
   (shorter ones are not seen by the meter); the uncertainty is the spread of the lags
   found on each half of the evaluations.  The readings' own lag (an interval mean held
   until the next reading: one meter interval on average) is subtracted.  An offset
-  larger than :data:`LOG_APPLY_MIN_S`, one meter interval and twice its uncertainty is
-  applied to the events (their timestamps move by it) and warned about; otherwise only
+  larger than :data:`LOG_APPLY_MIN_S`, one meter interval and four times its uncertainty
+  is applied to the events (their timestamps move by it) and warned about; otherwise only
   reported.  The estimate follows a known shift to within a meter interval, but its
   zero depends on how the workload's power follows the logged evaluations (a few
   seconds on real runs), hence the threshold.
@@ -187,7 +188,13 @@ def log_offset(summed: pd.Series, evals: pd.DataFrame, r0, r1, meter_interval_s:
     if len(y) < 4 * MAX_LAG_S:
         return float("nan"), float("nan"), "the run is too short for the search"
 
-    k = int(1.5 * MAX_LAG_S)   # a 1-s grid; the log's clock and each node's may differ
+    # a 1-s grid; the log's clock and each node's may differ by up to 1.5 x MAX_LAG_S,
+    # but periodic evaluations make a lag of one cadence look alike: search less than
+    # half the shortest gap between evaluation starts
+    gaps = np.diff(np.sort(long["start_utc"].astype("int64").to_numpy())) / 1e9
+    k = int(min(1.5 * MAX_LAG_S, 0.45 * gaps.min())) if len(gaps) else int(MAX_LAG_S)
+    if k < 2:
+        return float("nan"), float("nan"), "evaluations too close together to align"
     v = y.to_numpy(float)
     dv = np.diff(v, prepend=v[0])
     t = y.index
@@ -238,7 +245,7 @@ def align_recording(df: pd.DataFrame, events, r0, r1, meter_interval_s: float,
             evi = pd.DataFrame(columns=["start_utc", "stop_utc"])
         summed = sum_meters(out[["timestamp", "host", "power_w"]], every_s=1.0)
         lo, lsd, why = log_offset(summed, evi, r0, r1, meter_interval_s)
-        if np.isfinite(lo) and abs(lo) > max(LOG_APPLY_MIN_S, meter_interval_s, 2 * lsd):
+        if np.isfinite(lo) and abs(lo) > max(LOG_APPLY_MIN_S, meter_interval_s, 4 * lsd):
             ev = getattr(events, "events", events)
             if isinstance(ev, pd.DataFrame) and "timestamp" in ev:
                 events = ev.assign(timestamp=ev["timestamp"] + pd.Timedelta(seconds=lo))

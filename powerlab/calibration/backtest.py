@@ -248,8 +248,8 @@ def split_rule(evals, run_start, run_stop) -> float:
 
 def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = None,
                    meter_interval_s: float | None = None, gpus_per_node: int = 8,
-                   source: str | None = None, events_source: str | None = None
-                   ) -> BacktestResult:
+                   source: str | None = None, events_source: str | None = None,
+                   gpu_model: str | None = None) -> BacktestResult:
     """Calibrate on the recording up to ``split`` (fraction of the run), forecast the rest.
 
     Parameters
@@ -261,6 +261,9 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
         calibration (``run_stop`` bounds the scored window).  Without ``run_start`` and
         ``run_stop`` the run is found from the readings
         (:func:`powerlab.calibration.runfind.find_run`) and ``split`` is a fraction of that run.
+    gpu_model : str, optional
+        The GPU model (the node split's prior; :class:`~powerlab.calibration.calibrate.
+        CalibrateOptions`).
     split : float, optional
         Where the run is cut, as a fraction of its duration (0 < split < 1); default
         :func:`split_rule` (the middle of the run, moved after the second evaluation
@@ -292,7 +295,7 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
     running = _eval_under_way(past, cut)
     cal = calibrate_job(power, events=past, start=r0, end=running,
                         meter_interval_s=cal_all.meter_interval_s,
-                        gpus_per_node=gpus_per_node, source=name)
+                        gpus_per_node=gpus_per_node, source=name, gpu_model=gpu_model)
     job_start, startup = _resumed_job(cal, ev_all, cut, running)
     dur = (r1 - job_start).total_seconds()   # the job ends at run_stop (its end phase)
     table, ser, fev = _score_window(cal, power, events, job_start=job_start,

@@ -11,19 +11,28 @@ it replays the recorded job (same start, duration, GPUs) through the calibrated 
 Rules (the same for every recording; nothing is tuned per workload)
 ------------------------------------------------------------------
 - **Job start**: the log's ``run_start`` (else the first reading of the window).
-- **Start-up**: from the job start until the summed node power first reaches 90 % of its
-  median over the window (the job's training level); its mean power is the start-up
-  level.  Shorter than one meter interval: no start-up.
+- **Start-up**: from the job start until the mean power of the nodes that have reported
+  first reaches 90 % of its median over the window (the job's training level); its
+  level is each node's mean over it, averaged over the nodes that read in it (a node
+  without a reading there does not make it NaN).  Shorter than one meter interval: no
+  start-up.
 - **Training**: ``fit_profile`` on the readings from the end of the start-up to the end
   of the window, with the log's evaluations inside the window; the meter interval is the
   readings' median spacing (``attrs["meter_interval_s"]`` of
   :func:`powerlab.iotools.read_mlperf_power`) unless given.
 - **Evaluations too short for the meter** (no reading wholly inside one): their level is
   the mean of the readings that overlap them, which is what the meter shows of them.
-- **Node power is not split** into GPU and non-GPU parts without evidence (an idle period,
-  hardware data): per-GPU levels are the node's shares, ``node_overhead_w: 0``, and
-  ``gpu_tdp_w`` is set just high enough for the shares to validate (it is then not a
-  TDP).  :meth:`Calibration.notes` says so.
+- **Readings repaired, each said in a note**: byte-identical node logs (the reader names
+  them) keep one copy in the fit, the job still counts every node; meter dropouts (below
+  10 % of the node's median) are dropped; node clock offsets beyond one meter interval
+  and a power-log offset beyond 10 s are applied (:mod:`powerlab.calibration.alignment`).
+- **Node power split** only with a GPU model (``gpu_model``: an MLPerf system
+  description or the user's): from idle readings outside the run, else the model's
+  prior (:mod:`powerlab.calibration.node_split`); without a model, per-GPU levels are
+  the node's shares, ``node_overhead_w: 0``, and ``gpu_tdp_w`` is set just high enough
+  for the shares to validate (it is then not a TDP).  :meth:`Calibration.notes` says so.
+- **Phases of a real run** (:mod:`powerlab.calibration.phases`): the warm-up block, the
+  first evaluation's offset and the end of the run (the final evaluation).
 - **Periodic step**: claimed only when Fisher's exact g-test [1]_ on the periodogram of
   the summed training readings finds a line (p < 0.01), the fitted step has a dip
   (positive dip energy) and the window holds at least 8 steps; otherwise the step

@@ -309,6 +309,17 @@ class Calibration(Results):
             s.add_text(notes)
         return s
 
+    def _power_sources(self) -> dict:
+        """Where each ``power:`` level of :meth:`to_yaml` comes from."""
+        f = self.fit
+        flat = "no periodic step: the training mean, " + param_source(f, "device_train_mean_w")
+        per = self.has_periodic_step
+        return {"compute_w": param_source(f, "device_compute_w") if per else flat,
+                "comm_w": param_source(f, "device_comm_w") if per else flat,
+                "eval_w": self.eval_source, "startup_w": self.sources.get("startup_w"),
+                "shutdown_w": "end of run: " + self.phases.get("end_source", ""),
+                "warmup_w": "warm-up: " + self.phases.get("warmup_source", "")}
+
     def _hardware_rows(self, row, hw: dict, split: str) -> list:
         """The ``hardware:`` rows of :meth:`to_yaml`, each with its source."""
         h = self.hw
@@ -368,14 +379,12 @@ class Calibration(Results):
                row("gpus", job["gpus"], src.get("gpus"), 4),
                row("start_utc", job["start_utc"], src.get("start_utc"), 4),
                row("duration_s", job["duration_s"], src.get("duration_s"), 4)]
-        if "startup_s" in job:
-            out.append(row("startup_s", job["startup_s"], src.get("startup_s"), 4))
-        if "warmup_s" in job:
-            out.append(row("warmup_s", job["warmup_s"], "warm-up: "
-                           + self.phases.get("warmup_source", ""), 4))
-        if "shutdown_s" in job:
-            out.append(row("shutdown_s", job["shutdown_s"], "end of run: "
-                           + self.phases.get("end_source", ""), 4))
+        ph = self.phases
+        for key, comment in (("startup_s", src.get("startup_s")),
+                             ("warmup_s", "warm-up: " + ph.get("warmup_source", "")),
+                             ("shutdown_s", "end of run: " + ph.get("end_source", ""))):
+            if key in job:
+                out.append(row(key, job[key], comment, 4))
         if self.has_periodic_step:
             out += [row("step_time_s", job["step_time_s"], param_source(f, "step_time_s"), 4),
                     row("compute_fraction", job["compute_fraction"],
@@ -395,14 +404,7 @@ class Calibration(Results):
                 out.append(row("first_s", job["eval"]["first_s"],
                                self.phases.get("eval_first_source", ""), 6))
         out.append("    power:")
-        flat = "no periodic step: the training mean, " + param_source(f, "device_train_mean_w")
-        psrc = {"compute_w": param_source(f, "device_compute_w") if self.has_periodic_step
-                else flat,
-                "comm_w": param_source(f, "device_comm_w") if self.has_periodic_step
-                else flat,
-                "eval_w": self.eval_source, "startup_w": src.get("startup_w"),
-                "shutdown_w": "end of run: " + self.phases.get("end_source", ""),
-                "warmup_w": "warm-up: " + self.phases.get("warmup_source", "")}
+        psrc = self._power_sources()
         for k, v in job["power"].items():
             out.append(row(k, v, psrc.get(k), 6))
         return "\n".join(out) + "\n"

@@ -145,7 +145,8 @@ def _phase_energy(ym: pd.Series, yf: pd.Series, dt: float, evi: pd.DataFrame,
     """Energy per phase of the log: evaluations (``eval_start`` .. ``eval_stop`` plus one
     meter interval, the readings' lag), the end of the run (the last evaluation when it
     ends within 5 s or two meter intervals of the window's end: the run stops on it) and
-    training (the rest); ``nan`` for a phase the window does not hold."""
+    training (the rest); ``nan`` for a phase the window does not hold or that lasts less
+    than two meter intervals (the meter does not see it)."""
     idx = ym.index
     lag = pd.Timedelta(seconds=meter_interval_s)
     ev = evi[(evi["stop_utc"] > idx[0]) & (evi["start_utc"] < idx[-1])].sort_values(
@@ -163,8 +164,9 @@ def _phase_energy(ym: pd.Series, yf: pd.Series, dt: float, evi: pd.DataFrame,
     out = {}
     for name, m in (("energy_eval_j", is_eval), ("energy_end_j", is_end),
                     ("energy_train_j", ~(is_eval | is_end))):
-        out[name] = ((float(ym[m].sum() * dt), float(yf[m].sum() * dt)) if m.any()
-                     else (np.nan, np.nan))
+        # a phase shorter than two meter intervals is not seen by the meter: not scored
+        out[name] = ((float(ym[m].sum() * dt), float(yf[m].sum() * dt))
+                     if m.sum() * dt >= 2 * meter_interval_s else (np.nan, np.nan))
     return out
 
 
