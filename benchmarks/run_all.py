@@ -54,6 +54,22 @@ def _hardware() -> dict[str, str]:
             "load_before": " ".join(f"{x:.2f}" for x in os.getloadavg())}
 
 
+def _commit() -> str:
+    """The checkout's commit (``+`` when the work tree differs from it)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
+                              capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=REPO, text=True, capture_output=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+" if dirty else "")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def _benchmarks() -> dict[str, Path]:
     return {p.stem.removeprefix("bench_"): p for p in sorted(HERE.glob("bench_*.py"))}
 
@@ -86,15 +102,19 @@ def _table(result: dict) -> str:
         lines = ["| figure | value |", "|---|---|"]
         lines += [f"| {k} | {_fmt(v)} |" for k, v in result.items() if k != "benchmark"]
         return "\n".join(lines)
+    cpu = any("cpu_ratio" in r for r in result.get("rows", []))
     head = ("| case | size | time min [s] | time median [s] | peak [MiB] | baseline [s] "
-            "| ratio | target | met |\n|---|---|---|---|---|---|---|---|---|")
+            "| ratio |" + (" CPU ratio |" if cpu else "") + " target | met |\n"
+            + "|---" * (10 if cpu else 9) + "|")
     lines = [head]
     for r in result.get("rows", []):
-        lines.append("| " + " | ".join([
-            _fmt(r.get("case")), _fmt(r.get("size")), _fmt(r.get("time_s_min")),
-            _fmt(r.get("time_s_median")), _fmt(r.get("peak_mib"), ".0f"),
-            _fmt(r.get("baseline_s")), _fmt(r.get("ratio"), ".2f"), _fmt(r.get("target")),
-            _fmt(r.get("pass"))]) + " |")
+        cells = [_fmt(r.get("case")), _fmt(r.get("size")), _fmt(r.get("time_s_min")),
+                 _fmt(r.get("time_s_median")), _fmt(r.get("peak_mib"), ".0f"),
+                 _fmt(r.get("baseline_s")), _fmt(r.get("ratio"), ".2f")]
+        if cpu:
+            cells.append(_fmt(r.get("cpu_ratio"), ".2f"))
+        lines.append("| " + " | ".join(cells + [_fmt(r.get("target")),
+                                                 _fmt(r.get("pass"))]) + " |")
     return "\n".join(lines)
 
 
@@ -136,18 +156,24 @@ def main() -> int:
     sections, failed = [], []
     for name in names:
         print(f"== {name} {' '.join(extra.get(name, []))}", flush=True)
+        load_before = _load()
         rc, result, log, wall = _run(benches[name], extra.get(name, []))
+        load_after = _load()
         print(log[-3000:], flush=True)
         status = "all targets met" if rc == 0 else f"**exit code {rc}: a target was missed**"
         if rc != 0:
             failed.append(name)
         cmd = f"python benchmarks/{benches[name].name} {' '.join(extra.get(name, []))}".strip()
         body = _table(result) if result else "_(no RESULT line: see the benchmark's output)_"
-        sections.append(f"## {name}\n\n`{cmd}` — {wall:.0f} s wall, {status}.\n\n{body}\n")
+        sections.append((f"## {name}\n\n`{cmd}` — {wall:.0f} s wall, {status}.\n\n{body}\n",
+                         load_before, load_after))
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    commit = _commit()
     keep = _kept_sections(Path(args.doc), set(names))
-    stamped = [sec.replace("\n\n", f"\n\nRun on {now}, load before "
-                                     f"{hw['load_before']}.\n\n", 1) for sec in sections]
+    stamped = [sec.replace("\n\n", f"\n\nRun on {now} at commit {commit}, load average "
+                                     f"{before} before and {after} after (1, 5, 15 min; "
+                                     f"{hw['cores']} cores).\n\n", 1)
+               for sec, before, after in sections]
     merged = {**keep, **dict(zip(names, stamped))}
     order = [n for n in benches if n in merged]
     hw_lines = "\n".join(f"- {k.replace('_', ' ')}: {v}" for k, v in hw.items()

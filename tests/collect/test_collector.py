@@ -175,7 +175,8 @@ def test_collector_values_match_the_scenario_exactly(fake_nvml, tmp_path):
     with c:
         time.sleep(0.5)
         live = c.recent()
-        assert len(live) >= 3 * 10 and set(live["gpu_index"]) == {0, 1, 2}
+        # (live rows, however few a loaded machine took by now, from every GPU)
+        assert len(live) >= 3 and set(live["gpu_index"]) == {0, 1, 2}
         assert len(c.recent(0.1)) < len(live)
         validate(live)
         time.sleep(1.0)
@@ -591,16 +592,20 @@ def test_cli_flushes_and_exits_cleanly_on_signal(fake_libdir, tmp_path, sig):
     store = tmp_path / "store"
     p, _ = _start(["--out", str(store), "--interval-s", "0.02", "--flush-interval-s", "60"],
                   fake_env(fake_libdir, sc_path))
-    time.sleep(0.5)
-    t_sig = time.time()
-    p.send_signal(sig)
-    _, err = p.communicate(timeout=30)
+    with _SchedulingProbe() as probe:
+        time.sleep(0.5)
+        t_sig = time.time()
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=30)
     assert p.returncode == 0, err
     assert f"stopped by {sig.name}" in err and "Traceback" not in err
     df = read_store(store)  # everything came from the final flush
     last = df["timestamp"].max().value * 1e-9
-    assert t_sig - 0.1 < last < t_sig + 0.5
-    assert len(df) >= 2 * 0.8 * 0.5 / 0.02
+    late = probe.max_late_s  # how long this machine kept a ready thread waiting
+    assert t_sig - 0.1 - late < last < t_sig + 0.5 + late
+    # every tick the collector ran read both GPUs, and all of them were flushed
+    ticks, missed = map(int, re.search(r"(\d+) ticks \((\d+) missed\)", out).groups())
+    assert len(df) == 2 * ticks and ticks + missed >= 0.8 * (0.5 - late) / 0.02
     assert list(read_events(store)["kind"]) == ["start", "stop"]
 
 
@@ -848,6 +853,13 @@ def test_static_device_facts_are_recorded_once_per_start(fake_nvml, tmp_path):
 SLOW_GROUPS = {g: 0.1 for g in ("temperature", "clocks", "utilization", "power_limit")}
 
 
+def _slow_calls_at_most(c, n_gpus: int) -> int:
+    """Device.read calls a run may make with SLOW_GROUPS: one per GPU at each scheduled
+    tick ``k % 5 == 0`` (of ticks + missed ticks), and one per retry event."""
+    rep = c.report()
+    return n_gpus * -(-(rep.ticks + rep.missed_ticks) // 5) + len(c.events())
+
+
 def _count_reads(monkeypatch) -> list:
     from powerlab.collect import nvml as nvml_mod
 
@@ -872,7 +884,7 @@ def test_power_only_ticks_in_bulk_match_the_scenario_exactly(fake_nvml, tmp_path
     with c:
         time.sleep(1.2)
         live = c.recent()
-        assert len(live) >= 3 * 20
+        assert len(live) >= 3 and set(live["gpu_index"]) == {0, 1, 2}
         validate(live)
     report = c.report()
     df = read_store(store)
@@ -880,8 +892,9 @@ def test_power_only_ticks_in_bulk_match_the_scenario_exactly(fake_nvml, tmp_path
     assert len(df) == report.rows_written == int(report.gpus["samples"].sum())
     assert check_exact(df, sc) > 4 * len(df)
     # only the ticks that read the slower groups went through Device.read
-    assert 0 < len(reads) < 0.35 * len(df), (len(reads), len(df))
-    assert df["power_w"].notna().all() and 0.1 < df["temp_gpu_c"].notna().mean() < 0.3
+    # (the slower groups, all every 5th tick, are read together: one call per GPU)
+    assert len(reads) == int(df["temp_gpu_c"].notna().sum()) > 0, (len(reads), len(df))
+    assert df["power_w"].notna().all()
     g = report.gpus.set_index("gpu_index")
     # the schedule caps the rate (50 Hz); how close a loaded machine gets to it is measured
     # in benchmarks/bench_collector.py, not asserted here
@@ -914,7 +927,7 @@ def test_power_only_ticks_in_bulk_lost_gpu_and_counter_reset(fake_nvml, monkeypa
         time.sleep(1.6)
     df = c.recent()
     ev = c.events()
-    assert len(reads) < 0.35 * len(df)
+    assert len(reads) <= _slow_calls_at_most(c, 3)
     p0 = df[df["gpu_index"] == 0]
     assert_read_at_every_tick(c.report(), p0, 0.02)
     kinds1 = list(ev[ev["gpu_index"] == 1]["kind"])
@@ -1019,7 +1032,7 @@ def test_power_only_ticks_in_bulk_a_hung_call_does_not_stall_the_others(fake_nvm
     with c, _SchedulingProbe() as probe:
         time.sleep(2.0)
     df = c.recent()
-    assert len(reads) < 0.35 * len(df)
+    assert len(reads) <= _slow_calls_at_most(c, 3)
     for g in (0, 2):
         part = df[df["gpu_index"] == g]
         mono = part["monotonic_s"].to_numpy()

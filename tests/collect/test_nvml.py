@@ -69,7 +69,11 @@ def test_read_matches_the_scenario_exactly(fake_nvml):
     dev = nvml.open_devices()
     checked = ambiguous = 0
     deadline = time.time() + 0.6
-    while time.time() < deadline:
+    # reads until 0.6 s have passed (the waves move) and 250 values were checked exactly
+    # (counted: a loaded machine makes fewer reads in 0.6 s, not other values)
+    for _ in range(20_000):
+        if time.time() >= deadline and checked > 250:
+            break
         for d in dev:
             g = d.index
             before = time.time_ns() // 1000 - sc.init_us
@@ -96,7 +100,7 @@ def test_read_matches_the_scenario_exactly(fake_nvml):
                 assert v[col] == expected[0], col
                 checked += 1
         time.sleep(0.003)
-    assert checked > 200 and ambiguous < checked / 5
+    assert checked > 250 and ambiguous < checked / 5
 
 
 def test_unsupported_values_are_nan_never_zero(fake_nvml):
