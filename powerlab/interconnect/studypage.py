@@ -5,7 +5,8 @@ engineer reads, and the files of :meth:`StudyPackage.write
 Each puts the sections of :mod:`powerlab.interconnect.study` together in their order: the
 summary their ``key_lines``, the page their ``html`` under numbered headings, the folder
 their ``files``.  The page is one self-contained HTML file with print CSS (A4/Letter,
-tables kept whole across pages); every string that comes from the inputs (scenario and
+tables kept whole across pages, their headers broken only between words or after an
+underscore, tables of more than 12 columns on a landscape page); every string that comes from the inputs (scenario and
 spec names, sources, notes) is HTML-escaped.
 
 Charts belong to :mod:`powerlab.viz` (downstream of this wing): the page takes them from
@@ -46,10 +47,10 @@ overflow-wrap:normal;hyphens:manual}
 th{background:#eee;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .meta{color:#444}.note{color:#633}.flag{font-weight:bold;color:#a00}
 figure.chart{margin:.5em 0 .9em}figure.chart svg{display:block;max-width:100%;height:auto}
-figcaption{font-size:8.5pt;color:#444}
-@page{size:auto;margin:14mm}
+@page{size:auto;margin:14mm}@page wide{size:landscape;margin:14mm}
 @media print{body{margin:0;max-width:none;font-size:9pt}table{page-break-inside:avoid;
 font-size:7pt}th,td{padding:1px 3px}h2{page-break-after:avoid}
+table.wide{page:wide;font-size:6.5pt}
 figure.chart{break-inside:avoid;page-break-inside:avoid}
 a{color:inherit;text-decoration:none}}
 """
@@ -123,14 +124,27 @@ def inline_svg(svg: str, prefix: str, what: str = "chart") -> str:
     return re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m[1]})", text)
 
 
+#: Tables with more columns than this print on a landscape page (``table.wide``).
+WIDE_COLUMNS = 12
+
+
+def _mark_wide(body: str) -> str:
+    """``body`` with each ``<table>`` of more than :data:`WIDE_COLUMNS` header cells
+    marked ``class='wide'`` (printed on a landscape page, smaller)."""
+    def mark(m):
+        head = m.group(0).split("</thead>", 1)[0]
+        return (m.group(0).replace("<table>", "<table class='wide'>", 1)
+                if head.count("<th") > WIDE_COLUMNS else m.group(0))
+    return re.sub(r"<table>.*?</table>", mark, body, flags=re.S)
+
+
 def _figures(charts, name: str) -> str:
     """The ``<figure>`` elements of section ``name``'s charts."""
     out = []
     for i, (title, svg) in enumerate((charts or {}).get(name, ())):
         what = f"chart {title!r} of section {name!r}"
         body = inline_svg(svg, f"c-{re.sub(r'[^A-Za-z0-9]', '-', name)}-{i}-", what)
-        out.append(f"<figure class='chart'>{body}<figcaption>{esc(title)}</figcaption>"
-                   "</figure>")
+        out.append(f"<figure class='chart' aria-label='{esc(title)}'>{body}</figure>")
     return "".join(out)
 
 
@@ -147,7 +161,8 @@ def package_html(pkg, files: dict | None = None, charts: dict | None = None) -> 
         if body:
             n += 1
             done.add(s.name)
-            parts.append(f"<h2>{n}. {esc(s.title)}</h2>{_figures(charts, s.name)}{body}")
+            parts.append(f"<h2>{n}. {esc(s.title)}</h2>{_figures(charts, s.name)}"
+                         f"{_mark_wide(body)}")
     rest = "".join(_figures(charts, k) for k in (charts or {}) if k not in done)
     if rest:
         parts.append(f"<h2>Other charts</h2>{rest}")

@@ -78,7 +78,7 @@ def horizon_chart(band: pd.DataFrame, *, label: str = "", width: int = _W,
     what = (f"{draws} draw{'s' if draws != 1 else ''}: median (line) and 5-95 % band of "
             f"{bin_s:g}-s bin means; dashed: largest tick of any draw")
     if k > 1:
-        what += f"; every {k}th bin"
+        what += f"; one bin in {k} drawn"
     sub = [what] + ([label] if label else [])
     return alt.layer(area, med, peak).properties(
         width=width, height=height,
@@ -139,7 +139,7 @@ def energisation_chart(schedule: pd.DataFrame, *, width: int = _W,
     """Power after each block of the energisation schedule (a step line)."""
     require_columns(schedule, ["time_s", "power_megawatts", "block"], "energisation_chart")
     d, k = _fit(schedule[["time_s", "power_megawatts", "block"]])
-    sub = "power after each block is switched in" + (f"; every {k}th block" if k > 1 else "")
+    sub = "power after each block is switched in" + (f"; one block in {k} drawn" if k > 1 else "")
     return alt.Chart(d).mark_line(interpolate="step-after", point=True).encode(
         x=alt.X("time_s:Q", title="time from the first block [s]"),
         y=alt.Y("power_megawatts:Q", title="power [MW]")).properties(
@@ -186,7 +186,7 @@ def pmu_chart(pmu: pd.DataFrame, *, window_s: float = PMU_WINDOW_S, width: int =
     long, k = _fit(long.iloc[np.lexsort((long["time_s"], long["series"]))])
     sub = (f"{sel['time_s'].min():.1f}-{sel['time_s'].max():.1f} s of the short window, "
            f"around the largest 1-s change of the raw power, at {fps:.3g} frames/s"
-           + (f"; every {k}th frame" if k > 1 else ""))
+           + (f"; one frame in {k} drawn" if k > 1 else ""))
     return alt.Chart(long).mark_line().encode(
         x=alt.X("time_s:Q", title="time in the short window [s]",
                 scale=alt.Scale(zero=False)),
@@ -221,7 +221,7 @@ def voltage_step_chart(steps: pd.DataFrame, *, width: int = _W,
     require_columns(steps, ["start_s", "duration_s", "dv_pct", "draw"], "voltage_step_chart")
     d, k = _fit(steps[["start_s", "duration_s", "dv_pct", "draw"]])
     sub = "relative voltage change of each step at the point of interconnection" + (
-        f"; every {k}th step" if k > 1 else "")
+        f"; one step in {k} drawn" if k > 1 else "")
     return alt.Chart(d).mark_bar(width=3).encode(
         x=alt.X("start_s:Q", title="start in the short window [s]"),
         y=alt.Y("dv_pct:Q", title="dV/V [%]", stack=None), color=alt.Color("draw:N", title="draw"),
