@@ -388,6 +388,7 @@ table.pl-table th {{ white-space: normal; vertical-align: bottom; }}
                                           word-break: normal; }}
   table.pl-table th {{ overflow-wrap: normal; hyphens: manual; }}
   .pl-tablewrap.pl-wide {{ page: wide; }}
+  .pl-wide table.pl-table {{ font-size: 6.5pt; }}
   pre {{ white-space: pre-wrap; overflow-wrap: anywhere; overflow: visible;
          font-size: 7.5pt; }}
   .pl-chart svg {{ max-width: 100% !important; height: auto !important; }}

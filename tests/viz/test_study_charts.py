@@ -188,3 +188,130 @@ def test_cli_writes_the_charts_unless_told_not_to(tmp_path, capsys):
     assert main([*args, "--out", str(tmp_path / "n"), "--no-charts"]) == 0
     assert not (tmp_path / "n" / "charts").exists()
     capsys.readouterr()
+
+
+# --------------------------------------------------------------------- in a real browser
+from .test_report_browser import browser, open_report  # noqa: E402,F401  (the fixture)
+
+_READY = "document.readyState === 'complete' ? 'done' : 'loading'"
+
+
+def test_study_page_draws_every_chart_offline(browser, pkg, charts, tmp_path):  # noqa: F811
+    page = pkg.write(tmp_path / "b", charts=charts)["page"]
+    result = open_report(browser, page, status_js=_READY, chart_selector="figure.chart",
+                         extra_js="String(window.pwned)")
+    assert result["status"] == "done"
+    assert result["console_errors"] == [] and result["exceptions"] == []
+    assert result["external_requests"] == []
+    assert result["extra"] == "undefined"          # the hostile name ran nothing
+    assert len(result["charts"]) == sum(len(v) for v in charts.values())
+    for c in result["charts"]:
+        assert c["svg"] and c["width"] > 50 and c["height"] > 30, c
+        assert c["marks"] > 10, c
+
+
+#: Each header's words (text between spaces, or between <wbr> after an underscore) that
+#: the layout breaks over two lines; the tables wider than the page; the wide ones apart.
+_PRINT_JS = r"""(function () {
+  var out = {broken: [], overflow: [], wide: [], n_th: 0,
+             width: document.documentElement.clientWidth};
+  document.querySelectorAll('th').forEach(function (th) {
+    out.n_th++;
+    var w = document.createTreeWalker(th, NodeFilter.SHOW_TEXT), node;
+    while ((node = w.nextNode())) {
+      var re = /\S+/g, m;
+      while ((m = re.exec(node.data))) {
+        var r = document.createRange();
+        r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
+        var tops = {};
+        Array.from(r.getClientRects()).forEach(function (q) {
+          if (q.width > 0) tops[Math.round(q.top)] = 1; });
+        if (Object.keys(tops).length > 1) out.broken.push(m[0]);
+      }
+    }
+  });
+  document.querySelectorAll('table').forEach(function (t, i) {
+    var wide = !!t.closest('.wide, .pl-wide');
+    var right = t.getBoundingClientRect().right;
+    if (wide) out.wide.push(Math.round(right));
+    else if (right > out.width + 0.5) out.overflow.push([i, Math.round(right)]);
+  });
+  return JSON.stringify(out);
+})()"""
+
+
+def _mm_px(mm: float) -> int:
+    return int(mm / 25.4 * 96)
+
+
+def _print_layout(browser, path: Path, width_px: int, css: str = "") -> dict:  # noqa: F811
+    """The page laid out for print (print media, the page's content width)."""
+    import json
+    import time
+
+    cdp = browser.page()
+    try:
+        cdp.call("Page.enable")
+        cdp.call("Emulation.setEmulatedMedia", media="print")
+        cdp.call("Emulation.setScrollbarsHidden", hidden=True)
+        cdp.call("Emulation.setDeviceMetricsOverride", width=width_px, height=1100,
+                 deviceScaleFactor=1, mobile=False)
+        cdp.call("Page.navigate", url=path.resolve().as_uri())
+        deadline = time.monotonic() + 30
+        while cdp.evaluate("document.readyState") != "complete" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if css:
+            cdp.evaluate("var s = document.createElement('style'); s.textContent = "
+                         f"{json.dumps(css)}; document.head.appendChild(s); 1")
+        return json.loads(cdp.evaluate(_PRINT_JS))
+    finally:
+        cdp.close()
+
+
+def _assert_prints_whole(browser, path: Path, margin_mm: float) -> None:  # noqa: F811
+    """A4 portrait: no header word broken, every table but the wide ones within the
+    page; A4 landscape: the wide ones within it."""
+    portrait = _print_layout(browser, path, _mm_px(210 - 2 * margin_mm))
+    assert portrait["n_th"] > 20
+    assert portrait["broken"] == [], portrait["broken"]
+    assert portrait["overflow"] == [], portrait
+    landscape = _print_layout(browser, path, _mm_px(297 - 2 * margin_mm))
+    assert landscape["broken"] == [] and landscape["overflow"] == []
+    assert landscape["wide"] and max(landscape["wide"]) <= landscape["width"] + 0.5, landscape
+    # the check can fail: headers allowed to break anywhere do break mid-word
+    loose = _print_layout(browser, path, _mm_px(210 - 2 * margin_mm),
+                          css="th{word-break:break-all !important}")
+    assert loose["broken"]
+
+
+def test_study_page_prints_headers_whole_on_a4(browser, pkg, charts, tmp_path):  # noqa: F811
+    page = pkg.write(tmp_path / "p", charts=charts)["page"]
+    _assert_prints_whole(browser, page, 14)
+    pypdf = pytest.importorskip("pypdf")
+    import base64
+    import io
+    import time
+
+    cdp = browser.page()
+    try:
+        cdp.call("Page.enable")
+        cdp.call("Page.navigate", url=page.resolve().as_uri())
+        time.sleep(1.0)
+        pdf = base64.b64decode(cdp.call("Page.printToPDF", paperWidth=8.27,
+                                        paperHeight=11.69, preferCSSPageSize=True)["data"])
+    finally:
+        cdp.close()
+    boxes = [(float(p.mediabox.width), float(p.mediabox.height))
+             for p in pypdf.PdfReader(io.BytesIO(pdf)).pages]
+    assert any(w > h for w, h in boxes) and any(h > w for w, h in boxes)  # wide: landscape
+
+
+def test_report_prints_headers_whole_on_a4(browser, pkg, tmp_path):  # noqa: F811
+    from powerlab.viz.report import Report
+
+    rep = Report("Wide tables")
+    rep.table(pkg.tables["lines"].head(6))                       # 19 columns: landscape
+    rep.table(pkg.tables["lines"].head(6), words=False)
+    rep.table(pkg.tables["voltage_ride_through"].head(4).iloc[:, :9], words=False)
+    rep.table(pkg.figures.head(4))
+    _assert_prints_whole(browser, rep.write(tmp_path / "r.html"), 12)
