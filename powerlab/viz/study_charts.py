@@ -13,8 +13,8 @@ section            charts
                    draws of time-bin means, the largest tick of any draw); the ramp
                    and step figures by exceedance probability
 ``energisation``   the energisation schedule's power
-``spectrum``       the spectrum (median and largest over draws) with its lines,
-                   the requirement's oscillation bands shaded
+``spectrum``       the spectrum (median and largest over draws) with its material
+                   and flagged lines, the requirement's oscillation bands shaded
 ``pmu``            raw and P-/M-class PMU power around the largest 1-s swing; the
                    filters' gain against the oscillation frequency
 ``flicker``        each voltage step of the short window (dV/V)
@@ -39,7 +39,7 @@ import pandas as pd
 from .._options import choice
 from ..exceptions import SchemaError, Violation
 from .prepare import require_columns
-from .render import DEFAULT_MAX_ROWS, PALETTE, alt, to_svg
+from .render import DEFAULT_MAX_ROWS, PALETTE, alt, time_x, to_svg
 from .spectrum_charts import spectrum_chart
 
 __all__ = ["energisation_chart", "horizon_chart", "pmu_chart", "pmu_gain_chart",
@@ -68,7 +68,7 @@ def horizon_chart(band: pd.DataFrame, *, label: str = "", width: int = _W,
     d, k = _fit(band[cols].copy())
     d["timestamp_utc"] = pd.to_datetime(d["timestamp_utc"], utc=True).dt.tz_localize(None)
     draws, bin_s = int(d["draws"].iloc[0]), float(d["bin_s"].median())
-    x = alt.X("timestamp_utc:T", title="time (UTC)", scale=alt.Scale(type="utc"))
+    x = time_x("timestamp_utc")
     y = alt.Y("power_megawatts_p05:Q", title="power [MW]", scale=alt.Scale(zero=False))
     area = alt.Chart(d).mark_area(color=PALETTE[0], opacity=0.25).encode(
         x=x, y=y, y2="power_megawatts_p95:Q")
@@ -159,9 +159,13 @@ def _spectrum(pkg) -> alt.LayerChart:
              if getattr(r, "band_hz", None)]
     bdf = (pd.DataFrame(bands, columns=["low_hz", "high_hz", "label"]) if bands
            else ((0.1, 2.0), (2.0, 20.0)))
-    return spectrum_chart(long, series="statistic", bands=bdf, lines=pkg.tables.get("lines"),
+    lines = pkg.tables.get("lines")
+    if isinstance(lines, pd.DataFrame) and {"material", "flagged"} <= set(lines.columns):
+        lines = lines[lines["material"].astype(bool) | lines["flagged"].astype(bool)]
+    return spectrum_chart(long, series="statistic", bands=bdf, lines=lines,
                           value_title="PSD [MW²/Hz]", max_points=800, width=_W, height=220,
-                          title="Oscillation spectrum of the short window")
+                          title="Oscillation spectrum of the short window (rules: material "
+                                "or flagged lines)")
 
 
 def pmu_chart(pmu: pd.DataFrame, *, window_s: float = PMU_WINDOW_S, width: int = _W,
