@@ -284,6 +284,7 @@ def _assert_prints_whole(browser, path: Path, margin_mm: float) -> None:  # noqa
     assert loose["broken"]
 
 
+@pytest.mark.slow
 def test_study_page_prints_headers_whole_on_a4(browser, pkg, charts, tmp_path):  # noqa: F811
     page = pkg.write(tmp_path / "p", charts=charts)["page"]
     _assert_prints_whole(browser, page, 14)
