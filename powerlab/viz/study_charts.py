@@ -80,9 +80,10 @@ def horizon_chart(band: pd.DataFrame, *, label: str = "", width: int = _W,
     if k > 1:
         what += f"; one bin in {k} drawn"
     sub = [what] + ([label] if label else [])
+    where = "IT" if band.attrs.get("boundary") == "it" else "Facility"
     return alt.layer(area, med, peak).properties(
         width=width, height=height,
-        title=alt.Title("Facility power over the horizon", subtitle=sub))
+        title=alt.Title(f"{where} power over the horizon", subtitle=sub))
 
 
 _PROB_ORDER = ["p = 0.5", "p = 0.1", "p = 0.05", "p = 0.01", "largest draw"]
@@ -274,7 +275,7 @@ def study_chart_specs(pkg) -> dict:
             out.setdefault(section, []).append((title, make()))
 
     units = dict(zip(pkg.figures["figure"], pkg.figures["unit"]))
-    add("figures", "Facility power over the horizon",
+    add("figures", "Power over the horizon",
         lambda: horizon_chart(t["power_over_horizon"], label=f"source: {pkg.source}"),
         "power_over_horizon")
     env = pkg.ramp_envelope
