@@ -148,6 +148,12 @@ def _figures(charts, name: str) -> str:
     return "".join(out)
 
 
+def _rel(p) -> str:
+    """A file's name as the page lists it (``charts/`` kept)."""
+    p = Path(p)
+    return f"charts/{p.name}" if p.parent.name == "charts" else p.name
+
+
 def package_html(pkg, files: dict | None = None, charts: dict | None = None) -> str:
     """The printable summary page (one self-contained HTML document): each section with
     a part of its own, numbered, its charts (``charts``: section name -> list of (title,
@@ -168,7 +174,7 @@ def package_html(pkg, files: dict | None = None, charts: dict | None = None) -> 
         parts.append(f"<h2>Other charts</h2>{rest}")
     if files:
         parts.append("<h2>Files</h2><ul>" + "".join(
-            f"<li>{esc(Path(p).name)}: {esc(what)}</li>" for what, p in files.items()
+            f"<li>{esc(_rel(p))}: {esc(what)}</li>" for what, p in files.items()
             if what != "page") + "</ul>")
     notes = list(pkg.notes) + [
         "Requirement numbers marked illustrative in the spec are not published limits.",

@@ -140,6 +140,7 @@ def test_page_draws_every_chart_inline_with_its_own_ids_and_no_script(pkg, chart
     assert len(svgs) == n
     listed = {Path(p) for k, p in files.items() if k.startswith("chart (")}
     assert listed == set(svgs)
+    assert all(f"<li>charts/{p.name}: chart (" in page for p in svgs)
     for p in svgs:
         assert ET.fromstring(p.read_text("utf-8")).tag.endswith("svg")
 
