@@ -18,8 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "spectrum and the PMU view, and a ride-through table from the "
                     "disturbance model) or of measured telemetry (a store folder or a "
                     "canonical .parquet file). Writes CSV tables, PSCAD, PowerFactory and "
-                    "COMTRADE playback files, summary.txt and study_package.html into "
-                    "--out. Exit code 0 on success, 2 on bad input.",
+                    "COMTRADE playback files, summary.txt and study_package.html (with "
+                    "its charts, also as charts/*.svg) into --out. Exit code 0 on success, 2 on bad input.",
     )
     p.add_argument("source", type=Path,
                    help="scenario YAML, telemetry store folder or canonical .parquet file")
@@ -47,6 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="telemetry only: non-IT load added to facility power [W]")
     p.add_argument("--start", default=None, help="telemetry only: first time (ISO 8601 UTC)")
     p.add_argument("--end", default=None, help="telemetry only: end time (ISO 8601 UTC)")
+    p.add_argument("--no-charts", action="store_true",
+                   help="write no charts (default: the page's charts, also as "
+                        "charts/*.svg, when powerlab's chart extra is installed)")
     p.add_argument("--quiet", action="store_true",
                    help="print neither the summary nor the size, estimate and progress")
     p.set_defaults(func=run)
@@ -90,9 +93,26 @@ def run(args) -> int:
             pmu=PmuSettings(f0_hz=args.f0_hz, reporting_rate_fps=args.reporting_rate),
             measured=MeasuredOptions(pue=args.pue, base_load_w=args.base_load_w,
                                      start=start, end=end))
+        if not args.no_charts:
+            bar.phase("charts")
+        charts = None if args.no_charts else _charts(pkg)
         bar.phase(f"writing the package into {args.out}")
-        files = pkg.write(args.out)
+        files = pkg.write(args.out, charts=charts)
     if not args.quiet:
         print(pkg.summary())
-    print(f"wrote {len(files)} files into {args.out} (open {files['page'].name})")
+    print(f"wrote {len(files)} files into {args.out} (open {files['page'].name})"
+          + ("" if charts is not None or args.no_charts
+             else "; no charts: pip install 'powerlab[charts]'"))
     return 0
+
+
+def _charts(pkg) -> dict | None:
+    """The page's charts (:func:`powerlab.viz.study_charts.study_charts`); None without
+    altair and vl-convert."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(m) is None for m in ("altair", "vl_convert")):
+        return None
+    from ..viz.study_charts import study_charts
+
+    return study_charts(pkg)

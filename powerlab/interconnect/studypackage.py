@@ -45,6 +45,7 @@ from .._summary import Results
 from ..exceptions import PowerlabError
 from ..limits.requirements import RequirementSpec, read_requirements
 from ..site.randomness import ParameterBands, draw_parameters
+from .horizonband import HorizonBand
 from .pmu import PmuSettings
 from .powertrace import PowerTrace
 from .sources import DrawRun, MeasuredOptions, PowerSource, resolve
@@ -134,7 +135,9 @@ class StudyPackage(Results):
     tables : dict
         The sections' tables by name, each also an attribute: ``energisation``,
         ``spectrum``, ``lines``, ``pmu``, ``pmu_figures``, ``pmu_gains``,
-        ``ride_through`` (None when not built), and those of any added section.
+        ``ride_through`` (None when not built), ``power_over_horizon`` (every draw's
+        power in time bins: median and band over draws,
+        :mod:`~powerlab.interconnect.horizonband`), and those of any added section.
     notes : list of str
     timings_s : dict
         Seconds per step [s].
@@ -180,9 +183,13 @@ class StudyPackage(Results):
         """Text summary (``str()``) that renders as HTML in a notebook."""
         return StudySummary(self)
 
-    def write(self, out) -> dict:
-        """Write the package into folder ``out``; returns name -> path."""
-        return write_package(self, out)
+    def write(self, out, charts: dict | None = None) -> dict:
+        """Write the package into folder ``out``; returns name -> path.
+
+        ``charts``: section name -> list of (title, SVG text), drawn under that section's
+        heading of the page and written as ``charts/*.svg``
+        (:func:`powerlab.viz.study_charts.study_charts` makes them)."""
+        return write_package(self, out, charts=charts)
 
 
 StudyPackage.__init__ = renamed_keywords(scope="boundary")(StudyPackage.__init__)
@@ -256,8 +263,10 @@ def _horizon(study: Study, secs: list, draws: int, measured: MeasuredOptions) ->
     """Every draw over the whole horizon (the measured trace: one), each section's
     ``per_draw`` figures of it: ``study.per_draw``, ``trace``, ``draws``, ``label``."""
     src: PowerSource = study.source
+    band = HorizonBand(study.boundary)
 
     def fn(dp):
+        band.add(dp)
         row: dict = {}
         for s in secs:
             row.update(s.per_draw(dp, study))
@@ -270,6 +279,7 @@ def _horizon(study: Study, secs: list, draws: int, measured: MeasuredOptions) ->
         run = src.run(fn, draws=draws, seed=study.seed,
                       tick_s=study.tick_s if src.is_forecast else None, measured=measured)
     study.per_draw, study.trace, study.draws = run.values, run.first, run.draws
+    study.tables["power_over_horizon"] = band.table()
     if src.kind == "forecast":       # its own tick and seed, for the sections too
         study.tick_s, study.seed = float(run.first.tick_s), run.seed
     if src.is_forecast:

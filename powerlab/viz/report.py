@@ -113,6 +113,10 @@ def _json_for_script(obj: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+#: Tables with more columns than this print on a landscape page.
+WIDE_COLUMNS = 12
+
+
 @dataclass
 class _Block:
     kind: str
@@ -273,7 +277,9 @@ class Report:
                     parts.append(f'<p class="pl-cap">{esc(b.caption)}</p>')
             elif b.kind == "table":
                 cap = f'<p class="pl-cap">{esc(b.caption)}</p>' if b.caption else ""
-                parts.append(f'<div class="pl-tablewrap">{b.content}</div>{cap}')
+                wide = " pl-wide" if b.content.split("</thead>", 1)[0].count("<th") \
+                    > WIDE_COLUMNS else ""       # printed on a landscape page
+                parts.append(f'<div class="pl-tablewrap{wide}">{b.content}</div>{cap}')
             elif b.kind == "pre":
                 cap = f'<p class="pl-cap">{esc(b.caption)}</p>' if b.caption else ""
                 parts.append(f"<pre>{esc(b.content)}</pre>{cap}")
@@ -368,6 +374,7 @@ footer {{ margin-top: 3em; color: #777; font-size: 0.8em; }}
 table.pl-table th {{ white-space: normal; vertical-align: bottom; }}
 .pl-chart svg {{ max-width: 100%; height: auto; }}
 @page {{ size: A4; margin: 12mm; }}
+@page wide {{ size: A4 landscape; margin: 12mm; }}
 @media print {{
   body {{ max-width: none; margin: 0; padding: 0; font-size: 10pt; }}
   h1, h2 {{ break-after: avoid; page-break-after: avoid; }}
@@ -379,6 +386,9 @@ table.pl-table th {{ white-space: normal; vertical-align: bottom; }}
   table.pl-table {{ width: 100%; font-size: 7.5pt; }}
   table.pl-table th, table.pl-table td {{ padding: 0.15em 0.3em; overflow-wrap: break-word;
                                           word-break: normal; }}
+  table.pl-table th {{ overflow-wrap: normal; hyphens: manual; }}
+  .pl-tablewrap.pl-wide {{ page: wide; }}
+  .pl-wide table.pl-table {{ font-size: 6.5pt; }}
   pre {{ white-space: pre-wrap; overflow-wrap: anywhere; overflow: visible;
          font-size: 7.5pt; }}
   .pl-chart svg {{ max-width: 100% !important; height: auto !important; }}
