@@ -40,7 +40,7 @@ from .._options import choice
 from ..exceptions import SchemaError, Violation
 from .prepare import require_columns
 from .render import DEFAULT_MAX_ROWS, PALETTE, alt, time_x, to_svg
-from .spectrum_charts import spectrum_chart
+from .spectrum_charts import spectrum_chart, spectrum_lines_chart
 
 __all__ = ["energisation_chart", "horizon_chart", "pmu_chart", "pmu_gain_chart",
            "ramp_envelope_chart", "ride_through_heatmap", "study_chart_specs",
@@ -163,10 +163,12 @@ def _spectrum(pkg) -> alt.LayerChart:
     lines = pkg.tables.get("lines")
     if isinstance(lines, pd.DataFrame) and {"material", "flagged"} <= set(lines.columns):
         lines = lines[lines["material"].astype(bool) | lines["flagged"].astype(bool)]
-    return spectrum_chart(long, series="statistic", bands=bdf, lines=lines,
-                          value_title="PSD [MW²/Hz]", max_points=800, width=_W, height=220,
-                          title="Oscillation spectrum of the short window (rules: material "
-                                "or flagged lines)")
+    kw = dict(series="statistic", bands=bdf, value_title="PSD [MW²/Hz]", max_points=800,
+              width=_W, height=220)
+    if isinstance(lines, pd.DataFrame) and len(lines):
+        return spectrum_lines_chart(long, lines, title="Oscillation spectrum of the short "
+                                    "window (rules: material or flagged lines)", **kw)
+    return spectrum_chart(long, title="Oscillation spectrum of the short window", **kw)
 
 
 def pmu_chart(pmu: pd.DataFrame, *, window_s: float = PMU_WINDOW_S, width: int = _W,
