@@ -37,10 +37,13 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import html
+import os
 import sys
+import threading
 import time
 
-__all__ = ["Progress", "format_duration", "in_jupyter_kernel", "quiet"]
+__all__ = ["ANNOUNCE_S", "CommandProgress", "Progress", "format_duration",
+           "in_jupyter_kernel", "quiet"]
 
 _QUIET = contextvars.ContextVar("powerlab_progress_quiet", default=False)
 
@@ -251,3 +254,97 @@ def in_jupyter_kernel() -> bool:
     except Exception:                     # noqa: BLE001
         return False
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+#: A command whose estimate reaches this says what it will do before it starts [s].
+ANNOUNCE_S = 2.0
+
+
+class CommandProgress:
+    """The progress of one command line whose work reports none of its own.
+
+    Where the estimate is :data:`ANNOUNCE_S` or more it says at once what it will do and
+    about how long it may take, then a line at each :meth:`phase` and, while a phase
+    runs, the time elapsed against the estimate (every tenth of the estimate, at least
+    5 s apart; redrawn in place on a terminal); ``enabled=False`` (``--quiet``) prints
+    nothing.  A Ctrl-C inside the block prints what was kept: the ``outputs`` files (or
+    the files under ``outputs`` folders) written since the command started, or that
+    nothing was written; the KeyboardInterrupt goes on (the command line says
+    ``interrupted`` and exits 130)::
+
+        with CommandProgress("calibrate", f"{n:,} readings of {k} files",
+                             estimate_s=n / 2e6, enabled=not quiet,
+                             outputs=[args.out]) as bar:
+            bar.phase("reading")
+            ...
+    """
+
+    def __init__(self, what: str, plan: str, estimate_s: float | None, *,
+                 enabled: bool = True, outputs=(), stream=None, clock=time.monotonic):
+        self.what, self.plan, self.estimate_s = what, plan, estimate_s
+        self.quiet = not enabled or _QUIET.get()
+        shown = (not self.quiet and estimate_s is not None and estimate_s >= ANNOUNCE_S)
+        self.bar = Progress(0, what, enabled=shown, stream=stream, clock=clock)
+        self.outputs = [os.fspath(o) for o in outputs]
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+        self._t_wall = time.time()
+
+    def __enter__(self) -> CommandProgress:  # noqa: PYI034
+        self.bar.announce(self.plan, self.estimate_s)
+        if self.bar.enabled:
+            self._beat = threading.Thread(target=self._beating, daemon=True,
+                                          name=f"powerlab {self.what} progress")
+            self._beat.start()
+        return self
+
+    def phase(self, name: str) -> None:
+        """A named step began (``"reading 3 files"``, ``"writing the package"``)."""
+        self.bar.phase(name)
+
+    def _beating(self) -> None:
+        every = max(5.0, (self.estimate_s or 50.0) / 10)
+        while not self._stop.wait(every):
+            el = self.bar.elapsed_s
+            left = ""
+            if self.estimate_s and el < self.estimate_s:
+                left = f", about {format_duration(self.estimate_s - el)} left by the estimate"
+            elif self.estimate_s:
+                left = ", longer than estimated"
+            text = f"{self.what}: {format_duration(el)} elapsed{left}"
+            if self.bar.tty:
+                self.bar._write("\r" + text + "\033[K")
+                self.bar._open_line = True
+            else:
+                self.bar._line(text)
+
+    def kept(self) -> list[str]:
+        """The output files written since the command started."""
+        out = []
+        for o in self.outputs:
+            paths = ([os.path.join(d, f) for d, _, fs in os.walk(o) for f in fs]
+                     if os.path.isdir(o) else [o])
+            for p in paths:
+                try:
+                    if os.path.getmtime(p) >= self._t_wall - 1.0:
+                        out.append(p)
+                except OSError:
+                    pass
+        return sorted(out)
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join(1.0)
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            kept = self.kept()
+            names = ", ".join(os.path.basename(k) for k in kept[:6])
+            more = f" and {len(kept) - 6} more" if len(kept) > 6 else ""
+            said = (f"kept the {len(kept)} file(s) written before it: {names}{more}"
+                    if kept else "nothing was written")
+            if not self.quiet:
+                self.bar.enabled = True
+                self.bar._line(f"{self.what}: interrupted after "
+                               f"{format_duration(self.bar.elapsed_s)}; {said}")
+        elif exc_type is None and self.bar.enabled:
+            self.bar._line(f"{self.what}: done in {format_duration(self.bar.elapsed_s)}")

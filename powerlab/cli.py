@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "import_",
     "forecast",
     "calibrate",
+    "scale",
     "backtest",
     "demo",
     "aggregate",
@@ -30,6 +31,7 @@ COMMAND_MODULES = [
     "size_mitigation",
     "flex",
     "study_package",
+    "reliability",
 ]
 
 

@@ -68,17 +68,24 @@ def run(args) -> int:
     if not runs_mode and not args.power:
         raise PowerlabError("give the recording (POWER) or --train-runs/--test-runs")
     output_folder(args.out, create=False, what="--out")
-    if runs_mode:
-        res = backtest_runs([_run(s, args.tz) for s in args.train_runs],
-                            [_run(s, args.tz) for s in args.test_runs],
-                            gpus_per_node=args.gpus_per_node)
-    else:
-        power = read_power(args.power, tz=args.tz)
-        events = read_events(args.events) if args.events else None
-        res = backtest_split(power, events, split=args.split,
-                             gpus_per_node=args.gpus_per_node,
-                             source=", ".join(str(p) for p in args.power),
-                             events_source=str(args.events) if args.events else None)
+    from .._progress import CommandProgress
+    from ._estimates import reading
+
+    inputs = args.power or [s.split(":")[0] for s in args.train_runs + args.test_runs]
+    with CommandProgress("backtest", *reading("calibrate and forecast", inputs),
+                         outputs=[args.out]) as bar:
+        bar.phase("reading, calibrating, forecasting the held-out part")
+        if runs_mode:
+            res = backtest_runs([_run(s, args.tz) for s in args.train_runs],
+                                [_run(s, args.tz) for s in args.test_runs],
+                                gpus_per_node=args.gpus_per_node)
+        else:
+            power = read_power(args.power, tz=args.tz)
+            events = read_events(args.events) if args.events else None
+            res = backtest_split(power, events, split=args.split,
+                                 gpus_per_node=args.gpus_per_node,
+                                 source=", ".join(str(p) for p in args.power),
+                                 events_source=str(args.events) if args.events else None)
     args.out.mkdir(parents=True, exist_ok=True)
     notes = res.notes()  # one note a row, in a last column, from the first row
     table = res.metrics.assign(note=(notes + [""] * len(res.metrics))[:len(res.metrics)])

@@ -28,6 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="GPUs per node for node-level telemetry (default 8)")
     p.add_argument("--meter-interval", type=float,
                    help="interval of the readings [s] (default: detected per file)")
+    p.add_argument("--gpu-model",
+                   help="GPU model (e.g. H100-SXM5-80GB, B200-SXM-180GB); default: from the "
+                        "MLPerf system description found beside the recording "
+                        "(systems/<system>.json) or given with --system. It selects the "
+                        "hardware prior of the GPU / non-GPU split of node power")
+    p.add_argument("--system", type=Path,
+                   help="MLPerf system description (JSON) of the recording's system")
     p.add_argument("--name", default="calibrated", help="job name in the scenario")
     p.add_argument("--tz", help="time zone of zone-less timestamps in the sources")
     p.add_argument("--out", type=Path, required=True, help="scenario YAML to write")
@@ -52,13 +59,21 @@ def run(args) -> int:
                   to_utc(args.end, what="--end", optional=True))
     if args.meter_interval is not None and not args.meter_interval > 0:
         raise PowerlabError(f"--meter-interval must be > 0 seconds, got {args.meter_interval}")
-    power = read_power(args.power, tz=args.tz)
-    events = read_events(args.events) if args.events else None
-    src = ", ".join(str(p) for p in args.power)
-    cal = calibrate_job(power, events=events, start=start,
-                        end=end, meter_interval_s=args.meter_interval,
-                        gpus_per_node=args.gpus_per_node, source=src,
-                        events_source=str(args.events) if args.events else None)
+    from .._progress import CommandProgress
+    from ._estimates import reading
+
+    with CommandProgress("calibrate", *reading("fit a job to", args.power)) as bar:
+        bar.phase("reading the power recording")
+        power = read_power(args.power, tz=args.tz)
+        events = read_events(args.events) if args.events else None
+        src = ", ".join(str(p) for p in args.power)
+        model, model_src = _gpu_model(args)
+        bar.phase(f"fitting {len(power):,} readings")
+        cal = calibrate_job(power, events=events, start=start,
+                            end=end, meter_interval_s=args.meter_interval,
+                            gpus_per_node=args.gpus_per_node, source=src,
+                            events_source=str(args.events) if args.events else None,
+                            gpu_model=model, gpu_model_source=model_src)
     text = cal.to_yaml(name=args.name, source=src + (f" with events {args.events}"
                                                       if args.events else ""))
     parse_scenario(text, path=args.out)  # what forecast will read must parse
@@ -66,3 +81,21 @@ def run(args) -> int:
     print(cal.summary())
     print(f"wrote {args.out}")
     return 0
+
+
+def _gpu_model(args):
+    """(model, source): --gpu-model, else --system, else a system description found
+    beside the recording; (None, why) when there is none."""
+    from ..calibration.node_split import find_system_json, gpu_model_of
+    from ..exceptions import PowerlabError
+
+    if args.gpu_model:
+        return args.gpu_model, "given: --gpu-model"
+    path = args.system
+    if path is not None and not path.is_file():
+        raise PowerlabError(f"--system {path}: no such file")
+    path = path or next((f for f in map(find_system_json, args.power) if f), None)
+    if path is None:
+        return None, "not given (no --gpu-model, no system description found)"
+    model, _, why = gpu_model_of(path)
+    return model, why

@@ -39,7 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="telemetry only: non-IT load added to facility power [W]")
     p.add_argument("--sags", type=Path, default=None,
                    help="CSV of voltage sags (timestamp, duration_s, residual_voltage_pu) "
-                        "for the ride-through requirements")
+                        "for the ride-through requirements; on a scenario each is simulated "
+                        "through the site's equipment model (the study package's ride-"
+                        "through model), on measured data the load lost is read against "
+                        "the second before the sag")
     p.add_argument("--interval-means", action="store_true",
                    help="telemetry only: each reading is the mean over the interval before "
                         "it (e.g. from energy counters); default: instantaneous readings, "
@@ -63,6 +66,36 @@ def read_sags(path: Path):
         raise ParseError("no such file", path=path) from None
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise ParseError(f"cannot read as CSV: {exc}", path=path) from None
+
+
+def sags_for(source, sags):
+    """The sags ``comply`` and ``size-mitigation`` check, the source they check and the
+    line printed with the ride-through figure: on a scenario the sags become its own
+    disturbances, simulated through the equipment model (the same model as the study
+    package's ride-through table); on measured data they stay measurements, read against
+    the second before each sag."""
+    if sags is None:
+        return None, source, ""
+    from ..interconnect.sources import resolve
+
+    if source.is_forecast:
+        from ..interconnect.equipment import equipment_from_scenario
+        from ..interconnect.eventresponse import scenario_with_sags, supply_trip_assumption
+
+        try:
+            scen = scenario_with_sags(source.scenario, sags)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            from ..exceptions import PowerlabError
+            raise PowerlabError(f"--sags: expected columns timestamp, duration_s, "
+                                f"residual_voltage_pu ({exc})") from None
+        line = ("Ride-through (--sags on a forecast): each sag simulated by the engine "
+                "with and without it on the same draws; "
+                + supply_trip_assumption(equipment_from_scenario(source.scenario)))
+        return None, resolve(scen), line
+    from ..site.disturbances import BASELINE_MEASURED
+    return sags, source, ("Ride-through (--sags on measured data): load lost against the "
+                          f"{BASELINE_MEASURED}; no supply-trip model applies (what the "
+                          "site did is in the data)")
 
 
 def check_draws_out_sags(args) -> None:
@@ -105,6 +138,7 @@ def run(args) -> int:
             raise PowerlabError(f"scenario {scen.name!r} sets no limits (every limits: "
                                 "value is 0); give --requirements SPEC.yaml")
     sags = read_sags(args.sags) if args.sags is not None else None
+    sags, source, sag_line = sags_for(source, sags)
     start, end = (to_utc(args.start, what="--start", optional=True),
                   to_utc(args.end, what="--end", optional=True))
     if source.is_forecast and (args.pue is not None or args.base_load_w
@@ -136,6 +170,8 @@ def run(args) -> int:
             written.append(atomic_write(args.out / "resonance.csv",
                                         lambda tmp: Path(tmp).write_text(text)))
             summaries.append(str(rz.summary()))
+    if sag_line:
+        summaries.append(sag_line)
     if not args.quiet:
         print("\n\n".join(summaries))
     print("wrote " + ", ".join(str(p) for p in written))

@@ -114,9 +114,14 @@ def run_offer(args) -> int:
         from ..telemetry.timeutil import to_utc
 
         start = to_utc(args.start, what="--start")
+    from .._progress import CommandProgress
     from ..flex.offer import flex_offer
+    from ._estimates import forecasting
 
-    off = flex_offer(sc, hold_s=args.hold_s, start=start, draws=args.draws, seed=args.seed)
+    with CommandProgress("flex offer", *forecasting(sc, args.draws, 8, "every lever and level"),
+                         enabled=not args.quiet, outputs=[args.out]):
+        off = flex_offer(sc, hold_s=args.hold_s, start=start, draws=args.draws,
+                         seed=args.seed)
     path = off.write(args.out)
     resp = args.out / "flex_offer_response.csv"
     off.response_frame().to_csv(resp, index=False, float_format="%.6g")
@@ -158,9 +163,14 @@ def run_plan(args) -> int:
 
     levers = None if args.levers is None else tuple(
         x.strip() for x in args.levers.split(",") if x.strip())
-    plan = plan_curtailment(sc, tg, spec=spec, response_s=args.response_s,
-                            averaging_s=args.averaging_s, draws=args.draws, seed=args.seed,
-                            assumptions=LeverAssumptions(levers=levers))
+    from .._progress import CommandProgress
+    from ._estimates import forecasting
+
+    with CommandProgress("flex plan", *forecasting(sc, args.draws, 4, "plan and simulate"),
+                         enabled=not args.quiet, outputs=[args.out]):
+        plan = plan_curtailment(sc, tg, spec=spec, response_s=args.response_s,
+                                averaging_s=args.averaging_s, draws=args.draws,
+                                seed=args.seed, assumptions=LeverAssumptions(levers=levers))
     paths = plan.write(args.out)
     if not args.quiet:
         print(plan.summary())
@@ -182,10 +192,15 @@ def run_verify(args) -> int:
         from ..site.scenario import read_scenario
 
         sc = read_scenario(args.scenario)
-    power = read_site_power(args.store, scope=args.scope)
-    methods = args.method or ["high_10_of_10", "pre_event_mean"]
-    res = verify_event(power, ev.frame, methods=methods, site_tz=args.site_tz, scenario=sc,
-                       forecast_boundary=args.forecast_boundary)
+    from .._progress import CommandProgress
+    from ._estimates import reading
+
+    with CommandProgress("flex verify", *reading("baselines of", [args.store]),
+                         outputs=[args.out]):
+        power = read_site_power(args.store, scope=args.scope)
+        methods = args.method or ["high_10_of_10", "pre_event_mean"]
+        res = verify_event(power, ev.frame, methods=methods, site_tz=args.site_tz,
+                           scenario=sc, forecast_boundary=args.forecast_boundary)
     paths = res.write(args.out)
     print(res.summary())
     print("wrote " + ", ".join(str(p) for p in paths))

@@ -46,8 +46,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="store folder (created when missing)")
     p.add_argument("--format", default="auto", choices=FORMAT_CHOICES,
                    help="source format (default: recognise from the content)")
-    p.add_argument("--tz", help="time zone of zone-less timestamps (nvidia-smi, dcgmi dmon)")
-    p.add_argument("--host", type=_args.host, help="host name for sources that do not record it")
+    p.add_argument("--tz", help="time zone of zone-less timestamps (nvidia-smi, dcgmi dmon, "
+                   "dmesg -T and journalctl's default format); such times are refused "
+                   "without it")
+    p.add_argument("--host", type=_args.host, help="host name for sources that do not record "
+                   "it (a dmesg log is refused without it)")
+    p.add_argument("--boot-time", dest="boot_time", help="boot time of a raw dmesg log's "
+                   "host (ISO 8601), to date its seconds since boot")
+    p.add_argument("--year", type=int, help="year of journalctl-default/syslog kernel lines "
+                   "(default: the latest year not after today, stated in a warning)")
+    p.add_argument("--gpu-map", dest="gpu_map", type=Path, metavar="FILE",
+                   help="PCI bus id -> GPU map for kernel logs: nvidia-smi -q output or a "
+                        "CSV (nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv); "
+                        "the store's device table is used too")
     p.add_argument("--n-gpus", type=int, dest="n_gpus",
                    help="GPUs per nvidia-smi query for logs without index/uuid")
     p.add_argument("--force", action="store_true",
@@ -71,7 +82,56 @@ def _source_key(src: Path, options: dict) -> str:
     return h.hexdigest()
 
 
+def _devices(args):
+    """PCI -> GPU map: the store's device table, then --gpu-map (which wins)."""
+    import pandas as pd
+
+    from ..collect.sidetables import read_devices
+    from ..iotools.gpumap import read_gpu_map
+
+    parts = []
+    if args.out.is_dir():
+        d = read_devices(args.out)
+        if len(d) and "pci_bus_id" in d.columns:
+            d = d.dropna(subset=["pci_bus_id"])
+            parts.append(d[["host", "pci_bus_id", "gpu_index", "gpu_uuid"]])
+    if args.gpu_map is not None:
+        parts.insert(0, read_gpu_map(args.gpu_map, host=args.host))
+    return pd.concat(parts, ignore_index=True) if parts else None
+
+
+def _read_kernel_log(src: Path, args):
+    """A kernel log's Xids with --tz, --host, --boot-time, --year and the GPU map."""
+    from ..iotools.xid import read_kernel_xid
+
+    return read_kernel_xid(src, tz=args.tz, host=args.host, boot_time=args.boot_time,
+                           year=args.year, devices=_devices(args))
+
+
+def _import_events(src: Path, fmt: str, args) -> None:
+    """An XID log into the store's events (kernel logs with their time, host and GPU)."""
+    from ..iotools import read_any
+    from ..telemetry.event_store import write_events
+
+    ev = _read_kernel_log(src, args) if fmt == "kernel-xid" else read_any(src, format=fmt)
+    if args.host and "host" in ev.columns:
+        ev["host"] = ev["host"].fillna(args.host)
+    path, n_ev = write_events(ev, args.out)
+    dup = f"; {len(ev) - n_ev:,} already in the store" if n_ev < len(ev) else ""
+    print(f"{src}: {n_ev:,} events ({fmt}) -> "
+          f"{path.relative_to(args.out) if path else 'nothing new'}{dup}")
+
+
 def run(args) -> int:
+    from .._progress import CommandProgress
+    from ._estimates import reading
+
+    with CommandProgress("import", *reading("import", list(args.sources)),
+                         outputs=[args.out]) as bar:
+        return _run(args, bar)
+
+
+def _run(args, bar) -> int:
     import json
     from datetime import datetime
 
@@ -80,14 +140,14 @@ def run(args) -> int:
     from ..exceptions import ParseError
     from ..iotools import formats, read_any, sniff_format
     from ..outputs import atomic_write
-    from ..telemetry.event_store import write_events
     from ..telemetry.sources import is_parquet_file, read_parquet_telemetry
     from ..telemetry.store import write_store
 
     total = 0
     imported = []
     unreadable: list[str] = []
-    for src in args.sources:
+    for k, src in enumerate(args.sources):
+        bar.phase(f"{k + 1}/{len(args.sources)}: {src}")
         if not src.exists():
             raise ParseError("no such file or folder", path=src)
         fmt = "parquet" if is_parquet_file(src) else \
@@ -97,6 +157,9 @@ def run(args) -> int:
             raise ParseError(f"recognised as '{fmt}', which is not GPU telemetry; "
                              f"powerlab import takes {', '.join(takes)}", path=src)
         options = {"format": fmt, "tz": args.tz, "host": args.host, "n_gpus": args.n_gpus}
+        if fmt == "kernel-xid":
+            options.update(boot_time=args.boot_time, year=args.year,
+                           gpu_map=_source_key(args.gpu_map, {}) if args.gpu_map else None)
         key = _source_key(src, options)
         record = args.out / "_imports" / f"{key}.json"
         if record.exists() and not args.force:
@@ -105,13 +168,7 @@ def run(args) -> int:
                   "skipped (--force imports it again)")
             continue
         if fmt in formats("events"):
-            ev = read_any(src, format=fmt)
-            if args.host and "host" in ev.columns:
-                ev["host"] = ev["host"].fillna(args.host)
-            path, n_ev = write_events(ev, args.out)
-            dup = f"; {len(ev) - n_ev:,} already in the store" if n_ev < len(ev) else ""
-            print(f"{src}: {n_ev:,} events ({fmt}) -> "
-                  f"{path.relative_to(args.out) if path else 'nothing new'}{dup}")
+            _import_events(src, fmt, args)
             continue
         df = read_parquet_telemetry(src) if fmt == "parquet" else \
             read_any(src, format=fmt, tz=args.tz, host=args.host, n_gpus=args.n_gpus)

@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="search over the first HOURS of the horizon only [h]")
     p.add_argument("--sags", type=Path, default=None,
                    help="CSV of voltage sags (timestamp, duration_s, residual_voltage_pu) "
-                        "within the horizon, for the ride-through requirements")
+                        "within the horizon, for the ride-through requirements, each "
+                        "simulated through the site's equipment model (as comply --sags)")
     p.add_argument("--quiet", action="store_true",
                    help="print neither the summary nor the size, estimate and progress "
                         "(shown on standard error when the run may take 2 s or more)")
@@ -54,7 +55,7 @@ def run(args) -> int:
     from ..exceptions import PowerlabError
     from ..limits.requirements import read_requirements
     from ..site.scenario import read_scenario
-    from .comply import check_draws_out_sags, read_sags
+    from .comply import check_draws_out_sags, read_sags, sags_for
 
     check_draws_out_sags(args)
     tick = args.tick_s
@@ -71,6 +72,13 @@ def run(args) -> int:
     spec = read_requirements(args.requirements)
     scenario = read_scenario(args.scenario)
     sags = read_sags(args.sags) if args.sags is not None else None
+    if sags is not None:    # simulated through the equipment model, as comply does
+        from ..interconnect.sources import resolve
+        src = resolve(scenario)
+        sags, src, sag_line = sags_for(src, sags)
+        scenario = src.scenario
+    else:
+        sag_line = ""
     from ..exceptions import Interrupted
     from ..interconnect.compliance import Compliance  # scipy: only once the inputs are read
     from ..interconnect.sizing import size_mitigation
@@ -85,6 +93,8 @@ def run(args) -> int:
     csv, txt = res.write(args.out, **paths)
     if not args.quiet or res.status == "not_assessable" or res.interrupted:
         print(res.summary(**paths))
+    if sag_line:
+        print(sag_line)
     print(f"status: {'interrupted, ' if res.interrupted else ''}{res.status}; engine runs: "
           f"{res.engine_runs}; option evaluations: {res.evaluations}")
     print(f"wrote {csv}, {txt}")

@@ -38,9 +38,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_verify(args) -> int:
+    from .._progress import CommandProgress
     from ..telemetry.storefiles import verify_store
+    from ._estimates import reading, verify_rate
 
-    out = verify_store(args.store)
+    plan, _ = reading("checksums of", [args.store])
+    with CommandProgress("store verify", plan, verify_rate(args.store)):
+        out = verify_store(args.store)
     for path, why in out["damaged"]:
         print(f"DAMAGED {path}: {why}")
     for why in out["foreign"]:

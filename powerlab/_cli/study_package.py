@@ -47,7 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="telemetry only: non-IT load added to facility power [W]")
     p.add_argument("--start", default=None, help="telemetry only: first time (ISO 8601 UTC)")
     p.add_argument("--end", default=None, help="telemetry only: end time (ISO 8601 UTC)")
-    p.add_argument("--quiet", action="store_true", help="do not print the summary")
+    p.add_argument("--quiet", action="store_true",
+                   help="print neither the summary nor the size, estimate and progress")
     p.set_defaults(func=run)
 
 
@@ -73,19 +74,24 @@ def run(args) -> int:
                                or start is not None or end is not None):
         raise PowerlabError("--pue, --base-load-w, --start and --end apply to measured "
                             "telemetry; a scenario sets its own PUE, base load and horizon")
+    from .._progress import CommandProgress
     from ..interconnect.sources import MeasuredOptions
     from ..interconnect.studypackage import PmuSettings, RideThrough, ShortWindow, study_package
+    from . import _estimates
 
-    pkg = study_package(source, spec, draws=args.draws, seed=args.seed, tick_s=args.tick_s,
-                        short=ShortWindow(tick_s=args.short_tick_s,
-                                          window_s=args.short_window_s),
-                        ride_through=(RideThrough(draws=args.ride_through_draws)
-                                      if args.ride_through_draws > 0 else False),
-                        pmu=PmuSettings(f0_hz=args.f0_hz,
-                                        reporting_rate_fps=args.reporting_rate),
-                        measured=MeasuredOptions(pue=args.pue, base_load_w=args.base_load_w,
-                                                 start=start, end=end))
-    files = pkg.write(args.out)
+    with CommandProgress("study-package", *_estimates.study_package(source, args),
+                         enabled=not args.quiet, outputs=[args.out]) as bar:
+        bar.phase("forecast, short window, PMU view, ride-through table")
+        pkg = study_package(
+            source, spec, draws=args.draws, seed=args.seed, tick_s=args.tick_s,
+            short=ShortWindow(tick_s=args.short_tick_s, window_s=args.short_window_s),
+            ride_through=(RideThrough(draws=args.ride_through_draws)
+                          if args.ride_through_draws > 0 else False),
+            pmu=PmuSettings(f0_hz=args.f0_hz, reporting_rate_fps=args.reporting_rate),
+            measured=MeasuredOptions(pue=args.pue, base_load_w=args.base_load_w,
+                                     start=start, end=end))
+        bar.phase(f"writing the package into {args.out}")
+        files = pkg.write(args.out)
     if not args.quiet:
         print(pkg.summary())
     print(f"wrote {len(files)} files into {args.out} (open {files['page'].name})")

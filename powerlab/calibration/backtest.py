@@ -49,11 +49,12 @@ from .._summary import Results, Summary
 from ..exceptions import AnalysisError, PowerlabError
 from ..site.engine import forecast
 from ..site.scenario import parse_scenario
-from .calibrate import calibrate_job, run_window, summed_readings
+from .calibrate import calibrate_job, drop_dropouts, run_window, summed_readings
 from .calibrated_job import Calibration
 from .meter import Meter, meter_forecast
+from .phases import END_GAP_S
 from .runfind import find_run, regime_notes
-from .scores import METRICS, score, score_table
+from .scores import METRICS, MIN_SCORED_MINUTES, score, score_table
 from .windows import eval_intervals
 
 __all__ = ["METRICS", "BacktestResult", "backtest_runs", "backtest_split", "score",
@@ -128,19 +129,47 @@ class BacktestResult(Results):
         """The notes in words: how the run was found (no run events), a regime change
         in the held-out part, then the calibration's notes."""
         notes = list(self.run_notes) + list(self.calibration.notes())
+        m = self.metrics[self.metrics["metric"] == "scored_minutes"]
+        for run, n in zip(m["run"], m["measured"]):
+            if n < MIN_SCORED_MINUTES:
+                notes.append(f"{run}: 1-min MAPE and bias refused: {n:.0f} whole minute(s) "
+                             f"scored (< {MIN_SCORED_MINUTES}); energy is still scored.")
         if not self.ramp_resolved:
             notes.append("the meter does not resolve a periodic step: the step swing, its "
                          "period and the 1-s ramps are not a test of the model here.")
         return notes
 
 
+def ends_with_eval(events, run_stop, meter_interval_s: float) -> bool:
+    """Whether the run stops on an evaluation: its log's last ``eval_stop`` at most
+    :data:`powerlab.calibration.phases.END_GAP_S` (or two meter intervals) before
+    ``run_stop``.  The forecast is told this as it is told ``run_stop`` (the MLPerf rule
+    that a run stops at the evaluation reaching the target)."""
+    if events is None or run_stop is None:
+        return False
+    ev = eval_intervals(events)
+    ev = ev[ev["stop_utc"] <= run_stop + pd.Timedelta(seconds=1)]
+    if ev.empty:
+        return False
+    gap = (run_stop - ev["stop_utc"].max()).total_seconds()
+    return gap <= max(END_GAP_S, 2 * meter_interval_s)
+
+
 def _forecast_through_meters(cal: Calibration, power: pd.DataFrame, *, job_start,
-                             startup: bool, horizon, duration_s: float):
+                             startup: bool, horizon, duration_s: float,
+                             end_phase: bool = True):
     """Forecast the job from ``job_start`` and read it at ``power``'s own instants."""
     step = cal.fit.step_time_s
     spec = cal.scenario_spec(name="backtest", start=job_start, duration_s=duration_s,
                              horizon=horizon, tick_s=step / math.ceil(step / 0.01))
     job = spec["jobs"][0]
+    if not end_phase:
+        job.pop("shutdown_s", None)
+        job["power"].pop("shutdown_w", None)
+    if startup is not True:   # resumed after an evaluation: one interval on, no warm-up
+        job.get("eval", {}).pop("first_s", None)
+        job.pop("warmup_s", None)
+        job["power"].pop("warmup_w", None)
     if startup is False and "startup_s" in job:
         job.pop("startup_s")
         job["power"].pop("startup_w", None)
@@ -155,7 +184,7 @@ def _forecast_through_meters(cal: Calibration, power: pd.DataFrame, *, job_start
     if cal.fit.scope == "gpu" and "gpu_index" in sel:  # one meter per GPU
         meas["host"] = (sel["host"].astype(str) + "/"
                         + sel["gpu_index"].astype("string").fillna(""))
-    meas = meas.dropna()
+    meas = drop_dropouts(meas.dropna())[0]
     if meas.empty:
         raise AnalysisError("no readings in the forecast window")
     n = meas["host"].nunique()
@@ -166,9 +195,10 @@ def _forecast_through_meters(cal: Calibration, power: pd.DataFrame, *, job_start
 
 
 def _score_window(cal, power, events, *, job_start, startup, t0, t1, duration_s, run):
-    res, meas, fc = _forecast_through_meters(cal, power, job_start=job_start,
-                                             startup=startup, horizon=(t0, t1),
-                                             duration_s=duration_s)
+    end_eval = ends_with_eval(events, t1, cal.meter_interval_s)
+    res, meas, fc = _forecast_through_meters(
+        cal, power, job_start=job_start, startup=startup, horizon=(t0, t1),
+        duration_s=duration_s, end_phase=end_eval)
     w = cal.meter_interval_s
     start = t0 + pd.Timedelta(seconds=3 * w)
     ym = summed_readings(meas.assign(scope="node"), every_s=GRID_S, start=start, end=t1)
@@ -178,7 +208,8 @@ def _score_window(cal, power, events, *, job_start, startup, t0, t1, duration_s,
     if len(ym) < round(10 * w / GRID_S):
         raise AnalysisError(f"{run}: the forecast window {t0} .. {t1} holds too few "
                             "readings to score")
-    fev = res.events.loc[res.events["event"] == "eval", "timestamp"] \
+    kinds = ["eval", "shutdown"] if end_eval else ["eval"]   # the end phase: the last one
+    fev = res.events.loc[res.events["event"].isin(kinds), "timestamp"] \
         if "event" in res.events else None
     sc = score(ym, yf, step_time_s=cal.fit.step_time_s, evals=events,
                forecast_evals=fev, meter_interval_s=w)
@@ -263,7 +294,7 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
                         meter_interval_s=cal_all.meter_interval_s,
                         gpus_per_node=gpus_per_node, source=name)
     job_start, startup = _resumed_job(cal, ev_all, cut, running)
-    dur = (r1 - job_start).total_seconds() + 60.0
+    dur = (r1 - job_start).total_seconds()   # the job ends at run_stop (its end phase)
     table, ser, fev = _score_window(cal, power, events, job_start=job_start,
                                     startup=startup, t0=cut, t1=r1, duration_s=dur,
                                     run="split")
@@ -420,14 +451,16 @@ def backtest_runs(train: list, test: list, *, meter_interval_s: float | None = N
             cal, periodic_p_value=float(max(c.periodic_p_value for _, c in parts)),
             startup_s=float(np.mean([c.startup_s for _, c in parts])),
             device_startup_w=float(np.nanmean([c.device_startup_w for _, c in parts])),
-            devices=first.devices)
+            devices=first.devices,
+            step_halves=next((c.step_halves for _, c in parts if not c.halves_agree),
+                             first.step_halves))
     tables, series, fevs = [], {}, {}
     for nm, p, e in test:
         if e is None:
             raise PowerlabError(f"{nm}: a run-to-run backtest needs each run's events log")
         r0, r1 = run_window(p, e, name=str(nm))  # its own start and stop events only
         t, s, fev = _score_window(cal, p, e, job_start=r0, startup=True, t0=r0, t1=r1,
-                                  duration_s=(r1 - r0).total_seconds() + 60.0,
+                                  duration_s=(r1 - r0).total_seconds(),
                                   run=str(nm))
         tables.append(t)
         series[str(nm)] = s

@@ -55,13 +55,19 @@ import numpy as np
 import pandas as pd
 from scipy import signal
 
+from .._options import Options
 from ..exceptions import AnalysisError, PowerlabError
-from .calibrated_job import Calibration, param_source
+from .alignment import Alignment, align_recording
+from .calibrated_job import Calibration, HardwareInfo, param_source
 from .meter import sum_meters
+from .node_split import idle_level, node_split, prior_for
+from .phases import run_phases
 from .profile import fit_profile
+from .profile_fit import Prior
 from .windows import eval_intervals
 
-__all__ = ["Calibration", "calibrate_job", "fisher_g_test", "run_window", "summed_readings"]
+__all__ = ["CalibrateOptions", "Calibration", "calibrate_job", "drop_dropouts",
+           "fisher_g_test", "run_window", "summed_readings"]
 
 #: Fraction of the training level at which the start-up ends [-].
 STARTUP_LEVEL_FRACTION = 0.9
@@ -153,11 +159,44 @@ def run_window(telemetry: pd.DataFrame, events=None, *, name: str = "the telemet
     return a, b
 
 
+@dataclasses.dataclass(frozen=True)
+class CalibrateOptions(Options):
+    """Options of :func:`calibrate_job`.
+
+    Attributes
+    ----------
+    meter_interval_s : float, optional
+        Interval of the readings [s]; default from ``telemetry.attrs["meter_interval_s"]``
+        or the readings' median spacing.
+    gpus_per_node : int, default 8
+    source, events_source : str, optional
+        Names of the recording and of the events log (error messages, YAML comments).
+    training_start : timestamp, optional
+        End of the start-up when known (several runs calibrated together); default:
+        detected from the readings.
+    gpu_model, gpu_model_source : str, optional
+        The GPU model (an MLPerf system description's ``accelerator_model_name`` or the
+        user's) and where it came from; it selects the hardware prior of the node split
+        (:mod:`powerlab.calibration.node_split`).  None: unknown, node power not split.
+    align : bool, default True
+        Estimate (and, beyond one meter interval, apply) node clock offsets and the
+        power log's offset against the training log (:mod:`powerlab.calibration.alignment`).
+    """
+
+    meter_interval_s: float | None = None
+    gpus_per_node: int = 8
+    source: str | None = None
+    events_source: str | None = None
+    training_start: object = None
+    gpu_model: str | None = None
+    gpu_model_source: str | None = None
+    align: bool = True
+
+
 def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
-                  meter_interval_s: float | None = None, gpus_per_node: int = 8,
-                  source: str | None = None, events_source: str | None = None,
-                  training_start=None) -> Calibration:
-    """Calibrate a scenario job (profile, start-up, evaluations) from a recording.
+                  options: CalibrateOptions | None = None, **option_kw) -> Calibration:
+    """Calibrate a scenario job (profile, start-up, evaluations, end of run, node split)
+    from a recording.
 
     Parameters
     ----------
@@ -169,15 +208,10 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
     start, end : timestamp, optional
         Calibration window (UTC).  Default: ``run_start`` .. ``run_stop`` of the events,
         else the readings' span.
-    meter_interval_s : float, optional
-        Interval of the readings [s]; default from ``telemetry.attrs["meter_interval_s"]``
-        or the readings' median spacing.
-    gpus_per_node : int, default 8
-    source, events_source : str, optional
-        Names of the recording and of the events log (error messages).
-    training_start : timestamp, optional
-        End of the start-up when known (several runs calibrated together); default:
-        detected from the summed readings.
+    options : CalibrateOptions, optional
+    **option_kw
+        Fields of :class:`CalibrateOptions` replacing those of ``options``
+        (``calibrate_job(df, meter_interval_s=2.0)``).
 
     Returns
     -------
@@ -189,40 +223,147 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
         The events do not overlap the readings (a log of another run), or the window
         holds too few readings.
     """
-    name = source or "the telemetry"
+    o = CalibrateOptions.from_kwargs(options, **option_kw)
+    name = o.source or "the telemetry"
     df, scope = _job_rows(telemetry, name)
+    df, dropped = _drop_identical(df, telemetry)
+    df, n_out = drop_dropouts(df)
     r0, r1 = _run_bounds(events)
-    job_start, job_end = run_window(df, events, name=name, events_source=events_source)
+    job_start, job_end = run_window(df, events, name=name, events_source=o.events_source)
+    w = _meter_interval(telemetry, df, scope, o.meter_interval_s, name)
+    align = Alignment()
+    if o.align and scope == "node":
+        df, events, align = align_recording(df, events, job_start, job_end, w, name=name)
+        if align.log_applied:
+            r0, r1 = _run_bounds(events)
+            job_start, job_end = run_window(df, events, name=name,
+                                            events_source=o.events_source)
     job_start = pd.Timestamp(start) if start is not None else job_start
     job_end = pd.Timestamp(end) if end is not None else job_end
     if job_end <= job_start:
         raise PowerlabError(f"{name}: the window {job_start} .. {job_end} is empty")
-    w = _meter_interval(telemetry, df, scope, meter_interval_s, name)
     devices, t_train, startup_s, dev_startup = _startup(df, scope, job_start, job_end, w,
-                                                        training_start, name)
+                                                        o.training_start, name)
+    devices += len(dropped)   # identical logs: copies of real nodes, still nodes of the job
     fit = fit_profile(df, events=events, scope=scope, start=t_train, end=job_end,
-                      gpus_per_node=gpus_per_node, meter_interval_s=w)
-    p_value = _periodic_step_test(df, events, t_train, job_end, w)
+                      gpus_per_node=o.gpus_per_node, meter_interval_s=w)
+    p_value, halves = _periodic_step_test(df, events, t_train, job_end, w)
     dev_eval, eval_src = _eval_level(fit, df, events, t_train, job_end, w)
     fit, eval_interval_src = _single_eval_interval(fit, events, t_train, job_end)
-    sources = {
-        "gpus": f"{devices} {scope}s in the recording"
-                + (f" x {gpus_per_node} GPUs (prior)" if scope == "node" else ""),
-        "start_utc": "events: run_start" if job_start == r0 else "first reading",
-        "duration_s": "window: run_start .. run_stop" if (job_start == r0 and job_end == r1)
-        else "calibration window",
-        "startup_s": f"measured: until summed power reaches {STARTUP_LEVEL_FRACTION:.0%} of "
-                     "its median",
-        "startup_w": f"measured: mean over the start-up, shared among {gpus_per_node} GPUs"
-        if scope == "node" else "measured: mean over the start-up",
-    }
+    fit, hw = _hardware(fit, df, scope, o, r0, r1, w)
+    phases = run_phases(fit, df, events, t_train, job_end, r1, w)
+    sources = _sources(devices, scope, o.gpus_per_node, (job_start, job_end), (r0, r1))
     if eval_interval_src:
         sources["eval_interval_s"] = eval_interval_src
+    data_notes = _data_notes(telemetry.attrs, dropped, devices, n_out)
+    if not np.isfinite(dev_startup) and startup_s > 0:
+        data_notes.append("no node has a reading inside the start-up: start-up dropped")
+        startup_s, t_train = 0.0, job_start
     return Calibration(fit=fit, job_start=job_start, job_end=job_end,
                        training_start=t_train, startup_s=startup_s,
                        device_startup_w=dev_startup, devices=devices, meter_interval_s=w,
                        periodic_p_value=p_value, eval_source=eval_src,
-                       device_eval_w=float(dev_eval), sources=sources)
+                       device_eval_w=float(dev_eval), sources=sources, hw=hw,
+                       phases=phases, alignment=align, data_notes=data_notes,
+                       step_halves=halves)
+
+
+#: A reading below this fraction of its node's median is a meter dropout [-].
+DROPOUT_FRACTION = 0.1
+
+
+def drop_dropouts(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The readings without meter dropouts (below :data:`DROPOUT_FRACTION` of their
+    device's median: a powered node reading 1-24 W, as in a v4.0 SSD run), and how many
+    were dropped."""
+    keys = ["host"] + (["gpu_index"] if "gpu_index" in df and df["gpu_index"].notna().any()
+                       else [])
+    med = df.groupby(keys, observed=True)["power_w"].transform("median")
+    bad = (df["power_w"] < DROPOUT_FRACTION * med).to_numpy()
+    return (df[~bad], int(bad.sum())) if bad.any() else (df, 0)
+
+
+def _data_notes(attrs: dict, dropped: list, devices: int, n_out: int) -> list:
+    """What was dropped or repaired in the readings, in words (notes, YAML comments)."""
+    out = []
+    if dropped:
+        out.append(f"identical node logs: {len(dropped)} copies dropped from the fit "
+                   f"({', '.join(dropped[:6])}{' ...' if len(dropped) > 6 else ''}); the "
+                   f"job still counts their nodes ({devices})")
+    if n_out:
+        out.append(f"meter dropouts: {n_out} readings below {DROPOUT_FRACTION:.0%} of their "
+                   "node's median dropped (a powered node does not read near 0 W)")
+    rep = attrs.get("repeated_readings") or {}
+    n_rep = int(sum(v for v in rep.values() if isinstance(v, (int, float))))
+    if n_rep:
+        out.append(f"repeated polls: {n_rep} readings repeated at one instant, dropped or "
+                   f"averaged by the reader ({sum(1 for v in rep.values() if v)} node logs)")
+    bad = attrs.get("unreadable_files") or []
+    if bad:
+        out.append(f"unreadable logs left out: {', '.join(map(str, bad[:6]))}")
+    iv = {k: v for k, v in (attrs.get("meter_interval_s") or {}).items()
+          if isinstance(v, (int, float)) and np.isfinite(v)}
+    if iv and max(iv.values()) > 1.5 * min(iv.values()):
+        out.append(f"mixed meter intervals: {min(iv.values()):g} .. {max(iv.values()):g} s "
+                   "between nodes; the median is used")
+    return out
+
+
+def _sources(devices, scope, gpn, window, run) -> dict:
+    """Where the job's numbers come from (YAML comments)."""
+    (a, b), (r0, r1) = window, run
+    return {
+        "gpus": f"{devices} {scope}s in the recording"
+                + (f" x {gpn} GPUs (prior)" if scope == "node" else ""),
+        "start_utc": "events: run_start" if a == r0 else "first reading",
+        "duration_s": "window: run_start .. run_stop" if (a == r0 and b == r1)
+        else "calibration window",
+        "startup_s": f"measured: until summed power reaches {STARTUP_LEVEL_FRACTION:.0%} of "
+                     "its median",
+        "startup_w": f"measured: mean over the start-up, shared among {gpn} GPUs"
+        if scope == "node" else "measured: mean over the start-up",
+    }
+
+
+def _drop_identical(df, telemetry) -> tuple[pd.DataFrame, list]:
+    """The readings without the copies of byte-identical node logs (the reader names them
+    in ``attrs["identical_logs"]``; the first of each group is kept) and the hosts
+    dropped."""
+    groups = telemetry.attrs.get("identical_logs") or []
+    drop = [str(h) for g in groups for h in list(g)[1:]]
+    if not drop:
+        return df, []
+    keep = ~df["host"].astype(str).isin(drop)
+    if not keep.any():
+        return df, []
+    return df[keep], drop
+
+
+def _hardware(fit, df, scope, o, r0, r1, w):
+    """The fit with node power split when the GPU model is known, and the hardware facts
+    the scenario carries (:class:`~powerlab.calibration.calibrated_job.HardwareInfo`)."""
+    gpn = o.gpus_per_node
+    idle = idle_level(df, r0, r1, w) if scope == "node" else None
+    split = node_split(o.gpu_model, idle, gpn) if scope == "node" else None
+    pr = prior_for(o.gpu_model)
+    model_src = o.gpu_model_source or ("given" if o.gpu_model else
+                                       "not given (no --gpu-model, no system description)")
+    if split is None:
+        idle_src = "no GPU model: no hardware prior"
+        gpu_idle = (idle.node_idle_w / gpn if idle is not None else float("nan"))
+        if idle is not None:
+            idle_src = (f"idle readings: node idle {idle.node_idle_w:,.0f} W over {gpn} GPUs "
+                        f"({idle.nodes} nodes with readings outside the run)")
+        return fit, HardwareInfo(o.gpu_model, model_src, float("nan"), float("nan"), "",
+                                 gpu_idle, idle_src, pr.tdp_w if pr else float("nan"))
+    over, sd, gpu_idle, src = split
+    try:
+        fit = fit.with_split(Prior(over, sd, src))
+    except AnalysisError as exc:   # the split contradicts the readings: none, said why
+        return fit, HardwareInfo(o.gpu_model, model_src, float("nan"), float("nan"), "",
+                                 float("nan"), f"split refused: {exc}", pr.tdp_w)
+    return fit, HardwareInfo(o.gpu_model, model_src, over, sd, src, gpu_idle, src,
+                             pr.tdp_w)
 
 
 def _job_rows(telemetry, name) -> tuple[pd.DataFrame, str]:
@@ -264,7 +405,7 @@ def _startup(df, scope, job_start, job_end, w, training_start, name):
                             "several steps")
     devices = int(df.groupby(["host"] + (["gpu_index"] if scope == "gpu" else []),
                              observed=True).ngroups)
-    y = summed_readings(inwin, every_s=_GRID_S)
+    y = _mean_of_reporting(inwin, scope, job_start, job_end)
     level = float(np.nanmedian(y))
     t = y.index
     reached = np.flatnonzero(y.to_numpy() >= STARTUP_LEVEL_FRACTION * level)
@@ -274,14 +415,34 @@ def _startup(df, scope, job_start, job_end, w, training_start, name):
     startup_s = max(0.0, (t_train - job_start).total_seconds())
     if startup_s < w:
         startup_s, t_train = 0.0, job_start
-    su = y[(t >= job_start) & (t < t_train)]
-    dev_startup = float(su.mean() / devices) if len(su) else np.nan
+    # each node's mean over the start-up, averaged over the nodes that read in it (a
+    # node whose clock or meter phase leaves it no reading there does not make it nan)
+    dev_startup = np.nan
+    if startup_s > 0:
+        lo = job_start - pd.Timedelta(seconds=2 * w)
+        su = df[(df["timestamp"] >= lo) & (df["timestamp"] <= t_train)]
+        keys = ["host"] + (["gpu_index"] if scope == "gpu" else [])
+        per = [float(np.nanmean(y)) for _, g in su.groupby(keys, observed=True)
+               if len(y := sum_meters(g[["timestamp", "power_w"]].assign(host="m"),
+                                      every_s=_GRID_S, start=job_start, end=t_train))
+               and np.isfinite(y).any()]
+        dev_startup = float(np.mean(per)) if per else np.nan
     return devices, t_train, startup_s, dev_startup
 
 
-def _periodic_step_test(df, events, t_train, job_end, w) -> float:
+def _mean_of_reporting(inwin, scope, a, b) -> pd.Series:
+    """Mean over the devices that have reported of each one's last reading, on the
+    start-up grid: a node whose log starts late does not hide the start-up."""
+    keys = ["host"] + (["gpu_index"] if scope == "gpu" else [])
+    cols = [sum_meters(g[["timestamp", "power_w"]].assign(host="m"), every_s=_GRID_S,
+                       start=a, end=b) for _, g in inwin.groupby(keys, observed=True)]
+    return pd.concat(cols, axis=1).mean(axis=1, skipna=True).dropna()
+
+
+def _periodic_step_test(df, events, t_train, job_end, w) -> tuple[float, tuple]:
     """Fisher's g-test on the summed training readings at the meter rate (evaluations
-    and the two meter intervals after them left out)."""
+    and the two meter intervals after them left out): its p-value, and ``(p, period)`` of
+    the test on each half of those readings (:attr:`Calibration.has_periodic_step`)."""
     yt = summed_readings(df[(df["timestamp"] >= t_train) & (df["timestamp"] <= job_end)],
                          every_s=max(w, _GRID_S))
     if events is not None:
@@ -290,7 +451,14 @@ def _periodic_step_test(df, events, t_train, job_end, w) -> float:
         for a, b in zip(evi["start_utc"], evi["stop_utc"]):
             keep &= ~((yt.index >= a) & (yt.index < b + pd.Timedelta(seconds=2 * w)))
         yt = yt[keep]
-    return fisher_g_test(yt.to_numpy())[0]
+    x = yt.to_numpy()
+    dt = max(w, _GRID_S)
+    halves = []
+    for part in (x[:len(x) // 2], x[len(x) // 2:]):   # the step must show in both halves
+        p_h, k = fisher_g_test(part)
+        n = np.isfinite(part).sum()
+        halves.append((float(p_h), float(n * dt / k) if k else float("nan")))
+    return fisher_g_test(x)[0], tuple(halves)
 
 
 def _eval_level(fit, df, events, t_train, job_end, w) -> tuple[float, str]:

@@ -433,8 +433,13 @@ def _step_dip(w: _ProfileWork) -> None:
     from the ends of the evaluations before the window's end."""
     ev_e = w.ev_e
     origins = ev_e[ev_e <= w.hi_ns] if len(ev_e) else np.zeros(0, np.int64)
-    cols, w.dip_src, w.dip_sd, w.center = step_dip(w.per, w.samples, w.period, w.w_s,
-                                                   w.dip_prior, origins)
+    try:
+        cols, w.dip_src, w.dip_sd, w.center = step_dip(w.per, w.samples, w.period, w.w_s,
+                                                       w.dip_prior, origins)
+    except AnalysisError as exc:   # e.g. too few readings after an evaluation: no dip
+        m = w.per["train_mean_w"]
+        cols = {"compute_w": m, "dip_energy_j": 0.0 * m, "comm_w": m, "duty": 1.0 + 0 * m}
+        w.dip_src, w.dip_sd, w.center = f"not measured ({exc})", np.nan, 0.0
     for name, values in cols.items():
         w.per[name] = values
 
@@ -481,7 +486,7 @@ def _step_rows(w: _ProfileWork) -> dict:
     m, m_se, _ = _stat(per["comm_w"])
     u, u_se, _ = _stat(per["duty"])
     a, a_se, _ = _stat(per["dip_energy_j"])
-    if dip_src == "bound":
+    if dip_src == "bound" or dip_src.startswith("not measured"):
         m_se = u_se = np.nan
     elif w_s > 0 and dip_src != "measured":
         dur = (1.0 - u) * period

@@ -1,7 +1,9 @@
 """How a backtest scores a forecast against a measurement on one regular grid
 (:func:`score`, used by :mod:`powerlab.calibration.backtest`).
 
-Scores (:data:`METRICS`): energy; 1-min mean power MAPE and bias (whole minutes from the
+Scores (:data:`METRICS`): energy, also per phase (training, evaluations, end of run);
+the whole minutes scored; 1-min mean power MAPE and bias (refused under
+:data:`MIN_SCORED_MINUTES`) (whole minutes from the
 window's start); the step oscillation's trough and peak (median over training time of the
 lowest and highest value within one step) and its period (periodogram peak between half
 and twice the calibrated step); evaluation dip depth (mean over the window's evaluations
@@ -20,12 +22,16 @@ from scipy import signal
 
 from .windows import eval_intervals
 
-__all__ = ["METRICS", "score", "score_table"]
+__all__ = ["METRICS", "MIN_SCORED_MINUTES", "score", "score_table"]
 
 #: metric -> unit, in the order of ``backtest.csv``.
 METRICS = {
     "energy_j": "J",
+    "energy_train_j": "J",
+    "energy_eval_j": "J",
+    "energy_end_j": "J",
     "mean_power_w": "W",
+    "scored_minutes": "min",
     "mape_1min_pct": "%",
     "bias_1min_pct": "%",
     "step_trough_w": "W",
@@ -54,21 +60,29 @@ def score(measured: pd.Series, forecast: pd.Series, *, step_time_s: float, evals
     evi = eval_intervals(evals) if evals is not None else pd.DataFrame(
         columns=["start_utc", "stop_utc"])
     return {**_level_scores(ym, yf, dt),
+            **_phase_energy(ym, yf, dt, evi, meter_interval_s),
             **_step_scores(ym, yf, dt, evi, step_time_s, meter_interval_s),
             **_eval_scores(ym, yf, evi, forecast_evals, meter_interval_s),
             **_ramp_scores(ym, yf)}
 
 
+#: Whole minutes a 1-min MAPE (and bias) needs; fewer: refused (``nan``, with a note) [-].
+MIN_SCORED_MINUTES = 10
+
+
 def _level_scores(ym: pd.Series, yf: pd.Series, dt: float) -> dict:
-    """Energy, mean power, and the MAPE and bias of whole-minute means (from the
-    window's start)."""
+    """Energy, mean power, the whole minutes scored, and the MAPE and bias of
+    whole-minute means (from the window's start; ``nan`` under
+    :data:`MIN_SCORED_MINUTES`: a MAPE of a few minutes is the error of those minutes,
+    not a rate)."""
     out = {}
     span = len(ym) * dt
     out["energy_j"] = (float(ym.sum() * dt), float(yf.sum() * dt))
     out["mean_power_w"] = (float(ym.mean()), float(yf.mean()))
     n_min = int(span // 60)
     per = round(60 / dt)
-    if n_min:
+    out["scored_minutes"] = (float(n_min), float(n_min))
+    if n_min >= MIN_SCORED_MINUTES:
         a = ym.to_numpy()[:n_min * per].reshape(n_min, per).mean(axis=1)
         b = yf.to_numpy()[:n_min * per].reshape(n_min, per).mean(axis=1)
         out["mape_1min_pct"] = (np.nan, float(100 * np.mean(np.abs(b - a) / a)))
@@ -126,6 +140,34 @@ def _period(x: pd.Series, dt: float, n_step: int, step_time_s: float,
     return float(1.0 / fr[band][np.argmax(pxx[band])]) if band.any() else np.nan
 
 
+def _phase_energy(ym: pd.Series, yf: pd.Series, dt: float, evi: pd.DataFrame,
+                  meter_interval_s: float) -> dict:
+    """Energy per phase of the log: evaluations (``eval_start`` .. ``eval_stop`` plus one
+    meter interval, the readings' lag), the end of the run (the last evaluation when it
+    ends within 5 s or two meter intervals of the window's end: the run stops on it) and
+    training (the rest); ``nan`` for a phase the window does not hold."""
+    idx = ym.index
+    lag = pd.Timedelta(seconds=meter_interval_s)
+    ev = evi[(evi["stop_utc"] > idx[0]) & (evi["start_utc"] < idx[-1])].sort_values(
+        "start_utc")
+    is_eval = np.zeros(len(idx), bool)
+    is_end = np.zeros(len(idx), bool)
+    gap = pd.Timedelta(seconds=max(5.0, 2 * meter_interval_s))
+    for i, (a, b) in enumerate(zip(ev["start_utc"], ev["stop_utc"])):
+        m = (idx >= a) & (idx < b + lag)
+        if i == len(ev) - 1 and b >= idx[-1] - gap:
+            is_end |= (idx >= a)
+        else:
+            is_eval |= m
+    is_eval &= ~is_end
+    out = {}
+    for name, m in (("energy_eval_j", is_eval), ("energy_end_j", is_end),
+                    ("energy_train_j", ~(is_eval | is_end))):
+        out[name] = ((float(ym[m].sum() * dt), float(yf[m].sum() * dt)) if m.any()
+                     else (np.nan, np.nan))
+    return out
+
+
 def _eval_scores(ym: pd.Series, yf: pd.Series, evi: pd.DataFrame, forecast_evals,
                  meter_interval_s: float) -> dict:
     """Evaluation dip depth (mean over the window's evaluations of the mean 30 s before
@@ -180,7 +222,7 @@ def score_table(run: str, scores: dict) -> pd.DataFrame:
     rows = []
     for k, unit in METRICS.items():
         m, f = scores.get(k, (np.nan, np.nan))
-        if k in ("mape_1min_pct", "bias_1min_pct", "eval_start_error_s"):
+        if k in ("mape_1min_pct", "bias_1min_pct", "eval_start_error_s", "scored_minutes"):
             err, pct = f, np.nan
         else:
             err = f - m

@@ -8,6 +8,7 @@ Modules
 :mod:`~powerlab.interconnect.compliance`   a power series or a forecast checked against a spec
 :mod:`~powerlab.interconnect.verdicts`     the verdicts over draws: ComplianceResult
 :mod:`~powerlab.interconnect.resonance`    harmonics of the load against the grid's mode bands
+:mod:`~powerlab.interconnect.equipment`    the site's electrical front end: PSUs, UPS, protection; P and Q at the POI
 :mod:`~powerlab.interconnect.gridstudy`    playback files for PSCAD, PowerFactory and CSV
 :mod:`~powerlab.interconnect.ridethrough`  ride-through load loss against the sag-free forecast; the sag table
 :mod:`~powerlab.interconnect.assessability` can a forecast at this tick assess a spec? (no engine run)
@@ -18,6 +19,8 @@ Modules
 :mod:`~powerlab.interconnect.sizing`       the cheapest mitigations that meet a requirement spec
 :mod:`~powerlab.interconnect.sizingresult` its result: the Pareto set, the files
 :mod:`~powerlab.interconnect.pmu`          what P- and M-class reference PMUs (C37.118.1) report
+:mod:`~powerlab.interconnect.flicker`      the IEC 61000-4-15 flickermeter: Pinst, Pst, Plt
+:mod:`~powerlab.interconnect.voltagechange` voltage change and flicker at the POI from P, Q, S_sc, X/R
 :mod:`~powerlab.interconnect.comtrade`     COMTRADE (C37.111) ASCII records: writer, reader
 :mod:`~powerlab.interconnect.energisation` staircase energisation within ramp and step limits
 :mod:`~powerlab.interconnect.studypackage` the large-load study package
@@ -50,6 +53,9 @@ _EXPORTS = {
     "resonance": (
         "ResonanceResult", "screen_resonance",
     ),
+    "equipment": (
+        "SiteEquipment", "equipment_from_scenario", "pq_at_poi", "trace_pq",
+    ),
     "gridstudy": (
         "playback_frame", "represented_band", "write_grid_playback",
     ),
@@ -70,6 +76,14 @@ _EXPORTS = {
     ),
     "pmu": (
         "PmuSettings", "modulation_gain", "pmu_filter", "pmu_power",
+    ),
+    "flicker": (
+        "FlickerOptions", "pinst_from_envelope", "pinst_from_waveform", "plt_from_pst",
+        "pst", "pst_from_pinst",
+    ),
+    "voltagechange": (
+        "FlickerResult", "GridStrength", "flicker_at_poi", "relative_voltage",
+        "voltage_steps",
     ),
     "comtrade": (
         "read_comtrade", "write_comtrade", "write_trace_comtrade",

@@ -54,11 +54,13 @@ from .._options import choice
 from ..exceptions import ParseError, PowerlabError
 from ..outputs import atomic_write
 from ..telemetry.timeutil import to_utc
+from .equipment import trace_pq, voltage_at_poi_pu
 
 __all__ = [
     "ASCII_MAX",
     "read_comtrade",
     "write_comtrade",
+    "write_comtrade_header",
     "write_trace_comtrade",
 ]
 
@@ -70,11 +72,16 @@ _FIELD = re.compile(r"[^A-Za-z0-9 _.\-+/()\[\]#:%]")
 
 
 def _field(text: str, what: str, limit: int = 64) -> str:
-    """A cfg text field: printable ASCII without commas, at most ``limit`` characters."""
-    s = _FIELD.sub("_", str(text).encode("ascii", "replace").decode("ascii"))
-    s = " ".join(s.split())[:limit]
+    """A cfg text field: printable ASCII without commas (the field separator), at most
+    ``limit`` characters; anything else is refused, not silently cut or rewritten (the
+    full description of a record goes into its ``.hdr`` header file)."""
+    s = " ".join(str(text).split())
     if not s:
         raise PowerlabError(f"COMTRADE {what} is empty")
+    if len(s) > limit or _FIELD.search(s):
+        raise PowerlabError(f"COMTRADE {what} {s[:80]!r} must be at most {limit} printable "
+                            "ASCII characters without commas (C37.111 cfg field); put "
+                            "longer text in the header (.hdr)")
     return s
 
 
@@ -84,7 +91,7 @@ def _stamp(ts: pd.Timestamp) -> str:
 
 
 def write_comtrade(path, channels: Mapping[str, np.ndarray], tick_s: float, start_utc, *,
-                   unit: str = "MW", station_name: str = "powerlab",
+                   unit: str | Mapping[str, str] = "MW", station_name: str = "powerlab",
                    rec_dev_id: str = "powerlab", rev_year: int = 1999,
                    line_frequency_hz: float = 60.0) -> dict:
     """Write an ASCII COMTRADE record (``.cfg`` and ``.dat``) of analog channels.
@@ -100,19 +107,21 @@ def write_comtrade(path, channels: Mapping[str, np.ndarray], tick_s: float, star
         Sample spacing [s] (the sampling rate written is ``1 / tick_s``).
     start_utc : datetime-like
         Time of the first sample (tz-aware).
-    unit : str, default "MW"
-        Unit of the values (``uu``).
+    unit : str or mapping of str to str, default "MW"
+        Unit of the values (``uu``), one for all channels or per channel name.
     station_name, rec_dev_id : str
-        Written on the first line (commas and non-ASCII characters replaced).
+        Written on the first line: at most 64 printable ASCII characters, no commas
+        (refused otherwise, never cut).
     rev_year : {1999, 2013}
     line_frequency_hz : float, default 60
-        Nominal line frequency ``lf`` [Hz].
+        Nominal line frequency ``lf`` [Hz] (50 or 60: the system the record is for).
 
     Returns
     -------
     dict
         ``cfg`` and ``dat`` (the paths) and ``resolution`` (channel name to the
-        quantisation step ``a``, in ``unit``).
+        quantisation step ``a``, in its unit).  :func:`write_comtrade_header` adds the
+        optional header file.
     """
     choice(rev_year, "rev_year", _REVISIONS)
     if not (isinstance(tick_s, (int, float)) and math.isfinite(tick_s) and tick_s > 0):
@@ -120,7 +129,7 @@ def write_comtrade(path, channels: Mapping[str, np.ndarray], tick_s: float, star
     start = to_utc(start_utc, what="start_utc")
     data = _checked_channels(channels)
     n = len(next(iter(data.values())))
-    uu = _field(unit, "unit", 32)
+    units = _units(unit, data, line_frequency_hz)
     lines = [(f"{_field(station_name, 'station name')},{_field(rec_dev_id, 'device id')},"
              f"{rev_year}"),
              f"{len(data)},{len(data)}A,0D"]
@@ -132,8 +141,8 @@ def write_comtrade(path, channels: Mapping[str, np.ndarray], tick_s: float, star
         x = np.rint((v - b) / a).astype(np.int64)
         ints.append(x)
         resolution[name] = a
-        lines.append(f"{i},{name},,,{uu},{a:.12g},{b:.12g},0,{int(x.min())},{int(x.max())},"
-                     "1,1,P")
+        lines.append(f"{i},{name},,,{units[name]},{a:.12g},{b:.12g},0,{int(x.min())},"
+                     f"{int(x.max())},1,1,P")
     lines += [f"{line_frequency_hz:g}", "1", f"{1.0 / tick_s:.12g},{n}",
               _stamp(start), _stamp(start), "ASCII", "1"]
     if rev_year == 2013:
@@ -145,6 +154,26 @@ def write_comtrade(path, channels: Mapping[str, np.ndarray], tick_s: float, star
     np.savetxt(buf, table, fmt="%d", delimiter=",", newline="\r\n")
     cfg, dat = _write_record(path, cfg_text, buf.getvalue())
     return {"cfg": cfg, "dat": dat, "resolution": resolution}
+
+
+def _units(unit, data: dict, line_frequency_hz) -> dict:
+    """Each channel's ``uu`` (one unit for all, or one per channel), after checking the
+    line frequency."""
+    if not (isinstance(line_frequency_hz, (int, float)) and line_frequency_hz > 0):
+        raise PowerlabError(f"line_frequency_hz must be a positive number, got "
+                            f"{line_frequency_hz!r}")
+    if isinstance(unit, Mapping) and not set(unit) >= set(data):
+        raise PowerlabError(f"units given for {sorted(unit)}, channels are {sorted(data)}")
+    return {k: _field(unit[k] if isinstance(unit, Mapping) else unit, "unit", 32)
+            for k in data}
+
+
+def write_comtrade_header(cfg_path, text: str) -> Path:
+    """Write the optional header file ``NAME.hdr`` beside ``NAME.cfg`` (C37.111 clause 5:
+    free ASCII text for people, e.g. what the record is and where it comes from)."""
+    body = text.encode("ascii", "replace").decode("ascii").replace("\n", "\r\n")
+    return atomic_write(Path(cfg_path).with_suffix(".hdr"),
+                        lambda tmp: Path(tmp).write_bytes((body + "\r\n").encode()))
 
 
 def _checked_channels(channels: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -186,17 +215,38 @@ def _write_record(path, cfg_text: str, dat_text: str) -> tuple[Path, Path]:
 
 
 def write_trace_comtrade(trace, path, *, rev_year: int = 1999,
-                         line_frequency_hz: float = 60.0) -> dict:
-    """Write a :class:`~powerlab.interconnect.powertrace.PowerTrace` as COMTRADE: channel
-    ``P_facility`` (power at the point of interconnection, when the trace has it) and
-    ``P_IT``, in MW, one sample per tick of the trace."""
-    ch = {}
+                         line_frequency_hz: float = 60.0, equipment=None) -> dict:
+    """Write a :class:`~powerlab.interconnect.powertrace.PowerTrace` as COMTRADE, one
+    sample per tick: ``P_facility`` (active power at the point of interconnection, when
+    the trace has it) [MW]; with ``equipment`` (a
+    :class:`~powerlab.interconnect.equipment.SiteEquipment`) also ``Q_facility``
+    (:func:`~powerlab.interconnect.equipment.trace_pq`) [Mvar] and, when it states the
+    short-circuit level, ``V_POI``
+    (:func:`~powerlab.interconnect.equipment.voltage_at_poi_pu`) [pu]; then ``P_IT``
+    [MW].  ``line_frequency_hz`` is written as ``lf``.  The first cfg line names
+    ``powerlab`` and a short record id (``forecast draw N`` or ``measured``); the trace's
+    full description goes into the header file ``NAME.hdr``."""
+    ch, units = {}, {}
     if trace.facility_w is not None:
-        ch["P_facility"] = np.asarray(trace.facility_w) / 1e6
-    ch["P_IT"] = np.asarray(trace.it_w) / 1e6
-    return write_comtrade(path, ch, trace.tick_s, trace.start_utc, unit="MW",
-                          station_name="powerlab", rec_dev_id=trace.description or "trace",
-                          rev_year=rev_year, line_frequency_hz=line_frequency_hz)
+        ch["P_facility"], units["P_facility"] = np.asarray(trace.facility_w) / 1e6, "MW"
+        if equipment is not None:
+            p, q = trace_pq(trace, equipment)
+            ch["Q_facility"], units["Q_facility"] = q / 1e6, "Mvar"
+            if equipment.poi.short_circuit_mva:
+                ch["V_POI"] = voltage_at_poi_pu(p, q, equipment.poi)
+                units["V_POI"] = "pu"
+    ch["P_IT"], units["P_IT"] = np.asarray(trace.it_w) / 1e6, "MW"
+    rid = ("measured" if "measured" in (trace.description or "").lower()
+           or "telemetry" in (trace.description or "").lower()
+           else f"forecast draw {int(getattr(trace, 'draw', 0))}")
+    head = (f"powerlab playback record; {trace.description or 'trace'}; channels: "
+            + ", ".join(f"{k} [{u}]" for k, u in units.items())
+            + f"; nominal frequency {line_frequency_hz:g} Hz; times UTC")
+    out = write_comtrade(path, ch, trace.tick_s, trace.start_utc, unit=units,
+                         station_name="powerlab", rec_dev_id=rid, rev_year=rev_year,
+                         line_frequency_hz=line_frequency_hz)
+    out["hdr"] = write_comtrade_header(out["cfg"], head)
+    return out
 
 
 def read_comtrade(path) -> pd.DataFrame:

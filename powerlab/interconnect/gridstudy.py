@@ -1,7 +1,10 @@
 """Power playback files for grid-study tools: PSCAD, PowerFactory and plain CSV.
 
 A grid study replays the site's active power at the point of interconnection as a time
-series.  The playback is one trajectory - one forecast draw or a measured trace - never a
+series; given the site's equipment (:mod:`powerlab.interconnect.equipment`) also its
+reactive power Q [Mvar] and, with the short-circuit level, the voltage V [pu] there, as
+further columns after P (PSCAD: time, P, Q, V; PowerFactory: the first line is then the
+number of variables, 2 or 3; CSV: ``reactive_power_megavars``, ``voltage_pu``).  The playback is one trajectory - one forecast draw or a measured trace - never a
 quantile across draws, which no real site would follow.
 
 By default the file holds the series at its own tick (a 0.1-s forecast: every tick, the
@@ -52,6 +55,7 @@ from .._format import spreadsheet_times
 from .._options import choice, renamed_keywords
 from ..exceptions import PowerlabError
 from ..outputs import atomic_write
+from .equipment import trace_pq, voltage_at_poi_pu
 
 __all__ = [
     "FORMATS",
@@ -104,9 +108,14 @@ def represented_band(step_s: float, tick_s: float) -> tuple[float, float, str]:
                      "above is lost; stamped at block midpoints")
 
 
+#: Value columns of a playback and their labels in file headers.
+_COLUMNS = {"power_megawatts": "P [MW]", "reactive_power_megavars": "Q [Mvar]",
+            "voltage_pu": "V [pu]"}
+
+
 @renamed_keywords(scope="boundary")
-def playback_frame(trace, *, step_s: float | None = None,
-                   boundary: str = "facility") -> pd.DataFrame:
+def playback_frame(trace, *, step_s: float | None = None, boundary: str = "facility",
+                   equipment=None) -> pd.DataFrame:
     """The playback series: the trace at its tick, or block means over ``step_s``.
 
     Parameters
@@ -118,44 +127,62 @@ def playback_frame(trace, *, step_s: float | None = None,
         resampling) [s].
     boundary : {'facility', 'it'}
         Which power (facility: at the point of interconnection).
+    equipment : SiteEquipment, optional
+        The site's front end (:mod:`powerlab.interconnect.equipment`): with it and the
+        facility boundary, also Q at the point of interconnection
+        (:func:`~powerlab.interconnect.equipment.trace_pq`) and, when it states the
+        short-circuit level, the voltage there
+        (:func:`~powerlab.interconnect.equipment.voltage_at_poi_pu`).
 
     Returns
     -------
     DataFrame
         ``time_s`` (from 0 at the first row), ``timestamp_utc`` (the midpoint of each
         block's samples; the sample's own time without resampling), ``power_megawatts``
-        (mean over the block).
+        (mean over the block); with ``equipment``, ``reactive_power_megavars`` and
+        ``voltage_pu`` (block means of the per-tick values).
     """
     x = np.asarray(trace.power_w(boundary), dtype=float)
+    cols = {"power_megawatts": x / 1e6}
+    if equipment is not None and boundary == "facility":
+        p, q = trace_pq(trace, equipment)
+        cols["reactive_power_megavars"] = q / 1e6
+        if equipment.poi.short_circuit_mva:
+            cols["voltage_pu"] = voltage_at_poi_pu(p, q, equipment.poi)
     step_s = float(trace.tick_s) if step_s is None else step_s
     k = step_ticks(step_s, trace.tick_s)
     n = len(x) // k
     if n < 2:
         raise PowerlabError(f"the series holds fewer than two {step_s:g}-s steps")
-    means = x[: n * k].reshape(n, k).mean(axis=1)
     mid_s = (k - 1) / 2 * trace.tick_s          # mean time of a block's samples
     t = np.arange(n) * step_s
-    return pd.DataFrame({
+    out = pd.DataFrame({
         "time_s": t,
         "timestamp_utc": pd.Timestamp(trace.start_utc) + pd.to_timedelta(t + mid_s,
-                                                                         unit="s"),
-        "power_megawatts": means / 1e6,
-    })
+                                                                         unit="s")})
+    for name, v in cols.items():
+        out[name] = v[: n * k].reshape(n, k).mean(axis=1)
+    return out
+
+
+def _values(frame: pd.DataFrame) -> list[str]:
+    """The frame's value columns, in file order."""
+    return [c for c in _COLUMNS if c in frame.columns]
 
 
 def _pscad(frame: pd.DataFrame, title: str) -> str:
     head = "! " + " ".join(title.split())   # one line: PSCAD allows only one header line
     buf = io.StringIO()
-    np.savetxt(buf, frame[["time_s", "power_megawatts"]].to_numpy(), fmt="%16.8E",
+    np.savetxt(buf, frame[["time_s", *_values(frame)]].to_numpy(), fmt="%16.8E",
                delimiter="")
     return head + "\n" + buf.getvalue()
 
 
 def _powerfactory(frame: pd.DataFrame) -> str:
+    cols = _values(frame)
     buf = io.StringIO()
-    np.savetxt(buf, frame[["time_s", "power_megawatts"]].to_numpy(), fmt=["%.6f", "%.6f"],
-               delimiter=" ")
-    return "1\n" + buf.getvalue()
+    np.savetxt(buf, frame[["time_s", *cols]].to_numpy(), fmt="%.6f", delimiter=" ")
+    return f"{len(cols)}\n" + buf.getvalue()
 
 
 def _csv(frame: pd.DataFrame, band: str) -> str:
@@ -163,14 +190,15 @@ def _csv(frame: pd.DataFrame, band: str) -> str:
         "time_s": frame["time_s"].map("{:.6f}".format),
         # the spreadsheet-readable form of every CSV for people (docs/facilities_csv.md)
         "timestamp_utc": spreadsheet_times(frame["timestamp_utc"]),
-        "power_megawatts": frame["power_megawatts"].map("{:.6f}".format),
     })
+    for c in _values(frame):
+        out[c] = frame[c].map("{:.6f}".format)
     return "# " + band + "\n" + out.to_csv(index=False, lineterminator="\n")
 
 
 @renamed_keywords(scope="boundary")
 def write_grid_playback(trace, path, fmt: str, *, step_s: float | None = None,
-                        boundary: str = "facility") -> Path:
+                        boundary: str = "facility", equipment=None) -> Path:
     """Write the site's power playback for a grid-study tool (atomically).
 
     Parameters
@@ -185,6 +213,9 @@ def write_grid_playback(trace, path, fmt: str, *, step_s: float | None = None,
     step_s : float, optional
         Playback step, a whole number of ticks (default: the trace's tick) [s].
     boundary : {'facility', 'it'}
+    equipment : SiteEquipment, optional
+        Adds Q (and V with a short-circuit level) at the point of interconnection
+        (:func:`playback_frame`).
 
     Returns
     -------
@@ -199,12 +230,13 @@ def write_grid_playback(trace, path, fmt: str, *, step_s: float | None = None,
     resampled), which the PSCAD header gives in UTC.
     """
     choice(fmt, "format", FORMATS)
-    frame = playback_frame(trace, step_s=step_s, boundary=boundary)
+    frame = playback_frame(trace, step_s=step_s, boundary=boundary, equipment=equipment)
     step = float(trace.tick_s) if step_s is None else float(step_s)
     band = represented_band(step, trace.tick_s)[2]
     t0 = frame["timestamp_utc"].iloc[0]
     if fmt == "pscad":
-        title = (f"powerlab {boundary} power playback; columns: time [s], P [MW]; t = 0 at "
+        labels = ", ".join(_COLUMNS[c] for c in _values(frame))
+        title = (f"powerlab {boundary} playback; columns: time [s], {labels}; t = 0 at "
                  f"{t0.isoformat()}; step {step:g} s; {band}; {trace.description}")
         text = _pscad(frame, title)
     elif fmt == "powerfactory":

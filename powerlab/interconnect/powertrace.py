@@ -48,6 +48,8 @@ __all__ = [
 
 #: How the values of a trace were sampled (see :attr:`PowerTrace.sampling`).
 SAMPLINGS = ("interval_mean", "instantaneous")
+#: How each sampling is named in a trace's description.
+_READ_AS = {"interval_mean": "interval means", "instantaneous": "instantaneous values"}
 
 _NICE_TICKS_S = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
@@ -440,7 +442,7 @@ def trace_from_telemetry(data, *, tick_s: float | None = None, scope: str = "aut
         desc += f"; facility = IT x {pue:g} + {base_load_w:g} W"
     return PowerTrace(draw=0, tick_s=tick, start_utc=pd.Timestamp(int(grid[0]), tz="UTC"),
                       it_w=total, facility_w=fac, native_interval_s=native,
-                      description=desc + f"; readings taken as {sampling.replace('_', ' ')}s",
+                      description=desc + "; readings taken as " + _READ_AS[sampling],
                       sampling=sampling)
 
 

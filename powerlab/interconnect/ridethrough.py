@@ -40,6 +40,14 @@ import pandas as pd
 from .._options import Options, renamed_keywords
 from ..site.disturbances import VoltageSag, sag_load_loss_vs_baseline
 from ..site.engine import forecast
+from .equipment import SiteEquipment, equipment_from_scenario
+from .eventresponse import (
+    engine_sag,
+    event_response,
+    nominal_it_share,
+    supply_trip_assumption,
+)
+from .ridethroughtables import response_row
 
 __all__ = [
     "ITIC_RIDE_THROUGH",
@@ -174,22 +182,21 @@ class SagGrid(Options):
     follow_s: float | None = None
 
 
-@renamed_keywords(scope="boundary")
+@renamed_keywords(scope="boundary", assumptions="model")
 def ride_through_table(scenario, at_utc, grid: SagGrid | None = None, *, draws: int = 3,
                        seed: int = 0, tick_s: float | None = None,
                        boundary: str = "facility",
-                       assumptions: SagAssumptions | None = None,
+                       model: SiteEquipment | SagAssumptions | None = None,
                        **grid_kw) -> pd.DataFrame:
     """Load lost and recovery for a grid of voltage sags, from the disturbance model.
 
     For every (residual voltage, duration) the scenario is forecast over a window around
-    ``at_utc`` twice on the same draws and seed: without the sag and with it
-    (:class:`~powerlab.site.disturbances.VoltageSag`; the engine's other random streams
-    do not depend on the sag, so the draws are the same load).  The nodes' supplies trip
-    (``assumptions.trip_fraction_outside_itic``) when the sag lies outside the ITIC
-    no-interruption region (:func:`itic_rides_through`), else not;
-    ``assumptions.ups_fraction`` of the untripped load moves to UPS during the sag.
-    These are assumptions of the table (:class:`SagAssumptions`), stated in it.
+    ``at_utc`` on the same draws and seed without the sag and with it (the engine's
+    other random streams do not depend on the sag).  What the sag does is the equipment
+    model's response (:func:`~powerlab.interconnect.eventresponse.event_response`) run
+    through the engine (:func:`~powerlab.interconnect.eventresponse.engine_sag`), as
+    ``comply --sags`` and ``size-mitigation --sags`` do; a :class:`SagAssumptions` as
+    ``model`` applies the older ITIC rule (:func:`itic_rides_through`) instead.
 
     Per draw, with ``P0`` the power without and ``P1`` with the sag, from the sag start
     ``a`` and end ``b``: load lost **during the sag** ``max(P0 - P1)`` over ``[a, b)``;
@@ -206,16 +213,15 @@ def ride_through_table(scenario, at_utc, grid: SagGrid | None = None, *, draws: 
     at_utc : datetime-like
         When the sags strike.
     grid : SagGrid, optional
-        The sags and how their effect is read (:class:`SagGrid`); its fields as keywords
-        (``residual_voltages_pu``, ``durations_s``, ``after_s``, ``recovery_tolerance``,
-        ``follow_s``) replace those of ``grid``.
+        The sags and how their effect is read; its fields as keywords replace its own.
     draws, seed : int
         Monte Carlo draws and seed [-].
     tick_s : float, optional
         Engine tick (default the scenario's) [s].
     boundary : {'facility', 'it'}
         The power compared (``scope``: its deprecated name), in ``attrs``.
-    assumptions : SagAssumptions, optional
+    model : SiteEquipment or SagAssumptions, optional
+        Default: the scenario's equipment (``assumptions``: the deprecated name).
 
     Returns
     -------
@@ -223,10 +229,15 @@ def ride_through_table(scenario, at_utc, grid: SagGrid | None = None, *, draws: 
         One row per sag: ``residual_voltage_pu``, ``duration_s``, ``itic_ride_through``,
         ``trip_fraction``, ``load_lost_megawatts_during_sag_median`` / ``_max``,
         ``load_lost_megawatts_after_sag_median`` / ``_max``, ``recovery_s_median`` /
-        ``_max`` (over draws), ``draws``.
+        ``_max`` (over draws), ``draws``; with the equipment model also the columns of
+        :func:`~powerlab.interconnect.ridethroughtables.response_row` at the median
+        facility power before the sag.  ``attrs["supply_trip_assumption"]`` says which
+        rule decided the trips.
     """
     g = SagGrid.from_kwargs(grid, **grid_kw)
-    sa = assumptions or SagAssumptions()
+    sa = model if isinstance(model, SagAssumptions) else SagAssumptions()
+    eq = None if isinstance(model, SagAssumptions) else (
+        model or equipment_from_scenario(scenario))
     at = pd.Timestamp(at_utc)
     tick = float(tick_s or scenario.tick_s)
     follow_s = g.follow_s if g.follow_s is not None else _default_follow_s(scenario, sa)
@@ -234,22 +245,60 @@ def ride_through_table(scenario, at_utc, grid: SagGrid | None = None, *, draws: 
     window1 = at + pd.Timedelta(seconds=max(g.durations_s) + follow_s + 60.0)
     base = scenario.replace(horizon_start_utc=window0, horizon_end_utc=window1,
                             disturbances=())
-    p0 = forecast(base, draws=draws, seed=seed, tick_s=tick).power_w(boundary)
+    r0 = forecast(base, draws=draws, seed=seed, tick_s=tick)
     a = round((at - window0).total_seconds() / tick)
-    rows = []
-    for v, d in itertools.product(g.residual_voltages_pu, g.durations_s):
-        rides, trip, sag = _sag(at, v, d, sa)
-        p1 = forecast(base.replace(disturbances=(sag,)), draws=draws, seed=seed,
-                      tick_s=tick).power_w(boundary)
-        b = a + max(1, round(d / tick))
-        c = min(p0.shape[1], b + max(1, round(g.after_s / tick)))
-        during, after, rec = _sag_effect(p0, p1, (a, b, c), tick, g.recovery_tolerance)
-        rows.append(_sag_row(v, d, rides, trip, during, after, rec, draws))
+    p_before, it_share = _before(r0, a)
+    rows = [_table_row(base, r0.power_w(boundary), (at, a, tick), (v, d), g,
+                       (eq, sa, it_share, p_before), (draws, seed, boundary))
+            for v, d in itertools.product(g.residual_voltages_pu, g.durations_s)]
     out = pd.DataFrame(rows)
     out.attrs.update(at_utc=at, boundary=boundary, ups_fraction=sa.ups_fraction,
                      outage_s=sa.outage_s, after_s=g.after_s, follow_s=follow_s,
-                     trip_fraction_outside_itic=sa.trip_fraction_outside_itic)
+                     trip_fraction_outside_itic=sa.trip_fraction_outside_itic,
+                     p_before_megawatts=p_before / 1e6, it_share=it_share,
+                     **_model_attrs(eq, sa))
     return out
+
+
+def _model_attrs(eq, sa: SagAssumptions) -> dict:
+    """``model`` and ``supply_trip_assumption`` of the table's attrs."""
+    if eq is not None:
+        return {"model": "equipment", "supply_trip_assumption": supply_trip_assumption(eq)}
+    return {"model": "itic", "supply_trip_assumption": (
+        f"ITIC rule: supplies trip (fraction {sa.trip_fraction_outside_itic:g}) outside "
+        "the ITIC curve")}
+
+
+def _table_row(base, p0: np.ndarray, when: tuple, vd: tuple, g: SagGrid, how: tuple,
+               run: tuple) -> dict:
+    """Step: one sag of the table, forecast with it and compared with ``p0``."""
+    at, a, tick = when
+    v, d = vd
+    eq, sa, it_share, p_before = how
+    draws, seed, boundary = run
+    rides, trip, sag = _sag(at, v, d, sa)
+    extra = {}
+    if eq is not None:
+        resp = event_response(eq, residual_voltage_pu=v, duration_s=d, it_share=it_share)
+        share = nominal_it_share(base)      # as comply --sags: one model
+        sag = engine_sag(event_response(eq, residual_voltage_pu=v, duration_s=d,
+                                        it_share=share), at, eq=eq, it_share=share)
+        trip, extra = resp.it_tripped, response_row(resp, p_before)
+    p1 = forecast(base.replace(disturbances=(sag,)), draws=draws, seed=seed,
+                  tick_s=tick).power_w(boundary)
+    b = a + max(1, round(d / tick))
+    c = min(p0.shape[1], b + max(1, round(g.after_s / tick)))
+    during, after, rec = _sag_effect(p0, p1, (a, b, c), tick, g.recovery_tolerance)
+    return {**_sag_row(v, d, rides, trip, during, after, rec, draws), **extra}
+
+
+def _before(res, a: int) -> tuple[float, float]:
+    """Median facility power over the draws at tick ``a`` [W] and the IT share of it
+    [-] (the operating point of the equipment model)."""
+    fac = np.asarray(res.power_w("facility"))[:, a]
+    it = np.asarray(res.it_w)[:, a]
+    p = float(np.median(fac))
+    return p, float(np.clip(np.median(it) / p, 0.0, 1.0)) if p > 0 else 1.0
 
 
 def _default_follow_s(scenario, sa: SagAssumptions) -> float:

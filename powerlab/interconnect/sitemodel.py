@@ -131,7 +131,8 @@ class SiteModel:
         by UPS batteries during voltage sags, as the engine does
         (``ForecastResult.facility_w``)."""
         grid, e_j = self.grid_power(opt, fac)
-        ups = ups_transfer_w(self.scenario, it[None, :], self.start_utc, self.tick_s)
+        ups = ups_transfer_w(self.scenario, it[None, :], self.start_utc, self.tick_s,
+                             fac[None, :])
         if ups is None:
             return grid, e_j
         return grid - ups[0], e_j - float(ups[0].sum() * self.tick_s)

@@ -96,7 +96,7 @@ from .optionsearch import OptionSearch, run_search
 from .searchsize import max_option_evaluations, search_estimate_s
 from .searchspace import CostModel, MitigationOption, SearchGrid
 from .sitemodel import SiteModel
-from .sizingresult import SizingResult
+from .sizingresult import SizingResult, with_shortfalls
 
 __all__ = [
     "CostModel",
@@ -219,8 +219,9 @@ def _run(scenario, check, grid, cost, found, desc, draws, seed, tick_s, progress
     s = OptionSearch(model, check, cost)
 
     def result(interrupted: bool = False) -> SizingResult:
-        ev = pd.DataFrame([{k: v for k, v in r.items() if k != "_values"}
-                           for r in s.rows.values()])
+        ev = with_shortfalls(pd.DataFrame([{k: v for k, v in r.items() if k != "_values"}
+                                           for r in s.rows.values()]),
+                             [r["_values"] for r in s.rows.values()], check.spec)
         said = desc if not interrupted else (
             f"{desc}; INTERRUPTED (Ctrl-C) after {len(ev)} options: the best of these, "
             "not of the whole searched space")

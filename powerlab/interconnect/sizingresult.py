@@ -1,6 +1,13 @@
 """The result of a mitigation search: the Pareto set of passing options, every option
 evaluated, the search's size and status, and the files ``powerlab size-mitigation``
-writes."""
+writes.
+
+When no option passes, :attr:`SizingResult.closest` lists the options that came closest,
+with their shortfall per requirement (``shortfall_<requirement>``: how far the option's
+value lies over the limit, in the requirement's unit; 0 where it meets it, NaN where not
+shown), ranked by the number of requirements failed, then by the sum of the shortfalls
+as shares of their limits (``shortfall_share_sum``); ``mitigation_options.csv`` then holds
+these rows (``passes`` false) rather than a header alone."""
 
 from __future__ import annotations
 
@@ -24,7 +31,27 @@ from .searchspace import (
 )
 from .sitemodel import SiteModel
 
-__all__ = ["STATUSES", "SizingResult"]
+__all__ = ["CLOSEST", "STATUSES", "SizingResult", "with_shortfalls"]
+
+#: Options listed as the closest when none passes.
+CLOSEST = 5
+
+
+def with_shortfalls(evaluated: pd.DataFrame, values: list[dict], spec) -> pd.DataFrame:
+    """``evaluated`` with a ``shortfall_<requirement>`` column per requirement (value over
+    its limit, in its unit; 0 where met; NaN where not shown) and their sum as shares of
+    the limits, ``shortfall_share_sum`` [-]; ``values`` one ``{requirement: value}`` per
+    row."""
+    out = evaluated.copy()
+    share = np.zeros(len(out))
+    for r in spec.requirements:
+        v = np.array([vals.get(r.name, np.nan) for vals in values], dtype=float)
+        short = np.where(np.isfinite(v), np.maximum(v - r.limit, 0.0), np.nan)
+        out[f"shortfall_{r.name}"] = short
+        if r.limit > 0:
+            share += np.nan_to_num(short / r.limit)
+    out["shortfall_share_sum"] = share
+    return out
 
 #: What a search can end with (``SizingResult.status``).
 STATUSES = ("no_mitigation_needed", "options_found", "none_passes", "not_assessable")
@@ -104,6 +131,23 @@ class SizingResult(Results):
         """The cheapest passing option (a row of :attr:`options`), or None."""
         return self.options.iloc[0] if self.found else None
 
+    @property
+    def closest(self) -> pd.DataFrame:
+        """When none passes: the :data:`CLOSEST` options that came closest (fewest
+        requirements failed, then the smallest ``shortfall_share_sum``), with their
+        shortfall per requirement; empty otherwise."""
+        ev = self.evaluated
+        if self.found or not len(ev) or "shortfall_share_sum" not in ev:
+            return ev.iloc[:0]
+        n_failed = ev["requirements_failed"].fillna("").map(
+            lambda t: len([x for x in str(t).split(";") if x]))
+        order = ev.assign(_n=n_failed).sort_values(
+            ["_n", "shortfall_share_sum", "cost_usd_per_day"], kind="stable")
+        cols = ["option", "requires", *OPTION_COLUMNS, *COST_AXES, "storage_megawatts",
+                "cost_usd_per_day", "passes", "requirements_failed",
+                *[c for c in ev if c.startswith("shortfall_")]]
+        return order.head(CLOSEST)[cols].reset_index(drop=True)
+
     def option(self, i: int = 0) -> MitigationOption:
         """Row ``i`` of :attr:`options` as a :class:`MitigationOption` (0: the cheapest)."""
         return option_from_row(self.options.iloc[i])
@@ -160,18 +204,34 @@ class SizingResult(Results):
             worst = self.evaluated["requirements_failed"].str.split(";").explode()
             lines.append("Requirements failed most often: " + ", ".join(
                 worst.value_counts().index[:5]))
+            lines += _closest_lines(self.closest, self.spec)
         return _sizing_summary(lines)
 
     def write(self, out_dir, **command_kw) -> tuple[Path, Path]:
         """Write ``mitigation_options.csv`` and ``mitigation_summary.txt``."""
         out = output_folder(out_dir)
-        text = self.options.to_csv(index=False, float_format="%.6g")
+        rows = self.options if self.found or not len(self.closest) else self.closest
+        text = rows.to_csv(index=False, float_format="%.6g")
         csv = atomic_write_bytes(out / "mitigation_options.csv",
                                  lambda tmp: Path(tmp).write_text(text, "utf-8"))
         summ = str(self.summary(**command_kw)) + "\n"
         txt = atomic_write_bytes(out / "mitigation_summary.txt",
                                  lambda tmp: Path(tmp).write_text(summ, "utf-8"))
         return csv, txt
+
+
+def _closest_lines(closest: pd.DataFrame, spec) -> list[str]:
+    """The closest options and their shortfall per failed requirement, in words."""
+    if not len(closest):
+        return []
+    units = {r.name: r.unit for r in spec.requirements}
+    out = ["Closest options (in mitigation_options.csv, passes = False):"]
+    for i, row in closest.iterrows():
+        short = [f"{c[len('shortfall_'):]} +{row[c]:.3g} {units.get(c[len('shortfall_'):], '')}"
+                 for c in closest if c.startswith("shortfall_") and c != "shortfall_share_sum"
+                 and pd.notna(row[c]) and row[c] > 0]
+        out.append(f"  {i + 1}. {row['option']}: over by " + (", ".join(short) or "-"))
+    return out
 
 
 def _sizing_summary(lines: list[str]) -> Summary:

@@ -52,6 +52,7 @@ from .study.figures import ramp_envelope
 from .study.ridethrough import RideThrough
 from .study.shortwindow import ShortWindow, short_window
 from .studypage import StudySummary, write_package
+from .voltagechange import GridStrength
 
 __all__ = [
     "MeasuredOptions",
@@ -82,6 +83,10 @@ class StudyOptions(Options):
         Exceedance probabilities to report [-].
     max_block_w : float, optional
         Largest block of the energisation schedule [W].
+    grid : GridStrength, optional
+        Short-circuit power, X/R and power factor at the point of interconnection for
+        the voltage-change and flicker section (default ``GridStrength()``: 1000 MVA,
+        X/R 10, power factor 0.98, stated in the section).
     """
 
     short: ShortWindow | None = None
@@ -89,6 +94,7 @@ class StudyOptions(Options):
     pmu: PmuSettings | None = None
     probabilities: tuple = (0.5, 0.1, 0.05)
     max_block_w: float | None = None
+    grid: GridStrength | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "short", self.short or ShortWindow())

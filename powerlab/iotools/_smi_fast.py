@@ -16,9 +16,9 @@ filtering off, so a cell that is not a number (``[N/A]``, ``true`` in any case, 
 cell of a short row) leaves a text, boolean or object column, which declines.  Where
 pandas would still read a cell that the general path refuses or reads otherwise, the
 body is declined: a tab, vertical tab or form feed (pandas skips them around a
-number), and a zero in a column pandas read as integers where the piece holds a ``-``
-(pandas reads ``-0`` as the integer 0, the general path as -0.0; a ``-`` elsewhere, as
-in a UUID, reads alike).  (Numbers are not read with ``dtype=float64``: that reads an
+number), and a zero in a column pandas read as integers where a token of the piece starts
+with ``-`` (pandas reads ``-0`` as the integer 0, the general path as -0.0; a ``-``
+inside a token, as in a UUID, is no sign and reads alike).  (Numbers are not read with ``dtype=float64``: that reads an
 all-``true`` column as 1.0.)  The
 float parser is pandas 3's (correctly rounded: the same doubles as pyarrow's cast of the
 same text); with older pandas the general path is always taken.
@@ -108,8 +108,11 @@ def fast_columns(data: bytes, start: int, end: int, specs: list, wanted: dict, t
                    for i, kinds in enumerate(plan) if specs[i][0] not in _IDS}
 
             def convert(k: int) -> dict:
-                frame, minus = frames[k]
+                frame, (a, b) = frames[k]
                 frames[k] = None  # (its memory goes as soon as it is read)
+
+                def minus() -> bool:  # asked only where an integer column holds a 0
+                    return _leading_minus(data, a, b, _dashes_in_ids(frame, plan))
                 return _converted(frame, plan, specs, wanted, minus,
                                   {i: v[offsets[k]:offsets[k + 1]] for i, v in out.items()})
             texts = run(convert, range(len(frames)))
@@ -145,20 +148,53 @@ def _pieces(data: bytes, start: int, end: int, workers: int = 1) -> list[tuple[i
     return list(itertools.pairwise(cuts))
 
 
+#: the bytes after which a ``-`` starts a token: the space that ends the token before it,
+#: a line end (LF, or a lone CR, which pandas also ends lines at)
+_TOKEN_ENDS = np.array([ord(" "), ord("\n"), ord("\r")], dtype=np.uint8)
+
+
 def _tokens(data: bytes, start: int, end: int, plan: list):
-    """``(tokens, minus)`` of one piece of the body (``minus``: it holds a ``-``), or
-    ``None`` where a byte the fast dialect cannot vouch for is in it."""
+    """``(tokens, (start, end))`` of one piece of the body, or ``None`` where a byte the
+    fast dialect cannot vouch for is in it."""
     for b in _DECLINED_BYTES:
         if data.find(b, start, end) >= 0:
             return None
-    return _read_tokens(data, start, end, plan), data.find(b"-", start, end) >= 0
+    return _read_tokens(data, start, end, plan), (start, end)
+
+
+def _dashes_in_ids(frame: pd.DataFrame, plan: list) -> int:
+    """How many ``-`` the identity tokens of one piece hold (a UUID holds 4)."""
+    kinds = [k for field in plan for k in field]
+    n = 0
+    for j, k in enumerate(kinds):
+        if k == "id":
+            cats = frame[j].cat.categories
+            rows = np.bincount(frame[j].cat.codes.to_numpy(), minlength=len(cats))
+            n += int(np.dot(np.asarray(cats.str.count("-"), dtype=np.int64), rows))
+    return n
+
+
+def _leading_minus(data: bytes, start: int, end: int, inside: int = 0) -> bool:
+    """A token of ``data[start:end]`` (split at spaces and line ends) starts with ``-``;
+    ``inside``: how many ``-`` are known to lie inside tokens (those of the UUIDs).
+
+    Where the piece holds no other ``-`` (counted: the usual case) there is none;
+    else every ``-`` is found by one vectorised comparison and the byte before each
+    looked at (``bytes.find(b" -")`` stops at every space, 40x slower on a log of
+    UUIDs).
+    """
+    if data.count(b"-", start, end) == inside:
+        return False
+    body = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
+    at = np.flatnonzero(body == ord("-"))
+    return bool(at[0] == 0 or np.isin(body[at[at > 0] - 1], _TOKEN_ENDS).any())
 
 
 def _token_plan(data: bytes, start: int, end: int, specs: list) -> list | None:
     """Per field, the kinds of its tokens, from the field list and the first body line:
     ``"date"``/``"time"`` (timestamp), ``"num"`` (a number parsed by the CSV pass),
-    ``"text"`` (a one-token cell ending in the comma, converted afterwards) or
-    ``("unit", u)``; ``None`` for fields this path does not read."""
+    ``"text"`` (a one-token cell ending in the comma, converted afterwards), ``"id"``
+    (such a cell naming the GPU, read as a category) or ``("unit", u)``; ``None`` for fields this path does not read."""
     nl = data.find(b"\n", start, end)
     first = data[start:nl if nl >= 0 else end].decode("utf-8").rstrip("\r")
     cells = first.split(", ")
@@ -178,8 +214,8 @@ def _token_plan(data: bytes, start: int, end: int, specs: list) -> list | None:
             plan.append(["num", ("unit", unit)])
         elif unit in _NUMBER_UNITS or canon == "gpu_index":
             plan.append(["num" if i == last else "text"])
-        elif canon in ("gpu_uuid", "pci_bus_id"):
-            plan.append(["text"])
+        elif canon in _IDS:
+            plan.append(["id"])
         else:
             return None
     return plan
@@ -204,12 +240,15 @@ def _has_shape(s: str, shape: tuple) -> bool:
 def _read_tokens(data: bytes, start: int, end: int, plan: list) -> pd.DataFrame:
     """The body split at single spaces by the pandas C parser: numbers parsed in the
     pass (int64 or float64), the date, time and unit tokens as fixed-width bytes one
-    wider than expected (so that a longer token shows), the other text tokens as text."""
+    wider than expected (so that a longer token shows), the identities (a few distinct
+    values, each repeated on many rows) as categories, the other text tokens as text."""
     kinds = [k for field in plan for k in field]
     dtype = {}
     for j, k in enumerate(kinds):
         if k in ("date", "time") or isinstance(k, tuple):
             dtype[j] = f"S{_width(k)}"
+        elif k == "id":
+            dtype[j] = "category"
 
     frame = pd.read_csv(ByteRange(data, start, end), sep=" ", header=None, quoting=csv.QUOTE_NONE, na_filter=False,
                         skip_blank_lines=False, engine="c", dtype=dtype)
@@ -254,16 +293,17 @@ def _fixed(s: pd.Series, width: int) -> np.ndarray:
     return v
 
 
-def _converted(frame: pd.DataFrame, plan: list, specs: list, wanted: dict, minus: bool,
+def _converted(frame: pd.DataFrame, plan: list, specs: list, wanted: dict, minus,
                out: dict) -> dict:
     """Check every token of one piece and write its fields' values into ``out`` (field
     position -> the piece's rows of the column: naive nanoseconds, float64 numbers with
-    the unit factor applied); returns the identities (field position -> pyarrow text).
-    ValueError where the general path must read the log; ``minus``: the piece holds a
-    ``-``."""
+    the unit factor applied); returns the identities (field position -> ``(values,
+    codes)``: the distinct values as pyarrow text, each row's code into them).
+    ValueError where the general path must read the log; ``minus()``: a token of the
+    piece starts with ``-``."""
     last = len(plan) - 1
     used = set(wanted.values())
-    texts: dict[int, pa.Array] = {}
+    texts: dict[int, tuple] = {}
     j = 0
     for i, kinds in enumerate(plan):
         tail = "" if i == last else ","
@@ -274,19 +314,19 @@ def _converted(frame: pd.DataFrame, plan: list, specs: list, wanted: dict, minus
             continue
         if kinds[0] == "num":
             v = frame[j].to_numpy()
-            if v.dtype == np.int64 and minus and not v.all():
+            if v.dtype == np.int64 and not v.all() and minus():
                 raise ValueError("a zero, perhaps written -0")
             if v.dtype not in (np.int64, np.float64) or (v.dtype == np.float64
                                                           and np.isnan(v).any()):
                 raise ValueError("missing or non-numeric value")
             if len(kinds) == 2:
                 _check_all_equal(frame[j + 1], kinds[1][1] + tail, _width(kinds[1]))
+        elif kinds[0] == "id":  # one token ending in the comma, of a few distinct values
+            texts[i] = _category(frame[j], tail)
+            j += len(kinds)
+            continue
         else:  # "text": one token ending in the comma
             cut = _without_tail(frame[j], tail)
-            if canon in _IDS:
-                texts[i] = cut  # text stays in pyarrow
-                j += len(kinds)
-                continue
             v = pc.cast(cut, pa.float64()).to_numpy(zero_copy_only=False)
             if np.isnan(v).any():
                 raise ValueError("missing value")
@@ -308,8 +348,7 @@ def _columns(data, start, end, out, texts, wanted, tz, by_order):
     canonical columns, and the identical lines."""
     numbers = dict(out)
     for i in texts[0]:
-        numbers[i] = pa.concat_arrays([t[i] for t in texts]) if len(texts) > 1 \
-            else texts[0][i]
+        numbers[i] = _joined_categories([t[i] for t in texts])
     t_ns = numbers.pop(wanted["timestamp"])
     cols = {}
     for canon, i in wanted.items():
@@ -328,6 +367,30 @@ def _columns(data, start, end, out, texts, wanted, tz, by_order):
                                    [v for v in numbers.values()
                                     if isinstance(v, np.ndarray) and v.dtype == np.float64])
     return cols, repeats
+
+
+def _category(s: pd.Series, tail: str) -> tuple[pa.Array, np.ndarray]:
+    """``(values, codes)`` of a column read as a category: its distinct tokens without
+    their trailing ``tail`` (each checked to end in it) and each row's code."""
+    if not isinstance(s.dtype, pd.CategoricalDtype):
+        raise TypeError("not a category")
+    codes = s.cat.codes.to_numpy()
+    if len(codes) and codes.min() < 0:
+        raise ValueError("missing token")
+    return _without_tail(pd.Series(s.cat.categories), tail), codes
+
+
+def _joined_categories(parts: list[tuple[pa.Array, np.ndarray]]) -> pa.DictionaryArray:
+    """The pieces' ``(values, codes)`` as one dictionary array: the distinct values of
+    all pieces, each used by some row, the codes mapped into them."""
+    if len(parts) == 1:
+        values, codes = parts[0]
+        return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), values)
+    values = pc.unique(pa.concat_arrays([v for v, _ in parts]))
+    codes = np.concatenate([
+        pc.index_in(v, value_set=values).to_numpy(zero_copy_only=False)
+        .astype(np.int32)[c] for v, c in parts])
+    return pa.DictionaryArray.from_arrays(pa.array(codes), values)
 
 
 def _arrow(s: pd.Series) -> pa.Array:

@@ -35,8 +35,10 @@ from ._common import (
     TIME_MS_RANGE,
     available_workers,
     check_tz,
+    decode_utf8,
     localize,
     mask_impossible,
+    read_bytes,
     read_text,
     split_cut_last_line,
     warn_quality,
@@ -134,23 +136,24 @@ def read_dcgm_dmon(path, *, tz=None, host: str | None = None, start=None,
         ``memory_used_bytes`` [B].  Rows of other entities (``GPU-I``, ``Switch``) are
         skipped and counted in a :class:`~powerlab.exceptions.DataQualityWarning`.
     """
-    text, _ = read_text(Path(path))
-    return parse_dcgm_dmon(text, tz=tz, host=host, start=start, delay_ms=delay_ms,
+    raw, _ = read_bytes(Path(path))
+    return parse_dcgm_dmon(raw, tz=tz, host=host, start=start, delay_ms=delay_ms,
                            path=path)
 
 
 def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=None,
                     delay_ms: float | None = None, path=None) -> pd.DataFrame:
     """Parse ``dcgmi dmon`` output given as text or a buffer (see :func:`read_dcgm_dmon`)."""
-    text, name = read_text(text_or_buffer)
+    # (bytes: ASCII output, the usual case, is read by the fast path without a decode)
+    raw, name = read_bytes(text_or_buffer)
     path = path if path is not None else name
     check_tz(tz, path)
     host = "localhost" if host is None else str(host)
-    text, cut = split_cut_last_line(text)
+    raw, cut = _cut_last_line(raw)
     if cut:
         warn_quality(f"{path or 'dcgmi dmon output'}: dropped 1 truncated last line (no "
                      "newline at the end: its values may be cut short)")
-    fast = _dmon_fast.fast_rows(text, DMON_VARIABLE_MAP, _blank_to_nan,
+    fast = _dmon_fast.fast_rows(raw, DMON_VARIABLE_MAP, _blank_to_nan,
                                 workers=available_workers(4))
     if fast is not None:  # plain output read in one CSV pass (same values)
         gpus, data, sample = fast
@@ -162,11 +165,21 @@ def parse_dcgm_dmon(text_or_buffer, *, tz=None, host: str | None = None, start=N
         return _frame(ts[order], host, gpus[order], None,
                       {c: v[order] for c, v in data.items()},
                       path or "dcgmi dmon output", presorted=True)
-    recs = _general_rows(text, path)
+    recs = _general_rows(decode_utf8(raw, path), path)
     data = _values(recs, path)
     gpus = np.array([r[2] for r in recs], dtype=np.int64)
     ts = _row_times(recs, gpus, start, delay_ms, tz, path)
     return _frame(ts, host, gpus, None, data, path or "dcgmi dmon output")
+
+
+def _cut_last_line(raw: bytes) -> tuple[bytes, int]:
+    """:func:`split_cut_last_line` of UTF-8 bytes (the same line cut off)."""
+    if not raw or raw.endswith((b"\n", b"\r")):
+        return raw, 0
+    cut = max(raw.rfind(b"\n"), raw.rfind(b"\r"))
+    if not raw[cut + 1:].decode("utf-8").strip():
+        return raw, 0
+    return raw[:cut + 1], 1
 
 
 def _general_rows(text: str, path) -> list[tuple]:
@@ -346,7 +359,9 @@ def _frame(ts, host, gpus, uuids, data, source, presorted: bool = False) -> pd.D
         else:
             df[canon] = arr
     df = schema.conform(df, sort=not presorted)
-    return schema.validate(df, source=str(source))
+    # presorted rows of one host: the GPU id alone tells the devices apart, ascending
+    codes = gpus.astype(np.int64) if presorted and small and isinstance(host, str) else None
+    return schema.validate(df, source=str(source), device_codes=codes)
 
 
 def read_dcgm_prometheus(path, *, timestamp=None, host: str | None = None) -> pd.DataFrame:

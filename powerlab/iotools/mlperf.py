@@ -214,6 +214,12 @@ def _with_clock_offsets(df: pd.DataFrame, logs: _NodeLogs, align: bool) -> pd.Da
     df.attrs["repeated_readings"] = logs.repeats
     df.attrs["identical_logs"] = [list(g) for g in logs.identical()]
     df.attrs["clock_offsets_s"] = offsets.to_dict()
+    far = {h: v for h, v in offsets.items() if abs(v) > logs.intervals.get(h, 2.0)}
+    if far and not align:
+        warn_quality("node clock offsets beyond the meter interval: "
+                     + ", ".join(f"{h} {v:+.1f} s" for h, v in list(far.items())[:8])
+                     + " -- not applied (read with align_clocks=True; powerlab calibrate "
+                     "applies them)")
     df.attrs["clocks_aligned"] = bool(align and len(hosts) > 1)
     df.attrs["switch_power"] = [  # plain values: attrs travel into Parquet metadata
         {"switch": r[0], "time_utc": pd.Timestamp(r[1], unit="ms", tz="UTC").isoformat(),

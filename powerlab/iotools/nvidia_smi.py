@@ -444,7 +444,7 @@ def _build_frame(cols: dict, t_sorted: np.ndarray, g_sorted: np.ndarray, gpu: np
         "host": _repeat_string(host, n),
         "scope": _repeat_string("gpu", n),
         "gpu_index": pd.Series(pd.array(g_sorted.astype(np.int16), dtype="Int16")),
-        "gpu_uuid": pd.Series(pd.arrays.ArrowStringArray(pc.take(cols["gpu_uuid"], order)))
+        "gpu_uuid": pd.Series(pd.arrays.ArrowStringArray(_taken_text(cols["gpu_uuid"], order)))
         if "gpu_uuid" in cols else pd.Series(pd.arrays.ArrowStringArray(
             pa.nulls(n, pa.large_string()))),
     }
@@ -462,6 +462,14 @@ def _build_frame(cols: dict, t_sorted: np.ndarray, g_sorted: np.ndarray, gpu: np
         if name not in floats:
             df.insert(i, name, others[name])
     return df
+
+
+def _taken_text(arr: pa.Array, order: np.ndarray) -> pa.Array:
+    """The text of ``arr`` (plain, or a dictionary as the fast path reads identities)
+    at the rows ``order``."""
+    if isinstance(arr, pa.DictionaryArray):
+        return pc.take(arr.dictionary, pc.take(arr.indices, order))
+    return pc.take(arr, order)
 
 
 def _read_cells(data: bytes, start: int, end: int, ncol: int, path, text,

@@ -12,10 +12,16 @@ Kernel-log forms understood (one event per line that holds ``NVRM: Xid``)::
     [ 8273.123456] NVRM: Xid (PCI:0000:3b:00): 79, pid=...            (dmesg, seconds since boot)
     [Fri May 17 10:11:12 2024] NVRM: Xid (PCI:0000:3b:00): 79, ...    (dmesg -T, local time)
     2024-05-17T10:11:12+0000 node-01 kernel: NVRM: Xid (PCI:...): 79, ... (journalctl -o short-iso)
+    2024-05-17T10:11:12.123456+02:00 node-01 kernel: [ 8273.1] NVRM: Xid ... (rsyslog RFC 3339)
+    May 17 10:11:12 node-01 kernel: NVRM: Xid (PCI:...): 79, ...   (journalctl default, syslog)
 
 Seconds since boot become UTC with ``boot_time``; lines without a time (plain ``dmesg``
 without timestamps) keep ``NaT`` and a :class:`~powerlab.exceptions.DataQualityWarning` says
-how many.  A line that holds ``NVRM: Xid`` but not in the form above raises
+how many.  Times without a zone (``dmesg -T``, journalctl's default, ISO without an offset)
+are refused without ``tz``; journalctl's default format has no year: ``year=``, or the
+latest year that puts the line before today (a warning states it).  ``dmesg -T`` lines
+whose weekday is not their date's are refused.  Lines that name no host (dmesg) need
+``host=``; they are refused without it, never filed without a host.  A line that holds ``NVRM: Xid`` but not in the form above raises
 :class:`~powerlab.exceptions.ParseError` naming the line (``errors="warn"`` skips it with a
 warning instead).  Lines without ``NVRM: Xid`` (other kernel messages, NVSwitch ``SXid``) are
 not events and are passed over.
@@ -62,6 +68,8 @@ _DMESG_REL = re.compile(r"^\[\s*(?P<s>\d+\.\d+)\]\s*")
 _DMESG_T = re.compile(r"^\[(?P<t>[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4})\]\s*")
 _ISO = re.compile(r"^(?P<t>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
                   r"\s+(?P<host>\S+)\s+kernel:\s*")
+_SYSLOG = re.compile(r"^(?P<t>[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?)\s+(?P<host>\S+)"
+                     r"\s+kernel:\s*")
 _PID = re.compile(r"^pid=(?P<pid>'?<?[\w-]+>?'?)\s*,\s*(?:name=(?P<name>[^,]*),\s*)?")
 
 
@@ -125,45 +133,130 @@ def _frame(rows: list[dict], devices: pd.DataFrame | None = None) -> pd.DataFram
 
 
 def _fill_devices(events: pd.DataFrame, devices: pd.DataFrame) -> pd.DataFrame:
-    """Fill ``gpu_index`` / ``gpu_uuid`` from a devices table keyed by (host, pci_bus_id)."""
+    """Fill ``gpu_index`` / ``gpu_uuid`` from a devices table keyed by (host, pci_bus_id);
+    rows of the table without a host (one server type's map) match any host by PCI id."""
     need = {"pci_bus_id", "gpu_index"}
     if not need <= set(devices.columns):
         raise ValueError(f"devices table needs columns {sorted(need)} (and host, gpu_uuid)")
     d = devices.copy()
     d["pci_bus_id"] = [normalize_pci_bus_id(p) for p in d["pci_bus_id"].astype(str)]
-    keys = ["host", "pci_bus_id"] if "host" in d.columns else ["pci_bus_id"]
-    d = d.drop_duplicates(keys).set_index(keys)
-    idx = pd.MultiIndex.from_frame(events[keys].astype(object)) if len(keys) > 1 \
-        else pd.Index(events["pci_bus_id"].astype(object))
-    look = d.reindex(idx)
-    for c in ("gpu_index", "gpu_uuid"):
-        if c in look.columns:
-            fill = pd.array(look[c].to_numpy(), dtype=EVENT_DTYPES[c])
-            events[c] = events[c].where(events[c].notna(), fill)
+    if "host" not in d.columns:
+        d["host"] = None
+    hosted = d["host"].notna()
+    for keys, part in ((["host", "pci_bus_id"], d[hosted]), (["pci_bus_id"], d[~hosted])):
+        if part.empty:
+            continue
+        part = part.drop_duplicates(keys).set_index(keys)
+        idx = pd.MultiIndex.from_frame(events[keys].astype(object)) if len(keys) > 1 \
+            else pd.Index(events["pci_bus_id"].astype(object))
+        look = part.reindex(idx)
+        for c in ("gpu_index", "gpu_uuid"):
+            if c in look.columns:
+                fill = pd.array(look[c].to_numpy(), dtype=EVENT_DTYPES[c])
+                events[c] = events[c].where(events[c].notna(), fill)
     return events
 
 
-def parse_kernel_xid(src, *, host: str | None = None, boot_time=None, tz: str = "UTC",
-                     devices: pd.DataFrame | None = None,
-                     errors: str = "raise") -> pd.DataFrame:
-    """Parse ``NVRM: Xid`` lines of a kernel log (dmesg, journalctl ``-o short-iso``).
+def _weekday_checked(text: str) -> pd.Timestamp:
+    """A ``dmesg -T`` time (``Fri May 17 10:11:12 2024``), refused when its weekday is
+    not its date's (``strptime`` ignores the weekday)."""
+    t = pd.to_datetime(text, format="%a %b %d %H:%M:%S %Y")
+    given = text.split()[0]
+    if t.strftime("%a") != given:
+        raise ValueError(f"dmesg -T time {text!r}: {given} does not match the date (a "
+                         f"{t.strftime('%A')}); the line is damaged or not dmesg -T")
+    return t
+
+
+class _Years:
+    """Years of journalctl/syslog times (``Jul 04 03:22:10``), which carry none: the
+    year given, or the latest year that puts the time no later than one day after
+    ``reference`` (the way syslog readers place such lines)."""
+
+    def __init__(self, year, reference, tz):
+        self.year, self.tz, self.used = year, tz, set()
+        self.ref = to_utc(reference if reference is not None else pd.Timestamp.now("UTC"),
+                          tz="UTC", what="reference")
+
+    def stamp(self, text: str) -> pd.Timestamp:
+        if self.tz is None:
+            raise ValueError("journalctl/syslog times carry no zone; pass tz (powerlab "
+                             "import --tz)")
+        year = self.year if self.year is not None else self.ref.year
+        ts = self._at(year, text)
+        if self.year is None and ts > self.ref + pd.Timedelta(days=1):
+            year -= 1
+            ts = self._at(year, text)
+        self.used.add(year)
+        return ts
+
+    def _at(self, year: int, text: str) -> pd.Timestamp:
+        fmt = "%Y %b %d %H:%M:%S.%f" if "." in text else "%Y %b %d %H:%M:%S"
+        local = pd.to_datetime(f"{year} {' '.join(text.split())}", format=fmt)
+        return to_utc(local, tz=self.tz, what="journal time", error=ValueError)
+
+
+def _line_time(rest: str, tz, boot, years: _Years):
+    """(time, host or None, text after the prefixes) of one kernel-log line."""
+    ts, host = pd.NaT, None
+    if (m := _ISO.match(rest)) is not None:
+        t = m["t"]
+        if tz is None and not re.search(r"(?:Z|[+-]\d\d:?\d\d)$", t):
+            raise ValueError(f"time {t!r} has no zone; pass tz (powerlab import --tz)")
+        ts = to_utc(t, tz=tz or "UTC", what="journal time", error=ValueError)
+        host, rest = m["host"], rest[m.end():]
+    elif (m := _SYSLOG.match(rest)) is not None:
+        ts, host, rest = years.stamp(m["t"]), m["host"], rest[m.end():]
+    elif (m := _DMESG_T.match(rest)) is not None:
+        if tz is None:
+            raise ValueError("dmesg -T times are local and carry no zone; pass tz "
+                             "(powerlab import --tz)")
+        ts = to_utc(_weekday_checked(" ".join(m["t"].split())), tz=tz,
+                    what="dmesg -T time", error=ValueError)
+        rest = rest[m.end():]
+    if (m := _DMESG_REL.match(rest)) is not None:   # raw dmesg, or kernel time in syslog
+        if pd.isna(ts) and boot is not None:
+            ts = boot + pd.to_timedelta(float(m["s"]), unit="s")
+        rest = rest[m.end():]
+    return ts, host, rest
+
+
+def parse_kernel_xid(src, *, host: str | None = None, boot_time=None,
+                     tz: str | None = None, devices: pd.DataFrame | None = None,
+                     errors: str = "raise", year: int | None = None,
+                     reference=None) -> pd.DataFrame:
+    """Parse ``NVRM: Xid`` lines of a kernel log.
+
+    Forms: journalctl ``-o short-iso`` / ``short-iso-precise`` and rsyslog RFC 3339
+    (``2024-07-04T03:22:10.123456+02:00 host kernel: ...``), journalctl's default and
+    classic syslog (``Jul 04 03:22:10 host kernel: ...``: no year, no zone), ``dmesg -T``
+    (``[Fri May 17 10:11:12 2024]``: local time, the weekday checked), raw ``dmesg``
+    (``[ 8273.123456]`` seconds since boot) and lines without a time.
 
     Parameters
     ----------
     src : str, bytes or buffer
         Log content (``read_kernel_xid`` takes a path).
     host : str, optional
-        Host name for lines that do not carry one (dmesg); journal lines name their host.
+        Host of lines that do not name one (dmesg).  Without it such lines are refused
+        (:class:`~powerlab.exceptions.ParseError`), never filed without a host.
     boot_time : str or pandas.Timestamp, optional
-        Boot time of the host, to turn dmesg's seconds since boot into UTC [UTC unless the
-        string names an offset].  Without it such lines keep ``NaT`` (with a warning).
-    tz : str, default "UTC"
-        Time zone of ``dmesg -T`` times and of ISO times without an offset.
+        Boot time of the host, to turn dmesg's seconds since boot into UTC.  Without it
+        such lines keep ``NaT`` (with a warning).
+    tz : str, optional
+        IANA zone of times that carry none (``dmesg -T``, journalctl default, ISO times
+        without an offset).  Without it such times are refused.
     devices : pandas.DataFrame, optional
-        ``host``, ``pci_bus_id``, ``gpu_index``, ``gpu_uuid`` (the collector's devices
-        table, or ``nvidia-smi --query-gpu=index,uuid,pci.bus_id``) to name each GPU.
+        ``host``, ``pci_bus_id``, ``gpu_index``, ``gpu_uuid`` (the store's device table,
+        :func:`powerlab.iotools.gpumap.read_gpu_map`) to name each GPU.
     errors : {"raise", "warn"}
-        What to do with a line that holds ``NVRM: Xid`` in an unknown form.
+        What to do with a line that holds ``NVRM: Xid`` in an unknown form or with a bad
+        time.
+    year : int, optional
+        Year of journalctl-default/syslog times; default: inferred as the latest year
+        that puts each line no later than a day after ``reference`` (a warning names it).
+    reference : str or pandas.Timestamp, optional
+        "Now" for that inference [UTC]; default the current time.
 
     Returns
     -------
@@ -172,24 +265,14 @@ def parse_kernel_xid(src, *, host: str | None = None, boot_time=None, tz: str = 
     """
     choice(errors, "errors", ("raise", "warn"))
     text, name = read_text(src, what="kernel log")
-    boot = to_utc(boot_time, tz=tz, what="boot_time", optional=True)
+    boot = to_utc(boot_time, tz=tz or "UTC", what="boot_time", optional=True)
+    years = _Years(year, reference, tz)
     rows, bad, no_time = [], [], 0
     for lineno, line in enumerate(text.splitlines(), start=1):
         if "NVRM: Xid" not in line:
             continue
-        rest, ts, line_host = line.strip(), pd.NaT, host
         try:
-            if (m := _ISO.match(rest)) is not None:
-                ts = to_utc(m["t"], tz=tz, what="journal time", error=ValueError)
-                line_host, rest = m["host"], rest[m.end():]
-            elif (m := _DMESG_T.match(rest)) is not None:
-                ts = to_utc(pd.to_datetime(m["t"], format="%a %b %d %H:%M:%S %Y"), tz=tz,
-                            what="dmesg -T time", error=ValueError)
-                rest = rest[m.end():]
-            elif (m := _DMESG_REL.match(rest)) is not None:
-                if boot is not None:
-                    ts = boot + pd.to_timedelta(float(m["s"]), unit="s")
-                rest = rest[m.end():]
+            ts, line_host, rest = _line_time(line.strip(), tz, boot, years)
             mx = _XID.search(rest)
             if mx is None or not rest.startswith("NVRM: Xid"):
                 raise ValueError("a line holding 'NVRM: Xid' is not 'NVRM: Xid "
@@ -199,22 +282,34 @@ def parse_kernel_xid(src, *, host: str | None = None, boot_time=None, tz: str = 
         except (ValueError, OverflowError) as exc:  # impossible or nonexistent times too
             bad.append((lineno, str(exc)[:300]))
             continue
+        if line_host is None and host is None:
+            raise ParseError("this line names no host (dmesg); pass host= (powerlab "
+                             "import --host) so the event is not filed without one",
+                             path=name, line=lineno)
         no_time += pd.isna(ts)
-        msg = mx["rest"] or ""
-        msg = _PID.sub("", msg, count=1)
-        rows.append({"timestamp": ts, "host": line_host, "pci_bus_id": pci,
+        msg = _PID.sub("", mx["rest"] or "", count=1)
+        rows.append({"timestamp": ts, "host": line_host or host, "pci_bus_id": pci,
                      "xid": code, "message": msg, "source": "kernel_log"})
+    _report(name, bad, errors, no_time, years if year is None else None)
+    return _frame(rows, devices)
+
+
+def _report(name, bad, errors, no_time, years) -> None:
     if bad:
         lineno, what = bad[0]
         if errors == "raise":
             raise ParseError(what, path=name, line=lineno)
         warnings.warn(f"{name or '<text>'}: skipped {len(bad)} malformed Xid line(s); first "
-                      f"at line {lineno}: {what}", DataQualityWarning, stacklevel=2)
+                      f"at line {lineno}: {what}", DataQualityWarning, stacklevel=3)
     if no_time:
         warnings.warn(f"{name or '<text>'}: {no_time} Xid line(s) have no absolute time "
                       "(dmesg without timestamps, or seconds since boot without boot_time); "
-                      "their timestamp is NaT", DataQualityWarning, stacklevel=2)
-    return _frame(rows, devices)
+                      "their timestamp is NaT", DataQualityWarning, stacklevel=3)
+    if years is not None and years.used:
+        warnings.warn(f"{name or '<text>'}: journalctl/syslog times carry no year: read as "
+                      f"{', '.join(map(str, sorted(years.used)))} (the latest year putting "
+                      f"each line before {years.ref:%Y-%m-%d}); pass year= (--year) to "
+                      "state it", DataQualityWarning, stacklevel=3)
 
 
 def read_kernel_xid(path, **kw) -> pd.DataFrame:

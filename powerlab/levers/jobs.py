@@ -139,16 +139,29 @@ def site_constant_w(scenario: Scenario) -> float:
     return float(hw.nodes * hw.node_overhead_w + idle_gpus * hw.gpu_idle_w)
 
 
+def _job_peak_w(job: Job, hw) -> float:
+    """Highest per-GPU power a job's phases can draw: its highest level or the GPU's
+    TDP, whichever is higher (a calibrated ``gpu_tdp_w`` may lie below the measured
+    levels: it is then no bound) [W]."""
+    levels = [job.compute_w, job.comm_w, job.eval_w, job.startup_w, job.checkpoint_w,
+              job.shutdown_w]
+    return float(max(hw.gpu_tdp_w, *(x for x in levels if np.isfinite(x))))
+
+
 def site_power_range_w(scenario: Scenario) -> tuple[float, float, float]:
     """``(floor, full, maximum)`` IT power [W]: every job's GPUs idle; every job
-    training unconstrained (mean over a step); every GPU at TDP."""
+    training unconstrained (mean over a step); every GPU at the higher of its TDP and
+    its job's highest power level (issue 33: one site envelope; a maximum below the
+    forecast's own peak refused targets the site could not exceed anyway)."""
     hw = scenario.hardware
     c = site_constant_w(scenario)
     floor = c + sum(j.gpus * hw.gpu_idle_w for j in scenario.jobs)
     full = c + sum(j.gpus * (j.compute_fraction * j.compute_w
                              + (1 - j.compute_fraction) * j.comm_w) for j in scenario.jobs)
-    top = hw.nodes * hw.node_overhead_w + max(hw.cluster_gpus,
-                                              sum(j.gpus for j in scenario.jobs)) * hw.gpu_tdp_w
+    in_jobs = sum(j.gpus for j in scenario.jobs)
+    top = (hw.nodes * hw.node_overhead_w + sum(j.gpus * _job_peak_w(j, hw)
+                                               for j in scenario.jobs)
+           + max(hw.cluster_gpus - in_jobs, 0) * hw.gpu_tdp_w)
     return float(floor), float(full), float(top)
 
 

@@ -93,9 +93,15 @@ class Merit:
         self.tables = []
         for j in self.jobs:
             c = curves[j.name]
-            top = min(c.max_limit_w, max(c.min_limit_w, math.ceil(
-                c.binding_limit_w * j.compute_w / c.p_ref_w)))
+            free = max(c.min_limit_w, math.ceil(c.binding_limit_w * j.compute_w / c.p_ref_w))
+            top = min(c.max_limit_w, free)
             lims = np.arange(top, c.min_limit_w - 1e-9, -NOTCH_W)
+            if free > top:
+                # the job draws more than the GPU's highest settable limit lets it (a
+                # scenario level above the driver's range, e.g. node power not split
+                # from GPU power): the first row is the job unconstrained, as the
+                # forecast runs it, so the plan's baseline is the forecast's (issue 33)
+                lims = np.concatenate([[float(free)], lims])
             # the step rate lost counts while the job trains: weighted by its share of
             # time training (as the plan's lost GPU-hours are)
             sh = 1.0 if share is None else float(share.get(j.name, 1.0))

@@ -134,7 +134,8 @@ class Throttle(CurtailmentLever):
             shed = offer.shed_of(capped_scenario(sc, {j.name: float(lim) for j in sc.jobs},
                                                  offer.curves))
             op = _operating_point(sc, offer.curves, float(lim))
-            note = ("; cost extrapolated below the lowest limit a curve was fitted on"
+            note = ("; cost extrapolated below the lowest limit a curve was fitted on "
+                    "(a prior: below the lowest power its published sweeps reached)"
                     if op.extrapolated else "")
             rows += [OfferRow.of(m.name, shed, power_limit_w=float(lim),
                                  clock_sm_mhz=m.offer_clock_mhz(op),

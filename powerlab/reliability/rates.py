@@ -42,7 +42,38 @@ from .._summary import Results, Summary
 from ..exceptions import AnalysisError
 from ..telemetry.events import LLAMA3_SNAPSHOT, ROOT_CAUSES
 
-__all__ = ["FailureRates", "failure_rates", "garwood_interval", "job_mtbf", "llama3_rates"]
+__all__ = ["INCIDENT_WINDOW_S", "FailureRates", "failure_rates", "garwood_interval",
+           "incidents", "job_mtbf", "llama3_rates"]
+
+#: Events of one GPU closer than this are one incident [s]: NVIDIA's Fleet Intelligence
+#: groups a node's Xids into one "burst" until three minutes pass without one (NVIDIA,
+#: "XID Bursts", https://docs.nvidia.com/fleet-intel/user-guide/xid-bursts).
+INCIDENT_WINDOW_S = 180.0
+
+
+def incidents(events: pd.DataFrame, *, by: str = "root_cause",
+              window_s: float = INCIDENT_WINDOW_S) -> pd.DataFrame:
+    """One row per incident: failure events of one GPU less than ``window_s`` after the
+    previous one are one incident, counted under its first event's category.
+
+    A GPU is its ``gpu_uuid``, else (``host``, ``pci_bus_id``), else (``host``,
+    ``gpu_index``).  Events without a category (informational and application Xids) are
+    not failures and start no incident; events without a time are each their own.
+    """
+    ev = events[events[by].notna()].copy()
+    if ev.empty or window_s <= 0:
+        return ev
+    cols = [c for c in ("gpu_uuid", "host", "pci_bus_id", "gpu_index") if c in ev.columns]
+    key = pd.Series(["|".join(map(str, r)) for r in ev[cols].astype(object).itertuples(
+        index=False)], index=ev.index)
+    if "gpu_uuid" in ev.columns:
+        key = ev["gpu_uuid"].astype(object).where(ev["gpu_uuid"].notna(), key)
+    ev["_gpu"] = key
+    ev = ev.sort_values(["_gpu", "timestamp"], kind="stable")
+    gap = ev.groupby("_gpu", sort=False)["timestamp"].diff().dt.total_seconds()
+    first = ~(gap < window_s)          # NaN (first of a GPU, or no time) starts one
+    return ev[first.to_numpy()].drop(columns="_gpu").sort_values("timestamp",
+                                                                  kind="stable")
 
 
 def garwood_interval(count, exposure, conf: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
@@ -170,9 +201,9 @@ class FailureRates(Results):
 
 
 def failure_rates(events: pd.DataFrame, gpu_hours: float, *, by: str = "root_cause",
-                  categories=None, conf: float = 0.95,
-                  dropna: bool = True) -> FailureRates:
-    """Failure rates per category per GPU-hour from an events table.
+                  categories=None, conf: float = 0.95, dropna: bool = True,
+                  window_s: float = INCIDENT_WINDOW_S) -> FailureRates:
+    """Failure rates per category per GPU-hour from an events table, counting incidents.
 
     Parameters
     ----------
@@ -190,6 +221,9 @@ def failure_rates(events: pd.DataFrame, gpu_hours: float, *, by: str = "root_cau
         upper bound.
     conf : float, default 0.95
         Confidence level [-].
+    window_s : float, default 180
+        Failure events of one GPU closer than this are one incident (:func:`incidents`;
+        0 counts every event) [s].
 
     Returns
     -------
@@ -199,9 +233,10 @@ def failure_rates(events: pd.DataFrame, gpu_hours: float, *, by: str = "root_cau
         raise AnalysisError(f"events table has no column {by!r} to count failures by")
     if not np.isfinite(gpu_hours) or gpu_hours <= 0:
         raise AnalysisError(f"gpu_hours must be positive, got {gpu_hours!r} [GPU-h]")
-    cat = events[by].astype(object)
     if not dropna:
-        cat = cat.where(cat.notna(), "unclassified")
+        events = events.assign(**{by: events[by].astype(object).where(
+            events[by].notna(), "unclassified")})
+    cat = incidents(events, by=by, window_s=window_s)[by].astype(object)
     counts = cat.dropna().value_counts()
     if categories is not None:
         cats = list(categories)

@@ -10,7 +10,9 @@ Modules
 :mod:`~powerlab.site.timebase`     the engine's discrete time grid
 :mod:`~powerlab.site.engine`       the engine: per-job templates, jitter, failures
                                    (:func:`powerlab.site.forecast` is its entry point)
-:mod:`~powerlab.site.randomness`   each job's failures and GPU offsets in a draw
+:mod:`~powerlab.site.randomness`   each job's failures and GPU offsets in a draw; the
+                                   uncertain parameters of a draw (ParameterBands)
+:mod:`~powerlab.site.parameterdraws` forecast draws that vary those parameters
 :mod:`~powerlab.site.memory`       the memory a forecast needs, before it allocates
 :mod:`~powerlab.site.jobplan`      a job's training, checkpoint and downtime plan
 :mod:`~powerlab.site.chunks`       one draw's IT power built chunk by chunk (state carried)
@@ -60,6 +62,12 @@ _EXPORTS = {
     ),
     "uncertainty": (
         "exceedance_frame", "quantile_bands",
+    ),
+    "randomness": (
+        "ParameterBands", "draw_parameters",
+    ),
+    "parameterdraws": (
+        "parameter_draws",
     ),
     "interruption_sim": (
         "simulate_interruptions",

@@ -97,6 +97,16 @@ class VoltageSag:
         Time over which the UPS walks the load back onto the grid after the sag [s].
     outage_s : float
         From the sag until tripped nodes are back and their jobs start up [s].
+    cease_fraction : float
+        Share of the grid power left (after the UPS transfer and the trips) that ceases
+        during the sag and resumes at its end: supplies on their hold-up, loads at
+        reduced voltage; 1 at 0 pu, where nothing is drawn [-].
+    ups_return_delay_s : float
+        From the end of the sag to the start of the UPS walk-in [s].
+    aux_trip_fraction : float
+        Share of the non-IT power (facility minus IT) that trips at the sag [-].
+    aux_outage_s : float
+        From the sag until the tripped non-IT load is back [s].
     """
 
     name: str
@@ -107,6 +117,16 @@ class VoltageSag:
     ups_fraction: float = 0.0
     ups_return_s: float = 0.0
     outage_s: float = 600.0
+    cease_fraction: float = 0.0
+    ups_return_delay_s: float = 0.0
+    aux_trip_fraction: float = 0.0
+    aux_outage_s: float = 0.0
+
+    @property
+    def acts_on_facility(self) -> bool:
+        """Whether the sag changes the grid power beyond the IT nodes' trips."""
+        return bool(self.ups_fraction > 0 or self.cease_fraction > 0
+                    or self.aux_trip_fraction > 0)
 
 
 def parse_disturbances(raw, source: str | None = None) -> tuple[VoltageSag, ...]:
@@ -136,6 +156,10 @@ def parse_disturbances(raw, source: str | None = None) -> tuple[VoltageSag, ...]
             ups_fraction=s.number("ups_fraction", 0.0, hi=1.0),
             ups_return_s=s.number("ups_return_s", 0.0, hi=3600.0),
             outage_s=s.number("outage_s", 600.0, hi=7 * 86400.0),
+            cease_fraction=s.number("cease_fraction", 0.0, hi=1.0),
+            ups_return_delay_s=s.number("ups_return_delay_s", 0.0, hi=3600.0),
+            aux_trip_fraction=s.number("aux_trip_fraction", 0.0, hi=1.0),
+            aux_outage_s=s.number("aux_outage_s", 0.0, hi=7 * 86400.0),
         )
         if sag.outage_s < sag.duration_s and sag.trip_fraction > 0:
             raise s.error("outage_s", f"{sag.outage_s:g} s is shorter than the sag "
@@ -224,17 +248,25 @@ def check_ups_needs_ticks(scenario, keep_ticks: bool) -> None:
     if keep_ticks:
         return
     for i, sag in enumerate(getattr(scenario, "disturbances", ())):
-        if sag.ups_fraction > 0:
-            raise ScenarioError("a voltage sag with ups_fraction > 0 needs the per-tick "
-                                "power: run forecast(..., keep_ticks=True) or set "
-                                "ups_fraction to 0", key=f"disturbances[{i}].ups_fraction")
+        if sag.acts_on_facility:
+            raise ScenarioError("a voltage sag with ups_fraction, cease_fraction or "
+                                "aux_trip_fraction > 0 needs the per-tick power: run "
+                                "forecast(..., keep_ticks=True) or set them to 0",
+                                key=f"disturbances[{i}].ups_fraction")
 
 
-def ups_transfer_w(scenario, it_w: np.ndarray, t0: pd.Timestamp, tick_s: float
-                   ) -> np.ndarray | None:
-    """Power the UPS batteries carry per draw and tick (subtracted at the point of
-    interconnection) [W]; None without sags moving load to UPS."""
-    sags = [s for s in getattr(scenario, "disturbances", ()) if s.ups_fraction > 0]
+def ups_transfer_w(scenario, it_w: np.ndarray, t0: pd.Timestamp, tick_s: float,
+                   facility_w: np.ndarray | None = None) -> np.ndarray | None:
+    """Power the sags take off the grid beyond the tripped nodes, per draw and tick
+    (subtracted at the point of interconnection) [W]; None without such sags.
+
+    The UPS batteries' share of the IT load (during the sag, held for
+    ``ups_return_delay_s``, then walked back linearly over ``ups_return_s``); with the
+    facility power given, also the tripped non-IT load (``aux_trip_fraction`` of facility
+    minus IT power for ``aux_outage_s``) and, during the sag, ``cease_fraction`` of what
+    is left (all of it at ``cease_fraction`` 1: the grid power is then 0 exactly).
+    """
+    sags = [s for s in getattr(scenario, "disturbances", ()) if s.acts_on_facility]
     if not sags:
         return None
     out = np.zeros_like(it_w)
@@ -242,12 +274,34 @@ def ups_transfer_w(scenario, it_w: np.ndarray, t0: pd.Timestamp, tick_s: float
     for sag in sags:
         a = _sag_tick(sag, t0, tick_s)
         b = a + max(1, to_ticks(sag.duration_s, tick_s))
-        r = to_ticks(sag.ups_return_s, tick_s)
-        share = np.concatenate([np.ones(b - a), 1.0 - np.arange(1, r + 1) / (r + 1)])
-        k = np.arange(a, a + len(share))
-        ok = (k >= 0) & (k < n)
-        out[:, k[ok]] += sag.ups_fraction * it_w[:, k[ok]] * share[ok]
+        if sag.ups_fraction > 0:
+            h, r = to_ticks(sag.ups_return_delay_s, tick_s), to_ticks(sag.ups_return_s,
+                                                                        tick_s)
+            share = np.concatenate([np.ones(b - a + h),
+                                    1.0 - np.arange(1, r + 1) / (r + 1)])
+            k = np.arange(a, a + len(share))
+            ok = (k >= 0) & (k < n)
+            out[:, k[ok]] += sag.ups_fraction * it_w[:, k[ok]] * share[ok]
+        if facility_w is not None:
+            _aux_and_cease(out, sag, it_w, facility_w, (a, b), tick_s)
     return out
+
+
+def _aux_and_cease(out: np.ndarray, sag: VoltageSag, it_w: np.ndarray,
+                   facility_w: np.ndarray, ab: tuple[int, int], tick_s: float) -> None:
+    """Add the tripped non-IT load and the power ceasing during the sag to ``out``."""
+    a, b = ab
+    n = it_w.shape[1]
+    if sag.aux_trip_fraction > 0:
+        e = min(n, a + max(1, to_ticks(sag.aux_outage_s, tick_s)))
+        if e > max(a, 0):
+            aux = np.clip(facility_w[:, max(a, 0):e] - it_w[:, max(a, 0):e], 0.0, None)
+            out[:, max(a, 0):e] += sag.aux_trip_fraction * aux
+    a0, b0 = max(a, 0), min(b, n)
+    if sag.cease_fraction > 0 and b0 > a0:
+        left = facility_w[:, a0:b0] - out[:, a0:b0]
+        out[:, a0:b0] = (facility_w[:, a0:b0] if sag.cease_fraction >= 1.0 else
+                         out[:, a0:b0] + sag.cease_fraction * left)
 
 
 def add_sag_events(ev: pd.DataFrame, scenario, draws: int, t0: pd.Timestamp,

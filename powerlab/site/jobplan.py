@@ -30,8 +30,9 @@ __all__ = ["STATES", "JobPlan", "PlanTicks", "arrivals", "job_levels", "job_plan
            "plan_ticks"]
 
 #: Phase codes of a GPU template.
-STATES = ("idle", "startup", "compute", "comm", "checkpoint", "eval", "down", "shutdown")
-IDLE, STARTUP, COMPUTE, COMM, CKPT, EVAL, DOWN, SHUTDOWN = range(len(STATES))
+STATES = ("idle", "startup", "compute", "comm", "checkpoint", "eval", "down", "shutdown",
+          "warmup")
+IDLE, STARTUP, COMPUTE, COMM, CKPT, EVAL, DOWN, SHUTDOWN, WARMUP = range(len(STATES))
 _TRAIN = -1  # placeholder for a block of steps in a plan
 _SEGMENT = -2  # a plan's block list entry (_SEGMENT, sequence, first, end phase)
 
@@ -76,6 +77,11 @@ class PlanTicks:
         [ticks].
     ckpt_steps, eval_steps : int
         Steps between checkpoints and between evaluations (0: none) [-].
+    eval_first_steps : int
+        Steps before the first evaluation of a (re)started job [-].
+    warmup : int
+        Training ticks at the start of a (re)started job run at the warm-up level (flat,
+        counted as training for checkpoints and evaluations).
     ckpt, eval : int
         Checkpoint and evaluation durations [ticks].
     """
@@ -90,6 +96,8 @@ class PlanTicks:
     eval_steps: int
     ckpt: int
     eval: int
+    eval_first_steps: int = 0
+    warmup: int = 0
 
 
 def plan_ticks(job: Job, tick_s: float) -> PlanTicks:
@@ -110,7 +118,10 @@ def plan_ticks(job: Job, tick_s: float) -> PlanTicks:
                          if job.interruptions is not None else restart),
         ckpt_steps=every(job.checkpoint_interval_s), eval_steps=every(job.eval_interval_s),
         ckpt=to_ticks(job.checkpoint_duration_s, tick_s),
-        eval=to_ticks(job.eval_duration_s, tick_s))
+        eval=to_ticks(job.eval_duration_s, tick_s),
+        eval_first_steps=every(job.eval_first_s or job.eval_interval_s),
+        warmup=(max(1, math.floor(job.warmup_s / job.step_time_s + 0.5)) * period
+                if job.warmup_s > 0 else 0))
 
 
 def arrivals(failure_ticks: np.ndarray, start_tick: int, pt: PlanTicks,
@@ -129,9 +140,25 @@ def arrivals(failure_ticks: np.ndarray, start_tick: int, pt: PlanTicks,
 def _phases(pt: PlanTicks):
     """Generator of ``(state, length or None, event)`` of a (re)started job: start-up,
     then blocks of steps up to the next checkpoint or evaluation, forever (a None length
-    trains to the end)."""
+    trains to the end); the first ``pt.warmup`` training ticks are warm-up blocks."""
+    left = pt.warmup
+    for st, n, ev in _cadence(pt):
+        if st != _TRAIN or left <= 0:
+            yield st, n, ev
+            continue
+        w = left if n is None else min(left, n)
+        left -= w
+        yield WARMUP, w, None
+        if n is None or n > w:
+            yield _TRAIN, (None if n is None else n - w), ev
+
+
+def _cadence(pt: PlanTicks):
+    """:func:`_phases` without the warm-up."""
     yield STARTUP, pt.startup, None
-    s_ck = s_ev = 0
+    s_ck = 0
+    # the first evaluation after eval_first_steps (the count starts that much "late")
+    s_ev = pt.eval_steps - pt.eval_first_steps if pt.eval_steps else 0
     while True:
         due = [n - s for n, s in ((pt.ckpt_steps, s_ck), (pt.eval_steps, s_ev)) if n]
         k = min(due) if due else None
@@ -181,7 +208,7 @@ def _sequence(pt: PlanTicks, ticks: int) -> _Sequence | None:
         length.append(n)
         event.append(ev)
         off += max(n, 0)
-        train_before.append(train_before[-1] + (n if st == _TRAIN else 0))
+        train_before.append(train_before[-1] + (n if st in (_TRAIN, WARMUP) else 0))
         last_ckpt.append(len(state) - 1 if st == CKPT else last_ckpt[-1])
     blocks = [(st, a, n) for st, a, n in zip(state, start, length) if n > 0]
     run_states, run_lengths = _expand_blocks(blocks, pt.period, pt.compute)
@@ -273,7 +300,7 @@ class _Layout:
         """A phase of ``length`` ticks from ``t`` (with its event, if any)."""
         if length > 0:
             self.blocks.append((state, t, length))
-            if state == _TRAIN:
+            if state in (_TRAIN, WARMUP):
                 self.train += length
                 self.since_ckpt += length
         if ev:
@@ -445,7 +472,8 @@ def job_levels(job: Job, scenario: Scenario) -> np.ndarray:
     """Per-GPU power of each state in :data:`STATES`, floor applied [W]."""
     hw = scenario.hardware
     lv = np.array([hw.gpu_idle_w, job.startup_w, job.compute_w, job.comm_w,
-                   job.checkpoint_w, job.eval_w, hw.gpu_idle_w, job.shutdown_w], float)
+                   job.checkpoint_w, job.eval_w, hw.gpu_idle_w, job.shutdown_w,
+                   job.warmup_w], float)
     floor = scenario.mitigations.gpu_power_floor_pct_tdp / 100.0 * hw.gpu_tdp_w
     if floor > 0:
         lv[1:] = np.maximum(lv[1:], floor)

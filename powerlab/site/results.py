@@ -179,8 +179,9 @@ class ForecastResult(Results):
     def facility_w(self) -> np.ndarray:
         """Facility (grid) power, shape (draws, ticks) [W]."""
         # less the load carried by UPS batteries during voltage sags (site.disturbances)
-        ups = None if self._it is None else ups_transfer_w(self.scenario, self._it,
-                                                           self.start_utc, self.tick_s)
+        ups = None if self._it is None else ups_transfer_w(
+            self.scenario, self._it, self.start_utc, self.tick_s,
+            self.facility_before_battery_w)
         if self.battery_w is None and ups is None:
             return self.facility_before_battery_w
         out = self.facility_before_battery_w - (

@@ -17,10 +17,12 @@ Layout of the YAML document::
                gpus_per_node, node_overhead_w, cluster_gpus,
                gpu_rise_time_constant_s, gpu_fall_time_constant_s}
     jobs: [{name, gpus, start_utc, duration_s, step_time_s, compute_fraction,
-            startup_s, shutdown_s, jitter_s,
-            checkpoint: {interval_s, duration_s}, eval: {interval_s, duration_s},
+            startup_s, warmup_s, shutdown_s, jitter_s,
+            checkpoint: {interval_s, duration_s},
+            eval: {interval_s, duration_s, first_s},
             failures: {rate_per_gpu_h, restart_s} | interruptions: {...},
-            power: {compute_w, comm_w, startup_w, checkpoint_w, eval_w, shutdown_w}}]
+            power: {compute_w, comm_w, startup_w, warmup_w, checkpoint_w, eval_w,
+                    shutdown_w}}]
     interruptions: {model, scale, rates_per_gpu_h{cause: rate}, planned_rate_per_gpu_h,
                     restart: {detection_s, drain_s, reschedule_s}}  # every job without
                                             # its own (powerlab.reliability.interruptions)
@@ -32,6 +34,8 @@ Layout of the YAML document::
     disturbances: [{name, type: voltage_sag, at_utc, residual_voltage_pu, duration_s,
                     trip_fraction, ups_fraction, ups_return_s, outage_s}]
                                             # (powerlab.site.disturbances)
+    equipment: {psu: {...}, ups: {...}, auxiliaries: {...}, protection: {...}, poi: {...}}
+                                            # (powerlab.interconnect.equipment)
     limits: {boundary, ramp_up_megawatts_per_s, ramp_down_megawatts_per_s,
              swing_1s_megawatts, swing_10s_megawatts, swing_60s_megawatts,
              band_0p1_2hz_megawatts, band_2_20hz_megawatts}
@@ -91,6 +95,10 @@ class Job:
         Share of a step spent computing; the rest waits on communication [-].
     startup_s, shutdown_s : float
         Initialisation before the first step and teardown at the end [s].
+    warmup_s : float
+        Training time after each start-up at the flat ``warmup_w`` level (the first block
+        of a real run draws less than the later ones); counted as training for
+        checkpoints and evaluations, rounded to whole steps [s].
     jitter_s : float
         Standard deviation of the per-GPU timing offset (desynchronisation), at most
         ``step_time_s`` [s].
@@ -98,6 +106,10 @@ class Job:
         Training time between checkpoints (0: none) and their length [s].
     eval_interval_s, eval_duration_s : float
         Training time between evaluations (0: none) and their length [s].
+    eval_first_s : float
+        Training time before the first evaluation of a (re)started job (0: one
+        ``eval_interval_s``, the default); real runs evaluate first at their own offset
+        (``eval.first_s``, rounded to whole steps like the interval) [s].
     failure_rate_per_gpu_h : float
         Interruptions per GPU-hour; the job fails at ``gpus`` times this rate [1/h].
     restart_s : float
@@ -106,8 +118,8 @@ class Job:
         Rates by cause, planned interruptions and the recovery split
         (:mod:`powerlab.reliability.interruptions`); when given, ``failure_rate_per_gpu_h`` is
         its total rate and ``restart_s`` its detection + drain + reschedule.
-    compute_w, comm_w, startup_w, checkpoint_w, eval_w, shutdown_w : float
-        Per-GPU power in each phase [W].
+    compute_w, comm_w, startup_w, checkpoint_w, eval_w, shutdown_w, warmup_w : float
+        Per-GPU power in each phase [W] (``warmup_w`` default: the mean of a step).
     """
 
     name: str
@@ -124,11 +136,14 @@ class Job:
     shutdown_w: float
     startup_s: float = 0.0
     shutdown_s: float = 0.0
+    warmup_s: float = 0.0
+    warmup_w: float = 0.0
     jitter_s: float = 0.0
     checkpoint_interval_s: float = 0.0
     checkpoint_duration_s: float = 0.0
     eval_interval_s: float = 0.0
     eval_duration_s: float = 0.0
+    eval_first_s: float = 0.0
     failure_rate_per_gpu_h: float = 0.0
     restart_s: float = 0.0
     interruptions: InterruptionModel | None = None
@@ -219,6 +234,8 @@ class Scenario:
     description: str = ""
     source: str | None = None
     disturbances: tuple[VoltageSag, ...] = ()
+    #: the ``equipment:`` mapping as written (read by powerlab.interconnect.equipment)
+    equipment: dict | None = field(default=None, hash=False)
 
     def to_dict(self) -> dict:
         """Plain, JSON-ready dictionary of the scenario (timestamps as ISO strings)."""
@@ -286,17 +303,21 @@ def _time(s: Section, name: str, required: bool = True) -> pd.Timestamp | None:
     return ts
 
 
-def _pause(s: Section, name: str, step: float) -> tuple[float, float]:
+def _pause(s: Section, name: str, step: float) -> tuple[float, float, float]:
     """A periodic pause of training (``checkpoint``, ``eval``): ``interval_s`` of training
-    between pauses (0: none; at least one step) and ``duration_s`` of each [s]."""
+    between pauses (0: none; at least one step), ``duration_s`` of each and, for
+    evaluations, ``first_s``: the training before the first (0: one interval) [s]."""
     sec = s.section(name)
     interval = sec.number("interval_s", 0.0)
     duration = sec.number("duration_s", 0.0)
+    first = sec.number("first_s", 0.0) if name == "eval" else 0.0
     if interval and interval < step:
         raise sec.error("interval_s", f"{interval:g} s is shorter than one step "
                         f"(step_time_s = {step:g} s)")
+    if first and not interval:
+        raise sec.error("first_s", "needs interval_s (the evaluations after the first)")
     sec.finish()
-    return interval, duration
+    return interval, duration, first
 
 
 def _job_interruptions(s: Section, site_interruptions: InterruptionModel | None
@@ -335,6 +356,7 @@ def _job(s: Section, hw: Hardware, index: int,
     frac = s.number("compute_fraction", 0.8, lo=0.0, hi=1.0)
     startup = s.number("startup_s", 0.0)
     shutdown = s.number("shutdown_s", 0.0)
+    warmup = s.number("warmup_s", 0.0)
     if startup + shutdown >= duration:
         raise s.error("duration_s", f"{duration:g} s leaves no training time after "
                       f"startup_s ({startup:g}) and shutdown_s ({shutdown:g})")
@@ -344,8 +366,8 @@ def _job(s: Section, hw: Hardware, index: int,
         # step apart; the engine's offset kernel spans +-4 jitter_s
         raise s.error("jitter_s", f"{jitter:g} s is more than one step (step_time_s = "
                       f"{step:g} s); GPUs of a synchronous job stay within a step")
-    ck_int, ck_dur = _pause(s, "checkpoint", step)
-    ev_int, ev_dur = _pause(s, "eval", step)
+    ck_int, ck_dur, _ = _pause(s, "checkpoint", step)
+    ev_int, ev_dur, ev_first = _pause(s, "eval", step)
     inter, rate, restart = _job_interruptions(s, site_interruptions)
     pw = s.section("power")
     tdp = hw.gpu_tdp_w
@@ -356,11 +378,13 @@ def _job(s: Section, hw: Hardware, index: int,
                          ("eval_w", 0.5 * (hw.gpu_compute_w + hw.gpu_comm_w)),
                          ("shutdown_w", hw.gpu_idle_w)):
         levels[key] = pw.number(key, default, hi=1.5 * tdp)
+    levels["warmup_w"] = pw.number(
+        "warmup_w", frac * levels["compute_w"] + (1 - frac) * levels["comm_w"], hi=1.5 * tdp)
     pw.finish()
     job = Job(name=name, gpus=gpus, start_utc=start, duration_s=duration, step_time_s=step,
-              compute_fraction=frac, startup_s=startup, shutdown_s=shutdown,
+              compute_fraction=frac, startup_s=startup, shutdown_s=shutdown, warmup_s=warmup,
               jitter_s=jitter, checkpoint_interval_s=ck_int, checkpoint_duration_s=ck_dur,
-              eval_interval_s=ev_int, eval_duration_s=ev_dur,
+              eval_interval_s=ev_int, eval_duration_s=ev_dur, eval_first_s=ev_first,
               failure_rate_per_gpu_h=rate, restart_s=restart, interruptions=inter,
               **levels)
     s.finish()
@@ -521,8 +545,11 @@ def parse_scenario(source: str | Mapping, *, path: str | Path | None = None) -> 
     h0, h1 = _horizon(top.section("horizon"))
     tick = _tick(top.section("simulation"), jobs, src)
     dist = parse_disturbances(top.raw("disturbances"), src)
+    equipment = top.raw("equipment")
+    if equipment is not None and not isinstance(equipment, dict):
+        raise ScenarioError("expected a mapping", key="equipment", path=src)
     top.finish()
-    scen = Scenario(disturbances=dist, name=name, description=description, site=site,
+    scen = Scenario(disturbances=dist, equipment=equipment, name=name, description=description, site=site,
                     hardware=hardware, jobs=tuple(jobs), mitigations=mit, limits=lim,
                     horizon_start_utc=h0, horizon_end_utc=h1, tick_s=tick, source=src)
     _check_span(scen, src)

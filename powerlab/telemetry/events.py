@@ -20,8 +20,12 @@ References
 ----------
 .. [1] A. Grattafiori et al., "The Llama 3 Herd of Models", arXiv:2407.21783, 2024,
    section 3.3.4 and Table 5.
-.. [2] NVIDIA, "XID Errors" and "Analyzing XID catalog",
-   https://docs.nvidia.com/deploy/xid-errors/ (r555 and later).
+.. [2] NVIDIA, "XID Errors" and "Analyzing Xid Errors with the Xid Catalog" (the catalogue
+   of Ampere and newer GPUs with each code's "Resolution Bucket (Immediate Action)"),
+   https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html (r555 and
+   later).  Xid 63 (a row remapping recorded, active at the next reset) and Xid 92 (a
+   high rate of corrected single-bit errors) are kept as events but are not failures:
+   neither stops the GPU; the failure they may follow (Xid 48, 94, 95) is counted.
 .. [3] NVIDIA k8s-device-plugin, ``internal/rm/health.go`` (``applicationErrorXids``).
 """
 
@@ -153,16 +157,16 @@ XID_CATALOGUE: dict[int, XidInfo] = dict([
        "gpu_hardware", "gpu_system_processor"),
     _x(62, "PMU_HALT_ERROR", "Internal micro-controller halt", "gpu_hardware",
        "gpu_system_processor"),
-    _x(63, "INFOROM_DRAM_RETIREMENT_EVENT", "GPU memory remapping event", "gpu_memory",
-       "gpu_hbm3_memory"),
+    _x(63, "INFOROM_DRAM_RETIREMENT_EVENT", "GPU memory remapping event (recorded; "
+       "takes effect at the next GPU reset)", "informational", None),
     _x(64, "INFOROM_DRAM_RETIREMENT_FAILURE", "GPU memory remapping failure", "gpu_memory",
        "gpu_hbm3_memory"),
     _x(68, "NVDEC0_EXCEPTION", "Video processor exception", "application", None),
     _x(74, "NVLINK_ERROR", "NVLink error", "nvlink", "faulty_gpu"),
     _x(79, "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", "GPU has fallen off the bus",
        "gpu_hardware", "faulty_gpu"),
-    _x(92, "EXCESSIVE_SBE_INTERRUPTS", "High single-bit ECC error rate", "gpu_memory",
-       "gpu_hbm3_memory"),
+    _x(92, "EXCESSIVE_SBE_INTERRUPTS", "High single-bit ECC error rate (corrected)",
+       "informational", None),
     _x(94, "ROBUST_CHANNEL_CONTAINED_ERROR", "Contained memory error", "gpu_memory",
        "gpu_hbm3_memory"),
     _x(95, "ROBUST_CHANNEL_UNCONTAINED_ERROR", "Uncontained memory error", "gpu_memory",

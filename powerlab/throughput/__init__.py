@@ -16,6 +16,11 @@ Modules
 :mod:`~powerlab.throughput.peer_evidence` each GPU's evidence against its peers
 :mod:`~powerlab.throughput.evidence`      straggler evidence channels and their score
 :mod:`~powerlab.throughput.fleet_levels`  slow hosts and racks against the fleet
+:mod:`~powerlab.throughput.group_step`    the host and rack step (utilisation, baseline)
+:mod:`~powerlab.throughput.group_episodes` episodes of hosts and racks (time of day)
+:mod:`~powerlab.throughput.regimes`       fleet-wide regime breaks (limit, policy, level)
+:mod:`~powerlab.throughput.regime_step`   the search cut at the breaks
+:mod:`~powerlab.throughput.rank_times`    slow ranks and links from per-rank times
 :mod:`~powerlab.throughput.failslow`      fail-slow onsets and intermittent episodes
 :mod:`~powerlab.throughput.straggler_cost` step time and GPU-hours lost, by cause
 :mod:`~powerlab.throughput.chip_baseline` each chip's offsets from an earlier record
@@ -49,6 +54,9 @@ _EXPORTS = {
     ),
     "chip_baseline": (
         "StragglerBaseline",
+    ),
+    "rank_times": (
+        "RankTimesOptions", "RankTimesResult", "find_slow_ranks",
     ),
     "synth": (
         "TwinFleet", "TwinResult", "TwinRun", "TwinTruth", "simulate_training",

@@ -56,8 +56,8 @@ def _robust_z(v: np.ndarray, floor: np.ndarray) -> np.ndarray:
 
 
 def group_stragglers(group: np.ndarray, pos_code: np.ndarray, *, clock_off, temp_off,
-                     power_off=None, limit_off=None, hw_share=None,
-                     z_threshold: float = 3.5, min_gpus: int = 2) -> pd.DataFrame:
+                     power_off=None, limit_off=None, hw_share=None, util_off=None,
+                     z_threshold: float = 3.5) -> pd.DataFrame:
     """Score groups of GPUs (hosts, racks) against the fleet.
 
     Parameters
@@ -73,23 +73,29 @@ def group_stragglers(group: np.ndarray, pos_code: np.ndarray, *, clock_off, temp
         Power and enforced power-limit offsets against the fleet median [%].
     hw_share : numpy.ndarray, optional
         Share of each GPU's samples with hardware slowdown / power-brake bits [-].
+    util_off : numpy.ndarray, optional
+        Utilisation offset against the fleet median at the same moments [points].  In a
+        synchronous job every GPU looks busy (the others wait inside collectives, which
+        are kernels); a host whose GPUs idle on data stalls (PCIe, NIC, storage) has
+        lower utilisation than every other host.
     z_threshold : float
-        Score above which a group is flagged [-].
-    min_gpus : int
-        Fewest GPUs for a group to be scored.
+        Score above which a group is flagged [-] (a group needs 2 GPUs or more).
 
     Returns
     -------
     pandas.DataFrame
         One row per group: group, n_gpus, clock_offset_pct (median raw clock offset),
         temp_offset_c, clock_explained_pct (by its temperature), clock_residual_pct,
-        clock_z, power_z, power_limit_z, hw_bits_z, score, p_value, best_evidence,
-        flagged, cause.
+        clock_z, power_z, power_limit_z, hw_bits_z, util_z (utilisation low), util_offset
+        (its median offset) [points], clock_scale_pct (the scale of its clock z: the
+        other groups' spread and its own uncertainty) [%], score, p_value, best_evidence, flagged, cause.
     """
     labels, gcode = np.unique(np.asarray(group).astype(str), return_inverse=True)
     n_grp = len(labels)
     chans = _fleet_channels(clock_off, temp_off, power_off, limit_off, hw_share, pos_code,
                             n_grp)
+    if util_off is not None and np.isfinite(util_off).sum() >= 3:
+        chans["util"] = np.asarray(util_off, float)
     slope, slope_se = temperature_slope(chans["clock"], chans["temp"])
     resid = chans["clock"] - slope * chans["temp"]
     n = np.bincount(gcode, minlength=n_grp)
@@ -97,8 +103,9 @@ def group_stragglers(group: np.ndarray, pos_code: np.ndarray, *, clock_off, temp
     c_g = _per_group(chans["clock"], gcode, n_grp)
     r_g = _per_group(resid, gcode, n_grp)
     z = _group_z(chans, resid, r_g, t_g, slope_se, gcode, n)
+    scale = z.pop("_clock_scale")
     score, p, best = _group_score(z)
-    flagged = (n >= min_gpus) & (score > z_threshold)
+    flagged = (n >= 2) & (score > z_threshold)
     cause = _group_cause(z, n_grp)
     return pd.DataFrame({
         "group": labels, "n_gpus": n, "clock_offset_pct": c_g, "temp_offset_c": t_g,
@@ -106,7 +113,8 @@ def group_stragglers(group: np.ndarray, pos_code: np.ndarray, *, clock_off, temp
         **{f"{k}_z": v for k, v in z.items()}, "score": score,
         "p_value": np.minimum(p * 1.0, 1.0), "best_evidence": best,
         "flagged": flagged, "cause": np.where(flagged, cause, ""),
-        "temp_slope_pct_per_c": slope})
+        "util_offset": _per_group(chans["util"], gcode, n_grp) if "util" in chans
+        else np.nan, "clock_scale_pct": scale, "temp_slope_pct_per_c": slope})
 
 
 def _fleet_channels(clock_off, temp_off, power_off, limit_off, hw_share, pos_code,
@@ -146,6 +154,9 @@ def _group_z(chans: dict, resid, r_g, t_g, slope_se: float, gcode, n) -> dict:
     floor = 1.2533 * gpu_sd / np.sqrt(np.maximum(n, 1))
     floor = np.sqrt(floor ** 2 + (slope_se * (t_g - np.nanmedian(t_g))) ** 2)
     z = {"clock": -_robust_z(r_g, floor)}
+    spread = float(median_abs_deviation(r_g, scale="normal", nan_policy="omit")) \
+        if np.isfinite(r_g).sum() >= 3 else 0.0
+    z["_clock_scale"] = np.sqrt(spread ** 2 + floor ** 2)
     if "power" in chans:
         p_sd = max(float(median_abs_deviation(chans["power"], scale="normal",
                                               nan_policy="omit")), 0.1)
@@ -157,6 +168,13 @@ def _group_z(chans: dict, resid, r_g, t_g, slope_se: float, gcode, n) -> dict:
     if "hw_bits" in chans:
         z["hw_bits"] = _robust_z(_per_group(chans["hw_bits"], gcode, n_grp),
                                  np.full(n_grp, 0.02))
+    if "util" in chans:
+        # floors: the GPU spread over sqrt(n), and 0.5 point (a utilisation counter's
+        # resolution; smaller host differences are not a stall worth a flag)
+        u_sd = float(median_abs_deviation(chans["util"], scale="normal",
+                                          nan_policy="omit"))
+        floor = np.sqrt((1.2533 * u_sd / np.sqrt(np.maximum(n, 1))) ** 2 + 0.5 ** 2)
+        z["util"] = -_robust_z(_per_group(chans["util"], gcode, n_grp), floor)
     return z
 
 
@@ -170,12 +188,21 @@ def _group_score(z: dict):
         better = pair > score
         score = np.where(better, pair, score)
         best = np.where(better, "clock+power", best)
+        if "util" in z:
+            # a data-stalled host idles: lower utilisation and lower power together
+            pair = np.where((z["util"] > 0) & (z["power"] > 0),
+                            (z["util"] + z["power"]) / np.sqrt(2), -np.inf)
+            better = pair > score
+            score = np.where(better, pair, score)
+            best = np.where(better, "util+power", best)
     return score, p, best
 
 
 def _group_cause(z: dict, n_grp: int) -> np.ndarray:
-    """Power cap (power limit z >= 2), else hardware slowdown (bits z >= 2), else
-    unexplained."""
-    return np.where(np.nan_to_num(z.get("power_limit", np.zeros(n_grp))) >= 2,
-                    "power cap", np.where(np.nan_to_num(z.get("hw_bits", np.zeros(n_grp)))
-                                          >= 2, "hardware slowdown", "unexplained"))
+    """Power cap (power limit z >= 2), else hardware slowdown (bits z >= 2), else data
+    stall (utilisation z >= 2), else unexplained."""
+    zero = np.zeros(n_grp)
+    return np.where(np.nan_to_num(z.get("power_limit", zero)) >= 2, "power cap", np.where(
+        np.nan_to_num(z.get("hw_bits", zero)) >= 2, "hardware slowdown", np.where(
+            np.nan_to_num(z.get("util", zero)) >= 2, "data stall (utilisation low)",
+            "unexplained")))

@@ -101,6 +101,7 @@ class FleetWork:
     tu_ok: np.ndarray = None
     wcode: np.ndarray = None
     n_w: int = 0
+    win_ns: int = 0
     wstart: np.ndarray = None
     # peer_offsets and the evidence steps
     out: dict = field(default_factory=dict)
@@ -132,8 +133,12 @@ class FleetWork:
     n_eps: np.ndarray = None
     has_ep: np.ndarray = None
     repair: np.ndarray = None
-    # group_levels, costs
+    # regime_breaks (fleet-wide changes), group_levels, costs
+    regimes: pd.DataFrame = None
+    group_eps: pd.DataFrame = None
+    regime_code: np.ndarray = None
     levels: dict = field(default_factory=dict)
+    silent_limit: dict = field(default_factory=dict)
     z_group: float = np.nan
     cost_total: float = np.nan
     lost_tbl: pd.DataFrame = None
@@ -212,7 +217,10 @@ def index_fleet(w: FleetWork, baseline) -> None:
                     rows &= ~(med < frac * typical)
     w.rows = rows
     tu_ok = w.tu_ok = w.tu[rows]
-    win_ns = int(opts.window_s * 1e9)
+    # a window holds at least 4 samples whatever the sampling (a 15-min record has
+    # 1-h windows), so that window means and their noise exist at every interval
+    step_ns = np.median(np.diff(w.tu)) if len(w.tu) > 1 else 0
+    win_ns = w.win_ns = int(max(opts.window_s * 1e9, 4 * step_ns))
     w.wcode = (tu_ok - tu_ok[0]) // win_ns if len(tu_ok) else tu_ok
     w.n_w = int(w.wcode.max()) + 1 if len(tu_ok) else 0
     w.wstart = tu_ok[0] + np.arange(w.n_w) * win_ns if w.n_w else np.array([])

@@ -24,13 +24,13 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from scipy.stats import median_abs_deviation, norm
+from scipy.stats import median_abs_deviation
 
 from ..exceptions import AnalysisError
 from ..telemetry.schema import THROTTLE_REASONS
+from ._robust import nanmad
 from .evidence import cause_of, combine_evidence
 from .failslow import cusum_episodes, drop_episodes, drop_shared
-from .fleet_levels import group_stragglers
 from .fleet_matrix import (
     METRICS,
     FleetWork,
@@ -39,7 +39,11 @@ from .fleet_matrix import (
     check_inputs,
     index_fleet,
 )
+from .group_episodes import EPISODE_COLUMNS
+from .group_step import absorb_gpu_episodes, group_levels, level_episodes
 from .peer_evidence import baseline_changes, peer_offsets, throttle_evidence
+from .regime_step import regime_breaks, regime_persistence, relevel
+from .regimes import REGIME_COLUMNS
 from .straggler_cost import job_cost
 
 __all__ = ["score_fleet", "score_table"]
@@ -71,6 +75,8 @@ def score_fleet(telemetry, opts: StragglerOptions, baseline=None, _exclude=None)
         if w.bl is not None:
             baseline_changes(w)
         throttle_evidence(w)
+    regime_breaks(w)
+    regime_persistence(w)
     flag_gpus(w)
     failslow_episodes(w)
     if _exclude is None and w.flagged.any() and w.n_g > 2 * opts.min_peers:
@@ -111,19 +117,23 @@ def failslow_episodes(w: FleetWork) -> None:
     wstart = w.wstart
     win_end = np.append(wstart[1:], w.tu_ok[-1] + 1) if n_w else wstart
     found_by = {}
+    # cut at fleet-wide regime breaks: each regime its own level, transitions left out
+    win_clock = relevel(w.win_clock, w.regime_code)
     for g in range(n_g):
         if not w.gpu_ok[g]:
             continue
         found = [dict(e, kind="onset") for e in cusum_episodes(
-            w.win_clock[:, g], min_shift_pct=opts.min_shift_pct, h=opts.cusum_h)]
+            win_clock[:, g], min_shift_pct=opts.min_shift_pct, h=opts.cusum_h)]
         covered = np.zeros(n_w, dtype=bool)
         for e in found:
             covered[e["onset"]:e["end"]] = True
-        for e in drop_episodes(w.win_clock[:, g], min_shift_pct=opts.min_shift_pct):
+        for e in drop_episodes(win_clock[:, g], min_shift_pct=opts.min_shift_pct):
             if not covered[e["onset"]:e["end"]].any():
                 found.append(dict(e, kind="episode", detected=e["end"] - 1))
         found_by[g] = found
     found_by = drop_shared(found_by, w.host_code, n_w)
+    level_episodes(w)
+    found_by = absorb_gpu_episodes(w, found_by)
     for g, found in found_by.items():
         for e in sorted(found, key=lambda e: e["onset"]):
             n_eps[g] += 1
@@ -191,34 +201,6 @@ def top_throttle(w: FleetWork) -> None:
     w.out["top_throttle_share"] = top_share
 
 
-def group_levels(w: FleetWork) -> None:
-    """Slow hosts (and racks) against the fleet, beyond what their temperature
-    explains."""
-    z_threshold, n_g, gu = w.opts.z_threshold, w.n_g, w.gu
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        raw_off = {m: np.nanmedian(w.win_raw[m], axis=0) if m in w.win_raw else None
-                   for m in ("clock_sm_mhz", "temp_gpu_c", "power_w")}
-    n_hosts = len(np.unique(w.host_code))
-    # the same expected false alarms per GPU of fleet as the GPU test
-    w.z_group = float(norm.isf(min(norm.sf(z_threshold) * n_g / max(n_hosts, 1), 0.5)))
-    if raw_off["temp_gpu_c"] is None or n_hosts < 3:
-        return
-    kw = {"clock_off": raw_off["clock_sm_mhz"], "temp_off": raw_off["temp_gpu_c"],
-          "power_off": raw_off["power_w"],
-          "limit_off": w.loff if np.isfinite(w.loff).any() else None,
-          "hw_share": w.bit_share["hw_bits"]}
-    w.levels["host"] = group_stragglers(np.asarray(gu.get_level_values(0)), w.pos_code,
-                                        z_threshold=w.z_group, **kw)
-    if "rack" in w.tel.columns:
-        rack = w.tel.groupby(w.gcode)["rack"].first().reindex(range(n_g)).astype(str)
-        n_racks = rack.nunique()
-        if n_racks >= 3:
-            z_rack = float(norm.isf(min(norm.sf(z_threshold) * n_g / n_racks, 0.5)))
-            w.levels["rack"] = group_stragglers(rack.to_numpy(), w.pos_code,
-                                                z_threshold=z_rack, **kw)
-
-
 def job_costs(w: FleetWork) -> None:
     """Step time lost to each flagged GPU and host, and by cause."""
     host_deficit = np.zeros(w.n_g)
@@ -272,7 +254,9 @@ def score_table(w: FleetWork, baseline=None) -> dict:
     episodes["gpu_index"] = episodes["gpu_index"].astype("Int16")
     params = {**opts.as_dict(), "metrics": tuple(opts.metrics),
               "host_z_threshold": w.z_group, "silent_limit_pct": silent_limit,
-              "clock_spread_pct": spread_pct}
+              "clock_spread_pct": spread_pct,
+              **{f"{k}_silent_limit_pct": v for k, v in w.silent_limit.items()},
+              "communication_identifiable": False, **_detectable(w, silent_limit)}
     if w.bl is not None:
         params.update(baseline_key=baseline.key, baseline_chips=int(w.bl["use"].sum()),
                       peer_test_chips=int((~w.bl["use"]).sum()))
@@ -280,7 +264,25 @@ def score_table(w: FleetWork, baseline=None) -> dict:
     return {"flags": flags, "scores": scores, "episodes": episodes,
             "cost_step_pct_total": float(w.cost_total), "params": params,
             "hosts": w.levels.get("host", empty), "racks": w.levels.get("rack", empty),
-            "lost": w.lost_tbl}
+            "lost": w.lost_tbl,
+            "regimes": w.regimes[REGIME_COLUMNS].reset_index(drop=True),
+            "group_episodes": (w.group_eps if w.group_eps is not None else pd.DataFrame(
+                columns=EPISODE_COLUMNS)).drop(columns=["w_on", "w_off"])}
+
+
+def _detectable(w: FleetWork, silent_limit: float) -> dict:
+    """The sampling, the window used and the smallest slowdown each test detects at
+    them: an episode needs a mean drop of ``min_shift_pct`` and windows ``2.5 sigma``
+    below the GPU's level (sigma: the median GPU's window noise at this sampling)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sig = float(np.nanmedian(nanmad(np.diff(w.win_clock, axis=0)) / np.sqrt(2))) \
+            if w.win_clock is not None and len(w.win_clock) > 2 else np.nan
+    det = {"gpu_episode": float(max(w.opts.min_shift_pct, 2.5 * np.nan_to_num(sig))),
+           "gpu_without_baseline": float(silent_limit)}
+    det.update({f"{k}_without_baseline": v for k, v in w.silent_limit.items()})
+    return {"sampling_s": _interval_s(w.tu), "window_s_used": w.win_ns / 1e9,
+            "window_noise_pct": sig, "min_detectable_pct": det}
 
 
 def _interval_s(tu_ok) -> float:

@@ -117,6 +117,17 @@ class StragglerResult(Results):
     lost : pandas.DataFrame
         GPU-hours and step time lost by cause
         (:func:`~powerlab.throughput.straggler_cost.job_cost`).
+    regimes : pandas.DataFrame
+        Fleet-wide regime breaks (:mod:`~powerlab.throughput.regimes`): kind, start and
+        end of the transition (UTC), before, after, share_gpus, detail.  Each GPU's
+        episode tests run within regimes, so a fleet-wide change is never a straggler.
+    group_episodes : pandas.DataFrame
+        Episodes of whole hosts and racks (:mod:`~powerlab.throughput.group_episodes`):
+        level, group, metric (clock or util), onset, end, duration_s, shift (mean drop
+        against the group's level) [% or points], temp_rise_c, thermal_bits_rise,
+        explained (a hot group's warm hours: reported, not flagged).  ``hosts`` and
+        ``racks`` count them (episodes, episode_kind ``time of day`` or ``on/off``,
+        hours_utc).
     """
 
     flags: pd.DataFrame
@@ -127,6 +138,8 @@ class StragglerResult(Results):
     hosts: pd.DataFrame = None
     racks: pd.DataFrame = None
     lost: pd.DataFrame = None
+    regimes: pd.DataFrame = None
+    group_episodes: pd.DataFrame = None
 
     def summary_frame(self) -> pd.DataFrame:
         """The flagged GPUs (a copy of :attr:`flags`)."""
@@ -160,15 +173,11 @@ class StragglerResult(Results):
                          f" % from {e['onset']:%Y-%m-%d %H:%M} UTC for "
                          f"{e['duration_s'] / 3600:.1f} h"
                          f"{' (ongoing)' if e['ongoing'] else ''}")
-        for level, tbl in (("host", self.hosts), ("rack", self.racks)):
-            if tbl is None or not len(tbl):
-                continue
-            for _, h in tbl[tbl["flagged"]].iterrows():
-                lines.append(
-                    f"  slow {level} {h['group']}: clock {h['clock_residual_pct']:+.2f} % "
-                    f"beyond its temperature ({h['temp_offset_c']:+.1f} degC explains "
-                    f"{h['clock_explained_pct']:+.2f} %), score {h['score']:.1f} "
-                    f"({h['best_evidence']}), cause {h['cause']}")
+        lines += self._level_lines()
+        for _, b in (self.regimes if self.regimes is not None else []).iterrows():
+            lines.append(f"  regime break ({b['kind']}): {b['detail']}, "
+                         f"{b['start']:%Y-%m-%d %H:%M} to {b['end']:%H:%M} UTC -- fleet-wide, "
+                         "not scored as stragglers")
         if self.lost is not None and len(self.lost) > 1:
             for _, r in self.lost.iterrows():
                 lines.append(f"  lost to {r['cause']}: {r['gpu_hours_own']:.2f} GPU-h own, "
@@ -184,6 +193,7 @@ class StragglerResult(Results):
                 f"{p['clock_spread_pct']:.2f} %) from before the record starts, with no "
                 "heat, throttle-bit, power-limit or onset evidence, is not identifiable "
                 "without a baseline (straggler_baseline)")
+        lines += self._limit_lines()
         s = Summary()
         s.add_text(lines, pre=True)
         if len(self.flags):
@@ -191,6 +201,48 @@ class StragglerResult(Results):
                     "temp_gpu_c_z", "power_w_z", "top_throttle_reason", "cost_step_pct"]
             s.add_df(self.flags[cols], "Flagged GPUs", index=False)
         return s
+
+    def _level_lines(self) -> list[str]:
+        """Summary lines of the flagged hosts and racks."""
+        lines = []
+        for level, tbl in (("host", self.hosts), ("rack", self.racks)):
+            if tbl is None or not len(tbl):
+                continue
+            for _, h in tbl[tbl["flagged"]].iterrows():
+                if h.get("episodes", 0) and h["best_evidence"] == "episodes":
+                    lines.append(
+                        f"  {level} {h['group']}: {h['episodes']} {h['episode_kind']} "
+                        f"episodes ({h['episode_metric']}), {h['hours_utc']} UTC, median "
+                        f"drop {h['episode_shift']:+.2f}; cause {h['cause']}")
+                    continue
+                lines.append(
+                    f"  slow {level} {h['group']}: clock {h['clock_residual_pct']:+.2f} % "
+                    f"beyond its temperature ({h['temp_offset_c']:+.1f} degC explains "
+                    f"{h['clock_explained_pct']:+.2f} %), score {h['score']:.1f} "
+                    f"({h['best_evidence']}), cause {h['cause']}")
+        return lines
+
+    def _limit_lines(self) -> list[str]:
+        """Summary lines: what a record without a baseline, or telemetry alone, cannot
+        identify."""
+        p, lines = self.params, []
+        if "min_detectable_pct" in p:
+            d = p["min_detectable_pct"]
+            lines.append(
+                f"At {p['sampling_s']:g}-s sampling ({p['window_s_used']:g}-s windows, "
+                f"window noise {p['window_noise_pct']:.2f} %) the smallest GPU slowdown "
+                f"episode detected is {d['gpu_episode']:.2f} %")
+        for level in ("host", "rack"):
+            if f"{level}_silent_limit_pct" in p and "baseline_chips" not in p:
+                lines.append(
+                    f"A {level} slower than the other {level}s by less than "
+                    f"{p[f'{level}_silent_limit_pct']:.2f} % in clock alone (no power, "
+                    "limit, bit or utilisation evidence) is not identifiable without a "
+                    "baseline (straggler_baseline)")
+        lines.append("Communication-only slowness (a degraded NVLink or NIC makes every "
+                     "GPU wait alike) is not identifiable from telemetry: give per-rank "
+                     "step or section times (powerlab.throughput.rank_times)")
+        return lines
 
 
 def straggler_baseline(telemetry: pd.DataFrame, options: StragglerOptions | None = None,

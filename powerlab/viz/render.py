@@ -7,8 +7,9 @@ in one place.
 
 Importing the module registers the ``powerlab`` theme (``alt.theme.register``) and enables
 it unless the user already enabled another one; :func:`use_theme` enables it explicitly.
-In notebooks, :func:`use_offline_renderer` makes chart outputs carry their JavaScript so
-that they render in JupyterLab without network access; :func:`to_svg` / :func:`to_png`
+In notebooks, :func:`use_offline_renderer` makes chart outputs Vega MIME bundles with a
+PNG fallback, so that they render in JupyterLab without network access, trusted or not,
+and as images elsewhere; :func:`to_svg` / :func:`to_png`
 render with vl-convert, no browser needed.
 """
 
@@ -78,37 +79,59 @@ WAIT_FOR_BUNDLE_MS = 10_000
 
 
 def use_offline_renderer(mode: str = "interactive") -> None:
-    """Show charts in Jupyter without network access.
+    """Show charts in Jupyter without network access, trusted or not.
 
     Altair's default notebook output loads the Vega JavaScript from a CDN, which a closed
-    datacenter network blocks.
+    datacenter network blocks, and output that carries its own JavaScript is not run in a
+    notebook opened *untrusted* (JupyterLab strips the script: a blank chart).
 
     Parameters
     ----------
-    mode : {"interactive", "svg"}, default "interactive"
-        ``"interactive"`` enables the ``powerlab`` renderer: the first chart shown after
-        this call carries the Vega, Vega-Lite and vega-embed JavaScript once, gzip-
-        compressed (about 0.4 MB instead of 0.9 MB; the browser inflates it with its
-        ``DecompressionStream``), and every later chart output is a small spec that draws
-        with it — so an executed notebook stays well under 1 MB, renders offline and
-        after it is reopened (trusted), tooltips and zoom included.  Call this again to
-        re-send the JavaScript (for example after clearing the first chart's output).
-        ``"svg"`` uses altair's own ``svg`` renderer: each chart is rendered to a static
-        SVG in the kernel by vl-convert (no JavaScript, no trust needed; no interaction).
+    mode : {"interactive", "html", "svg"}, default "interactive"
+        ``"interactive"`` enables the ``powerlab`` renderer: each chart output is a
+        MIME bundle of the chart as a Vega specification
+        (``application/vnd.vega.v5+json``, compiled from the Vega-Lite spec by
+        vl-convert), which JupyterLab draws with its own bundled Vega, offline and in
+        untrusted notebooks (its Vega renderer is a *safe* renderer), tooltips and zoom
+        included; plus a PNG of the same chart (``image/png``), which GitHub, nbviewer and
+        other viewers without Vega show instead.  ``"html"`` is the earlier renderer for
+        front ends that draw neither: the first chart carries the Vega, Vega-Lite and
+        vega-embed JavaScript once (gzip-compressed), later ones a small spec; it draws
+        only in a trusted notebook.  ``"svg"`` uses altair's own ``svg`` renderer (a
+        static SVG rendered in the kernel; no interaction).
 
     Notes
     -----
-    Altair's offline mechanisms were considered first: its ``html`` renderer with the
-    ``inline`` template embeds the whole 0.9 MB bundle in *every* output, and its
-    ``jupyter`` renderer (``offline=True``) is a widget that draws only with a live
-    kernel.  Neither keeps a saved notebook small and readable offline, hence this one.
+    The Vega-Lite spec is compiled to Vega in the kernel because JupyterLab bundles an
+    older Vega-Lite than altair writes; its Vega runtime draws the compiled spec.  The
+    PNG costs vl-convert one rendering per chart output (tens of milliseconds for the
+    charts of this package).
     """
+    choice(mode, "mode", ("interactive", "html", "svg"))
     if mode == "svg":
         alt.renderers.enable("svg")
         return
-    choice(mode, "mode", ("interactive", "svg"))
     _SESSION["bundle_sent"] = False
-    alt.renderers.enable("powerlab")
+    alt.renderers.enable("powerlab" if mode == "interactive" else "powerlab-html")
+
+
+#: MIME type of a Vega specification, drawn natively by JupyterLab's Vega extension.
+VEGA_MIME = "application/vnd.vega.v5+json"
+
+
+def _mime_renderer(spec: dict, **metadata) -> tuple[dict, dict]:
+    """Vega spec + PNG fallback + text, as JupyterLab and static viewers read them."""
+    import vl_convert as vlc
+
+    vega = vlc.vegalite_to_vega(spec, vl_version=vl_version())
+    png = vlc.vegalite_to_png(spec, vl_version=vl_version(), scale=1.0)
+    title = spec.get("title")
+    title = title.get("text") if isinstance(title, dict) else title
+    text = f"<powerlab chart{': ' + str(title) if title else ''}>"
+    opts = {"renderer": "svg", "actions": False, **metadata.get("embed_options", {})}
+    return ({VEGA_MIME: vega, "image/png": base64.b64encode(png).decode("ascii"),
+             "text/plain": text},
+            {VEGA_MIME: {"embed_options": opts}})
 
 
 def _bundle_loader() -> str:
@@ -157,7 +180,8 @@ def _offline_renderer(spec: dict, **metadata) -> dict[str, str]:
     return {"text/html": html, "text/plain": f"<powerlab chart {div}>"}
 
 
-alt.renderers.register("powerlab", _offline_renderer)
+alt.renderers.register("powerlab", _mime_renderer)
+alt.renderers.register("powerlab-html", _offline_renderer)
 
 
 

@@ -1,5 +1,8 @@
 """The oscillation spectrum: power spectral density on log-log axes with the regulated
-frequency bands shaded (red where a band's measured value exceeds its limit)."""
+frequency bands shaded (red where a band's measured value exceeds its limit) and,
+optionally, the spectral lines of :func:`powerlab.interconnect.lines.flag_lines` as
+vertical rules coloured by what they are (flagged; material, a rhythm harmonic;
+significant only)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,9 @@ __all__ = ["SpectrumColumns", "spectrum_chart"]
 
 #: Colour of a band by its status against its limit.
 _STATUS_COLORS = {"band": "#888888", "within limit": "#009E73", "over limit": "#D55E00"}
+#: Colour of a spectral line by its status.
+_LINE_COLORS = {"flagged": "#D55E00", "material harmonic": "#0072B2",
+                "significant": "#BBBBBB"}
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,8 @@ def spectrum_chart(spectrum: pd.DataFrame, *, columns: SpectrumColumns | None = 
                                                                            (2.0, 20.0)),
                    value_title: str | None = None, max_points: int = 800,
                    title: str | None = None, width: int | None = None,
-                   height: int | None = None, **column_kw) -> alt.LayerChart:
+                   height: int | None = None, lines: pd.DataFrame | None = None,
+                   **column_kw) -> alt.LayerChart:
     """Oscillation spectrum (log-log) with the regulated frequency bands shaded.
 
     Parameters
@@ -65,6 +72,11 @@ def spectrum_chart(spectrum: pd.DataFrame, *, columns: SpectrumColumns | None = 
         Spectra longer than this are reduced to log-spaced frequency bins (mean density).
     title : str, optional
     width, height : int, optional
+    lines : DataFrame, optional
+        Spectral lines (``frequency_hz``, ``amplitude_megawatts``, ``flagged``,
+        ``material``, ``attribution``: the study package's ``lines`` table) drawn as
+        vertical rules: flagged, material harmonic of the load's rhythm, or significant
+        only.
     **column_kw
         Fields of :class:`SpectrumColumns` (``frequency``, ``value``, ``series``)
         replacing those of ``columns`` (``spectrum_chart(df, value="psd_w2_per_hz")``).
@@ -87,10 +99,35 @@ def spectrum_chart(spectrum: pd.DataFrame, *, columns: SpectrumColumns | None = 
         tooltip=[*([alt.Tooltip("series:N", title=c.series)] if c.series else []),
                  alt.Tooltip("frequency_hz:Q", title="frequency [Hz]", format=",.4~g"),
                  alt.Tooltip("psd:Q", title=ylab, format=",.4~g")])
-    chart = alt.layer(rect, labels, line).resolve_scale(color="independent").properties(
-        title=alt.Title(title or "Oscillation spectrum",
-                        subtitle="Welch power spectral density; shaded: limit bands"))
+    layers = [rect, labels, line]
+    sub = "Welch power spectral density; shaded: limit bands"
+    if lines is not None and len(lines):
+        layers.append(_line_layer(lines, xs, fmin, fmax))
+        sub += "; rules: spectral lines"
+    chart = alt.layer(*layers).resolve_scale(color="independent").properties(
+        title=alt.Title(title or "Oscillation spectrum", subtitle=sub))
     return sized(chart, width, height)
+
+
+def _line_layer(lines: pd.DataFrame, xs: alt.Scale, fmin: float, fmax: float) -> alt.Chart:
+    """The spectral lines as vertical rules coloured by status."""
+    require_columns(lines, ["frequency_hz", "amplitude_megawatts", "flagged", "material",
+                            "attribution"], "spectrum_chart lines")
+    ldf = lines[["frequency_hz", "amplitude_megawatts", "attribution"]].copy()
+    ldf["status"] = np.where(lines["flagged"].astype(bool), "flagged",
+                             np.where(lines["material"].astype(bool), "material harmonic",
+                                      "significant"))
+    ldf = ldf[(ldf["frequency_hz"] >= fmin) & (ldf["frequency_hz"] <= fmax)]
+    statuses = [s for s in _LINE_COLORS if (ldf["status"] == s).any()] or ["significant"]
+    return alt.Chart(ldf).mark_rule(strokeWidth=1, opacity=0.8).encode(
+        x=alt.X("frequency_hz:Q", scale=xs),
+        color=alt.Color("status:N", title="line",
+                        scale=alt.Scale(domain=statuses,
+                                        range=[_LINE_COLORS[s] for s in statuses])),
+        tooltip=[alt.Tooltip("frequency_hz:Q", title="frequency [Hz]", format=",.4~g"),
+                 alt.Tooltip("amplitude_megawatts:Q", title="amplitude [MW]",
+                             format=",.3~g"),
+                 alt.Tooltip("status:N"), alt.Tooltip("attribution:N")])
 
 
 def _spectrum_data(spectrum: pd.DataFrame, c: SpectrumColumns,

@@ -163,7 +163,10 @@ def test_split_backtest_scores_a_known_job(run0):
     r = backtest_split(power, log, split=0.5)
     m = r.metrics.set_index("metric")
     assert abs(m.loc["energy_j", "error_pct"]) < 1.0
-    assert m.loc["mape_1min_pct", "forecast"] < 1.5
+    # 350 s held out: 5 whole minutes, under the 10 a MAPE needs: refused with a note
+    assert m.loc["scored_minutes", "forecast"] == 5
+    assert np.isnan(m.loc["mape_1min_pct", "forecast"])
+    assert any("MAPE and bias refused: 5 whole minute(s)" in n for n in r.notes())
     assert r.ramp_resolved
     ratio = m.loc["ramp_up_1s_w_per_s", "forecast"] / m.loc["ramp_up_1s_w_per_s", "measured"]
     assert 0.7 < ratio < 1.3

@@ -347,7 +347,9 @@ def mlperf_backtest(mlperf):
 def test_mlperf_backtest_through_the_meter(mlperf_backtest):
     b = mlperf_backtest
     f = b["fit"]
-    assert f.scope == "node" and f.devices == 64 and f.split == "none"
+    # 30 of the 64 node logs are byte-identical copies: dropped from the fit (34 devices),
+    # the calibrated job still has the 64 nodes (test_identical_logs_dropped_and_said)
+    assert f.scope == "node" and f.devices == 34 and f.split == "none"
     assert b["evals_fitted"] == 11  # the first half's, none from the future
     assert 10.7 < f.step_time_s < 10.8  # log cadence ~10.76 s (train_step_timing 10.64 s)
     assert b["minutes"] >= 25

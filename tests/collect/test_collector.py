@@ -48,6 +48,7 @@ from ..support.fake_nvml_util import (  # noqa: F401  (fixtures)
     init_time_us,
     write_scenario,
 )
+from ..support.load_probe import SchedulingProbe as _SchedulingProbe
 
 SCENARIO = {
     "gpus": 3,
@@ -119,6 +120,52 @@ def check_exact(df: pd.DataFrame, sc: FakeScenario) -> int:
     return checked
 
 
+def assert_read_every(report, df: pd.DataFrame, column: str, every: int) -> None:
+    """``column`` was read at the scheduled ticks ``k`` with ``k % every == 0``: of the
+    ``ticks + missed_ticks`` ticks scheduled (the loop skips the ticks a loaded machine
+    made it miss, and counts them), ``ceil(K / every)`` are such ticks and each one not
+    skipped gives one value per GPU; the report's rates say the same as the rows."""
+    k = report.ticks + report.missed_ticks
+    due = -(-k // every)
+    g = report.gpus.set_index("gpu_index")
+    for gi, part in df.groupby("gpu_index"):
+        n = int(part[column].notna().sum())
+        assert due - report.missed_ticks <= n <= due, (gi, n, due, report.missed_ticks)
+        rate_ratio = g.loc[gi, "rate_temperature_hz"] / g.loc[gi, "rate_power_hz"]
+        assert rate_ratio == pytest.approx(n / len(part), rel=1e-9)
+
+
+def assert_read_at_every_tick(report, part: pd.DataFrame, interval_s: float,
+                              hung_ticks: int = 0) -> None:
+    """A GPU that kept sampling was read at every tick the loop ran (less the tick a
+    hung call of another GPU was in: ``hung_ticks``), and the loop's schedule kept up
+    with the clock over the span it sampled (the ticks a loaded machine made it miss
+    are skipped and counted, not delayed).  Counted events, not a rate: how close a
+    loaded machine gets to the rate is measured in benchmarks/bench_collector.py."""
+    n = len(part)
+    assert report.ticks - hung_ticks <= n <= report.ticks, (n, report.ticks)
+    mono = part["monotonic_s"].to_numpy()
+    assert np.all(np.diff(mono) > 0)  # no sample twice
+    assert report.ticks + report.missed_ticks >= (mono[-1] - mono[0]) / interval_s - 1
+
+
+def true_energy_and_bound(sc, gi: int, part: pd.DataFrame) -> tuple[float, float]:
+    """The scenario's true energy [J] over the span of ``part``'s power samples, and how
+    far a trapezoid of those samples may lie from it: over each gap between samples
+    both lie between the power's least and greatest value in the gap times the gap
+    (plus the 100-us Riemann sum's own error at the wave's steps)."""
+    tp = _us(part["nvml_time_power"]) - sc.init_us
+    wave = sc.wave(gi, "power_mw")
+    true_j = sum(wave.at(int(t)) for t in np.arange(tp[0], tp[-1], 100)) * 1e-3 * 1e-4
+    bound_j = 0.0
+    for t0, t1 in zip(tp[:-1], tp[1:]):
+        v = wave.values_between(int(t0), int(t1))
+        bound_j += (max(v) - min(v)) * 1e-3 * (t1 - t0) * 1e-6
+    span = wave.values_between(int(tp[0]), int(tp[-1]))
+    steps = sum(1 for b in wave.breakpoints(int(tp[-1])) if tp[0] < b <= tp[-1])
+    return true_j, bound_j + steps * (max(span) - min(span)) * 1e-3 * 1e-4
+
+
 @pytest.mark.slow
 def test_collector_values_match_the_scenario_exactly(fake_nvml, tmp_path):
     sc = fake_nvml(SCENARIO)
@@ -151,24 +198,24 @@ def test_collector_values_match_the_scenario_exactly(fake_nvml, tmp_path):
     # in benchmarks/bench_collector.py, not asserted here
     assert ((g["achieved_rate_hz"] > 0) & (g["achieved_rate_hz"] < 51)).all()
     assert (g["jitter_ms"] >= 0).all() and np.isfinite(g["jitter_ms"]).all()
-    ratio = g["rate_temperature_hz"] / g["rate_power_hz"]
-    assert ((ratio > 0.15) & (ratio < 0.25)).all()  # every 5th tick
-    temp_rows = df["temp_gpu_c"].notna()
-    assert 0.15 < temp_rows.mean() < 0.25 and df["power_w"].notna().all()
+    assert_read_every(report, df, "temp_gpu_c", 5)  # every 5th tick
+    assert df["power_w"].notna().all()
     # energy two ways: the counter difference is exactly the scenario's; the integral of
-    # instantaneous power is close to the true integral; GPU 2's counter runs at 60 %
+    # instantaneous power is the trapezoid of the samples, within the power's range over
+    # each sampling gap of the true integral; GPU 2's counter runs at 60 %
     for gi in (0, 1, 2):
         part = df[df["gpu_index"] == gi]
         te = _us(part["nvml_time_energy"]) - sc.init_us
-        assert g.loc[gi, "energy_counter_j"] == pytest.approx(
-            (sc.energy_mj(gi, te[-1]) - sc.energy_mj(gi, te[0])) * 1e-3, abs=1e-9)
-        wave = sc.wave(gi, "power_mw")
-        grid = np.arange(te[0], te[-1])
-        true_j = sum(wave.at(int(t)) for t in grid[::100]) * 1e-3 * 1e-4
-        assert g.loc[gi, "energy_integrated_j"] == pytest.approx(true_j, rel=0.03)
-    assert abs(g.loc[0, "energy_disagreement_pct"]) < 15
-    assert abs(g.loc[1, "energy_disagreement_pct"]) < 15
-    assert 45 < g.loc[2, "energy_disagreement_pct"] < 90  # 1/0.6 - 1 = 67 %
+        counter_j = (sc.energy_mj(gi, te[-1]) - sc.energy_mj(gi, te[0])) * 1e-3
+        assert g.loc[gi, "energy_counter_j"] == pytest.approx(counter_j, abs=1e-9)
+        true_j, bound_j = true_energy_and_bound(sc, gi, part)
+        integrated = g.loc[gi, "energy_integrated_j"]
+        assert abs(integrated - true_j) <= bound_j, (gi, integrated, true_j, bound_j)
+        assert g.loc[gi, "energy_disagreement_pct"] == pytest.approx(
+            100 * (integrated - counter_j) / counter_j, rel=1e-9)
+        if gi == 2:  # the counter at 60 % of the true energy: 1/0.6 - 1 = 67 %
+            lo, hi = ((true_j - bound_j) / counter_j - 1, (true_j + bound_j) / counter_j - 1)
+            assert 100 * lo - 1 < g.loc[2, "energy_disagreement_pct"] < 100 * hi + 1
     assert "energy_disagreement_pct" in report.summary() and report._repr_html_()
     ev = read_events(store)
     assert list(ev["kind"]) == ["start", "stop"]
@@ -177,26 +224,34 @@ def test_collector_values_match_the_scenario_exactly(fake_nvml, tmp_path):
 def test_gpu_lost_mid_run_is_retried_with_backoff_while_others_keep_sampling(fake_nvml):
     sc = fake_nvml({"gpus": 3, "gpu1.fault": "lost@0.4-1.1", "gpu2.fault": "lost@0.5"})
     c = Collector(None, interval_s=0.02, retry_backoff_s=(0.1, 0.4))
-    with c:
+    with c, _SchedulingProbe() as probe:
         time.sleep(1.9)
     df = c.recent()
     ev = c.events()
     t_ev = (_us(ev["timestamp"]) - sc.init_us) * 1e-6
-    # GPU 0 sampled throughout without a gap
+    # GPU 0 sampled throughout without a gap: at every tick the loop ran
     p0 = df[df["gpu_index"] == 0]
-    gaps0 = np.diff(p0["monotonic_s"].to_numpy())
-    assert gaps0.max() < 0.15 and len(p0) > 0.8 * 1.9 / 0.02
+    assert_read_at_every_tick(c.report(), p0, 0.02)
     # GPU 1: a status event at the loss, failed retries with doubling backoff, recovery
     e1 = ev[ev["gpu_index"] == 1]
     kinds = list(e1["kind"])
     assert kinds[0] == "lost" and kinds[-1] == "recovered" and "retry_failed" in kinds
-    assert 0.4 <= t_ev[e1.index[0]] < 0.6
-    assert 1.1 <= t_ev[e1.index[-1]] < 1.1 + 0.4 + 0.1
+    # the loss is seen at the first tick after 0.4 s (before GPU 0's next sample)
+    t0 = (_us(p0["nvml_time_power"]) - sc.init_us) * 1e-6
+    assert 0.4 <= t_ev[e1.index[0]] < t0[np.flatnonzero(t0 >= 0.4)[1]]
+    # recovered at the first retry after 1.1 s: within the backoff (0.4 s at most) plus
+    # the machine's measured scheduling delay
+    assert 1.1 <= t_ev[e1.index[-1]] < 1.1 + 0.4 + 0.1 + probe.max_late_s
     assert e1["gpu_uuid"].iloc[0] == sc.uuid(1)
     p1 = df[df["gpu_index"] == 1]
     t1 = (_us(p1["nvml_time_power"]) - sc.init_us) * 1e-6
     assert not ((t1 >= 0.4) & (t1 < 1.1)).any()
-    assert (t1 < 0.4).sum() > 10 and (t1 >= 1.1).sum() > 5  # sampled again after recovery
+    # sampled at every tick before the loss and again after recovery (GPU 0 is read
+    # first in each tick)
+    mono0, mono1 = p0["monotonic_s"].to_numpy(), p1["monotonic_s"].to_numpy()
+    before, after = mono1[t1 < 0.4], mono1[t1 >= 1.1]
+    assert len(before) == np.count_nonzero(mono0 < before[-1]) > 0
+    assert len(after) - 1 == np.count_nonzero(mono0 > after[0]) > 0
     # GPU 2 never comes back: retried with backoff 0.2, 0.4, 0.4, ... (capped)
     e2 = ev[(ev["gpu_index"] == 2) & (ev["kind"] == "retry_failed")]
     backoffs = e2["backoff_s"].to_list()
@@ -237,7 +292,7 @@ def test_a_hung_nvml_call_does_not_stall_the_other_gpus(fake_nvml, monkeypatch):
     sc = fake_nvml({"gpus": 3})
     threads_before = threading.active_count()
     c = Collector(None, interval_s=0.02, hang_timeout_s=0.2, retry_backoff_s=(0.1, 0.2))
-    with c:
+    with c, _SchedulingProbe() as probe:
         time.sleep(2.4)
     df = c.recent()
     ev = c.events()
@@ -245,9 +300,9 @@ def test_a_hung_nvml_call_does_not_stall_the_other_gpus(fake_nvml, monkeypatch):
     for g in (0, 2):
         part = df[df["gpu_index"] == g]
         mono = part["monotonic_s"].to_numpy()
-        assert np.all(np.diff(mono) > 0)  # no sample twice
-        assert np.diff(mono).max() < 0.2 + 0.15  # one stall of at most hang_timeout_s
-        assert len(part) > 0.8 * 2.4 / 0.02, len(part)  # the rate is kept
+        # one stall of at most hang_timeout_s (plus the machine's measured delay)
+        assert np.diff(mono).max() < 0.2 + 0.15 + probe.max_late_s
+        assert_read_at_every_tick(c.report(), part, 0.02, hung_ticks=1)  # the rate is kept
     e1 = ev[ev["gpu_index"] == 1]
     kinds = list(e1["kind"])
     assert kinds[0] == "hang" and kinds[-1] == "recovered", kinds
@@ -477,32 +532,6 @@ def test_bad_parameters_are_clear_errors():
 
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "powerlab.cli", "collect", *args]
-
-
-class _SchedulingProbe:
-    """The machine's scheduling delay while a test runs: a thread that sleeps 5 ms at a
-    time and records how late it woke up [s].  On a loaded 2-core machine a process can
-    wait 0.1-0.5 s for a core; the collector under test waits as long, so the bounds
-    below add the delay measured here instead of a guessed slack."""
-
-    def __init__(self) -> None:
-        self.max_late_s = 0.0
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            t0 = time.monotonic()
-            time.sleep(0.005)
-            self.max_late_s = max(self.max_late_s, time.monotonic() - t0 - 0.005)
-
-    def __enter__(self):
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join()
 
 
 def _start(args, env) -> tuple[subprocess.Popen, float]:
@@ -857,7 +886,7 @@ def test_power_only_ticks_in_bulk_match_the_scenario_exactly(fake_nvml, tmp_path
     # the schedule caps the rate (50 Hz); how close a loaded machine gets to it is measured
     # in benchmarks/bench_collector.py, not asserted here
     assert ((g["achieved_rate_hz"] > 0) & (g["achieved_rate_hz"] < 51)).all()
-    assert (g["rate_temperature_hz"] / g["rate_power_hz"]).between(0.15, 0.25).all()
+    assert_read_every(report, df, "temp_gpu_c", 5)
     for gi in (0, 1, 2):
         part = df[df["gpu_index"] == gi]
         mono = part["monotonic_s"].to_numpy()
@@ -887,7 +916,7 @@ def test_power_only_ticks_in_bulk_lost_gpu_and_counter_reset(fake_nvml, monkeypa
     ev = c.events()
     assert len(reads) < 0.35 * len(df)
     p0 = df[df["gpu_index"] == 0]
-    assert np.diff(p0["monotonic_s"].to_numpy()).max() < 0.15 and len(p0) > 0.8 * 1.6 / 0.02
+    assert_read_at_every_tick(c.report(), p0, 0.02)
     kinds1 = list(ev[ev["gpu_index"] == 1]["kind"])
     assert kinds1[0] == "lost" and kinds1[-1] == "recovered", kinds1
     p1 = df[df["gpu_index"] == 1]
@@ -987,14 +1016,15 @@ def test_power_only_ticks_in_bulk_a_hung_call_does_not_stall_the_others(fake_nvm
     reads = _count_reads(monkeypatch)
     c = Collector(None, interval_s=0.02, hang_timeout_s=0.2, retry_backoff_s=(0.1, 0.2),
                   signal_intervals_s=SLOW_GROUPS)
-    with c:
+    with c, _SchedulingProbe() as probe:
         time.sleep(2.0)
     df = c.recent()
     assert len(reads) < 0.35 * len(df)
     for g in (0, 2):
-        mono = df[df["gpu_index"] == g]["monotonic_s"].to_numpy()
-        assert np.all(np.diff(mono) > 0) and np.diff(mono).max() < 0.2 + 0.15
-        assert len(mono) > 0.8 * 2.0 / 0.02, len(mono)
+        part = df[df["gpu_index"] == g]
+        mono = part["monotonic_s"].to_numpy()
+        assert np.diff(mono).max() < 0.2 + 0.15 + probe.max_late_s
+        assert_read_at_every_tick(c.report(), part, 0.02, hung_ticks=1)
     kinds = list(c.events().query("gpu_index == 1")["kind"])
     assert kinds[0] == "hang" and kinds[-1] == "recovered", kinds
     p1 = df[df["gpu_index"] == 1]

@@ -26,13 +26,12 @@ import pytest
 import powerlab.flex.curvefit as curve_mod
 from powerlab.exceptions import AnalysisError
 from powerlab.flex import fit_curve, fit_curve_points, twin_capping_campaign
-from powerlab.levers import PRIORS, prior_curve
+from powerlab.levers import prior_curve
 
 from ..support.curve_holdout import (
     error_stats,
     groups,
     holdout,
-    slopes,
     split_extrapolate,
     split_interleaved,
     split_interleaved_odd,
@@ -141,22 +140,6 @@ def test_planner_path_does_not_hang_on_the_kappa_threshold(points, monkeypatch):
     assert not np.array_equal(kap[0], kap[1])
 
 
-def test_real_slopes_against_the_stated_prior(points):
-    """PRIORS: b1 = 0.30 +- 0.12 (b2 = 0) for H100/A100/B200, none of which Zeus measured.
-    Measured (the prior's form fitted to every job whose limits bind): median b1 P100 0.29,
-    V100 0.45, RTX 6000 0.68, A40 1.14; cost at 80 % of P_ref (quadratic fit) median 5.3,
-    4.1, -0.8, 0.1 % against the prior's 6.5 %: near the top the prior overstates the cost,
-    over the whole range (down to ~45 % of P_ref) it understates it on the A40, RTX 6000
-    and V100."""
-    sl = slopes(points)
-    med = sl.groupby("gpu_model")["b1"].median()
-    pr = PRIORS["H100"]
-    assert abs(med["P100"] - pr.b1) <= pr.b1_sd
-    assert med["A40"] > pr.b1 + 2 * pr.b1_sd
-    c80 = sl.groupby("gpu_model")["cost_at_80pct"].median()
-    assert (c80 < 1 - 0.8 ** pr.b1).all(), c80
-
-
 # --- fit_curve_points ----------------------------------------------------------------------
 
 def _exact_points(b1=0.4, b2=-0.3, kappa=0.97, p_ref=300.0):
@@ -170,10 +153,10 @@ def _exact_points(b1=0.4, b2=-0.3, kappa=0.97, p_ref=300.0):
 def test_exact_curve_is_recovered():
     """Points on log r = b1 u + b2 u^2, u = log(P / P_ref), P = min(kappa L, P_ref)
     (docs/flexibility.md, Definitions): the fit returns b1, b2 and kappa exactly."""
-    c = fit_curve_points(_exact_points(), gpu_model="V100")
+    c = fit_curve_points(_exact_points(), gpu_model="GX-unknown")
     assert np.allclose(c.b, [0.4, -0.3], atol=1e-9)
     assert c.kappa == pytest.approx(0.97) and c.p_ref_w == pytest.approx(300.0)
-    assert (c.min_limit_w, c.max_limit_w) == (140.0, 400.0)     # no prior for V100
+    assert (c.min_limit_w, c.max_limit_w) == (140.0, 400.0)     # no prior for GX
     assert c.source == "fit: OLS (HC3) on 6 operating points at 6 power limits"
     assert c.fit_power_w == (pytest.approx(0.97 * 140), pytest.approx(300.0))
     assert "fitted on mean powers 136-300 W" in str(c)
@@ -292,14 +275,15 @@ def test_band_carries_the_power_interpolation_uncertainty():
 
 def test_prior_path_is_unchanged():
     """No data: power under a limit min(L, P_ref) (kappa 1, stated), no limit map,
-    nothing flagged, rate_at_limit = relative_rate at that power."""
+    rate_at_limit = relative_rate at that power; flagged only below the lowest relative
+    power the prior's sweeps reached (150 W of 650 W: 23 %, under their 36.6 %)."""
     c = prior_curve("H100-SXM", 650.0)
     lim = np.array([700.0, 650.0, 500.0, 300.0, 150.0])
     assert c.limit_map is None and c.kappa == 1.0
     assert np.array_equal(c.power_at_limit(lim), np.minimum(lim, 650.0))
     rr = c.rate_at_limit(lim)
     ref = c.relative_rate(np.minimum(lim, 650.0))
-    assert not rr["extrapolated"].any()
+    assert list(rr["extrapolated"]) == [False, False, False, False, True]
     for col in ("rate_mean", "rate_lower", "rate_upper"):
         assert np.array_equal(rr[col].to_numpy(), ref[col].to_numpy())
     assert c.binding_limit_w == 650.0

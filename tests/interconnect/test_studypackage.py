@@ -14,7 +14,11 @@ from powerlab.exceptions import PowerlabError
 from powerlab.interconnect.comtrade import ASCII_MAX, read_comtrade, write_comtrade
 from powerlab.interconnect.energisation import energisation_schedule, schedule_power
 from powerlab.interconnect.pmu import modulation_gain, pmu_filter, pmu_power
-from powerlab.interconnect.ridethrough import itic_rides_through, ride_through_table
+from powerlab.interconnect.ridethrough import (
+    SagAssumptions,
+    itic_rides_through,
+    ride_through_table,
+)
 from powerlab.interconnect.study.spectrum import spectrum_lines
 from powerlab.interconnect.studypackage import RideThrough, ShortWindow, study_package
 from powerlab.limits.loadmetrics import largest_step, welch_psd
@@ -146,9 +150,8 @@ def test_pmu_power_reports_modulation_times_the_gain(tick_s, fm):
     """An amplitude-modulated current (power P0 (1 + m cos 2 pi fm t)) through the full
     reference estimator (demodulation at f0, FIR filter, magnitude) reports a modulation
     depth of m |W(fm)| / W(0): within 1 % (the 2 f0 image leaks a little), whatever the
-    tick of the input series while fm stays below a fifth of its Nyquist frequency (the
-    series is linearly interpolated onto the PMU's 960-Hz grid, which attenuates faster
-    modulation: 10 Hz on a 0.01-s series reads 2 % low)."""
+    tick of the input series (resampled band-limited onto the PMU's 960-Hz grid; see
+    tests/interconnect/test_pmu.py up to the reporting rate's Nyquist frequency)."""
     t = np.arange(0, 12.0, tick_s)
     x = 20e6 * (1 + 0.1 * np.cos(2 * np.pi * fm * t))
     f = pmu_power(x, tick_s, START)
@@ -296,7 +299,9 @@ def test_ride_through_table_no_effect_reads_zero_exactly(small):
     exactly, recovery 0 s.  A sag outside it trips the nodes: the IT load is lost."""
     at = pd.Timestamp("2025-06-02T12:40:00Z")
     rt = ride_through_table(small, at, residual_voltages_pu=(0.8, 0.0),
-                            durations_s=(1.0,), draws=2, follow_s=400.0)
+                            durations_s=(1.0,), draws=2, follow_s=400.0,
+                            model=SagAssumptions())            # the ITIC rule
+    assert rt.attrs["model"] == "itic"
     inside = rt[rt["itic_ride_through"]].iloc[0]
     assert inside["load_lost_megawatts_during_sag_max"] == 0.0
     assert inside["load_lost_megawatts_after_sag_max"] == 0.0

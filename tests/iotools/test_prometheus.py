@@ -9,10 +9,12 @@ give back the collector's own samples at the scrape resolution.
 # ruff: noqa: F811  (pytest fixtures imported from tests/support/fake_nvml_util.py)
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 
 import numpy as np
@@ -26,6 +28,7 @@ from powerlab.telemetry.schema import validate
 from powerlab.telemetry.store import read_store
 
 from ..support.fake_nvml_util import fake_libdir, fake_nvml  # noqa: F401  (fixtures)
+from ..support.load_probe import SchedulingProbe
 
 PROMETHEUS = shutil.which("prometheus")
 SCRAPE_S = 0.5
@@ -85,6 +88,18 @@ scrape_configs:
             p.kill()
 
 
+def _scrape_times(url: str, start, end, step: float) -> dict[tuple[int, int], float]:
+    """The scrape time [s since epoch] of the sample Prometheus answers with at each
+    step, per GPU: ``{(gpu, step time [ms]): scrape time}`` (PromQL ``timestamp()``)."""
+    q = urllib.parse.urlencode({"query": "timestamp(DCGM_FI_DEV_POWER_USAGE_INSTANT)",
+                                "start": start.timestamp(), "end": end.timestamp(),
+                                "step": step})
+    body = json.loads(urllib.request.urlopen(f"{url}/api/v1/query_range?{q}", timeout=30)
+                      .read())
+    return {(int(r["metric"]["gpu"]), round(float(t) * 1000)): float(v)
+            for r in body["data"]["result"] for t, v in r["values"]}
+
+
 @pytest.mark.slow
 def test_collector_prometheus_round_trip_matches_the_store(fake_nvml, prometheus_server,
                                                           tmp_path):
@@ -94,7 +109,7 @@ def test_collector_prometheus_round_trip_matches_the_store(fake_nvml, prometheus
                "gpu*.throttle": "0:0 1.2:4 @2.4", "gpu*.temp_gpu_c": "0:40 2:55 @4"})
     store = tmp_path / "store"
     with Collector(store, interval_s=0.05, flush_interval_s=0.5, prometheus_port=0,
-                   host="node-rt") as c:
+                   host="node-rt") as c, SchedulingProbe() as probe:
         url = prometheus_server(c.metrics_port)
         t_start = pd.Timestamp.now(tz="UTC")
         time.sleep(6.0)
@@ -107,15 +122,23 @@ def test_collector_prometheus_round_trip_matches_the_store(fake_nvml, prometheus
     assert (tel.groupby("gpu_index").size() == n_steps).all()
     assert tel["gpu_uuid"].str.startswith("GPU-fa6e0000").all()
     own = read_store(store)
-    # each value Prometheus returns at T is the collector's value at its latest scrape
-    # before T: one of the collector's samples in (T - scrape interval - slack, T]
+    scraped = _scrape_times(url, start, end, SCRAPE_S)
+    # each value Prometheus returns at T is the collector's value at the scrape it
+    # answers with (the scrape's start from PromQL's timestamp(), not assumed: on a
+    # loaded machine a scrape may be late or missed): the latest sample the collector had
+    # published when it answered, within the scrape timeout after that start, i.e. one of
+    # its samples from the last one taken before the start (back over the publication
+    # lag: the machine's measured scheduling delay, at least 0.1 s) to the timeout
     cols = ["power_w", "power_avg_w", "clock_sm_mhz", "temp_gpu_c", "throttle_reasons",
             "power_limit_w", "util_gpu_pct", "energy_j"]
     matched = 0
+    own_s = own["timestamp"].astype("int64").to_numpy() * 1e-9
     for _, row in tel.iterrows():
-        g = own[(own["gpu_index"] == row["gpu_index"])
-                & (own["timestamp"] <= row["timestamp"])
-                & (own["timestamp"] > row["timestamp"] - pd.Timedelta(seconds=SCRAPE_S + 0.6))]
+        s_t = scraped[(int(row["gpu_index"]), row["timestamp"].value // 1_000_000)]
+        mine = (own["gpu_index"] == row["gpu_index"]).to_numpy()
+        last = own_s[mine & (own_s <= s_t)].max()
+        g = own[mine & (own_s >= min(last, s_t - max(0.1, probe.max_late_s)))
+                & (own_s <= s_t + SCRAPE_S)]
         assert len(g) > 0
         for col in cols:
             candidates = g[col].dropna().to_numpy(dtype="float64")

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from powerlab.exceptions import DataQualityWarning, ParseError
@@ -40,6 +41,9 @@ def reference(path, tz) -> pd.DataFrame:
         if name == "timestamp":
             t = pd.to_datetime(cells, format="%Y/%m/%d %H:%M:%S.%f")
             out["timestamp"] = t.dt.tz_localize(tz).dt.tz_convert("UTC").dt.as_unit("ns")
+            continue
+        if name in ("uuid", "pci.bus_id"):
+            out[name] = cells
             continue
 
         def number(cell: str, unit=unit) -> float:
@@ -269,6 +273,92 @@ def test_clean_log_and_reference_agree_and_fast_path_is_taken(tmp_path):
     assert_matches_reference(got[0], got[1], f, "UTC")
 
 
+# --- logs with index and uuid: every UUID has dashes and GPU 0 has index 0 ---------------
+
+HEAD_UUID = ("timestamp, index, uuid, power.draw [W], utilization.gpu [%], memory.used [MiB], "
+             "temperature.gpu\n")
+UUIDS = ["GPU-3f1b2c4d-0a1b-4c2d-8e3f-0123456789ab", "GPU-a0b1c2d3-e4f5-0617-2839-4a5b6c7d8e9f"]
+
+
+def uuid_log(n_queries: int = 6) -> list[str]:
+    """Two GPUs named by index and uuid (row 3: GPU 1 of query 1, util 0 %)."""
+    out = []
+    for q in range(n_queries):
+        for g in range(2):
+            ms = 100 * q + 2 * g
+            out.append(f"2025/07/27 00:34:{45 + ms // 1000:02d}.{ms % 1000:03d}, {g}, "
+                       f"{UUIDS[g]}, {70 + q + 0.25 * g:.2f} W, {(q * g) % 3} %, "
+                       f"{17 + g} MiB, {30 + q}\n")
+    return out
+
+
+UUID_MUTATIONS = {
+    "clean": lambda r: r,
+    "minus zero util": edit(" 0 %", " -0 %", row=2),
+    "signed zero index": edit(", 0, GPU", ", -0, GPU", row=2),
+    "minus zero memory, first row": edit(" 17 MiB", " -0 MiB", row=0),
+    "minus zero temperature, last field": edit(", 31\n", ", -0\n", row=3),
+    "dash starts a line": lambda r: r[:4] + ["-" + r[4]] + r[5:],
+    "uuid changes mid-file": lambda r: r[:6] + [x.replace(UUIDS[1], UUIDS[1][:-1] + "0")
+                                                for x in r[6:]],
+    "uuid swapped": lambda r: r[:2] + [r[2].replace(UUIDS[0], UUIDS[1])] + r[3:],
+    "uuid N/A": edit(UUIDS[1], "[N/A]", row=3),
+    "uuid missing comma": edit(UUIDS[1] + ",", UUIDS[1], row=3),
+}
+
+
+@pytest.mark.bad_input("readers")
+@pytest.mark.parametrize("name", list(UUID_MUTATIONS))
+def test_uuid_log_fast_path_gives_the_general_paths_result_or_error(name, tmp_path,
+                                                                     monkeypatch):
+    """A log of ``index, uuid`` (a ``-`` in every UUID, 0 in the index and util columns):
+    the same frame, warnings or error with the fast path as without it, and a ``-0``
+    token anywhere still declines."""
+    f = tmp_path / "smi.csv"
+    f.write_bytes((HEAD_UUID + "".join(UUID_MUTATIONS[name](uuid_log()))).encode("utf-8"))
+    assert_same_outcome(f, "UTC", monkeypatch)
+    if "minus zero" in name or "negative" in name:
+        assert fast_columns(f, "UTC") is None  # pandas reads "-0" as the integer 0
+
+
+@pytest.mark.parametrize("piece_bytes", [None, 200])
+def test_uuid_log_takes_the_fast_path_with_uuid_as_category(tmp_path, monkeypatch,
+                                                            piece_bytes):
+    """The dashes inside UUIDs no longer decline the fast path (issue 37): the values
+    equal the reference, the UUID is read as a category (a dictionary of the distinct
+    ids, also when pieces see them in another order) and the frame is the general
+    path's."""
+    rows = uuid_log()
+    rows[4:] = [r.replace(UUIDS[0], "GPU-x").replace(UUIDS[1], UUIDS[0])
+                .replace("GPU-x", UUIDS[1]) for r in rows[4:]]  # GPU 1 is written first
+    rows = [r.replace(", 0, ", ", x, ").replace(", 1, ", ", 0, ").replace(", x, ", ", 1, ")
+            if i >= 4 else r for i, r in enumerate(rows)]
+    f = tmp_path / "smi.csv"
+    f.write_text(HEAD_UUID + "".join(rows))
+    if piece_bytes:
+        monkeypatch.setattr(_smi_fast, "PIECE_BYTES", piece_bytes)
+    got = fast_columns(f, "UTC")
+    assert got is not None
+    cols, _ = got
+    uuid = cols["gpu_uuid"]
+    assert isinstance(uuid, pa.DictionaryArray)
+    assert sorted(uuid.dictionary.to_pylist()) == sorted(UUIDS)
+    assert uuid.to_pylist() == [r.split(", ")[2] for r in rows]
+    assert_matches_reference(cols, None, f, "UTC")
+    df = assert_same_outcome(f, "UTC", monkeypatch)
+    by_gpu = df.groupby("gpu_index")["gpu_uuid"].unique()
+    assert [list(u) for u in by_gpu] == [[UUIDS[0]], [UUIDS[1]]]
+
+
+def test_leading_minus_finds_a_sign_and_not_a_uuids_dashes():
+    for text, inside, sign in [(b"-0 x", 0, True), (b"a -0", 0, True), (b"a\n-1", 0, True),
+                               (b"a\r-1", 0, True), (b"GPU-1-2 4", 0, False),
+                               (b"GPU-1-2 4", 2, False), (b"GPU-1-2 -4", 2, True),
+                               (b"abc", 0, False)]:
+        assert _smi_fast._leading_minus(b"zz" + text + b"zz", 2, 2 + len(text),
+                                        inside) is sign, text
+
+
 # --- dcgmi dmon: the same property for powerlab.iotools._dmon_fast -------------------------
 
 DMON_HEAD = ("#Entity   POWER         TOTEC                 SMCLK   TMPTR    MMTMP    DVCCTR\n"
@@ -326,6 +416,10 @@ DMON_MUTATIONS = {
     "indented rows": everywhere("GPU", "  GPU"),
     "blank lines": everywhere("\n", "\n\n"),
     "dmon stopped": lambda r: r + ["dmon was stopped\n"],
+    "dmon stopped mid-output": lambda r: r[:3] + ["dmon was stopped\n"] + r[3:],
+    "Inf": edit("71.000", "Inf", row=2),
+    "ID in a row": edit("GPU 1", "ID 1", row=1),
+    "units line alone": lambda r: r[:3] + ["ID        W             mJ\n"] + r[3:],
     "float gpu id": edit("GPU 1", "GPU 1.0", row=1),
 }
 
@@ -341,6 +435,22 @@ def test_dmon_fast_path_gives_the_line_by_line_result_or_error(name, monkeypatch
     else:
         pd.testing.assert_frame_equal(fast, general, check_exact=True)
     assert fast_warn == general_warn
+
+
+def test_dmon_header_letters_do_not_decline_and_bytes_read_alike(monkeypatch):
+    """The lines that are not rows are found by their first byte (``#``, ``I``, ``d``);
+    the same bytes inside a header or units line (a field ``PCITX``, a unit ``dBm``) are
+    no rows: the fast path still reads the output, from text or from its bytes, and the
+    frame is the line-by-line path's."""
+    from powerlab.iotools import _dmon_fast, dcgm
+    text = (DMON_HEAD + "".join(dmon_rows())).replace("DVCCTR", "PCITX").replace(
+        "mJ   ", "mJ dBm")
+    for src in (text, text.encode("ascii")):
+        got = _dmon_fast.fast_rows(src, dcgm.DMON_VARIABLE_MAP, dcgm._blank_to_nan)
+        assert got is not None and len(got[0]) == 8
+    fast = dmon_outcome(text.encode("ascii"), fast=True, monkeypatch=monkeypatch)
+    general = dmon_outcome(text, fast=False, monkeypatch=monkeypatch)
+    pd.testing.assert_frame_equal(fast[0], general[0], check_exact=True)
 
 
 def test_dmon_clean_output_takes_the_fast_path_with_the_reference_values():

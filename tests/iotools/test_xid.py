@@ -94,7 +94,9 @@ def test_dmesg_T_local_time_and_journal_hosts():
     t = "[Fri May 17 10:11:12 2024] NVRM: Xid (PCI:0000:3b:00): 63, pid=1, name=x, Row Remapper\n"
     ev = parse_kernel_xid(t, host="n", tz="Europe/Paris")
     assert ev["timestamp"].iloc[0] == pd.Timestamp("2024-05-17T08:11:12Z")
-    assert ev["root_cause"].iloc[0] == "gpu_hbm3_memory"
+    # NVIDIA's Xid catalogue: 63 records a row remapping (active at the next reset): an
+    # informational event, not a failure
+    assert ev["kind"].iloc[0] == "informational" and pd.isna(ev["root_cause"].iloc[0])
     j = parse_kernel_xid(JOURNAL)
     assert list(j["host"]) == ["node-07", "node-08"]
     assert list(j["timestamp"]) == [pd.Timestamp("2024-05-17T10:11:12Z"),

@@ -105,7 +105,7 @@ def fake_nvml(fake_libdir, tmp_path, monkeypatch):
     """
     from powerlab.collect import nvml
 
-    use_in_process(fake_libdir)
+    lib = use_in_process(fake_libdir)
     count = [0]
 
     def load(spec: dict, init: bool = True) -> FakeScenario:
@@ -113,6 +113,11 @@ def fake_nvml(fake_libdir, tmp_path, monkeypatch):
         path = write_scenario(tmp_path / f"scenario{count[0]}.txt", spec)
         monkeypatch.setenv("FAKE_NVML_SCENARIO", str(path))
         nvml.shutdown()
+        # the fake loads a scenario (and writes its init stamp) only at an init with no
+        # other open: a thread an earlier test left behind (slow on a loaded machine)
+        # may still hold NVML initialised, so every init is released first (issue 37)
+        while lib.nvmlShutdown() == 0:
+            pass
         if not init:
             return FakeScenario(path, 0, dict(spec))
         nvml.init()

@@ -22,6 +22,7 @@ import io
 import json
 import re
 import signal
+import time
 import traceback
 import warnings
 from collections.abc import Callable
@@ -181,10 +182,30 @@ class Outcome:
     detail: str = ""
 
 
+def _cpu_wait_s() -> float:
+    """Seconds this thread has waited for a CPU while runnable (Linux schedstat; 0
+    where the kernel does not say)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) * 1e-9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def run_case(call: Callable[[], object], deadline_s: float) -> Outcome:
-    """Run ``call`` under a deadline and classify what happens."""
+    """Run ``call`` under a deadline and classify what happens.
+
+    The deadline counts the time the call had: wall-clock time less the time this
+    thread waited for a CPU while runnable (issue 37: on a machine busy with other work a
+    72-s ``demo`` is slow, not hung; a hang, busy or blocked, still uses up its time).
+    """
+    t0, wait0 = time.monotonic(), _cpu_wait_s()
+
     def alarm(signum, frame):
-        raise Deadline()
+        had = time.monotonic() - t0 - (_cpu_wait_s() - wait0)
+        if had >= deadline_s:
+            raise Deadline()
+        signal.setitimer(signal.ITIMER_REAL, max(deadline_s - had, 0.05))
 
     old = signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, deadline_s)

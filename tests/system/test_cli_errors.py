@@ -86,6 +86,12 @@ def _cases(tmp: str) -> list:
           f"{tmp}/j.txt"], "YAML"),
         (["calibrate", str(REPO / "data" / "mlperf-gpt3-64node" / "power"), "--out",
           f"{tmp}/j.yaml", "--start", "2024-05-17T15:40:00"], "time zone"),
+        (["scale", SMALL, "--out", f"{tmp}/s.yaml"], "--gpus"),
+        (["scale", SMALL, "--gpus", "0", "--out", f"{tmp}/s.yaml"], "gpus"),
+        (["scale", SMALL, "--gpus", "64", "--sag", "deep", "--out", f"{tmp}/s.yaml"],
+         "PU:SECONDS@HOURS"),
+        (["scale", "/nonexistent/job.yaml", "--gpus", "64", "--out", f"{tmp}/s.yaml"],
+         "/nonexistent/job.yaml"),
         (["backtest", "--out", f"{tmp}/bt"], "POWER"),
         (["backtest", "/nonexistent/power", "--out", f"{tmp}/bt"], "/nonexistent/power"),
         (["backtest", "--train-runs", "/nonexistent/p", "--out", f"{tmp}/bt"],
@@ -123,6 +129,11 @@ def _cases(tmp: str) -> list:
          "draws"),
         (["study-package", SMALL, "--requirements", REQ, "--out", f"{tmp}/bad.yaml"],
          "not a folder"),
+        (["reliability"], "required"),
+        (["reliability", "fit", "/nonexistent/faults.csv", "--nodes", "4", "--out", tmp],
+         "no such file"),
+        (["reliability", "plan", "--gpus", "0", "--days", "1", "--checkpoint-s", "1",
+          "--restart-s", "1", "--out", tmp], "not in (0"),
     ]
 
 

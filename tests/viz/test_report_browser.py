@@ -329,7 +329,7 @@ def test_notebook_renderer_sends_the_javascript_once(browser, tmp_path):
     fetched — also when the output with the JavaScript comes last on the page."""
     a, b = _charts_for_notebook()
     viz.use_offline_renderer()
-    with alt.renderers.enable("powerlab"):
+    with alt.renderers.enable("powerlab-html"):
         outputs = [ch._repr_mimebundle_()["text/html"] for ch in (a, b, a)]
     assert [("DecompressionStream" in o) for o in outputs] == [True, False, False]
     # the same chart shown twice (two open copies of a notebook) gets two element ids
@@ -355,7 +355,7 @@ def test_notebook_chart_without_the_javascript_says_so(browser, tmp_path, monkey
     a, _ = _charts_for_notebook()
     monkeypatch.setattr(render, "WAIT_FOR_BUNDLE_MS", 300)
     viz.use_offline_renderer()
-    with alt.renderers.enable("powerlab"):
+    with alt.renderers.enable("powerlab-html"):
         a._repr_mimebundle_()                      # this one would carry the JavaScript
         lonely = a._repr_mimebundle_()["text/html"]
     page = _notebook_page(tmp_path, [lonely])

@@ -20,61 +20,85 @@ from ...exceptions import AnalysisError
 from ...limits import loadmetrics as lm
 from ..powertrace import PowerTrace
 from .html import table
+from .resolution import data_label, unresolved_reason
 from .section import FIGURE_COLUMNS, PackageFolder, Section, Study, register
 
-__all__ = ["PER_DRAW_COLUMNS", "Figures", "envelope", "ramp_envelope"]
+__all__ = ["PER_DRAW_COLUMNS", "WINDOW_S", "Figures", "envelope", "ramp_envelope"]
 
 #: Per-draw figures: column -> (unit, definition, source).
 PER_DRAW_COLUMNS = {
     "peak_power_megawatts": (
         "MW", "largest value of the power at one tick over the horizon",
-        "powerlab forecast engine (one value per draw)"),
+        "largest sample (one value per draw)"),
     "ramp_up_megawatts_per_s_1s_means": (
         "MW/s", "largest rise between adjacent 1-s means, every alignment, per second",
         ("form: Choukse et al. 2025 (arXiv:2508.14318), ramp rate in MW/s; "
         "powerlab.limits.ramps.ramp_of_means")),
     "ramp_down_megawatts_per_s_1s_means": (
         "MW/s", "largest fall between adjacent 1-s means, every alignment, per second",
-        "as above"),
+        ("form: Choukse et al. 2025 (arXiv:2508.14318), ramp rate in MW/s; "
+        "powerlab.limits.ramps.ramp_of_means")),
     "ramp_up_megawatts_per_min_1min_means": (
         "MW/min", "largest rise between adjacent 1-min means, every alignment, per minute",
         ("form: 1-min ramp limits of large-load requirements (e.g. ERCOT studies); "
         "powerlab.limits.ramps.ramp_of_means")),
     "ramp_down_megawatts_per_min_1min_means": (
         "MW/min", "largest fall between adjacent 1-min means, every alignment, per minute",
-        "as above"),
+        ("form: 1-min ramp limits of large-load requirements (e.g. ERCOT studies); "
+        "powerlab.limits.ramps.ramp_of_means")),
     "largest_step_megawatts_within_1s": (
         "MW", "largest change between any two samples at most 1 s apart (up or down)",
         "powerlab.limits.loadmetrics.largest_step"),
 }
 
 
+#: The window of each window figure [s].
+WINDOW_S = {"ramp_up_megawatts_per_s_1s_means": 1.0,
+            "ramp_down_megawatts_per_s_1s_means": 1.0,
+            "ramp_up_megawatts_per_min_1min_means": 60.0,
+            "ramp_down_megawatts_per_min_1min_means": 60.0,
+            "largest_step_megawatts_within_1s": 1.0}
+
+
 def per_draw_figures(dp: PowerTrace, boundary: str) -> dict:
-    """The :data:`PER_DRAW_COLUMNS` of one draw (NaN where the series is too short)."""
+    """The :data:`PER_DRAW_COLUMNS` of one draw (NaN where the series is too short, or
+    read too seldom to resolve the figure's window)."""
     x = dp.power_w(boundary)
     tick = dp.tick_s
     out = {"peak_power_megawatts": float(x.max()) / 1e6}
-    for name, w, d, scale in (("ramp_up_megawatts_per_s_1s_means", 1.0, "up", 1.0),
-                              ("ramp_down_megawatts_per_s_1s_means", 1.0, "down", 1.0),
-                              ("ramp_up_megawatts_per_min_1min_means", 60.0, "up", 60.0),
-                              ("ramp_down_megawatts_per_min_1min_means", 60.0, "down", 60.0)):
+    for name, d, scale in (("ramp_up_megawatts_per_s_1s_means", "up", 1.0),
+                           ("ramp_down_megawatts_per_s_1s_means", "down", 1.0),
+                           ("ramp_up_megawatts_per_min_1min_means", "up", 60.0),
+                           ("ramp_down_megawatts_per_min_1min_means", "down", 60.0)):
         try:
-            out[name] = lm.ramp_of_means(x, tick, w, d) * scale / 1e6
+            out[name] = lm.ramp_of_means(x, tick, WINDOW_S[name], d) * scale / 1e6
         except AnalysisError:
             out[name] = math.nan
     try:
         out["largest_step_megawatts_within_1s"] = lm.largest_step(x, tick, 1.0) / 1e6
     except AnalysisError:
         out["largest_step_megawatts_within_1s"] = math.nan
+    for name, w in WINDOW_S.items():
+        if unresolved_reason(w, dp):
+            out[name] = math.nan
     return out
 
 
-def envelope(per_draw: pd.DataFrame, probabilities) -> pd.DataFrame:
+def envelope(per_draw: pd.DataFrame, probabilities, *, data: str = "",
+             refused: dict | None = None) -> pd.DataFrame:
     """Figure rows (:data:`~powerlab.interconnect.study.section.FIGURE_COLUMNS`): each
-    per-draw figure exceeded with each resolved probability, and the largest draw."""
+    per-draw figure exceeded with each resolved probability, and the largest draw;
+    ``data`` (the data, in words) starts every source, and a figure in ``refused``
+    (``{figure: reason}``) is one NaN row whose statistic gives the reason."""
     rows = []
     n = len(per_draw)
-    for col, (unit, definition, source) in PER_DRAW_COLUMNS.items():
+    refused = refused or {}
+    for col, (unit, definition, method) in PER_DRAW_COLUMNS.items():
+        source = f"{data}; {method}" if data else method
+        if col in refused:
+            rows.append((col, math.nan, unit, 0.0, f"not resolved: {refused[col]}",
+                         definition, source))
+            continue
         v = per_draw[col].to_numpy(float)
         ok = v[np.isfinite(v)]
         for p in probabilities:
@@ -111,7 +135,11 @@ class Figures(Section):
         return per_draw_figures(trace, study.boundary)
 
     def build(self, study: Study) -> None:
-        study.figures.append(envelope(study.per_draw, study.options.probabilities))
+        refused = {c: r for c, w in WINDOW_S.items() if (r := unresolved_reason(w, study.trace))}
+        for c, r in refused.items():
+            study.notes.append(f"{c} not given: {r}.")
+        study.figures.append(envelope(study.per_draw, study.options.probabilities,
+                                      data=data_label(study), refused=refused))
 
     def key_lines(self, pkg) -> list[str]:
         f = pkg.figures

@@ -16,6 +16,7 @@ from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
 from ..pmu import modulation_gain, pmu_power
 from .html import table
+from .resolution import data_label, unresolved_reason
 from .section import FIGURE_COLUMNS, PackageFolder, Section, Study, register
 from .spectrum import OBSERVED_LINES_HZ
 
@@ -36,21 +37,26 @@ def pmu_swings(x: np.ndarray, tick_s: float, f0_hz: float, fps: int) -> dict:
     return out
 
 
-def _swing_figures(rows: pd.DataFrame, f0_hz: float, fps: int) -> pd.DataFrame:
-    """The figure rows of the swings: the largest over draws of each."""
-    src = (f"IEEE C37.118.1-2011 Annex C reference {{}}-class filter, {f0_hz:g} Hz, "
-           f"{fps} frames/s; powerlab.interconnect.pmu")
+def _swing_figures(rows: pd.DataFrame, f0_hz: float, fps: int, data: str = "",
+                   refused: str = "") -> pd.DataFrame:
+    """The figure rows of the swings: the largest over draws of each (NaN, with the
+    reason as the statistic, where the data cannot resolve 1 s: ``refused``)."""
+    src = (f"{data}; " if data else "") + (
+        f"IEEE C37.118.1-2011 Annex C reference {{}}-class filter, {f0_hz:g} Hz, "
+        f"{fps} frames/s; powerlab.interconnect.pmu")
     out = []
     n = len(rows)
     for name, cls in (("raw", None), ("p", "P"), ("m", "M")):
         v = rows[name].to_numpy(float)
         what = "the forecast at the PMU's frame times" if cls is None else \
             f"the power a {cls}-class reference PMU reports"
+        stat = f"not resolved: {refused}" if refused else \
+            f"largest of {n} draw{'s' if n != 1 else ''} (short window)"
         out.append((f"swing_megawatts_within_1s_{'raw' if cls is None else name + '_class'}",
-                    float(np.nanmax(v)), "MW", 0.0,
-                    f"largest of {n} draw{'s' if n != 1 else ''} (short window)",
+                    math.nan if refused else float(np.nanmax(v)), "MW", 0.0, stat,
                     f"largest max-minus-min within 1 s of {what}",
-                    src.format(cls) if cls else "forecast of the short window"))
+                    src.format(cls) if cls else
+                    (f"{data}; " if data else "") + "the short window's samples"))
     return pd.DataFrame(out, columns=FIGURE_COLUMNS)
 
 
@@ -78,7 +84,11 @@ class PmuView(Section):
     def build(self, study: Study) -> None:
         f0, fps = study.options.pmu.f0_hz, study.options.pmu.reporting_rate_fps
         short = study.short.trace
-        figs = _swing_figures(pd.DataFrame(study.short.rows[self.name]), f0, fps)
+        refused = unresolved_reason(1.0, short)
+        if refused:
+            study.notes.append(f"PMU swings within 1 s not given: {refused}.")
+        figs = _swing_figures(pd.DataFrame(study.short.rows[self.name]), f0, fps,
+                              data_label(study), refused)
         study.tables.update(
             pmu=pmu_power(short.power_w(study.boundary), short.tick_s, short.start_utc,
                           f0_hz=f0, reporting_rate_fps=fps),
@@ -88,7 +98,7 @@ class PmuView(Section):
     def key_lines(self, pkg) -> list[str]:
         pm = pkg.pmu_figures.set_index("figure")["value"]
         return ["Largest 1-s swing, raw / P-class PMU / M-class PMU [MW]: " + " / ".join(
-            f"{v:.3g}" for v in pm.to_numpy())]
+            f"{v:.3g}" if pd.notna(v) else "not resolved" for v in pm.to_numpy())]
 
     def html(self, pkg) -> str:
         parts = ["<p>IEEE C37.118.1 reference P-class and M-class phasor estimators "

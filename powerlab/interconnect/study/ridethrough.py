@@ -3,9 +3,10 @@
 Residual voltage x sag duration -> load lost during and just after the sag and the
 recovery time, from the engine's disturbance model run with and without each sag on the
 same draws (:func:`powerlab.interconnect.ridethrough.ride_through_table`), the sags
-striking at draw 0's peak unless told otherwise; the UPS and outage assumptions are those
-of the scenario's first sag when it has one.  Measured telemetry has no disturbance
-model: the section says so instead.
+striking at draw 0's peak unless told otherwise; what each sag does is the scenario's
+equipment model (:mod:`powerlab.interconnect.eventresponse`), the same model as
+``comply --sags``.  Measured telemetry has no disturbance model: the section says so
+instead.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..ridethrough import SagAssumptions, ride_through_table
+from ..equipment import equipment_from_scenario
+from ..ridethrough import ride_through_table
 from .html import esc, table
 from .section import PackageFolder, Section, Study, register
 
@@ -45,12 +47,9 @@ def _table(study: Study, opts: RideThrough) -> pd.DataFrame:
     at = (pd.Timestamp(opts.at_utc) if opts.at_utc is not None else
           trace.start_utc + pd.Timedelta(
               seconds=float(np.argmax(trace.power_w(study.boundary))) * trace.tick_s))
-    sags = scenario.disturbances
-    sa = SagAssumptions(ups_fraction=sags[0].ups_fraction,
-                        ups_return_s=sags[0].ups_return_s,
-                        outage_s=sags[0].outage_s) if sags else SagAssumptions()
     return ride_through_table(scenario, at.floor("s"), draws=opts.draws, seed=study.seed,
-                              tick_s=study.tick_s, boundary=study.boundary, assumptions=sa)
+                              tick_s=study.tick_s, boundary=study.boundary,
+                              model=equipment_from_scenario(scenario))
 
 
 def _lost(rt: pd.DataFrame) -> pd.Series:
@@ -83,8 +82,9 @@ class RideThroughSection(Section):
             return []
         lost = _lost(rt)
         return [f"Ride-through: {int((lost > 0).sum())} of {len(rt)} sags lose load "
-                f"(up to {lost.max():.3g} MW); {int(rt['itic_ride_through'].sum())} lie "
-                "in the ITIC no-interruption region and lose none."]
+                f"(up to {lost.max():.3g} MW against the sag-free draw); "
+                f"{int((rt['tripped_megawatts'] > 0).sum())} trip load that needs a "
+                f"restart ({rt.attrs['supply_trip_assumption']})."]
 
     def html(self, pkg) -> str:
         rt = pkg.ride_through
@@ -93,12 +93,11 @@ class RideThroughSection(Section):
         a = rt.attrs
         parts = [f"<p>Sags at {esc(pd.Timestamp(a['at_utc']).isoformat())}, each "
                  "forecast with and without the sag on the same draws; load lost = "
-                 "power without minus power with the sag. Assumptions: supplies trip "
-                 f"(fraction {a['trip_fraction_outside_itic']:g}) outside the ITIC "
-                 "no-interruption region, none inside; UPS carries "
-                 f"{a['ups_fraction']:g} of the untripped load; tripped nodes are "
-                 f"dark {a['outage_s']:g} s. 'After' covers {a['after_s']:g} s after "
-                 "the sag; recovery: 1-min means back within 5 % of the loss.</p>"]
+                 "power without minus power with the sag. What each sag does: "
+                 f"{esc(a['supply_trip_assumption'])}. 'After' covers {a['after_s']:g} "
+                 "s after the sag; recovery: 1-min means back within 5 % of the loss. "
+                 "At 0 pu the power at the point of interconnection is 0 during the sag "
+                 "(P = V I cos phi), so the load lost during it is all the load.</p>"]
         lost = rt.assign(load_lost=np.maximum(rt["load_lost_megawatts_during_sag_max"],
                                               rt["load_lost_megawatts_after_sag_max"]))
         for what, col, fmt in (("Load lost [MW], largest over draws of during or 'after'",

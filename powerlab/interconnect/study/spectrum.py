@@ -1,10 +1,14 @@
 """Study-package section 3: oscillation, the narrow-band lines of the short window.
 
 The Welch spectrum of every draw of the short window (:mod:`.shortwindow`), its median
-and largest over draws, and the narrow-band lines from 0.1 to 30 Hz in the median
-(:func:`spectrum_lines`), flagged near the frequencies at which utilities have observed
-data-center oscillations (:data:`OBSERVED_LINES_HZ`) and with the amplitudes that P- and
-M-class reference PMUs report of them (:func:`powerlab.interconnect.pmu.modulation_gain`).
+and largest over draws, and the narrow-band lines from 0.1 to 30 Hz in the median,
+each tested for significance (over the local floor at a 1 % false-flag rate) and
+materiality (over the amplitude that matters at the point of interconnection), attributed
+to a rhythm of the load where it can be, and listed at its alias for every PMU reporting
+rate (:func:`powerlab.interconnect.lines.flag_lines`); lines near the frequencies at which
+utilities have observed data-center oscillations (:data:`OBSERVED_LINES_HZ`) are marked,
+with the amplitudes that P- and M-class reference PMUs report of them
+(:func:`powerlab.interconnect.pmu.modulation_gain`).
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ import numpy as np
 import pandas as pd
 from scipy.ndimage import median_filter
 
+from ...exceptions import PowerlabError
 from ...limits import loadmetrics as lm
+from ..lines import LineOptions, Rhythm, flag_lines, welch_dof
 from ..pmu import modulation_gain
+from ..resonance import periodic_components
 from .html import esc, table
 from .section import PackageFolder, Section, Study, register
 
@@ -75,19 +82,43 @@ def _line_list(lines: pd.DataFrame, fmt: str) -> str:
                      for r in lines.itertuples())
 
 
-def spectrum_tables(freq: np.ndarray, psd: np.ndarray, pmu) -> tuple[pd.DataFrame,
-                                                                       pd.DataFrame]:
-    """The spectrum (median and largest density over draws, ``psd`` one row per draw)
-    and its lines from 0.1 to 30 Hz, with the nearby observed frequencies and the
-    amplitudes the reference PMUs (``pmu``: :class:`~powerlab.interconnect.pmu.
-    PmuSettings`) report."""
+def rhythms_of(study: Study) -> list[Rhythm]:
+    """The load's rhythms: each job's step, evaluation and checkpoint cycle (a forecast's
+    scenario), or the periodic components estimated from the trace (measured data)."""
+    sc = study.source.scenario
+    if sc is not None:
+        out = []
+        for j in sc.jobs:
+            out.append(Rhythm(f"step of {j.name}", j.step_time_s))
+            if j.eval_interval_s > 0:
+                out.append(Rhythm(f"eval cycle of {j.name}",
+                                  j.eval_interval_s + j.eval_duration_s))
+            if j.checkpoint_interval_s > 0:
+                out.append(Rhythm(f"checkpoint cycle of {j.name}",
+                                  j.checkpoint_interval_s + j.checkpoint_duration_s))
+        return out
+    tr = study.trace
+    try:
+        comps = periodic_components(tr.power_w(study.boundary), tr.tick_s)
+    except PowerlabError:
+        return []
+    return [Rhythm("estimated period", float(p)) for p in comps["period_s"]]
+
+
+def spectrum_tables(freq: np.ndarray, psd: np.ndarray, pmu, *, dof: float, spec=None,
+                    site_peak_w: float, rhythms=()) -> tuple[pd.DataFrame, pd.DataFrame,
+                                                             dict]:
+    """The spectrum (median and largest density over draws, ``psd`` one row per draw),
+    its significant lines from 0.1 to 30 Hz (:func:`~powerlab.interconnect.lines.
+    flag_lines`) with the nearby observed frequencies and the amplitudes the reference
+    PMUs (``pmu``: :class:`~powerlab.interconnect.pmu.PmuSettings`) report, and the
+    significance test's terms."""
     med = np.median(psd, axis=0)
     spectrum = pd.DataFrame({"frequency_hz": freq,
                              "psd_megawatts2_per_hz_median": med / 1e12,
                              "psd_megawatts2_per_hz_max": psd.max(axis=0) / 1e12})
-    lines = spectrum_lines(freq, med, min_amplitude_w=1e3)
-    lines = lines[(lines["frequency_hz"] >= 0.1) & (lines["frequency_hz"] <= 30.0)]
-    lines = lines.reset_index(drop=True)
+    lines, terms = flag_lines(freq, psd, dof=dof, spec=spec, site_peak_w=site_peak_w,
+                              rhythms=rhythms, f0_hz=pmu.f0_hz, options=LineOptions())
     lines["near_observed_hz"] = _near(lines["frequency_hz"].to_numpy(), OBSERVED_LINES_HZ,
                                       0.5)
     for c in ("P", "M"):
@@ -95,7 +126,7 @@ def spectrum_tables(freq: np.ndarray, psd: np.ndarray, pmu) -> tuple[pd.DataFram
                             reporting_rate_fps=pmu.reporting_rate_fps) if len(lines) else []
         lines[f"amplitude_megawatts_pmu_{c.lower()}_class"] = \
             lines["amplitude_megawatts"].to_numpy() * np.asarray(g)
-    return spectrum, lines
+    return spectrum, lines, terms
 
 
 class Spectrum(Section):
@@ -109,13 +140,25 @@ class Spectrum(Section):
         x = trace.power_w(study.boundary)
         skip = study.short.skip_s
         k = round(skip / trace.tick_s) if len(x) * trace.tick_s >= 4 * skip else 0
-        return lm.welch_psd(x[k:], trace.tick_s, min(64.0, study.short.window_s / 4))
+        seg = min(64.0, study.short.window_s / 4)
+        f, p = lm.welch_psd(x[k:], trace.tick_s, seg)
+        return f, p, welch_dof(len(x) - k, round(seg / trace.tick_s)), float(x.max())
 
     def build(self, study: Study) -> None:
         welch = study.short.rows[self.name]
-        psd = np.vstack([s for _, s in welch])
-        spectrum, lines = spectrum_tables(welch[-1][0], psd, study.options.pmu)
+        psd = np.vstack([w[1] for w in welch])
+        spectrum, lines, terms = spectrum_tables(
+            welch[-1][0], psd, study.options.pmu, dof=min(w[2] for w in welch),
+            spec=study.spec, site_peak_w=max(w[3] for w in welch),
+            rhythms=rhythms_of(study))
         study.tables.update(spectrum=spectrum, lines=lines)
+        study.notes.append(
+            f"Spectral lines: significant where the median density over {terms['draws']} "
+            f"draw(s) stands {terms['threshold_ratio']:.3g} x above the local floor "
+            f"({terms['dof']:.3g} degrees of freedom a draw; false-flag rate "
+            f"{terms['false_flag_rate']:.0%} over {terms['bins']} bins); flagged where "
+            "also material (material_basis per line) and no rhythm of the load explains "
+            "it (attribution per line).")
         tr = study.trace
         nyq = 0.5 / max(tr.tick_s, tr.native_interval_s)
         if not study.source.is_forecast and nyq < 30.0:
@@ -124,33 +167,40 @@ class Spectrum(Section):
                                "30 Hz cannot be shown present or absent.")
 
     def key_lines(self, pkg) -> list[str]:
-        out = []
-        if len(pkg.lines):
-            out.append("Strongest lines (0.1-30 Hz): "
-                       + _line_list(pkg.lines.head(5), "{:.3g} Hz {:.3g} MW"))
-        near = _near_observed(pkg.lines)
-        out.append("Lines near observed utility oscillations (14.7, 23 Hz): " + (
-            _line_list(near, "{:.3g} Hz {:.3g} MW") if len(near) else "none above 1 kW"))
+        ln = pkg.lines
+        flagged = ln[ln["flagged"]] if len(ln) else ln
+        out = [f"Significant lines (0.1-30 Hz): {len(ln)}; flagged (material, unexplained): "
+               + (_line_list(flagged.head(5), "{:.3g} Hz {:.3g} MW") if len(flagged)
+                  else "none")]
+        near = _near_observed(ln)
+        out.append("Significant lines near observed utility oscillations (14.7, 23 Hz): "
+                   + (_line_list(near, "{:.3g} Hz {:.3g} MW") if len(near) else "none"))
         return out
 
     def html(self, pkg) -> str:
         st = pkg.short_trace
         parts = [f"<p>Welch spectrum of a {st.duration_s:g}-s window at a {st.tick_s:g}-s "
                  f"tick (starting {esc(pd.Timestamp(st.start_utc).isoformat())}), median "
-                 "over draws; a line stands 10 dB above the median density within 1 Hz; "
-                 "its amplitude is that of the equivalent sinusoid. Lines within 0.5 Hz of "
-                 "14.7 Hz or 23 Hz (frequencies at which utilities have observed "
-                 "data-center oscillations) are flagged. The PMU columns multiply by the "
-                 "reference filters' gain.</p>"]
+                 "over draws. A line is significant where it stands above the local floor "
+                 "by more than chance allows at a 1 % false-flag rate per spectrum; material "
+                 "where its amplitude (of the equivalent sinusoid) reaches the grid mode's, "
+                 "a quarter of an oscillation limit, or 0.1 % of the site's peak "
+                 "(material_basis); attributed to a rhythm of the load where it is a "
+                 "harmonic of one; flagged where significant, material and unexplained "
+                 "by any rhythm. Each line is listed at its "
+                 "alias for every PMU reporting rate. Lines within 0.5 Hz of 14.7 Hz or "
+                 "23 Hz (frequencies at which utilities have observed data-center "
+                 "oscillations) are marked. The PMU columns multiply by the reference "
+                 "filters' gain.</p>"]
         ln = pkg.lines
         if len(ln):
-            ln = ln[(ln.index < 15) | (ln["near_observed_hz"] != "")]
-            parts.append(f"<p>The 15 strongest of {len(pkg.lines)} lines and every flagged "
-                         "one (all in spectrum_lines.csv).</p>")
-        parts.append(table(ln) if len(ln) else "<p>No line above 1 kW.</p>")
+            ln = ln[(ln.index < 15) | (ln["near_observed_hz"] != "") | ln["flagged"]]
+            parts.append(f"<p>The 15 strongest of {len(pkg.lines)} significant lines and "
+                         "every flagged or marked one (all in spectrum_lines.csv).</p>")
+        parts.append(table(ln) if len(ln) else "<p>No significant line.</p>")
         near = _near_observed(pkg.lines)
-        parts.append(f"<p class='{'flag' if len(near) else 'meta'}'>Lines near 14.7 / 23 "
-                     "Hz: " + (_line_list(near, "{:.3g} Hz ({:.3g} MW)") if len(near)
+        parts.append(f"<p class='{'flag' if len(near) else 'meta'}'>Significant lines "
+                     "near 14.7 / 23 Hz: " + (_line_list(near, "{:.3g} Hz ({:.3g} MW)") if len(near)
                                else "none") + "</p>")
         return "".join(parts)
 

@@ -20,7 +20,8 @@ from powerlab.site.scenario import read_scenario
 
 REPO = Path(__file__).resolve().parents[3]
 SPEC = REPO / "data/requirements/choukse2025_forms.yaml"
-BUILT_IN = ["figures", "energisation", "spectrum", "pmu", "ride_through", "playback"]
+BUILT_IN = ["figures", "energisation", "spectrum", "pmu", "flicker", "equipment",
+            "ride_through", "perc1", "playback"]
 
 
 class EnergyPerDraw(Section):
@@ -80,7 +81,7 @@ def test_the_built_in_sections_run_in_order():
 
 
 def test_a_section_defined_elsewhere_appears_in_every_output(toy, small, tmp_path):
-    assert [s.name for s in sections()] == BUILT_IN[:5] + ["energy", "playback"]
+    assert [s.name for s in sections()] == BUILT_IN[:7] + ["energy", "perc1", "playback"]
     pkg = _package(small)
     # computed over every draw of the horizon and of the short window
     e = pkg.tables["energy"]
@@ -103,7 +104,8 @@ def test_a_section_defined_elsewhere_appears_in_every_output(toy, small, tmp_pat
     np.testing.assert_allclose(back["energy_megawatt_hours"], e["energy_megawatt_hours"],
                                rtol=1e-5)
     page = files["page"].read_text()
-    assert "<h2>5. Energy &amp; draws</h2><p>Energy of each draw.</p>" in page  # no table 5
+    # 5: flicker, 6: front end
+    assert "<h2>7. Energy &amp; draws</h2><p>Energy of each draw.</p>" in page
     assert "<li>energy.csv: energy per draw</li>" in page
     assert "energy_megawatt_hours" in pd.read_csv(tmp_path / "pkg" / "figures.csv")[
         "figure"].tolist()
@@ -114,7 +116,7 @@ def test_without_the_section_the_package_is_as_before(small, tmp_path):
     assert "energy" not in pkg.tables and not hasattr(pkg, "energy")
     files = pkg.write(tmp_path / "pkg")
     assert "energy per draw" not in files
-    assert "<h2>5." not in files["page"].read_text()      # no ride-through, no toy
+    assert "<h2>8." not in files["page"].read_text()  # 5 flicker, 6 front end, 7 PERC1
 
 
 def test_the_registry_refuses_a_second_name_and_an_unnamed_section(toy):
