@@ -89,8 +89,9 @@ BOUNDS: dict[str, Bound] = {
     "study-package short_window_s": Bound("s", 1, 3600, "an hour at the default 0.01-s "
                                           "tick is 360,000 ticks a draw; 1e12 s would be "
                                           "10^14 (a hang)"),
-    "study-package ride_through_draws": Bound("", 1, 1000, "each draw replays every "
-                                              "disturbance", integer=True),
+    "study-package ride_through_draws": Bound("", 0, 1000, "each draw replays every "
+                                              "disturbance (0: no ride-through table)",
+                                              integer=True),
     "study-package reporting_rate": Bound("frames/s", 1, 240, "none (IEC/IEEE 60255-118-1 "
                                           "rates stop well below)", integer=True),
     "study-package f0_hz": Bound("Hz", 50, 60, "none (50 or 60 Hz)"),
