@@ -77,7 +77,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     pl.add_argument("--gpus-per-node", type=_positive(int), default=8, dest="gpus_per_node")
     pl.add_argument("--spares", type=int, help="spare nodes (default: P 0.99 pool)")
     pl.add_argument("--repair-crews", type=_positive(int), dest="repair_crews")
+    pl.add_argument("--retire-after", type=_positive(int), dest="retire_after",
+                    help="retire a node after this many faults in the allocation (lemon "
+                         "removal) instead of repairing it")
     pl.add_argument("--draws", type=_positive(int), default=40)
+    for name, what in (("train", "training"), ("checkpoint", "writing a checkpoint"),
+                       ("idle", "down between a failure and the restart")):
+        pl.add_argument(f"--{name}-w", type=_positive(float), dest=f"{name}_w",
+                        help=f"per-GPU power while {what} [W]: the plan then states the "
+                             "power step of each checkpoint and restart [MW]")
     pl.add_argument("--fit", type=Path, metavar="DIR")
     pl.add_argument("--out", required=True, type=Path, metavar="DIR")
     _args.add_seed(pl)
@@ -188,7 +196,10 @@ def run_plan(args) -> int:
     plan = GoodputPlan(gpus=args.gpus, days=args.days, checkpoint_s=args.checkpoint_s,
                        restart_s=args.restart_s, interval_s=args.interval_s,
                        gpus_per_node=args.gpus_per_node, spares=args.spares,
-                       repair_crews=args.repair_crews, draws=args.draws, seed=args.seed)
+                       repair_crews=args.repair_crews, draws=args.draws, seed=args.seed,
+                       retire_after=args.retire_after,
+                       train_w=args.train_w, checkpoint_w=args.checkpoint_w,
+                       idle_w=args.idle_w)
     res = plan_goodput(params, plan, durations_d=durations)
     args.out.mkdir(parents=True, exist_ok=True)
     res.table.to_csv(args.out / "goodput.csv", index=False)

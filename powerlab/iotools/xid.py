@@ -241,8 +241,9 @@ def parse_kernel_xid(src, *, host: str | None = None, boot_time=None,
         Host of lines that do not name one (dmesg).  Without it such lines are refused
         (:class:`~powerlab.exceptions.ParseError`), never filed without a host.
     boot_time : str or pandas.Timestamp, optional
-        Boot time of the host, to turn dmesg's seconds since boot into UTC.  Without it
-        such lines keep ``NaT`` (with a warning).
+        Boot time of the host, to turn dmesg's seconds since boot into UTC (a zone-less
+        boot time is read in ``tz``, else as UTC: it is the caller's statement, not the
+        log's).  Without it such lines keep ``NaT`` (with a warning).
     tz : str, optional
         IANA zone of times that carry none (``dmesg -T``, journalctl default, ISO times
         without an offset).  Without it such times are refused.

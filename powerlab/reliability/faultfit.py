@@ -57,20 +57,25 @@ __all__ = ["FaultFit", "fit_faults", "node_exposure"]
 DAY = pd.Timedelta(days=1)
 
 
-def _outage_days(g: pd.DataFrame, end: pd.Timestamp) -> float:
-    """Days a node was out (union of its faults' intervals, open ones to ``end``)."""
-    spans = sorted(zip(g["start"], g["end"].fillna(end).clip(upper=end)))
+def _outage_days(starts, ends) -> float:
+    """Days a node was out: the union of its faults' intervals [d] (float days, sorted by
+    start; open ones already run to the window's end)."""
     total, cur_s, cur_e = 0.0, None, None
-    for s, e in spans:
+    for s, e in zip(starts, ends):
         if cur_e is None or s > cur_e:
             if cur_e is not None:
-                total += (cur_e - cur_s) / DAY
+                total += cur_e - cur_s
             cur_s, cur_e = s, e
         else:
             cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += (cur_e - cur_s) / DAY
-    return total
+    return total + (cur_e - cur_s if cur_e is not None else 0.0)
+
+
+def _days(faults, start, end):
+    """Start and end of each fault in days after ``start`` (open ends at ``end``)."""
+    s = ((faults["start"] - start) / DAY).to_numpy(float)
+    e = ((faults["end"].fillna(end).clip(upper=end) - start) / DAY).to_numpy(float)
+    return s, e
 
 
 def node_exposure(faults: pd.DataFrame, n_nodes: int, start, end) -> pd.DataFrame:
@@ -84,11 +89,12 @@ def node_exposure(faults: pd.DataFrame, n_nodes: int, start, end) -> pd.DataFram
                             f"{n_nodes}")
     rows = []
     known = faults["end"].notna().any()   # records without any end: outages unknown (0)
-    for node, g in faults.groupby("node", sort=True):
-        out = _outage_days(g, end) if known else 0.0
-        planned = g["fault_class"].isin(PLANNED_CLASSES)
-        rows.append({"node": node, "faults": int((~planned).sum()),
-                     "planned": int(planned.sum()), "outage_d": out,
+    s, e = _days(faults, start, end)
+    planned = faults["fault_class"].isin(PLANNED_CLASSES).to_numpy()
+    for node, idx in faults.groupby("node", sort=True).indices.items():
+        out = _outage_days(s[idx], e[idx]) if known else 0.0
+        rows.append({"node": node, "faults": int((~planned[idx]).sum()),
+                     "planned": int(planned[idx].sum()), "outage_d": out,
                      "exposure_d": max(window - out, 1e-9)})
     quiet = [{"node": f"quiet-{i}", "faults": 0, "planned": 0, "outage_d": 0.0,
               "exposure_d": window} for i in range(n_nodes - len(seen))]
@@ -248,19 +254,21 @@ def _frailty(nodes: pd.DataFrame):
     return frail, pd.DataFrame(rows).set_index("at_least")
 
 
-def _post_repair(faults, end, conf):
+def _post_repair(faults, start, end, conf):
     """Weibull shape of the time from a repair to the node's next unexpected fault
     (spells after a repair; the last one censored at ``end``)."""
+    s, e = _days(faults, start, end)
+    unexpected = ~faults["fault_class"].isin(PLANNED_CLASSES).to_numpy()
+    last = (end - start) / DAY
     rows = []
-    for _, g in faults.groupby("node", sort=False):
+    for idx in faults.groupby("node", sort=False).indices.values():
         cursor = None
-        for r in g.itertuples():
-            if cursor is not None and r.start > cursor:
-                rows.append(((r.start - cursor) / DAY, r.fault_class not in PLANNED_CLASSES))
-            back = r.end if pd.notna(r.end) else end
-            cursor = back if cursor is None else max(cursor, back)
-        if cursor is not None and cursor < end:
-            rows.append(((end - cursor) / DAY, False))
+        for i in idx:                      # faults of a node come sorted by start
+            if cursor is not None and s[i] > cursor:
+                rows.append((s[i] - cursor, bool(unexpected[i])))
+            cursor = e[i] if cursor is None else max(cursor, e[i])
+        if cursor is not None and cursor < last:
+            rows.append((last - cursor, False))
     spells = pd.DataFrame(rows, columns=["duration_s", "failed"])
     spells["duration_s"] *= 86400.0
     try:
@@ -288,7 +296,7 @@ def _trend(faults, nodes, start, end, conf, node_age: bool):
     note = ("node age known: burn-in tested per node" if node_age else
             "node install dates not in the record: burn-in per node not estimable; the "
             "fleet's calendar trend is what is tested")
-    k_sh, k_lo, k_hi, n_sp = (_post_repair(faults, end, conf) if faults["end"].notna().any()
+    k_sh, k_lo, k_hi, n_sp = (_post_repair(faults, start, end, conf) if faults["end"].notna().any()
                               else (np.nan, np.nan, np.nan, 0))
     return pd.DataFrame([{"rate_ratio_per_100d": np.exp(b), "lower": np.exp(b - z * se),
                           "upper": np.exp(b + z * se), "p_value": float(fit.pvalues[1]),

@@ -73,6 +73,13 @@ class GoodputPlan(Options):
     draws : int
         Simulated allocations [-].
     seed : int
+    retire_after : int or None
+        A node with this many faults in the allocation is retired instead of repaired
+        (lemon-node removal); None keeps every node.
+    train_w, checkpoint_w, idle_w : float or None
+        Per-GPU power while training, writing a checkpoint and down (restart) [W]; when
+        given, the plan states the facility's power step at each checkpoint and restart
+        (GPU power only) [MW].
     """
 
     gpus: int = 16_384
@@ -85,6 +92,10 @@ class GoodputPlan(Options):
     repair_crews: int | None = None
     draws: int = 40
     seed: int = 0
+    retire_after: int | None = None
+    train_w: float | None = None
+    checkpoint_w: float | None = None
+    idle_w: float | None = None
 
     def __post_init__(self):
         if self.gpus <= 0 or self.days <= 0 or self.gpus_per_node <= 0:
@@ -122,6 +133,7 @@ def _one_run(rng, lam_day, theta, plan: GoodputPlan, spares, tau, repair):
     free = list(range(n, pool))
     repairs: list = []
     crews = [0.0] * plan.repair_crews if plan.repair_crews else None
+    count = np.zeros(pool, int)
     t = work = waited = 0.0
     faults = ckpts = 0
     cyc = tau + C
@@ -139,13 +151,19 @@ def _one_run(rng, lam_day, theta, plan: GoodputPlan, spares, tau, repair):
         faults += 1
         j = int(np.searchsorted(np.cumsum(za), rng.random() * za.sum()))
         j = min(j, n - 1)
-        dur = repair(rng) * 86400.0
-        begin = max(t, heapq.heappop(crews)) if crews is not None else t
-        if crews is not None:
-            heapq.heappush(crews, begin + dur)
-        heapq.heappush(repairs, (begin + dur, int(active[j])))
+        node = int(active[j])
+        count[node] += 1
+        if not (plan.retire_after and count[node] >= plan.retire_after):
+            dur = repair(rng) * 86400.0
+            begin = max(t, heapq.heappop(crews)) if crews is not None else t
+            if crews is not None:
+                heapq.heappush(crews, begin + dur)
+            heapq.heappush(repairs, (begin + dur, node))
         while repairs and repairs[0][0] <= t:
             free.append(heapq.heappop(repairs)[1])
+        if not free and not repairs:      # every node retired: the allocation is lost
+            waited += T - t
+            break
         if not free:
             back, node = heapq.heappop(repairs)
             waited += back - t
@@ -210,6 +228,20 @@ class GoodputResult(Results):
                     f"checkpoint {p.checkpoint_s:g} s, restart {p.restart_s:g} s")
         s.add_df(self.table)
         return s
+
+
+def _swings(plan: GoodputPlan) -> list:
+    """The GPU power step of each checkpoint and restart [MW], when powers are given."""
+    rows = []
+    if plan.train_w is not None and plan.checkpoint_w is not None:
+        rows.append(_row("checkpoint_swing_power_megawatts",
+                         plan.gpus * (plan.train_w - plan.checkpoint_w) / 1e6, unit="MW",
+                         note="GPU power drop at each checkpoint, back up after it"))
+    if plan.train_w is not None and plan.idle_w is not None:
+        rows.append(_row("restart_swing_power_megawatts",
+                         plan.gpus * (plan.train_w - plan.idle_w) / 1e6, unit="MW",
+                         note="GPU power drop at each failure, back up at restart"))
+    return rows
 
 
 def _row(metric, value, lower=np.nan, upper=np.nan, unit="", note=""):
@@ -289,6 +321,7 @@ def plan_goodput(params: dict, plan: GoodputPlan | None = None, *, durations_d=N
         _row("spare_nodes", spares, unit="-",
              note=f"P(job whole) >= 0.99 at a random time: {pool['spares']}"),
         _row("waited_for_spare_h", here["waited_for_spare_s"].mean() / 3600, unit="h"),
+        *_swings(plan),
     ]
     intervals = pd.DataFrame([{k: v for k, v in r.items() if k != "_sim"} for r in scan])
     return GoodputResult(pd.DataFrame(rows), intervals, here, plan)

@@ -146,6 +146,9 @@ def spare_pool(params: dict, nodes: int, *, prob: float = 0.99,
         if p_ok >= prob:
             break
         s = max(s + 1, int(np.quantile(down, prob)))
+    else:
+        raise AnalysisError(f"no spare pool up to {s} spares reaches P {prob} for {nodes} "
+                            "nodes at these rates")
     return {"nodes": int(nodes), "spares": int(s), "spare_fraction": s / nodes,
             "prob": prob, "mean_down": float(u.sum(axis=1).mean()),
             "unavailability": float(u.mean()), "repair_mean_d": rbar}

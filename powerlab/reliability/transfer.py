@@ -53,6 +53,9 @@ def transfer_table(params: dict, plan) -> pd.DataFrame:
          "spare nodes held for the job"),
         ("repair_crews", "unlimited" if plan.repair_crews is None else plan.repair_crews,
          "-", "assumed" if plan.repair_crews is None else "given", "repairs in parallel"),
+        ("retire_after", "never" if plan.retire_after is None else plan.retire_after, "-",
+         "assumed" if plan.retire_after is None else "given",
+         "faults after which a node is retired instead of repaired"),
         ("faults_while_idle", False, "-", "assumed",
          "spares and nodes in restart do not fail; faults strike running nodes"),
     ]

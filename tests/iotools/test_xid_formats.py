@@ -131,3 +131,18 @@ def test_import_honours_tz_host_and_gpu_map(tmp_path, capsys):
     # 14:03:22 CDT is 19:03:22 UTC (issue 35: it was stored as 14:03:22Z)
     assert ev["timestamp"].tolist() == [pd.Timestamp("2025-07-04T19:03:22Z")]
     assert ev["host"].tolist() == ["gpu-a04"] and ev["gpu_index"].tolist() == [2]
+
+
+def test_gpu_map_from_nvidia_smi_query_csv():
+    csv = ("index, uuid, pci.bus_id\n0, GPU-aaaa, 00000000:18:00.0\n"
+           "1, GPU-bbbb, 00000000:2A:00.0\n")
+    m = parse_gpu_map(csv, host="gpu-a01")
+    assert m[["host", "pci_bus_id", "gpu_index", "gpu_uuid"]].values.tolist() == [
+        ["gpu-a01", "00000000:18:00.0", 0, "GPU-aaaa"],
+        ["gpu-a01", "00000000:2A:00.0", 1, "GPU-bbbb"]]
+    ev = parse_kernel_xid(f"2025-07-04T03:23:00Z gpu-a01 kernel: {_x('2a', 79)}\n"
+                          f"2025-07-04T03:23:00Z gpu-b07 kernel: {_x('2a', 79)}\n", devices=m)
+    # the map is gpu-a01's: gpu-b07's GPU at the same PCI address stays unnamed
+    assert ev["gpu_index"].tolist()[0] == 1 and pd.isna(ev["gpu_index"].iloc[1])
+    with pytest.raises(ParseError, match="needs pci.bus_id"):
+        parse_gpu_map("name, serial\nx, y\n")

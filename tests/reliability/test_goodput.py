@@ -104,3 +104,18 @@ def test_transfer_table_says_what_is_fitted_and_assumed():
     assert t.loc["rate_per_node_day", "status"] == "fitted"
     assert t.loc["gpus_per_node", "status"] == "assumed"
     assert t.loc["checkpoint_s", "status"] == "given"
+
+
+def test_retiring_nodes_shrinks_the_pool_and_swapping_sheds_lemons():
+    fast = {**HOMOG, "rate_per_node_day": 4e-2, "exposure_node_days": 25_000.0}
+    plan = GoodputPlan(gpus=256, days=20, checkpoint_s=30, restart_s=300, draws=6)
+    keep = simulate_goodput(fast, plan, interval_s=600, spares=2)
+    gone = simulate_goodput(fast, GoodputPlan.from_kwargs(plan, retire_after=1),
+                            interval_s=600, spares=2)
+    # every failed node retired, 2 spares: the third fault ends the allocation
+    assert (gone["interruptions"] <= 3).all() and gone["ettr"].mean() < 0.5 * keep["ettr"].mean()
+    # with lemons, swapping failed nodes for spares lowers the job's rate below n * lambda
+    lemon = {**fast, "theta": 3.0}
+    big = GoodputPlan(gpus=1024, days=30, checkpoint_s=30, restart_s=300, draws=6)
+    sim = simulate_goodput(lemon, big, interval_s=600, spares=40)
+    assert sim["interruptions"].mean() < 0.8 * 128 * 4e-2 * 30

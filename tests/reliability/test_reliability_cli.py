@@ -22,12 +22,16 @@ def test_fit_then_plan(tmp_path, capsys):
     plan = tmp_path / "plan"
     assert main(["reliability", "plan", "--gpus", "2048", "--days", "10",
                  "--checkpoint-s", "30", "--restart-s", "300", "--draws", "4",
+                 "--train-w", "700", "--checkpoint-w", "300", "--idle-w", "100",
                  "--fit", str(fit), "--out", str(plan)]) == 0
     g = pd.read_csv(plan / "goodput.csv").set_index("metric")
     for m in ("expected_interruptions", "mttf_h", "ettr_simulated",
               "best_checkpoint_interval_s", "checkpoints_per_day", "restarts_per_day"):
         assert m in g.index
     assert g.loc["mttf_h", "lower"] < g.loc["mttf_h", "value"] < g.loc["mttf_h", "upper"]
+    # 2,048 GPUs x (700 - 300) W = 0.8192 MW at each checkpoint; x (700 - 100) W at restarts
+    assert g.loc["checkpoint_swing_power_megawatts", "value"] == pytest.approx(0.8192)
+    assert g.loc["restart_swing_power_megawatts", "value"] == pytest.approx(1.2288)
     assert (plan / "transfer.csv").is_file() and (plan / "job_scaling.csv").is_file()
     assert "Goodput plan" in capsys.readouterr().out
 
