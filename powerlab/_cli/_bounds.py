@@ -119,6 +119,10 @@ BOUNDS: dict[str, Bound] = {
                                     low_open=True),
     "reliability spares": Bound("nodes", 0, 1_000_000, "none", integer=True),
     "reliability repair_crews": Bound("crews", 1, 100_000, "none", integer=True),
+    "reliability retire_after": Bound("failures", 1, 1_000_000, "none", integer=True),
+    "reliability train_w": Bound("W", 0, 1e10, "none (10 GW)", low_open=True),
+    "reliability checkpoint_w": Bound("W", 0, 1e10, "none (10 GW)", low_open=True),
+    "reliability idle_w": Bound("W", 0, 1e10, "none (10 GW)", low_open=True),
 }
 
 _MAX_TEXT = 40
