@@ -819,3 +819,28 @@ def test_a_meter_csv_with_a_damaged_year_is_one_error(tmp_path):
                  "2025-06-01T00:01:00Z,1\n")
     with pytest.raises(PowerlabError, match="bins of 1min"):
         read_site_power(m)
+
+
+# ------------------------------------------- found by the blind fuzzer (tests/blind/fuzz)
+@pytest.mark.bad_input("readers")
+def test_a_400_digit_timestamp_in_dcgm_exporter_text_is_one_error(tmp_path, capsys):
+    """Blind campaign seed 38, case 151: ``summary`` of dcgm-exporter text whose sample
+    timestamp has 400 digits: an OverflowError traceback inside prometheus_client."""
+    text = (DATA / "dcgm_exporter_constructed.prom").read_text().splitlines()
+    i = next(k for k, ln in enumerate(text) if ln.startswith("DCGM_FI_DEV_POWER_USAGE"))
+    text[i] = text[i] + " 1" + "0" * 400
+    bad = tmp_path / "dcgm_prom.txt"
+    bad.write_text("\n".join(text) + "\n")
+    assert _rc(["summary", "--tz", "UTC", bad]) == 2
+    assert f"line {i + 1}" in _one_line(capsys)
+
+
+@pytest.mark.bad_input("store")
+def test_a_store_format_marker_nested_100000_deep_is_one_error(tmp_path, capsys):
+    """Blind campaign seed 38, case 223: ``summary STORE`` whose ``_meta/.format.json``
+    is nested 100,000 deep: a RecursionError traceback."""
+    root = tmp_path / "st"
+    _two_day_store(root)
+    (root / "_meta" / ".format.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert _rc(["summary", root]) == 2
+    assert "unreadable store format marker (nested too deeply)" in _one_line(capsys)
