@@ -66,7 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:   # a usage error (one line already printed) is exit code 2,
+        if exc.code == 2:       # returned like every other error; --help still exits
+            return 2
+        raise
     import warnings
 
     from .exceptions import DataQualityWarning

@@ -89,11 +89,40 @@ BOUNDS: dict[str, Bound] = {
     "study-package short_window_s": Bound("s", 1, 3600, "an hour at the default 0.01-s "
                                           "tick is 360,000 ticks a draw; 1e12 s would be "
                                           "10^14 (a hang)"),
-    "study-package ride_through_draws": Bound("", 1, 1000, "each draw replays every "
-                                              "disturbance", integer=True),
+    "study-package ride_through_draws": Bound("", 0, 1000, "each draw replays every "
+                                              "disturbance (0: no ride-through table)",
+                                              integer=True),
     "study-package reporting_rate": Bound("frames/s", 1, 240, "none (IEC/IEEE 60255-118-1 "
                                           "rates stop well below)", integer=True),
     "study-package f0_hz": Bound("Hz", 50, 60, "none (50 or 60 Hz)"),
+    "import year": Bound("", 1970, 2100, "none (the year of kernel log lines)",
+                         integer=True),
+    "scale gpus": Bound("GPUs", 1, 10_000_000, "the scenario only; its forecast costs "
+                        "grow with the jobs, not the GPUs", integer=True),
+    "scale stagger_s": Bound("s", 0, DAY_S, "none (a day between job starts)"),
+    "scale horizon_h": Bound("h", 0, 8784, "the forecast grows with the horizon: a year "
+                             "takes hours", low_open=True),
+    "scale failure_rate_per_gpu_h": Bound("1/GPU-h", 0, 1, "none (a failure an hour per "
+                                          "GPU)"),
+    "scale restart_s": Bound("s", 0, 7 * DAY_S, "none (a week to restart)"),
+    "scale checkpoint_interval_s": Bound("s", 0, 7 * DAY_S, "none (a checkpoint a week)",
+                                         low_open=True),
+    "scale checkpoint_duration_s": Bound("s", 0, DAY_S, "none (a day-long checkpoint)"),
+    "reliability nodes": Bound("nodes", 1, 1_000_000, "none", integer=True),
+    "reliability gpus": Bound("GPUs", 1, 10_000_000, "the pool simulation draws per "
+                              "node: 10 M GPUs take minutes", integer=True),
+    "reliability days": Bound("days", 0, 3660, "the pool simulation steps through every "
+                              "day: ten years take minutes", low_open=True),
+    "reliability checkpoint_s": Bound("s", 0, DAY_S, "none (a day-long checkpoint)"),
+    "reliability restart_s": Bound("s", 0, 7 * DAY_S, "none (a week to restart)"),
+    "reliability interval_s": Bound("s", 0, 7 * DAY_S, "none (a checkpoint a week)",
+                                    low_open=True),
+    "reliability spares": Bound("nodes", 0, 1_000_000, "none", integer=True),
+    "reliability repair_crews": Bound("crews", 1, 100_000, "none", integer=True),
+    "reliability retire_after": Bound("failures", 1, 1_000_000, "none", integer=True),
+    "reliability train_w": Bound("W", 0, 1e10, "none (10 GW)", low_open=True),
+    "reliability checkpoint_w": Bound("W", 0, 1e10, "none (10 GW)", low_open=True),
+    "reliability idle_w": Bound("W", 0, 1e10, "none (10 GW)", low_open=True),
 }
 
 _MAX_TEXT = 40
@@ -139,7 +168,7 @@ def bounded(bound: Bound, parse=None):
 def _numeric(action) -> bool:
     t = action.type
     return t in (int, float) or getattr(t, "__name__", "") in (
-        "_positive", "seed", "_signal_interval")
+        "_positive", "seed", "_signal_interval", "parse", "_non_negative")
 
 
 def apply(parser: argparse.ArgumentParser, command: str = "") -> list[str]:

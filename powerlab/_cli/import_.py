@@ -163,7 +163,10 @@ def _run(args, bar) -> int:
         key = _source_key(src, options)
         record = args.out / "_imports" / f"{key}.json"
         if record.exists() and not args.force:
-            when = json.loads(record.read_text()).get("imported_utc", "?")
+            try:       # a damaged record says only that the source was imported
+                when = json.loads(record.read_text()).get("imported_utc", "?")
+            except (ValueError, RecursionError, AttributeError, OSError):
+                when = "? (its record is unreadable)"
             print(f"{src}: already imported into this store on {when} with the same options; "
                   "skipped (--force imports it again)")
             continue

@@ -35,12 +35,15 @@ Faults
   retried like a lost one; each retry runs in its own thread, so a retry that hangs too
   blocks nothing.  The other GPUs miss at most ``hang_timeout_s`` of samples, once.
 * SIGKILL at any moment: files in the store are complete (the store writes atomically)
-  and at most one flush interval plus the time of one write of samples is lost.  The
+  and at most ``F + 2 W_max + 2 T`` seconds of samples are lost, ``ceil((F + 2 W_max +
+  2 T) / T)`` ticks of every GPU (F the flush interval, T the sampling interval, W_max
+  the longest write, measured; :meth:`Collector.loss_bound` states it live, the report
+  at the end, :meth:`Collector.unsaved_samples` counts what is unsaved now).  The
   writer holds one batch at a time: when a write is still running at a flush time, the
   samples stay in the sampler's buffer and go out together with the next flush once the
   writer is free (no queue of batches builds up behind a slow disk, so a write slower
-  than the flush interval makes the flushes as frequent as the disk allows, and the
-  loss at most that write's time twice).  The buffer is bounded by ``max_buffer_s``:
+  than the flush interval makes the flushes as frequent as the disk allows).  The
+  temporary files of a killed run are removed when the next collector starts.  The buffer is bounded by ``max_buffer_s``:
   beyond it new samples are **dropped** (sampling never blocks) and counted in a
   ``dropped`` status event and in :attr:`CollectorReport.dropped_samples`.
 * A store write that fails (full disk, quota, file-size limit, permissions) stops the
@@ -381,6 +384,7 @@ class Collector(Sampling, Flushing, FaultHandling):
         """Rates, jitter, energy two ways, events and files so far."""
         end = self._t_stop if self._stopped else time.monotonic()
         n_ticks = max(self._ticks, 1)
+        bound_samples, bound_s = self.loss_bound()
         return CollectorReport(
             gpus=self.rates(), interval_s=self.interval_s,
             duration_s=end - self._t_start, ticks=self._ticks, missed_ticks=self._missed,
@@ -388,6 +392,7 @@ class Collector(Sampling, Flushing, FaultHandling):
             lateness_max_ms=1e3 * self._late_max, rows_written=self._rows_written,
             files_written=len(self._files), events=self.events(),
             dropped_samples=self._dropped_total + self._dropped,
+            loss_bound_samples=bound_samples, loss_bound_s=bound_s,
             error=None if self._error is None else str(self._error))
 
     # -- internals -----------------------------------------------------------------

@@ -10,11 +10,22 @@ rename) and the side tables.  The writer holds one batch at a time: while a writ
 the samples stay in the buffer and go out with the next flush once it is free.  A write
 that fails stops the collector with a :class:`~powerlab.exceptions.StoreError`
 (see the Faults section of :mod:`powerlab.collect.collector`).
+
+The loss bound (issue 38: "one flush plus one write" was exceeded under load, 3.8 s
+with a 1-s flush): what a SIGKILL loses is the batch with the writer plus the buffer.  A
+batch holds the samples of at most ``max(F, W) + T`` (F the flush interval, W a write's
+duration, T the sampling interval: the next hand-over waits for the writer), and the
+buffer grows for at most ``W + T`` while that batch is written, then for ``F`` once it is
+on disk.  So at any moment at most ``F + 2 W_max + 2 T`` seconds of samples are unsaved,
+``ceil((F + 2 W_max + 2 T) / T)`` ticks of every GPU, where ``W_max`` is the longest
+write so far, measured (a slow or loaded disk raises it; :meth:`Flushing.loss_bound`
+states it, :meth:`Flushing.unsaved_samples` counts what is unsaved now).
 """
 
 from __future__ import annotations
 
 import collections
+import math
 import queue
 import time
 from pathlib import Path
@@ -52,6 +63,23 @@ class Flushing:
         self._rows_written = 0
         self._files: list[Path] = []
         self._last_collect: float | None = None
+        self._inflight_n = 0          # samples of the batch with the writer
+        self._write_s_max = 0.0       # the longest write so far [s] (measured)
+        self._write_t0: float | None = None   # monotonic start of the write running
+
+    def unsaved_samples(self) -> int:
+        """Samples a SIGKILL now would lose: the buffer and the batch being written."""
+        return self._buffer_n + self._inflight_n
+
+    def loss_bound(self) -> tuple[int, float]:
+        """``(samples, seconds)`` a SIGKILL can lose at most, from the writes measured so
+        far (see the module docstring): ``F + 2 W_max + 2 T`` seconds, that many ticks of
+        every GPU."""
+        t = self.interval_s
+        t0 = self._write_t0              # a write still running counts as long as it is
+        w = max(self._write_s_max, 0.0 if t0 is None else time.monotonic() - t0)
+        sec = self.flush_interval_s + 2 * w + 2 * t
+        return math.ceil(sec / t - 1e-9) * max(1, len(self._slots)), sec
 
     def _hand_over(self, now: float, next_flush: float) -> float:
         """Hand the store buffer to the writer; returns the next flush time."""
@@ -102,6 +130,7 @@ class Flushing:
             events, self._events = self._events, []
         if self.out is not None and (rows or events):
             self._writing = True
+            self._inflight_n = sum(len(p) for p in rows)
             self._writeq.put((rows, events))
 
     def _write_loop(self) -> None:
@@ -114,6 +143,7 @@ class Flushing:
             if self._error is not None:
                 self._writing = False
                 continue
+            t0 = self._write_t0 = time.monotonic()
             try:
                 if rows:
                     frame = parts_to_frame(rows, self.host, conformed=False, by_gpu=True)
@@ -136,6 +166,9 @@ class Flushing:
                 self._error = err
                 self._stop_flag = True
                 self._wake.set()
+            self._write_s_max = max(self._write_s_max, time.monotonic() - t0)
+            self._write_t0 = None
+            self._inflight_n = 0
             self._writing = False
 
     def _write_events(self, events: list[dict]) -> None:

@@ -41,6 +41,9 @@ class CollectorReport(Results):
     dropped_samples : int
         Samples not stored because the store fell more than ``max_buffer_s`` behind
         (each stretch is also a ``dropped`` status event).
+    loss_bound_samples, loss_bound_s : int, float
+        What a SIGKILL could have lost at most, from the writes measured in this run
+        (:meth:`powerlab.collect.flushing.Flushing.loss_bound`).
     """
 
     gpus: pd.DataFrame
@@ -55,6 +58,8 @@ class CollectorReport(Results):
     events: pd.DataFrame = field(repr=False)
     error: str | None = None
     dropped_samples: int = 0
+    loss_bound_samples: int = 0
+    loss_bound_s: float = float("nan")
 
     def summary_frame(self) -> pd.DataFrame:
         """The per-GPU table."""
@@ -68,7 +73,9 @@ class CollectorReport(Results):
                 f"{self.rows_written} samples in {self.files_written} file(s)"
                 + (f" ({self.dropped_samples} dropped: store behind)"
                    if self.dropped_samples else "")
-                + f"; {len(self.events)} status event(s)")
+                + f"; {len(self.events)} status event(s)"
+                + (f"; a SIGKILL loses at most {self.loss_bound_samples} samples "
+                   f"({self.loss_bound_s:.2f} s)" if self.loss_bound_samples else ""))
         cols = ["gpu_index", "samples", "achieved_rate_hz", "jitter_ms", "max_gap_s",
                 "energy_counter_j", "energy_integrated_j", "energy_disagreement_pct"]
         s = Summary(float_format="{:.3f}")

@@ -411,7 +411,7 @@ def _samples(text: str, path):
                     if (st := ln.strip()) and not st.startswith("#")]
     try:
         families = list(parse(text))
-    except (ValueError, IndexError, KeyError, TypeError):
+    except (ValueError, IndexError, KeyError, TypeError, OverflowError):  # 400 digits
         _locate_error(lines, parse, path)
         raise  # pragma: no cover - _locate_error always raises
     k = 0
@@ -439,7 +439,7 @@ def _locate_error(lines: list[str], parse, path):
     for lineno, line in enumerate(lines, start=1):
         try:
             list(parse(line + "\n"))
-        except (ValueError, IndexError, KeyError, TypeError):
+        except (ValueError, IndexError, KeyError, TypeError, OverflowError):
             st = line.strip()
             head = st.split("{", 1)[0].split()
             metric = head[0] if head and not st.startswith("#") else None

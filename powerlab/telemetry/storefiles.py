@@ -109,9 +109,10 @@ def store_format(root: str | os.PathLike) -> int | None:
     if (root / META / ".format.json").is_file():
         try:
             return int(json.loads((root / META / ".format.json").read_text())["format"])
-        except (ValueError, KeyError, TypeError, OSError) as exc:
+        except (ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else exc
             raise StoreError(f"{root / META / '.format.json'}: unreadable store format "
-                             f"marker ({exc}); expected {{\"format\": {FORMAT}}}") from exc
+                             f"marker ({why}); expected {{\"format\": {FORMAT}}}") from None
     if any(_DATE_RE.match(p.name) for p in root.iterdir()) if root.is_dir() else False:
         return FORMAT
     return None

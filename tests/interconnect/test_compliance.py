@@ -396,7 +396,7 @@ def test_comply_cli_exit_codes(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,words", [
-    pytest.param(["--draws", "0"], "--draws must be >= 1",
+    pytest.param(["--draws", "0"], "--draws: 0 is outside 1 to 10000",
                  marks=pytest.mark.bad_input("cli")),
     pytest.param(["--pue", "1.2"], "apply to measured telemetry",
                  marks=pytest.mark.bad_input("cli")),

@@ -160,7 +160,8 @@ def test_export_grid_bad_step_is_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("argv,words", [
-    pytest.param(["--draw", "-1"], "--draw must be >= 0", marks=pytest.mark.bad_input("cli")),
+    pytest.param(["--draw", "-1"], "--draw: -1 is outside 0 to 9999",
+                 marks=pytest.mark.bad_input("cli")),
     pytest.param(["--pue", "1.2"], "apply to measured telemetry",
                  marks=pytest.mark.bad_input("cli")),
 ])

@@ -35,7 +35,9 @@ COMPONENTS = {
     "store": ("the Parquet store: writes, reads, locks, checksums, upgrade",
               "none: a killed writer loses only its unrenamed temporary file"),
     "collector": ("the NVML collector and its /metrics endpoint",
-                  "at most one flush interval plus one write (bounded queue)"),
+                  ("at most F + 2 W_max + 2 T seconds of samples (flush interval, longest "
+                   "write measured, sampling interval), stated in samples by the run's "
+                   "report")),
     "scenario": ("scenario YAML and the forecast's size bounds", "n/a (read only)"),
     "requirements": ("utility requirement specs and `powerlab comply`", "n/a (read only)"),
     "export": ("the facilities CSV and its sidecar", ("none: the CSV/sidecar pair is never "
@@ -43,6 +45,8 @@ COMPONENTS = {
     "aggregate": ("`powerlab aggregate` and the fleet aggregations", "n/a (read only)"),
     "cli": ("every subcommand's argument and path mistakes",
             "n/a (refused before any write)"),
+    "flex": ("curtailment targets (CSV, OpenADR 3 events), meter CSVs and the flex "
+             "commands' outputs", "n/a (read only; outputs through the one output guard)"),
     "reliability": ("failure rates, MTBF, hazard model and cross-device quality checks",
                     "n/a (read only)"),
 }

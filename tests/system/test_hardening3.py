@@ -17,8 +17,6 @@ from powerlab._cli._bounds import BOUNDS, apply
 from powerlab.exceptions import PowerlabError
 from powerlab.outputs import check_write, protect_inputs
 
-pytestmark = pytest.mark.bad_input("cli")
-
 REPO = Path(__file__).resolve().parents[2]
 SMALL = REPO / "data/scenarios/small.yaml"
 ERCOT = REPO / "data/requirements/ercot_large_load_illustrative.yaml"
@@ -42,6 +40,7 @@ def _one_line(capsys) -> str:
 
 
 # --------------------------------------------------------------------- the output guard
+@pytest.mark.bad_input("cli")
 def test_flex_plan_refuses_to_write_over_its_target_file(tmp_path, capsys):
     """``flex plan S --target D/plan_targets.csv --out D`` replaced the target file with
     the plan's output and exited 0."""
@@ -56,6 +55,7 @@ def test_flex_plan_refuses_to_write_over_its_target_file(tmp_path, capsys):
     assert _md5(tg) == before
 
 
+@pytest.mark.bad_input("cli")
 def test_flex_offer_refuses_to_write_over_its_scenario(tmp_path, capsys):
     """``flex offer D/flex_offer.csv --out D`` replaced the scenario and exited 0."""
     sc = tmp_path / "flex_offer.csv"
@@ -66,6 +66,7 @@ def test_flex_offer_refuses_to_write_over_its_scenario(tmp_path, capsys):
     assert sc.read_bytes() == SMALL.read_bytes()
 
 
+@pytest.mark.bad_input("cli")
 def test_the_guard_sees_hard_links_renames_removals_and_input_folders(tmp_path):
     """The one guard: every write in the process while a command runs (open for writing,
     os.replace, os.remove, a hard link of an input, a file inside an input folder)."""
@@ -113,6 +114,7 @@ def _numeric_actions():
     return found
 
 
+@pytest.mark.bad_input("cli")
 def test_every_numeric_option_has_a_declared_bound():
     """Derived from the parser: every option whose value is a number has its entry in
     the one table (apply() reports none missing), and there are many of them."""
@@ -126,6 +128,7 @@ EXTREMES = ["nan", "NaN", "inf", "-inf", "1e18", "-1e18", "-1", "", " ", "true",
             "9" * 400, "0x10", "1_000"]
 
 
+@pytest.mark.bad_input("cli")
 def test_every_numeric_option_refuses_extremes_or_stays_in_range():
     """NaN, +-inf, 1e18, negative, empty, booleans and a 400-digit number, for every
     numeric option of every command: refused while parsing, or a finite value inside
@@ -155,6 +158,7 @@ def test_every_numeric_option_refuses_extremes_or_stays_in_range():
       "--short-window-s", "1e12"], "10^14"),
     (["forecast", SMALL, "--out", "f.csv", "--draws", "true"], "yes/no word"),
 ])
+@pytest.mark.bad_input("cli")
 def test_extreme_option_values_are_one_line_usage_errors(tmp_path, monkeypatch, capsys,
                                                          argv, words):
     """``flex offer --hold-s nan`` / ``1e18`` were tracebacks; ``--averaging-s 1e12``
@@ -195,6 +199,7 @@ def _copied_entries(monkeypatch, read) -> int:
     return seen[0]
 
 
+@pytest.mark.bad_input("flex")
 def test_reading_targets_is_linear_in_the_number_of_targets(tmp_path, monkeypatch):
     """250 targets took 5.4 s, 1,000 took 60 s: each row of the checked frame deep-copied
     the locations of every target (n^2 copies).  Counted, not timed: the entries copied
@@ -232,6 +237,7 @@ def _event(n: int, value="0.5", duration='"PT5S"') -> str:
     ("0.5", '"P"', "not an ISO 8601 duration"),
     ("0.5", '"PT0S"', "must be positive"),
 ])
+@pytest.mark.bad_input("flex")
 def test_openadr_values_and_durations_are_read_as_what_they_are(value, duration, words):
     """OpenADR ``P1M`` (a month) was read as one minute; a value ``true`` as a cap of 1;
     ``NaN`` passed the reader and crashed the plan."""
@@ -242,6 +248,7 @@ def test_openadr_values_and_durations_are_read_as_what_they_are(value, duration,
         parse_openadr_event(_event(2, value, duration))
 
 
+@pytest.mark.bad_input("flex")
 def test_openadr_fixed_durations_keep_their_length():
     from powerlab.flex.targets import parse_openadr_event
 
@@ -251,6 +258,7 @@ def test_openadr_fixed_durations_keep_their_length():
         assert (f["end_utc"] - f["start_utc"]).iloc[0].total_seconds() == secs
 
 
+@pytest.mark.bad_input("flex")
 def test_a_100000_deep_openadr_document_is_one_error():
     """A 100,000-deep JSON document was a RecursionError traceback."""
     from powerlab.exceptions import ParseError
@@ -262,6 +270,7 @@ def test_a_100000_deep_openadr_document_is_one_error():
         parse_openadr_event('{"events": ' + "[" * 100_000 + "]" * 100_000 + "}")
 
 
+@pytest.mark.bad_input("flex")
 @pytest.mark.slow   # about 5 s here: 20,000 intervals read and checked
 def test_a_large_openadr_event_is_read_in_linear_work(tmp_path, monkeypatch):
     """A 100,000-interval event ran past 120 s (the same n^2 copies as the CSV)."""
@@ -280,6 +289,7 @@ def test_a_large_openadr_event_is_read_in_linear_work(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------------- backtest
+@pytest.mark.bad_input("cli")
 def test_backtest_without_events_on_one_reading_per_meter_is_one_error(tmp_path, capsys):
     """``backtest`` without ``--events`` on an MLPerf power excerpt: a ValueError
     traceback (the meter interval was NaN)."""
@@ -289,6 +299,7 @@ def test_backtest_without_events_on_one_reading_per_meter_is_one_error(tmp_path,
     assert rc == 2 and err.startswith("powerlab backtest: error:"), err
 
 
+@pytest.mark.bad_input("cli")
 def test_backtest_chart_of_a_long_run_stays_under_the_row_limit():
     """Run-to-run ``backtest`` crashed drawing its chart: 6,814 rows over altair's
     5,000-row limit.  The means widen and the subtitle says so."""
@@ -323,6 +334,7 @@ print(ok, bad)
 """
 
 
+@pytest.mark.bad_input("store")
 @pytest.mark.slow   # a reader process and 60 reads of a 0.8-MB file rewritten meanwhile
 def test_a_store_file_rewritten_in_place_during_reads_is_no_native_crash(tmp_path):
     """Another program truncating and rewriting a store file in place while it is read
@@ -380,6 +392,7 @@ def _canon(tmp_path) -> tuple[Path, Path]:
     return canon, next((tmp_path / "st").rglob("part-*.parquet"))
 
 
+@pytest.mark.bad_input("readers")
 def test_canonical_parquet_is_accepted_by_summary_and_import(tmp_path, capsys):
     """``summary canon.parquet``, ``import`` and even a store's own part file: "holds
     NUL bytes"."""
@@ -394,6 +407,7 @@ def test_canonical_parquet_is_accepted_by_summary_and_import(tmp_path, capsys):
     assert len(read_store(tmp_path / "imp")) == 600
 
 
+@pytest.mark.bad_input("flex")
 def test_flex_verify_reads_a_canonical_parquet_file(tmp_path, capsys):
     """``flex verify canon.parquet`` said "no store"."""
     canon, _ = _canon(tmp_path)
@@ -408,6 +422,7 @@ def test_flex_verify_reads_a_canonical_parquet_file(tmp_path, capsys):
 
 
 # ------------------------------------------------------- one escaping rule for every cell
+@pytest.mark.bad_input("export")
 def test_sanitize_cell_is_the_one_rule_and_is_reversible():
     import pandas as pd
 
@@ -427,6 +442,7 @@ def test_sanitize_cell_is_the_one_rule_and_is_reversible():
     assert df["name"].iloc[0].startswith("=")                # the input is not changed
 
 
+@pytest.mark.bad_input("flex")
 def test_a_requirement_name_is_no_live_formula_in_plan_ramps_csv(tmp_path):
     """A requirement name ``=HYPERLINK(...)`` went raw into ``plan_ramps.csv``."""
     evil = '=HYPERLINK("http://example.invalid/x","click")'
@@ -446,6 +462,7 @@ def test_a_requirement_name_is_no_live_formula_in_plan_ramps_csv(tmp_path):
     assert any(c == "'" + evil for c in cells)
 
 
+@pytest.mark.bad_input("export")
 def test_a_scenario_name_is_no_live_formula_in_the_xlsx_about_sheet(tmp_path):
     """A scenario name ``=cmd|...`` was stored as a live formula in the "about" sheet."""
     openpyxl = pytest.importorskip("openpyxl")
@@ -461,6 +478,7 @@ def test_a_scenario_name_is_no_live_formula_in_the_xlsx_about_sheet(tmp_path):
 
 
 # ----------------------------------------------------------------------- the workbook
+@pytest.mark.bad_input("export")
 def test_a_workbook_over_the_sheet_row_limit_is_refused_before_writing(tmp_path,
                                                                        monkeypatch):
     """An xlsx forecast with more rows than a sheet holds (4.7 M) hung and left no file.
@@ -487,6 +505,7 @@ sys.exit(cli.main(sys.argv[1:]))
 """
 
 
+@pytest.mark.bad_input("export")
 @pytest.mark.slow   # a subprocess running a forecast
 def test_xlsx_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
     """``--format xlsx`` on a full disk: a traceback.  Simulated with a 3-kB file size
@@ -509,6 +528,7 @@ def test_xlsx_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
 DATA = REPO / "tests/data/iotools"
 
 
+@pytest.mark.bad_input("readers")
 def test_a_23_digit_gpu_id_in_dcgmi_dmon_is_one_error(tmp_path, capsys):
     """A 23-digit GPU id crashed ``import`` and ``summary`` (OverflowError)."""
     lines = (DATA / "dcgmi_dmon_constructed.txt").read_text().splitlines()
@@ -523,6 +543,7 @@ def test_a_23_digit_gpu_id_in_dcgmi_dmon_is_one_error(tmp_path, capsys):
         assert "line 4" in err
 
 
+@pytest.mark.bad_input("readers")
 def test_a_400_digit_mlperf_power_value_is_a_counted_bad_line(tmp_path, capsys):
     """A 400-digit MLPerf power value crashed ``import`` and ``summary``
     (OverflowError: int too large to convert to float)."""
@@ -560,6 +581,7 @@ def _prom_answer(values, metric="DCGM_FI_DEV_GPU_UTIL"):
     ([[1748736000, "-1"], [1748736015, "60"]], 2, "outside their column's valid range"),
     ([[1748736000, "50"], [1748736015, True]], 0, "not in Prometheus' matrix shape"),
 ])
+@pytest.mark.bad_input("readers")
 def test_prometheus_times_and_values_are_read_as_what_they_are(values, kept, words):
     """Prometheus sample times ``true`` or ``-500`` became 1970/1969, outside the queried
     range; utilisation -1 % was kept (power was range-checked, utilisation not)."""
@@ -599,6 +621,7 @@ def test_prometheus_times_and_values_are_read_as_what_they_are(values, kept, wor
         assert np.nanmin(u) >= 0
 
 
+@pytest.mark.bad_input("flex")
 @pytest.mark.parametrize("value", ["-5", "inf", "1e400"])
 def test_a_meter_csv_at_minus_5_mw_or_inf_is_refused(tmp_path, value):
     """A meter CSV at -5 MW or ``inf`` gave credited MW (exit 0)."""
@@ -627,6 +650,7 @@ def _two_day_store(root: Path) -> Path:
     return next((root / "2025-06-02").rglob("part-*.parquet"))
 
 
+@pytest.mark.bad_input("store")
 @pytest.mark.parametrize("to", ["2025-06-03/n0", "2025-06-02/n1"])
 def test_store_verify_finds_a_file_moved_to_another_partition(tmp_path, capsys, to):
     """A store file moved to another date folder passed ``store verify``."""
@@ -642,6 +666,7 @@ def test_store_verify_finds_a_file_moved_to_another_partition(tmp_path, capsys, 
                                  or "not of its folder's host 'n1'" in out), out
 
 
+@pytest.mark.bad_input("store")
 def test_a_date_bounded_read_says_when_a_file_of_its_dates_sits_elsewhere(tmp_path):
     """...and a date-bounded read returned 0 rows without a warning."""
     import pandas as pd
@@ -683,6 +708,7 @@ def _path_actions(p):
             or (a.dest == "out" and a.type is None)]
 
 
+@pytest.mark.bad_input("cli")
 def test_every_input_of_every_command_is_protected(tmp_path):
     """Derived from the parser: for every command, every argument that names a path is
     an input the one guard protects, except each command's output (``--out``) and the
@@ -723,6 +749,7 @@ def test_every_input_of_every_command_is_protected(tmp_path):
     lambda d, f: ["export-grid", f, "--out", f, "--format", "csv", "--force"],
     lambda d, f: ["flex", "offer", f, "--out", d, "--draws", "1"],
 ])
+@pytest.mark.bad_input("cli")
 def test_commands_given_an_input_as_output_write_nothing(tmp_path, capsys, argv_of):
     """End to end through the guard: the scenario given as the output file (even with
     --force), or in the output folder under the name of an output."""
@@ -780,6 +807,7 @@ def test_metrics_under_a_connection_flood_from_one_address(tmp_path):
         srv.server_close()
 
 
+@pytest.mark.bad_input("flex")
 def test_a_meter_csv_with_a_damaged_year_is_one_error(tmp_path):
     """Found by the fuzz run (issue 38 harness, meter-csv): a time in the year 202 made
     the 1-min resampling ask numpy for 7.14 GiB (a MemoryError)."""
@@ -791,3 +819,28 @@ def test_a_meter_csv_with_a_damaged_year_is_one_error(tmp_path):
                  "2025-06-01T00:01:00Z,1\n")
     with pytest.raises(PowerlabError, match="bins of 1min"):
         read_site_power(m)
+
+
+# ------------------------------------------- found by the blind fuzzer (tests/blind/fuzz)
+@pytest.mark.bad_input("readers")
+def test_a_400_digit_timestamp_in_dcgm_exporter_text_is_one_error(tmp_path, capsys):
+    """Blind campaign seed 38, case 151: ``summary`` of dcgm-exporter text whose sample
+    timestamp has 400 digits: an OverflowError traceback inside prometheus_client."""
+    text = (DATA / "dcgm_exporter_constructed.prom").read_text().splitlines()
+    i = next(k for k, ln in enumerate(text) if ln.startswith("DCGM_FI_DEV_POWER_USAGE"))
+    text[i] = text[i] + " 1" + "0" * 400
+    bad = tmp_path / "dcgm_prom.txt"
+    bad.write_text("\n".join(text) + "\n")
+    assert _rc(["summary", "--tz", "UTC", bad]) == 2
+    assert f"line {i + 1}" in _one_line(capsys)
+
+
+@pytest.mark.bad_input("store")
+def test_a_store_format_marker_nested_100000_deep_is_one_error(tmp_path, capsys):
+    """Blind campaign seed 38, case 223: ``summary STORE`` whose ``_meta/.format.json``
+    is nested 100,000 deep: a RecursionError traceback."""
+    root = tmp_path / "st"
+    _two_day_store(root)
+    (root / "_meta" / ".format.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert _rc(["summary", root]) == 2
+    assert "unreadable store format marker (nested too deeply)" in _one_line(capsys)
