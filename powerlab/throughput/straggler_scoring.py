@@ -42,7 +42,7 @@ from .fleet_matrix import (
 from .group_episodes import EPISODE_COLUMNS, summarise_episodes
 from .group_step import absorb_gpu_episodes, group_levels, level_episodes
 from .peer_evidence import baseline_changes, peer_offsets, throttle_evidence
-from .regime_step import regime_breaks, regime_persistence, relevel
+from .regime_step import drop_fleet_shared, regime_breaks, regime_persistence, relevel
 from .regimes import REGIME_COLUMNS
 from .straggler_cost import job_cost
 
@@ -132,6 +132,7 @@ def failslow_episodes(w: FleetWork) -> None:
                 found.append(dict(e, kind="episode", detected=e["end"] - 1))
         found_by[g] = found
     found_by = drop_shared(found_by, w.host_code, n_w)
+    found_by = drop_fleet_shared(found_by, n_g, w.regime_code)
     level_episodes(w)
     found_by = absorb_gpu_episodes(w, found_by)
     for g, found in found_by.items():
