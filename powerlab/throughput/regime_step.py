@@ -96,7 +96,12 @@ def regime_persistence(w: FleetWork, min_windows: int = 4) -> None:
                 spread = max(float(nanmad(loc[np.isfinite(loc)])), floor)
                 z = (loc - np.nanmedian(loc)) / np.sqrt(spread ** 2 + se ** 2)
                 harm.append(np.nan_to_num(sign * z))
-        w.chan[chan] = np.minimum(w.chan[chan], np.min(harm, axis=0))
+        peer = np.ones(w.n_g, dtype=bool)
+        if w.bl is not None and m in w.bl["offset"]:
+            # chips tested on their change since the baseline keep that evidence
+            peer = ~w.bl["use"] | (w.bl["suspect"] & (m == "clock_sm_mhz"))
+        w.chan[chan] = np.where(peer, np.minimum(w.chan[chan], np.min(harm, axis=0)),
+                                w.chan[chan])
 
 
 def drop_fleet_shared(found_by: dict, n_g: int, code: np.ndarray | None,
