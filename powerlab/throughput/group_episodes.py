@@ -106,8 +106,15 @@ def group_episodes(level: str, labels: np.ndarray, pos_code: np.ndarray, *,
                     if e["z"] <= null:
                         continue
                     e = dict(e, shift_pct=sign * e["shift_pct"])
-                    rows.append(_episode_row(level, g, metric, e, sers[g], wstart,
-                                             win_ns, hot_c))
+                    row = _episode_row(level, g, metric, e, sers[g], wstart, win_ns,
+                                       hot_c)
+                    # a clock drop alone, under twice the smallest shift, needs heat
+                    # (temperature or thermal bits up) to be a group's fault
+                    if metric == "clock" and e["shift_pct"] > -2 * min_shift[metric] \
+                            and not (np.nan_to_num(row["temp_rise_c"]) >= 1.0
+                                     or np.nan_to_num(row["thermal_bits_rise"]) > 0.02):
+                        continue
+                    rows.append(row)
     return pd.DataFrame(rows, columns=EPISODE_COLUMNS)
 
 
