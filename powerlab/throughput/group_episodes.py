@@ -88,20 +88,33 @@ def group_episodes(level: str, labels: np.ndarray, pos_code: np.ndarray, *,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         cen = {m: _centred(v, pos_code) for m, v in windows.items() if v is not None}
-        for g in np.unique(labels):
-            cols = labels == g
-            if cols.sum() < min_gpus:
+        groups = [g for g in np.unique(labels) if (labels == g).sum() >= min_gpus]
+        sers = {g: {m: np.nanmedian(v[:, labels == g], axis=1) for m, v in cen.items()}
+                for g in groups}
+        for metric in ("clock", "util", "temp"):
+            if metric not in cen or metric not in min_shift:
                 continue
-            ser = {m: np.nanmedian(v[:, cols], axis=1) for m, v in cen.items()}
-            for metric in ("clock", "util", "temp"):
-                if metric not in ser or metric not in min_shift:
-                    continue
-                sign = -1.0 if metric == "temp" else 1.0
-                for e in drop_episodes(sign * ser[metric],
-                                       min_shift_pct=min_shift[metric]):
+            sign = -1.0 if metric == "temp" else 1.0
+            harm = {g: drop_episodes(sign * sers[g][metric],
+                                     min_shift_pct=min_shift[metric]) for g in groups}
+            # the null: the same runs in the harmless direction (a group's own jitter
+            # makes both; a fault only one), over all groups of the level
+            null = max((e["z"] for g in groups for e in drop_episodes(
+                -sign * sers[g][metric], min_shift_pct=min_shift[metric])), default=0.0)
+            for g in groups:
+                for e in harm[g]:
+                    if e["z"] <= null:
+                        continue
                     e = dict(e, shift_pct=sign * e["shift_pct"])
-                    rows.append(_episode_row(level, g, metric, e, ser, wstart, win_ns,
-                                             hot_c))
+                    row = _episode_row(level, g, metric, e, sers[g], wstart, win_ns,
+                                       hot_c)
+                    # a clock drop alone, under twice the smallest shift, needs heat
+                    # (temperature or thermal bits up) to be a group's fault
+                    if metric == "clock" and e["shift_pct"] > -2 * min_shift[metric] \
+                            and not (np.nan_to_num(row["temp_rise_c"]) >= 1.0
+                                     or np.nan_to_num(row["thermal_bits_rise"]) > 0.02):
+                        continue
+                    rows.append(row)
     return pd.DataFrame(rows, columns=EPISODE_COLUMNS)
 
 

@@ -132,7 +132,9 @@ def _baseline_change_kw(w: FleetWork, raw: dict) -> dict | None:
     bl = w.bl
     if bl is None or not bl["use"].any() or "temp_gpu_c" not in bl["offset"]:
         return None
-    use = bl["use"]
+    # a GPU flagged on its own is left out of its host's change (one straggler is not
+    # its host)
+    use = bl["use"] & ~w.flagged
     return {"clock_off": np.where(use, raw["clock_sm_mhz"] - bl["offset"]["clock_sm_mhz"],
                                   np.nan),
             "temp_off": np.where(use, raw["temp_gpu_c"] - bl["offset"]["temp_gpu_c"],

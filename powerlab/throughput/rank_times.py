@@ -48,7 +48,7 @@ from ..exceptions import AnalysisError
 
 __all__ = ["RankTimesOptions", "RankTimesResult", "find_slow_ranks", "section_kind"]
 
-_COMM = re.compile(r"nccl|all.?reduce|all.?gather|reduce.?scatter|all.?to.?all|broadcast|"
+_COMM = re.compile(r"nccl|gather|scatter|reduce|all.?to.?all|broadcast|"
                    r"\bsend|\brecv|p2p|comm|collective|barrier|\bwait|\bsync|exchange|"
                    r"\bgrad.?sync|\bdp\b|\btp\b|\bpp\b", re.I)
 _DATA = re.compile(r"data|load|input|fetch|\bio\b|prefetch|batch", re.I)
@@ -283,6 +283,7 @@ def _findings(sc: pd.DataFrame, z_thr: float, min_ex: float) -> pd.DataFrame:
                                  "rank in its collectives: the others wait for it"))
                 slow.add(rank)
     hot = comm[hit.loc[comm.index] & ~comm["rank"].isin(slow)]
+    hot = _absorb_waits(hot, sc, slow, rows)
     for _, r in hot[hot["pair"]].iterrows():
         a, b = (int(x) for x in r["unit"].split("->"))
         rows.append(_row("slow link", [a, b], hot[hot["unit"] == r["unit"]], r,
@@ -294,6 +295,24 @@ def _findings(sc: pd.DataFrame, z_thr: float, min_ex: float) -> pd.DataFrame:
         rows.append(_row("slow link", ranks, d, r, _link_detail(ranks, d, sc)))
     return pd.DataFrame(rows, columns=["kind", "ranks", "hosts", "gpus", "section",
                                        "excess_pct", "z", "detail"])
+
+
+def _absorb_waits(hot: pd.DataFrame, sc: pd.DataFrame, slow: set, rows: list
+                  ) -> pd.DataFrame:
+    """Longer collectives on the hostmates of a slow rank are their wait for it (tensor
+    parallelism inside a host: they meet it after every layer), not a slow link: noted
+    on the slow rank's finding and dropped."""
+    if not slow or "host" not in sc or not len(hot):
+        return hot
+    slow_hosts = set(sc.loc[sc["rank"].isin(slow), "host"].dropna())
+    waits = hot["host"].isin(slow_hosts).to_numpy()
+    if waits.any():
+        for row in rows:
+            if row["kind"] == "slow rank" and set(row["hosts"]) & slow_hosts:
+                n = int(hot.loc[waits, "rank"].nunique())
+                row["detail"] += (f"; {n} hostmates wait for it in "
+                                  + ", ".join(sorted(set(hot.loc[waits, "section"]))))
+    return hot[~waits]
 
 
 def _row(kind, ranks, d, r, detail) -> dict:

@@ -14,7 +14,7 @@ from ._robust import nanmad
 from .fleet_matrix import METRICS, FleetWork
 from .regimes import REGIME_COLUMNS, find_regimes, regime_codes
 
-__all__ = ["regime_breaks", "regime_persistence", "relevel"]
+__all__ = ["drop_fleet_shared", "regime_breaks", "regime_persistence", "relevel"]
 
 #: peer-test channel of each metric, and its harmful direction
 _PEER = {"clock_sm_mhz": ("clock", -1.0), "temp_gpu_c": ("temp", 1.0),
@@ -96,4 +96,33 @@ def regime_persistence(w: FleetWork, min_windows: int = 4) -> None:
                 spread = max(float(nanmad(loc[np.isfinite(loc)])), floor)
                 z = (loc - np.nanmedian(loc)) / np.sqrt(spread ** 2 + se ** 2)
                 harm.append(np.nan_to_num(sign * z))
-        w.chan[chan] = np.minimum(w.chan[chan], np.min(harm, axis=0))
+        peer = np.ones(w.n_g, dtype=bool)
+        if w.bl is not None and m in w.bl["offset"]:
+            # chips tested on their change since the baseline keep that evidence
+            peer = ~w.bl["use"] | (w.bl["suspect"] & (m == "clock_sm_mhz"))
+        w.chan[chan] = np.where(peer, np.minimum(w.chan[chan], np.min(harm, axis=0)),
+                                w.chan[chan])
+
+
+def drop_fleet_shared(found_by: dict, n_g: int, code: np.ndarray | None,
+                      share: float = 0.1, near: int = 2) -> dict:
+    """GPU episodes that are the fleet's, not the GPU's: those starting within ``near``
+    windows of a regime break (a chip settling into the new regime), and those that at
+    least ``share`` of the fleet's GPUs (3 or more) have at the same time for at least
+    half of their windows (what many machines show at once is a fleet event, Minder)."""
+    if not found_by:
+        return found_by
+    n_w = len(code) if code is not None else max(
+        (e["end"] for f in found_by.values() for e in f), default=0)
+    edge = np.zeros(n_w + 1, dtype=bool)
+    if code is not None and (code != 0).any():
+        for k in np.flatnonzero(np.diff(code) != 0) + 1:
+            edge[max(k - near, 0):k + near + 1] = True
+    count = np.zeros(n_w + 1)
+    for found in found_by.values():
+        for e in found:
+            count[e["onset"]:e["end"]] += 1
+    crowd = count >= max(3, share * n_g)
+    return {g: [e for e in found if not edge[min(e["onset"], n_w)]
+                and not crowd[e["onset"]:e["end"]].mean() >= 0.5]
+            for g, found in found_by.items()}

@@ -22,7 +22,9 @@ Detection, on the compute-phase windows:
    a handful of stragglers cannot reach) is a break: a clock policy or driver that
    changed the spread.
 3. **Fleet level** -- the same on the fleet's median clock: a step of at least
-   ``min_level_pct`` between the medians of ``span`` windows either side.
+   ``min_level_pct`` between the medians of ``span`` windows either side.  It moves
+   every GPU alike, so it is reported but does not cut the GPU tests (the others do,
+   :data:`CUT_KINDS`).
 
 References
 ----------
@@ -40,7 +42,7 @@ import pandas as pd
 from .._options import Options
 from ._robust import nanmad
 
-__all__ = ["REGIME_COLUMNS", "RegimeOptions", "find_regimes", "regime_codes"]
+__all__ = ["CUT_KINDS", "REGIME_COLUMNS", "RegimeOptions", "find_regimes", "regime_codes"]
 
 REGIME_COLUMNS = ["kind", "start", "end", "before", "after", "share_gpus", "detail"]
 _SETTING_COLUMNS = ("driver_version", "clock_policy")
@@ -228,9 +230,16 @@ def find_regimes(*, wcode: np.ndarray, n_w: int, wstart: np.ndarray, win_ns: int
     return pd.DataFrame(rows, columns=REGIME_COLUMNS + ["w0", "w1"])
 
 
+#: breaks that change GPUs' offsets against each other (a fleet level shift alone moves
+#: every GPU alike: reported, not cut at)
+CUT_KINDS = ("power limit", "driver version", "clock policy", "simultaneous shifts")
+
+
 def regime_codes(regimes: pd.DataFrame, n_w: int) -> np.ndarray:
-    """Regime number of each window; -1 inside a transition (left out)."""
+    """Regime number of each window; -1 inside a transition (left out).  Only the
+    breaks in :data:`CUT_KINDS` cut."""
     code = np.zeros(n_w, dtype=np.int64)
+    regimes = regimes[regimes["kind"].isin(CUT_KINDS)]
     for i, (_, r) in enumerate(regimes.iterrows()):
         code[int(r["w1"]):] = i + 1
         code[max(int(r["w0"]) + 1, 0):int(r["w1"])] = -1

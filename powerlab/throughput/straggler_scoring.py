@@ -39,10 +39,10 @@ from .fleet_matrix import (
     check_inputs,
     index_fleet,
 )
-from .group_episodes import EPISODE_COLUMNS
+from .group_episodes import EPISODE_COLUMNS, summarise_episodes
 from .group_step import absorb_gpu_episodes, group_levels, level_episodes
 from .peer_evidence import baseline_changes, peer_offsets, throttle_evidence
-from .regime_step import regime_breaks, regime_persistence, relevel
+from .regime_step import drop_fleet_shared, regime_breaks, regime_persistence, relevel
 from .regimes import REGIME_COLUMNS
 from .straggler_cost import job_cost
 
@@ -132,6 +132,7 @@ def failslow_episodes(w: FleetWork) -> None:
                 found.append(dict(e, kind="episode", detected=e["end"] - 1))
         found_by[g] = found
     found_by = drop_shared(found_by, w.host_code, n_w)
+    found_by = drop_fleet_shared(found_by, n_g, w.regime_code)
     level_episodes(w)
     found_by = absorb_gpu_episodes(w, found_by)
     for g, found in found_by.items():
@@ -252,6 +253,7 @@ def score_table(w: FleetWork, baseline=None) -> dict:
         episodes[c] = pd.to_datetime(episodes[c].astype("int64"), unit="ns", utc=True)
     episodes["host"] = episodes["host"].astype("string")
     episodes["gpu_index"] = episodes["gpu_index"].astype("Int16")
+    episodes["episode_kind"] = _gpu_episode_kinds(episodes)
     params = {**opts.as_dict(), "metrics": tuple(opts.metrics),
               "host_z_threshold": w.z_group, "silent_limit_pct": silent_limit,
               "clock_spread_pct": spread_pct,
@@ -268,6 +270,19 @@ def score_table(w: FleetWork, baseline=None) -> dict:
             "regimes": w.regimes[REGIME_COLUMNS].reset_index(drop=True),
             "group_episodes": (w.group_eps if w.group_eps is not None else pd.DataFrame(
                 columns=EPISODE_COLUMNS)).drop(columns=["w_on", "w_off"])}
+
+
+def _gpu_episode_kinds(episodes: pd.DataFrame) -> np.ndarray:
+    """Each GPU episode's class, as for hosts and racks: ``time of day`` when the GPU's
+    episodes recur at the same hours on two days or more, else ``on/off``."""
+    if not len(episodes):
+        return np.array([], dtype=object)
+    key = episodes["host"].astype(str) + "/" + episodes["gpu_index"].astype(str)
+    summ = summarise_episodes(pd.DataFrame({
+        "level": "gpu", "group": key, "onset": episodes["onset"],
+        "end": episodes["end"], "metric": "clock", "shift": episodes["shift_pct"],
+        "explained": False})).set_index("group")
+    return key.map(summ["episode_kind"]).fillna("on/off").to_numpy(dtype=object)
 
 
 def _detectable(w: FleetWork, silent_limit: float) -> dict:

@@ -104,7 +104,9 @@ class StragglerResult(Results):
         The same evidence for every GPU (``flagged`` column).
     episodes : pandas.DataFrame
         Fail-slow episodes: host, gpu_index, onset, detected, end (UTC), duration_s,
-        ongoing (still slow at the end of the record), shift_pct [%].
+        ongoing (still slow at the end of the record), shift_pct [%], episode_kind
+        (``time of day`` when the GPU's episodes recur at the same hours on two days or
+        more, else ``on/off``; as for hosts and racks).
     cost_step_pct_total : float
         Job step-time increase due to all flagged GPUs together [%].
     params : dict

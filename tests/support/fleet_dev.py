@@ -44,7 +44,8 @@ _BASE_S = 30.0
 def generate(seed: int, case: str = "clean", *, interval_s: float = 60.0,
              hours: float = 48.0, n_hosts: int = 16, gpus_per_host: int = 8,
              hosts_per_rack: int = 4, slowdown_pct: float = 2.0, averaged: bool = True,
-             baseline: bool = False, fault_c: float = 15.0):
+             baseline: bool = False, fault_c: float = 15.0, rollout_s: float = 2400.0,
+             resp_sd: float = 0.1):
     if case not in CASES:
         raise ValueError(case)
     static = np.random.default_rng([seed, 1])
@@ -57,7 +58,7 @@ def generate(seed: int, case: str = "clean", *, interval_s: float = 60.0,
     leak = static.normal(0, 1, n_g) * static.uniform(20, 25)
     sink = static.normal(0, 1.2, n_g)
     p_off = np.minimum(np.abs(static.standard_t(3, n_g)) * 6.0, 60.0)
-    resp = 1 + 0.1 * static.normal(0, 1, n_g)
+    resp = 1 + resp_sd * static.normal(0, 1, n_g)
     rack_off = static.normal(0, 0.7, n_racks)
     host_off = static.normal(0, 0.8, n_hosts)
     pos_c = 0.5 * (pos // 2) + static.normal(0, 0.2, gpus_per_host)[pos]
@@ -85,7 +86,7 @@ def generate(seed: int, case: str = "clean", *, interval_s: float = 60.0,
     t0 = None
     if case == "cap_change":
         t0 = hours / 2 * 3600 + rng.uniform(0, 3600)
-        lag = rng.uniform(0, 2400, n_hosts)[host]
+        lag = rng.uniform(0, rollout_s, n_hosts)[host]
         limit[t_s[:, None] >= t0 + lag[None, :]] = 600.0
     work = np.repeat(rng.normal(0, 10, n_t // 20 + 1), 20)[:n_t] + rng.normal(0, 3, n_t)
     util = np.clip(99.5 + rng.normal(0, 0.4, (n_t, n_g)), 0, 100)

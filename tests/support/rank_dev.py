@@ -10,7 +10,10 @@ compute, then ``optimizer`` (40 ms).  Cases: ``clean``; ``slow_rank`` (one rank'
 forward and backward ``slow_pct`` slower: the others wait for it inside ``allreduce``);
 ``slow_link`` (the transfer of two ranks -- the endpoints of one degraded link, on two
 hosts -- takes ``link_factor`` times longer); ``slow_p2p`` (pipeline sends with a ``peer``
-column; one (rank, peer) pair ``link_factor`` slower).
+column; one (rank, peer) pair ``link_factor`` slower); ``hybrid_slow_rank`` (tensor
+parallel inside each host: after each compute phase the 8 ranks of a host meet in a
+``tp_gather`` collective -- the slow rank's hostmates wait for it there -- and the hosts
+then in ``grad_allreduce``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-CASES = ("clean", "slow_rank", "slow_link", "slow_p2p")
+CASES = ("clean", "slow_rank", "slow_link", "slow_p2p", "hybrid_slow_rank")
 
 
 def generate(seed: int, case: str = "clean", *, n_hosts: int = 4, n_steps: int = 60,
@@ -31,6 +34,8 @@ def generate(seed: int, case: str = "clean", *, n_hosts: int = 4, n_steps: int =
     common = rng.lognormal(0, 0.02, n_steps)
     comp = {s: b * common[:, None] * speed[None, :] * rng.lognormal(0, 0.015, (n_steps, n))
             for s, b in (("data", 0.02), ("forward", 0.30), ("backward", 0.60))}
+    if case == "hybrid_slow_rank":
+        return _hybrid(rng, n, n_steps, bad, speed, common, slow_pct)
     if case == "slow_rank":
         for s in ("forward", "backward"):
             comp[s][:, bad] *= 1 + slow_pct / 100
@@ -62,3 +67,30 @@ def generate(seed: int, case: str = "clean", *, n_hosts: int = 4, n_steps: int =
              "slow_link": ([bad, other] if case == "slow_link" else
                            [bad, (bad + 1) % n] if case == "slow_p2p" else [])}
     return times, rmap, truth
+
+
+def _hybrid(rng, n, n_steps, bad, speed, common, slow_pct):
+    host = np.arange(n) // 8
+    secs = {}
+    t_end = np.zeros((n_steps, n))
+    for name, base in (("fwd_compute", 0.3), ("bwd_compute", 0.6)):
+        c = base * common[:, None] * speed[None, :] * rng.lognormal(0, 0.015, (n_steps, n))
+        c[:, bad] *= 1 + slow_pct / 100
+        secs[name] = c
+        t_end = t_end + c
+        # the host's ranks meet: each waits for its slowest hostmate
+        grp = pd.DataFrame(t_end.T).groupby(host).transform("max").to_numpy().T
+        secs[f"tp_gather_{name[:3]}"] = 0.03 * rng.lognormal(0, 0.03, (n_steps, n)) + \
+            (grp - t_end)
+        t_end = grp + secs[f"tp_gather_{name[:3]}"] - (grp - t_end)
+    xfer = 0.15 * rng.lognormal(0, 0.03, (n_steps, n))
+    secs["grad_allreduce"] = xfer + (t_end.max(axis=1, keepdims=True) - t_end)
+    rows = []
+    step, rank = np.meshgrid(np.arange(n_steps), np.arange(n), indexing="ij")
+    for s, v in secs.items():
+        rows.append(pd.DataFrame({"rank": rank.ravel(), "step": step.ravel(),
+                                  "section": s, "duration_s": v.ravel()}))
+    rmap = pd.DataFrame({"rank": np.arange(n), "host": [f"node{h:03d}" for h in host],
+                         "gpu_index": np.arange(n) % 8})
+    return (pd.concat(rows, ignore_index=True), rmap,
+            {"case": "hybrid_slow_rank", "slow_ranks": [bad], "slow_link": []})

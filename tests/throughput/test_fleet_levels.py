@@ -136,3 +136,18 @@ def test_episode_classes_known_answer():
     assert s.loc["r1", "episode_kind"] == "time of day"
     assert s.loc["r1", "hours_utc"] == "13:00-18:00"
     assert s.loc["r2", "episode_kind"] == "on/off"
+
+
+def test_gpu_episode_classes_known_answer():
+    """One GPU slow 14:00-16:00 on two days (time of day), another once (on/off)."""
+    from powerlab.throughput.straggler_scoring import _gpu_episode_kinds
+
+    t0 = pd.Timestamp("2026-01-01", tz="UTC")
+    eps = pd.DataFrame({
+        "host": ["n0", "n0", "n1"], "gpu_index": pd.array([3, 3, 0], dtype="Int16"),
+        "onset": [t0 + pd.Timedelta(hours=14), t0 + pd.Timedelta(hours=38),
+                  t0 + pd.Timedelta(hours=5)],
+        "end": [t0 + pd.Timedelta(hours=16), t0 + pd.Timedelta(hours=40),
+                t0 + pd.Timedelta(hours=6)],
+        "shift_pct": [-1.5, -1.6, -2.0]})
+    assert _gpu_episode_kinds(eps).tolist() == ["time of day", "time of day", "on/off"]

@@ -82,3 +82,17 @@ def test_bad_input():
                       "duration_s": 1.0})
     with pytest.raises(AnalysisError, match="at least 4"):
         find_slow_ranks(t)
+
+
+def test_hostmates_waiting_for_a_slow_rank_are_not_a_slow_link():
+    """Tensor parallel inside a host: the slow rank's hostmates wait for it in their
+    intra-host collective (+20 % there, every step); one finding, the slow rank."""
+    t, m, truth = rank_dev.generate(3, "slow_rank", slow_pct=4.0)
+    bad = truth["slow_ranks"][0]
+    mates = [r for r in range(bad // 8 * 8, bad // 8 * 8 + 8) if r != bad]
+    tp = t[t["section"] == "forward"].assign(section="tp_comm", duration_s=0.03)
+    tp.loc[tp["rank"].isin(mates), "duration_s"] *= 1.2
+    res = find_slow_ranks(read_rank_times(pd.concat([t, tp]), rank_map=m))
+    assert res.findings["kind"].tolist() == ["slow rank"]
+    assert res.findings["ranks"].tolist() == [[bad]]
+    assert "7 hostmates wait for it in tp_comm" in res.findings["detail"].iloc[0]
