@@ -26,7 +26,8 @@ NB_DIR = REPO / "notebooks"
 NOTEBOOKS = ["01_collect_and_explore.ipynb", "02_time_of_day_dvfs.ipynb",
              "03_power_swing_forecast.ipynb", "04_facilities_export.ipynb",
              "05_interconnection_planner.ipynb", "06_reliability.ipynb",
-             "08_calibrate_backtest_b200.ipynb", "09_flexibility.ipynb"]
+             "08_calibrate_backtest_b200.ipynb", "09_flexibility.ipynb",
+             "10_journey.ipynb"]
 # 07 runs a real Prometheus server and the collector on the fake NVML library (built
 # with a C compiler); .ci/run installs the server
 PROMETHEUS_NB = "07_prometheus_jobs.ipynb"
