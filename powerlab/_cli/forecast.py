@@ -60,6 +60,16 @@ def run(args) -> int:
     guard_outputs([args.out, args.out.with_suffix(".json")], [args.scenario],
                   force=args.force)
     scen = read_scenario(args.scenario)
+    trip_line = ""
+    if any(getattr(d, "from_model", False) for d in scen.disturbances):
+        # a sag that states no effect takes the site's equipment model's (the model of
+        # comply --sags, size-mitigation and the study package's ride-through table)
+        from ..interconnect.equipment import equipment_from_scenario
+        from ..interconnect.eventresponse import scenario_with_sags, supply_trip_assumption
+
+        scen = scenario_with_sags(scen, None)
+        trip_line = ("Voltage sags that state no effect: simulated through the equipment "
+                     "model; " + supply_trip_assumption(equipment_from_scenario(scen)))
     res = forecast(scen, draws=args.draws, seed=args.seed,
                    progress=False if args.quiet else None)
     from .._progress import Progress
@@ -76,5 +86,7 @@ def run(args) -> int:
             res, args.out, args.resolution, progress=False if args.quiet else None)))
     if not args.quiet:
         print(res.summary())
+        if trip_line:
+            print(trip_line)
     print(f"wrote {written}")
     return 0

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..exceptions import ScenarioError
 from ..site.disturbances import VoltageSag
 from .equipment import SiteEquipment, equipment_from_scenario, tan_phi
 
@@ -330,6 +331,16 @@ def scenario_with_sags(scenario, sags: pd.DataFrame, equipment: SiteEquipment | 
     names = {d.name for d in own}
     add = []
     for i, row in enumerate(() if sags is None else sags.itertuples(index=False)):
+        t0 = pd.Timestamp(row.timestamp)
+        for d in own:
+            d0 = pd.Timestamp(d.at_utc)
+            if (t0 < d0 + pd.Timedelta(seconds=float(d.duration_s))
+                    and d0 < t0 + pd.Timedelta(seconds=float(row.duration_s))):
+                raise ScenarioError(
+                    f"sag {i + 1} of the given sags ({t0}, {float(row.duration_s):g} s) "
+                    f"overlaps the scenario's own sag {d.name!r} ({d0}, "
+                    f"{float(d.duration_s):g} s): the load would be counted lost twice; "
+                    "give one or the other", key="sags")
         resp = event_response(eq, residual_voltage_pu=float(row.residual_voltage_pu),
                               duration_s=float(row.duration_s), it_share=share)
         name = f"given_sag{i}"

@@ -59,6 +59,7 @@ from ..site.engine import forecast as run_forecast
 from ..site.results import ForecastResult
 from ..site.scenario import Scenario, read_scenario
 from ..telemetry.aggregate import power_sums
+from .eventresponse import scenario_with_sags
 from .powertrace import (
     PowerTrace,
     for_each_draw,
@@ -178,7 +179,12 @@ class PowerSource:
         """A scenario (or the path of its YAML): every draw is forecast."""
         if isinstance(scenario, (str, os.PathLike)):
             scenario = read_scenario(scenario)
-        return cls("scenario", _checked(scenario, Scenario, "a Scenario"))
+        scenario = _checked(scenario, Scenario, "a Scenario")
+        if any(getattr(d, "from_model", False) for d in scenario.disturbances):
+            # sags that state no effect take the equipment model's (issue 33: the
+            # Python comply() read 0 MW where the command line read 20 MW)
+            scenario = scenario_with_sags(scenario, None)
+        return cls("scenario", scenario)
 
     @classmethod
     def from_trace(cls, trace: PowerTrace) -> PowerSource:

@@ -434,6 +434,13 @@ def disturbance_summary(res, boundary: str = "facility", baseline=None) -> pd.Da
         a = _sag_tick(sag, res.start_utc, res.tick_s)
         if 0 <= a < x.shape[1]:
             rows[sag.name] = _sag_row(sag, _sag_draws(res, x, x0, sag, a))
+            if getattr(sag, "from_model", False):
+                rows[sag.name]["baseline"] = (
+                    "NOT MODELLED HERE: the sag states no effect (no trip_fraction, "
+                    "ups_fraction), so this engine run drops no load; its effect comes "
+                    "from the site's equipment model: forecast "
+                    "powerlab.interconnect.scenario_with_sags(scenario, None), as "
+                    "powerlab forecast, comply, size-mitigation and study-package do")
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("sag")
 
 
