@@ -115,6 +115,9 @@ def _table(result: dict) -> str:
             cells.append(_fmt(r.get("cpu_ratio"), ".2f"))
         lines.append("| " + " | ".join(cells + [_fmt(r.get("target")),
                                                  _fmt(r.get("pass"))]) + " |")
+    for name, text in (result.get("queries") or {}).items():   # the baselines' queries
+        lines += ["", f"Baseline query, {name} (`STORE`: the store folder):", "",
+                  "```", text, "```"]
     return "\n".join(lines)
 
 
