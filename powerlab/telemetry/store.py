@@ -119,40 +119,18 @@ def write_store(df: pd.DataFrame, root: str | os.PathLike, *, fsync: bool = True
             write_format_marker(root)
     except OSError as exc:
         raise StoreError(f"cannot create store folder {root}: {exc.strerror}") from exc
+    day = to_epoch_ns(frame["timestamp"]) // (86_400 * 10**9)
     written: list[Path] = []
-    for dnum, host, part in _partitions(frame):
+    for (dnum, host), part in frame.groupby([day, frame["host"]], sort=True, observed=True):
         date = (pd.Timestamp(0, tz="UTC") + pd.Timedelta(days=int(dnum))).strftime("%Y-%m-%d")
         folder = partition_dir(root, date, str(host))
         with partition_lock(root, date, str(host)):
             clean_temporaries(folder)
-            part = _new_rows(part, folder)
+            part = _new_rows(part.reset_index(drop=True), folder)
             if part.empty:
                 continue
             written.append(_write_part(part, folder, compression, fsync))
     return written
-
-
-def _partitions(frame: pd.DataFrame):
-    """``(day number, host, rows)`` of every (date, host) partition of a conformed frame,
-    in (date, host) order, each partition's rows in frame order with a fresh index (as a
-    sorted ``groupby`` gives them, without its per-group machinery: one stable argsort of
-    an integer key, then one ``take`` per partition)."""
-    day = to_epoch_ns(frame["timestamp"]) // (86_400 * 10**9)
-    codes, hosts = pd.factorize(frame["host"], sort=True)
-    key = (day - day.min()) * max(len(hosts), 1) + codes
-    order = np.flatnonzero(codes >= 0)   # rows without a host belong to no partition
-    order = order[np.argsort(key[order], kind="stable")]
-    if not len(order):
-        return
-    sk = key[order]
-    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
-    ends = np.r_[starts[1:], len(order)]
-    for a, b in zip(starts.tolist(), ends.tolist()):
-        rows = order[a:b]
-        first = int(rows[0])
-        whole = b - a == len(frame) and bool((np.diff(rows) > 0).all())
-        part = frame if whole else frame.take(rows)   # one partition in order: no copy
-        yield int(day[first]), hosts[codes[first]], part.reset_index(drop=True)
 
 
 _KEY_COLUMNS = ["timestamp", "scope", "gpu_index", "gpu_uuid"]

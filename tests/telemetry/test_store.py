@@ -231,22 +231,3 @@ def test_fast_read_equals_a_plain_read(tmp_path, monkeypatch, case):
         whole, _plain_read(tmp_path, pd.Timestamp.min.tz_localize("UTC"),
                            pd.Timestamp.max.tz_localize("UTC"), list(whole.columns)),
         check_exact=True)
-
-
-def test_write_partitions_are_those_of_a_sorted_groupby():
-    """write_store splits by (date, host) with one argsort (issue 37, a cheaper split):
-    the partitions, their order and their rows are those of ``groupby([day, host],
-    sort=True)``, which it replaced, on a frame spanning midnight with several hosts."""
-    from powerlab.telemetry.store import _partitions
-    from powerlab.telemetry.timeutil import to_epoch_ns
-
-    a = make_telemetry(n_hosts=3, n_gpus=2, n_samples=40, start="2024-05-17T23:59:50Z")
-    df = conform(a)
-    day = to_epoch_ns(df["timestamp"]) // (86_400 * 10**9)
-    want = [(int(d), h, p.reset_index(drop=True))
-            for (d, h), p in df.groupby([day, df["host"]], sort=True, observed=True)]
-    got = list(_partitions(df))
-    assert len(got) == len(want) == 6
-    for (d1, h1, p1), (d2, h2, p2) in zip(got, want):
-        assert (d1, h1) == (d2, h2)
-        pd.testing.assert_frame_equal(p1, p2)
