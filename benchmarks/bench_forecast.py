@@ -9,6 +9,9 @@ Targets (issue 25, section 4), each timed as min and median of >= 3 runs, 100,00
 - memory per tick bounded: the peak bytes per tick of the 7-day case <= 1.1 x that of the
   24-hour case (a forecast's memory grows with its intervals, never faster; the bytes per
   tick of each case are printed and kept in the RESULT rows, ``bytes_per_tick``);
+- every case <= 2 x the *job-phases floor* per tick per draw (issue 37;
+  :func:`numpy_phase_floor`: one synchronous job's phases built and reduced with
+  vectorised numpy), timed interleaved with the engine, round by round;
 - linear in horizon: the 7-day time <= 8 x the 24-hour time;
 - flat in the GPU count (1k -> 100k GPUs: < 2 x);
 - the same answers: the brute-force per-GPU reference (tests/support/reference_sim.py) agrees
@@ -207,6 +210,61 @@ def numpy_floor(n_ticks: int, draws: int, per: int, tick_s: float) -> None:
                     r.min()
 
 
+def numpy_phase_floor(n_ticks: int, draws: int, per: int, tick_s: float) -> None:
+    """The job-phases floor (issue 37): one synchronous job of 100,000 GPUs whose power
+    follows its phases (4-s steps of 75 % compute then communication wait, a 60-s
+    checkpoint every 30 min), shifted by a per-draw offset, built per tick and draw
+    with vectorised numpy in chunks of 65,536 ticks (no Python loop over ticks): the
+    phase of each tick (a remainder), compute or wait power, the checkpoint mask, the
+    GPU transient (a first-order filter), the facility power (cooling filter, losses,
+    base load) and, per boundary, the 1-s interval mean, maximum and minimum.  What any
+    forecast of the same job must do per tick and draw, without failures, jitter
+    kernel, several jobs, ramps, swings or spectra."""
+    from scipy import signal
+
+    gpus, idle_w, comp_w, wait_w, ckpt_w = 100_000, 60.0, 650.0, 250.0, 120.0
+    period = max(2, round(4.0 / tick_s))
+    comp = round(0.75 * period)
+    ckpt_every, ckpt_len = round(1800.0 / tick_s), round(60.0 / tick_s)
+    chunk = -(-min(FLOOR_CHUNK, n_ticks) // per) * per
+    k = chunk // per
+    base = np.arange(chunk, dtype=np.int64)
+    kk = np.empty(chunk, dtype=np.int64)
+    ph = np.empty(chunk, dtype=np.int64)
+    mask = np.empty(chunk, dtype=bool)
+    p = np.empty(chunk)
+    out = {name: np.empty(k) for name in ("mean", "max", "min")}
+    a_t = 1.0 - np.exp(-tick_s / 0.2)
+    ba_t = ([a_t], [1.0, a_t - 1.0])
+    ba_c = ([1e-4], [1.0, -(1.0 - 1e-4)])
+    for d in range(draws):
+        off = (d * 7919) % period
+        zi_t = signal.lfilter_zi(*ba_t) * gpus * idle_w
+        zi_c = signal.lfilter_zi(*ba_c) * gpus * idle_w * 0.2
+        for a in range(0, n_ticks, chunk):
+            m = min(chunk, n_ticks - a)
+            np.add(base[:m], a + off, out=kk[:m])
+            np.remainder(kk[:m], period, out=ph[:m])
+            np.less(ph[:m], comp, out=mask[:m])
+            np.multiply(mask[:m], comp_w - wait_w, out=p[:m])
+            p[:m] += wait_w
+            np.remainder(kk[:m], ckpt_every, out=ph[:m])
+            np.less(ph[:m], ckpt_len, out=mask[:m])
+            np.putmask(p[:m], mask[:m], ckpt_w)
+            p[:m] *= gpus
+            it, zi_t = signal.lfilter(*ba_t, p[:m], zi=zi_t)
+            fac, zi_c = signal.lfilter(*ba_c, it * 0.2, zi=zi_c)
+            fac += 1e6
+            fac += it * 1.05
+            kk_ = m // per
+            for x in (it, fac):
+                y = x[:kk_ * per].reshape(kk_, per)
+                np.add.reduce(y, axis=1, out=out["mean"][:kk_])
+                out["mean"][:kk_] /= per
+                np.maximum.reduce(y, axis=1, out=out["max"][:kk_])
+                np.minimum.reduce(y, axis=1, out=out["min"][:kk_])
+
+
 def numpy_floor_minimal(n_ticks: int, draws: int, per: int, tick_s: float) -> None:
     """The least a per-tick engine does: per draw a cumulative sum and 1-s means."""
     for d in range(draws):
@@ -281,7 +339,7 @@ def main() -> int:
           f"keep_ticks=False, {runs} runs each; times are process CPU seconds (wall "
           f"alongside); baseline: the same-passes numpy floor; load average before: "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()))
-    res_by, per_tick = {}, {}
+    res_by, per_tick, phase_rows = {}, {}, []
     max_ratio = 4.0
     for hours, tick, target_s in ((short_h, 0.1, None), (long_h, 0.1, 8.0),
                                   (fine_h, 0.01, 10.0)):
@@ -296,6 +354,23 @@ def main() -> int:
             trace=True)
         wall = timed.wall
         res_by[(hours, tick)] = (tmin, None)
+        # the job-phases floor (issue 37), timed interleaved with the engine: round by
+        # round floor then engine, the minimum of each
+        pf, pe = [], []
+        for _ in range(runs):
+            c = time.process_time()
+            numpy_phase_floor(n, draws, per, tick)
+            pf.append(time.process_time() - c)
+            c = time.process_time()
+            forecast(sc, draws=draws, seed=0, keep_ticks=False)
+            pe.append(time.process_time() - c)
+        ns_f, ns_e = (min(v) / (n * draws) * 1e9 for v in (pf, pe))
+        print(f"    job-phases floor: engine {ns_e:.1f} ns vs floor {ns_f:.1f} ns per tick "
+              f"per draw ({ns_e / ns_f:.2f} x; interleaved, min of {runs})")
+        phase_rows.append((f"{hours:g} h at {tick * 1000:g} ms vs job-phases floor",
+                           f"{n:,} ticks", min(pe), statistics.median(pe), min(pf),
+                           {"engine_ns_per_tick_draw": round(ns_e, 1),
+                            "floor_ns_per_tick_draw": round(ns_f, 1)}))
         bpt = peak * 2**20 / n
         per_tick[(hours, tick)] = bpt
         case = f"{hours:g} h at {tick * 1000:g} ms"
@@ -316,6 +391,9 @@ def main() -> int:
                           for k, v in resolved_bands(tick).items())
         print(f"    tick {tick:g} s resolves {bands}")
         del res
+    for case, size, tmin, tmed, base, extra in phase_rows:
+        row(case, size, tmin, tmed, float("nan"), base, "<= 2 x", tmin <= 2.0 * base,
+            extra=extra)
     t_short, t_long = res_by[(short_h, 0.1)][0], res_by[(long_h, 0.1)][0]
     lin = t_long / t_short
     allowed = 8.0 * (long_h / short_h) / 7.0

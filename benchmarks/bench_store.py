@@ -10,6 +10,10 @@ column filled. Then, each ``--repeat`` times, alternating:
   ``columns=["power_w"]`` (the identity columns and ``power_w``), ``to_pandas``;
 * ``read_store(STORE, columns=["power_w"])``: identity columns and one measurement.
 
+Write (issue 37): ``write_store`` against :func:`pyarrow_write` (the same partitions, page
+checksums, fsync, CRC-32 names; bare pyarrow), interleaved, each into a fresh folder;
+target <= 1.2x (``--write-target``).
+
 Targets (issue 25 section 3): ``read_store`` <= 1.3x the baseline and the projected
 ``read_store`` <= 1.3x the projected baseline (ratios of the minima over runs).  Also
 printed: projected / full ``read_store`` (projection pushed down: well under 1), the CPU
@@ -71,6 +75,43 @@ def make_frame(rows: int, hosts: int, seed: int = 0) -> pd.DataFrame:
     return conform(df)
 
 
+def pyarrow_write(df: pd.DataFrame, root: Path, fsync: bool = True) -> list[Path]:
+    """The write baseline (issue 37): what ``write_store`` writes, done with bare
+    pyarrow: one Arrow table of the frame, one file per (date, host) partition in the
+    same folders, page checksums, zstd, fsync, the CRC-32 of the bytes in the name, an
+    atomic rename.  No validation, no duplicate check, no lock."""
+    import uuid
+    import zlib
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    ts = pd.DatetimeIndex(df["timestamp"]).as_unit("ns").asi8
+    day = ts // (86_400 * 10**9)
+    host_codes, host_names = pd.factorize(df["host"], sort=True)
+    key = day * len(host_names) + host_codes
+    order = np.argsort(key, kind="stable")
+    bounds = np.flatnonzero(np.diff(key[order])) + 1
+    out = []
+    for rows in np.split(order, bounds):
+        first = int(rows[0])
+        date = np.datetime64(int(day[first]), "D").astype(str)
+        folder = root / date / str(host_names[host_codes[first]])
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".tmp-{uuid.uuid4().hex[:12]}.partial"
+        pq.write_table(table.take(pa.array(rows)), tmp, compression="zstd",
+                       write_page_checksum=True)
+        with open(tmp, "rb") as fh:
+            if fsync:
+                os.fsync(fh.fileno())
+            crc = zlib.crc32(fh.read())
+        target = folder / f"part-{uuid.uuid4().hex[:12]}-c{crc:08x}.parquet"
+        os.replace(tmp, target)
+        out.append(target)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=float, default=5e6)
@@ -78,6 +119,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--target", type=float, default=1.3,
                     help="most read_store / pyarrow, full and projected (default 1.3)")
+    ap.add_argument("--write-target", type=float, default=1.2,
+                    help="most write_store / pyarrow write (default 1.2, issue 37)")
     args = ap.parse_args(argv)
     if args.repeat < 3:
         ap.error("--repeat must be at least 3")
@@ -96,6 +139,21 @@ def main(argv=None) -> int:
         release_locks()
         files = list_files(tmp)
         n = len(df)
+        # write: write_store against the bare pyarrow write, interleaved, each into a
+        # fresh folder, fsync on in both
+        wt: dict[str, list[float]] = {"pyarrow write": [], "write_store": []}
+        wc: dict[str, list[float]] = {k: [] for k in wt}
+        for r in range(args.repeat):
+            for name in wt:
+                dest = tmp.parent / f"{tmp.name}-w{r}-{len(wt[name])}"
+                c0, t0 = time.process_time(), time.perf_counter()
+                got = (pyarrow_write(df, dest) if name == "pyarrow write"
+                       else write_store(df, dest))
+                wt[name].append(time.perf_counter() - t0)
+                wc[name].append(time.process_time() - c0)
+                release_locks()
+                assert len(got) == len(files), (name, len(got), len(files))
+                shutil.rmtree(dest, ignore_errors=True)
         del df
 
         few = ["timestamp", "host", "scope", "gpu_index", "gpu_uuid", "power_w"]
@@ -146,13 +204,25 @@ def main(argv=None) -> int:
                 / stat["pyarrow[power_w]+to_pandas"]["cpu_min_s"])
     print(f"CPU time, for a loaded machine: full {cpu_full:.2f}x, projected "
           f"{cpu_proj:.2f}x (not the target: wall time is)")
+    w_ratio = min(wt["write_store"]) / min(wt["pyarrow write"])
+    w_cpu = min(wc["write_store"]) / min(wc["pyarrow write"])
+    for k in wt:
+        print(f"  {k:26s} min {min(wt[k]):.3f} s  median {np.median(wt[k]):.3f} s  CPU "
+              f"min {min(wc[k]):.3f} s")
+    ok_write = w_ratio <= args.write_target
+    print(f"write_store / pyarrow write = {w_ratio:.2f}x, CPU {w_cpu:.2f}x (target <= "
+          f"{args.write_target}x, wall): {'ok' if ok_write else 'MISS'}")
     result = {"benchmark": "store", "rows": n, "files": len(files), **{
         f"{k}_{m}": v[m] for k, v in stat.items() for m in v},
         "ratio_vs_pyarrow": round(ratio, 3), "ratio_projected_vs_pyarrow": round(ratio_p, 3),
         "ratio_few_vs_all": round(few, 3), "cpu_ratio_vs_pyarrow": round(cpu_full, 3),
         "cpu_ratio_projected_vs_pyarrow": round(cpu_proj, 3), "target": args.target,
         "load_avg_1min": [round(load_before, 2), round(load_after, 2)],
-        "ok": bool(ok_ratio and ok_proj)}
+        "write_store_min_s": round(min(wt["write_store"]), 4),
+        "pyarrow_write_min_s": round(min(wt["pyarrow write"]), 4),
+        "ratio_write_vs_pyarrow": round(w_ratio, 3), "cpu_ratio_write_vs_pyarrow":
+        round(w_cpu, 3), "write_target": args.write_target,
+        "ok": bool(ok_ratio and ok_proj and ok_write)}
     print("RESULT " + json.dumps(result))
     return 0 if result["ok"] else 1
 

@@ -115,6 +115,9 @@ def _table(result: dict) -> str:
             cells.append(_fmt(r.get("cpu_ratio"), ".2f"))
         lines.append("| " + " | ".join(cells + [_fmt(r.get("target")),
                                                  _fmt(r.get("pass"))]) + " |")
+    for name, text in (result.get("queries") or {}).items():   # the baselines' queries
+        lines += ["", f"Baseline query, {name} (`STORE`: the store folder):", "",
+                  "```", text, "```"]
     return "\n".join(lines)
 
 
@@ -156,7 +159,7 @@ def main() -> int:
     sections, failed = [], []
     for name in names:
         print(f"== {name} {' '.join(extra.get(name, []))}", flush=True)
-        load_before = _load()
+        load_before, commit = _load(), _commit()   # the code the benchmark runs
         rc, result, log, wall = _run(benches[name], extra.get(name, []))
         load_after = _load()
         print(log[-3000:], flush=True)
@@ -166,14 +169,13 @@ def main() -> int:
         cmd = f"python benchmarks/{benches[name].name} {' '.join(extra.get(name, []))}".strip()
         body = _table(result) if result else "_(no RESULT line: see the benchmark's output)_"
         sections.append((f"## {name}\n\n`{cmd}` — {wall:.0f} s wall, {status}.\n\n{body}\n",
-                         load_before, load_after))
+                         load_before, load_after, commit))
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    commit = _commit()
     keep = _kept_sections(Path(args.doc), set(names))
     stamped = [sec.replace("\n\n", f"\n\nRun on {now} at commit {commit}, load average "
                                      f"{before} before and {after} after (1, 5, 15 min; "
                                      f"{hw['cores']} cores).\n\n", 1)
-               for sec, before, after in sections]
+               for sec, before, after, commit in sections]
     merged = {**keep, **dict(zip(names, stamped))}
     order = [n for n in benches if n in merged]
     hw_lines = "\n".join(f"- {k.replace('_', ' ')}: {v}" for k, v in hw.items()
