@@ -58,12 +58,13 @@ def incidents(events: pd.DataFrame, *, by: str = "root_cause",
 
     A GPU is its ``gpu_uuid``, else (``host``, ``pci_bus_id``), else (``host``,
     ``gpu_index``).  Events without a category (informational and application Xids) are
-    not failures and start no incident; events without a time are each their own.
+    not failures and start no incident; events without a time (or a table without
+    ``timestamp`` or GPU columns) are each their own.
     """
     ev = events[events[by].notna()].copy()
-    if ev.empty or window_s <= 0:
-        return ev
     cols = [c for c in ("gpu_uuid", "host", "pci_bus_id", "gpu_index") if c in ev.columns]
+    if ev.empty or window_s <= 0 or "timestamp" not in ev.columns or not cols:
+        return ev          # no time or no GPU to merge on: each event is its own
     key = pd.Series(["|".join(map(str, r)) for r in ev[cols].astype(object).itertuples(
         index=False)], index=ev.index)
     if "gpu_uuid" in ev.columns:

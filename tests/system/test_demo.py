@@ -189,7 +189,7 @@ def test_report_renders_offline_in_chromium(demo, tmp_path):
 
 def test_cli_rejects_bad_options(capsys, tmp_path):
     assert cli.main(["demo", "--out", str(tmp_path), "--hours", "0"]) == 2
-    assert "--hours must be positive" in capsys.readouterr().err
+    assert "argument --hours: 0 is outside more than 0 to 8784 h" in capsys.readouterr().err
     assert not any(Path(tmp_path).iterdir())
 
 
