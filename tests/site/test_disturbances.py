@@ -236,8 +236,11 @@ def test_a_sag_the_load_ignores_loses_nothing_and_passes_a_tight_limit():
 
     times = [pd.Timestamp("2025-06-02T12:10:00Z") + pd.Timedelta(seconds=97.3 * k)
              for k in range(12)]
+    # the load ignores them, stated: a sag that states no effect at all takes the site's
+    # equipment model's (powerlab.interconnect.eventresponse), issue 33
     sags = [{"name": f"s{k}", "at_utc": t.isoformat(), "residual_voltage_pu": 0.7,
-             "duration_s": 0.5} for k, t in enumerate(times)]
+             "duration_s": 0.5, "trip_fraction": 0.0, "ups_fraction": 0.0}
+            for k, t in enumerate(times)]
     sc = parse_scenario(_big_doc(sags))
     res = forecast(sc, draws=2, seed=1)
     summ = disturbance_summary(res)
