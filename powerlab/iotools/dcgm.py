@@ -341,6 +341,14 @@ def _frame(ts, host, gpus, uuids, data, source, presorted: bool = False) -> pd.D
     gpus = np.asarray(gpus)
     small = (n and gpus.dtype.kind in "iu" and 0 <= gpus.min()
              and gpus.max() <= np.iinfo(np.int16).max)
+    if n and not small and gpus.dtype.kind in "iuO":
+        big = [g for g in gpus.tolist()
+               if g is not None and not 0 <= g <= np.iinfo(np.int16).max]
+        if big:
+            text = str(big[0])
+            text = text if len(text) <= 24 else f"{text[:24]}... ({len(text)} digits)"
+            raise ParseError(f"GPU index {text} is outside 0 to "
+                             f"{np.iinfo(np.int16).max}", path=source, column="gpu")
     df = pd.DataFrame({
         "timestamp": pd.Series(ts, dtype="datetime64[ns, UTC]").reset_index(drop=True),
         "host": _repeat(host, n) if isinstance(host, str) else pd.Series(host,

@@ -45,3 +45,41 @@ def test_times_outside_pandas_range_are_refused(text):
 def test_an_epoch_time_outside_pandas_range_is_refused():
     with pytest.raises(PowerlabError, match="outside the times"):
         to_utc(9_500_000_000, epoch_unit="s")   # year 2271
+
+
+def test_duplicated_log_lines_give_one_error_not_a_division_by_zero():
+    import numpy as np
+
+    from powerlab.calibration.step_shape import step_period
+    t = np.arange(100, dtype="int64") * 10 ** 9
+    with pytest.raises(PowerlabError, match="median interval is 0 s"):
+        step_period([(t, np.ones(100))], 0.0, (10.0, 600.0))
+
+
+def test_readings_spanning_a_year_are_refused_before_any_grid_is_allocated():
+    import pandas as pd
+
+    from powerlab.calibration.calibrate import MAX_SPAN_S, check_span
+    t = pd.to_datetime(["2024-05-17T00:00Z", "2025-05-17T00:00Z"])
+    with pytest.raises(PowerlabError, match="span 365 days"):
+        check_span(pd.DataFrame({"timestamp": t}), "log")
+    ok = pd.Timestamp("2024-05-17T00:00Z") + pd.to_timedelta([0, MAX_SPAN_S], "s")
+    check_span(pd.DataFrame({"timestamp": ok}), "log")     # the bound itself passes
+
+
+def test_a_dcgm_exporter_gpu_id_beyond_64_bits_is_one_parse_error(tmp_path, capsys):
+    p = tmp_path / "dcgm_prom.txt"
+    line = ('DCGM_FI_DEV_POWER_USAGE{{gpu="{g}",UUID="GPU-0",Hostname="h1"}} 300.0 '
+            '174886560{s}000\n')
+    p.write_text("".join(line.format(g=g, s=s) for s in range(4)
+                         for g in ("0", "9" * 40)))
+    assert _rc(["summary", p]) == 2
+    assert "GPU index 999999999999999999999999... (40 digits)" in _one_line(capsys)
+
+
+def test_collect_signal_interval_of_dashes_is_a_usage_error(tmp_path, capsys):
+    rc = _rc(["collect", "--out", tmp_path / "s", "--duration-s", "1",
+              "--signal-interval-s=--"])
+    assert rc in (1, 2)
+    assert "--signal-interval-s" in _one_line(capsys)
+    assert not (tmp_path / "s").exists()
