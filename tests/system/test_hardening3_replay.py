@@ -83,3 +83,30 @@ def test_collect_signal_interval_of_dashes_is_a_usage_error(tmp_path, capsys):
     assert rc in (1, 2)
     assert "--signal-interval-s" in _one_line(capsys)
     assert not (tmp_path / "s").exists()
+
+
+def test_a_parquet_gpu_index_of_inf_is_a_schema_error_naming_the_column(tmp_path, capsys):
+    import pandas as pd
+
+    from powerlab.telemetry.schema import conform
+    df = conform(pd.DataFrame({
+        "timestamp": pd.date_range("2025-06-02", periods=3, freq="1s", tz="UTC"),
+        "host": "h1", "gpu_index": [0, 0, 0], "power_w": [300.0, 301.0, 302.0]}))
+    p = tmp_path / "canon.parquet"
+    df.to_parquet(p)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    t = pq.read_table(p)
+    i = t.column_names.index("gpu_index")
+    t = t.set_column(i, "gpu_index", pa.array([0.0, float("inf"), -1e300]))
+    pq.write_table(t, p)
+    assert _rc(["summary", p]) == 2
+    assert "column 'gpu_index'" in _one_line(capsys)
+
+
+def test_summary_of_a_weather_log_says_it_is_not_telemetry(tmp_path, capsys):
+    p = tmp_path / "weather-2025-06-03.txt"
+    p.write_text("Time,Temp (°C),Dew Point (°C),Humidity (%)\n"
+                 + "".join(f"2025-06-03 14:{m:02d},30,9,28\n" for m in range(10)))
+    assert _rc(["summary", p]) == 2
+    assert "not GPU or node telemetry" in capsys.readouterr().err
