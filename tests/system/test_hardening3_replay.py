@@ -110,3 +110,22 @@ def test_summary_of_a_weather_log_says_it_is_not_telemetry(tmp_path, capsys):
                  + "".join(f"2025-06-03 14:{m:02d},30,9,28\n" for m in range(10)))
     assert _rc(["summary", p]) == 2
     assert "not GPU or node telemetry" in capsys.readouterr().err
+
+
+def test_a_hard_link_to_a_file_inside_an_input_folder_is_an_input(tmp_path):
+    import os
+
+    from powerlab.outputs import check_write, protect_inputs
+    lock = tmp_path / "store/_meta/locks/2025-06-02/.h1.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("pid 4242\n")
+    link = tmp_path / "link.csv"
+    os.link(lock, link)
+    (tmp_path / "other.csv").write_text("x\n")
+    with protect_inputs([tmp_path / "store"]):
+        with pytest.raises(PowerlabError, match="is the input .*h1.lock"):
+            check_write(link)
+        with pytest.raises(PowerlabError):
+            link.write_text("host,power_w\n")        # through the audit hook
+        check_write(tmp_path / "other.csv")          # a lone file elsewhere: allowed
+    assert lock.read_text() == "pid 4242\n"
