@@ -26,10 +26,4 @@ def read_telemetry_path(path, *, tz: str | None = None, **kw):
         return read_parquet_telemetry(p)
     if not p.exists():
         raise ParseError("no such file, folder or store", path=p)
-    df = read_any(p, tz=tz, **kw)
-    missing = [c for c in ("timestamp", "host", "power_w")
-               if not hasattr(df, "columns") or c not in df.columns]
-    if missing:     # a weather log, a meter file, ...: another kind of data
-        raise ParseError(f"read as another kind of data, not GPU or node telemetry (no "
-                         f"{', '.join(repr(c) for c in missing)} column)", path=p)
-    return df
+    return read_any(p, tz=tz, **kw)
