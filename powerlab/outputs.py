@@ -263,6 +263,7 @@ class _Protected:
         self.files: dict[str, Path] = {}
         self.inodes: dict[tuple[int, int], Path] = {}
         self.folders: list[tuple[str, Path]] = []
+        self._walked: dict[tuple[int, int], Path] | None = None
         for p in paths:
             p = Path(p)
             try:
@@ -275,6 +276,22 @@ class _Protected:
             else:
                 self.files[real] = p
                 self.inodes[(st.st_dev, st.st_ino)] = p
+
+    def _folder_inodes(self) -> dict[tuple[int, int], Path]:
+        """(device, inode) of every file in the input folders, walked once on the first
+        write to a file with several links."""
+        if self._walked is None:
+            self._walked = {}
+            for _, folder in self.folders:
+                for root, _dirs, names in os.walk(folder):
+                    for name in names:
+                        p = os.path.join(root, name)
+                        try:
+                            st = os.stat(p)
+                        except (OSError, ValueError):
+                            continue
+                        self._walked[(st.st_dev, st.st_ino)] = Path(p)
+        return self._walked
 
     def input_of(self, target, *, under_folders: bool = True) -> Path | None:
         """The input ``target`` would overwrite, or None."""
@@ -290,6 +307,10 @@ class _Protected:
             return None                      # a new file overwrites nothing
         if (st.st_dev, st.st_ino) in self.inodes:
             return self.inodes[(st.st_dev, st.st_ino)]
+        if st.st_nlink > 1 and self.folders:       # a hard link to a file in an input folder
+            hit = self._folder_inodes().get((st.st_dev, st.st_ino))
+            if hit is not None:
+                return hit
         if under_folders and not os.path.isdir(real):
             for prefix, folder in self.folders:
                 if real.startswith(prefix):

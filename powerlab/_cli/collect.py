@@ -80,7 +80,11 @@ def handle(args) -> int:
     import sys
 
     from ..collect.collector import Collector
+    from ..exceptions import PowerlabError
 
+    if any(not isinstance(v, tuple) for v in args.signal_interval_s):
+        raise PowerlabError("--signal-interval-s: expected GROUP=SECONDS such as "
+                            "temperature=1")
     collector = Collector(
         args.out, interval_s=args.interval_s, gpus=args.gpus,
         flush_interval_s=args.flush_interval_s, max_buffer_s=args.max_buffer_s,

@@ -48,12 +48,18 @@ def run(args) -> int:
     import pandas as pd
 
     from ..data import bundled_path
+    from ..exceptions import ParseError
     from ._inputs import read_telemetry_path
 
     paths = args.paths or [bundled_path("mlperf-gpt3-64node", "power")]
     frames = []
     for path in paths:     # a store, a canonical Parquet file or any reader's file
-        frames.append(read_telemetry_path(path, tz=args.tz))
+        df = read_telemetry_path(path, tz=args.tz)
+        missing = [c for c in ("timestamp", "host", "power_w") if c not in df.columns]
+        if missing:     # a weather log, a building meter, ...: another kind of data
+            raise ParseError(f"read as another kind of data, not GPU or node telemetry "
+                             f"(no {', '.join(map(repr, missing))} column)", path=path)
+        frames.append(df)
     df = pd.concat(frames, ignore_index=True)
     s = summarize(df)
     from ._quality import warn_identical_devices

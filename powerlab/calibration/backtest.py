@@ -49,7 +49,7 @@ from .._summary import Results, Summary
 from ..exceptions import AnalysisError, PowerlabError
 from ..site.engine import forecast
 from ..site.scenario import parse_scenario
-from .calibrate import calibrate_job, drop_dropouts, run_window, summed_readings
+from .calibrate import calibrate_job, check_span, drop_dropouts, run_window, summed_readings
 from .calibrated_job import Calibration
 from .meter import Meter, meter_forecast
 from .phases import END_GAP_S
@@ -279,6 +279,7 @@ def backtest_split(power: pd.DataFrame, events=None, *, split: float | None = No
     if split is not None and not 0 < split < 1:
         raise PowerlabError(f"--split must be between 0 and 1, got {split!r}")
     evname = events_source or getattr(events, "path", None) or "the events log"
+    check_span(power, name)
     found = _found_run(power, events, meter_interval_s, name)
     cal_all = calibrate_job(power, events=events, meter_interval_s=meter_interval_s,
                             gpus_per_node=gpus_per_node, source=name,

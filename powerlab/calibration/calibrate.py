@@ -235,6 +235,7 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
     o = CalibrateOptions.from_kwargs(options, **option_kw)
     name = o.source or "the telemetry"
     df, scope = _job_rows(telemetry, name)
+    check_span(df, name)
     df, dropped = _drop_identical(df, telemetry)
     df, n_out = drop_dropouts(df)
     r0, r1 = _run_bounds(events)
@@ -249,8 +250,7 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
                                             events_source=o.events_source)
     job_start = pd.Timestamp(start) if start is not None else job_start
     job_end = pd.Timestamp(end) if end is not None else job_end
-    if job_end <= job_start:
-        raise PowerlabError(f"{name}: the window {job_start} .. {job_end} is empty")
+    _check_window(job_start, job_end, name)
     devices, t_train, startup_s, dev_startup = _startup(df, scope, job_start, job_end, w,
                                                         o.training_start, name)
     devices += len(dropped)   # identical logs: copies of real nodes, still nodes of the job
@@ -279,6 +279,35 @@ def calibrate_job(telemetry: pd.DataFrame, *, events=None, start=None, end=None,
 
 #: A reading below this fraction of its node's median is a meter dropout [-].
 DROPOUT_FRACTION = 0.1
+
+
+#: The longest recording a calibration reads [s]: one job (hours to days).  Its grids
+#: (0.1 s for the meters' sum, 0.5 s for the clock alignment) grow with the span, so a
+#: log whose times span years (a corrupted clock) would allocate gigabytes.
+MAX_SPAN_S = 31 * 86400.0
+
+
+def check_span(df: pd.DataFrame, name: str) -> None:
+    """Refuse readings spanning more than :data:`MAX_SPAN_S` (AnalysisError)."""
+    if df.empty or "timestamp" not in df:
+        return
+    span_s = (df["timestamp"].max() - df["timestamp"].min()).total_seconds()
+    if span_s > MAX_SPAN_S:
+        raise AnalysisError(
+            f"{name}: the readings span {span_s / 86400:,.0f} days "
+            f"({df['timestamp'].min()} to {df['timestamp'].max()}); a calibration reads "
+            f"one job's recording, at most {MAX_SPAN_S / 86400:.0f} days (a clock "
+            "error or another log mixed in?)")
+
+
+def _check_window(job_start, job_end, name: str) -> None:
+    """Refuse an empty window, or one longer than :data:`MAX_SPAN_S`."""
+    if job_end <= job_start:
+        raise PowerlabError(f"{name}: the window {job_start} .. {job_end} is empty")
+    if (job_end - job_start).total_seconds() > MAX_SPAN_S:
+        raise AnalysisError(f"{name}: the window {job_start} .. {job_end} (start/end) is "
+                            f"longer than {MAX_SPAN_S / 86400:.0f} days; a calibration "
+                            "reads one job")
 
 
 def drop_dropouts(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:

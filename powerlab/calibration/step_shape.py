@@ -56,6 +56,9 @@ def step_period(spectra: list, dt: float, period_range_s: tuple[float, float]):
     periodogram)``, the last two within ``period_range_s`` (the upper frequency also
     capped at half the sampling rate).
     """
+    if not dt > 0:
+        raise PowerlabError(f"the readings' median interval is {dt:g} s: most readings "
+                            "repeat the time of the one before (a duplicated log?)")
     f_hi = min(1.0 / period_range_s[0], 0.5 / dt)
     f_lo = 1.0 / period_range_s[1]
     if f_hi <= f_lo:

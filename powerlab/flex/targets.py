@@ -20,9 +20,11 @@ Every problem is one line: a :class:`~powerlab.exceptions.ParseError` whose ``pa
 the file, ``line`` the line in it (CSV: the physical line, comments and blank lines
 counted; JSON: only for a syntax error) and ``column`` the CSV column or the JSON path of
 the value at fault: a time without a zone (unless ``tz`` is given) or an unknown zone, a
-cap above the site's maximum power or below its floor, a target that ends before the
+cap below the site's floor, a target that ends before the
 plan starts (in the past) or after the horizon, overlapping targets, a missing cap.
-Nothing is dropped silently.
+Nothing is dropped silently.  A cap above the site's maximum power binds nothing: it
+is kept (the plan sheds nothing for it) with a counted
+:class:`~powerlab.exceptions.DataQualityWarning`.
 
 References
 ----------
@@ -468,8 +470,6 @@ def check_targets(frame: pd.DataFrame, *, floor_w: float, max_w: float,
     start, end = f["start_utc"], f["end_utc"]
     cap = f["cap_w"].to_numpy(float)
     checks = [(~(end > start).to_numpy(), "end", lambda r: "target ends before it starts"),
-              (cap > max_w, "cap", lambda r: f"cap {r['cap_w'] / 1e6:.3f} MW is above the "
-               f"site's maximum power {max_w / 1e6:.3f} MW"),
               (cap < floor_w, "cap", lambda r: f"cap {r['cap_w'] / 1e6:.3f} MW is below "
                f"the site's floor {floor_w / 1e6:.3f} MW (every job paused)"),
               ((end <= now).to_numpy(), "end", lambda r: f"target ends at {r['end_utc']}, "
@@ -489,6 +489,14 @@ def check_targets(frame: pd.DataFrame, *, floor_w: float, max_w: float,
         if loc is None:
             raise ParseError(f"target {r['source']}: {msg(r)}", path=path)
         raise ParseError(msg(r), path=path, line=loc[what][0], column=loc[what][1])
+    above = int((cap > max_w).sum())
+    if above:
+        # issue 33: a cap the site cannot reach binds nothing; it is planned (nothing to
+        # shed), not refused
+        warnings.warn(DataQualityWarning(
+            f"{above} target(s) cap the site above its maximum power {max_w / 1e6:.3f} MW "
+            "(every GPU at the higher of its TDP and its job's highest level): "
+            "non-binding, nothing to shed"), stacklevel=2)
     if len(f) > 1:
         over = np.flatnonzero(f["start_utc"].to_numpy()[1:] < f["end_utc"].to_numpy()[:-1])
         if len(over):

@@ -422,3 +422,16 @@ def mask_impossible(cols: dict, *, node=None, path=None, what: str = "file") -> 
         warn_quality(f"{path or what}: masked {sum(counts.values())} impossible value(s) "
                      f"as missing: {', '.join(parts)}", stacklevel=4)
     return counts
+
+
+def check_gpu_indices(gpus: np.ndarray, source) -> None:
+    """Refuse a GPU index outside 0 .. 32767 (the canonical ``gpu_index`` is Int16): an
+    id of 40 digits or beyond 64 bits is a ParseError naming the file, not an overflow."""
+    if gpus.dtype.kind not in "iuO":
+        return
+    big = [g for g in gpus.tolist() if g is not None and not 0 <= g <= np.iinfo(np.int16).max]
+    if big:
+        text = str(big[0])
+        text = text if len(text) <= 24 else f"{text[:24]}... ({len(text)} digits)"
+        raise ParseError(f"GPU index {text} is outside 0 to {np.iinfo(np.int16).max}",
+                         path=source, column="gpu")

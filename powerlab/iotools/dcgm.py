@@ -34,6 +34,7 @@ from . import _dmon_fast
 from ._common import (
     TIME_MS_RANGE,
     available_workers,
+    check_gpu_indices,
     check_tz,
     decode_utf8,
     localize,
@@ -341,10 +342,10 @@ def _frame(ts, host, gpus, uuids, data, source, presorted: bool = False) -> pd.D
     gpus = np.asarray(gpus)
     small = (n and gpus.dtype.kind in "iu" and 0 <= gpus.min()
              and gpus.max() <= np.iinfo(np.int16).max)
+    small or check_gpu_indices(gpus, source)   # an id beyond Int16: a ParseError
     df = pd.DataFrame({
         "timestamp": pd.Series(ts, dtype="datetime64[ns, UTC]").reset_index(drop=True),
-        "host": _repeat(host, n) if isinstance(host, str) else pd.Series(host,
-                                                                          dtype="string"),
+        "host": _repeat(host, n) if isinstance(host, str) else pd.Series(host, dtype="string"),
         "scope": _repeat("gpu", n),
         "gpu_index": pd.Series(pd.array(gpus.astype(np.int16), dtype="Int16") if small
                                else pd.Series(gpus, dtype="Int16")),

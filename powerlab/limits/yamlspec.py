@@ -275,7 +275,11 @@ class Section:
             return float(default)
         if isinstance(val, bool) or not isinstance(val, (int, float)):
             raise self.error(name, f"expected a number, got {val!r}")
-        val = float(val)
+        try:
+            val = float(val)
+        except OverflowError:   # an integer of hundreds of digits
+            raise self.error(name, f"expected a finite number, got an integer of "
+                             f"{len(str(abs(val)))} digits") from None
         if not math.isfinite(val):
             raise self.error(name, f"expected a finite number, got {val!r}")
         if lo is not None and (val < lo or (lo_open and val == lo)):

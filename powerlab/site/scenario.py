@@ -282,9 +282,8 @@ class Scenario:
 
 # --------------------------------------------------------------------------- parsing
 
-#: Bounds on sizes that no real site reaches, so that a typo fails before any allocation
-#: (the site's and the hardware's in :mod:`~powerlab.site.facility` and
-#: :mod:`~powerlab.site.hardware`).
+#: Bounds on sizes no real site reaches, so that a typo fails before any allocation (the
+#: site's and the hardware's in :mod:`~powerlab.site.facility` and :mod:`~powerlab.site.hardware`).
 MAX_NAME_CHARS = 200            # a job or scenario name (it lands in CSV cells and reports)
 MAX_SPAN_S = 366 * 86400.0     # a forecast horizon or job allocation of at most a year
 YEARS = (1970, 2200)           # timestamps of a forecast
@@ -294,7 +293,9 @@ def _time(s: Section, name: str, required: bool = True) -> pd.Timestamp | None:
     """A UTC timestamp between the years of :data:`YEARS`."""
     try:
         ts = s.timestamp(name, required=required)
-    except (OverflowError, pd.errors.OutOfBoundsDatetime):
+    except (OverflowError, pd.errors.OutOfBoundsDatetime, ScenarioError) as exc:
+        if isinstance(exc, ScenarioError) and "outside the times powerlab" not in str(exc):
+            raise   # (to_utc's refusal of a time beyond pandas' range: said with YEARS)
         ts = pd.Timestamp(f"{YEARS[1] + 1}-01-01", tz="UTC")
     if ts is not None and not YEARS[0] <= ts.year <= YEARS[1]:
         raise s.error(name, f"the year must be between {YEARS[0]} and {YEARS[1]}, got "

@@ -49,7 +49,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..exceptions import PowerlabError
+from ..exceptions import PowerlabError, SchemaError, Violation
 from .partitions import is_dask
 from .schema import conform
 
@@ -171,11 +171,28 @@ def read_parquet_telemetry(path) -> pd.DataFrame:
             table = pq.read_table(pa.BufferReader(fh.read()))
     except (OSError, pa.ArrowException) as exc:
         raise PowerlabError(f"{path}: cannot read as Parquet: {exc}") from None
-    df = table.to_pandas()
+    df = _to_pandas(table, path)
     for c in ("host", "scope", "gpu_uuid", "job_id"):  # a store's own part file: categories
         if c in df and isinstance(df[c].dtype, pd.CategoricalDtype):
             df[c] = df[c].astype(object)
     return conform(df)
+
+
+def _to_pandas(table: pa.Table, path) -> pd.DataFrame:
+    """``table`` as a frame; a column whose values its stored type cannot hold (a
+    ``gpu_index`` of ``inf`` or ``-1e300`` stored as Int16) refused naming it."""
+    try:
+        return table.to_pandas()
+    except (pa.ArrowException, ValueError, OverflowError, TypeError) as exc:
+        first = exc
+    for name in table.column_names:
+        try:
+            table.select([name]).to_pandas()
+        except (pa.ArrowException, ValueError, OverflowError, TypeError) as exc:
+            raise SchemaError([Violation(name, f"holds values its type cannot hold: "
+                                               f"{str(exc)[:160]}")], source=str(path)) \
+                from None
+    raise PowerlabError(f"{path}: cannot read as telemetry: {str(first)[:160]}")
 
 
 def is_parquet_file(path) -> bool:

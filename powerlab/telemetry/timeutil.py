@@ -128,7 +128,20 @@ def to_utc(value, *, tz: str | None = None, what: str = "time",
     ts, value = _parse(value, what, error)
     if ts.tzinfo is None:
         ts = _localize(ts, value, tz, what, error, hint)
-    return ts.tz_convert("UTC")
+    return _in_range(ts.tz_convert("UTC"), value, what, error)
+
+
+#: The times powerlab takes: pandas' nanosecond range (1677-09-21 to 2262-04-11) less a
+#: year at each end, so that a window or tick added to a bound cannot overflow.
+FIRST, LAST = pd.Timestamp("1678-01-01T00:00Z"), pd.Timestamp("2261-12-31T23:59:59Z")
+
+
+def _in_range(ts: pd.Timestamp, value, what: str, error) -> pd.Timestamp:
+    """``ts`` if it lies in [FIRST, LAST], else ``error``."""
+    if not FIRST <= ts <= LAST:
+        raise error(f"{what} {value!r} is outside the times powerlab reads "
+                    f"({FIRST:%Y-%m-%d} to {LAST:%Y-%m-%d})")
+    return ts
 
 
 def _refuse_non_time(value, what: str, error) -> None:
@@ -152,10 +165,11 @@ def _from_epoch(value, what: str, error, epoch_unit: str | None) -> pd.Timestamp
     if not np.isfinite(float(value)):
         raise error(f"{what} {value!r} is not a finite epoch time")
     try:
-        return pd.Timestamp(value, unit=epoch_unit, tz="UTC")
+        ts = pd.Timestamp(value, unit=epoch_unit, tz="UTC")
     except (ValueError, OverflowError) as exc:
         raise error(f"{what} {value!r} [{epoch_unit} since 1970] is out of range: "
                     f"{exc}") from None
+    return _in_range(ts, value, what, error)
 
 
 def _parse(value, what: str, error) -> tuple[pd.Timestamp, object]:

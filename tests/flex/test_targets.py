@@ -70,8 +70,6 @@ def test_openadr3_event_intervals_follow_the_event_period(tmp_path):
 
 
 @pytest.mark.parametrize("text,match", [
-    ("start_utc,end_utc,cap_megawatts\n2025-07-01T01:00Z,2025-07-01T01:05Z,18\n",
-     "above the site's maximum"),
     ("start_utc,end_utc,cap_megawatts\n2025-07-01T01:00Z,2025-07-01T01:05Z,5\n",
      "below the site's floor"),
     ("start_utc,end_utc,cap_megawatts\n2025-06-30T01:00Z,2025-06-30T01:05Z,10\n",
@@ -127,11 +125,11 @@ def test_csv_errors_name_file_line_and_column(tmp_path):
     by the next row's timestamp, an overlap by the second target's start; the line is the
     physical one, comments and blank lines counted."""
     p = _csv(tmp_path, "start_utc,end_utc,cap_megawatts\n"
-                       "2025-07-01T01:00Z,2025-07-01T01:05Z,18\n")
+                       "2025-07-01T01:00Z,2025-07-01T01:05Z,5\n")
     e = _error(lambda: read_targets(p, **KW))
     assert (e.path, e.line, e.column) == (str(p), 2, "cap_megawatts")
-    assert str(e) == (f"{p}, line 2, column 'cap_megawatts': cap 18.000 MW is above the "
-                      "site's maximum power 17.000 MW")
+    assert str(e) == (f"{p}, line 2, column 'cap_megawatts': cap 5.000 MW is below the "
+                      "site's floor 6.000 MW (every job paused)")
     p = _csv(tmp_path, "# caps from the utility\n\nstart_utc,end_utc,cap_megawatts\n"
                        "# the first\n2025-07-01T01:00Z,2025-07-01T01:05Z,10\n\n"
                        "2025-07-01T02:00Z,2025-07-01T01:55Z,10\n")
@@ -159,14 +157,14 @@ def test_openadr_errors_name_file_and_json_path(tmp_path):
     values for a cap, the intervalPeriod for a time); a syntax error has its line."""
     big = json.loads(json.dumps(EVENT))
     big["intervals"][1]["payloads"] = [{"type": "PRICE", "values": [1]},
-                                       {"type": "IMPORT_CAPACITY_LIMIT", "values": [20000]}]
+                                       {"type": "IMPORT_CAPACITY_LIMIT", "values": [5000]}]
     p = tmp_path / "ev.json"
     p.write_text(json.dumps(big))
     e = _error(lambda: read_targets(p, **KW))
     assert (e.path, e.line, e.column) == (str(p), None,
                                           "events[0]/intervals[1]/payloads[1]/values")
     assert str(e) == (f"{p}, column 'events[0]/intervals[1]/payloads[1]/values': cap "
-                      "20.000 MW is above the site's maximum power 17.000 MW")
+                      "5.000 MW is below the site's floor 6.000 MW (every job paused)")
     late = json.loads(json.dumps(EVENT))
     late["intervals"][2]["intervalPeriod"]["start"] = "2025-07-01T01:07:00"
     e = _error(lambda: parse_openadr_event(json.dumps(late), path=p))
@@ -184,9 +182,28 @@ def test_targets_not_read_from_a_file_are_named_by_source():
     from powerlab.flex.targets import check_targets
 
     f = random_targets("2025-07-01T01:00Z", "2025-07-01T03:00Z", 20e6, n=3).frame
-    e = _error(lambda: check_targets(f, floor_w=6e6, max_w=17e6, now=NOW))
+    e = _error(lambda: check_targets(f, floor_w=30e6, max_w=40e6, now=NOW))
     assert (e.line, e.column) == (None, None)
-    assert str(e).startswith("target random[") and "above the site's maximum" in str(e)
+    assert str(e).startswith("target random[") and "below the site's floor" in str(e)
+
+
+def test_a_cap_above_the_site_maximum_binds_nothing(tmp_path):
+    """Issue 33 item 4: a target above the site's maximum was refused; a cap the site
+    cannot reach binds nothing, so it is kept, counted in a warning."""
+    import warnings as w
+
+    from powerlab.exceptions import DataQualityWarning
+
+    p = _csv(tmp_path, "start_utc,end_utc,cap_megawatts\n"
+                       "2025-07-01T01:00Z,2025-07-01T01:05Z,18\n"
+                       "2025-07-01T02:00Z,2025-07-01T02:05Z,10\n")
+    with w.catch_warnings(record=True) as got:
+        w.simplefilter("always")
+        t = read_targets(p, **KW)
+    assert len(t) == 2 and list(t.frame["cap_w"]) == [18e6, 10e6]
+    msgs = [str(x.message) for x in got if issubclass(x.category, DataQualityWarning)]
+    assert len(msgs) == 1 and msgs[0].startswith("1 target(s) cap the site above its "
+                                                 "maximum power 17.000 MW")
 
 
 def test_openadr_without_jsonschema_names_the_extra(monkeypatch):

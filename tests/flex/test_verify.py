@@ -99,12 +99,12 @@ def test_cli_verify_offer_plan(tmp_path, capsys):
     assert main(["flex", "plan", sc, "--target", str(late), "--requirements", req,
                  "--out", str(tmp_path / "p2"), "--draws", "2", "--quiet"]) == 1
     capsys.readouterr()
-    bad = tmp_path / "bad.csv"
-    bad.write_text("start_utc,end_utc,cap_megawatts\n2025-07-01T06:00Z,2025-07-01T06:10Z,40\n")
+    bad = tmp_path / "bad.csv"           # below every job paused: cannot be planned
+    bad.write_text("start_utc,end_utc,cap_megawatts\n2025-07-01T06:00Z,2025-07-01T06:10Z,1\n")
     assert main(["flex", "plan", sc, "--target", str(bad), "--requirements", req,
                  "--out", str(tmp_path / "p3")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "above the site's maximum" in err
+    assert err.count("\n") == 1 and "below the site's floor" in err
     assert main(["flex", "offer", sc, "--out", str(tmp_path / "o"), "--draws", "2",
                  "--quiet"]) == 0
     off = pd.read_csv(tmp_path / "o/flex_offer.csv")
