@@ -22,8 +22,7 @@ Definitions checked (docs/flexibility.md):
 - "a target's throttling lever is a power cap when the time from its notice to ``start +
   response_s`` is at least ``power_cap_response_s`` ..., a clock lock otherwise ... The
   descent starts no earlier than the notice plus that lever's response";
-- bad input: "a cap above the site's maximum (every GPU at TDP plus node overhead) or
-  below its floor (every job paused), a target ending before the plan starts, ...
+- bad input: "a cap ... below its floor (every job paused), a target ending before the plan starts, ...
   overlapping targets, ... an unknown zone" -> one-line errors, exit 2.
 """
 from __future__ import annotations
@@ -268,7 +267,6 @@ def test_d_short_notice_uses_the_clock_lock(run_d, site16k):
 # ----------------------------------------------------------------------------- bad input
 
 BAD = {
-    "above_max": ("2025-07-01T01:00:00Z", "2025-07-01T01:05:00Z", "17.0", None),
     "below_floor": ("2025-07-01T01:00:00Z", "2025-07-01T01:05:00Z", "6.0", None),
     "in_past": ("2025-06-30T01:00:00Z", "2025-06-30T01:05:00Z", "12.0", None),
     "overlap": ("2025-07-01T01:00:00Z", "2025-07-01T01:05:00Z", "12.0",
@@ -298,6 +296,22 @@ def test_bad_input_one_line_exit_2(tmp_path, case, site16k):
     run = pc.run_plan(pc.SCENARIO_16K, path, pc.REQ_ERCOT, tmp_path / "o", "--draws", "1",
                       *args)
     assert pc.bad_input_error(run) is None, pc.bad_input_error(run)
+
+
+def test_a_cap_above_the_site_maximum_binds_nothing(tmp_path, site16k):
+    """Changed by issue 33 item 4 (this case was a bad input before): a cap above the
+    site maximum (16.589 MW IT) binds nothing; the plan takes it, sheds nothing for it
+    and says so in a warning."""
+    path = tmp_path / "t.csv"
+    path.write_text("start_utc,end_utc,cap_megawatts\n"
+                    "2025-07-01T01:00:00Z,2025-07-01T01:05:00Z,17.0\n")
+    run = pc.run_plan(pc.SCENARIO_16K, path, pc.REQ_ERCOT, tmp_path / "o", "--draws", "1")
+    assert run.rc in (0, 1) and "Traceback" not in run.stderr, run.stderr
+    assert "non-binding, nothing to shed" in run.stderr
+    t = run.csv("plan_targets.csv")
+    assert len(t) == 1 and bool(t["met"].iloc[0])
+    shed = [c for c in t.columns if c.startswith("shed_megawatts[")]
+    assert float(t[shed].to_numpy().sum()) == 0.0
 
 
 def test_bad_input_unknown_zone_in_the_file(tmp_path):
